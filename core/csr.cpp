@@ -1,0 +1,206 @@
+// Host CSR utilities: construction from triplets, validation, permutations, reference SpMM.
+#include "core/csr.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+
+namespace tcsolve {
+
+const char* to_string(Symmetry s) {
+  switch (s) {
+    case Symmetry::general: return "general";
+    case Symmetry::symmetric: return "symmetric";
+    case Symmetry::skew_symmetric: return "skew-symmetric";
+  }
+  return "?";
+}
+
+template <class T>
+Csr<T> csr_from_triplets(std::int64_t nrows, std::int64_t ncols, std::vector<Triplet<T>> e,
+                         Symmetry symmetry) {
+  TCSOLVE_REQUIRE(nrows >= 0 && ncols >= 0 && nrows < (std::int64_t(1) << 31) &&
+                      ncols < (std::int64_t(1) << 31),
+                  "matrix dimensions must fit 32-bit indices");
+  Csr<T> a;
+  a.nrows = nrows;
+  a.ncols = ncols;
+  a.symmetry = symmetry;
+  // Counting sort by row (stable), then sort columns inside each row and sum duplicates.
+  std::vector<std::int64_t> count(nrows + 1, 0);
+  for (const auto& t : e) ++count[t.row + 1];
+  for (std::int64_t i = 0; i < nrows; ++i) count[i + 1] += count[i];
+  std::vector<std::int32_t> cols(e.size());
+  std::vector<T> vals(e.size());
+  {
+    std::vector<std::int64_t> pos(count.begin(), count.end() - 1);
+    for (const auto& t : e) {
+      std::int64_t p = pos[t.row]++;
+      cols[p] = t.col;
+      vals[p] = t.value;
+    }
+  }
+  e.clear();
+  e.shrink_to_fit();
+  a.row_ptr.assign(nrows + 1, 0);
+  a.col_idx.resize(cols.size());
+  a.values.resize(cols.size());
+  std::int64_t out = 0;
+  std::vector<std::pair<std::int32_t, T>> row;
+  for (std::int64_t i = 0; i < nrows; ++i) {
+    std::int64_t b = count[i], en = count[i + 1];
+    bool sorted = true;
+    for (std::int64_t p = b + 1; p < en; ++p)
+      if (cols[p] <= cols[p - 1]) { sorted = false; break; }
+    if (sorted) {
+      for (std::int64_t p = b; p < en; ++p) {
+        a.col_idx[out] = cols[p];
+        a.values[out++] = vals[p];
+      }
+    } else {
+      row.clear();
+      for (std::int64_t p = b; p < en; ++p) row.emplace_back(cols[p], vals[p]);
+      std::stable_sort(row.begin(), row.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (std::size_t k = 0; k < row.size(); ++k) {
+        if (k > 0 && row[k].first == a.col_idx[out - 1]) {
+          a.values[out - 1] += row[k].second;  // duplicate: sum
+        } else {
+          a.col_idx[out] = row[k].first;
+          a.values[out++] = row[k].second;
+        }
+      }
+    }
+    a.row_ptr[i + 1] = out;
+  }
+  a.col_idx.resize(out);
+  a.values.resize(out);
+  a.col_idx.shrink_to_fit();
+  a.values.shrink_to_fit();
+  return a;
+}
+
+template <class T>
+void validate(const Csr<T>& a) {
+  auto fail = [](const std::string& m) { throw InvalidArgument("invalid CSR: " + m); };
+  if (a.nrows < 0 || a.ncols < 0) fail("negative dimension");
+  if (static_cast<std::int64_t>(a.row_ptr.size()) != a.nrows + 1) fail("row_ptr size != nrows + 1");
+  if (a.row_ptr[0] != 0) fail("row_ptr[0] != 0");
+  std::int64_t nnz = a.row_ptr.back();
+  if (static_cast<std::int64_t>(a.col_idx.size()) != nnz ||
+      static_cast<std::int64_t>(a.values.size()) != nnz)
+    fail("col_idx/values size != row_ptr[nrows]");
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    if (a.row_ptr[i + 1] < a.row_ptr[i]) fail("row_ptr decreases at row " + std::to_string(i));
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+      if (a.col_idx[p] < 0 || a.col_idx[p] >= a.ncols)
+        fail("column index " + std::to_string(a.col_idx[p]) + " out of range in row " +
+             std::to_string(i));
+      if (p > a.row_ptr[i] && a.col_idx[p] <= a.col_idx[p - 1])
+        fail("columns not sorted/unique in row " + std::to_string(i));
+    }
+  }
+}
+
+template <class U, class T>
+Csr<U> csr_cast(const Csr<T>& a) {
+  Csr<U> b;
+  b.nrows = a.nrows;
+  b.ncols = a.ncols;
+  b.row_ptr = a.row_ptr;
+  b.col_idx = a.col_idx;
+  b.values.assign(a.values.begin(), a.values.end());
+  b.symmetry = a.symmetry;
+  return b;
+}
+
+template <class T>
+bool is_symmetric(const Csr<T>& a, double rel_tol) {
+  if (!a.square()) return false;
+  double amax = 0;
+  for (const T& v : a.values) amax = std::max(amax, std::abs(static_cast<double>(v)));
+  const double tol = rel_tol * amax;
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+      std::int32_t j = a.col_idx[p];
+      auto b = a.col_idx.begin() + a.row_ptr[j], en = a.col_idx.begin() + a.row_ptr[j + 1];
+      auto it = std::lower_bound(b, en, static_cast<std::int32_t>(i));
+      double aji = (it != en && *it == i) ? static_cast<double>(a.values[it - a.col_idx.begin()]) : 0.0;
+      if (std::abs(static_cast<double>(a.values[p]) - aji) > tol) return false;
+    }
+  }
+  return true;
+}
+
+template <class T>
+Csr<T> permute_rows(const Csr<T>& a, const std::vector<std::int32_t>& perm) {
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(perm.size()) == a.nrows, "permutation length != nrows");
+  Csr<T> b;
+  b.nrows = a.nrows;
+  b.ncols = a.ncols;
+  b.symmetry = Symmetry::general;
+  b.row_ptr.assign(a.nrows + 1, 0);
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    b.row_ptr[i + 1] = b.row_ptr[i] + (a.row_ptr[perm[i] + 1] - a.row_ptr[perm[i]]);
+  b.col_idx.resize(a.nnz());
+  b.values.resize(a.nnz());
+  parallel_for(a.nrows, [&](std::int64_t i) {
+    std::copy(a.col_idx.begin() + a.row_ptr[perm[i]], a.col_idx.begin() + a.row_ptr[perm[i] + 1],
+              b.col_idx.begin() + b.row_ptr[i]);
+    std::copy(a.values.begin() + a.row_ptr[perm[i]], a.values.begin() + a.row_ptr[perm[i] + 1],
+              b.values.begin() + b.row_ptr[i]);
+  });
+  return b;
+}
+
+template <class T>
+Csr<T> permute_symmetric(const Csr<T>& a, const std::vector<std::int32_t>& perm) {
+  TCSOLVE_REQUIRE(a.square(), "symmetric permutation needs a square matrix");
+  Csr<T> b = permute_rows(a, perm);
+  b.symmetry = a.symmetry;
+  std::vector<std::int32_t> inv(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<std::int32_t>(i);
+  parallel_for(b.nrows, [&](std::int64_t i) {
+    std::vector<std::pair<std::int32_t, T>> row;
+    for (std::int64_t p = b.row_ptr[i]; p < b.row_ptr[i + 1]; ++p)
+      row.emplace_back(inv[b.col_idx[p]], b.values[p]);
+    std::sort(row.begin(), row.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      b.col_idx[b.row_ptr[i] + k] = row[k].first;
+      b.values[b.row_ptr[i] + k] = row[k].second;
+    }
+  });
+  return b;
+}
+
+template <class T>
+void csr_spmm_reference(const Csr<T>& a, const T* x, std::int64_t ldx, T* y, std::int64_t ldy,
+                        int k) {
+  parallel_for(a.nrows, [&](std::int64_t i) {
+    for (int c = 0; c < k; ++c) {
+      T s = 0;
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+        s += a.values[p] * x[a.col_idx[p] + c * ldx];
+      y[i + c * ldy] = s;
+    }
+  });
+}
+
+#define TCSOLVE_INSTANTIATE_CSR(T)                                                              \
+  template Csr<T> csr_from_triplets(std::int64_t, std::int64_t, std::vector<Triplet<T>>, Symmetry); \
+  template void validate(const Csr<T>&);                                                        \
+  template bool is_symmetric(const Csr<T>&, double);                                            \
+  template Csr<T> permute_rows(const Csr<T>&, const std::vector<std::int32_t>&);                \
+  template Csr<T> permute_symmetric(const Csr<T>&, const std::vector<std::int32_t>&);           \
+  template void csr_spmm_reference(const Csr<T>&, const T*, std::int64_t, T*, std::int64_t, int);
+TCSOLVE_INSTANTIATE_CSR(double)
+TCSOLVE_INSTANTIATE_CSR(float)
+template Csr<float> csr_cast(const Csr<double>&);
+template Csr<double> csr_cast(const Csr<float>&);
+template Csr<double> csr_cast(const Csr<double>&);
+
+}  // namespace tcsolve

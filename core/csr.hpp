@@ -1,0 +1,65 @@
+// Compressed sparse row matrix on the host: 64-bit row offsets, 32-bit column indices.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcsolve {
+
+// What the source declared. The stored Csr always holds every entry (both triangles expanded).
+enum class Symmetry { general, symmetric, skew_symmetric };
+const char* to_string(Symmetry s);
+
+template <class T>
+struct Csr {
+  std::int64_t nrows = 0;
+  std::int64_t ncols = 0;
+  std::vector<std::int64_t> row_ptr{0};  // [nrows + 1], row_ptr[0] = 0, non-decreasing
+  std::vector<std::int32_t> col_idx;     // [nnz], sorted and unique within each row
+  std::vector<T> values;                 // [nnz]
+  Symmetry symmetry = Symmetry::general;
+
+  std::int64_t nnz() const { return row_ptr.empty() ? 0 : row_ptr.back(); }
+  bool square() const { return nrows == ncols; }
+};
+
+// One (row, col, value) triplet, 0-based.
+template <class T>
+struct Triplet {
+  std::int32_t row;
+  std::int32_t col;
+  T value;
+};
+
+// Builds a Csr from triplets: sorts by (row, col), sums duplicates, keeps explicit zeros.
+// Indices must already be in range (checked by the readers, which know file and line).
+template <class T>
+Csr<T> csr_from_triplets(std::int64_t nrows, std::int64_t ncols, std::vector<Triplet<T>> entries,
+                         Symmetry symmetry = Symmetry::general);
+
+// Throws InvalidArgument describing the first structural defect (offsets, ordering, ranges).
+template <class T>
+void validate(const Csr<T>& a);
+
+// Converts values to another precision (same structure).
+template <class U, class T>
+Csr<U> csr_cast(const Csr<T>& a);
+
+// Symmetry check of the stored values: max |a_ij - a_ji| <= tol * max|a|. O(nnz log).
+template <class T>
+bool is_symmetric(const Csr<T>& a, double rel_tol = 0.0);
+
+// Row permutation: result row i is a's row perm[i] (A' = P·A).
+template <class T>
+Csr<T> permute_rows(const Csr<T>& a, const std::vector<std::int32_t>& perm);
+
+// Symmetric permutation: B = P·A·Pᵀ with B(i, j) = A(perm[i], perm[j]).
+template <class T>
+Csr<T> permute_symmetric(const Csr<T>& a, const std::vector<std::int32_t>& perm);
+
+// Y = A·X for column-major X (ncols × k, leading dim ldx) and Y (nrows × k, ldy). Multithreaded.
+template <class T>
+void csr_spmm_reference(const Csr<T>& a, const T* x, std::int64_t ldx, T* y, std::int64_t ldy,
+                        int k);
+
+}  // namespace tcsolve

@@ -1,0 +1,25 @@
+// CPU-only build of core/device.hpp: no GPU; every device operation throws NotCompiled.
+#include <cstring>
+
+#include "core/device.hpp"
+#include "core/error.hpp"
+
+namespace tcsolve {
+
+namespace {
+[[noreturn]] void no_cuda() { throw NotCompiled("tcsolve was built without CUDA: no GPU support"); }
+}  // namespace
+
+bool built_with_cuda() { return false; }
+int device_count() { return 0; }
+std::string device_name() { return "cpu"; }
+std::size_t device_free_bytes() { no_cuda(); }
+void* device_malloc(std::size_t) { no_cuda(); }
+void device_free(void*) noexcept {}
+void copy_bytes(void* dst, Space dst_space, const void* src, Space src_space, std::size_t bytes) {
+  if (dst_space != Space::host || src_space != Space::host) no_cuda();
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+void device_synchronize() { no_cuda(); }
+
+}  // namespace tcsolve

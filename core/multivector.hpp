@@ -1,0 +1,95 @@
+// Multivectors: column-major blocks of vectors with a leading dimension, on host or device.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/types.hpp"
+
+namespace tcsolve {
+
+// Non-owning view: element (i, j) at data[i + j·ld]. Column ranges are views without copies.
+template <class T>
+struct MvView {
+  T* data = nullptr;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t ld = 0;
+  Space space = Space::host;
+
+  T* col(std::int64_t j) const { return data + j * ld; }
+  MvView columns(std::int64_t first, std::int64_t count) const {
+    TCSOLVE_REQUIRE(first >= 0 && count >= 0 && first + count <= cols, "column range out of bounds");
+    return {data + first * ld, rows, count, ld, space};
+  }
+  operator MvView<const T>() const { return {data, rows, cols, ld, space}; }
+};
+
+// Owning multivector (ld = rows). Allocated once; move-only.
+template <class T>
+class MultiVector {
+ public:
+  MultiVector() = default;
+  MultiVector(std::int64_t rows, std::int64_t cols, Space space = Space::host)
+      : rows_(rows), cols_(cols), space_(space) {
+    TCSOLVE_REQUIRE(rows >= 0 && cols >= 0, "negative multivector shape");
+    std::size_t bytes = sizeof(T) * static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+    if (bytes == 0) return;
+    if (space == Space::host) {
+      data_ = static_cast<T*>(::operator new(bytes));
+    } else {
+      data_ = static_cast<T*>(device_malloc(bytes));
+    }
+  }
+  MultiVector(MultiVector&& o) noexcept { swap(o); }
+  MultiVector& operator=(MultiVector&& o) noexcept {
+    MultiVector tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  MultiVector(const MultiVector&) = delete;
+  MultiVector& operator=(const MultiVector&) = delete;
+  ~MultiVector() { release(); }
+
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  std::int64_t ld() const { return rows_; }
+  Space space() const { return space_; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t bytes() const { return sizeof(T) * static_cast<std::size_t>(rows_ * cols_); }
+
+  MvView<T> view() { return {data_, rows_, cols_, rows_, space_}; }
+  MvView<const T> view() const { return {data_, rows_, cols_, rows_, space_}; }
+  MvView<T> columns(std::int64_t first, std::int64_t count) { return view().columns(first, count); }
+
+  // Copy of the whole block into another space.
+  MultiVector to(Space dst) const {
+    MultiVector out(rows_, cols_, dst);
+    if (bytes()) copy_bytes(out.data_, dst, data_, space_, bytes());
+    return out;
+  }
+
+ private:
+  void swap(MultiVector& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(rows_, o.rows_);
+    std::swap(cols_, o.cols_);
+    std::swap(space_, o.space_);
+  }
+  void release() noexcept {
+    if (!data_) return;
+    if (space_ == Space::host) ::operator delete(data_);
+    else device_free(data_);
+    data_ = nullptr;
+  }
+  T* data_ = nullptr;
+  std::int64_t rows_ = 0;
+  std::int64_t cols_ = 0;
+  Space space_ = Space::host;
+};
+
+}  // namespace tcsolve

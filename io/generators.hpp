@@ -1,0 +1,22 @@
+// Deterministic test-matrix generators, addressed as "gen:NAME:PARAMS[+scramble][@SEED]".
+//   gen:lap2d:NX[xNY]     5-point Dirichlet Laplacian, 4 on the diagonal, -1 per neighbour
+//   gen:lap3d:N           7-point, 6 on the diagonal (N³ rows)
+//   gen:elast3d:N         SPD, 3 unknowns per node of an N³ grid, 27-point node coupling
+//   gen:band:N:B          random values within bandwidth B (|i-j| <= B), SMaT's band matrices
+//   gen:random:N:K        about K random non-zeros per row
+//   gen:rmat:SCALE:EF     Laplacian of an R-MAT power-law graph (2^SCALE nodes, EF·2^SCALE edges)
+//   +scramble             random symmetric permutation P·A·Pᵀ (same seed -> same permutation)
+//   @SEED                 seed (default 1)
+#pragma once
+#include <string>
+
+#include "core/csr.hpp"
+
+namespace tcsolve {
+
+bool is_generator_spec(const std::string& spec);
+
+// Throws InvalidArgument naming the spec and the bad part.
+Csr<double> generate(const std::string& spec);
+
+}  // namespace tcsolve

@@ -1,0 +1,25 @@
+// One entry point for every matrix source: files by extension, or generator specs.
+#pragma once
+#include <string>
+
+#include "core/csr.hpp"
+
+namespace tcsolve {
+
+struct ReadOptions {
+  bool allow_nonfinite = false;  // NaN/Inf values are refused unless this is set
+  bool require_square = false;   // refuse non-square matrices (solvers set this)
+};
+
+// spec: "gen:NAME:PARAMS[+scramble]" (io/generators.hpp), or a path ending in
+// .mtx / .mtx.gz (Matrix Market), .rb .rsa .rua .hb (+ .gz) (Rutherford-Boeing/Harwell-Boeing),
+// .h5 / .hdf5 (HDF5 CSR group "/matrix", see docs/hdf5-schema.md; "FILE.h5:GROUP" picks another).
+// Throws InputError (file, line, what) for malformed data, InvalidArgument for a bad spec.
+Csr<double> read_matrix(const std::string& spec, const ReadOptions& opt = {});
+
+// Writes by extension: .mtx (coordinate real general, or symmetric lower triangle when
+// a.symmetry == symmetric and the values are symmetric) or .h5. Atomic: a temporary file in the
+// same folder is renamed over the target only when complete.
+void write_matrix(const std::string& path, const Csr<double>& a);
+
+}  // namespace tcsolve
