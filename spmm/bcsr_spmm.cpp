@@ -1,0 +1,1 @@
+// placeholder: CPU reference BCSR SpMM (preprocessing issue)
