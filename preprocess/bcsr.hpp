@@ -22,6 +22,10 @@ struct Bcsr {
   // Row permutation: row i of P·A is row perm[i] of A (perm.size() == nrows). Identity when no
   // reordering was applied. The SpMM writes row i of its result to Y[perm[i]].
   std::vector<std::int32_t> perm;
+  // Column permutation (symmetric reordering only): column j of the stored matrix is column
+  // col_perm[j] of A, i.e. the stored matrix is P·A·Qᵀ and Y = A·X reads X[col_perm[j]] for
+  // stored column j. Empty = identity (the usual row-only case A' = P·A).
+  std::vector<std::int32_t> col_perm;
 
   std::int64_t nblock_rows() const { return static_cast<std::int64_t>(block_row_ptr.size()) - 1; }
   std::int64_t nblocks() const { return block_row_ptr.empty() ? 0 : block_row_ptr.back(); }

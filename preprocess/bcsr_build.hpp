@@ -8,8 +8,16 @@
 
 namespace tcsolve {
 
-// Bcsr of P·A with block shape h×w. perm empty = identity. Row i of P·A is row perm[i] of A.
+// Bcsr of P·A with block shape h×w (any h, w >= 1; the last block row/column is zero-padded).
+// perm empty = identity. Row i of P·A is row perm[i] of A. Optional col_perm (empty = identity):
+// the stored matrix is P·A·Qᵀ, stored column j = column col_perm[j] of A (see Bcsr::col_perm).
+// Both permutations are checked (InvalidArgument). Block columns inside a block row are sorted.
+// Multithreaded over block rows; two passes over A (count, then fill). Cost O(nnz + nblocks·h·w).
 template <class T>
-Bcsr<T> build_bcsr(const Csr<T>& a, int h, int w, const std::vector<std::int32_t>& perm = {});
+Bcsr<T> build_bcsr(const Csr<T>& a, int h, int w, const std::vector<std::int32_t>& perm = {},
+                   const std::vector<std::int32_t>& col_perm = {});
+
+// Throws InvalidArgument unless p is a permutation of [0, n).
+void check_permutation(const std::vector<std::int32_t>& p, std::int64_t n, const char* what);
 
 }  // namespace tcsolve
