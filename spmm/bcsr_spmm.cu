@@ -1,0 +1,460 @@
+// Tensor-core BCSR × multivector (see bcsr_spmm_cuda.hpp). CPU twin: bcsr_spmm.cpp.
+//
+// Fragment layouts (lane = 4·g + t, g = lane/4, t = lane%4):
+//   m8n8k4 f64:   A[g][t]; B[t][g]; C[g][2t], C[g][2t+1]   (measured on H200, docs gpu.md)
+//   m16n8k16 f16/bf16 → f32 (PTX ISA): A regs {A[g][2t..2t+1]}, {A[g+8][2t..]}, {A[g][2t+8..]},
+//     {A[g+8][2t+8..]}; B regs {B[2t][g], B[2t+1][g]}, {B[2t+8][g], B[2t+9][g]};
+//     C c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1].
+// Here A = one block of P·A, B = the block's X rows × 8 columns of the N tile, C = a slice of Y.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/cuda_check.cuh"
+#include "core/error.hpp"
+#include "spmm/bcsr_spmm_cuda.hpp"
+#include "spmm/csr_spmm_cuda.hpp"
+
+namespace tcsolve {
+
+namespace {
+
+constexpr int kWarpsPerCta = 4;
+constexpr int kThreads = 32 * kWarpsPerCta;
+
+struct BcsrArgs {
+  std::int64_t nrows, ncols, nblocks, per_warp, nwarps;
+  const std::int64_t* __restrict__ bp;    // [nbrows + 1]
+  const std::int32_t* __restrict__ bcol;  // [nblocks]
+  const void* __restrict__ vals;
+  const std::int32_t* __restrict__ perm;  // nullptr = identity
+  const std::int32_t* __restrict__ warp_row;
+  int nchunks;                            // column chunks of 8·NT
+};
+
+__device__ __forceinline__ void dmma_884(double& c0, double& c1, double a, double b) {
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+      : "+d"(c0), "+d"(c1)
+      : "d"(a), "d"(b));
+}
+
+template <class TA>
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint4& a, unsigned b0, unsigned b1);
+
+template <>
+__device__ __forceinline__ void mma_16816<__half>(float (&c)[4], const uint4& a, unsigned b0,
+                                                  unsigned b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+
+template <>
+__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&c)[4], const uint4& a,
+                                                         unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+
+// Moves r forward to the block-row that holds block b (skipping empty block-rows).
+__device__ __forceinline__ void seek_row(const BcsrArgs& A, std::int64_t b, std::int64_t& r,
+                                         std::int64_t& rb0, std::int64_t& rb1) {
+  rb0 = A.bp[r];
+  rb1 = A.bp[r + 1];
+  while (rb1 <= b) {
+    ++r;
+    rb0 = rb1;
+    rb1 = A.bp[r + 1];
+  }
+}
+
+// fp64: warp = run of K blocks; per block-row segment of the run, Y[8 rows, 8·NT cols] in
+// registers (2·NT doubles per lane). Per block: 256 B of A (one 8-byte load per lane, coalesced),
+// 4 rows × 8·NT columns of X (32-byte column pieces), NT DMMAs.
+template <int NT, int U>
+__global__ void __launch_bounds__(kThreads)
+    bcsr_dmma_kernel(BcsrArgs A, const double* __restrict__ x, std::int64_t ldx,
+                     double* __restrict__ y, std::int64_t ldy, int ncols) {
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int chunk = blockIdx.x % A.nchunks;
+  const std::int64_t w =
+      static_cast<std::int64_t>(blockIdx.x / A.nchunks) * kWarpsPerCta + threadIdx.x / 32;
+  if (w >= A.nwarps) return;  // warp-uniform
+  const int c0 = chunk * 8 * NT;
+  const std::int64_t b_begin = w * A.per_warp;
+  const std::int64_t b_end = min(b_begin + A.per_warp, A.nblocks);
+  const double* __restrict__ vals = static_cast<const double*>(A.vals);
+  std::int64_t r = A.warp_row[w];
+  std::int64_t b = b_begin;
+  while (b < b_end) {
+    std::int64_t rb0, rb1;
+    seek_row(A, b, r, rb0, rb1);
+    const std::int64_t e = min(rb1, b_end);
+    const bool shared = rb0 < b_begin || rb1 > b_end;
+    double acc[NT][2];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = 0.0;
+    for (; b < e; b += U) {
+      double a[U];
+      std::int64_t xr[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const bool ok = b + u < e;
+        a[u] = ok ? __ldg(vals + (b + u) * 32 + lane) : 0.0;
+        xr[u] = ok ? static_cast<std::int64_t>(__ldg(A.bcol + b + u)) * 4 + t : -1;
+      }
+      double xb[U][NT];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int xc = c0 + 8 * j + g;
+          xb[u][j] = (xr[u] >= 0 && xr[u] < A.ncols && xc < ncols)
+                         ? __ldg(x + xr[u] + static_cast<std::int64_t>(xc) * ldx)
+                         : 0.0;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          if (c0 + 8 * j < ncols) dmma_884(acc[j][0], acc[j][1], a[u], xb[u][j]);
+      }
+    }
+    const std::int64_t row = r * 8 + g;
+    if (row < A.nrows) {
+      const std::int64_t yr = A.perm ? A.perm[row] : row;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int col = c0 + 8 * j + 2 * t + q;
+          if (col >= ncols) continue;
+          double* d = y + yr + static_cast<std::int64_t>(col) * ldy;
+          if (shared) atomicAdd(d, acc[j][q]);
+          else *d = acc[j][q];
+        }
+      }
+    }
+  }
+}
+
+// 16-bit: blocks 16×16 in fragment order (512 B per block, one 16-byte load per lane).
+// X pieces: rows 16·col + 2t (+1) and +8 (+9) of column c0 + 8j + g, read as 32-bit pairs when the
+// whole block column is inside X and X is 4-byte aligned with even ldx, else element by element.
+template <class TA, class TY, int NT, int U>
+__global__ void __launch_bounds__(kThreads)
+    bcsr_mma16_kernel(BcsrArgs A, const TA* __restrict__ x, std::int64_t ldx, bool pairs_ok,
+                      TY* __restrict__ y, std::int64_t ldy, int ncols) {
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int chunk = blockIdx.x % A.nchunks;
+  const std::int64_t w =
+      static_cast<std::int64_t>(blockIdx.x / A.nchunks) * kWarpsPerCta + threadIdx.x / 32;
+  if (w >= A.nwarps) return;
+  const int c0 = chunk * 8 * NT;
+  const std::int64_t b_begin = w * A.per_warp;
+  const std::int64_t b_end = min(b_begin + A.per_warp, A.nblocks);
+  const uint4* __restrict__ vals = static_cast<const uint4*>(A.vals);
+  const unsigned short* __restrict__ xs = reinterpret_cast<const unsigned short*>(x);
+  std::int64_t r = A.warp_row[w];
+  std::int64_t b = b_begin;
+  while (b < b_end) {
+    std::int64_t rb0, rb1;
+    seek_row(A, b, r, rb0, rb1);
+    const std::int64_t e = min(rb1, b_end);
+    const bool shared = rb0 < b_begin || rb1 > b_end;
+    float acc[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    for (; b < e; b += U) {
+      uint4 a[U];
+      std::int64_t xr[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const bool ok = b + u < e;
+        a[u] = ok ? __ldg(vals + (b + u) * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
+        xr[u] = ok ? static_cast<std::int64_t>(__ldg(A.bcol + b + u)) * 16 : -1;
+      }
+      unsigned xb[U][NT][2];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const bool full = pairs_ok && xr[u] >= 0 && xr[u] + 16 <= A.ncols;
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int xc = c0 + 8 * j + g;
+          xb[u][j][0] = xb[u][j][1] = 0u;
+          if (xr[u] < 0 || xc >= ncols) continue;
+          const std::int64_t base = xr[u] + 2 * t + static_cast<std::int64_t>(xc) * ldx;
+          if (full) {
+            xb[u][j][0] = __ldg(reinterpret_cast<const unsigned*>(xs + base));
+            xb[u][j][1] = __ldg(reinterpret_cast<const unsigned*>(xs + base + 8));
+          } else {
+            const std::int64_t r0 = xr[u] + 2 * t;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const std::int64_t rr = r0 + 8 * h;
+              const unsigned lo = rr < A.ncols ? __ldg(xs + base + 8 * h) : 0u;
+              const unsigned hi = rr + 1 < A.ncols ? __ldg(xs + base + 8 * h + 1) : 0u;
+              xb[u][j][h] = lo | (hi << 16);
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          if (c0 + 8 * j < ncols) mma_16816<TA>(acc[j], a[u], xb[u][j][0], xb[u][j][1]);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::int64_t row = r * 16 + g + 8 * h;
+      if (row >= A.nrows) continue;
+      const std::int64_t yr = A.perm ? A.perm[row] : row;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int col = c0 + 8 * j + 2 * t + q;
+          if (col >= ncols) continue;
+          TY* d = y + yr + static_cast<std::int64_t>(col) * ldy;
+          const TY v = static_cast<TY>(acc[j][2 * h + q]);
+          if (shared) atomicAdd(d, v);
+          else *d = v;
+        }
+      }
+    }
+  }
+}
+
+int sm_count() {
+  int dev = 0, n = 0;
+  TCSOLVE_CUDA_CHECK(cudaGetDevice(&dev));
+  TCSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  return n;
+}
+
+// Columns per chunk: 8·NT with NT the smallest of {1, 2, 4, 8} covering N (8 for N > 32).
+int pick_nt(int ncols) { return ncols > 32 ? 8 : ncols > 16 ? 4 : ncols > 8 ? 2 : 1; }
+
+template <int NT, int U>
+void launch_dmma(BcsrArgs args, const double* x, std::int64_t ldx, double* y, std::int64_t ldy,
+                 int ncols, cudaStream_t st) {
+  args.nchunks = (ncols + 8 * NT - 1) / (8 * NT);
+  const std::int64_t ctas = (args.nwarps + kWarpsPerCta - 1) / kWarpsPerCta;
+  const unsigned grid = static_cast<unsigned>(ctas * args.nchunks);
+  bcsr_dmma_kernel<NT, U><<<grid, kThreads, 0, st>>>(args, x, ldx, y, ldy, ncols);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+template <class TA, class TY, int NT, int U>
+void launch_mma16(BcsrArgs args, const void* x, std::int64_t ldx, TY* y, std::int64_t ldy,
+                  int ncols, cudaStream_t st) {
+  args.nchunks = (ncols + 8 * NT - 1) / (8 * NT);
+  const std::int64_t ctas = (args.nwarps + kWarpsPerCta - 1) / kWarpsPerCta;
+  const unsigned grid = static_cast<unsigned>(ctas * args.nchunks);
+  const bool pairs_ok = (ldx % 2 == 0) && (reinterpret_cast<std::uintptr_t>(x) % 4 == 0);
+  bcsr_mma16_kernel<TA, TY, NT, U><<<grid, kThreads, 0, st>>>(
+      args, static_cast<const TA*>(x), ldx, pairs_ok, y, ldy, ncols);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+template <class TA, class TY>
+void dispatch_mma16(BcsrArgs args, const void* x, std::int64_t ldx, TY* y, std::int64_t ldy,
+                    int ncols, cudaStream_t st) {
+  switch (pick_nt(ncols)) {
+    case 1: launch_mma16<TA, TY, 1, 4>(args, x, ldx, y, ldy, ncols, st); break;
+    case 2: launch_mma16<TA, TY, 2, 4>(args, x, ldx, y, ldy, ncols, st); break;
+    case 4: launch_mma16<TA, TY, 4, 2>(args, x, ldx, y, ldy, ncols, st); break;
+    default: launch_mma16<TA, TY, 8, 2>(args, x, ldx, y, ldy, ncols, st); break;
+  }
+}
+
+std::uint16_t to_bits(double v, Precision p) {
+  std::uint16_t bits;
+  if (p == Precision::fp16) {
+    __half h = __double2half(v);
+    std::memcpy(&bits, &h, 2);
+  } else {
+    __nv_bfloat16 h = __double2bfloat16(v);
+    std::memcpy(&bits, &h, 2);
+  }
+  return bits;
+}
+
+}  // namespace
+
+BcsrSpmmDevice::BcsrSpmmDevice(const Bcsr<double>& b, Precision precision)
+    : rows_(b.nrows), cols_(b.ncols), nblocks_(b.nblocks()), nbrows_(b.nblock_rows()), h_(b.h),
+      w_(b.w), precision_(precision) {
+  if (precision == Precision::fp64) {
+    TCSOLVE_REQUIRE(b.h == 8 && b.w == 4, "fp64 BCSR SpMM needs 8x4 blocks");
+  } else if (precision == Precision::fp16 || precision == Precision::bf16) {
+    TCSOLVE_REQUIRE(b.h == 16 && b.w == 16, "fp16/bf16 BCSR SpMM needs 16x16 blocks");
+  } else {
+    throw InvalidArgument(std::string("BCSR SpMM: unsupported precision ") + to_string(precision));
+  }
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(b.values.size()) == nblocks_ * b.h * b.w,
+                  "BCSR values size must be nblocks*h*w");
+  TCSOLVE_REQUIRE(nbrows_ == (b.nrows + b.h - 1) / b.h, "BCSR block_row_ptr size");
+  TCSOLVE_REQUIRE(b.perm.empty() || static_cast<std::int64_t>(b.perm.size()) == b.nrows,
+                  "BCSR perm size must be nrows");
+  TCSOLVE_REQUIRE(b.nrows < (std::int64_t(1) << 31), "BCSR SpMM: rows must fit 32-bit indices");
+  TCSOLVE_REQUIRE(b.col_perm.empty(), "BCSR SpMM: column permutations are not supported");
+  block_row_ptr_ = DeviceArray<std::int64_t>(b.block_row_ptr);
+  block_col_ = DeviceArray<std::int32_t>(b.block_col);
+  if (precision == Precision::fp64) {
+    values_ = DeviceArray<unsigned char>(b.values.size() * 8);
+    copy_bytes(values_.get(), Space::device, b.values.data(), Space::host, values_.bytes());
+  } else {
+    // Fragment order: block k, lane L = 4g + t, 8 halves {A[g][2t..], A[g+8][2t..],
+    // A[g][2t+8..], A[g+8][2t+8..]}.
+    std::vector<std::uint16_t> frag(b.values.size());
+    for (std::int64_t k = 0; k < nblocks_; ++k) {
+      const double* blk = b.values.data() + k * 256;
+      std::uint16_t* out = frag.data() + k * 256;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        const int rows[4] = {g, g + 8, g, g + 8};
+        const int cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
+        for (int reg = 0; reg < 4; ++reg)
+          for (int e = 0; e < 2; ++e)
+            out[lane * 8 + reg * 2 + e] = to_bits(blk[rows[reg] * 16 + cols[reg] + e], precision);
+      }
+    }
+    values_ = DeviceArray<unsigned char>(frag.size() * 2);
+    copy_bytes(values_.get(), Space::device, frag.data(), Space::host, values_.bytes());
+  }
+  bool identity = true;
+  for (std::size_t i = 0; i < b.perm.size() && identity; ++i)
+    identity = b.perm[i] == static_cast<std::int32_t>(i);
+  if (!identity) perm_ = DeviceArray<std::int32_t>(b.perm);
+  prepare_split(b);
+}
+
+void BcsrSpmmDevice::prepare_split(const Bcsr<double>& b) {
+  // K blocks per warp: about 2 waves of 16 warps per SM for one 64-column chunk, at least 8.
+  const std::int64_t target = static_cast<std::int64_t>(sm_count()) * 32;
+  per_warp_ = std::max<std::int64_t>(8, (nblocks_ + target - 1) / std::max<std::int64_t>(1, target));
+  nwarps_ = (nblocks_ + per_warp_ - 1) / per_warp_;
+  std::vector<std::int32_t> wr(static_cast<std::size_t>(nwarps_));
+  std::int64_t r = 0;
+  for (std::int64_t w = 0; w < nwarps_; ++w) {
+    const std::int64_t first = w * per_warp_;
+    while (b.block_row_ptr[r + 1] <= first) ++r;
+    wr[w] = static_cast<std::int32_t>(r);
+  }
+  warp_row_ = DeviceArray<std::int32_t>(wr);
+  // Y rows written with atomics (block-row cut by a run boundary) or by nobody (empty block-row).
+  std::vector<std::int32_t> zr;
+  for (std::int64_t br = 0; br < nbrows_; ++br) {
+    const std::int64_t p0 = b.block_row_ptr[br], p1 = b.block_row_ptr[br + 1];
+    const bool empty = p0 == p1;
+    const bool cut = !empty && (p0 / per_warp_ != (p1 - 1) / per_warp_);
+    if (!empty && !cut) continue;
+    for (int i = 0; i < h_; ++i) {
+      const std::int64_t row = br * h_ + i;
+      if (row >= rows_) break;
+      zr.push_back(b.perm.empty() ? static_cast<std::int32_t>(row) : b.perm[row]);
+    }
+  }
+  zero_rows_ = DeviceArray<std::int32_t>(zr);
+}
+
+std::size_t BcsrSpmmDevice::device_bytes() const {
+  return block_row_ptr_.bytes() + block_col_.bytes() + values_.bytes() + perm_.bytes() +
+         warp_row_.bytes() + zero_rows_.bytes();
+}
+
+namespace {
+BcsrArgs make_args(std::int64_t rows, std::int64_t cols, std::int64_t nblocks,
+                   std::int64_t per_warp, std::int64_t nwarps, const std::int64_t* bp,
+                   const std::int32_t* bcol, const void* vals, const std::int32_t* perm,
+                   const std::int32_t* warp_row) {
+  BcsrArgs a;
+  a.nrows = rows;
+  a.ncols = cols;
+  a.nblocks = nblocks;
+  a.per_warp = per_warp;
+  a.nwarps = nwarps;
+  a.bp = bp;
+  a.bcol = bcol;
+  a.vals = vals;
+  a.perm = perm;
+  a.warp_row = warp_row;
+  a.nchunks = 1;
+  return a;
+}
+}  // namespace
+
+void BcsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::int64_t ldy,
+                           int ncols_x, void* stream) const {
+  TCSOLVE_REQUIRE(precision_ == Precision::fp64, "BcsrSpmmDevice::apply is the fp64 path");
+  TCSOLVE_REQUIRE(ncols_x >= 1, "BCSR SpMM needs at least one column");
+  TCSOLVE_REQUIRE(ldx >= cols_ && ldy >= rows_, "BCSR SpMM leading dimensions too small");
+  if (rows_ == 0) return;
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (zero_rows_.size())
+    zero_rows_device(zero_rows_.get(), static_cast<std::int64_t>(zero_rows_.size()), y, ldy,
+                     ncols_x, stream);
+  if (nblocks_ == 0) return;
+  BcsrArgs args = make_args(rows_, cols_, nblocks_, per_warp_, nwarps_, block_row_ptr_.get(),
+                            block_col_.get(), values_.get(), perm_.get(), warp_row_.get());
+  switch (pick_nt(ncols_x)) {
+    case 1: launch_dmma<1, 4>(args, x, ldx, y, ldy, ncols_x, st); break;
+    case 2: launch_dmma<2, 4>(args, x, ldx, y, ldy, ncols_x, st); break;
+    case 4: launch_dmma<4, 4>(args, x, ldx, y, ldy, ncols_x, st); break;
+    default: launch_dmma<8, 2>(args, x, ldx, y, ldy, ncols_x, st); break;
+  }
+}
+
+namespace {
+template <class TY>
+void apply_lowp_impl(Precision p, const BcsrArgs& args, std::int64_t rows, std::int64_t cols,
+                     const std::int32_t* zr, std::int64_t nz, const void* x, std::int64_t ldx,
+                     TY* y, std::int64_t ldy, int ncols_x, void* stream) {
+  TCSOLVE_REQUIRE(p == Precision::fp16 || p == Precision::bf16,
+                  "BcsrSpmmDevice::apply_lowp is the fp16/bf16 path");
+  TCSOLVE_REQUIRE(ncols_x >= 1, "BCSR SpMM needs at least one column");
+  TCSOLVE_REQUIRE(ldx >= cols && ldy >= rows, "BCSR SpMM leading dimensions too small");
+  if (rows == 0) return;
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (nz) zero_rows_device(zr, nz, y, ldy, ncols_x, stream);
+  if (args.nblocks == 0) return;
+  if (p == Precision::fp16) dispatch_mma16<__half, TY>(args, x, ldx, y, ldy, ncols_x, st);
+  else dispatch_mma16<__nv_bfloat16, TY>(args, x, ldx, y, ldy, ncols_x, st);
+}
+}  // namespace
+
+void BcsrSpmmDevice::apply_lowp(const void* x, std::int64_t ldx, float* y, std::int64_t ldy,
+                                int ncols_x, void* stream) const {
+  apply_lowp_impl<float>(precision_,
+                         make_args(rows_, cols_, nblocks_, per_warp_, nwarps_, block_row_ptr_.get(),
+                                   block_col_.get(), values_.get(), perm_.get(), warp_row_.get()),
+                         rows_, cols_, zero_rows_.get(),
+                         static_cast<std::int64_t>(zero_rows_.size()), x, ldx, y, ldy, ncols_x,
+                         stream);
+}
+
+void BcsrSpmmDevice::apply_lowp(const void* x, std::int64_t ldx, double* y, std::int64_t ldy,
+                                int ncols_x, void* stream) const {
+  apply_lowp_impl<double>(precision_,
+                          make_args(rows_, cols_, nblocks_, per_warp_, nwarps_,
+                                    block_row_ptr_.get(), block_col_.get(), values_.get(),
+                                    perm_.get(), warp_row_.get()),
+                          rows_, cols_, zero_rows_.get(),
+                          static_cast<std::int64_t>(zero_rows_.size()), x, ldx, y, ldy, ncols_x,
+                          stream);
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,62 @@
+// Tensor-core BCSR × multivector (spmm/bcsr_spmm.cu). Host-compilable interface on device
+// pointers.
+//
+// A is given as a Bcsr of P·A (preprocess/bcsr.hpp); row i of P·A is written to Y[perm[i]], so Y
+// comes out in A's row order with no extra pass.
+//   fp64:      8×4 blocks, mma.sync m8n8k4 f64 (DMMA), fp64 accumulation. X, Y double.
+//   fp16/bf16: 16×16 blocks, mma.sync m16n8k16 with fp32 accumulation. X in the same 16-bit type
+//              (column-major, any ld), Y float or double.
+// Work split: every warp owns a fixed run of K consecutive blocks (not block-rows), so one long
+// block-row is shared by several warps; block-rows cut by a run boundary (and empty block-rows)
+// are zeroed by a pre-pass and receive their partial sums with atomicAdd, all others get plain
+// stores. A warp keeps each A fragment in registers for the whole N tile (up to 64 columns), and
+// issues U blocks' loads (A fragments and X fragments) before their mma instructions.
+// Bytes per apply (minimum for this format): nblocks·(h·w·sizeof(value)+4) + 8·(nblock_rows+1)
+// + X once + Y once.
+#pragma once
+#include <cstdint>
+
+#include "core/types.hpp"
+#include "preprocess/bcsr.hpp"
+#include "spmm/device_buffer.hpp"
+
+namespace tcsolve {
+
+class BcsrSpmmDevice {
+ public:
+  // precision fp64 needs b.h == 8, b.w == 4; fp16/bf16 need 16×16. Values are rounded to the
+  // precision on upload (16-bit blocks are stored in mma fragment order).
+  BcsrSpmmDevice(const Bcsr<double>& b, Precision precision);
+
+  // fp64 only: Y = A·X.
+  void apply(const double* x, std::int64_t ldx, double* y, std::int64_t ldy, int ncols_x,
+             void* stream) const;
+  // fp16/bf16 only: X holds 2-byte elements of the storage type.
+  void apply_lowp(const void* x, std::int64_t ldx, float* y, std::int64_t ldy, int ncols_x,
+                  void* stream) const;
+  void apply_lowp(const void* x, std::int64_t ldx, double* y, std::int64_t ldy, int ncols_x,
+                  void* stream) const;
+
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  std::int64_t nblocks() const { return nblocks_; }
+  std::int64_t blocks_per_warp() const { return per_warp_; }
+  std::size_t device_bytes() const;
+  Precision precision() const { return precision_; }
+
+ private:
+  void prepare_split(const Bcsr<double>& b);  // per-warp runs, zero list
+  std::int64_t rows_ = 0, cols_ = 0, nblocks_ = 0, nbrows_ = 0;
+  int h_ = 8, w_ = 4;
+  Precision precision_ = Precision::fp64;
+  DeviceArray<std::int64_t> block_row_ptr_;
+  DeviceArray<std::int32_t> block_col_;
+  DeviceArray<unsigned char> values_;
+  DeviceArray<std::int32_t> perm_;       // empty when identity
+  std::int64_t per_warp_ = 8;            // K: blocks per warp run
+  std::int64_t nwarps_ = 0;
+  DeviceArray<std::int32_t> warp_row_;   // block-row holding the first block of each run
+  DeviceArray<std::int32_t> zero_rows_;  // Y rows (after perm) zeroed before the kernel
+};
+
+}  // namespace tcsolve

@@ -1,0 +1,323 @@
+// CUDA-core CSR × multivector (see csr_spmm_cuda.hpp). CPU twin: csr_spmm_reference (core/csr).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/cuda_check.cuh"
+#include "core/error.hpp"
+#include "spmm/csr_spmm_cuda.hpp"
+
+namespace tcsolve {
+
+namespace {
+
+__device__ __forceinline__ double to_f64(double v) { return v; }
+__device__ __forceinline__ double to_f64(float v) { return v; }
+__device__ __forceinline__ double to_f64(__half v) { return __half2float(v); }
+__device__ __forceinline__ double to_f64(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+constexpr int kRowThreads = 128;
+constexpr int kSegThreads = 128;
+constexpr int kSegPerLane = 16;  // segment length S = kSegPerLane · group
+
+// Row-split. Thread = row; per pass NT columns [c0, c0+NT) in registers; A's row is re-read from
+// L1 for each further pass. Shapes: x n×N (ldx), y m×N (ldy).
+template <class TA, int NT>
+__global__ void __launch_bounds__(kRowThreads)
+    csr_row_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
+                   const std::int32_t* __restrict__ ci, const TA* __restrict__ v,
+                   const double* __restrict__ x, std::int64_t ldx, double* __restrict__ y,
+                   std::int64_t ldy, int ncols) {
+  std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= m) return;
+  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
+  for (int c0 = 0; c0 < ncols; c0 += NT) {
+    const int nc = min(NT, ncols - c0);
+    const double* xc = x + static_cast<std::int64_t>(c0) * ldx;
+    double acc[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[j] = 0.0;
+#pragma unroll 4
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const double a = to_f64(v[p]);
+      const std::int64_t c = ci[p];
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        if (j < nc) acc[j] = fma(a, __ldg(xc + c + j * ldx), acc[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+      if (j < nc) y[row + (c0 + j) * ldy] = acc[j];
+  }
+}
+
+// Segment-split. G lanes per segment, lanes stride over the segment's non-zeros, NT columns per
+// pass, shuffle reduction inside the group. seg_row < 0 (= ~row) marks a row shared by several
+// segments: its Y row was zeroed by zero_rows_kernel and receives atomicAdd.
+template <class TA, int NT, int G>
+__global__ void __launch_bounds__(kSegThreads)
+    csr_segment_kernel(std::int64_t nseg, const std::int32_t* __restrict__ seg_row,
+                       const std::int64_t* __restrict__ seg_begin,
+                       const std::int64_t* __restrict__ seg_end,
+                       const std::int32_t* __restrict__ ci, const TA* __restrict__ v,
+                       const double* __restrict__ x, std::int64_t ldx, double* __restrict__ y,
+                       std::int64_t ldy, int ncols) {
+  const std::int64_t gid = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t s = gid / G;
+  const int lg = threadIdx.x % G;
+  if (s >= nseg) return;  // the whole group leaves together
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (lane & ~(G - 1u)));
+  const std::int32_t r = seg_row[s];
+  const bool shared = r < 0;
+  const std::int64_t row = shared ? ~r : r;
+  const std::int64_t p0 = seg_begin[s], p1 = seg_end[s];
+  for (int c0 = 0; c0 < ncols; c0 += NT) {
+    const int nc = min(NT, ncols - c0);
+    const double* xc = x + static_cast<std::int64_t>(c0) * ldx;
+    double acc[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[j] = 0.0;
+#pragma unroll 2
+    for (std::int64_t p = p0 + lg; p < p1; p += G) {
+      const double a = to_f64(v[p]);
+      const std::int64_t c = ci[p];
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        if (j < nc) acc[j] = fma(a, __ldg(xc + c + j * ldx), acc[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+      for (int off = G / 2; off > 0; off /= 2) acc[j] += __shfl_xor_sync(mask, acc[j], off);
+    }
+    if (lg == 0) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        if (j >= nc) continue;
+        double* dst = y + row + (c0 + j) * ldy;
+        if (shared) atomicAdd(dst, acc[j]);
+        else *dst = acc[j];
+      }
+    }
+  }
+}
+
+template <class TY>
+__global__ void zero_rows_kernel(const std::int32_t* __restrict__ rows, std::int64_t nlist,
+                                 TY* __restrict__ y, std::int64_t ldy, int ncols) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= nlist * ncols) return;
+  const std::int64_t k = i % nlist, j = i / nlist;
+  y[rows[k] + j * ldy] = TY(0);
+}
+
+__device__ __forceinline__ void round_to(double v, __half* o) { *o = __double2half(v); }
+__device__ __forceinline__ void round_to(double v, __nv_bfloat16* o) { *o = __double2bfloat16(v); }
+
+template <class TO>
+__global__ void convert_kernel(const double* __restrict__ x, std::int64_t ldx, TO* __restrict__ out,
+                               std::int64_t ld_out, std::int64_t rows, int cols) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * cols) return;
+  const std::int64_t r = i % rows, c = i / rows;
+  round_to(x[r + c * ldx], out + r + c * ld_out);
+}
+
+template <class TA, int NT>
+void launch_row(const CsrSpmmDevice&, std::int64_t m, const std::int64_t* rp,
+                const std::int32_t* ci, const void* v, const double* x, std::int64_t ldx,
+                double* y, std::int64_t ldy, int ncols, cudaStream_t st) {
+  const unsigned grid = static_cast<unsigned>((m + kRowThreads - 1) / kRowThreads);
+  csr_row_kernel<TA, NT><<<grid, kRowThreads, 0, st>>>(m, rp, ci, static_cast<const TA*>(v), x,
+                                                        ldx, y, ldy, ncols);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+template <class TA, int NT, int G>
+void launch_seg(std::int64_t nseg, const std::int32_t* sr, const std::int64_t* sb,
+                const std::int64_t* se, const std::int32_t* ci, const void* v, const double* x,
+                std::int64_t ldx, double* y, std::int64_t ldy, int ncols, cudaStream_t st) {
+  const std::int64_t threads = nseg * G;
+  const unsigned grid = static_cast<unsigned>((threads + kSegThreads - 1) / kSegThreads);
+  csr_segment_kernel<TA, NT, G><<<grid, kSegThreads, 0, st>>>(
+      nseg, sr, sb, se, ci, static_cast<const TA*>(v), x, ldx, y, ldy, ncols);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+std::size_t value_size(Precision p) {
+  switch (p) {
+    case Precision::fp64: return 8;
+    case Precision::fp32: return 4;
+    case Precision::fp16:
+    case Precision::bf16: return 2;
+    default: throw InvalidArgument(std::string("CSR SpMM: unsupported precision ") + to_string(p));
+  }
+}
+
+// Host conversion of the values into the storage precision, as raw bytes.
+std::vector<unsigned char> pack_values(const std::vector<double>& vals, Precision p) {
+  const std::size_t es = value_size(p);
+  std::vector<unsigned char> out(vals.size() * es);
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    unsigned char* dst = out.data() + i * es;
+    switch (p) {
+      case Precision::fp64: std::memcpy(dst, &vals[i], 8); break;
+      case Precision::fp32: { float f = static_cast<float>(vals[i]); std::memcpy(dst, &f, 4); break; }
+      case Precision::fp16: { __half h = __double2half(vals[i]); std::memcpy(dst, &h, 2); break; }
+      case Precision::bf16: { __nv_bfloat16 h = __double2bfloat16(vals[i]); std::memcpy(dst, &h, 2); break; }
+      default: break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CsrSpmmDevice::CsrSpmmDevice(const Csr<double>& a, Precision precision, int group)
+    : rows_(a.nrows), cols_(a.ncols), nnz_(a.nnz()), precision_(precision), group_(group) {
+  TCSOLVE_REQUIRE(group == 1 || group == 4 || group == 8 || group == 32,
+                  "CSR SpMM group must be 1, 4, 8 or 32");
+  TCSOLVE_REQUIRE(a.nrows < (std::int64_t(1) << 31), "CSR SpMM: rows must fit 32-bit indices");
+  value_size(precision);  // throws for unsupported precisions
+  row_ptr_ = DeviceArray<std::int64_t>(a.row_ptr);
+  col_ = DeviceArray<std::int32_t>(a.col_idx);
+  values_ = DeviceArray<unsigned char>(pack_values(a.values, precision));
+  if (group > 1) {
+    const std::int64_t S = static_cast<std::int64_t>(kSegPerLane) * group;
+    std::vector<std::int32_t> sr;
+    std::vector<std::int64_t> sb, se;
+    std::vector<std::int32_t> zr;
+    sr.reserve(a.nrows);
+    for (std::int64_t i = 0; i < a.nrows; ++i) {
+      const std::int64_t p0 = a.row_ptr[i], p1 = a.row_ptr[i + 1];
+      const bool split = p1 - p0 > S;
+      if (split) zr.push_back(static_cast<std::int32_t>(i));
+      std::int64_t p = p0;
+      do {
+        const std::int64_t e = std::min(p1, p + S);
+        sr.push_back(split ? ~static_cast<std::int32_t>(i) : static_cast<std::int32_t>(i));
+        sb.push_back(p);
+        se.push_back(e);
+        p = e;
+      } while (p < p1);
+    }
+    nseg_ = static_cast<std::int64_t>(sr.size());
+    seg_row_ = DeviceArray<std::int32_t>(sr);
+    seg_begin_ = DeviceArray<std::int64_t>(sb);
+    seg_end_ = DeviceArray<std::int64_t>(se);
+    zero_rows_ = DeviceArray<std::int32_t>(zr);
+  } else {
+    nseg_ = a.nrows;
+  }
+}
+
+std::size_t CsrSpmmDevice::device_bytes() const {
+  return row_ptr_.bytes() + col_.bytes() + values_.bytes() + seg_row_.bytes() +
+         seg_begin_.bytes() + seg_end_.bytes() + zero_rows_.bytes();
+}
+
+namespace {
+template <class TA, int NT>
+void dispatch_group(const CsrSpmmDevice& self, int group, std::int64_t m, const std::int64_t* rp,
+                    std::int64_t nseg, const std::int32_t* sr, const std::int64_t* sb,
+                    const std::int64_t* se, const std::int32_t* ci, const void* v,
+                    const double* x, std::int64_t ldx, double* y, std::int64_t ldy, int ncols,
+                    cudaStream_t st) {
+  switch (group) {
+    case 1: launch_row<TA, NT>(self, m, rp, ci, v, x, ldx, y, ldy, ncols, st); break;
+    case 4: launch_seg<TA, NT, 4>(nseg, sr, sb, se, ci, v, x, ldx, y, ldy, ncols, st); break;
+    case 8: launch_seg<TA, NT, 8>(nseg, sr, sb, se, ci, v, x, ldx, y, ldy, ncols, st); break;
+    default: launch_seg<TA, NT, 32>(nseg, sr, sb, se, ci, v, x, ldx, y, ldy, ncols, st); break;
+  }
+}
+
+template <class TA>
+void dispatch_nt(const CsrSpmmDevice& self, int group, std::int64_t m, const std::int64_t* rp,
+                 std::int64_t nseg, const std::int32_t* sr, const std::int64_t* sb,
+                 const std::int64_t* se, const std::int32_t* ci, const void* v, const double* x,
+                 std::int64_t ldx, double* y, std::int64_t ldy, int ncols, cudaStream_t st) {
+  if (ncols >= 8)
+    dispatch_group<TA, 8>(self, group, m, rp, nseg, sr, sb, se, ci, v, x, ldx, y, ldy, ncols, st);
+  else if (ncols >= 4)
+    dispatch_group<TA, 4>(self, group, m, rp, nseg, sr, sb, se, ci, v, x, ldx, y, ldy, ncols, st);
+  else if (ncols >= 2)
+    dispatch_group<TA, 2>(self, group, m, rp, nseg, sr, sb, se, ci, v, x, ldx, y, ldy, ncols, st);
+  else
+    dispatch_group<TA, 1>(self, group, m, rp, nseg, sr, sb, se, ci, v, x, ldx, y, ldy, ncols, st);
+}
+}  // namespace
+
+void CsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::int64_t ldy,
+                          int ncols_x, void* stream) const {
+  TCSOLVE_REQUIRE(ncols_x >= 1, "CSR SpMM needs at least one column");
+  TCSOLVE_REQUIRE(ldx >= cols_ && ldy >= rows_, "CSR SpMM leading dimensions too small");
+  if (rows_ == 0) return;
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (zero_rows_.size())
+    zero_rows_device(zero_rows_.get(), static_cast<std::int64_t>(zero_rows_.size()), y, ldy,
+                     ncols_x, stream);
+  const auto* rp = row_ptr_.get();
+  const auto* ci = col_.get();
+  const void* v = values_.get();
+  switch (precision_) {
+    case Precision::fp64:
+      dispatch_nt<double>(*this, group_, rows_, rp, nseg_, seg_row_.get(), seg_begin_.get(),
+                          seg_end_.get(), ci, v, x, ldx, y, ldy, ncols_x, st);
+      break;
+    case Precision::fp32:
+      dispatch_nt<float>(*this, group_, rows_, rp, nseg_, seg_row_.get(), seg_begin_.get(),
+                         seg_end_.get(), ci, v, x, ldx, y, ldy, ncols_x, st);
+      break;
+    case Precision::fp16:
+      dispatch_nt<__half>(*this, group_, rows_, rp, nseg_, seg_row_.get(), seg_begin_.get(),
+                          seg_end_.get(), ci, v, x, ldx, y, ldy, ncols_x, st);
+      break;
+    case Precision::bf16:
+      dispatch_nt<__nv_bfloat16>(*this, group_, rows_, rp, nseg_, seg_row_.get(),
+                                 seg_begin_.get(), seg_end_.get(), ci, v, x, ldx, y, ldy, ncols_x,
+                                 st);
+      break;
+    default: break;
+  }
+}
+
+void zero_rows_device(const std::int32_t* rows, std::int64_t n, double* y, std::int64_t ldy,
+                      int ncols, void* stream) {
+  if (n == 0 || ncols == 0) return;
+  const std::int64_t total = n * ncols;
+  zero_rows_kernel<double><<<static_cast<unsigned>((total + 255) / 256), 256, 0,
+                             static_cast<cudaStream_t>(stream)>>>(rows, n, y, ldy, ncols);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+void zero_rows_device(const std::int32_t* rows, std::int64_t n, float* y, std::int64_t ldy,
+                      int ncols, void* stream) {
+  if (n == 0 || ncols == 0) return;
+  const std::int64_t total = n * ncols;
+  zero_rows_kernel<float><<<static_cast<unsigned>((total + 255) / 256), 256, 0,
+                            static_cast<cudaStream_t>(stream)>>>(rows, n, y, ldy, ncols);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+void convert_multivector_device(const double* x, std::int64_t ldx, void* out, std::int64_t ld_out,
+                                std::int64_t rows, int cols, Precision to, void* stream) {
+  const std::int64_t total = rows * cols;
+  if (total == 0) return;
+  const unsigned grid = static_cast<unsigned>((total + 255) / 256);
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (to == Precision::fp16)
+    convert_kernel<__half><<<grid, 256, 0, st>>>(x, ldx, static_cast<__half*>(out), ld_out, rows, cols);
+  else if (to == Precision::bf16)
+    convert_kernel<__nv_bfloat16><<<grid, 256, 0, st>>>(x, ldx, static_cast<__nv_bfloat16*>(out),
+                                                       ld_out, rows, cols);
+  else
+    throw InvalidArgument("convert_multivector_device: target must be fp16 or bf16");
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,61 @@
+// CUDA-core CSR × multivector (spmm/csr_spmm.cu). Host-compilable interface on device pointers.
+//
+// Y (m×N) = A (m×n) · X (n×N), X and Y column-major double with leading dimensions.
+// Two kernels:
+//   group == 1  row-split: one thread per row, 8 columns of X per pass held in registers; lanes
+//               are consecutive rows, so X gathers and Y stores coalesce for banded matrices.
+//   group 4/8/32 segment-split: every row is cut into segments of at most 16·group non-zeros; a
+//               group of `group` lanes reduces one segment (shuffles) — long rows are shared by
+//               several groups (the non-zero split of Yang, Buluç, Owens), whose partial sums
+//               meet with atomicAdd on rows zeroed by a small pre-pass.
+// Bytes per apply (minimum): nnz·(sizeof(value)+4) + 8·(m+1) + 8·N·(n+m).
+#pragma once
+#include <cstdint>
+
+#include "core/csr.hpp"
+#include "core/types.hpp"
+#include "spmm/device_buffer.hpp"
+
+namespace tcsolve {
+
+class CsrSpmmDevice {
+ public:
+  // Uploads A with its values rounded to `precision` (fp64, fp32, fp16, bf16; accumulation is
+  // always fp64). group: 1 (row-split) or 4, 8, 32 (segment-split).
+  CsrSpmmDevice(const Csr<double>& a, Precision precision, int group);
+  // Y = A·X on `stream` (cudaStream_t, nullptr = default). Asynchronous; no allocation.
+  void apply(const double* x, std::int64_t ldx, double* y, std::int64_t ldy, int ncols_x,
+             void* stream) const;
+
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  int group() const { return group_; }
+  std::int64_t segments() const { return nseg_; }
+  std::size_t device_bytes() const;
+
+ private:
+  std::int64_t rows_ = 0, cols_ = 0, nnz_ = 0;
+  Precision precision_ = Precision::fp64;
+  int group_ = 1;
+  DeviceArray<std::int64_t> row_ptr_;
+  DeviceArray<std::int32_t> col_;
+  DeviceArray<unsigned char> values_;  // nnz elements of the storage precision
+  // Segment split (group > 1): segment s covers non-zeros [seg_begin_[s], seg_end_[s]) of row
+  // seg_row_[s]; seg_row_ is stored as ~row (negative) when the row has several segments.
+  std::int64_t nseg_ = 0;
+  DeviceArray<std::int32_t> seg_row_;
+  DeviceArray<std::int64_t> seg_begin_, seg_end_;
+  DeviceArray<std::int32_t> zero_rows_;  // rows with several segments (zeroed before atomics)
+};
+
+// Zeroes Y rows listed in rows[0..nrows_list) for columns [0, ncols) (kernel in csr_spmm.cu).
+void zero_rows_device(const std::int32_t* rows, std::int64_t nrows_list, double* y,
+                      std::int64_t ldy, int ncols, void* stream);
+void zero_rows_device(const std::int32_t* rows, std::int64_t nrows_list, float* y,
+                      std::int64_t ldy, int ncols, void* stream);
+
+// out (rows×cols, ld_out, fp16 or bf16 per `to`) = round(x). Used to feed the 16-bit kernels.
+void convert_multivector_device(const double* x, std::int64_t ldx, void* out, std::int64_t ld_out,
+                                std::int64_t rows, int cols, Precision to, void* stream);
+
+}  // namespace tcsolve

@@ -1,0 +1,12 @@
+// CPU-only build: the CUDA sparse operator is not compiled in.
+#include "core/error.hpp"
+#include "spmm/cuda_operator.hpp"
+
+namespace tcsolve::detail {
+
+std::unique_ptr<SparseOperator> make_cuda_operator(const Csr<double>&, const Bcsr<double>*,
+                                                   const SpmmPlan&, const OperatorOptions&) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator");
+}
+
+}  // namespace tcsolve::detail

@@ -1,0 +1,235 @@
+// Sparse operator factory, the plan (kernel choice by a byte cost model) and the CPU operator.
+#include "spmm/sparse_operator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "preprocess/bcsr_build.hpp"
+#include "spmm/cuda_operator.hpp"
+
+namespace tcsolve {
+
+const char* to_string(SpmmKernel k) {
+  switch (k) {
+    case SpmmKernel::automatic: return "automatic";
+    case SpmmKernel::cpu_csr: return "cpu_csr";
+    case SpmmKernel::csr_row: return "csr_row";
+    case SpmmKernel::csr_segment: return "csr_segment";
+    case SpmmKernel::bcsr_dmma: return "bcsr_dmma";
+    case SpmmKernel::bcsr_mma_f16: return "bcsr_mma_f16";
+    case SpmmKernel::bcsr_mma_bf16: return "bcsr_mma_bf16";
+  }
+  return "?";
+}
+
+const char* to_string(Reorder r) { return r == Reorder::none ? "none" : "jaccard"; }
+
+namespace {
+
+// Cost-model constants (bytes of DRAM traffic equivalent per apply).
+// X gathers are served mostly by L1/L2; one gathered byte is counted as kGather DRAM bytes.
+constexpr double kGather = 0.25;
+// Row-split CSR while rows are short and not too skewed; else segment-split.
+constexpr double kRowSplitMeanMax = 10.0;
+constexpr std::int64_t kRowSplitMaxRow = 256;
+
+std::size_t value_bytes(Precision p) {
+  switch (p) {
+    case Precision::fp64: return 8;
+    case Precision::fp32:
+    case Precision::tf32: return 4;
+    default: return 2;
+  }
+}
+
+// Number of h×w blocks of A (rows in the given order, identity when perm is empty). O(nnz).
+std::int64_t count_blocks_of(const Csr<double>& a, int h, int w,
+                             const std::vector<std::int32_t>& perm) {
+  const std::int64_t nbc = (a.ncols + w - 1) / w;
+  std::vector<std::int64_t> mark(static_cast<std::size_t>(nbc), -1);
+  std::int64_t count = 0;
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    const std::int64_t src = perm.empty() ? i : perm[i];
+    const std::int64_t br = i / h;
+    for (std::int64_t p = a.row_ptr[src]; p < a.row_ptr[src + 1]; ++p) {
+      const std::int64_t bc = a.col_idx[p] / w;
+      if (mark[bc] != br) {
+        mark[bc] = br;
+        ++count;
+      }
+    }
+  }
+  return count;
+}
+
+bool is_bcsr(SpmmKernel k) {
+  return k == SpmmKernel::bcsr_dmma || k == SpmmKernel::bcsr_mma_f16 ||
+         k == SpmmKernel::bcsr_mma_bf16;
+}
+
+SpmmKernel tensor_kernel_for(Precision p) {
+  switch (p) {
+    case Precision::fp64: return SpmmKernel::bcsr_dmma;
+    case Precision::fp16: return SpmmKernel::bcsr_mma_f16;
+    case Precision::bf16: return SpmmKernel::bcsr_mma_bf16;
+    default: return SpmmKernel::automatic;  // none
+  }
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string SpmmPlan::describe() const {
+  std::ostringstream o;
+  o << "spmm plan: backend " << to_string(backend) << ", precision " << to_string(precision)
+    << ", N " << expected_cols << ", kernel " << to_string(kernel);
+  if (kernel == SpmmKernel::csr_segment) o << " (group " << csr_group << ")";
+  o << "\n  rows: mean " << fmt("%.2f", mean_row_nnz) << " nnz, max " << max_row_nnz;
+  if (block_h > 0)
+    o << "; " << block_h << "x" << block_w << " blocks " << nblocks << ", fill "
+      << fmt("%.3f", fill) << (reordered ? " (after reordering)" : "");
+  if (est_bytes_csr > 0)
+    o << "\n  model bytes/apply: CSR " << fmt("%.3g", est_bytes_csr) << ", BCSR "
+      << (est_bytes_bcsr > 0 ? fmt("%.3g", est_bytes_bcsr) : std::string("n/a"));
+  o << "\n  why: " << reason << "\n";
+  return o.str();
+}
+
+SpmmPlan plan_spmm(const Csr<double>& a, Backend backend, const OperatorOptions& opt) {
+  SpmmPlan p;
+  p.backend = backend;
+  p.precision = opt.precision;
+  p.expected_cols = std::max(1, opt.expected_cols);
+  const std::int64_t m = a.nrows, nnz = a.nnz();
+  p.mean_row_nnz = m > 0 ? static_cast<double>(nnz) / static_cast<double>(m) : 0.0;
+  for (std::int64_t i = 0; i < m; ++i)
+    p.max_row_nnz = std::max(p.max_row_nnz, a.row_ptr[i + 1] - a.row_ptr[i]);
+
+  if (backend == Backend::cpu) {
+    TCSOLVE_REQUIRE(opt.precision == Precision::fp64 || opt.precision == Precision::fp32,
+                    "the CPU sparse operator supports fp64 and fp32 storage only");
+    TCSOLVE_REQUIRE(opt.kernel == SpmmKernel::automatic || opt.kernel == SpmmKernel::cpu_csr,
+                    "the CPU backend runs only the cpu_csr kernel");
+    p.kernel = SpmmKernel::cpu_csr;
+    p.reason = "CPU backend: multithreaded CSR product (rows split over threads)";
+    return p;
+  }
+  if (opt.precision == Precision::tf32)
+    throw InvalidArgument("tf32 SpMM is not implemented (use fp32, fp16, bf16 or fp64)");
+
+  const double N = p.expected_cols;
+  const double vs = static_cast<double>(value_bytes(opt.precision));
+  const double xy = 8.0 * N * static_cast<double>(a.nrows + a.ncols);
+  p.est_bytes_csr = static_cast<double>(nnz) * (vs + 4.0) + 8.0 * (m + 1) + xy +
+                    kGather * static_cast<double>(nnz) * N * 8.0;
+  const bool row_split = p.mean_row_nnz < kRowSplitMeanMax && p.max_row_nnz <= kRowSplitMaxRow;
+  const int group = p.mean_row_nnz < 24 ? 4 : p.mean_row_nnz < 96 ? 8 : 32;
+  const SpmmKernel csr_kernel = row_split ? SpmmKernel::csr_row : SpmmKernel::csr_segment;
+  const char* csr_why = row_split ? "rows are short (mean < 10, max <= 256): one thread per row"
+                                  : "rows are long or skewed: segments of <= 16·group non-zeros "
+                                    "shared by lane groups";
+
+  const SpmmKernel tc = tensor_kernel_for(opt.precision);
+  if (tc != SpmmKernel::automatic) {
+    p.block_h = opt.precision == Precision::fp64 ? 8 : 16;
+    p.block_w = opt.precision == Precision::fp64 ? 4 : 16;
+    p.nblocks = count_blocks_of(a, p.block_h, p.block_w, {});
+    const double hw = static_cast<double>(p.block_h) * p.block_w;
+    p.fill = p.nblocks > 0 ? static_cast<double>(nnz) / (static_cast<double>(p.nblocks) * hw) : 0;
+    const double nbr = static_cast<double>((m + p.block_h - 1) / p.block_h);
+    // 16-bit kernels read X in 16 bits, after a conversion pass from the double interface.
+    const double xconv = opt.precision == Precision::fp64 ? 0.0 : N * a.ncols * (8.0 + 2.0);
+    const double xs = opt.precision == Precision::fp64 ? 8.0 : 2.0;
+    p.est_bytes_bcsr = static_cast<double>(p.nblocks) * (hw * vs + 4.0) + 8.0 * (nbr + 1) + xy +
+                       xconv + kGather * static_cast<double>(p.nblocks) * p.block_w * N * xs;
+  }
+
+  p.csr_group = row_split ? 1 : group;
+  if (opt.kernel != SpmmKernel::automatic) {
+    p.kernel = opt.kernel;
+    if (p.kernel == SpmmKernel::csr_row) p.csr_group = 1;
+    if (p.kernel == SpmmKernel::csr_segment) p.csr_group = group;
+    if (is_bcsr(p.kernel))
+      TCSOLVE_REQUIRE(p.kernel == tc, "forced BCSR kernel does not match the precision");
+    TCSOLVE_REQUIRE(p.kernel != SpmmKernel::cpu_csr, "cpu_csr is the CPU backend's kernel");
+    p.reason = std::string("forced by OperatorOptions::kernel");
+    return p;
+  }
+  if (tc == SpmmKernel::automatic) {
+    p.kernel = csr_kernel;
+    p.reason = std::string("no tensor-core kernel for ") + to_string(opt.precision) + "; " +
+               csr_why;
+    return p;
+  }
+  if (p.est_bytes_bcsr < p.est_bytes_csr) {
+    p.kernel = tc;
+    p.reason = "block fill " + fmt("%.2f", p.fill) + " makes the " +
+               std::to_string(p.block_h) + "x" + std::to_string(p.block_w) +
+               " tensor-core kernel move fewer bytes (" + fmt("%.3g", p.est_bytes_bcsr) +
+               " vs " + fmt("%.3g", p.est_bytes_csr) + " for CSR)";
+  } else {
+    p.kernel = csr_kernel;
+    p.reason = "block fill " + fmt("%.2f", p.fill) + " too low for tensor cores (" +
+               fmt("%.3g", p.est_bytes_bcsr) + " model bytes vs " +
+               fmt("%.3g", p.est_bytes_csr) + " for CSR); " + csr_why;
+  }
+  return p;
+}
+
+namespace {
+
+// CPU operator: y = A·x by the multithreaded CSR reference. fp32 storage keeps A's values
+// rounded to float (arithmetic stays double).
+class CpuSparseOperator final : public SparseOperator {
+ public:
+  CpuSparseOperator(const Csr<double>& a, const SpmmPlan& plan) : a_(a), plan_(plan) {
+    if (plan.precision == Precision::fp32)
+      for (double& v : a_.values) v = static_cast<double>(static_cast<float>(v));
+  }
+  std::int64_t rows() const override { return a_.nrows; }
+  std::int64_t cols() const override { return a_.ncols; }
+  Space space() const override { return Space::host; }
+  const SpmmPlan& plan() const override { return plan_; }
+  void apply(MvView<const double> x, MvView<double> y) const override {
+    TCSOLVE_REQUIRE(x.space == Space::host && y.space == Space::host,
+                    "CPU sparse operator needs host X and Y");
+    TCSOLVE_REQUIRE(x.rows == a_.ncols && y.rows == a_.nrows && x.cols == y.cols,
+                    "sparse operator: shapes of X and Y do not match A");
+    TCSOLVE_REQUIRE(x.cols < (std::int64_t(1) << 31), "sparse operator: too many columns");
+    csr_spmm_reference(a_, x.data, x.ld, y.data, y.ld, static_cast<int>(x.cols));
+  }
+
+ private:
+  Csr<double> a_;
+  SpmmPlan plan_;
+};
+
+}  // namespace
+
+std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backend backend,
+                                                     const OperatorOptions& opt) {
+  TCSOLVE_REQUIRE(a.nrows >= 0 && a.ncols >= 0 &&
+                      static_cast<std::int64_t>(a.row_ptr.size()) == a.nrows + 1,
+                  "sparse operator: malformed CSR");
+  if (backend == Backend::cpu) return std::make_unique<CpuSparseOperator>(a, plan_spmm(a, backend, opt));
+  if (opt.reorder != Reorder::none)
+    throw InvalidArgument("sparse operator: Jaccard reordering is not wired in yet");
+  SpmmPlan plan = plan_spmm(a, backend, opt);
+  if (is_bcsr(plan.kernel)) {
+    Bcsr<double> b = build_bcsr(a, plan.block_h, plan.block_w);
+    return detail::make_cuda_operator(a, &b, plan, opt);
+  }
+  return detail::make_cuda_operator(a, nullptr, plan, opt);
+}
+
+}  // namespace tcsolve

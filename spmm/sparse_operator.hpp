@@ -1,0 +1,86 @@
+// The sparse operator the solvers use: Y = A·X for an n×n (or m×n) sparse A and column-major
+// multivectors X, Y (fp64, leading dimensions), on the CPU or on the GPU.
+//
+//   auto op = make_sparse_operator(a, Backend::cuda, {Precision::fp64, stream, /*N=*/16});
+//   op->apply(x_dev, y_dev);          // X, Y device pointers (op->space() == Space::device)
+//   std::cout << op->plan().describe();   // which kernel was chosen and why
+//
+// The kernel is chosen once, at construction, per (matrix, precision, expected N) by a byte cost
+// model (spmm/spmm_plan.cpp): CUDA-core CSR (row-split or segment-split) or tensor-core BCSR
+// (fp64 DMMA m8n8k4 on 8×4 blocks; fp16/bf16 m16n8k16 with fp32 accumulation on 16×16 blocks).
+// The operator uploads A once; apply() never allocates.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/csr.hpp"
+#include "core/operator.hpp"
+#include "core/types.hpp"
+
+namespace tcsolve {
+
+// Row reordering applied before blocking (BCSR kernels only; the CSR kernels use A as given).
+enum class Reorder { none, jaccard };
+
+// Kernel families. `automatic` lets the plan choose.
+enum class SpmmKernel {
+  automatic,
+  cpu_csr,         // host, multithreaded CSR
+  csr_row,         // CUDA cores, one thread per row (short rows)
+  csr_segment,     // CUDA cores, a group of lanes per segment of ≤ S non-zeros (long/skewed rows)
+  bcsr_dmma,       // tensor cores, fp64 DMMA m8n8k4, 8×4 blocks
+  bcsr_mma_f16,    // tensor cores, m16n8k16 fp16×fp16 → fp32, 16×16 blocks
+  bcsr_mma_bf16,   // tensor cores, m16n8k16 bf16×bf16 → fp32, 16×16 blocks
+};
+const char* to_string(SpmmKernel k);
+const char* to_string(Reorder r);
+
+struct OperatorOptions {
+  // Storage precision of A. fp64: exact double arithmetic. fp32: A rounded to float, double
+  // accumulation (CSR). fp16/bf16: A and X rounded to 16 bits on the GPU, fp32 (BCSR) or fp64
+  // (CSR) accumulation; X and Y stay double at the interface. tf32 is not implemented.
+  Precision precision = Precision::fp64;
+  // cudaStream_t to launch on (nullptr = default stream). Ignored by the CPU backend.
+  void* stream = nullptr;
+  // Expected number of columns N of X and Y (the plan is made for it; other N still work).
+  int expected_cols = 8;
+  Reorder reorder = Reorder::none;
+  // Force a kernel (tests, benchmarks). automatic = cost model.
+  SpmmKernel kernel = SpmmKernel::automatic;
+};
+
+// What the plan chose and why (printed by `tcsolve info` and the benchmark).
+struct SpmmPlan {
+  Backend backend = Backend::cpu;
+  Precision precision = Precision::fp64;
+  SpmmKernel kernel = SpmmKernel::cpu_csr;
+  int expected_cols = 8;
+  int block_h = 0, block_w = 0;     // BCSR block shape considered (0 when none)
+  std::int64_t nblocks = 0;         // blocks of that shape
+  double fill = 0.0;                // nnz / (nblocks·h·w)
+  int csr_group = 1;                // lanes per row segment of the CSR kernel (1 = row-split)
+  double mean_row_nnz = 0.0;
+  std::int64_t max_row_nnz = 0;
+  double est_bytes_csr = 0.0;       // cost-model bytes for one apply (CSR kernel)
+  double est_bytes_bcsr = 0.0;      // cost-model bytes for one apply (BCSR kernel)
+  bool reordered = false;           // a row permutation was applied to build the blocks
+  std::string reason;               // one sentence: why this kernel
+
+  std::string describe() const;     // multi-line human-readable summary
+};
+
+// The planned kernel for a (matrix, backend, options) without uploading anything.
+SpmmPlan plan_spmm(const Csr<double>& a, Backend backend, const OperatorOptions& opt = {});
+
+class SparseOperator : public LinearOperator<double> {
+ public:
+  virtual const SpmmPlan& plan() const = 0;
+};
+
+// Builds the operator for A (copied/uploaded once). Converts implicitly to
+// std::unique_ptr<LinearOperator<double>>. CUDA backend in a CPU-only build throws NotCompiled.
+std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backend backend,
+                                                     const OperatorOptions& opt = {});
+
+}  // namespace tcsolve

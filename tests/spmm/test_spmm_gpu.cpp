@@ -1,0 +1,296 @@
+// GPU SpMM kernels vs the CPU reference (csr_spmm_reference), per kernel and precision:
+// random matrices and X, odd sizes, padded leading dimensions, NaN-poisoned Y (every element of
+// Y must be written, the padding rows never), skewed and empty rows, the row-permutation path.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/csr.hpp"
+#include "core/device.hpp"
+#include "core/multivector.hpp"
+#include "preprocess/bcsr_build.hpp"
+#include "spmm/bcsr_spmm_cuda.hpp"
+#include "spmm/csr_spmm_cuda.hpp"
+#include "spmm/sparse_operator.hpp"
+#include "tests/spmm/spmm_test_util.hpp"
+#include "tests/test_paths.hpp"
+
+namespace tcsolve {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+const int kCols[] = {1, 3, 8, 17, 64, 256};
+
+struct Check {
+  double rel_err = 0;        // ‖Y − Yref‖_F / ‖Yref‖_F
+  double rel_to_ax = 0;      // ‖Y − Yref‖_F / (‖A‖_F ‖X‖_F)
+  std::int64_t unwritten = 0;  // NaN left inside Y
+  std::int64_t clobbered = 0;  // padding rows of Y that changed
+};
+
+// Runs `apply` on device copies of X (ld = n + 3) and NaN-poisoned Y (ld = m + 5), compares.
+template <class Apply>
+Check run_and_compare(const Csr<double>& a, int k, unsigned seed, Apply&& apply) {
+  const std::int64_t m = a.nrows, n = a.ncols, ldx = n + 3, ldy = m + 5;
+  std::vector<double> x = test::random_vector(static_cast<std::size_t>(ldx * k), seed);
+  std::vector<double> yref(static_cast<std::size_t>(m * k));
+  csr_spmm_reference(a, x.data(), ldx, yref.data(), m, k);
+  std::vector<double> y(static_cast<std::size_t>(ldy * k), kNaN);
+  MultiVector<double> xd(ldx, k, Space::device), yd(ldy, k, Space::device);
+  copy_bytes(xd.data(), Space::device, x.data(), Space::host, x.size() * 8);
+  copy_bytes(yd.data(), Space::device, y.data(), Space::host, y.size() * 8);
+  apply(xd.data(), ldx, yd.data(), ldy);
+  device_synchronize();
+  copy_bytes(y.data(), Space::host, yd.data(), Space::device, y.size() * 8);
+  Check c;
+  double diff = 0;
+  for (int j = 0; j < k; ++j) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      const double v = y[i + j * ldy];
+      if (std::isnan(v)) {
+        ++c.unwritten;
+        continue;
+      }
+      const double d = v - yref[i + j * m];
+      diff += d * d;
+    }
+    for (std::int64_t i = m; i < ldy; ++i)
+      if (!std::isnan(y[i + j * ldy])) ++c.clobbered;
+  }
+  const double ny = test::frobenius(yref.data(), m, k, m);
+  const double nx = test::frobenius(x.data(), n, k, ldx);
+  c.rel_err = std::sqrt(diff) / (ny > 0 ? ny : 1.0);
+  c.rel_to_ax = std::sqrt(diff) / std::max(1e-300, test::frobenius(a) * nx);
+  return c;
+}
+
+struct Matrices {
+  Csr<double> skewed = test::random_skewed(1001, 997, 6, 4, 1500, 37, 11);
+  Csr<double> short_rows = test::random_skewed(2053, 2053, 3, 0, 0, 0, 12);
+  Csr<double> band = test::random_band(1503, 37, 13);
+};
+
+const Matrices& mats() {
+  static Matrices m;
+  return m;
+}
+
+void expect_ok(const Check& c, double tol, bool against_ax, const std::string& what) {
+  EXPECT_EQ(c.unwritten, 0) << what << ": Y elements left unwritten (NaN)";
+  EXPECT_EQ(c.clobbered, 0) << what << ": writes beyond the rows of Y";
+  const double e = against_ax ? c.rel_to_ax : c.rel_err;
+  EXPECT_LE(e, tol) << what;
+}
+
+// --- kernels through the operator (forced), fp64 -----------------------------------------
+
+struct OpCase {
+  SpmmKernel kernel;
+  Precision precision;
+  double tol;
+  bool against_ax;
+};
+
+void run_operator_cases(const OpCase& oc) {
+  const std::pair<const char*, const Csr<double>*> list[] = {
+      {"skewed", &mats().skewed}, {"short", &mats().short_rows}, {"band", &mats().band}};
+  unsigned seed = 100;
+  for (const auto& [name, a] : list) {
+    for (int k : kCols) {
+      OperatorOptions opt;
+      opt.precision = oc.precision;
+      opt.kernel = oc.kernel;
+      opt.expected_cols = k;
+      auto op = make_sparse_operator(*a, Backend::cuda, opt);
+      ASSERT_EQ(op->plan().kernel, oc.kernel);
+      const Check c = run_and_compare(*a, k, ++seed, [&](const double* x, std::int64_t ldx,
+                                                          double* y, std::int64_t ldy) {
+        op->apply(MvView<const double>{x, a->ncols, k, ldx, Space::device},
+                  MvView<double>{y, a->nrows, k, ldy, Space::device});
+      });
+      expect_ok(c, oc.tol, oc.against_ax,
+                std::string(to_string(oc.kernel)) + "/" + to_string(oc.precision) + " " + name +
+                    " N=" + std::to_string(k));
+    }
+  }
+}
+
+TEST(SpmmGpu, CsrRowFp64IsEquivalentToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  run_operator_cases({SpmmKernel::csr_row, Precision::fp64, 1e-13, false});
+}
+
+TEST(SpmmGpu, CsrSegmentFp64IsEquivalentToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  run_operator_cases({SpmmKernel::csr_segment, Precision::fp64, 1e-13, false});
+}
+
+TEST(SpmmGpu, BcsrDmmaFp64IsEquivalentToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  run_operator_cases({SpmmKernel::bcsr_dmma, Precision::fp64, 1e-13, false});
+}
+
+TEST(SpmmGpu, CsrFp32IsCloseToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  run_operator_cases({SpmmKernel::csr_segment, Precision::fp32, 1e-6, false});
+}
+
+TEST(SpmmGpu, BcsrMmaFp16IsCloseToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  run_operator_cases({SpmmKernel::bcsr_mma_f16, Precision::fp16, 1e-2, true});
+}
+
+TEST(SpmmGpu, BcsrMmaBf16IsCloseToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  run_operator_cases({SpmmKernel::bcsr_mma_bf16, Precision::bf16, 1e-2, true});
+}
+
+TEST(SpmmGpu, CsrRowFp16IsCloseToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  run_operator_cases({SpmmKernel::csr_row, Precision::fp16, 1e-2, true});
+}
+
+// 16-bit errors must be far above fp64 round-off but well inside the bound: a kernel that
+// silently computed in fp64 (or dropped the rounding of X) would be suspicious, one with
+// swapped fragments would be at O(1).
+TEST(SpmmGpu, Fp16ErrorIsAtHalfPrecisionLevel) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const auto& a = mats().band;
+  OperatorOptions opt;
+  opt.precision = Precision::fp16;
+  opt.kernel = SpmmKernel::bcsr_mma_f16;
+  auto op = make_sparse_operator(a, Backend::cuda, opt);
+  const Check c = run_and_compare(a, 8, 7, [&](const double* x, std::int64_t ldx, double* y,
+                                                std::int64_t ldy) {
+    op->apply(MvView<const double>{x, a.ncols, 8, ldx, Space::device},
+              MvView<double>{y, a.nrows, 8, ldy, Space::device});
+  });
+  EXPECT_GT(c.rel_err, 1e-6);
+  EXPECT_LT(c.rel_err, 5e-3);
+}
+
+// --- permutation folded into the output write (BCSR of P·A) -------------------------------
+
+TEST(SpmmGpu, BcsrPermutationWritesOriginalRowOrder) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  for (const Csr<double>* a : {&mats().skewed, &mats().band}) {
+    std::vector<std::int32_t> perm(static_cast<std::size_t>(a->nrows));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), std::mt19937(5));
+    const Bcsr<double> b8 = build_bcsr(*a, 8, 4, perm);
+    const Bcsr<double> b16 = build_bcsr(*a, 16, 16, perm);
+    BcsrSpmmDevice d64(b8, Precision::fp64);
+    BcsrSpmmDevice d16(b16, Precision::bf16);
+    // bf16 X buffer for the low-precision path, ld odd (element-wise X loads)
+    for (int k : {3, 17, 64}) {
+      Check c = run_and_compare(*a, k, 40 + k, [&](const double* x, std::int64_t ldx, double* y,
+                                                   std::int64_t ldy) {
+        d64.apply(x, ldx, y, ldy, k, nullptr);
+      });
+      expect_ok(c, 1e-13, false, "dmma perm N=" + std::to_string(k));
+      c = run_and_compare(*a, k, 50 + k, [&](const double* x, std::int64_t ldx, double* y,
+                                             std::int64_t ldy) {
+        DeviceArray<std::uint16_t> xl(static_cast<std::size_t>(ldx) * k);
+        convert_multivector_device(x, ldx, xl.get(), ldx, a->ncols, k, Precision::bf16, nullptr);
+        d16.apply_lowp(xl.get(), ldx, y, ldy, k, nullptr);
+        device_synchronize();
+      });
+      expect_ok(c, 1e-2, true, "bf16 perm N=" + std::to_string(k));
+    }
+  }
+}
+
+// fp16 path with float Y (the benchmark's form) and both X load paths (even ld: 32-bit pairs;
+// odd ld: element-wise).
+TEST(SpmmGpu, Mma16FloatOutputBothXLoadPaths) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const auto& a = mats().band;
+  const Bcsr<double> b = build_bcsr(a, 16, 16);
+  BcsrSpmmDevice d(b, Precision::fp16);
+  for (std::int64_t pad : {0, 1, 2}) {
+    const int k = 24;
+    const std::int64_t ldx = a.ncols + pad, ldy = a.nrows + 1;
+    std::vector<double> x = test::random_vector(static_cast<std::size_t>(ldx * k), 77 + pad);
+    std::vector<double> yref(static_cast<std::size_t>(a.nrows * k));
+    csr_spmm_reference(a, x.data(), ldx, yref.data(), a.nrows, k);
+    MultiVector<double> xd(ldx, k, Space::device);
+    copy_bytes(xd.data(), Space::device, x.data(), Space::host, x.size() * 8);
+    DeviceArray<std::uint16_t> xl(static_cast<std::size_t>(ldx) * k);
+    convert_multivector_device(xd.data(), ldx, xl.get(), ldx, a.ncols, k, Precision::fp16, nullptr);
+    std::vector<float> y(static_cast<std::size_t>(ldy * k), std::numeric_limits<float>::quiet_NaN());
+    DeviceArray<float> yd(y.size());
+    copy_bytes(yd.get(), Space::device, y.data(), Space::host, y.size() * 4);
+    d.apply_lowp(xl.get(), ldx, yd.get(), ldy, k, nullptr);
+    device_synchronize();
+    copy_bytes(y.data(), Space::host, yd.get(), Space::device, y.size() * 4);
+    double diff = 0;
+    std::int64_t nan = 0;
+    for (int j = 0; j < k; ++j)
+      for (std::int64_t i = 0; i < a.nrows; ++i) {
+        if (std::isnan(y[i + j * ldy])) ++nan;
+        else diff += std::pow(y[i + j * ldy] - yref[i + j * a.nrows], 2);
+      }
+    EXPECT_EQ(nan, 0) << "pad " << pad;
+    const double rel = std::sqrt(diff) / (test::frobenius(a) * test::frobenius(x.data(), a.ncols, k, ldx));
+    EXPECT_LE(rel, 1e-2) << "pad " << pad;
+  }
+}
+
+// The automatic plan must pick tensor cores for a dense band and CUDA cores for a sparse random
+// matrix, and the chosen operator must be correct.
+TEST(SpmmGpu, AutomaticPlanIsCorrect) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  for (const Csr<double>* a : {&mats().band, &mats().short_rows, &mats().skewed}) {
+    OperatorOptions opt;
+    opt.expected_cols = 16;
+    auto op = make_sparse_operator(*a, Backend::cuda, opt);
+    const Check c = run_and_compare(*a, 16, 3, [&](const double* x, std::int64_t ldx, double* y,
+                                                   std::int64_t ldy) {
+      op->apply(MvView<const double>{x, a->ncols, 16, ldx, Space::device},
+                MvView<double>{y, a->nrows, 16, ldy, Space::device});
+    });
+    expect_ok(c, 1e-13, false, op->plan().describe());
+  }
+  OperatorOptions opt;
+  opt.expected_cols = 16;
+  EXPECT_EQ(plan_spmm(mats().band, Backend::cuda, opt).kernel, SpmmKernel::bcsr_dmma);
+  EXPECT_NE(plan_spmm(mats().short_rows, Backend::cuda, opt).kernel, SpmmKernel::bcsr_dmma);
+}
+
+// Two runs on the same input must agree to the last bit for the kernels without atomics and
+// to round-off for those with (a moving error would be a race).
+TEST(SpmmGpu, RepeatedApplyIsStable) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const auto& a = mats().skewed;
+  for (SpmmKernel kern : {SpmmKernel::csr_segment, SpmmKernel::bcsr_dmma}) {
+    OperatorOptions opt;
+    opt.kernel = kern;
+    auto op = make_sparse_operator(a, Backend::cuda, opt);
+    const int k = 9;
+    std::vector<double> x = test::random_vector(static_cast<std::size_t>(a.ncols * k), 9);
+    MultiVector<double> xd(a.ncols, k, Space::device), yd(a.nrows, k, Space::device);
+    copy_bytes(xd.data(), Space::device, x.data(), Space::host, x.size() * 8);
+    std::vector<double> y1(static_cast<std::size_t>(a.nrows * k)), y2(y1.size());
+    op->apply(xd.view(), yd.view());
+    device_synchronize();
+    copy_bytes(y1.data(), Space::host, yd.data(), Space::device, y1.size() * 8);
+    for (int rep = 0; rep < 5; ++rep) op->apply(xd.view(), yd.view());
+    device_synchronize();
+    copy_bytes(y2.data(), Space::host, yd.data(), Space::device, y2.size() * 8);
+    double md = 0, my = 0;
+    for (std::size_t i = 0; i < y1.size(); ++i) {
+      md = std::max(md, std::abs(y1[i] - y2[i]));
+      my = std::max(my, std::abs(y1[i]));
+    }
+    EXPECT_LE(md, 1e-14 * my) << to_string(kern);
+  }
+}
+
+}  // namespace
+}  // namespace tcsolve
