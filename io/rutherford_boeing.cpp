@@ -430,9 +430,9 @@ Parsed parse_text(const char* data, std::size_t size, const std::string& name, c
               std::to_string(k + 1) + ", format " + h.ptr.text + ")");
     }
     if (k == 0 && v != 1) in.fail("the first column pointer must be 1, found " + std::to_string(v));
-    if (k > 0 && v < colptr.back())
+    if (k > 0 && v - 1 < colptr.back())
       in.fail("column pointers decrease: pointer " + std::to_string(k + 1) + " = " + std::to_string(v) +
-              " < previous " + std::to_string(colptr.back()));
+              " < previous " + std::to_string(colptr.back() + 1));
     if (v > nnz + 1)
       in.fail("column pointer " + std::to_string(k + 1) + " = " + std::to_string(v) + " exceeds NNZERO + 1 = " +
               std::to_string(nnz + 1));
