@@ -1,0 +1,147 @@
+#include "apps/cli.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <iostream>
+#include <sstream>
+
+namespace tcsolve::app {
+
+std::string command_help(const CommandSpec& spec, const po::options_description& options) {
+  std::ostringstream os;
+  os << "Usage: tcsolve " << spec.synopsis << "\n\n" << spec.summary << "\n\n";
+  os << options;
+  if (!spec.details.empty()) os << "\n" << spec.details;
+  if (spec.details.empty() || spec.details.back() != '\n') os << "\n";
+  return os.str();
+}
+
+bool parse_command(const CommandSpec& spec, po::options_description& options,
+                   const std::vector<std::string>& args, po::variables_map& vm) {
+  options.add_options()("help,h", "print this help and exit");
+  // --help anywhere wins, even next to other mistakes: the user asked how to call us.
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      std::cout << command_help(spec, options);
+      return false;
+    }
+  po::options_description hidden;
+  po::positional_options_description pos;
+  for (const auto& name : spec.positional) {
+    hidden.add_options()(name.c_str(), po::value<std::string>());
+    pos.add(name.c_str(), 1);
+  }
+  po::options_description all;
+  all.add(options).add(hidden);
+  // No guessing of abbreviated long options: a typo must not silently select another option.
+  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+  po::store(po::command_line_parser(args).options(all).positional(pos).style(style).run(), vm);
+  for (const auto& name : spec.positional)
+    if (!vm.count(name))
+      throw UsageError("missing argument " + name + " (usage: tcsolve " + spec.synopsis + ")");
+  po::notify(vm);
+  return true;
+}
+
+bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+
+ProgressLine::ProgressLine(bool enabled) : enabled_(enabled && stderr_is_terminal()) {}
+
+ProgressLine::~ProgressLine() { clear(); }
+
+void ProgressLine::update(const std::string& text, bool force) {
+  if (!enabled_) return;
+  double now = since_start_.seconds();
+  if (!force && last_draw_ >= 0 && now - last_draw_ < 0.1) return;
+  last_draw_ = now;
+  std::fprintf(stderr, "\r%s\x1b[K", text.c_str());
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+void ProgressLine::clear() {
+  if (!enabled_ || !shown_) return;
+  std::fprintf(stderr, "\r\x1b[K");
+  std::fflush(stderr);
+  shown_ = false;
+}
+
+std::string format(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  std::string s(n > 0 ? n : 0, '\0');
+  if (n > 0) std::vsnprintf(s.data(), s.size() + 1, fmt, ap2);
+  va_end(ap2);
+  return s;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? format("%.0f B", bytes) : format("%.2f %s", bytes, units[u]);
+}
+
+std::string format_seconds(double s) {
+  if (s < 10) return format("%.3f s", s);
+  if (s < 120) return format("%.1f s", s);
+  long t = std::lround(s);
+  return format("%ld min %02ld s", t / 60, t % 60);
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) out += format("\\u%04x", c);
+        else out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  return format("%.17g", v);
+}
+
+const char* const matrix_argument_help =
+    "MATRIX is a file or a generator spec:\n"
+    "  FILE.mtx, FILE.mtx.gz          Matrix Market (coordinate or array; real, integer, pattern)\n"
+    "  FILE.rb .rsa .rua .hb (+.gz)   Rutherford-Boeing / Harwell-Boeing (assembled, real)\n"
+    "  FILE.h5[:GROUP]                HDF5 CSR group (default /matrix; docs/hdf5-schema.md)\n"
+    "  gen:lap2d:NX[xNY]              5-point Dirichlet Laplacian (4 on the diagonal, -1 off)\n"
+    "  gen:lap3d:N                    7-point Dirichlet Laplacian on an N^3 grid\n"
+    "  gen:elast3d:N                  SPD, 3 unknowns per node of an N^3 grid, 27-point coupling\n"
+    "  gen:band:N:B                   random values within bandwidth B\n"
+    "  gen:random:N:K                 about K random non-zeros per row\n"
+    "  gen:rmat:SCALE:EF              Laplacian of an R-MAT power-law graph\n"
+    "  ...+scramble, ...@SEED         random symmetric permutation; seed (default 1)\n";
+
+bool ends_with(const std::string& path, const std::string& suffix) {
+  return path.size() >= suffix.size() &&
+         path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void require_writable_matrix_format(const std::string& path) {
+  if (ends_with(path, ".mtx") || ends_with(path, ".h5") || ends_with(path, ".hdf5")) return;
+  throw UsageError("cannot write '" + path +
+                   "': unsupported output format (the name must end in .mtx, .h5 or .hdf5)");
+}
+
+}  // namespace tcsolve::app

@@ -1,0 +1,25 @@
+// The subcommands of tcsolve. Each takes its arguments (without the subcommand name) and returns
+// the exit status; errors are thrown (tcsolve::Error, UsageError, program_options errors) and
+// turned into one line on stderr by apps/tcsolve.cpp.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace tcsolve::app {
+
+using Args = std::vector<std::string>;
+
+int run_info(const Args& args);      // apps/cmd_info.cpp
+int run_convert(const Args& args);   // apps/cmd_convert.cpp
+int run_generate(const Args& args);  // apps/cmd_generate.cpp
+
+struct Command {
+  const char* name;
+  const char* summary;  // one line for `tcsolve --help`
+  int (*run)(const Args&);
+};
+
+// Every subcommand, in the order `tcsolve --help` lists them.
+const std::vector<Command>& commands();
+
+}  // namespace tcsolve::app

@@ -1,0 +1,110 @@
+// tcsolve: the command line. Dispatches to a subcommand and is the one place where exceptions
+// become messages and exit statuses: every error is ONE line on stderr, "tcsolve: error: ...",
+// exit status 2 (1 is reserved for "ran, but did not succeed", e.g. non-convergence).
+#include <iostream>
+#include <new>
+#include <string>
+
+#include "apps/cli.hpp"
+#include "apps/commands.hpp"
+#include "core/device.hpp"
+
+namespace tcsolve::app {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> list = {
+      {"info", "size, symmetry, row-length statistics of a matrix", run_info},
+      {"convert", "convert a matrix (file or gen: spec) to .mtx or .h5", run_convert},
+      {"generate", "write a generated test matrix (gen: spec) to .mtx or .h5", run_generate},
+  };
+  return list;
+}
+
+namespace {
+
+void print_main_help() {
+  std::cout << "Usage: tcsolve COMMAND [ARGS] [options]\n"
+               "       tcsolve COMMAND --help\n"
+               "       tcsolve --version\n\n"
+               "Block eigensolvers and linear solvers for large sparse matrices "
+               "(tensor-core BCSR SpMM).\n\nCommands:\n";
+  for (const auto& c : commands()) std::cout << format("  %-10s %s\n", c.name, c.summary);
+  std::cout << "\n" << matrix_argument_help
+            << "\nExit status: 0 success, 1 ran but did not succeed (e.g. not converged), "
+               "2 bad usage or input.\n";
+}
+
+void print_version() {
+  std::cout << "tcsolve " << TCSOLVE_VERSION << " (CUDA backend: ";
+  if (!built_with_cuda()) std::cout << "not built";
+  else std::cout << "built, " << device_count() << " device(s) present";
+  std::cout << ")\n";
+}
+
+// Error texts can contain newlines (e.g. a quoted input line): keep the message on one line.
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+int fail(const std::string& msg) {
+  std::cout.flush();
+  std::cerr << "tcsolve: error: " << one_line(msg) << std::endl;
+  return exit_usage;
+}
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) return fail("no command given (try 'tcsolve --help')");
+  const std::string first = argv[1];
+  if (first == "--help" || first == "-h") {
+    print_main_help();
+    return exit_ok;
+  }
+  if (first == "--version" || first == "-V") {
+    print_version();
+    return exit_ok;
+  }
+  Args rest(argv + 2, argv + argc);
+  std::string name = first;
+  if (first == "help") {  // `tcsolve help info` == `tcsolve info --help`
+    if (rest.empty()) {
+      print_main_help();
+      return exit_ok;
+    }
+    name = rest[0];
+    rest = {"--help"};
+  }
+  if (!name.empty() && name[0] == '-') return fail("unknown option '" + name + "' (try 'tcsolve --help')");
+  const Command* cmd = nullptr;
+  for (const auto& c : commands())
+    if (name == c.name) cmd = &c;
+  if (!cmd) return fail("unknown command '" + name + "' (try 'tcsolve --help')");
+
+  try {
+    return cmd->run(rest);
+  } catch (const po::error& e) {
+    return fail(name + ": " + e.what() + " (see 'tcsolve " + name + " --help')");
+  } catch (const UsageError& e) {
+    return fail(name + ": " + e.what());
+  }
+}
+
+}  // namespace
+}  // namespace tcsolve::app
+
+int main(int argc, char** argv) {
+  using namespace tcsolve::app;
+  try {
+    return dispatch(argc, argv);
+  } catch (const tcsolve::Error& e) {
+    return fail(e.what());
+  } catch (const std::bad_alloc&) {
+    return fail("out of host memory");
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail("internal error: unknown exception");
+  }
+}

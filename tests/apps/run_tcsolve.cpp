@@ -1,0 +1,76 @@
+#include "tests/apps/run_tcsolve.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace tcsolve::test {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+ScratchDir::ScratchDir() {
+  static std::atomic<int> counter{0};
+  path_ = fs::temp_directory_path() /
+          ("tcsolve_apps_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  fs::remove_all(path_);
+  fs::create_directories(path_);
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string ScratchDir::write(const std::string& name, const std::string& text) const {
+  std::string p = file(name);
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+  return p;
+}
+
+RunResult run_tcsolve(const std::vector<std::string>& args) {
+  ScratchDir io;
+  std::string cmd = shell_quote(TCSOLVE_BIN);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  const std::string out = io.file("stdout"), err = io.file("stderr");
+  cmd += " </dev/null >" + shell_quote(out) + " 2>" + shell_quote(err);
+  int raw = std::system(cmd.c_str());
+  RunResult r;
+  if (raw == -1) throw std::runtime_error("system() failed for: " + cmd);
+  if (WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
+  else if (WIFSIGNALED(raw)) r.status = 128 + WTERMSIG(raw);
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+}  // namespace tcsolve::test
