@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "io/generators.hpp"
 #include "io/matrix_io.hpp"
 #include "preprocess/bcsr_stats.hpp"
 #include "preprocess/jaccard_reorder.hpp"
@@ -38,8 +37,7 @@ std::string short_name(const std::string& spec) {
   return std::filesystem::path(spec).filename().string();
 }
 
-// TODO(preprocess): read_matrix for files once io's matrix_io.cpp lands.
-Csr<double> load(const std::string& spec) { return generate(spec); }
+Csr<double> load(const std::string& spec) { return read_matrix(spec); }
 
 }  // namespace
 
