@@ -1,0 +1,56 @@
+// Breakdown-free block conjugate gradients (Ji & Li 2017) for A·X = B with s right-hand sides,
+// A symmetric positive definite, optional Jacobi (or any SPD) preconditioner M.
+//
+//   R = B − A·X, P = orth(M·R)                       orth: rank-revealing SVQB (drops directions
+//   loop:  Q = A·P                                    the block no longer spans)
+//          α = (PᵀQ)⁻¹·PᵀR,  X += P·α,  R −= Q·α      PᵀQ: Cholesky; failure with λmin(PᵀAP) ≤ 0
+//          converged columns (‖r_j‖ ≤ tol·‖b_j‖) leave the block (X, R compacted)
+//          β = −(PᵀQ)⁻¹·QᵀZ with Z = M·R,  P = orth(Z + P·β)
+// At the end the true residuals ‖b_j − A·x_j‖/‖b_j‖ are recomputed; columns whose true residual
+// misses the tolerance restart from their current x (at most 3 cycles).
+// Workspace: 6·n·s doubles (X, R, Z, P, Q, solution), allocated once in the constructor.
+// Per iteration: one A·P (r ≤ s columns), 4 Gram products and 4 block updates of n × s.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/operator.hpp"
+#include "solvers/dense_ops.hpp"
+#include "solvers/result.hpp"
+
+namespace tcsolve {
+
+struct CgOptions {
+  double tol = 1e-8;                  // relative: ‖b_j − A·x_j‖₂ ≤ tol·‖b_j‖₂
+  std::int64_t max_iterations = 5000;
+  std::vector<double> jacobi_diagonal;  // diag(A) on the host; empty = no Jacobi
+  const LinearOperator<double>* preconditioner = nullptr;  // takes precedence; in ops.space()
+  double rank_tol = 1e-24;            // SVQB: drop directions with λ(Gs) < rank_tol·λmax
+  bool keep_history = true;
+  int max_cycles = 3;                 // restarts from the true residual
+};
+
+// Reusable solver: workspace for up to max_rhs columns allocated once.
+class BlockCg {
+ public:
+  BlockCg(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_rhs,
+          CgOptions opt);
+  ~BlockCg();
+  BlockCg(const BlockCg&) = delete;
+  BlockCg& operator=(const BlockCg&) = delete;
+  // rhs and x (n × s, s ≤ max_rhs) in ops.space(); x is used as the initial guess when
+  // use_x0, else zeroed. Fills everything of result but `solutions` (left empty).
+  SolveResult solve(MvView<const double> rhs, MvView<double> x, bool use_x0 = false);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Convenience: rhs on the host (n × s, column-major, leading dimension ldb); solutions returned
+// on the host. Throws InvalidArgument for shape errors.
+SolveResult block_cg(const LinearOperator<double>& a, const double* rhs, std::int64_t ldb,
+                     std::int64_t s, DenseBlockOps& ops, const CgOptions& opt);
+
+}  // namespace tcsolve

@@ -1,0 +1,58 @@
+// What the solvers return. Non-convergence is a status with partial results, not an exception.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tcsolve {
+
+enum class SolverStatus {
+  converged,      // every requested column passed the explicit true-residual test
+  not_converged,  // iteration limit reached; values/vectors hold the best current approximations
+  breakdown,      // the method cannot continue (e.g. pᵀAp ≤ 0: A not positive definite); see reason
+};
+const char* to_string(SolverStatus s);
+
+// Which branch the block orthonormalization took (the worst one in an iteration).
+enum class OrthoBranch { none, cholqr2, svqb, svqb_drop };
+const char* to_string(OrthoBranch b);
+
+struct IterationRecord {
+  std::int64_t iteration = 0;
+  std::vector<double> residual_norms;  // per column, as estimated by the iteration (unscaled ‖r‖)
+  std::int64_t converged = 0;          // columns passing the (estimated) test this iteration
+  std::int64_t active = 0;             // columns still expanded / in the block
+  OrthoBranch ortho = OrthoBranch::none;
+  double apply_seconds = 0.0;          // operator (A, B, preconditioner) applies
+  double dense_seconds = 0.0;          // everything else (Gram products, updates, small solves)
+};
+
+struct EigenResult {
+  SolverStatus status = SolverStatus::not_converged;
+  std::string reason;                   // one sentence for not_converged / breakdown
+  std::vector<double> values;           // k eigenvalues, ascending for smallest, descending for largest
+  std::vector<double> vectors;          // n × k, column-major, host; B-orthonormal
+  std::int64_t n = 0;
+  std::vector<double> residual_norms;   // true ‖A·x_j − λ_j·B·x_j‖₂, recomputed at the end
+  std::vector<double> residual_bounds;  // tol·(‖A‖·‖x_j‖ + |λ_j|·‖B‖·‖x_j‖) for each column
+  double a_norm = 0.0, b_norm = 1.0;    // the norm estimates used in the test
+  std::int64_t iterations = 0;          // outer iterations (LOBPCG steps, Lanczos restarts)
+  std::int64_t operator_applies = 0;    // columns multiplied by A
+  std::vector<IterationRecord> history;
+  double seconds = 0.0;
+};
+
+struct SolveResult {
+  SolverStatus status = SolverStatus::not_converged;
+  std::string reason;
+  std::vector<double> solutions;        // n × s, column-major, host
+  std::int64_t n = 0;
+  std::vector<double> residual_norms;   // true ‖b_j − A·x_j‖₂ / ‖b_j‖₂, recomputed at the end
+  std::vector<std::int64_t> column_iterations;  // iteration at which each column converged
+  std::int64_t iterations = 0;
+  std::int64_t operator_applies = 0;    // columns multiplied by A
+  std::vector<IterationRecord> history;
+  double seconds = 0.0;
+};
+
+}  // namespace tcsolve

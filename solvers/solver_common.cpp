@@ -1,0 +1,69 @@
+// Shared solver pieces: Jacobi diagonal, operator checks, the ‖Op‖₂ estimate.
+#include "solvers/solver_common.hpp"
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+#include "solvers/eigensolvers.hpp"
+#include "solvers/orthonormalize.hpp"
+
+namespace tcsolve {
+namespace detail {
+
+std::vector<double> jacobi_inverse(const std::vector<double>& diag_a,
+                                   const std::vector<double>& diag_b, double shift,
+                                   std::int64_t n) {
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(diag_a.size()) == n, "Jacobi diagonal length != n");
+  TCSOLVE_REQUIRE(diag_b.empty() || static_cast<std::int64_t>(diag_b.size()) == n,
+                  "Jacobi mass diagonal length != n");
+  std::vector<double> inv(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double d = diag_a[i] - (diag_b.empty() ? shift : shift * diag_b[i]);
+    d = std::abs(d);
+    inv[i] = d > 1e-300 && std::isfinite(d) ? 1.0 / d : 1.0;
+  }
+  return inv;
+}
+
+void require_operator(const LinearOperator<double>& op, std::int64_t n, Space space,
+                      const char* what) {
+  if (op.rows() != n || op.cols() != n)
+    throw InvalidArgument(std::string(what) + " must be " + std::to_string(n) + " × " +
+                          std::to_string(n) + ", is " + std::to_string(op.rows()) + " × " +
+                          std::to_string(op.cols()));
+  if (op.space() != space)
+    throw InvalidArgument(std::string(what) + " lives in another memory space than the dense ops");
+}
+
+}  // namespace detail
+
+double estimate_norm(const LinearOperator<double>& op, DenseBlockOps& ops, int steps, int cols,
+                     std::uint64_t seed) {
+  const std::int64_t n = op.rows();
+  cols = static_cast<int>(std::min<std::int64_t>(cols, n));
+  MultiVector<double> x = ops.allocate(n, cols), y = ops.allocate(n, cols);
+  ops.reserve(n, cols, cols * cols);
+  ops.fill_random(x.view(), seed);
+  OrthoWorkspace ws;
+  detail::ApplyClock clock(ops);
+  double est = 0.0;
+  std::vector<double> g(cols * cols);
+  for (int s = 0; s < steps; ++s) {
+    auto o = orthonormalize(ops, x.view(), MvView<double>{}, ws);
+    if (o.rank == 0) break;
+    auto xv = x.columns(0, o.rank);
+    clock.apply(op, xv, y.columns(0, o.rank));
+    // ‖Op·X‖² over the orthonormal block: largest eigenvalue of (OpX)ᵀ(OpX).
+    ops.gram(y.columns(0, o.rank), y.columns(0, o.rank), g.data(), o.rank);
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(
+        Eigen::Map<Eigen::MatrixXd>(g.data(), o.rank, o.rank));
+    est = std::max(est, std::sqrt(std::max(0.0, es.eigenvalues().maxCoeff())));
+    ops.copy(y.columns(0, o.rank), xv);
+    if (o.rank < cols) break;
+  }
+  return est;
+}
+
+}  // namespace tcsolve

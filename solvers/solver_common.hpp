@@ -1,0 +1,70 @@
+// Pieces shared by the solvers (internal header): timed operator applies, the Jacobi diagonal,
+// explicit residuals.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/operator.hpp"
+#include "solvers/dense_ops.hpp"
+
+namespace tcsolve::detail {
+
+inline double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Applies operators and accounts their time apart from the dense work. On the GPU the stream of
+// the dense ops is drained before the apply and the device after it, so an operator on any
+// stream sees finished inputs and leaves finished outputs.
+class ApplyClock {
+ public:
+  explicit ApplyClock(DenseBlockOps& ops) : ops_(ops) {}
+  void apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y) {
+    if (x.cols == 0) return;
+    ops_.synchronize();
+    double t0 = now_seconds();
+    op.apply(x, y);
+    if (ops_.space() == Space::device) device_synchronize();
+    apply_seconds_ += now_seconds() - t0;
+    columns_ += x.cols;
+  }
+  double apply_seconds() const { return apply_seconds_; }
+  std::int64_t columns() const { return columns_; }
+
+ private:
+  DenseBlockOps& ops_;
+  double apply_seconds_ = 0.0;
+  std::int64_t columns_ = 0;
+};
+
+// Per-iteration split of wall time into operator and dense parts.
+class IterationTimer {
+ public:
+  explicit IterationTimer(const ApplyClock& c) : clock_(c) { start(); }
+  void start() {
+    ops_sync_t0_ = now_seconds();
+    apply0_ = clock_.apply_seconds();
+  }
+  // Returns (apply, dense) seconds since start(); the caller has synchronized.
+  std::pair<double, double> split() const {
+    double total = now_seconds() - ops_sync_t0_;
+    double ap = clock_.apply_seconds() - apply0_;
+    return {ap, total - ap};
+  }
+
+ private:
+  const ApplyClock& clock_;
+  double ops_sync_t0_ = 0.0, apply0_ = 0.0;
+};
+
+// 1/|a_ii − σ·b_ii| (host); entries with |·| below 1e-300 become 1 (no scaling).
+std::vector<double> jacobi_inverse(const std::vector<double>& diag_a,
+                                   const std::vector<double>& diag_b, double shift,
+                                   std::int64_t n);
+
+void require_operator(const LinearOperator<double>& op, std::int64_t n, Space space,
+                      const char* what);
+
+}  // namespace tcsolve::detail

@@ -1,0 +1,163 @@
+// Block CG against a sparse direct solve (Eigen SimplicialLLT): random and nearly linearly
+// dependent right-hand sides (the rank-revealing path), Jacobi, many right-hand sides, an
+// indefinite matrix (reported as breakdown), real SPD matrices.
+#include <gtest/gtest.h>
+
+#include <Eigen/Sparse>
+#include <Eigen/SparseCholesky>
+
+#include "core/error.hpp"
+#include "solvers/block_cg.hpp"
+#include "tests/solvers/solver_test_util.hpp"
+
+namespace tcsolve::test {
+namespace {
+
+using Mat = Eigen::MatrixXd;
+
+Eigen::SparseMatrix<double> to_eigen(const Csr<double>& a) {
+  std::vector<Eigen::Triplet<double>> t;
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) t.emplace_back(i, a.col_idx[p], a.values[p]);
+  Eigen::SparseMatrix<double> s(a.nrows, a.ncols);
+  s.setFromTriplets(t.begin(), t.end());
+  return s;
+}
+
+Mat random_rhs(std::int64_t n, std::int64_t s, std::uint64_t seed) {
+  Mat b(n, s);
+  for (std::int64_t j = 0; j < s; ++j)
+    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
+  return b;
+}
+
+// Solves, then checks status, the reported and recomputed true residuals, and the distance to
+// the direct solution (relative error ≤ cond-scaled tolerance).
+SolveResult solve_and_check(const Csr<double>& a, const Mat& b, CgOptions o, double err_tol) {
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  auto r = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
+  EXPECT_EQ(r.status, SolverStatus::converged) << r.reason;
+  Eigen::SimplicialLLT<Eigen::SparseMatrix<double>> llt(to_eigen(a));
+  EXPECT_EQ(llt.info(), Eigen::Success);
+  Mat xref = llt.solve(b);
+  Eigen::Map<const Mat> x(r.solutions.data(), a.nrows, b.cols());
+  auto as = to_eigen(a);
+  for (std::int64_t j = 0; j < b.cols(); ++j) {
+    double bn = b.col(j).norm();
+    double true_res = (b.col(j) - as * x.col(j)).norm() / bn;
+    EXPECT_NEAR(true_res, r.residual_norms[j], 1e-12);
+    EXPECT_LE(true_res, o.tol) << "column " << j;
+    EXPECT_LE((x.col(j) - xref.col(j)).norm(), err_tol * xref.col(j).norm()) << "column " << j;
+    EXPECT_GE(r.column_iterations[j], 0);
+  }
+  return r;
+}
+
+TEST(BlockCg, RandomRightHandSidesMatchDirectSolve) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(37, 29);  // cond ≈ 500
+  for (std::int64_t s : {1, 7, 33}) {
+    CgOptions o;
+    o.tol = 1e-10;
+    auto r = solve_and_check(a, random_rhs(a.nrows, s, 40 + s), o, 1e-7);
+    EXPECT_GT(r.iterations, 5);
+    EXPECT_FALSE(r.history.empty());
+  }
+}
+
+TEST(BlockCg, ManyRightHandSidesConvergeInFewerIterationsThanOne) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(12, 11, 13);
+  CgOptions o;
+  o.tol = 1e-9;
+  auto one = solve_and_check(a, random_rhs(a.nrows, 1, 3), o, 1e-6);
+  auto many = solve_and_check(a, random_rhs(a.nrows, 130, 3), o, 1e-6);
+  EXPECT_LT(many.iterations, one.iterations);
+}
+
+TEST(BlockCg, NearlyDependentRightHandSidesTakeTheRankRevealingPath) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(41, 37);
+  const std::int64_t n = a.nrows;
+  Mat base = random_rhs(n, 4, 77);
+  Mat b(n, 9);
+  b.leftCols(4) = base;
+  b.col(4) = base.col(0) + 1e-13 * random_rhs(n, 1, 78);          // copy up to 1e-13
+  b.col(5) = base.col(1) - 2.0 * base.col(2);                      // exact combination
+  b.col(6) = base.col(3) + 1e-9 * random_rhs(n, 1, 79);           // nearly dependent
+  b.col(7) = 0.5 * base.col(0) + 0.5 * base.col(3) + 1e-15 * random_rhs(n, 1, 80);
+  b.col(8) = random_rhs(n, 1, 81);
+  CgOptions o;
+  o.tol = 1e-9;
+  auto r = solve_and_check(a, b, o, 1e-6);
+  bool dropped = false;
+  for (const auto& h : r.history) dropped = dropped || h.ortho == OrthoBranch::svqb_drop;
+  EXPECT_TRUE(dropped) << "the search block never lost rank";
+}
+
+TEST(BlockCg, JacobiHelpsOnABadlyScaledMatrix) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(30, 31);
+  std::vector<double> d(a.nrows);
+  for (std::int64_t i = 0; i < a.nrows; ++i) d[i] = std::pow(10.0, 1.5 * random_entry(8, i, 0));
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) a.values[p] *= d[i] * d[a.col_idx[p]];
+  Mat b = random_rhs(a.nrows, 5, 9);
+  CgOptions o;
+  o.tol = 1e-9;
+  o.max_iterations = 20000;
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  auto plain = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
+  o.jacobi_diagonal = diagonal(a);
+  auto jac = solve_and_check(a, b, o, 1e-4);
+  EXPECT_LT(jac.iterations, plain.iterations);
+}
+
+TEST(BlockCg, IndefiniteMatrixIsReportedAsBreakdown) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  // Shift a 1D Laplacian into the middle of its spectrum: indefinite.
+  auto a = laplacian(201);
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      if (a.col_idx[p] == i) a.values[p] -= 2.0;
+  Mat b = random_rhs(a.nrows, 3, 5);
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  CgOptions o;
+  auto r = block_cg(*op, b.data(), b.rows(), 3, *ops, o);
+  EXPECT_EQ(r.status, SolverStatus::breakdown);
+  EXPECT_NE(r.reason.find("not positive definite"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.residual_norms.size(), 3u);  // partial results are still reported
+}
+
+TEST(BlockCg, BadArgumentsThrow) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(10);
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  Mat b = random_rhs(10, 2, 1);
+  EXPECT_THROW(block_cg(*op, b.data(), 10, 0, *ops, {}), InvalidArgument);
+  EXPECT_THROW(block_cg(*op, b.data(), 5, 2, *ops, {}), InvalidArgument);
+  CgOptions o;
+  o.jacobi_diagonal = {1.0, 2.0};
+  EXPECT_THROW(block_cg(*op, b.data(), 10, 2, *ops, o), InvalidArgument);
+}
+
+class RealSpd : public ::testing::TestWithParam<const char*> {};
+TEST_P(RealSpd, MatchesDirectSolve) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  TCSOLVE_SKIP_WITHOUT_MATRICES();
+  auto a = read_mtx((matrices_dir() / (std::string(GetParam()) + ".mtx")).string());
+  CgOptions o;
+  o.tol = 1e-10;
+  o.max_iterations = 20000;
+  o.jacobi_diagonal = diagonal(a);
+  auto r = solve_and_check(a, random_rhs(a.nrows, 8, 5), o, 1e-3);
+  RecordProperty("iterations", static_cast<int>(r.iterations));
+}
+INSTANTIATE_TEST_SUITE_P(Solvers, RealSpd, ::testing::Values("bcsstk05", "bcsstk22", "nos5", "bcsstk08"));
+
+}  // namespace
+}  // namespace tcsolve::test
