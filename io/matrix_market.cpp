@@ -2,9 +2,10 @@
 //
 // Reader: one pass over the in-memory text (io/text_input) with a pointer and a line counter;
 // integers by hand, values by std::from_chars (GCC 12: Eisel-Lemire fast path), no allocation per
-// line. Entries go to one pre-reserved triplet array (symmetric: stored entry + mirror), the text
-// is released, then csr_from_triplets (counting sort by row, duplicates summed) builds the Csr.
-// Memory peak: text + 16 B per expanded entry, then 16 B + 12 B per entry while building.
+// line. Entries go to pre-reserved row/col/value arrays (symmetric: stored entry + mirror), the
+// text is released, then csr_from_coo builds the Csr: files written row by row need no sort
+// (the arrays become the Csr), others take one counting-sort pass (io/text_input.hpp).
+// Memory peak: mapped text + 16 B per expanded entry (+ 12 B per entry when a sort is needed).
 #include "io/matrix_market.hpp"
 
 #include <algorithm>
@@ -71,7 +72,7 @@ struct Cursor {
   void finish_line(const char* what) {
     while (p < end && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
     if (p < end) {
-      if (*p != '\n') fail(std::string("unexpected text ") + quote_text(p, end) + " after " + what);
+      if (*p != '\n') trailing_text(what);
       ++p;
       ++line;
     }
@@ -82,9 +83,15 @@ struct Cursor {
       ++p;
       skip_blanks();
       if (p < end && *p != '\n' && *p != '\r') return;
-    } else if (p < end && *p != '\n' && *p != '\r') {
-      fail(std::string("unexpected text ") + quote_text(p, end) + " after " + after);
     }
+    separator_error(after, next);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void trailing_text(const char* what) const {
+    fail(std::string("unexpected text ") + quote_text(p, end) + " after " + what);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void separator_error(const char* after, const char* next) const {
+    if (p < end && *p != '\n' && *p != '\r')
+      fail(std::string("unexpected text ") + quote_text(p, end) + " after " + after);
     fail(std::string("line ends before the ") + next);
   }
 };
@@ -112,18 +119,35 @@ inline bool parse_u64(const char*& p, const char* end, std::uint64_t& v, bool& t
   return p != s;
 }
 
-// 1-based index in [1, limit] -> 0-based.
-inline std::int32_t parse_index(Cursor& c, std::int64_t limit, const char* what) {
+[[noreturn, gnu::cold, gnu::noinline]] void index_error(const Cursor& c, const char* s, std::int64_t limit,
+                                                      const char* what) {
   std::uint64_t v;
   bool too_large;
-  const char* s = c.p;
-  if (!parse_u64(c.p, c.end, v, too_large)) {
-    if (c.p < c.end && *c.p == '-') c.fail(std::string("negative ") + what + " index " + quote_text(s, c.end));
+  const char* q = s;
+  if (!parse_u64(q, c.end, v, too_large)) {
+    if (s < c.end && *s == '-') c.fail(std::string("negative ") + what + " index " + quote_text(s, c.end));
     c.fail(std::string("expected a ") + what + " index, found " + quote_text(s, c.end));
   }
   if (v == 0 && !too_large) c.fail(std::string(what) + " index 0: indices are 1-based");
-  if (too_large || v > static_cast<std::uint64_t>(limit))
-    c.fail(std::string(what) + " index " + std::string(s, c.p) + " out of range 1.." + std::to_string(limit));
+  if (!too_large && v <= static_cast<std::uint64_t>(limit))
+    c.fail(std::string(what) + " index " + std::string(s, q) + " has more than 10 digits");
+  c.fail(std::string(what) + " index " + std::string(s, q) + " out of range 1.." + std::to_string(limit));
+}
+
+// 1-based index in [1, limit] -> 0-based. At most 10 digits are taken; more, or a value outside
+// [1, limit], goes to index_error.
+inline std::int32_t parse_index(Cursor& c, std::int64_t limit, const char* what) {
+  const char* s = c.p;
+  const char* p = s;
+  std::uint64_t v = 0;
+  while (p < c.end) {
+    const unsigned d = static_cast<unsigned>(static_cast<unsigned char>(*p)) - '0';
+    if (d > 9) break;
+    v = v * 10 + d;
+    ++p;
+  }
+  if (p == s || p - s > 10 || v - 1 >= static_cast<std::uint64_t>(limit)) index_error(c, s, limit, what);
+  c.p = p;
   return static_cast<std::int32_t>(v - 1);
 }
 
@@ -150,21 +174,28 @@ inline double parse_integer_value(Cursor& c) {
 // Real value: std::from_chars (general format), a leading '+' allowed. Out-of-range values take the
 // strtod path: underflow gives the denormal/zero, overflow gives ±inf (then refused as non-finite
 // unless allowed).
+[[noreturn, gnu::cold, gnu::noinline]] void value_error(const Cursor& c, const char* s) {
+  c.fail("expected a real value, found " + quote_text(s, c.end));
+}
+[[noreturn, gnu::cold, gnu::noinline]] void nonfinite_error(const Cursor& c, const char* s, const char* e) {
+  c.fail("value " + std::string(s, e) + " is not finite (NaN/Inf are refused unless allow_nonfinite is set)");
+}
+[[gnu::cold, gnu::noinline]] double out_of_range_value(const char* b, const char* e) {
+  std::string tok(b, e);
+  return std::strtod(tok.c_str(), nullptr);
+}
+
 inline double parse_real_value(Cursor& c, bool allow_nonfinite) {
   const char* s = c.p;
   if (c.p + 1 < c.end && *c.p == '+' && *(c.p + 1) != '-' && *(c.p + 1) != '+') ++c.p;
   double v;
   auto r = std::from_chars(c.p, c.end, v);
-  if (r.ec == std::errc::invalid_argument) c.fail("expected a real value, found " + quote_text(s, c.end));
-  if (r.ec == std::errc::result_out_of_range) {
-    std::string tok(c.p, r.ptr);
-    errno = 0;
-    v = std::strtod(tok.c_str(), nullptr);
+  if (r.ec != std::errc()) {
+    if (r.ec != std::errc::result_out_of_range) value_error(c, s);
+    v = out_of_range_value(c.p, r.ptr);
   }
   c.p = r.ptr;
-  if (!allow_nonfinite && !std::isfinite(v))
-    c.fail("value " + std::string(s, c.p) +
-           " is not finite (NaN/Inf are refused unless allow_nonfinite is set)");
+  if (!allow_nonfinite && !std::isfinite(v)) nonfinite_error(c, s, c.p);
   return v;
 }
 
@@ -182,7 +213,7 @@ inline double parse_value(Cursor& c, bool allow_nonfinite) {
 struct Parsed {
   MatrixMarketHeader h;
   Field field = Field::real;
-  std::vector<Triplet<double>> entries;  // expanded (both triangles)
+  CooEntries entries;  // expanded (both triangles)
 };
 
 // Banner, comments and size line; leaves c at the first data line.
@@ -315,7 +346,7 @@ std::size_t reserve_bound(std::int64_t declared, bool mirrored, std::size_t byte
 // upper), the mirror appended right after each off-diagonal entry (negated for skew).
 template <Field F>
 void parse_coordinate(Cursor& c, const MatrixMarketHeader& h, const ReadOptions& opt,
-                      std::vector<Triplet<double>>& out) {
+                      CooEntries& out) {
   const bool mirrored = h.symmetry != Symmetry::general;
   const bool skew = h.symmetry == Symmetry::skew_symmetric;
   out.reserve(reserve_bound(h.stored, mirrored, static_cast<std::size_t>(c.end - c.p), F == Field::pattern ? 4 : 6));
@@ -337,7 +368,7 @@ void parse_coordinate(Cursor& c, const MatrixMarketHeader& h, const ReadOptions&
     }
     const std::int64_t line = c.line;
     c.finish_line(F == Field::pattern ? "the column index (pattern entries have no value)" : "the value");
-    out.push_back({i, j, v});
+    out.push(i, j, v);
     if (mirrored && i != j) {
       const int t = i > j ? 1 : -1;
       if (triangle != t) {
@@ -351,7 +382,7 @@ void parse_coordinate(Cursor& c, const MatrixMarketHeader& h, const ReadOptions&
         triangle = t;
         triangle_line = line;
       }
-      out.push_back({j, i, skew ? -v : v});
+      out.push(j, i, skew ? -v : v);
     } else if (skew && i == j) {
       throw InputError(c.name, line,
                        "diagonal entry (" + std::to_string(i + 1) + ", " + std::to_string(j + 1) +
@@ -364,7 +395,7 @@ void parse_coordinate(Cursor& c, const MatrixMarketHeader& h, const ReadOptions&
 // triangle with diagonal; skew: strictly lower), separated by any white space.
 template <Field F>
 void parse_array(Cursor& c, const MatrixMarketHeader& h, const ReadOptions& opt,
-                 std::vector<Triplet<double>>& out) {
+                 CooEntries& out) {
   const bool mirrored = h.symmetry != Symmetry::general;
   const bool skew = h.symmetry == Symmetry::skew_symmetric;
   out.reserve(reserve_bound(h.stored, mirrored, static_cast<std::size_t>(c.end - c.p), 2));
@@ -379,9 +410,8 @@ void parse_array(Cursor& c, const MatrixMarketHeader& h, const ReadOptions& opt,
       const double v = parse_value<F>(c, opt.allow_nonfinite);
       if (c.p < c.end && !(is_blank(*c.p) || *c.p == '\r' || *c.p == '\n'))
         c.fail("unexpected text " + quote_text(c.p, c.end) + " after the value");
-      out.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), v});
-      if (mirrored && i != j)
-        out.push_back({static_cast<std::int32_t>(j), static_cast<std::int32_t>(i), skew ? -v : v});
+      out.push(static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), v);
+      if (mirrored && i != j) out.push(static_cast<std::int32_t>(j), static_cast<std::int32_t>(i), skew ? -v : v);
     }
   }
 }
@@ -416,7 +446,7 @@ Parsed parse_text(const char* data, std::size_t size, const std::string& name, c
 }
 
 Csr<double> build(Parsed&& r) {
-  return csr_from_triplets(r.h.nrows, r.h.ncols, std::move(r.entries), r.h.symmetry);
+  return csr_from_coo(r.h.nrows, r.h.ncols, std::move(r.entries), r.h.symmetry);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // The data are Fortran records: each line holds up to n fields of width w (the header's format
 // "(nIw)" etc.), read by position, so adjacent numbers need no separator. The matrix is stored
 // by columns (CSC: column pointers, row indices, values); we turn it into triplets (mirrored for
-// symmetric/skew types) and let csr_from_triplets transpose it into rows by counting sort.
+// symmetric/skew types) and let csr_from_coo transpose it into rows by counting sort.
 #include "io/rutherford_boeing.hpp"
 
 #include <algorithm>
@@ -405,7 +405,7 @@ void read_fields(Lines& in, const Format& f, std::int64_t count, const char* wha
 
 struct Parsed {
   Header h;
-  std::vector<Triplet<double>> entries;
+  CooEntries entries;
 };
 
 Parsed parse_text(const char* data, std::size_t size, const std::string& name, const ReadOptions& opt) {
@@ -538,15 +538,15 @@ Parsed parse_text(const char* data, std::size_t size, const std::string& name, c
     for (std::int64_t p = colptr[j]; p < colptr[j + 1]; ++p) {
       const std::int32_t i = rowind[p];
       const double v = values.empty() ? 1.0 : values[p];
-      r.entries.push_back({i, static_cast<std::int32_t>(j), v});
-      if (mirrored && i != j) r.entries.push_back({static_cast<std::int32_t>(j), i, skew ? -v : v});
+      r.entries.push(i, static_cast<std::int32_t>(j), v);
+      if (mirrored && i != j) r.entries.push(static_cast<std::int32_t>(j), i, skew ? -v : v);
     }
   }
   return r;
 }
 
 Csr<double> build(Parsed&& r) {
-  return csr_from_triplets(r.h.pub.nrows, r.h.pub.ncols, std::move(r.entries), r.h.pub.symmetry);
+  return csr_from_coo(r.h.pub.nrows, r.h.pub.ncols, std::move(r.entries), r.h.pub.symmetry);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "io/text_input.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -16,12 +18,25 @@
 namespace tcsolve {
 
 void TextBuffer::reserve(std::size_t n) {
-  if (n <= capacity_ && data_) return;
+  if (n <= capacity_ && owned_) return;
   std::unique_ptr<char[]> p(new char[n + 1]);
-  if (size_ > 0) std::memcpy(p.get(), data_.get(), size_);
-  data_ = std::move(p);
+  if (size_ > 0) std::memcpy(p.get(), owned_.get(), size_);
+  owned_ = std::move(p);
   capacity_ = n;
-  data_[size_] = '\0';
+}
+
+void TextBuffer::clear() {
+  if (map_) ::munmap(map_, size_);
+  map_ = nullptr;
+  owned_.reset();
+  size_ = capacity_ = 0;
+}
+
+void TextBuffer::swap(TextBuffer& o) noexcept {
+  std::swap(owned_, o.owned_);
+  std::swap(capacity_, o.capacity_);
+  std::swap(map_, o.map_);
+  std::swap(size_, o.size_);
 }
 
 bool is_gzip(const char* data, std::size_t size) {
@@ -60,7 +75,7 @@ TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& na
     const std::size_t out_chunk = std::min<std::size_t>(out.capacity_ - out.size_, std::size_t(1) << 30);
     inf.zs.next_in = const_cast<Bytef*>(in + in_pos);
     inf.zs.avail_in = static_cast<uInt>(in_chunk);
-    inf.zs.next_out = reinterpret_cast<Bytef*>(out.data_.get() + out.size_);
+    inf.zs.next_out = reinterpret_cast<Bytef*>(out.owned_.get() + out.size_);
     inf.zs.avail_out = static_cast<uInt>(out_chunk);
     const int rc = inflate(&inf.zs, Z_NO_FLUSH);
     in_pos += in_chunk - inf.zs.avail_in;
@@ -89,7 +104,6 @@ TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& na
   if (!member_done)
     throw InputError(name, 0, "gzip: truncated compressed data (stream ends at byte " +
                                   std::to_string(size) + " before the end marker)");
-  out.data_[out.size_] = '\0';
   return out;
 }
 
@@ -133,25 +147,23 @@ TextBuffer read_text_file(const std::string& path) {
     throw InputError(path, 0, std::string("cannot stat: ") + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) throw InputError(path, 0, "is a directory, not a file");
   TextBuffer buf;
-  // Regular files: one buffer of the exact size; pipes and the like grow by doubling.
-  buf.reserve(S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<std::size_t>(st.st_size)
-                                                     : std::size_t(1) << 16);
-  for (;;) {
-    if (buf.size_ == buf.capacity_) {
-      // Probe for growth (a file that grew since fstat, or a pipe) with a small read first.
-      char probe;
-      ssize_t r = ::read(f.fd, &probe, 1);
-      if (r == 0) break;
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        throw InputError(path, 0, std::string("read failed: ") + std::strerror(errno));
-      }
-      buf.reserve(buf.capacity_ * 2);
-      buf.data_[buf.size_++] = probe;
-      continue;
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    // Map the page cache directly: no copy and no fresh (zeroed) pages for the text.
+    void* m = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+                     f.fd, 0);
+    if (m != MAP_FAILED) {
+      buf.map_ = m;
+      buf.size_ = static_cast<std::size_t>(st.st_size);
+      if (is_gzip(buf.data(), buf.size())) return gunzip_text(buf.data(), buf.size(), path);
+      return buf;
     }
+  }
+  // Pipes, empty or unmappable files: read() into a buffer that doubles when full.
+  buf.reserve(std::size_t(1) << 16);
+  for (;;) {
+    if (buf.size_ == buf.capacity_) buf.reserve(buf.capacity_ * 2);
     const std::size_t want = std::min<std::size_t>(buf.capacity_ - buf.size_, std::size_t(1) << 30);
-    ssize_t r = ::read(f.fd, buf.data_.get() + buf.size_, want);
+    ssize_t r = ::read(f.fd, buf.owned_.get() + buf.size_, want);
     if (r == 0) break;
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -159,9 +171,92 @@ TextBuffer read_text_file(const std::string& path) {
     }
     buf.size_ += static_cast<std::size_t>(r);
   }
-  buf.data_[buf.size_] = '\0';
   if (is_gzip(buf.data(), buf.size())) return gunzip_text(buf.data(), buf.size(), path);
   return buf;
+}
+
+Csr<double> csr_from_coo(std::int64_t nrows, std::int64_t ncols, CooEntries&& e, Symmetry symmetry) {
+  TCSOLVE_REQUIRE(nrows >= 0 && ncols >= 0 && nrows <= INT32_MAX && ncols <= INT32_MAX,
+                  "matrix dimensions must fit 32-bit indices");
+  const std::size_t n = e.size();
+  Csr<double> a;
+  a.nrows = nrows;
+  a.ncols = ncols;
+  a.symmetry = symmetry;
+  // Row counts (shifted by one) and whether the input is already in CSR order.
+  a.row_ptr.assign(static_cast<std::size_t>(nrows) + 1, 0);
+  bool in_order = true;
+  {
+    std::int64_t* cnt = a.row_ptr.data() + 1;
+    const std::int32_t* r = e.row.data();
+    const std::int32_t* c = e.col.data();
+    std::int32_t pr = -1, pc = -1;
+    for (std::size_t k = 0; k < n; ++k) {
+      ++cnt[r[k]];
+      in_order &= (r[k] > pr) | ((r[k] == pr) & (c[k] > pc));
+      pr = r[k];
+      pc = c[k];
+    }
+  }
+  for (std::int64_t i = 0; i < nrows; ++i) a.row_ptr[i + 1] += a.row_ptr[i];
+  if (in_order) {
+    std::vector<std::int32_t>().swap(e.row);
+    a.col_idx = std::move(e.col);
+    a.values = std::move(e.val);
+    a.col_idx.shrink_to_fit();
+    a.values.shrink_to_fit();
+    return a;
+  }
+  // Counting-sort scatter by row; stable, so a row's entries keep their input order.
+  a.col_idx.resize(n);
+  a.values.resize(n);
+  {
+    std::vector<std::int64_t> pos(a.row_ptr.begin(), a.row_ptr.end() - 1);
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::int64_t p = pos[e.row[k]]++;
+      a.col_idx[p] = e.col[k];
+      a.values[p] = e.val[k];
+    }
+  }
+  e = CooEntries();
+  // Each row: already increasing -> moved left over removed duplicates (if any); otherwise a
+  // stable sort by column, duplicates summed in input order. out <= the row's start, always.
+  std::int64_t out = 0;
+  std::vector<std::pair<std::int32_t, double>> tmp;
+  std::int64_t b = 0;
+  for (std::int64_t i = 0; i < nrows; ++i) {
+    const std::int64_t en = a.row_ptr[i + 1];
+    a.row_ptr[i] = out;
+    bool increasing = true;
+    for (std::int64_t p = b + 1; p < en && increasing; ++p) increasing = a.col_idx[p] > a.col_idx[p - 1];
+    if (increasing) {
+      if (out != b) {
+        std::copy(a.col_idx.begin() + b, a.col_idx.begin() + en, a.col_idx.begin() + out);
+        std::copy(a.values.begin() + b, a.values.begin() + en, a.values.begin() + out);
+      }
+      out += en - b;
+    } else {
+      tmp.clear();
+      for (std::int64_t p = b; p < en; ++p) tmp.emplace_back(a.col_idx[p], a.values[p]);
+      std::stable_sort(tmp.begin(), tmp.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      const std::int64_t row_start = out;
+      for (const auto& t : tmp) {
+        if (out > row_start && a.col_idx[out - 1] == t.first) {
+          a.values[out - 1] += t.second;
+        } else {
+          a.col_idx[out] = t.first;
+          a.values[out++] = t.second;
+        }
+      }
+    }
+    b = en;
+  }
+  a.row_ptr[nrows] = out;
+  a.col_idx.resize(out);
+  a.values.resize(out);
+  a.col_idx.shrink_to_fit();
+  a.values.shrink_to_fit();
+  return a;
 }
 
 }  // namespace tcsolve

@@ -1,32 +1,48 @@
-// Whole-file input for the text readers: one read() of the file into memory, transparently
-// gunzipped when the content starts with the gzip magic bytes (1f 8b). The buffer always ends
-// with a '\0' one past size(), so parsers may look one byte ahead without a bounds check.
+// Whole-file input for the text readers, and the CSR build they share.
+//
+// read_text_file maps a regular file (mmap, MAP_POPULATE: no copy, no fresh pages to zero) or
+// reads a pipe into memory; content starting with the gzip magic bytes (1f 8b) is inflated into
+// one growing buffer instead.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "core/csr.hpp"
 
 namespace tcsolve {
 
+// The bytes of one input (mapped or owned). Move-only.
 class TextBuffer {
  public:
   TextBuffer() = default;
-  const char* data() const { return data_ ? data_.get() : ""; }
+  TextBuffer(TextBuffer&& o) noexcept { swap(o); }
+  TextBuffer& operator=(TextBuffer&& o) noexcept {
+    TextBuffer t(std::move(o));
+    swap(t);
+    return *this;
+  }
+  TextBuffer(const TextBuffer&) = delete;
+  TextBuffer& operator=(const TextBuffer&) = delete;
+  ~TextBuffer() { clear(); }
+
+  const char* data() const { return map_ ? static_cast<const char*>(map_) : (owned_ ? owned_.get() : ""); }
   std::size_t size() const { return size_; }
   // Releases the memory (readers drop the text before building the matrix).
-  void clear() {
-    data_.reset();
-    size_ = capacity_ = 0;
-  }
+  void clear();
 
  private:
   friend TextBuffer read_text_file(const std::string& path);
   friend TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& name);
-  // Uninitialised storage (std::string/vector would zero-fill 1 GB first).
+  void swap(TextBuffer& o) noexcept;
+  // Owned storage, uninitialised (std::string/vector would zero-fill a gigabyte first).
   void reserve(std::size_t n);
-  std::unique_ptr<char[]> data_;
+  std::unique_ptr<char[]> owned_;
+  std::size_t capacity_ = 0;  // of owned_
+  void* map_ = nullptr;       // mmap'ed file, size_ bytes
   std::size_t size_ = 0;
-  std::size_t capacity_ = 0;  // bytes usable before the terminating '\0'
 };
 
 // True when the bytes start with the gzip magic (1f 8b).
@@ -36,11 +52,35 @@ bool is_gzip(const char* data, std::size_t size);
 // throws InputError naming `name` and the compressed byte offset.
 TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& name);
 
+// Reads the file at `path` (gunzipping when it is gzip). Missing/unreadable files throw InputError.
+TextBuffer read_text_file(const std::string& path);
+
 // For error messages: up to `max` characters from p to the end of its line, quoted, with
 // non-printable bytes escaped ("'1.5x'", "end of line", "end of file").
 std::string quote_text(const char* p, const char* end, std::size_t max = 24);
 
-// Reads the file at `path` (gunzipping when it is gzip). Missing/unreadable files throw InputError.
-TextBuffer read_text_file(const std::string& path);
+// Entries as the readers collect them: three arrays (0-based indices already range-checked).
+struct CooEntries {
+  std::vector<std::int32_t> row, col;
+  std::vector<double> val;
+  void reserve(std::size_t n) {
+    row.reserve(n);
+    col.reserve(n);
+    val.reserve(n);
+  }
+  void push(std::int32_t i, std::int32_t j, double v) {
+    row.push_back(i);
+    col.push_back(j);
+    val.push_back(v);
+  }
+  std::size_t size() const { return row.size(); }
+};
+
+// Same contract as csr_from_triplets (rows sorted, duplicates summed in input order, explicit
+// zeros kept), cheaper for the readers: when the entries already come row by row with increasing
+// columns (files written by rows), col/val become the Csr arrays as they are (one counting pass,
+// no copy); otherwise one counting-sort scatter by row, then each row is sorted/merged in place.
+// Memory: the input arrays (16 B per entry) plus, unsorted, 12 B per entry for the scatter.
+Csr<double> csr_from_coo(std::int64_t nrows, std::int64_t ncols, CooEntries&& e, Symmetry symmetry);
 
 }  // namespace tcsolve

@@ -413,3 +413,36 @@ TEST(MatrixMarketReal, EveryMtxReadsWithRightSizeAndEntryCount) {
 
 }  // namespace
 }  // namespace tcsolve
+
+namespace tcsolve {
+namespace {
+
+// csr_from_coo (the readers' CSR build) against core's csr_from_triplets: same contract, on
+// in-order, unsorted and duplicate-heavy random inputs of odd sizes.
+TEST(CsrFromCoo, MatchesCsrFromTriplets) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int n = 37 + 11 * trial, m = 29 + 5 * trial;
+    std::uniform_int_distribution<int> ri(0, n - 1), ci(0, m - 1);
+    std::uniform_real_distribution<double> val(-2, 2);
+    std::vector<Triplet<double>> t;
+    CooEntries e;
+    const int count = trial == 0 ? 0 : 40 * trial;
+    for (int k = 0; k < count; ++k) {
+      const int i = trial % 2 ? ri(rng) : k * n / std::max(count, 1);  // even trials: rows in order
+      const int j = trial == 4 ? ci(rng) % 3 : ci(rng);                // trial 4: many duplicates
+      const double v = k % 13 == 0 ? 0.0 : val(rng);
+      t.push_back({i, j, v});
+      e.push(i, j, v);
+    }
+    const auto want = csr_from_triplets<double>(n, m, t, Symmetry::general);
+    const auto got = csr_from_coo(n, m, std::move(e), Symmetry::general);
+    EXPECT_EQ(got.row_ptr, want.row_ptr) << trial;
+    EXPECT_EQ(got.col_idx, want.col_idx) << trial;
+    EXPECT_EQ(got.values, want.values) << trial;
+    EXPECT_NO_THROW(validate(got));
+  }
+}
+
+}  // namespace
+}  // namespace tcsolve
