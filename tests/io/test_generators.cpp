@@ -273,7 +273,8 @@ TEST(Generators, ErrorsNameSpecAndPart) {
 // Disabled by default (memory: elast3d:64 holds ~60M entries); run with
 // --gtest_also_run_disabled_tests --gtest_filter='*Speed*'.
 TEST(Generators, DISABLED_SpeedOfLargeInstances) {
-  for (const char* spec : {"gen:lap3d:100", "gen:elast3d:64", "gen:rmat:20:16"}) {
+  for (const char* spec : {"gen:lap3d:100", "gen:elast3d:64", "gen:rmat:20:16", "gen:lap3d:100+scramble",
+                           "gen:elast3d:64+scramble"}) {
     auto t0 = std::chrono::steady_clock::now();
     Csr<double> a = generate(spec);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

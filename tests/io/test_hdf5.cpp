@@ -405,6 +405,33 @@ TEST(Hdf5Matrix, MalformedGroupsAreRefusedWithMessages) {
          s.indptr = {0, 2, 4, 5};
        },
        "declares symmetric but entries (0, 1) and (1, 0) do not match"},
+      {"symmetric but pattern differs",
+       [](GroupSpec& s) {
+         s.symmetry = "symmetric";
+         s.shape = {3, 3};  // a(0,2) = 2 has no a(2,0)
+         s.data = {1.0, 2.0, 5.0, 7.0, 1.0};
+         s.indices = {0, 2, 1, 1, 2};
+         s.indptr = {0, 2, 3, 5};
+       },
+       "entries (0, 2) and (2, 0) do not match"},
+      {"skew with a diagonal",
+       [](GroupSpec& s) {
+         s.symmetry = "skew-symmetric";
+         s.shape = {2, 2};
+         s.data = {1.0, 2.0, -2.0};
+         s.indices = {0, 1, 0};
+         s.indptr = {0, 2, 3};
+       },
+       "declares skew-symmetric but entries (0, 0) and (0, 0) do not match"},
+      {"skew but symmetric values",
+       [](GroupSpec& s) {
+         s.symmetry = "skew-symmetric";
+         s.shape = {2, 2};
+         s.data = {2.0, 2.0};
+         s.indices = {1, 0};
+         s.indptr = {0, 1, 2};
+       },
+       "entries (0, 1) and (1, 0) do not match"},
       {"rectangular when square required", [](GroupSpec& s) {}, "matrix is 4x5, a square matrix is required", square},
       {"group is a dataset", [](GroupSpec& s) { s.group_is_dataset = true; }, "/matrix: is not a group"},
   };
@@ -424,6 +451,26 @@ TEST(Hdf5Matrix, MalformedGroupsAreRefusedWithMessages) {
     } catch (const std::exception& e) {
       ADD_FAILURE() << c.name << ": wrong exception type: " << e.what();
     }
+  }
+  // A valid skew-symmetric matrix (with -0.0 against 0.0) and a large symmetric one are accepted;
+  // one perturbed value in the large one is found.
+  {
+    GroupSpec k;
+    k.symmetry = "skew-symmetric";
+    k.shape = {3, 3};
+    k.data = {2.5, 0.0, -2.5, 1.0, -0.0, -1.0};
+    k.indices = {1, 2, 0, 2, 0, 1};
+    k.indptr = {0, 2, 4, 6};
+    write_group(tmp / "skew.h5", k);
+    EXPECT_EQ(read_hdf5_matrix(tmp / "skew.h5").symmetry, Symmetry::skew_symmetric);
+    Csr<double> big = generate("gen:rmat:11:8@4");
+    write_hdf5_matrix(tmp / "big.h5", big);
+    EXPECT_EQ(read_hdf5_matrix(tmp / "big.h5").nnz(), big.nnz());
+    std::int64_t off = big.row_ptr[700];
+    while (big.col_idx[off] == 700) ++off;  // an off-diagonal entry
+    big.values[off] *= 1.0 + 1e-15;
+    write_hdf5_matrix(tmp / "big.h5", big);
+    EXPECT_THROW(read_hdf5_matrix(tmp / "big.h5"), InputError);
   }
   // NaN is accepted when allowed.
   GroupSpec s;
