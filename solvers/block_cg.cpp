@@ -192,6 +192,7 @@ struct BlockCg::Impl {
         ops.synchronize();
         auto [ap, de] = timer.split();
         rec.apply_seconds = ap, rec.dense_seconds = de;
+        if (opt.on_iteration) opt.on_iteration(rec);
         if (opt.keep_history) res.history.push_back(std::move(rec));
       }
       // Unconverged active columns: write back their current iterate.

@@ -12,6 +12,7 @@
 // Per iteration: one A·P (r ≤ s columns), 4 Gram products and 4 block updates of n × s.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct CgOptions {
   const LinearOperator<double>* preconditioner = nullptr;  // takes precedence; in ops.space()
   double rank_tol = 1e-24;            // SVQB: drop directions with λ(Gs) < rank_tol·λmax
   bool keep_history = true;
+  // Called after each iteration with its record (progress display); may be empty.
+  std::function<void(const IterationRecord&)> on_iteration;
   int max_cycles = 3;                 // restarts from the true residual
 };
 

@@ -2,8 +2,9 @@
 // Gram-Schmidt against the whole stored basis), standard or generalized.
 //
 // Generalized problems run on Op = B⁻¹·A, self-adjoint in the B-inner product: the new block is
-// W = B⁻¹·(A·V_c) and B·W = A·V_c comes for free. The basis V (n × (L + b)) is B-orthonormal;
-// BV is stored beside it when B is given.
+// W = B⁻¹·(A·V_c). The basis V (n × (L + b)) is B-orthonormal; BV is stored beside it when B is
+// given, and B·W is recomputed after the projection (and B·V at each restart) rather than carried
+// along, because B⁻¹ is usually inexact (an inner CG).
 //
 // One expansion step from the current block V_c (columns [c, c+b)):
 //   W = Op·V_c; twice: C = (B·V)ᵀ·W, W −= V·C, H(0:c+b, c:c+b) += C
@@ -180,6 +181,9 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
       Mat hcol = Mat::Zero(nx, bs);
       project_out(nx, bs, &hcol);
       H.block(0, c, nx, bs) = hcol;  // Vᵀ·B·Op·V_c, both passes
+      // B·W recomputed (one B apply of b columns): with an inexact B⁻¹ the carried B·W drifts
+      // from B times the carried W, and over many restarts that drift destroys B-orthogonality.
+      if (with_b) clock.apply(*b, W, bv.columns(nx, bs));
       Mat M;
       worst = std::max(worst, normalize_block(nx, bs, M));
       H.block(nx, c, bs, bs) = M;
@@ -227,6 +231,7 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
       ops.synchronize();
       auto [ap, de] = timer.split();
       rec.apply_seconds = ap, rec.dense_seconds = de;
+      if (opt.on_iteration) opt.on_iteration(rec);
       if (opt.keep_history) res.history.push_back(std::move(rec));
       // Explicit check below (after the loop) decides; if it fails and iterations remain, go on.
       auto X = tmp.columns(0, k);
@@ -259,6 +264,7 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
       ops.synchronize();
       auto [ap, de] = timer.split();
       rec.apply_seconds = ap, rec.dense_seconds = de;
+      if (opt.on_iteration) opt.on_iteration(rec);
       if (opt.keep_history) res.history.push_back(std::move(rec));
     }
     // ---- thick restart: keep the `keep` best Ritz vectors.
@@ -272,6 +278,7 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
       ops.copy(bv.columns(p, bs), tmp.columns(0, bs));
       ops.multiply_inplace(bv.columns(0, p), yk.data(), p, keep);
       ops.copy(tmp.columns(0, bs), bv.columns(keep, bs));
+      clock.apply(*b, v.columns(0, keep), bv.columns(0, keep));  // resync B·V (see above)
     }
     Mat EY = E * Yk;  // bs × keep
     H.setZero();

@@ -10,6 +10,7 @@
 // matrices), so the test is then slightly stricter than the formula, never looser.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/operator.hpp"
@@ -29,6 +30,8 @@ struct EigenOptions {
   double a_norm = 0.0;                 // ‖A‖₂ (or an upper bound); 0 = estimate
   double b_norm = 0.0;                 // ‖B‖₂; 0 = estimate (1 without B)
   bool keep_history = true;
+  // Called after each iteration with its record (progress display); may be empty.
+  std::function<void(const IterationRecord&)> on_iteration;
 
   // Built-in Jacobi preconditioner (LOBPCG): T = diag(1 / |a_ii − σ·b_ii|), from the diagonals
   // given here (host, length n; empty = no Jacobi). `preconditioner` (any T ≈ (A − σB)⁻¹, SPD,

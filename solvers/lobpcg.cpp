@@ -164,6 +164,7 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
       ops.synchronize();
       auto [ap, de] = timer.split();
       rec.apply_seconds = ap, rec.dense_seconds = de;
+      if (opt.on_iteration) opt.on_iteration(rec);
       res.history.push_back(std::move(rec));
       std::swap(cur, nxt);
       ns = m;
@@ -175,6 +176,7 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
       ops.synchronize();
       auto [ap, de] = timer.split();
       rec.apply_seconds = ap, rec.dense_seconds = de;
+      if (opt.on_iteration) opt.on_iteration(rec);
       res.history.push_back(std::move(rec));
       std::swap(cur, nxt);
       ns = m;
@@ -243,6 +245,7 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
     ops.synchronize();
     auto [ap, de] = timer.split();
     rec.apply_seconds = ap, rec.dense_seconds = de;
+    if (opt.on_iteration) opt.on_iteration(rec);
     if (opt.keep_history) res.history.push_back(std::move(rec));
     if (ns == m) {
       status = SolverStatus::breakdown;
