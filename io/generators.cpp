@@ -156,6 +156,13 @@ void check_rows(const std::string& spec, long double rows) {
                   " rows, more than 32-bit indices allow (" + std::to_string(max_rows) + ")");
 }
 
+// Refuses sizes whose entry count alone would need terabytes (2^40 entries = 12 TiB of CSR).
+void check_entries(const std::string& spec, long double entries) {
+  if (entries > static_cast<long double>(i64(1) << 40))
+    bad(spec, "the matrix would hold about " + std::to_string(static_cast<unsigned long long>(entries)) +
+                  " entries, more than 2^40");
+}
+
 // ---- grid Laplacians ----------------------------------------------------------------------
 
 // Dirichlet Laplacian on an nx × ny × nz grid, natural ordering (x fastest): `diag` on the
@@ -336,6 +343,7 @@ Csr<double> gen_band(const std::string& spec, const Spec& s) {
   if (b64 >= static_cast<u64>(n))
     bad(spec, "bandwidth B = " + s.params[1] + " must be smaller than N = " + s.params[0]);
   const i64 b = static_cast<i64>(b64);
+  check_entries(spec, static_cast<long double>(n) * (2.0L * b + 1));
   Csr<double> a;
   a.nrows = a.ncols = n;
   a.symmetry = Symmetry::symmetric;
@@ -360,6 +368,7 @@ Csr<double> gen_random(const std::string& spec, const Spec& s) {
   const i64 n = size_param(spec, "N", s.params[0], max_rows);
   const i64 k = size_param(spec, "K", s.params[1], max_rows);
   if (k > n) bad(spec, "K = " + s.params[1] + " non-zeros per row exceeds N = " + s.params[0]);
+  check_entries(spec, static_cast<long double>(n) * k);
   const i64 half = (k - 1) / 2;
   const bool odd = (k - 1) % 2 != 0;
   // Draw counts per row (deterministic), then the drawn partners.

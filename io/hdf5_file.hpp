@@ -12,6 +12,8 @@
 // reading, reading datasets/attributes, missing objects), tcsolve::Error("HDF5: file: /object:
 // ...") for writes. HDF5's own error-stack printing is switched off (one clean message instead);
 // the message keeps HDF5's outermost and innermost descriptions.
+// Threads: Debian's and Ubuntu's libhdf5 are built thread-safe (calls are serialized inside
+// HDF5); the error-printing switch is per thread, so every entry point re-applies it.
 // Datasets are stored little-endian (float64, int64, int32); reading converts float32/float64 to
 // double and any 32/64-bit integer to int64/int32 (narrowing is range-checked).
 #pragma once

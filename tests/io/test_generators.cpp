@@ -255,6 +255,8 @@ TEST(Generators, ErrorsNameSpecAndPart) {
            {"gen:band:10:10", "must be smaller than N"},
            {"gen:band:10", "takes 2 parameters"},
            {"gen:random:10:11", "exceeds N"},
+           {"gen:band:2000000000:1999999999", "more than 2^40"},
+           {"gen:random:2000000000:100000", "more than 2^40"},
            {"gen:random:10:0", "K must be positive"},
            {"gen:rmat:31:16", "too large"},
            {"gen:rmat:10:0", "EDGE_FACTOR must be positive"},
