@@ -25,6 +25,7 @@ namespace {
 
 constexpr int kWarpsPerCta = 4;
 constexpr int kThreads = 32 * kWarpsPerCta;
+constexpr int kStageMinCols = 16;  // below this N the staging pass costs more than it saves
 
 struct BcsrArgs {
   std::int64_t nrows, ncols, nblocks, per_warp, nwarps;
@@ -78,7 +79,13 @@ __device__ __forceinline__ void seek_row(const BcsrArgs& A, std::int64_t b, std:
 // fp64: warp = run of K blocks; per block-row segment of the run, Y[8 rows, 8·NT cols] in
 // registers (2·NT doubles per lane). Per block: 256 B of A (one 8-byte load per lane, coalesced),
 // 4 rows × 8·NT columns of X (32-byte column pieces), NT DMMAs.
-template <int NT, int U>
+//
+// RM = true: X was staged row-major (element (r, c) at x[r·ldx + c], rows padded with zeros to a
+// multiple of 16, columns to the chunk width) and the chunk's columns are interleaved over the NT
+// tiles: tile j, fragment column g is column c0 + NT·g + j. Then a lane's NT B values are NT
+// consecutive doubles of one X row (16-byte loads), and the 8 lanes of one t read one contiguous
+// 64·NT-byte piece of that row.
+template <int NT, int U, bool RM>
 __global__ void __launch_bounds__(kThreads)
     bcsr_dmma_kernel(BcsrArgs A, const double* __restrict__ x, std::int64_t ldx,
                      double* __restrict__ y, std::int64_t ldy, int ncols) {
@@ -112,23 +119,48 @@ __global__ void __launch_bounds__(kThreads)
         xr[u] = ok ? static_cast<std::int64_t>(__ldg(A.bcol + b + u)) * 4 + t : -1;
       }
       double xb[U][NT];
+      if constexpr (RM) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
+        for (int u = 0; u < U; ++u) {
+          if (xr[u] < 0) {
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const int xc = c0 + 8 * j + g;
-          xb[u][j] = (xr[u] >= 0 && xr[u] < A.ncols && xc < ncols)
-                         ? __ldg(x + xr[u] + static_cast<std::int64_t>(xc) * ldx)
-                         : 0.0;
+            for (int j = 0; j < NT; ++j) xb[u][j] = 0.0;
+          } else {
+            const double* src = x + xr[u] * ldx + c0 + NT * g;
+            if constexpr (NT % 2 == 0) {
+#pragma unroll
+              for (int j = 0; j < NT; j += 2) {
+                const double2 v = __ldg(reinterpret_cast<const double2*>(src + j));
+                xb[u][j] = v.x;
+                xb[u][j + 1] = v.y;
+              }
+            } else {
+              xb[u][0] = __ldg(src);
+            }
+          }
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+          for (int j = 0; j < NT; ++j) {
+            const int xc = c0 + 8 * j + g;
+            xb[u][j] = (xr[u] >= 0 && xr[u] < A.ncols && xc < ncols)
+                           ? __ldg(x + xr[u] + static_cast<std::int64_t>(xc) * ldx)
+                           : 0.0;
+          }
         }
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
 #pragma unroll
-        for (int j = 0; j < NT; ++j)
-          if (c0 + 8 * j < ncols) dmma_884(acc[j][0], acc[j][1], a[u], xb[u][j]);
+        for (int j = 0; j < NT; ++j) {
+          const bool live = RM ? c0 + j < ncols : c0 + 8 * j < ncols;
+          if (live) dmma_884(acc[j][0], acc[j][1], a[u], xb[u][j]);
+        }
       }
     }
+    b = e;  // the unrolled loop may step past the block-row's end
     const std::int64_t row = r * 8 + g;
     if (row < A.nrows) {
       const std::int64_t yr = A.perm ? A.perm[row] : row;
@@ -136,7 +168,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < NT; ++j) {
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-          const int col = c0 + 8 * j + 2 * t + q;
+          const int col = RM ? c0 + NT * (2 * t + q) + j : c0 + 8 * j + 2 * t + q;
           if (col >= ncols) continue;
           double* d = y + yr + static_cast<std::int64_t>(col) * ldy;
           if (shared) atomicAdd(d, acc[j][q]);
@@ -216,6 +248,7 @@ __global__ void __launch_bounds__(kThreads)
           if (c0 + 8 * j < ncols) mma_16816<TA>(acc[j], a[u], xb[u][j][0], xb[u][j][1]);
       }
     }
+    b = e;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const std::int64_t row = r * 16 + g + 8 * h;
@@ -247,14 +280,25 @@ int sm_count() {
 // Columns per chunk: 8·NT with NT the smallest of {1, 2, 4, 8} covering N (8 for N > 32).
 int pick_nt(int ncols) { return ncols > 32 ? 8 : ncols > 16 ? 4 : ncols > 8 ? 2 : 1; }
 
-template <int NT, int U>
+template <int NT, int U, bool RM>
 void launch_dmma(BcsrArgs args, const double* x, std::int64_t ldx, double* y, std::int64_t ldy,
                  int ncols, cudaStream_t st) {
   args.nchunks = (ncols + 8 * NT - 1) / (8 * NT);
   const std::int64_t ctas = (args.nwarps + kWarpsPerCta - 1) / kWarpsPerCta;
   const unsigned grid = static_cast<unsigned>(ctas * args.nchunks);
-  bcsr_dmma_kernel<NT, U><<<grid, kThreads, 0, st>>>(args, x, ldx, y, ldy, ncols);
+  bcsr_dmma_kernel<NT, U, RM><<<grid, kThreads, 0, st>>>(args, x, ldx, y, ldy, ncols);
   TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+template <bool RM>
+void dispatch_dmma(const BcsrArgs& args, const double* x, std::int64_t ldx, double* y,
+                   std::int64_t ldy, int ncols, cudaStream_t st) {
+  switch (pick_nt(ncols)) {
+    case 1: launch_dmma<1, 4, RM>(args, x, ldx, y, ldy, ncols, st); break;
+    case 2: launch_dmma<2, 4, RM>(args, x, ldx, y, ldy, ncols, st); break;
+    case 4: launch_dmma<4, 4, RM>(args, x, ldx, y, ldy, ncols, st); break;
+    default: launch_dmma<8, 2, RM>(args, x, ldx, y, ldy, ncols, st); break;
+  }
 }
 
 template <class TA, class TY, int NT, int U>
@@ -294,9 +338,19 @@ std::uint16_t to_bits(double v, Precision p) {
 
 }  // namespace
 
-BcsrSpmmDevice::BcsrSpmmDevice(const Bcsr<double>& b, Precision precision)
+BcsrSpmmDevice::BcsrSpmmDevice(const Bcsr<double>& b, Precision precision, int stage_cols)
     : rows_(b.nrows), cols_(b.ncols), nblocks_(b.nblocks()), nbrows_(b.nblock_rows()), h_(b.h),
       w_(b.w), precision_(precision) {
+  TCSOLVE_REQUIRE(stage_cols >= 0, "stage_cols must be >= 0");
+  if (precision == Precision::fp64 && stage_cols > 0) {
+    // capacity: a power of two up to 64 columns, then multiples of 64 (staged_width fits in it)
+    int c = 8;
+    while (c < std::min(stage_cols, 64)) c *= 2;
+    if (stage_cols > 64) c = std::min(256, (stage_cols + 63) / 64 * 64);
+    stage_cols_ = c;
+    stage_rows_ = (b.ncols + 15) / 16 * 16;
+    stage_ = DeviceArray<double>(static_cast<std::size_t>(stage_rows_) * stage_cols_);
+  }
   if (precision == Precision::fp64) {
     TCSOLVE_REQUIRE(b.h == 8 && b.w == 4, "fp64 BCSR SpMM needs 8x4 blocks");
   } else if (precision == Precision::fp16 || precision == Precision::bf16) {
@@ -373,7 +427,7 @@ void BcsrSpmmDevice::prepare_split(const Bcsr<double>& b) {
 
 std::size_t BcsrSpmmDevice::device_bytes() const {
   return block_row_ptr_.bytes() + block_col_.bytes() + values_.bytes() + perm_.bytes() +
-         warp_row_.bytes() + zero_rows_.bytes();
+         warp_row_.bytes() + zero_rows_.bytes() + stage_.bytes();
 }
 
 namespace {
@@ -410,12 +464,24 @@ void BcsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::in
   if (nblocks_ == 0) return;
   BcsrArgs args = make_args(rows_, cols_, nblocks_, per_warp_, nwarps_, block_row_ptr_.get(),
                             block_col_.get(), values_.get(), perm_.get(), warp_row_.get());
-  switch (pick_nt(ncols_x)) {
-    case 1: launch_dmma<1, 4>(args, x, ldx, y, ldy, ncols_x, st); break;
-    case 2: launch_dmma<2, 4>(args, x, ldx, y, ldy, ncols_x, st); break;
-    case 4: launch_dmma<4, 4>(args, x, ldx, y, ldy, ncols_x, st); break;
-    default: launch_dmma<8, 2>(args, x, ldx, y, ldy, ncols_x, st); break;
+  if (stage_cols_ == 0 || ncols_x < kStageMinCols) {
+    dispatch_dmma<false>(args, x, ldx, y, ldy, ncols_x, st);
+    return;
   }
+  // Row-major staging, stage_cols_ columns at a time (see bcsr_dmma_kernel, RM).
+  for (int c0 = 0; c0 < ncols_x; c0 += stage_cols_) {
+    const int kc = std::min(stage_cols_, ncols_x - c0);
+    const int width = staged_width(kc);
+    stage_row_major_device(x + static_cast<std::int64_t>(c0) * ldx, ldx, cols_, kc, stage_.get(),
+                           stage_rows_, width, stream);
+    dispatch_dmma<true>(args, stage_.get(), width, y + static_cast<std::int64_t>(c0) * ldy, ldy, kc,
+                        st);
+  }
+}
+
+int BcsrSpmmDevice::staged_width(int kc) {
+  const int chunk = 8 * pick_nt(kc);
+  return (kc + chunk - 1) / chunk * chunk;
 }
 
 namespace {

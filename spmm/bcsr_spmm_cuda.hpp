@@ -26,7 +26,12 @@ class BcsrSpmmDevice {
  public:
   // precision fp64 needs b.h == 8, b.w == 4; fp16/bf16 need 16×16. Values are rounded to the
   // precision on upload (16-bit blocks are stored in mma fragment order).
-  BcsrSpmmDevice(const Bcsr<double>& b, Precision precision);
+  //
+  // stage_cols > 0 (fp64 only): X is first copied into a row-major workspace of up to that many
+  // columns (rounded up; allocated here, 8·ncols·stage_cols bytes) so that the DMMA kernel reads
+  // each lane's B values as 16-byte vectors from one X row (columns interleaved over the N tiles).
+  // Costs 16·n·N extra bytes per apply; pays when X gathers dominate (large N, fill > ~0.3).
+  BcsrSpmmDevice(const Bcsr<double>& b, Precision precision, int stage_cols = 0);
 
   // fp64 only: Y = A·X.
   void apply(const double* x, std::int64_t ldx, double* y, std::int64_t ldy, int ncols_x,
@@ -43,9 +48,11 @@ class BcsrSpmmDevice {
   std::int64_t blocks_per_warp() const { return per_warp_; }
   std::size_t device_bytes() const;
   Precision precision() const { return precision_; }
+  int stage_cols() const { return stage_cols_; }
 
  private:
   void prepare_split(const Bcsr<double>& b);  // per-warp runs, zero list
+  static int staged_width(int kc);             // staged row length for kc columns
   std::int64_t rows_ = 0, cols_ = 0, nblocks_ = 0, nbrows_ = 0;
   int h_ = 8, w_ = 4;
   Precision precision_ = Precision::fp64;
@@ -57,6 +64,9 @@ class BcsrSpmmDevice {
   std::int64_t nwarps_ = 0;
   DeviceArray<std::int32_t> warp_row_;   // block-row holding the first block of each run
   DeviceArray<std::int32_t> zero_rows_;  // Y rows (after perm) zeroed before the kernel
+  int stage_cols_ = 0;                   // 0: read X column-major directly
+  std::int64_t stage_rows_ = 0;          // ncols rounded up to 16
+  DeviceArray<double> stage_;            // row-major X staging [stage_rows_ × width]
 };
 
 }  // namespace tcsolve

@@ -22,7 +22,8 @@ __device__ __forceinline__ double to_f64(__nv_bfloat16 v) { return __bfloat162fl
 
 constexpr int kRowThreads = 128;
 constexpr int kSegThreads = 128;
-constexpr int kSegPerLane = 16;  // segment length S = kSegPerLane · group
+constexpr int kSegPerLane = 16;   // segment length S = kSegPerLane · group
+constexpr int kStageMinCols = 4;  // staged (row-major X) segment kernel from this N on
 
 // Row-split. Thread = row; per pass NT columns [c0, c0+NT) in registers; A's row is re-read from
 // L1 for each further pass. Shapes: x n×N (ldx), y m×N (ldy).
@@ -107,6 +108,70 @@ __global__ void __launch_bounds__(kSegThreads)
   }
 }
 
+// Segment-split over a row-major staged X (xs: row r at xs + r·width, zero-padded): L lanes per
+// segment, lane l owns columns c0 + l + q·L (q < CPL); per non-zero the L lanes read one
+// contiguous piece of an X row (val and col are broadcast loads). Long random rows (R-MAT)
+// gather whole sectors this way instead of one 8-byte word per column.
+template <class TA, int L, int CPL>
+__global__ void __launch_bounds__(kSegThreads)
+    csr_segment_rm_kernel(std::int64_t nseg, const std::int32_t* __restrict__ seg_row,
+                          const std::int64_t* __restrict__ seg_begin,
+                          const std::int64_t* __restrict__ seg_end,
+                          const std::int32_t* __restrict__ ci, const TA* __restrict__ v,
+                          const double* __restrict__ xs, int width, double* __restrict__ y,
+                          std::int64_t ldy, int ncols) {
+  const std::int64_t gid = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t s = gid / L;
+  const int l = threadIdx.x % L;
+  if (s >= nseg) return;
+  const std::int32_t r = seg_row[s];
+  const bool shared = r < 0;
+  const std::int64_t row = shared ? ~r : r;
+  const std::int64_t p0 = seg_begin[s], p1 = seg_end[s];
+  for (int c0 = 0; c0 < ncols; c0 += L * CPL) {
+    double acc[CPL];
+#pragma unroll
+    for (int q = 0; q < CPL; ++q) acc[q] = 0.0;
+#pragma unroll 4
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const double a = to_f64(v[p]);
+      const double* xr = xs + static_cast<std::int64_t>(ci[p]) * width + c0 + l;
+#pragma unroll
+      for (int q = 0; q < CPL; ++q)
+        if (c0 + l + q * L < width) acc[q] = fma(a, __ldg(xr + q * L), acc[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < CPL; ++q) {
+      const int col = c0 + l + q * L;
+      if (col >= ncols) continue;
+      double* dst = y + row + static_cast<std::int64_t>(col) * ldy;
+      if (shared) atomicAdd(dst, acc[q]);
+      else *dst = acc[q];
+    }
+  }
+}
+
+// xs[r·width + c] = x[r + c·ldx] for r < rows, c < kc; zero elsewhere in [rows_pad × width].
+// 32×32 tiles through shared memory: coalesced reads of X columns and writes of xs rows.
+__global__ void stage_row_major_kernel(const double* __restrict__ x, std::int64_t ldx,
+                                       std::int64_t rows, int kc, double* __restrict__ xs,
+                                       std::int64_t rows_pad, int width) {
+  __shared__ double tile[32][33];
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * 32;
+  const int c0 = blockIdx.x * 32;
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const std::int64_t r = r0 + threadIdx.x;
+    const int c = c0 + k;
+    tile[k][threadIdx.x] = (r < rows && c < kc) ? x[r + static_cast<std::int64_t>(c) * ldx] : 0.0;
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const std::int64_t r = r0 + k;
+    const int c = c0 + threadIdx.x;
+    if (r < rows_pad && c < width) xs[r * width + c] = tile[threadIdx.x][k];
+  }
+}
+
 template <class TY>
 __global__ void zero_rows_kernel(const std::int32_t* __restrict__ rows, std::int64_t nlist,
                                  TY* __restrict__ y, std::int64_t ldy, int ncols) {
@@ -149,6 +214,30 @@ void launch_seg(std::int64_t nseg, const std::int32_t* sr, const std::int64_t* s
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
+template <class TA, int L, int CPL>
+void launch_seg_rm_lc(std::int64_t nseg, const std::int32_t* sr, const std::int64_t* sb,
+                      const std::int64_t* se, const std::int32_t* ci, const void* v,
+                      const double* xs, int width, double* y, std::int64_t ldy, int ncols,
+                      cudaStream_t st) {
+  const std::int64_t threads = nseg * L;
+  const unsigned grid = static_cast<unsigned>((threads + kSegThreads - 1) / kSegThreads);
+  csr_segment_rm_kernel<TA, L, CPL><<<grid, kSegThreads, 0, st>>>(
+      nseg, sr, sb, se, ci, static_cast<const TA*>(v), xs, width, y, ldy, ncols);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+template <class TA>
+void launch_seg_rm(std::int64_t nseg, const std::int32_t* sr, const std::int64_t* sb,
+                   const std::int64_t* se, const std::int32_t* ci, const void* v,
+                   const double* xs, int width, double* y, std::int64_t ldy, int ncols,
+                   cudaStream_t st) {
+  if (width <= 8) launch_seg_rm_lc<TA, 8, 1>(nseg, sr, sb, se, ci, v, xs, width, y, ldy, ncols, st);
+  else if (width <= 16) launch_seg_rm_lc<TA, 16, 1>(nseg, sr, sb, se, ci, v, xs, width, y, ldy, ncols, st);
+  else if (width <= 32) launch_seg_rm_lc<TA, 32, 1>(nseg, sr, sb, se, ci, v, xs, width, y, ldy, ncols, st);
+  else if (width <= 64) launch_seg_rm_lc<TA, 32, 2>(nseg, sr, sb, se, ci, v, xs, width, y, ldy, ncols, st);
+  else launch_seg_rm_lc<TA, 32, 4>(nseg, sr, sb, se, ci, v, xs, width, y, ldy, ncols, st);
+}
+
 std::size_t value_size(Precision p) {
   switch (p) {
     case Precision::fp64: return 8;
@@ -178,8 +267,17 @@ std::vector<unsigned char> pack_values(const std::vector<double>& vals, Precisio
 
 }  // namespace
 
-CsrSpmmDevice::CsrSpmmDevice(const Csr<double>& a, Precision precision, int group)
+CsrSpmmDevice::CsrSpmmDevice(const Csr<double>& a, Precision precision, int group,
+                             int stage_cols)
     : rows_(a.nrows), cols_(a.ncols), nnz_(a.nnz()), precision_(precision), group_(group) {
+  TCSOLVE_REQUIRE(stage_cols >= 0, "stage_cols must be >= 0");
+  if (group > 1 && stage_cols > 0) {
+    int c = 8;
+    while (c < std::min(stage_cols, 64)) c *= 2;
+    if (stage_cols > 64) c = std::min(256, (stage_cols + 63) / 64 * 64);
+    stage_cols_ = c;
+    stage_ = DeviceArray<double>(static_cast<std::size_t>(a.ncols) * stage_cols_);
+  }
   TCSOLVE_REQUIRE(group == 1 || group == 4 || group == 8 || group == 32,
                   "CSR SpMM group must be 1, 4, 8 or 32");
   TCSOLVE_REQUIRE(a.nrows < (std::int64_t(1) << 31), "CSR SpMM: rows must fit 32-bit indices");
@@ -218,7 +316,7 @@ CsrSpmmDevice::CsrSpmmDevice(const Csr<double>& a, Precision precision, int grou
 
 std::size_t CsrSpmmDevice::device_bytes() const {
   return row_ptr_.bytes() + col_.bytes() + values_.bytes() + seg_row_.bytes() +
-         seg_begin_.bytes() + seg_end_.bytes() + zero_rows_.bytes();
+         seg_begin_.bytes() + seg_end_.bytes() + zero_rows_.bytes() + stage_.bytes();
 }
 
 namespace {
@@ -264,6 +362,25 @@ void CsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::int
   const auto* rp = row_ptr_.get();
   const auto* ci = col_.get();
   const void* v = values_.get();
+  if (stage_cols_ > 0 && ncols_x >= kStageMinCols) {
+    for (int c0 = 0; c0 < ncols_x; c0 += stage_cols_) {
+      const int kc = std::min(stage_cols_, ncols_x - c0);
+      int width = 8;
+      while (width < std::min(kc, 64)) width *= 2;
+      if (kc > 64) width = (kc + 63) / 64 * 64;
+      stage_row_major_device(x + static_cast<std::int64_t>(c0) * ldx, ldx, cols_, kc,
+                             stage_.get(), cols_, width, stream);
+      double* yc = y + static_cast<std::int64_t>(c0) * ldy;
+      switch (precision_) {
+        case Precision::fp64: launch_seg_rm<double>(nseg_, seg_row_.get(), seg_begin_.get(), seg_end_.get(), ci, v, stage_.get(), width, yc, ldy, kc, st); break;
+        case Precision::fp32: launch_seg_rm<float>(nseg_, seg_row_.get(), seg_begin_.get(), seg_end_.get(), ci, v, stage_.get(), width, yc, ldy, kc, st); break;
+        case Precision::fp16: launch_seg_rm<__half>(nseg_, seg_row_.get(), seg_begin_.get(), seg_end_.get(), ci, v, stage_.get(), width, yc, ldy, kc, st); break;
+        case Precision::bf16: launch_seg_rm<__nv_bfloat16>(nseg_, seg_row_.get(), seg_begin_.get(), seg_end_.get(), ci, v, stage_.get(), width, yc, ldy, kc, st); break;
+        default: break;
+      }
+    }
+    return;
+  }
   switch (precision_) {
     case Precision::fp64:
       dispatch_nt<double>(*this, group_, rows_, rp, nseg_, seg_row_.get(), seg_begin_.get(),
@@ -284,6 +401,16 @@ void CsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::int
       break;
     default: break;
   }
+}
+
+void stage_row_major_device(const double* x, std::int64_t ldx, std::int64_t rows, int kc,
+                            double* xs, std::int64_t rows_pad, int width, void* stream) {
+  if (rows_pad == 0 || width == 0) return;
+  const dim3 grid(static_cast<unsigned>((width + 31) / 32),
+                  static_cast<unsigned>((rows_pad + 31) / 32));
+  stage_row_major_kernel<<<grid, dim3(32, 8), 0, static_cast<cudaStream_t>(stream)>>>(
+      x, ldx, rows, kc, xs, rows_pad, width);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
 void zero_rows_device(const std::int32_t* rows, std::int64_t n, double* y, std::int64_t ldy,

@@ -22,7 +22,10 @@ class CsrSpmmDevice {
  public:
   // Uploads A with its values rounded to `precision` (fp64, fp32, fp16, bf16; accumulation is
   // always fp64). group: 1 (row-split) or 4, 8, 32 (segment-split).
-  CsrSpmmDevice(const Csr<double>& a, Precision precision, int group);
+  // stage_cols > 0 (segment-split only): X is first copied row-major into a workspace of up to
+  // that many columns (8·ncols·cap bytes, allocated here), and lanes run over columns instead of
+  // non-zeros (csr_segment_rm_kernel): random long rows gather whole X-row pieces.
+  CsrSpmmDevice(const Csr<double>& a, Precision precision, int group, int stage_cols = 0);
   // Y = A·X on `stream` (cudaStream_t, nullptr = default). Asynchronous; no allocation.
   void apply(const double* x, std::int64_t ldx, double* y, std::int64_t ldy, int ncols_x,
              void* stream) const;
@@ -31,6 +34,7 @@ class CsrSpmmDevice {
   std::int64_t cols() const { return cols_; }
   int group() const { return group_; }
   std::int64_t segments() const { return nseg_; }
+  int stage_cols() const { return stage_cols_; }
   std::size_t device_bytes() const;
 
  private:
@@ -46,7 +50,13 @@ class CsrSpmmDevice {
   DeviceArray<std::int32_t> seg_row_;
   DeviceArray<std::int64_t> seg_begin_, seg_end_;
   DeviceArray<std::int32_t> zero_rows_;  // rows with several segments (zeroed before atomics)
+  int stage_cols_ = 0;
+  DeviceArray<double> stage_;            // row-major X staging [ncols × width]
 };
+
+// xs (rows_pad × width, row-major) = X[:, 0:kc] (column-major, ldx), zero-padded.
+void stage_row_major_device(const double* x, std::int64_t ldx, std::int64_t rows, int kc,
+                            double* xs, std::int64_t rows_pad, int width, void* stream);
 
 // Zeroes Y rows listed in rows[0..nrows_list) for columns [0, ncols) (kernel in csr_spmm.cu).
 void zero_rows_device(const std::int32_t* rows, std::int64_t nrows_list, double* y,

@@ -20,13 +20,16 @@ class CudaSparseOperator final : public SparseOperator {
     switch (plan.kernel) {
       case SpmmKernel::csr_row:
       case SpmmKernel::csr_segment:
-        csr_ = std::make_unique<CsrSpmmDevice>(a, plan.precision, plan.csr_group);
+        csr_ = std::make_unique<CsrSpmmDevice>(a, plan.precision, plan.csr_group,
+                                               plan.stage_x ? plan.expected_cols : 0);
         break;
       case SpmmKernel::bcsr_dmma:
       case SpmmKernel::bcsr_mma_f16:
       case SpmmKernel::bcsr_mma_bf16: {
         TCSOLVE_REQUIRE(blocks != nullptr, "BCSR kernel planned without blocks");
-        bcsr_ = std::make_unique<BcsrSpmmDevice>(*blocks, plan.precision);
+        bcsr_ = std::make_unique<BcsrSpmmDevice>(
+            *blocks, plan.precision,
+            plan.stage_x && plan.precision == Precision::fp64 ? plan.expected_cols : 0);
         if (plan.precision != Precision::fp64) {
           // X is rounded to 16 bits into this workspace, `chunk_` columns at a time.
           chunk_ = std::clamp(((std::max(1, opt.expected_cols) + 7) / 8) * 8, 8, 256);

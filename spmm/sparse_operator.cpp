@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "preprocess/bcsr_build.hpp"
+#include "preprocess/jaccard_reorder.hpp"
 #include "spmm/cuda_operator.hpp"
 
 namespace tcsolve {
@@ -37,6 +38,11 @@ constexpr double kGather = 0.25;
 // Row-split CSR while rows are short and not too skewed; else segment-split.
 constexpr double kRowSplitMeanMax = 10.0;
 constexpr std::int64_t kRowSplitMaxRow = 256;
+// Row-major staging of X (16·n·N extra bytes) for the DMMA kernel from this N on, and for the
+// segment-split CSR kernel (random long rows) from this N on. Kept in sync with the kernels'
+// own thresholds (bcsr_spmm.cu, csr_spmm.cu).
+constexpr int kStageDmmaMinCols = 16;
+constexpr int kStageSegmentMinCols = 4;
 
 std::size_t value_bytes(Precision p) {
   switch (p) {
@@ -94,6 +100,7 @@ std::string SpmmPlan::describe() const {
   o << "spmm plan: backend " << to_string(backend) << ", precision " << to_string(precision)
     << ", N " << expected_cols << ", kernel " << to_string(kernel);
   if (kernel == SpmmKernel::csr_segment) o << " (group " << csr_group << ")";
+  if (stage_x) o << ", X staged row-major";
   o << "\n  rows: mean " << fmt("%.2f", mean_row_nnz) << " nnz, max " << max_row_nnz;
   if (block_h > 0)
     o << "; " << block_h << "x" << block_w << " blocks " << nblocks << ", fill "
@@ -105,7 +112,8 @@ std::string SpmmPlan::describe() const {
   return o.str();
 }
 
-SpmmPlan plan_spmm(const Csr<double>& a, Backend backend, const OperatorOptions& opt) {
+static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const OperatorOptions& opt,
+                            std::vector<std::int32_t>* perm_out) {
   SpmmPlan p;
   p.backend = backend;
   p.precision = opt.precision;
@@ -144,6 +152,15 @@ SpmmPlan plan_spmm(const Csr<double>& a, Backend backend, const OperatorOptions&
     p.block_h = opt.precision == Precision::fp64 ? 8 : 16;
     p.block_w = opt.precision == Precision::fp64 ? 4 : 16;
     p.nblocks = count_blocks_of(a, p.block_h, p.block_w, {});
+    if (opt.reorder == Reorder::jaccard) {
+      // Row-only Jaccard reordering (A' = P·A); kept only when it reduces the block count.
+      ReorderResult rr = jaccard_reorder(a, p.block_h, p.block_w);
+      if (rr.applied && rr.blocks_after < p.nblocks) {
+        p.nblocks = rr.blocks_after;
+        p.reordered = true;
+        if (perm_out) *perm_out = std::move(rr.perm);
+      }
+    }
     const double hw = static_cast<double>(p.block_h) * p.block_w;
     p.fill = p.nblocks > 0 ? static_cast<double>(nnz) / (static_cast<double>(p.nblocks) * hw) : 0;
     const double nbr = static_cast<double>((m + p.block_h - 1) / p.block_h);
@@ -186,6 +203,23 @@ SpmmPlan plan_spmm(const Csr<double>& a, Backend backend, const OperatorOptions&
   return p;
 }
 
+static SpmmPlan plan_with_perm(const Csr<double>& a, Backend backend, const OperatorOptions& opt,
+                               std::vector<std::int32_t>* perm_out) {
+  SpmmPlan p = plan_kernel(a, backend, opt, perm_out);
+  if (p.kernel == SpmmKernel::bcsr_dmma && p.expected_cols >= kStageDmmaMinCols) {
+    p.stage_x = true;
+    p.reason += "; X staged row-major (16-byte B-fragment loads) since N >= 16";
+  } else if (p.kernel == SpmmKernel::csr_segment && p.expected_cols >= kStageSegmentMinCols) {
+    p.stage_x = true;
+    p.reason += "; X staged row-major (lanes over columns read whole X-row pieces)";
+  }
+  return p;
+}
+
+SpmmPlan plan_spmm(const Csr<double>& a, Backend backend, const OperatorOptions& opt) {
+  return plan_with_perm(a, backend, opt, nullptr);
+}
+
 namespace {
 
 // CPU operator: y = A·x by the multithreaded CSR reference. fp32 storage keeps A's values
@@ -222,11 +256,10 @@ std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backe
                       static_cast<std::int64_t>(a.row_ptr.size()) == a.nrows + 1,
                   "sparse operator: malformed CSR");
   if (backend == Backend::cpu) return std::make_unique<CpuSparseOperator>(a, plan_spmm(a, backend, opt));
-  if (opt.reorder != Reorder::none)
-    throw InvalidArgument("sparse operator: Jaccard reordering is not wired in yet");
-  SpmmPlan plan = plan_spmm(a, backend, opt);
+  std::vector<std::int32_t> perm;
+  SpmmPlan plan = plan_with_perm(a, backend, opt, &perm);
   if (is_bcsr(plan.kernel)) {
-    Bcsr<double> b = build_bcsr(a, plan.block_h, plan.block_w);
+    Bcsr<double> b = build_bcsr(a, plan.block_h, plan.block_w, plan.reordered ? perm : std::vector<std::int32_t>{});
     return detail::make_cuda_operator(a, &b, plan, opt);
   }
   return detail::make_cuda_operator(a, nullptr, plan, opt);

@@ -65,6 +65,7 @@ struct SpmmPlan {
   double est_bytes_csr = 0.0;       // cost-model bytes for one apply (CSR kernel)
   double est_bytes_bcsr = 0.0;      // cost-model bytes for one apply (BCSR kernel)
   bool reordered = false;           // a row permutation was applied to build the blocks
+  bool stage_x = false;             // X copied row-major into a workspace before the kernel
   std::string reason;               // one sentence: why this kernel
 
   std::string describe() const;     // multi-line human-readable summary

@@ -186,6 +186,7 @@ TEST(SpmmGpu, BcsrPermutationWritesOriginalRowOrder) {
     const Bcsr<double> b8 = build_bcsr(*a, 8, 4, perm);
     const Bcsr<double> b16 = build_bcsr(*a, 16, 16, perm);
     BcsrSpmmDevice d64(b8, Precision::fp64);
+    BcsrSpmmDevice d64s(b8, Precision::fp64, 40);  // row-major staging, 64-column capacity
     BcsrSpmmDevice d16(b16, Precision::bf16);
     // bf16 X buffer for the low-precision path, ld odd (element-wise X loads)
     for (int k : {3, 17, 64}) {
@@ -194,6 +195,11 @@ TEST(SpmmGpu, BcsrPermutationWritesOriginalRowOrder) {
         d64.apply(x, ldx, y, ldy, k, nullptr);
       });
       expect_ok(c, 1e-13, false, "dmma perm N=" + std::to_string(k));
+      c = run_and_compare(*a, k, 60 + k, [&](const double* x, std::int64_t ldx, double* y,
+                                             std::int64_t ldy) {
+        d64s.apply(x, ldx, y, ldy, k, nullptr);
+      });
+      expect_ok(c, 1e-13, false, "dmma staged perm N=" + std::to_string(k));
       c = run_and_compare(*a, k, 50 + k, [&](const double* x, std::int64_t ldx, double* y,
                                              std::int64_t ldy) {
         DeviceArray<std::uint16_t> xl(static_cast<std::size_t>(ldx) * k);
@@ -261,6 +267,52 @@ TEST(SpmmGpu, AutomaticPlanIsCorrect) {
   opt.expected_cols = 16;
   EXPECT_EQ(plan_spmm(mats().band, Backend::cuda, opt).kernel, SpmmKernel::bcsr_dmma);
   EXPECT_NE(plan_spmm(mats().short_rows, Backend::cuda, opt).kernel, SpmmKernel::bcsr_dmma);
+}
+
+// Jaccard reordering through the operator: rows of a band shuffled, the reordered BCSR must
+// still write Y in A's row order.
+TEST(SpmmGpu, JaccardReorderedOperatorIsEquivalentToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const auto& band = mats().band;
+  std::vector<std::int32_t> shuffle(static_cast<std::size_t>(band.nrows));
+  std::iota(shuffle.begin(), shuffle.end(), 0);
+  std::shuffle(shuffle.begin(), shuffle.end(), std::mt19937(8));
+  const Csr<double> a = permute_rows(band, shuffle);
+  OperatorOptions opt;
+  opt.reorder = Reorder::jaccard;
+  opt.kernel = SpmmKernel::bcsr_dmma;
+  opt.expected_cols = 24;
+  auto op = make_sparse_operator(a, Backend::cuda, opt);
+  EXPECT_TRUE(op->plan().reordered) << op->plan().describe();
+  for (int k : {3, 24}) {
+    const Check c = run_and_compare(a, k, 70 + k, [&](const double* x, std::int64_t ldx,
+                                                      double* y, std::int64_t ldy) {
+      op->apply(MvView<const double>{x, a.ncols, k, ldx, Space::device},
+                MvView<double>{y, a.nrows, k, ldy, Space::device});
+    });
+    expect_ok(c, 1e-13, false, "jaccard dmma N=" + std::to_string(k));
+  }
+}
+
+// N larger than the plan's: staged kernels run the columns in several chunks.
+TEST(SpmmGpu, StagedKernelsChunkColumnsBeyondThePlan) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  for (SpmmKernel kern : {SpmmKernel::csr_segment, SpmmKernel::bcsr_dmma}) {
+    const auto& a = mats().skewed;
+    OperatorOptions opt;
+    opt.kernel = kern;
+    opt.expected_cols = 17;
+    auto op = make_sparse_operator(a, Backend::cuda, opt);
+    EXPECT_TRUE(op->plan().stage_x) << op->plan().describe();
+    for (int k : {70, 5}) {
+      const Check c = run_and_compare(a, k, 90 + k, [&](const double* x, std::int64_t ldx,
+                                                        double* y, std::int64_t ldy) {
+        op->apply(MvView<const double>{x, a.ncols, k, ldx, Space::device},
+                  MvView<double>{y, a.nrows, k, ldy, Space::device});
+      });
+      expect_ok(c, 1e-13, false, std::string(to_string(kern)) + " chunked N=" + std::to_string(k));
+    }
+  }
 }
 
 // Two runs on the same input must agree to the last bit for the kernels without atomics and
