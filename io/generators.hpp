@@ -3,10 +3,12 @@
 //   gen:lap3d:N           7-point, 6 on the diagonal (N³ rows)
 //   gen:elast3d:N         SPD, 3 unknowns per node of an N³ grid, 27-point node coupling
 //   gen:band:N:B          random values within bandwidth B (|i-j| <= B), SMaT's band matrices
-//   gen:random:N:K        about K random non-zeros per row
+//   gen:random:N:K        about K random non-zeros per row (diagonal included)
 //   gen:rmat:SCALE:EF     Laplacian of an R-MAT power-law graph (2^SCALE nodes, EF·2^SCALE edges)
 //   +scramble             random symmetric permutation P·A·Pᵀ (same seed -> same permutation)
-//   @SEED                 seed (default 1)
+//   @SEED                 seed (default 1); "+scramble" and "@SEED" may come in either order
+// Every generated matrix is symmetric (Csr::symmetry = symmetric); all but rmat (a graph
+// Laplacian, singular) are positive definite. Same spec -> bitwise the same matrix.
 #pragma once
 #include <string>
 
