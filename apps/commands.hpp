@@ -11,7 +11,10 @@ using Args = std::vector<std::string>;
 
 int run_info(const Args& args);      // apps/cmd_info.cpp
 int run_convert(const Args& args);   // apps/cmd_convert.cpp
-int run_generate(const Args& args);  // apps/cmd_generate.cpp
+int run_generate(const Args& args);  // apps/cmd_convert.cpp
+int run_eigs(const Args& args);      // apps/cmd_eigs.cpp
+int run_solve(const Args& args);     // apps/cmd_eigs.cpp
+int run_batch(const Args& args);     // apps/cmd_batch.cpp
 
 struct Command {
   const char* name;

@@ -1,0 +1,341 @@
+// tcsolve batch JOBFILE: eigs/solve jobs from a file in Boost.Program_options' config syntax,
+//
+//   # comment                     [defaults]          keys for every job (a job overrides them)
+//   [defaults]                    [job.NAME]          one job; NAME names its output NAME.h5
+//   device = cpu                  key = value         task = eigs|solve, matrix, mass, rhs, out,
+//   [job.lap]                                         plot and the long option names of eigs/solve
+//   task = eigs
+//   matrix = gen:lap2d:100
+//
+// The whole file is checked before any job runs (errors name the line, exit 2). Jobs run one after
+// another; a matrix used by several jobs is read and prepared once (and dropped after its last
+// use); a failing job is recorded in its output file and the summary, and the others still run.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "apps/cli.hpp"
+#include "apps/commands.hpp"
+#include "apps/job.hpp"
+
+namespace tcsolve::app {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Entry {
+  std::string value;
+  int line = 0;
+};
+
+struct JobSection {
+  std::string name;
+  int line = 0;
+  std::map<std::string, Entry> keys;
+};
+
+struct JobFile {
+  std::map<std::string, Entry> defaults;
+  std::vector<JobSection> jobs;
+};
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+[[noreturn]] void file_error(const std::string& file, int line, const std::string& msg) {
+  throw InputError(file, line, msg);
+}
+
+// The structure of the file (sections, key = value, '#' comments, as Boost.Program_options'
+// parse_config_file reads them), with the line of every key.
+JobFile read_job_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, 0, "cannot open the job file");
+  JobFile jf;
+  std::map<std::string, Entry>* section = nullptr;
+  std::set<std::string> seen;
+  std::string raw;
+  int line = 0;
+  while (std::getline(in, raw)) {
+    ++line;
+    std::string s = raw;
+    if (auto h = s.find('#'); h != std::string::npos) s = s.substr(0, h);
+    s = trim(s);
+    if (s.empty()) continue;
+    if (s.front() == '[') {
+      if (s.back() != ']') file_error(path, line, "unterminated section header '" + s + "'");
+      const std::string name = trim(s.substr(1, s.size() - 2));
+      if (!seen.insert(name).second) file_error(path, line, "section [" + name + "] appears twice");
+      if (name == "defaults") {
+        section = &jf.defaults;
+      } else if (name.rfind("job.", 0) == 0 && name.size() > 4) {
+        const std::string job = name.substr(4);
+        for (char c : job)
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+            file_error(path, line, "job name '" + job + "' may hold only letters, digits, '_', '-' and '.'");
+        jf.jobs.push_back({job, line, {}});
+        section = &jf.jobs.back().keys;
+      } else {
+        file_error(path, line, "unknown section [" + name + "] (expected [defaults] or [job.NAME])");
+      }
+      continue;
+    }
+    const auto eq = s.find('=');
+    if (eq == std::string::npos) file_error(path, line, "expected 'key = value', found '" + s + "'");
+    const std::string key = trim(s.substr(0, eq)), value = trim(s.substr(eq + 1));
+    if (key.empty()) file_error(path, line, "missing key before '='");
+    if (!section) file_error(path, line, "'" + key + "' outside a section ([defaults] or [job.NAME])");
+    if (section->count(key)) file_error(path, line, "'" + key + "' given twice in this section");
+    (*section)[key] = {value, line};
+  }
+  if (jf.jobs.empty()) throw InputError(path, 0, "no [job.NAME] section: nothing to run");
+  return jf;
+}
+
+// The options of a task plus the job-file-only keys.
+void task_options(po::options_description& d, JobSpec& s, const std::string& task) {
+  add_job_options(d, s, task);
+  d.add_options()("matrix", po::value(&s.matrix), "")("task", po::value(&s.task), "");
+}
+
+bool is_switch(const po::options_description& d, const std::string& key) {
+  const po::option_description* o = d.find_nothrow(key, false);
+  return o && o->semantic()->max_tokens() == 0;
+}
+
+// Command-line tokens for one key: "--key value", or "--key" for a true switch.
+std::vector<std::string> tokens(const po::options_description& d, const std::string& key,
+                                const std::string& value) {
+  if (!is_switch(d, key)) return {"--" + key, value};
+  if (value == "true" || value == "yes" || value == "1" || value == "on") return {"--" + key};
+  if (value == "false" || value == "no" || value == "0" || value == "off") return {};
+  throw UsageError("'" + key + "' expects true or false, not '" + value + "'");
+}
+
+std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, const std::string& outdir) {
+  std::vector<JobSpec> jobs;
+  po::options_description all_keys;
+  JobSpec scratch_e, scratch_s;
+  task_options(all_keys, scratch_e, "eigs");
+  {
+    po::options_description solve_only;
+    add_job_options(solve_only, scratch_s, "solve");
+    for (const auto& o : solve_only.options())
+      if (!all_keys.find_nothrow(o->long_name(), false)) all_keys.add(o);
+  }
+  auto check_known = [&](const std::map<std::string, Entry>& keys) {
+    for (const auto& [k, e] : keys)
+      if (!all_keys.find_nothrow(k, false))
+        file_error(path, e.line, "unknown key '" + k + "' (see 'tcsolve eigs --help', 'tcsolve solve --help')");
+  };
+  check_known(jf.defaults);
+  std::set<std::string> outputs;
+  for (const JobSection& js : jf.jobs) {
+    check_known(js.keys);
+    const std::string where = "job." + js.name + ": ";
+    if (!js.keys.count("task") && !jf.defaults.count("task"))
+      file_error(path, js.line, where + "no 'task' (eigs or solve)");
+    const Entry& task_e = js.keys.count("task") ? js.keys.at("task") : jf.defaults.at("task");
+    if (task_e.value != "eigs" && task_e.value != "solve")
+      file_error(path, task_e.line, where + "task '" + task_e.value + "': expected eigs or solve");
+    JobSpec s;
+    s.name = js.name;
+    po::options_description d;
+    task_options(d, s, task_e.value);
+    // Defaults first, then the job's own keys; defaults for the other task are ignored.
+    std::map<std::string, Entry> merged;
+    for (const auto& [k, e] : jf.defaults)
+      if (d.find_nothrow(k, false)) merged[k] = e;
+    for (const auto& [k, e] : js.keys) {
+      if (!d.find_nothrow(k, false))
+        file_error(path, e.line, where + "'" + k + "' does not apply to task " + task_e.value);
+      merged[k] = e;
+    }
+    std::vector<std::string> args;
+    for (const auto& [k, e] : merged) {
+      try {  // one key at a time, so that a bad value names its line
+        JobSpec probe;
+        po::options_description pd;
+        task_options(pd, probe, task_e.value);
+        po::variables_map vm;
+        po::store(po::command_line_parser(tokens(pd, k, e.value)).options(pd).run(), vm);
+        po::notify(vm);
+      } catch (const po::error& ex) {
+        file_error(path, e.line, where + ex.what());
+      } catch (const UsageError& ex) {
+        file_error(path, e.line, where + ex.what());
+      }
+      auto t = tokens(d, k, e.value);
+      args.insert(args.end(), t.begin(), t.end());
+    }
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(d).run(), vm);
+    po::notify(vm);
+    if (s.matrix.empty()) file_error(path, js.line, where + "no 'matrix'");
+    if (s.out.empty()) s.out = s.name + ".h5";
+    if (!outdir.empty() && fs::path(s.out).is_relative()) s.out = (fs::path(outdir) / s.out).string();
+    if (!s.plot.empty() && !outdir.empty() && fs::path(s.plot).is_relative())
+      s.plot = (fs::path(outdir) / s.plot).string();
+    try {
+      validate_job(s);
+    } catch (const UsageError& ex) {
+      // Name the line of the offending key when the message starts with "--key".
+      int line = js.line;
+      std::string msg = ex.what();
+      if (msg.rfind("--", 0) == 0) {
+        const std::string k = msg.substr(2, msg.find_first_of(" :'", 2) - 2);
+        if (merged.count(k)) line = merged[k].line;
+      }
+      file_error(path, line, where + msg);
+    }
+    if (!outputs.insert(fs::absolute(s.out).lexically_normal().string()).second)
+      file_error(path, js.line, where + "output " + s.out + " is also another job's output");
+    jobs.push_back(s);
+  }
+  return jobs;
+}
+
+struct Row {
+  std::string job, task, status, message, out;
+  double seconds = 0, residual = NAN;
+  std::int64_t iterations = 0;
+};
+
+}  // namespace
+
+int run_batch(const Args& args) {
+  CommandSpec spec{
+      "batch", "batch JOBFILE [options]",
+      "Runs the eigs/solve jobs of a job file one after another and writes one HDF5 result per job.",
+      "JOBFILE uses Boost.Program_options' config syntax: a [defaults] section and one [job.NAME]\n"
+      "section per job, 'key = value' lines, '#' comments. Keys: task = eigs|solve, matrix, mass,\n"
+      "rhs, out (default NAME.h5), plot, and the long options of 'tcsolve eigs' / 'tcsolve solve'\n"
+      "(k, which, method, tol, maxiter, block-size, precond, precision, device, cpu-fallback, seed).\n"
+      "Example:\n"
+      "  [defaults]\n  device = cpu\n  tol = 1e-8\n\n"
+      "  [job.lap]\n  task = eigs\n  matrix = gen:lap2d:100\n  k = 4\n\n"
+      "  [job.poisson]\n  task = solve\n  matrix = gen:lap2d:100\n  rhs = random:8\n\n"
+      "The file is checked completely before anything runs (errors name the line). A matrix used\n"
+      "by several jobs is read and prepared once. A failing job is recorded (status \"failed\" and\n"
+      "the error in its output file) and the others still run. Outputs are written atomically;\n"
+      "--resume skips jobs whose output is complete (failed jobs run again).\n"
+      "Exit status: 0 every job converged (or was skipped), 1 some job failed or did not converge,\n"
+      "2 bad job file or usage.\n",
+      {"JOBFILE"}};
+  bool resume = false, quiet = false, json = false;
+  std::string outdir;
+  po::options_description opts = option_table();
+  opts.add_options()
+      ("resume", po::bool_switch(&resume), "skip jobs whose output file is complete")
+      ("output-dir", po::value(&outdir)->value_name("DIR"), "folder for relative output paths (created if missing)")
+      ("quiet,q", po::bool_switch(&quiet), "no progress line and no summary table")
+      ("json", po::bool_switch(&json), "print the summary as JSON");
+  po::variables_map vm;
+  if (!parse_command(spec, opts, args, vm)) return exit_ok;
+  const std::string path = vm["JOBFILE"].as<std::string>();
+  const JobFile jf = read_job_file(path);
+  const std::vector<JobSpec> jobs = build_jobs(path, jf, outdir);
+  if (!outdir.empty()) {
+    std::error_code ec;
+    fs::create_directories(outdir, ec);
+    if (ec) throw Error(outdir + ": cannot create the output folder: " + ec.message());
+  }
+
+  // Last job using each matrix, so that it can be dropped afterwards.
+  std::map<std::string, std::size_t> last_use;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    last_use[jobs[i].matrix] = i;
+    if (!jobs[i].mass.empty()) last_use[jobs[i].mass] = i;
+  }
+  // Test hook: the process is killed (SIGKILL) right after this job, as by an interruption.
+  const char* abort_after = std::getenv("TCSOLVE_TEST_ABORT_AFTER_JOB");
+
+  MatrixCache cache;
+  ProgressLine line(!quiet && !json);
+  std::vector<Row> rows;
+  bool all_ok = true;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const JobSpec& s = jobs[i];
+    Row row{s.name, s.task, "", "", s.out};
+    const std::string head = format("[%zu/%zu] %s", i + 1, jobs.size(), s.name.c_str());
+    line.update(head + ": starting", true);
+    Timer t;
+    if (resume && result_is_complete(s.out)) {
+      row.status = "skipped";
+      row.message = "output already complete (--resume)";
+    } else {
+      const std::string command = "tcsolve batch " + path + " (job " + s.name + ")";
+      try {
+        JobOutcome o = run_job(
+            s, cache,
+            [&](std::int64_t it, std::int64_t conv, std::int64_t wanted, double res, double secs) {
+              line.update(format("%s: %s iteration %lld, %lld/%lld, max residual %.2e, %s",
+                                 head.c_str(), s.task.c_str(), (long long)it, (long long)conv,
+                                 (long long)wanted, res, format_seconds(secs).c_str()));
+            },
+            command);
+        row.status = o.status;
+        row.message = o.message;
+        row.iterations = o.iterations;
+        row.residual = o.max_residual;
+      } catch (const std::exception& e) {
+        row.status = "failed";
+        row.message = e.what();
+        for (char& c : row.message)
+          if (c == '\n') c = ' ';
+        try {
+          write_failure_file(s, row.message, command);
+        } catch (const std::exception& e2) {
+          row.message += std::string(" (and the failure record could not be written: ") + e2.what() + ")";
+        }
+      }
+    }
+    row.seconds = t.seconds();
+    if (row.status != "converged" && row.status != "skipped") all_ok = false;
+    line.clear();
+    if (!quiet && !json)
+      std::cerr << format("%s: %s (%s)%s\n", head.c_str(), row.status.c_str(),
+                          format_seconds(row.seconds).c_str(),
+                          row.status == "failed" ? (": " + row.message).c_str() : "");
+    rows.push_back(row);
+    for (const auto& [m, last] : last_use)
+      if (last == i) cache.drop(m);
+    if (abort_after && s.name == abort_after) ::kill(::getpid(), SIGKILL);  // as if killed
+  }
+
+  if (json) {
+    std::cout << "{\"jobs\": [";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      std::cout << (i ? ", " : "") << "{\"job\": " << json_string(r.job) << ", \"task\": "
+                << json_string(r.task) << ", \"status\": " << json_string(r.status)
+                << ", \"seconds\": " << json_number(r.seconds) << ", \"iterations\": "
+                << r.iterations << ", \"max_residual\": " << json_number(r.residual)
+                << ", \"out\": " << json_string(r.out) << ", \"message\": " << json_string(r.message)
+                << "}";
+    }
+    std::cout << "], \"ok\": " << (all_ok ? "true" : "false") << "}\n";
+  } else if (!quiet) {
+    std::cout << format("%-16s %-6s %-14s %10s %10s %12s  %s\n", "job", "task", "status", "time",
+                        "iterations", "residual", "output / error");
+    for (const Row& r : rows)
+      std::cout << format("%-16s %-6s %-14s %10s %10lld %12.3e  %s\n", r.job.c_str(),
+                          r.task.c_str(), r.status.c_str(), format_seconds(r.seconds).c_str(),
+                          (long long)r.iterations, r.residual,
+                          r.status == "failed" ? r.message.c_str() : r.out.c_str());
+  }
+  return all_ok ? exit_ok : exit_failed;
+}
+
+}  // namespace tcsolve::app

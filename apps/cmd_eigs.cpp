@@ -1,0 +1,115 @@
+// tcsolve eigs MATRIX and tcsolve solve MATRIX: one problem from the command line, with a live
+// progress line on a terminal, a final table (or --json, or --quiet) and an HDF5 result file.
+#include <cmath>
+#include <iostream>
+
+#include "apps/cli.hpp"
+#include "apps/commands.hpp"
+#include "apps/job.hpp"
+
+namespace tcsolve::app {
+
+namespace {
+
+void print_table(const JobSpec& s, const JobOutcome& o) {
+  if (s.task == "eigs") {
+    std::cout << format("%4s  %24s  %12s\n", "j", "eigenvalue", "residual");
+    for (std::size_t j = 0; j < o.values.size(); ++j)
+      std::cout << format("%4zu  %24.16e  %12.3e\n", j, o.values[j],
+                          j < o.residuals.size() ? o.residuals[j] : NAN);
+  } else {
+    std::cout << format("%6s  %14s  %10s\n", "column", "rel. residual", "iterations");
+    for (std::size_t j = 0; j < o.residuals.size(); ++j)
+      std::cout << format("%6zu  %14.3e  %10lld\n", j, o.residuals[j],
+                          j < o.column_iterations.size() ? (long long)o.column_iterations[j] : -1LL);
+  }
+  std::cout << format("%s: %s after %lld iterations (%s, %s on %s, kernel %s); read %s, "
+                      "preprocess %s, solve %s, write %s\n",
+                      o.method.c_str(), o.status.c_str(), (long long)o.iterations,
+                      s.precision.c_str(), o.backend.c_str(), o.device.c_str(), o.kernel.c_str(),
+                      format_seconds(o.read_s).c_str(), format_seconds(o.preprocess_s).c_str(),
+                      format_seconds(o.solve_s).c_str(), format_seconds(o.write_s).c_str());
+  if (!o.message.empty()) std::cout << "note: " << o.message << "\n";
+  if (!s.out.empty()) std::cout << "wrote " << s.out << "\n";
+  if (!s.plot.empty()) std::cout << "wrote " << s.plot << "\n";
+}
+
+std::string json_array(const std::vector<double>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + json_number(v[i]);
+  return out + "]";
+}
+
+void print_json(const JobSpec& s, const JobOutcome& o) {
+  std::cout << "{\"task\": " << json_string(s.task) << ", \"matrix\": " << json_string(s.matrix)
+            << ", \"n\": " << o.n << ", \"status\": " << json_string(o.status)
+            << ", \"message\": " << json_string(o.message) << ", \"method\": " << json_string(o.method)
+            << ", \"iterations\": " << o.iterations << ", \"backend\": " << json_string(o.backend)
+            << ", \"device\": " << json_string(o.device) << ", \"kernel\": " << json_string(o.kernel);
+  if (s.task == "eigs") std::cout << ", \"eigenvalues\": " << json_array(o.values);
+  std::cout << ", \"residual_norms\": " << json_array(o.residuals)
+            << ", \"seconds\": {\"read\": " << json_number(o.read_s)
+            << ", \"preprocess\": " << json_number(o.preprocess_s)
+            << ", \"solve\": " << json_number(o.solve_s) << ", \"write\": " << json_number(o.write_s)
+            << ", \"total\": " << json_number(o.seconds) << "}"
+            << ", \"out\": " << (s.out.empty() ? "null" : json_string(s.out)) << "}\n";
+}
+
+std::string join_command(const std::string& task, const Args& args) {
+  std::string c = "tcsolve " + task;
+  for (const auto& a : args) c += " " + a;
+  return c;
+}
+
+int run_task(const std::string& task, const Args& args) {
+  JobSpec s;
+  s.task = task;
+  const bool eigs = task == "eigs";
+  CommandSpec spec{
+      task, task + " MATRIX [options]",
+      eigs ? "Computes k extreme eigenpairs of a symmetric matrix (A x = lambda x, or A x = lambda B x\n"
+             "with --mass) by LOBPCG or block Lanczos."
+           : "Solves A X = B for a symmetric positive definite A and many right-hand sides at once\n"
+             "(breakdown-free block CG, Jacobi preconditioned).",
+      std::string(matrix_argument_help) +
+          "\nOn a terminal a progress line shows the iteration, converged columns, the largest\n"
+          "residual and the elapsed time. Exit status: 0 converged, 1 not converged (or CG found\n"
+          "the matrix indefinite; partial results are still written), 2 bad usage or input.\n",
+      {"MATRIX"}};
+  bool quiet = false, json = false;
+  po::options_description opts = option_table();
+  add_job_options(opts, s, task);
+  opts.add_options()
+      ("quiet,q", po::bool_switch(&quiet), "print nothing on success (errors still go to stderr)")
+      ("json", po::bool_switch(&json), "print the result as one JSON object");
+  po::variables_map vm;
+  if (!parse_command(spec, opts, args, vm)) return exit_ok;
+  s.matrix = vm["MATRIX"].as<std::string>();
+  validate_job(s);
+
+  MatrixCache cache;
+  ProgressLine line(!quiet && !json);
+  const std::string label = task;
+  JobOutcome o = run_job(
+      s, cache,
+      [&](std::int64_t it, std::int64_t conv, std::int64_t wanted, double res, double secs) {
+        line.update(format("%s: iteration %lld, %lld/%lld %s, max residual %.2e, %s", label.c_str(),
+                           (long long)it, (long long)conv, (long long)wanted,
+                           eigs ? "converged" : "columns done", res, format_seconds(secs).c_str()));
+      },
+      join_command(task, args));
+  line.clear();
+  if (json) print_json(s, o);
+  else if (!quiet) print_table(s, o);
+  if (o.status != "converged")
+    std::cerr << "tcsolve: " << task << " did not converge: " << o.status
+              << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
+  return o.exit_code();
+}
+
+}  // namespace
+
+int run_eigs(const Args& args) { return run_task("eigs", args); }
+int run_solve(const Args& args) { return run_task("solve", args); }
+
+}  // namespace tcsolve::app

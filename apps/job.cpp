@@ -1,0 +1,513 @@
+#include "apps/job.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "apps/matrix_summary.hpp"
+#include "apps/svg_plot.hpp"
+#include "core/device.hpp"
+#include "core/parallel.hpp"
+#include "io/atomic_file.hpp"
+#include "io/hdf5_file.hpp"
+#include "io/matrix_io.hpp"
+#include "solvers/block_cg.hpp"
+#include "solvers/eigensolvers.hpp"
+#include "solvers/random.hpp"
+
+namespace tcsolve::app {
+
+namespace {
+
+std::string hex64(std::uint64_t v) { return format("%016llx", static_cast<unsigned long long>(v)); }
+
+// FNV-1a over the bytes of the CSR arrays: identifies the matrix content whatever its format.
+std::string csr_checksum(const Csr<double>& a) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto eat = [&h](const void* p, std::size_t bytes) {
+    const unsigned char* c = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ c[i]) * 0x100000001b3ull;
+  };
+  eat(a.row_ptr.data(), a.row_ptr.size() * sizeof(std::int64_t));
+  eat(a.col_idx.data(), a.col_idx.size() * sizeof(std::int32_t));
+  eat(a.values.data(), a.values.size() * sizeof(double));
+  return "fnv1a64:" + hex64(h);
+}
+
+Which parse_which(const std::string& w) { return w == "largest" ? Which::largest : Which::smallest; }
+
+// Rough device bytes a job needs: the matrix in CSR at the storage precision, twice (CSR and a
+// possible BCSR copy), plus the solver's tall blocks: LOBPCG keeps ~10 blocks of m = k + guard
+// columns (X, AX, BX, W, AW, BW, P, AP, BP and a workspace), Lanczos its basis, CG 6 blocks of s.
+double device_bytes_needed(const JobSpec& s, const Csr<double>& a, std::int64_t cols) {
+  const double n = static_cast<double>(a.nrows), nnz = static_cast<double>(a.nnz());
+  const double vb = s.precision == "fp64" ? 8 : s.precision == "fp32" ? 4 : 2;
+  const double matrix = 2.0 * (nnz * (vb + 4.0) + 8.0 * (n + 1));
+  double blocks;
+  if (s.task == "solve") blocks = 6.0 * static_cast<double>(cols);
+  else if (s.method == "lanczos") blocks = 4.0 * static_cast<double>(std::max<std::int64_t>(3 * s.k, s.k + 32));
+  else blocks = 10.0 * static_cast<double>(s.k + std::min<std::int64_t>(8, std::max<std::int64_t>(2, s.k / 2)));
+  return matrix + 8.0 * n * blocks;
+}
+
+// Right-hand sides, n × s column-major on the host: "random:S" or "FILE.h5:DATASET" holding
+// [s][n] (one row per right-hand side) or [n].
+std::vector<double> load_rhs(const std::string& rhs, std::int64_t n, std::int64_t* s_out,
+                             std::uint64_t seed) {
+  if (rhs.rfind("random:", 0) == 0) {
+    const std::string cnt = rhs.substr(7);
+    char* end = nullptr;
+    long long s = std::strtoll(cnt.c_str(), &end, 10);
+    if (cnt.empty() || *end != '\0' || s < 1 || s > 4096)
+      throw UsageError("--rhs '" + rhs + "': expected random:S with 1 <= S <= 4096");
+    std::vector<double> b(static_cast<std::size_t>(n * s));
+    for (long long j = 0; j < s; ++j)
+      for (std::int64_t i = 0; i < n; ++i) b[j * n + i] = detail::random_entry(seed + 1000, i, j);
+    *s_out = s;
+    return b;
+  }
+  const auto colon = rhs.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rhs.size())
+    throw UsageError("--rhs '" + rhs + "': expected FILE.h5:DATASET or random:S");
+  const std::string file = rhs.substr(0, colon), dataset = rhs.substr(colon + 1);
+  Hdf5File f = Hdf5File::open(file);
+  if (!f.has_dataset(dataset))
+    throw InputError(file, 0, "no dataset '" + dataset + "' for the right-hand sides");
+  std::vector<std::int64_t> dims;
+  std::vector<double> data = f.read_doubles(dataset, &dims);
+  std::int64_t s = 0, len = 0;
+  if (dims.size() == 1) s = 1, len = dims[0];
+  else if (dims.size() == 2) s = dims[0], len = dims[1];
+  else throw InputError(file, 0, "/" + dataset + ": right-hand sides must be [n] or [s][n]");
+  if (len != n)
+    throw InputError(file, 0, format("/%s: right-hand sides have length %lld but the matrix has "
+                                     "%lld rows (expected [s][%lld] or [%lld])", dataset.c_str(),
+                                     (long long)len, (long long)n, (long long)n, (long long)n));
+  if (s < 1) throw InputError(file, 0, "/" + dataset + ": no right-hand sides");
+  for (std::size_t i = 0; i < data.size(); ++i)
+    if (!std::isfinite(data[i]))
+      throw InputError(file, 0, format("/%s: non-finite value at right-hand side %lld, row %lld",
+                                       dataset.c_str(), (long long)(i / len), (long long)(i % len)));
+  *s_out = s;
+  return data;  // [s][n] row-major == n × s column-major
+}
+
+void write_history(Hdf5Group g, const std::vector<IterationRecord>& h) {
+  std::size_t c = 0;
+  for (const auto& r : h) c = std::max(c, r.residual_norms.size());
+  std::vector<std::int64_t> it, conv, act;
+  std::vector<double> ap, de, res(h.size() * c, NAN);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    it.push_back(h[i].iteration);
+    conv.push_back(h[i].converged);
+    act.push_back(h[i].active);
+    ap.push_back(h[i].apply_seconds);
+    de.push_back(h[i].dense_seconds);
+    std::copy(h[i].residual_norms.begin(), h[i].residual_norms.end(), res.begin() + i * c);
+  }
+  g.write("iteration", it);
+  g.write("converged", conv);
+  g.write("active", act);
+  g.write("apply_seconds", ap);
+  g.write("dense_seconds", de);
+  g.write_2d("residual_norms", res.data(), static_cast<std::int64_t>(h.size()),
+             static_cast<std::int64_t>(c));
+}
+
+void set_common_attrs(Hdf5Group& g, const JobSpec& s, const std::string& command) {
+  g.set_attr("task", s.task);
+  if (!s.name.empty()) g.set_attr("job", s.name);
+  g.set_attr("matrix", s.matrix);
+  if (!s.mass.empty()) g.set_attr("mass", s.mass);
+  if (!s.rhs.empty()) g.set_attr("rhs", s.rhs);
+  g.set_attr("tcsolve_version", TCSOLVE_VERSION);
+  g.set_attr("command", command);
+}
+
+std::int64_t default_maxiter(const JobSpec& s) {
+  return s.maxiter > 0 ? s.maxiter : s.task == "solve" ? 5000 : 2000;
+}
+
+}  // namespace
+
+void add_job_options(po::options_description& opts, JobSpec& s, const std::string& task) {
+  const bool eigs = task == "eigs";
+  if (eigs) {
+    opts.add_options()
+        ("mass", po::value(&s.mass)->value_name("MATRIX"),
+         "mass matrix B (symmetric positive definite): solve A x = lambda B x")
+        ("k", po::value(&s.k)->value_name("K"), "number of eigenpairs (default 6)")
+        ("which", po::value(&s.which)->value_name("smallest|largest"), "which end of the spectrum (default smallest)")
+        ("method", po::value(&s.method)->value_name("lobpcg|lanczos|auto"),
+         "eigensolver (default auto: LOBPCG for smallest, block Lanczos for largest)")
+        ("block-size", po::value(&s.block_size)->value_name("S"), "block Lanczos block size (default: automatic)");
+  } else {
+    opts.add_options()
+        ("rhs", po::value(&s.rhs)->value_name("FILE.h5:DATASET|random:S"),
+         "right-hand sides: a dataset [s][n] (one row per right-hand side) or [n], or S random ones");
+  }
+  opts.add_options()
+      ("tol", po::value(&s.tol)->value_name("T"),
+       eigs ? "convergence: |A x - lambda B x| <= T (|A| |x| + |lambda| |B| |x|) (default 1e-8)"
+            : "convergence: |b - A x| <= T |b| for every column (default 1e-8)")
+      ("maxiter", po::value(&s.maxiter)->value_name("M"),
+       eigs ? "iteration limit (default 2000)" : "iteration limit (default 5000)")
+      ("precond", po::value(&s.precond)->value_name("jacobi|none"),
+       eigs ? "LOBPCG preconditioner (default jacobi)" : "CG preconditioner (default jacobi)")
+      ("precision", po::value(&s.precision)->value_name("fp64|fp32|fp16|bf16"),
+       "storage precision of A in the SpMM (default fp64; fp16/bf16 need the GPU)")
+      ("device", po::value(&s.device)->value_name("auto|cpu|cuda"), "where to run (default auto: the GPU when present)")
+      ("cpu-fallback", po::bool_switch(&s.cpu_fallback),
+       "run on the CPU when the GPU has too little memory (default: fail and say how much is needed)")
+      ("seed", po::value(&s.seed)->value_name("N"), "seed of the random start block / right-hand sides (default 1)")
+      ("out", po::value(&s.out)->value_name("FILE.h5"), "write the result (HDF5, atomically; docs/hdf5-schema.md)")
+      ("plot", po::value(&s.plot)->value_name("FILE.svg"), "write a convergence plot (SVG)");
+}
+
+void validate_job(const JobSpec& s) {
+  if (s.task != "eigs" && s.task != "solve")
+    throw UsageError("task '" + s.task + "': expected eigs or solve");
+  if (s.matrix.empty()) throw UsageError("no matrix given");
+  if (s.task == "eigs") {
+    if (s.which != "smallest" && s.which != "largest")
+      throw UsageError("--which '" + s.which + "': expected smallest or largest");
+    if (s.method != "auto" && s.method != "lobpcg" && s.method != "lanczos")
+      throw UsageError("--method '" + s.method + "': expected lobpcg, lanczos or auto");
+    if (s.k < 1) throw UsageError(format("--k %lld: must be at least 1", (long long)s.k));
+    if (s.block_size < 0) throw UsageError("--block-size must be positive");
+  } else {
+    if (s.rhs.empty()) throw UsageError("no right-hand sides given (--rhs FILE.h5:DATASET or random:S)");
+  }
+  if (!(s.tol > 0 && s.tol < 1)) throw UsageError(format("--tol %g: expected 0 < T < 1", s.tol));
+  if (s.maxiter < 0) throw UsageError("--maxiter must be positive");
+  if (s.precond != "jacobi" && s.precond != "none")
+    throw UsageError("--precond '" + s.precond + "': expected jacobi or none");
+  if (s.precision != "fp64" && s.precision != "fp32" && s.precision != "fp16" && s.precision != "bf16")
+    throw UsageError("--precision '" + s.precision + "': expected fp64, fp32, fp16 or bf16");
+  if (s.device != "auto" && s.device != "cpu" && s.device != "cuda")
+    throw UsageError("--device '" + s.device + "': expected auto, cpu or cuda");
+  if (!s.out.empty() && !ends_with(s.out, ".h5") && !ends_with(s.out, ".hdf5"))
+    throw UsageError("--out '" + s.out + "': the result file must end in .h5 or .hdf5");
+  if (!s.plot.empty() && !ends_with(s.plot, ".svg"))
+    throw UsageError("--plot '" + s.plot + "': the plot file must end in .svg");
+}
+
+// ---- MatrixCache ------------------------------------------------------------------------------
+
+MatrixCache::MatrixCache() = default;
+MatrixCache::~MatrixCache() = default;
+
+std::shared_ptr<const PreparedMatrix> MatrixCache::get(const std::string& spec, bool* fresh) {
+  if (fresh) *fresh = false;
+  auto it = matrices_.find(spec);
+  if (it != matrices_.end()) return it->second;
+  auto m = std::make_shared<PreparedMatrix>();
+  m->spec = spec;
+  ReadOptions ro;
+  ro.require_square = true;  // the reader names the file and both sizes
+  Timer tr;
+  m->a = read_matrix(spec, ro);
+  m->read_seconds = tr.seconds();
+  Timer tc;
+  const Csr<double>& a = m->a;
+  // Symmetry is checked, not assumed (a "general" file may hold a symmetric matrix, or not).
+  if (!is_symmetric(a, 1e-12)) {
+    const MatrixSummary s = summarize(a);
+    throw InvalidArgument(format("%s is not symmetric (max |a_ij - a_ji| / max |a| = %.3g): the "
+                                 "eigensolvers and block CG need a symmetric matrix",
+                                 spec.c_str(), s.symmetry_defect));
+  }
+  m->diagonal.assign(a.nrows, 0.0);
+  parallel_for(a.nrows, [&](std::int64_t i) {
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      if (a.col_idx[p] == i) m->diagonal[i] = a.values[p];
+  });
+  double inf = 0;
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    double r = 0;
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) r += std::abs(a.values[p]);
+    inf = std::max(inf, r);
+  }
+  m->inf_norm = inf;
+  m->checksum = csr_checksum(a);
+  m->check_seconds = tc.seconds();
+  matrices_[spec] = m;
+  if (fresh) *fresh = true;
+  return m;
+}
+
+DenseBlockOps& MatrixCache::ops(Backend backend) {
+  auto& p = ops_[static_cast<int>(backend)];
+  if (!p) p = make_dense_ops(backend);
+  return *p;
+}
+
+SparseOperator& MatrixCache::op(const std::shared_ptr<const PreparedMatrix>& m, Backend backend,
+                                Precision precision, int expected_cols, bool* fresh) {
+  const std::string key = m->spec + "|" + to_string(backend) + "|" + to_string(precision);
+  auto& p = operators_[key];
+  if (fresh) *fresh = !p;
+  if (!p) {
+    OperatorOptions oo;
+    oo.precision = precision;
+    oo.stream = ops(backend).stream();
+    oo.expected_cols = expected_cols;
+    p = make_sparse_operator(m->a, backend, oo);
+  }
+  return *p;
+}
+
+void MatrixCache::drop(const std::string& spec) {
+  matrices_.erase(spec);
+  for (auto it = operators_.begin(); it != operators_.end();)
+    it = it->first.rfind(spec + "|", 0) == 0 ? operators_.erase(it) : std::next(it);
+}
+
+// ---- one job ----------------------------------------------------------------------------------
+
+namespace {
+
+struct Solved {
+  bool eigs = true;
+  EigenResult er;
+  SolveResult sr;
+  std::int64_t wanted = 0;
+};
+
+Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
+                const std::shared_ptr<const PreparedMatrix>& A,
+                const std::shared_ptr<const PreparedMatrix>& B, const std::vector<double>& rhs,
+                std::int64_t nrhs, const ProgressFn& progress, JobOutcome& o) {
+  Timer tp;
+  const Precision prec = parse_precision(s.precision);
+  const int cols = static_cast<int>(s.task == "solve" ? nrhs : s.k + 8);
+  DenseBlockOps& ops = cache.ops(backend);
+  SparseOperator& aop = cache.op(A, backend, prec, cols);
+  SparseOperator* bop = B ? &cache.op(B, backend, Precision::fp64, cols) : nullptr;
+  o.preprocess_s += tp.seconds();
+  o.kernel = to_string(aop.plan().kernel);
+  o.backend = to_string(backend);
+  o.device = backend == Backend::cuda ? device_name() : "cpu";
+
+  Solved out;
+  Timer ts;
+  if (s.task == "eigs") {
+    EigenOptions eo;
+    eo.k = s.k;
+    eo.which = parse_which(s.which);
+    eo.tol = s.tol;
+    eo.max_iterations = default_maxiter(s);
+    eo.seed = s.seed;
+    eo.a_norm = A->inf_norm;
+    if (B) eo.b_norm = B->inf_norm;
+    eo.block_size = s.block_size;
+    if (s.precond == "jacobi" && o.method == "lobpcg") {
+      eo.jacobi_diagonal = A->diagonal;
+    }
+    if (B) eo.jacobi_mass_diagonal = B->diagonal;  // Lanczos: Jacobi inside its inner CG with B
+    const std::int64_t k = s.k;
+    eo.on_iteration = [&](const IterationRecord& r) {
+      double mx = 0;
+      for (std::size_t j = 0; j < r.residual_norms.size() && j < static_cast<std::size_t>(k); ++j)
+        mx = std::max(mx, r.residual_norms[j]);
+      if (progress) progress(r.iteration, std::min(r.converged, k), k, mx, ts.seconds());
+    };
+    out.er = o.method == "lanczos" ? block_lanczos(aop, bop, ops, eo) : lobpcg(aop, bop, ops, eo);
+    out.wanted = k;
+  } else {
+    CgOptions co;
+    co.tol = s.tol;
+    co.max_iterations = default_maxiter(s);
+    if (s.precond == "jacobi") co.jacobi_diagonal = A->diagonal;
+    co.on_iteration = [&](const IterationRecord& r) {
+      double mx = 0;
+      for (double v : r.residual_norms) mx = std::max(mx, v);
+      if (progress) progress(r.iteration, r.converged, nrhs, mx, ts.seconds());
+    };
+    out.eigs = false;
+    out.sr = block_cg(aop, rhs.data(), A->a.nrows, nrhs, ops, co);
+    out.wanted = nrhs;
+  }
+  o.solve_s = ts.seconds();
+  return out;
+}
+
+}  // namespace
+
+JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progress,
+                   const std::string& command) {
+  Timer total;
+  JobOutcome o;
+  validate_job(s);
+  Backend backend = resolve_backend(s.device);
+  o.method = s.task == "solve" ? "block_cg"
+             : s.method == "auto" ? (s.which == "largest" ? "lanczos" : "lobpcg")
+                                  : s.method;
+  const Precision prec = parse_precision(s.precision);
+  if (backend == Backend::cpu && prec != Precision::fp64 && prec != Precision::fp32)
+    throw UsageError(std::string("--precision ") + s.precision +
+                     " needs the GPU (the CPU operator stores fp64 or fp32)");
+
+  bool fresh = false;
+  auto A = cache.get(s.matrix, &fresh);
+  if (fresh) o.read_s += A->read_seconds, o.preprocess_s += A->check_seconds;
+  const std::int64_t n = A->a.nrows;
+  o.n = n;
+  std::shared_ptr<const PreparedMatrix> B;
+  if (!s.mass.empty()) {
+    B = cache.get(s.mass, &fresh);
+    if (fresh) o.read_s += B->read_seconds, o.preprocess_s += B->check_seconds;
+    if (B->a.nrows != n)
+      throw InvalidArgument(format("mass matrix %s is %lld x %lld but %s is %lld x %lld",
+                                   s.mass.c_str(), (long long)B->a.nrows, (long long)B->a.nrows,
+                                   s.matrix.c_str(), (long long)n, (long long)n));
+    for (std::int64_t i = 0; i < n; ++i)
+      if (!(B->diagonal[i] > 0))
+        throw InvalidArgument(format("mass matrix %s is not positive definite (b_ii = %g at row "
+                                     "%lld)", s.mass.c_str(), B->diagonal[i], (long long)i + 1));
+  }
+  std::vector<double> rhs;
+  std::int64_t nrhs = 0;
+  if (s.task == "eigs") {
+    if (s.k >= n)
+      throw InvalidArgument(format("k = %lld is too large for %s with n = %lld (need k < n)",
+                                   (long long)s.k, s.matrix.c_str(), (long long)n));
+  } else {
+    Timer tr;
+    rhs = load_rhs(s.rhs, n, &nrhs, s.seed);
+    o.read_s += tr.seconds();
+    // A symmetric matrix with a_ii <= 0 is not positive definite (e_iᵀ A e_i = a_ii).
+    for (std::int64_t i = 0; i < n; ++i)
+      if (!(A->diagonal[i] > 0))
+        throw InvalidArgument(format("%s is not positive definite (a_ii = %g at row %lld): block "
+                                     "CG needs a symmetric positive definite matrix",
+                                     s.matrix.c_str(), A->diagonal[i], (long long)i + 1));
+  }
+
+  // GPU memory: say how much is needed; fall back to the CPU only when asked.
+  std::string fallback_note;
+  if (backend == Backend::cuda) {
+    const double need = device_bytes_needed(s, A->a, nrhs) + (B ? device_bytes_needed(s, B->a, 0) : 0);
+    const double avail = static_cast<double>(device_free_bytes());
+    if (need > 0.9 * avail) {
+      const std::string msg = format("%s needs about %s of GPU memory, %s free on %s",
+                                     s.matrix.c_str(), format_bytes(need).c_str(),
+                                     format_bytes(avail).c_str(), device_name().c_str());
+      if (!s.cpu_fallback)
+        throw Error(msg + " (use --device cpu, or --cpu-fallback to fall back automatically)");
+      fallback_note = msg + "; ran on the CPU (--cpu-fallback)";
+      backend = Backend::cpu;
+    }
+  }
+
+  Solved r;
+  try {
+    r = solve_on(s, backend, cache, A, B, rhs, nrhs, progress, o);
+  } catch (const OutOfDeviceMemory& e) {
+    if (!s.cpu_fallback || backend != Backend::cuda)
+      throw Error(std::string(e.what()) + " (use --device cpu, or --cpu-fallback)");
+    fallback_note = std::string(e.what()) + "; ran on the CPU (--cpu-fallback)";
+    r = solve_on(s, Backend::cpu, cache, A, B, rhs, nrhs, progress, o);
+  }
+
+  const SolverStatus status = r.eigs ? r.er.status : r.sr.status;
+  o.status = to_string(status);
+  o.message = r.eigs ? r.er.reason : r.sr.reason;
+  if (!r.eigs && status == SolverStatus::breakdown)
+    o.message = s.matrix + " is not positive definite (block CG breakdown: " + o.message + ")";
+  if (!fallback_note.empty()) o.message = o.message.empty() ? fallback_note : o.message + "; " + fallback_note;
+  o.iterations = r.eigs ? r.er.iterations : r.sr.iterations;
+  o.residuals = r.eigs ? r.er.residual_norms : r.sr.residual_norms;
+  o.values = r.er.values;
+  o.column_iterations = r.sr.column_iterations;
+  for (double v : o.residuals) o.max_residual = std::max(o.max_residual, v);
+  const auto& history = r.eigs ? r.er.history : r.sr.history;
+
+  Timer tw;
+  if (!s.out.empty()) {
+    AtomicFile af(s.out);
+    {
+      Hdf5File f = Hdf5File::create(af.temp_path());
+      set_common_attrs(f, s, command);
+      f.set_attr("status", o.status);
+      f.set_attr("reason", o.message);
+      f.set_attr("method", o.method);
+      f.set_attr("iterations", o.iterations);
+      f.set_attr("operator_applies", r.eigs ? r.er.operator_applies : r.sr.operator_applies);
+      f.set_attr("tolerance", s.tol);
+      f.set_attr("max_iterations", default_maxiter(s));
+      f.set_attr("precision", s.precision);
+      f.set_attr("preconditioner", s.precond);
+      f.set_attr("backend", o.backend);
+      f.set_attr("device", o.device);
+      f.set_attr("spmm_kernel", o.kernel);
+      f.set_attr("matrix_checksum", A->checksum);
+      if (B) f.set_attr("mass_checksum", B->checksum);
+      f.set_attr("rows", n);
+      f.set_attr("nnz", A->a.nnz());
+      f.set_attr("seed", static_cast<std::int64_t>(s.seed));
+      if (r.eigs) {
+        const std::int64_t k = static_cast<std::int64_t>(r.er.values.size());
+        f.set_attr("k", s.k);
+        f.set_attr("which", s.which);
+        f.set_attr("a_norm", r.er.a_norm);
+        f.set_attr("b_norm", r.er.b_norm);
+        f.write("eigenvalues", r.er.values);
+        // solver block n × k column-major == k rows of n: row j is eigenvector j
+        if (k > 0 && static_cast<std::int64_t>(r.er.vectors.size()) == n * k)
+          f.write_2d("eigenvectors", r.er.vectors.data(), k, n);
+        f.write("residual_norms", r.er.residual_norms);
+        f.write("residual_bounds", r.er.residual_bounds);
+      } else {
+        f.set_attr("right_hand_sides", nrhs);
+        if (static_cast<std::int64_t>(r.sr.solutions.size()) == n * nrhs)
+          f.write_2d("solution", r.sr.solutions.data(), nrhs, n);
+        f.write("residual_norms", r.sr.residual_norms);
+        f.write("column_iterations", r.sr.column_iterations);
+      }
+      write_history(f.create_group("history"), history);
+      f.set_attr("time_read", o.read_s);
+      f.set_attr("time_preprocess", o.preprocess_s);
+      f.set_attr("time_solve", o.solve_s);
+      f.set_attr("time_write", tw.seconds());  // up to here: datasets and attributes
+      f.close();
+    }
+    af.commit();
+    o.wrote_output = true;
+  }
+  if (!s.plot.empty())
+    write_convergence_svg(s.plot, history, static_cast<std::size_t>(r.wanted),
+                          format("tcsolve %s %s: %s", s.task.c_str(), o.method.c_str(),
+                                 s.matrix.c_str()));
+  o.write_s = tw.seconds();
+  o.seconds = total.seconds();
+  return o;
+}
+
+void write_failure_file(const JobSpec& s, const std::string& error, const std::string& command) {
+  if (s.out.empty()) return;
+  AtomicFile af(s.out);
+  {
+    Hdf5File f = Hdf5File::create(af.temp_path());
+    set_common_attrs(f, s, command);
+    f.set_attr("status", "failed");
+    f.set_attr("error", error);
+    f.close();
+  }
+  af.commit();
+}
+
+bool result_is_complete(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) || !Hdf5File::is_hdf5(path)) return false;
+  try {
+    Hdf5File f = Hdf5File::open(path);
+    return f.has_attr("status") && f.attr_string("status") != "failed";
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace tcsolve::app

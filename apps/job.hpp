@@ -1,0 +1,112 @@
+// One eigs or solve job: its options (shared by the command line and the batch job file), the
+// checks of its inputs, the run, and its HDF5 result file (docs/hdf5-schema.md, sections 2-4).
+// A MatrixCache lets a batch read and prepare each matrix once.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/cli.hpp"
+#include "core/csr.hpp"
+#include "core/types.hpp"
+#include "solvers/dense_ops.hpp"
+#include "solvers/result.hpp"
+#include "spmm/sparse_operator.hpp"
+
+namespace tcsolve::app {
+
+struct JobSpec {
+  std::string name;   // batch job name ("" on the command line)
+  std::string task;   // "eigs" | "solve"
+  std::string matrix, mass, rhs, out, plot;
+  std::int64_t k = 6;
+  std::string which = "smallest";
+  std::string method = "auto";  // eigs: lobpcg | lanczos | auto; solve: cg
+  double tol = 1e-8;
+  std::int64_t maxiter = 0;     // 0: the solver's default
+  std::int64_t block_size = 0;  // Lanczos block size (0: automatic)
+  std::string precision = "fp64";
+  std::string device = "auto";
+  bool cpu_fallback = false;    // run on the CPU when the GPU lacks memory
+  std::string precond = "jacobi";
+  std::uint64_t seed = 1;
+};
+
+// The options of a task ("eigs" or "solve") bound to `spec`: used for the command line and, key by
+// key, for the job file (the keys are the long option names).
+void add_job_options(po::options_description& opts, JobSpec& spec, const std::string& task);
+// Checks value domains (which, method, precision, device, k, tol...) without touching files.
+// Throws UsageError naming the option.
+void validate_job(const JobSpec& spec);
+
+// A matrix read and checked once, with what the jobs reuse.
+struct PreparedMatrix {
+  std::string spec;
+  Csr<double> a;
+  double read_seconds = 0, check_seconds = 0;
+  std::string checksum;   // "fnv1a64:<hex>" of the CSR arrays (row_ptr, col_idx, values)
+  double inf_norm = 0;    // ‖A‖∞ = max_i Σ_j |a_ij| (≥ ‖A‖₂ for symmetric A)
+  std::vector<double> diagonal;
+};
+
+// What a batch shares between jobs: matrices by spec (read and checked once; dropped after their
+// last use), the dense block operations of each backend (one stream), and the sparse operators
+// (built/uploaded once per matrix, backend and precision).
+class MatrixCache {
+ public:
+  MatrixCache();
+  ~MatrixCache();
+  // Reads and checks (square, symmetric values, finite) on first use. `fresh` is set when this
+  // call did the read.
+  std::shared_ptr<const PreparedMatrix> get(const std::string& spec, bool* fresh = nullptr);
+  DenseBlockOps& ops(Backend backend);
+  SparseOperator& op(const std::shared_ptr<const PreparedMatrix>& m, Backend backend,
+                     Precision precision, int expected_cols, bool* fresh = nullptr);
+  // Forgets the matrix and its operators.
+  void drop(const std::string& spec);
+
+ private:
+  std::map<std::string, std::shared_ptr<const PreparedMatrix>> matrices_;
+  std::map<int, std::unique_ptr<DenseBlockOps>> ops_;
+  std::map<std::string, std::unique_ptr<SparseOperator>> operators_;
+};
+
+// Per-iteration report for a progress line: iteration, columns converged of wanted, largest
+// residual norm of the wanted columns, seconds since the solve began.
+using ProgressFn = std::function<void(std::int64_t it, std::int64_t converged, std::int64_t wanted,
+                                      double max_residual, double seconds)>;
+
+struct JobOutcome {
+  std::string status = "failed";  // converged | not_converged | breakdown | failed
+  std::string message;            // error or solver reason
+  std::int64_t iterations = 0;
+  double max_residual = 0;        // largest true residual norm (relative for solve)
+  double seconds = 0;             // whole job wall time
+  double read_s = 0, preprocess_s = 0, solve_s = 0, write_s = 0;
+  std::string backend, device, method, kernel;
+  std::int64_t n = 0;
+  std::vector<double> values;          // eigenvalues (eigs)
+  std::vector<double> residuals;       // per pair / per column
+  std::vector<std::int64_t> column_iterations;  // solve
+  bool wrote_output = false;
+  int exit_code() const { return status == "converged" ? exit_ok : exit_failed; }
+};
+
+// Runs a job: reads (through the cache), checks, solves, writes spec.out (atomically) and the
+// plot. Input and usage errors propagate as exceptions (the caller records them); solver
+// non-convergence and breakdown are outcomes. `command` is stored in the output's attributes.
+JobOutcome run_job(const JobSpec& spec, MatrixCache& cache, const ProgressFn& progress,
+                   const std::string& command);
+
+// Writes a result file holding only the failure (attributes status = "failed", error, task,
+// matrix, job): what a batch leaves for a job that could not run.
+void write_failure_file(const JobSpec& spec, const std::string& error, const std::string& command);
+
+// True when `path` is a complete tcsolve result (HDF5 with a status attribute other than
+// "failed"); used by batch --resume.
+bool result_is_complete(const std::string& path);
+
+}  // namespace tcsolve::app
