@@ -571,7 +571,7 @@ int main(int argc, char** argv) {
     f << "matrix,n,nnz,precision,N,contender,detail,ms,gflops,gbs_min,pct_copy\n";
     for (auto& r : g_rows)
       f << r.matrix << ',' << r.n << ',' << r.nnz << ',' << r.prec << ',' << r.N << ',' << r.contender
-        << ",\"" << r.detail << "\", << r.ms << ',' << r.gflops << ',' << r.gbs << ',' << r.pct_copy << '\n';
+        << ",\"" << r.detail << "\"," << r.ms << ',' << r.gflops << ',' << r.gbs << ',' << r.pct_copy << '\n';
   }
   std::printf("\ncopy bandwidth %.1f GB/s; %zu rows\n", g_copy_bw / 1e9, g_rows.size());
   return 0;
