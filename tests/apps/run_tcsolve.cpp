@@ -57,9 +57,13 @@ std::string ScratchDir::write(const std::string& name, const std::string& text) 
   return p;
 }
 
-RunResult run_tcsolve(const std::vector<std::string>& args) {
+RunResult run_tcsolve(const std::vector<std::string>& args) { return run_tcsolve_env({}, args); }
+
+RunResult run_tcsolve_env(const std::vector<std::string>& env, const std::vector<std::string>& args) {
   ScratchDir io;
-  std::string cmd = shell_quote(TCSOLVE_BIN);
+  std::string cmd;
+  for (const auto& e : env) cmd += "export " + shell_quote(e) + "; ";
+  cmd += "exec " + shell_quote(TCSOLVE_BIN);
   for (const auto& a : args) cmd += " " + shell_quote(a);
   const std::string out = io.file("stdout"), err = io.file("stderr");
   cmd += " </dev/null >" + shell_quote(out) + " 2>" + shell_quote(err);

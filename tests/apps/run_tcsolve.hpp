@@ -15,6 +15,8 @@ struct RunResult {
 
 // Runs `tcsolve ARGS...` (each argument quoted for the shell; stdin is /dev/null).
 RunResult run_tcsolve(const std::vector<std::string>& args);
+// Same with environment assignments ("NAME=value") for this run only.
+RunResult run_tcsolve_env(const std::vector<std::string>& env, const std::vector<std::string>& args);
 
 // A fresh empty folder removed at destruction.
 class ScratchDir {

@@ -1,0 +1,221 @@
+// tcsolve eigs / solve on the CPU: results against closed forms and recomputed residuals (read
+// back from the HDF5 output), and every bad input of issue 6 giving a clear message.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "core/device.hpp"
+#include "io/generators.hpp"
+#include "io/hdf5_file.hpp"
+#include "tests/apps/run_tcsolve.hpp"
+
+namespace tcsolve::test {
+namespace {
+
+// Eigenvalues of gen:lap2d:NXxNY: 4 - 2 cos(iπ/(NX+1)) - 2 cos(jπ/(NY+1)), ascending.
+std::vector<double> lap2d_eigenvalues(int nx, int ny) {
+  std::vector<double> v;
+  for (int i = 1; i <= nx; ++i)
+    for (int j = 1; j <= ny; ++j)
+      v.push_back(4 - 2 * std::cos(i * M_PI / (nx + 1)) - 2 * std::cos(j * M_PI / (ny + 1)));
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+void expect_error(const RunResult& r, const std::string& must_contain) {
+  EXPECT_EQ(r.status, 2) << "stdout: " << r.out << "\nstderr: " << r.err;
+  EXPECT_EQ(r.err.rfind("tcsolve: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(must_contain), std::string::npos)
+      << "expected '" << must_contain << "' in: " << r.err;
+}
+
+// ‖A·x_j − λ_j·x_j‖ for the eigenvectors stored [k][n].
+double max_eig_residual(const Csr<double>& a, const std::vector<double>& vals,
+                        const std::vector<double>& vecs) {
+  const std::int64_t n = a.nrows, k = static_cast<std::int64_t>(vals.size());
+  std::vector<double> ax(n * k);
+  csr_spmm_reference(a, vecs.data(), n, ax.data(), n, static_cast<int>(k));
+  double worst = 0;
+  for (std::int64_t j = 0; j < k; ++j) {
+    double r = 0, xn = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double d = ax[j * n + i] - vals[j] * vecs[j * n + i];
+      r += d * d;
+      xn += vecs[j * n + i] * vecs[j * n + i];
+    }
+    EXPECT_NEAR(xn, 1.0, 1e-8) << "eigenvector " << j << " not normalized";
+    worst = std::max(worst, std::sqrt(r));
+  }
+  return worst;
+}
+
+TEST(AppsEigs, SmallestOfLaplacianWithOutputAndPlot) {
+  ScratchDir d;
+  const int nx = 13, ny = 9, k = 4;
+  auto r = run_tcsolve({"eigs", "gen:lap2d:13x9", "--k", "4", "--device", "cpu", "--out",
+                        d.file("e.h5"), "--plot", d.file("e.svg")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("eigenvalue"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("converged"), std::string::npos) << r.out;
+  const auto exact = lap2d_eigenvalues(nx, ny);
+  Hdf5File f = Hdf5File::open(d.file("e.h5"));
+  const auto vals = f.read_doubles("eigenvalues");
+  std::vector<std::int64_t> dims;
+  const auto vecs = f.read_doubles("eigenvectors", &dims);
+  ASSERT_EQ(vals.size(), std::size_t(k));
+  ASSERT_EQ(dims, (std::vector<std::int64_t>{k, nx * ny}));
+  for (int j = 0; j < k; ++j) EXPECT_NEAR(vals[j], exact[j], 1e-6) << j;
+  const Csr<double> a = generate("gen:lap2d:13x9");
+  EXPECT_LT(max_eig_residual(a, vals, vecs), 1e-8 * 8 * 2);
+  const auto res = f.read_doubles("residual_norms");
+  ASSERT_EQ(res.size(), std::size_t(k));
+  EXPECT_EQ(f.attr_string("status"), "converged");
+  EXPECT_EQ(f.attr_string("method"), "lobpcg");
+  EXPECT_EQ(f.attr_string("task"), "eigs");
+  EXPECT_EQ(f.attr_string("tcsolve_version"), TCSOLVE_VERSION);
+  EXPECT_EQ(f.attr_string("matrix"), "gen:lap2d:13x9");
+  EXPECT_EQ(f.attr_string("matrix_checksum").rfind("fnv1a64:", 0), 0u);
+  EXPECT_EQ(f.attr_double("tolerance"), 1e-8);
+  for (const char* t : {"time_read", "time_preprocess", "time_solve", "time_write"})
+    EXPECT_GE(f.attr_double(t), 0.0) << t;
+  EXPECT_GT(f.attr_int64("iterations"), 0);
+  const auto it = f.group("history").read_int64s("iteration");
+  EXPECT_GE(it.size(), 1u);
+  const std::string svg = read_file(d.file("e.svg"));
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_GE(std::count(svg.begin(), svg.end(), '\n'), 10);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+TEST(AppsEigs, LargestByLanczosJson) {
+  auto r = run_tcsolve({"eigs", "gen:lap2d:11x8", "--k", "3", "--which", "largest", "--method",
+                        "lanczos", "--device", "cpu", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto exact = lap2d_eigenvalues(11, 8);
+  std::reverse(exact.begin(), exact.end());
+  auto p = r.out.find("\"eigenvalues\": [");
+  ASSERT_NE(p, std::string::npos) << r.out;
+  const char* c = r.out.c_str() + p + 16;
+  for (int j = 0; j < 3; ++j) {
+    char* end = nullptr;
+    EXPECT_NEAR(std::strtod(c, &end), exact[j], 1e-6) << j;
+    c = end + 1;
+  }
+  EXPECT_NE(r.out.find("\"method\": \"lanczos\""), std::string::npos) << r.out;
+}
+
+TEST(AppsEigs, NotConvergedExitsOneAndStillWrites) {
+  ScratchDir d;
+  auto r = run_tcsolve({"eigs", "gen:lap2d:30", "--maxiter", "2", "--device", "cpu", "--quiet",
+                        "--out", d.file("n.h5")});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("did not converge"), std::string::npos) << r.err;
+  Hdf5File f = Hdf5File::open(d.file("n.h5"));
+  EXPECT_EQ(f.attr_string("status"), "not_converged");
+  EXPECT_FALSE(f.attr_string("reason").empty());
+}
+
+TEST(AppsSolve, RightHandSidesFromHdf5) {
+  ScratchDir d;
+  const std::string spec = "gen:lap2d:15x11";
+  const Csr<double> a = generate(spec);
+  const std::int64_t n = a.nrows, s = 3;
+  std::vector<double> b(n * s);
+  for (std::int64_t i = 0; i < n * s; ++i) b[i] = std::sin(0.37 * i + 1.0) + 0.1 * (i % 7);
+  {
+    Hdf5File f = Hdf5File::create(d.file("b.h5"));
+    f.write_2d("B", b.data(), s, n);
+    f.write_1d("b1", b.data(), n);
+    f.close();
+  }
+  auto r = run_tcsolve({"solve", spec, "--rhs", d.file("b.h5") + ":B", "--device", "cpu",
+                        "--out", d.file("x.h5")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("rel. residual"), std::string::npos) << r.out;
+  Hdf5File f = Hdf5File::open(d.file("x.h5"));
+  std::vector<std::int64_t> dims;
+  const auto x = f.read_doubles("solution", &dims);
+  ASSERT_EQ(dims, (std::vector<std::int64_t>{s, n}));
+  std::vector<double> ax(n * s);
+  csr_spmm_reference(a, x.data(), n, ax.data(), n, static_cast<int>(s));
+  for (std::int64_t j = 0; j < s; ++j) {
+    double rr = 0, bb = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      rr += std::pow(b[j * n + i] - ax[j * n + i], 2);
+      bb += b[j * n + i] * b[j * n + i];
+    }
+    EXPECT_LT(std::sqrt(rr / bb), 1.01e-8) << "column " << j;
+  }
+  EXPECT_EQ(f.read_doubles("residual_norms").size(), std::size_t(s));
+  EXPECT_EQ(f.attr_string("status"), "converged");
+  EXPECT_EQ(f.attr_string("method"), "block_cg");
+  // a single right-hand side stored 1-D
+  auto r1 = run_tcsolve({"solve", spec, "--rhs", d.file("b.h5") + ":b1", "--device", "cpu", "-q"});
+  EXPECT_EQ(r1.status, 0) << r1.err;
+}
+
+TEST(AppsSolve, IndefiniteMatrixIsReportedAsSuch) {
+  ScratchDir d;
+  // positive diagonal, eigenvalues of [[1,2],[2,1]] are 3 and -1: CG must detect it
+  std::string p = d.write("indef.mtx",
+                          "%%MatrixMarket matrix coordinate real symmetric\n3 3 4\n"
+                          "1 1 1\n2 2 1\n3 3 1\n2 1 2\n");
+  auto r = run_tcsolve({"solve", p, "--rhs", "random:2", "--device", "cpu", "--out", d.file("i.h5")});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("not positive definite"), std::string::npos) << r.err;
+  EXPECT_EQ(Hdf5File::open(d.file("i.h5")).attr_string("status"), "breakdown");
+  // a negative diagonal entry is caught before iterating
+  std::string q = d.write("neg.mtx",
+                          "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n"
+                          "1 1 2\n2 2 -1\n3 3 2\n");
+  expect_error(run_tcsolve({"solve", q, "--rhs", "random:1", "--device", "cpu"}),
+               "not positive definite (a_ii = -1 at row 2)");
+}
+
+TEST(AppsBadInput, EachGetsAClearMessage) {
+  ScratchDir d;
+  std::string ns = d.write("ns.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 4\n"
+                                     "1 1 2\n2 2 2\n3 3 2\n1 2 1\n");
+  std::string rect = d.write("rect.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 3\n"
+                                         "1 1 2\n2 2 2\n3 3 2\n");
+  std::string nan = d.write("nan.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 2\n"
+                                       "1 1 2\n2 2 inf\n");
+  expect_error(run_tcsolve({"eigs", ns, "--device", "cpu"}), "is not symmetric");
+  expect_error(run_tcsolve({"solve", ns, "--rhs", "random:1", "--device", "cpu"}), "is not symmetric");
+  expect_error(run_tcsolve({"eigs", rect, "--device", "cpu"}), "square");
+  expect_error(run_tcsolve({"eigs", nan, "--device", "cpu"}), nan);
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:3", "--k", "9", "--device", "cpu"}),
+               "k = 9 is too large");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:3", "--k", "0"}), "--k 0");
+  {
+    std::vector<double> v(24, 1.0), w(25, 1.0);
+    w[7] = NAN;
+    Hdf5File f = Hdf5File::create(d.file("r.h5"));
+    f.write("short", v);
+    f.write("nan", w);
+    f.close();
+  }
+  expect_error(run_tcsolve({"solve", "gen:lap2d:5", "--rhs", d.file("r.h5") + ":short", "--device", "cpu"}),
+               "length 24 but the matrix has 25 rows");
+  expect_error(run_tcsolve({"solve", "gen:lap2d:5", "--rhs", d.file("r.h5") + ":nan", "--device", "cpu"}),
+               "non-finite value");
+  expect_error(run_tcsolve({"solve", "gen:lap2d:5", "--rhs", d.file("r.h5") + ":nosuch", "--device", "cpu"}),
+               "nosuch");
+  expect_error(run_tcsolve({"solve", "gen:lap2d:5", "--rhs", "random:x"}), "random:x");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:5", "--which", "middle"}), "middle");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:5", "--out", d.file("x.txt")}), ".h5");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:5", "--tol", "-1"}), "--tol");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:5", "--precision", "fp16", "--device", "cpu"}),
+               "needs the GPU");
+  if (device_count() == 0)
+    expect_error(run_tcsolve({"eigs", "gen:lap2d:5", "--device", "cuda"}), "cuda");
+  EXPECT_FALSE(std::filesystem::exists(d.file("x.txt")));
+}
+
+}  // namespace
+}  // namespace tcsolve::test
