@@ -80,7 +80,8 @@ struct CooEntries {
 // zeros kept), cheaper for the readers: when the entries already come row by row with increasing
 // columns (files written by rows), col/val become the Csr arrays as they are (one counting pass,
 // no copy); otherwise one counting-sort scatter by row, then each row is sorted/merged in place.
-// Memory: the input arrays (16 B per entry) plus, unsorted, 12 B per entry for the scatter.
+// Memory: the input arrays (16 B per entry) plus, unsorted, 12 B per entry for the scatter (and
+// 4 B per entry of row indices for large inputs, sorted in two cache-friendly passes).
 Csr<double> csr_from_coo(std::int64_t nrows, std::int64_t ncols, CooEntries&& e, Symmetry symmetry);
 
 }  // namespace tcsolve

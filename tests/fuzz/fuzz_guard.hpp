@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
@@ -33,6 +34,8 @@ bool run_guarded(const char* data, std::size_t size, Header&& header, Parse&& pa
     if (h.nrows > kMaxDim || h.ncols > kMaxDim) return false;
     const auto a = parse(data, size);
     validate(a);  // throws InvalidArgument (an Error) on a structural defect: treat as a bug below
+    if (a.symmetry == Symmetry::symmetric && !is_symmetric(a))
+      throw std::logic_error("reader returned a non-symmetric matrix for a symmetric file");
     return true;
   } catch (const InvalidArgument& e) {
     throw std::logic_error(std::string("reader returned an invalid CSR: ") + e.what());

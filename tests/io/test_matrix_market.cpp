@@ -446,3 +446,33 @@ TEST(CsrFromCoo, MatchesCsrFromTriplets) {
 
 }  // namespace
 }  // namespace tcsolve
+
+namespace tcsolve {
+namespace {
+
+// Above 2^20 entries csr_from_coo sorts in two bucketed passes: check that path too.
+TEST(CsrFromCoo, LargeBucketedPathMatchesCsrFromTriplets) {
+  std::mt19937 rng(3);
+  const int n = 5003, m = 4001, count = (1 << 20) + 4321;
+  std::uniform_int_distribution<int> ri(0, n - 1), ci(0, m - 1);
+  std::uniform_real_distribution<double> val(-2, 2);
+  std::vector<Triplet<double>> t;
+  CooEntries e;
+  t.reserve(count);
+  e.reserve(count);
+  for (int k = 0; k < count; ++k) {
+    const int i = ri(rng), j = ci(rng);
+    const double v = val(rng);
+    t.push_back({i, j, v});
+    e.push(i, j, v);
+  }
+  const auto want = csr_from_triplets<double>(n, m, t, Symmetry::general);
+  const auto got = csr_from_coo(n, m, std::move(e), Symmetry::general);
+  EXPECT_LT(want.nnz(), count);  // random duplicates were summed
+  EXPECT_EQ(got.row_ptr, want.row_ptr);
+  EXPECT_EQ(got.col_idx, want.col_idx);
+  EXPECT_EQ(got.values, want.values);
+}
+
+}  // namespace
+}  // namespace tcsolve
