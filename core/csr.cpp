@@ -165,7 +165,8 @@ Csr<T> permute_symmetric(const Csr<T>& a, const std::vector<std::int32_t>& perm)
   std::vector<std::int32_t> inv(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<std::int32_t>(i);
   parallel_for(b.nrows, [&](std::int64_t i) {
-    std::vector<std::pair<std::int32_t, T>> row;
+    thread_local std::vector<std::pair<std::int32_t, T>> row;  // reused: no allocation per row
+    row.clear();
     for (std::int64_t p = b.row_ptr[i]; p < b.row_ptr[i + 1]; ++p)
       row.emplace_back(inv[b.col_idx[p]], b.values[p]);
     std::sort(row.begin(), row.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
