@@ -1,0 +1,55 @@
+// tcsolve eigs / solve on the GPU (label gpu; skipped without a device): the same answers as the
+// closed forms, the device named in the output, and fp16 storage running where the CPU refuses.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/device.hpp"
+#include "io/hdf5_file.hpp"
+#include "tests/apps/run_tcsolve.hpp"
+#include "tests/test_paths.hpp"
+
+namespace tcsolve::test {
+namespace {
+
+TEST(AppsGpu, EigsAndSolveOnTheDevice) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  ScratchDir d;
+  const int nx = 31, ny = 23, k = 4;
+  std::vector<double> exact;
+  for (int i = 1; i <= nx; ++i)
+    for (int j = 1; j <= ny; ++j)
+      exact.push_back(4 - 2 * std::cos(i * M_PI / (nx + 1)) - 2 * std::cos(j * M_PI / (ny + 1)));
+  std::sort(exact.begin(), exact.end());
+  for (std::string method : {"lobpcg", "lanczos"}) {
+    SCOPED_TRACE(method);
+    const std::string which = method == "lobpcg" ? "smallest" : "largest";
+    auto r = run_tcsolve({"eigs", "gen:lap2d:31x23", "--k", std::to_string(k), "--which", which,
+                          "--method", method, "--device", "cuda", "--out", d.file("e.h5"), "-q"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    Hdf5File f = Hdf5File::open(d.file("e.h5"));
+    EXPECT_EQ(f.attr_string("backend"), "cuda");
+    EXPECT_NE(f.attr_string("device"), "cpu");
+    const auto vals = f.read_doubles("eigenvalues");
+    ASSERT_EQ(vals.size(), std::size_t(k));
+    for (int j = 0; j < k; ++j) {
+      const double e = which == "smallest" ? exact[j] : exact[exact.size() - 1 - j];
+      EXPECT_NEAR(vals[j], e, 1e-6) << j;
+    }
+  }
+  auto s = run_tcsolve({"solve", "gen:lap2d:31x23", "--rhs", "random:5", "--device", "cuda",
+                        "--out", d.file("s.h5"), "-q"});
+  ASSERT_EQ(s.status, 0) << s.err;
+  Hdf5File f = Hdf5File::open(d.file("s.h5"));
+  for (double r : f.read_doubles("residual_norms")) EXPECT_LE(r, 1.01e-8);
+  // fp16 storage of A runs on the GPU (the CPU refuses it); the fp16 operator is inexact, so only
+  // a loose tolerance is asked
+  auto h = run_tcsolve({"eigs", "gen:lap2d:31x23", "--k", "2", "--precision", "fp16", "--tol",
+                        "1e-3", "--device", "cuda", "--json"});
+  EXPECT_NE(h.status, 2) << h.err;
+  EXPECT_NE(h.out.find("\"backend\": \"cuda\""), std::string::npos) << h.out;
+}
+
+}  // namespace
+}  // namespace tcsolve::test
