@@ -476,3 +476,33 @@ TEST(CsrFromCoo, LargeBucketedPathMatchesCsrFromTriplets) {
 
 }  // namespace
 }  // namespace tcsolve
+
+namespace tcsolve {
+namespace {
+
+TEST(MatrixMarket, WriteSkewAndEmptyAsGeneral) {
+  test::TempDir dir;
+  const std::string text = "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 1.5\n3 1 -4\n";
+  const auto a = parse_matrix_market(text.data(), text.size(), "skew.mtx");
+  const std::string p = (dir.path / "skew.mtx").string();
+  write_matrix_market(p, a);
+  const std::string out = test::read_bytes(p);
+  EXPECT_EQ(out.rfind("%%MatrixMarket matrix coordinate real general", 0), 0u) << out;
+  const auto b = read_matrix_market(p);
+  EXPECT_EQ(b.row_ptr, a.row_ptr);
+  EXPECT_EQ(b.col_idx, a.col_idx);
+  EXPECT_EQ(b.values, a.values);
+  Csr<double> empty;
+  empty.nrows = 4;
+  empty.ncols = 2;
+  empty.row_ptr.assign(5, 0);
+  const std::string q = (dir.path / "empty.mtx").string();
+  write_matrix_market(q, empty);
+  const auto c = read_matrix_market(q);
+  EXPECT_EQ(c.nrows, 4);
+  EXPECT_EQ(c.ncols, 2);
+  EXPECT_EQ(c.nnz(), 0);
+}
+
+}  // namespace
+}  // namespace tcsolve
