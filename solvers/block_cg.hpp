@@ -27,7 +27,7 @@ struct CgOptions {
   std::int64_t max_iterations = 5000;
   std::vector<double> jacobi_diagonal;  // diag(A) on the host; empty = no Jacobi
   const LinearOperator<double>* preconditioner = nullptr;  // takes precedence; in ops.space()
-  double rank_tol = 1e-24;            // SVQB: drop directions with λ(Gs) < rank_tol·λmax
+  double rank_tol = 1e-14;            // SVQB: drop directions with λ(Gs) < rank_tol·λmax (σ < 1e-7)
   bool keep_history = true;
   // Called after each iteration with its record (progress display); may be empty.
   std::function<void(const IterationRecord&)> on_iteration;

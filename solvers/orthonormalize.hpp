@@ -30,10 +30,13 @@ struct OrthoWorkspace {
 };
 
 // bw.cols == 0 means B = I (the Gram uses W itself). drop_tol: relative eigenvalue of the
-// scaled Gram below which a direction is dropped (1e-20 ~ keeps directions with relative singular
-// value above 1e-10). passes = 1 skips pass 2 (enough when only the span matters). On return ws.t holds T (p × rank, ld p) and ws.g_in holds G_in (p × p).
+// scaled Gram below which a direction is dropped (1e-14 keeps directions with relative singular
+// value above 1e-7; a Gram matrix cannot resolve smaller ones: its rounding noise is ~1e-16·‖G‖,
+// i.e. singular values near 1e-8 look alike whether real or not). passes = 1 skips pass 2
+// (enough when only the span matters). On return ws.t holds T (p × rank, ld p) and ws.g_in
+// holds G_in (p × p).
 OrthoOutcome orthonormalize(DenseBlockOps& ops, MvView<double> w, MvView<double> bw,
-                            OrthoWorkspace& ws, double drop_tol = 1e-20, int passes = 2);
+                            OrthoWorkspace& ws, double drop_tol = 1e-14, int passes = 2);
 
 // Small host helpers on column-major matrices.
 namespace small {

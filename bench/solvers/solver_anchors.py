@@ -111,7 +111,7 @@ def cg_anchor(n=100, s=32, tol=1e-8):
             cnt = [0]
             def cb(xk):
                 cnt[0] += 1
-            x, info = csla.cg(ag, b[:, j], tol=tol, maxiter=20000, callback=cb)
+            x, info = csla.cg(ag, b[:, j], rtol=tol, maxiter=20000, callback=cb)
             xs.append(x)
             iters.append(cnt[0])
         cp.cuda.Device().synchronize()
