@@ -7,7 +7,10 @@
 //     fp64: x, y double.  fp16/bf16: x 16-bit, y fp32 (all contenders write fp32 Y).
 //
 // Usage: spmm_bench [--quick] [--csv FILE] [--reps R] [--matrices a,b,...] [--band-sweep B1,B2,..]
-//                   [--no-fp64] [--no-fp16] [--real DIR]
+//                   [--no-fp64] [--no-fp16] [--real DIR] [--cols N1,N2,..] [--no-bsr] [--no-trial]
+// "tcsolve auto" is the operator make_sparse_operator builds (kernel chosen by the one-time
+// trial at that N; its construction time and the trial's times are printed); "tcsolve model
+// pick" is what the byte cost model alone would have chosen among the timed kernels.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -315,6 +318,8 @@ struct Config {
   std::vector<int> n16 = {8, 32, 128};
   bool fp64 = true, fp16 = true;
   bool bf16 = true;
+  bool bsr = true;    // cuSPARSE BSR contender
+  bool trial = true;  // time the trial-planned operator ("tcsolve auto")
 };
 
 bool is_band(const std::string& spec) { return spec.rfind("gen:band:", 0) == 0 && spec.find('+') == std::string::npos; }
@@ -359,7 +364,7 @@ void bench_matrix(const std::string& spec, const Csr<double>& a, const Config& c
         dmma_j = std::make_unique<BcsrSpmmDevice>(build_bcsr(a, 8, 4, rr.perm), Precision::fp64, nmax);
     }
     CusparseCsr cs(sh, a, CUDA_R_64F);
-    const Bcsr<double> b88 = dmma_ok ? build_bcsr(a, 8, 8) : Bcsr<double>{};
+    const Bcsr<double> b88 = dmma_ok && cfg.bsr ? build_bcsr(a, 8, 8) : Bcsr<double>{};
     // dense A for cuBLAS (band matrices only; column-major)
     Dev<double> dense;
     if (band && double(n) * n * 8 < 4.5e9) {
@@ -395,13 +400,28 @@ void bench_matrix(const std::string& spec, const Csr<double>& a, const Config& c
         record(spec, n, nnz, "fp64", N, "tcsolve DMMA jaccard", jinfo, t, bytes_min);
       }
       const bool picked_bcsr = pn.kernel == SpmmKernel::bcsr_dmma;
-      const double t_auto = picked_bcsr ? (pn.stage_x ? t_dmma_st : t_dmma)
-                                        : (pn.stage_x && csr_st ? t_csr_st : t_csr);
-      record(spec, n, nnz, "fp64", N, "tcsolve auto", std::string(to_string(pn.kernel)) + (pn.stage_x ? " staged" : ""), t_auto, bytes_min);
+      const double t_model = picked_bcsr ? (pn.stage_x ? t_dmma_st : t_dmma)
+                                         : (pn.stage_x && csr_st ? t_csr_st : t_csr);
+      record(spec, n, nnz, "fp64", N, "tcsolve model pick", std::string(to_string(pn.kernel)) + (pn.stage_x ? " staged" : ""), t_model, bytes_min);
+      // the operator the solvers get: kernel chosen by the one-time trial at this N
+      if (cfg.trial) {
+        const auto c0 = std::chrono::steady_clock::now();
+        auto op = make_sparse_operator(a, Backend::cuda, o);
+        CK(cudaDeviceSynchronize());
+        const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+        const SpmmPlan& tp = op->plan();
+        std::string tr;
+        for (const auto& t : tp.trials) tr += t.name + " " + std::to_string(t.ms).substr(0, 6) + "; ";
+        std::printf("  trial N=%d: construction %.3f s; %s\n", N, build_s, tr.c_str());
+        const MvView<const double> xv{X.p, a.ncols, N, a.ncols, Space::device};
+        const MvView<double> yv{Y.p, n, N, n, Space::device};
+        const double t_auto = time_ms([&] { op->apply(xv, yv); });
+        record(spec, n, nnz, "fp64", N, "tcsolve auto", std::string(to_string(tp.kernel)) + (tp.stage_x ? " staged" : "") + " (trial)", t_auto, bytes_min);
+      }
       // cuSPARSE: X, Y reinterpreted in each layout (same random contents)
       Best b = best_cusparse_csr(sh, cs, N, X.p, Y.p, CUDA_R_64F, CUDA_R_64F, buf);
       record(spec, n, nnz, "fp64", N, "cuSPARSE CSR best", b.what, b.ms, bytes_min);
-      if (dmma_ok && (N == 8 || N == 64)) {
+      if (cfg.bsr && dmma_ok && (N == 8 || N == 64)) {
         Best bb = best_cusparse_bsr(sh, a, b88, N, X.p, Y.p, CUDA_R_64F, CUDA_R_64F, buf);
         record(spec, n, nnz, "fp64", N, "cuSPARSE BSR best", bb.what, bb.ms, bytes_min);
       }
@@ -535,6 +555,9 @@ int main(int argc, char** argv) {
     else if (s == "--no-fp64") cfg.fp64 = false;
     else if (s == "--no-fp16") cfg.fp16 = false;
     else if (s == "--real") real_dir = next();
+    else if (s == "--cols") { cfg.n64.clear(); for (auto& t : split(next())) cfg.n64.push_back(std::stoi(t)); }
+    else if (s == "--no-bsr") cfg.bsr = false;
+    else if (s == "--no-trial") cfg.trial = false;
     else { std::fprintf(stderr, "unknown argument %s\n", s.c_str()); return 1; }
   }
   if (device_count() == 0) {

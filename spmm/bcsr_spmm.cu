@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <vector>
 
@@ -25,10 +26,9 @@ namespace {
 
 constexpr int kWarpsPerCta = 4;
 constexpr int kThreads = 32 * kWarpsPerCta;
-constexpr int kStageMinCols = 16;  // below this N the staging pass costs more than it saves
 
 struct BcsrArgs {
-  std::int64_t nrows, ncols, nblocks, per_warp, nwarps;
+  std::int64_t nrows, ncols, nblocks, per_warp, nwarps, nbrows;
   const std::int64_t* __restrict__ bp;    // [nbrows + 1]
   const std::int32_t* __restrict__ bcol;  // [nblocks]
   const void* __restrict__ vals;
@@ -76,107 +76,145 @@ __device__ __forceinline__ void seek_row(const BcsrArgs& A, std::int64_t b, std:
   }
 }
 
-// fp64: warp = run of K blocks; per block-row segment of the run, Y[8 rows, 8·NT cols] in
-// registers (2·NT doubles per lane). Per block: 256 B of A (one 8-byte load per lane, coalesced),
-// 4 rows × 8·NT columns of X (32-byte column pieces), NT DMMAs.
+// fp64: warp = run of K blocks [b_begin, b_end) (may span several block-rows); per block-row,
+// Y[8 rows, 8·NT cols] in registers (2·NT doubles per lane), written when the run leaves the row.
+// Per block: 256 B of A (one 8-byte load per lane, coalesced), 4 rows × 8·NT columns of X, NT
+// DMMAs. Software pipeline: the A fragments and block columns of the next U blocks are loaded
+// while the current U blocks' X fragments are in flight, so the chain bcol → X → mma costs one
+// L2 latency per U blocks instead of two (DRAM for bcol, then L2 for X).
 //
-// RM = true: X was staged row-major (element (r, c) at x[r·ldx + c], rows padded with zeros to a
-// multiple of 16, columns to the chunk width) and the chunk's columns are interleaved over the NT
-// tiles: tile j, fragment column g is column c0 + NT·g + j. Then a lane's NT B values are NT
-// consecutive doubles of one X row (16-byte loads), and the 8 lanes of one t read one contiguous
-// 64·NT-byte piece of that row.
-template <int NT, int U, bool RM>
+// ST = false: X column-major (x[r + c·ldx]); lane (g, t) reads X[4·bcol + t][c0 + 8j + g]: one
+//   full 32-byte sector per column per block.
+// ST = true: X staged in fragment order (stage_fragments_kernel): for block column c the 4·W
+//   doubles at x + c·4W hold, per 16-column pair p, lane L's two B values X[4c+t][16p+g] and
+//   X[4c+t][16p+8+g] at 64p + 2L (W = ldx ≥ 16; W = 8: one value at L). One 16-byte load per
+//   lane then reads 512 contiguous bytes per warp — four full lines, no partial sectors.
+template <int NT, int U, bool ST>
 __global__ void __launch_bounds__(kThreads)
     bcsr_dmma_kernel(BcsrArgs A, const double* __restrict__ x, std::int64_t ldx,
                      double* __restrict__ y, std::int64_t ldy, int ncols) {
+  constexpr int P = NT >= 2 ? 2 : 1;  // 8-column tiles per staged load
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int chunk = blockIdx.x % A.nchunks;
-  const std::int64_t w =
-      static_cast<std::int64_t>(blockIdx.x / A.nchunks) * kWarpsPerCta + threadIdx.x / 32;
-  if (w >= A.nwarps) return;  // warp-uniform
   const int c0 = chunk * 8 * NT;
-  const std::int64_t b_begin = w * A.per_warp;
-  const std::int64_t b_end = min(b_begin + A.per_warp, A.nblocks);
   const double* __restrict__ vals = static_cast<const double*>(A.vals);
-  std::int64_t r = A.warp_row[w];
-  std::int64_t b = b_begin;
-  while (b < b_end) {
-    std::int64_t rb0, rb1;
-    seek_row(A, b, r, rb0, rb1);
-    const std::int64_t e = min(rb1, b_end);
-    const bool shared = rb0 < b_begin || rb1 > b_end;
+  constexpr std::int64_t kNone = INT64_MAX;
+  // Persistent warps: the grid holds what fits on the GPU at once; warp w takes runs w, w + W, ...
+  const std::int64_t nw = static_cast<std::int64_t>(gridDim.x / A.nchunks) * kWarpsPerCta;
+  for (std::int64_t w =
+           static_cast<std::int64_t>(blockIdx.x / A.nchunks) * kWarpsPerCta + threadIdx.x / 32;
+       w < A.nwarps; w += nw) {  // warp-uniform
+    const std::int64_t b_begin = w * A.per_warp;
+    const std::int64_t b_end = min(b_begin + A.per_warp, A.nblocks);
+    // Current block-row r holds blocks [.., rb1); rb2 = end of row r + 1 (prefetched).
+    std::int64_t r = A.warp_row[w];
+    bool shared = A.bp[r] < b_begin;  // row started in an earlier run
+    std::int64_t rb1 = A.bp[r + 1];
+    std::int64_t rb2 = r + 2 <= A.nbrows ? A.bp[r + 2] : kNone;
+    shared = shared || rb1 > b_end;
     double acc[NT][2];
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = 0.0;
-    for (; b < e; b += U) {
+
+    auto flush = [&]() {
+      const std::int64_t row = r * 8 + g;
+      if (row < A.nrows) {
+        const std::int64_t yr = A.perm ? A.perm[row] : row;
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            const int col = c0 + 8 * j + 2 * t + q;
+            if (col >= ncols) continue;
+            double* d = y + yr + static_cast<std::int64_t>(col) * ldy;
+            if (shared) atomicAdd(d, acc[j][q]);
+            else *d = acc[j][q];
+          }
+        }
+      }
+    };
+
+    double an[U];
+    std::int32_t cn[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const bool ok = b_begin + u < b_end;
+      an[u] = ok ? __ldg(vals + (b_begin + u) * 32 + lane) : 0.0;
+      cn[u] = ok ? __ldg(A.bcol + b_begin + u) : -1;
+    }
+    for (std::int64_t b = b_begin; b < b_end; b += U) {
       double a[U];
-      std::int64_t xr[U];
+      std::int32_t bc[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        const bool ok = b + u < e;
-        a[u] = ok ? __ldg(vals + (b + u) * 32 + lane) : 0.0;
-        xr[u] = ok ? static_cast<std::int64_t>(__ldg(A.bcol + b + u)) * 4 + t : -1;
+        a[u] = an[u];
+        bc[u] = cn[u];
       }
+      // X fragments of the current U blocks.
       double xb[U][NT];
-      if constexpr (RM) {
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          if (xr[u] < 0) {
+      for (int u = 0; u < U; ++u) {
+        if constexpr (ST) {
+          if (bc[u] < 0) {
 #pragma unroll
             for (int j = 0; j < NT; ++j) xb[u][j] = 0.0;
           } else {
-            const double* src = x + xr[u] * ldx + c0 + NT * g;
-            if constexpr (NT % 2 == 0) {
+            const double* src = x + static_cast<std::int64_t>(bc[u]) * 4 * ldx + 4 * c0 + P * lane;
+            if constexpr (P == 2) {
 #pragma unroll
-              for (int j = 0; j < NT; j += 2) {
-                const double2 v = __ldg(reinterpret_cast<const double2*>(src + j));
-                xb[u][j] = v.x;
-                xb[u][j + 1] = v.y;
+              for (int p = 0; p < NT / 2; ++p) {
+                const double2 v = __ldg(reinterpret_cast<const double2*>(src + 64 * p));
+                xb[u][2 * p] = v.x;
+                xb[u][2 * p + 1] = v.y;
               }
             } else {
               xb[u][0] = __ldg(src);
             }
           }
-        }
-      } else {
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
+        } else {
+          const std::int64_t xr = static_cast<std::int64_t>(bc[u]) * 4 + t;
 #pragma unroll
           for (int j = 0; j < NT; ++j) {
             const int xc = c0 + 8 * j + g;
-            xb[u][j] = (xr[u] >= 0 && xr[u] < A.ncols && xc < ncols)
-                           ? __ldg(x + xr[u] + static_cast<std::int64_t>(xc) * ldx)
+            xb[u][j] = (bc[u] >= 0 && xr < A.ncols && xc < ncols)
+                           ? __ldg(x + xr + static_cast<std::int64_t>(xc) * ldx)
                            : 0.0;
           }
         }
       }
+      // Next U blocks' A fragments and block columns (independent of the loads above).
 #pragma unroll
       for (int u = 0; u < U; ++u) {
+        const std::int64_t bn = b + U + u;
+        const bool ok = bn < b_end;
+        an[u] = ok ? __ldg(vals + bn * 32 + lane) : 0.0;
+        cn[u] = ok ? __ldg(A.bcol + bn) : -1;
+      }
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const bool live = RM ? c0 + j < ncols : c0 + 8 * j < ncols;
-          if (live) dmma_884(acc[j][0], acc[j][1], a[u], xb[u][j]);
+      for (int u = 0; u < U; ++u) {
+        const std::int64_t bb = b + u;
+        if (bb >= b_end) break;  // warp-uniform
+        if (bb >= rb1) {         // the run enters the next non-empty block-row
+          flush();
+#pragma unroll
+          for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = 0.0;
+          ++r;
+          rb1 = rb2;
+          while (rb1 <= bb) {  // empty block-rows (their Y rows were zeroed by the pre-pass)
+            ++r;
+            rb1 = A.bp[r + 1];
+          }
+          rb2 = r + 2 <= A.nbrows ? A.bp[r + 2] : kNone;
+          shared = rb1 > b_end;
         }
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          if (c0 + 8 * j < ncols) dmma_884(acc[j][0], acc[j][1], a[u], xb[u][j]);
       }
     }
-    b = e;  // the unrolled loop may step past the block-row's end
-    const std::int64_t row = r * 8 + g;
-    if (row < A.nrows) {
-      const std::int64_t yr = A.perm ? A.perm[row] : row;
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          const int col = RM ? c0 + NT * (2 * t + q) + j : c0 + 8 * j + 2 * t + q;
-          if (col >= ncols) continue;
-          double* d = y + yr + static_cast<std::int64_t>(col) * ldy;
-          if (shared) atomicAdd(d, acc[j][q]);
-          else *d = acc[j][q];
-        }
-      }
-    }
-  }
+    flush();
+  }  // runs
 }
 
 // 16-bit: blocks 16×16 in fragment order (512 B per block, one 16-byte load per lane).
@@ -270,6 +308,66 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// xs = X[:, 0:kc] in the DMMA fragment order (see bcsr_dmma_kernel, ST): element o of block
+// column c = o / 4W: with P = 2 (W ≥ 16) or 1 (W = 8), group q = rem / 32P, lane L = (rem % 32P)
+// / P = 4g + t, h = rem % P: xs[o] = X[4c + t][8(Pq + h) + g], zero outside X. One thread per
+// element of xs: writes coalesced, each warp reads 8 columns × 4 rows (8 full sectors).
+__global__ void stage_fragments_kernel(const double* __restrict__ x, std::int64_t ldx,
+                                       std::int64_t rows, int kc, double* __restrict__ xs,
+                                       std::int64_t total, int width) {
+  const std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (o >= total) return;
+  const int P = width >= 16 ? 2 : 1;
+  const std::int64_t region = 4 * static_cast<std::int64_t>(width);
+  const std::int64_t c = o / region;
+  const int rem = static_cast<int>(o - c * region);
+  const int q = rem / (32 * P), within = rem % (32 * P);
+  const int l = within / P, h = within % P;
+  const std::int64_t r = 4 * c + (l & 3);
+  const int col = 8 * (P * q + h) + (l >> 2);
+  xs[o] = (r < rows && col < kc) ? x[r + static_cast<std::int64_t>(col) * ldx] : 0.0;
+}
+
+// Same layout for W a multiple of 32, through a 32-row × 32-column shared tile: reads are whole
+// 256-byte pieces of X columns (the direct kernel reads 32-byte sectors of 8 columns per warp),
+// writes are the 8 block columns' 1 KB pieces (cols c0..c0+31 of block column c are the 128
+// doubles at c·4W + 4·c0, pairs q = c0/16 and c0/16 + 1).
+__global__ void stage_fragments_tiled_kernel(const double* __restrict__ x, std::int64_t ldx,
+                                             std::int64_t rows, int kc, double* __restrict__ xs,
+                                             int width) {
+  __shared__ double tile[32][33];  // [column][row]
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * 32;
+  const int c0 = blockIdx.y * 32;
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const std::int64_t r = r0 + threadIdx.x;
+    const int c = c0 + k;
+    tile[k][threadIdx.x] = (r < rows && c < kc) ? x[r + static_cast<std::int64_t>(c) * ldx] : 0.0;
+  }
+  __syncthreads();
+  const int nthreads = blockDim.x * blockDim.y;
+  for (int i = threadIdx.y * blockDim.x + threadIdx.x; i < 1024; i += nthreads) {
+    const int bl = i >> 7, within = i & 127;  // block column in the tile, offset in its piece
+    const int q = within >> 6, l = (within & 63) >> 1, h = within & 1;
+    const int col = 16 * q + 8 * h + (l >> 2), row = 4 * bl + (l & 3);
+    xs[(r0 / 4 + bl) * 4 * static_cast<std::int64_t>(width) + 4 * c0 + within] = tile[col][row];
+  }
+}
+
+void stage_fragments_device(const double* x, std::int64_t ldx, std::int64_t rows, int kc,
+                            double* xs, std::int64_t rows_pad, int width, cudaStream_t st) {
+  const std::int64_t total = rows_pad * width;
+  if (total == 0) return;
+  if (width % 32 == 0 && rows_pad % 32 == 0) {
+    const dim3 grid(static_cast<unsigned>(rows_pad / 32), static_cast<unsigned>(width / 32));
+    stage_fragments_tiled_kernel<<<grid, dim3(32, 8), 0, st>>>(x, ldx, rows, kc, xs, width);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  stage_fragments_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, st>>>(
+      x, ldx, rows, kc, xs, total, width);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
 int sm_count() {
   int dev = 0, n = 0;
   TCSOLVE_CUDA_CHECK(cudaGetDevice(&dev));
@@ -280,24 +378,35 @@ int sm_count() {
 // Columns per chunk: 8·NT with NT the smallest of {1, 2, 4, 8} covering N (8 for N > 32).
 int pick_nt(int ncols) { return ncols > 32 ? 8 : ncols > 16 ? 4 : ncols > 8 ? 2 : 1; }
 
-template <int NT, int U, bool RM>
+// Grid of the persistent DMMA kernel: per column chunk, the CTAs that are resident at once
+// (occupancy × SMs, shared by the chunks), at most one per 4 runs.
+template <int NT, int U, bool ST>
 void launch_dmma(BcsrArgs args, const double* x, std::int64_t ldx, double* y, std::int64_t ldy,
                  int ncols, cudaStream_t st) {
+  static const int resident = [] {
+    int per_sm = 0;
+    TCSOLVE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, bcsr_dmma_kernel<NT, U, ST>, kThreads, 0));
+    return std::max(1, per_sm) * sm_count();
+  }();
   args.nchunks = (ncols + 8 * NT - 1) / (8 * NT);
-  const std::int64_t ctas = (args.nwarps + kWarpsPerCta - 1) / kWarpsPerCta;
+  const std::int64_t need = (args.nwarps + kWarpsPerCta - 1) / kWarpsPerCta;
+  const std::int64_t ctas =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(need, resident / args.nchunks));
   const unsigned grid = static_cast<unsigned>(ctas * args.nchunks);
-  bcsr_dmma_kernel<NT, U, RM><<<grid, kThreads, 0, st>>>(args, x, ldx, y, ldy, ncols);
+  bcsr_dmma_kernel<NT, U, ST><<<grid, kThreads, 0, st>>>(args, x, ldx, y, ldy, ncols);
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-template <bool RM>
+template <bool ST>
 void dispatch_dmma(const BcsrArgs& args, const double* x, std::int64_t ldx, double* y,
-                   std::int64_t ldy, int ncols, cudaStream_t st) {
-  switch (pick_nt(ncols)) {
-    case 1: launch_dmma<1, 4, RM>(args, x, ldx, y, ldy, ncols, st); break;
-    case 2: launch_dmma<2, 4, RM>(args, x, ldx, y, ldy, ncols, st); break;
-    case 4: launch_dmma<4, 4, RM>(args, x, ldx, y, ldy, ncols, st); break;
-    default: launch_dmma<8, 2, RM>(args, x, ldx, y, ldy, ncols, st); break;
+                   std::int64_t ldy, int ncols, int max_nt, cudaStream_t st) {
+  // NT divides pick_nt(ncols), so a staged width (a multiple of 8·pick_nt) splits into chunks.
+  switch (std::min(pick_nt(ncols), max_nt)) {
+    case 1: launch_dmma<1, 8, ST>(args, x, ldx, y, ldy, ncols, st); break;
+    case 2: launch_dmma<2, 4, ST>(args, x, ldx, y, ldy, ncols, st); break;
+    case 4: launch_dmma<4, 4, ST>(args, x, ldx, y, ldy, ncols, st); break;
+    default: launch_dmma<8, 2, ST>(args, x, ldx, y, ldy, ncols, st); break;
   }
 }
 
@@ -348,7 +457,7 @@ BcsrSpmmDevice::BcsrSpmmDevice(const Bcsr<double>& b, Precision precision, int s
     while (c < std::min(stage_cols, 64)) c *= 2;
     if (stage_cols > 64) c = std::min(256, (stage_cols + 63) / 64 * 64);
     stage_cols_ = c;
-    stage_rows_ = (b.ncols + 15) / 16 * 16;
+    stage_rows_ = (b.ncols + 31) / 32 * 32;
     stage_ = DeviceArray<double>(static_cast<std::size_t>(stage_rows_) * stage_cols_);
   }
   if (precision == Precision::fp64) {
@@ -397,8 +506,9 @@ BcsrSpmmDevice::BcsrSpmmDevice(const Bcsr<double>& b, Precision precision, int s
 }
 
 void BcsrSpmmDevice::prepare_split(const Bcsr<double>& b) {
-  // K blocks per warp: about 2 waves of 16 warps per SM for one 64-column chunk, at least 8.
-  const std::int64_t target = static_cast<std::int64_t>(sm_count()) * 32;
+  // K blocks per run: about 128 runs per SM (the persistent fp64 kernel spreads them over its
+  // resident warps, ≤ 1 run of imbalance), at least 8. Rows cut by a run boundary take atomics.
+  const std::int64_t target = static_cast<std::int64_t>(sm_count()) * 128;
   per_warp_ = std::max<std::int64_t>(8, (nblocks_ + target - 1) / std::max<std::int64_t>(1, target));
   nwarps_ = (nblocks_ + per_warp_ - 1) / per_warp_;
   std::vector<std::int32_t> wr(static_cast<std::size_t>(nwarps_));
@@ -434,8 +544,9 @@ namespace {
 BcsrArgs make_args(std::int64_t rows, std::int64_t cols, std::int64_t nblocks,
                    std::int64_t per_warp, std::int64_t nwarps, const std::int64_t* bp,
                    const std::int32_t* bcol, const void* vals, const std::int32_t* perm,
-                   const std::int32_t* warp_row) {
+                   const std::int32_t* warp_row, std::int64_t nbrows) {
   BcsrArgs a;
+  a.nbrows = nbrows;
   a.nrows = rows;
   a.ncols = cols;
   a.nblocks = nblocks;
@@ -451,6 +562,22 @@ BcsrArgs make_args(std::int64_t rows, std::int64_t cols, std::int64_t nblocks,
 }
 }  // namespace
 
+void BcsrSpmmDevice::set_stage_min_cols(int n) {
+  TCSOLVE_REQUIRE(n >= 1, "stage_min_cols must be >= 1");
+  stage_min_cols_ = n;
+}
+
+void BcsrSpmmDevice::set_max_tile_cols(int cols) {
+  TCSOLVE_REQUIRE(cols == 16 || cols == 32 || cols == 64,
+                  "DMMA column tile must be 16, 32 or 64 columns");
+  max_nt_ = cols / 8;
+}
+
+void BcsrSpmmDevice::drop_stage() {
+  stage_ = DeviceArray<double>();
+  stage_cols_ = 0;
+}
+
 void BcsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::int64_t ldy,
                            int ncols_x, void* stream) const {
   TCSOLVE_REQUIRE(precision_ == Precision::fp64, "BcsrSpmmDevice::apply is the fp64 path");
@@ -463,18 +590,19 @@ void BcsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::in
                      ncols_x, stream);
   if (nblocks_ == 0) return;
   BcsrArgs args = make_args(rows_, cols_, nblocks_, per_warp_, nwarps_, block_row_ptr_.get(),
-                            block_col_.get(), values_.get(), perm_.get(), warp_row_.get());
-  if (stage_cols_ == 0 || ncols_x < kStageMinCols) {
-    dispatch_dmma<false>(args, x, ldx, y, ldy, ncols_x, st);
+                            block_col_.get(), values_.get(), perm_.get(), warp_row_.get(), nbrows_);
+  if (stage_cols_ == 0 || ncols_x < stage_min_cols_) {
+    dispatch_dmma<false>(args, x, ldx, y, ldy, ncols_x, max_nt_, st);
     return;
   }
-  // Row-major staging, stage_cols_ columns at a time (see bcsr_dmma_kernel, RM).
+  // Fragment-order staging, stage_cols_ columns at a time (see bcsr_dmma_kernel, ST).
   for (int c0 = 0; c0 < ncols_x; c0 += stage_cols_) {
     const int kc = std::min(stage_cols_, ncols_x - c0);
     const int width = staged_width(kc);
-    stage_row_major_device(x + static_cast<std::int64_t>(c0) * ldx, ldx, cols_, kc, stage_.get(),
-                           stage_rows_, width, stream);
+    stage_fragments_device(x + static_cast<std::int64_t>(c0) * ldx, ldx, cols_, kc, stage_.get(),
+                           stage_rows_, width, st);
     dispatch_dmma<true>(args, stage_.get(), width, y + static_cast<std::int64_t>(c0) * ldy, ldy, kc,
+                        max_nt_,
                         st);
   }
 }
@@ -506,7 +634,7 @@ void BcsrSpmmDevice::apply_lowp(const void* x, std::int64_t ldx, float* y, std::
                                 int ncols_x, void* stream) const {
   apply_lowp_impl<float>(precision_,
                          make_args(rows_, cols_, nblocks_, per_warp_, nwarps_, block_row_ptr_.get(),
-                                   block_col_.get(), values_.get(), perm_.get(), warp_row_.get()),
+                                   block_col_.get(), values_.get(), perm_.get(), warp_row_.get(), nbrows_),
                          rows_, cols_, zero_rows_.get(),
                          static_cast<std::int64_t>(zero_rows_.size()), x, ldx, y, ldy, ncols_x,
                          stream);
@@ -517,7 +645,7 @@ void BcsrSpmmDevice::apply_lowp(const void* x, std::int64_t ldx, double* y, std:
   apply_lowp_impl<double>(precision_,
                           make_args(rows_, cols_, nblocks_, per_warp_, nwarps_,
                                     block_row_ptr_.get(), block_col_.get(), values_.get(),
-                                    perm_.get(), warp_row_.get()),
+                                    perm_.get(), warp_row_.get(), nbrows_),
                           rows_, cols_, zero_rows_.get(),
                           static_cast<std::int64_t>(zero_rows_.size()), x, ldx, y, ldy, ncols_x,
                           stream);

@@ -10,7 +10,8 @@
 // block-row is shared by several warps; block-rows cut by a run boundary (and empty block-rows)
 // are zeroed by a pre-pass and receive their partial sums with atomicAdd, all others get plain
 // stores. A warp keeps each A fragment in registers for the whole N tile (up to 64 columns), and
-// issues U blocks' loads (A fragments and X fragments) before their mma instructions.
+// issues U blocks' X-fragment loads together with the next U blocks' A fragments and block
+// columns before their mma instructions (software pipeline: one L2 latency per U blocks).
 // Bytes per apply (minimum for this format): nblocks·(h·w·sizeof(value)+4) + 8·(nblock_rows+1)
 // + X once + Y once.
 #pragma once
@@ -27,10 +28,10 @@ class BcsrSpmmDevice {
   // precision fp64 needs b.h == 8, b.w == 4; fp16/bf16 need 16×16. Values are rounded to the
   // precision on upload (16-bit blocks are stored in mma fragment order).
   //
-  // stage_cols > 0 (fp64 only): X is first copied into a row-major workspace of up to that many
-  // columns (rounded up; allocated here, 8·ncols·stage_cols bytes) so that the DMMA kernel reads
-  // each lane's B values as 16-byte vectors from one X row (columns interleaved over the N tiles).
-  // Costs 16·n·N extra bytes per apply; pays when X gathers dominate (large N, fill > ~0.3).
+  // stage_cols > 0 (fp64 only): X is first copied into a workspace of up to that many columns
+  // (rounded up; allocated here, 8·ncols·stage_cols bytes) in the DMMA fragment order, so that a
+  // warp reads a block's B fragments for 16 columns as one contiguous 512-byte piece (16-byte
+  // loads). Costs 16·n·N extra bytes per apply; used from N = stage_min_cols() on.
   BcsrSpmmDevice(const Bcsr<double>& b, Precision precision, int stage_cols = 0);
 
   // fp64 only: Y = A·X.
@@ -49,6 +50,15 @@ class BcsrSpmmDevice {
   std::size_t device_bytes() const;
   Precision precision() const { return precision_; }
   int stage_cols() const { return stage_cols_; }
+  // Staging is used for N >= stage_min_cols (default 16); the plan's trial tries both settings.
+  int stage_min_cols() const { return stage_min_cols_; }
+  void set_stage_min_cols(int n);
+  void drop_stage();  // frees the workspace: X is then always read column-major
+  // Widest column tile of one warp (16, 32 or 64; default 64). Narrower tiles: more warps per
+  // A block (A re-read from L2 per tile) but a narrower band of block-rows in flight at once,
+  // so the X rows they share stay in L2. The plan's trial picks it.
+  void set_max_tile_cols(int cols);
+  int max_tile_cols() const { return 8 * max_nt_; }
 
  private:
   void prepare_split(const Bcsr<double>& b);  // per-warp runs, zero list
@@ -65,8 +75,10 @@ class BcsrSpmmDevice {
   DeviceArray<std::int32_t> warp_row_;   // block-row holding the first block of each run
   DeviceArray<std::int32_t> zero_rows_;  // Y rows (after perm) zeroed before the kernel
   int stage_cols_ = 0;                   // 0: read X column-major directly
-  std::int64_t stage_rows_ = 0;          // ncols rounded up to 16
-  DeviceArray<double> stage_;            // row-major X staging [stage_rows_ × width]
+  int stage_min_cols_ = 16;
+  int max_nt_ = 8;                       // widest tile: 8·max_nt_ columns
+  std::int64_t stage_rows_ = 0;          // ncols rounded up to 32
+  DeviceArray<double> stage_;            // fragment-order X staging [stage_rows_ × width]
 };
 
 }  // namespace tcsolve

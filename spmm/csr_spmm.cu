@@ -56,6 +56,54 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
+// Row-split with the CTA's slice of A staged in shared memory: the 128 rows' non-zeros
+// [rp[r0], rp[r0 + 128]) are copied with coalesced loads (values widened to double), then each
+// thread walks its row there for every pass of NT columns — A leaves DRAM/L2 once, in full lines,
+// instead of one scattered 8-byte word per lane per non-zero and pass. A CTA whose slice exceeds
+// kRowTile non-zeros reads A from global memory as csr_row_kernel does.
+constexpr int kRowTile = 1024;
+template <class TA, int NT>
+__global__ void __launch_bounds__(kRowThreads)
+    csr_row_tiled_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
+                         const std::int32_t* __restrict__ ci, const TA* __restrict__ v,
+                         const double* __restrict__ x, std::int64_t ldx, double* __restrict__ y,
+                         std::int64_t ldy, int ncols) {
+  __shared__ double sv[kRowTile];
+  __shared__ std::int32_t sc[kRowTile];
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * kRowThreads;
+  const std::int64_t r1 = min(r0 + kRowThreads, m);
+  const std::int64_t q0 = rp[r0], q1 = rp[r1];
+  const bool tiled = q1 - q0 <= kRowTile;  // CTA-uniform
+  if (tiled) {
+    for (std::int64_t q = q0 + threadIdx.x; q < q1; q += kRowThreads) {
+      sv[q - q0] = to_f64(v[q]);
+      sc[q - q0] = ci[q];
+    }
+  }
+  __syncthreads();
+  const std::int64_t row = r0 + threadIdx.x;
+  if (row >= m) return;
+  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
+  for (int c0 = 0; c0 < ncols; c0 += NT) {
+    const int nc = min(NT, ncols - c0);
+    const double* xc = x + static_cast<std::int64_t>(c0) * ldx;
+    double acc[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[j] = 0.0;
+#pragma unroll 4
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const double a = tiled ? sv[p - q0] : to_f64(v[p]);
+      const std::int64_t c = tiled ? sc[p - q0] : ci[p];
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        if (j < nc) acc[j] = fma(a, __ldg(xc + c + j * ldx), acc[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+      if (j < nc) y[row + (c0 + j) * ldy] = acc[j];
+  }
+}
+
 // Segment-split. G lanes per segment, lanes stride over the segment's non-zeros, NT columns per
 // pass, shuffle reduction inside the group. seg_row < 0 (= ~row) marks a row shared by several
 // segments: its Y row was zeroed by zero_rows_kernel and receives atomicAdd.
@@ -194,12 +242,16 @@ __global__ void convert_kernel(const double* __restrict__ x, std::int64_t ldx, T
 }
 
 template <class TA, int NT>
-void launch_row(const CsrSpmmDevice&, std::int64_t m, const std::int64_t* rp,
+void launch_row(const CsrSpmmDevice& self, std::int64_t m, const std::int64_t* rp,
                 const std::int32_t* ci, const void* v, const double* x, std::int64_t ldx,
                 double* y, std::int64_t ldy, int ncols, cudaStream_t st) {
   const unsigned grid = static_cast<unsigned>((m + kRowThreads - 1) / kRowThreads);
-  csr_row_kernel<TA, NT><<<grid, kRowThreads, 0, st>>>(m, rp, ci, static_cast<const TA*>(v), x,
-                                                        ldx, y, ldy, ncols);
+  if (self.tiled_rows())
+    csr_row_tiled_kernel<TA, NT><<<grid, kRowThreads, 0, st>>>(
+        m, rp, ci, static_cast<const TA*>(v), x, ldx, y, ldy, ncols);
+  else
+    csr_row_kernel<TA, NT><<<grid, kRowThreads, 0, st>>>(m, rp, ci, static_cast<const TA*>(v), x,
+                                                          ldx, y, ldy, ncols);
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -268,8 +320,9 @@ std::vector<unsigned char> pack_values(const std::vector<double>& vals, Precisio
 }  // namespace
 
 CsrSpmmDevice::CsrSpmmDevice(const Csr<double>& a, Precision precision, int group,
-                             int stage_cols)
-    : rows_(a.nrows), cols_(a.ncols), nnz_(a.nnz()), precision_(precision), group_(group) {
+                             int stage_cols, bool tiled_rows)
+    : rows_(a.nrows), cols_(a.ncols), nnz_(a.nnz()), precision_(precision), group_(group),
+      tiled_rows_(tiled_rows && group == 1) {
   TCSOLVE_REQUIRE(stage_cols >= 0, "stage_cols must be >= 0");
   if (group > 1 && stage_cols > 0) {
     int c = 8;

@@ -25,7 +25,10 @@ class CsrSpmmDevice {
   // stage_cols > 0 (segment-split only): X is first copied row-major into a workspace of up to
   // that many columns (8·ncols·cap bytes, allocated here), and lanes run over columns instead of
   // non-zeros (csr_segment_rm_kernel): random long rows gather whole X-row pieces.
-  CsrSpmmDevice(const Csr<double>& a, Precision precision, int group, int stage_cols = 0);
+  // tiled_rows (row-split only): each CTA first copies its 128 rows' non-zeros into shared
+  // memory (coalesced; up to 1024 per CTA, else it reads A directly) — csr_row_tiled_kernel.
+  CsrSpmmDevice(const Csr<double>& a, Precision precision, int group, int stage_cols = 0,
+                bool tiled_rows = false);
   // Y = A·X on `stream` (cudaStream_t, nullptr = default). Asynchronous; no allocation.
   void apply(const double* x, std::int64_t ldx, double* y, std::int64_t ldy, int ncols_x,
              void* stream) const;
@@ -33,6 +36,7 @@ class CsrSpmmDevice {
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   int group() const { return group_; }
+  bool tiled_rows() const { return tiled_rows_; }
   std::int64_t segments() const { return nseg_; }
   int stage_cols() const { return stage_cols_; }
   std::size_t device_bytes() const;
@@ -41,6 +45,7 @@ class CsrSpmmDevice {
   std::int64_t rows_ = 0, cols_ = 0, nnz_ = 0;
   Precision precision_ = Precision::fp64;
   int group_ = 1;
+  bool tiled_rows_ = false;
   DeviceArray<std::int64_t> row_ptr_;
   DeviceArray<std::int32_t> col_;
   DeviceArray<unsigned char> values_;  // nnz elements of the storage precision

@@ -2,6 +2,7 @@
 // NotCompiled in CPU-only builds). Use make_sparse_operator (spmm/sparse_operator.hpp) instead.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "core/csr.hpp"
 #include "preprocess/bcsr.hpp"
@@ -14,5 +15,15 @@ namespace tcsolve::detail {
 std::unique_ptr<SparseOperator> make_cuda_operator(const Csr<double>& a, const Bcsr<double>* blocks,
                                                    const SpmmPlan& plan,
                                                    const OperatorOptions& opt);
+
+// The construction-time trial: `candidates` are complete plans (kernel, csr_group, stage_x;
+// block statistics from the cost model). Builds each in turn (a fp64 BCSR candidate with
+// stage_x is timed twice on one upload: X staged and X read directly), times applies at
+// expected_cols on scratch X, Y, keeps only the fastest so far (at most two operators on the
+// GPU at once) and returns it with plan().by_trial set and every time in plan().trials.
+// `blocks` (P·A in the BCSR candidate's block shape) is needed only for a BCSR candidate.
+std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
+    const Csr<double>& a, const Bcsr<double>* blocks, const std::vector<SpmmPlan>& candidates,
+    const OperatorOptions& opt);
 
 }  // namespace tcsolve::detail

@@ -9,4 +9,11 @@ std::unique_ptr<SparseOperator> make_cuda_operator(const Csr<double>&, const Bcs
   throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator");
 }
 
+std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(const Csr<double>&,
+                                                            const Bcsr<double>*,
+                                                            const std::vector<SpmmPlan>&,
+                                                            const OperatorOptions&) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator");
+}
+
 }  // namespace tcsolve::detail

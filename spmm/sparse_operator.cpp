@@ -87,6 +87,11 @@ SpmmKernel tensor_kernel_for(Precision p) {
   }
 }
 
+// Lanes per segment of the segment-split CSR kernel, by mean row length.
+int segment_group(double mean_row_nnz) {
+  return mean_row_nnz < 24 ? 4 : mean_row_nnz < 96 ? 8 : 32;
+}
+
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -100,7 +105,9 @@ std::string SpmmPlan::describe() const {
   o << "spmm plan: backend " << to_string(backend) << ", precision " << to_string(precision)
     << ", N " << expected_cols << ", kernel " << to_string(kernel);
   if (kernel == SpmmKernel::csr_segment) o << " (group " << csr_group << ")";
-  if (stage_x) o << ", X staged row-major";
+  if (kernel == SpmmKernel::csr_row && csr_tiled) o << " (A tiled in shared memory)";
+  if (stage_x) o << ", X staged";
+  if (dmma_tile_cols > 0) o << ", " << dmma_tile_cols << "-column tiles";
   o << "\n  rows: mean " << fmt("%.2f", mean_row_nnz) << " nnz, max " << max_row_nnz;
   if (block_h > 0)
     o << "; " << block_h << "x" << block_w << " blocks " << nblocks << ", fill "
@@ -108,6 +115,10 @@ std::string SpmmPlan::describe() const {
   if (est_bytes_csr > 0)
     o << "\n  model bytes/apply: CSR " << fmt("%.3g", est_bytes_csr) << ", BCSR "
       << (est_bytes_bcsr > 0 ? fmt("%.3g", est_bytes_bcsr) : std::string("n/a"));
+  if (by_trial) {
+    o << "\n  trial (ms per apply at N " << expected_cols << "):";
+    for (const SpmmTrial& t : trials) o << " " << t.name << " " << fmt("%.4g", t.ms) << ";";
+  }
   o << "\n  why: " << reason << "\n";
   return o.str();
 }
@@ -141,7 +152,7 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
   p.est_bytes_csr = static_cast<double>(nnz) * (vs + 4.0) + 8.0 * (m + 1) + xy +
                     kGather * static_cast<double>(nnz) * N * 8.0;
   const bool row_split = p.mean_row_nnz < kRowSplitMeanMax && p.max_row_nnz <= kRowSplitMaxRow;
-  const int group = p.mean_row_nnz < 24 ? 4 : p.mean_row_nnz < 96 ? 8 : 32;
+  const int group = segment_group(p.mean_row_nnz);
   const SpmmKernel csr_kernel = row_split ? SpmmKernel::csr_row : SpmmKernel::csr_segment;
   const char* csr_why = row_split ? "rows are short (mean < 10, max <= 256): one thread per row"
                                   : "rows are long or skewed: segments of <= 16·group non-zeros "
@@ -258,6 +269,43 @@ std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backe
   if (backend == Backend::cpu) return std::make_unique<CpuSparseOperator>(a, plan_spmm(a, backend, opt));
   std::vector<std::int32_t> perm;
   SpmmPlan plan = plan_with_perm(a, backend, opt, &perm);
+  if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial) {
+    // Candidates: CSR row-split (unless rows are very long), CSR segment-split, and the
+    // tensor-core kernel unless the model puts it at more than 3× the CSR bytes.
+    std::vector<SpmmPlan> cand;
+    const std::string model = std::string(to_string(plan.kernel)) + ", " + plan.reason;
+    SpmmPlan c = plan;
+    c.reason = model;
+    c.reordered = false;  // the CSR kernels use A as given
+    if (plan.max_row_nnz <= 4096) {
+      c.kernel = SpmmKernel::csr_row;
+      c.csr_group = 1;
+      c.stage_x = false;
+      cand.push_back(c);
+      if (plan.mean_row_nnz <= 7.5) {  // 128 rows' non-zeros mostly fit the 1024-entry tile
+        c.csr_tiled = true;
+        cand.push_back(c);
+        c.csr_tiled = false;
+      }
+    }
+    c.kernel = SpmmKernel::csr_segment;
+    c.csr_group = segment_group(plan.mean_row_nnz);
+    c.stage_x = plan.expected_cols >= kStageSegmentMinCols;
+    cand.push_back(c);
+    const SpmmKernel tc = tensor_kernel_for(plan.precision);
+    Bcsr<double> b;
+    if (tc != SpmmKernel::automatic && plan.nblocks > 0 &&
+        plan.est_bytes_bcsr <= 3.0 * plan.est_bytes_csr) {
+      b = build_bcsr(a, plan.block_h, plan.block_w,
+                     plan.reordered ? perm : std::vector<std::int32_t>{});
+      c.kernel = tc;
+      c.csr_group = 1;
+      c.reordered = plan.reordered;
+      c.stage_x = plan.precision == Precision::fp64;  // the trial times X staged and direct
+      cand.push_back(c);
+    }
+    return detail::make_cuda_operator_by_trial(a, b.nblocks() > 0 ? &b : nullptr, cand, opt);
+  }
   if (is_bcsr(plan.kernel)) {
     Bcsr<double> b = build_bcsr(a, plan.block_h, plan.block_w, plan.reordered ? perm : std::vector<std::int32_t>{});
     return detail::make_cuda_operator(a, &b, plan, opt);

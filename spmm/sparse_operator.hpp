@@ -5,14 +5,19 @@
 //   op->apply(x_dev, y_dev);          // X, Y device pointers (op->space() == Space::device)
 //   std::cout << op->plan().describe();   // which kernel was chosen and why
 //
-// The kernel is chosen once, at construction, per (matrix, precision, expected N) by a byte cost
-// model (spmm/spmm_plan.cpp): CUDA-core CSR (row-split or segment-split) or tensor-core BCSR
-// (fp64 DMMA m8n8k4 on 8×4 blocks; fp16/bf16 m16n8k16 with fp32 accumulation on 16×16 blocks).
+// The kernel is chosen once, at construction, per (matrix, precision, expected N): CUDA-core CSR
+// (row-split or segment-split) or tensor-core BCSR (fp64 DMMA m8n8k4 on 8×4 blocks; fp16/bf16
+// m16n8k16 with fp32 accumulation on 16×16 blocks). On the GPU the default is a short one-time
+// trial (each candidate kernel run on A at the expected N: one warm-up, then the fastest of two
+// or three timed runs; the fastest kernel is kept, its times are in SpmmPlan::trials); the byte
+// cost model (plan_spmm) decides instead when OperatorOptions::plan_by_trial is false, and
+// prunes candidates that cannot win (BCSR when the model puts it at > 3× the CSR bytes).
 // The operator uploads A once; apply() never allocates.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/csr.hpp"
 #include "core/operator.hpp"
@@ -46,8 +51,18 @@ struct OperatorOptions {
   // Expected number of columns N of X and Y (the plan is made for it; other N still work).
   int expected_cols = 8;
   Reorder reorder = Reorder::none;
-  // Force a kernel (tests, benchmarks). automatic = cost model.
+  // Force a kernel (tests, benchmarks). automatic = trial or cost model (below).
   SpmmKernel kernel = SpmmKernel::automatic;
+  // CUDA backend with kernel == automatic: time the candidate kernels once at construction and
+  // keep the fastest (costs about 3 applies per candidate plus their uploads). false: byte cost
+  // model only, no GPU work at construction beyond the upload.
+  bool plan_by_trial = true;
+};
+
+// One candidate of the construction-time trial and its time for one apply at expected_cols.
+struct SpmmTrial {
+  std::string name;  // e.g. "csr_row", "bcsr_dmma staged"
+  double ms = 0.0;   // fastest timed run (a warm-up run first); only one run if far behind
 };
 
 // What the plan chose and why (printed by `tcsolve info` and the benchmark).
@@ -60,13 +75,18 @@ struct SpmmPlan {
   std::int64_t nblocks = 0;         // blocks of that shape
   double fill = 0.0;                // nnz / (nblocks·h·w)
   int csr_group = 1;                // lanes per row segment of the CSR kernel (1 = row-split)
+  bool csr_tiled = false;           // row-split with the CTA's A slice in shared memory
   double mean_row_nnz = 0.0;
   std::int64_t max_row_nnz = 0;
   double est_bytes_csr = 0.0;       // cost-model bytes for one apply (CSR kernel)
   double est_bytes_bcsr = 0.0;      // cost-model bytes for one apply (BCSR kernel)
   bool reordered = false;           // a row permutation was applied to build the blocks
-  bool stage_x = false;             // X copied row-major into a workspace before the kernel
+  bool stage_x = false;             // X copied into a workspace (BCSR: fragment order; CSR:
+                                    // row-major) before the kernel
+  int dmma_tile_cols = 0;           // fp64 BCSR: widest column tile per warp (0 = 64)
   std::string reason;               // one sentence: why this kernel
+  bool by_trial = false;            // chosen by timing the candidates (else by the cost model)
+  std::vector<SpmmTrial> trials;    // the candidates' times when by_trial
 
   std::string describe() const;     // multi-line human-readable summary
 };

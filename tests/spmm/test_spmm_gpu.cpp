@@ -346,3 +346,145 @@ TEST(SpmmGpu, RepeatedApplyIsStable) {
 
 }  // namespace
 }  // namespace tcsolve
+
+namespace tcsolve {
+namespace {
+
+// A band with whole block-rows removed (empty block-rows inside warp runs) and enough blocks
+// that every persistent DMMA warp takes several runs; rows cut by run boundaries take atomics.
+Csr<double> band_with_empty_block_rows(std::int64_t n, int bw, unsigned seed) {
+  const Csr<double> band = test::random_band(n, bw, seed);
+  Csr<double> a;
+  a.nrows = n;
+  a.ncols = n;
+  a.row_ptr.assign(1, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const bool drop = (i / 8) % 97 == 13 || (i >= 800 && i < 832);
+    if (!drop)
+      for (std::int64_t p = band.row_ptr[i]; p < band.row_ptr[i + 1]; ++p) {
+        a.col_idx.push_back(band.col_idx[p]);
+        a.values.push_back(band.values[p]);
+      }
+    a.row_ptr.push_back(static_cast<std::int64_t>(a.col_idx.size()));
+  }
+  return a;
+}
+
+TEST(SpmmGpu, DmmaManyRunsEmptyBlockRowsDirectAndStaged) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const Csr<double> a = band_with_empty_block_rows(20011, 37, 21);
+  std::vector<std::int32_t> perm(static_cast<std::size_t>(a.nrows));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(22));
+  for (bool permuted : {false, true}) {
+    const Bcsr<double> b = build_bcsr(a, 8, 4, permuted ? perm : std::vector<std::int32_t>{});
+    BcsrSpmmDevice direct(b, Precision::fp64);
+    BcsrSpmmDevice staged(b, Precision::fp64, 64);
+    staged.set_stage_min_cols(1);  // fragment-order staging at every N (W = 8, 16, 32, 64)
+    BcsrSpmmDevice narrow(b, Precision::fp64, 64);  // staged, 16-column tiles on wider W
+    narrow.set_stage_min_cols(1);
+    narrow.set_max_tile_cols(16);
+    BcsrSpmmDevice direct32(b, Precision::fp64);  // direct, 32-column tiles
+    direct32.set_max_tile_cols(32);
+    ASSERT_GT(direct.nblocks() / direct.blocks_per_warp(), 2000) << "too few runs";
+    for (int k : {1, 5, 8, 13, 16, 24, 33, 64, 100}) {
+      for (const BcsrSpmmDevice* d : {&direct, &staged, &narrow, &direct32}) {
+        const Check c = run_and_compare(a, k, 300 + k, [&](const double* x, std::int64_t ldx,
+                                                           double* y, std::int64_t ldy) {
+          d->apply(x, ldx, y, ldy, k, nullptr);
+        });
+        const char* what = d == &direct ? "direct" : d == &staged ? "staged" : d == &narrow
+                                                                       ? "staged t16"
+                                                                       : "direct t32";
+        expect_ok(c, 1e-13, false,
+                  std::string(what) + (permuted ? " perm" : "") + " N=" + std::to_string(k));
+      }
+    }
+  }
+}
+
+// The default GPU plan times its candidates once: the kept kernel is the fastest of the
+// recorded trials, the operator is correct, and plan_by_trial = false gives the model's choice.
+TEST(SpmmGpu, TrialPlanKeepsFastestCandidateAndIsCorrect) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  for (const Csr<double>* a : {&mats().band, &mats().short_rows, &mats().skewed}) {
+    for (int k : {8, 24, 40}) {
+      OperatorOptions opt;
+      opt.expected_cols = k;
+      auto op = make_sparse_operator(*a, Backend::cuda, opt);
+      const SpmmPlan& p = op->plan();
+      ASSERT_TRUE(p.by_trial) << p.describe();
+      ASSERT_GE(p.trials.size(), 2u) << p.describe();
+      double best = INFINITY;
+      for (const SpmmTrial& t : p.trials) {
+        EXPECT_GT(t.ms, 0.0) << t.name;
+        best = std::min(best, t.ms);
+      }
+      std::string kept = to_string(p.kernel);
+      if (p.kernel == SpmmKernel::csr_segment) kept += " g" + std::to_string(p.csr_group);
+      if (p.kernel == SpmmKernel::csr_row && p.csr_tiled) kept += " tiled";
+      if (p.stage_x) kept += " staged";
+      if (p.dmma_tile_cols > 0) kept += " t" + std::to_string(p.dmma_tile_cols);
+      bool found = false;
+      for (const SpmmTrial& t : p.trials) found = found || (t.name == kept && t.ms == best);
+      EXPECT_TRUE(found) << "kept " << kept << " is not the fastest trial\n" << p.describe();
+      for (int kk : {k, 3}) {
+        const Check c = run_and_compare(*a, kk, 500 + kk, [&](const double* x, std::int64_t ldx,
+                                                              double* y, std::int64_t ldy) {
+          op->apply(MvView<const double>{x, a->ncols, kk, ldx, Space::device},
+                    MvView<double>{y, a->nrows, kk, ldy, Space::device});
+        });
+        expect_ok(c, 1e-13, false, p.describe() + " N=" + std::to_string(kk));
+      }
+      opt.plan_by_trial = false;
+      auto mop = make_sparse_operator(*a, Backend::cuda, opt);
+      EXPECT_FALSE(mop->plan().by_trial);
+      EXPECT_EQ(mop->plan().kernel, plan_spmm(*a, Backend::cuda, opt).kernel);
+    }
+  }
+}
+
+// Row-split with A tiled in shared memory: short rows (tile path), a 75-wide band (every CTA
+// over the tile: global path) and skewed rows (both), fp64 and fp16 values.
+TEST(SpmmGpu, CsrRowTiledIsEquivalentToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const std::pair<const char*, const Csr<double>*> list[] = {
+      {"short", &mats().short_rows}, {"band", &mats().band}, {"skewed", &mats().skewed}};
+  for (const auto& [name, a] : list) {
+    CsrSpmmDevice d(*a, Precision::fp64, 1, 0, true);
+    CsrSpmmDevice h(*a, Precision::fp16, 1, 0, true);
+    ASSERT_TRUE(d.tiled_rows());
+    for (int k : kCols) {
+      Check c = run_and_compare(*a, k, 700 + k, [&](const double* x, std::int64_t ldx, double* y,
+                                                    std::int64_t ldy) {
+        d.apply(x, ldx, y, ldy, k, nullptr);
+      });
+      expect_ok(c, 1e-13, false, std::string("tiled ") + name + " N=" + std::to_string(k));
+      c = run_and_compare(*a, k, 800 + k, [&](const double* x, std::int64_t ldx, double* y,
+                                              std::int64_t ldy) {
+        h.apply(x, ldx, y, ldy, k, nullptr);
+      });
+      expect_ok(c, 1e-2, true, std::string("tiled fp16 ") + name + " N=" + std::to_string(k));
+    }
+  }
+}
+
+// fp16 through the trial: candidates are the 16-bit CSR kernels and the MMA16 kernel.
+TEST(SpmmGpu, TrialPlanFp16IsCloseToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const auto& a = mats().band;
+  OperatorOptions opt;
+  opt.precision = Precision::fp16;
+  opt.expected_cols = 16;
+  auto op = make_sparse_operator(a, Backend::cuda, opt);
+  EXPECT_TRUE(op->plan().by_trial);
+  const Check c = run_and_compare(a, 16, 77, [&](const double* x, std::int64_t ldx, double* y,
+                                                  std::int64_t ldy) {
+    op->apply(MvView<const double>{x, a.ncols, 16, ldx, Space::device},
+              MvView<double>{y, a.nrows, 16, ldy, Space::device});
+  });
+  expect_ok(c, 1e-2, true, op->plan().describe());
+}
+
+}  // namespace
+}  // namespace tcsolve
