@@ -416,7 +416,11 @@ void bench_matrix(const std::string& spec, const Csr<double>& a, const Config& c
         const MvView<const double> xv{X.p, a.ncols, N, a.ncols, Space::device};
         const MvView<double> yv{Y.p, n, N, n, Space::device};
         const double t_auto = time_ms([&] { op->apply(xv, yv); });
-        record(spec, n, nnz, "fp64", N, "tcsolve auto", std::string(to_string(tp.kernel)) + (tp.stage_x ? " staged" : "") + " (trial)", t_auto, bytes_min);
+        std::string kept = to_string(tp.kernel);
+        if (tp.kernel == SpmmKernel::csr_row && tp.csr_tiled) kept += " tiled";
+        if (tp.stage_x) kept += " staged";
+        if (tp.dmma_tile_cols > 0) kept += " t" + std::to_string(tp.dmma_tile_cols);
+        record(spec, n, nnz, "fp64", N, "tcsolve auto", kept + " (trial)", t_auto, bytes_min);
       }
       // cuSPARSE: X, Y reinterpreted in each layout (same random contents)
       Best b = best_cusparse_csr(sh, cs, N, X.p, Y.p, CUDA_R_64F, CUDA_R_64F, buf);
