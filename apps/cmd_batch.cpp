@@ -23,6 +23,7 @@
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 #include "apps/job.hpp"
+#include "io/hdf5_file.hpp"
 
 namespace tcsolve::app {
 
@@ -274,6 +275,14 @@ int run_batch(const Args& args) {
     if (resume && result_is_complete(s.out)) {
       row.status = "skipped";
       row.message = "output already complete (--resume)";
+      try {  // show what the earlier run found
+        Hdf5File f = Hdf5File::open(s.out);
+        row.iterations = f.attr_int64("iterations");
+        double mx = 0;
+        for (double v : f.read_doubles("residual_norms")) mx = std::max(mx, v);
+        row.residual = mx;
+      } catch (const Error&) {
+      }
     } else {
       const std::string command = "tcsolve batch " + path + " (job " + s.name + ")";
       try {
