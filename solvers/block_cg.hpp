@@ -3,13 +3,23 @@
 //
 //   R = B − A·X, P = orth(M·R)                       orth: rank-revealing SVQB (drops directions
 //   loop:  Q = A·P                                    the block no longer spans)
-//          α = (PᵀQ)⁻¹·PᵀR,  X += P·α,  R −= Q·α      PᵀQ: Cholesky; failure with λmin(PᵀAP) ≤ 0
+//          α = (PᵀQ)⁻¹·PᵀR,  X += P·α,  R −= Q·α
 //          converged columns (‖r_j‖ ≤ tol·‖b_j‖) leave the block (X, R compacted)
-//          β = −(PᵀQ)⁻¹·QᵀZ with Z = M·R,  P = orth(Z + P·β)
+//          β = −(PᵀQ)⁻¹·QᵀZ with Z = M·R,  P = Z + P·β
+// P is re-orthonormalized (P = orth(P), rank revealing, then Q = A·P again) only when the
+// diagonally scaled PᵀQ is not safely positive definite (Cholesky fails or a pivot² < 1e-10):
+// that is when the block has lost rank, and the only case where α and β would be inaccurate.
+// If PᵀQ of the orthonormal block still fails: breakdown (A not positive definite).
 // At the end the true residuals ‖b_j − A·x_j‖/‖b_j‖ are recomputed; columns whose true residual
-// misses the tolerance restart from their current x (at most 3 cycles).
-// Workspace: 6·n·s doubles (X, R, Z, P, Q, solution), allocated once in the constructor.
-// Per iteration: one A·P (r ≤ s columns), 4 Gram products and 4 block updates of n × s.
+// misses the tolerance restart from their current x (at most max_cycles cycles).
+// A constant Jacobi diagonal is dropped (CG is invariant under M = c·I).
+//
+// Workspace: 5·n·s doubles (X, [Q | R], P, Z), allocated once in the constructor.
+// Per iteration, with r ≤ s columns in the block (each term = one pass over an n × r block):
+//   Q = A·P;  [PᵀQ PᵀR] = Pᵀ·[Q R] (one GEMM, 3 passes);  X += P·α, R −= Q·α (6 passes);
+//   no preconditioner: [QᵀR; RᵀR] = [Q R]ᵀ·R (one GEMM, 3 passes), Z = R (copy, 2 passes);
+//   Jacobi: Z = D·R (2), QᵀZ (2), ‖r_j‖² (1);  P = Z + P·β (3 passes).
+// 17–18 passes and 2 host round trips (plus the operator apply's) per iteration.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -1,23 +1,36 @@
-// Thick-restart block Lanczos with full reorthogonalization (two passes of block classical
-// Gram-Schmidt against the whole stored basis), standard or generalized.
+// Thick-restart block Lanczos with full reorthogonalization, standard or generalized.
 //
-// Generalized problems run on Op = B⁻¹·A, self-adjoint in the B-inner product: the new block is
-// W = B⁻¹·(A·V_c). The basis V (n × (L + b)) is B-orthonormal; BV is stored beside it when B is
-// given, and B·W is recomputed after the projection (and B·V at each restart) rather than carried
-// along, because B⁻¹ is usually inexact (an inner CG).
+// Standard problems (the fast path): one expansion step from the current block V_c (columns
+// [c, c+b)) of the orthonormal basis V (n × nx, nx = c + b) is
+//   W = A·V_c                                            (one operator apply of b columns)
+//   pass 1, 2 (block classical Gram-Schmidt with Pythagorean Cholesky-QR, "BCGS-PIP2"):
+//     G = [V W]ᵀ·W        ((nx + b) × b: ONE GEMM and the only host round trip of the pass)
+//     C = G(0:nx, :),  S = G(nx:, :) − CᵀC   (= WᵀW after the projection, by Pythagoras)
+//     W −= V·C,  S = RᵀR (Cholesky on the host, b × b),  W ← W·R⁻¹
+//   so a step costs 2 syncs, 2 Gram GEMMs, 2 update GEMMs and 2 b-column in-place products
+//   (memory traffic ≈ 4·n·nx·8 bytes), with ‖VᵀV − I‖ = O(eps) as long as the block is not
+//   close to rank deficient (Carson, Lund & Rozložník 2021). When S is not safely positive
+//   definite (its diagonal lost more than 8 digits to cancellation, or the scaled Cholesky has
+//   a pivot² < 1e-12) the pass only projects and a further pass follows; after 3 passes the
+//   block goes through the rank-revealing path below.
+//   H(0:nx, c:c+b) = C₁ + C₂·R₁ (+ C₃·R₂R₁),  H(nx:nx+b, c:c+b) = M = R₂·R₁, mirrored above.
+// Generalized problems run on Op = B⁻¹·A, self-adjoint in the B-inner product: W = B⁻¹·(A·V_c);
+// BV is stored beside V, B·W is recomputed after the projection (and B·V at each restart)
+// rather than carried along, because B⁻¹ is usually inexact (an inner CG); two passes of
+// projection against the whole basis, then the rank-revealing orthonormalization.
+// Rank-revealing path: Cholesky-QR twice / SVQB with dropping (orthonormalize()); directions
+// the block lost (rank r < b) are replaced by random vectors orthogonalized against the basis,
+// with zero coupling: that keeps the block width b, which is what lets the method find every
+// copy of an eigenvalue of multiplicity ≤ b.
 //
-// One expansion step from the current block V_c (columns [c, c+b)):
-//   W = Op·V_c; twice: C = (B·V)ᵀ·W, W −= V·C, H(0:c+b, c:c+b) += C
-//   W = Q·M (B-orthonormalization, rank revealing); H(c+b:, c:c+b) = M, and Mᵀ above.
-//   Directions the block lost (rank r < b) are replaced by random vectors orthogonalized against
-//   the basis, with zero coupling: that keeps the block width b, which is what lets the method
-//   find every copy of an eigenvalue of multiplicity ≤ b.
-// When V holds L columns (plus the newest block), Rayleigh-Ritz on H(0:L, 0:L) = Y·Θ·Yᵀ; the
-// residual of Ritz pair i is ‖E·y_i‖ with E = H(L:L+b, 0:L) the coupling of the newest block.
-// Restart (thick): V(:, 0:l) = V(:, 0:L)·Y(:, keep) with keep = the l best Ritz vectors,
-// the newest block moved to columns [l, l+b), H = [diag(θ_keep) (E·Y_keep)ᵀ; E·Y_keep ...].
-// Pairs whose estimated residual passes the test are checked with explicit applies of A (and B)
-// before the solver reports them converged.
+// When V holds p ≤ m columns (plus the newest block), Rayleigh-Ritz on H(0:p, 0:p) = Y·Θ·Yᵀ on
+// the host (Eigen; p ≤ ~130, a few ms at most, cheaper than a cuSOLVER call chain at this size);
+// the residual of Ritz pair i is ‖E·y_i‖ with E = H(p:p+b, 0:p), the coupling of the newest
+// block. Thick restart: [V(:, 0:l) | newest] = [V(:, 0:p) | newest]·[Y_keep 0; 0 I] (one GEMM),
+// H = [diag(θ_keep) (E·Y_keep)ᵀ; E·Y_keep ·]. Pairs whose estimated residual passes the test are
+// checked with explicit applies of A (and B) before the solver reports them converged; if the
+// explicit check fails the iteration goes on.
+// Memory: n × (m + b) basis (+ the same for B·V), n × max(b, k) and n × k (×2 with B) blocks.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -52,6 +65,25 @@ class CgInverse final : public LinearOperator<double> {
   const LinearOperator<double>& b_;
   mutable BlockCg cg_;
 };
+
+// j-th wanted Ritz value of a solved p × p projected problem.
+double theta_at(const Eigen::SelfAdjointEigenSolver<Mat>& es, bool smallest, std::int64_t p,
+                std::int64_t j) {
+  return es.eigenvalues()(smallest ? j : p - 1 - j);
+}
+
+// Two passes of projection of the columns [c, c+w) of V against [0, c) (B-inner product when
+// with_b: coefficients (BV)ᵀ·F, and B·F updated by the same combination).
+void project_out_range(DenseBlockOps& ops, MultiVector<double>& v, MultiVector<double>& bv,
+                       bool with_b, std::int64_t c, std::int64_t w, std::vector<double>& proj) {
+  if (c == 0) return;
+  auto F = v.columns(c, w);
+  for (int pass = 0; pass < 2; ++pass) {
+    ops.gram(with_b ? bv.columns(0, c) : v.columns(0, c), F, proj.data(), c);
+    ops.gemm(-1.0, v.columns(0, c), proj.data(), c, 1.0, F);
+    if (with_b) ops.gemm(-1.0, bv.columns(0, c), proj.data(), c, 1.0, bv.columns(c, w));
+  }
+}
 }  // namespace
 
 EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<double>* b,
@@ -66,13 +98,20 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
     throw InvalidArgument("block_lanczos: need 1 <= k < n (k = " + std::to_string(k) +
                           ", n = " + std::to_string(n) + ")");
   TCSOLVE_REQUIRE(opt.tol > 0, "block_lanczos: tol must be positive");
+  TCSOLVE_REQUIRE(opt.block_size >= 0 && opt.max_basis >= 0 && opt.restart_keep >= 0,
+                  "block_lanczos: block_size, max_basis and restart_keep must be >= 0");
   const bool with_b = b != nullptr;
   const bool smallest = opt.which == Which::smallest;
-  std::int64_t bs = opt.block_size > 0 ? opt.block_size : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
+  std::int64_t bs = opt.block_size > 0 ? opt.block_size
+                                       : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
   bs = std::min(bs, n);
-  std::int64_t L = opt.max_basis > 0 ? opt.max_basis : std::max(3 * k, k + 4 * bs);
+  // Basis m: at least 2k + 2b, at least 12 blocks, whole blocks.
+  std::int64_t L = opt.max_basis > 0 ? opt.max_basis
+                                     : bs * ((std::max(2 * k + 2 * bs, 12 * bs) + bs - 1) / bs);
   L = std::min(L, n - bs);  // basis plus the newest block fit in n columns
-  const std::int64_t keep = std::min(L - bs, k + std::max(bs, (L - k) / 3));
+  std::int64_t keep = opt.restart_keep > 0 ? opt.restart_keep
+                                           : k + std::max(bs, (L - k) / 2);
+  keep = std::min(keep, L - bs);
   if (L < k + bs || keep < k)
     throw InvalidArgument("block_lanczos: basis too small for k = " + std::to_string(k) +
                           " with block size " + std::to_string(bs) + " (n = " + std::to_string(n) +
@@ -83,7 +122,7 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
   res.a_norm = opt.a_norm > 0 ? opt.a_norm : estimate_norm(a, ops);
   res.b_norm = with_b ? (opt.b_norm > 0 ? opt.b_norm : estimate_norm(*b, ops)) : 1.0;
 
-  // ---- workspace
+  // ---- workspace, once per solve (device blocks and every host matrix of the loop)
   const std::int64_t cap = L + bs;
   ops.reserve(n, cap, cap * cap);
   MultiVector<double> v = ops.allocate(n, cap), bv, tmp = ops.allocate(n, std::max(bs, k));
@@ -102,15 +141,19 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
   }
   detail::ApplyClock clock(ops);
   OrthoWorkspace ows;
-  Mat H = Mat::Zero(cap, cap);
-  std::vector<double> proj(cap * bs), yk(cap * cap), theta(k);
+  Mat H = Mat::Zero(cap, cap), hp(cap, cap), hc(cap, bs), mblk(bs, bs), mrob(bs, bs);
+  Mat sgram(bs, bs), ssc(bs, bs), rfac(bs, bs), tfac(bs, bs), racc(bs, bs), rtmp(bs, bs);
+  Mat ysel(cap, cap), ey(bs, cap), restart_m = Mat::Zero(cap, cap);
+  Eigen::VectorXd dsc(bs);
+  Eigen::LLT<Mat> llt(bs);
+  Eigen::SelfAdjointEigenSolver<Mat> es(cap);
+  std::vector<double> g(cap * bs), proj(cap * bs), theta(k);
   auto bview = [&](std::int64_t first, std::int64_t count) {
     return with_b ? bv.columns(first, count) : v.columns(first, count);
   };
 
-  // Orthonormalizes the block at columns [c, c+w) against [0, c) (two passes) and itself; fills
-  // lost directions with random vectors. Returns M (r × w) as coupling rows in `coupling`.
-  std::uint64_t refill_seed = opt.seed * 7919 + 1;
+  // Two passes of projection of the block at [c, c+w) against [0, c) (B-inner product);
+  // the coefficients are added to hcol (c × w) when given.
   auto project_out = [&](std::int64_t c, std::int64_t w, Mat* hcol) {
     auto W = v.columns(c, w);
     auto BW = with_b ? bv.columns(c, w) : MvView<double>{};
@@ -119,127 +162,183 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
       ops.gram(bview(0, c), W, proj.data(), c);
       ops.gemm(-1.0, v.columns(0, c), proj.data(), c, 1.0, W);
       if (with_b) ops.gemm(-1.0, bv.columns(0, c), proj.data(), c, 1.0, BW);
-      if (hcol) hcol->topRows(c) += Eigen::Map<Mat>(proj.data(), c, w);
+      if (hcol) hcol->topLeftCorner(c, w) += Eigen::Map<Mat>(proj.data(), c, w);
     }
   };
-  // Returns the branch; M into `m_out` (w × w: rows past the rank are zero).
+  // Rank-revealing orthonormalization of the block at [c, c+w) (already projected); lost
+  // directions refilled with random vectors out of the basis. W_in = W_out·m_out (w × w, rows
+  // past the rank zero). Returns the worst branch taken.
+  std::uint64_t refill_seed = opt.seed * 7919 + 1;
   auto normalize_block = [&](std::int64_t c, std::int64_t w, Mat& m_out) {
     auto W = v.columns(c, w);
     auto BW = with_b ? bv.columns(c, w) : MvView<double>{};
     auto o = orthonormalize(ops, W, BW, ows);
-    m_out = Mat::Zero(w, w);
+    m_out.setZero();
     if (o.rank > 0)
-      m_out.topRows(o.rank) = Eigen::Map<Mat>(ows.t.data(), w, o.rank).transpose() *
-                              Eigen::Map<Mat>(ows.g_in.data(), w, w);
+      m_out.topRows(o.rank).noalias() = Eigen::Map<Mat>(ows.t.data(), w, o.rank).transpose() *
+                                        Eigen::Map<Mat>(ows.g_in.data(), w, w);
     std::int64_t r = o.rank;
     for (int attempt = 0; r < w && attempt < 3; ++attempt) {
-      // Refill the lost directions: random, out of the basis and the kept columns.
       auto F = v.columns(c + r, w - r);
       ops.fill_random(F, refill_seed++);
       if (with_b) clock.apply(*b, F, bv.columns(c + r, w - r));
-      for (int pass = 0; pass < 2; ++pass) {
-        ops.gram(bview(0, c + r), F, proj.data(), c + r);
-        ops.gemm(-1.0, v.columns(0, c + r), proj.data(), c + r, 1.0, F);
-        if (with_b) ops.gemm(-1.0, bv.columns(0, c + r), proj.data(), c + r, 1.0, bv.columns(c + r, w - r));
-      }
+      project_out_range(ops, v, bv, with_b, c + r, w - r, proj);
       auto of = orthonormalize(ops, F, with_b ? bv.columns(c + r, w - r) : MvView<double>{}, ows);
       r += of.rank;
     }
     if (r < w) throw Error("block Lanczos: could not complete the block (n too small?)");
     return o.branch;
   };
+  // Cholesky factor of the b × b Gram S = RᵀR with T = R⁻¹, through the diagonally scaled
+  // S (pivots relative to 1). `gdiag` is the diagonal S came from by cancellation (S = Gww − CᵀC):
+  // S is trusted only when no diagonal entry lost more than 8 digits. Returns min pivot² or −1.
+  auto chol_pip = [&](const Mat& s_in, const Mat& gww) -> double {
+    for (std::int64_t i = 0; i < bs; ++i) {
+      double d = s_in(i, i);
+      if (!(d > 1e-8 * gww(i, i)) || !(d > 1e-300) || !std::isfinite(d)) return -1.0;
+      dsc(i) = 1.0 / std::sqrt(d);
+    }
+    ssc.noalias() = dsc.asDiagonal() * s_in * dsc.asDiagonal();
+    llt.compute(ssc);
+    if (llt.info() != Eigen::Success) return -1.0;
+    double piv = 1e300;
+    for (std::int64_t i = 0; i < bs; ++i) piv = std::min(piv, llt.matrixLLT()(i, i));
+    if (!(piv * piv >= 1e-12)) return -1.0;
+    // R = Lᵀ·D⁻¹ (S = D⁻¹·L·Lᵀ·D⁻¹),  T = R⁻¹ = D·L⁻ᵀ.
+    rfac.setZero();
+    rfac.triangularView<Eigen::Upper>() = llt.matrixU();
+    rfac = rfac * dsc.cwiseInverse().asDiagonal();
+    tfac.setIdentity();
+    llt.matrixU().solveInPlace(tfac);
+    tfac = dsc.asDiagonal() * tfac;
+    return piv * piv;
+  };
+
+  // One expansion step from the block at [c, c+bs): fills H's column block c and the coupling.
+  Mat gww(bs, bs);
+  auto expand = [&](std::int64_t c) {
+    const std::int64_t nx = c + bs;
+    auto Vc = v.columns(c, bs);
+    auto W = v.columns(nx, bs);
+    OrthoBranch branch = OrthoBranch::none;
+    hc.topRows(nx).setZero();
+    if (with_b) {
+      clock.apply(a, Vc, bv.columns(nx, bs));  // B·W = A·V_c
+      clock.apply(*binv, bv.columns(nx, bs), W);
+      project_out(nx, bs, &hc);
+      // B·W recomputed (one B apply of b columns): with an inexact B⁻¹ the carried B·W drifts
+      // from B times the carried W, and over many restarts that drift destroys B-orthogonality.
+      clock.apply(*b, W, bv.columns(nx, bs));
+      branch = normalize_block(nx, bs, mblk);
+    } else {
+      clock.apply(a, Vc, W);
+      racc.setIdentity();
+      bool done = false;
+      for (int pass = 0; pass < 3 && !done; ++pass) {
+        // G = [V W]ᵀ·W, (nx + bs) × bs, ld nx + bs.
+        ops.gram(v.columns(0, nx + bs), W, g.data(), nx + bs);
+        Eigen::Map<Mat> G(g.data(), nx + bs, bs);
+        gww = G.bottomRows(bs);
+        sgram = gww;
+        sgram.noalias() -= G.topRows(nx).transpose() * G.topRows(nx);
+        ops.gemm(-1.0, v.columns(0, nx), g.data(), nx + bs, 1.0, W);
+        hc.topRows(nx).noalias() += G.topRows(nx) * racc;
+        double piv = chol_pip(sgram, gww);
+        if (piv < 0) continue;  // project again; S becomes trustworthy or the block is lost
+        ops.multiply_inplace(W, tfac.data(), bs, bs);
+        rtmp.noalias() = rfac * racc;
+        racc = rtmp;
+        // After a second pass W·R⁻¹ is orthonormal to O(eps·κ²) with κ² ≤ 10 here.
+        done = pass >= 1 && piv >= 0.1;
+      }
+      if (done) {
+        mblk = racc;
+        branch = OrthoBranch::cholqr2;
+      } else {
+        branch = normalize_block(nx, bs, mrob);
+        mblk.noalias() = mrob * racc;
+      }
+    }
+    H.block(0, c, nx, bs) = hc.topRows(nx);
+    H.block(nx, c, bs, bs) = mblk;
+    H.block(c, nx, bs, bs) = mblk.transpose();
+    H.block(c, 0, bs, c) = H.block(0, c, c, bs).transpose();
+    return branch;
+  };
 
   // ---- start block
   ops.fill_random(v.columns(0, bs), opt.seed);
   if (with_b) clock.apply(*b, v.columns(0, bs), bv.columns(0, bs));
-  {
-    Mat m0;
-    normalize_block(0, bs, m0);
-  }
+  normalize_block(0, bs, mrob);
   std::int64_t c = 0;  // first column of the current (to be expanded) block
   SolverStatus status = SolverStatus::not_converged;
   std::string reason;
   std::int64_t restart = 0;
   std::vector<double> est(k), xn(k, 1.0), tr(k), neg(k), ones(k, 1.0);
+  std::vector<double> yk(cap * cap);
 
   for (;; ++restart) {
     detail::IterationTimer timer(clock);
     IterationRecord rec;
     rec.iteration = restart;
-    // Expand until the basis holds L columns before the newest block.
+    // Expand until the basis holds up to L columns before the newest block.
     OrthoBranch worst = OrthoBranch::none;
     while (c + bs <= L) {
-      const std::int64_t nx = c + bs;
-      auto Vc = v.columns(c, bs);
-      auto W = v.columns(nx, bs);
-      if (with_b) {
-        clock.apply(a, Vc, bv.columns(nx, bs));  // B·W = A·V_c
-        clock.apply(*binv, bv.columns(nx, bs), W);
-      } else {
-        clock.apply(a, Vc, W);
-      }
-      Mat hcol = Mat::Zero(nx, bs);
-      project_out(nx, bs, &hcol);
-      H.block(0, c, nx, bs) = hcol;  // Vᵀ·B·Op·V_c, both passes
-      // B·W recomputed (one B apply of b columns): with an inexact B⁻¹ the carried B·W drifts
-      // from B times the carried W, and over many restarts that drift destroys B-orthogonality.
-      if (with_b) clock.apply(*b, W, bv.columns(nx, bs));
-      Mat M;
-      worst = std::max(worst, normalize_block(nx, bs, M));
-      H.block(nx, c, bs, bs) = M;
-      // Symmetric fill: the upper part mirrors the computed lower/left part.
-      H.block(c, nx, bs, bs) = M.transpose();
-      for (std::int64_t j = 0; j < bs; ++j)
-        for (std::int64_t i = 0; i < c; ++i) H(c + j, i) = H(i, c + j);
-      c = nx;
+      worst = std::max(worst, expand(c));
+      c += bs;
     }
     rec.ortho = worst;
-    // Rayleigh-Ritz on the first c columns; c ≥ L - bs + 1.
+    // Rayleigh-Ritz on the first p = c columns.
     const std::int64_t p = c;
-    Mat Hp = H.topLeftCorner(p, p);
-    Hp = 0.5 * (Hp + Hp.transpose()).eval();
-    Eigen::SelfAdjointEigenSolver<Mat> es(Hp);
+    hp.resize(p, p);
+    hp = 0.5 * (H.topLeftCorner(p, p) + H.topLeftCorner(p, p).transpose());
+    es.compute(hp);
     if (es.info() != Eigen::Success) {
       status = SolverStatus::breakdown;
       reason = "projected eigenproblem failed";
       break;
     }
-    std::vector<std::int64_t> order(p);
-    for (std::int64_t i = 0; i < p; ++i) order[i] = smallest ? i : p - 1 - i;
-    Mat E = H.block(p, 0, bs, p);
+    // Wanted order: ascending (smallest) or descending (largest) Ritz values.
+    const std::int64_t nsel = std::max(keep, k);
+    for (std::int64_t j = 0; j < nsel; ++j)
+      ysel.col(j).head(p) = es.eigenvectors().col(smallest ? j : p - 1 - j);
+    // E·Y (bs × nsel); E = H(p:p+bs, 0:p) is non-zero only in its last bs columns.
+    ey.leftCols(nsel).noalias() =
+        H.block(p, p - bs, bs, bs) * ysel.block(p - bs, 0, bs, nsel);
     std::int64_t nconv = 0;
     rec.residual_norms.resize(k);
     for (std::int64_t j = 0; j < k; ++j) {
-      theta[j] = es.eigenvalues()(order[j]);
-      est[j] = (E * es.eigenvectors().col(order[j])).norm();
+      theta[j] = es.eigenvalues()(smallest ? j : p - 1 - j);
+      est[j] = ey.col(j).norm();
       rec.residual_norms[j] = est[j];
       if (est[j] <= opt.tol * (res.a_norm + std::abs(theta[j]) * res.b_norm)) ++nconv;
     }
     rec.converged = nconv;
     rec.active = k - nconv;
-    bool done = false;
-    bool last = restart + 1 >= opt.max_iterations;
-    if (nconv == k || last) {
-      // Ritz vectors X = V(:, 0:p)·Y_k into tmp; explicit residual check.
-      Mat Yk(p, k);
-      for (std::int64_t j = 0; j < k; ++j) Yk.col(j) = es.eigenvectors().col(order[j]);
-      std::copy(Yk.data(), Yk.data() + p * k, yk.data());
+    const bool last = restart + 1 >= opt.max_iterations;
+    const bool check = nconv == k || last;
+    if (check) {
+      // Ritz vectors X = V(:, 0:p)·Y_k into tmp.
+      for (std::int64_t j = 0; j < k; ++j)
+        std::copy(ysel.col(j).data(), ysel.col(j).data() + p, yk.data() + j * p);
       ops.gemm(1.0, v.columns(0, p), yk.data(), p, 0.0, tmp.columns(0, k));
-      done = true;
     }
-    if (done) {
-      ops.synchronize();
+    ops.synchronize();
+    {
       auto [ap, de] = timer.split();
       rec.apply_seconds = ap, rec.dense_seconds = de;
-      if (opt.on_iteration) opt.on_iteration(rec);
-      if (opt.keep_history) res.history.push_back(std::move(rec));
-      // Explicit check below (after the loop) decides; if it fails and iterations remain, go on.
+    }
+    if (opt.on_iteration) opt.on_iteration(rec);
+    if (opt.keep_history) res.history.push_back(std::move(rec));
+    if (check) {
+      // Explicit residuals ‖A·x − θ·B·x‖ decide; if they fail and iterations remain, go on.
       auto X = tmp.columns(0, k);
       res.iterations = restart + 1;
       clock.apply(a, X, ax.view());
       if (with_b) clock.apply(*b, X, bx.view());
       for (std::int64_t j = 0; j < k; ++j) neg[j] = -theta[j];
-      ops.axpby_columns(neg.data(), with_b ? MvView<const double>(bx.view()) : MvView<const double>(X),
+      ops.axpby_columns(neg.data(),
+                        with_b ? MvView<const double>(bx.view()) : MvView<const double>(X),
                         ones.data(), ax.view());
       ops.column_norms(ax.view(), tr.data());
       ops.column_norms(X, xn.data());
@@ -260,31 +359,23 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
         ops.to_host(X, res.vectors.data(), n);
         break;
       }
-    } else {
-      ops.synchronize();
-      auto [ap, de] = timer.split();
-      rec.apply_seconds = ap, rec.dense_seconds = de;
-      if (opt.on_iteration) opt.on_iteration(rec);
-      if (opt.keep_history) res.history.push_back(std::move(rec));
     }
-    // ---- thick restart: keep the `keep` best Ritz vectors.
-    Mat Yk(p, keep);
-    for (std::int64_t j = 0; j < keep; ++j) Yk.col(j) = es.eigenvectors().col(order[j]);
-    std::copy(Yk.data(), Yk.data() + p * keep, yk.data());
-    ops.copy(v.columns(p, bs), tmp.columns(0, bs));
-    ops.multiply_inplace(v.columns(0, p), yk.data(), p, keep);
-    ops.copy(tmp.columns(0, bs), v.columns(keep, bs));
+    // ---- thick restart: [V(:, 0:keep) | newest] = [V(:, 0:p) | newest]·[Y_keep 0; 0 I].
+    const std::int64_t rr = p + bs, rc = keep + bs;
+    restart_m.topLeftCorner(rr, rc).setZero();
+    restart_m.topLeftCorner(p, keep) = ysel.topLeftCorner(p, keep);
+    restart_m.block(p, keep, bs, bs).setIdentity();
+    for (std::int64_t j = 0; j < rc; ++j)
+      std::copy(restart_m.col(j).data(), restart_m.col(j).data() + rr, yk.data() + j * rr);
+    ops.multiply_inplace(v.columns(0, rr), yk.data(), rr, rc);
     if (with_b) {
-      ops.copy(bv.columns(p, bs), tmp.columns(0, bs));
-      ops.multiply_inplace(bv.columns(0, p), yk.data(), p, keep);
-      ops.copy(tmp.columns(0, bs), bv.columns(keep, bs));
+      ops.multiply_inplace(bv.columns(0, rr), yk.data(), rr, rc);
       clock.apply(*b, v.columns(0, keep), bv.columns(0, keep));  // resync B·V (see above)
     }
-    Mat EY = E * Yk;  // bs × keep
-    H.setZero();
-    for (std::int64_t j = 0; j < keep; ++j) H(j, j) = es.eigenvalues()(order[j]);
-    H.block(keep, 0, bs, keep) = EY;
-    H.block(0, keep, keep, bs) = EY.transpose();
+    H.topLeftCorner(cap, cap).setZero();
+    for (std::int64_t j = 0; j < keep; ++j) H(j, j) = theta_at(es, smallest, p, j);
+    H.block(keep, 0, bs, keep) = ey.leftCols(keep);
+    H.block(0, keep, keep, bs) = ey.leftCols(keep).transpose();
     c = keep;
   }
   res.status = status;

@@ -113,6 +113,16 @@ class CpuDenseOps final : public DenseBlockOps {
                    .dot(Eigen::Map<const Eigen::VectorXd>(y.col(j), y.rows));
   }
 
+  void gram_deferred(MvView<const double> x, MvView<const double> y, double* g,
+                     std::int64_t ldg) override {
+    gram(x, y, g, ldg);
+  }
+  void column_dots_deferred(MvView<const double> x, MvView<const double> y,
+                            double* out) override {
+    column_dots(x, y, out);
+  }
+  void fetch() override {}
+
   void fill_random(MvView<double> x, std::uint64_t seed) override {
     for (std::int64_t j = 0; j < x.cols; ++j)
       for (std::int64_t i = 0; i < x.rows; ++i) x.col(j)[i] = detail::random_entry(seed, i, j);

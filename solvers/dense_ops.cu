@@ -106,6 +106,7 @@ class CudaDenseOps final : public DenseBlockOps {
     TCSOLVE_CUDA_CHECK(cudaGetDevice(&dev));
     TCSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     sms_ = std::max(sms, 1);
+    pending_.reserve(16);
     reserve(0, 0, 64 * 64);
   }
   ~CudaDenseOps() override {
@@ -133,6 +134,7 @@ class CudaDenseOps final : public DenseBlockOps {
     }
     std::size_t ce = static_cast<std::size_t>(std::max<std::int64_t>(coef_elems, 1024));
     if (ce > coef_elems_) {
+      fetch();  // pending results live in small_ / pinned_
       synchronize();
       if (coef_) cudaFree(coef_);
       if (small_) cudaFree(small_);
@@ -145,20 +147,42 @@ class CudaDenseOps final : public DenseBlockOps {
   }
 
   void gram(MvView<const double> x, MvView<const double> y, double* g, std::int64_t ldg) override {
+    gram_deferred(x, y, g, ldg);
+    fetch();
+  }
+
+  // G (p × q) into the next slice of small_; copied to g by fetch().
+  void gram_deferred(MvView<const double> x, MvView<const double> y, double* g,
+                     std::int64_t ldg) override {
     require_device(x, "X");
     require_device(y, "Y");
     TCSOLVE_REQUIRE(x.rows == y.rows, "gram: row counts differ");
     const std::int64_t p = x.cols, q = y.cols;
     if (p == 0 || q == 0) return;
-    ensure_small(p * q);
+    TCSOLVE_REQUIRE(ldg >= p, "gram: ldg < rows of G");
+    const std::size_t off = stage(static_cast<std::size_t>(p * q));
     const double one = 1.0, zero = 0.0;
-    TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, int(p), int(q),
-                                     int(x.rows), &one, x.data, int(x.ld), y.data, int(y.ld),
-                                     &zero, small_, int(p)));
-    TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(pinned_, small_, sizeof(double) * p * q,
+    if (x.rows == 0) {
+      TCSOLVE_CUDA_CHECK(cudaMemsetAsync(small_ + off, 0, sizeof(double) * p * q, stream_));
+    } else {
+      TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, int(p), int(q),
+                                       int(x.rows), &one, x.data, int(x.ld), y.data, int(y.ld),
+                                       &zero, small_ + off, int(p)));
+    }
+    pending_.push_back({off, p, q, g, ldg});
+  }
+
+  // One device → pinned copy of everything staged, one stream sync, then the host scatter.
+  void fetch() override {
+    if (pending_.empty()) return;
+    TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(pinned_, small_, sizeof(double) * small_pos_,
                                        cudaMemcpyDeviceToHost, stream_));
     synchronize();
-    for (std::int64_t j = 0; j < q; ++j) std::copy(pinned_ + j * p, pinned_ + (j + 1) * p, g + j * ldg);
+    for (const Pending& e : pending_)
+      for (std::int64_t j = 0; j < e.q; ++j)
+        std::copy(pinned_ + e.off + j * e.p, pinned_ + e.off + (j + 1) * e.p, e.host + j * e.ld);
+    pending_.clear();
+    small_pos_ = 0;
   }
 
   void gemm(double alpha, MvView<const double> x, const double* c, std::int64_t ldc, double beta,
@@ -170,10 +194,7 @@ class CudaDenseOps final : public DenseBlockOps {
     if (q == 0 || y.rows == 0) return;
     if (p == 0) {
       if (beta == 0.0) fill_zero(y);
-      else if (beta != 1.0) {
-        std::vector<double> b(q, beta), z(q, 0.0);
-        axpby_columns(z.data(), y, b.data(), y);
-      }
+      else if (beta != 1.0) scale_columns(beta, y);
       return;
     }
     const double* dc = upload(c, ldc, p, q);
@@ -247,20 +268,24 @@ class CudaDenseOps final : public DenseBlockOps {
   }
 
   void column_dots(MvView<const double> x, MvView<const double> y, double* out) override {
+    column_dots_deferred(x, y, out);
+    fetch();
+  }
+
+  void column_dots_deferred(MvView<const double> x, MvView<const double> y,
+                            double* out) override {
     TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "column_dots: shapes differ");
     const std::int64_t c = x.cols;
     if (c == 0) return;
-    ensure_small(c);
-    TCSOLVE_CUDA_CHECK(cudaMemsetAsync(small_, 0, sizeof(double) * c, stream_));
-    for (std::int64_t c0 = 0; c0 < c; c0 += 65535) {
+    const std::size_t off = stage(static_cast<std::size_t>(c));
+    TCSOLVE_CUDA_CHECK(cudaMemsetAsync(small_ + off, 0, sizeof(double) * c, stream_));
+    for (std::int64_t c0 = 0; c0 < c && x.rows > 0; c0 += 65535) {
       std::int64_t nc = std::min<std::int64_t>(65535, c - c0);
       column_dot_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, y.col(c0), y.ld,
-                                                               x.rows, small_ + c0);
+                                                               x.rows, small_ + off + c0);
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
-    TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(pinned_, small_, sizeof(double) * c, cudaMemcpyDeviceToHost, stream_));
-    synchronize();
-    std::copy(pinned_, pinned_ + c, out);
+    pending_.push_back({off, c, 1, out, c});
   }
 
   void fill_random(MvView<double> x, std::uint64_t seed) override {
@@ -303,6 +328,27 @@ class CudaDenseOps final : public DenseBlockOps {
   void ensure_small(std::int64_t elems) {
     if (static_cast<std::size_t>(elems) > coef_elems_) reserve(0, 0, elems);
   }
+  // Offset of `elems` fresh doubles in small_ for a deferred result; fetches first when the
+  // staged results would not fit (reserve() may reallocate small_ only with nothing pending).
+  std::size_t stage(std::size_t elems) {
+    if (small_pos_ + elems > coef_elems_) {
+      fetch();
+      if (elems > coef_elems_) reserve(0, 0, static_cast<std::int64_t>(elems));
+    }
+    const std::size_t off = small_pos_;
+    small_pos_ += elems;
+    return off;
+  }
+  // Y *= beta, column by column (no host allocation).
+  void scale_columns(double beta, MvView<double> y) {
+    for (std::int64_t c0 = 0; c0 < y.cols; c0 += kMaxCols) {
+      std::int64_t nc = std::min<std::int64_t>(kMaxCols, y.cols - c0);
+      ColumnCoef cc;
+      for (std::int64_t j = 0; j < nc; ++j) cc.a[j] = 0.0, cc.b[j] = beta;
+      axpby_kernel<<<grid(y.rows, nc), 256, 0, stream_>>>(y.col(c0), y.ld, y.col(c0), y.ld, y.rows, cc);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+  }
   // Copies the host p × q matrix (ld) to the device staging buffer (compact, ld = p) without
   // blocking: the host copy goes into the next slice of a pinned ring (a pageable source would
   // make cudaMemcpyAsync synchronize the stream); the ring wraps after a stream sync, so no slice
@@ -334,8 +380,16 @@ class CudaDenseOps final : public DenseBlockOps {
   double* scratch_ = nullptr;
   std::size_t scratch_elems_ = 0;
   double* coef_ = nullptr;   // staged coefficient matrices (device)
-  double* small_ = nullptr;  // Gram results, column dots (device)
+  double* small_ = nullptr;  // Gram results, column dots (device), staged from small_pos_ on
   double* pinned_ = nullptr; // host side of small_
+  struct Pending {           // a staged result: p × q at small_ + off, for host (ld)
+    std::size_t off;
+    std::int64_t p, q;
+    double* host;
+    std::int64_t ld;
+  };
+  std::vector<Pending> pending_;
+  std::size_t small_pos_ = 0;
   std::size_t coef_elems_ = 0;
   double* ring_ = nullptr;   // pinned upload ring
   std::size_t ring_elems_ = 0, ring_pos_ = 0;

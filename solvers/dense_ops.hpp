@@ -10,8 +10,9 @@
 // matrix (8·p·q bytes) crosses PCIe per product, in pinned memory.
 //
 // The CUDA backend runs every operation on one stream owned by the object (one object per
-// solve), with all workspace allocated by reserve(); gram(), column_norms() and column_dots()
-// synchronize that stream because their results are read on the host.
+// solve), with all workspace allocated by reserve(); gram(), column_norms(), column_dots() and
+// fetch() synchronize that stream because their results are read on the host (the deferred
+// products let a solver batch several of them into one synchronization per step).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -60,6 +61,15 @@ class DenseBlockOps {
   virtual void column_norms(MvView<const double> x, double* out) = 0;
   // out[j] = X[:, j]ᵀ·Y[:, j] (host).
   virtual void column_dots(MvView<const double> x, MvView<const double> y, double* out) = 0;
+  // Deferred twins of gram and column_dots: the products are queued and their host results are
+  // written by the next fetch(), so that several small results cost one host round trip
+  // (CUDA: one device → pinned copy and one stream sync in fetch(); CPU: computed at once).
+  // g / out must stay valid until fetch(). gram() and column_dots() fetch as well.
+  virtual void gram_deferred(MvView<const double> x, MvView<const double> y, double* g,
+                             std::int64_t ldg) = 0;
+  virtual void column_dots_deferred(MvView<const double> x, MvView<const double> y,
+                                    double* out) = 0;
+  virtual void fetch() = 0;
   // Deterministic pseudo-random entries in [-1, 1) (same values on every backend for a seed).
   virtual void fill_random(MvView<double> x, std::uint64_t seed) = 0;
   virtual void fill_zero(MvView<double> x) = 0;

@@ -45,12 +45,16 @@ struct EigenOptions {
   // -1 = min(8, max(2, k/2)).
   std::int64_t guard = -1;
 
-  // Block Lanczos: block size b (0 = min(max(k, 2), 8)), basis columns before a restart
-  // (0 = max(3k, k + 4b)), and B⁻¹ for the generalized problem (Lanczos runs on B⁻¹A in the
-  // B-inner product). Without b_inverse a preconditioned block CG (Jacobi from
-  // jacobi_mass_diagonal when given) solves with B to 1e-13 inside each step.
+  // Block Lanczos: block size b (0 = min(max(k, 2), 8)); every eigenvalue of multiplicity ≤ b
+  // is found with all its copies. Basis columns before a restart (0 = max(2k + 2b, 12b) rounded
+  // up to whole blocks; larger bases need fewer operator applies but cost O(m³) on the host
+  // per restart) and Ritz vectors kept at a thick restart (0 = k + max(b, (m − k)/2)).
+  // B⁻¹ for the generalized problem (Lanczos runs on B⁻¹A in the B-inner product). Without
+  // b_inverse a preconditioned block CG (Jacobi from jacobi_mass_diagonal when given) solves
+  // with B to 1e-13 inside each step.
   std::int64_t block_size = 0;
   std::int64_t max_basis = 0;
+  std::int64_t restart_keep = 0;
   const LinearOperator<double>* b_inverse = nullptr;
 };
 

@@ -106,8 +106,10 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
     auto S = s_buf[cur].columns(0, ns);
     auto AS = as_buf[cur].columns(0, ns);
     auto BS = bview(cur, 0, ns);
-    ops.gram(S, AS, h.data(), ns);
-    ops.gram(S, BS, mg.data(), ns);
+    // H = SᵀAS and M = SᵀBS in one host round trip.
+    ops.gram_deferred(S, AS, h.data(), ns);
+    ops.gram_deferred(S, BS, mg.data(), ns);
+    ops.fetch();
     double offdiag = 0.0;
     for (std::int64_t j = 0; j < ns; ++j)
       for (std::int64_t i = 0; i < ns; ++i)
@@ -138,8 +140,14 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
       for (std::int64_t j = 0; j < m; ++j) neg[j] = -theta[j];
       ops.copy(AXn, r_buf.view());
       ops.axpby_columns(neg.data(), BXn, ones.data(), r_buf.view());
-      ops.column_norms(r_buf.view(), rn.data());
-      if (with_b) ops.column_norms(Xn, xn.data());
+      // ‖r_j‖² (and ‖x_j‖² with B) in one host round trip.
+      ops.column_dots_deferred(r_buf.view(), r_buf.view(), rn.data());
+      if (with_b) ops.column_dots_deferred(Xn, Xn, xn.data());
+      ops.fetch();
+      for (std::int64_t j = 0; j < m; ++j) {
+        rn[j] = std::sqrt(std::max(rn[j], 0.0));
+        if (with_b) xn[j] = std::sqrt(std::max(xn[j], 0.0));
+      }
       std::int64_t nc = 0;
       for (std::int64_t j = 0; j < m; ++j) {
         double bound = opt.tol * (res.a_norm + std::abs(theta[j]) * res.b_norm) * xn[j];

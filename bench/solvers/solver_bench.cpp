@@ -6,6 +6,7 @@
 //   cg:    max_j ‖b_j − A·x_j‖ / ‖b_j‖ (true residual, recomputed on the host).
 // No Boost: positional arguments.
 //   solver_bench eig  SPEC lobpcg|lanczos K smallest|largest TOL cpu|cuda [BLOCK] [REPEAT]
+//                    [BASIS] [KEEP]   (Lanczos basis columns and Ritz vectors kept; 0 = default)
 //   solver_bench cg   SPEC NRHS TOL cpu|cuda [jacobi|none] [REPEAT]
 // Times exclude reading the matrix and building the operator (done once), include everything
 // from the solver call to the host copy of the result; the best of REPEAT runs (default 2).
@@ -92,6 +93,8 @@ int main(int argc, char** argv) {
       Backend be = std::string(argv[7]) == "cuda" ? Backend::cuda : Backend::cpu;
       std::int64_t block = argc > 8 ? std::atoll(argv[8]) : 0;
       int repeat = argc > 9 ? std::atoi(argv[9]) : 2;
+      std::int64_t basis = argc > 10 ? std::atoll(argv[10]) : 0;
+      std::int64_t keep = argc > 11 ? std::atoll(argv[11]) : 0;
       auto ops = make_dense_ops(be);
       OperatorOptions oo;
       oo.stream = ops->stream();
@@ -105,7 +108,7 @@ int main(int argc, char** argv) {
       o.max_iterations = method == "lobpcg" ? 20000 : 5000;
       o.keep_history = false;
       if (method == "lobpcg") o.guard = block > 0 ? block - k : -1;
-      else o.block_size = block;
+      else o.block_size = block, o.max_basis = basis, o.restart_keep = keep;
       if (spec.find("lap") == std::string::npos) o.jacobi_diagonal = diag(a);
       EigenResult best;
       double tbest = 1e300;
