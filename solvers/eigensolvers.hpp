@@ -46,7 +46,7 @@ struct EigenOptions {
   std::int64_t guard = -1;
 
   // Block Lanczos: block size b (0 = min(max(k, 2), 8)); every eigenvalue of multiplicity ≤ b
-  // is found with all its copies. Basis columns before a restart (0 = max(2k + 2b, 12b) rounded
+  // is found with all its copies. Basis columns before a restart (0 = max(2k + 2b, 16b) rounded
   // up to whole blocks; larger bases need fewer operator applies but cost O(m³) on the host
   // per restart) and Ritz vectors kept at a thick restart (0 = k + max(b, (m − k)/2)).
   // B⁻¹ for the generalized problem (Lanczos runs on B⁻¹A in the B-inner product). Without

@@ -109,7 +109,9 @@ int main(int argc, char** argv) {
       o.keep_history = false;
       if (method == "lobpcg") o.guard = block > 0 ? block - k : -1;
       else o.block_size = block, o.max_basis = basis, o.restart_keep = keep;
-      if (spec.find("lap") == std::string::npos) o.jacobi_diagonal = diag(a);
+      // Jacobi for the smallest pairs of the real matrices (the Laplacians' diagonal is
+      // constant); for the largest pairs T = diag(A)⁻¹ works against convergence.
+      if (spec.find("lap") == std::string::npos && smallest) o.jacobi_diagonal = diag(a);
       EigenResult best;
       double tbest = 1e300;
       for (int r = 0; r < repeat; ++r) {

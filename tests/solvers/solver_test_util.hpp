@@ -1,21 +1,22 @@
-// Helpers for the solver tests: Laplacians with closed-form spectra, a tiny Matrix Market reader
-// (until io/ lands), host and device operators over a Csr, and invariant checks.
+// Helpers for the solver tests: Laplacians with closed-form spectra, matrix files through
+// io/matrix_io, the operators the solvers really use (spmm/sparse_operator: the CPU CSR kernel,
+// or on the GPU the kernel the plan picks), and invariant checks.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/csr.hpp"
 #include "core/device.hpp"
 #include "core/operator.hpp"
+#include "io/matrix_io.hpp"
 #include "solvers/dense_ops.hpp"
+#include "spmm/sparse_operator.hpp"
 #include "tests/test_paths.hpp"
 
 namespace tcsolve::test {
@@ -72,30 +73,11 @@ inline std::vector<double> laplacian_spectrum(int nx, int ny = 1, int nz = 1) {
   return all;
 }
 
-// Minimal Matrix Market reader (coordinate real/integer/pattern, general/symmetric).
+// A matrix file (Matrix Market, Rutherford-Boeing, HDF5) as a square CSR with both triangles.
 inline Csr<double> read_mtx(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::string line;
-  std::getline(in, line);
-  bool symmetric = line.find("symmetric") != std::string::npos;
-  bool pattern = line.find("pattern") != std::string::npos;
-  while (std::getline(in, line))
-    if (!line.empty() && line[0] != '%') break;
-  std::istringstream hs(line);
-  std::int64_t m, n, nnz;
-  hs >> m >> n >> nnz;
-  std::vector<Triplet<double>> t;
-  for (std::int64_t e = 0; e < nnz; ++e) {
-    std::int64_t i, j;
-    double v = 1.0;
-    in >> i >> j;
-    if (!pattern) in >> v;
-    t.push_back({std::int32_t(i - 1), std::int32_t(j - 1), v});
-    if (symmetric && i != j) t.push_back({std::int32_t(j - 1), std::int32_t(i - 1), v});
-  }
-  return csr_from_triplets<double>(m, n, std::move(t),
-                                   symmetric ? Symmetry::symmetric : Symmetry::general);
+  ReadOptions ro;
+  ro.require_square = true;
+  return read_matrix(path, ro);
 }
 
 inline std::vector<double> diagonal(const Csr<double>& a) {
@@ -124,48 +106,13 @@ inline double norm_inf(const Csr<double>& a) {
   return m;
 }
 
-// Y = A·X on the host (core csr_spmm_reference).
-class HostCsrOperator final : public LinearOperator<double> {
- public:
-  explicit HostCsrOperator(const Csr<double>& a) : a_(a) {}
-  std::int64_t rows() const override { return a_.nrows; }
-  std::int64_t cols() const override { return a_.ncols; }
-  Space space() const override { return Space::host; }
-  void apply(MvView<const double> x, MvView<double> y) const override {
-    csr_spmm_reference(a_, x.data, x.ld, y.data, y.ld, static_cast<int>(x.cols));
-  }
-
- private:
-  Csr<double> a_;
-};
-
-// Device-space operator for the GPU tests of the solver logic: stages X to the host, multiplies
-// there, copies Y back (no GPU kernel; the GPU SpMM has its own tests). Buffers grow once.
-class StagedDeviceOperator final : public LinearOperator<double> {
- public:
-  explicit StagedDeviceOperator(const Csr<double>& a) : a_(a) {}
-  std::int64_t rows() const override { return a_.nrows; }
-  std::int64_t cols() const override { return a_.ncols; }
-  Space space() const override { return Space::device; }
-  void apply(MvView<const double> x, MvView<double> y) const override {
-    device_synchronize();
-    hx_.resize(x.rows * x.cols);
-    hy_.resize(y.rows * y.cols);
-    for (std::int64_t j = 0; j < x.cols; ++j)
-      copy_bytes(hx_.data() + j * x.rows, Space::host, x.col(j), Space::device, sizeof(double) * x.rows);
-    csr_spmm_reference(a_, hx_.data(), x.rows, hy_.data(), y.rows, static_cast<int>(x.cols));
-    for (std::int64_t j = 0; j < y.cols; ++j)
-      copy_bytes(y.col(j), Space::device, hy_.data() + j * y.rows, Space::host, sizeof(double) * y.rows);
-  }
-
- private:
-  Csr<double> a_;
-  mutable std::vector<double> hx_, hy_;
-};
-
+// The production operator on the backend under test: make_sparse_operator (CPU: multithreaded
+// CSR; CUDA: A uploaded once, kernel chosen by the plan's trial for 8 columns). The solvers run
+// it on their own stream through ApplyClock, which orders it against the dense ops.
 inline std::unique_ptr<LinearOperator<double>> make_operator(const Csr<double>& a) {
-  if (kBackend == Backend::cuda) return std::make_unique<StagedDeviceOperator>(a);
-  return std::make_unique<HostCsrOperator>(a);
+  OperatorOptions oo;
+  oo.expected_cols = 8;
+  return make_sparse_operator(a, kBackend, oo);
 }
 
 // ‖A·x_j − λ_j·B·x_j‖₂ recomputed on the host (B = nullptr: identity).
