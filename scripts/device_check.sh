@@ -12,6 +12,7 @@ mkdir -p "$OUT"
 export TCSOLVE_MATRICES=$PWD/.device-data/matrices
 step() { echo "== $* $(date +%T)"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+export TCSOLVE_TEST_BIN=$PWD/$D/apps/tcsolve
 for t in test_spmm_gpu test_solvers_gpu test_apps_gpu; do
   step "$t"
   timeout ${TEST_TIMEOUT:-240} "$D/tests/$t" > "$OUT/$t.log" 2>&1; echo "$t rc=$?"

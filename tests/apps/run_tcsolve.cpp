@@ -63,7 +63,9 @@ RunResult run_tcsolve_env(const std::vector<std::string>& env, const std::vector
   ScratchDir io;
   std::string cmd;
   for (const auto& e : env) cmd += "export " + shell_quote(e) + "; ";
-  cmd += "exec " + shell_quote(TCSOLVE_BIN);
+  // $TCSOLVE_TEST_BIN overrides the built path (binaries carried to another machine).
+  const char* bin = std::getenv("TCSOLVE_TEST_BIN");
+  cmd += "exec " + shell_quote(bin && *bin ? bin : TCSOLVE_BIN);
   for (const auto& a : args) cmd += " " + shell_quote(a);
   const std::string out = io.file("stdout"), err = io.file("stderr");
   cmd += " </dev/null >" + shell_quote(out) + " 2>" + shell_quote(err);
