@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "preprocess/bcsr_stats.hpp"
+#include "preprocess/rcm.hpp"
 
 namespace tcsolve {
 
@@ -399,12 +400,21 @@ ReorderResult jaccard_reorder(const Csr<T>& a, int h, int w, const ReorderOption
   res.blocks_before = count_blocks(a, h, w);
   report(0.92);
   res.blocks_candidate = count_blocks(a, h, w, perm, sym ? perm : none);
+  if (sym) {
+    std::vector<std::int32_t> rcm = reverse_cuthill_mckee(a);
+    const std::int64_t blocks_rcm = count_blocks(a, h, w, rcm, rcm);
+    if (blocks_rcm < res.blocks_candidate) {
+      res.blocks_candidate = blocks_rcm;
+      res.ordering = "rcm";
+      perm.swap(rcm);
+    }
+  }
   report(1.0);
   char buf[256];
   if (res.blocks_candidate < res.blocks_before) {
     res.applied = true;
     res.blocks_after = res.blocks_candidate;
-    std::snprintf(buf, sizeof buf, "%s reordering applied: %lld -> %lld blocks of %dx%d (%.3fx)", to_string(opt.mode),
+    std::snprintf(buf, sizeof buf, "%s reordering (%s) applied: %lld -> %lld blocks of %dx%d (%.3fx)", to_string(opt.mode), res.ordering.c_str(),
                   static_cast<long long>(res.blocks_before), static_cast<long long>(res.blocks_candidate), h, w,
                   static_cast<double>(res.blocks_candidate) / static_cast<double>(res.blocks_before));
     res.perm = std::move(perm);
