@@ -86,18 +86,18 @@ void print_blocks_text(const BlockReport& r, Precision precision) {
   }
   const ReorderResult& o = r.reorder;
   if (o.applied) {
-    rows("jaccard order", r.after);
-    line("  reordering", format("kept (%s mode): %lld -> %lld blocks (%.1f%% fewer) in %s",
-                                to_string(o.mode), (long long)o.blocks_before,
+    rows((o.ordering + " order").c_str(), r.after);
+    line("  reordering", format("kept (%s mode, %s): %lld -> %lld blocks (%.1f%% fewer) in %s",
+                                to_string(o.mode), o.ordering.c_str(), (long long)o.blocks_before,
                                 (long long)o.blocks_after,
                                 o.blocks_before ? 100.0 * double(o.blocks_before - o.blocks_after) /
                                                       double(o.blocks_before)
                                                 : 0.0,
                                 format_seconds(o.seconds).c_str()));
   } else {
-    line("  reordering", format("identity kept (%s mode): the Jaccard order gives %lld blocks vs "
+    line("  reordering", format("identity kept (%s mode): the %s order gives %lld blocks vs "
                                 "%lld; took %s",
-                                to_string(o.mode), (long long)o.blocks_candidate,
+                                to_string(o.mode), o.ordering.c_str(), (long long)o.blocks_candidate,
                                 (long long)o.blocks_before, format_seconds(o.seconds).c_str()));
   }
   if (!o.reason.empty()) line("  why", o.reason);
@@ -127,9 +127,9 @@ std::string blocks_json(const std::vector<BlockReport>& reports) {
     out += (i ? ", " : "") + format("{\"h\": %d, \"w\": %d, \"before\": ", r.h, r.w) +
            stats_json(r.before) + ", \"after\": " + stats_json(r.after);
     if (r.reordered)
-      out += format(", \"reorder\": {\"method\": \"jaccard\", \"mode\": %s, \"applied\": %s, "
+      out += format(", \"reorder\": {\"method\": %s, \"mode\": %s, \"applied\": %s, "
                     "\"blocks_candidate\": %lld, \"seconds\": %s, \"reason\": %s}",
-                    json_string(to_string(r.reorder.mode)).c_str(),
+                    json_string(r.reorder.ordering).c_str(), json_string(to_string(r.reorder.mode)).c_str(),
                     r.reorder.applied ? "true" : "false", (long long)r.reorder.blocks_candidate,
                     json_number(r.reorder.seconds).c_str(), json_string(r.reorder.reason).c_str());
     else
