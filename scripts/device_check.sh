@@ -4,7 +4,8 @@
 # rows, then the CuPy/torch/SciPy anchors in the same run) and a tcsolve command smoke run.
 # Binaries are built here (cmake -DTCSOLVE_STATIC_BOOST=ON) and copied into $D (default
 # .device-data/final: bench/, tests/, apps/), carried together with .device-data/matrices.
-# usage (on the device): bash scripts/device_check.sh ; logs under $OUT.
+# usage (on the device): bash scripts/device_check.sh ; logs under $OUT. SANITIZE=0 skips
+# compute-sanitizer, BENCH=0 the solver benchmark, ANCHORS=no-anchors only the anchors.
 set -u -o pipefail
 D=${D:-.device-data/final}
 OUT=${OUT:-device-out}
@@ -27,8 +28,8 @@ if [ "${SANITIZE:-1}" = 1 ]; then
     --gtest_filter='DenseOps*:Orthonormalize*:BlockCg.Random*:Lanczos.*' > "$OUT/memcheck_solvers.log" 2>&1
   echo "memcheck solvers rc=$?"; tail -2 "$OUT/memcheck_solvers.log"
 fi
-step "solver bench"
-TCSOLVE_BENCH_TIMEOUT=${BENCH_LIMIT:-40} bash bench/solvers/run_solver_bench.sh "$D" "$OUT/solver" ${ANCHORS:-anchors} cuda 2>"$OUT/solver_bench.err"
+if [ "${BENCH:-1}" = 1 ]; then step "solver bench"; fi
+[ "${BENCH:-1}" = 1 ] && TCSOLVE_BENCH_TIMEOUT=${BENCH_LIMIT:-40} bash bench/solvers/run_solver_bench.sh "$D" "$OUT/solver" ${ANCHORS:-anchors} cuda 2>"$OUT/solver_bench.err"
 step "tcsolve smoke"
 T=$D/apps/tcsolve
 { $T --version; $T eigs gen:lap2d:200 --k 16 --quiet --json; $T solve gen:lap3d:100 --rhs random:32 --quiet --json;
