@@ -348,13 +348,16 @@ void bench_matrix(const std::string& spec, const Csr<double>& a, const Config& c
         a, Precision::fp64, p.csr_group > 1 ? p.csr_group : (p.mean_row_nnz < 10 && p.max_row_nnz <= 256 ? 1 : 8));
     std::unique_ptr<CsrSpmmDevice> csr_st;
     if (csr->group() > 1) csr_st = std::make_unique<CsrSpmmDevice>(a, Precision::fp64, csr->group(), nmax);
-    std::unique_ptr<BcsrSpmmDevice> dmma, dmma_st, dmma_j;
+    std::unique_ptr<BcsrSpmmDevice> dmma, dmma_st, dmma_j, dmma_s;
+    std::unique_ptr<SparseOperator> op_sym;  // symmetric-mode operator, trial at N = sym_n
+    int sym_n = 0;
+    double sym_build_s = 0;
     if (dmma_ok) {
       const Bcsr<double> b84 = build_bcsr(a, 8, 4);
       dmma = std::make_unique<BcsrSpmmDevice>(b84, Precision::fp64);
       dmma_st = std::make_unique<BcsrSpmmDevice>(b84, Precision::fp64, nmax);
     }
-    std::string jinfo;
+    std::string jinfo, sinfo;
     if (spec.find("+scramble") != std::string::npos) {
       const ReorderResult rr = jaccard_reorder(a, 8, 4);
       jinfo = "jaccard " + std::to_string(rr.seconds).substr(0, 5) + " s, blocks " +
@@ -362,6 +365,31 @@ void bench_matrix(const std::string& spec, const Csr<double>& a, const Config& c
       std::printf("  %s\n", rr.reason.c_str());
       if (rr.applied && rr.blocks_after * 256.0 < 6e9)
         dmma_j = std::make_unique<BcsrSpmmDevice>(build_bcsr(a, 8, 4, rr.perm), Precision::fp64, nmax);
+      // symmetric reordering P·A·Pᵀ (Jaccard kw = 1 or RCM): the DMMA kernel on it, X gathered by
+      // the staging copy (always staged), Y written through perm
+      ReorderOptions so;
+      so.mode = ReorderMode::symmetric;
+      const ReorderResult rs = jaccard_reorder(a, 8, 4, so);
+      sinfo = rs.ordering + " " + std::to_string(rs.seconds).substr(0, 5) + " s, blocks " +
+              std::to_string(rs.blocks_before) + " -> " + std::to_string(rs.blocks_after);
+      std::printf("  symmetric: %s\n", rs.reason.c_str());
+      if (rs.applied && rs.blocks_after * 256.0 < 6e9)
+        dmma_s = std::make_unique<BcsrSpmmDevice>(build_bcsr(a, 8, 4, rs.perm, rs.perm),
+                                                  Precision::fp64, nmax);
+      // the operator the solvers would get with OperatorOptions::reorder = symmetric: built once
+      // (the reordering costs seconds), its one-time trial at N = 32, then timed at every N
+      if (cfg.trial) {
+        OperatorOptions os;
+        os.reorder = Reorder::symmetric;
+        sym_n = 32;
+        os.expected_cols = sym_n;
+        const auto c0 = std::chrono::steady_clock::now();
+        op_sym = make_sparse_operator(a, Backend::cuda, os);
+        CK(cudaDeviceSynchronize());
+        sym_build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+        std::printf("  symmetric operator: construction %.3f s (reordering included)\n%s",
+                    sym_build_s, op_sym->plan().describe().c_str());
+      }
     }
     CusparseCsr cs(sh, a, CUDA_R_64F);
     const Bcsr<double> b88 = dmma_ok && cfg.bsr ? build_bcsr(a, 8, 8) : Bcsr<double>{};
@@ -398,6 +426,21 @@ void bench_matrix(const std::string& spec, const Csr<double>& a, const Config& c
       if (dmma_j) {
         const double t = time_ms([&] { dmma_j->apply(X.p, a.ncols, Y.p, n, N, nullptr); });
         record(spec, n, nnz, "fp64", N, "tcsolve DMMA jaccard", jinfo, t, bytes_min);
+      }
+      if (dmma_s) {
+        const double t = time_ms([&] { dmma_s->apply(X.p, a.ncols, Y.p, n, N, nullptr); });
+        record(spec, n, nnz, "fp64", N, "tcsolve DMMA symmetric", sinfo, t, bytes_min);
+      }
+      if (op_sym) {
+        const SpmmPlan& spl = op_sym->plan();
+        const MvView<const double> xv{X.p, a.ncols, N, a.ncols, Space::device};
+        const MvView<double> yv{Y.p, n, N, n, Space::device};
+        const double t = time_ms([&] { op_sym->apply(xv, yv); });
+        std::string kept = std::string(to_string(spl.kernel)) + (spl.symmetric ? " sym" : "");
+        if (spl.stage_x) kept += " staged";
+        if (spl.dmma_tile_cols > 0) kept += " t" + std::to_string(spl.dmma_tile_cols);
+        record(spec, n, nnz, "fp64", N, "tcsolve auto symmetric",
+               kept + " (trial at N=" + std::to_string(sym_n) + ")", t, bytes_min);
       }
       const bool picked_bcsr = pn.kernel == SpmmKernel::bcsr_dmma;
       const double t_model = picked_bcsr ? (pn.stage_x ? t_dmma_st : t_dmma)
@@ -451,6 +494,26 @@ void bench_matrix(const std::string& spec, const Csr<double>& a, const Config& c
         CK(cudaMemcpy(y2.data(), Y2.p, n * N * 8, cudaMemcpyDeviceToHost));
         for (std::size_t i = 0; i < y1.size(); ++i) { md = std::max(md, std::abs(y1[i] - y2[i])); my = std::max(my, std::abs(y1[i])); }
         std::printf("  check CSR vs DMMA (N=16): max |diff| / max |y| = %.2e\n", md / std::max(my, 1e-300));
+      }
+      for (auto* d : {dmma_s.get(), dmma_j.get()}) {
+        if (!d) continue;
+        d->apply(X.p, a.ncols, Y2.p, n, N, nullptr);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(y2.data(), Y2.p, n * N * 8, cudaMemcpyDeviceToHost));
+        md = my = 0;
+        for (std::size_t i = 0; i < y1.size(); ++i) { md = std::max(md, std::abs(y1[i] - y2[i])); my = std::max(my, std::abs(y1[i])); }
+        std::printf("  check CSR vs DMMA %s (N=16): max |diff| / max |y| = %.2e\n",
+                    d == dmma_s.get() ? "symmetric" : "jaccard rows", md / std::max(my, 1e-300));
+      }
+      if (op_sym) {
+        op_sym->apply(MvView<const double>{X.p, a.ncols, N, a.ncols, Space::device},
+                      MvView<double>{Y2.p, n, N, n, Space::device});
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(y2.data(), Y2.p, n * N * 8, cudaMemcpyDeviceToHost));
+        md = my = 0;
+        for (std::size_t i = 0; i < y1.size(); ++i) { md = std::max(md, std::abs(y1[i] - y2[i])); my = std::max(my, std::abs(y1[i])); }
+        std::printf("  check CSR vs symmetric operator (N=16): max |diff| / max |y| = %.2e\n",
+                    md / std::max(my, 1e-300));
       }
     }
   }
@@ -561,6 +624,7 @@ int main(int argc, char** argv) {
     else if (s == "--real") real_dir = next();
     else if (s == "--cols") { cfg.n64.clear(); for (auto& t : split(next())) cfg.n64.push_back(std::stoi(t)); }
     else if (s == "--no-bsr") cfg.bsr = false;
+    else if (s == "--cols16") { cfg.n16.clear(); for (auto& t : split(next())) cfg.n16.push_back(std::stoi(t)); }
     else if (s == "--no-trial") cfg.trial = false;
     else { std::fprintf(stderr, "unknown argument %s\n", s.c_str()); return 1; }
   }

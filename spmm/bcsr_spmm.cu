@@ -312,9 +312,11 @@ __global__ void __launch_bounds__(kThreads)
 // column c = o / 4W: with P = 2 (W ≥ 16) or 1 (W = 8), group q = rem / 32P, lane L = (rem % 32P)
 // / P = 4g + t, h = rem % P: xs[o] = X[4c + t][8(Pq + h) + g], zero outside X. One thread per
 // element of xs: writes coalesced, each warp reads 8 columns × 4 rows (8 full sectors).
+// gather (symmetric reordering; nullptr = identity): stored row r reads X row gather[r].
 __global__ void stage_fragments_kernel(const double* __restrict__ x, std::int64_t ldx,
                                        std::int64_t rows, int kc, double* __restrict__ xs,
-                                       std::int64_t total, int width) {
+                                       std::int64_t total, int width,
+                                       const std::int32_t* __restrict__ gather) {
   const std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= total) return;
   const int P = width >= 16 ? 2 : 1;
@@ -325,7 +327,9 @@ __global__ void stage_fragments_kernel(const double* __restrict__ x, std::int64_
   const int l = within / P, h = within % P;
   const std::int64_t r = 4 * c + (l & 3);
   const int col = 8 * (P * q + h) + (l >> 2);
-  xs[o] = (r < rows && col < kc) ? x[r + static_cast<std::int64_t>(col) * ldx] : 0.0;
+  xs[o] = (r < rows && col < kc)
+              ? x[(gather ? gather[r] : r) + static_cast<std::int64_t>(col) * ldx]
+              : 0.0;
 }
 
 // Same layout for W a multiple of 32, through a 32-row × 32-column shared tile: reads are whole
@@ -334,14 +338,16 @@ __global__ void stage_fragments_kernel(const double* __restrict__ x, std::int64_
 // doubles at c·4W + 4·c0, pairs q = c0/16 and c0/16 + 1).
 __global__ void stage_fragments_tiled_kernel(const double* __restrict__ x, std::int64_t ldx,
                                              std::int64_t rows, int kc, double* __restrict__ xs,
-                                             int width) {
+                                             int width, const std::int32_t* __restrict__ gather) {
   __shared__ double tile[32][33];  // [column][row]
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * 32;
   const int c0 = blockIdx.y * 32;
+  // gathered rows: each lane reads its own X row (32 scattered 8-byte reads per column)
+  const std::int64_t r = r0 + threadIdx.x;
+  const std::int64_t src = r < rows ? (gather ? gather[r] : r) : 0;
   for (int k = threadIdx.y; k < 32; k += blockDim.y) {
-    const std::int64_t r = r0 + threadIdx.x;
     const int c = c0 + k;
-    tile[k][threadIdx.x] = (r < rows && c < kc) ? x[r + static_cast<std::int64_t>(c) * ldx] : 0.0;
+    tile[k][threadIdx.x] = (r < rows && c < kc) ? x[src + static_cast<std::int64_t>(c) * ldx] : 0.0;
   }
   __syncthreads();
   const int nthreads = blockDim.x * blockDim.y;
@@ -354,17 +360,19 @@ __global__ void stage_fragments_tiled_kernel(const double* __restrict__ x, std::
 }
 
 void stage_fragments_device(const double* x, std::int64_t ldx, std::int64_t rows, int kc,
-                            double* xs, std::int64_t rows_pad, int width, cudaStream_t st) {
+                            double* xs, std::int64_t rows_pad, int width,
+                            const std::int32_t* gather, cudaStream_t st) {
   const std::int64_t total = rows_pad * width;
   if (total == 0) return;
   if (width % 32 == 0 && rows_pad % 32 == 0) {
     const dim3 grid(static_cast<unsigned>(rows_pad / 32), static_cast<unsigned>(width / 32));
-    stage_fragments_tiled_kernel<<<grid, dim3(32, 8), 0, st>>>(x, ldx, rows, kc, xs, width);
+    stage_fragments_tiled_kernel<<<grid, dim3(32, 8), 0, st>>>(x, ldx, rows, kc, xs, width,
+                                                                         gather);
     TCSOLVE_CUDA_CHECK_LAUNCH();
     return;
   }
   stage_fragments_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, st>>>(
-      x, ldx, rows, kc, xs, total, width);
+      x, ldx, rows, kc, xs, total, width, gather);
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -451,6 +459,13 @@ BcsrSpmmDevice::BcsrSpmmDevice(const Bcsr<double>& b, Precision precision, int s
     : rows_(b.nrows), cols_(b.ncols), nblocks_(b.nblocks()), nbrows_(b.nblock_rows()), h_(b.h),
       w_(b.w), precision_(precision) {
   TCSOLVE_REQUIRE(stage_cols >= 0, "stage_cols must be >= 0");
+  TCSOLVE_REQUIRE(b.col_perm.empty() || static_cast<std::int64_t>(b.col_perm.size()) == b.ncols,
+                  "BCSR col_perm size must be ncols");
+  bool col_identity = true;
+  for (std::size_t j = 0; j < b.col_perm.size() && col_identity; ++j)
+    col_identity = b.col_perm[j] == static_cast<std::int32_t>(j);
+  // fp64 with a column permutation: X is always staged (the gather rides on the staging copy).
+  if (!col_identity && precision == Precision::fp64) stage_cols = std::max(stage_cols, 8);
   if (precision == Precision::fp64 && stage_cols > 0) {
     // capacity: a power of two up to 64 columns, then multiples of 64 (staged_width fits in it)
     int c = 8;
@@ -473,7 +488,6 @@ BcsrSpmmDevice::BcsrSpmmDevice(const Bcsr<double>& b, Precision precision, int s
   TCSOLVE_REQUIRE(b.perm.empty() || static_cast<std::int64_t>(b.perm.size()) == b.nrows,
                   "BCSR perm size must be nrows");
   TCSOLVE_REQUIRE(b.nrows < (std::int64_t(1) << 31), "BCSR SpMM: rows must fit 32-bit indices");
-  TCSOLVE_REQUIRE(b.col_perm.empty(), "BCSR SpMM: column permutations are not supported");
   block_row_ptr_ = DeviceArray<std::int64_t>(b.block_row_ptr);
   block_col_ = DeviceArray<std::int32_t>(b.block_col);
   if (precision == Precision::fp64) {
@@ -502,6 +516,7 @@ BcsrSpmmDevice::BcsrSpmmDevice(const Bcsr<double>& b, Precision precision, int s
   for (std::size_t i = 0; i < b.perm.size() && identity; ++i)
     identity = b.perm[i] == static_cast<std::int32_t>(i);
   if (!identity) perm_ = DeviceArray<std::int32_t>(b.perm);
+  if (!col_identity) gather_ = DeviceArray<std::int32_t>(b.col_perm);
   prepare_split(b);
 }
 
@@ -537,7 +552,7 @@ void BcsrSpmmDevice::prepare_split(const Bcsr<double>& b) {
 
 std::size_t BcsrSpmmDevice::device_bytes() const {
   return block_row_ptr_.bytes() + block_col_.bytes() + values_.bytes() + perm_.bytes() +
-         warp_row_.bytes() + zero_rows_.bytes() + stage_.bytes();
+         warp_row_.bytes() + zero_rows_.bytes() + stage_.bytes() + gather_.bytes();
 }
 
 namespace {
@@ -574,6 +589,7 @@ void BcsrSpmmDevice::set_max_tile_cols(int cols) {
 }
 
 void BcsrSpmmDevice::drop_stage() {
+  TCSOLVE_REQUIRE(!gathers(), "BCSR SpMM: a column-permuted operator needs its staging buffer");
   stage_ = DeviceArray<double>();
   stage_cols_ = 0;
 }
@@ -591,7 +607,7 @@ void BcsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::in
   if (nblocks_ == 0) return;
   BcsrArgs args = make_args(rows_, cols_, nblocks_, per_warp_, nwarps_, block_row_ptr_.get(),
                             block_col_.get(), values_.get(), perm_.get(), warp_row_.get(), nbrows_);
-  if (stage_cols_ == 0 || ncols_x < stage_min_cols_) {
+  if (stage_cols_ == 0 || (ncols_x < stage_min_cols_ && !gathers())) {
     dispatch_dmma<false>(args, x, ldx, y, ldy, ncols_x, max_nt_, st);
     return;
   }
@@ -600,7 +616,7 @@ void BcsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::in
     const int kc = std::min(stage_cols_, ncols_x - c0);
     const int width = staged_width(kc);
     stage_fragments_device(x + static_cast<std::int64_t>(c0) * ldx, ldx, cols_, kc, stage_.get(),
-                           stage_rows_, width, st);
+                           stage_rows_, width, gather_.get(), st);
     dispatch_dmma<true>(args, stage_.get(), width, y + static_cast<std::int64_t>(c0) * ldy, ldy, kc,
                         max_nt_,
                         st);

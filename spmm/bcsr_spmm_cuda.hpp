@@ -32,6 +32,12 @@ class BcsrSpmmDevice {
   // (rounded up; allocated here, 8·ncols·stage_cols bytes) in the DMMA fragment order, so that a
   // warp reads a block's B fragments for 16 columns as one contiguous 512-byte piece (16-byte
   // loads). Costs 16·n·N extra bytes per apply; used from N = stage_min_cols() on.
+  //
+  // b.col_perm non-empty (symmetric reordering, stored matrix P·A·Pᵀ): fp64 apply() reads X
+  // row col_perm[j] for stored column j — the gather is done by the staging copy, so staging is
+  // then always on (a workspace of at least 8 columns is allocated even for stage_cols == 0).
+  // apply_lowp() does NOT gather: its X must already be in the stored column order (the
+  // operator gathers while converting to 16 bits; gather() is the device permutation).
   BcsrSpmmDevice(const Bcsr<double>& b, Precision precision, int stage_cols = 0);
 
   // fp64 only: Y = A·X.
@@ -53,7 +59,9 @@ class BcsrSpmmDevice {
   // Staging is used for N >= stage_min_cols (default 16); the plan's trial tries both settings.
   int stage_min_cols() const { return stage_min_cols_; }
   void set_stage_min_cols(int n);
-  void drop_stage();  // frees the workspace: X is then always read column-major
+  void drop_stage();  // frees the workspace: X is then always read column-major (not gathers())
+  bool gathers() const { return gather_.size() > 0; }
+  const std::int32_t* gather() const { return gather_.get(); }  // nullptr when identity
   // Widest column tile of one warp (16, 32 or 64; default 64). Narrower tiles: more warps per
   // A block (A re-read from L2 per tile) but a narrower band of block-rows in flight at once,
   // so the X rows they share stay in L2. The plan's trial picks it.
@@ -79,6 +87,7 @@ class BcsrSpmmDevice {
   int max_nt_ = 8;                       // widest tile: 8·max_nt_ columns
   std::int64_t stage_rows_ = 0;          // ncols rounded up to 32
   DeviceArray<double> stage_;            // fragment-order X staging [stage_rows_ × width]
+  DeviceArray<std::int32_t> gather_;     // Bcsr::col_perm on the device; empty when identity
 };
 
 }  // namespace tcsolve

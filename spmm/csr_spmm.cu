@@ -234,11 +234,12 @@ __device__ __forceinline__ void round_to(double v, __nv_bfloat16* o) { *o = __do
 
 template <class TO>
 __global__ void convert_kernel(const double* __restrict__ x, std::int64_t ldx, TO* __restrict__ out,
-                               std::int64_t ld_out, std::int64_t rows, int cols) {
+                               std::int64_t ld_out, std::int64_t rows, int cols,
+                               const std::int32_t* __restrict__ gather) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * cols) return;
   const std::int64_t r = i % rows, c = i / rows;
-  round_to(x[r + c * ldx], out + r + c * ld_out);
+  round_to(x[(gather ? gather[r] : r) + c * ldx], out + r + c * ld_out);
 }
 
 template <class TA, int NT>
@@ -485,16 +486,18 @@ void zero_rows_device(const std::int32_t* rows, std::int64_t n, float* y, std::i
 }
 
 void convert_multivector_device(const double* x, std::int64_t ldx, void* out, std::int64_t ld_out,
-                                std::int64_t rows, int cols, Precision to, void* stream) {
+                                std::int64_t rows, int cols, Precision to, void* stream,
+                                const std::int32_t* gather) {
   const std::int64_t total = rows * cols;
   if (total == 0) return;
   const unsigned grid = static_cast<unsigned>((total + 255) / 256);
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   if (to == Precision::fp16)
-    convert_kernel<__half><<<grid, 256, 0, st>>>(x, ldx, static_cast<__half*>(out), ld_out, rows, cols);
+    convert_kernel<__half><<<grid, 256, 0, st>>>(x, ldx, static_cast<__half*>(out), ld_out, rows, cols,
+                                                    gather);
   else if (to == Precision::bf16)
     convert_kernel<__nv_bfloat16><<<grid, 256, 0, st>>>(x, ldx, static_cast<__nv_bfloat16*>(out),
-                                                       ld_out, rows, cols);
+                                                       ld_out, rows, cols, gather);
   else
     throw InvalidArgument("convert_multivector_device: target must be fp16 or bf16");
   TCSOLVE_CUDA_CHECK_LAUNCH();

@@ -69,8 +69,10 @@ void zero_rows_device(const std::int32_t* rows, std::int64_t nrows_list, double*
 void zero_rows_device(const std::int32_t* rows, std::int64_t nrows_list, float* y,
                       std::int64_t ldy, int ncols, void* stream);
 
-// out (rows×cols, ld_out, fp16 or bf16 per `to`) = round(x). Used to feed the 16-bit kernels.
+// out (rows×cols, ld_out, fp16 or bf16 per `to`) = round(x), or round(x[gather[r], :]) for row
+// r when gather is given (symmetric reordering). Used to feed the 16-bit kernels.
 void convert_multivector_device(const double* x, std::int64_t ldx, void* out, std::int64_t ld_out,
-                                std::int64_t rows, int cols, Precision to, void* stream);
+                                std::int64_t rows, int cols, Precision to, void* stream,
+                                const std::int32_t* gather = nullptr);
 
 }  // namespace tcsolve

@@ -43,6 +43,7 @@ class CudaSparseOperator final : public SparseOperator {
             plan.stage_x && plan.precision == Precision::fp64 ? plan.expected_cols : 0);
         // staged from the planned N on (the model plans staging only for N >= 16)
         if (bcsr_->stage_cols() > 0) bcsr_->set_stage_min_cols(std::min(plan.expected_cols, 16));
+        if (bcsr_->gathers() && plan.precision == Precision::fp64) plan_.stage_x = true;
         if (plan.precision == Precision::fp64 && plan.dmma_tile_cols > 0)
           bcsr_->set_max_tile_cols(plan.dmma_tile_cols);
         if (plan.precision != Precision::fp64) {
@@ -68,9 +69,11 @@ class CudaSparseOperator final : public SparseOperator {
   bool can_toggle_staging() const {
     return bcsr_ && plan_.precision == Precision::fp64 && bcsr_->stage_cols() > 0;
   }
+  // Symmetric reordering: X is gathered by the staging copy, which is then never turned off.
+  bool gathers() const { return bcsr_ && bcsr_->gathers(); }
   void use_staging(bool on) {
     bcsr_->set_stage_min_cols(on ? std::min(plan_.expected_cols, 16) : INT_MAX);
-    plan_.stage_x = on;
+    plan_.stage_x = on || bcsr_->gathers();
   }
   void drop_staging() { bcsr_->drop_stage(); plan_.stage_x = false; }
   void set_tile(int cols) {  // 0 = default (64)
@@ -93,8 +96,9 @@ class CudaSparseOperator final : public SparseOperator {
     } else {
       for (int c0 = 0; c0 < k; c0 += chunk_) {
         const int kc = std::min(chunk_, k - c0);
+        // symmetric reordering: the gather X[perm] rides on the conversion
         convert_multivector_device(x.data + c0 * x.ld, x.ld, xlow_.get(), ldl_, cols_, kc,
-                                   plan_.precision, stream_);
+                                   plan_.precision, stream_, bcsr_->gather());
         bcsr_->apply_lowp(xlow_.get(), ldl_, y.data + c0 * y.ld, y.ld, kc, stream_);
       }
     }
@@ -143,6 +147,7 @@ double trial_ms(const CudaSparseOperator& op, MvView<const double> x, MvView<dou
 
 std::string trial_name(const SpmmPlan& p) {
   std::string n = to_string(p.kernel);
+  if (p.symmetric) n += " sym";
   if (p.kernel == SpmmKernel::csr_segment) n += " g" + std::to_string(p.csr_group);
   if (p.kernel == SpmmKernel::csr_row && p.csr_tiled) n += " tiled";
   if (p.stage_x) n += " staged";
@@ -198,7 +203,7 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
           best_tile = tile;
         }
       };
-      run_mode(false, 0);
+      if (!op->gathers()) run_mode(false, 0);
       run_mode(true, 0);
       for (int tile : {32, 16})
         if (k > tile) run_mode(true, tile);

@@ -28,7 +28,14 @@ const char* to_string(SpmmKernel k) {
   return "?";
 }
 
-const char* to_string(Reorder r) { return r == Reorder::none ? "none" : "jaccard"; }
+const char* to_string(Reorder r) {
+  switch (r) {
+    case Reorder::none: return "none";
+    case Reorder::jaccard: return "jaccard";
+    case Reorder::symmetric: return "symmetric";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -111,7 +118,8 @@ std::string SpmmPlan::describe() const {
   o << "\n  rows: mean " << fmt("%.2f", mean_row_nnz) << " nnz, max " << max_row_nnz;
   if (block_h > 0)
     o << "; " << block_h << "x" << block_w << " blocks " << nblocks << ", fill "
-      << fmt("%.3f", fill) << (reordered ? " (after reordering)" : "");
+      << fmt("%.3f", fill)
+      << (symmetric ? " (after symmetric reordering)" : reordered ? " (after row reordering)" : "");
   if (est_bytes_csr > 0)
     o << "\n  model bytes/apply: CSR " << fmt("%.3g", est_bytes_csr) << ", BCSR "
       << (est_bytes_bcsr > 0 ? fmt("%.3g", est_bytes_bcsr) : std::string("n/a"));
@@ -163,12 +171,19 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
     p.block_h = opt.precision == Precision::fp64 ? 8 : 16;
     p.block_w = opt.precision == Precision::fp64 ? 4 : 16;
     p.nblocks = count_blocks_of(a, p.block_h, p.block_w, {});
-    if (opt.reorder == Reorder::jaccard) {
-      // Row-only Jaccard reordering (A' = P·A); kept only when it reduces the block count.
-      ReorderResult rr = jaccard_reorder(a, p.block_h, p.block_w);
+    if (opt.reorder != Reorder::none) {
+      // Row-only Jaccard (A' = P·A) or symmetric (A' = P·A·Pᵀ) reordering; kept only when it
+      // reduces the block count.
+      ReorderOptions ro;
+      if (opt.reorder == Reorder::symmetric) {
+        TCSOLVE_REQUIRE(a.nrows == a.ncols, "symmetric reordering needs a square matrix");
+        ro.mode = ReorderMode::symmetric;
+      }
+      ReorderResult rr = jaccard_reorder(a, p.block_h, p.block_w, ro);
       if (rr.applied && rr.blocks_after < p.nblocks) {
         p.nblocks = rr.blocks_after;
         p.reordered = true;
+        p.symmetric = opt.reorder == Reorder::symmetric;
         if (perm_out) *perm_out = std::move(rr.perm);
       }
     }
@@ -261,6 +276,16 @@ class CpuSparseOperator final : public SparseOperator {
 
 }  // namespace
 
+namespace {
+// The planned blocks: P·A (row reordering), P·A·Pᵀ (symmetric: Bcsr::col_perm = perm) or A.
+Bcsr<double> blocks_for(const Csr<double>& a, const SpmmPlan& plan,
+                        const std::vector<std::int32_t>& perm) {
+  if (!plan.reordered) return build_bcsr(a, plan.block_h, plan.block_w);
+  return build_bcsr(a, plan.block_h, plan.block_w, perm,
+                    plan.symmetric ? perm : std::vector<std::int32_t>{});
+}
+}  // namespace
+
 std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backend backend,
                                                      const OperatorOptions& opt) {
   TCSOLVE_REQUIRE(a.nrows >= 0 && a.ncols >= 0 &&
@@ -277,6 +302,7 @@ std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backe
     SpmmPlan c = plan;
     c.reason = model;
     c.reordered = false;  // the CSR kernels use A as given
+    c.symmetric = false;
     if (plan.max_row_nnz <= 4096) {
       c.kernel = SpmmKernel::csr_row;
       c.csr_group = 1;
@@ -296,18 +322,18 @@ std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backe
     Bcsr<double> b;
     if (tc != SpmmKernel::automatic && plan.nblocks > 0 &&
         plan.est_bytes_bcsr <= 3.0 * plan.est_bytes_csr) {
-      b = build_bcsr(a, plan.block_h, plan.block_w,
-                     plan.reordered ? perm : std::vector<std::int32_t>{});
+      b = blocks_for(a, plan, perm);
       c.kernel = tc;
       c.csr_group = 1;
       c.reordered = plan.reordered;
+      c.symmetric = plan.symmetric;
       c.stage_x = plan.precision == Precision::fp64;  // the trial times X staged and direct
       cand.push_back(c);
     }
     return detail::make_cuda_operator_by_trial(a, b.nblocks() > 0 ? &b : nullptr, cand, opt);
   }
   if (is_bcsr(plan.kernel)) {
-    Bcsr<double> b = build_bcsr(a, plan.block_h, plan.block_w, plan.reordered ? perm : std::vector<std::int32_t>{});
+    Bcsr<double> b = blocks_for(a, plan, perm);
     return detail::make_cuda_operator(a, &b, plan, opt);
   }
   return detail::make_cuda_operator(a, nullptr, plan, opt);

@@ -25,8 +25,17 @@
 
 namespace tcsolve {
 
-// Row reordering applied before blocking (BCSR kernels only; the CSR kernels use A as given).
-enum class Reorder { none, jaccard };
+// Reordering applied before blocking (BCSR kernels only; the CSR kernels use A as given).
+//   jaccard:   rows only, A' = P·A; row i of A' is written to Y[perm[i]].
+//   symmetric: A' = P·A·Pᵀ (square A; Jaccard with kw = 1 or reverse Cuthill–McKee, whichever
+//              gives fewer blocks, preprocess/jaccard_reorder.hpp). Y = A·X is computed as
+//              Y[perm] = A'·X[perm]: the gather X[perm] is folded into the copy of X the BCSR
+//              kernels already make (fp64: fragment-order staging, always on then; fp16/bf16:
+//              the 16-bit conversion), the output goes through perm as for `jaccard`. No
+//              extra pass, extra workspace only for fp64 at N < 16 (the staging buffer).
+// Either reordering is kept only when it reduces the block count (else A is blocked as given).
+// The CPU backend ignores the option (its CSR product has no blocks to save).
+enum class Reorder { none, jaccard, symmetric };
 
 // Kernel families. `automatic` lets the plan choose.
 enum class SpmmKernel {
@@ -81,6 +90,7 @@ struct SpmmPlan {
   double est_bytes_csr = 0.0;       // cost-model bytes for one apply (CSR kernel)
   double est_bytes_bcsr = 0.0;      // cost-model bytes for one apply (BCSR kernel)
   bool reordered = false;           // a row permutation was applied to build the blocks
+  bool symmetric = false;           // ... and the same permutation on the columns (P·A·Pᵀ)
   bool stage_x = false;             // X copied into a workspace (BCSR: fragment order; CSR:
                                     // row-major) before the kernel
   int dmma_tile_cols = 0;           // fp64 BCSR: widest column tile per warp (0 = 64)

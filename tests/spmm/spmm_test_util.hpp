@@ -1,6 +1,7 @@
 // Test matrices and norms for the SpMM tests: random sparse matrices with odd sizes, skewed and
 // empty rows, and random dense bands. Values uniform in [-1, 1] (never all-ones).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -38,6 +39,36 @@ inline Csr<double> random_band(std::int64_t n, int bw, unsigned seed) {
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = std::max<std::int64_t>(0, i - bw); j <= std::min<std::int64_t>(n - 1, i + bw); ++j)
       t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), val(rng)});
+  return csr_from_triplets(n, n, std::move(t));
+}
+
+// Scrambled stencil: an nx×ny×nz grid with `dof` unknowns per node, every (node, neighbour)
+// pair of the 27-point (box = true) or 7-point neighbourhood coupled by a random dof×dof block
+// (values in [-1, 1], symmetric pattern), then a random symmetric permutation P·A·Pᵀ: the
+// structure of gen:lap3d/elast3d +scramble at odd test sizes.
+inline Csr<double> scrambled_stencil(int nx, int ny, int nz, int dof, bool box, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  const std::int64_t nodes = static_cast<std::int64_t>(nx) * ny * nz, n = nodes * dof;
+  std::vector<std::int32_t> p(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<std::int32_t>(i);
+  std::shuffle(p.begin(), p.end(), rng);  // new index of unknown i is p[i]
+  std::vector<Triplet<double>> t;
+  for (int z = 0; z < nz; ++z)
+    for (int y = 0; y < ny; ++y)
+      for (int x = 0; x < nx; ++x)
+        for (int dz = -1; dz <= 1; ++dz)
+          for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+              if (!box && std::abs(dx) + std::abs(dy) + std::abs(dz) > 1) continue;
+              const int X = x + dx, Y = y + dy, Z = z + dz;
+              if (X < 0 || Y < 0 || Z < 0 || X >= nx || Y >= ny || Z >= nz) continue;
+              const std::int64_t u = (static_cast<std::int64_t>(z) * ny + y) * nx + x;
+              const std::int64_t v = (static_cast<std::int64_t>(Z) * ny + Y) * nx + X;
+              for (int a = 0; a < dof; ++a)
+                for (int b = 0; b < dof; ++b)
+                  t.push_back({p[u * dof + a], p[v * dof + b], val(rng)});
+            }
   return csr_from_triplets(n, n, std::move(t));
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/csr.hpp"
@@ -88,6 +89,39 @@ TEST(SparseOperatorCuda, NotCompiledOrDevice) {
   } else {
     GTEST_SKIP() << "CUDA build without a device";
   }
+}
+
+// Symmetric reordering in the plan (no GPU needed): a scrambled stencil gets fewer blocks than
+// with rows-only reordering, both fewer than as given; a non-square matrix is refused; the CPU
+// backend ignores the option (same result as the reference).
+TEST(SparseOperatorPlan, SymmetricReorderReducesBlocksOfScrambledStencil) {
+  const Csr<double> a = test::scrambled_stencil(13, 11, 9, 1, false, 31);
+  OperatorOptions opt;
+  opt.expected_cols = 32;
+  const SpmmPlan none = plan_spmm(a, Backend::cuda, opt);
+  opt.reorder = Reorder::jaccard;
+  const SpmmPlan rows = plan_spmm(a, Backend::cuda, opt);
+  opt.reorder = Reorder::symmetric;
+  const SpmmPlan sym = plan_spmm(a, Backend::cuda, opt);
+  EXPECT_FALSE(none.reordered);
+  EXPECT_TRUE(sym.reordered);
+  EXPECT_TRUE(sym.symmetric);
+  EXPECT_FALSE(rows.symmetric);
+  EXPECT_LT(sym.nblocks, rows.nblocks);
+  EXPECT_LT(rows.nblocks, none.nblocks);
+  EXPECT_NE(sym.describe().find("symmetric"), std::string::npos);
+  EXPECT_STREQ(to_string(Reorder::symmetric), "symmetric");
+
+  const Csr<double> rect = test::random_skewed(101, 97, 4, 0, 0, 0, 5);
+  EXPECT_THROW(plan_spmm(rect, Backend::cuda, opt), InvalidArgument);
+
+  auto op = make_sparse_operator(a, Backend::cpu, opt);
+  const int k = 3;
+  std::vector<double> x = test::random_vector(static_cast<std::size_t>(a.ncols * k), 6);
+  std::vector<double> y(static_cast<std::size_t>(a.nrows * k)), ref(y.size());
+  csr_spmm_reference(a, x.data(), a.ncols, ref.data(), a.nrows, k);
+  op->apply({x.data(), a.ncols, k, a.ncols, Space::host}, {y.data(), a.nrows, k, a.nrows, Space::host});
+  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], ref[i]);
 }
 
 }  // namespace
