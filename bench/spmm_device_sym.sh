@@ -38,7 +38,7 @@ fi
 if [ "${BAND:-1}" = 1 ]; then
   echo "== band sweep fp16/bf16 $(date +%T)"
   timeout ${BAND_TIMEOUT:-45} "$B/bench/spmm_bench" --csv "$OUT/spmm_band16.csv" --matrices "" --no-fp64 \
-    --band-sweep 64,128,256,512,1024,2048,4096 --cols16 8,32,128 > "$OUT/bench_band16.log" 2>&1
+    --band-sweep 64,128,256,512,1024,2048,4096 --cols16 8,32,128 ${BAND_ARGS:-} > "$OUT/bench_band16.log" 2>&1
   echo "band rc=$?"
   grep -E "MMA16|cuSPARSE|cuBLAS|check|!!" "$OUT/bench_band16.log" | tail -80
 fi
