@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 #include "core/device.hpp"
@@ -25,7 +26,11 @@ struct MvView {
     TCSOLVE_REQUIRE(first >= 0 && count >= 0 && first + count <= cols, "column range out of bounds");
     return {data + first * ld, rows, count, ld, space};
   }
-  operator MvView<const T>() const { return {data, rows, cols, ld, space}; }
+  // Read-only view of a writable one (only for non-const T: MvView<const T> needs no conversion).
+  template <class U = T, class = std::enable_if_t<!std::is_const_v<U>>>
+  operator MvView<const U>() const {
+    return {data, rows, cols, ld, space};
+  }
 };
 
 // Owning multivector (ld = rows). Allocated once; move-only.

@@ -37,25 +37,6 @@ int count_lines(const std::string& s) {
   return n;
 }
 
-ScratchDir::ScratchDir() {
-  static std::atomic<int> counter{0};
-  path_ = fs::temp_directory_path() /
-          ("tcsolve_apps_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  fs::remove_all(path_);
-  fs::create_directories(path_);
-}
-
-ScratchDir::~ScratchDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
-std::string ScratchDir::write(const std::string& name, const std::string& text) const {
-  std::string p = file(name);
-  std::ofstream f(p, std::ios::binary);
-  f << text;
-  return p;
-}
 
 RunResult run_tcsolve(const std::vector<std::string>& args) { return run_tcsolve_env({}, args); }
 

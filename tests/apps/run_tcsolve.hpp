@@ -1,6 +1,7 @@
 // Runs the built tcsolve binary (TCSOLVE_BIN) in a shell and captures its exit status, stdout
 // and stderr; a scratch folder per test for input and output files.
 #pragma once
+#include "tests/temp_dir.hpp"
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,18 +20,7 @@ RunResult run_tcsolve(const std::vector<std::string>& args);
 RunResult run_tcsolve_env(const std::vector<std::string>& env, const std::vector<std::string>& args);
 
 // A fresh empty folder removed at destruction.
-class ScratchDir {
- public:
-  ScratchDir();
-  ~ScratchDir();
-  const std::filesystem::path& path() const { return path_; }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  // Writes `text` to `name` inside the folder and returns its path.
-  std::string write(const std::string& name, const std::string& text) const;
-
- private:
-  std::filesystem::path path_;
-};
+using ScratchDir = TempDir;
 
 std::string read_file(const std::string& path);
 // Number of '\n' in s.

@@ -20,25 +20,14 @@
 #include "io/generators.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/hdf5_matrix.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace tcsolve {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh folder per test, removed afterwards.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = fs::temp_directory_path() /
-          ("tcsolve_h5_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
+using test::TempDir;
 
 bool same(const Csr<double>& a, const Csr<double>& b) {
   if (a.nrows != b.nrows || a.ncols != b.ncols || a.row_ptr != b.row_ptr || a.col_idx != b.col_idx ||

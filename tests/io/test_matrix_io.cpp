@@ -19,6 +19,7 @@
 #include "io/hdf5_matrix.hpp"
 #include "io/matrix_io.hpp"
 #include "io/matrix_market.hpp"
+#include "tests/temp_dir.hpp"
 #include "tests/test_paths.hpp"
 
 namespace tcsolve {
@@ -26,24 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = fs::temp_directory_path() /
-          ("tcsolve_mio_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-  std::vector<std::string> files() const {
-    std::vector<std::string> v;
-    for (const auto& e : fs::directory_iterator(dir)) v.push_back(e.path().filename().string());
-    std::sort(v.begin(), v.end());
-    return v;
-  }
-};
+using test::TempDir;
 
 bool same(const Csr<double>& a, const Csr<double>& b) {
   if (a.nrows != b.nrows || a.ncols != b.ncols || a.row_ptr != b.row_ptr || a.col_idx != b.col_idx ||
@@ -186,7 +170,7 @@ TEST(MatrixIo, AtomicWriteLeavesNothingOnFailure) {
   // AtomicFile itself: the temporary sits beside the target and vanishes without commit().
   {
     AtomicFile f(tmp / "t.dat");
-    EXPECT_EQ(fs::path(f.temp_path()).parent_path(), tmp.dir);
+    EXPECT_EQ(fs::path(f.temp_path()).parent_path(), tmp.path());
     EXPECT_EQ(fs::path(f.temp_path()).filename().string().rfind("t.dat.tmp-", 0), 0u);
     std::ofstream(f.temp_path()) << "partial";
     EXPECT_TRUE(fs::exists(f.temp_path()));

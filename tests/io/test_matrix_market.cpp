@@ -329,7 +329,7 @@ TEST(MatrixMarket, WriteReadIsExactGeneralAndSymmetric) {
   for (bool sym : {false, true}) {
     const auto a = random_csr(97, sym ? 97 : 61, sym, 11 + sym);
     ASSERT_EQ(is_symmetric(a), sym);
-    const std::string p = (dir.path / (sym ? "s.mtx" : "g.mtx")).string();
+    const std::string p = (dir.path() / (sym ? "s.mtx" : "g.mtx")).string();
     write_matrix_market(p, a);
     const std::string text = test::read_bytes(p);
     EXPECT_EQ(text.rfind(std::string("%%MatrixMarket matrix coordinate real ") + (sym ? "symmetric" : "general"), 0), 0u);
@@ -350,7 +350,7 @@ TEST(MatrixMarket, WriteSymmetricFlagWithUnsymmetricValuesFallsBackToGeneral) {
   a.values[off] = a.values[off] == 0.0 ? 1.0 : 3.0 * a.values[off];  // now not symmetric
   ASSERT_FALSE(is_symmetric(a));
   test::TempDir dir;
-  const std::string p = (dir.path / "x.mtx").string();
+  const std::string p = (dir.path() / "x.mtx").string();
   write_matrix_market(p, a);
   EXPECT_EQ(test::read_bytes(p).rfind("%%MatrixMarket matrix coordinate real general", 0), 0u);
   expect_same(a, read_matrix_market(p));
@@ -484,7 +484,7 @@ TEST(MatrixMarket, WriteSkewAndEmptyAsGeneral) {
   test::TempDir dir;
   const std::string text = "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 1.5\n3 1 -4\n";
   const auto a = parse_matrix_market(text.data(), text.size(), "skew.mtx");
-  const std::string p = (dir.path / "skew.mtx").string();
+  const std::string p = (dir.path() / "skew.mtx").string();
   write_matrix_market(p, a);
   const std::string out = test::read_bytes(p);
   EXPECT_EQ(out.rfind("%%MatrixMarket matrix coordinate real general", 0), 0u) << out;
@@ -496,7 +496,7 @@ TEST(MatrixMarket, WriteSkewAndEmptyAsGeneral) {
   empty.nrows = 4;
   empty.ncols = 2;
   empty.row_ptr.assign(5, 0);
-  const std::string q = (dir.path / "empty.mtx").string();
+  const std::string q = (dir.path() / "empty.mtx").string();
   write_matrix_market(q, empty);
   const auto c = read_matrix_market(q);
   EXPECT_EQ(c.nrows, 4);

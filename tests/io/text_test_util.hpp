@@ -1,6 +1,7 @@
 // Helpers shared by the text-reader tests: exact CSR comparison, InputError expectations with the
 // line number, gzip compression and temporary files.
 #pragma once
+#include "tests/temp_dir.hpp"
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -64,28 +65,6 @@ inline std::string gzip_bytes(const std::string& text) {
   return out;
 }
 
-// A fresh folder under the system temp dir, removed at destruction.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() /
-           ("tcsolve_iotext_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const auto p = path / name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p.string();
-  }
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
-};
 
 // With TCSOLVE_DUMP_CORPUS=DIR set, the tests write each input they feed a reader (with default
 // options) to DIR/FOLDER/{ok,bad}_HASH: how tests/fuzz/corpus was seeded.
