@@ -277,7 +277,9 @@ int run_info(const Args& args) {
     OperatorOptions oo;
     oo.precision = prec;
     oo.expected_cols = cols;
-    oo.reorder = reorder == "jaccard" ? Reorder::jaccard : Reorder::none;
+    oo.reorder = reorder != "jaccard"                    ? Reorder::none
+                 : ropt.mode == ReorderMode::symmetric ? Reorder::symmetric
+                                                       : Reorder::jaccard;
     sp = plan_spmm(a, device == "cuda" ? Backend::cuda : Backend::cpu, oo);
   }
 
