@@ -361,6 +361,25 @@ Csr<double> gen_band(const std::string& spec, const Spec& s) {
   return a;
 }
 
+// Rows given as buckets cols[cnt[i], cnt[i+1]) (unsorted, with duplicates): sorts and
+// deduplicates each bucket in place and fills a.row_ptr and a.col_idx (a.values sized, unset).
+void compact_pattern(std::vector<std::int32_t>& cols, const std::vector<i64>& cnt, Csr<double>& a) {
+  const i64 n = a.nrows;
+  std::vector<i64> len(n);
+  parallel_for(n, [&](i64 i) {
+    auto b = cols.begin() + cnt[i], e = cols.begin() + cnt[i + 1];
+    std::sort(b, e);
+    len[i] = std::unique(b, e) - b;
+  }, 1024);
+  a.row_ptr.assign(n + 1, 0);
+  for (i64 i = 0; i < n; ++i) a.row_ptr[i + 1] = a.row_ptr[i] + len[i];
+  a.col_idx.resize(a.nnz());
+  a.values.resize(a.nnz());
+  parallel_for(n, [&](i64 i) {
+    std::copy(cols.begin() + cnt[i], cols.begin() + cnt[i] + len[i], a.col_idx.begin() + a.row_ptr[i]);
+  }, 1024);
+}
+
 // Each row i draws about (K-1)/2 partners j uniformly; the pattern is symmetrised and the
 // diagonal added, so a row holds about K entries (fewer where draws collide).
 Csr<double> gen_random(const std::string& spec, const Spec& s) {
@@ -406,20 +425,7 @@ Csr<double> gen_random(const std::string& spec, const Spec& s) {
   }
   partner.clear();
   partner.shrink_to_fit();
-  // Sort and deduplicate each row in place, then compact.
-  std::vector<i64> len(n);
-  parallel_for(n, [&](i64 i) {
-    auto b = cols.begin() + cnt[i], e = cols.begin() + cnt[i + 1];
-    std::sort(b, e);
-    len[i] = std::unique(b, e) - b;
-  }, 1024);
-  a.row_ptr.assign(n + 1, 0);
-  for (i64 i = 0; i < n; ++i) a.row_ptr[i + 1] = a.row_ptr[i] + len[i];
-  a.col_idx.resize(a.nnz());
-  a.values.resize(a.nnz());
-  parallel_for(n, [&](i64 i) {
-    std::copy(cols.begin() + cnt[i], cols.begin() + cnt[i] + len[i], a.col_idx.begin() + a.row_ptr[i]);
-  }, 1024);
+  compact_pattern(cols, cnt, a);
   set_dominant_diagonal(a, s.seed, s_random_val, s_random_diag);
   return a;
 }
@@ -492,25 +498,14 @@ Csr<double> gen_rmat(const std::string& spec, const Spec& s) {
   src.shrink_to_fit();
   dst.clear();
   dst.shrink_to_fit();
-  std::vector<i64> len(n);
-  parallel_for(n, [&](i64 i) {
-    auto b = cols.begin() + cnt[i], e = cols.begin() + cnt[i + 1];
-    std::sort(b, e);
-    len[i] = std::unique(b, e) - b;
-  }, 1024);
   Csr<double> a;
   a.nrows = a.ncols = n;
   a.symmetry = Symmetry::symmetric;
-  a.row_ptr.assign(n + 1, 0);
-  for (i64 i = 0; i < n; ++i) a.row_ptr[i + 1] = a.row_ptr[i] + len[i];
-  a.col_idx.resize(a.nnz());
-  a.values.resize(a.nnz());
+  compact_pattern(cols, cnt, a);
   parallel_for(n, [&](i64 i) {
-    i64 p = a.row_ptr[i];
-    for (i64 q = cnt[i]; q < cnt[i] + len[i]; ++q, ++p) {
-      a.col_idx[p] = cols[q];
-      a.values[p] = cols[q] == i ? static_cast<double>(len[i] - 1) : -1.0;  // degree, -1
-    }
+    const i64 deg = a.row_ptr[i + 1] - a.row_ptr[i] - 1;  // every row holds its diagonal
+    for (i64 p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      a.values[p] = a.col_idx[p] == i ? static_cast<double>(deg) : -1.0;  // L = D - W
   }, 1024);
   return a;
 }

@@ -71,24 +71,30 @@ Bcsr<T> build_bcsr(const Csr<T>& a, int h, int w, const std::vector<std::int32_t
   const std::int32_t* pv = b.perm.data();
   const std::int32_t* ci = col_inv.data();
 
+  // Calls f(bc) once for every distinct block column bc of block row r (stamp[bc] == r marks
+  // the ones seen; stamp is the calling thread's scratch of nbc entries).
+  auto for_each_new_block_col = [&](std::int64_t r, std::vector<std::int64_t>& stamp, auto&& f) {
+    const std::int64_t i1 = std::min<std::int64_t>(a.nrows, (r + 1) * h);
+    for (std::int64_t i = r * h; i < i1; ++i) {
+      const std::int64_t src = pv[i];
+      for (std::int64_t p = a.row_ptr[src]; p < a.row_ptr[src + 1]; ++p) {
+        const std::int32_t c = cmap ? ci[a.col_idx[p]] : a.col_idx[p];
+        const std::int32_t bc = c / w;
+        if (stamp[bc] != r) {
+          stamp[bc] = r;
+          f(bc);
+        }
+      }
+    }
+  };
+
   // Pass 1: number of distinct block columns per block row.
   b.block_row_ptr.assign(nbr + 1, 0);
   for_chunks(nbr, [&](std::int64_t r0, std::int64_t r1, int) {
     std::vector<std::int64_t> stamp(nbc, -1);
     for (std::int64_t r = r0; r < r1; ++r) {
       std::int64_t cnt = 0;
-      const std::int64_t i1 = std::min<std::int64_t>(a.nrows, (r + 1) * h);
-      for (std::int64_t i = r * h; i < i1; ++i) {
-        const std::int64_t src = pv[i];
-        for (std::int64_t p = a.row_ptr[src]; p < a.row_ptr[src + 1]; ++p) {
-          const std::int32_t c = cmap ? ci[a.col_idx[p]] : a.col_idx[p];
-          const std::int32_t bc = c / w;
-          if (stamp[bc] != r) {
-            stamp[bc] = r;
-            ++cnt;
-          }
-        }
-      }
+      for_each_new_block_col(r, stamp, [&](std::int32_t) { ++cnt; });
       b.block_row_ptr[r + 1] = cnt;
     }
   });
@@ -106,18 +112,8 @@ Bcsr<T> build_bcsr(const Csr<T>& a, int h, int w, const std::vector<std::int32_t
       const std::int64_t base = b.block_row_ptr[r];
       std::int32_t* cols = b.block_col.data() + base;
       std::int64_t cnt = 0;
+      for_each_new_block_col(r, stamp, [&](std::int32_t bc) { cols[cnt++] = bc; });
       const std::int64_t i1 = std::min<std::int64_t>(a.nrows, (r + 1) * h);
-      for (std::int64_t i = r * h; i < i1; ++i) {
-        const std::int64_t src = pv[i];
-        for (std::int64_t p = a.row_ptr[src]; p < a.row_ptr[src + 1]; ++p) {
-          const std::int32_t c = cmap ? ci[a.col_idx[p]] : a.col_idx[p];
-          const std::int32_t bc = c / w;
-          if (stamp[bc] != r) {
-            stamp[bc] = r;
-            cols[cnt++] = bc;
-          }
-        }
-      }
       std::sort(cols, cols + cnt);
       for (std::int64_t k = 0; k < cnt; ++k) slot[cols[k]] = static_cast<std::int32_t>(k);
       T* vals = b.values.data() + base * hw;

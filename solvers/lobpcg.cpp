@@ -167,20 +167,12 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
     }
     rec.converged = nconv;
     if (opt.keep_history) rec.residual_norms.assign(rn.begin(), rn.end());
-    if (done) {
-      status = SolverStatus::converged;
-      ops.synchronize();
-      auto [ap, de] = timer.split();
-      rec.apply_seconds = ap, rec.dense_seconds = de;
-      if (opt.on_iteration) opt.on_iteration(rec);
-      res.history.push_back(std::move(rec));
-      std::swap(cur, nxt);
-      ns = m;
-      break;
-    }
-    if (it + 1 >= opt.max_iterations) {
-      reason = "iteration limit " + std::to_string(opt.max_iterations) + " reached with " +
-               std::to_string(nconv) + " of " + std::to_string(k) + " pairs converged";
+    if (done || it + 1 >= opt.max_iterations) {
+      if (done)
+        status = SolverStatus::converged;
+      else
+        reason = "iteration limit " + std::to_string(opt.max_iterations) + " reached with " +
+                 std::to_string(nconv) + " of " + std::to_string(k) + " pairs converged";
       ops.synchronize();
       auto [ap, de] = timer.split();
       rec.apply_seconds = ap, rec.dense_seconds = de;

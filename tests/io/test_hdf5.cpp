@@ -20,6 +20,7 @@
 #include "io/generators.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/hdf5_matrix.hpp"
+#include "tests/io/csr_equal.hpp"
 #include "tests/temp_dir.hpp"
 
 namespace tcsolve {
@@ -29,14 +30,7 @@ namespace fs = std::filesystem;
 
 using test::TempDir;
 
-bool same(const Csr<double>& a, const Csr<double>& b) {
-  if (a.nrows != b.nrows || a.ncols != b.ncols || a.row_ptr != b.row_ptr || a.col_idx != b.col_idx ||
-      a.symmetry != b.symmetry || a.values.size() != b.values.size())
-    return false;
-  for (std::size_t k = 0; k < a.values.size(); ++k)  // bitwise (keeps -0.0 vs 0.0 apart)
-    if (std::memcmp(&a.values[k], &b.values[k], sizeof(double)) != 0) return false;
-  return true;
-}
+using test::same;
 
 // Random rectangular CSR with empty rows, explicit zeros, -0.0, subnormals and extreme magnitudes.
 Csr<double> random_csr(std::int64_t m, std::int64_t n, double density, unsigned seed) {

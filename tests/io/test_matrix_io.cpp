@@ -19,6 +19,7 @@
 #include "io/hdf5_matrix.hpp"
 #include "io/matrix_io.hpp"
 #include "io/matrix_market.hpp"
+#include "tests/io/csr_equal.hpp"
 #include "tests/temp_dir.hpp"
 #include "tests/test_paths.hpp"
 
@@ -29,12 +30,7 @@ namespace fs = std::filesystem;
 
 using test::TempDir;
 
-bool same(const Csr<double>& a, const Csr<double>& b) {
-  if (a.nrows != b.nrows || a.ncols != b.ncols || a.row_ptr != b.row_ptr || a.col_idx != b.col_idx ||
-      a.symmetry != b.symmetry || a.values.size() != b.values.size())
-    return false;
-  return a.values.empty() || std::memcmp(a.values.data(), b.values.data(), a.values.size() * sizeof(double)) == 0;
-}
+using test::same;
 
 Csr<double> rectangular(unsigned seed) {
   std::mt19937 rng(seed);
