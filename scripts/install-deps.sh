@@ -3,7 +3,12 @@
 # Idempotent: when every package is already installed it does nothing (no apt-get update).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libeigen3-dev libhdf5-dev libboost-program-options-dev
-      libgtest-dev zlib1g-dev python3-h5py python3-scipy python3-numpy)
+      libgtest-dev zlib1g-dev python3-h5py python3-scipy python3-numpy
+      # sparse direct solvers for shift-invert and certified counts (factor/), and an optimized
+      # BLAS for their supernodal/multifrontal kernels (README: Dependencies)
+      libsuitesparse-dev libmumps-seq-dev libopenblas-pthread-dev
+      # the Python module (python/) and its tests
+      python3-dev pybind11-dev python3-pybind11 python3-pytest)
 # clang + its runtime build the libFuzzer targets; optional for users, used by the fuzz smoke test.
 if [ "${TCSOLVE_WITH_FUZZ:-0}" = 1 ]; then pkgs+=(clang libclang-rt-dev); fi
 missing=()

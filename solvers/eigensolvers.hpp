@@ -19,7 +19,10 @@
 
 namespace tcsolve {
 
-enum class Which { smallest, largest };
+// smallest / largest: algebraic ends. nearest: the k eigenvalues closest to a shift σ (through
+// the driver's shift-invert, solvers/eigs.hpp). largest_magnitude: largest |λ| (what the inner
+// solvers use on a shift-inverted operator for `nearest`).
+enum class Which { smallest, largest, nearest, largest_magnitude };
 
 struct EigenOptions {
   std::int64_t k = 1;

@@ -14,6 +14,7 @@ const char* to_string(SolverStatus s) {
     case SolverStatus::converged: return "converged";
     case SolverStatus::not_converged: return "not_converged";
     case SolverStatus::breakdown: return "breakdown";
+    case SolverStatus::unverified: return "unverified";
   }
   return "?";
 }

@@ -10,6 +10,8 @@ enum class SolverStatus {
   converged,      // every requested column passed the explicit true-residual test
   not_converged,  // iteration limit reached; values/vectors hold the best current approximations
   breakdown,      // the method cannot continue (e.g. pᵀAp ≤ 0: A not positive definite); see reason
+  unverified,     // every pair passed its true-residual test, but nothing verified that no
+                  // eigenvalue (a further copy of a multiple one) is missing (solvers/eigs.hpp)
 };
 const char* to_string(SolverStatus s);
 

@@ -1,0 +1,125 @@
+// Sparse direct factorizations of the shifted matrix S = A − σ·B (A symmetric, B symmetric
+// positive definite or the identity), computed once and applied to whole blocks: the engine behind
+// shift-invert (Op = S⁻¹·B) and behind certified eigenvalue counts (Sylvester's law of inertia:
+// the number of negative eigenvalues of S equals the number of eigenvalues of (A, B) below σ).
+//
+// Two maintained engines, each used where it is the right tool (README, Dependencies):
+//   CHOLMOD (SuiteSparse): supernodal LLᵀ with METIS/AMD ordering when S is positive definite
+//     (σ below the spectrum: the usual `smallest` case). Its factor L can be exported, so the
+//     triangular solves of the iteration can run on the GPU (factor/shift_invert.hpp).
+//   MUMPS (sequential): multifrontal LDLᵀ with 1×1/2×2 pivoting for indefinite S (σ inside the
+//     spectrum: `nearest`), with the inertia (negative pivots) and null-pivot detection that the
+//     certificate and the singular-shift message need. Solves run on the CPU.
+// Engine::automatic tries CHOLMOD first and falls back to MUMPS when S is not positive definite.
+//
+// Contract: the matrices are host CSR with both triangles stored (core/csr.hpp); only the lower
+// triangle is read. Before any numeric work the symbolic analysis estimates the factor's size,
+// and a factorization that would not fit in `memory_limit_bytes` is refused (FactorTooLarge,
+// with the estimate). An S that is singular to working precision (σ on an eigenvalue) throws
+// SingularShift naming σ and a nearby shift. solve() never allocates per call beyond the engine's
+// own workspace, and is const (several threads must not call it at once).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/csr.hpp"
+#include "core/error.hpp"
+#include "core/multivector.hpp"
+
+namespace tcsolve {
+
+// σ makes A − σB singular to working precision (σ is, or is within rounding of, an eigenvalue).
+class SingularShift : public InvalidArgument {
+ public:
+  SingularShift(double sigma, double suggestion, const std::string& detail);
+  double sigma() const { return sigma_; }
+  double suggestion() const { return suggestion_; }
+
+ private:
+  double sigma_, suggestion_;
+};
+
+// The factorization would need more memory than allowed; says how much (estimated before the
+// numeric factorization starts).
+class FactorTooLarge : public Error {
+ public:
+  FactorTooLarge(double estimated_bytes, double limit_bytes, const std::string& what);
+  double estimated_bytes() const { return estimated_; }
+
+ private:
+  double estimated_;
+};
+
+enum class FactorEngine { automatic, cholmod, mumps };
+const char* to_string(FactorEngine e);
+
+// Eigenvalue counts of S = A − σB (equal to the counts of (A, B) below / at / above σ).
+struct Inertia {
+  std::int64_t negative = 0, zero = 0, positive = 0;
+};
+
+struct FactorOptions {
+  FactorEngine engine = FactorEngine::automatic;
+  // Refuse a factorization whose estimated size (factor entries, indices, workspace) exceeds this;
+  // 0 = 80 % of the host memory available now (MemAvailable).
+  double memory_limit_bytes = 0;
+  // CHOLMOD: keep the factor's simplicial LLᵀ copy in CSC form for export (export_lower()).
+  bool exportable = false;
+};
+
+// L in compressed sparse column form with S(p, p) = L·Lᵀ (CHOLMOD, positive definite S):
+// perm[i] = p(i), i.e. row i of the permuted matrix is row perm[i] of S. 64-bit column offsets.
+struct ExportedFactor {
+  std::int64_t n = 0;
+  std::vector<std::int64_t> col_ptr;  // n + 1
+  std::vector<std::int32_t> row_idx;  // nnz, sorted within each column, diagonal first
+  std::vector<double> values;         // nnz
+  std::vector<std::int32_t> perm;     // n
+};
+
+class SparseFactor {
+ public:
+  virtual ~SparseFactor() = default;
+  virtual std::int64_t n() const = 0;
+  virtual double sigma() const = 0;
+  virtual FactorEngine engine() const = 0;
+  // True when S was found positive definite (a CHOLMOD LLᵀ exists).
+  virtual bool positive_definite() const = 0;
+  // Exact for MUMPS (its pivots); CHOLMOD: all positive (S is positive definite).
+  virtual Inertia inertia() const = 0;
+  // Entries of the factor and the bytes the engine holds for it.
+  virtual double factor_entries() const = 0;
+  virtual double factor_bytes() const = 0;
+  // Seconds of the symbolic analysis and of the numeric factorization.
+  virtual double analyze_seconds() const = 0;
+  virtual double factor_seconds() const = 0;
+  // One line for reports: "cholmod LLᵀ (supernodal, metis), 26.2 M entries, 1.9 s".
+  virtual std::string describe() const = 0;
+
+  // X = S⁻¹·R for a host block (n × s, column-major; X may not alias R).
+  virtual void solve(MvView<const double> rhs, MvView<double> x) const = 0;
+  // The factor for GPU solves; throws InvalidArgument unless engine() == cholmod and the options
+  // asked for it (exportable).
+  virtual const ExportedFactor& export_lower() const = 0;
+};
+
+// Factors S = A − σ·B (b == nullptr: B = I). Throws InvalidArgument for shape errors,
+// SingularShift, FactorTooLarge, or NotCompiled when tcsolve was built without the engines.
+std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<double>* b,
+                                             double sigma, const FactorOptions& opt = {});
+
+// Number of eigenvalues of (A, B) below τ (MUMPS inertia of A − τB). Throws SingularShift when
+// τ is an eigenvalue to working precision.
+Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
+                   const FactorOptions& opt = {});
+
+// True when this build contains the sparse direct engines.
+bool built_with_factor();
+
+// Checks that B is symmetric positive definite by a Cholesky factorization (CHOLMOD); throws
+// InvalidArgument naming `what` and the first column where it fails.
+void require_positive_definite(const Csr<double>& b, const std::string& what);
+
+}  // namespace tcsolve

@@ -1,0 +1,106 @@
+// The one call behind `tcsolve eigs` and the Python module's eigsh/lobpcg: k eigenpairs of
+// A·x = λ·x or A·x = λ·B·x (A symmetric, B symmetric positive definite).
+//
+// eigs() chooses the method and the spectral transformation (and says why), runs it, then
+// recomputes every returned pair's true residual ‖A·x − λ·B·x‖ and tests it with the chosen
+// convergence test, and — where a sparse direct factorization is possible — certifies the count
+// with Sylvester's inertia. A wrong answer must never be labelled converged:
+//   status converged   every pair passed its true-residual test AND the set was verified
+//                      (certified = yes, or the multiplicity re-check found nothing missing);
+//   status unverified  every pair passed, but nothing could verify that no eigenvalue (a further
+//                      copy of a multiple one) is missing from the set;
+//   status not_converged / breakdown: as the solvers report (partial results kept).
+//
+// Convergence tests (SLEPc's names), on the true residual r = A·x − λ·B·x of B-normalized x:
+//   rel   ‖r‖ ≤ tol·|λ|·‖x‖            (default; what ARPACK and SciPy users expect; |λ| is floored
+//                                       at 1e-12·‖A‖ so that a numerically zero eigenvalue can pass)
+//   norm  ‖r‖ ≤ tol·(‖A‖ + |λ|·‖B‖)·‖x‖
+//   abs   ‖r‖ ≤ tol·‖x‖
+// Spectral transformation (shift-invert, SciPy's `sigma`): Lanczos or LOBPCG run on
+// Op = (A − σB)⁻¹·B, whose eigenvalues ν = 1/(λ − σ) are largest for the λ nearest σ; the
+// factorization of A − σB (factor/sparse_factor.hpp) is computed once, its solves applied to whole
+// blocks (on the GPU when the factor can be exported there).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/csr.hpp"
+#include "core/operator.hpp"
+#include "core/types.hpp"
+#include "solvers/dense_ops.hpp"
+#include "solvers/eigensolvers.hpp"
+#include "solvers/result.hpp"
+
+namespace tcsolve {
+
+enum class ConvTest { rel, norm, abs };
+const char* to_string(ConvTest c);
+ConvTest parse_conv_test(const std::string& s);  // throws InvalidArgument naming the value
+
+enum class Certified { yes, no, not_checked };
+const char* to_string(Certified c);
+
+struct EigsOptions {
+  std::int64_t k = 6;
+  Which which = Which::smallest;  // smallest | largest | nearest (needs sigma)
+  bool has_sigma = false;         // shift-invert around sigma (SciPy's sigma=...)
+  double sigma = 0.0;
+  // auto | lanczos | lobpcg. auto: shift-invert Lanczos for smallest/nearest when a factorization
+  // fits in memory (and is allowed), else block Lanczos (LOBPCG for generalized problems).
+  std::string method = "auto";
+  ConvTest conv = ConvTest::rel;
+  double tol = 1e-8;
+  std::int64_t max_iterations = 0;  // 0 = the method's default
+  std::int64_t block_size = 0;      // Lanczos block size (0 = automatic)
+  std::int64_t basis = 0;           // Lanczos basis columns before a restart (SciPy's ncv; 0 = auto)
+  std::string precond = "auto";     // LOBPCG: none | jacobi | factor | auto
+  bool allow_factor = true;         // false: never factor (--no-factor): no shift-invert, no count
+  bool recheck = true;              // multiplicity re-check when no count certifies the set
+  Backend backend = Backend::cpu;
+  Precision precision = Precision::fp64;  // storage of A in the SpMM
+  std::uint64_t seed = 1;
+  std::vector<double> v0;           // optional start block, n × c column-major (host)
+  double factor_memory_limit = 0;   // bytes; 0 = FactorOptions' default
+  std::function<void(const IterationRecord&)> on_iteration;
+};
+
+struct EigsResult {
+  SolverStatus status = SolverStatus::not_converged;
+  std::string reason;                  // one sentence when not converged / unverified
+  std::vector<double> values;          // k eigenvalues: ascending (smallest), descending
+                                       // (largest), by distance to σ (nearest)
+  std::vector<double> vectors;         // n × k column-major, B-orthonormal
+  std::int64_t n = 0;
+  std::vector<double> residual_norms;  // true ‖A·x_j − λ_j·B·x_j‖, recomputed after the iteration
+  std::vector<double> residual_bounds; // what the convergence test allowed for each pair
+  std::vector<double> error_bounds;    // |λ_j − λ_true| ≤ ‖r‖²/gap (gap from the neighbours), or ‖r‖
+  ConvTest conv = ConvTest::rel;
+  double a_norm = 0.0, b_norm = 1.0;
+  std::string method;                  // lanczos | lobpcg
+  std::string transform = "none";      // none | shift-invert
+  double sigma = 0.0;                  // the shift used (transform == shift-invert)
+  std::string why;                     // why this method and transformation
+  Certified certified = Certified::not_checked;
+  std::string certificate;             // the counts behind `certified`, or why not checked
+  std::string factor;                  // factorization used (engine, entries, time), or ""
+  std::int64_t iterations = 0;
+  std::int64_t operator_applies = 0;
+  std::vector<IterationRecord> history;
+  double setup_seconds = 0.0;          // operators and factorizations
+  double solve_seconds = 0.0;          // the iteration
+  double verify_seconds = 0.0;         // true residuals, certificate, re-check
+};
+
+// Matrix form: may factor A − σB (shift-invert, certificate). b == nullptr: B = I.
+EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& opt);
+
+// Operator form (A, B given only as operators in ops.space(); e.g. a Python LinearOperator): no
+// factorization, so no shift-invert and no certificate; the multiplicity re-check still runs.
+// a_norm / b_norm: estimates of ‖A‖₂, ‖B‖₂ (0 = estimate by power iteration).
+EigsResult eigs(const LinearOperator<double>& a, const LinearOperator<double>* b,
+                DenseBlockOps& ops, const EigsOptions& opt, double a_norm = 0.0,
+                double b_norm = 0.0);
+
+}  // namespace tcsolve
