@@ -1,0 +1,52 @@
+// Pieces of factor/ that need no engine: error types and names.
+#include <cstdio>
+
+#include "factor/shift_invert.hpp"
+#include "factor/sparse_factor.hpp"
+
+namespace tcsolve {
+
+namespace {
+std::string g(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+std::string gib(double bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.2f GiB", bytes / 1073741824.0);
+  return b;
+}
+}  // namespace
+
+SingularShift::SingularShift(double sigma, double suggestion, const std::string& detail)
+    : InvalidArgument("A - sigma*B is singular at sigma = " + g(sigma) +
+                      " (sigma is an eigenvalue to working precision: " + detail +
+                      "); use a nearby shift, e.g. --sigma " + g(suggestion)),
+      sigma_(sigma), suggestion_(suggestion) {}
+
+FactorTooLarge::FactorTooLarge(double estimated_bytes, double limit_bytes, const std::string& what)
+    : Error(what + ": the factorization needs about " + gib(estimated_bytes) + ", more than the " +
+            gib(limit_bytes) + " allowed (80% of the available host memory); use --no-factor " +
+            "for an iterative method"),
+      estimated_(estimated_bytes) {}
+
+const char* to_string(FactorEngine e) {
+  switch (e) {
+    case FactorEngine::automatic: return "auto";
+    case FactorEngine::cholmod: return "cholmod";
+    case FactorEngine::mumps: return "mumps";
+  }
+  return "?";
+}
+
+const char* to_string(SolveMode m) {
+  switch (m) {
+    case SolveMode::host: return "host";
+    case SolveMode::device_staged: return "device_staged";
+    case SolveMode::device_triangular: return "device_triangular";
+  }
+  return "?";
+}
+
+}  // namespace tcsolve
