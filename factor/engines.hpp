@@ -1,0 +1,36 @@
+// Internal to factor/: the shifted matrix in the form both engines read, and the two engines.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/csr.hpp"
+#include "factor/sparse_factor.hpp"
+
+namespace tcsolve::detail {
+
+// Lower triangle of S = A − σ·B (B = I when b == nullptr) in compressed sparse column form
+// (column j holds rows i ≥ j, sorted, diagonal first): the CSR rows of the upper triangle of the
+// symmetric S, read column-wise. Explicit zeros are kept (the pattern is the union of A's and B's).
+struct LowerCsc {
+  std::int64_t n = 0;
+  std::vector<std::int64_t> col_ptr{0};
+  std::vector<std::int32_t> row_idx;
+  std::vector<double> values;
+  double max_abs = 0.0;  // max |s_ij| (scale for pivot tests)
+};
+LowerCsc shifted_lower(const Csr<double>& a, const Csr<double>* b, double sigma);
+
+// Bytes of host memory the engines may use: opt.memory_limit_bytes or 80 % of MemAvailable.
+double factor_memory_limit(const FactorOptions& opt);
+
+// CHOLMOD supernodal LLᵀ. Returns nullptr (and sets *minor to the failing column, 0-based) when S
+// is not positive definite; throws FactorTooLarge before the numeric factorization.
+std::unique_ptr<SparseFactor> cholmod_factor(const LowerCsc& s, double sigma,
+                                             const FactorOptions& opt, std::int64_t* minor);
+// MUMPS LDLᵀ with pivoting; with_solve = false keeps only the inertia (no factors kept for
+// solves). Throws SingularShift, FactorTooLarge.
+std::unique_ptr<SparseFactor> mumps_factor(const LowerCsc& s, double sigma,
+                                           const FactorOptions& opt, bool with_solve);
+
+}  // namespace tcsolve::detail

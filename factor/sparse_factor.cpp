@@ -1,0 +1,125 @@
+// factor_shifted / inertia_at: build S = A − σB once, pick the engine (factor/sparse_factor.hpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "factor/engines.hpp"
+
+namespace tcsolve {
+
+namespace detail {
+
+LowerCsc shifted_lower(const Csr<double>& a, const Csr<double>* b, double sigma) {
+  const std::int64_t n = a.nrows;
+  if (!a.square()) throw InvalidArgument("factor: A must be square");
+  if (b && (b->nrows != n || b->ncols != n))
+    throw InvalidArgument("factor: B is " + std::to_string(b->nrows) + " x " +
+                          std::to_string(b->ncols) + ", A is " + std::to_string(n) + " x " +
+                          std::to_string(n));
+  LowerCsc s;
+  s.n = n;
+  s.col_ptr.assign(n + 1, 0);
+  // Upper part of CSR row j (columns ≥ j) == lower part of CSC column j (S symmetric).
+  // Merge A's and B's sorted rows; without B put −σ on the diagonal (adding it when missing).
+  std::int64_t reserve = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    auto ua = std::lower_bound(a.col_idx.begin() + a.row_ptr[j], a.col_idx.begin() + a.row_ptr[j + 1],
+                               static_cast<std::int32_t>(j));
+    reserve += (a.col_idx.begin() + a.row_ptr[j + 1]) - ua + 1;
+  }
+  s.row_idx.reserve(reserve);
+  s.values.reserve(reserve);
+  for (std::int64_t j = 0; j < n; ++j) {
+    std::int64_t pa = std::lower_bound(a.col_idx.begin() + a.row_ptr[j],
+                                       a.col_idx.begin() + a.row_ptr[j + 1],
+                                       static_cast<std::int32_t>(j)) - a.col_idx.begin();
+    const std::int64_t ea = a.row_ptr[j + 1];
+    std::int64_t pb = 0, eb = 0;
+    if (b) {
+      pb = std::lower_bound(b->col_idx.begin() + b->row_ptr[j], b->col_idx.begin() + b->row_ptr[j + 1],
+                            static_cast<std::int32_t>(j)) - b->col_idx.begin();
+      eb = b->row_ptr[j + 1];
+    }
+    bool diag_done = false;
+    auto push = [&](std::int64_t row, double v) {
+      s.row_idx.push_back(static_cast<std::int32_t>(row));
+      s.values.push_back(v);
+    };
+    while (pa < ea || pb < eb) {
+      const std::int64_t ca = pa < ea ? a.col_idx[pa] : INT64_MAX;
+      const std::int64_t cb = pb < eb ? b->col_idx[pb] : INT64_MAX;
+      const std::int64_t c = std::min(ca, cb);
+      if (!b && !diag_done && c > j) push(j, -sigma), diag_done = true;  // A lacks a_jj
+      double v = 0.0;
+      if (ca == c) v += a.values[pa++];
+      if (cb == c) v -= sigma * b->values[pb++];
+      if (!b && c == j) v -= sigma, diag_done = true;
+      push(c, v);
+    }
+    if (!b && !diag_done) push(j, -sigma);
+    s.col_ptr[j + 1] = static_cast<std::int64_t>(s.row_idx.size());
+  }
+  for (double v : s.values) {
+    if (!std::isfinite(v)) throw InvalidArgument("factor: A - sigma*B has a non-finite entry");
+    s.max_abs = std::max(s.max_abs, std::abs(v));
+  }
+  return s;
+}
+
+double factor_memory_limit(const FactorOptions& opt) {
+  if (opt.memory_limit_bytes > 0) return opt.memory_limit_bytes;
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (f >> key) {
+    if (key == "MemAvailable:") {
+      f >> kb;
+      break;
+    }
+    std::string rest;
+    std::getline(f, rest);
+  }
+  if (kb <= 0) return 1e300;  // unknown: no limit
+  return 0.8 * kb * 1024.0;
+}
+
+}  // namespace detail
+
+std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<double>* b,
+                                             double sigma, const FactorOptions& opt) {
+  if (!std::isfinite(sigma)) throw InvalidArgument("factor: sigma must be finite");
+  detail::LowerCsc s = detail::shifted_lower(a, b, sigma);
+  if (opt.engine != FactorEngine::mumps) {
+    std::int64_t minor = -1;
+    auto f = detail::cholmod_factor(s, sigma, opt, &minor);
+    if (f) return f;
+    if (opt.engine == FactorEngine::cholmod)
+      throw InvalidArgument("A - sigma*B is not positive definite (Cholesky failed at column " +
+                            std::to_string(minor + 1) + "): CHOLMOD needs sigma below the spectrum");
+  }
+  return detail::mumps_factor(s, sigma, opt, /*with_solve=*/true);
+}
+
+Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
+                   const FactorOptions& opt) {
+  if (!std::isfinite(tau)) throw InvalidArgument("inertia: shift must be finite");
+  detail::LowerCsc s = detail::shifted_lower(a, b, tau);
+  return detail::mumps_factor(s, tau, opt, /*with_solve=*/false)->inertia();
+}
+
+bool built_with_factor() { return true; }
+
+void require_positive_definite(const Csr<double>& b, const std::string& what) {
+  detail::LowerCsc s = detail::shifted_lower(b, nullptr, 0.0);
+  FactorOptions o;
+  std::int64_t minor = -1;
+  auto f = detail::cholmod_factor(s, 0.0, o, &minor);
+  if (!f)
+    throw InvalidArgument(what + " is not positive definite (its Cholesky factorization fails at "
+                          "column " + std::to_string(minor + 1) + ")");
+}
+
+}  // namespace tcsolve

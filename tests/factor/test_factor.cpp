@@ -1,0 +1,251 @@
+// factor/: CHOLMOD and MUMPS factorizations of A − σB against dense Eigen: solves, inertia
+// (Sylvester counts against dense spectra), the singular-shift message, the memory refusal, the
+// exported factor, the mass-matrix check, and the shift-invert operator on the backend under test.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <string>
+
+#include "core/device.hpp"
+#include "factor/shift_invert.hpp"
+#include "factor/sparse_factor.hpp"
+#include "io/matrix_io.hpp"
+#include "tests/test_paths.hpp"
+#include "tests/traps.hpp"
+
+namespace tcsolve::test {
+namespace {
+
+#ifdef TCSOLVE_TEST_BACKEND_CUDA
+constexpr Backend kBackend = Backend::cuda;
+#define SKIP_WITHOUT_BACKEND() TCSOLVE_SKIP_WITHOUT_GPU()
+#else
+constexpr Backend kBackend = Backend::cpu;
+#define SKIP_WITHOUT_BACKEND() \
+  do {                         \
+  } while (0)
+#endif
+
+#define SKIP_WITHOUT_FACTOR()                                              \
+  do {                                                                     \
+    if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS"; \
+  } while (0)
+
+// Random block (n × s, leading dimension ld ≥ n, fresh values per seed).
+std::vector<double> random_block(std::int64_t n, std::int64_t s, std::int64_t ld, std::uint64_t seed) {
+  std::vector<double> x(ld * s, 0.0);
+  for (std::int64_t j = 0; j < s; ++j)
+    for (std::int64_t i = 0; i < n; ++i) x[i + j * ld] = random_entry(seed, i, j);
+  return x;
+}
+
+Csr<double> tridiagonal_mass(int n) {
+  std::vector<Triplet<double>> t;
+  for (int i = 0; i < n; ++i) {
+    t.push_back({i, i, 4.0 / 6.0 * (1.0 + 0.3 * random_entry(9, i, 0))});
+    if (i + 1 < n) t.push_back({i, i + 1, 1.0 / 6.0}), t.push_back({i + 1, i, 1.0 / 6.0});
+  }
+  return csr_from_triplets<double>(n, n, t, Symmetry::symmetric);
+}
+
+struct ShiftCase {
+  const char* name;
+  int nx;          // 3D Laplacian nx³ (scaled)
+  bool mass;       // tridiagonal (consistent) mass matrix
+  double quantile; // σ at this quantile of the spectrum (< 0: below the spectrum)
+  FactorEngine expected;
+};
+
+class Shifted : public ::testing::TestWithParam<ShiftCase> {};
+
+TEST_P(Shifted, SolvesAndCountsLikeDenseEigen) {
+  SKIP_WITHOUT_FACTOR();
+  const ShiftCase& c = GetParam();
+  Csr<double> a = scaled_laplacian3d(c.nx, 1.0, 0.05);
+  const std::int64_t n = a.nrows;
+  Csr<double> b = tridiagonal_mass(static_cast<int>(n));
+  const Csr<double>* bp = c.mass ? &b : nullptr;
+  auto ev = dense_spectrum(a, bp);
+  // σ in the middle of a gap (never on an eigenvalue).
+  double sigma;
+  if (c.quantile < 0) {
+    sigma = ev.front() - 0.3 * (ev[1] - ev[0]) - 0.01;
+  } else {
+    std::size_t q = static_cast<std::size_t>(c.quantile * (n - 1));
+    while (q + 1 < ev.size() && ev[q + 1] - ev[q] < 1e-6) ++q;
+    sigma = 0.5 * (ev[q] + ev[q + 1]);
+  }
+  std::int64_t below = std::count_if(ev.begin(), ev.end(), [&](double v) { return v < sigma; });
+  auto f = factor_shifted(a, bp, sigma);
+  EXPECT_EQ(f->engine(), c.expected) << f->describe();
+  EXPECT_EQ(f->inertia().negative, below);
+  EXPECT_EQ(f->inertia().zero, 0);
+  EXPECT_EQ(f->positive_definite(), below == 0);
+  EXPECT_GT(f->factor_entries(), 0.0);
+  // Independent count through the inertia-only path.
+  EXPECT_EQ(inertia_at(a, bp, sigma).negative, below);
+
+  // Solve 5 columns with ld > n against the dense solve.
+  const std::int64_t s = 5, ld = n + 3;
+  auto r = random_block(n, s, ld, 42);
+  std::vector<double> x(ld * s, std::nan(""));
+  f->solve(MvView<const double>{r.data(), n, s, ld, Space::host},
+           MvView<double>{x.data(), n, s, ld, Space::host});
+  Eigen::MatrixXd S = dense_of(a) - sigma * (bp ? dense_of(*bp) : Eigen::MatrixXd::Identity(n, n));
+  Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>> R(r.data(), n, s, Eigen::OuterStride<>(ld));
+  Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>> X(x.data(), n, s, Eigen::OuterStride<>(ld));
+  Eigen::MatrixXd ref = S.fullPivLu().solve(R);
+  EXPECT_LT((X - ref).norm() / ref.norm(), 1e-9);
+}
+
+const ShiftCase kShiftCases[] = {
+    {"below_spectrum_cholmod", 7, false, -1, FactorEngine::cholmod},
+    {"below_spectrum_mass_cholmod", 6, true, -1, FactorEngine::cholmod},
+    {"interior_mumps", 7, false, 0.3, FactorEngine::mumps},
+    {"interior_mass_mumps", 6, true, 0.55, FactorEngine::mumps},
+    {"near_top_mumps", 5, false, 0.97, FactorEngine::mumps},
+};
+INSTANTIATE_TEST_SUITE_P(Factor, Shifted, ::testing::ValuesIn(kShiftCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Factor, ConstrainedDofsCountTheRepeatedEigenvalue) {
+  SKIP_WITHOUT_FACTOR();
+  std::int64_t m = 0;
+  Csr<double> a = constrained_dofs(6, 7, 1e9, 1e-6, &m);  // 216 rows, eigenvalue 1 × 31
+  ASSERT_EQ(m, 31);
+  auto ev = dense_spectrum(a);
+  // Dense Householder eigenvalues carry absolute errors ~ eps·‖A‖ ≈ 3e-6 here.
+  ASSERT_NEAR(ev[m - 1], 1.0, 1e-4);
+  ASSERT_GT(ev[m], 10.0);
+  EXPECT_EQ(inertia_at(a, nullptr, 1.0 + 1e-3).negative, m);
+  EXPECT_EQ(inertia_at(a, nullptr, 1.0 - 1e-3).negative, 0);
+  EXPECT_EQ(inertia_at(a, nullptr, 0.5 * (ev[m] + ev[m + 1])).negative, m + 1);
+}
+
+TEST(Factor, ExactlySingularShiftNamesSigmaAndSuggestsAnother) {
+  SKIP_WITHOUT_FACTOR();
+  Csr<double> a = constrained_dofs(5, 4);  // eigenvalue 1.0 exactly (rows with a lone 1)
+  for (FactorEngine e : {FactorEngine::automatic, FactorEngine::mumps}) {
+    FactorOptions o;
+    o.engine = e;
+    try {
+      factor_shifted(a, nullptr, 1.0, o);
+      ADD_FAILURE() << "no SingularShift for sigma = 1 (" << to_string(e) << ")";
+    } catch (const SingularShift& s) {
+      const std::string w = s.what();
+      EXPECT_NE(w.find("sigma = 1"), std::string::npos) << w;
+      EXPECT_NE(w.find("--sigma"), std::string::npos) << w;
+      EXPECT_NE(s.suggestion(), 1.0);
+      // The suggestion works.
+      EXPECT_NO_THROW(factor_shifted(a, nullptr, s.suggestion(), o));
+    }
+  }
+  EXPECT_THROW(inertia_at(a, nullptr, 1.0), SingularShift);
+}
+
+TEST(Factor, RefusesAFactorizationAboveTheMemoryLimitWithTheEstimate) {
+  SKIP_WITHOUT_FACTOR();
+  Csr<double> a = scaled_laplacian3d(12, 1.0, 0.1);
+  for (FactorEngine e : {FactorEngine::cholmod, FactorEngine::mumps}) {
+    FactorOptions o;
+    o.engine = e;
+    o.memory_limit_bytes = 4096;
+    try {
+      factor_shifted(a, nullptr, 0.0, o);
+      ADD_FAILURE() << "no refusal (" << to_string(e) << ")";
+    } catch (const FactorTooLarge& t) {
+      EXPECT_GT(t.estimated_bytes(), 4096.0);
+      EXPECT_NE(std::string(t.what()).find("GiB"), std::string::npos) << t.what();
+    }
+  }
+}
+
+TEST(Factor, ExportedFactorReproducesThePermutedMatrix) {
+  SKIP_WITHOUT_FACTOR();
+  Csr<double> a = scaled_laplacian3d(5, 2.0, 0.3);
+  Csr<double> b = lumped_mass(a.nrows);
+  FactorOptions o;
+  o.exportable = true;
+  const double sigma = -0.7;
+  auto f = factor_shifted(a, &b, sigma, o);
+  ASSERT_EQ(f->engine(), FactorEngine::cholmod);
+  const ExportedFactor& L = f->export_lower();
+  const std::int64_t n = a.nrows;
+  Eigen::MatrixXd Ld = Eigen::MatrixXd::Zero(n, n);
+  for (std::int64_t j = 0; j < n; ++j) {
+    ASSERT_EQ(L.row_idx[L.col_ptr[j]], j) << "diagonal first in column " << j;
+    for (std::int64_t p = L.col_ptr[j]; p < L.col_ptr[j + 1]; ++p) Ld(L.row_idx[p], j) = L.values[p];
+  }
+  Eigen::MatrixXd S = dense_of(a) - sigma * dense_of(b), Sp(n, n);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) Sp(i, j) = S(L.perm[i], L.perm[j]);
+  EXPECT_LT((Ld * Ld.transpose() - Sp).norm() / Sp.norm(), 1e-13);
+}
+
+TEST(Factor, MassMatrixCheck) {
+  SKIP_WITHOUT_FACTOR();
+  EXPECT_NO_THROW(require_positive_definite(lumped_mass(50), "B"));
+  EXPECT_NO_THROW(require_positive_definite(tridiagonal_mass(40), "B"));
+  // Positive diagonal but indefinite.
+  std::vector<Triplet<double>> t = {{0, 0, 1.0}, {1, 1, 1.0}, {0, 1, 2.0}, {1, 0, 2.0}};
+  Csr<double> bad = csr_from_triplets<double>(2, 2, t, Symmetry::symmetric);
+  try {
+    require_positive_definite(bad, "mass matrix m.mtx");
+    ADD_FAILURE() << "indefinite mass accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("m.mtx is not positive definite"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("column 2"), std::string::npos) << e.what();
+  }
+  if (have_matrices()) {  // a real indefinite mass matrix of the collection
+    ReadOptions ro;
+    ro.require_square = true;
+    Csr<double> m10 = read_matrix((matrices_dir() / "bcsstm10.mtx").string(), ro);
+    EXPECT_THROW(require_positive_definite(m10, "bcsstm10"), InvalidArgument);
+  }
+}
+
+// The shift-invert operator on the backend under test applies the same solve as the factor.
+class ShiftInvertOp : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ShiftInvertOp, MatchesTheHostSolve) {
+  SKIP_WITHOUT_FACTOR();
+  SKIP_WITHOUT_BACKEND();
+  const bool exportable = GetParam();
+  Csr<double> a = scaled_laplacian3d(9, 1.0, 0.2);  // 729 rows
+  Csr<double> b = lumped_mass(a.nrows, 2.0);
+  FactorOptions o;
+  o.exportable = exportable;
+  auto f = factor_shifted(a, &b, 0.0, o);
+  const std::int64_t n = a.nrows, s = 7, ld = n + 5;
+  auto op = make_shift_invert(*f, kBackend, nullptr, 4);  // blocks of 7 columns in pieces of 4
+  if (kBackend == Backend::cpu) EXPECT_EQ(op->mode(), SolveMode::host);
+  else EXPECT_EQ(op->mode(), exportable ? SolveMode::device_triangular : SolveMode::device_staged);
+  auto r = random_block(n, s, ld, 77);
+  std::vector<double> ref(n * s), got(ld * s, std::nan(""));
+  f->solve(MvView<const double>{r.data(), n, s, ld, Space::host},
+           MvView<double>{ref.data(), n, s, n, Space::host});
+  if (op->space() == Space::host) {
+    op->apply(MvView<const double>{r.data(), n, s, ld, Space::host},
+              MvView<double>{got.data(), n, s, ld, Space::host});
+  } else {
+    MultiVector<double> dx(ld, s, Space::device), dy(ld, s, Space::device);
+    copy_bytes(dx.data(), Space::device, r.data(), Space::host, sizeof(double) * ld * s);
+    copy_bytes(dy.data(), Space::device, got.data(), Space::host, sizeof(double) * ld * s);  // NaN poison
+    op->apply(MvView<const double>{dx.data(), n, s, ld, Space::device},
+              MvView<double>{dy.data(), n, s, ld, Space::device});
+    device_synchronize();
+    copy_bytes(got.data(), Space::host, dy.data(), Space::device, sizeof(double) * ld * s);
+  }
+  double err = 0, nrm = 0;
+  for (std::int64_t j = 0; j < s; ++j)
+    for (std::int64_t i = 0; i < n; ++i) {
+      err = std::max(err, std::abs(got[i + j * ld] - ref[i + j * n]));
+      nrm = std::max(nrm, std::abs(ref[i + j * n]));
+    }
+  EXPECT_LT(err, 1e-11 * nrm);
+}
+INSTANTIATE_TEST_SUITE_P(Factor, ShiftInvertOp, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "exported" : "not_exported"; });
+
+}  // namespace
+}  // namespace tcsolve::test
