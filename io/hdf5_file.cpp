@@ -3,6 +3,7 @@
 
 #include <hdf5.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <type_traits>
@@ -327,6 +328,38 @@ Hdf5DatasetInfo Hdf5Group::dataset_info(const std::string& name) const {
   return info;
 }
 
+// The extent a dataset declares must be backed by bytes the file stores, before the reader
+// allocates n elements: an unwritten dataset (late allocation) or one with unallocated chunks
+// reads as fill values, so a few-hundred-byte file could otherwise declare an indptr of 2^31
+// elements and make us allocate 16 GiB. Unfiltered (contiguous, chunked or compact) datasets
+// must store at least n · element size bytes; filtered (compressed) ones at least 1/1100 of it
+// (deflate cannot exceed 1032:1), so what the reader allocates stays within 1100 × the bytes
+// the file holds, like inflating a .gz. Datasets of at most kStorageSlack bytes are exempt.
+// External and virtual storage are refused (their bytes live outside this file).
+void Hdf5Group::check_storage(std::int64_t ds, const std::string& obj, std::int64_t n) const {
+  constexpr double kStorageSlack = 64.0 * 1024 * 1024;
+  constexpr double kMaxFilterRatio = 1100.0;
+  Hid type(H5Dget_type(ds), H5Tclose);
+  Hid dcpl(H5Dget_create_plist(ds), H5Pclose);
+  if (!type.ok() || !dcpl.ok()) fail(obj, "cannot read dataset header", true);
+  const double declared = static_cast<double>(n) * static_cast<double>(H5Tget_size(type));
+  if (H5Pget_layout(dcpl) == H5D_VIRTUAL) fail(obj, "is a virtual dataset (not supported)", true);
+  if (H5Pget_external_count(dcpl) > 0) fail(obj, "is stored in external files (not supported)", true);
+  if (declared <= kStorageSlack) return;
+  const double stored = static_cast<double>(H5Dget_storage_size(ds));
+  const int nfilters = H5Pget_nfilters(dcpl);
+  const bool ok = nfilters > 0 ? declared <= stored * kMaxFilterRatio : stored >= declared;
+  if (ok) return;
+  char what[320];
+  std::snprintf(what, sizeof what,
+                "declares %lld elements (%.0f bytes) but the file stores only %.0f bytes of it%s: "
+                "refused before allocating %.1f GiB (truncated or unwritten dataset?)",
+                static_cast<long long>(n), declared, stored,
+                nfilters > 0 ? " (compressed, at most 1100:1 accepted)" : "",
+                declared / 1073741824.0);
+  fail(obj, what, true);
+}
+
 template <class T>
 std::vector<T> Hdf5Group::read_nd(const std::string& name, std::vector<std::int64_t>* dims) const {
   const std::string obj = child_path(name);
@@ -339,6 +372,7 @@ std::vector<T> Hdf5Group::read_nd(const std::string& name, std::vector<std::int6
   const std::int64_t n = info.size();
   Hid ds(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!ds.ok()) fail(obj, "cannot open dataset", true);
+  check_storage(ds, obj, n);
   auto read_into = [&](hid_t mt, void* buf) {
     if (n > 0 && H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) fail(obj, "cannot read dataset", true);
   };

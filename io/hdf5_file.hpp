@@ -112,6 +112,8 @@ class Hdf5Group {
             std::string path)
       : ctx_(std::move(ctx)), h_(std::move(h)), path_(std::move(path)) {}
   std::string child_path(const std::string& name) const;
+  // InputError unless the dataset `ds` (open id) stores the bytes its n declared elements need.
+  void check_storage(std::int64_t ds, const std::string& obj, std::int64_t n) const;
   std::int64_t id() const;
 
   std::shared_ptr<const detail::Hdf5Context> ctx_;

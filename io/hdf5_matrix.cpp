@@ -224,11 +224,33 @@ Csr<double> read_hdf5_matrix(const std::string& path, const std::string& group_n
         break;
       }
   if (!canonical) {
-    std::vector<Triplet<double>> t(n_data);
-    for (std::int64_t i = 0; i < nrows; ++i)
-      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
-        t[p] = {static_cast<std::int32_t>(i), a.col_idx[p], a.values[p]};
-    a = csr_from_triplets(nrows, ncols, std::move(t), sym);
+    // In place, row by row (no nnz-sized temporary): a row already increasing moves left over
+    // the duplicates removed before it; otherwise its (column, value) pairs are stable-sorted in
+    // a row-sized buffer and duplicates summed in file order. The write position never passes
+    // the row being read.
+    std::vector<std::pair<std::int32_t, double>> row;
+    std::int64_t out = 0;
+    for (std::int64_t i = 0; i < nrows; ++i) {
+      const std::int64_t b = a.row_ptr[i], e = a.row_ptr[i + 1];
+      a.row_ptr[i] = out;
+      row.clear();
+      for (std::int64_t p = b; p < e; ++p) row.emplace_back(a.col_idx[p], a.values[p]);
+      std::stable_sort(row.begin(), row.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      const std::int64_t start = out;
+      for (const auto& [c, v] : row) {
+        if (out > start && a.col_idx[out - 1] == c) {
+          a.values[out - 1] += v;
+        } else {
+          a.col_idx[out] = c;
+          a.values[out++] = v;
+        }
+      }
+    }
+    a.row_ptr[nrows] = out;
+    a.col_idx.resize(out);
+    a.values.resize(out);
+    a.col_idx.shrink_to_fit();
+    a.values.shrink_to_fit();
   }
 
   // ---- declared structure ----

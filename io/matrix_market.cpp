@@ -424,6 +424,16 @@ Parsed parse_text(const char* data, std::size_t size, const std::string& name, c
     throw InputError(name, r.h.data_line,
                      "matrix is " + std::to_string(r.h.nrows) + " x " + std::to_string(r.h.ncols) +
                          " but a square matrix is required");
+  {
+    // Before anything proportional to the declared sizes is allocated: the rows (8-byte offsets
+    // each) must be backed by entries the rest of the text can hold (an entry takes at least
+    // "i j v\n", 6 bytes, "i j\n" for pattern, "v\n" in an array).
+    const std::size_t left = static_cast<std::size_t>(c.end - c.p);
+    const std::size_t per = !r.h.coordinate ? 2 : r.field == Field::pattern ? 4 : 6;
+    std::int64_t cap = std::min<std::int64_t>(r.h.stored, static_cast<std::int64_t>((left + 1) / per));
+    if (r.h.symmetry != Symmetry::general) cap *= 2;
+    check_declared_dims(name, r.h.data_line, r.h.nrows, r.h.ncols, cap, left, "after the size line");
+  }
   if (r.h.coordinate) {
     switch (r.field) {
       case Field::real: parse_coordinate<Field::real>(c, r.h, opt, r.entries); break;

@@ -417,6 +417,14 @@ Parsed parse_text(const char* data, std::size_t size, const std::string& name, c
   if (opt.require_square && nrow != ncol)
     in.fail_at(3, "matrix is " + std::to_string(nrow) + " x " + std::to_string(ncol) +
                       " but a square matrix is required");
+  // Declared sizes against the text left: every row index takes at least one character, so the
+  // row offsets (8 bytes per declared row) must be backed by entries the file can hold.
+  {
+    const std::size_t left = static_cast<std::size_t>(in.end - in.p);
+    std::int64_t cap = std::min<std::int64_t>(nnz, static_cast<std::int64_t>(left));
+    if (h.pub.symmetry != Symmetry::general) cap *= 2;
+    check_declared_dims(name, 3, nrow, ncol, cap, left, "after the header");
+  }
   // Column pointers: 1-based, colptr[0] = 1, non-decreasing, colptr[ncol] = nnz + 1.
   // Lines before this point bound the allocation: every pointer needs its field in the text.
   const std::size_t text_left = static_cast<std::size_t>(in.end - in.p);

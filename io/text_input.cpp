@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -173,6 +174,35 @@ TextBuffer read_text_file(const std::string& path) {
   }
   if (is_gzip(buf.data(), buf.size())) return gunzip_text(buf.data(), buf.size(), path);
   return buf;
+}
+
+namespace {
+std::string gib(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f GiB", bytes / 1073741824.0);
+  return b;
+}
+}  // namespace
+
+void check_declared_dims(const std::string& name, std::int64_t line, std::int64_t nrows,
+                         std::int64_t ncols, std::int64_t entries_cap, std::size_t bytes_left,
+                         const char* where) {
+  const std::int64_t limit = kDeclaredDimSlack + kDeclaredDimsPerEntry * std::max<std::int64_t>(0, entries_cap);
+  if (nrows <= limit && ncols <= limit) return;
+  const bool rows = nrows >= ncols;
+  const std::int64_t dim = rows ? nrows : ncols;
+  // Row offsets (int64, nrows + 1) for rows; for columns the solvers' vectors (8 bytes each).
+  const double bytes = 8.0 * static_cast<double>(dim + (rows ? 1 : 0));
+  throw InputError(
+      name, line,
+      "declared size " + std::to_string(nrows) + " x " + std::to_string(ncols) +
+          " is not backed by the data: the " + std::to_string(bytes_left) + " bytes " + where +
+          " hold at most " + std::to_string(entries_cap) + " entries, so at least " +
+          std::to_string(dim - std::min(dim, entries_cap)) + " " + (rows ? "rows" : "columns") +
+          " would be empty; refused before allocating " + gib(bytes) + " of " +
+          (rows ? "row offsets" : "column vectors") + " (accepted: up to " +
+          std::to_string(kDeclaredDimSlack) + " + " + std::to_string(kDeclaredDimsPerEntry) +
+          " per entry)");
 }
 
 // Buckets of rows for the two-pass sort in csr_from_coo (see there).

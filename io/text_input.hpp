@@ -59,6 +59,22 @@ TextBuffer read_text_file(const std::string& path);
 // non-printable bytes escaped ("'1.5x'", "end of line", "end of file").
 std::string quote_text(const char* p, const char* end, std::size_t max = 24);
 
+// Declared dimensions against what the text can hold, checked before anything proportional to
+// them is allocated. The Csr needs 8 bytes of row offsets per declared row, but an empty row
+// costs no byte of text: without this check a 3-line file declaring 2^31 - 1 rows would allocate
+// 16 GiB. `entries_cap` is the number of entries the file can hold (min(declared, bytes left /
+// bytes per entry), doubled when each stored entry is mirrored); a dimension is accepted when
+//   dim <= kDeclaredDimSlack + kDeclaredDimsPerEntry · entries_cap,
+// i.e. up to 2^20 rows/columns in any case, beyond that at most 8 per entry (a matrix with more
+// than 7 empty rows out of 8 is refused). Memory for row offsets then stays within
+// 8 MiB + 64 B per entry the file can hold. Throws InputError(name, line, ...) naming the sizes,
+// the entries and bytes behind them, and the allocation refused.
+constexpr std::int64_t kDeclaredDimSlack = std::int64_t(1) << 20;
+constexpr std::int64_t kDeclaredDimsPerEntry = 8;
+void check_declared_dims(const std::string& name, std::int64_t line, std::int64_t nrows,
+                         std::int64_t ncols, std::int64_t entries_cap, std::size_t bytes_left,
+                         const char* where);
+
 // Entries as the readers collect them: three arrays (0-based indices already range-checked).
 struct CooEntries {
   std::vector<std::int32_t> row, col;
