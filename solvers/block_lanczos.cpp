@@ -30,7 +30,13 @@
 // H = [diag(θ_keep) (E·Y_keep)ᵀ; E·Y_keep ·]. Pairs whose estimated residual passes the test are
 // checked with explicit applies of A (and B) before the solver reports them converged; if the
 // explicit check fails the iteration goes on.
+// The iteration is written once (detail::lanczos_core, solvers/lanczos_core.hpp) for any Op that is
+// self-adjoint in the B-inner product; block_lanczos() runs it on Op = A or B⁻¹A with the test
+// above, the shift-invert driver (solvers/eigs.cpp) on Op = (A − σB)⁻¹·B with its own tests.
 // Memory: n × (m + b) basis (+ the same for B·V), n × max(b, k) and n × k (×2 with B) blocks.
+// Traffic per expansion step (standard, basis nx columns, block b): the SpMM (A once, n·b in and
+// out) plus 2 Gram passes over [V W] (n·(nx+b)·8 bytes each) and 2 updates W −= V·C (n·nx·8 read,
+// n·b·8 read+write), i.e. ≈ 4·n·nx·8 bytes of dense traffic.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -39,6 +45,7 @@
 #include "core/error.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/eigensolvers.hpp"
+#include "solvers/lanczos_core.hpp"
 #include "solvers/orthonormalize.hpp"
 #include "solvers/solver_common.hpp"
 
@@ -66,10 +73,14 @@ class CgInverse final : public LinearOperator<double> {
   mutable BlockCg cg_;
 };
 
-// j-th wanted Ritz value of a solved p × p projected problem.
-double theta_at(const Eigen::SelfAdjointEigenSolver<Mat>& es, bool smallest, std::int64_t p,
-                std::int64_t j) {
-  return es.eigenvalues()(smallest ? j : p - 1 - j);
+// Indices of the p Ritz values θ (ascending in `w`) in wanted order.
+void wanted_order(const Eigen::VectorXd& w, std::int64_t p, Which which,
+                  std::vector<std::int64_t>& order) {
+  order.resize(p);
+  for (std::int64_t j = 0; j < p; ++j) order[j] = which == Which::smallest ? j : p - 1 - j;
+  if (which == Which::largest_magnitude)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::int64_t x, std::int64_t y) { return std::abs(w(x)) > std::abs(w(y)); });
 }
 
 // Two passes of projection of the columns [c, c+w) of V against [0, c) (B-inner product when
@@ -86,22 +97,22 @@ void project_out_range(DenseBlockOps& ops, MultiVector<double>& v, MultiVector<d
 }
 }  // namespace
 
-EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<double>* b,
-                          DenseBlockOps& ops, const EigenOptions& opt) {
+namespace detail {
+
+EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const EigenOptions& opt) {
   const double t_start = detail::now_seconds();
-  const std::int64_t n = a.rows();
-  detail::require_operator(a, n, ops.space(), "A");
-  if (b) detail::require_operator(*b, n, ops.space(), "B");
-  if (opt.b_inverse) detail::require_operator(*opt.b_inverse, n, ops.space(), "B⁻¹");
+  const std::int64_t n = prob.n;
+  const LinearOperator<double>* b = prob.b;
   const std::int64_t k = opt.k;
   if (k < 1 || k >= n)
     throw InvalidArgument("block_lanczos: need 1 <= k < n (k = " + std::to_string(k) +
                           ", n = " + std::to_string(n) + ")");
-  TCSOLVE_REQUIRE(opt.tol > 0, "block_lanczos: tol must be positive");
   TCSOLVE_REQUIRE(opt.block_size >= 0 && opt.max_basis >= 0 && opt.restart_keep >= 0,
                   "block_lanczos: block_size, max_basis and restart_keep must be >= 0");
+  TCSOLVE_REQUIRE(prob.which == Which::smallest || prob.which == Which::largest ||
+                      prob.which == Which::largest_magnitude,
+                  "block_lanczos: which must be smallest, largest or largest_magnitude");
   const bool with_b = b != nullptr;
-  const bool smallest = opt.which == Which::smallest;
   std::int64_t bs = opt.block_size > 0 ? opt.block_size
                                        : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
   bs = std::min(bs, n);
@@ -120,26 +131,12 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
 
   EigenResult res;
   res.n = n;
-  res.a_norm = opt.a_norm > 0 ? opt.a_norm : estimate_norm(a, ops);
-  res.b_norm = with_b ? (opt.b_norm > 0 ? opt.b_norm : estimate_norm(*b, ops)) : 1.0;
 
   // ---- workspace, once per solve (device blocks and every host matrix of the loop)
   const std::int64_t cap = L + bs;
   ops.reserve(n, cap, cap * cap);
   MultiVector<double> v = ops.allocate(n, cap), bv, tmp = ops.allocate(n, std::max(bs, k));
-  MultiVector<double> ax = ops.allocate(n, k), bx;  // explicit residual checks
-  if (with_b) bv = ops.allocate(n, cap), bx = ops.allocate(n, k);
-  std::unique_ptr<CgInverse> cg_inverse;
-  const LinearOperator<double>* binv = opt.b_inverse;
-  if (with_b && !binv) {
-    CgOptions co;
-    co.tol = 1e-13;
-    co.max_iterations = 2000;
-    co.jacobi_diagonal = opt.jacobi_mass_diagonal;
-    co.keep_history = false;
-    cg_inverse = std::make_unique<CgInverse>(*b, ops, bs, co);
-    binv = cg_inverse.get();
-  }
+  if (with_b) bv = ops.allocate(n, cap);
   detail::ApplyClock clock(ops);
   OrthoWorkspace ows;
   Mat H = Mat::Zero(cap, cap), hp(cap, cap), hc(cap, bs), mblk(bs, bs), mrob(bs, bs);
@@ -148,7 +145,9 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
   Eigen::VectorXd dsc(bs);
   Eigen::LLT<Mat> llt(bs);
   Eigen::SelfAdjointEigenSolver<Mat> es(cap);
-  std::vector<double> g(cap * bs), proj(cap * bs), theta(k);
+  std::vector<double> g(cap * bs), proj(cap * bs), theta(k), theta_keep(cap);
+  std::vector<std::int64_t> order;
+  order.reserve(cap);
   auto bview = [&](std::int64_t first, std::int64_t count) {
     return with_b ? bv.columns(first, count) : v.columns(first, count);
   };
@@ -224,15 +223,14 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
     OrthoBranch branch = OrthoBranch::none;
     hc.topRows(nx).setZero();
     if (with_b) {
-      clock.apply(a, Vc, bv.columns(nx, bs));  // B·W = A·V_c
-      clock.apply(*binv, bv.columns(nx, bs), W);
+      prob.apply(clock, Vc, bv.columns(c, bs), W, bv.columns(nx, bs));
       project_out(nx, bs, &hc);
-      // B·W recomputed (one B apply of b columns): with an inexact B⁻¹ the carried B·W drifts
+      // B·W recomputed (one B apply of b columns): with an inexact Op the carried B·W drifts
       // from B times the carried W, and over many restarts that drift destroys B-orthogonality.
       clock.apply(*b, W, bv.columns(nx, bs));
       branch = normalize_block(nx, bs, mblk);
     } else {
-      clock.apply(a, Vc, W);
+      prob.apply(clock, Vc, Vc, W, tmp.columns(0, bs));
       racc.setIdentity();
       bool done = false;
       for (int pass = 0; pass < 3 && !done; ++pass) {
@@ -267,7 +265,7 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
     return branch;
   };
 
-  // ---- start block
+  // ---- start block: opt's random seed (a caller's start block goes through prob.apply's owner)
   ops.fill_random(v.columns(0, bs), opt.seed);
   if (with_b) clock.apply(*b, v.columns(0, bs), bv.columns(0, bs));
   normalize_block(0, bs, mrob);
@@ -275,7 +273,6 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
   SolverStatus status = SolverStatus::not_converged;
   std::string reason;
   std::int64_t restart = 0;
-  std::vector<double> est(k), xn(k, 1.0), tr(k), neg(k), ones(k, 1.0);
   std::vector<double> yk(cap * cap);
 
   for (;; ++restart) {
@@ -299,20 +296,22 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
       reason = "projected eigenproblem failed";
       break;
     }
-    // Wanted order: ascending (smallest) or descending (largest) Ritz values.
+    wanted_order(es.eigenvalues(), p, prob.which, order);
     const std::int64_t nsel = std::max(keep, k);
-    for (std::int64_t j = 0; j < nsel; ++j)
-      ysel.col(j).head(p) = es.eigenvectors().col(smallest ? j : p - 1 - j);
+    for (std::int64_t j = 0; j < nsel; ++j) {
+      ysel.col(j).head(p) = es.eigenvectors().col(order[j]);
+      theta_keep[j] = es.eigenvalues()(order[j]);
+    }
     // E·Y (bs × nsel); E = H(p:p+bs, 0:p) is non-zero only in its last bs columns.
     ey.leftCols(nsel).noalias() =
         H.block(p, p - bs, bs, bs) * ysel.block(p - bs, 0, bs, nsel);
     std::int64_t nconv = 0;
     rec.residual_norms.resize(k);
     for (std::int64_t j = 0; j < k; ++j) {
-      theta[j] = es.eigenvalues()(smallest ? j : p - 1 - j);
-      est[j] = ey.col(j).norm();
-      rec.residual_norms[j] = est[j];
-      if (est[j] <= opt.tol * (res.a_norm + std::abs(theta[j]) * res.b_norm)) ++nconv;
+      theta[j] = theta_keep[j];
+      const double est = ey.col(j).norm();
+      rec.residual_norms[j] = est;
+      if (prob.estimate_passes(theta[j], est)) ++nconv;
     }
     rec.converged = nconv;
     rec.active = k - nconv;
@@ -332,32 +331,20 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
     if (opt.on_iteration) opt.on_iteration(rec);
     if (opt.keep_history) res.history.push_back(std::move(rec));
     if (check) {
-      // Explicit residuals ‖A·x − θ·B·x‖ decide; if they fail and iterations remain, go on.
-      auto X = tmp.columns(0, k);
+      // The explicit check decides; if it fails and iterations remain, go on.
       res.iterations = restart + 1;
-      clock.apply(a, X, ax.view());
-      if (with_b) clock.apply(*b, X, bx.view());
-      for (std::int64_t j = 0; j < k; ++j) neg[j] = -theta[j];
-      ops.axpby_columns(neg.data(),
-                        with_b ? MvView<const double>(bx.view()) : MvView<const double>(X),
-                        ones.data(), ax.view());
-      ops.column_norms(ax.view(), tr.data());
-      ops.column_norms(X, xn.data());
-      bool ok = true;
-      res.residual_bounds.resize(k);
-      for (std::int64_t j = 0; j < k; ++j) {
-        res.residual_bounds[j] = opt.tol * (res.a_norm + std::abs(theta[j]) * res.b_norm) * xn[j];
-        ok = ok && tr[j] <= res.residual_bounds[j];
-      }
+      res.values.clear();
+      const bool ok = prob.verify(clock, tmp.columns(0, k), theta, last, res);
       if (ok || last) {
         status = ok ? SolverStatus::converged : SolverStatus::not_converged;
         if (!ok)
           reason = "iteration limit " + std::to_string(opt.max_iterations) +
                    " reached before every true residual passed";
-        res.residual_norms.assign(tr.begin(), tr.end());
-        res.values.assign(theta.begin(), theta.end());
-        res.vectors.resize(n * k);
-        ops.to_host(X, res.vectors.data(), n);
+        if (res.values.empty()) res.values.assign(theta.begin(), theta.end());
+        if (res.vectors.empty()) {
+          res.vectors.resize(n * k);
+          ops.to_host(tmp.columns(0, k), res.vectors.data(), n);
+        }
         break;
       }
     }
@@ -374,7 +361,7 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
       clock.apply(*b, v.columns(0, keep), bv.columns(0, keep));  // resync B·V (see above)
     }
     H.topLeftCorner(cap, cap).setZero();
-    for (std::int64_t j = 0; j < keep; ++j) H(j, j) = theta_at(es, smallest, p, j);
+    for (std::int64_t j = 0; j < keep; ++j) H(j, j) = theta_keep[j];
     H.block(keep, 0, bs, keep) = ey.leftCols(keep);
     H.block(0, keep, keep, bs) = ey.leftCols(keep).transpose();
     c = keep;
@@ -383,6 +370,80 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
   res.reason = reason;
   res.operator_applies = clock.columns();
   res.seconds = detail::now_seconds() - t_start;
+  return res;
+}
+
+}  // namespace detail
+
+EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<double>* b,
+                          DenseBlockOps& ops, const EigenOptions& opt) {
+  const std::int64_t n = a.rows();
+  detail::require_operator(a, n, ops.space(), "A");
+  if (b) detail::require_operator(*b, n, ops.space(), "B");
+  if (opt.b_inverse) detail::require_operator(*opt.b_inverse, n, ops.space(), "B⁻¹");
+  TCSOLVE_REQUIRE(opt.tol > 0, "block_lanczos: tol must be positive");
+  TCSOLVE_REQUIRE(opt.which != Which::nearest,
+                  "block_lanczos: which = nearest needs a shift (solvers/eigs.hpp)");
+  const bool with_b = b != nullptr;
+  const std::int64_t k = opt.k;
+  if (k < 1 || k >= n)
+    throw InvalidArgument("block_lanczos: need 1 <= k < n (k = " + std::to_string(k) +
+                          ", n = " + std::to_string(n) + ")");
+  const double a_norm = opt.a_norm > 0 ? opt.a_norm : estimate_norm(a, ops);
+  const double b_norm = with_b ? (opt.b_norm > 0 ? opt.b_norm : estimate_norm(*b, ops)) : 1.0;
+
+  std::unique_ptr<CgInverse> cg_inverse;
+  const LinearOperator<double>* binv = opt.b_inverse;
+  const std::int64_t bs_guess = opt.block_size > 0 ? opt.block_size
+                                                   : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
+  if (with_b && !binv) {
+    CgOptions co;
+    co.tol = 1e-13;
+    co.max_iterations = 2000;
+    co.jacobi_diagonal = opt.jacobi_mass_diagonal;
+    co.keep_history = false;
+    cg_inverse = std::make_unique<CgInverse>(*b, ops, std::min(bs_guess, n), co);
+    binv = cg_inverse.get();
+  }
+  // Explicit checks: ‖A·x − θ·B·x‖ against tol·(‖A‖ + |θ|·‖B‖)·‖x‖.
+  MultiVector<double> ax = ops.allocate(n, k), bx;
+  if (with_b) bx = ops.allocate(n, k);
+  std::vector<double> xn(k, 1.0), tr(k), neg(k), ones(k, 1.0);
+
+  detail::LanczosProblem prob;
+  prob.n = n;
+  prob.b = b;
+  prob.which = opt.which;
+  prob.apply = [&](detail::ApplyClock& clock, MvView<const double> vc, MvView<const double>,
+                   MvView<double> w, MvView<double> scratch) {
+    if (!with_b) return clock.apply(a, vc, w);
+    clock.apply(a, vc, scratch);     // A·V_c
+    clock.apply(*binv, scratch, w);  // B⁻¹·A·V_c
+  };
+  prob.estimate_passes = [&](double theta, double est) {
+    return est <= opt.tol * (a_norm + std::abs(theta) * b_norm);
+  };
+  prob.verify = [&](detail::ApplyClock& clock, MvView<double> x, const std::vector<double>& theta,
+                    bool, EigenResult& r) {
+    clock.apply(a, x, ax.view());
+    if (with_b) clock.apply(*b, x, bx.view());
+    for (std::int64_t j = 0; j < k; ++j) neg[j] = -theta[j];
+    ops.axpby_columns(neg.data(), with_b ? MvView<const double>(bx.view()) : MvView<const double>(x),
+                      ones.data(), ax.view());
+    ops.column_norms(ax.view(), tr.data());
+    ops.column_norms(x, xn.data());
+    bool ok = true;
+    r.residual_bounds.resize(k);
+    for (std::int64_t j = 0; j < k; ++j) {
+      r.residual_bounds[j] = opt.tol * (a_norm + std::abs(theta[j]) * b_norm) * xn[j];
+      ok = ok && tr[j] <= r.residual_bounds[j];
+    }
+    r.residual_norms.assign(tr.begin(), tr.end());
+    return ok;
+  };
+  EigenResult res = detail::lanczos_core(prob, ops, opt);
+  res.a_norm = a_norm;
+  res.b_norm = b_norm;
   return res;
 }
 

@@ -1,0 +1,44 @@
+// Internal: thick-restart block Lanczos on any operator Op that is self-adjoint in the B-inner
+// product (B = I when problem.b is null). block_lanczos() (Op = A or B⁻¹A) and the shift-invert
+// driver in solvers/eigs.cpp (Op = (A − σB)⁻¹·B) are both this one iteration with different
+// applies, selection and verification.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/operator.hpp"
+#include "solvers/dense_ops.hpp"
+#include "solvers/eigensolvers.hpp"
+#include "solvers/result.hpp"
+#include "solvers/solver_common.hpp"
+
+namespace tcsolve::detail {
+
+struct LanczosProblem {
+  std::int64_t n = 0;
+  // B of the inner product (nullptr: the identity); applied to new basis blocks after their
+  // projection (B·W recomputed, not carried: Op may be applied inexactly).
+  const LinearOperator<double>* b = nullptr;
+  // W = Op·V_c. bvc = B·V_c (V_c itself without B); scratch is an n × |V_c| block it may use.
+  std::function<void(ApplyClock& clock, MvView<const double> vc, MvView<const double> bvc,
+                     MvView<double> w, MvView<double> scratch)>
+      apply;
+  // Order of the wanted Ritz values θ of Op: smallest, largest or largest_magnitude.
+  Which which = Which::smallest;
+  // Estimated residual ‖E·y‖ (B-norm, for a B-normalized Ritz vector) that lets a Ritz pair
+  // (θ, est) count as converged before the explicit check.
+  std::function<bool(double theta, double est)> estimate_passes;
+  // The explicit check of the k selected Ritz pairs (x: n × k in ops.space(), B-orthonormal).
+  // Returns true when every pair passes; `last` is true at the iteration limit. It may fill the
+  // result's values/vectors/residuals; the core fills them with θ and X otherwise.
+  std::function<bool(ApplyClock& clock, MvView<double> x, const std::vector<double>& theta,
+                     bool last, EigenResult& res)>
+      verify;
+};
+
+// opt: k, tol (unused here: the problem's tests decide), max_iterations, seed, block_size,
+// max_basis, restart_keep, keep_history, on_iteration. Operators live in ops.space().
+EigenResult lanczos_core(const LanczosProblem& problem, DenseBlockOps& ops, const EigenOptions& opt);
+
+}  // namespace tcsolve::detail
