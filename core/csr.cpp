@@ -2,6 +2,7 @@
 #include "core/csr.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 #include <thread>
@@ -118,22 +119,38 @@ Csr<U> csr_cast(const Csr<T>& a) {
   return b;
 }
 
+// Rows split over the host threads (one chunk each); a thread stops at its first defect or when
+// another thread has found one. Same answer as the sequential scan.
 template <class T>
 bool is_symmetric(const Csr<T>& a, double rel_tol) {
   if (!a.square()) return false;
-  double amax = 0;
-  for (const T& v : a.values) amax = std::max(amax, std::abs(static_cast<double>(v)));
-  const double tol = rel_tol * amax;
-  for (std::int64_t i = 0; i < a.nrows; ++i) {
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
-      std::int32_t j = a.col_idx[p];
-      auto b = a.col_idx.begin() + a.row_ptr[j], en = a.col_idx.begin() + a.row_ptr[j + 1];
-      auto it = std::lower_bound(b, en, static_cast<std::int32_t>(i));
-      double aji = (it != en && *it == i) ? static_cast<double>(a.values[it - a.col_idx.begin()]) : 0.0;
-      if (std::abs(static_cast<double>(a.values[p]) - aji) > tol) return false;
+  const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(host_threads(), a.nrows / 4096)));
+  std::vector<double> part(nt, 0.0);
+  const std::int64_t nnz = static_cast<std::int64_t>(a.values.size());
+  parallel_for(nt, [&](std::int64_t t) {
+    double m = 0;
+    for (std::int64_t p = nnz * t / nt; p < nnz * (t + 1) / nt; ++p)
+      m = std::max(m, std::abs(static_cast<double>(a.values[p])));
+    part[t] = m;
+  }, 1);
+  const double tol = rel_tol * *std::max_element(part.begin(), part.end());
+  std::atomic<bool> ok{true};
+  parallel_for(nt, [&](std::int64_t t) {
+    for (std::int64_t i = a.nrows * t / nt; i < a.nrows * (t + 1) / nt; ++i) {
+      if ((i & 1023) == 0 && !ok.load(std::memory_order_relaxed)) return;
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+        std::int32_t j = a.col_idx[p];
+        auto b = a.col_idx.begin() + a.row_ptr[j], en = a.col_idx.begin() + a.row_ptr[j + 1];
+        auto it = std::lower_bound(b, en, static_cast<std::int32_t>(i));
+        double aji = (it != en && *it == i) ? static_cast<double>(a.values[it - a.col_idx.begin()]) : 0.0;
+        if (std::abs(static_cast<double>(a.values[p]) - aji) > tol) {
+          ok.store(false, std::memory_order_relaxed);
+          return;
+        }
+      }
     }
-  }
-  return true;
+  }, 1);
+  return ok.load();
 }
 
 template <class T>
