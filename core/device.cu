@@ -1,5 +1,9 @@
 // CUDA implementation of core/device.hpp.
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 #include "core/cuda_check.cuh"
 #include "core/device.hpp"
@@ -35,6 +39,21 @@ std::size_t device_free_bytes() {
   return free_b;
 }
 
+namespace {
+// Size of every live device_malloc block, the running total and its peak. Allocations happen
+// at setup (operators, solver workspaces), never per iteration, so one mutex costs nothing.
+// Heap-allocated and never destroyed: device_free may still run from static destructors.
+struct DeviceAccounting {
+  std::mutex m;
+  std::unordered_map<void*, std::size_t> sizes;
+  std::size_t current = 0, peak = 0;
+};
+DeviceAccounting& accounting() {
+  static DeviceAccounting* a = new DeviceAccounting;
+  return *a;
+}
+}  // namespace
+
 void* device_malloc(std::size_t bytes) {
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, bytes);
@@ -43,13 +62,60 @@ void* device_malloc(std::size_t bytes) {
     throw OutOfDeviceMemory(bytes, __FILE__, __LINE__);
   }
   TCSOLVE_CUDA_CHECK(e);
+  if (p) {
+    DeviceAccounting& a = accounting();
+    std::lock_guard<std::mutex> lock(a.m);
+    // An address handed out again after a cudaFree that bypassed device_free replaces the stale
+    // entry instead of being counted twice.
+    auto [it, fresh] = a.sizes.try_emplace(p, bytes);
+    if (!fresh) {
+      a.current -= it->second;
+      it->second = bytes;
+    }
+    a.current += bytes;
+    a.peak = std::max(a.peak, a.current);
+  }
   return p;
 }
 
-void device_free(void* p) noexcept { cudaFree(p); }
+void device_free(void* p) noexcept {
+  if (!p) return;
+  {
+    DeviceAccounting& a = accounting();
+    std::lock_guard<std::mutex> lock(a.m);
+    auto it = a.sizes.find(p);
+    if (it != a.sizes.end()) {
+      a.current -= it->second;
+      a.sizes.erase(it);
+    }
+  }
+  cudaFree(p);
+}
+
+std::size_t device_allocated_bytes() {
+  DeviceAccounting& a = accounting();
+  std::lock_guard<std::mutex> lock(a.m);
+  return a.current;
+}
+
+std::size_t device_peak_bytes() {
+  DeviceAccounting& a = accounting();
+  std::lock_guard<std::mutex> lock(a.m);
+  return a.peak;
+}
+
+void reset_device_peak() {
+  DeviceAccounting& a = accounting();
+  std::lock_guard<std::mutex> lock(a.m);
+  a.peak = a.current;
+}
 
 void copy_bytes(void* dst, Space dst_space, const void* src, Space src_space, std::size_t bytes) {
   if (bytes == 0) return;
+  if (dst_space == Space::host && src_space == Space::host) {  // no driver needed (CPU-only hosts)
+    std::memcpy(dst, src, bytes);
+    return;
+  }
   cudaMemcpyKind kind = dst_space == Space::host
                             ? (src_space == Space::host ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost)
                             : (src_space == Space::host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice);

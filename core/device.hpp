@@ -17,8 +17,20 @@ std::string device_name();
 std::size_t device_free_bytes();
 
 // Raw device memory. device_malloc throws OutOfDeviceMemory with the requested size.
+// device_free(p) takes only pointers from device_malloc (or nullptr).
 void* device_malloc(std::size_t bytes);
 void device_free(void* p) noexcept;
+
+// Accounting of the memory above, process-wide (all threads, all streams): bytes allocated by
+// device_malloc and not yet released by device_free, and the most there were at once since the
+// start or the last reset_device_peak(). Exact for what goes through these two calls; memory
+// taken by libraries (cuBLAS workspaces, the CUDA context) or by direct cudaMalloc is not
+// counted: compare with cudaMemGetInfo for the whole card. CPU-only builds report 0.
+// Typical use: reset_device_peak() before a solve, device_peak_bytes() after it
+// (`peak_device_bytes` in the results).
+std::size_t device_allocated_bytes();
+std::size_t device_peak_bytes();
+void reset_device_peak();  // peak := bytes allocated now
 // Copies bytes between any two spaces (synchronous).
 void copy_bytes(void* dst, Space dst_space, const void* src, Space src_space, std::size_t bytes);
 void device_synchronize();

@@ -16,6 +16,9 @@ std::string device_name() { return "cpu"; }
 std::size_t device_free_bytes() { no_cuda(); }
 void* device_malloc(std::size_t) { no_cuda(); }
 void device_free(void*) noexcept {}
+std::size_t device_allocated_bytes() { return 0; }  // nothing is ever allocated on a device
+std::size_t device_peak_bytes() { return 0; }
+void reset_device_peak() {}
 void copy_bytes(void* dst, Space dst_space, const void* src, Space src_space, std::size_t bytes) {
   if (dst_space != Space::host || src_space != Space::host) no_cuda();
   if (bytes) std::memcpy(dst, src, bytes);

@@ -317,19 +317,21 @@ __global__ void stage_fragments_kernel(const double* __restrict__ x, std::int64_
                                        std::int64_t rows, int kc, double* __restrict__ xs,
                                        std::int64_t total, int width,
                                        const std::int32_t* __restrict__ gather) {
-  const std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (o >= total) return;
   const int P = width >= 16 ? 2 : 1;
   const std::int64_t region = 4 * static_cast<std::int64_t>(width);
-  const std::int64_t c = o / region;
-  const int rem = static_cast<int>(o - c * region);
-  const int q = rem / (32 * P), within = rem % (32 * P);
-  const int l = within / P, h = within % P;
-  const std::int64_t r = 4 * c + (l & 3);
-  const int col = 8 * (P * q + h) + (l >> 2);
-  xs[o] = (r < rows && col < kc)
-              ? x[(gather ? gather[r] : r) + static_cast<std::int64_t>(col) * ldx]
-              : 0.0;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;  // grid-stride
+  for (std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < total;
+       o += step) {
+    const std::int64_t c = o / region;
+    const int rem = static_cast<int>(o - c * region);
+    const int q = rem / (32 * P), within = rem % (32 * P);
+    const int l = within / P, h = within % P;
+    const std::int64_t r = 4 * c + (l & 3);
+    const int col = 8 * (P * q + h) + (l >> 2);
+    xs[o] = (r < rows && col < kc)
+                ? x[(gather ? gather[r] : r) + static_cast<std::int64_t>(col) * ldx]
+                : 0.0;
+  }
 }
 
 // Same layout for W a multiple of 32, through a 32-row × 32-column shared tile: reads are whole
@@ -365,14 +367,17 @@ void stage_fragments_device(const double* x, std::int64_t ldx, std::int64_t rows
   const std::int64_t total = rows_pad * width;
   if (total == 0) return;
   if (width % 32 == 0 && rows_pad % 32 == 0) {
+    // x = 32-row tiles (2^26 for 2^31 rows), y = 32-column tiles (width ≤ 256: ≤ 8)
+    TCSOLVE_REQUIRE(rows_pad / 32 <= INT_MAX && width / 32 <= 65535, "staging grid too large");
     const dim3 grid(static_cast<unsigned>(rows_pad / 32), static_cast<unsigned>(width / 32));
     stage_fragments_tiled_kernel<<<grid, dim3(32, 8), 0, st>>>(x, ldx, rows, kc, xs, width,
                                                                          gather);
     TCSOLVE_CUDA_CHECK_LAUNCH();
     return;
   }
-  stage_fragments_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, st>>>(
-      x, ldx, rows, kc, xs, total, width, gather);
+  const std::int64_t blocks = std::min<std::int64_t>((total + 255) / 256, std::int64_t(1) << 20);
+  stage_fragments_kernel<<<static_cast<unsigned>(blocks), 256, 0, st>>>(x, ldx, rows, kc, xs, total,
+                                                                       width, gather);
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -423,6 +428,8 @@ void launch_mma16(BcsrArgs args, const void* x, std::int64_t ldx, TY* y, std::in
                   int ncols, cudaStream_t st) {
   args.nchunks = (ncols + 8 * NT - 1) / (8 * NT);
   const std::int64_t ctas = (args.nwarps + kWarpsPerCta - 1) / kWarpsPerCta;
+  // one warp per run (about 128 runs per SM, prepare_split): far below the grid x limit
+  TCSOLVE_REQUIRE(ctas * args.nchunks <= INT_MAX, "BCSR MMA16: grid too large");
   const unsigned grid = static_cast<unsigned>(ctas * args.nchunks);
   const bool pairs_ok = (ldx % 2 == 0) && (reinterpret_cast<std::uintptr_t>(x) % 4 == 0);
   bcsr_mma16_kernel<TA, TY, NT, U><<<grid, kThreads, 0, st>>>(

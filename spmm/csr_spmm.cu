@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/cuda_check.cuh"
@@ -24,6 +25,22 @@ constexpr int kRowThreads = 128;
 constexpr int kSegThreads = 128;
 constexpr int kSegPerLane = 16;   // segment length S = kSegPerLane · group
 constexpr int kStageMinCols = 4;  // staged (row-major X) segment kernel from this N on
+
+// Launch-size rules (grid x ≤ 2^31 − 1, grid y/z ≤ 65535; docs gpu.md): the long dimension
+// (rows, segments, elements) always runs along x, with 64-bit index arithmetic in the kernels.
+// grid_x checks a one-thread-per-item grid against the x limit (InvalidArgument beyond it);
+// stride_grid caps an element-wise grid at kStrideBlocks, its kernel loops grid-stride.
+constexpr std::int64_t kMaxGridX = 2147483647;
+constexpr std::int64_t kStrideBlocks = std::int64_t(1) << 20;
+unsigned grid_x(std::int64_t items, int threads) {
+  const std::int64_t blocks = (items + threads - 1) / threads;
+  TCSOLVE_REQUIRE(blocks <= kMaxGridX, "CSR SpMM: launch needs " + std::to_string(blocks) +
+                                           " blocks, more than the grid x limit 2^31-1");
+  return static_cast<unsigned>(std::max<std::int64_t>(blocks, 1));
+}
+unsigned stride_grid(std::int64_t items, int threads) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(kStrideBlocks, (items + threads - 1) / threads)));
+}
 
 // Row-split. Thread = row; per pass NT columns [c0, c0+NT) in registers; A's row is re-read from
 // L1 for each further pass. Shapes: x n×N (ldx), y m×N (ldy).
@@ -201,12 +218,14 @@ __global__ void __launch_bounds__(kSegThreads)
 
 // xs[r·width + c] = x[r + c·ldx] for r < rows, c < kc; zero elsewhere in [rows_pad × width].
 // 32×32 tiles through shared memory: coalesced reads of X columns and writes of xs rows.
+// Grid: x = row tiles (up to 2^26 for 2^31 rows), y = column tiles (width / 32 ≤ 8): rows on y
+// stopped at 65535 tiles = 2,097,152 rows (the lap3d:130 failure).
 __global__ void stage_row_major_kernel(const double* __restrict__ x, std::int64_t ldx,
                                        std::int64_t rows, int kc, double* __restrict__ xs,
                                        std::int64_t rows_pad, int width) {
   __shared__ double tile[32][33];
-  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * 32;
-  const int c0 = blockIdx.x * 32;
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * 32;
+  const int c0 = blockIdx.y * 32;
   for (int k = threadIdx.y; k < 32; k += blockDim.y) {
     const std::int64_t r = r0 + threadIdx.x;
     const int c = c0 + k;
@@ -220,33 +239,56 @@ __global__ void stage_row_major_kernel(const double* __restrict__ x, std::int64_
   }
 }
 
+// Grid-stride over the nlist·ncols elements (64-bit), so any list length and N fit one launch.
 template <class TY>
 __global__ void zero_rows_kernel(const std::int32_t* __restrict__ rows, std::int64_t nlist,
                                  TY* __restrict__ y, std::int64_t ldy, int ncols) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= nlist * ncols) return;
-  const std::int64_t k = i % nlist, j = i / nlist;
-  y[rows[k] + j * ldy] = TY(0);
+  const std::int64_t total = nlist * ncols;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const std::int64_t k = i % nlist, j = i / nlist;
+    y[rows[k] + j * ldy] = TY(0);
+  }
+}
+
+// Grid-stride over rows·cols elements: gather (y[i] = x[perm[i]]) or scatter (y[perm[i]] = x[i]).
+__global__ void permute_rows_kernel(const double* __restrict__ x, std::int64_t ldx,
+                                    double* __restrict__ y, std::int64_t ldy, std::int64_t rows,
+                                    std::int64_t cols, const std::int32_t* __restrict__ perm,
+                                    bool scatter) {
+  const std::int64_t total = rows * cols;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    const std::int64_t i = e % rows, j = e / rows, p = perm[i];
+    if (scatter) y[p + j * ldy] = x[i + j * ldx];
+    else y[i + j * ldy] = x[p + j * ldx];
+  }
 }
 
 __device__ __forceinline__ void round_to(double v, __half* o) { *o = __double2half(v); }
 __device__ __forceinline__ void round_to(double v, __nv_bfloat16* o) { *o = __double2bfloat16(v); }
 
+// Grid-stride over the rows·cols elements (64-bit).
 template <class TO>
 __global__ void convert_kernel(const double* __restrict__ x, std::int64_t ldx, TO* __restrict__ out,
                                std::int64_t ld_out, std::int64_t rows, int cols,
                                const std::int32_t* __restrict__ gather) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= rows * cols) return;
-  const std::int64_t r = i % rows, c = i / rows;
-  round_to(x[(gather ? gather[r] : r) + c * ldx], out + r + c * ld_out);
+  const std::int64_t total = rows * cols;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const std::int64_t r = i % rows, c = i / rows;
+    round_to(x[(gather ? gather[r] : r) + c * ldx], out + r + c * ld_out);
+  }
 }
 
 template <class TA, int NT>
 void launch_row(const CsrSpmmDevice& self, std::int64_t m, const std::int64_t* rp,
                 const std::int32_t* ci, const void* v, const double* x, std::int64_t ldx,
                 double* y, std::int64_t ldy, int ncols, cudaStream_t st) {
-  const unsigned grid = static_cast<unsigned>((m + kRowThreads - 1) / kRowThreads);
+  const unsigned grid = grid_x(m, kRowThreads);  // one thread per row
   if (self.tiled_rows())
     csr_row_tiled_kernel<TA, NT><<<grid, kRowThreads, 0, st>>>(
         m, rp, ci, static_cast<const TA*>(v), x, ldx, y, ldy, ncols);
@@ -260,8 +302,7 @@ template <class TA, int NT, int G>
 void launch_seg(std::int64_t nseg, const std::int32_t* sr, const std::int64_t* sb,
                 const std::int64_t* se, const std::int32_t* ci, const void* v, const double* x,
                 std::int64_t ldx, double* y, std::int64_t ldy, int ncols, cudaStream_t st) {
-  const std::int64_t threads = nseg * G;
-  const unsigned grid = static_cast<unsigned>((threads + kSegThreads - 1) / kSegThreads);
+  const unsigned grid = grid_x(nseg * G, kSegThreads);  // G lanes per segment
   csr_segment_kernel<TA, NT, G><<<grid, kSegThreads, 0, st>>>(
       nseg, sr, sb, se, ci, static_cast<const TA*>(v), x, ldx, y, ldy, ncols);
   TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -272,8 +313,7 @@ void launch_seg_rm_lc(std::int64_t nseg, const std::int32_t* sr, const std::int6
                       const std::int64_t* se, const std::int32_t* ci, const void* v,
                       const double* xs, int width, double* y, std::int64_t ldy, int ncols,
                       cudaStream_t st) {
-  const std::int64_t threads = nseg * L;
-  const unsigned grid = static_cast<unsigned>((threads + kSegThreads - 1) / kSegThreads);
+  const unsigned grid = grid_x(nseg * L, kSegThreads);  // L lanes per segment
   csr_segment_rm_kernel<TA, L, CPL><<<grid, kSegThreads, 0, st>>>(
       nseg, sr, sb, se, ci, static_cast<const TA*>(v), xs, width, y, ldy, ncols);
   TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -338,7 +378,13 @@ CsrSpmmDevice::CsrSpmmDevice(const Csr<double>& a, Precision precision, int grou
   value_size(precision);  // throws for unsupported precisions
   row_ptr_ = DeviceArray<std::int64_t>(a.row_ptr);
   col_ = DeviceArray<std::int32_t>(a.col_idx);
-  values_ = DeviceArray<unsigned char>(pack_values(a.values, precision));
+  if (precision == Precision::fp64) {
+    // straight from the Csr: no host copy of the 8·nnz value bytes
+    values_ = DeviceArray<unsigned char>(a.values.size() * 8);
+    copy_bytes(values_.get(), Space::device, a.values.data(), Space::host, values_.bytes());
+  } else {
+    values_ = DeviceArray<unsigned char>(pack_values(a.values, precision));
+  }
   if (group > 1) {
     const std::int64_t S = static_cast<std::int64_t>(kSegPerLane) * group;
     std::vector<std::int32_t> sr;
@@ -460,8 +506,8 @@ void CsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::int
 void stage_row_major_device(const double* x, std::int64_t ldx, std::int64_t rows, int kc,
                             double* xs, std::int64_t rows_pad, int width, void* stream) {
   if (rows_pad == 0 || width == 0) return;
-  const dim3 grid(static_cast<unsigned>((width + 31) / 32),
-                  static_cast<unsigned>((rows_pad + 31) / 32));
+  TCSOLVE_REQUIRE((width + 31) / 32 <= 65535, "stage_row_major_device: width too large");
+  const dim3 grid(grid_x(rows_pad, 32), static_cast<unsigned>((width + 31) / 32));
   stage_row_major_kernel<<<grid, dim3(32, 8), 0, static_cast<cudaStream_t>(stream)>>>(
       x, ldx, rows, kc, xs, rows_pad, width);
   TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -470,8 +516,7 @@ void stage_row_major_device(const double* x, std::int64_t ldx, std::int64_t rows
 void zero_rows_device(const std::int32_t* rows, std::int64_t n, double* y, std::int64_t ldy,
                       int ncols, void* stream) {
   if (n == 0 || ncols == 0) return;
-  const std::int64_t total = n * ncols;
-  zero_rows_kernel<double><<<static_cast<unsigned>((total + 255) / 256), 256, 0,
+  zero_rows_kernel<double><<<stride_grid(n * ncols, 256), 256, 0,
                              static_cast<cudaStream_t>(stream)>>>(rows, n, y, ldy, ncols);
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
@@ -479,9 +524,17 @@ void zero_rows_device(const std::int32_t* rows, std::int64_t n, double* y, std::
 void zero_rows_device(const std::int32_t* rows, std::int64_t n, float* y, std::int64_t ldy,
                       int ncols, void* stream) {
   if (n == 0 || ncols == 0) return;
-  const std::int64_t total = n * ncols;
-  zero_rows_kernel<float><<<static_cast<unsigned>((total + 255) / 256), 256, 0,
+  zero_rows_kernel<float><<<stride_grid(n * ncols, 256), 256, 0,
                             static_cast<cudaStream_t>(stream)>>>(rows, n, y, ldy, ncols);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+void permute_rows_device(const double* x, std::int64_t ldx, double* y, std::int64_t ldy,
+                         std::int64_t rows, std::int64_t cols, const std::int32_t* perm,
+                         bool scatter, void* stream) {
+  if (rows == 0 || cols == 0) return;
+  permute_rows_kernel<<<stride_grid(rows * cols, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      x, ldx, y, ldy, rows, cols, perm, scatter);
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -490,7 +543,7 @@ void convert_multivector_device(const double* x, std::int64_t ldx, void* out, st
                                 const std::int32_t* gather) {
   const std::int64_t total = rows * cols;
   if (total == 0) return;
-  const unsigned grid = static_cast<unsigned>((total + 255) / 256);
+  const unsigned grid = stride_grid(total, 256);
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   if (to == Precision::fp16)
     convert_kernel<__half><<<grid, 256, 0, st>>>(x, ldx, static_cast<__half*>(out), ld_out, rows, cols,

@@ -75,4 +75,10 @@ void convert_multivector_device(const double* x, std::int64_t ldx, void* out, st
                                 std::int64_t rows, int cols, Precision to, void* stream,
                                 const std::int32_t* gather = nullptr);
 
+// Row permutation of a block (rows × cols, column-major, own leading dimensions), grid-stride:
+// scatter == false: y[i, :] = x[perm[i], :]; scatter == true: y[perm[i], :] = x[i, :].
+void permute_rows_device(const double* x, std::int64_t ldx, double* y, std::int64_t ldy,
+                         std::int64_t rows, std::int64_t cols, const std::int32_t* perm,
+                         bool scatter, void* stream);
+
 }  // namespace tcsolve

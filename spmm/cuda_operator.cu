@@ -64,7 +64,11 @@ class CudaSparseOperator final : public SparseOperator {
   std::int64_t cols() const override { return cols_; }
   Space space() const override { return Space::device; }
   const SpmmPlan& plan() const override { return plan_; }
+  SpmmPlan& mutable_plan() override { return plan_; }
   SpmmPlan& plan_for_trial() { return plan_; }
+  std::size_t device_bytes() const override {
+    return (csr_ ? csr_->device_bytes() : 0) + (bcsr_ ? bcsr_->device_bytes() : 0) + xlow_.bytes();
+  }
   // fp64 BCSR with a staging workspace: read X staged (true) or column-major (false).
   bool can_toggle_staging() const {
     return bcsr_ && plan_.precision == Precision::fp64 && bcsr_->stage_cols() > 0;
@@ -232,6 +236,50 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
     std::snprintf(buf, sizeof buf, "fastest in a one-time trial at N = %d: %.4g ms", k, best_ms);
   p.reason = std::string(buf) + " (model: " + p.reason + ")";
   return best;
+}
+
+namespace {
+// B = P·A·Pᵀ on the GPU (OperatorBasis::permuted): `inner` holds B; conversions between the
+// bases are one row-permuting pass over the block (16 bytes per element moved).
+class PermutedCudaOperator final : public SparseOperator {
+ public:
+  PermutedCudaOperator(std::unique_ptr<SparseOperator> inner, std::vector<std::int32_t> perm,
+                       const SpmmPlan& plan, void* stream)
+      : inner_(std::move(inner)), perm_(std::move(perm)), perm_dev_(perm_), plan_(plan),
+        stream_(stream) {}
+  std::int64_t rows() const override { return inner_->rows(); }
+  std::int64_t cols() const override { return inner_->cols(); }
+  Space space() const override { return Space::device; }
+  const SpmmPlan& plan() const override { return plan_; }
+  SpmmPlan& mutable_plan() override { return plan_; }
+  std::size_t device_bytes() const override { return inner_->device_bytes() + perm_dev_.bytes(); }
+  const std::vector<std::int32_t>* permutation() const override { return &perm_; }
+  void apply(MvView<const double> x, MvView<double> y) const override { inner_->apply(x, y); }
+  void to_permuted(MvView<const double> x, MvView<double> xt) const override { move(x, xt, false); }
+  void from_permuted(MvView<const double> xt, MvView<double> x) const override { move(xt, x, true); }
+
+ private:
+  void move(MvView<const double> in, MvView<double> out, bool scatter) const {
+    TCSOLVE_REQUIRE(in.space == Space::device && out.space == Space::device,
+                    "permuted basis: device blocks expected");
+    TCSOLVE_REQUIRE(in.rows == rows() && out.rows == rows() && in.cols == out.cols,
+                    "permuted basis: blocks must have rows() rows and equal column counts");
+    permute_rows_device(in.data, in.ld, out.data, out.ld, in.rows, in.cols, perm_dev_.get(), scatter,
+                        stream_);
+  }
+  std::unique_ptr<SparseOperator> inner_;
+  std::vector<std::int32_t> perm_;
+  DeviceArray<std::int32_t> perm_dev_;
+  SpmmPlan plan_;
+  void* stream_;
+};
+}  // namespace
+
+std::unique_ptr<SparseOperator> make_permuted_cuda_operator(std::unique_ptr<SparseOperator> inner,
+                                                            std::vector<std::int32_t> perm,
+                                                            const SpmmPlan& plan,
+                                                            const OperatorOptions& opt) {
+  return std::make_unique<PermutedCudaOperator>(std::move(inner), std::move(perm), plan, opt.stream);
 }
 
 std::unique_ptr<SparseOperator> make_cuda_operator(const Csr<double>& a, const Bcsr<double>* blocks,

@@ -26,4 +26,12 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
     const Csr<double>& a, const Bcsr<double>* blocks, const std::vector<SpmmPlan>& candidates,
     const OperatorOptions& opt);
 
+// OperatorBasis::permuted on the GPU: `inner` applies B = P·A·Pᵀ (built on the permuted copy);
+// the result forwards apply() and converts blocks between the bases with a row-permuting kernel
+// on opt.stream (perm uploaded once, 4 bytes per row). `plan` is reported as its plan().
+std::unique_ptr<SparseOperator> make_permuted_cuda_operator(std::unique_ptr<SparseOperator> inner,
+                                                            std::vector<std::int32_t> perm,
+                                                            const SpmmPlan& plan,
+                                                            const OperatorOptions& opt);
+
 }  // namespace tcsolve::detail

@@ -16,4 +16,10 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(const Csr<double>&,
   throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator");
 }
 
+std::unique_ptr<SparseOperator> make_permuted_cuda_operator(std::unique_ptr<SparseOperator>,
+                                                            std::vector<std::int32_t>,
+                                                            const SpmmPlan&, const OperatorOptions&) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator");
+}
+
 }  // namespace tcsolve::detail

@@ -34,8 +34,28 @@ namespace tcsolve {
 //              the 16-bit conversion), the output goes through perm as for `jaccard`. No
 //              extra pass, extra workspace only for fp64 at N < 16 (the staging buffer).
 // Either reordering is kept only when it reduces the block count (else A is blocked as given).
-// The CPU backend ignores the option (its CSR product has no blocks to save).
+// The CPU backend ignores the option (its CSR product has no blocks to save), except with
+// OperatorBasis::permuted below.
 enum class Reorder { none, jaccard, symmetric };
+
+// Which basis apply() works in, with Reorder::symmetric.
+//   original: Y = A·X (the default). With an applied symmetric reordering every apply gathers
+//             X[perm] and writes Y through perm (2.2–4× the cost of a plain apply on scrambled
+//             elast3d:64, docs/performance.md).
+//   permuted: when the symmetric reordering is applied, the operator IS B = P·A·Pᵀ,
+//             B(i, j) = A(p[i], p[j]) with p = *permutation(): apply() computes Y = B·X on
+//             vectors already in the permuted basis, with no gather and no scatter (B is stored
+//             reordered, for the CSR and the BCSR kernels alike). A solver then
+//               - permutes its inputs once at entry: x̃ = P·x, x̃[i] = x[p[i]]
+//                 (start block, right-hand sides; to_permuted() does it on the operator's side),
+//               - permutes a mass matrix the same way: M̃ = P·M·Pᵀ (permute_symmetric(m, p)),
+//               - iterates on B (same eigenvalues; B·x̃ = P·(A·x)),
+//               - un-permutes its results once at exit: x[p[i]] = x̃[i] (from_permuted()).
+//             When the reordering is not applied (it would not reduce the blocks, or the matrix
+//             is not square-symmetric in pattern) permutation() is nullptr and the operator is A
+//             itself: solvers must check permutation() rather than assume.
+//             Also honoured by the CPU backend (the ordering's locality helps its CSR product).
+enum class OperatorBasis { original, permuted };
 
 // Kernel families. `automatic` lets the plan choose.
 enum class SpmmKernel {
@@ -60,6 +80,8 @@ struct OperatorOptions {
   // Expected number of columns N of X and Y (the plan is made for it; other N still work).
   int expected_cols = 8;
   Reorder reorder = Reorder::none;
+  // OperatorBasis::permuted: iterate on B = P·A·Pᵀ (needs reorder == Reorder::symmetric).
+  OperatorBasis basis = OperatorBasis::original;
   // Force a kernel (tests, benchmarks). automatic = trial or cost model (below).
   SpmmKernel kernel = SpmmKernel::automatic;
   // CUDA backend with kernel == automatic: time the candidate kernels once at construction and
@@ -72,6 +94,16 @@ struct OperatorOptions {
 struct SpmmTrial {
   std::string name;  // e.g. "csr_row", "bcsr_dmma staged"
   double ms = 0.0;   // fastest timed run (a warm-up run first); only one run if far behind
+};
+
+// Wall-clock seconds of the operator's construction, by step (filled by make_sparse_operator;
+// all zero for plan_spmm). Setup = read/generate (outside) + these.
+struct SpmmSetupTimes {
+  double plan_s = 0;     // statistics and block count of the cost model (O(nnz))
+  double reorder_s = 0;  // Jaccard / RCM reordering (and the permuted copy B for a permuted basis)
+  double bcsr_s = 0;     // building the host BCSR of the blocked kernel
+  double upload_s = 0;   // uploads and, with plan_by_trial, the timed trial of the candidates
+  double total_s = 0;    // the whole make_sparse_operator call
 };
 
 // What the plan chose and why (printed by `tcsolve info` and the benchmark).
@@ -91,12 +123,14 @@ struct SpmmPlan {
   double est_bytes_bcsr = 0.0;      // cost-model bytes for one apply (BCSR kernel)
   bool reordered = false;           // a row permutation was applied to build the blocks
   bool symmetric = false;           // ... and the same permutation on the columns (P·A·Pᵀ)
+  bool permuted_basis = false;      // ... and the operator works in the permuted basis (B·X̃)
   bool stage_x = false;             // X copied into a workspace (BCSR: fragment order; CSR:
                                     // row-major) before the kernel
   int dmma_tile_cols = 0;           // fp64 BCSR: widest column tile per warp (0 = 64)
   std::string reason;               // one sentence: why this kernel
   bool by_trial = false;            // chosen by timing the candidates (else by the cost model)
   std::vector<SpmmTrial> trials;    // the candidates' times when by_trial
+  SpmmSetupTimes setup;             // construction time by step (make_sparse_operator)
 
   std::string describe() const;     // multi-line human-readable summary
 };
@@ -104,10 +138,44 @@ struct SpmmPlan {
 // The planned kernel for a (matrix, backend, options) without uploading anything.
 SpmmPlan plan_spmm(const Csr<double>& a, Backend backend, const OperatorOptions& opt = {});
 
+// Device bytes an operator built for `plan` on A keeps (matrix upload, index arrays, staging and
+// conversion workspaces), without building it: exact for the CSR kernels; for the BCSR kernels
+// exact in the block arrays and an upper bound for the small per-warp/zeroed-row lists (within
+// 1 % on matrices of a million rows and more). A symmetric reordering adds 4 bytes per row and
+// column (perm, gather). 0 for the CPU backend. Building by trial (plan_by_trial) peaks higher
+// during construction: scratch X and Y (8·N·(rows + cols) bytes) plus at most two candidates at
+// once (the best so far and the one being timed); the counters of core/device.hpp measure it.
+std::size_t predict_device_bytes(const Csr<double>& a, const SpmmPlan& plan);
+
+namespace detail {
+struct PlanAccess;
+}
+
 class SparseOperator : public LinearOperator<double> {
  public:
   virtual const SpmmPlan& plan() const = 0;
+  // Device bytes this operator holds (0 on the CPU). See predict_device_bytes.
+  virtual std::size_t device_bytes() const { return 0; }
+  // OperatorBasis::permuted with an applied symmetric reordering: p (rows() entries), the
+  // operator being B = P·A·Pᵀ, B(i, j) = A(p[i], p[j]). nullptr otherwise (the operator is A).
+  virtual const std::vector<std::int32_t>* permutation() const { return nullptr; }
+  // x̃ = P·x (x̃[i] = x[p[i]]) and x = Pᵀ·x̃ (x[p[i]] = x̃[i]) for blocks in the operator's space
+  // (same shapes, no aliasing); plain copies when permutation() is nullptr. On the GPU they are
+  // asynchronous on the operator's stream, like apply().
+  virtual void to_permuted(MvView<const double> x, MvView<double> xt) const;
+  virtual void from_permuted(MvView<const double> xt, MvView<double> x) const;
+
+ protected:
+  // The factory records setup times and notes in the plan after construction.
+  virtual SpmmPlan& mutable_plan() = 0;
+  friend struct detail::PlanAccess;
 };
+
+namespace detail {
+struct PlanAccess {
+  static SpmmPlan& of(SparseOperator& op) { return op.mutable_plan(); }
+};
+}  // namespace detail
 
 // Builds the operator for A (copied/uploaded once). Converts implicitly to
 // std::unique_ptr<LinearOperator<double>>. CUDA backend in a CPU-only build throws NotCompiled.

@@ -1,6 +1,7 @@
 // Sparse operator on the CPU backend and the plan (no GPU needed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -122,6 +123,118 @@ TEST(SparseOperatorPlan, SymmetricReorderReducesBlocksOfScrambledStencil) {
   csr_spmm_reference(a, x.data(), a.ncols, ref.data(), a.nrows, k);
   op->apply({x.data(), a.ncols, k, a.ncols, Space::host}, {y.data(), a.nrows, k, a.nrows, Space::host});
   for (std::size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], ref[i]);
+}
+
+// OperatorBasis::permuted on the CPU: the operator is B = P·A·Pᵀ with p = *permutation(), so
+// B·(P·X) == P·(A·X) (to round-off: the rows are summed in another order), the conversions are
+// inverse to each other, B(i, j) == A(p[i], p[j]) entry by entry, and a matrix whose
+// reordering would not pay keeps permutation() == nullptr and applies A itself.
+TEST(SparseOperatorPermutedBasis, CpuAppliesBOnPermutedBlocks) {
+  const Csr<double> a = test::scrambled_stencil(13, 11, 9, 1, false, 41);  // 1287 rows
+  OperatorOptions opt;
+  opt.reorder = Reorder::symmetric;
+  opt.basis = OperatorBasis::permuted;
+  auto op = make_sparse_operator(a, Backend::cpu, opt);
+  ASSERT_NE(op->permutation(), nullptr) << op->plan().describe();
+  const std::vector<std::int32_t>& p = *op->permutation();
+  ASSERT_EQ(static_cast<std::int64_t>(p.size()), a.nrows);
+  EXPECT_TRUE(op->plan().permuted_basis);
+  EXPECT_GT(op->plan().setup.reorder_s, 0.0);
+  const std::int64_t n = a.nrows, ld = n + 3;
+  const int k = 5;
+  std::vector<double> x = test::random_vector(static_cast<std::size_t>(ld * k), 42);
+  std::vector<double> xt(static_cast<std::size_t>(ld * k), std::nan("")), yt(xt.size(), std::nan(""));
+  std::vector<double> ax(static_cast<std::size_t>(n * k)), back(xt.size(), std::nan(""));
+  csr_spmm_reference(a, x.data(), ld, ax.data(), n, k);
+  op->to_permuted({x.data(), n, k, ld, Space::host}, {xt.data(), n, k, ld, Space::host});
+  op->apply({xt.data(), n, k, ld, Space::host}, {yt.data(), n, k, ld, Space::host});
+  double err = 0, ref = 0;
+  for (int j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(xt[i + j * ld], x[p[i] + j * ld]);  // x̃ = P·x
+      const double d = yt[i + j * ld] - ax[p[i] + j * n];  // B·x̃ == P·(A·x)
+      err = std::max(err, std::abs(d));
+      ref = std::max(ref, std::abs(ax[p[i] + j * n]));
+    }
+  EXPECT_LE(err, 1e-14 * ref);
+  op->from_permuted({xt.data(), n, k, ld, Space::host}, {back.data(), n, k, ld, Space::host});
+  for (int j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(back[i + j * ld], x[i + j * ld]);
+  // B entry by entry through the reference product with unit vectors of the permuted basis
+  const Csr<double> b = permute_symmetric(a, p);
+  for (std::int64_t i = 0; i < n; i += 97)
+    for (std::int64_t q = b.row_ptr[i]; q < b.row_ptr[i + 1]; ++q) {
+      const std::int32_t j = b.col_idx[q];
+      const auto* ab = a.col_idx.data() + a.row_ptr[p[i]];
+      const auto* ae = a.col_idx.data() + a.row_ptr[p[i] + 1];
+      const auto* at = std::lower_bound(ab, ae, p[j]);
+      ASSERT_TRUE(at != ae && *at == p[j]);
+      EXPECT_EQ(b.values[q], a.values[at - a.col_idx.data()]);
+    }
+
+  // A band is already in its best order: no permutation, the operator is A.
+  const Csr<double> band = test::random_band(301, 4, 43);
+  auto plain = make_sparse_operator(band, Backend::cpu, opt);
+  EXPECT_EQ(plain->permutation(), nullptr) << plain->plan().describe();
+  EXPECT_FALSE(plain->plan().permuted_basis);
+  std::vector<double> xb = test::random_vector(301 * 2, 44), yb(301 * 2), rb(301 * 2), cb(301 * 2);
+  plain->apply({xb.data(), 301, 2, 301, Space::host}, {yb.data(), 301, 2, 301, Space::host});
+  csr_spmm_reference(band, xb.data(), 301, rb.data(), 301, 2);
+  EXPECT_EQ(yb, rb);
+  plain->to_permuted({xb.data(), 301, 2, 301, Space::host}, {cb.data(), 301, 2, 301, Space::host});
+  EXPECT_EQ(cb, xb);  // identity conversion
+
+  // permuted basis without the symmetric reordering, or on a rectangular matrix: refused
+  OperatorOptions bad = opt;
+  bad.reorder = Reorder::none;
+  EXPECT_THROW(make_sparse_operator(a, Backend::cpu, bad), InvalidArgument);
+  EXPECT_THROW(make_sparse_operator(test::random_skewed(50, 40, 3, 0, 0, 0, 45), Backend::cpu, opt),
+               InvalidArgument);
+}
+
+// The device-memory counters: 0 in CPU-only builds; with a GPU, a device_malloc/device_free pair
+// moves the current count and the peak by exactly its size.
+TEST(DeviceAccounting, CountsAllocationsAndPeak) {
+  if (!built_with_cuda()) {
+    EXPECT_EQ(device_allocated_bytes(), 0u);
+    EXPECT_EQ(device_peak_bytes(), 0u);
+    reset_device_peak();
+    return;
+  }
+  if (device_count() == 0) GTEST_SKIP() << "CUDA build without a device";
+  const std::size_t before = device_allocated_bytes();
+  reset_device_peak();
+  EXPECT_EQ(device_peak_bytes(), before);
+  void* p = device_malloc(3 << 20);
+  void* q = device_malloc(1 << 20);
+  EXPECT_EQ(device_allocated_bytes(), before + (4u << 20));
+  device_free(p);
+  EXPECT_EQ(device_allocated_bytes(), before + (1u << 20));
+  EXPECT_EQ(device_peak_bytes(), before + (4u << 20));
+  reset_device_peak();
+  EXPECT_EQ(device_peak_bytes(), before + (1u << 20));
+  device_free(q);
+  device_free(nullptr);
+  EXPECT_EQ(device_allocated_bytes(), before);
+}
+
+// The CPU operator has no device bytes; the prediction for a CPU plan is 0 and for CUDA plans
+// it grows with the matrix as the formulas say (checked against the built operators on a GPU in
+// test_spmm_gpu).
+TEST(SparsePlan, PredictedDeviceBytesFollowTheFormats) {
+  const Csr<double> a = test::random_band(3001, 9, 46);
+  EXPECT_EQ(predict_device_bytes(a, plan_spmm(a, Backend::cpu)), 0u);
+  EXPECT_EQ(make_sparse_operator(a, Backend::cpu)->device_bytes(), 0u);
+  OperatorOptions opt;
+  opt.kernel = SpmmKernel::csr_row;
+  const SpmmPlan row = plan_spmm(a, Backend::cuda, opt);
+  EXPECT_EQ(predict_device_bytes(a, row), 8u * 3002 + 12u * static_cast<std::size_t>(a.nnz()));
+  opt.kernel = SpmmKernel::bcsr_dmma;
+  opt.expected_cols = 8;
+  const SpmmPlan dm = plan_spmm(a, Backend::cuda, opt);
+  const double blocks = 8.0 * (376 + 1) + dm.nblocks * (4.0 + 256.0);
+  EXPECT_GE(predict_device_bytes(a, dm), blocks);
+  EXPECT_LE(predict_device_bytes(a, dm), blocks * 1.02 + 4.0 * 3001);
 }
 
 }  // namespace
