@@ -319,7 +319,7 @@ TEST(SpmmLargeGpuDirect, DmmaWithRowAndColumnPermutationAndNarrowStaging) {
   for (std::size_t b = 0; b < perm.size(); b += 64)
     std::shuffle(perm.begin() + b, perm.begin() + std::min(perm.size(), b + 64), rng);
   const Bcsr<double> b = build_bcsr(a, 8, 4, perm, perm);
-  BcsrSpmmDevice d(b, Precision::fp64);
+  BcsrSpmmDevice d(b, Precision::fp64, 32);  // capacity 32: N = 24 stages width 32 (tiled kernel)
   ASSERT_TRUE(d.gathers());
   for (int k : {5, 24}) {
     const Check c = run_and_compare(a, k, 60 + k, [&](const double* x, std::int64_t ldx, double* y, std::int64_t ldy) {
