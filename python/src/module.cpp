@@ -1,0 +1,690 @@
+// tcsolve._tcsolve: the C++ side of the Python package (python/tcsolve/). Thin on purpose: the
+// package checks and converts every input (scipy.sparse, NumPy, LinearOperator, CuPy) and maps
+// SciPy's parameter names; this file turns the converted arrays into Csr / operators, runs the
+// solver with the GIL released, and returns plain dicts of NumPy arrays and scalars.
+//
+// Functions (all options in a dict `opt`, keys as EigsOptions/CgOptions fields):
+//   eigs_csr(n, indptr, indices, data, mass, opt)        mass: None or (indptr, indices, data)
+//   eigs_operator(n, matmat_a, matmat_b, opt)            callables X (n×k, F) -> A·X
+//   eigs_device(n, nnz, ptrs_a, ptrs_b, opt)             ptrs: (indptr, indices, data) device
+//                                                        addresses (int64 / int32 / float64)
+//   cg_csr(n, indptr, indices, data, rhs, x, use_x0, opt)  rhs n×s, x n×s (F, float64, written)
+//   cg_operator(n, matmat_a, rhs, x, use_x0, opt)
+//   cg_device(n, nnz, ptrs_a, rhs_ptr, x_ptr, s, use_x0, opt)   rhs/x device n×s column-major
+// Errors: tcsolve::InvalidArgument / InputError -> ValueError, NotCompiled -> NotImplementedError,
+// OutOfDeviceMemory -> MemoryError, other tcsolve::Error -> RuntimeError; a Python exception
+// raised inside a callback (operator, Ctrl-C) propagates unchanged.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/csr.hpp"
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/types.hpp"
+#include "solvers/block_cg.hpp"
+#include "solvers/dense_ops.hpp"
+#include "solvers/eigs.hpp"
+#include "spmm/device_csr_view.hpp"
+#include "spmm/sparse_operator.hpp"
+
+namespace py = pybind11;
+using namespace tcsolve;
+
+namespace {
+
+using F64Array = py::array_t<double, py::array::f_style | py::array::forcecast>;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---- options -----------------------------------------------------------------------------------
+
+template <class T>
+T opt_get(const py::dict& d, const char* key, T fallback) {
+  if (!d.contains(key)) return fallback;
+  py::object v = d[key];
+  if (v.is_none()) return fallback;
+  return v.cast<T>();
+}
+
+// Interim twins of eigs.hpp's parse_conv_test / to_string (defined in solvers/eigs.cpp, not built
+// yet); local names so that they cannot collide with the driver's once it links.
+ConvTest parse_conv(const std::string& s) {
+  if (s == "rel") return ConvTest::rel;
+  if (s == "norm") return ConvTest::norm;
+  if (s == "abs") return ConvTest::abs;
+  throw InvalidArgument("conv '" + s + "': expected rel, norm or abs");
+}
+const char* conv_name(ConvTest c) {
+  return c == ConvTest::rel ? "rel" : c == ConvTest::norm ? "norm" : "abs";
+}
+const char* certified_name(Certified c) {
+  return c == Certified::yes ? "yes" : c == Certified::no ? "no" : "not_checked";
+}
+
+Which parse_which(const std::string& w) {
+  if (w == "smallest") return Which::smallest;
+  if (w == "largest") return Which::largest;
+  if (w == "nearest") return Which::nearest;
+  throw InvalidArgument("which '" + w + "': expected smallest, largest or nearest");
+}
+
+EigsOptions eigs_options(const py::dict& d, std::int64_t n) {
+  EigsOptions o;
+  o.k = opt_get<std::int64_t>(d, "k", 6);
+  o.which = parse_which(opt_get<std::string>(d, "which", "smallest"));
+  if (d.contains("sigma") && !d["sigma"].is_none()) {
+    o.has_sigma = true;
+    o.sigma = d["sigma"].cast<double>();
+  }
+  o.method = opt_get<std::string>(d, "method", "auto");
+  o.conv = parse_conv(opt_get<std::string>(d, "conv", "rel"));
+  o.tol = opt_get<double>(d, "tol", o.tol);
+  o.max_iterations = opt_get<std::int64_t>(d, "max_iterations", 0);
+  o.block_size = opt_get<std::int64_t>(d, "block_size", 0);
+  o.basis = opt_get<std::int64_t>(d, "basis", 0);
+  o.precond = opt_get<std::string>(d, "precond", "auto");
+  o.allow_factor = opt_get<bool>(d, "allow_factor", true);
+  o.backend = resolve_backend(opt_get<std::string>(d, "device", "auto"));
+  o.precision = parse_precision(opt_get<std::string>(d, "precision", "fp64"));
+  o.seed = opt_get<std::uint64_t>(d, "seed", 1);
+  if (d.contains("v0") && !d["v0"].is_none()) {
+    F64Array v0 = d["v0"].cast<F64Array>();
+    if (v0.ndim() != 2 || v0.shape(0) != n)
+      throw InvalidArgument("v0: expected " + std::to_string(n) + " rows");
+    o.v0.assign(v0.data(), v0.data() + v0.size());  // F order: n × c column-major
+  }
+  return o;
+}
+
+// ---- inputs ------------------------------------------------------------------------------------
+
+using I64Array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+using I32Array = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>;
+using D1Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// One copy into the Csr's vectors (the package hands over canonical CSR: sorted, no duplicates).
+Csr<double> csr_from_arrays(std::int64_t n, const I64Array& indptr, const I32Array& indices,
+                            const D1Array& data) {
+  if (indptr.ndim() != 1 || indptr.shape(0) != n + 1)
+    throw InvalidArgument("indptr must have n + 1 = " + std::to_string(n + 1) + " entries");
+  if (indices.ndim() != 1 || data.ndim() != 1 || indices.shape(0) != data.shape(0))
+    throw InvalidArgument("indices and data must be 1-D of the same length");
+  Csr<double> a;
+  a.nrows = a.ncols = n;
+  a.row_ptr.assign(indptr.data(), indptr.data() + indptr.shape(0));
+  a.col_idx.assign(indices.data(), indices.data() + indices.shape(0));
+  a.values.assign(data.data(), data.data() + data.shape(0));
+  validate(a);  // offsets, order, ranges: InvalidArgument naming the first defect
+  return a;
+}
+
+// FNV-1a over the CSR arrays: the `matrix_checksum` of the HDF5 results (apps/job.cpp).
+std::string csr_checksum(const Csr<double>& a) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto eat = [&h](const void* p, std::size_t bytes) {
+    const unsigned char* c = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ c[i]) * 0x100000001b3ull;
+  };
+  eat(a.row_ptr.data(), a.row_ptr.size() * sizeof(std::int64_t));
+  eat(a.col_idx.data(), a.col_idx.size() * sizeof(std::int32_t));
+  eat(a.values.data(), a.values.size() * sizeof(double));
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::vector<double> csr_diagonal(const Csr<double>& a) {
+  std::vector<double> d(static_cast<std::size_t>(a.nrows), 0.0);
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      if (a.col_idx[p] == i) d[i] = a.values[p];
+  return d;
+}
+
+// ‖A‖∞ (an upper bound of ‖A‖₂ for symmetric A), as the command line passes to the solvers.
+double csr_inf_norm(const Csr<double>& a) {
+  double inf = 0;
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    double r = 0;
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) r += std::abs(a.values[p]);
+    inf = std::max(inf, r);
+  }
+  return inf;
+}
+
+// A Python callable as an operator on the host: apply() takes the GIL, calls fn(X) with X an
+// n × k Fortran-ordered read-only view of the solver's block, and copies the result (checked:
+// shape, finite values) into Y. The package wraps LinearOperator.matmat into `fn`.
+class PyOperator final : public LinearOperator<double> {
+ public:
+  PyOperator(py::object fn, std::int64_t n, std::string name)
+      : fn_(std::move(fn)), n_(n), name_(std::move(name)) {}
+  std::int64_t rows() const override { return n_; }
+  std::int64_t cols() const override { return n_; }
+  Space space() const override { return Space::host; }
+  void apply(MvView<const double> x, MvView<double> y) const override {
+    py::gil_scoped_acquire gil;
+    // A view without a copy; the capsule base keeps NumPy from owning the solver's memory.
+    py::array_t<double> xa({x.rows, x.cols},
+                           {static_cast<py::ssize_t>(sizeof(double)),
+                            static_cast<py::ssize_t>(sizeof(double) * x.ld)},
+                           x.data, py::capsule(x.data, [](void*) {}));
+    xa.attr("setflags")(false);  // write=False: the solver's block is not the callback's to change
+    py::object r = fn_(xa);
+    F64Array ya = F64Array::ensure(r);
+    if (!ya) throw py::error_already_set();
+    if (ya.ndim() != 2 || ya.shape(0) != y.rows || ya.shape(1) != y.cols)
+      throw InvalidArgument(name_ + ": the operator returned an array of shape " +
+                            shape_string(ya) + " for an input of shape (" +
+                            std::to_string(x.rows) + ", " + std::to_string(x.cols) +
+                            "), expected (" + std::to_string(y.rows) + ", " +
+                            std::to_string(y.cols) + ")");
+    const double* src = ya.data();
+    for (std::int64_t j = 0; j < y.cols; ++j)
+      for (std::int64_t i = 0; i < y.rows; ++i) {
+        const double v = src[i + j * y.rows];
+        if (!std::isfinite(v))
+          throw InvalidArgument(name_ + ": the operator returned a non-finite value (" +
+                                (std::isnan(v) ? std::string("NaN") : std::string("Inf")) +
+                                ") at row " + std::to_string(i) + ", column " +
+                                std::to_string(j));
+        y.data[i + j * y.ld] = v;
+      }
+  }
+
+ private:
+  static std::string shape_string(const F64Array& a) {
+    std::string s = "(";
+    for (py::ssize_t d = 0; d < a.ndim(); ++d) s += (d ? ", " : "") + std::to_string(a.shape(d));
+    return s + (a.ndim() == 1 ? ",)" : ")");
+  }
+  py::object fn_;
+  std::int64_t n_;
+  std::string name_;
+};
+
+// Per-iteration hook: Ctrl-C stops a long solve (the GIL is taken for a signal check only).
+std::function<void(const IterationRecord&)> interrupt_check() {
+  return [](const IterationRecord&) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  };
+}
+
+// ---- results -----------------------------------------------------------------------------------
+
+py::array_t<double> vec(const std::vector<double>& v) {
+  py::array_t<double> a(static_cast<py::ssize_t>(v.size()));
+  if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(double));
+  return a;
+}
+
+py::array_t<std::int64_t> ivec(const std::vector<std::int64_t>& v) {
+  py::array_t<std::int64_t> a(static_cast<py::ssize_t>(v.size()));
+  if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(std::int64_t));
+  return a;
+}
+
+// n × k column-major block as an (n, k) Fortran-ordered array.
+py::array_t<double> block(const std::vector<double>& v, std::int64_t n) {
+  const std::int64_t k = n > 0 ? static_cast<std::int64_t>(v.size()) / n : 0;
+  py::array_t<double, py::array::f_style> a({n, k});
+  if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(double));
+  return a;
+}
+
+// The HDF5 result's history group (docs/hdf5-schema.md): residual norms padded with NaN.
+py::dict history_dict(const std::vector<IterationRecord>& h) {
+  std::size_t c = 0;
+  for (const auto& r : h) c = std::max(c, r.residual_norms.size());
+  std::vector<std::int64_t> it, conv, act;
+  std::vector<double> ap, de;
+  std::vector<std::string> ortho;
+  py::array_t<double> res({static_cast<py::ssize_t>(h.size()), static_cast<py::ssize_t>(c)});
+  double* rp = res.mutable_data();
+  std::fill(rp, rp + h.size() * c, NAN);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    it.push_back(h[i].iteration);
+    conv.push_back(h[i].converged);
+    act.push_back(h[i].active);
+    ap.push_back(h[i].apply_seconds);
+    de.push_back(h[i].dense_seconds);
+    ortho.emplace_back(to_string(h[i].ortho));
+    std::copy(h[i].residual_norms.begin(), h[i].residual_norms.end(), rp + i * c);
+  }
+  py::dict d;
+  d["iteration"] = ivec(it);
+  d["residual_norms"] = res;
+  d["converged"] = ivec(conv);
+  d["active"] = ivec(act);
+  d["apply_seconds"] = vec(ap);
+  d["dense_seconds"] = vec(de);
+  d["ortho"] = ortho;
+  return d;
+}
+
+std::string device_string(Backend b) { return b == Backend::cuda ? device_name() : "cpu"; }
+
+py::dict eigs_result_dict(const EigsResult& r, const EigsOptions& o) {
+  py::dict d;
+  d["task"] = "eigs";
+  d["status"] = to_string(r.status);
+  d["reason"] = r.reason;
+  d["eigenvalues"] = vec(r.values);
+  d["eigenvectors"] = block(r.vectors, r.n);
+  d["rows"] = r.n;
+  d["residual_norms"] = vec(r.residual_norms);
+  d["residual_bounds"] = vec(r.residual_bounds);
+  d["error_bounds"] = vec(r.error_bounds);
+  d["conv"] = conv_name(r.conv);
+  d["a_norm"] = r.a_norm;
+  d["b_norm"] = r.b_norm;
+  d["method"] = r.method;
+  d["transform"] = r.transform;
+  d["sigma"] = r.sigma;
+  d["why"] = r.why;
+  d["certified"] = certified_name(r.certified);
+  d["certificate"] = r.certificate;
+  d["factor"] = r.factor;
+  d["iterations"] = r.iterations;
+  d["operator_applies"] = r.operator_applies;
+  d["history"] = history_dict(r.history);
+  d["time_setup"] = r.setup_seconds;
+  d["time_solve"] = r.solve_seconds;
+  d["time_verify"] = r.verify_seconds;
+  d["tolerance"] = o.tol;
+  d["max_iterations"] = o.max_iterations;
+  d["seed"] = static_cast<std::int64_t>(o.seed);
+  d["precision"] = to_string(o.precision);
+  d["preconditioner"] = o.precond;
+  d["backend"] = to_string(o.backend);
+  d["device"] = device_string(o.backend);
+  return d;
+}
+
+py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend backend,
+                           const std::string& precond) {
+  py::dict d;
+  d["task"] = "solve";
+  d["method"] = "block_cg";
+  d["status"] = to_string(r.status);
+  d["reason"] = r.reason;
+  d["rows"] = r.n;
+  d["residual_norms"] = vec(r.residual_norms);
+  d["column_iterations"] = ivec(r.column_iterations);
+  d["iterations"] = r.iterations;
+  d["operator_applies"] = r.operator_applies;
+  d["history"] = history_dict(r.history);
+  d["time_solve"] = r.seconds;
+  d["tolerance"] = o.tol;
+  d["max_iterations"] = o.max_iterations;
+  d["preconditioner"] = precond;
+  d["backend"] = to_string(backend);
+  d["device"] = device_string(backend);
+  return d;
+}
+
+// ---- eigenproblems -----------------------------------------------------------------------------
+
+// Interim, until solvers/eigs.cpp (the driver) lands: the matrix and operator forms of eigs() run
+// block Lanczos or LOBPCG directly with the command line's choices (auto: Lanczos, LOBPCG with a
+// mass matrix), the solvers' own test (conv = norm) and no shift-invert.
+// TODO(python): replace both bodies by eigs() when it is in solvers/CMakeLists.txt.
+EigsResult run_eigs(const LinearOperator<double>& a, const LinearOperator<double>* b,
+                    DenseBlockOps& ops, const EigsOptions& o, double a_norm, double b_norm,
+                    const std::vector<double>& diag_a, const std::vector<double>& diag_b,
+                    const LinearOperator<double>* precond = nullptr) {
+  if (o.has_sigma || o.which == Which::nearest)
+    throw NotCompiled("shift-invert (sigma) needs the eigs() driver (solvers/eigs.cpp), which "
+                      "this build does not contain yet");
+  EigenOptions eo;
+  eo.preconditioner = precond;
+  eo.k = o.k;
+  eo.which = o.which;
+  eo.tol = o.tol;
+  eo.max_iterations = o.max_iterations > 0 ? o.max_iterations : 2000;
+  eo.seed = o.seed;
+  eo.a_norm = a_norm;
+  eo.b_norm = b_norm;
+  eo.block_size = o.block_size;
+  eo.max_basis = o.basis;
+  eo.on_iteration = o.on_iteration;
+  const std::string method = o.method == "auto" ? (b ? "lobpcg" : "lanczos") : o.method;
+  if (method == "lobpcg" && !precond && o.precond != "none") eo.jacobi_diagonal = diag_a;
+  if (b) eo.jacobi_mass_diagonal = diag_b;
+  const auto t0 = std::chrono::steady_clock::now();
+  EigenResult er;
+  if (method == "lanczos") er = block_lanczos(a, b, ops, eo);
+  else if (method == "lobpcg") er = lobpcg(a, b, ops, eo);
+  else throw InvalidArgument("method '" + o.method + "': expected lobpcg, lanczos or auto");
+  EigsResult r;
+  r.status = er.status;
+  r.reason = er.reason;
+  r.values = std::move(er.values);
+  r.vectors = std::move(er.vectors);
+  r.n = er.n;
+  r.residual_norms = er.residual_norms;
+  r.residual_bounds = er.residual_bounds;
+  r.conv = ConvTest::norm;
+  r.a_norm = er.a_norm;
+  r.b_norm = er.b_norm;
+  r.method = method;
+  r.why = "interim: the eigs() driver is not built yet; " + method + " run directly" +
+          (o.v0.empty() ? "" : " (start block v0/X not used: the solvers take none)");
+  r.iterations = er.iterations;
+  r.operator_applies = er.operator_applies;
+  r.history = std::move(er.history);
+  r.solve_seconds = seconds_since(t0);
+  return r;
+}
+
+py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
+                  const D1Array& data, py::object mass, py::object precond_fn,
+                  const py::dict& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Csr<double> a = csr_from_arrays(n, indptr, indices, data);
+  std::unique_ptr<Csr<double>> b;
+  if (!mass.is_none()) {
+    py::tuple m = mass.cast<py::tuple>();
+    b = std::make_unique<Csr<double>>(csr_from_arrays(n, m[0].cast<I64Array>(),
+                                                      m[1].cast<I32Array>(),
+                                                      m[2].cast<D1Array>()));
+  }
+  EigsOptions o = eigs_options(opt, n);
+  o.on_iteration = interrupt_check();
+  std::unique_ptr<PyOperator> pre;
+  if (!precond_fn.is_none()) {
+    if (o.backend != Backend::cpu)
+      throw InvalidArgument("a preconditioner M given as an operator runs on the CPU backend "
+                            "(device='cpu')");
+    pre = std::make_unique<PyOperator>(precond_fn, n, "M");
+    o.precond = "operator";
+  }
+  const std::string sum_a = csr_checksum(a), sum_b = b ? csr_checksum(*b) : "";
+  const double convert_s = seconds_since(t0);
+  EigsResult r;
+  std::string kernel;
+  {
+    py::gil_scoped_release release;
+    const auto ts = std::chrono::steady_clock::now();
+    auto ops = make_dense_ops(o.backend);
+    OperatorOptions oo;
+    oo.precision = o.precision;
+    oo.stream = ops->stream();
+    oo.expected_cols = static_cast<int>(std::min<std::int64_t>(o.k + 8, 64));
+    auto aop = make_sparse_operator(a, o.backend, oo);
+    kernel = to_string(aop->plan().kernel);
+    OperatorOptions ob = oo;
+    ob.precision = Precision::fp64;
+    std::unique_ptr<SparseOperator> bop = b ? make_sparse_operator(*b, o.backend, ob) : nullptr;
+    const double setup = seconds_since(ts);
+    r = run_eigs(*aop, bop.get(), *ops, o, csr_inf_norm(a), b ? csr_inf_norm(*b) : 0.0,
+                 csr_diagonal(a), b ? csr_diagonal(*b) : std::vector<double>(), pre.get());
+    r.setup_seconds += setup;
+  }
+  py::dict d = eigs_result_dict(r, o);
+  d["nnz"] = a.nnz();
+  d["matrix_checksum"] = sum_a;
+  if (b) d["mass_checksum"] = sum_b;
+  d["spmm_kernel"] = kernel;
+  d["time_convert"] = convert_s;
+  return d;
+}
+
+py::dict eigs_operator(std::int64_t n, py::object fa, py::object fb, py::object precond_fn,
+                       const py::dict& opt) {
+  EigsOptions o = eigs_options(opt, n);
+  if (o.backend != Backend::cpu)
+    throw InvalidArgument("a LinearOperator runs on the CPU backend (device='cpu'): its matvec "
+                          "is Python code on host arrays");
+  o.on_iteration = interrupt_check();
+  PyOperator a(fa, n, "A");
+  std::unique_ptr<PyOperator> b = fb.is_none() ? nullptr : std::make_unique<PyOperator>(fb, n, "M");
+  std::unique_ptr<PyOperator> pre;
+  if (!precond_fn.is_none()) {
+    pre = std::make_unique<PyOperator>(precond_fn, n, "M");
+    o.precond = "operator";
+  }
+  EigsResult r;
+  {
+    py::gil_scoped_release release;
+    auto ops = make_dense_ops(Backend::cpu);
+    r = run_eigs(a, b.get(), *ops, o, 0.0, 0.0, {}, {}, pre.get());
+  }
+  py::dict d = eigs_result_dict(r, o);
+  d["spmm_kernel"] = "python";
+  return d;
+}
+
+struct DevicePtrs {
+  const std::int64_t* indptr;
+  const std::int32_t* indices;
+  const double* data;
+};
+
+DevicePtrs device_ptrs(const py::tuple& t) {
+  if (t.size() != 3) throw InvalidArgument("device CSR: expected (indptr, indices, data) addresses");
+  return {reinterpret_cast<const std::int64_t*>(t[0].cast<std::uintptr_t>()),
+          reinterpret_cast<const std::int32_t*>(t[1].cast<std::uintptr_t>()),
+          reinterpret_cast<const double*>(t[2].cast<std::uintptr_t>())};
+}
+
+// CuPy input: the operators view the caller's device arrays (spmm/device_csr_view.hpp). The
+// package passes ‖A‖∞ and the diagonals (computed by CuPy on the device; only n numbers cross).
+py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py::object pb,
+                     std::int64_t nnz_b, const py::dict& opt) {
+  EigsOptions o = eigs_options(opt, n);
+  o.backend = Backend::cuda;
+  o.on_iteration = interrupt_check();
+  const double a_norm = opt_get<double>(opt, "a_norm", 0.0), b_norm = opt_get<double>(opt, "b_norm", 0.0);
+  const std::vector<double> diag_a = opt_get<std::vector<double>>(opt, "diag_a", {});
+  const std::vector<double> diag_b = opt_get<std::vector<double>>(opt, "diag_b", {});
+  const DevicePtrs da = device_ptrs(pa);
+  EigsResult r;
+  {
+    py::gil_scoped_release release;
+    auto ops = make_dense_ops(Backend::cuda);
+    auto aop = make_device_csr_view(n, n, nnz_a, da.indptr, da.indices, da.data, ops->stream());
+    std::unique_ptr<LinearOperator<double>> bop;
+    if (!pb.is_none()) {
+      py::gil_scoped_acquire gil;
+      const DevicePtrs db = device_ptrs(pb.cast<py::tuple>());
+      bop = make_device_csr_view(n, n, nnz_b, db.indptr, db.indices, db.data, ops->stream());
+    }
+    r = run_eigs(*aop, bop.get(), *ops, o, a_norm, b_norm, diag_a, diag_b);
+    ops->synchronize();
+  }
+  py::dict d = eigs_result_dict(r, o);
+  d["nnz"] = nnz_a;
+  d["spmm_kernel"] = "csr_view";
+  return d;
+}
+
+// ---- block CG ----------------------------------------------------------------------------------
+
+CgOptions cg_options(const py::dict& d) {
+  CgOptions o;
+  o.tol = opt_get<double>(d, "tol", o.tol);
+  o.max_iterations = opt_get<std::int64_t>(d, "max_iterations", o.max_iterations);
+  o.on_iteration = interrupt_check();
+  return o;
+}
+
+// rhs, x: host blocks n × s (x holds x0 when use_x0, and the solution on return). On the CUDA
+// backend they are copied to the device and back (the matrix was uploaded by the operator).
+SolveResult run_cg_host(const LinearOperator<double>& a, DenseBlockOps& ops, const double* rhs,
+                        double* x, std::int64_t n, std::int64_t s, bool use_x0,
+                        const CgOptions& o) {
+  BlockCg cg(a, ops, s, o);
+  if (ops.space() == Space::host) {
+    MvView<const double> bv{rhs, n, s, n, Space::host};
+    MvView<double> xv{x, n, s, n, Space::host};
+    return cg.solve(bv, xv, use_x0);
+  }
+  MultiVector<double> bd = ops.allocate(n, s), xd = ops.allocate(n, s);
+  ops.from_host(rhs, n, bd.view());
+  if (use_x0) ops.from_host(x, n, xd.view());
+  SolveResult r = cg.solve(bd.view(), xd.view(), use_x0);
+  ops.to_host(xd.view(), x, n);
+  ops.synchronize();
+  return r;
+}
+
+void check_block(const F64Array& arr, std::int64_t n, const char* what) {
+  if (arr.ndim() != 2 || arr.shape(0) != n)
+    throw InvalidArgument(std::string(what) + ": expected " + std::to_string(n) + " rows");
+}
+
+py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
+                const D1Array& data, const F64Array& rhs, py::array_t<double, py::array::f_style> x,
+                bool use_x0, py::object precond_fn, const py::dict& opt) {
+  Csr<double> a = csr_from_arrays(n, indptr, indices, data);
+  check_block(rhs, n, "b");
+  if (x.ndim() != 2 || x.shape(0) != n || x.shape(1) != rhs.shape(1) || !x.writeable())
+    throw InvalidArgument("x: expected a writable n × s block");
+  CgOptions o = cg_options(opt);
+  const Backend backend = resolve_backend(opt_get<std::string>(opt, "device", "auto"));
+  const Precision precision = parse_precision(opt_get<std::string>(opt, "precision", "fp64"));
+  std::string precond = opt_get<std::string>(opt, "precond", "jacobi");
+  if (precond == "jacobi") o.jacobi_diagonal = csr_diagonal(a);
+  std::unique_ptr<PyOperator> m;
+  if (!precond_fn.is_none()) {
+    if (backend != Backend::cpu)
+      throw InvalidArgument("a preconditioner M given as an operator runs on the CPU backend "
+                            "(device='cpu')");
+    m = std::make_unique<PyOperator>(precond_fn, n, "M");
+    o.preconditioner = m.get();
+    o.jacobi_diagonal.clear();
+    precond = "operator";
+  }
+  const std::int64_t s = rhs.shape(1);
+  const std::string sum_a = csr_checksum(a);
+  SolveResult r;
+  std::string kernel;
+  double setup = 0;
+  {
+    py::gil_scoped_release release;
+    const auto ts = std::chrono::steady_clock::now();
+    auto ops = make_dense_ops(backend);
+    OperatorOptions oo;
+    oo.precision = precision;
+    oo.stream = ops->stream();
+    oo.expected_cols = static_cast<int>(std::min<std::int64_t>(s, 64));
+    auto aop = make_sparse_operator(a, backend, oo);
+    kernel = to_string(aop->plan().kernel);
+    setup = seconds_since(ts);
+    r = run_cg_host(*aop, *ops, rhs.data(), x.mutable_data(), n, s, use_x0, o);
+  }
+  py::dict d = solve_result_dict(r, o, backend, precond);
+  d["nnz"] = a.nnz();
+  d["matrix_checksum"] = sum_a;
+  d["spmm_kernel"] = kernel;
+  d["precision"] = to_string(precision);
+  d["time_setup"] = setup;
+  return d;
+}
+
+py::dict cg_operator(std::int64_t n, py::object fa, const F64Array& rhs,
+                     py::array_t<double, py::array::f_style> x, bool use_x0, py::object precond_fn,
+                     const py::dict& opt) {
+  check_block(rhs, n, "b");
+  if (x.ndim() != 2 || x.shape(0) != n || x.shape(1) != rhs.shape(1) || !x.writeable())
+    throw InvalidArgument("x: expected a writable n × s block");
+  if (resolve_backend(opt_get<std::string>(opt, "device", "auto")) != Backend::cpu &&
+      opt_get<std::string>(opt, "device", "auto") == "cuda")
+    throw InvalidArgument("a LinearOperator runs on the CPU backend (device='cpu'): its matvec "
+                          "is Python code on host arrays");
+  CgOptions o = cg_options(opt);
+  PyOperator a(fa, n, "A");
+  std::unique_ptr<PyOperator> m;
+  std::string precond = "none";
+  if (!precond_fn.is_none()) {
+    m = std::make_unique<PyOperator>(precond_fn, n, "M");
+    o.preconditioner = m.get();
+    precond = "operator";
+  }
+  SolveResult r;
+  {
+    py::gil_scoped_release release;
+    auto ops = make_dense_ops(Backend::cpu);
+    r = run_cg_host(a, *ops, rhs.data(), x.mutable_data(), n, rhs.shape(1), use_x0, o);
+  }
+  py::dict d = solve_result_dict(r, o, Backend::cpu, precond);
+  d["spmm_kernel"] = "python";
+  d["precision"] = "fp64";
+  return d;
+}
+
+py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::uintptr_t rhs_ptr,
+                   std::uintptr_t x_ptr, std::int64_t s, bool use_x0, const py::dict& opt) {
+  CgOptions o = cg_options(opt);
+  const std::string precond = opt_get<std::string>(opt, "precond", "jacobi");
+  if (precond == "jacobi") o.jacobi_diagonal = opt_get<std::vector<double>>(opt, "diag_a", {});
+  const DevicePtrs da = device_ptrs(pa);
+  SolveResult r;
+  {
+    py::gil_scoped_release release;
+    auto ops = make_dense_ops(Backend::cuda);
+    auto aop = make_device_csr_view(n, n, nnz, da.indptr, da.indices, da.data, ops->stream());
+    BlockCg cg(*aop, *ops, s, o);
+    MvView<const double> bv{reinterpret_cast<const double*>(rhs_ptr), n, s, n, Space::device};
+    MvView<double> xv{reinterpret_cast<double*>(x_ptr), n, s, n, Space::device};
+    r = cg.solve(bv, xv, use_x0);
+    ops->synchronize();
+  }
+  py::dict d = solve_result_dict(r, o, Backend::cuda, precond);
+  d["nnz"] = nnz;
+  d["spmm_kernel"] = "csr_view";
+  d["precision"] = "fp64";
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tcsolve, m) {
+  m.doc() = "tcsolve C++ core (use the `tcsolve` package, not this module)";
+  // ValueError for bad input, as the command line's exit status 2; NotImplementedError for a
+  // feature this build lacks; MemoryError when the GPU is too small; RuntimeError otherwise.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const NotCompiled& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const OutOfDeviceMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+  m.def("eigs_csr", &eigs_csr);
+  m.def("eigs_operator", &eigs_operator);
+  m.def("eigs_device", &eigs_device);
+  // x is written in place: refuse a converted copy (the package passes F-ordered float64).
+  m.def("cg_csr", &cg_csr, py::arg("n"), py::arg("indptr"), py::arg("indices"), py::arg("data"),
+        py::arg("rhs"), py::arg("x").noconvert(), py::arg("use_x0"), py::arg("precond_fn"),
+        py::arg("opt"));
+  m.def("cg_operator", &cg_operator, py::arg("n"), py::arg("fa"), py::arg("rhs"),
+        py::arg("x").noconvert(), py::arg("use_x0"), py::arg("precond_fn"), py::arg("opt"));
+  m.def("cg_device", &cg_device);
+  m.def("resolve_device", [](const std::string& d) { return std::string(to_string(resolve_backend(d))); });
+  m.def("built_with_cuda", &built_with_cuda);
+  m.def("device_count", &device_count);
+  m.def("device_name", &device_name);
+  m.attr("__version__") = TCSOLVE_VERSION;
+}

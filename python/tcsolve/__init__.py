@@ -1,0 +1,600 @@
+"""tcsolve: block eigensolvers and block CG for large sparse symmetric matrices, from Python.
+
+Drop-in for the symmetric solvers of ``scipy.sparse.linalg`` (same parameter names and meanings)::
+
+    import tcsolve, scipy.sparse as sp
+    w, v = tcsolve.eigsh(A, k=6, which='SA')          # k smallest eigenpairs
+    w, v = tcsolve.eigsh(A, k=6, sigma=0.5)           # nearest 0.5 (shift-invert)
+    w, v = tcsolve.lobpcg(A, X, B=M, largest=False)   # generalized, start block X
+    x, info = tcsolve.cg(A, B, rtol=1e-8)             # B n×s: all right-hand sides at once
+
+Inputs: any scipy.sparse matrix or array (csr/csc/coo/..., float32/64, int32/64 indices), a dense
+NumPy array, a ``LinearOperator`` (CPU backend; the solver calls its ``matmat`` back), or CuPy
+sparse/dense arrays (used on the GPU without a host copy; results come back as CuPy arrays).
+
+tcsolve's own keywords: ``method`` ('auto', 'lanczos', 'lobpcg'), ``device`` ('auto', 'cpu',
+'cuda'), ``precision`` (storage of A in the sparse product: 'fp64', 'fp32', GPU only 'fp16',
+'bf16'), ``block_size``, ``conv`` (convergence test: 'rel', 'norm', 'abs'), ``seed`` and
+``return_info=True``, which appends a :class:`Result` (status, iterations, true residuals, history,
+timings: the fields of ``tcsolve eigs|solve --out FILE.h5``) to what is returned.
+
+Errors: ``ValueError`` for bad input (non-square, non-symmetric, NaN/Inf, k >= n, wrong lengths,
+unknown option values), ``TypeError`` for inputs of the wrong kind, ``NotImplementedError`` for a
+SciPy feature tcsolve does not have (or one this build lacks, e.g. CUDA).
+
+Not converging: :func:`eigsh` and :func:`lobpcg` raise :class:`NoConvergence` (a subclass of
+SciPy's ``ArpackNoConvergence``) carrying the partial eigenpairs and the :class:`Result` in
+``.info`` -- also with ``return_info=True``; :func:`cg` returns ``info > 0`` as SciPy's ``cg`` does
+(and ``Result.status``); a matrix that turns out not to be positive definite raises ValueError.
+
+The GIL is released while a solver runs (a ``LinearOperator`` takes it back for its products);
+Ctrl-C stops a solve between iterations.
+"""
+
+import time
+
+import numpy as np
+
+try:
+    from . import _tcsolve
+except ImportError as e:  # pragma: no cover - a build problem, say what to do
+    raise ImportError(f"tcsolve's extension module could not be loaded ({e}); build it with "
+                      "`cmake --build build` and put build/python on PYTHONPATH, or `cmake --install`") from e
+
+from . import _inputs
+from ._result import History, NoConvergence, Result
+
+__all__ = ["eigsh", "lobpcg", "cg", "Result", "History", "NoConvergence", "built_with_cuda",
+           "device_count", "__version__"]
+__version__ = _tcsolve.__version__
+
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp64", "fp32", "fp16", "bf16")
+METHODS = ("auto", "lanczos", "lobpcg")
+CONV_TESTS = ("rel", "norm", "abs")
+DEFAULT_TOL = 1e-8  # tcsolve's default convergence tolerance (solvers/eigs.hpp, block_cg.hpp)
+
+
+def built_with_cuda():
+    """True when this build has the CUDA backend."""
+    return bool(_tcsolve.built_with_cuda())
+
+
+def device_count():
+    """Usable CUDA devices (0 without CUDA)."""
+    return int(_tcsolve.device_count())
+
+
+# ---- argument checks (messages as the command line's) ------------------------------------------
+
+def _choice(value, name, choices):
+    if not isinstance(value, str) or value not in choices:
+        expected = ", ".join(choices[:-1]) + " or " + choices[-1]
+        raise ValueError(f"{name}={value!r}: expected {expected}")
+    return value
+
+
+def _int(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}={value!r}: expected an integer")
+    if value < minimum:
+        raise ValueError(f"{name}={value}: must be at least {minimum}")
+    return int(value)
+
+
+def _tol(value, name):
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}={value!r}: expected a number") from None
+    if not (0 < t < 1):
+        raise ValueError(f"{name}={value!r}: expected 0 < {name} < 1")
+    return t
+
+
+def _not_supported(**kw):
+    for k, v in kw.items():
+        if v is not None:
+            raise NotImplementedError(f"{k} is not supported by tcsolve (use scipy.sparse.linalg for it)")
+
+
+def _backend(device, kind, precision):
+    """'cpu' or 'cuda' for this input; checks the combinations the solvers cannot run."""
+    _choice(device, "device", DEVICES)
+    _choice(precision, "precision", PRECISIONS)
+    if kind == "device":
+        if device == "cpu":
+            raise ValueError("device='cpu' with CuPy input: the arrays live on the GPU (pass NumPy/SciPy "
+                             "input for the CPU)")
+        if not built_with_cuda():
+            raise NotImplementedError("CuPy input needs the CUDA backend: tcsolve was built without CUDA")
+        return "cuda"
+    if kind == "operator":
+        if device == "cuda":
+            raise ValueError("a LinearOperator runs on the CPU backend (device='cpu'): its matvec is "
+                             "Python code on host arrays")
+        backend = "cpu"
+    else:
+        backend = _tcsolve.resolve_device(device)
+    if backend == "cpu" and precision in ("fp16", "bf16"):
+        raise ValueError(f"precision={precision!r} needs the GPU (the CPU operator stores fp64 or fp32)")
+    return backend
+
+
+def _call_repr(fname, **kw):
+    parts = [f"{k}={v!r}" for k, v in kw.items() if v is not None]
+    return f"tcsolve.{fname}(A, " + ", ".join(parts) + ")"
+
+
+def _xp(kind):
+    if kind == "device":
+        import cupy
+        return cupy
+    return np
+
+
+def _sync_cupy():
+    import cupy
+    cupy.cuda.get_current_stream().synchronize()
+
+
+# ---- eigenproblems -----------------------------------------------------------------------------
+
+def _prepare_eigs(A, M, k, name_m):
+    a = _inputs.as_matrix(A, "A")
+    n = a.n
+    if k >= n:
+        raise ValueError(f"k = {k} is too large for A with n = {n} (need k < n)")
+    a.check_symmetric("A")
+    b = None
+    if M is not None:
+        b = _inputs.as_matrix(M, name_m)
+        if b.n != n:
+            raise ValueError(f"mass matrix {name_m} is {b.n} x {b.n} but A is {n} x {n}")
+        b.check_symmetric(name_m)
+        if b.kind != "operator":
+            d = b.diagonal()
+            bad = np.flatnonzero(np.asarray(d.get() if b.kind == "device" else d) <= 0)
+            if bad.size:
+                i = int(bad[0])
+                raise ValueError(f"mass matrix {name_m} is not positive definite "
+                                 f"({name_m.lower()}_ii = {float(d[i]):g} at row {i})")
+        if (a.kind == "device") != (b.kind == "device"):
+            raise TypeError(f"A and {name_m} must both be CuPy (GPU) or both host (NumPy/SciPy/LinearOperator)")
+    return a, b
+
+
+def _run_eigs(a, b, opt, precond_op=None):
+    """One C++ solve -> result dict (host NumPy arrays)."""
+    if a.kind == "device":
+        if precond_op is not None:
+            raise NotImplementedError("a preconditioner operator M with CuPy input is not supported")
+        opt = dict(opt, a_norm=a.inf_norm(), diag_a=a.diagonal().get().tolist())
+        pb, nnz_b = None, 0
+        if b is not None:
+            opt.update(b_norm=b.inf_norm(), diag_b=b.diagonal().get().tolist())
+            pb, nnz_b = b.ptrs(), b.nnz
+        _sync_cupy()
+        return _tcsolve.eigs_device(a.n, a.nnz, a.ptrs(), pb, nnz_b, opt)
+    pre = None if precond_op is None else precond_op.matmat
+    if a.kind == "operator" or (b is not None and b.kind == "operator"):
+        fa = a.matmat if a.kind == "operator" else _inputs.Operator(a.scipy_op(), "A").matmat
+        fb = None
+        if b is not None:
+            fb = b.matmat if b.kind == "operator" else _inputs.Operator(b.scipy_op(), "M").matmat
+        return _tcsolve.eigs_operator(a.n, fa, fb, pre, opt)
+    mass = None if b is None else (b.indptr, b.indices, b.data)
+    return _tcsolve.eigs_csr(a.n, a.indptr, a.indices, a.data, mass, pre, opt)
+
+
+_STATUS_RANK = {"converged": 0, "unverified": 1, "not_converged": 2, "breakdown": 3}
+
+
+def _concat_history(h1, h2):
+    c = max(h1["residual_norms"].shape[1], h2["residual_norms"].shape[1])
+
+    def pad(r):
+        out = np.full((r.shape[0], c), np.nan)
+        out[:, : r.shape[1]] = r
+        return out
+
+    out = {}
+    for key in h1:
+        if key == "residual_norms":
+            out[key] = np.vstack([pad(h1[key]), pad(h2[key])])
+        elif key == "ortho":
+            out[key] = list(h1[key]) + list(h2[key])
+        elif key == "iteration":
+            last = int(h1[key][-1]) if len(h1[key]) else 0
+            out[key] = np.concatenate([h1[key], np.asarray(h2[key]) + last])
+        else:
+            out[key] = np.concatenate([h1[key], h2[key]])
+    return out
+
+
+def _largest_magnitude(a, b, opt, k):
+    """which='LM' without sigma: the k largest |λ| lie among the k largest and the k smallest
+    algebraic eigenvalues. Runs the largest end; runs the smallest end too unless Gershgorin's
+    bound shows that no eigenvalue below zero can beat the k-th largest (e.g. any diagonally
+    dominant matrix with a non-negative diagonal), then keeps the k of largest magnitude."""
+    la = _run_eigs(a, b, dict(opt, which="largest"))
+    vals = la["eigenvalues"]
+    if len(vals) == k and vals.min() >= 0 and b is None and a.kind != "operator":
+        if a.gershgorin_lower() >= -vals.min():
+            la["why"] = (la.get("why", "") + "; which='LM': largest end only (Gershgorin: no eigenvalue "
+                         "below -lambda_k)").lstrip("; ")
+            return la
+    k_sa = min(k, a.n - k)
+    sa = _run_eigs(a, b, dict(opt, which="smallest", k=k_sa))
+    allv = np.concatenate([la["eigenvalues"], sa["eigenvalues"]])
+    order = np.argsort(-np.abs(allv), kind="stable")[:k]
+    merged = dict(la)
+    for key in ("eigenvalues", "residual_norms", "residual_bounds", "error_bounds"):
+        both = np.concatenate([np.asarray(la[key]), np.asarray(sa[key])])
+        merged[key] = both[order] if both.size == allv.size else both
+    merged["eigenvectors"] = np.hstack([la["eigenvectors"], sa["eigenvectors"]])[:, order]
+    merged["status"] = max(la["status"], sa["status"], key=lambda s: _STATUS_RANK.get(s, 9))
+    merged["reason"] = "; ".join(r for r in (la["reason"], sa["reason"]) if r)
+    for key in ("iterations", "operator_applies", "time_setup", "time_solve", "time_verify"):
+        merged[key] = la.get(key, 0) + sa.get(key, 0)
+    merged["history"] = _concat_history(la["history"], sa["history"])
+    merged["why"] = (la.get("why", "") + "; which='LM': largest and smallest ends merged by |lambda|").lstrip("; ")
+    return merged
+
+
+def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvectors, return_info,
+                 extra=()):
+    """Orders the pairs, builds the Result, raises NoConvergence or returns SciPy's tuple."""
+    vals = np.asarray(res["eigenvalues"])
+    vecs = np.asarray(res["eigenvectors"])
+    idx = np.argsort(vals, kind="stable") if order == "ascending" else np.argsort(-vals, kind="stable")
+    for key in ("eigenvalues", "residual_norms", "residual_bounds", "error_bounds"):
+        arr = np.asarray(res.get(key, []))
+        if arr.size == vals.size:
+            res[key] = arr[idx]
+    if vecs.ndim == 2 and vecs.shape[1] == vals.size:
+        res["eigenvectors"] = np.asfortranarray(vecs[:, idx])
+    total = time.perf_counter() - t0
+    fields = {
+        "task": "eigs", "k": k, "which": which_name, "matrix": a.desc,
+        "mass": None if b is None else b.desc, "time_read": 0.0, "time_write": 0.0,
+        "tcsolve_version": __version__, "command": command, "job": "", "rows": a.n,
+        "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0,
+    }
+    fields.update(res)
+    fields["time_preprocess"] = max(0.0, total - res.get("time_solve", 0.0) - res.get("time_verify", 0.0))
+    info = Result(fields)
+    w, v = info.eigenvalues, info.eigenvectors
+    if a.kind == "device":
+        import cupy
+        w, v = cupy.asarray(w), cupy.asarray(v)
+    if info.status not in ("converged", "unverified"):
+        n_ok = int(np.sum(np.asarray(info.residual_norms) <= np.asarray(info.residual_bounds))) \
+            if len(info.residual_bounds) == len(info.residual_norms) else 0
+        raise NoConvergence(f"tcsolve {info.method}: {info.status} after {info.iterations} iterations "
+                            f"({n_ok} of {k} pairs passed the residual test)"
+                            + (f": {info.reason}" if info.reason else ""), w, v, info)
+    out = (w, v) if return_eigenvectors else (w,)
+    out = out + tuple(extra)
+    if return_info:
+        out = out + (info,)
+    return out[0] if len(out) == 1 else out
+
+
+def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=None, tol=0,
+          return_eigenvectors=True, Minv=None, OPinv=None, mode="normal", *, method="auto",
+          device="auto", precision="fp64", block_size=None, conv="rel", seed=1, return_info=False):
+    """k eigenpairs of the real symmetric A (A·x = λ·M·x with M), like scipy.sparse.linalg.eigsh.
+
+    which: 'LA' largest, 'SA' smallest, 'LM' largest magnitude (both ends, see below), 'SM'
+    smallest magnitude (= nearest sigma=0 by shift-invert); with ``sigma``, 'LM' gives the k
+    eigenvalues nearest sigma (shift-invert through a sparse factorization of A − σM; needs A and
+    M as matrices). Eigenvalues come back in ascending order, column j of the vectors with value j.
+
+    v0 (n,) start vector; ncv: Lanczos basis size before a restart; maxiter: iteration limit
+    (Lanczos restarts / LOBPCG steps; default: the method's); tol: the convergence tolerance of
+    the ``conv`` test (``rel``: ‖A·x − λ·M·x‖ ≤ tol·|λ|·‖x‖, ARPACK's meaning); tol=0 (SciPy:
+    machine precision) means tcsolve's default 1e-8, which gives eigenvalues to about
+    ‖r‖²/gap, i.e. near machine precision for separated eigenvalues.
+
+    'LM' without sigma: the largest end is computed and, unless Gershgorin's bound proves no
+    negative eigenvalue can be larger in magnitude, the smallest end too; the k of largest |λ|
+    are kept (the cost of up to two solves).
+
+    Not converged: raises :class:`NoConvergence` (``.eigenvalues``, ``.eigenvectors``, ``.info``).
+    """
+    t0 = time.perf_counter()
+    _not_supported(Minv=Minv, OPinv=OPinv)
+    if mode != "normal":
+        raise NotImplementedError(f"mode={mode!r} is not supported by tcsolve (shift-invert is chosen "
+                                  "automatically with sigma)")
+    k = _int(k, "k", 1)
+    a, b = _prepare_eigs(A, M, k, "M")
+    backend = _backend(device, a.kind, precision)
+    _choice(method, "method", METHODS)
+    _choice(conv, "conv", CONV_TESTS)
+    which = which.upper() if isinstance(which, str) else which
+    sig = None
+    if sigma is not None:
+        sig = float(sigma)
+        if not np.isfinite(sig):
+            raise ValueError(f"sigma={sigma!r}: expected a finite number")
+        if which != "LM":
+            raise ValueError(f"which={which!r} with sigma: tcsolve computes the eigenvalues nearest sigma "
+                             "(which='LM')")
+        wname = "nearest"
+    elif which in ("LA", "SA", "LM"):
+        wname = {"LA": "largest", "SA": "smallest", "LM": "largest_magnitude"}[which]
+    elif which == "SM":
+        wname, sig = "nearest", 0.0
+    else:
+        raise ValueError(f"which={which!r}: expected 'LA', 'SA', 'LM' or 'SM' ('BE' is not supported)")
+    if sig is not None and (a.kind != "csr" or (b is not None and b.kind != "csr")):
+        raise ValueError("sigma (shift-invert) needs A and M as sparse or dense matrices: a "
+                         "LinearOperator or GPU input cannot be factored")
+    opt = {"k": k, "which": wname, "sigma": sig, "method": method, "conv": conv,
+           "tol": DEFAULT_TOL if tol in (0, None) else _tol(tol, "tol"), "device": backend,
+           "precision": precision, "seed": int(seed)}
+    if maxiter is not None:
+        opt["max_iterations"] = _int(maxiter, "maxiter", 1)
+    if ncv is not None:
+        ncv = _int(ncv, "ncv", k + 1)
+        if ncv > a.n:
+            raise ValueError(f"ncv={ncv}: must be at most n = {a.n}")
+        opt["basis"] = ncv
+    if block_size is not None:
+        opt["block_size"] = _int(block_size, "block_size", 1)
+    if v0 is not None:
+        v, _ = _inputs.as_block(v0, a.n, "v0", device=a.kind == "device")
+        if v.shape[1] != 1:
+            raise ValueError(f"v0: expected one start vector of shape ({a.n},), got {v0.shape}")
+        opt["v0"] = v.get() if a.kind == "device" else v
+    command = _call_repr("eigsh", k=k, M=None if M is None else "M", sigma=sigma, which=which,
+                         ncv=ncv, maxiter=maxiter, tol=tol, method=method, device=device,
+                         precision=precision, block_size=block_size, conv=conv)
+    if wname == "largest_magnitude":
+        res = _largest_magnitude(a, b, opt, k)
+        wname = "largest_magnitude"
+    else:
+        res = _run_eigs(a, b, opt)
+    return _finish_eigs(res, a, b, t0, command, wname, k, "ascending", return_eigenvectors, return_info)
+
+
+def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, verbosityLevel=0,
+           retLambdaHistory=False, retResidualNormsHistory=False, restartControl=20, *,
+           method="lobpcg", device="auto", precision="fp64", block_size=None, conv=None, seed=1,
+           return_info=False):
+    """k = X.shape[1] extreme eigenpairs of A·x = λ·B·x, like scipy.sparse.linalg.lobpcg.
+
+    X (n × k) is the start block. B: mass matrix (SPD). M: preconditioner, as a matrix or
+    LinearOperator approximating A⁻¹, or one of tcsolve's names 'jacobi', 'none', 'factor',
+    'auto' (default: tcsolve chooses). tol: SciPy's test ‖A·x − λ·B·x‖ ≤ tol (``conv='abs'``);
+    tol=None: tcsolve's default (``conv='rel'``, 1e-8). maxiter: default tcsolve's (SciPy's 20
+    is meant for its restarts). largest=True returns the eigenvalues in descending order, False
+    ascending (as SciPy). retResidualNormsHistory=True also returns the per-iteration residual
+    norms (a list of arrays). ``method='lanczos'`` or 'auto' lets tcsolve's driver pick instead.
+
+    Not converged: raises :class:`NoConvergence` (SciPy warns and returns instead).
+    """
+    t0 = time.perf_counter()
+    if Y is not None:
+        raise NotImplementedError("Y (constraints) is not supported by tcsolve (use scipy.sparse.linalg.lobpcg)")
+    if retLambdaHistory:
+        raise NotImplementedError("retLambdaHistory is not supported by tcsolve (the Result's history "
+                                  "holds residual norms per iteration)")
+    a_kind_device = _inputs.is_device_array(A)
+    xp = _xp("device" if a_kind_device else "csr")
+    Xa = xp.asarray(X)
+    if Xa.ndim == 1:
+        Xa = Xa.reshape(-1, 1)
+    if Xa.ndim != 2:
+        raise ValueError(f"X: expected the start block of shape (n, k), got {Xa.shape}")
+    k = int(Xa.shape[1])
+    if k < 1:
+        raise ValueError("X has no columns: k = X.shape[1] must be at least 1")
+    a, b = _prepare_eigs(A, B, k, "B")
+    x, _ = _inputs.as_block(Xa, a.n, "X", device=a.kind == "device")
+    backend = _backend(device, a.kind, precision)
+    _choice(method, "method", METHODS)
+    if conv is None:
+        conv = "rel" if tol is None else "abs"
+    _choice(conv, "conv", CONV_TESTS)
+    precond, precond_op = "auto", None
+    if isinstance(M, str):
+        precond = _choice(M, "M", ("auto", "none", "jacobi", "factor"))
+    elif M is not None:
+        precond_op = _inputs.as_matrix(M, "M")
+        if precond_op.n != a.n:
+            raise ValueError(f"preconditioner M is {precond_op.n} x {precond_op.n} but A is {a.n} x {a.n}")
+        if precond_op.kind == "csr":
+            precond_op = _inputs.Operator(precond_op.scipy_op(), "M")
+        if backend != "cpu":
+            raise ValueError("a preconditioner M given as a matrix or operator runs on the CPU backend "
+                             "(device='cpu')")
+    if tol is None:
+        tol_v = DEFAULT_TOL
+    else:
+        try:
+            tol_v = float(tol)
+        except (TypeError, ValueError):
+            raise TypeError(f"tol={tol!r}: expected a number") from None
+        if not tol_v > 0 or not np.isfinite(tol_v):
+            raise ValueError(f"tol={tol!r}: expected a positive number")
+        if conv != "abs" and not tol_v < 1:
+            raise ValueError(f"tol={tol!r}: expected 0 < tol < 1")
+    opt = {"k": k, "which": "largest" if largest else "smallest", "method": method, "conv": conv,
+           "tol": tol_v, "device": backend, "precision": precision, "seed": int(seed),
+           "precond": precond, "v0": x.get() if a.kind == "device" else x}
+    if maxiter is not None:
+        opt["max_iterations"] = _int(maxiter, "maxiter", 1)
+    if block_size is not None:
+        opt["block_size"] = _int(block_size, "block_size", 1)
+    command = _call_repr("lobpcg", B=None if B is None else "B", tol=tol, maxiter=maxiter,
+                         largest=largest, method=method, device=device, precision=precision, conv=conv)
+    res = _run_eigs(a, b, opt, precond_op)
+    extra = ()
+    if retResidualNormsHistory:
+        h = res["history"]["residual_norms"]
+        extra = ([row[~np.isnan(row)] for row in h],)
+    return _finish_eigs(res, a, b, t0, command, opt["which"], k,
+                        "descending" if largest else "ascending", True, return_info, extra)
+
+
+# ---- linear systems ----------------------------------------------------------------------------
+
+def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None, tol=None,
+       method="block_cg", device="auto", precision="fp64", block_size=None, conv=None, seed=None,
+       return_info=False):
+    """Solves A·x = b for symmetric positive definite A, like scipy.sparse.linalg.cg -- and for
+    b of shape (n, s), all s right-hand sides at once with block CG (x has b's shape).
+
+    Each column stops when ‖b_j − A·x_j‖ ≤ max(rtol·‖b_j‖, atol) (one relative tolerance is
+    used: the smallest over the columns, so no column is solved less accurately than asked).
+    ``tol`` is the older SciPy name of ``rtol``. M: preconditioner as a matrix or LinearOperator
+    (CPU), or 'jacobi' / 'none'; M=None means Jacobi (as the command line's default; CG's answer
+    does not depend on it, only its iteration count). maxiter: default 5000. block_size: solve
+    the columns in groups of at most this many (default: all at once).
+
+    Returns ``(x, info)``: info = 0 converged, info > 0 (the iterations run) not converged, as
+    SciPy's cg; with return_info=True, ``(x, info, Result)``. A matrix found not to be positive
+    definite (non-positive diagonal entry, or a CG breakdown) raises ValueError.
+    """
+    t0 = time.perf_counter()
+    if callback is not None:
+        raise NotImplementedError("callback is not supported by tcsolve.cg (block CG keeps no per-column "
+                                  "iterate to show; use return_info=True for the residual history)")
+    if method not in ("block_cg", "cg", "auto"):
+        raise ValueError(f"method={method!r}: expected block_cg")
+    if conv not in (None, "rel"):
+        raise ValueError(f"conv={conv!r}: block CG tests the relative residual (conv='rel')")
+    if tol is not None:
+        rtol = tol
+    rtol = _tol(rtol, "rtol")
+    atol = 0.0 if atol is None else float(atol)
+    if not (atol >= 0 and np.isfinite(atol)):
+        raise ValueError(f"atol={atol!r}: expected a non-negative number")
+    a = _inputs.as_matrix(A, "A")
+    n = a.n
+    a.check_symmetric("A")
+    backend = _backend(device, a.kind, precision)
+    dev = a.kind == "device"
+    xp = _xp(a.kind)
+    rhs, one_d = _inputs.as_block(b, n, "b", device=dev)
+    s = rhs.shape[1]
+    if x0 is not None:
+        x, x0_1d = _inputs.as_block(x0, n, "x0", device=dev)
+        if x.shape != rhs.shape:
+            raise ValueError(f"x0 has shape {x0.shape} but b has shape {tuple(b.shape)}")
+        x = x.copy(order="F")
+    else:
+        x = xp.zeros((n, s), dtype=xp.float64, order="F")
+    precond, precond_op = "jacobi", None
+    if isinstance(M, str):
+        precond = _choice(M, "M", ("jacobi", "none"))
+    elif M is not None:
+        precond_op = _inputs.as_matrix(M, "M")
+        if precond_op.n != n:
+            raise ValueError(f"preconditioner M is {precond_op.n} x {precond_op.n} but A is {n} x {n}")
+        if precond_op.kind == "device" or dev:
+            raise NotImplementedError("a preconditioner M with CuPy input is not supported (use M='jacobi')")
+        if precond_op.kind == "csr":
+            precond_op = _inputs.Operator(precond_op.scipy_op(), "M")
+    if a.kind != "operator":
+        d = a.diagonal()
+        dh = np.asarray(d.get() if dev else d)
+        bad = np.flatnonzero(~(dh > 0))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"A is not positive definite (a_ii = {float(dh[i]):g} at row {i}): block CG "
+                             "needs a symmetric positive definite matrix")
+    norms = xp.linalg.norm(rhs, axis=0)
+    nonzero = xp.flatnonzero(norms > 0)
+    nz = [int(j) for j in (nonzero.get() if dev else nonzero)]
+    if atol > 0 and nz:
+        # SciPy's test ‖r_j‖ ≤ max(rtol·‖b_j‖, atol) as one relative tolerance: the strictest column's.
+        rtol = min(max(rtol, atol / float(norms[j])) for j in nz)
+    opt = {"tol": rtol, "device": backend, "precision": precision, "precond": precond}
+    if maxiter is not None:
+        opt["max_iterations"] = _int(maxiter, "maxiter", 1)
+    group = s if block_size is None else _int(block_size, "block_size", 1)
+    results = []
+    for c0 in range(0, len(nz), group):
+        cols = nz[c0: c0 + group]
+        whole = len(cols) == s and cols == list(range(s))
+        bj = rhs if whole else xp.asfortranarray(rhs[:, cols])
+        xj = x if whole else xp.asfortranarray(x[:, cols])
+        if dev:
+            if a.kind == "device" and precond == "jacobi":
+                opt["diag_a"] = a.diagonal().get().tolist()
+            _sync_cupy()
+            r = _tcsolve.cg_device(n, a.nnz, a.ptrs(), int(bj.data.ptr), int(xj.data.ptr), len(cols),
+                                   x0 is not None, opt)
+        elif a.kind == "operator":
+            r = _tcsolve.cg_operator(n, a.matmat, bj, xj, x0 is not None,
+                                     None if precond_op is None else precond_op.matmat, opt)
+        else:
+            r = _tcsolve.cg_csr(n, a.indptr, a.indices, a.data, bj, xj, x0 is not None,
+                                None if precond_op is None else precond_op.matmat, opt)
+        if not whole:
+            x[:, cols] = xj
+        results.append((cols, r))
+    # Zero right-hand sides: x = 0 (as SciPy), residual 0, no iterations.
+    for j in range(s):
+        if j not in nz:
+            x[:, j] = 0
+    res = _merge_solve(results, s, opt, rtol)
+    if res["status"] == "breakdown":
+        raise ValueError(f"A is not positive definite (block CG breakdown: {res['reason']})")
+    total = time.perf_counter() - t0
+    res["solution"] = x
+    fields = {
+        "task": "solve", "right_hand_sides": s, "rhs": f"{type(b).__module__}.{type(b).__name__} {tuple(b.shape)}",
+        "matrix": a.desc, "time_read": 0.0, "time_write": 0.0, "tcsolve_version": __version__,
+        "command": _call_repr("cg", rtol=rtol, atol=atol or None, maxiter=maxiter, device=device,
+                              precision=precision, block_size=block_size),
+        "job": "", "rows": n, "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0,
+        "seed": 0 if seed is None else int(seed), "spmm_kernel": "", "matrix_checksum": "",
+    }
+    fields.update(res)
+    fields["time_preprocess"] = max(0.0, total - res.get("time_solve", 0.0))
+    info_obj = Result(fields)
+    info = 0 if info_obj.status == "converged" else max(1, int(info_obj.iterations))
+    xout = x[:, 0] if one_d else x
+    if return_info:
+        if dev:
+            info_obj.solution = x  # CuPy; .save() needs .get()
+        return xout, info, info_obj
+    return xout, info
+
+
+def _merge_solve(results, s, opt, rtol):
+    """One result dict for the column groups (and zero columns) of a cg call."""
+    resid = np.zeros(s)
+    col_it = np.zeros(s, dtype=np.int64)
+    if not results:
+        return {"task": "solve", "method": "block_cg", "status": "converged", "reason": "",
+                "residual_norms": resid, "column_iterations": col_it, "iterations": 0,
+                "operator_applies": 0, "history": {k: np.zeros(0) for k in
+                                                    ("iteration", "converged", "active",
+                                                     "apply_seconds", "dense_seconds")}
+                | {"residual_norms": np.zeros((0, 0)), "ortho": []},
+                "time_solve": 0.0, "tolerance": rtol, "max_iterations": opt.get("max_iterations", 5000),
+                "preconditioner": opt["precond"], "backend": opt["device"], "device": opt["device"],
+                "precision": opt["precision"]}
+    base = dict(results[0][1])
+    for cols, r in results:
+        resid[cols] = r["residual_norms"]
+        col_it[cols] = r["column_iterations"]
+    base["residual_norms"] = resid
+    base["column_iterations"] = col_it
+    if len(results) > 1:
+        base["status"] = max((r["status"] for _, r in results), key=lambda t: _STATUS_RANK.get(t, 9))
+        base["reason"] = "; ".join(r["reason"] for _, r in results if r["reason"])
+        base["iterations"] = max(r["iterations"] for _, r in results)
+        for key in ("operator_applies", "time_solve", "time_setup"):
+            base[key] = sum(r.get(key, 0) for _, r in results)
+        h = results[0][1]["history"]
+        for _, r in results[1:]:
+            h = _concat_history(h, r["history"])
+        base["history"] = h
+    return base

@@ -1,0 +1,312 @@
+"""Input checks and conversion: what the user passes -> what the C++ side takes.
+
+Three kinds come out of :func:`as_matrix`:
+
+* :class:`HostCsr`   any scipy.sparse matrix/array (csr, csc, coo, ...; any real dtype; int32 or
+                     int64 indices) or a dense NumPy array, as canonical CSR (sorted, duplicates
+                     summed) with int64 indptr, int32 indices, float64 data. CSR input that is
+                     already canonical float64/int32 is passed without a copy here (the C++ side
+                     copies once into its own Csr).
+* :class:`Operator`  a scipy.sparse.linalg.LinearOperator (or anything with ``shape`` and
+                     ``matvec``): the solver calls back into Python for every block product.
+* :class:`DeviceCsr` a CuPy sparse matrix or array (or any ``__cuda_array_interface__`` array):
+                     its device arrays are used in place (only index/value dtype conversions
+                     happen, on the device).
+
+Every problem is reported as ``ValueError``/``TypeError`` with the command line's wording,
+naming the argument (``A``, ``M``, ``B``...) and the offending value; row indices are 0-based.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator, aslinearoperator
+
+INT32_MAX = 2**31 - 1
+SYMMETRY_TOL = 1e-12  # max |a_ij - a_ji| <= 1e-12 max |a|, as `tcsolve eigs` checks
+
+
+def _type_name(obj):
+    t = type(obj)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def is_cupy(obj):
+    mod = type(obj).__module__ or ""
+    return mod.split(".")[0] in ("cupy", "cupyx")
+
+
+def is_device_array(obj):
+    return is_cupy(obj) or (hasattr(obj, "__cuda_array_interface__") and not isinstance(obj, np.ndarray))
+
+
+def _check_real_dtype(dtype, name):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        raise TypeError(f"{name} has complex dtype {dtype}: tcsolve solves real symmetric problems")
+    if dtype.kind not in "fiub":
+        raise TypeError(f"{name} has dtype {dtype}: expected real numbers (float64, float32 or integers)")
+
+
+def _square(shape, name):
+    if len(shape) != 2:
+        raise ValueError(f"{name}: expected a 2-D matrix, got shape {tuple(shape)}")
+    m, n = int(shape[0]), int(shape[1])
+    if m != n:
+        raise ValueError(f"{name} is {m}x{n}, a square matrix is required")
+    if n > INT32_MAX:
+        raise ValueError(f"{name} has {n} rows: tcsolve's column indices are 32-bit (at most {INT32_MAX})")
+    if n == 0:
+        raise ValueError(f"{name} is empty (0x0)")
+    return n
+
+
+def _nonfinite_message(name, data, indptr, indices, xp=np):
+    bad = int(xp.flatnonzero(~xp.isfinite(data))[0])
+    row = int(xp.searchsorted(indptr, xp.asarray([bad]), side="right")[0]) - 1
+    col = int(indices[bad])
+    kind = "NaN" if bool(xp.isnan(data[bad])) else "Inf"
+    return f"{name} has a non-finite value ({kind}) at row {row}, column {col}: non-finite values are refused"
+
+
+class HostCsr:
+    """Canonical CSR on the host (see the module docstring)."""
+
+    kind = "csr"
+
+    def __init__(self, n, indptr, indices, data, desc):
+        self.n, self.indptr, self.indices, self.data, self.desc = n, indptr, indices, data, desc
+
+    @property
+    def nnz(self):
+        return int(self.indptr[-1])
+
+    def scipy(self):
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n, self.n))
+
+    def diagonal(self):
+        return self.scipy().diagonal()
+
+    def scipy_op(self):
+        return aslinearoperator(self.scipy())
+
+    def gershgorin_lower(self):
+        """min_i (a_ii - sum_{j != i} |a_ij|): every eigenvalue is at least this."""
+        a = self.scipy()
+        d = a.diagonal()
+        r = np.asarray(abs(a).sum(axis=1)).ravel()
+        return float((d - (r - np.abs(d))).min())
+
+    def check_symmetric(self, name):
+        a = self.scipy()
+        amax = float(np.abs(self.data).max()) if self.data.size else 0.0
+        if amax == 0.0:
+            return
+        d = (a - a.T).tocsr()
+        defect = float(np.abs(d.data).max()) / amax if d.nnz else 0.0
+        if defect > SYMMETRY_TOL:
+            raise ValueError(f"{name} is not symmetric (max |a_ij - a_ji| / max |a| = {defect:.3g}): "
+                             "the eigensolvers and block CG need a symmetric matrix")
+
+
+class Operator:
+    """A LinearOperator called back from the solver (host, float64 blocks)."""
+
+    kind = "operator"
+
+    def __init__(self, op, name):
+        self.op, self.name = op, name
+        self.n = int(op.shape[0])
+        self.desc = f"{_type_name(op)} {op.shape[0]}x{op.shape[1]} (callback)"
+
+    def matmat(self, x):
+        # x: n × k Fortran-ordered, read-only view of the solver's block.
+        y = self.op.matmat(x)
+        if sp.issparse(y):
+            y = y.toarray()
+        y = np.asarray(y)
+        if y.dtype.kind == "c":
+            raise TypeError(f"{self.name}: the operator returned complex values ({y.dtype})")
+        return y
+
+    def check_symmetric(self, name, seed=12345):
+        """Two products with random vectors: |yᵀAx − xᵀAy| small relative to ‖Ax‖‖y‖ + ‖Ay‖‖x‖."""
+        rng = np.random.default_rng(seed)
+        xy = np.asfortranarray(rng.standard_normal((self.n, 2)))
+        axy = self.matmat(xy)
+        if axy.shape != (self.n, 2):
+            raise ValueError(f"{name}: the operator returned an array of shape {axy.shape} for an input "
+                             f"of shape ({self.n}, 2), expected ({self.n}, 2)")
+        if not np.all(np.isfinite(axy)):
+            raise ValueError(f"{name}: the operator returned a non-finite value (NaN or Inf) for a random input")
+        x, y, ax, ay = xy[:, 0], xy[:, 1], axy[:, 0], axy[:, 1]
+        scale = np.linalg.norm(ax) * np.linalg.norm(y) + np.linalg.norm(ay) * np.linalg.norm(x)
+        defect = abs(y @ ax - x @ ay) / scale if scale > 0 else 0.0
+        if defect > 1e-10:
+            raise ValueError(f"{name} is not symmetric (|y'Ax - x'Ay| / (|Ax||y| + |Ay||x|) = {defect:.3g} "
+                             "for random x, y): the eigensolvers and block CG need a symmetric operator")
+
+
+class DeviceCsr:
+    """Canonical CSR whose arrays live on the GPU (CuPy); the solver reads them in place."""
+
+    kind = "device"
+
+    def __init__(self, n, indptr, indices, data, desc):
+        self.n, self.indptr, self.indices, self.data, self.desc = n, indptr, indices, data, desc
+
+    @property
+    def nnz(self):
+        return int(self.data.size)
+
+    def ptrs(self):
+        return tuple(int(a.__cuda_array_interface__["data"][0]) for a in (self.indptr, self.indices, self.data))
+
+    def cupy(self):
+        import cupyx.scipy.sparse as csp
+        return csp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n, self.n))
+
+    def diagonal(self):
+        return self.cupy().diagonal()
+
+    def inf_norm(self):
+        import cupy
+        a = self.cupy()
+        return float(abs(a).sum(axis=1).max()) if self.nnz else 0.0
+
+    def gershgorin_lower(self):
+        import cupy
+        a = self.cupy()
+        d = a.diagonal()
+        r = abs(a).sum(axis=1).ravel()
+        return float((d - (r - cupy.abs(d))).min())
+
+    def check_symmetric(self, name):
+        import cupy
+        if self.nnz == 0:
+            return
+        amax = float(cupy.abs(self.data).max())
+        if amax == 0.0:
+            return
+        a = self.cupy()
+        d = (a - a.T.tocsr()).tocsr()
+        defect = float(cupy.abs(d.data).max()) / amax if d.nnz else 0.0
+        if defect > SYMMETRY_TOL:
+            raise ValueError(f"{name} is not symmetric (max |a_ij - a_ji| / max |a| = {defect:.3g}): "
+                             "the eigensolvers and block CG need a symmetric matrix")
+
+
+def _host_csr(a, name):
+    """scipy.sparse (any format) -> HostCsr."""
+    _check_real_dtype(a.dtype, name)
+    n = _square(a.shape, name)
+    if a.format == "csr" and a.has_canonical_format:
+        c = a
+    else:
+        c = a.tocsr(copy=True)
+        c.sum_duplicates()  # sorts the indices and sums duplicates (in our copy)
+    data = np.ascontiguousarray(c.data, dtype=np.float64)
+    indptr = np.ascontiguousarray(c.indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(c.indices, dtype=np.int32)  # n < 2^31 was checked
+    if data.size and not np.all(np.isfinite(data)):
+        raise ValueError(_nonfinite_message(name, data, indptr, indices))
+    desc = f"scipy.sparse {type(a).__name__} {n}x{n} {a.dtype} ({c.nnz} non-zeros)"
+    return HostCsr(n, indptr, indices, data, desc)
+
+
+def _device_csr(a, name):
+    """CuPy sparse or dense (or any __cuda_array_interface__ array) -> DeviceCsr (no host copy)."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+    desc_type = _type_name(a)
+    if csp.issparse(a):
+        _check_real_dtype(a.dtype, name)
+        _square(a.shape, name)
+        c = a.tocsr()
+        if not c.has_canonical_format and c is a:
+            c = a.copy()  # sum_duplicates below must not change the caller's matrix
+    else:
+        d = cupy.asarray(a)  # zero-copy view of a __cuda_array_interface__ array
+        _check_real_dtype(d.dtype, name)
+        _square(d.shape, name)
+        if d.dtype.kind != "f":
+            d = d.astype(cupy.float64)
+        c = csp.csr_matrix(d)
+    if not c.has_canonical_format:
+        c.sum_duplicates()
+    n = int(c.shape[0])
+    data = cupy.ascontiguousarray(c.data, dtype=cupy.float64)
+    indptr = cupy.ascontiguousarray(c.indptr, dtype=cupy.int64)
+    indices = cupy.ascontiguousarray(c.indices, dtype=cupy.int32)
+    if data.size and not bool(cupy.isfinite(data).all()):
+        raise ValueError(_nonfinite_message(name, data, indptr, indices, xp=cupy))
+    return DeviceCsr(n, indptr, indices, data, f"{desc_type} {n}x{n} {c.dtype} ({int(data.size)} non-zeros, GPU)")
+
+
+def as_matrix(a, name):
+    """Classifies and converts one matrix argument (see the module docstring)."""
+    if a is None:
+        raise TypeError(f"{name}: expected a matrix, got None")
+    if sp.issparse(a):
+        return _host_csr(a, name)
+    if is_device_array(a):
+        return _device_csr(a, name)
+    if isinstance(a, LinearOperator):
+        _check_real_dtype(a.dtype if a.dtype is not None else np.float64, name)
+        _square(a.shape, name)
+        return Operator(a, name)
+    if isinstance(a, (np.ndarray, list, tuple)):
+        arr = np.asarray(a)
+        if arr.dtype == object:
+            raise TypeError(f"{name}: expected a scipy.sparse matrix, a NumPy array, a LinearOperator "
+                            f"or a CuPy array, got {_type_name(a)} of objects")
+        _check_real_dtype(arr.dtype, name)
+        if arr.ndim != 2:
+            raise ValueError(f"{name}: expected a 2-D matrix, got shape {arr.shape}")
+        _square(arr.shape, name)
+        if arr.size and not np.all(np.isfinite(arr)):
+            i, j = np.argwhere(~np.isfinite(arr))[0]
+            kind = "NaN" if np.isnan(arr[i, j]) else "Inf"
+            raise ValueError(f"{name} has a non-finite value ({kind}) at row {i}, column {j}: "
+                             "non-finite values are refused")
+        out = _host_csr(sp.csr_matrix(arr), name)
+        out.desc = f"numpy.ndarray {arr.shape[0]}x{arr.shape[1]} {arr.dtype} (dense)"
+        return out
+    if hasattr(a, "shape") and (hasattr(a, "matvec") or hasattr(a, "matmat")):
+        op = aslinearoperator(a)
+        _square(op.shape, name)
+        return Operator(op, name)
+    raise TypeError(f"{name}: expected a scipy.sparse matrix, a NumPy array, a LinearOperator or a "
+                    f"CuPy array, got {_type_name(a)}")
+
+
+def as_block(b, n, name, matrix_name="A", device=False):
+    """Right-hand sides / start vectors: (n,) or (n, s) -> (F-ordered float64 (n, s), was_1d)."""
+    if device:
+        import cupy
+        arr = cupy.asarray(b)
+        xp = cupy
+    else:
+        if is_device_array(b):
+            raise TypeError(f"{name} is a GPU array but {matrix_name} is on the host: pass both as CuPy "
+                            "arrays, or both as NumPy/SciPy")
+        arr = np.asarray(b.toarray() if sp.issparse(b) else b)
+        xp = np
+        if arr.dtype == object:
+            raise TypeError(f"{name}: expected a NumPy array, got {_type_name(b)}")
+    _check_real_dtype(arr.dtype, name)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name}: expected shape ({n},) or ({n}, s), got {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} has length {arr.shape[0]} but {matrix_name} has {n} rows "
+                         f"(expected shape ({n},) or ({n}, s))")
+    one_d = arr.ndim == 1
+    arr2 = arr.reshape(n, 1) if one_d else arr
+    if arr2.shape[1] == 0:
+        raise ValueError(f"{name} has no columns")
+    out = xp.asfortranarray(arr2, dtype=xp.float64)
+    if not bool(xp.isfinite(out).all()):
+        i, j = (int(v) for v in xp.argwhere(~xp.isfinite(out))[0])
+        kind = "NaN" if bool(xp.isnan(out[i, j])) else "Inf"
+        where = f"row {i}" if one_d else f"row {i}, column {j}"
+        raise ValueError(f"{name} has a non-finite value ({kind}) at {where}: non-finite values are refused")
+    return out, one_d

@@ -1,0 +1,119 @@
+"""The result object of ``return_info=True`` and the non-convergence exception."""
+
+import os
+import tempfile
+
+import numpy as np
+from scipy.sparse.linalg import ArpackNoConvergence
+
+# The fields of the HDF5 results (docs/hdf5-schema.md, sections 2 and 3) in the order they are
+# shown; Result holds every one of them (plus the eigs driver's extra fields when present).
+EIGS_DATASETS = ("eigenvalues", "eigenvectors", "residual_norms", "residual_bounds")
+SOLVE_DATASETS = ("solution", "residual_norms", "column_iterations")
+COMMON_ATTRS = ("task", "status", "reason", "method", "iterations", "operator_applies", "tolerance",
+                "max_iterations", "precision", "preconditioner", "backend", "device", "spmm_kernel",
+                "matrix", "matrix_checksum", "rows", "nnz", "seed", "time_read", "time_preprocess",
+                "time_solve", "time_write", "tcsolve_version", "command", "job")
+EIGS_ATTRS = ("k", "which", "a_norm", "b_norm", "mass", "mass_checksum")
+SOLVE_ATTRS = ("right_hand_sides", "rhs")
+# What the eigs() driver adds (solvers/eigs.hpp).
+DRIVER_FIELDS = ("conv", "transform", "sigma", "why", "certified", "certificate", "factor",
+                 "error_bounds", "time_setup", "time_verify")
+HISTORY_FIELDS = ("iteration", "residual_norms", "converged", "active", "apply_seconds", "dense_seconds")
+
+
+class History:
+    """Per-iteration record: ``iteration``, ``residual_norms`` (iterations × block columns, NaN
+    padded, as the solver estimates them), ``converged``, ``active``, ``apply_seconds``,
+    ``dense_seconds`` (and ``ortho``, the orthonormalization branch taken)."""
+
+    def __init__(self, d):
+        for k, v in d.items():
+            setattr(self, k, np.asarray(v) if k != "ortho" else list(v))
+
+    def __len__(self):
+        return len(self.iteration)
+
+    def __repr__(self):
+        return f"History({len(self)} iterations)"
+
+
+class Result:
+    """What a solve returned, with the fields of tcsolve's HDF5 result files.
+
+    eigs (``task == 'eigs'``): ``eigenvalues`` (k), ``eigenvectors`` (n × k: column j belongs to
+    eigenvalue j, as SciPy returns them; the HDF5 file stores the transpose, one row per vector),
+    ``residual_norms`` (true ‖A·x − λ·B·x‖, recomputed after the iteration), ``residual_bounds``
+    (what each pair had to pass), ``k``, ``which``, ``a_norm``, ``b_norm``.
+    solve (``task == 'solve'``): ``solution`` (n × s), ``residual_norms`` (true ‖b − A·x‖/‖b‖
+    per column), ``column_iterations``, ``right_hand_sides``.
+    Both: ``status`` ('converged', 'unverified', 'not_converged', 'breakdown'), ``reason``,
+    ``method``, ``iterations``, ``operator_applies``, ``history`` (:class:`History`),
+    ``tolerance``, ``max_iterations``, ``precision``, ``preconditioner``, ``backend``,
+    ``device``, ``spmm_kernel``, ``matrix`` (a description of A), ``matrix_checksum`` (the same
+    FNV-1a checksum the command writes), ``rows``, ``nnz``, ``seed``, ``time_read`` (0: nothing is
+    read), ``time_preprocess`` (input checks and conversion, operator setup), ``time_solve``,
+    ``time_write`` (0), ``tcsolve_version``, ``command`` (the Python call), ``job`` ('').
+    ``save(path)`` writes the same HDF5 file as ``tcsolve eigs|solve --out``.
+    """
+
+    def __init__(self, fields):
+        for k, v in fields.items():
+            setattr(self, k, History(v) if k == "history" else v)
+
+    @property
+    def converged(self):
+        return self.status in ("converged", "unverified")
+
+    def keys(self):
+        return list(vars(self).keys())
+
+    def __repr__(self):
+        res = getattr(self, "residual_norms", None)
+        worst = f", max residual {float(np.max(res)):.3g}" if res is not None and len(res) else ""
+        return (f"Result(task={self.task!r}, status={self.status!r}, method={self.method!r}, "
+                f"iterations={self.iterations}{worst}, time_solve={self.time_solve:.3g} s)")
+
+    def save(self, path):
+        """Writes the result as tcsolve's command line does (docs/hdf5-schema.md), atomically."""
+        import h5py  # optional: only this method needs it
+
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=folder)
+        os.close(fd)
+        try:
+            with h5py.File(tmp, "w") as f:
+                eigs = self.task == "eigs"
+                attrs = COMMON_ATTRS + (EIGS_ATTRS if eigs else SOLVE_ATTRS) + DRIVER_FIELDS
+                for name in attrs:
+                    v = getattr(self, name, None)
+                    if v is None or isinstance(v, np.ndarray):
+                        continue
+                    f.attrs[name] = v
+                for name in (EIGS_DATASETS if eigs else SOLVE_DATASETS) + ("error_bounds",):
+                    v = getattr(self, name, None)
+                    if v is None:
+                        continue
+                    v = np.asarray(v)
+                    # [k][n] / [s][n] on disk: one row per vector, in the original row order.
+                    f[name] = v.T if v.ndim == 2 else v
+                g = f.create_group("history")
+                for name in HISTORY_FIELDS:
+                    g[name] = np.asarray(getattr(self.history, name))
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+class NoConvergence(ArpackNoConvergence):
+    """Raised by :func:`tcsolve.eigsh` and :func:`tcsolve.lobpcg` when not every requested pair
+    converged (status ``not_converged`` or ``breakdown``). A subclass of SciPy's
+    ``ArpackNoConvergence``, so ``except ArpackNoConvergence`` keeps working; carries the partial
+    result: ``eigenvalues``, ``eigenvectors`` (the best approximations, as SciPy's does) and
+    ``info`` (the whole :class:`Result`, with ``residual_norms`` saying which pairs passed)."""
+
+    def __init__(self, msg, eigenvalues, eigenvectors, info):
+        super().__init__(msg, eigenvalues, eigenvectors)
+        self.info = info

@@ -1,0 +1,143 @@
+"""tcsolve.eigsh against scipy.sparse.linalg.eigsh: eigenvalues to 1e-10 of ‖A‖ (the largest
+|λ|), residuals ‖A·v − λ·M·v‖ recomputed in NumPy below the bound tcsolve reports (and equal to
+the residuals it reports), B-orthonormal vectors, SciPy's ordering and return conventions."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sl
+from scipy.sparse.linalg import ArpackNoConvergence
+
+import tcsolve
+from conftest import lap2d, lap2d_eigenvalues, residuals, suitesparse
+
+EIG_TOL = 1e-10
+
+
+def scale_of(a, m=None):
+    """‖A‖₂ (or of the pencil): the largest |λ|, by SciPy."""
+    return float(np.abs(sl.eigsh(a, k=1, M=m, which="LM", return_eigenvectors=False)).max())
+
+
+def check_pairs(a, w, v, info, ref, m=None):
+    s = scale_of(a, m)
+    assert w.shape == ref.shape
+    np.testing.assert_array_less(np.abs(w - ref), EIG_TOL * s + 0 * ref,
+                                 err_msg=f"eigenvalues {w} vs SciPy {ref} (scale {s:.3g})")
+    assert np.all(np.diff(w) >= 0), "eigsh returns ascending eigenvalues"
+    r = residuals(a, w, v, m)
+    # the true residuals tcsolve reports are what NumPy computes, and pass tcsolve's own test
+    np.testing.assert_allclose(r, info.residual_norms, rtol=1e-5, atol=1e-13 * s)
+    assert np.all(r <= np.asarray(info.residual_bounds) * (1 + 1e-6) + 1e-14 * s), (r, info.residual_bounds)
+    g = v.T @ (v if m is None else m @ v)
+    np.testing.assert_allclose(g, np.eye(v.shape[1]), atol=1e-8)
+
+
+GENERATED = {"lap2d_40": lambda: lap2d(40), "lap2d_30x17": lambda: lap2d(30, 17)}
+SUITESPARSE = ["bcsstk02", "bcsstk05", "nos5", "662_bus", "can_1072", "Trefethen_2000", "dwt_2680",
+               "zenios", "sherman1"]
+
+
+def load(name):
+    return GENERATED[name]() if name in GENERATED else suitesparse(name)
+
+
+@pytest.mark.parametrize("which", ["SA", "LA"])
+@pytest.mark.parametrize("name", list(GENERATED) + SUITESPARSE)
+def test_extreme_pairs_match_scipy(name, which):
+    a = load(name)
+    w, v, info = tcsolve.eigsh(a, k=6, which=which, return_info=True)
+    ref = np.sort(sl.eigsh(a, k=6, which=which, return_eigenvectors=False))
+    check_pairs(a, w, v, info, ref)
+    assert info.status in ("converged", "unverified")
+    assert info.task == "eigs" and info.k == 6 and info.rows == a.shape[0] and info.nnz == a.nnz
+
+
+def test_lap2d_closed_form_and_multiplicity():
+    # lap2d(40) has double eigenvalues: all copies must be found.
+    a = lap2d(40)
+    w = tcsolve.eigsh(a, k=8, which="SA", return_eigenvectors=False)
+    np.testing.assert_allclose(w, lap2d_eigenvalues(40)[:8], rtol=0, atol=1e-10 * 8)
+
+
+def test_largest_magnitude_default_spd():
+    a = suitesparse("nos5")
+    w = tcsolve.eigsh(a, k=4, return_eigenvectors=False)  # which='LM' as SciPy's default
+    ref = np.sort(sl.eigsh(a, k=4, return_eigenvectors=False))
+    np.testing.assert_allclose(w, ref, rtol=0, atol=EIG_TOL * scale_of(a))
+
+
+def test_largest_magnitude_indefinite_takes_both_ends():
+    a = (lap2d(25) - 4.0 * sp.eye(625)).tocsr()  # spectrum symmetric about 0: LM mixes both ends
+    w, v, info = tcsolve.eigsh(a, k=6, which="LM", return_info=True)
+    ref = np.sort(sl.eigsh(a, k=6, which="LM", return_eigenvectors=False))
+    check_pairs(a, w, v, info, ref)
+    assert "merged" in info.why
+    assert np.any(w < 0) and np.any(w > 0)
+
+
+def test_largest_magnitude_gershgorin_shortcut():
+    a = (lap2d(25) - 3.0 * sp.eye(625)).tocsr()  # spectrum in [-3, 5]: the largest end wins
+    w, v, info = tcsolve.eigsh(a, k=6, which="LM", return_info=True)
+    ref = np.sort(sl.eigsh(a, k=6, which="LM", return_eigenvectors=False))
+    check_pairs(a, w, v, info, ref)
+    assert "largest end only" in info.why
+
+
+@pytest.mark.parametrize("num,which", [("05", "LA"), ("05", "SA"), ("22", "LA"), ("22", "SA"), ("09", "SA")])
+def test_generalized_with_mass(num, which):
+    k, m = suitesparse(f"bcsstk{num}"), suitesparse(f"bcsstm{num}")
+    w, v, info = tcsolve.eigsh(k, k=4, M=m, which=which, return_info=True)
+    if which == "SA":  # SciPy's own SA run does not converge on these: shift-invert at 0
+        ref = np.sort(sl.eigsh(k, k=4, M=m, sigma=0, return_eigenvectors=False))
+    else:
+        ref = np.sort(sl.eigsh(k, k=4, M=m, which=which, return_eigenvectors=False))
+    check_pairs(k, w, v, info, ref, m)
+    assert info.mass.startswith("scipy.sparse")
+
+
+def test_return_conventions():
+    a = lap2d(12)
+    w = tcsolve.eigsh(a, k=3, which="LA", return_eigenvectors=False)
+    assert isinstance(w, np.ndarray) and w.shape == (3,)
+    w, v = tcsolve.eigsh(a, k=3, which="LA")
+    assert v.shape == (144, 3)
+    out = tcsolve.eigsh(a, k=3, which="LA", return_eigenvectors=False, return_info=True)
+    assert len(out) == 2 and isinstance(out[1], tcsolve.Result)
+
+
+@pytest.mark.parametrize("method", ["lanczos", "lobpcg"])
+def test_methods_agree(method):
+    a = suitesparse("662_bus")
+    w, v, info = tcsolve.eigsh(a, k=5, which="LA", method=method, return_info=True)
+    ref = np.sort(sl.eigsh(a, k=5, which="LA", return_eigenvectors=False))
+    check_pairs(a, w, v, info, ref)
+    assert info.method == method
+
+
+def test_not_converged_raises_with_partial_result():
+    a = lap2d(60)
+    with pytest.raises(tcsolve.NoConvergence) as e:
+        tcsolve.eigsh(a, k=6, which="SA", maxiter=1, method="lanczos")
+    assert isinstance(e.value, ArpackNoConvergence)  # SciPy scripts' `except` keeps working
+    info = e.value.info
+    assert info.status == "not_converged" and info.iterations == 1
+    assert e.value.eigenvalues.shape == (6,) and e.value.eigenvectors.shape == (3600, 6)
+    assert "not_converged" in str(e.value)
+    # the partial result is the best approximation: residuals as reported
+    r = residuals(a, e.value.eigenvalues, e.value.eigenvectors)
+    np.testing.assert_allclose(r, info.residual_norms, rtol=1e-5, atol=1e-12)
+
+
+def test_result_fields():
+    a = lap2d(20)
+    _, _, info = tcsolve.eigsh(a, k=4, which="SA", return_info=True)
+    for f in ("status", "reason", "method", "iterations", "operator_applies", "tolerance", "eigenvalues",
+              "eigenvectors", "residual_norms", "residual_bounds", "history", "time_solve",
+              "time_preprocess", "matrix_checksum", "backend", "device", "spmm_kernel", "precision", "k",
+              "which", "a_norm", "b_norm", "rows", "nnz", "seed", "max_iterations", "command"):
+        assert hasattr(info, f), f
+    h = info.history
+    assert len(h) == len(h.iteration) == h.residual_norms.shape[0] > 0
+    assert info.which == "smallest" and info.backend in ("cpu", "cuda")
+    assert info.matrix_checksum.startswith("fnv1a64:")
+    assert "converged" in repr(info)

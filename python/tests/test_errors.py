@@ -1,0 +1,193 @@
+"""Bad input gets a clear exception (what, which argument, which value), never a crash, a hang
+or a silent wrong answer: the command line's messages, as ValueError / TypeError."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sl
+
+import tcsolve
+from conftest import lap2d
+
+A = lap2d(10)  # 100 × 100
+
+
+def nonsym():
+    a = A.tolil()
+    a[0, 5] = 3.0
+    return a.tocsr()
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: tcsolve.eigsh(m, k=2),
+    lambda m: tcsolve.lobpcg(m, np.ones((m.shape[0], 2))),
+    lambda m: tcsolve.cg(m, np.ones(m.shape[0])),
+], ids=["eigsh", "lobpcg", "cg"])
+def test_non_square(call):
+    with pytest.raises(ValueError, match=r"^A is 100x90, a square matrix is required$"):
+        call(sp.random(100, 90, density=0.1, format="csr"))
+
+
+@pytest.mark.parametrize("fn", ["eigsh", "cg"])
+def test_non_symmetric(fn):
+    msg = (r"^A is not symmetric \(max \|a_ij - a_ji\| / max \|a\| = 0\.75\): the eigensolvers and "
+           r"block CG need a symmetric matrix$")
+    with pytest.raises(ValueError, match=msg):
+        tcsolve.eigsh(nonsym(), k=2) if fn == "eigsh" else tcsolve.cg(nonsym(), np.ones(100))
+
+
+def test_non_symmetric_operator():
+    op = sl.aslinearoperator(nonsym())
+    with pytest.raises(ValueError, match="A is not symmetric"):
+        tcsolve.eigsh(op, k=2)
+
+
+def test_non_symmetric_dense_and_mass():
+    with pytest.raises(ValueError, match="A is not symmetric"):
+        tcsolve.eigsh(nonsym().toarray(), k=2)
+    with pytest.raises(ValueError, match="M is not symmetric"):
+        tcsolve.eigsh(A, k=2, M=nonsym())
+
+
+@pytest.mark.parametrize("bad,kind", [(np.nan, "NaN"), (np.inf, "Inf"), (-np.inf, "Inf")])
+def test_nonfinite_matrix(bad, kind):
+    a = A.copy()
+    a.data[a.indptr[7] + 1] = bad  # row 7
+    col = a.indices[a.indptr[7] + 1]
+    msg = rf"^A has a non-finite value \({kind}\) at row 7, column {col}: non-finite values are refused$"
+    with pytest.raises(ValueError, match=msg):
+        tcsolve.eigsh(a, k=2)
+    with pytest.raises(ValueError, match=msg):
+        tcsolve.cg(a, np.ones(100))
+    d = A.toarray()
+    d[3, 4] = bad
+    with pytest.raises(ValueError, match=rf"A has a non-finite value \({kind}\) at row 3, column 4"):
+        tcsolve.eigsh(d, k=2)
+
+
+def test_nonfinite_rhs_and_start():
+    b = np.ones((100, 2))
+    b[9, 1] = np.nan
+    with pytest.raises(ValueError, match=r"^b has a non-finite value \(NaN\) at row 9, column 1"):
+        tcsolve.cg(A, b)
+    v0 = np.ones(100)
+    v0[4] = np.inf
+    with pytest.raises(ValueError, match=r"^v0 has a non-finite value \(Inf\) at row 4"):
+        tcsolve.eigsh(A, k=2, v0=v0)
+
+
+@pytest.mark.parametrize("k", [100, 101, 1000])
+def test_k_too_large(k):
+    with pytest.raises(ValueError, match=rf"^k = {k} is too large for A with n = 100 \(need k < n\)$"):
+        tcsolve.eigsh(A, k=k)
+
+
+@pytest.mark.parametrize("k", [0, -1])
+def test_k_too_small(k):
+    with pytest.raises(ValueError, match=rf"k={k}: must be at least 1"):
+        tcsolve.eigsh(A, k=k)
+
+
+def test_k_not_integer():
+    with pytest.raises(TypeError, match="k=2.5: expected an integer"):
+        tcsolve.eigsh(A, k=2.5)
+
+
+@pytest.mark.parametrize("shape", [(99,), (101, 3), (50, 2)])
+def test_wrong_rhs_length(shape):
+    msg = rf"^b has length {shape[0]} but A has 100 rows \(expected shape \(100,\) or \(100, s\)\)$"
+    with pytest.raises(ValueError, match=msg):
+        tcsolve.cg(A, np.ones(shape))
+
+
+def test_wrong_x0_and_v0():
+    with pytest.raises(ValueError, match="x0 has length 99 but A has 100 rows"):
+        tcsolve.cg(A, np.ones(100), x0=np.ones(99))
+    with pytest.raises(ValueError, match=r"x0 has shape \(100, 2\) but b has shape \(100,\)"):
+        tcsolve.cg(A, np.ones(100), x0=np.ones((100, 2)))
+    with pytest.raises(ValueError, match="v0 has length 7 but A has 100 rows"):
+        tcsolve.eigsh(A, k=2, v0=np.ones(7))
+    with pytest.raises(ValueError, match="b: expected shape"):
+        tcsolve.cg(A, np.ones((100, 2, 2)))
+
+
+def test_mass_mismatch_and_not_positive():
+    with pytest.raises(ValueError, match=r"^mass matrix M is 50 x 50 but A is 100 x 100$"):
+        tcsolve.eigsh(A, k=2, M=sp.eye(50, format="csr"))
+    m = sp.diags(np.r_[np.ones(10), -1.0, np.ones(89)], format="csr")
+    with pytest.raises(ValueError, match=r"^mass matrix M is not positive definite \(m_ii = -1 at row 10\)$"):
+        tcsolve.eigsh(A, k=2, M=m)
+    with pytest.raises(ValueError, match=r"^mass matrix B is 50 x 50"):
+        tcsolve.lobpcg(A, np.ones((100, 2)), B=sp.eye(50))
+
+
+@pytest.mark.parametrize("bad", [np.ones((10, 10), dtype=complex), sp.eye(10, dtype=complex, format="csr")])
+def test_complex_is_type_error(bad):
+    with pytest.raises(TypeError, match="complex"):
+        tcsolve.eigsh(bad, k=2)
+
+
+@pytest.mark.parametrize("bad", ["matrix.mtx", None, 3.0, {"a": 1}, [["a", "b"], ["c", "d"]]])
+def test_wrong_kind_is_type_error(bad):
+    with pytest.raises(TypeError):
+        tcsolve.eigsh(bad, k=1)
+
+
+def test_one_d_and_empty_arrays():
+    with pytest.raises(ValueError, match="A: expected a 2-D matrix, got shape"):
+        tcsolve.eigsh(np.ones(10), k=1)
+    with pytest.raises(ValueError, match="A is empty"):
+        tcsolve.eigsh(np.ones((0, 0)), k=1)
+
+
+@pytest.mark.parametrize("kw,msg", [
+    ({"which": "XX"}, r"which='XX': expected 'LA', 'SA', 'LM' or 'SM'"),
+    ({"which": "SA", "sigma": 1.0}, r"which='SA' with sigma"),
+    ({"device": "gpu"}, r"device='gpu': expected auto, cpu or cuda"),
+    ({"precision": "fp8"}, r"precision='fp8': expected fp64, fp32, fp16 or bf16"),
+    ({"method": "arpack"}, r"method='arpack': expected auto, lanczos or lobpcg"),
+    ({"conv": "loose"}, r"conv='loose': expected rel, norm or abs"),
+    ({"tol": 2.0}, r"tol=2.0: expected 0 < tol < 1"),
+    ({"tol": -1e-3}, r"tol=-0.001: expected 0 < tol < 1"),
+    ({"maxiter": 0}, r"maxiter=0: must be at least 1"),
+    ({"ncv": 3}, r"ncv=3: must be at least 5"),
+    ({"ncv": 500}, r"ncv=500: must be at most n = 100"),
+    ({"block_size": 0}, r"block_size=0: must be at least 1"),
+    ({"precision": "fp16", "device": "cpu"}, r"precision='fp16' needs the GPU"),
+    ({"sigma": np.nan}, r"sigma=nan: expected a finite number"),
+])
+def test_bad_options(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        tcsolve.eigsh(A, k=4, **kw)
+
+
+def test_unsupported_scipy_features_say_so():
+    with pytest.raises(NotImplementedError, match="OPinv is not supported"):
+        tcsolve.eigsh(A, k=2, OPinv=sl.aslinearoperator(A))
+    with pytest.raises(NotImplementedError, match="mode='buckling'"):
+        tcsolve.eigsh(A, k=2, sigma=1.0, mode="buckling")
+    with pytest.raises(NotImplementedError, match="callback"):
+        tcsolve.cg(A, np.ones(100), callback=print)
+
+
+def test_cuda_without_cuda_build():
+    if tcsolve.built_with_cuda() and tcsolve.device_count() > 0:
+        pytest.skip("this build has a usable GPU")
+    with pytest.raises((NotImplementedError, RuntimeError), match="CUDA|GPU|device"):
+        tcsolve.eigsh(A, k=2, device="cuda")
+
+
+def test_sigma_needs_a_matrix():
+    with pytest.raises(ValueError, match="sigma .* needs A and M as sparse or dense matrices"):
+        tcsolve.eigsh(sl.aslinearoperator(A), k=2, sigma=0.5)
+
+
+def test_operator_on_cuda_is_refused():
+    with pytest.raises(ValueError, match="a LinearOperator runs on the CPU backend"):
+        tcsolve.eigsh(sl.aslinearoperator(A), k=2, device="cuda")
+
+
+def test_cupy_rhs_with_host_matrix():
+    class FakeDevice:  # an object with __cuda_array_interface__ (as a CuPy array has)
+        __cuda_array_interface__ = {"shape": (100,), "typestr": "<f8", "data": (0, False), "version": 3}
+    with pytest.raises(TypeError, match="b is a GPU array but A is on the host"):
+        tcsolve.cg(A, FakeDevice())

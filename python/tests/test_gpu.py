@@ -1,0 +1,126 @@
+"""GPU tests (marker gpu; CTest python_gpu, label gpu): CuPy sparse and dense input used on the
+device without a host copy (spmm/device_csr_view.hpp), results as CuPy arrays; SciPy input with
+device='cuda'. Skipped without CuPy, a GPU or a CUDA build of tcsolve."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sl
+
+import tcsolve
+from conftest import lap2d, suitesparse
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cp():
+    cupy = pytest.importorskip("cupy")
+    if not tcsolve.built_with_cuda():
+        pytest.skip("tcsolve was built without CUDA")
+    if tcsolve.device_count() == 0:
+        pytest.skip("no GPU")
+    return cupy
+
+
+@pytest.fixture(scope="module")
+def csp(cp):
+    import cupyx.scipy.sparse
+    return cupyx.scipy.sparse
+
+
+def scale_of(a):
+    return float(np.abs(sl.eigsh(a, k=1, return_eigenvectors=False)).max())
+
+
+def test_eigsh_cupy_csr_results_on_device(cp, csp):
+    a = lap2d(60)
+    ad = csp.csr_matrix(a)
+    w, v, info = tcsolve.eigsh(ad, k=6, which="SA", return_info=True)
+    assert isinstance(w, cp.ndarray) and isinstance(v, cp.ndarray) and v.shape == (3600, 6)
+    ref = np.sort(sl.eigsh(a, k=6, which="SA", return_eigenvectors=False))
+    np.testing.assert_allclose(w.get(), ref, rtol=0, atol=1e-10 * scale_of(a))
+    r = cp.linalg.norm(ad @ v - v * w, axis=0).get()  # recomputed with CuPy/cuSPARSE
+    np.testing.assert_allclose(r, info.residual_norms, rtol=1e-5, atol=1e-12)
+    assert info.backend == "cuda" and info.spmm_kernel == "csr_view"
+
+
+def formats(cp, csp, a):
+    yield "csr", csp.csr_matrix(a)
+    yield "csc", csp.csc_matrix(a)
+    yield "coo", csp.coo_matrix(a)
+    yield "float32", csp.csr_matrix(a.astype(np.float32))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "float32"])
+def test_eigsh_cupy_formats(cp, csp, fmt):
+    a = suitesparse("bcsstk05") if fmt != "float32" else lap2d(30)
+    ad = dict(formats(cp, csp, a))[fmt]
+    w = tcsolve.eigsh(ad, k=4, which="LA", return_eigenvectors=False)
+    ref = np.sort(sl.eigsh(a.astype(np.float64) if fmt != "float32" else a.astype(np.float32).astype(np.float64),
+                           k=4, which="LA", return_eigenvectors=False))
+    np.testing.assert_allclose(w.get(), ref, rtol=0, atol=1e-10 * scale_of(a))
+
+
+def test_eigsh_cupy_dense(cp):
+    a = lap2d(15)
+    w, v = tcsolve.eigsh(cp.asarray(a.toarray()), k=3, which="SA")
+    np.testing.assert_allclose(w.get(), np.sort(np.linalg.eigvalsh(a.toarray()))[:3], atol=1e-12)
+
+
+def test_generalized_cupy(cp, csp):
+    a = lap2d(30)
+    m = sp.diags(np.linspace(1.0, 3.0, 900), format="csr")
+    w, v = tcsolve.eigsh(csp.csr_matrix(a), k=3, M=csp.csr_matrix(m), which="LA")
+    ref = np.sort(sl.eigsh(a, k=3, M=m, which="LA", return_eigenvectors=False))
+    np.testing.assert_allclose(w.get(), ref, rtol=1e-9)
+
+
+def test_no_copy_of_canonical_input(cp, csp):
+    from tcsolve import _inputs
+    ad = csp.csr_matrix(lap2d(20))
+    m = _inputs.as_matrix(ad, "A")
+    assert m.data.data.ptr == ad.data.data.ptr  # values used in place
+    assert m.indices.data.ptr == ad.indices.data.ptr
+
+
+def test_cg_cupy_block(cp, csp):
+    a = lap2d(80)
+    ad = csp.csr_matrix(a)
+    b = cp.asarray(np.random.default_rng(1).standard_normal((6400, 8)))
+    x, info, res = tcsolve.cg(ad, b, rtol=1e-10, return_info=True)
+    assert info == 0 and isinstance(x, cp.ndarray) and x.shape == (6400, 8)
+    r = (cp.linalg.norm(b - ad @ x, axis=0) / cp.linalg.norm(b, axis=0)).get()
+    assert np.all(r <= 1e-10), r
+    np.testing.assert_allclose(r, res.residual_norms, rtol=1e-4, atol=1e-16)
+    assert res.backend == "cuda"
+    # one right-hand side, x0
+    x1, info = tcsolve.cg(ad, b[:, 0], x0=x[:, 0] * 0.5, rtol=1e-10)
+    assert info == 0 and x1.shape == (6400,)
+    np.testing.assert_allclose(x1.get(), x[:, 0].get(), atol=1e-7 * float(cp.abs(x[:, 0]).max()))
+
+
+def test_scipy_input_on_cuda(cp):
+    a = suitesparse("nos5")
+    w, v, info = tcsolve.eigsh(a, k=4, which="LA", device="cuda", return_info=True)
+    assert isinstance(w, np.ndarray) and info.backend == "cuda"
+    ref = np.sort(sl.eigsh(a, k=4, which="LA", return_eigenvectors=False))
+    np.testing.assert_allclose(w, ref, rtol=0, atol=1e-10 * scale_of(a))
+    x, info = tcsolve.cg(lap2d(50), np.ones((2500, 4)), rtol=1e-10, device="cuda")
+    assert info == 0 and np.all(np.linalg.norm(np.ones((2500, 4)) - lap2d(50) @ x, axis=0) <= 1e-10 * 50)
+
+
+def test_bad_gpu_input(cp, csp):
+    a = lap2d(10).tolil()
+    a[0, 5] = 3.0
+    with pytest.raises(ValueError, match=r"A is not symmetric \(max \|a_ij - a_ji\| / max \|a\| = 0.75\)"):
+        tcsolve.eigsh(csp.csr_matrix(a.tocsr()), k=2)
+    b = lap2d(10)
+    b.data[b.indptr[4]] = np.nan
+    with pytest.raises(ValueError, match=r"A has a non-finite value \(NaN\) at row 4"):
+        tcsolve.cg(csp.csr_matrix(b), cp.ones(100))
+    with pytest.raises(ValueError, match="k = 100 is too large"):
+        tcsolve.eigsh(csp.csr_matrix(lap2d(10)), k=100)
+    with pytest.raises(ValueError, match="device='cpu' with CuPy input"):
+        tcsolve.eigsh(csp.csr_matrix(lap2d(10)), k=2, device="cpu")
+    with pytest.raises(ValueError, match="b has length 99 but A has 100 rows"):
+        tcsolve.cg(csp.csr_matrix(lap2d(10)), cp.ones(99))

@@ -1,0 +1,29 @@
+// A sparse operator over CSR arrays that the CALLER owns on the GPU (e.g. a CuPy csr_matrix's
+// indptr/indices/data, reached through __cuda_array_interface__): Y = A·X with nothing copied
+// or uploaded. Used by the Python module for zero-copy CuPy input (python/src/module.cpp).
+//
+// Contract: row_ptr (nrows + 1 int64), col_idx (nnz int32, any order within a row, duplicates
+// summed) and values (nnz double) are device pointers that stay valid and unchanged for the
+// operator's lifetime; the operator neither owns nor frees them. apply() launches one CUDA-core
+// row-split kernel (one thread per row, up to 8 columns of X per pass in registers) on `stream`
+// (cudaStream_t; pass the DenseBlockOps' stream so that it runs in order with the solver),
+// asynchronously, allocating nothing. X and Y are device blocks (space() == Space::device).
+// Bytes per apply (minimum): 12·nnz + 8·(nrows + 1) + 8·N·(ncols + nrows), A re-read from L1/L2
+// once per 8 columns. The tuned kernels of make_sparse_operator need their own upload (and a
+// plan); this view trades their speed for taking the caller's memory as it is.
+// A CPU-only build throws NotCompiled from make_device_csr_view (device_csr_view_stub.cpp).
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "core/operator.hpp"
+
+namespace tcsolve {
+
+std::unique_ptr<LinearOperator<double>> make_device_csr_view(std::int64_t nrows, std::int64_t ncols,
+                                                             std::int64_t nnz,
+                                                             const std::int64_t* row_ptr,
+                                                             const std::int32_t* col_idx,
+                                                             const double* values, void* stream);
+
+}  // namespace tcsolve

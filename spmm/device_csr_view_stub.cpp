@@ -1,0 +1,14 @@
+// CPU-only build: there is no GPU to view CSR arrays on.
+#include "core/error.hpp"
+#include "spmm/device_csr_view.hpp"
+
+namespace tcsolve {
+
+std::unique_ptr<LinearOperator<double>> make_device_csr_view(std::int64_t, std::int64_t,
+                                                             std::int64_t, const std::int64_t*,
+                                                             const std::int32_t*, const double*,
+                                                             void*) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator on device arrays");
+}
+
+}  // namespace tcsolve
