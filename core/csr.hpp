@@ -1,4 +1,12 @@
 // Compressed sparse row matrix on the host: 64-bit row offsets, 32-bit column indices.
+//
+// Contract: a Csr<T> is a plain value (copyable, movable, host memory) that every tcsolve function
+// may assume to be canonical: row_ptr has nrows + 1 non-decreasing entries from 0 to nnz(),
+// col_idx holds nnz() indices in [0, ncols), strictly increasing within each row, values holds
+// nnz() entries, and a symmetric matrix stores BOTH triangles (`symmetry` only records what the
+// source declared). The readers (io/matrix_io.hpp) and csr_from_triplets() produce canonical
+// matrices; anything built by hand is checked by validate(), which throws InvalidArgument naming
+// the first defect. The functions below never modify their argument.
 #pragma once
 #include <cstdint>
 #include <string>

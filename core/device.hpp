@@ -1,6 +1,12 @@
 // Thin host-side interface to the GPU runtime. Implemented in device.cu (CUDA builds) and
 // device_stub.cpp (CPU-only builds, where every call but device_count() throws NotCompiled),
 // so no other code needs #ifdef.
+//
+// Contract: device_count() never throws (0 without CUDA or without a usable GPU); a call that
+// touches a device needs a CUDA build (else NotCompiled) and a device (else DeviceError naming
+// the failed call), while host-to-host copy_bytes() and the memory counters work everywhere.
+// device_malloc() throws OutOfDeviceMemory with the requested size instead of returning null;
+// device_free(nullptr) is a no-op; copy_bytes() returns when the copy is complete.
 #pragma once
 #include <cstddef>
 #include <string>

@@ -1,4 +1,12 @@
 // tcsolve error types. Library code throws; only apps/ turns exceptions into messages and exit codes.
+//
+// Contract: everything tcsolve throws derives from tcsolve::Error (a std::runtime_error), except
+// std::bad_alloc for host memory: InputError for malformed input data (with file and line),
+// InvalidArgument for a broken precondition (the condition and the value in what()), NotCompiled
+// for a feature this build lacks (CUDA, CHOLMOD/MUMPS), DeviceError / OutOfDeviceMemory for the
+// GPU. Library code never prints, exits or aborts on bad input; a solver that does not converge
+// does not throw either: it returns a status with the partial result (solvers/result.hpp).
+// Callers (the command, the Python module) map the types to exit codes / Python exceptions.
 #pragma once
 #include <cstdint>
 #include <stdexcept>

@@ -1,4 +1,11 @@
 // Multivectors: column-major blocks of vectors with a leading dimension, on host or device.
+//
+// Contract: MvView<T> is a non-owning view (data, rows, cols, ld >= rows, space) whose element
+// (i, j) is data[i + j·ld]; views of column ranges share the memory. MultiVector<T> owns one
+// allocation (host: operator new; device: device_malloc, which throws OutOfDeviceMemory with the
+// size), is move-only, has ld == rows, and frees its memory on destruction; its contents are
+// uninitialized after construction. Nothing here synchronizes: copies between spaces go through
+// core/device.hpp's copy_bytes (synchronous).
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,9 @@
 // Scalar precisions and backends shared by all layers.
+//
+// Contract: the enums are the vocabulary of every layer's options. parse_precision() and
+// resolve_backend() are the only places that turn user strings into them; both throw (with the
+// offending value) instead of guessing: InvalidArgument for an unknown name, NotCompiled or
+// DeviceError when "cuda" is asked of a build or a machine that cannot provide it.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -9,6 +9,10 @@
 //   @SEED                 seed (default 1); "+scramble" and "@SEED" may come in either order
 // Every generated matrix is symmetric (Csr::symmetry = symmetric); all but rmat (a graph
 // Laplacian, singular) are positive definite. Same spec -> bitwise the same matrix.
+//
+// Contract: generate() is a pure function of its spec string: the same spec gives bitwise the
+// same canonical Csr<double> (core/csr.hpp); a malformed spec or out-of-range parameter throws
+// InvalidArgument naming the spec and the bad part.
 #pragma once
 #include <string>
 

@@ -1,4 +1,12 @@
 // One entry point for every matrix source: files by extension, or generator specs.
+//
+// Contract: read_matrix() returns a canonical Csr<double> (core/csr.hpp: both triangles of a
+// symmetric file expanded, column indices sorted, duplicates summed, explicit zeros kept) or
+// throws -- InputError "FILE:LINE: what" for malformed, truncated, oversized or non-finite data,
+// InvalidArgument for a bad spec; it never returns a partial matrix. Declared sizes are checked
+// against what the file can hold before anything is allocated. `symmetry` records the file's
+// declaration; whether the VALUES are symmetric is the caller's check (is_symmetric).
+// write_matrix() replaces `path` atomically (temporary file + rename) or leaves it as it was.
 #pragma once
 #include <string>
 

@@ -20,6 +20,13 @@
 //   no preconditioner: [QᵀR; RᵀR] = [Q R]ᵀ·R (one GEMM, 3 passes), Z = R (copy, 2 passes);
 //   Jacobi: Z = D·R (2), QᵀZ (2), ‖r_j‖² (1);  P = Z + P·β (3 passes).
 // 17–18 passes and 2 host round trips (plus the operator apply's) per iteration.
+//
+// Contract: A (and M) symmetric positive definite operators in ops.space(); the right-hand
+// sides are n × s. status == converged means every column's TRUE residual ‖b_j − A·x_j‖,
+// recomputed at the end, is at most tol·‖b_j‖ (b_j = 0 gives x_j = 0); not_converged returns
+// the current iterates; breakdown means A (or M) is not positive definite -- statuses, not
+// exceptions. Shape errors and operators in the wrong space throw InvalidArgument. The solver
+// does not check symmetry or definiteness up front (the command and the Python module do).
 #pragma once
 #include <cstdint>
 #include <functional>

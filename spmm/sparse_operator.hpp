@@ -13,6 +13,14 @@
 // cost model (plan_spmm) decides instead when OperatorOptions::plan_by_trial is false, and
 // prunes candidates that cannot win (BCSR when the model puts it at > 3× the CSR bytes).
 // The operator uploads A once; apply() never allocates.
+//
+// Contract: make_sparse_operator(a, backend, opt) copies (CPU) or uploads (CUDA) A once -- `a`
+// may be destroyed afterwards -- and returns a LinearOperator<double> (core/operator.hpp) whose
+// apply() computes Y = A·X exactly as csr_spmm_reference would in fp64 (up to summation order),
+// or with A stored in opt.precision; it allocates nothing and, on the GPU, runs on opt.stream
+// (pass the DenseBlockOps' stream). The CUDA backend in a CPU-only build throws NotCompiled, a
+// GPU without room for A throws OutOfDeviceMemory (with the bytes needed). plan() says which
+// kernel was chosen and why; the choice never changes the result beyond rounding.
 #pragma once
 #include <cstdint>
 #include <memory>
