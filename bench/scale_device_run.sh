@@ -14,8 +14,11 @@
 #         build-scale/tests/spmm/test_spmm_large_gpu build-scale/tests/spmm/test_spmm_gpu \
 #         build-scale/tests/spmm/test_sparse_operator .device-data/scale/
 #   run (kind nvidia-h200): bash bench/scale_device_run.sh      carry: .device-data/scale
-# STEPS (comma list) picks steps: tests,memcheck,regress,bench,solve,eigs,eigs_elast.
-# DEADLINE (seconds from the start, default 520) bounds the whole call.
+# STEPS (comma list) picks steps: tests,memcheck,regress,bench,solve,eigs,eigs_elast,eigs_fit
+# (eigs_fit: lap3d:400 with EIGS_FIT_ARGS, default "--method lanczos --block-size 4", a basis
+# that fits when the default one does not). TEST_FILTER / MEMCHECK_FILTER pick gtest cases.
+# DEADLINE (seconds from the start, default 520) bounds the whole call; LIMIT_<step log name>
+# (e.g. LIMIT_bench=200) overrides one step's limit; EIGS_ARGS / SOLVE_ARGS add options.
 # Per step: wall time, the child's peak host memory (ru_maxrss) and the card's peak memory in
 # use (nvidia-smi sampled every 200 ms, context included) go to $OUT/steps.txt; every step's
 # log is appended to $OUT/logs.txt (the device returns at most 8 files), the benchmark's CSV to
@@ -25,7 +28,7 @@ OUT=${OUT:-scale-out}
 W=${W:-/tmp/scale-work}
 mkdir -p "$OUT" "$W"
 B=${B:-.device-data/scale}
-STEPS=${STEPS:-tests,memcheck,regress,bench,solve,eigs,eigs_elast}
+STEPS=${STEPS:-tests,memcheck,regress,bench,solve,eigs,eigs_elast,eigs_fit}
 DEADLINE=${DEADLINE:-520}
 T0=$(date +%s)
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
@@ -44,6 +47,8 @@ cat "$OUT/machine.txt"
 run() {
   local name=$1 limit=$2
   shift 2
+  local override="LIMIT_$name"
+  [[ -n "${!override:-}" ]] && limit=${!override}  # e.g. LIMIT_bench=200
   local l
   l=$(left)
   if (( l < 20 )); then
@@ -83,10 +88,15 @@ PY
 export TCSOLVE_MATRICES=/nonexistent  # the GPU tests use generated data only
 
 if has tests; then
-  run test_large 240 "$B/test_spmm_large_gpu"
+  run test_large 240 "$B/test_spmm_large_gpu" "--gtest_filter=${TEST_FILTER:-*}"
   grep -E "FAILED|Failure|Expected|Which is|actual|Value of" "$W/test_large.log" | head -20
   run test_gpu 120 "$B/test_spmm_gpu"
   run test_operator 60 "$B/test_sparse_operator"
+fi
+if has memcheck; then
+  run memcheck 200 compute-sanitizer --tool memcheck --leak-check no "$B/test_spmm_large_gpu" \
+      "--gtest_filter=${MEMCHECK_FILTER:-*EveryKernel*:*StageRowMajor*:*PermuteRows*:*Dmma*}"
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$W/memcheck.log" | tail -4
 fi
 if has regress; then
   # the reproducer: 2.2M rows, failed with 'invalid argument (spmm/csr_spmm.cu:467)'
@@ -97,19 +107,22 @@ if has bench; then
       --cols 8,16 --reps 11 --csv "$OUT/scale_bench.csv"
   grep -E "^== |setup:|memory:|N= *[0-9]+:|!!|copy roofline" "$W/bench.log"
 fi
-if has memcheck; then
-  run memcheck 200 compute-sanitizer --tool memcheck --leak-check no "$B/test_spmm_large_gpu" \
-      "--gtest_filter=${MEMCHECK_FILTER:-*EveryKernel*:*StageRowMajor*:*PermuteRows*:*Dmma*}"
-  grep -E "ERROR SUMMARY|PASSED|FAILED" "$W/memcheck.log" | tail -4
-fi
 if has solve; then
-  run solve_lap3d400 200 "$B/tcsolve" solve gen:lap3d:400 --rhs random:16 --maxiter 20000 --json
+  run solve_lap3d400 200 "$B/tcsolve" solve gen:lap3d:400 --rhs random:16 --maxiter 20000 --json ${SOLVE_ARGS:-}
 fi
 if has eigs; then
-  run eigs_lap3d400 240 "$B/tcsolve" eigs gen:lap3d:400 --k 16 --which largest --maxiter 20000 --json
+  run eigs_lap3d400 240 "$B/tcsolve" eigs gen:lap3d:400 --k 16 --which largest --maxiter 20000 --json ${EIGS_ARGS:-}
+  python3 bench/scale_check_eigs.py "$W/eigs_lap3d400.log" | tee -a "$OUT/steps.txt"
 fi
 if has eigs_elast; then
-  run eigs_elast3d210 300 "$B/tcsolve" eigs gen:elast3d:210 --k 8 --which largest --maxiter 20000 --json
+  run eigs_elast3d210 300 "$B/tcsolve" eigs gen:elast3d:210 --k 8 --which largest --maxiter 20000 --json ${EIGS_ARGS:-}
+  python3 bench/scale_check_eigs.py "$W/eigs_elast3d210.log" | tee -a "$OUT/steps.txt"
+fi
+if has eigs_fit; then
+  # shellcheck disable=SC2086
+  run eigs_lap3d400_fit 300 "$B/tcsolve" eigs gen:lap3d:400 --k 16 --which largest --maxiter 20000 --json \
+      ${EIGS_FIT_ARGS:---method lanczos --block-size 4}
+  python3 bench/scale_check_eigs.py "$W/eigs_lap3d400_fit.log" | tee -a "$OUT/steps.txt"
 fi
 echo "== steps"
 cat "$OUT/steps.txt"

@@ -532,6 +532,7 @@ void BcsrSpmmDevice::prepare_split(const Bcsr<double>& b) {
   // resident warps, ≤ 1 run of imbalance), at least 8. Rows cut by a run boundary take atomics.
   const std::int64_t target = static_cast<std::int64_t>(sm_count()) * 128;
   per_warp_ = std::max<std::int64_t>(8, (nblocks_ + target - 1) / std::max<std::int64_t>(1, target));
+  if (run_cap_ > 0) per_warp_ = std::max<std::int64_t>(8, std::min(per_warp_, run_cap_));
   nwarps_ = (nblocks_ + per_warp_ - 1) / per_warp_;
   std::vector<std::int32_t> wr(static_cast<std::size_t>(nwarps_));
   std::int64_t r = 0;
@@ -587,6 +588,17 @@ BcsrArgs make_args(std::int64_t rows, std::int64_t cols, std::int64_t nblocks,
 void BcsrSpmmDevice::set_stage_min_cols(int n) {
   TCSOLVE_REQUIRE(n >= 1, "stage_min_cols must be >= 1");
   stage_min_cols_ = n;
+}
+
+void BcsrSpmmDevice::set_max_run_blocks(const Bcsr<double>& b, std::int64_t cap) {
+  TCSOLVE_REQUIRE(cap >= 0, "run cap must be >= 0");
+  TCSOLVE_REQUIRE(b.nblocks() == nblocks_ && b.nblock_rows() == nbrows_,
+                  "set_max_run_blocks needs the blocks the operator was built from");
+  if (cap == run_cap_) return;
+  run_cap_ = cap;
+  warp_row_ = DeviceArray<std::int32_t>();  // free before the new lists are uploaded
+  zero_rows_ = DeviceArray<std::int32_t>();
+  prepare_split(b);
 }
 
 void BcsrSpmmDevice::set_max_tile_cols(int cols) {

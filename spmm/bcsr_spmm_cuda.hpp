@@ -67,6 +67,14 @@ class BcsrSpmmDevice {
   // so the X rows they share stay in L2. The plan's trial picks it.
   void set_max_tile_cols(int cols);
   int max_tile_cols() const { return 8 * max_nt_; }
+  // Caps the blocks of one warp run (0: the default split, about 128 runs per SM, which gives
+  // runs of thousands of blocks on billion-entry matrices). The block rows in flight at once
+  // span (resident warps × run length) blocks; on a 3D stencil the X rows they share (the
+  // neighbouring grid planes) stay in L2 only when that span is narrow, so shorter runs trade
+  // more block rows cut between runs (zeroed, then atomics) for X reuse. Rebuilds the split
+  // from the host blocks `b` (the same Bcsr as at construction). The plan's trial picks it.
+  void set_max_run_blocks(const Bcsr<double>& b, std::int64_t cap);
+  std::int64_t max_run_blocks() const { return run_cap_; }
 
  private:
   void prepare_split(const Bcsr<double>& b);  // per-warp runs, zero list
@@ -79,6 +87,7 @@ class BcsrSpmmDevice {
   DeviceArray<unsigned char> values_;
   DeviceArray<std::int32_t> perm_;       // empty when identity
   std::int64_t per_warp_ = 8;            // K: blocks per warp run
+  std::int64_t run_cap_ = 0;             // cap on K (0 = none)
   std::int64_t nwarps_ = 0;
   DeviceArray<std::int32_t> warp_row_;   // block-row holding the first block of each run
   DeviceArray<std::int32_t> zero_rows_;  // Y rows (after perm) zeroed before the kernel

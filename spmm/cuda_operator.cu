@@ -46,6 +46,7 @@ class CudaSparseOperator final : public SparseOperator {
         if (bcsr_->gathers() && plan.precision == Precision::fp64) plan_.stage_x = true;
         if (plan.precision == Precision::fp64 && plan.dmma_tile_cols > 0)
           bcsr_->set_max_tile_cols(plan.dmma_tile_cols);
+        if (plan.bcsr_run_blocks > 0) bcsr_->set_max_run_blocks(*blocks, plan.bcsr_run_blocks);
         if (plan.precision != Precision::fp64) {
           // X is rounded to 16 bits into this workspace, `chunk_` columns at a time.
           chunk_ = std::clamp(((std::max(1, opt.expected_cols) + 7) / 8) * 8, 8, 256);
@@ -84,6 +85,11 @@ class CudaSparseOperator final : public SparseOperator {
     bcsr_->set_max_tile_cols(cols > 0 ? cols : 64);
     plan_.dmma_tile_cols = cols;
   }
+  std::int64_t run_blocks() const { return bcsr_->blocks_per_warp(); }
+  void set_run_cap(const Bcsr<double>& b, std::int64_t cap) {  // 0 = default split
+    bcsr_->set_max_run_blocks(b, cap);
+    plan_.bcsr_run_blocks = cap;
+  }
 
   void apply(MvView<const double> x, MvView<double> y) const override {
     TCSOLVE_REQUIRE(x.space == Space::device && y.space == Space::device,
@@ -118,6 +124,11 @@ class CudaSparseOperator final : public SparseOperator {
   std::int64_t ldl_ = 0;
   DeviceArray<std::uint16_t> xlow_;
 };
+
+// Caps on the blocks of a warp run tried by the trial (fp64 BCSR) when the default split makes
+// longer runs: with ~8k resident warps, runs of 256 / 64 blocks keep ~2M / ~0.5M blocks in
+// flight (for elast3d:210, 1.4 / 0.35 grid planes of block rows instead of half the matrix).
+constexpr std::int64_t kRunCaps[2] = {256, 64};
 
 // Time of one apply (ms): a warm-up run, one timed run, and — unless that is already more than
 // 3× `best` — two more timed runs; the fastest timed run counts.
@@ -156,6 +167,7 @@ std::string trial_name(const SpmmPlan& p) {
   if (p.kernel == SpmmKernel::csr_row && p.csr_tiled) n += " tiled";
   if (p.stage_x) n += " staged";
   if (p.dmma_tile_cols > 0) n += " t" + std::to_string(p.dmma_tile_cols);
+  if (p.bcsr_run_blocks > 0) n += " r" + std::to_string(p.bcsr_run_blocks);
   return n;
 }
 
@@ -192,11 +204,14 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
       continue;
     }
     if (op->can_toggle_staging()) {
-      // one upload: X read directly or staged, and narrower column tiles for wide N
+      // one upload: X read directly or staged, narrower column tiles for wide N, and shorter
+      // warp runs (a narrower band of block rows in flight, for X reuse in L2) when the
+      // default runs are long (billion-entry matrices)
       bool best_staged = false;
       int best_tile = 0;
+      std::int64_t best_cap = 0;
       double t_mode = INFINITY;
-      auto run_mode = [&](bool staged, int tile) {
+      auto run_mode = [&](bool staged, int tile, std::int64_t cap) {
         op->use_staging(staged);
         op->set_tile(tile);
         const double t = trial_ms(*op, xv, yv, st, std::min(best_ms, t_mode));
@@ -205,12 +220,19 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
           t_mode = t;
           best_staged = staged;
           best_tile = tile;
+          best_cap = cap;
         }
       };
-      if (!op->gathers()) run_mode(false, 0);
-      run_mode(true, 0);
-      for (int tile : {32, 16})
-        if (k > tile) run_mode(true, tile);
+      const std::int64_t default_run = op->run_blocks();
+      for (std::int64_t cap : {std::int64_t(0), kRunCaps[0], kRunCaps[1]}) {
+        if (cap > 0 && (cap >= default_run || blocks == nullptr)) continue;
+        if (blocks) op->set_run_cap(*blocks, cap);
+        if (!op->gathers()) run_mode(false, 0, cap);
+        run_mode(true, 0, cap);
+        for (int tile : {32, 16})
+          if (k > tile) run_mode(true, tile, cap);
+      }
+      if (blocks) op->set_run_cap(*blocks, best_cap);
       op->use_staging(best_staged);
       op->set_tile(best_tile);
       if (!best_staged) op->drop_staging();

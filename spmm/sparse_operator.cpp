@@ -97,6 +97,7 @@ std::string SpmmPlan::describe() const {
   if (kernel == SpmmKernel::csr_row && csr_tiled) o << " (A tiled in shared memory)";
   if (stage_x) o << ", X staged";
   if (dmma_tile_cols > 0) o << ", " << dmma_tile_cols << "-column tiles";
+  if (bcsr_run_blocks > 0) o << ", runs of <= " << bcsr_run_blocks << " blocks";
   o << "\n  rows: mean " << fmt("%.2f", mean_row_nnz) << " nnz, max " << max_row_nnz;
   if (block_h > 0)
     o << "; " << block_h << "x" << block_w << " blocks " << nblocks << ", fill "
@@ -274,7 +275,9 @@ std::size_t predict_device_bytes(const Csr<double>& a, const SpmmPlan& p) {
       // a run boundary (at most one per run) and of empty block rows (exact in the given order;
       // after a reordering at most the empty rows / h).
       constexpr std::int64_t kMaxSms = 192;
-      const std::int64_t runs = std::min<std::int64_t>(nb / 8 + 1, kMaxSms * 128 + 1);
+      const std::int64_t runs = p.bcsr_run_blocks > 0
+                                    ? nb / std::max<std::int64_t>(8, p.bcsr_run_blocks) + 1
+                                    : std::min<std::int64_t>(nb / 8 + 1, kMaxSms * 128 + 1);
       std::int64_t empty_brows = 0;
       if (!p.reordered) {
         for (std::int64_t r = 0; r < nbr; ++r)

@@ -135,6 +135,7 @@ struct SpmmPlan {
   bool stage_x = false;             // X copied into a workspace (BCSR: fragment order; CSR:
                                     // row-major) before the kernel
   int dmma_tile_cols = 0;           // fp64 BCSR: widest column tile per warp (0 = 64)
+  std::int64_t bcsr_run_blocks = 0; // BCSR: cap on the blocks of one warp run (0 = default)
   std::string reason;               // one sentence: why this kernel
   bool by_trial = false;            // chosen by timing the candidates (else by the cost model)
   std::vector<SpmmTrial> trials;    // the candidates' times when by_trial

@@ -321,11 +321,15 @@ TEST(SpmmLargeGpuDirect, DmmaWithRowAndColumnPermutationAndNarrowStaging) {
   const Bcsr<double> b = build_bcsr(a, 8, 4, perm, perm);
   BcsrSpmmDevice d(b, Precision::fp64, 32);  // capacity 32: N = 24 stages width 32 (tiled kernel)
   ASSERT_TRUE(d.gathers());
-  for (int k : {5, 24}) {
-    const Check c = run_and_compare(a, k, 60 + k, [&](const double* x, std::int64_t ldx, double* y, std::int64_t ldy) {
-      d.apply(x, ldx, y, ldy, k, nullptr);
-    });
-    expect_ok(c, 1e-13, false, "dmma gathered N=" + std::to_string(k));
+  for (std::int64_t cap : {0, 8, 64}) {  // default runs, then short ones: most block rows cut
+    d.set_max_run_blocks(b, cap);
+    if (cap > 0) EXPECT_LE(d.blocks_per_warp(), cap);
+    for (int k : {5, 24}) {
+      const Check c = run_and_compare(a, k, 60 + k, [&](const double* x, std::int64_t ldx, double* y, std::int64_t ldy) {
+        d.apply(x, ldx, y, ldy, k, nullptr);
+      });
+      expect_ok(c, 1e-13, false, "dmma gathered N=" + std::to_string(k) + " run cap " + std::to_string(cap));
+    }
   }
 }
 
