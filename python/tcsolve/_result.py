@@ -117,3 +117,7 @@ class NoConvergence(ArpackNoConvergence):
     def __init__(self, msg, eigenvalues, eigenvectors, info):
         super().__init__(msg, eigenvalues, eigenvectors)
         self.info = info
+        self.msg = msg
+
+    def __str__(self):  # without ArpackError's "ARPACK error -1:" prefix: this is not ARPACK
+        return self.msg

@@ -75,10 +75,10 @@ def test_solve_result_matches_cli_file(tmp_path):
 
 
 def test_save_is_atomic_and_readable(tmp_path):
-    _, _, info = tcsolve.eigsh(lap2d(8), k=2, which="LA", return_info=True)
+    _, _, info = tcsolve.eigsh(lap2d(8), k=3, which="LA", return_info=True)
     path = tmp_path / "r.h5"
     info.save(str(path))
     assert [p.name for p in tmp_path.iterdir()] == ["r.h5"]  # no temporary left
     with h5py.File(path) as f:
-        assert f.attrs["task"] == "eigs" and f.attrs["k"] == 2
+        assert f.attrs["task"] == "eigs" and f.attrs["k"] == 3
         assert f["history/residual_norms"].shape[0] == len(info.history)
