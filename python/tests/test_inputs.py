@@ -120,7 +120,7 @@ def test_operator_nan_output():
 def test_gil_released_during_solve():
     """A pure-Python thread keeps running while a solve runs in another thread (the GIL is
     released; only a per-iteration signal check takes it back, for microseconds)."""
-    a = lap2d(250)  # 62 500 rows
+    a = lap2d(160)  # 25 600 rows: a solve of about a second
     b = np.random.default_rng(7).standard_normal((a.shape[0], 4))
     stamps = []
     done = threading.Event()
