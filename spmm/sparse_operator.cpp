@@ -487,7 +487,7 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
   };
   if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial) {
     // Candidates: CSR row-split (unless rows are very long), CSR segment-split, and the
-    // tensor-core kernel unless the model puts it at more than 3× the CSR bytes.
+    // tensor-core kernel unless the model puts it at more than 3× the CSR bytes (1.25× for large A, below).
     std::vector<SpmmPlan> cand;
     const std::string model = std::string(to_string(plan.kernel)) + ", " + plan.reason;
     SpmmPlan c = plan;
@@ -512,8 +512,14 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     const SpmmKernel tc = tensor_kernel_for(plan.precision);
     Bcsr<double> b;
     double bcsr_s = 0;
+    // Large matrices: the tensor-core candidate costs a host BCSR build and an upload (lap3d:400,
+    // 447M non-zeros, fill 0.15: 18 s and 25 GB, trial peak 52 GiB on the device) and at the
+    // model's ratio 1.46 it ran 2.0–2.7× slower than csr_row (H200, 2026-11-22, lap3d:200 and
+    // :400); from kPruneNnz non-zeros it is timed only when the model puts it within 1.25× of CSR.
+    constexpr std::int64_t kPruneNnz = std::int64_t(1) << 25;
+    const double bcsr_limit = a.nnz() >= kPruneNnz ? 1.25 : 3.0;
     if (tc != SpmmKernel::automatic && plan.nblocks > 0 &&
-        plan.est_bytes_bcsr <= 3.0 * plan.est_bytes_csr) {
+        plan.est_bytes_bcsr <= bcsr_limit * plan.est_bytes_csr) {
       const auto tb = std::chrono::steady_clock::now();
       b = blocks_for(a, plan, perm);
       bcsr_s = seconds_since(tb);

@@ -11,7 +11,8 @@
 // trial (each candidate kernel run on A at the expected N: one warm-up, then the fastest of two
 // or three timed runs; the fastest kernel is kept, its times are in SpmmPlan::trials); the byte
 // cost model (plan_spmm) decides instead when OperatorOptions::plan_by_trial is false, and
-// prunes candidates that cannot win (BCSR when the model puts it at > 3× the CSR bytes).
+// prunes candidates that cannot win (BCSR when the model puts it at > 3× the CSR bytes, > 1.25×
+// from 2^25 non-zeros, where building and uploading the blocks costs seconds).
 // The operator uploads A once; apply() never allocates.
 //
 // Contract: make_sparse_operator(a, backend, opt) copies (CPU) or uploads (CUDA) A once -- `a`
