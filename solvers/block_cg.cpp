@@ -1,10 +1,13 @@
-// Breakdown-free block CG (see block_cg.hpp for the recurrence, memory and cost).
+// Breakdown-free block CG (see block_cg.hpp for the recurrence, the device-resident iteration,
+// memory and traffic).
 #include "solvers/block_cg.hpp"
 
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "solvers/orthonormalize.hpp"
 #include "solvers/solver_common.hpp"
@@ -13,7 +16,7 @@ namespace tcsolve {
 
 namespace {
 using Mat = Eigen::MatrixXd;
-using MatMap = Eigen::Map<Mat>;
+constexpr double kPivTol = 1e-10;  // scaled pivot² below which P is re-orthonormalized
 }  // namespace
 
 struct BlockCg::Impl {
@@ -23,15 +26,28 @@ struct BlockCg::Impl {
   CgOptions opt;
   // Device blocks: xa (active solutions), qr = [Q | R] with Q ending and R starting at column
   // smax (so that [Q R] is one block for the fused Gram products), p (search block), z
-  // (preconditioned residual, next P, scratch).
+  // (preconditioned residual; scratch), dinv (Jacobi).
   MultiVector<double> xa, qr, p, z, dinv;
+  // Small backend matrices: g1 = Pᵀ[Q R] (s × 2s), f = scaled Cholesky factor (s × (s + 1)),
+  // alpha, beta (s × s), g2 = [Q R]ᵀZ (2s × s), rz (s × s: ZᵀR for the next α), nrm2 (‖r_j‖²),
+  // st (factor status).
+  MultiVector<double> g1, f, alpha, beta, g2, rz, nrm2, st;
   OrthoWorkspace ows;
   // Host workspace, sized once.
-  std::vector<double> g1, g2, dots, qtz, alpha, beta, rn, bn, neg1, ones;
-  Mat ptq, ssc;
-  Eigen::VectorXd dsc;
-  Eigen::LLT<Mat> llt;
+  std::vector<double> rn, bn, neg1, ones, hg, hst;
   std::vector<std::int64_t> act, keep_idx, still;
+  // Per queued iteration: its fetched norms and status (host), marks, size.
+  struct Pending {
+    std::uint64_t ticket = 0;
+    std::int64_t it = 0, na = 0;
+    std::vector<double> norms2;
+    double status = 0.0;
+    int mark0 = -1, mark1 = -1;
+    std::vector<std::pair<int, int>> apply_marks;
+    OrthoBranch ortho = OrthoBranch::none;
+  };
+  std::deque<Pending> queue;
+  std::vector<std::vector<double>> spare;  // recycled norms2 buffers (no allocation once warm)
 
   Impl(const LinearOperator<double>& a_, DenseBlockOps& ops_, std::int64_t s, CgOptions o)
       : a(a_), ops(ops_), n(a_.rows()), smax(s), opt(std::move(o)) {
@@ -40,8 +56,12 @@ struct BlockCg::Impl {
     TCSOLVE_REQUIRE(s >= 1, "block CG: need at least one right-hand side");
     TCSOLVE_REQUIRE(opt.tol > 0, "block CG: tol must be positive");
     ops.reserve(n, s, 2 * s * s);
+    ops.reserve_small(s);
     xa = ops.allocate(n, s), qr = ops.allocate(n, 2 * s), z = ops.allocate(n, s);
     p = ops.allocate(n, s);
+    g1 = ops.allocate(s, 2 * s), f = ops.allocate(s, s + 1), alpha = ops.allocate(s, s);
+    beta = ops.allocate(s, s), g2 = ops.allocate(2 * s, s), rz = ops.allocate(s, s);
+    nrm2 = ops.allocate(s, 1), st = ops.allocate(1, 1);
     if (!opt.preconditioner && !opt.jacobi_diagonal.empty()) {
       auto inv = detail::jacobi_inverse(opt.jacobi_diagonal, {}, 0.0, n);
       // M = c·I changes nothing in CG (α and β absorb c): skip the scaling passes.
@@ -51,53 +71,109 @@ struct BlockCg::Impl {
         ops.from_host(inv.data(), n, dinv.view());
       }
     }
-    g1.resize(2 * s * s), g2.resize(2 * s * s), qtz.resize(s * s), dots.resize(s);
-    alpha.resize(s * s), beta.resize(s * s);
     rn.resize(s), bn.resize(s), ones.assign(s, 1.0), neg1.assign(s, -1.0);
-    ptq.resize(s, s), ssc.resize(s, s), dsc.resize(s);
+    hg.resize(2 * s * s), hst.resize(1);
     act.reserve(s), keep_idx.reserve(s), still.reserve(s);
+    for (int i = 0; i < 4; ++i) spare.emplace_back(s);
   }
 
   bool preconditioned() const { return opt.preconditioner != nullptr || dinv.data() != nullptr; }
+  bool timing() const { return opt.keep_history || static_cast<bool>(opt.on_iteration) || opt.stats; }
 
-  void precondition(detail::ApplyClock& clock, MvView<const double> in, MvView<double> out) {
-    if (opt.preconditioner) clock.apply(*opt.preconditioner, in, out);
+  // ---- operator applies, ordered as the options say
+  std::int64_t applies = 0, columns = 0;
+  std::vector<std::pair<int, int>>* apply_marks = nullptr;
+  void apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y) {
+    if (x.cols == 0) return;
+    const int m0 = apply_marks ? ops.mark() : -1;
+    switch (opt.apply_order) {
+      case ApplyOrder::synchronize:
+        ops.synchronize();
+        op.apply(x, y);
+        if (ops.space() == Space::device) device_synchronize();
+        break;
+      case ApplyOrder::events:
+        ops.external_begin();
+        op.apply(x, y);
+        ops.external_end();
+        break;
+      case ApplyOrder::same_stream:
+        op.apply(x, y);
+        break;
+    }
+    if (apply_marks) apply_marks->push_back({m0, ops.mark()});
+    ++applies;
+    if (&op == &a) columns += x.cols;
+  }
+  void precondition(MvView<const double> in, MvView<double> out) {
+    if (opt.preconditioner) apply(*opt.preconditioner, in, out);
     else if (dinv.data()) ops.scale_rows(dinv.data(), in, out);
     else ops.copy(in, out);
   }
 
   MvView<double> qv(std::int64_t rk) { return qr.columns(smax - rk, rk); }
   MvView<double> rv(std::int64_t na) { return qr.columns(smax, na); }
-
-  // PᵀQ (rk × rk, from g1) → ptq (symmetrized), scaled Cholesky D·PᵀQ·D = LLᵀ.
-  // 0: fine; 1: positive definite but a pivot² < 1e-10 (block close to rank deficient);
-  // 2: not positive definite.
-  int factor_ptq(std::int64_t rk) {
-    auto P = ptq.topLeftCorner(rk, rk);
-    Eigen::Map<const Mat> G(g1.data(), rk, rk);
-    P = 0.5 * (G + G.transpose());
-    for (std::int64_t i = 0; i < rk; ++i) {
-      if (!(P(i, i) > 0.0) || !std::isfinite(P(i, i))) return 2;
-      dsc(i) = 1.0 / std::sqrt(P(i, i));
-    }
-    auto S = ssc.topLeftCorner(rk, rk);
-    S = dsc.head(rk).asDiagonal() * P * dsc.head(rk).asDiagonal();
-    llt.compute(S);
-    if (llt.info() != Eigen::Success) return 2;
-    double piv = 1e300;
-    for (std::int64_t i = 0; i < rk; ++i) piv = std::min(piv, llt.matrixLLT()(i, i));
-    if (!(piv > 0.0)) return 2;
-    return piv * piv < 1e-10 ? 1 : 0;
+  MvView<double> small(MultiVector<double>& m, std::int64_t r0, std::int64_t rows,
+                       std::int64_t c0, std::int64_t cols) {
+    return {m.data() + r0 + c0 * m.rows(), rows, cols, m.rows(), ops.space()};
   }
-  // out (rk × cols) = sign·(PᵀQ)⁻¹·rhs (rhs rk × cols, leading dimension ldr), through the
-  // scaled factor: (PᵀQ)⁻¹ = D·(D·PᵀQ·D)⁻¹·D.
-  void solve_ptq(const double* rhs, std::int64_t ldr, std::int64_t rk, std::int64_t cols,
-                 double sign, double* out) {
-    Eigen::Map<Mat> o(out, rk, cols);
-    Eigen::Map<const Mat, 0, Eigen::OuterStride<>> r(rhs, rk, cols, Eigen::OuterStride<>(ldr));
-    o = sign * (dsc.head(rk).asDiagonal() * r);
-    llt.solveInPlace(o);
-    o = dsc.head(rk).asDiagonal() * o;
+
+  double budget_words = 0.0;
+  std::int64_t fused_iterations = 0, robust_steps = 0;
+  double apply_s = 0.0, dense_s = 0.0;
+
+  // One queued iteration with rk search directions and na active columns; Q = A·P and
+  // g1 = PᵀQ (explicit: Pᵀ[Q R]) already formed, the factor of PᵀQ in f with status st.
+  // Leaves P with na columns.
+  void queue_update(std::int64_t rk, std::int64_t na, bool explicit_ptr) {
+    auto F = small(f, 0, rk, 0, rk + 1);
+    auto S = small(st, 0, 1, 0, 1);
+    auto A_ = small(alpha, 0, rk, 0, na);
+    auto B_ = small(beta, 0, rk, 0, na);
+    // α = (PᵀQ)⁻¹·PᵀR (PᵀR = ZᵀR of the last residual pass unless explicit).
+    ops.spd_solve(F, explicit_ptr ? small(g1, 0, rk, rk, na) : small(rz, 0, rk, 0, na), 1.0, S, A_);
+    auto Q = qv(rk);
+    auto R = rv(na);
+    auto P = p.columns(0, std::max(rk, na));
+    MvView<double> Z = R;
+    if (!preconditioned()) {
+      auto G2 = small(g2, 0, rk + na, 0, na);
+      ops.cg_residual_update(Q, A_, R, G2);  // R −= Q·α, G2 = [Q R]ᵀR
+      budget_words += n * (rk + 2.0 * na);
+      ops.spd_solve(F, small(g2, 0, rk, 0, na), -1.0, S, B_);
+      ops.copy(small(g2, rk, na, 0, na), small(rz, 0, na, 0, na));
+      // ‖r_j‖² = diagonal of RᵀR: a strided view (ld + 1).
+      MvView<const double> dg{g2.data() + rk, 1, na, g2.rows() + 1, ops.space()};
+      ops.copy(dg, MvView<double>{nrm2.data(), 1, na, 1, ops.space()});
+    } else {
+      ops.gemm_into(-1.0, Q, A_, 1.0, R);
+      Z = z.columns(0, na);
+      precondition(R, Z);
+      auto G2 = small(g2, 0, rk + na, 0, na);
+      ops.gram_into(1.0, qr.columns(smax - rk, rk + na), Z, 0.0, G2);  // [QᵀZ; RᵀZ]
+      ops.column_dots_into(R, R, nrm2.columns(0, 1));
+      budget_words += n * (rk + 2.0 * na) + 3.0 * n * na + n * (rk + 2.0 * na) + n * na;
+      ops.spd_solve(F, small(g2, 0, rk, 0, na), -1.0, S, B_);
+      ops.copy(small(g2, rk, na, 0, na), small(rz, 0, na, 0, na));
+    }
+    // X += P·α; P(:, 0:na) = Z + P·β.
+    ops.cg_direction_update(A_, B_, Z, P, xa.columns(0, na));
+    budget_words += n * (rk + 4.0 * na);
+  }
+
+  // Q = A·P and the Gram products of the next α; the factor of PᵀQ into f (status st).
+  void queue_gram(std::int64_t rk, std::int64_t na, bool explicit_ptr, double piv_tol) {
+    apply(a, p.columns(0, rk), qv(rk));
+    if (explicit_ptr) {
+      ops.gram_into(1.0, p.columns(0, rk), qr.columns(smax - rk, rk + na), 0.0,
+                    small(g1, 0, rk, 0, rk + na));
+      budget_words += n * (2.0 * rk + na);
+    } else {
+      ops.gram_into(1.0, p.columns(0, rk), qv(rk), 0.0, small(g1, 0, rk, 0, rk));
+      budget_words += 2.0 * n * rk;
+    }
+    ops.spd_factor(small(g1, 0, rk, 0, rk), small(f, 0, rk, 0, rk + 1), small(st, 0, 1, 0, 1),
+                   piv_tol);
   }
 
   SolveResult solve(MvView<const double> rhs, MvView<double> x, bool use_x0) {
@@ -110,12 +186,14 @@ struct BlockCg::Impl {
     SolveResult res;
     res.n = n;
     res.column_iterations.assign(s, -1);
-    detail::ApplyClock clock(ops);
+    applies = columns = 0;
+    budget_words = 0.0;
+    fused_iterations = robust_steps = 0;
+    apply_s = dense_s = 0.0;
     ops.column_norms(rhs, bn.data());
     for (std::int64_t j = 0; j < s; ++j)
       if (bn[j] == 0.0) bn[j] = 1.0;  // b = 0: absolute test, x = 0 is exact
     if (!use_x0) ops.fill_zero(x);
-    const bool pre = preconditioned();
     const bool want_norms = opt.keep_history || static_cast<bool>(opt.on_iteration);
     std::int64_t it = 0;
     // Columns to (re)solve: all at first, then those whose true residual failed.
@@ -123,7 +201,7 @@ struct BlockCg::Impl {
     for (std::int64_t j = 0; j < s; ++j) act.push_back(j);
     auto true_residuals = [&](MvView<double> rbuf) {
       // rbuf (n × s) = rhs − A·x; relative norms into rn.
-      clock.apply(a, x, rbuf);
+      apply(a, x, rbuf);
       ops.axpby_columns(ones.data(), rhs, neg1.data(), rbuf);
       ops.column_norms(rbuf, rn.data());
       for (std::int64_t j = 0; j < s; ++j) rn[j] /= bn[j];
@@ -150,26 +228,91 @@ struct BlockCg::Impl {
         act.swap(still);
       }
       if (na == 0) break;
-      precondition(clock, rv(na), p.columns(0, na));
+      precondition(rv(na), p.columns(0, na));
       auto o = orthonormalize_once(p.columns(0, na));
       std::int64_t rk = o.rank;
       OrthoBranch branch = o.branch;
+      bool explicit_ptr = true;
+      // Once a factor was flagged (the block is losing rank), every iteration is checked before
+      // the next is queued, as the rank-revealing path needs: no more queued no-op iterations.
+      bool sync_mode = false;
+      if (rk == 0) {
+        res.status = SolverStatus::breakdown;
+        res.reason = "search block lost all rank (no new directions)";
+        break;
+      }
+      queue_gram(rk, na, true, kPivTol);
+      // Iterations are queued without waiting; the host reads iteration t − 1's norms and
+      // factor status once iteration t is queued.
       while (na > 0 && it < opt.max_iterations) {
-        detail::IterationTimer timer(clock);
-        IterationRecord rec;
-        rec.iteration = it;
-        if (rk == 0) {
-          res.status = SolverStatus::breakdown;
-          res.reason = "search block lost all rank (no new directions)";
-          break;
+        Pending pd;
+        pd.it = it;
+        pd.na = na;
+        pd.ortho = branch;
+        branch = OrthoBranch::none;
+        if (timing()) {
+          pd.mark0 = ops.mark();
+          apply_marks = &pd.apply_marks;
         }
-        // Q = A·P; [PᵀQ PᵀR] = Pᵀ·[Q R] (round trip 1).
-        clock.apply(a, p.columns(0, rk), qv(rk));
-        ops.gram_deferred(p.columns(0, rk), qr.columns(smax - rk, rk + na), g1.data(), rk);
-        ops.fetch();
-        int f = factor_ptq(rk);
-        if (f != 0) {
-          // The block is (nearly) rank deficient: rank-revealing orthonormalization, A·P again.
+        queue_update(rk, na, explicit_ptr);
+        rk = na;
+        explicit_ptr = false;
+        ++fused_iterations;
+        ++it;
+        if (!spare.empty()) pd.norms2.swap(spare.back()), spare.pop_back();
+        pd.norms2.resize(na);
+        ops.download_deferred(MvView<const double>{nrm2.data(), na, 1, smax, ops.space()},
+                              pd.norms2.data(), na);
+        ops.download_deferred(small(st, 0, 1, 0, 1), &pd.status, 1);
+        // Next iteration's Q = A·P and PᵀQ factor, queued before waiting.
+        queue_gram(rk, na, false, kPivTol);
+        if (timing()) pd.mark1 = ops.mark(), apply_marks = nullptr;
+        pd.ticket = ops.fetch_async();
+        queue.push_back(std::move(pd));
+        // Process the oldest queued iteration once a newer one is queued (synchronous mode:
+        // at once).
+        if (!sync_mode && queue.size() < 2 && it < opt.max_iterations) continue;
+        bool drain = false;
+        while (!queue.empty()) {
+          Pending& q = queue.front();
+          ops.fetch_wait(q.ticket);
+          bool bad = q.status != 0.0;
+          std::int64_t nconv = 0;
+          for (std::int64_t j = 0; j < q.na; ++j) {
+            rn[j] = std::sqrt(std::max(0.0, q.norms2[j]));
+            if (rn[j] <= opt.tol * bn[act[j]]) ++nconv;
+          }
+          record(res, q, nconv, want_norms);
+          spare.push_back(std::move(q.norms2));
+          queue.pop_front();
+          if (bad) sync_mode = true;
+          if (bad || nconv > 0 || sync_mode) drain = true;
+          if (!drain) break;  // keep the newest iteration queued
+        }
+        if (!drain) continue;
+        // Drained: every queued iteration is processed, rn holds the latest norms (na columns).
+        ops.synchronize();
+        const bool bad_now = hst_status() != 0.0;
+        // Converged columns leave the block.
+        keep_idx.clear(), still.clear();
+        for (std::int64_t j = 0; j < na; ++j) {
+          if (rn[j] <= opt.tol * bn[act[j]]) {
+            res.column_iterations[act[j]] = it;
+            ops.copy(xa.columns(j, 1), x.columns(act[j], 1));
+          } else {
+            keep_idx.push_back(j);
+            still.push_back(act[j]);
+          }
+        }
+        if (static_cast<std::int64_t>(still.size()) < na) {
+          na = compact(na);
+          act.swap(still);
+          if (na == 0) break;
+          explicit_ptr = true;
+        }
+        if (bad_now) {
+          // The queued factor of PᵀQ failed (α = β = 0 were applied): rank-revealing path.
+          ++robust_steps;
           auto o2 = orthonormalize_once(p.columns(0, rk));
           branch = std::max(branch, o2.branch);
           rk = o2.rank;
@@ -178,12 +321,16 @@ struct BlockCg::Impl {
             res.reason = "search block lost all rank (no new directions)";
             break;
           }
-          clock.apply(a, p.columns(0, rk), qv(rk));
-          ops.gram_deferred(p.columns(0, rk), qr.columns(smax - rk, rk + na), g1.data(), rk);
+          explicit_ptr = true;
+          queue_gram(rk, na, true, 0.0);
+          ops.download_deferred(small(st, 0, 1, 0, 1), hst.data(), 1);
           ops.fetch();
-          f = factor_ptq(rk);
-          if (f == 2) {
-            Eigen::SelfAdjointEigenSolver<Mat> es(ptq.topLeftCorner(rk, rk),
+          if (hst[0] == 2.0) {
+            std::vector<double> ptq(rk * rk);
+            ops.download_deferred(small(g1, 0, rk, 0, rk), ptq.data(), rk);
+            ops.fetch();
+            Mat pm = Eigen::Map<Mat>(ptq.data(), rk, rk);
+            Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (pm + pm.transpose()),
                                                   Eigen::EigenvaluesOnly);
             double lmin = es.eigenvalues().minCoeff();
             res.status = SolverStatus::breakdown;
@@ -192,72 +339,23 @@ struct BlockCg::Impl {
                          std::to_string(it);
             break;
           }
+        } else if (explicit_ptr) {
+          // After a compaction: Q = A·P and Pᵀ[Q R] for the kept columns.
+          queue_gram(rk, na, true, kPivTol);
         }
-        rec.ortho = branch;
-        branch = OrthoBranch::none;
-        auto P = p.columns(0, rk);
-        auto Q = qv(rk);
-        auto R = rv(na);
-        // α = (PᵀQ)⁻¹·PᵀR; X += P·α; R −= Q·α.
-        solve_ptq(g1.data() + rk * rk, rk, rk, na, 1.0, alpha.data());
-        ops.gemm(1.0, P, alpha.data(), rk, 1.0, xa.columns(0, na));
-        ops.gemm(-1.0, Q, alpha.data(), rk, 1.0, R);
-        // QᵀZ and ‖r_j‖² (round trip 2).
-        std::int64_t ldq = rk;
-        if (pre) {
-          precondition(clock, R, z.columns(0, na));
-          ops.gram_deferred(Q, z.columns(0, na), g2.data(), rk);
-          ops.column_dots_deferred(R, R, dots.data());
-        } else {
-          // [Q R]ᵀ·R: QᵀR in rows 0:rk, RᵀR below (its diagonal: ‖r_j‖²).
-          ldq = rk + na;
-          ops.gram_deferred(qr.columns(smax - rk, rk + na), R, g2.data(), ldq);
-        }
-        ops.fetch();
-        for (std::int64_t j = 0; j < na; ++j)
-          rn[j] = std::sqrt(std::max(0.0, pre ? dots[j] : g2[(rk + j) + j * ldq]));
-        ++it;
-        keep_idx.clear(), still.clear();
-        std::int64_t nconv = 0;
-        for (std::int64_t j = 0; j < na; ++j) {
-          if (rn[j] <= opt.tol * bn[act[j]]) {
-            ++nconv;
-            res.column_iterations[act[j]] = it;
-          } else {
-            keep_idx.push_back(j);
-            still.push_back(act[j]);
-          }
-        }
-        if (want_norms) rec.residual_norms.assign(rn.begin(), rn.begin() + na);
-        rec.converged = nconv;
-        rec.active = na - nconv;
-        // QᵀZ of the columns that stay (compact, rk × |keep|).
-        for (std::size_t jj = 0; jj < keep_idx.size(); ++jj)
-          std::copy(g2.data() + keep_idx[jj] * ldq, g2.data() + keep_idx[jj] * ldq + rk,
-                    qtz.data() + jj * rk);
-        if (nconv > 0) {
-          // Converged columns of Xa go back to x; the rest is compacted.
-          for (std::int64_t j = 0; j < na; ++j)
-            if (rn[j] <= opt.tol * bn[act[j]]) ops.copy(xa.columns(j, 1), x.columns(act[j], 1));
-          na = compact(na);
-          act.swap(still);
-          if (pre && na > 0) precondition(clock, rv(na), z.columns(0, na));
-        }
-        if (na > 0) {
-          // β = −(PᵀQ)⁻¹·QᵀZ; P = Z + P·β (into z, then swapped).
-          solve_ptq(qtz.data(), rk, rk, na, -1.0, beta.data());
-          if (!pre) ops.copy(rv(na), z.columns(0, na));
-          ops.gemm(1.0, p.columns(0, rk), beta.data(), rk, 1.0, z.columns(0, na));
-          std::swap(p, z);
-          rk = na;
-        }
-        ops.synchronize();
-        auto [ap, de] = timer.split();
-        rec.apply_seconds = ap, rec.dense_seconds = de;
-        if (opt.on_iteration) opt.on_iteration(rec);
-        if (opt.keep_history) res.history.push_back(std::move(rec));
       }
-      // Unconverged active columns: write back their current iterate.
+      // Drain what is still queued (iteration limit), then write back the active iterate.
+      while (!queue.empty()) {
+        Pending& q = queue.front();
+        ops.fetch_wait(q.ticket);
+        std::int64_t nconv = 0;
+        for (std::int64_t j = 0; j < q.na; ++j)
+          if (std::sqrt(std::max(0.0, q.norms2[j])) <= opt.tol * bn[act[j]]) ++nconv;
+        record(res, q, nconv, want_norms);
+        spare.push_back(std::move(q.norms2));
+        queue.pop_front();
+      }
+      ops.synchronize();
       for (std::int64_t j = 0; j < na; ++j) ops.copy(xa.columns(j, 1), x.columns(act[j], 1));
       if (res.status == SolverStatus::breakdown) break;
       // True residuals of every column; the failing ones start another cycle.
@@ -279,9 +377,46 @@ struct BlockCg::Impl {
                             std::to_string(opt.max_cycles) + " cycles)";
     }
     res.iterations = it;
-    res.operator_applies = clock.columns();
+    res.operator_applies = columns;
     res.seconds = detail::now_seconds() - t0;
+    if (opt.stats) {
+      CgStats& cs = *opt.stats;
+      cs.applies = applies;
+      cs.fused_iterations = fused_iterations;
+      cs.robust_steps = robust_steps;
+      cs.dense_budget_words = budget_words;
+      cs.apply_seconds = apply_s;
+      cs.dense_seconds = dense_s;
+    }
     return res;
+  }
+
+  // The factor status of the newest queued iteration (after a synchronize).
+  double hst_status() {
+    ops.download_deferred(small(st, 0, 1, 0, 1), hst.data(), 1);
+    ops.fetch();
+    return hst[0];
+  }
+
+  void record(SolveResult& res, Pending& q, std::int64_t nconv, bool want_norms) {
+    IterationRecord rec;
+    rec.iteration = q.it;
+    rec.ortho = q.ortho;
+    rec.converged = nconv;
+    rec.active = q.na - nconv;
+    if (want_norms)
+      for (std::int64_t j = 0; j < q.na; ++j) rec.residual_norms.push_back(std::sqrt(std::max(0.0, q.norms2[j])));
+    if (q.mark0 >= 0) {
+      double ap = 0.0;
+      for (auto& m : q.apply_marks) ap += ops.elapsed_seconds(m.first, m.second);
+      const double total = ops.elapsed_seconds(q.mark0, q.mark1);
+      rec.apply_seconds = ap;
+      rec.dense_seconds = std::max(0.0, total - ap);
+      apply_s += ap;
+      dense_s += rec.dense_seconds;
+    }
+    if (opt.on_iteration) opt.on_iteration(rec);
+    if (opt.keep_history) res.history.push_back(std::move(rec));
   }
 
   // Keeps columns keep_idx of Xa and R (in order), through z as scratch. Returns the new count.

@@ -6,27 +6,38 @@
 //          α = (PᵀQ)⁻¹·PᵀR,  X += P·α,  R −= Q·α
 //          converged columns (‖r_j‖ ≤ tol·‖b_j‖) leave the block (X, R compacted)
 //          β = −(PᵀQ)⁻¹·QᵀZ with Z = M·R,  P = Z + P·β
-// P is re-orthonormalized (P = orth(P), rank revealing, then Q = A·P again) only when the
-// diagonally scaled PᵀQ is not safely positive definite (Cholesky fails or a pivot² < 1e-10):
-// that is when the block has lost rank, and the only case where α and β would be inaccurate.
-// If PᵀQ of the orthonormal block still fails: breakdown (A not positive definite).
+// In exact arithmetic PᵀR = 0 after the update, so the next PᵀR = (Z + Pβ)ᵀR = ZᵀR, which the
+// residual pass already computes: PᵀR is formed explicitly only at the start of a cycle and after
+// a compaction or a re-orthonormalization.
+//
+// Device-resident iteration (every small matrix stays in the dense ops' space; DenseBlockOps'
+// second half). Per iteration, without preconditioner (the Laplacian case):
+//   Q = A·P                                   apply (rk columns)
+//   G1 = PᵀQ                                  reads P, Q              (2 passes)
+//   F = chol(D·PᵀQ·D), α = F⁻¹·ZᵀR            spd_factor/spd_solve on the device
+//   R −= Q·α;  G2 = [Q R]ᵀR                   cg_residual_update: reads Q, R, writes R (3)
+//   β = −F⁻¹·QᵀR                              spd_solve
+//   X += P·α;  P = R + P·β                    cg_direction_update, in place: reads P, R, X,
+//                                             writes P, X (5)
+//   ‖r_j‖² = diag(RᵀR) → host                 fetch_async (no wait)
+// = 10 passes over n × s blocks (80·n·s bytes) plus the apply, and no host synchronization: the
+// host waits for iteration t − 1's norms only after queuing iteration t, so the GPU never idles
+// (a column converged at t − 1 leaves the block at t + 1). With Jacobi: R −= Q·α (3), Z = D·R (3),
+// [Q R]ᵀZ (4), ‖r_j‖² (1) instead of the fused residual pass: 15 passes. When PᵀQ is not safely
+// positive definite (scaled pivot² < 1e-10: the block is losing rank) the iteration still uses
+// the factor; when it is not positive definite at all the device zeroes α and β (X, R unchanged,
+// P = Z). When the host sees either flag it drains the stream and, if the factor queued next is
+// flagged too, takes the rank-revealing path: P = orth(P) (SVQB with dropping), Q = A·P again;
+// if PᵀQ of the orthonormal block still fails: breakdown (A not positive definite). (X and R
+// stay consistent whatever α is: R −= Q·α and X += P·α use the same α.) After the first flag
+// the rest of the cycle runs synchronously (the host checks every factor before queuing the
+// next iteration), which is what a block losing rank needs; healthy blocks stay queued.
 // At the end the true residuals ‖b_j − A·x_j‖/‖b_j‖ are recomputed; columns whose true residual
 // misses the tolerance restart from their current x (at most max_cycles cycles).
 // A constant Jacobi diagonal is dropped (CG is invariant under M = c·I).
 //
-// Workspace: 5·n·s doubles (X, [Q | R], P, Z), allocated once in the constructor.
-// Per iteration, with r ≤ s columns in the block (each term = one pass over an n × r block):
-//   Q = A·P;  [PᵀQ PᵀR] = Pᵀ·[Q R] (one GEMM, 3 passes);  X += P·α, R −= Q·α (6 passes);
-//   no preconditioner: [QᵀR; RᵀR] = [Q R]ᵀ·R (one GEMM, 3 passes), Z = R (copy, 2 passes);
-//   Jacobi: Z = D·R (2), QᵀZ (2), ‖r_j‖² (1);  P = Z + P·β (3 passes).
-// 17–18 passes and 2 host round trips (plus the operator apply's) per iteration.
-//
-// Contract: A (and M) symmetric positive definite operators in ops.space(); the right-hand
-// sides are n × s. status == converged means every column's TRUE residual ‖b_j − A·x_j‖,
-// recomputed at the end, is at most tol·‖b_j‖ (b_j = 0 gives x_j = 0); not_converged returns
-// the current iterates; breakdown means A (or M) is not positive definite -- statuses, not
-// exceptions. Shape errors and operators in the wrong space throw InvalidArgument. The solver
-// does not check symmetry or definiteness up front (the command and the Python module do).
+// Workspace: 5·n·s doubles (X, [Q | R], P, Z) and s × 2s small matrices, allocated once in the
+// constructor.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -39,6 +50,16 @@
 
 namespace tcsolve {
 
+// What a solve did (filled when CgOptions::stats is set), for the benchmark's budget check.
+struct CgStats {
+  std::int64_t applies = 0;           // operator applies (each on the active block)
+  std::int64_t fused_iterations = 0;  // iterations through the queued device path
+  std::int64_t robust_steps = 0;      // rank-revealing re-orthonormalizations of P
+  double dense_budget_words = 0.0;    // 8-byte words the dense work must move (budget above)
+  double apply_seconds = 0.0;         // only with keep_history / on_iteration (stream marks)
+  double dense_seconds = 0.0;
+};
+
 struct CgOptions {
   double tol = 1e-8;                  // relative: ‖b_j − A·x_j‖₂ ≤ tol·‖b_j‖₂
   std::int64_t max_iterations = 5000;
@@ -49,6 +70,9 @@ struct CgOptions {
   // Called after each iteration with its record (progress display); may be empty.
   std::function<void(const IterationRecord&)> on_iteration;
   int max_cycles = 3;                 // restarts from the true residual
+  // How applies of A and M are ordered against the dense ops' stream (solvers/dense_ops.hpp).
+  ApplyOrder apply_order = ApplyOrder::events;
+  CgStats* stats = nullptr;           // optional output
 };
 
 // Reusable solver: workspace for up to max_rhs columns allocated once.

@@ -3,6 +3,7 @@
 #include "solvers/dense_ops.hpp"
 
 #include <Eigen/Dense>
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -138,8 +139,226 @@ class CpuDenseOps final : public DenseBlockOps {
   }
   void synchronize() override {}
 
+  // ---- backend-resident small matrices (host memory here)
+  void reserve_small(std::int64_t) override {}
+
+  void gram_into(double alpha, MvView<const double> x, MvView<const double> y, double beta,
+                 MvView<double> g) override {
+    require_host(x);
+    require_host(y);
+    TCSOLVE_REQUIRE(x.rows == y.rows && g.rows == x.cols && g.cols == y.cols, "gram_into: shapes");
+    auto gm = map(g);
+    if (beta == 0.0) gm.noalias() = alpha * (map(x).transpose() * map(y));
+    else {
+      if (beta != 1.0) gm *= beta;
+      gm.noalias() += alpha * (map(x).transpose() * map(y));
+    }
+  }
+
+  void gemm_into(double alpha, MvView<const double> x, MvView<const double> c, double beta,
+                 MvView<double> y) override {
+    TCSOLVE_REQUIRE(x.rows == y.rows && c.rows == x.cols && c.cols == y.cols, "gemm_into: shapes");
+    gemm(alpha, x, c.data, c.ld, beta, y);
+  }
+
+  void axpbypcz(double a, MvView<const double> x, double b, MvView<const double> y, double c,
+                MvView<double> z) override {
+    TCSOLVE_REQUIRE(x.rows == z.rows && y.rows == z.rows && x.cols == z.cols && y.cols == z.cols,
+                    "axpbypcz: shapes differ");
+    for (std::int64_t j = 0; j < z.cols; ++j) {
+      const double* xs = x.col(j);
+      const double* ys = y.col(j);
+      double* zs = z.col(j);
+      if (c == 0.0)
+        for (std::int64_t i = 0; i < z.rows; ++i) zs[i] = a * xs[i] + b * ys[i];
+      else
+        for (std::int64_t i = 0; i < z.rows; ++i) zs[i] = a * xs[i] + b * ys[i] + c * zs[i];
+    }
+  }
+
+  void residual_norms_into(MvView<const double> ax, MvView<const double> x,
+                           MvView<const double> theta, double s, MvView<double> out) override {
+    TCSOLVE_REQUIRE(ax.rows == x.rows && ax.cols == x.cols && theta.rows >= x.cols &&
+                        out.rows >= x.cols,
+                    "residual_norms_into: shapes");
+    for (std::int64_t j = 0; j < x.cols; ++j) {
+      const double t = s * theta.data[j];
+      double acc = 0.0;
+      const double* a = ax.col(j);
+      const double* xs = x.col(j);
+      for (std::int64_t i = 0; i < x.rows; ++i) {
+        double d = a[i] - t * xs[i];
+        acc += d * d;
+      }
+      out.data[j] = std::sqrt(acc);
+    }
+  }
+
+  void column_dots_into(MvView<const double> x, MvView<const double> y,
+                        MvView<double> out) override {
+    TCSOLVE_REQUIRE(out.rows >= x.cols, "column_dots_into: out too short");
+    column_dots(x, y, out.data);
+  }
+
+  void normalize_columns(MvView<double> x, MvView<double> norms) override {
+    TCSOLVE_REQUIRE(norms.rows >= x.cols, "normalize_columns: norms too short");
+    column_norms(x, norms.data);
+    for (std::int64_t j = 0; j < x.cols; ++j)
+      if (norms.data[j] > 0.0) Eigen::Map<Eigen::VectorXd>(x.col(j), x.rows) /= norms.data[j];
+  }
+
+  void eigh_small(MvView<double> a, MvView<double> w) override {
+    TCSOLVE_REQUIRE(a.rows == a.cols && w.rows >= a.rows, "eigh_small: shapes");
+    if (a.rows == 0) return;
+    Eigen::MatrixXd h = map(a);
+    es_.compute(h);  // lower triangle
+    if (es_.info() != Eigen::Success) throw Error("eigh_small: eigensolver did not converge");
+    map(a) = es_.eigenvectors();
+    Eigen::Map<Eigen::VectorXd>(w.data, a.rows) = es_.eigenvalues();
+  }
+
+  void pip_factor(MvView<const double> g, std::int64_t l, MvView<double> m,
+                  MvView<double> status) override {
+    const std::int64_t w = g.cols;
+    TCSOLVE_REQUIRE(g.rows == l + w && m.rows == l + w && m.cols == w && status.rows >= 2,
+                    "pip_factor: shapes");
+    auto gm = map(g);
+    Eigen::MatrixXd gyy = gm.bottomRows(w);
+    Eigen::MatrixXd sm = gyy;
+    if (l > 0) sm.noalias() -= gm.topRows(l).transpose() * gm.topRows(l);
+    sm = 0.5 * (sm + sm.transpose()).eval();
+    bool ok = true;
+    Eigen::VectorXd d(w);
+    for (std::int64_t i = 0; i < w; ++i) {
+      const double di = sm(i, i);
+      if (!(di > 1e-8 * gyy(i, i)) || !(di > 1e-300) || !std::isfinite(di)) ok = false;
+      d(i) = ok ? 1.0 / std::sqrt(di) : 1.0;
+    }
+    double piv = 0.0;
+    Eigen::MatrixXd t;
+    if (ok) {
+      Eigen::LLT<Eigen::MatrixXd> llt(d.asDiagonal() * sm * d.asDiagonal());
+      ok = llt.info() == Eigen::Success;
+      if (ok) {
+        piv = llt.matrixLLT().diagonal().minCoeff();
+        piv *= piv;
+        ok = piv >= 1e-12 && std::isfinite(piv);
+      }
+      if (ok) {
+        // T = D·Lc⁻ᵀ.
+        t = llt.matrixU().solve(Eigen::MatrixXd::Identity(w, w));
+        t = d.asDiagonal() * t;
+      }
+    }
+    auto mm = map(m);
+    if (ok) {
+      if (l > 0) mm.topRows(l).noalias() = -(gm.topRows(l) * t);
+      mm.bottomRows(w) = t;
+    } else {
+      if (l > 0) mm.topRows(l) = -gm.topRows(l);
+      mm.bottomRows(w).setIdentity();
+    }
+    status.data[0] = ok ? 0.0 : 1.0;
+    status.data[1] = ok ? piv : 0.0;
+  }
+
+  void spd_factor(MvView<const double> g, MvView<double> f, MvView<double> status,
+                  double piv_tol) override {
+    const std::int64_t r = g.rows;
+    TCSOLVE_REQUIRE(g.cols == r && f.rows == r && f.cols == r + 1 && status.rows >= 1,
+                    "spd_factor: shapes");
+    auto gm = map(g);
+    Eigen::MatrixXd p = 0.5 * (gm + gm.transpose());
+    int st = 0;
+    Eigen::VectorXd d(r);
+    for (std::int64_t i = 0; i < r; ++i) {
+      if (!(p(i, i) > 0.0) || !std::isfinite(p(i, i))) st = 2;
+      d(i) = st == 0 ? 1.0 / std::sqrt(p(i, i)) : 1.0;
+    }
+    auto fm = map(f);
+    fm.setZero();
+    if (st == 0) {
+      Eigen::LLT<Eigen::MatrixXd> llt(d.asDiagonal() * p * d.asDiagonal());
+      if (llt.info() != Eigen::Success) st = 2;
+      else {
+        double piv = llt.matrixLLT().diagonal().minCoeff();
+        if (!(piv > 0.0) || !std::isfinite(piv)) st = 2;
+        else if (piv * piv < piv_tol) st = 1;
+        fm.leftCols(r).triangularView<Eigen::Lower>() = llt.matrixL();
+      }
+    }
+    fm.col(r) = d;
+    status.data[0] = st;
+  }
+
+  void spd_solve(MvView<const double> f, MvView<const double> b, double sign,
+                 MvView<const double> status, MvView<double> out) override {
+    const std::int64_t r = f.rows;
+    TCSOLVE_REQUIRE(f.cols == r + 1 && b.rows == r && out.rows == r && out.cols == b.cols,
+                    "spd_solve: shapes");
+    auto om = map(out);
+    if (status.data[0] == 2.0) {
+      om.setZero();
+      return;
+    }
+    auto fm = map(f);
+    Eigen::VectorXd d = fm.col(r);
+    Eigen::MatrixXd lc = fm.leftCols(r);
+    Eigen::MatrixXd v = sign * (d.asDiagonal() * map(b));
+    lc.triangularView<Eigen::Lower>().solveInPlace(v);
+    lc.triangularView<Eigen::Lower>().transpose().solveInPlace(v);
+    om = d.asDiagonal() * v;
+  }
+
+  void cg_residual_update(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
+                          MvView<double> g) override {
+    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
+                        g.rows == q.cols + r.cols && g.cols == r.cols,
+                    "cg_residual_update: shapes");
+    auto rm = map(r);
+    if (q.cols > 0) rm.noalias() -= map(q) * map(alpha);
+    auto gm = map(g);
+    if (q.cols > 0) gm.topRows(q.cols).noalias() = map(q).transpose() * rm;
+    gm.bottomRows(r.cols).noalias() = rm.transpose() * rm;
+  }
+
+  void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
+                           MvView<const double> z, MvView<double> p, MvView<double> x) override {
+    const std::int64_t qn = alpha.rows, rn = z.cols;
+    TCSOLVE_REQUIRE(beta.rows == qn && alpha.cols == rn && beta.cols == rn && x.cols == rn &&
+                        p.cols >= std::max(qn, rn) && z.rows == p.rows && x.rows == p.rows,
+                    "cg_direction_update: shapes");
+    if (static_cast<std::int64_t>(scratch_.size()) < p.rows * rn) scratch_.resize(p.rows * rn);
+    MatMap tmp(scratch_.data(), p.rows, rn, Stride(p.rows));
+    MvView<const double> pq = p.columns(0, qn);
+    tmp.noalias() = map(pq) * map(beta);
+    map(x).noalias() += map(pq) * map(alpha);
+    map(p.columns(0, rn)) = map(z) + tmp;
+  }
+
+  void download_deferred(MvView<const double> src, double* host, std::int64_t ldh) override {
+    to_host(src, host, ldh);
+  }
+  std::uint64_t fetch_async() override { return ++ticket_; }
+  void fetch_wait(std::uint64_t) override {}
+  void external_begin() override {}
+  void external_end() override {}
+  int mark() override {
+    const int id = next_mark_;
+    marks_[id] = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+                     .count();
+    next_mark_ = (next_mark_ + 1) % static_cast<int>(marks_.size());
+    return id;
+  }
+  double elapsed_seconds(int from, int to) override { return marks_[to] - marks_[from]; }
+
  private:
   std::vector<double> scratch_;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es_;
+  std::uint64_t ticket_ = 0;
+  std::vector<double> marks_ = std::vector<double>(1024, 0.0);
+  int next_mark_ = 0;
 };
 
 }  // namespace

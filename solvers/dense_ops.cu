@@ -2,13 +2,20 @@
 // kernels for column-wise work, all on one stream owned by the object. Small coefficient
 // matrices go host → device through cudaMemcpy2DAsync into a staging buffer reused in stream
 // order; Gram results come back through pinned memory (the only synchronizations).
-// The small dense problems themselves (Cholesky, eigenproblems of size ≤ a few hundred) are
-// solved on the host with Eigen (see dense_ops.hpp for why not cuSOLVER at these sizes).
+// The host-side interface's small problems (gram(), fetch()) are solved by the callers on the
+// host; the backend-resident half of the interface (dense_ops.hpp) keeps them on the device:
+// cuSOLVER syevd/syevj and potrf/potrs for the small dense problems, single-block kernels for
+// their scaling and status flags, and fused multi-vector kernels on the fp64 tensor cores
+// (mma.sync m8n8k4 f64) for the small-output Gram products and the two block CG passes.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cusolverDn.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdlib>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -27,6 +34,13 @@ void cublas_check(cublasStatus_t s, const char* call, const char* file, int line
                     line);
 }
 #define TCSOLVE_CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
+
+void cusolver_check(cusolverStatus_t s, const char* call, const char* file, int line) {
+  if (s == CUSOLVER_STATUS_SUCCESS) return;
+  throw DeviceError(std::string(call) + " failed: cuSOLVER status " + std::to_string(int(s)), file,
+                    line);
+}
+#define TCSOLVE_CUSOLVER_CHECK(call) cusolver_check((call), #call, __FILE__, __LINE__)
 
 constexpr int kMaxCols = 128;  // columns per launch for kernels taking per-column parameters
 
@@ -90,6 +104,443 @@ __global__ void fill_random_kernel(double* x, long long ldx, long long rows, lon
     xs[i] = detail::random_entry(seed, i, col0 + blockIdx.y);
 }
 
+// ============================================================================================
+// Kernels of the backend-resident half of the interface.
+// ============================================================================================
+
+// Z = a·X + b·Y + c·Z over a flat range (the three views have ld == rows, so their columns are
+// contiguous): 16-byte accesses when every pointer is 16-byte aligned.
+template <bool kReadZ>
+__global__ void axpbypcz_flat_kernel(long long count, double a, const double* __restrict__ x,
+                                     double b, const double* __restrict__ y, double c,
+                                     double* __restrict__ z) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long half = count / 2;
+  const double2* x2 = reinterpret_cast<const double2*>(x);
+  const double2* y2 = reinterpret_cast<const double2*>(y);
+  double2* z2 = reinterpret_cast<double2*>(z);
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < half;
+       i += stride) {
+    double2 xv = x2[i], yv = y2[i], out;
+    if (kReadZ) {
+      double2 zv = z2[i];
+      out.x = a * xv.x + b * yv.x + c * zv.x;
+      out.y = a * xv.y + b * yv.y + c * zv.y;
+    } else {
+      out.x = a * xv.x + b * yv.x;
+      out.y = a * xv.y + b * yv.y;
+    }
+    z2[i] = out;
+  }
+  if ((count & 1) && blockIdx.x == 0 && threadIdx.x == 0) {
+    const long long i = count - 1;
+    z[i] = kReadZ ? a * x[i] + b * y[i] + c * z[i] : a * x[i] + b * y[i];
+  }
+}
+
+// The same on general views (grid.y = column).
+__global__ void axpbypcz_kernel(long long rows, double a, const double* x, long long ldx, double b,
+                                const double* y, long long ldy, double c, double* z,
+                                long long ldz) {
+  const double* xs = x + blockIdx.y * ldx;
+  const double* ys = y + blockIdx.y * ldy;
+  double* zs = z + blockIdx.y * ldz;
+  for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x)
+    zs[i] = c == 0.0 ? a * xs[i] + b * ys[i] : a * xs[i] + b * ys[i] + c * zs[i];
+}
+
+// out[j] += Σ_i (ax_ij − s·θ_j·x_ij)² over this block's rows (out zeroed before).
+__global__ void residual_sq_kernel(const double* ax, long long ldax, const double* x, long long ldx,
+                                   long long rows, const double* theta, double s, double* out) {
+  __shared__ double part[256 / 32];
+  const double t = s * theta[blockIdx.y];
+  const double* as = ax + blockIdx.y * ldax;
+  const double* xs = x + blockIdx.y * ldx;
+  double acc = 0.0;
+  for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows;
+       i += gridDim.x * blockDim.x) {
+    const double d = as[i] - t * xs[i];
+    acc += d * d;
+  }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    acc = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0;
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if (threadIdx.x == 0) atomicAdd(out + blockIdx.y, acc);
+  }
+}
+
+__global__ void sqrt_kernel(double* v, long long count) {
+  for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    v[i] = sqrt(fmax(v[i], 0.0));
+}
+
+// x_ij /= norm_j for norm_j > 0 (grid.y = column).
+__global__ void scale_by_inverse_kernel(double* x, long long ldx, long long rows,
+                                        const double* norms) {
+  const double nj = norms[blockIdx.y];
+  if (!(nj > 0.0)) return;
+  const double inv = 1.0 / nj;
+  double* xs = x + blockIdx.y * ldx;
+  for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x)
+    xs[i] *= inv;
+}
+
+// ---- single-block kernels for the small dense problems (r ≤ a few hundred) ----
+
+// spd_factor, before potrf: status = 2 if a diagonal entry of G is ≤ 0 / not finite;
+// F(:, 0:r) = D·sym(G)·D, F(:, r) = D = diag(G)^(-1/2) (1 where invalid).
+__global__ void spd_scale_kernel(const double* g, long long ldg, int r, double* f, double* status) {
+  __shared__ int bad;
+  if (threadIdx.x == 0) bad = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < r; i += blockDim.x) {
+    const double d = g[i + i * ldg];
+    const bool ok = d > 0.0 && isfinite(d);
+    if (!ok) bad = 1;
+    f[i + static_cast<long long>(r) * r] = ok ? rsqrt(d) : 1.0;
+  }
+  __syncthreads();
+  const double* dv = f + static_cast<long long>(r) * r;
+  for (int e = threadIdx.x; e < r * r; e += blockDim.x) {
+    const int i = e % r, j = e / r;
+    f[e] = dv[i] * 0.5 * (g[i + j * ldg] + g[j + i * ldg]) * dv[j];
+  }
+  if (threadIdx.x == 0) status[0] = bad ? 2.0 : 0.0;
+}
+
+// spd_factor, after potrf: 2 when potrf failed (info ≠ 0) or a pivot is not positive, 1 when the
+// smallest pivot² < piv_tol, else 0 (a 2 from spd_scale_kernel stays).
+__global__ void spd_status_kernel(const double* f, int r, const int* info, double piv_tol,
+                                  double* status) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  if (status[0] == 2.0) return;
+  if (*info != 0) {
+    status[0] = 2.0;
+    return;
+  }
+  double piv = 1e300;
+  for (int i = 0; i < r; ++i) piv = fmin(piv, f[i + static_cast<long long>(i) * r]);
+  status[0] = !(piv > 0.0) || !isfinite(piv) ? 2.0 : (piv * piv < piv_tol ? 1.0 : 0.0);
+}
+
+// out = sign·D·B (pre) or out = D·out (post); zero when status = 2 (no factor).
+__global__ void spd_rowscale_kernel(const double* f, int r, const double* b, long long ldb,
+                                    int cols, double sign, const double* status, double* out,
+                                    long long ldo) {
+  const bool zero = status[0] == 2.0;
+  const double* dv = f + static_cast<long long>(r) * r;
+  for (int e = threadIdx.x + blockIdx.x * blockDim.x; e < r * cols; e += blockDim.x * gridDim.x) {
+    const int i = e % r, j = e / r;
+    out[i + j * ldo] = zero ? 0.0 : sign * dv[i] * b[i + j * ldb];
+  }
+}
+
+// pip_factor, before potrf. S (w × w, ld w) = Gyy − CᵀC already formed. Flags cancellation
+// (S_ii ≤ 1e-8·Gyy_ii), then F(:, 0:w) = D·sym(S)·D, F(:, w) = D.
+__global__ void pip_scale_kernel(const double* s, const double* gyy, long long ldg, int w,
+                                 double* f, double* status) {
+  __shared__ int bad;
+  if (threadIdx.x == 0) bad = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < w; i += blockDim.x) {
+    const double d = s[i + static_cast<long long>(i) * w];
+    const bool ok = d > 1e-8 * gyy[i + i * ldg] && d > 1e-300 && isfinite(d);
+    if (!ok) bad = 1;
+    f[i + static_cast<long long>(w) * w] = ok ? rsqrt(d) : 1.0;
+  }
+  __syncthreads();
+  const double* dv = f + static_cast<long long>(w) * w;
+  for (int e = threadIdx.x; e < w * w; e += blockDim.x) {
+    const int i = e % w, j = e / w;
+    f[e] = dv[i] * 0.5 * (s[i + static_cast<long long>(j) * w] + s[j + static_cast<long long>(i) * w]) *
+           dv[j];
+  }
+  if (threadIdx.x == 0) status[0] = bad ? 1.0 : 0.0;
+}
+
+// pip_factor, after potrf: flag potrf failure / small pivots, store min pivot²; T ← I for trsm.
+__global__ void pip_check_kernel(const double* f, int w, const int* info, double* status,
+                                 double* t) {
+  for (int e = threadIdx.x; e < w * w; e += blockDim.x) t[e] = (e % w == e / w) ? 1.0 : 0.0;
+  if (threadIdx.x != 0) return;
+  double piv = 1e300;
+  for (int i = 0; i < w; ++i) piv = fmin(piv, f[i + static_cast<long long>(i) * w]);
+  const double p2 = piv * piv;
+  const bool ok = status[0] == 0.0 && *info == 0 && piv > 0.0 && isfinite(p2) && p2 >= 1e-12;
+  status[0] = ok ? 0.0 : 1.0;
+  status[1] = ok ? p2 : 0.0;
+}
+
+// T ← D·T (rows), T w × w.
+__global__ void pip_rowscale_kernel(const double* f, int w, double* t) {
+  const double* dv = f + static_cast<long long>(w) * w;
+  for (int e = threadIdx.x + blockIdx.x * blockDim.x; e < w * w; e += blockDim.x * gridDim.x)
+    t[e] *= dv[e % w];
+}
+
+// M = [CT; T] (normal) or [−C; I] (fallback). CT = −C·T (l × w), C = G(0:l, :).
+__global__ void pip_select_kernel(const double* g, long long ldg, int l, int w, const double* ct,
+                                  const double* t, const double* status, double* m,
+                                  long long ldm) {
+  const bool ok = status[0] == 0.0;
+  const int rows = l + w;
+  for (long long e = threadIdx.x + blockIdx.x * static_cast<long long>(blockDim.x);
+       e < static_cast<long long>(rows) * w; e += blockDim.x * static_cast<long long>(gridDim.x)) {
+    const int i = static_cast<int>(e % rows), j = static_cast<int>(e / rows);
+    double v;
+    if (i < l) v = ok ? ct[i + static_cast<long long>(j) * l] : -g[i + j * ldg];
+    else v = ok ? t[(i - l) + static_cast<long long>(j) * w] : (i - l == j ? 1.0 : 0.0);
+    m[i + j * ldm] = v;
+  }
+}
+
+// ---- fp64 tensor-core tiles: D(8×8) += A(8×4)·B(4×8), m8n8k4 ----
+// Fragments (lane = 4·g + t): a = A[g][t], b = B[t][g], (d0, d1) = D[g][2t], D[g][2t+1].
+__device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+               : "+d"(d0), "+d"(d1)
+               : "d"(a), "d"(b));
+#else
+  // Older GPUs: the same product through shuffles (correct, not fast).
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  for (int kk = 0; kk < 4; ++kk) {
+    const double av = __shfl_sync(0xffffffffu, a, 4 * g + kk);
+    const double b0 = __shfl_sync(0xffffffffu, b, 4 * (2 * t) + kk);
+    const double b1 = __shfl_sync(0xffffffffu, b, 4 * (2 * t + 1) + kk);
+    d0 += av * b0;
+    d1 += av * b1;
+  }
+#endif
+}
+
+// Shared-memory row strides ≡ 4 (mod 16) doubles: the fragment reads (t·ld + g) of a half warp
+// hit 16 different 8-byte bank pairs.
+__host__ __device__ constexpr int frag_ld(int cols) { return ((cols + 15) / 16) * 16 + 4; }
+
+// Partial Gram products G_b = X(rows of b)ᵀ·Y(rows of b), X n × p, Y n × q, p ≤ 8·MT, q ≤ 8·NT.
+// Each warp walks 4-row k-steps (grid-stride over all warps) holding every 8 × 8 output tile in
+// registers (2·MT·NT doubles per lane); fragments come straight from global memory (a warp's load
+// is 8 columns × 4 consecutive rows: whole 32-byte sectors). The warps' tiles are summed in
+// shared memory, then written as block partial b (p × q, compact) for gram_finish_kernel.
+template <int MT, int NT>
+__global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q, const double* x,
+                                                      long long ldx, const double* y,
+                                                      long long ldy, double* partial) {
+  extern __shared__ double sg[];  // p × q
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  double acc[MT][NT][2];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
+  const long long gw = static_cast<long long>(blockIdx.x) * nw + warp;
+  const long long tw = static_cast<long long>(gridDim.x) * nw;
+  for (long long k0 = 4 * gw; k0 < n; k0 += 4 * tw) {
+    const long long row = k0 + t;
+    const bool rv = row < n;
+    double af[MT], bf[NT];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      const int c = 8 * i + g;
+      af[i] = rv && c < p ? x[row + c * ldx] : 0.0;
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int c = 8 * j + g;
+      bf[j] = rv && c < q ? y[row + c * ldy] : 0.0;
+    }
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) dmma(acc[i][j][0], acc[i][j][1], af[i], bf[j]);
+  }
+  // Sum over the warps of the block (in warp order: deterministic).
+  for (int w = 0; w < nw; ++w) {
+    if (warp == w) {
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = 8 * i + g, c = 8 * j + 2 * t + h;
+            if (r < p && c < q) {
+              double& dst = sg[r + c * p];
+              dst = (w == 0 ? 0.0 : dst) + acc[i][j][h];
+            }
+          }
+    }
+    __syncthreads();
+  }
+  double* out = partial + static_cast<long long>(blockIdx.x) * p * q;
+  for (int e = threadIdx.x; e < p * q; e += blockDim.x) out[e] = sg[e];
+}
+
+// G = α·Σ_b partial_b + β·G (β = 0: G not read). One thread per entry, blocks summed in order.
+__global__ void gram_finish_kernel(const double* partial, int nblocks, int p, int q, double alpha,
+                                   double beta, double* gout, long long ldg) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= p * q) return;
+  double s = 0.0;
+  for (int b = 0; b < nblocks; ++b) s += partial[static_cast<long long>(b) * p * q + e];
+  const int i = e % p, j = e / p;
+  double& dst = gout[i + j * ldg];
+  dst = beta == 0.0 ? alpha * s : alpha * s + beta * dst;
+}
+
+// Block CG residual pass (cg_residual_update), q ≤ 8·QT, r ≤ 8·RT. Block = 4 warps, tiles of 32
+// rows (one 8-row strip per warp), grid-stride over tiles:
+//   1. each warp: Rn = R − Q·α on its strip (A = −Q fragments for every k-step of 4 columns, held
+//      in registers; B = α from shared memory; C = R) → Rn to global R, and [Q Rn] into the
+//      shared tile T (32 × (8QT + 8RT), Q zero-padded to 8QT columns, Rn at column 8QT);
+//   2. after a barrier, G += Tᵀ·T(:, 8QT:) over the 32 rows: output tiles ((QT + RT) × RT) dealt
+//      round-robin to the 4 warps, 8 k-steps each.
+// Each output tile belongs to one warp, so the block partial (G rows: Q part 0:q, R part q:q+r)
+// is written without a block reduction; gram_finish_kernel sums the blocks.
+// Traffic: reads Q and R, writes R (3 passes); 2·(q + 2r)·r flops per row on the tensor cores.
+template <int QT, int RT>
+__global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, int r,
+                                                          const double* alpha, long long lda,
+                                                          const double* qm, long long ldq,
+                                                          double* rm, long long ldr,
+                                                          double* partial) {
+  constexpr int LDA = frag_ld(8 * RT);
+  constexpr int TC = 8 * QT + 8 * RT;
+  constexpr int LDT = frag_ld(TC);
+  constexpr int NTILE = (QT + RT) * RT;
+  constexpr int SLOTS = (NTILE + 3) / 4;
+  extern __shared__ double smem[];
+  double* as = smem;                     // α, 8QT × LDA (zero-padded)
+  double* ts = smem + 8 * QT * LDA;      // T, 32 × LDT
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
+    const int k = e / LDA, c = e % LDA;
+    as[e] = k < q && c < r ? alpha[k + c * lda] : 0.0;
+  }
+  double gacc[SLOTS][2];
+#pragma unroll
+  for (int s2 = 0; s2 < SLOTS; ++s2) gacc[s2][0] = gacc[s2][1] = 0.0;
+  __syncthreads();
+  for (long long tile0 = 32LL * blockIdx.x; tile0 < n; tile0 += 32LL * gridDim.x) {
+    // ---- 1. this warp's strip
+    const int srow = 8 * warp + g;  // row in the tile
+    const long long row = tile0 + srow;
+    const bool rv = row < n;
+    double af[2 * QT];
+#pragma unroll
+    for (int ks = 0; ks < 2 * QT; ++ks) {
+      const int k = 4 * ks + t;
+      const double v = rv && k < q ? qm[row + k * ldq] : 0.0;
+      af[ks] = -v;
+      ts[srow * LDT + k] = v;
+    }
+    // rows of the strip are the A-fragment rows g; the C/D fragment rows are g as well.
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) {
+      const int c0 = 8 * ct + 2 * t;
+      double d0 = rv && c0 < r ? rm[row + c0 * ldr] : 0.0;
+      double d1 = rv && c0 + 1 < r ? rm[row + (c0 + 1) * ldr] : 0.0;
+#pragma unroll
+      for (int ks = 0; ks < 2 * QT; ++ks) dmma(d0, d1, af[ks], as[(4 * ks + t) * LDA + 8 * ct + g]);
+      if (rv && c0 < r) rm[row + c0 * ldr] = d0;
+      if (rv && c0 + 1 < r) rm[row + (c0 + 1) * ldr] = d1;
+      ts[srow * LDT + 8 * QT + c0] = d0;
+      ts[srow * LDT + 8 * QT + c0 + 1] = d1;
+    }
+    __syncthreads();
+    // ---- 2. G += Tᵀ·T(:, 8QT:) over the tile's 32 rows
+#pragma unroll
+    for (int s2 = 0; s2 < SLOTS; ++s2) {
+      const int tid = warp + 4 * s2;
+      if (tid < NTILE) {
+        const int ti = tid / RT, tj = tid % RT;
+#pragma unroll
+        for (int ks = 0; ks < 8; ++ks) {
+          const double a = ts[(4 * ks + t) * LDT + 8 * ti + g];
+          const double b = ts[(4 * ks + t) * LDT + 8 * QT + 8 * tj + g];
+          dmma(gacc[s2][0], gacc[s2][1], a, b);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  // Block partial: (q + r) × r, compact.
+  const int gr = q + r;
+  double* out = partial + static_cast<long long>(blockIdx.x) * gr * r;
+#pragma unroll
+  for (int s2 = 0; s2 < SLOTS; ++s2) {
+    const int tid = warp + 4 * s2;
+    if (tid >= NTILE) continue;
+    const int ti = tid / RT, tj = tid % RT;
+    const int a = 8 * ti + g;  // row of Tᵀ
+    int grow = -1;
+    if (a < 8 * QT) grow = a < q ? a : -1;
+    else grow = a - 8 * QT < r ? q + (a - 8 * QT) : -1;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = 8 * tj + 2 * t + h;
+      if (grow >= 0 && c < r) out[grow + c * gr] = gacc[s2][h];
+    }
+  }
+}
+
+// Block CG direction pass (cg_direction_update), in place, q ≤ 8·QT, r ≤ 8·RT: one warp per
+// 8-row strip (grid-stride): A = P strip fragments (all q columns, in registers before anything
+// is stored), X += P·α and P(:, 0:r) = Z + P·β per 8-column tile. Reads P, Z, X; writes P, X.
+template <int QT, int RT>
+__global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, int r,
+                                                           const double* alpha, long long lda,
+                                                           const double* beta, long long ldb,
+                                                           const double* zm, long long ldz,
+                                                           double* pm, long long ldp, double* xm,
+                                                           long long ldx) {
+  constexpr int LDA = frag_ld(8 * RT);
+  extern __shared__ double smem[];
+  double* as = smem;                 // α, 8QT × LDA
+  double* bs = smem + 8 * QT * LDA;  // β
+  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
+    const int k = e / LDA, c = e % LDA;
+    const bool v = k < q && c < r;
+    as[e] = v ? alpha[k + c * lda] : 0.0;
+    bs[e] = v ? beta[k + c * ldb] : 0.0;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  for (long long s0 = 8 * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
+       s0 += 8LL * gridDim.x * nw) {
+    const long long row = s0 + g;
+    const bool rv = row < n;
+    double af[2 * QT];
+#pragma unroll
+    for (int ks = 0; ks < 2 * QT; ++ks) {
+      const int k = 4 * ks + t;
+      af[ks] = rv && k < q ? pm[row + k * ldp] : 0.0;
+    }
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) {
+      const int c0 = 8 * ct + 2 * t;
+      const bool v0 = rv && c0 < r, v1 = rv && c0 + 1 < r;
+      double x0 = v0 ? xm[row + c0 * ldx] : 0.0, x1 = v1 ? xm[row + (c0 + 1) * ldx] : 0.0;
+      double p0 = v0 ? zm[row + c0 * ldz] : 0.0, p1 = v1 ? zm[row + (c0 + 1) * ldz] : 0.0;
+#pragma unroll
+      for (int ks = 0; ks < 2 * QT; ++ks) {
+        const int ai = (4 * ks + t) * LDA + 8 * ct + g;
+        dmma(x0, x1, af[ks], as[ai]);
+        dmma(p0, p1, af[ks], bs[ai]);
+      }
+      if (v0) xm[row + c0 * ldx] = x0, pm[row + c0 * ldp] = p0;
+      if (v1) xm[row + (c0 + 1) * ldx] = x1, pm[row + (c0 + 1) * ldp] = p1;
+    }
+  }
+}
+
 void require_device(MvView<const double> v, const char* what) {
   if (v.space != Space::device && v.cols > 0 && v.rows > 0)
     throw InvalidArgument(std::string("CUDA dense ops: ") + what + " is not a device block");
@@ -108,9 +559,35 @@ class CudaDenseOps final : public DenseBlockOps {
     sms_ = std::max(sms, 1);
     pending_.reserve(16);
     reserve(0, 0, 64 * 64);
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream_));
+    info_ = static_cast<int*>(device_malloc(4 * sizeof(int)));
+    // Block partials of the fused Gram kernels: at most partial_blocks() blocks of 128 × 64.
+    partial_elems_ = static_cast<std::size_t>(partial_blocks()) * 128 * 64;
+    partial_ = static_cast<double*>(device_malloc(partial_elems_ * sizeof(double)));
+    TCSOLVE_CUDA_CHECK(cudaEventCreateWithFlags(&ext_begin_, cudaEventDisableTiming));
+    TCSOLVE_CUDA_CHECK(cudaEventCreateWithFlags(&ext_end_, cudaEventDisableTiming));
+    marks_.resize(1024);
+    for (auto& e : marks_) TCSOLVE_CUDA_CHECK(cudaEventCreate(&e));
+    for (auto& sl : slots_) sl.event = nullptr;
+    if (const char* ev = std::getenv("TCSOLVE_EIGH_JACOBI_MAX")) syevj_max_ = std::atoi(ev);
+    enable_fused_kernels();
   }
   ~CudaDenseOps() override {
     cudaStreamSynchronize(stream_);
+    for (auto& sl : slots_) {
+      if (sl.pinned) cudaFreeHost(sl.pinned);
+      if (sl.event) cudaEventDestroy(sl.event);
+    }
+    for (auto& e : marks_) cudaEventDestroy(e);
+    cudaEventDestroy(ext_begin_);
+    cudaEventDestroy(ext_end_);
+    if (syevj_params_) cusolverDnDestroySyevjInfo(syevj_params_);
+    device_free(info_);
+    device_free(partial_);
+    device_free(solver_work_);
+    device_free(small_ws_);
+    cusolverDnDestroy(solver_);
     if (scratch_) cudaFree(scratch_);
     if (coef_) cudaFree(coef_);
     if (small_) cudaFree(small_);
@@ -318,7 +795,425 @@ class CudaDenseOps final : public DenseBlockOps {
   }
   void synchronize() override { TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+  // ==== backend-resident small matrices =======================================================
+
+  void reserve_small(std::int64_t max_dim) override {
+    const int m = static_cast<int>(std::max<std::int64_t>(max_dim, 1));
+    if (m <= small_dim_) return;
+    synchronize();
+    int lw = 0, lw2 = 0, lw3 = 0;
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnDsyevd_bufferSize(solver_, CUSOLVER_EIG_MODE_VECTOR,
+                                                       CUBLAS_FILL_MODE_LOWER, m, nullptr, m,
+                                                       nullptr, &lw));
+    TCSOLVE_CUSOLVER_CHECK(
+        cusolverDnDpotrf_bufferSize(solver_, CUBLAS_FILL_MODE_LOWER, m, nullptr, m, &lw2));
+    if (!syevj_params_) {
+      TCSOLVE_CUSOLVER_CHECK(cusolverDnCreateSyevjInfo(&syevj_params_));
+      TCSOLVE_CUSOLVER_CHECK(cusolverDnXsyevjSetMaxSweeps(syevj_params_, 100));
+    }
+    const int mj = std::min(m, std::max(syevj_max_, 1));
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnDsyevj_bufferSize(solver_, CUSOLVER_EIG_MODE_VECTOR,
+                                                       CUBLAS_FILL_MODE_LOWER, mj, nullptr, mj,
+                                                       nullptr, &lw3, syevj_params_));
+    const std::size_t need = static_cast<std::size_t>(std::max({lw, lw2, lw3, 1}));
+    device_free(solver_work_);
+    solver_work_ = static_cast<double*>(device_malloc(need * sizeof(double)));
+    solver_lwork_ = static_cast<int>(need);
+    // S, F (m × (m + 1)), T, CT: 4 matrices of m × (m + 1).
+    device_free(small_ws_);
+    const std::size_t mm = static_cast<std::size_t>(m) * (m + 1);
+    small_ws_ = static_cast<double*>(device_malloc(4 * mm * sizeof(double)));
+    small_dim_ = m;
+  }
+
+  void gram_into(double alpha, MvView<const double> x, MvView<const double> y, double beta,
+                 MvView<double> g) override {
+    require_device(x, "X");
+    require_device(y, "Y");
+    TCSOLVE_REQUIRE(x.rows == y.rows && g.rows == x.cols && g.cols == y.cols, "gram_into: shapes");
+    const std::int64_t p = x.cols, q = y.cols;
+    if (p == 0 || q == 0) return;
+    if (x.rows == 0) {
+      if (beta == 0.0)
+        TCSOLVE_CUDA_CHECK(cudaMemset2DAsync(g.data, g.ld * sizeof(double), 0, p * sizeof(double),
+                                             q, stream_));
+      else if (beta != 1.0) scale_columns(beta, g);
+      return;
+    }
+    if (fused_ && p <= 64 && q <= 64 && x.rows >= 4096) {
+      const int nb = static_cast<int>(std::min<std::int64_t>(partial_blocks(), (x.rows + 511) / 512));
+      const std::size_t sh = static_cast<std::size_t>(p * q) * sizeof(double);
+      launch_gram_tn(static_cast<int>((p + 7) / 8), static_cast<int>((q + 7) / 8), nb, sh, x, y);
+      gram_finish_kernel<<<static_cast<unsigned>((p * q + 255) / 256), 256, 0, stream_>>>(
+          partial_, nb, static_cast<int>(p), static_cast<int>(q), alpha, beta, g.data, g.ld);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, int(p), int(q), int(x.rows),
+                                     &alpha, x.data, int(x.ld), y.data, int(y.ld), &beta, g.data,
+                                     int(g.ld)));
+  }
+
+  void gemm_into(double alpha, MvView<const double> x, MvView<const double> c, double beta,
+                 MvView<double> y) override {
+    require_device(x, "X");
+    require_device(y, "Y");
+    TCSOLVE_REQUIRE(x.rows == y.rows && c.rows == x.cols && c.cols == y.cols, "gemm_into: shapes");
+    const std::int64_t p = x.cols, q = y.cols;
+    if (q == 0 || y.rows == 0) return;
+    if (p == 0) {
+      if (beta == 0.0) fill_zero(y);
+      else if (beta != 1.0) scale_columns(beta, y);
+      return;
+    }
+    TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, int(y.rows), int(q), int(p),
+                                     &alpha, x.data, int(x.ld), c.data, int(c.ld), &beta, y.data,
+                                     int(y.ld)));
+  }
+
+  void axpbypcz(double a, MvView<const double> x, double b, MvView<const double> y, double c,
+                MvView<double> z) override {
+    TCSOLVE_REQUIRE(x.rows == z.rows && y.rows == z.rows && x.cols == z.cols && y.cols == z.cols,
+                    "axpbypcz: shapes differ");
+    if (z.rows == 0 || z.cols == 0) return;
+    const bool flat = x.ld == x.rows && y.ld == y.rows && z.ld == z.rows;
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(x.data) |
+                          reinterpret_cast<std::uintptr_t>(y.data) |
+                          reinterpret_cast<std::uintptr_t>(z.data)) % 16 == 0;
+    if (flat && aligned) {
+      const long long count = z.rows * z.cols;
+      const unsigned blocks = static_cast<unsigned>(
+          std::max<long long>(1, std::min<long long>(8LL * sms_, (count / 2 + 255) / 256)));
+      if (c == 0.0)
+        axpbypcz_flat_kernel<false><<<blocks, 256, 0, stream_>>>(count, a, x.data, b, y.data, c, z.data);
+      else
+        axpbypcz_flat_kernel<true><<<blocks, 256, 0, stream_>>>(count, a, x.data, b, y.data, c, z.data);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    for (std::int64_t c0 = 0; c0 < z.cols; c0 += 65535) {
+      std::int64_t nc = std::min<std::int64_t>(65535, z.cols - c0);
+      axpbypcz_kernel<<<grid(z.rows, nc), 256, 0, stream_>>>(z.rows, a, x.col(c0), x.ld, b,
+                                                             y.col(c0), y.ld, c, z.col(c0), z.ld);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+  }
+
+  void residual_norms_into(MvView<const double> ax, MvView<const double> x,
+                           MvView<const double> theta, double s, MvView<double> out) override {
+    TCSOLVE_REQUIRE(ax.rows == x.rows && ax.cols == x.cols && theta.rows >= x.cols &&
+                        out.rows >= x.cols,
+                    "residual_norms_into: shapes");
+    const std::int64_t c = x.cols;
+    if (c == 0) return;
+    TCSOLVE_CUDA_CHECK(cudaMemsetAsync(out.data, 0, sizeof(double) * c, stream_));
+    for (std::int64_t c0 = 0; c0 < c && x.rows > 0; c0 += 65535) {
+      std::int64_t nc = std::min<std::int64_t>(65535, c - c0);
+      residual_sq_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(
+          ax.col(c0), ax.ld, x.col(c0), x.ld, x.rows, theta.data + c0, s, out.data + c0);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+    sqrt_kernel<<<static_cast<unsigned>((c + 255) / 256), 256, 0, stream_>>>(out.data, c);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
+  void column_dots_into(MvView<const double> x, MvView<const double> y,
+                        MvView<double> out) override {
+    TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols && out.rows >= x.cols,
+                    "column_dots_into: shapes");
+    const std::int64_t c = x.cols;
+    if (c == 0) return;
+    TCSOLVE_CUDA_CHECK(cudaMemsetAsync(out.data, 0, sizeof(double) * c, stream_));
+    for (std::int64_t c0 = 0; c0 < c && x.rows > 0; c0 += 65535) {
+      std::int64_t nc = std::min<std::int64_t>(65535, c - c0);
+      column_dot_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, y.col(c0), y.ld,
+                                                               x.rows, out.data + c0);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+  }
+
+  void normalize_columns(MvView<double> x, MvView<double> norms) override {
+    column_dots_into(x, x, norms);
+    const std::int64_t c = x.cols;
+    if (c == 0) return;
+    sqrt_kernel<<<static_cast<unsigned>((c + 255) / 256), 256, 0, stream_>>>(norms.data, c);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    for (std::int64_t c0 = 0; c0 < c && x.rows > 0; c0 += 65535) {
+      std::int64_t nc = std::min<std::int64_t>(65535, c - c0);
+      scale_by_inverse_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, x.rows,
+                                                                     norms.data + c0);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+  }
+
+  void eigh_small(MvView<double> a, MvView<double> w) override {
+    require_device(a, "A");
+    TCSOLVE_REQUIRE(a.rows == a.cols && w.rows >= a.rows, "eigh_small: shapes");
+    const int m = static_cast<int>(a.rows);
+    if (m == 0) return;
+    reserve_small(m);
+    if (m <= syevj_max_) {
+      // One-sided Jacobi: a single kernel chain without the tridiagonal reduction's many small
+      // launches (cheaper below a few dozen rows; see docs/performance.md).
+      TCSOLVE_CUSOLVER_CHECK(cusolverDnDsyevj(solver_, CUSOLVER_EIG_MODE_VECTOR,
+                                              CUBLAS_FILL_MODE_LOWER, m, a.data, int(a.ld), w.data,
+                                              solver_work_, solver_lwork_, info_, syevj_params_));
+    } else {
+      TCSOLVE_CUSOLVER_CHECK(cusolverDnDsyevd(solver_, CUSOLVER_EIG_MODE_VECTOR,
+                                              CUBLAS_FILL_MODE_LOWER, m, a.data, int(a.ld), w.data,
+                                              solver_work_, solver_lwork_, info_));
+    }
+  }
+
+  void pip_factor(MvView<const double> g, std::int64_t l, MvView<double> m,
+                  MvView<double> status) override {
+    const std::int64_t w = g.cols;
+    TCSOLVE_REQUIRE(g.rows == l + w && m.rows == l + w && m.cols == w && status.rows >= 2,
+                    "pip_factor: shapes");
+    if (w == 0) return;
+    reserve_small(std::max(w, l));
+    const int wi = static_cast<int>(w), li = static_cast<int>(l);
+    const std::size_t mm = static_cast<std::size_t>(small_dim_) * (small_dim_ + 1);
+    double* sm = small_ws_;           // S = Gyy − CᵀC (w × w)
+    double* fm = small_ws_ + mm;      // F (w × (w + 1))
+    double* tm = small_ws_ + 2 * mm;  // T (w × w)
+    double* ct = small_ws_ + 3 * mm;  // −C·T (l × w)
+    const double* gyy = g.data + l;
+    TCSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(sm, w * sizeof(double), gyy, g.ld * sizeof(double),
+                                         w * sizeof(double), w, cudaMemcpyDeviceToDevice, stream_));
+    const double one = 1.0, mone = -1.0, zero = 0.0;
+    if (l > 0)
+      TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, wi, wi, li, &mone, g.data,
+                                       int(g.ld), g.data, int(g.ld), &one, sm, wi));
+    pip_scale_kernel<<<1, 256, 0, stream_>>>(sm, gyy, g.ld, wi, fm, status.data);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, wi, fm, wi,
+                                            solver_work_, solver_lwork_, info_));
+    pip_check_kernel<<<1, 256, 0, stream_>>>(fm, wi, info_, status.data, tm);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    // T = Lc⁻ᵀ (Lcᵀ·T = I), then T = D·T.
+    TCSOLVE_CUBLAS_CHECK(cublasDtrsm(handle_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                                     CUBLAS_DIAG_NON_UNIT, wi, wi, &one, fm, wi, tm, wi));
+    pip_rowscale_kernel<<<1, 256, 0, stream_>>>(fm, wi, tm);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    if (l > 0)
+      TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, li, wi, wi, &mone, g.data,
+                                       int(g.ld), tm, wi, &zero, ct, li));
+    const long long total = (l + w) * w;
+    pip_select_kernel<<<static_cast<unsigned>(std::min<long long>((total + 255) / 256, 1024)), 256,
+                        0, stream_>>>(g.data, g.ld, li, wi, ct, tm, status.data, m.data, m.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
+  void spd_factor(MvView<const double> g, MvView<double> f, MvView<double> status,
+                  double piv_tol) override {
+    const std::int64_t r = g.rows;
+    TCSOLVE_REQUIRE(g.cols == r && f.rows == r && f.cols == r + 1 && f.ld == r && status.rows >= 1,
+                    "spd_factor: shapes (F must be compact, ld = r)");
+    if (r == 0) return;
+    reserve_small(r);
+    const int ri = static_cast<int>(r);
+    spd_scale_kernel<<<1, 256, 0, stream_>>>(g.data, g.ld, ri, f.data, status.data);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, ri, f.data, ri,
+                                            solver_work_, solver_lwork_, info_));
+    spd_status_kernel<<<1, 32, 0, stream_>>>(f.data, ri, info_, piv_tol, status.data);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
+  void spd_solve(MvView<const double> f, MvView<const double> b, double sign,
+                 MvView<const double> status, MvView<double> out) override {
+    const std::int64_t r = f.rows;
+    TCSOLVE_REQUIRE(f.cols == r + 1 && f.ld == r && b.rows == r && out.rows == r &&
+                        out.cols == b.cols,
+                    "spd_solve: shapes");
+    if (r == 0 || b.cols == 0) return;
+    const int ri = static_cast<int>(r), c = static_cast<int>(b.cols);
+    const unsigned nb = static_cast<unsigned>(std::min<long long>((r * c + 255) / 256, 256));
+    spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, ri, b.data, b.ld, c, sign, status.data,
+                                                 out.data, out.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrs(solver_, CUBLAS_FILL_MODE_LOWER, ri, c, f.data, ri,
+                                            out.data, int(out.ld), info_ + 1));
+    spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, ri, out.data, out.ld, c, 1.0, status.data,
+                                                 out.data, out.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
+  void cg_residual_update(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
+                          MvView<double> g) override {
+    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
+                        g.rows == q.cols + r.cols && g.cols == r.cols,
+                    "cg_residual_update: shapes");
+    const std::int64_t qc = q.cols, rc = r.cols, n = r.rows;
+    if (rc == 0) return;
+    if (fused_ && qc <= 64 && rc <= 64 && n >= 4096) {
+      const int nb = static_cast<int>(std::min<std::int64_t>(partial_blocks(), (n + 31) / 32));
+      if (qc <= 32 && rc <= 32) launch_cg_residual<4, 4>(nb, q, alpha, r);
+      else launch_cg_residual<8, 8>(nb, q, alpha, r);
+      gram_finish_kernel<<<static_cast<unsigned>(((qc + rc) * rc + 255) / 256), 256, 0, stream_>>>(
+          partial_, nb, static_cast<int>(qc + rc), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    // Composite: R −= Q·α (cuBLAS), G = [Q R]ᵀ·R (two Gram products).
+    gemm_into(-1.0, q, alpha, 1.0, r);
+    if (qc > 0) gram_into(1.0, q, r, 0.0, g.columns(0, rc));
+    MvView<double> gb{g.data + qc, rc, rc, g.ld, g.space};
+    gram_into(1.0, r, r, 0.0, gb);
+  }
+
+  void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
+                           MvView<const double> z, MvView<double> p, MvView<double> x) override {
+    const std::int64_t qc = alpha.rows, rc = z.cols, n = p.rows;
+    TCSOLVE_REQUIRE(beta.rows == qc && alpha.cols == rc && beta.cols == rc && x.cols == rc &&
+                        p.cols >= std::max(qc, rc) && z.rows == n && x.rows == n,
+                    "cg_direction_update: shapes");
+    if (rc == 0 || n == 0) return;
+    if (fused_ && qc <= 64 && rc <= 64) {
+      const int nb = static_cast<int>(std::min<std::int64_t>(4LL * sms_, (n + 31) / 32));
+      if (qc <= 32 && rc <= 32) launch_cg_direction<4, 4>(nb, alpha, beta, z, p, x);
+      else launch_cg_direction<8, 8>(nb, alpha, beta, z, p, x);
+      return;
+    }
+    // Composite: X += P·α; scratch = P·β; P(:, 0:r) = Z + scratch.
+    reserve(n, rc, 0);
+    MvView<double> tmp{scratch_, n, rc, n, Space::device};
+    gemm_into(1.0, p.columns(0, qc), alpha, 1.0, x);
+    gemm_into(1.0, p.columns(0, qc), beta, 0.0, tmp);
+    axpbypcz(1.0, z, 1.0, tmp, 0.0, p.columns(0, rc));
+  }
+
+  void download_deferred(MvView<const double> src, double* host, std::int64_t ldh) override {
+    if (src.rows == 0 || src.cols == 0) return;
+    const std::size_t off = stage(static_cast<std::size_t>(src.rows * src.cols));
+    TCSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(small_ + off, src.rows * sizeof(double), src.data,
+                                         src.ld * sizeof(double), src.rows * sizeof(double),
+                                         src.cols, cudaMemcpyDeviceToDevice, stream_));
+    pending_.push_back({off, src.rows, src.cols, host, ldh});
+  }
+
+  std::uint64_t fetch_async() override {
+    // A free slot (the oldest ticket is completed when all are in flight).
+    if (inflight_.size() >= slots_.size()) fetch_wait(inflight_.front().id);
+    int si = -1;
+    for (int i = 0; i < static_cast<int>(slots_.size()); ++i)
+      if (!slots_[i].busy) si = i;
+    Slot& sl = slots_[si];
+    if (!sl.event) TCSOLVE_CUDA_CHECK(cudaEventCreateWithFlags(&sl.event, cudaEventDisableTiming));
+    if (sl.elems < small_pos_) {
+      if (sl.pinned) cudaFreeHost(sl.pinned);
+      sl.elems = std::max<std::size_t>(small_pos_, coef_elems_);
+      TCSOLVE_CUDA_CHECK(cudaMallocHost(&sl.pinned, sl.elems * sizeof(double)));
+    }
+    if (small_pos_ > 0)
+      TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(sl.pinned, small_, sizeof(double) * small_pos_,
+                                         cudaMemcpyDeviceToHost, stream_));
+    TCSOLVE_CUDA_CHECK(cudaEventRecord(sl.event, stream_));
+    sl.busy = true;
+    Ticket tk;
+    tk.id = ++ticket_;
+    tk.slot = si;
+    tk.pending.swap(pending_);
+    pending_.reserve(16);
+    small_pos_ = 0;
+    inflight_.push_back(std::move(tk));
+    return ticket_;
+  }
+
+  void fetch_wait(std::uint64_t ticket) override {
+    while (!inflight_.empty() && inflight_.front().id <= ticket) {
+      Ticket& tk = inflight_.front();
+      Slot& sl = slots_[tk.slot];
+      TCSOLVE_CUDA_CHECK(cudaEventSynchronize(sl.event));
+      for (const Pending& e : tk.pending)
+        for (std::int64_t j = 0; j < e.q; ++j)
+          std::copy(sl.pinned + e.off + j * e.p, sl.pinned + e.off + (j + 1) * e.p,
+                    e.host + j * e.ld);
+      sl.busy = false;
+      inflight_.pop_front();
+    }
+  }
+
+  void external_begin() override {
+    TCSOLVE_CUDA_CHECK(cudaEventRecord(ext_begin_, stream_));
+    TCSOLVE_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, ext_begin_, 0));
+  }
+  void external_end() override {
+    TCSOLVE_CUDA_CHECK(cudaEventRecord(ext_end_, cudaStreamLegacy));
+    TCSOLVE_CUDA_CHECK(cudaStreamWaitEvent(stream_, ext_end_, 0));
+  }
+
+  int mark() override {
+    const int id = next_mark_;
+    TCSOLVE_CUDA_CHECK(cudaEventRecord(marks_[id], stream_));
+    next_mark_ = (next_mark_ + 1) % static_cast<int>(marks_.size());
+    return id;
+  }
+  double elapsed_seconds(int from, int to) override {
+    TCSOLVE_CUDA_CHECK(cudaEventSynchronize(marks_[to]));
+    float ms = 0.0f;
+    TCSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[from], marks_[to]));
+    return 1e-3 * ms;
+  }
+
  private:
+  // Blocks of the fused Gram kernels (partials summed by gram_finish_kernel): 2 per SM.
+  int partial_blocks() const { return 2 * sms_; }
+
+  void enable_fused_kernels() {
+    // The fused kernels use up to ~70 KB of dynamic shared memory.
+    auto allow = [](const void* f, int bytes) {
+      TCSOLVE_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    };
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8>), cg_residual_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4>), cg_residual_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8>), cg_direction_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4>), cg_direction_smem(4, 4));
+    if (const char* ev = std::getenv("TCSOLVE_NO_FUSED")) fused_ = std::atoi(ev) == 0;
+  }
+  static int cg_residual_smem(int qt, int rt) {
+    return static_cast<int>(sizeof(double)) *
+           (8 * qt * frag_ld(8 * rt) + 32 * frag_ld(8 * qt + 8 * rt));
+  }
+  static int cg_direction_smem(int qt, int rt) {
+    return static_cast<int>(sizeof(double)) * 2 * 8 * qt * frag_ld(8 * rt);
+  }
+  template <int QT, int RT>
+  void launch_cg_residual(int nb, MvView<const double> q, MvView<const double> alpha,
+                          MvView<double> r) {
+    cg_residual_kernel<QT, RT><<<nb, 128, cg_residual_smem(QT, RT), stream_>>>(
+        r.rows, static_cast<int>(q.cols), static_cast<int>(r.cols), alpha.data, alpha.ld,
+        q.cols > 0 ? q.data : r.data, q.cols > 0 ? q.ld : r.ld, r.data, r.ld, partial_);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  template <int QT, int RT>
+  void launch_cg_direction(int nb, MvView<const double> alpha, MvView<const double> beta,
+                           MvView<const double> z, MvView<double> p, MvView<double> x) {
+    cg_direction_kernel<QT, RT><<<nb, 128, cg_direction_smem(QT, RT), stream_>>>(
+        p.rows, static_cast<int>(alpha.rows), static_cast<int>(z.cols), alpha.data, alpha.ld,
+        beta.data, beta.ld, z.data, z.ld, p.data, p.ld, x.data, x.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  void launch_gram_tn(int mt, int nt, int nb, std::size_t sh, MvView<const double> x,
+                      MvView<const double> y) {
+    const int p = static_cast<int>(x.cols), q = static_cast<int>(y.cols);
+#define TCSOLVE_GRAM_CASE(M, N)                                                                 \
+  if (mt <= M && nt <= N) {                                                                     \
+    gram_tn_kernel<M, N><<<nb, 128, sh, stream_>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld,  \
+                                                   partial_);                                   \
+    TCSOLVE_CUDA_CHECK_LAUNCH();                                                                \
+    return;                                                                                     \
+  }
+    TCSOLVE_GRAM_CASE(1, 1)
+    TCSOLVE_GRAM_CASE(2, 2)
+    TCSOLVE_GRAM_CASE(4, 4)
+    TCSOLVE_GRAM_CASE(8, 4)
+    TCSOLVE_GRAM_CASE(4, 8)
+    TCSOLVE_GRAM_CASE(8, 8)
+#undef TCSOLVE_GRAM_CASE
+  }
+
   dim3 grid(std::int64_t rows, std::int64_t cols) const {
     // About 4 blocks per SM in total, at least one per column, at most what the rows need.
     std::int64_t per_col = std::max<std::int64_t>(1, (4 * sms_ + cols - 1) / std::max<std::int64_t>(cols, 1));
@@ -393,6 +1288,36 @@ class CudaDenseOps final : public DenseBlockOps {
   std::size_t coef_elems_ = 0;
   double* ring_ = nullptr;   // pinned upload ring
   std::size_t ring_elems_ = 0, ring_pos_ = 0;
+
+  // Backend-resident half.
+  cusolverDnHandle_t solver_ = nullptr;
+  syevjInfo_t syevj_params_ = nullptr;
+  int syevj_max_ = 32;         // eigh_small: syevj up to this order, syevd above
+  int* info_ = nullptr;        // cuSOLVER info words (device)
+  double* solver_work_ = nullptr;
+  int solver_lwork_ = 0;
+  double* small_ws_ = nullptr; // pip_factor matrices (4 × m × (m + 1))
+  int small_dim_ = 0;
+  double* partial_ = nullptr;  // block partials of the fused Gram kernels
+  std::size_t partial_elems_ = 0;
+  bool fused_ = true;          // fused tensor-core kernels (TCSOLVE_NO_FUSED=1: cuBLAS composites)
+  struct Slot {                // pinned staging of one fetch_async ticket
+    double* pinned = nullptr;
+    std::size_t elems = 0;
+    cudaEvent_t event = nullptr;
+    bool busy = false;
+  };
+  std::array<Slot, 4> slots_;
+  struct Ticket {
+    std::uint64_t id = 0;
+    int slot = 0;
+    std::vector<Pending> pending;
+  };
+  std::deque<Ticket> inflight_;
+  std::uint64_t ticket_ = 0;
+  cudaEvent_t ext_begin_ = nullptr, ext_end_ = nullptr;
+  std::vector<cudaEvent_t> marks_;
+  int next_mark_ = 0;
 };
 
 }  // namespace

@@ -13,6 +13,13 @@
 // solve), with all workspace allocated by reserve(); gram(), column_norms(), column_dots() and
 // fetch() synchronize that stream because their results are read on the host (the deferred
 // products let a solver batch several of them into one synchronization per step).
+//
+// The second half of the interface (after synchronize()) keeps small matrices in the backend's
+// space instead: Gram products into device matrices, the projected eigenproblem (cuSOLVER syevd),
+// scaled Cholesky factors and solves (cuSOLVER potrf/potrs), block Gram-Schmidt factors, and
+// fused multi-vector passes (the Chebyshev recurrence, the two block CG passes). A solver written
+// on them queues a whole iteration without waiting and reads back only a few scalars through
+// fetch_async(). The host-side calls above are unchanged and still used by LOBPCG/Lanczos.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -78,6 +85,102 @@ class DenseBlockOps {
   virtual void from_host(const double* host, std::int64_t ldh, MvView<double> x) = 0;
   // Waits for the stream (no-op on the CPU). Called around operator applies.
   virtual void synchronize() = 0;
+
+  // ==== Backend-resident small matrices (device-resident iterations) ===========================
+  // The calls below keep a whole iteration's coefficient work in the backend's space, so that an
+  // iteration needs no host round trip but at most one asynchronous fetch of a few scalars.
+  // Small matrices (p × q, p, q ≤ a few hundred) are ordinary blocks from allocate(p, q) (ld = p)
+  // and are read and written in stream order like the tall blocks; nothing crosses PCIe until
+  // download_deferred() + fetch() / fetch_async(). Backend vectors are p × 1 blocks. On the CPU
+  // every call runs at once on host memory (Eigen), with the same results up to rounding.
+  // "Pass" below = one read or one write of an n × (its columns) block.
+
+  // Sizes the workspaces of the small dense solvers (eigh_small, pip_factor, spd_factor) for
+  // matrices up to max_dim × max_dim; call once per solve before the loop (they grow otherwise,
+  // with a stream synchronization).
+  virtual void reserve_small(std::int64_t max_dim) = 0;
+  // G = α·Xᵀ·Y + β·G, G (p × q) in backend space. X n × p, Y n × q: reads X and Y once.
+  virtual void gram_into(double alpha, MvView<const double> x, MvView<const double> y, double beta,
+                         MvView<double> g) = 0;
+  // Y = α·X·C + β·Y with C (p × q) in backend space (β = 0: Y is not read). Y must not alias X.
+  virtual void gemm_into(double alpha, MvView<const double> x, MvView<const double> c, double beta,
+                         MvView<double> y) = 0;
+  // Z = a·X + b·Y + c·Z, one fused pass (3 reads, 1 write; c == 0: Z is not read, 2 + 1).
+  // Z must not alias X or Y. (The Chebyshev three-term recurrence.)
+  virtual void axpbypcz(double a, MvView<const double> x, double b, MvView<const double> y,
+                        double c, MvView<double> z) = 0;
+  // out[j] = ‖AX_j − s·θ_j·X_j‖₂ for the q columns (θ, out: backend q × 1). Reads AX and X once.
+  virtual void residual_norms_into(MvView<const double> ax, MvView<const double> x,
+                                   MvView<const double> theta, double s, MvView<double> out) = 0;
+  // out[j] = X_jᵀ·Y_j into a backend q × 1 block. Reads X and Y once.
+  virtual void column_dots_into(MvView<const double> x, MvView<const double> y,
+                                MvView<double> out) = 0;
+  // X_j ← X_j/‖X_j‖₂ (a zero column stays zero), norms[j] = ‖X_j‖₂ (backend q × 1). 3 passes.
+  virtual void normalize_columns(MvView<double> x, MvView<double> norms) = 0;
+  // Symmetric eigendecomposition of the small backend matrix A (m × m; its lower triangle is
+  // used): A ← orthonormal eigenvectors, w (backend m × 1) ← eigenvalues ascending.
+  // CUDA: cuSOLVER syevd on the device. CPU: Eigen::SelfAdjointEigenSolver.
+  virtual void eigh_small(MvView<double> a, MvView<double> w) = 0;
+  // One step of block classical Gram-Schmidt with Pythagorean Cholesky-QR (BCGS-PIP; Carson,
+  // Lund & Rozložník 2021) against an orthonormal block L (n × l), all in backend space. Input
+  // G = [L Y]ᵀ·Y ((l + w) × w, from gram_into) with C = G(0:l, :), Gyy = G(l:, :). Output M
+  // ((l + w) × w) such that Y' = [L Y]·M:
+  //   normal:   S = Gyy − CᵀC (= ‖(I − LLᵀ)Y‖ Gram, by Pythagoras), D = diag(S)^(-1/2),
+  //             D·S·D = LcLcᵀ (Cholesky), T = D·Lc⁻ᵀ (so Y'ᵀY' = I), M = [−C·T; T];
+  //   fallback: M = [−C; I] (projection only) when S lost more than 8 digits of a diagonal entry
+  //             to cancellation, is not positive definite, or has a scaled pivot² < 1e-12.
+  // status (backend 2 × 1): [0] = 0 normal / 1 fallback, [1] = min scaled pivot² (0 on failure).
+  virtual void pip_factor(MvView<const double> g, std::int64_t l, MvView<double> m,
+                          MvView<double> status) = 0;
+  // Diagonally scaled Cholesky of a small symmetric G (r × r, backend): F (r × (r + 1)) gets
+  // the lower factor Lc of D·sym(G)·D = Lc·Lcᵀ in columns 0:r and D = diag(G)^(-1/2) in column r.
+  // status (backend 1 × 1): 0 fine, 1 positive definite but min pivot² < piv_tol (close to
+  // rank deficient), 2 not positive definite (or a diagonal entry ≤ 0 / not finite).
+  virtual void spd_factor(MvView<const double> g, MvView<double> f, MvView<double> status,
+                          double piv_tol) = 0;
+  // out (r × c) = sign·G⁻¹·B with F from spd_factor (G⁻¹ = D·(Lc·Lcᵀ)⁻¹·D); out = 0 when
+  // status == 2 (no factor: the caller's updates become no-ops until it reacts; status 1 still
+  // solves with the valid, ill-conditioned factor). out may alias B.
+  virtual void spd_solve(MvView<const double> f, MvView<const double> b, double sign,
+                         MvView<const double> status, MvView<double> out) = 0;
+  // Block CG residual pass: R ← R − Q·α and G = [Q R]ᵀ·R with the updated R, in one pass over
+  // Q and R (reads Q, R; writes R). Q n × q, α (q × r) and G ((q + r) × r) backend, R n × r.
+  virtual void cg_residual_update(MvView<const double> q, MvView<const double> alpha,
+                                  MvView<double> r, MvView<double> g) = 0;
+  // Block CG direction pass, in place: X ← X + P(:, 0:q)·α and P(:, 0:r) ← Z + P(:, 0:q)·β
+  // (α, β q × r backend; X, Z n × r; the view P has max(q, r) columns: q before, r after).
+  // Reads P, Z, X; writes P, X. Z must not alias P.
+  virtual void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
+                                   MvView<const double> z, MvView<double> p, MvView<double> x) = 0;
+  // Deferred copy of a backend block (small) to host memory with leading dimension ldh: written
+  // by the next fetch() or by the fetch_async() ticket that follows it.
+  virtual void download_deferred(MvView<const double> src, double* host, std::int64_t ldh) = 0;
+  // Non-blocking fetch: queues the copy of everything deferred so far (gram_deferred,
+  // column_dots_deferred, download_deferred) and returns a ticket at once; fetch_wait(ticket)
+  // blocks until the stream has reached that copy and then writes the host destinations (which
+  // must stay valid until then). Tickets are waited in order; at most 4 outstanding (a fifth
+  // fetch_async waits for the oldest). CPU: the results are written at once.
+  virtual std::uint64_t fetch_async() = 0;
+  virtual void fetch_wait(std::uint64_t ticket) = 0;
+  // Ordering of an operator apply that runs on the legacy default stream (or on stream()) without
+  // a host synchronization: external_begin() makes the default stream wait for this stream's work
+  // so far, external_end() makes this stream wait for the default stream's (CUDA events both ways;
+  // no-ops on the CPU). See ApplyOrder.
+  virtual void external_begin() = 0;
+  virtual void external_end() = 0;
+  // Timing marks in stream order (CUDA events from a pool of 1024; CPU: the host clock): mark()
+  // returns an id; elapsed_seconds(a, b) once b has completed (after a fetch or synchronize).
+  virtual int mark() = 0;
+  virtual double elapsed_seconds(int from, int to) = 0;
+};
+
+// How a solver orders operator applies against the dense ops' stream.
+enum class ApplyOrder {
+  synchronize,  // host synchronization before and after each apply (any operator, any stream)
+  events,       // the operator launches on the legacy default stream or on ops.stream():
+                // ordered by events both ways, the host never waits
+  same_stream,  // the operator launches on ops.stream() (make_sparse_operator with
+                // OperatorOptions::stream = ops.stream()): nothing to do
 };
 
 // Backend::cpu: Eigen. Backend::cuda: cuBLAS on an own stream (throws NotCompiled in a CPU-only

@@ -1,13 +1,24 @@
 // tcsolve side of the solver benchmark (bench/solvers/run_solver_bench.sh): times LOBPCG, block
-// Lanczos or block CG on one matrix and prints one CSV row with the answer's quality, measured
-// the same way as the Python anchors (solver_anchors.py):
+// Lanczos, Chebyshev-filtered subspace iteration or block CG on one matrix and prints one CSV row
+// with the answer's quality, measured the same way as the Python anchors (solver_anchors.py):
 //   eigen: max_j ‖A·x_j − λ_j·x_j‖ / ((‖A‖∞ + |λ_j|)·‖x_j‖), the largest |λ_j − λ_exact_j| (closed
-//          form for gen:lap2d/lap3d, else empty), max |XᵀX − I|;
+//          form for gen:lap2d/lap3d, also scrambled, else empty), max |XᵀX − I|;
 //   cg:    max_j ‖b_j − A·x_j‖ / ‖b_j‖ (true residual, recomputed on the host).
-// No Boost: positional arguments.
-//   solver_bench eig  SPEC lobpcg|lanczos K smallest|largest TOL cpu|cuda [BLOCK] [REPEAT]
-//                    [BASIS] [KEEP]   (Lanczos basis columns and Ritz vectors kept; 0 = default)
-//   solver_bench cg   SPEC NRHS TOL cpu|cuda [jacobi|none] [REPEAT]
+// and, in the CSV's last field (detail, ';'-separated), the kernel, the copy bandwidth measured in
+// the same process, and for Chebyshev / block CG the achieved time per iteration against the
+// traffic budget stated in solvers/chebyshev.hpp / solvers/block_cg.hpp at that bandwidth.
+// No Boost: positional arguments, then optional key=value ones.
+//   solver_bench eig  SPEC lobpcg|lanczos|chebyshev K smallest|largest TOL cpu|cuda [BLOCK]
+//                    [REPEAT] [BASIS] [KEEP] [key=value...]
+//        BLOCK: LOBPCG k + guard, Lanczos block size, Chebyshev block width m (0 = default);
+//        BASIS, KEEP: Lanczos basis columns and Ritz vectors kept (0 = default);
+//        keys: maxdeg=N (Chebyshev degree cap), order=sync|events|stream (how applies are
+//        ordered; default stream: the operator runs on the dense ops' stream),
+//        permuted=1 (symmetric reordering, iterate in the permuted basis B = P·A·Pᵀ),
+//        breakdown=1 (one more run with stream marks: apply vs dense time per iteration).
+//   solver_bench cg   SPEC NRHS TOL cpu|cuda [jacobi|none] [REPEAT] [key=value...]
+//        keys: order=..., breakdown=1, permuted=1.
+//   solver_bench copy cpu|cuda   (just the copy bandwidth)
 // Times exclude reading the matrix and building the operator (done once), include everything
 // from the solver call to the host copy of the result; the best of REPEAT runs (default 2).
 #include <Eigen/Dense>
@@ -16,12 +27,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/device.hpp"
 #include "io/matrix_io.hpp"
 #include "solvers/block_cg.hpp"
+#include "solvers/chebyshev.hpp"
 #include "solvers/dense_ops.hpp"
 #include "solvers/eigensolvers.hpp"
 #include "spmm/sparse_operator.hpp"
@@ -30,12 +43,17 @@ using namespace tcsolve;
 
 namespace {
 
-// Closed-form spectrum of gen:lap2d:N / gen:lap3d:N (all eigenvalues, ascending); empty otherwise.
-std::vector<double> exact_spectrum(const std::string& spec, std::int64_t k, bool smallest) {
+// Closed-form spectrum of gen:lap2d:N / gen:lap3d:N (scrambled or not: a symmetric permutation
+// keeps the spectrum), the k wanted ones; empty otherwise.
+std::vector<double> exact_spectrum(std::string spec, std::int64_t k, bool smallest) {
+  for (char c : {'+', '@'}) {
+    auto p = spec.find(c);
+    if (p != std::string::npos) spec = spec.substr(0, p);
+  }
   int dim = 0, nn = 0;
   if (spec.rfind("gen:lap2d:", 0) == 0 && spec.find('x') == std::string::npos) dim = 2, nn = std::atoi(spec.c_str() + 10);
   if (spec.rfind("gen:lap3d:", 0) == 0) dim = 3, nn = std::atoi(spec.c_str() + 10);
-  if (dim == 0 || spec.find('+') != std::string::npos) return {};
+  if (dim == 0) return {};
   const double pi = 3.14159265358979323846;
   std::vector<double> e1(nn);
   for (int i = 1; i <= nn; ++i) e1[i - 1] = 2.0 - 2.0 * std::cos(pi * i / (nn + 1));
@@ -73,33 +91,93 @@ std::vector<double> diag(const Csr<double>& a) {
   return d;
 }
 
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Device-to-device copy bandwidth through the dense ops (bytes read + written per second):
+// 2 × 512 MiB blocks on the GPU (64 MiB on the CPU), one warm-up, median of 7.
+double copy_bandwidth(DenseBlockOps& ops) {
+  const std::int64_t rows = ops.space() == Space::device ? (1 << 23) : (1 << 20), cols = 8;
+  MultiVector<double> a = ops.allocate(rows, cols), b = ops.allocate(rows, cols);
+  ops.fill_random(a.view(), 3);
+  ops.copy(a.view(), b.view());
+  std::vector<double> t;
+  for (int r = 0; r < 7; ++r) {
+    int m0 = ops.mark();
+    ops.copy(a.view(), b.view());
+    int m1 = ops.mark();
+    ops.synchronize();
+    t.push_back(ops.elapsed_seconds(m0, m1));
+  }
+  std::sort(t.begin(), t.end());
+  return 2.0 * 8.0 * rows * cols / t[t.size() / 2];
+}
+
+ApplyOrder parse_order(const std::string& s) {
+  if (s == "sync") return ApplyOrder::synchronize;
+  if (s == "events") return ApplyOrder::events;
+  return ApplyOrder::same_stream;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 6) {
+  if (argc < 3) {
     std::fprintf(stderr, "usage: see the header of bench/solvers/solver_bench.cpp\n");
     return 2;
   }
   try {
-    std::string mode = argv[1], spec = argv[2];
+    std::string mode = argv[1];
+    if (mode == "copy") {
+      auto ops = make_dense_ops(std::string(argv[2]) == "cuda" ? Backend::cuda : Backend::cpu);
+      std::printf("copy bandwidth %.1f GB/s\n", copy_bandwidth(*ops) * 1e-9);
+      return 0;
+    }
+    if (argc < 6) {
+      std::fprintf(stderr, "usage: see the header of bench/solvers/solver_bench.cpp\n");
+      return 2;
+    }
+    // Positional arguments up to the first key=value.
+    std::vector<std::string> pos;
+    std::map<std::string, std::string> kv;
+    for (int i = 1; i < argc; ++i) {
+      std::string s = argv[i];
+      auto eq = s.find('=');
+      if (eq != std::string::npos && i > 2) kv[s.substr(0, eq)] = s.substr(eq + 1);
+      else pos.push_back(s);
+    }
+    auto arg = [&](std::size_t i, const char* def) { return i < pos.size() ? pos[i] : std::string(def); };
+    auto key = [&](const char* k, const char* def) { return kv.count(k) ? kv[k] : std::string(def); };
+    std::string spec = pos[1];
     Csr<double> a = read_matrix(spec, {false, true});
-    const std::int64_t n = a.nrows;
+    const std::int64_t n = a.nrows, nnz = a.row_ptr[n];
     const double anorm = norm_inf(a);
+    const bool permuted = key("permuted", "0") == "1";
+    const ApplyOrder order = parse_order(key("order", "stream"));
+    const bool breakdown = key("breakdown", "0") == "1";
+    const double a_bytes = 12.0 * nnz + 8.0 * (n + 1);  // CSR values, indices, row pointers
+    char det[512];
     if (mode == "eig") {
-      std::string method = argv[3];
-      std::int64_t k = std::atoll(argv[4]);
-      bool smallest = std::string(argv[5]) == "smallest";
-      double tol = std::atof(argv[6]);
-      Backend be = std::string(argv[7]) == "cuda" ? Backend::cuda : Backend::cpu;
-      std::int64_t block = argc > 8 ? std::atoll(argv[8]) : 0;
-      int repeat = argc > 9 ? std::atoi(argv[9]) : 2;
-      std::int64_t basis = argc > 10 ? std::atoll(argv[10]) : 0;
-      std::int64_t keep = argc > 11 ? std::atoll(argv[11]) : 0;
+      std::string method = arg(2, "lanczos");
+      std::int64_t k = std::atoll(arg(3, "6").c_str());
+      bool smallest = arg(4, "smallest") == "smallest";
+      double tol = std::atof(arg(5, "1e-8").c_str());
+      Backend be = arg(6, "cpu") == "cuda" ? Backend::cuda : Backend::cpu;
+      std::int64_t block = std::atoll(arg(7, "0").c_str());
+      int repeat = std::atoi(arg(8, "2").c_str());
+      std::int64_t basis = std::atoll(arg(9, "0").c_str());
+      std::int64_t keep = std::atoll(arg(10, "0").c_str());
       auto ops = make_dense_ops(be);
+      const double bw = copy_bandwidth(*ops);
       OperatorOptions oo;
       oo.stream = ops->stream();
       oo.expected_cols = 16;
+      if (permuted) oo.reorder = Reorder::symmetric, oo.basis = OperatorBasis::permuted;
+      double t0 = now();
       auto op = make_sparse_operator(a, be, oo);
+      const double setup = now() - t0;
+      const bool is_perm = op->permutation() != nullptr;
       EigenOptions o;
       o.k = k;
       o.which = smallest ? Which::smallest : Which::largest;
@@ -108,15 +186,55 @@ int main(int argc, char** argv) {
       o.max_iterations = method == "lobpcg" ? 20000 : 5000;
       o.keep_history = false;
       if (method == "lobpcg") o.guard = block > 0 ? block - k : -1;
-      else o.block_size = block, o.max_basis = basis, o.restart_keep = keep;
+      else if (method == "lanczos") o.block_size = block, o.max_basis = basis, o.restart_keep = keep;
+      ChebyshevOptions co;
+      co.block = block;
+      co.apply_order = order;
+      if (kv.count("maxdeg")) co.max_degree = std::atoi(kv["maxdeg"].c_str());
+      if (kv.count("margin")) co.degree_margin = std::atof(kv["margin"].c_str());
+      ChebyshevStats cst;
+      co.stats = &cst;
       // Jacobi for the smallest pairs of the real matrices (the Laplacians' diagonal is
       // constant); for the largest pairs T = diag(A)⁻¹ works against convergence.
-      if (spec.find("lap") == std::string::npos && smallest) o.jacobi_diagonal = diag(a);
+      if (spec.find("lap") == std::string::npos && smallest && method == "lobpcg") {
+        auto d = diag(a);
+        if (is_perm) {
+          auto& p = *op->permutation();
+          std::vector<double> dp(n);
+          for (std::int64_t i = 0; i < n; ++i) dp[i] = d[p[i]];
+          d.swap(dp);
+        }
+        o.jacobi_diagonal = d;
+      }
+      auto run = [&]() {
+        if (method == "lobpcg") return lobpcg(*op, nullptr, *ops, o);
+        if (method == "chebyshev") return chebyshev_subspace(*op, *ops, o, co);
+        return block_lanczos(*op, nullptr, *ops, o);
+      };
       EigenResult best;
+      ChebyshevStats best_st;
       double tbest = 1e300;
       for (int r = 0; r < repeat; ++r) {
-        auto res = method == "lobpcg" ? lobpcg(*op, nullptr, *ops, o) : block_lanczos(*op, nullptr, *ops, o);
-        if (res.seconds < tbest) tbest = res.seconds, best = std::move(res);
+        auto res = run();
+        if (res.seconds < tbest) tbest = res.seconds, best = std::move(res), best_st = cst;
+      }
+      // Apply vs dense split per iteration from one more run with stream marks.
+      double dense_s = 0, apply_s = 0;
+      std::int64_t hist_it = 0;
+      if (breakdown) {
+        o.keep_history = true;
+        auto res = run();
+        for (auto& h : res.history) dense_s += h.dense_seconds, apply_s += h.apply_seconds;
+        hist_it = static_cast<std::int64_t>(res.history.size());
+        if (method == "chebyshev") dense_s = cst.dense_seconds, apply_s = cst.apply_seconds;
+      }
+      // Back to the original basis for the quality check.
+      if (is_perm) {
+        auto& p = *op->permutation();
+        std::vector<double> v(best.vectors.size());
+        for (std::int64_t j = 0; j < k; ++j)
+          for (std::int64_t i = 0; i < n; ++i) v[p[i] + j * n] = best.vectors[i + j * n];
+        best.vectors.swap(v);
       }
       // Quality on the host.
       std::vector<double> ax(n * k);
@@ -141,36 +259,93 @@ int main(int argc, char** argv) {
         std::snprintf(buf, sizeof buf, "%.2e", e);
         everr = buf;
       }
+      int len = std::snprintf(det, sizeof det, "kernel=%s%s;setup_s=%.3f;copy_GBps=%.0f",
+                              to_string(op->plan().kernel), is_perm ? " permuted" : "", setup,
+                              bw * 1e-9);
+      if (method == "chebyshev") {
+        const auto& s = best_st;
+        // Budget of one run: SpMM minimal bytes (A once per apply + X, Y) and the dense words.
+        const double spmm_bytes = s.applies * a_bytes + 16.0 * n * best.operator_applies;
+        const double dense_bytes = 8.0 * s.dense_budget_words;
+        len += std::snprintf(det + len, sizeof det - len,
+                             ";block=%lld;outer=%lld;filter_applies=%lld;filter_cols=%lld;"
+                             "budget_spmm_s=%.4f;budget_dense_s=%.4f;budget_total_s=%.4f",
+                             (long long)s.block, (long long)s.outer_iterations,
+                             (long long)s.filter_applies, (long long)s.filter_columns,
+                             spmm_bytes / bw, dense_bytes / bw, (spmm_bytes + dense_bytes) / bw);
+        if (breakdown)
+          len += std::snprintf(det + len, sizeof det - len,
+                               ";apply_s=%.4f;dense_s=%.4f;dense_vs_budget=%.2f", apply_s,
+                               dense_s, dense_s / std::max(dense_bytes / bw, 1e-12));
+      } else if (breakdown) {
+        len += std::snprintf(det + len, sizeof det - len, ";apply_s=%.4f;dense_s=%.4f;history=%lld",
+                             apply_s, dense_s, (long long)hist_it);
+      }
       std::printf("tcsolve-%s,%s,%s,%lld,%.4f,%s,%lld,%lld,%.2e,%s,%.1e,%s\n", method.c_str(),
                   to_string(be), spec.c_str(), (long long)k, tbest, to_string(best.status),
                   (long long)best.iterations, (long long)best.operator_applies, relres,
-                  everr.c_str(), orth, to_string(op->plan().kernel));
+                  everr.c_str(), orth, det);
     } else if (mode == "cg") {
-      std::int64_t s = std::atoll(argv[3]);
-      double tol = std::atof(argv[4]);
-      Backend be = std::string(argv[5]) == "cuda" ? Backend::cuda : Backend::cpu;
-      bool jacobi = argc > 6 ? std::string(argv[6]) == "jacobi" : true;
-      int repeat = argc > 7 ? std::atoi(argv[7]) : 2;
+      std::int64_t s = std::atoll(arg(2, "8").c_str());
+      double tol = std::atof(arg(3, "1e-8").c_str());
+      Backend be = arg(4, "cpu") == "cuda" ? Backend::cuda : Backend::cpu;
+      bool jacobi = arg(5, "jacobi") == "jacobi";
+      int repeat = std::atoi(arg(6, "2").c_str());
       auto ops = make_dense_ops(be);
+      const double bw = copy_bandwidth(*ops);
       OperatorOptions oo;
       oo.stream = ops->stream();
       oo.expected_cols = static_cast<int>(s);
+      if (permuted) oo.reorder = Reorder::symmetric, oo.basis = OperatorBasis::permuted;
       auto op = make_sparse_operator(a, be, oo);
+      const bool is_perm = op->permutation() != nullptr;
       std::vector<double> b(n * s);
       for (std::int64_t j = 0; j < s; ++j)
         for (std::int64_t i = 0; i < n; ++i) b[i + j * n] = random_entry(2024, i, j);
+      std::vector<double> bp = b;
+      if (is_perm) {
+        auto& p = *op->permutation();
+        for (std::int64_t j = 0; j < s; ++j)
+          for (std::int64_t i = 0; i < n; ++i) bp[i + j * n] = b[p[i] + j * n];
+      }
       CgOptions o;
       o.tol = tol;
       o.keep_history = false;
       o.max_iterations = 20000;
-      if (jacobi) o.jacobi_diagonal = diag(a);
+      o.apply_order = order;
+      if (jacobi) {
+        auto d = diag(a);
+        if (is_perm) {
+          auto& p = *op->permutation();
+          std::vector<double> dp(n);
+          for (std::int64_t i = 0; i < n; ++i) dp[i] = d[p[i]];
+          d.swap(dp);
+        }
+        o.jacobi_diagonal = d;
+      }
+      CgStats cst;
+      o.stats = &cst;
       SolveResult best;
+      CgStats best_st;
       double tbest = 1e300;
       for (int r = 0; r < repeat; ++r) {
-        double t0 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-        auto res = block_cg(*op, b.data(), n, s, *ops, o);
-        double t = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() - t0;
-        if (t < tbest) tbest = t, best = std::move(res);
+        double t0 = now();
+        auto res = block_cg(*op, bp.data(), n, s, *ops, o);
+        double t = now() - t0;
+        if (t < tbest) tbest = t, best = std::move(res), best_st = cst;
+      }
+      double dense_s = 0, apply_s = 0;
+      if (breakdown) {
+        o.keep_history = true;
+        auto res = block_cg(*op, bp.data(), n, s, *ops, o);
+        dense_s = cst.dense_seconds, apply_s = cst.apply_seconds;
+      }
+      if (is_perm) {
+        auto& p = *op->permutation();
+        std::vector<double> v(best.solutions.size());
+        for (std::int64_t j = 0; j < s; ++j)
+          for (std::int64_t i = 0; i < n; ++i) v[p[i] + j * n] = best.solutions[i + j * n];
+        best.solutions.swap(v);
       }
       std::vector<double> ax(n * s);
       csr_spmm_reference(a, best.solutions.data(), n, ax.data(), n, static_cast<int>(s));
@@ -183,9 +358,22 @@ int main(int argc, char** argv) {
         }
         relres = std::max(relres, std::sqrt(r2 / b2));
       }
-      std::printf("tcsolve-blockcg,%s,%s,%lld,%.4f,%s,%lld,%lld,%.2e,,,\n", to_string(be),
+      const double spmm_bytes = best_st.applies * a_bytes + 16.0 * n * best.operator_applies;
+      const double dense_bytes = 8.0 * best_st.dense_budget_words;
+      int len = std::snprintf(det, sizeof det,
+                              "kernel=%s%s;copy_GBps=%.0f;fused=%lld;robust=%lld;"
+                              "budget_spmm_s=%.4f;budget_dense_s=%.4f;budget_total_s=%.4f",
+                              to_string(op->plan().kernel), is_perm ? " permuted" : "", bw * 1e-9,
+                              (long long)best_st.fused_iterations,
+                              (long long)best_st.robust_steps, spmm_bytes / bw, dense_bytes / bw,
+                              (spmm_bytes + dense_bytes) / bw);
+      if (breakdown)
+        len += std::snprintf(det + len, sizeof det - len,
+                             ";apply_s=%.4f;dense_s=%.4f;dense_vs_budget=%.2f", apply_s, dense_s,
+                             dense_s / std::max(dense_bytes / bw, 1e-12));
+      std::printf("tcsolve-blockcg,%s,%s,%lld,%.4f,%s,%lld,%lld,%.2e,,,%s\n", to_string(be),
                   spec.c_str(), (long long)s, tbest, to_string(best.status),
-                  (long long)best.iterations, (long long)best.operator_applies, relres);
+                  (long long)best.iterations, (long long)best.operator_applies, relres, det);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "solver_bench: %s\n", e.what());

@@ -132,6 +132,43 @@ TEST(BlockCg, IndefiniteMatrixIsReportedAsBreakdown) {
   EXPECT_EQ(r.residual_norms.size(), 3u);  // partial results are still reported
 }
 
+// The three orderings of the applies give the same iterates; the stats report the queued device
+// path and a traffic budget of about 10 passes over n × s per iteration (no preconditioner).
+TEST(BlockCg, ApplyOrderingsAgreeAndStatsAreFilled) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(33, 31, 5);
+  auto ops = make_dense_ops(kBackend);
+  OperatorOptions oo;
+  oo.expected_cols = 12;
+  oo.stream = ops->stream();
+  auto op = make_sparse_operator(a, kBackend, oo);
+  Mat b = random_rhs(a.nrows, 12, 17);
+  std::vector<std::int64_t> its;
+  for (ApplyOrder ord : {ApplyOrder::synchronize, ApplyOrder::events, ApplyOrder::same_stream}) {
+    CgOptions o;
+    o.tol = 1e-10;
+    o.apply_order = ord;
+    o.keep_history = ord == ApplyOrder::events;
+    CgStats st;
+    o.stats = &st;
+    auto r = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
+    ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+    its.push_back(r.iterations);
+    EXPECT_EQ(st.fused_iterations, r.iterations);
+    EXPECT_EQ(st.robust_steps, 0);
+    EXPECT_GT(st.applies, r.iterations);
+    const double per_it = st.dense_budget_words / (double(a.nrows) * 12 * r.iterations);
+    EXPECT_GT(per_it, 5.0);
+    EXPECT_LT(per_it, 12.0);
+    if (o.keep_history) {
+      EXPECT_EQ(static_cast<std::int64_t>(r.history.size()), r.iterations);
+      EXPECT_GT(st.apply_seconds, 0.0);
+    }
+  }
+  EXPECT_EQ(its[0], its[1]);
+  EXPECT_EQ(its[0], its[2]);
+}
+
 TEST(BlockCg, BadArgumentsThrow) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = laplacian(10);

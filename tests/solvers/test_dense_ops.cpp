@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <array>
+#include <cmath>
 
 #include "solvers/dense_ops.hpp"
 #include "solvers/orthonormalize.hpp"
@@ -150,6 +152,253 @@ TEST(Orthonormalize, BInnerProduct) {
   std::vector<double> q(n * p);
   f.ops->to_host(w.view(), q.data(), n);
   EXPECT_LT(orthogonality_error(&lap, q, n, p), 1e-12);
+}
+
+// ==== backend-resident small matrices (the second half of DenseBlockOps) ======================
+// Each test runs the backend under test (CPU: Eigen; GPU binary: CUDA) on random data with odd
+// sizes and compares with Eigen on the host; sizes straddle the fused-kernel limits (n ≥ 4096
+// and ≤ 64 columns: fp64 tensor-core kernels; beyond: cuBLAS composites).
+
+Mat symmetric_random(std::int64_t m, std::uint64_t seed) {
+  Mat a = random_mat(m, m, seed);
+  return 0.5 * (a + a.transpose());
+}
+
+TEST(DenseOpsDevice, GramIntoAndGemmIntoMatchEigen) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  for (auto [n, p, q] : {std::array<std::int64_t, 3>{5003, 7, 13}, {5003, 33, 64}, {4099, 64, 29},
+                         {8191, 1, 1}, {5003, 70, 9}, {1001, 12, 12}}) {
+    f.ops->reserve(n, std::max(p, q), p * q);
+    Mat X = random_mat(n, p, 100 + p), Y = random_mat(n, q, 200 + q), G0 = random_mat(p, q, 7);
+    auto x = f.put(X), y = f.put(Y), g = f.put(G0);
+    f.ops->gram_into(1.5, x.view(), y.view(), -0.5, g.view());
+    Mat ref = 1.5 * X.transpose() * Y - 0.5 * G0;
+    EXPECT_LT((f.get(g.view()) - ref).cwiseAbs().maxCoeff(), 1e-10 * n) << n << " " << p << " " << q;
+    // β = 0 must not read G (NaN there).
+    Mat nan = Mat::Constant(p, q, std::nan(""));
+    auto g2 = f.put(nan);
+    f.ops->gram_into(1.0, x.view(), y.view(), 0.0, g2.view());
+    EXPECT_LT((f.get(g2.view()) - X.transpose() * Y).cwiseAbs().maxCoeff(), 1e-10 * n);
+    // Y = 2·X·C − Y with C a backend matrix.
+    Mat C = random_mat(p, q, 300);
+    auto c = f.put(C);
+    f.ops->gemm_into(2.0, x.view(), c.view(), -1.0, y.view());
+    EXPECT_LT((f.get(y.view()) - (2.0 * X * C - Y)).cwiseAbs().maxCoeff(), 1e-12 * p);
+  }
+}
+
+TEST(DenseOpsDevice, AxpbypczFlatAndStrided) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  const std::int64_t n = 3001, c = 5;
+  Mat X = random_mat(n, c, 1), Y = random_mat(n, c, 2), Z = random_mat(n, c, 3);
+  auto x = f.put(X), y = f.put(Y), z = f.put(Z);
+  f.ops->axpbypcz(0.5, x.view(), -2.0, y.view(), 0.25, z.view());
+  EXPECT_LT((f.get(z.view()) - (0.5 * X - 2.0 * Y + 0.25 * Z)).cwiseAbs().maxCoeff(), 1e-14);
+  // c = 0 does not read Z (NaN there); a column sub-range (still flat) and an odd count.
+  Mat nan = Mat::Constant(n, c, std::nan(""));
+  auto zn = f.put(nan);
+  f.ops->axpbypcz(1.0, x.columns(1, 3), 3.0, y.columns(1, 3), 0.0, zn.columns(1, 3));
+  Mat got = f.get(zn.columns(1, 3));
+  EXPECT_LT((got - (X.middleCols(1, 3) + 3.0 * Y.middleCols(1, 3))).cwiseAbs().maxCoeff(), 1e-14);
+  // Strided views (ld ≠ rows): rows 0:1000 of every column.
+  MvView<const double> xs{x.data(), 1000, c, n, x.space()};
+  MvView<const double> ys{y.data(), 1000, c, n, y.space()};
+  MvView<double> zs{z.data(), 1000, c, n, z.space()};
+  Mat zbefore = f.get(z.view());
+  f.ops->axpbypcz(1.0, xs, 1.0, ys, -1.0, zs);
+  Mat zafter = f.get(z.view());
+  EXPECT_LT((zafter.topRows(1000) - (X.topRows(1000) + Y.topRows(1000) - zbefore.topRows(1000)))
+                .cwiseAbs().maxCoeff(), 1e-14);
+  EXPECT_EQ((zafter.bottomRows(n - 1000) - zbefore.bottomRows(n - 1000)).norm(), 0.0);
+}
+
+TEST(DenseOpsDevice, ResidualNormsDotsAndNormalize) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  const std::int64_t n = 2777, c = 9;
+  Mat X = random_mat(n, c, 4), AX = random_mat(n, c, 5), T = random_mat(c, 1, 6);
+  auto x = f.put(X), ax = f.put(AX), th = f.put(T), out = f.ops->allocate(c, 1);
+  f.ops->residual_norms_into(ax.view(), x.view(), th.view(), -1.0, out.view());
+  Mat rn = f.get(out.view());
+  for (std::int64_t j = 0; j < c; ++j)
+    EXPECT_NEAR(rn(j), (AX.col(j) + T(j) * X.col(j)).norm(), 1e-12 * rn(j));
+  f.ops->column_dots_into(x.view(), ax.view(), out.view());
+  Mat dt = f.get(out.view());
+  for (std::int64_t j = 0; j < c; ++j) EXPECT_NEAR(dt(j), X.col(j).dot(AX.col(j)), 1e-11);
+  Mat Z = X;
+  Z.col(3).setZero();
+  auto z = f.put(Z);
+  f.ops->normalize_columns(z.view(), out.view());
+  Mat zn = f.get(z.view()), nr = f.get(out.view());
+  for (std::int64_t j = 0; j < c; ++j) {
+    EXPECT_NEAR(nr(j), Z.col(j).norm(), 1e-12 * (1 + nr(j)));
+    EXPECT_NEAR(zn.col(j).norm(), j == 3 ? 0.0 : 1.0, 1e-14);
+  }
+}
+
+TEST(DenseOpsDevice, EighSmallMatchesEigen) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  for (std::int64_t m : {1, 5, 31, 33, 100, 257}) {
+    f.ops->reserve_small(m);
+    Mat A = symmetric_random(m, 40 + m);
+    // A repeated eigenvalue: A ← Q·diag(λ with a triple)·Qᵀ.
+    Eigen::SelfAdjointEigenSolver<Mat> es0(A);
+    Eigen::VectorXd lam = es0.eigenvalues();
+    if (m >= 5) lam(1) = lam(2) = lam(3);
+    A = es0.eigenvectors() * lam.asDiagonal() * es0.eigenvectors().transpose();
+    A = 0.5 * (A + A.transpose()).eval();
+    auto a = f.put(A), w = f.ops->allocate(m, 1);
+    f.ops->eigh_small(a.view(), w.view());
+    Mat V = f.get(a.view()), W = f.get(w.view());
+    Eigen::SelfAdjointEigenSolver<Mat> es(A);
+    for (std::int64_t i = 0; i < m; ++i) EXPECT_NEAR(W(i), es.eigenvalues()(i), 1e-12 * m);
+    EXPECT_LT((A * V - V * W.col(0).asDiagonal()).cwiseAbs().maxCoeff(), 1e-12 * m);
+    EXPECT_LT((V.transpose() * V - Mat::Identity(m, m)).cwiseAbs().maxCoeff(), 1e-12 * m);
+  }
+}
+
+TEST(DenseOpsDevice, PipFactorOrthonormalizesAgainstALockedBlock) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  const std::int64_t n = 4507, l = 11, w = 13;
+  f.ops->reserve(n, l + w, (l + w) * w);
+  f.ops->reserve_small(l + w);
+  Eigen::HouseholderQR<Mat> qr(random_mat(n, l, 50));
+  Mat L = qr.householderQ() * Mat::Identity(n, l);
+  Mat Y = random_mat(n, w, 51) + L * random_mat(l, w, 52);
+  Mat B(n, l + w);
+  B << L, Y;
+  auto b = f.put(B), out = f.ops->allocate(n, w);
+  auto g = f.ops->allocate(l + w, w), m = f.ops->allocate(l + w, w), st = f.ops->allocate(2, 1);
+  // Two passes, as the Chebyshev solver runs them.
+  for (int pass = 0; pass < 2; ++pass) {
+    f.ops->gram_into(1.0, b.view(), b.columns(l, w), 0.0, g.view());
+    f.ops->pip_factor(g.view(), l, m.view(), st.view());
+    f.ops->gemm_into(1.0, b.view(), m.view(), 0.0, out.view());
+    f.ops->copy(out.view(), b.columns(l, w));
+    Mat s2 = f.get(st.view());
+    EXPECT_EQ(s2(0), 0.0);
+    EXPECT_GT(s2(1), pass == 0 ? 1e-6 : 0.5);
+  }
+  Mat Q = f.get(b.columns(l, w));
+  EXPECT_LT((Q.transpose() * Q - Mat::Identity(w, w)).cwiseAbs().maxCoeff(), 1e-14);
+  EXPECT_LT((L.transpose() * Q).cwiseAbs().maxCoeff(), 1e-14);
+  // Same span as the projected Y.
+  Mat Yp = Y - L * (L.transpose() * Y);
+  EXPECT_LT((Yp - Q * (Q.transpose() * Yp)).cwiseAbs().maxCoeff(), 1e-10);
+  // A column almost inside span(L): the Pythagorean Gram loses its digits → projection only.
+  Mat Y2 = random_mat(n, w, 53);
+  Y2.col(4) = L.col(2) * 1e6 + 1e-6 * random_mat(n, 1, 54);
+  Mat B2(n, l + w);
+  B2 << L, Y2;
+  auto b2 = f.put(B2);
+  f.ops->gram_into(1.0, b2.view(), b2.columns(l, w), 0.0, g.view());
+  f.ops->pip_factor(g.view(), l, m.view(), st.view());
+  Mat s3 = f.get(st.view()), M = f.get(m.view()), G = f.get(g.view());
+  EXPECT_EQ(s3(0), 1.0);
+  EXPECT_EQ(s3(1), 0.0);
+  EXPECT_LT((M.topRows(l) + G.topRows(l)).cwiseAbs().maxCoeff(), 1e-300);
+  EXPECT_EQ((M.bottomRows(w) - Mat::Identity(w, w)).norm(), 0.0);
+}
+
+TEST(DenseOpsDevice, SpdFactorAndSolve) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  for (std::int64_t r : {1, 7, 32, 45}) {
+    f.ops->reserve_small(r);
+    Mat W = random_mat(3 * r + 5, r, 60 + r);
+    Mat G = W.transpose() * W;
+    // Badly scaled but well conditioned after diagonal scaling.
+    Eigen::VectorXd sc = Eigen::VectorXd::LinSpaced(r, 0.0, 6.0).unaryExpr([](double e) { return std::pow(10.0, e); });
+    G = sc.asDiagonal() * G * sc.asDiagonal();
+    Mat Bm = random_mat(r, 5, 61);
+    auto g = f.put(G), fac = f.ops->allocate(r, r + 1), st = f.ops->allocate(1, 1);
+    auto b = f.put(Bm), out = f.ops->allocate(r, 5);
+    f.ops->spd_factor(g.view(), fac.view(), st.view(), 1e-10);
+    f.ops->spd_solve(fac.view(), b.view(), -2.0, st.view(), out.view());
+    EXPECT_EQ(f.get(st.view())(0), 0.0);
+    // Errors measured in the scaled variables (x = D·y with y of unit scale).
+    auto err = [&](const Mat& x, const Mat& ref) {
+      return (sc.asDiagonal() * (x - ref)).norm() / (sc.asDiagonal() * ref).norm();
+    };
+    Mat ref = -2.0 * G.ldlt().solve(Bm);
+    EXPECT_LT(err(f.get(out.view()), ref), 1e-10);
+    // In place (out aliases B).
+    f.ops->spd_solve(fac.view(), b.view(), 1.0, st.view(), b.view());
+    EXPECT_LT(err(f.get(b.view()), -0.5 * ref), 1e-10);
+  }
+  // Rank deficient (status 1: positive definite in rounding, tiny pivot: still solved) and
+  // indefinite (status 2: the solve writes zeros).
+  const std::int64_t r = 9;
+  Mat W = random_mat(20, r, 70);
+  W.col(8) = W.col(1) + 1e-6 * random_mat(20, 1, 71);
+  Mat G1 = W.transpose() * W;
+  Mat G2 = symmetric_random(r, 72);
+  for (auto [G, expect] : {std::pair<Mat, double>{G1, 1.0}, {G2, 2.0}}) {
+    auto g = f.put(G), fac = f.ops->allocate(r, r + 1), st = f.ops->allocate(1, 1);
+    auto b = f.put(random_mat(r, 3, 73)), out = f.put(random_mat(r, 3, 74));
+    f.ops->spd_factor(g.view(), fac.view(), st.view(), 1e-10);
+    f.ops->spd_solve(fac.view(), b.view(), 1.0, st.view(), out.view());
+    EXPECT_EQ(f.get(st.view())(0), expect);
+    if (expect == 2.0) EXPECT_EQ(f.get(out.view()).norm(), 0.0);
+    else EXPECT_TRUE(f.get(out.view()).allFinite());
+  }
+}
+
+TEST(DenseOpsDevice, BlockCgPassesMatchEigen) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  for (auto [n, q, r] : {std::array<std::int64_t, 3>{5003, 7, 5}, {5003, 32, 32}, {6007, 40, 33},
+                         {4099, 64, 64}, {1001, 9, 9}, {4099, 70, 66}, {4099, 12, 1}}) {
+    f.ops->reserve(n, std::max(q, r), 2 * q * q);
+    Mat Q = random_mat(n, q, 80), R = random_mat(n, r, 81), Al = random_mat(q, r, 82);
+    auto qd = f.put(Q), rd = f.put(R), al = f.put(Al), g = f.ops->allocate(q + r, r);
+    f.ops->cg_residual_update(qd.view(), al.view(), rd.view(), g.view());
+    Mat Rn = R - Q * Al;
+    EXPECT_LT((f.get(rd.view()) - Rn).cwiseAbs().maxCoeff(), 1e-12 * q) << n << " " << q << " " << r;
+    Mat Gref(q + r, r);
+    Gref << Q.transpose() * Rn, Rn.transpose() * Rn;
+    EXPECT_LT((f.get(g.view()) - Gref).cwiseAbs().maxCoeff(), 1e-10 * n) << n << " " << q << " " << r;
+    // Direction pass in place: X += P·α, P(:, 0:r) = Z + P·β.
+    Mat P = random_mat(n, q, 83), Z = random_mat(n, r, 84), X = random_mat(n, r, 85);
+    Mat Be = random_mat(q, r, 86);
+    auto pd = f.put(P), zd = f.put(Z), xd = f.put(X), be = f.put(Be);
+    f.ops->cg_direction_update(al.view(), be.view(), zd.view(), pd.view(), xd.view());
+    EXPECT_LT((f.get(xd.view()) - (X + P * Al)).cwiseAbs().maxCoeff(), 1e-12 * q);
+    Mat Pg = f.get(pd.view());
+    EXPECT_LT((Pg.leftCols(r) - (Z + P * Be)).cwiseAbs().maxCoeff(), 1e-12 * q);
+    EXPECT_EQ((Pg.rightCols(q - r) - P.rightCols(q - r)).norm(), 0.0);
+  }
+}
+
+TEST(DenseOpsDevice, AsyncFetchTicketsAndMarks) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  const std::int64_t m = 6;
+  std::vector<std::vector<double>> host(7, std::vector<double>(m * m, -1.0));
+  std::vector<std::uint64_t> tickets;
+  std::vector<Mat> ref;
+  auto d = f.ops->allocate(m, m);
+  const int m0 = f.ops->mark();
+  for (int t = 0; t < 7; ++t) {  // more than the 4 staging slots
+    Mat A = random_mat(m, m, 90 + t);
+    ref.push_back(A);
+    f.ops->from_host(A.data(), m, d.view());
+    f.ops->download_deferred(d.view(), host[t].data(), m);
+    tickets.push_back(f.ops->fetch_async());
+  }
+  const int m1 = f.ops->mark();
+  for (int t = 0; t < 7; ++t) {
+    f.ops->fetch_wait(tickets[t]);
+    EXPECT_EQ((Eigen::Map<Mat>(host[t].data(), m, m) - ref[t]).norm(), 0.0) << t;
+  }
+  f.ops->synchronize();
+  EXPECT_GE(f.ops->elapsed_seconds(m0, m1), 0.0);
+  f.ops->external_begin();
+  f.ops->external_end();
 }
 
 }  // namespace

@@ -1,0 +1,563 @@
+// Chebyshev-filtered subspace iteration (see chebyshev.hpp for the algorithm, the memory and the
+// traffic budget).
+#include "solvers/chebyshev.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "solvers/orthonormalize.hpp"
+#include "solvers/solver_common.hpp"
+
+namespace tcsolve {
+
+namespace {
+
+using Mat = Eigen::MatrixXd;
+
+// Operator applies ordered against the dense ops' stream as the options say, counted, and (when
+// timing) bracketed by stream marks so that apply time is known without synchronizing.
+class Applier {
+ public:
+  Applier(const LinearOperator<double>& a, DenseBlockOps& ops, ApplyOrder order, bool timing)
+      : a_(a), ops_(ops), order_(order), timing_(timing) {}
+  void apply(MvView<const double> x, MvView<double> y) {
+    if (x.cols == 0) return;
+    int m0 = timing_ ? ops_.mark() : -1;
+    switch (order_) {
+      case ApplyOrder::synchronize:
+        ops_.synchronize();
+        a_.apply(x, y);
+        if (ops_.space() == Space::device) device_synchronize();
+        break;
+      case ApplyOrder::events:
+        ops_.external_begin();
+        a_.apply(x, y);
+        ops_.external_end();
+        break;
+      case ApplyOrder::same_stream:
+        a_.apply(x, y);
+        break;
+    }
+    if (timing_) marks_.push_back({m0, ops_.mark()});
+    columns_ += x.cols;
+    ++applies_;
+  }
+  // Seconds spent in the applies marked since the last call (all marks must have completed).
+  double take_seconds() {
+    double s = 0.0;
+    for (auto& p : marks_) s += ops_.elapsed_seconds(p.first, p.second);
+    marks_.clear();
+    return s;
+  }
+  std::int64_t columns() const { return columns_; }
+  std::int64_t applies() const { return applies_; }
+  bool timing() const { return timing_; }
+
+ private:
+  const LinearOperator<double>& a_;
+  DenseBlockOps& ops_;
+  ApplyOrder order_;
+  bool timing_;
+  std::vector<std::pair<int, int>> marks_;
+  std::int64_t columns_ = 0, applies_ = 0;
+};
+
+// Spectrum bounds of Â = s·A from `steps` steps of single-vector Lanczos with full
+// reorthogonalization (two classical Gram-Schmidt passes), coefficients kept on the device and
+// fetched once at the end.
+struct Bounds {
+  double upper = 0.0;  // b ≥ λmax(Â) (θmax + |βₛ·yₛ|)
+  double lower = 0.0;  // θmin(Â) ≥ λmin(Â): normalization point of the filter
+  double norm = 0.0;   // max |Ritz value|: a lower bound of ‖A‖₂ for the convergence test
+};
+
+Bounds lanczos_bounds(Applier& ap, DenseBlockOps& ops, std::int64_t n, int steps,
+                      std::uint64_t seed, double sgn) {
+  const std::int64_t s = std::max<std::int64_t>(1, std::min<std::int64_t>(steps, n - 1));
+  MultiVector<double> v = ops.allocate(n, s + 1), hs = ops.allocate(s + 1, s + 1),
+                      tmp = ops.allocate(s + 1, 1);
+  ops.fill_zero(hs.view());
+  ops.fill_random(v.columns(0, 1), seed * 2654435761ull + 17);
+  MvView<double> nrm{hs.data() + s * (s + 1), 1, 1, s + 1, ops.space()};  // spare slot
+  ops.normalize_columns(v.columns(0, 1), nrm);
+  for (std::int64_t j = 0; j < s; ++j) {
+    auto basis = v.columns(0, j + 1);
+    auto w = v.columns(j + 1, 1);
+    ap.apply(v.columns(j, 1), w);
+    MvView<double> h{hs.data() + j * (s + 1), j + 1, 1, s + 1, ops.space()};
+    MvView<double> h2{tmp.data(), j + 1, 1, s + 1, ops.space()};
+    ops.gram_into(1.0, basis, w, 0.0, h);
+    ops.gemm_into(-1.0, basis, h, 1.0, w);
+    ops.gram_into(1.0, basis, w, 0.0, h2);
+    ops.gemm_into(-1.0, basis, h2, 1.0, w);
+    ops.axpbypcz(1.0, h2, 0.0, h2, 1.0, h);
+    MvView<double> beta{hs.data() + (j + 1) + j * (s + 1), 1, 1, s + 1, ops.space()};
+    ops.normalize_columns(w, beta);
+  }
+  std::vector<double> hh((s + 1) * (s + 1));
+  ops.download_deferred(hs.view(), hh.data(), s + 1);
+  ops.fetch();
+  auto H = Eigen::Map<Mat>(hh.data(), s + 1, s + 1);
+  // Tridiagonal part, cut at the first (numerically) zero β: an invariant subspace.
+  std::int64_t len = s;
+  double scale = 0.0;
+  for (std::int64_t j = 0; j < s; ++j) scale = std::max(scale, std::abs(H(j, j)));
+  for (std::int64_t j = 0; j + 1 < s; ++j)
+    if (!(H(j + 1, j) > 1e-12 * std::max(scale, 1e-300))) {
+      len = j + 1;
+      break;
+    }
+  Mat t = Mat::Zero(len, len);
+  for (std::int64_t j = 0; j < len; ++j) {
+    t(j, j) = H(j, j);
+    if (j + 1 < len) t(j + 1, j) = t(j, j + 1) = H(j + 1, j);
+  }
+  const double beta_last = len == s ? H(s, s - 1) : 0.0;
+  Eigen::SelfAdjointEigenSolver<Mat> es(t);
+  const double lo = es.eigenvalues()(0), hi = es.eigenvalues()(len - 1);
+  const double rlo = std::abs(beta_last * es.eigenvectors()(len - 1, 0));
+  const double rhi = std::abs(beta_last * es.eigenvectors()(len - 1, len - 1));
+  Bounds b;
+  b.norm = std::max(std::abs(lo), std::abs(hi));
+  if (sgn > 0) {
+    b.upper = hi + rhi;
+    b.lower = lo;
+  } else {
+    b.upper = -lo + rlo;
+    b.lower = -hi;
+  }
+  return b;
+}
+
+}  // namespace
+
+std::int64_t chebyshev_block(std::int64_t n, std::int64_t k, std::int64_t guard,
+                             const ChebyshevOptions& copt) {
+  std::int64_t m = copt.block;
+  if (m <= 0) {
+    const std::int64_t g = guard >= 0 ? guard : std::max<std::int64_t>(8, (k + 1) / 2);
+    m = k + g;
+    if (guard < 0) m = (m + 7) / 8 * 8;
+  }
+  m = std::min(m, n / 2);
+  return m;
+}
+
+ChebyshevCost chebyshev_cost(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                             double rel_gap, const ChebyshevOptions& copt, std::int64_t guard) {
+  ChebyshevCost c;
+  c.block = chebyshev_block(n, k, guard, copt);
+  const double m = static_cast<double>(c.block);
+  // Damped interval [λ_{m+1}, λmax] of relative width ≈ 1 − rel_gap: t_k = −1 − 2·gap/width.
+  const double g = std::clamp(rel_gap, 1e-12, 0.5);
+  const double tk = 1.0 + 2.0 * g / (1.0 - g);
+  const double lnrho = std::acosh(tk);
+  c.total_degree = std::log(4.0 / std::max(tol, 1e-16)) / lnrho;
+  const double filt_cols = (m - k + 0.6 * k) * c.total_degree;
+  c.outer_iterations = std::ceil(c.total_degree / std::max(copt.max_degree, 2)) + 2;
+  c.column_applies = filt_cols + c.outer_iterations * m + k + copt.lanczos_steps;
+  const double a_bytes = 12.0 * nnz + 8.0 * (n + 1);
+  // Applies: A once per apply (degree steps × outer iterations), 16 bytes per row and column.
+  const double applies = c.total_degree + 2 * c.outer_iterations;
+  const double dense_per_outer = 8.0 * n * (4.0 * m + 8.0 * m + 8.0 * m);  // ortho + RR words
+  c.bytes = applies * a_bytes + filt_cols * 8.0 * n * 6.0 + c.outer_iterations * dense_per_outer;
+  return c;
+}
+
+EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& ops,
+                               const EigenOptions& opt, const ChebyshevOptions& copt) {
+  const double t_start = detail::now_seconds();
+  const std::int64_t n = a.rows();
+  detail::require_operator(a, n, ops.space(), "A");
+  const std::int64_t k = opt.k;
+  if (opt.which != Which::smallest && opt.which != Which::largest)
+    throw InvalidArgument("chebyshev: only which = smallest or largest");
+  const std::int64_t m = chebyshev_block(n, k, opt.guard, copt);
+  if (k < 1 || k >= n || m < k + 1)
+    throw InvalidArgument("chebyshev: need 1 <= k and k + 1 <= block <= n/2 (k = " +
+                          std::to_string(k) + ", block = " + std::to_string(m) +
+                          ", n = " + std::to_string(n) + ")");
+  TCSOLVE_REQUIRE(opt.tol > 0, "chebyshev: tol must be positive");
+  TCSOLVE_REQUIRE(copt.max_degree >= 2 && copt.min_degree >= 2 && copt.min_degree <= copt.max_degree,
+                  "chebyshev: need 2 <= min_degree <= max_degree");
+  const double sgn = opt.which == Which::smallest ? 1.0 : -1.0;
+  const int dmax = copt.max_degree + (copt.max_degree & 1);
+  const int dmin = copt.min_degree + (copt.min_degree & 1);
+  const bool timing = opt.keep_history || static_cast<bool>(opt.on_iteration);
+  Applier ap(a, ops, copt.apply_order, timing);
+
+  EigenResult res;
+  res.n = n;
+  res.b_norm = 1.0;
+
+  // ---- workspace, once per solve
+  ops.reserve(n, m, m * m);
+  ops.reserve_small(m);
+  MultiVector<double> buf[2] = {ops.allocate(n, m), ops.allocate(n, m)};
+  MultiVector<double> wbuf = ops.allocate(n, m);
+  MultiVector<double> gsm = ops.allocate(m, m), msm = ops.allocate(m, m), hsm = ops.allocate(m, m);
+  MultiVector<double> theta_d = ops.allocate(m, 1), rn_d = ops.allocate(m, 1),
+                      st_d = ops.allocate(8, 1);
+  std::vector<double> theta(m), rn(m), st(8), xn(m);
+  std::vector<double> lock_theta, lock_res;  // locked pairs, in column order 0..nl
+  lock_theta.reserve(m), lock_res.reserve(m);
+  std::vector<int> deg(m);
+  std::vector<std::int64_t> idx(m);
+  OrthoWorkspace ows;
+  std::vector<double> proj(m * m);
+
+  // ---- spectrum bounds
+  const Bounds bd = lanczos_bounds(ap, ops, n, copt.lanczos_steps, opt.seed, sgn);
+  res.a_norm = opt.a_norm > 0 ? opt.a_norm : bd.norm;
+  double upper = bd.upper;
+  if (opt.a_norm > 0) upper = std::min(upper, opt.a_norm);
+  double lower = bd.lower;
+  auto tau = [&](double th) { return opt.tol * (res.a_norm + std::abs(th)); };
+
+  int cur = 0;
+  std::int64_t nl = 0;  // locked columns
+  std::uint64_t refill_seed = opt.seed * 7919 + 3;
+  OrthoBranch worst_branch = OrthoBranch::none;
+  std::int64_t fallbacks = 0;
+
+  // Host path: project the active block of buf[cur] out of L twice, SVQB with dropping, refill
+  // lost directions with random vectors (keeps the block width, so no copy of a multiple
+  // eigenvalue can slip through).
+  auto robust_orthonormalize = [&](std::int64_t w) {
+    ++fallbacks;
+    auto& B = buf[cur];
+    auto project = [&](std::int64_t c0, std::int64_t cnt) {
+      if (c0 == 0 || cnt == 0) return;
+      auto F = B.columns(c0, cnt);
+      for (int pass = 0; pass < 2; ++pass) {
+        ops.gram(B.columns(0, c0), F, proj.data(), c0);
+        ops.gemm(-1.0, B.columns(0, c0), proj.data(), c0, 1.0, F);
+      }
+    };
+    project(nl, w);
+    auto o = orthonormalize(ops, B.columns(nl, w), MvView<double>{}, ows);
+    worst_branch = std::max(worst_branch, o.branch);
+    std::int64_t r = o.rank;
+    for (int attempt = 0; r < w && attempt < 4; ++attempt) {
+      auto F = B.columns(nl + r, w - r);
+      ops.fill_random(F, refill_seed++);
+      project(nl + r, w - r);
+      auto of = orthonormalize(ops, F, MvView<double>{}, ows);
+      r += of.rank;
+    }
+    if (r < w) throw Error("chebyshev: could not complete the block (n too small?)");
+  };
+
+  // Orthonormalizes the active columns [nl, nl + w) of buf[cur] against the locked ones and
+  // within: BCGS-PIP passes on the device, ping-ponging between the two bases (both hold L).
+  auto orthonormalize_active = [&](std::int64_t w) {
+    auto pip_pass = [&](int slot) {
+      auto src = buf[cur].columns(0, nl + w);
+      auto y = buf[cur].columns(nl, w);
+      MvView<double> g{gsm.data(), nl + w, w, m, ops.space()};
+      MvView<double> mv{msm.data(), nl + w, w, m, ops.space()};
+      MvView<double> sv{st_d.data() + 2 * slot, 2, 1, 8, ops.space()};
+      ops.gram_into(1.0, src, y, 0.0, g);
+      ops.pip_factor(g, nl, mv, sv);
+      ops.gemm_into(1.0, src, mv, 0.0, buf[1 - cur].columns(nl, w));
+      cur = 1 - cur;
+    };
+    pip_pass(0);
+    pip_pass(1);
+    ops.download_deferred(st_d.columns(0, 1), st.data(), 8);
+    ops.fetch();
+    bool ok = st[2] == 0.0 && st[0] == 0.0 && st[3] >= 0.1;
+    if (!ok) {
+      pip_pass(2);
+      ops.download_deferred(st_d.columns(0, 1), st.data(), 8);
+      ops.fetch();
+      ok = st[4] == 0.0 && st[5] >= 0.1;
+    }
+    if (ok) {
+      worst_branch = std::max(worst_branch, OrthoBranch::cholqr2);
+      return;
+    }
+    robust_orthonormalize(w);
+  };
+
+  // Rayleigh-Ritz on the active columns of buf[cur] (orthonormal, ⊥ L): Ritz vectors into the
+  // other basis, θ (ascending in Â) and residual norms to the host (one fetch).
+  auto rayleigh_ritz = [&](std::int64_t w) {
+    auto q = buf[cur].columns(nl, w);
+    auto aq = wbuf.columns(nl, w);
+    ap.apply(q, aq);
+    MvView<double> h{hsm.data(), w, w, m, ops.space()};
+    ops.gram_into(sgn, q, aq, 0.0, h);
+    ops.eigh_small(h, theta_d.columns(0, 1));
+    auto x = buf[1 - cur].columns(nl, w);
+    ops.gemm_into(1.0, q, h, 0.0, x);
+    ops.gemm_into(1.0, aq, h, 0.0, q);  // A·X over Q (no longer needed)
+    MvView<const double> th{theta_d.data(), w, 1, m, ops.space()};
+    MvView<double> rv{rn_d.data(), w, 1, m, ops.space()};
+    ops.residual_norms_into(q, x, th, sgn, rv);
+    ops.download_deferred(th, theta.data(), m);
+    ops.download_deferred(rv, rn.data(), m);
+    ops.fetch();
+    cur = 1 - cur;
+  };
+
+  // The filter on the active columns of buf[cur]: degrees deg[0:w] even, non-decreasing; the
+  // result Y_dᵢ of every column ends in buf[cur] (even degrees).
+  auto filter = [&](std::int64_t w, double cut) {
+    const double e = (upper - cut) / 2, ce = (upper + cut) / 2;
+    const double a0 = std::min(lower, cut - e);  // strictly below the damped interval
+    const double sigma1 = e / (a0 - ce);
+    double sigma = sigma1;
+    const double tau2 = 2.0 / sigma1;
+    auto y0 = buf[cur].columns(nl, w);
+    auto t1 = buf[1 - cur].columns(nl, w);
+    auto wv = wbuf.columns(nl, w);
+    ap.apply(y0, wv);
+    ops.axpbypcz(sgn * sigma1 / e, wv, -ce * sigma1 / e, y0, 0.0, t1);
+    std::int64_t first = 0;
+    for (int j = 1; j < deg[w - 1]; ++j) {
+      while (first < w && deg[first] < j + 1) ++first;
+      const std::int64_t cnt = w - first;
+      auto yj = (j & 1) ? t1.columns(first, cnt) : y0.columns(first, cnt);
+      auto yjm = (j & 1) ? y0.columns(first, cnt) : t1.columns(first, cnt);
+      const double sn = 1.0 / (tau2 - sigma);
+      ap.apply(yj, wv.columns(first, cnt));
+      ops.axpbypcz(sgn * 2.0 * sn / e, wv.columns(first, cnt), -2.0 * sn * ce / e, yj,
+                   -sigma * sn, yjm);
+      sigma = sn;
+    }
+  };
+
+  // Degrees for the active pairs (θ ascending in Â, residuals rn): the residual of pair i
+  // shrinks by ρᵢ^(−d) per filter; guard columns (global index ≥ k) take the largest wanted
+  // degree; even, within [dmin, dmax], non-decreasing (step j then runs on a column suffix).
+  auto choose_degrees = [&](std::int64_t w, double cut) {
+    const double e = (upper - cut) / 2, ce = (upper + cut) / 2;
+    int dwant = 0;
+    for (std::int64_t i = 0; i < w; ++i) {
+      int d = dmax;
+      const double t = (theta[i] - ce) / e;
+      const double need = rn[i] / tau(theta[i]);
+      if (t < -1.0) {
+        const double rho = -t + std::sqrt(t * t - 1.0);
+        if (!(need > 1.0)) d = dmin;
+        else d = static_cast<int>(std::ceil(copt.degree_margin * std::log(need) / std::log(rho)));
+      }
+      d = std::clamp(d, dmin, dmax);
+      d += d & 1;
+      deg[i] = d;
+      if (nl + i < k) dwant = std::max(dwant, d);
+    }
+    for (std::int64_t i = 0; i < w; ++i) {
+      if (nl + i >= k) deg[i] = dwant > 0 ? dwant : deg[i];
+      if (i > 0) deg[i] = std::max(deg[i], deg[i - 1]);
+    }
+  };
+
+  // Budget words (8 bytes) of the dense work, per chebyshev.hpp.
+  double budget_words = 0.0;
+  auto count_outer = [&](std::int64_t w, int npass) {
+    // filter recurrence: 3·n·w for step 1, 4·n·cnt for the others
+    std::int64_t first = 0;
+    budget_words += 3.0 * n * w;
+    for (int j = 1; j < deg[w - 1]; ++j) {
+      while (first < w && deg[first] < j + 1) ++first;
+      budget_words += 4.0 * n * (w - first);
+    }
+    budget_words += npass * n * (2.0 * nl + 4.0 * w) + 8.0 * n * w;
+  };
+
+  // The k smallest pairs (in Â) among the locked and active ones: gathered into wbuf(:, 0:k),
+  // A applied once more, true residuals tested. On success (or when `last`) the result is
+  // filled in; otherwise the pairs from the first failing locked one on are unlocked.
+  std::vector<double> sel_theta(k), tr(k), bound(k);
+  MultiVector<double> theta_sel = ops.allocate(k, 1);
+  auto finish = [&](std::int64_t w, bool last) -> bool {
+    std::vector<std::pair<double, std::int64_t>> cand;
+    for (std::int64_t j = 0; j < nl; ++j) cand.push_back({lock_theta[j], j});
+    for (std::int64_t i = 0; i < w; ++i) cand.push_back({theta[i], nl + i});
+    std::stable_sort(cand.begin(), cand.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (std::int64_t j = 0; j < k; ++j) idx[j] = cand[j].second, sel_theta[j] = cand[j].first;
+    auto X = wbuf.columns(0, k);
+    ops.gather_columns(buf[cur].columns(0, m), idx.data(), k, X);
+    auto AX = buf[1 - cur].columns(0, k);
+    ap.apply(X, AX);
+    ops.from_host(sel_theta.data(), k, theta_sel.view());
+    ops.residual_norms_into(AX, X, theta_sel.view(), sgn, rn_d.columns(0, 1));
+    ops.download_deferred(MvView<const double>{rn_d.data(), k, 1, m, ops.space()}, tr.data(), k);
+    ops.fetch();
+    ops.column_norms(X, xn.data());
+    // AX overwrote the locked copies in the other basis: restore them.
+    const std::int64_t kl = std::min(k, nl);
+    if (kl > 0) ops.copy(buf[cur].columns(0, kl), buf[1 - cur].columns(0, kl));
+    bool ok = true;
+    std::int64_t first_bad = nl;
+    for (std::int64_t j = 0; j < k; ++j) {
+      bound[j] = opt.tol * (res.a_norm + std::abs(sel_theta[j]) * res.b_norm) * xn[j];
+      if (!(tr[j] <= bound[j])) {
+        ok = false;
+        if (idx[j] < nl) first_bad = std::min(first_bad, idx[j]);
+      }
+    }
+    if (ok || last) {
+      res.values.resize(k);
+      for (std::int64_t j = 0; j < k; ++j) res.values[j] = sgn * sel_theta[j];
+      res.residual_norms.assign(tr.begin(), tr.end());
+      res.residual_bounds.assign(bound.begin(), bound.end());
+      res.vectors.resize(n * k);
+      ops.to_host(X, res.vectors.data(), n);
+      return ok;
+    }
+    // Unlock from first_bad on: those columns become active again (their order in buf[cur]
+    // already is locked-then-active).
+    const std::int64_t back = nl - first_bad;
+    if (back > 0) {
+      std::vector<double> th(theta.begin(), theta.begin() + w), r2(rn.begin(), rn.begin() + w);
+      for (std::int64_t j = 0; j < back; ++j) {
+        theta[j] = lock_theta[first_bad + j];
+        rn[j] = std::max(lock_res[first_bad + j], 2.0 * tau(theta[j]));
+      }
+      for (std::int64_t i = 0; i < w; ++i) theta[back + i] = th[i], rn[back + i] = r2[i];
+      lock_theta.resize(first_bad), lock_res.resize(first_bad);
+      nl = first_bad;
+    }
+    return false;
+  };
+
+  // ---- initial block: random, orthonormal, Ritz pairs
+  ops.fill_random(buf[cur].columns(0, m), opt.seed);
+  orthonormalize_active(m);
+  rayleigh_ritz(m);
+  budget_words += 2.0 * n * (4.0 * m) + 8.0 * n * m;
+  SolverStatus status = SolverStatus::not_converged;
+  std::string reason;
+  std::int64_t it = 0;
+  std::int64_t filter_applies = 0, filter_columns = 0;
+  double apply_s = 0.0, dense_s = 0.0;
+  double lift = 0.0;
+  for (;; ++it) {
+    const double t_it = detail::now_seconds();
+    std::int64_t w = m - nl;
+    // ---- lock the converged prefix of the active pairs
+    std::int64_t c = 0;
+    while (c < w - 1 && rn[c] <= tau(theta[c])) {
+      if (nl + c >= k) {
+        // Beyond k only pairs below the k-th smallest value locked so far.
+        std::vector<double> v(lock_theta.begin(), lock_theta.end());
+        v.insert(v.end(), theta.begin(), theta.begin() + c);
+        std::nth_element(v.begin(), v.begin() + (k - 1), v.end());
+        const double kth = v[k - 1];
+        if (!(theta[c] < kth + tau(kth))) break;
+      }
+      ++c;
+    }
+    if (c > 0) {
+      ops.copy(buf[cur].columns(nl, c), buf[1 - cur].columns(nl, c));
+      budget_words += 2.0 * n * c;
+      for (std::int64_t j = 0; j < c; ++j) lock_theta.push_back(theta[j]), lock_res.push_back(rn[j]);
+      for (std::int64_t i = 0; i + c < w; ++i) theta[i] = theta[i + c], rn[i] = rn[i + c];
+      nl += c;
+      w -= c;
+    }
+    // ---- done when k pairs are locked and no active Ritz value lies below the k-th of them
+    bool done = false;
+    if (nl >= k) {
+      std::vector<double> v(lock_theta.begin(), lock_theta.end());
+      std::nth_element(v.begin(), v.begin() + (k - 1), v.end());
+      done = theta[0] >= v[k - 1] - tau(v[k - 1]);
+    }
+    const bool last = it + 1 >= opt.max_iterations;
+    if (done || last) {
+      const bool ok = finish(w, last && !done);
+      if (ok) {
+        status = SolverStatus::converged;
+        break;
+      }
+      if (last) {
+        reason = "iteration limit " + std::to_string(opt.max_iterations) + " reached with " +
+                 std::to_string(std::min(nl, k)) + " of " + std::to_string(k) + " pairs locked";
+        break;
+      }
+      w = m - nl;  // pairs unlocked by the explicit check: iterate on
+    }
+    // ---- filter, orthonormalize, Rayleigh-Ritz
+    // Cut = largest active Ritz value (≥ λ_m). When the active Ritz values are not resolved
+    // beyond their residuals (the block sits inside one eigenspace: a multiplicity above the
+    // block width), that cut collapses onto the wanted eigenvalue and the filter stops damping
+    // the next distinct one; then the cut is lifted by a growing multiple of the largest
+    // residual (the next eigenvalue lies about that far up).
+    double cut = theta[w - 1];
+    {
+      const double spread = theta[w - 1] - theta[0];
+      const double rmax = *std::max_element(rn.begin(), rn.begin() + w);
+      if (w > 1 && spread <= rmax && it > 0) {
+        lift = lift > 0 ? 4.0 * lift : 4.0;
+        cut = std::min(cut + lift * rmax, theta[0] + 0.25 * (upper - theta[0]));
+        cut = std::max(cut, theta[w - 1]);
+      }
+    }
+    lower = std::min(lower, theta[0]);
+    if (!lock_theta.empty())
+      lower = std::min(lower, *std::min_element(lock_theta.begin(), lock_theta.end()));
+    if (!(upper > cut)) upper = cut + std::abs(cut - lower) + 1e-300;  // block spans the spectrum
+    choose_degrees(w, cut);
+    const std::int64_t cols0 = ap.columns(), applies0 = ap.applies();
+    filter(w, cut);
+    filter_applies += ap.applies() - applies0;
+    filter_columns += ap.columns() - cols0;
+    const std::int64_t fb0 = fallbacks;
+    orthonormalize_active(w);
+    count_outer(w, st[0] == 0.0 && st[2] == 0.0 && st[3] >= 0.1 ? 2 : 3);
+    rayleigh_ritz(w);
+    (void)fb0;
+    IterationRecord rec;
+    rec.iteration = it;
+    rec.ortho = worst_branch;
+    worst_branch = OrthoBranch::none;
+    rec.active = w;
+    rec.converged = nl;
+    if (opt.keep_history || opt.on_iteration) {
+      rec.residual_norms.assign(lock_res.begin(), lock_res.end());
+      rec.residual_norms.insert(rec.residual_norms.end(), rn.begin(), rn.begin() + w);
+      if (static_cast<std::int64_t>(rec.residual_norms.size()) > k) rec.residual_norms.resize(k);
+    }
+    const double total = detail::now_seconds() - t_it;
+    if (ap.timing()) {
+      rec.apply_seconds = ap.take_seconds();
+      rec.dense_seconds = std::max(0.0, total - rec.apply_seconds);
+      apply_s += rec.apply_seconds;
+      dense_s += rec.dense_seconds;
+    }
+    if (opt.on_iteration) opt.on_iteration(rec);
+    if (opt.keep_history) res.history.push_back(std::move(rec));
+  }
+  res.status = status;
+  res.reason = reason;
+  res.iterations = it + 1;
+  res.operator_applies = ap.columns();
+  res.seconds = detail::now_seconds() - t_start;
+  if (copt.stats) {
+    ChebyshevStats& s2 = *copt.stats;
+    s2.block = m;
+    s2.upper = upper;
+    s2.lower = lower;
+    s2.outer_iterations = it + 1;
+    s2.applies = ap.applies();
+    s2.filter_applies = filter_applies;
+    s2.filter_columns = filter_columns;
+    s2.ortho_fallbacks = fallbacks;
+    s2.dense_budget_words = budget_words;
+    s2.apply_seconds = apply_s;
+    s2.dense_seconds = dense_s;
+  }
+  return res;
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,117 @@
+// Chebyshev-filtered subspace iteration (Zhou & Saad 2007; the ChASE variant of Winkelmann, Springer
+// & Di Napoli 2019) for k extreme eigenpairs of a symmetric A (standard problems), written once
+// against LinearOperator<double> and the backend-resident DenseBlockOps calls.
+//
+// Work on Â = s·A (s = +1 for the smallest eigenvalues, −1 for the largest), so that the wanted
+// end is always the lower one. Block V of m = k + guard columns: locked (converged) columns first,
+// then the w active ones. One outer iteration:
+//   1. filter   Y ← p_d(Â)·Y on the active columns: the scaled Chebyshev recurrence of degree d on
+//               the damped interval [c, b] (c = largest active Ritz value, b = upper bound of Â's
+//               spectrum), normalized at a0 ≤ λmin(Â):  e = (b − c)/2, ce = (b + c)/2,
+//               σ₁ = e/(a0 − ce), Y₁ = (σ₁/e)(Â − ce)Y₀,
+//               σⱼ₊₁ = 1/(2/σ₁ − σⱼ),  Yⱼ₊₁ = (2σⱼ₊₁/e)(Â − ce)Yⱼ − σⱼσⱼ₊₁·Yⱼ₋₁.
+//               Each column i has its own even degree dᵢ (from its Ritz value θᵢ and residual rᵢ:
+//               the residual shrinks by ρᵢ^(−d), ρᵢ = |tᵢ| + √(tᵢ² − 1), tᵢ = (θᵢ − ce)/e; capped
+//               at max_degree, non-decreasing over the block so that step j runs on a suffix of
+//               the columns); guard columns take the largest wanted degree.
+//   2. orthonormalize against the locked columns and within the block: BCGS-PIP twice
+//      (pip_factor: one Gram [L Y]ᵀY and one block update [L Y]·M per pass, Cholesky on the
+//      device), a third pass when a pass fell back, SVQB with refill on the host if that fails;
+//   3. Rayleigh-Ritz on the active block: AQ = A·Q, H = s·QᵀAQ, H = YΘYᵀ (cuSOLVER syevd/syevj),
+//      X = Q·Y, AX = AQ·Y, rᵢ = ‖AXᵢ − λᵢXᵢ‖ (AQ is applied explicitly each iteration, so these
+//      are residuals of the current vectors up to the rounding of two GEMMs);
+//   4. lock the converged prefix of the active Ritz pairs (ascending θ), stop when k pairs are
+//      locked and no active Ritz value lies below the k-th locked one.
+// Before a pair is reported converged, A is applied once more to the k chosen vectors and the
+// test is repeated on those true residuals (pairs failing it are unlocked and the iteration goes
+// on). Convergence test (as LOBPCG/Lanczos): ‖A·x − λ·x‖ ≤ tol·(‖A‖ + |λ|)·‖x‖.
+// Spectrum bounds: `lanczos_steps` steps of single-vector Lanczos with full reorthogonalization
+// (b = θmax + |βₛ·yₛ| at the unwanted end, min'd with opt.a_norm when given; a0 = θmin).
+//
+// Host round trips: one fetch per outer iteration (Ritz values, residual norms, the
+// orthonormalization status: 3m + 6 doubles) plus one after the orthonormalization passes
+// (status only) — an outer iteration holds up to max_degree operator applies; nothing else
+// synchronizes unless apply_order == synchronize.
+//
+// Memory: 3 blocks of n × m (two ping-pong bases that both hold the locked columns, and the
+// operator output W), small m × m matrices, and n × (lanczos_steps + 1) during the bounds.
+//
+// Traffic per outer iteration with w active columns, l locked, d = mean degree, 8-byte words:
+//   filter:  d applies of A on ≤ w columns (A once + 2·n·w per apply) and d recurrence passes
+//            (3 reads + 1 write of n × w: 4·n·w per step, 3·n·w for the first);
+//   ortho:   2 passes × (Gram reads n·(l + 2w), update reads n·(l + w), writes n·w) = n·(4l + 8w);
+//   RR:      1 apply on w columns, Gram 2·n·w, X = Q·Y and AX = AQ·Y 2 × 2·n·w, residuals 2·n·w
+//            (= 8·n·w) — so a filter of degree d costs A·(d + 1) + n·w·(6d + 16) + 4·n·l words,
+//            dominated by the filter's 6·n·w per step (2 in the apply, 4 in the recurrence) for
+//            the degrees used here (d ≈ 10–36). The benchmark (bench/solvers/solver_bench.cpp)
+//            prints the time per filter step against this budget at the measured copy bandwidth.
+#pragma once
+#include <cstdint>
+
+#include "core/operator.hpp"
+#include "solvers/dense_ops.hpp"
+#include "solvers/eigensolvers.hpp"
+#include "solvers/result.hpp"
+
+namespace tcsolve {
+
+// What a solve did (filled when ChebyshevOptions::stats is set): the counts behind the traffic
+// budget, for the benchmark.
+struct ChebyshevStats {
+  std::int64_t block = 0;             // m
+  double upper = 0.0, lower = 0.0;    // damped interval end b and normalization point a0 (in Â)
+  std::int64_t outer_iterations = 0;
+  std::int64_t applies = 0;           // operator applies (bounds, filter, Rayleigh-Ritz, checks)
+  std::int64_t filter_applies = 0;    // of them in the filter
+  std::int64_t filter_columns = 0;    // columns multiplied in the filter (= recurrence column-steps)
+  std::int64_t ortho_fallbacks = 0;   // host SVQB orthonormalizations
+  double dense_budget_words = 0.0;    // 8-byte words the dense work must move (chebyshev.hpp budget)
+  double apply_seconds = 0.0;         // only with keep_history / on_iteration (stream marks)
+  double dense_seconds = 0.0;
+};
+
+struct ChebyshevOptions {
+  // Block width m (k wanted + guard columns). 0: k + opt.guard when opt.guard ≥ 0, else
+  // k + max(8, ⌈k/2⌉), rounded up to a multiple of 8 and capped at n/2.
+  std::int64_t block = 0;
+  int max_degree = 36;   // cap of the per-column degree (even)
+  int min_degree = 4;    // floor (even)
+  int lanczos_steps = 25;
+  // Multiplies the degree the residual model asks for (> 1: fewer outer iterations, a little
+  // more filtering).
+  double degree_margin = 1.25;
+  ApplyOrder apply_order = ApplyOrder::events;
+  ChebyshevStats* stats = nullptr;  // optional output
+};
+
+// Standard problems only (B = I), Which::smallest or Which::largest. opt.k, tol, max_iterations
+// (outer iterations), seed, a_norm, keep_history, on_iteration and guard are used; the other
+// EigenOptions fields are ignored. Throws InvalidArgument for k < 1, k + guard > n/2, another
+// `which`, or an operator outside ops.space().
+EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& ops,
+                               const EigenOptions& opt, const ChebyshevOptions& copt = {});
+
+// A priori cost of chebyshev_subspace for `auto` (no operator applies):
+//   rel_gap = (λ_{m+1} − λ_k)/(λmax − λmin) on the wanted end (λ_k the k-th wanted eigenvalue,
+//   λ_{m+1} the first outside the block); with δ = 2·rel_gap/(1 − rel_gap·…) the slowest wanted
+//   vector needs D = ln(4/tol)/acosh(1 + 2·rel_gap') total degree, rel_gap' = gap/(width of the
+//   damped interval), and the filter runs about (m − k + 0.6·k)·D column-steps (locked columns
+//   stop; guard columns run to the end).
+// Bytes per column-step: 6 words of n (apply in/out 2, recurrence 4) + the share of A
+// (nnz·12 + 8n bytes per apply over the columns of the apply).
+struct ChebyshevCost {
+  std::int64_t block = 0;         // m
+  double total_degree = 0.0;      // D, filter steps of the slowest wanted column
+  double column_applies = 0.0;    // columns multiplied by A (filter + Rayleigh-Ritz + checks)
+  double outer_iterations = 0.0;  // D / max_degree, rounded up, + 2
+  double bytes = 0.0;             // device-memory bytes moved, filter and dense work
+};
+ChebyshevCost chebyshev_cost(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                             double rel_gap, const ChebyshevOptions& copt = {},
+                             std::int64_t guard = -1);
+
+// The block width chebyshev_subspace uses for (n, k, guard) with these options.
+std::int64_t chebyshev_block(std::int64_t n, std::int64_t k, std::int64_t guard,
+                             const ChebyshevOptions& copt = {});
+
+}  // namespace tcsolve

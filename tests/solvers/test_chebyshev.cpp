@@ -1,0 +1,231 @@
+// Chebyshev-filtered subspace iteration: closed-form Laplacian spectra (every copy of repeated
+// eigenvalues, clusters straddling k, multiplicity above the block width), a real stiffness
+// matrix against Eigen's dense solver, the three apply orderings, and the cost model. Every test
+// recomputes residuals and orthogonality on the host.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+
+#include "core/error.hpp"
+#include "solvers/chebyshev.hpp"
+#include "tests/solvers/solver_test_util.hpp"
+
+namespace tcsolve::test {
+namespace {
+
+// Status, true residuals (recomputed here) within the solver's bound, orthonormality, and each
+// eigenvalue within 4‖r‖ + 1e-12·scale of the reference (the wanted ones, in the solver's order).
+void check(const EigenResult& r, const Csr<double>& a, const std::vector<double>& ref,
+           double tol) {
+  const std::int64_t k = static_cast<std::int64_t>(ref.size());
+  ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+  ASSERT_EQ(static_cast<std::int64_t>(r.values.size()), k);
+  auto res = residuals(a, nullptr, r.vectors, r.values);
+  const double anorm = norm_inf(a);
+  for (std::int64_t j = 0; j < k; ++j) {
+    EXPECT_NEAR(res[j], r.residual_norms[j], 1e-9 * (anorm + std::abs(r.values[j])));
+    EXPECT_LE(res[j], r.residual_bounds[j] * (1 + 1e-6));
+    EXPECT_LE(res[j], tol * (anorm + std::abs(r.values[j])) * 10.0);
+    EXPECT_LE(std::abs(r.values[j] - ref[j]), 4.0 * res[j] + 1e-12 * (anorm + std::abs(ref[j])))
+        << "eigenvalue " << j << ": " << r.values[j] << " vs " << ref[j];
+  }
+  EXPECT_LT(orthogonality_error(nullptr, r.vectors, a.nrows, k), 1e-8);
+}
+
+std::vector<double> wanted(std::vector<double> all, std::int64_t k, Which w) {
+  if (w == Which::largest) std::reverse(all.begin(), all.end());
+  all.resize(k);
+  return all;
+}
+
+struct Case {
+  const char* name;
+  int nx, ny, nz, k;
+  Which which;
+};
+
+class ChebyshevLaplacian : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ChebyshevLaplacian, MatchesClosedForm) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const Case c = GetParam();
+  auto lap = laplacian(c.nx, c.ny, c.nz);
+  auto op = make_operator(lap);
+  auto ops = make_dense_ops(kBackend);
+  EigenOptions o;
+  o.k = c.k;
+  o.which = c.which;
+  o.tol = 1e-9;
+  o.a_norm = norm_inf(lap);
+  ChebyshevStats st;
+  ChebyshevOptions co;
+  co.stats = &st;
+  auto r = chebyshev_subspace(*op, *ops, o, co);
+  check(r, lap, wanted(laplacian_spectrum(c.nx, c.ny, c.nz), c.k, c.which), o.tol);
+  EXPECT_GT(st.filter_applies, 0);
+  EXPECT_GE(st.block, c.k + 8);
+  EXPECT_EQ(st.ortho_fallbacks, 0);
+  EXPECT_FALSE(r.history.empty());
+  // The filter's upper end bounds the unwanted end of the spectrum (a_norm = ‖A‖∞ given).
+  EXPECT_LE(st.upper, o.a_norm * (1 + 1e-12));
+  EXPECT_GT(r.operator_applies, 0);
+}
+
+// 2D: pairs (i, j)/(j, i) give multiplicity 2 (and 3 at 50 = 1+49 = 25+25); k cuts clusters.
+// 3D: multiplicities 3 and 6 (lap3d 9³: the 16th and 17th eigenvalues are one 6-fold value).
+INSTANTIATE_TEST_SUITE_P(
+    Solvers, ChebyshevLaplacian,
+    ::testing::Values(Case{"lap2d_smallest", 41, 41, 1, 16, Which::smallest},
+                      Case{"lap2d_largest", 41, 41, 1, 10, Which::largest},
+                      Case{"lap2d_rect", 53, 29, 1, 7, Which::smallest},
+                      Case{"lap3d_smallest", 11, 11, 11, 16, Which::smallest},
+                      Case{"lap3d_largest", 11, 11, 11, 5, Which::largest}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// 30 disjoint copies of a 1D Laplacian: every eigenvalue has multiplicity 30, above the block
+// width (k + guard = 16). The 8 smallest are 8 copies of the lowest value; a block of 16 inside a
+// 30-dimensional eigenspace must still converge (rate from the next distinct eigenvalue).
+TEST(Chebyshev, MultiplicityAboveTheBlockWidth) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const int len = 60, copies = 30;
+  std::vector<Triplet<double>> t;
+  for (int c = 0; c < copies; ++c)
+    for (int i = 0; i < len; ++i) {
+      const int r = c * len + i;
+      t.push_back({r, r, 2.0});
+      if (i > 0) t.push_back({r, r - 1, -1.0});
+      if (i + 1 < len) t.push_back({r, r + 1, -1.0});
+    }
+  const std::int64_t n = std::int64_t(len) * copies;
+  auto a = csr_from_triplets<double>(n, n, std::move(t), Symmetry::symmetric);
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  EigenOptions o;
+  o.k = 8;
+  o.guard = 8;
+  o.tol = 1e-9;
+  o.a_norm = 4.0;
+  auto r = chebyshev_subspace(*op, *ops, o);
+  const double l1 = 2.0 - 2.0 * std::cos(kPi / (len + 1));
+  check(r, a, std::vector<double>(8, l1), o.tol);
+}
+
+// The wanted set ends inside a cluster: lap2d 30 × 30 has λ₅ = λ₆ (pair (1, 3)/(3, 1)) — k = 5
+// takes one copy; k = 6 both. Both runs must return the closed-form values.
+TEST(Chebyshev, WantedSetEndsInsideACluster) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto lap = laplacian(30, 30);
+  auto op = make_operator(lap);
+  auto ops = make_dense_ops(kBackend);
+  auto all = laplacian_spectrum(30, 30);
+  ASSERT_NEAR(all[4], all[5], 1e-12);
+  for (int k : {5, 6}) {
+    EigenOptions o;
+    o.k = k;
+    o.tol = 1e-10;
+    auto r = chebyshev_subspace(*op, *ops, o);  // a_norm estimated by the bounds step
+    check(r, lap, wanted(all, k, Which::smallest), o.tol);
+  }
+}
+
+// A real stiffness matrix against Eigen's dense eigensolver, both ends.
+TEST(Chebyshev, RealMatrixMatchesDenseSolver) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  TCSOLVE_SKIP_WITHOUT_MATRICES();
+  auto a = read_mtx((matrices_dir() / "bcsstk05.mtx").string());
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(dense(a), Eigen::EigenvaluesOnly);
+  std::vector<double> all(es.eigenvalues().data(), es.eigenvalues().data() + a.nrows);
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  for (Which w : {Which::largest, Which::smallest}) {
+    EigenOptions o;
+    o.k = 6;
+    o.which = w;
+    o.tol = 1e-9;
+    o.max_iterations = 5000;
+    o.a_norm = norm_inf(a);
+    auto r = chebyshev_subspace(*op, *ops, o);
+    check(r, a, wanted(all, 6, w), o.tol);
+  }
+}
+
+// Every ordering of the applies against the dense stream gives the same answer; with the
+// operator on ops.stream() the fast orderings apply.
+TEST(Chebyshev, ApplyOrderingsAgree) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto lap = laplacian(23, 19, 7);
+  auto ops = make_dense_ops(kBackend);
+  OperatorOptions oo;
+  oo.expected_cols = 16;
+  oo.stream = ops->stream();
+  auto op = make_sparse_operator(lap, kBackend, oo);
+  auto ref = wanted(laplacian_spectrum(23, 19, 7), 9, Which::smallest);
+  std::vector<std::vector<double>> vals;
+  for (ApplyOrder ord : {ApplyOrder::synchronize, ApplyOrder::events, ApplyOrder::same_stream}) {
+    EigenOptions o;
+    o.k = 9;
+    o.tol = 1e-9;
+    o.keep_history = ord != ApplyOrder::events;  // with and without stream marks
+    ChebyshevOptions co;
+    co.apply_order = ord;
+    auto r = chebyshev_subspace(*op, *ops, o, co);
+    check(r, lap, ref, o.tol);
+    vals.push_back(r.values);
+  }
+  for (std::size_t j = 0; j < ref.size(); ++j) {
+    EXPECT_NEAR(vals[0][j], vals[1][j], 1e-12);
+    EXPECT_NEAR(vals[0][j], vals[2][j], 1e-12);
+  }
+}
+
+TEST(Chebyshev, IterationLimitIsNotConverged) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto lap = laplacian(60, 60);
+  auto op = make_operator(lap);
+  auto ops = make_dense_ops(kBackend);
+  EigenOptions o;
+  o.k = 8;
+  o.tol = 1e-12;
+  o.max_iterations = 2;
+  ChebyshevOptions co;
+  co.max_degree = 4;
+  auto r = chebyshev_subspace(*op, *ops, o, co);
+  EXPECT_EQ(r.status, SolverStatus::not_converged);
+  EXPECT_FALSE(r.reason.empty());
+  ASSERT_EQ(r.values.size(), 8u);
+  ASSERT_EQ(r.residual_norms.size(), 8u);
+  auto res = residuals(lap, nullptr, r.vectors, r.values);
+  for (int j = 0; j < 8; ++j) EXPECT_NEAR(res[j], r.residual_norms[j], 1e-9);
+}
+
+TEST(Chebyshev, BadArgumentsThrow) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto lap = laplacian(20);
+  auto op = make_operator(lap);
+  auto ops = make_dense_ops(kBackend);
+  EigenOptions o;
+  o.k = 0;
+  EXPECT_THROW(chebyshev_subspace(*op, *ops, o), InvalidArgument);
+  o.k = 12;  // block would exceed n/2
+  EXPECT_THROW(chebyshev_subspace(*op, *ops, o), InvalidArgument);
+  o.k = 2;
+  o.which = Which::nearest;
+  EXPECT_THROW(chebyshev_subspace(*op, *ops, o), InvalidArgument);
+}
+
+TEST(Chebyshev, CostModelFollowsTheGap) {
+  auto wide = chebyshev_cost(1000000, 7000000, 16, 1e-8, 1e-3);
+  auto narrow = chebyshev_cost(1000000, 7000000, 16, 1e-8, 1e-4);
+  EXPECT_EQ(wide.block, chebyshev_block(1000000, 16, -1));
+  EXPECT_GT(narrow.total_degree, 2.5 * wide.total_degree);  // ∝ 1/√gap
+  EXPECT_LT(narrow.total_degree, 3.5 * wide.total_degree);
+  EXPECT_GT(narrow.column_applies, narrow.total_degree * 16);
+  EXPECT_GT(narrow.bytes, wide.bytes);
+  EXPECT_EQ(chebyshev_block(1000, 16, -1), 24);
+  EXPECT_EQ(chebyshev_block(1000, 64, -1), 96);
+  EXPECT_EQ(chebyshev_block(1000, 16, 3), 19);
+  EXPECT_EQ(chebyshev_block(30, 16, -1), 15);
+}
+
+}  // namespace
+}  // namespace tcsolve::test
