@@ -35,6 +35,8 @@ struct LanczosProblem {
   std::function<bool(ApplyClock& clock, MvView<double> x, const std::vector<double>& theta,
                      bool last, EigenResult& res)>
       verify;
+  // false: the caller keeps the vectors (verify wrote them elsewhere); res.vectors stays empty.
+  bool copy_vectors = true;
 };
 
 // opt: k, tol (unused here: the problem's tests decide), max_iterations, seed, block_size,
