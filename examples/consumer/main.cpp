@@ -28,12 +28,14 @@ int main(int argc, char** argv) {
     oo.stream = ops->stream();
     auto op = tcsolve::make_sparse_operator(a, tcsolve::Backend::cpu, oo);
 
-    // 3. call a solver: the k smallest eigenpairs ...
-    tcsolve::EigenOptions eo;
+    // 3. call a solver: the k smallest eigenpairs, by the driver (it picks the method and the
+    //    spectral transformation, recomputes the true residuals and certifies the count) ...
+    tcsolve::EigsOptions eo;
     eo.k = k;
     eo.which = tcsolve::Which::smallest;
     eo.tol = 1e-10;
-    const tcsolve::EigenResult er = tcsolve::block_lanczos(*op, nullptr, *ops, eo);
+    eo.backend = tcsolve::Backend::cpu;
+    const tcsolve::EigsResult er = tcsolve::eigs(a, nullptr, eo);
 
     // ... and A·X = B for 3 right-hand sides at once
     const std::int64_t n = a.nrows, s = 3;
@@ -45,8 +47,9 @@ int main(int argc, char** argv) {
     const tcsolve::SolveResult sr = tcsolve::block_cg(*op, rhs.data(), n, s, *ops, co);
 
     // 4. read the results
-    std::printf("%s: %s after %lld iterations\n", "lanczos", tcsolve::to_string(er.status),
-                (long long)er.iterations);
+    std::printf("eigs (%s, transform %s): %s after %lld iterations; certified: %s\n",
+                er.method.c_str(), er.transform.c_str(), tcsolve::to_string(er.status),
+                (long long)er.iterations, tcsolve::to_string(er.certified));
     bool ok = er.status == tcsolve::SolverStatus::converged &&
               sr.status == tcsolve::SolverStatus::converged;
     // gen:lap2d:NX: eigenvalues 4 sin²(iπ/2(NX+1)) + 4 sin²(jπ/2(NX+1)); the smallest is i=j=1.

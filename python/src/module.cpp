@@ -58,21 +58,6 @@ T opt_get(const py::dict& d, const char* key, T fallback) {
   return v.cast<T>();
 }
 
-// Interim twins of eigs.hpp's parse_conv_test / to_string (defined in solvers/eigs.cpp, not built
-// yet); local names so that they cannot collide with the driver's once it links.
-ConvTest parse_conv(const std::string& s) {
-  if (s == "rel") return ConvTest::rel;
-  if (s == "norm") return ConvTest::norm;
-  if (s == "abs") return ConvTest::abs;
-  throw InvalidArgument("conv '" + s + "': expected rel, norm or abs");
-}
-const char* conv_name(ConvTest c) {
-  return c == ConvTest::rel ? "rel" : c == ConvTest::norm ? "norm" : "abs";
-}
-const char* certified_name(Certified c) {
-  return c == Certified::yes ? "yes" : c == Certified::no ? "no" : "not_checked";
-}
-
 Which parse_which(const std::string& w) {
   if (w == "smallest") return Which::smallest;
   if (w == "largest") return Which::largest;
@@ -89,7 +74,7 @@ EigsOptions eigs_options(const py::dict& d, std::int64_t n) {
     o.sigma = d["sigma"].cast<double>();
   }
   o.method = opt_get<std::string>(d, "method", "auto");
-  o.conv = parse_conv(opt_get<std::string>(d, "conv", "rel"));
+  o.conv = parse_conv_test(opt_get<std::string>(d, "conv", "rel"));
   o.tol = opt_get<double>(d, "tol", o.tol);
   o.max_iterations = opt_get<std::int64_t>(d, "max_iterations", 0);
   o.block_size = opt_get<std::int64_t>(d, "block_size", 0);
@@ -288,14 +273,14 @@ py::dict eigs_result_dict(const EigsResult& r, const EigsOptions& o) {
   d["residual_norms"] = vec(r.residual_norms);
   d["residual_bounds"] = vec(r.residual_bounds);
   d["error_bounds"] = vec(r.error_bounds);
-  d["conv"] = conv_name(r.conv);
+  d["conv"] = to_string(r.conv);
   d["a_norm"] = r.a_norm;
   d["b_norm"] = r.b_norm;
   d["method"] = r.method;
   d["transform"] = r.transform;
   d["sigma"] = r.sigma;
   d["why"] = r.why;
-  d["certified"] = certified_name(r.certified);
+  d["certified"] = to_string(r.certified);
   d["certificate"] = r.certificate;
   d["factor"] = r.factor;
   d["iterations"] = r.iterations;
@@ -338,19 +323,16 @@ py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend bac
 
 // ---- eigenproblems -----------------------------------------------------------------------------
 
-// Interim, until solvers/eigs.cpp (the driver) lands: the matrix and operator forms of eigs() run
-// block Lanczos or LOBPCG directly with the command line's choices (auto: Lanczos, LOBPCG with a
-// mass matrix), the solvers' own test (conv = norm) and no shift-invert.
-// TODO(python): replace both bodies by eigs() when it is in solvers/CMakeLists.txt.
-EigsResult run_eigs(const LinearOperator<double>& a, const LinearOperator<double>* b,
-                    DenseBlockOps& ops, const EigsOptions& o, double a_norm, double b_norm,
-                    const std::vector<double>& diag_a, const std::vector<double>& diag_b,
-                    const LinearOperator<double>* precond = nullptr) {
+// A preconditioner given as an operator (SciPy lobpcg's M) has no place in EigsOptions, so such a
+// call runs LOBPCG directly: the solver's own test on recomputed true residuals (conv = norm),
+// no certificate, no multiplicity re-check, no start block (the solvers take none).
+EigsResult run_lobpcg_with(const LinearOperator<double>& a, const LinearOperator<double>* b,
+                           DenseBlockOps& ops, const EigsOptions& o, double a_norm,
+                           double b_norm, const LinearOperator<double>& precond) {
   if (o.has_sigma || o.which == Which::nearest)
-    throw NotCompiled("shift-invert (sigma) needs the eigs() driver (solvers/eigs.cpp), which "
-                      "this build does not contain yet");
+    throw InvalidArgument("a preconditioner operator M cannot be combined with sigma");
   EigenOptions eo;
-  eo.preconditioner = precond;
+  eo.preconditioner = &precond;
   eo.k = o.k;
   eo.which = o.which;
   eo.tol = o.tol;
@@ -358,17 +340,9 @@ EigsResult run_eigs(const LinearOperator<double>& a, const LinearOperator<double
   eo.seed = o.seed;
   eo.a_norm = a_norm;
   eo.b_norm = b_norm;
-  eo.block_size = o.block_size;
-  eo.max_basis = o.basis;
   eo.on_iteration = o.on_iteration;
-  const std::string method = o.method == "auto" ? (b ? "lobpcg" : "lanczos") : o.method;
-  if (method == "lobpcg" && !precond && o.precond != "none") eo.jacobi_diagonal = diag_a;
-  if (b) eo.jacobi_mass_diagonal = diag_b;
   const auto t0 = std::chrono::steady_clock::now();
-  EigenResult er;
-  if (method == "lanczos") er = block_lanczos(a, b, ops, eo);
-  else if (method == "lobpcg") er = lobpcg(a, b, ops, eo);
-  else throw InvalidArgument("method '" + o.method + "': expected lobpcg, lanczos or auto");
+  EigenResult er = lobpcg(a, b, ops, eo);
   EigsResult r;
   r.status = er.status;
   r.reason = er.reason;
@@ -380,9 +354,8 @@ EigsResult run_eigs(const LinearOperator<double>& a, const LinearOperator<double
   r.conv = ConvTest::norm;
   r.a_norm = er.a_norm;
   r.b_norm = er.b_norm;
-  r.method = method;
-  r.why = "interim: the eigs() driver is not built yet; " + method + " run directly" +
-          (o.v0.empty() ? "" : " (start block v0/X not used: the solvers take none)");
+  r.method = "lobpcg";
+  r.why = "LOBPCG with the given preconditioner operator M (run directly: no certificate)";
   r.iterations = er.iterations;
   r.operator_applies = er.operator_applies;
   r.history = std::move(er.history);
@@ -412,27 +385,36 @@ py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indice
     pre = std::make_unique<PyOperator>(precond_fn, n, "M");
     o.precond = "operator";
   }
-  const std::string sum_a = csr_checksum(a), sum_b = b ? csr_checksum(*b) : "";
+  std::string sum_a, sum_b;
   const double convert_s = seconds_since(t0);
   EigsResult r;
   std::string kernel;
   {
     py::gil_scoped_release release;
-    const auto ts = std::chrono::steady_clock::now();
-    auto ops = make_dense_ops(o.backend);
+    sum_a = csr_checksum(a);  // a pass over the arrays: without the GIL too
+    if (b) sum_b = csr_checksum(*b);
     OperatorOptions oo;
     oo.precision = o.precision;
-    oo.stream = ops->stream();
     oo.expected_cols = static_cast<int>(std::min<std::int64_t>(o.k + 8, 64));
-    auto aop = make_sparse_operator(a, o.backend, oo);
-    kernel = to_string(aop->plan().kernel);
-    OperatorOptions ob = oo;
-    ob.precision = Precision::fp64;
-    std::unique_ptr<SparseOperator> bop = b ? make_sparse_operator(*b, o.backend, ob) : nullptr;
-    const double setup = seconds_since(ts);
-    r = run_eigs(*aop, bop.get(), *ops, o, csr_inf_norm(a), b ? csr_inf_norm(*b) : 0.0,
-                 csr_diagonal(a), b ? csr_diagonal(*b) : std::vector<double>(), pre.get());
-    r.setup_seconds += setup;
+    if (!pre) {
+      r = eigs(a, b.get(), o);  // the driver: method, shift-invert, true residuals, certificate
+      // The kernel the driver's operator gets (the CPU has one; on the GPU the trial may choose
+      // another than this cost-model plan).
+      kernel = o.backend == Backend::cpu ? to_string(plan_spmm(a, o.backend, oo).kernel) : "";
+    } else {
+      const auto ts = std::chrono::steady_clock::now();
+      auto ops = make_dense_ops(o.backend);
+      oo.stream = ops->stream();
+      auto aop = make_sparse_operator(a, o.backend, oo);
+      kernel = to_string(aop->plan().kernel);
+      OperatorOptions ob = oo;
+      ob.precision = Precision::fp64;
+      std::unique_ptr<SparseOperator> bop = b ? make_sparse_operator(*b, o.backend, ob) : nullptr;
+      const double setup = seconds_since(ts);
+      r = run_lobpcg_with(*aop, bop.get(), *ops, o, csr_inf_norm(a), b ? csr_inf_norm(*b) : 0.0,
+                          *pre);
+      r.setup_seconds += setup;
+    }
   }
   py::dict d = eigs_result_dict(r, o);
   d["nnz"] = a.nnz();
@@ -461,7 +443,7 @@ py::dict eigs_operator(std::int64_t n, py::object fa, py::object fb, py::object 
   {
     py::gil_scoped_release release;
     auto ops = make_dense_ops(Backend::cpu);
-    r = run_eigs(a, b.get(), *ops, o, 0.0, 0.0, {}, {}, pre.get());
+    r = pre ? run_lobpcg_with(a, b.get(), *ops, o, 0.0, 0.0, *pre) : eigs(a, b.get(), *ops, o);
   }
   py::dict d = eigs_result_dict(r, o);
   d["spmm_kernel"] = "python";
@@ -481,16 +463,15 @@ DevicePtrs device_ptrs(const py::tuple& t) {
           reinterpret_cast<const double*>(t[2].cast<std::uintptr_t>())};
 }
 
-// CuPy input: the operators view the caller's device arrays (spmm/device_csr_view.hpp). The
-// package passes ‖A‖∞ and the diagonals (computed by CuPy on the device; only n numbers cross).
+// CuPy input: the operators view the caller's device arrays (spmm/device_csr_view.hpp); the
+// driver's operator form runs on them (no factorization: no shift-invert). The package passes
+// ‖A‖∞ and ‖B‖∞ (computed by CuPy on the device).
 py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py::object pb,
                      std::int64_t nnz_b, const py::dict& opt) {
   EigsOptions o = eigs_options(opt, n);
   o.backend = Backend::cuda;
   o.on_iteration = interrupt_check();
   const double a_norm = opt_get<double>(opt, "a_norm", 0.0), b_norm = opt_get<double>(opt, "b_norm", 0.0);
-  const std::vector<double> diag_a = opt_get<std::vector<double>>(opt, "diag_a", {});
-  const std::vector<double> diag_b = opt_get<std::vector<double>>(opt, "diag_b", {});
   const DevicePtrs da = device_ptrs(pa);
   EigsResult r;
   {
@@ -503,7 +484,7 @@ py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py
       const DevicePtrs db = device_ptrs(pb.cast<py::tuple>());
       bop = make_device_csr_view(n, n, nnz_b, db.indptr, db.indices, db.data, ops->stream());
     }
-    r = run_eigs(*aop, bop.get(), *ops, o, a_norm, b_norm, diag_a, diag_b);
+    r = eigs(*aop, bop.get(), *ops, o, a_norm, b_norm);
     ops->synchronize();
   }
   py::dict d = eigs_result_dict(r, o);
@@ -570,12 +551,13 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
     precond = "operator";
   }
   const std::int64_t s = rhs.shape(1);
-  const std::string sum_a = csr_checksum(a);
+  std::string sum_a;
   SolveResult r;
   std::string kernel;
   double setup = 0;
   {
     py::gil_scoped_release release;
+    sum_a = csr_checksum(a);
     const auto ts = std::chrono::steady_clock::now();
     auto ops = make_dense_ops(backend);
     OperatorOptions oo;
