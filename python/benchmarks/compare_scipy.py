@@ -58,9 +58,38 @@ def best(fn, repeat):
     return out, t
 
 
-def eig_case(label, a, repeat, device, **kw):
+def guarded(case):
+    """One row; a case that raises prints the error instead of stopping the table."""
+    def run(label, a, *args, **kw):
+        try:
+            case(label, a, *args, **kw)
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            print(f"| {label} | {a.shape[0]:,} / {a.nnz:,} | {case.__name__} {kw} | {type(e).__name__}: "
+                  f"{str(e)[:120]} | | | | |", flush=True)
+    return run
+
+
+def as_input(a, cupy_input):
+    if not cupy_input:
+        return a, lambda: None
+    import cupy
+    import cupyx.scipy.sparse as csp
+    return csp.csr_matrix(a), cupy.cuda.get_current_stream().synchronize
+
+
+@guarded
+def eig_case(label, a, repeat, device, cupy_input=False, **kw):
     nrm = float(abs(sl.eigsh(a, k=1, which="LM", return_eigenvectors=False))[0])
-    (w, v, info), t_tc = best(lambda: tcsolve.eigsh(a, device=device, return_info=True, **kw), repeat)
+    ai, sync = as_input(a, cupy_input)
+
+    def run_tc():
+        out = tcsolve.eigsh(ai, device=device, return_info=True, **kw)
+        sync()
+        return out
+    (w, v, info), t_tc = best(run_tc, repeat)
+    if cupy_input:
+        w, v = w.get(), v.get()
+        label += " [CuPy input]"
     (ws, vs), t_sp = best(lambda: sl.eigsh(a, **kw), repeat)
     ws = np.sort(ws)
     res_tc = (np.linalg.norm(a @ v - v * w, axis=0) / nrm).max()
@@ -71,9 +100,23 @@ def eig_case(label, a, repeat, device, **kw):
           f"{info.iterations} it) | {t_sp:.3f} s | {diff:.1e} | {res_tc:.1e} | {res_sp:.1e} |", flush=True)
 
 
-def cg_case(label, a, s, repeat, device, rtol=1e-8):
+@guarded
+def cg_case(label, a, s, repeat, device, rtol=1e-8, cupy_input=False):
     b = np.random.default_rng(0).standard_normal((a.shape[0], s))
-    (x, info, res), t_tc = best(lambda: tcsolve.cg(a, b, rtol=rtol, device=device, return_info=True), repeat)
+    ai, sync = as_input(a, cupy_input)
+    bi = b
+    if cupy_input:
+        import cupy
+        bi = cupy.asarray(b)
+
+    def run_tc():
+        out = tcsolve.cg(ai, bi, rtol=rtol, device=device, return_info=True)
+        sync()
+        return out
+    (x, info, res), t_tc = best(run_tc, repeat)
+    if cupy_input:
+        x = x.get()
+        label += " [CuPy input]"
 
     def scipy_all():
         return np.column_stack([sl.cg(a, b[:, j], tol=rtol, atol=0, maxiter=100000)[0] for j in range(s)])
@@ -89,22 +132,29 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--cupy", action="store_true", help="also run tcsolve on CuPy copies of the inputs")
     args = p.parse_args()
+    variants = [False, True] if args.cupy else [False]
     print(f"tcsolve {tcsolve.__version__} (CUDA build: {tcsolve.built_with_cuda()}), device={args.device}, "
           f"best of {args.repeat}; columns: time tcsolve | time SciPy | max |Δ| (eigenvalues / ‖A‖, or "
           f"relative solution difference) | max relative residual tcsolve | SciPy")
     print("| matrix | n / nnz | call | tcsolve | SciPy | max diff | residual tcsolve | residual SciPy |")
     print("|---|---|---|---|---|---|---|---|")
-    a = lap3d(40)
-    eig_case("lap3d 40³", a, args.repeat, args.device, k=6, which="SA")
-    cg_case("lap3d 40³", a, 16, args.repeat, args.device)
+    cases = [("lap3d 40³", lambda: lap3d(40), [("eig", dict(k=6, which="SA")), ("cg", 16)])]
     if (MATRICES / "luxembourg.mtx").exists():
-        eig_case("luxembourg (graph Laplacian)", graph_laplacian("luxembourg"), args.repeat, args.device,
-                 k=6, which="LA")
+        cases.append(("luxembourg (graph Laplacian)", lambda: graph_laplacian("luxembourg"),
+                      [("eig", dict(k=6, which="LA"))]))
     if (MATRICES / "bcsstk08.mtx").exists():
-        k8 = suitesparse("bcsstk08")
-        eig_case("bcsstk08", k8, args.repeat, args.device, k=6, which="LA")
-        eig_case("bcsstk08", k8, args.repeat, args.device, k=6, sigma=0.0)
+        cases.append(("bcsstk08", lambda: suitesparse("bcsstk08"),
+                      [("eig", dict(k=6, which="LA")), ("eig", dict(k=6, sigma=0.0))]))
+    for label, make, calls in cases:
+        a = make()
+        for kind, arg in calls:
+            for cupy_input in variants:
+                if kind == "eig":
+                    eig_case(label, a, args.repeat, args.device, cupy_input=cupy_input, **arg)
+                else:
+                    cg_case(label, a, arg, args.repeat, args.device, cupy_input=cupy_input)
     return 0
 
 
