@@ -24,11 +24,11 @@ echo "compile rc=$?"; tail -5 "$OUT/compile.log"
 export PYTHONPATH=/tmp/tcsolve-pkg TCSOLVE_MATRICES=$PWD/$D/matrices PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 $PY -c "import tcsolve; print('tcsolve', tcsolve.__version__, 'cuda', tcsolve.built_with_cuda(), 'gpus', tcsolve.device_count())"
 step "pytest gpu"
-(cd /tmp && timeout 150 $PY -m pytest -q -p no:cacheprovider -m gpu -rs "$OLDPWD/$D/src/python/tests" 2>&1) | tee "$OUT/pytest_gpu.log" | tail -25
+(cd /tmp && timeout 110 $PY -m pytest -q -p no:cacheprovider -m gpu -rs "$OLDPWD/$D/src/python/tests" 2>&1) | tee "$OUT/pytest_gpu.log" | tail -25
 step "pytest cpu"
-(cd /tmp && timeout 120 $PY -m pytest -q -p no:cacheprovider -m "not gpu" "$OLDPWD/$D/src/python/tests" 2>&1) > "$OUT/pytest_cpu.log"; tail -5 "$OUT/pytest_cpu.log"
+(cd /tmp && timeout 75 $PY -m pytest -q -p no:cacheprovider -m "not gpu" "$OLDPWD/$D/src/python/tests" 2>&1) > "$OUT/pytest_cpu.log"; tail -5 "$OUT/pytest_cpu.log"
 step "compare gpu"
-timeout 150 $PY "$D/src/python/benchmarks/compare_scipy.py" --repeat 2 --device cuda --cupy 2>&1 | grep -v Warning | tee "$OUT/compare_gpu.log"
+timeout 100 $PY "$D/src/python/benchmarks/compare_scipy.py" --repeat 2 --device cuda --cupy 2>&1 | grep -v Warning | tee "$OUT/compare_gpu.log"
 step "compare cpu"
-timeout 150 $PY "$D/src/python/benchmarks/compare_scipy.py" --repeat 1 --device cpu 2>&1 | grep -v Warning | tee "$OUT/compare_cpu.log"
+timeout 50 $PY "$D/src/python/benchmarks/compare_scipy.py" --repeat 1 --device cpu 2>&1 | grep -v Warning | tee "$OUT/compare_cpu.log"
 step done
