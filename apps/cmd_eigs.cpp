@@ -13,10 +13,11 @@ namespace {
 
 void print_table(const JobSpec& s, const JobOutcome& o) {
   if (s.task == "eigs") {
-    std::cout << format("%4s  %24s  %12s\n", "j", "eigenvalue", "residual");
+    std::cout << format("%4s  %24s  %12s  %12s\n", "j", "eigenvalue", "residual", "error bound");
     for (std::size_t j = 0; j < o.values.size(); ++j)
-      std::cout << format("%4zu  %24.16e  %12.3e\n", j, o.values[j],
-                          j < o.residuals.size() ? o.residuals[j] : NAN);
+      std::cout << format("%4zu  %24.16e  %12.3e  %12.3e\n", j, o.values[j],
+                          j < o.residuals.size() ? o.residuals[j] : NAN,
+                          j < o.error_bounds.size() ? o.error_bounds[j] : NAN);
   } else {
     std::cout << format("%6s  %14s  %10s\n", "column", "rel. residual", "iterations");
     for (std::size_t j = 0; j < o.residuals.size(); ++j)
@@ -29,6 +30,12 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
                       s.precision.c_str(), o.backend.c_str(), o.device.c_str(), o.kernel.c_str(),
                       format_seconds(o.read_s).c_str(), format_seconds(o.preprocess_s).c_str(),
                       format_seconds(o.solve_s).c_str(), format_seconds(o.write_s).c_str());
+  if (s.task == "eigs") {
+    std::cout << "method: " << o.why << "\n";
+    if (!o.factor.empty()) std::cout << "factorization: " << o.factor << "\n";
+    std::cout << "certified: " << o.certified << " (" << o.certificate << "); test " << o.conv
+              << ", tol " << format("%g", s.tol) << "\n";
+  }
   if (!o.message.empty()) std::cout << "note: " << o.message << "\n";
   if (!s.out.empty()) std::cout << "wrote " << s.out << "\n";
   if (!s.plot.empty()) std::cout << "wrote " << s.plot << "\n";
@@ -46,11 +53,21 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
             << ", \"message\": " << json_string(o.message) << ", \"method\": " << json_string(o.method)
             << ", \"iterations\": " << o.iterations << ", \"backend\": " << json_string(o.backend)
             << ", \"device\": " << json_string(o.device) << ", \"kernel\": " << json_string(o.kernel);
-  if (s.task == "eigs") std::cout << ", \"eigenvalues\": " << json_array(o.values);
+  if (s.task == "eigs")
+    std::cout << ", \"eigenvalues\": " << json_array(o.values)
+              << ", \"error_bounds\": " << json_array(o.error_bounds)
+              << ", \"certified\": " << json_string(o.certified)
+              << ", \"certificate\": " << json_string(o.certificate)
+              << ", \"transform\": " << json_string(o.transform)
+              << ", \"sigma\": " << json_number(o.sigma)
+              << ", \"convergence_test\": " << json_string(o.conv)
+              << ", \"method_reason\": " << json_string(o.why)
+              << ", \"factorization\": " << json_string(o.factor);
   std::cout << ", \"residual_norms\": " << json_array(o.residuals)
             << ", \"seconds\": {\"read\": " << json_number(o.read_s)
             << ", \"preprocess\": " << json_number(o.preprocess_s)
-            << ", \"solve\": " << json_number(o.solve_s) << ", \"write\": " << json_number(o.write_s)
+            << ", \"solve\": " << json_number(o.solve_s) << ", \"verify\": " << json_number(o.verify_s)
+            << ", \"write\": " << json_number(o.write_s)
             << ", \"total\": " << json_number(o.seconds) << "}"
             << ", \"out\": " << (s.out.empty() ? "null" : json_string(s.out)) << "}\n";
 }
@@ -67,14 +84,18 @@ int run_task(const std::string& task, const Args& args) {
   const bool eigs = task == "eigs";
   CommandSpec spec{
       task, task + " MATRIX [options]",
-      eigs ? "Computes k extreme eigenpairs of a symmetric matrix (A x = lambda x, or A x = lambda B x\n"
-             "with --mass) by LOBPCG or block Lanczos."
+      eigs ? "Computes k eigenpairs of a symmetric matrix (A x = lambda x, or A x = lambda B x with\n"
+             "--mass): the smallest, largest, or nearest to --sigma, by shift-invert block Lanczos\n"
+             "through a sparse factorization, block Lanczos, LOBPCG or a dense solve; every pair is\n"
+             "checked on its recomputed true residual and the set is certified by a Sylvester count\n"
+             "(or re-checked with a fresh random block when no factorization is made)."
            : "Solves A X = B for a symmetric positive definite A and many right-hand sides at once\n"
              "(breakdown-free block CG, Jacobi preconditioned).",
       std::string(matrix_argument_help) +
           "\nOn a terminal a progress line shows the iteration, converged columns, the largest\n"
-          "residual and the elapsed time. Exit status: 0 converged, 1 not converged (or CG found\n"
-          "the matrix indefinite; partial results are still written), 2 bad usage or input.\n",
+          "residual and the elapsed time. Exit status: 0 converged, 1 not converged or unverified\n"
+          "(or CG found the matrix indefinite; partial results are still written), 2 bad usage\n"
+          "or input.\n",
       {"MATRIX"}};
   bool quiet = false, json = false;
   po::options_description opts = option_table();

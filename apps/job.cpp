@@ -15,6 +15,8 @@
 #include "io/matrix_io.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/eigensolvers.hpp"
+#include "solvers/eigs.hpp"
+#include "factor/sparse_factor.hpp"
 #include "solvers/random.hpp"
 
 namespace tcsolve::app {
@@ -139,9 +141,21 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
         ("mass", po::value(&s.mass)->value_name("MATRIX"),
          "mass matrix B (symmetric positive definite): solve A x = lambda B x")
         ("k", po::value(&s.k)->value_name("K"), "number of eigenpairs (default 6)")
-        ("which", po::value(&s.which)->value_name("smallest|largest"), "which end of the spectrum (default smallest)")
-        ("method", po::value(&s.method)->value_name("lobpcg|lanczos|auto"),
-         "eigensolver (default auto: block Lanczos, or LOBPCG when --mass is given)")
+        ("which", po::value(&s.which)->value_name("smallest|largest|nearest"),
+         "which eigenvalues (default smallest; nearest: the k closest to --sigma)")
+        ("sigma", po::value(&s.sigma)->value_name("S"),
+         "shift-invert around S (SciPy's sigma): Lanczos on (A - S B)^-1 B through a sparse "
+         "factorization; smallest needs S below the spectrum")
+        ("method", po::value(&s.method)->value_name("auto|lanczos|lobpcg|dense"),
+         "eigensolver (default auto: dense for small n, shift-invert Lanczos for smallest/nearest "
+         "when a factorization fits, else block Lanczos, LOBPCG with --mass)")
+        ("conv", po::value(&s.conv)->value_name("rel|norm|abs"),
+         "convergence test on the true residual r = A x - lambda B x: rel |r| <= T |lambda| |x| "
+         "(default), norm |r| <= T (|A| + |lambda| |B|) |x|, abs |r| <= T |x|")
+        ("no-factor", po::bool_switch(&s.no_factor),
+         "never factor A - sigma B (no shift-invert, no certified count; a re-check instead)")
+        ("no-recheck", po::bool_switch(&s.no_recheck),
+         "skip the multiplicity re-check when no count certifies the set (status: unverified)")
         ("block-size", po::value(&s.block_size)->value_name("S"), "block Lanczos block size (default: automatic)");
   } else {
     opts.add_options()
@@ -150,12 +164,14 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
   }
   opts.add_options()
       ("tol", po::value(&s.tol)->value_name("T"),
-       eigs ? "convergence: |A x - lambda B x| <= T (|A| |x| + |lambda| |B| |x|) (default 1e-8)"
+       eigs ? "tolerance of the convergence test (--conv; default 1e-8)"
             : "convergence: |b - A x| <= T |b| for every column (default 1e-8)")
       ("maxiter", po::value(&s.maxiter)->value_name("M"),
        eigs ? "iteration limit (default 2000)" : "iteration limit (default 5000)")
-      ("precond", po::value(&s.precond)->value_name("jacobi|none"),
-       eigs ? "LOBPCG preconditioner (default jacobi)" : "CG preconditioner (default jacobi)")
+      ("precond", po::value(&s.precond)->value_name(eigs ? "auto|none|jacobi|factor" : "jacobi|none"),
+       eigs ? "LOBPCG preconditioner (default auto: the factorization of A - sigma B for the "
+              "smallest when one is made, else jacobi)"
+            : "CG preconditioner (default jacobi)")
       ("precision", po::value(&s.precision)->value_name("fp64|fp32|fp16|bf16"),
        "storage precision of A in the SpMM (default fp64; fp16/bf16 need the GPU)")
       ("device", po::value(&s.device)->value_name("auto|cpu|cuda"), "where to run (default auto: the GPU when present)")
@@ -171,18 +187,33 @@ void validate_job(const JobSpec& s) {
     throw UsageError("task '" + s.task + "': expected eigs or solve");
   if (s.matrix.empty()) throw UsageError("no matrix given");
   if (s.task == "eigs") {
-    if (s.which != "smallest" && s.which != "largest")
-      throw UsageError("--which '" + s.which + "': expected smallest or largest");
-    if (s.method != "auto" && s.method != "lobpcg" && s.method != "lanczos")
-      throw UsageError("--method '" + s.method + "': expected lobpcg, lanczos or auto");
+    if (s.which != "smallest" && s.which != "largest" && s.which != "nearest")
+      throw UsageError("--which '" + s.which + "': expected smallest, largest or nearest");
+    if (s.method != "auto" && s.method != "lobpcg" && s.method != "lanczos" && s.method != "dense")
+      throw UsageError("--method '" + s.method + "': expected auto, lanczos, lobpcg or dense");
     if (s.k < 1) throw UsageError(format("--k %lld: must be at least 1", (long long)s.k));
     if (s.block_size < 0) throw UsageError("--block-size must be positive");
+    if (s.conv != "rel" && s.conv != "norm" && s.conv != "abs")
+      throw UsageError("--conv '" + s.conv + "': expected rel, norm or abs");
+    if (!s.sigma.empty()) {
+      char* end = nullptr;
+      const double v = std::strtod(s.sigma.c_str(), &end);
+      if (*end != '\0' || !std::isfinite(v))
+        throw UsageError("--sigma '" + s.sigma + "': expected a finite number");
+    }
+    if (s.which == "nearest" && s.sigma.empty())
+      throw UsageError("--which nearest needs --sigma S (the k eigenvalues closest to S)");
+    if (s.no_factor && (!s.sigma.empty() || s.precond == "factor"))
+      throw UsageError(std::string(s.sigma.empty() ? "--precond factor" : "--sigma") +
+                       " needs a factorization: it cannot be combined with --no-factor");
+    if (s.precond != "auto" && s.precond != "jacobi" && s.precond != "none" && s.precond != "factor")
+      throw UsageError("--precond '" + s.precond + "': expected auto, none, jacobi or factor");
   } else {
     if (s.rhs.empty()) throw UsageError("no right-hand sides given (--rhs FILE.h5:DATASET or random:S)");
   }
   if (!(s.tol > 0 && s.tol < 1)) throw UsageError(format("--tol %g: expected 0 < T < 1", s.tol));
   if (s.maxiter < 0) throw UsageError("--maxiter must be positive");
-  if (s.precond != "jacobi" && s.precond != "none")
+  if (s.task == "solve" && s.precond != "auto" && s.precond != "jacobi" && s.precond != "none")
     throw UsageError("--precond '" + s.precond + "': expected jacobi or none");
   if (s.precision != "fp64" && s.precision != "fp32" && s.precision != "fp16" && s.precision != "bf16")
     throw UsageError("--precision '" + s.precision + "': expected fp64, fp32, fp16 or bf16");
@@ -294,19 +325,24 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   Solved out;
   Timer ts;
   if (s.task == "eigs") {
-    EigenOptions eo;
+    EigsOptions eo;
     eo.k = s.k;
-    eo.which = parse_which(s.which);
+    eo.which = s.which == "largest" ? Which::largest : s.which == "nearest" ? Which::nearest
+                                                                         : Which::smallest;
+    eo.has_sigma = !s.sigma.empty();
+    if (eo.has_sigma) eo.sigma = std::strtod(s.sigma.c_str(), nullptr);
+    eo.method = s.method;
+    eo.conv = parse_conv_test(s.conv);
     eo.tol = s.tol;
-    eo.max_iterations = default_maxiter(s);
-    eo.seed = s.seed;
-    eo.a_norm = A->inf_norm;
-    if (B) eo.b_norm = B->inf_norm;
+    eo.max_iterations = s.maxiter;
     eo.block_size = s.block_size;
-    if (s.precond == "jacobi" && o.method == "lobpcg") {
-      eo.jacobi_diagonal = A->diagonal;
-    }
-    if (B) eo.jacobi_mass_diagonal = B->diagonal;  // Lanczos: Jacobi inside its inner CG with B
+    eo.precond = s.precond;
+    eo.allow_factor = !s.no_factor;
+    eo.recheck = !s.no_recheck;
+    eo.backend = backend;
+    eo.precision = prec;
+    eo.seed = s.seed;
+    if (B) eo.mass_name = "mass matrix " + s.mass;
     const std::int64_t k = s.k;
     eo.on_iteration = [&](const IterationRecord& r) {
       double mx = 0;
@@ -314,13 +350,40 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
         mx = std::max(mx, r.residual_norms[j]);
       if (progress) progress(r.iteration, std::min(r.converged, k), k, mx, ts.seconds());
     };
-    out.er = o.method == "lanczos" ? block_lanczos(aop, bop, ops, eo) : lobpcg(aop, bop, ops, eo);
+    EigsPrebuilt pre;
+    pre.ops = &ops;
+    pre.a = &aop;
+    pre.b = bop;
+    pre.spmm_kernel = o.kernel;
+    EigsResult er = eigs(A->a, B ? &B->a : nullptr, eo, pre);
+    out.er.status = er.status;
+    out.er.reason = er.reason;
+    out.er.values = std::move(er.values);
+    out.er.vectors = std::move(er.vectors);
+    out.er.n = er.n;
+    out.er.residual_norms = std::move(er.residual_norms);
+    out.er.residual_bounds = std::move(er.residual_bounds);
+    out.er.a_norm = er.a_norm;
+    out.er.b_norm = er.b_norm;
+    out.er.iterations = er.iterations;
+    out.er.operator_applies = er.operator_applies;
+    out.er.history = std::move(er.history);
+    o.method = er.method;
+    o.certified = to_string(er.certified);
+    o.certificate = er.certificate;
+    o.transform = er.transform;
+    o.sigma = er.sigma;
+    o.why = er.why;
+    o.factor = er.factor;
+    o.conv = to_string(er.conv);
+    o.error_bounds = std::move(er.error_bounds);
+    o.verify_s = er.verify_seconds;
     out.wanted = k;
   } else {
     CgOptions co;
     co.tol = s.tol;
     co.max_iterations = default_maxiter(s);
-    if (s.precond == "jacobi") co.jacobi_diagonal = A->diagonal;
+    if (s.precond != "none") co.jacobi_diagonal = A->diagonal;
     co.on_iteration = [&](const IterationRecord& r) {
       double mx = 0;
       for (double v : r.residual_norms) mx = std::max(mx, v);
@@ -342,12 +405,8 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   JobOutcome o;
   validate_job(s);
   Backend backend = resolve_backend(s.device);
-  o.method = s.task == "solve" ? "block_cg"
-             // auto: block Lanczos needs 2-5x fewer applies than LOBPCG on the Laplacians and the
-             // bcsstk matrices (docs/performance.md, Solvers); with a mass matrix it would need an
-             // inner solve with B per step, so LOBPCG takes generalized problems.
-             : s.method == "auto" ? (s.mass.empty() ? "lanczos" : "lobpcg")
-                                  : s.method;
+  // eigs: the driver (solvers/eigs.cpp) resolves auto and reports what ran.
+  o.method = s.task == "solve" ? "block_cg" : s.method;
   const Precision prec = parse_precision(s.precision);
   if (backend == Backend::cpu && prec != Precision::fp64 && prec != Precision::fp32)
     throw UsageError(std::string("--precision ") + s.precision +
@@ -463,6 +522,15 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
           f.write_2d("eigenvectors", r.er.vectors.data(), k, n);
         f.write("residual_norms", r.er.residual_norms);
         f.write("residual_bounds", r.er.residual_bounds);
+        f.write("error_bounds", o.error_bounds);
+        f.set_attr("convergence_test", o.conv);
+        f.set_attr("certified", o.certified);
+        f.set_attr("certificate", o.certificate);
+        f.set_attr("transform", o.transform);
+        if (o.transform == "shift-invert" || !s.sigma.empty()) f.set_attr("sigma", o.sigma);
+        f.set_attr("method_reason", o.why);
+        if (!o.factor.empty()) f.set_attr("factorization", o.factor);
+        f.set_attr("time_verify", o.verify_s);
       } else {
         f.set_attr("right_hand_sides", nrhs);
         if (static_cast<std::int64_t>(r.sr.solutions.size()) == n * nrhs)

@@ -23,15 +23,19 @@ struct JobSpec {
   std::string task;   // "eigs" | "solve"
   std::string matrix, mass, rhs, out, plot;
   std::int64_t k = 6;
-  std::string which = "smallest";
-  std::string method = "auto";  // eigs: lobpcg | lanczos | auto; solve: cg
+  std::string which = "smallest";  // smallest | largest | nearest (needs sigma)
+  std::string method = "auto";  // eigs: auto | lanczos | lobpcg | dense; solve: cg
+  std::string sigma;            // shift for shift-invert ("" = none); parsed by validate_job
+  std::string conv = "rel";     // eigs convergence test: rel | norm | abs
+  bool no_factor = false;       // eigs: never factor (no shift-invert, no certified count)
+  bool no_recheck = false;      // eigs: skip the multiplicity re-check (status unverified)
   double tol = 1e-8;
   std::int64_t maxiter = 0;     // 0: the solver's default
   std::int64_t block_size = 0;  // Lanczos block size (0: automatic)
   std::string precision = "fp64";
   std::string device = "auto";
   bool cpu_fallback = false;    // run on the CPU when the GPU lacks memory
-  std::string precond = "jacobi";
+  std::string precond = "auto";  // eigs: auto|none|jacobi|factor; solve: auto(=jacobi)|none|jacobi
   std::uint64_t seed = 1;
 };
 
@@ -91,6 +95,10 @@ struct JobOutcome {
   std::vector<double> values;          // eigenvalues (eigs)
   std::vector<double> residuals;       // per pair / per column
   std::vector<std::int64_t> column_iterations;  // solve
+  // eigs: what verified the set, and how it was computed (solvers/eigs.hpp).
+  std::string certified, certificate, transform, why, factor, conv;
+  double sigma = 0, verify_s = 0;
+  std::vector<double> error_bounds;
   bool wrote_output = false;
   int exit_code() const { return status == "converged" ? exit_ok : exit_failed; }
 };

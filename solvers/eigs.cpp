@@ -1130,7 +1130,8 @@ EigsResult run_all(Setup& s, const EigsOptions& opt, bool can_factor, const std:
 
 }  // namespace
 
-EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& opt) {
+EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& opt,
+                const EigsPrebuilt& pre) {
   if (!a.square()) throw InvalidArgument("A must be square");
   const std::int64_t n = a.nrows;
   validate(opt, n);
@@ -1154,29 +1155,39 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
     s.diag_b = diagonal_of(*b);
     for (std::int64_t i = 0; i < n; ++i)
       if (!(s.diag_b[i] > 0))
-        throw InvalidArgument("the mass matrix is not positive definite (b_ii = " + g17(s.diag_b[i]) +
+        throw InvalidArgument(opt.mass_name + " is not positive definite (b_ii = " + g17(s.diag_b[i]) +
                               " at row " + std::to_string(i + 1) + ")");
     // Non-diagonal B: a Cholesky factorization proves it positive definite and gives ‖B⁻¹‖.
     if (!is_diagonal(*b) && built_with_factor() && opt.allow_factor)
-      require_positive_definite(*b, "the mass matrix");
+      require_positive_definite(*b, opt.mass_name);
     s.binv_norm = estimate_binv_norm(*b, s.diag_b, built_with_factor() && opt.allow_factor);
   }
-  auto ops = make_dense_ops(opt.backend);
+  std::unique_ptr<DenseBlockOps> own_ops;
+  DenseBlockOps* ops = pre.ops;
+  if (!ops) own_ops = make_dense_ops(opt.backend), ops = own_ops.get();
+  if (ops->backend() != opt.backend)
+    throw InvalidArgument("eigs: the given dense ops run on another backend than opt.backend");
   OperatorOptions oo;
   oo.precision = opt.precision;
   oo.stream = ops->stream();
   oo.expected_cols = static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(opt.k, 2), 8));
-  auto aop = make_sparse_operator(a, opt.backend, oo);
-  std::unique_ptr<SparseOperator> bop;
-  if (b) {
+  std::unique_ptr<SparseOperator> aop, bop;
+  std::string kernel = pre.spmm_kernel;
+  if (!pre.a) {
+    aop = make_sparse_operator(a, opt.backend, oo);
+    kernel = to_string(aop->plan().kernel);
+  }
+  if (b && !pre.b) {
     OperatorOptions ob = oo;
     ob.precision = Precision::fp64;
     bop = make_sparse_operator(*b, opt.backend, ob);
   }
-  s.aop = aop.get();
-  s.bop = bop.get();
-  s.ops = ops.get();
-  return run_all(s, opt, can_factor, factor_why);
+  s.aop = pre.a ? pre.a : aop.get();
+  s.bop = b ? (pre.b ? pre.b : bop.get()) : nullptr;
+  s.ops = ops;
+  EigsResult r = run_all(s, opt, can_factor, factor_why);
+  r.spmm_kernel = kernel;
+  return r;
 }
 
 EigsResult eigs(const LinearOperator<double>& a, const LinearOperator<double>* b,

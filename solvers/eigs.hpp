@@ -63,6 +63,7 @@ struct EigsOptions {
   std::uint64_t seed = 1;
   std::vector<double> v0;           // optional start block, n × c column-major (host)
   double factor_memory_limit = 0;   // bytes; 0 = FactorOptions' default
+  std::string mass_name = "the mass matrix";  // how errors about B name it
   std::function<void(const IterationRecord&)> on_iteration;
 };
 
@@ -85,6 +86,7 @@ struct EigsResult {
   Certified certified = Certified::not_checked;
   std::string certificate;             // the counts behind `certified`, or why not checked
   std::string factor;                  // factorization used (engine, entries, time), or ""
+  std::string spmm_kernel;             // SpMM kernel of A's operator (matrix form)
   std::int64_t iterations = 0;
   std::int64_t operator_applies = 0;
   std::vector<IterationRecord> history;
@@ -93,8 +95,18 @@ struct EigsResult {
   double verify_seconds = 0.0;         // true residuals, certificate, re-check
 };
 
+// Operators and dense ops a caller already has (a batch reuses them across jobs on one matrix);
+// any null member is built by eigs(). Operators must live in ops->space() and use ops' stream.
+struct EigsPrebuilt {
+  DenseBlockOps* ops = nullptr;
+  const LinearOperator<double>* a = nullptr;
+  const LinearOperator<double>* b = nullptr;
+  std::string spmm_kernel;  // reported as EigsResult::spmm_kernel when a is given
+};
+
 // Matrix form: may factor A − σB (shift-invert, certificate). b == nullptr: B = I.
-EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& opt);
+EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& opt,
+                const EigsPrebuilt& pre = {});
 
 // Operator form (A, B given only as operators in ops.space(); e.g. a Python LinearOperator): no
 // factorization, so no shift-invert and no certificate; the multiplicity re-check still runs.

@@ -40,16 +40,18 @@ assert n == nx * ny
 
 # eigs: [k] eigenvalues, [k][n] eigenvectors (row j = vector j), residuals, history, attributes
 k = 5
-run("eigs", spec, "--k", str(k), "--device", "cpu", "--out", f"{work}/eigs.h5", "-q")
+run("eigs", spec, "--k", str(k), "--method", "lanczos", "--device", "cpu", "--out", f"{work}/eigs.h5", "-q")
 with h5py.File(f"{work}/eigs.h5", "r") as f:
     lam = f["eigenvalues"][:]
     X = f["eigenvectors"][:]
     res = f["residual_norms"][:]
+    assert f["error_bounds"].shape == (k,)
     assert lam.shape == (k,) and X.shape == (k, n) and res.shape == (k,), (lam.shape, X.shape)
     assert f.attrs["status"] == "converged", f.attrs["status"]
     assert f.attrs["task"] == "eigs" and f.attrs["method"] == "lanczos"
     for a in ("tolerance", "iterations", "precision", "device", "tcsolve_version", "matrix",
-              "matrix_checksum", "time_read", "time_preprocess", "time_solve", "time_write"):
+              "matrix_checksum", "time_read", "time_preprocess", "time_solve", "time_write",
+              "certified", "certificate", "transform", "convergence_test", "time_verify"):
         assert a in f.attrs, a
     h = f["history"]
     m = h["iteration"].shape[0]

@@ -2,6 +2,8 @@
 // back from the HDF5 output), and every bad input of issue 6 giving a clear message.
 #include <gtest/gtest.h>
 
+#include <Eigen/Dense>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -54,8 +56,9 @@ double max_eig_residual(const Csr<double>& a, const std::vector<double>& vals,
 
 TEST(AppsEigs, SmallestOfLaplacianWithOutputAndPlot) {
   ScratchDir d;
-  const int nx = 13, ny = 9, k = 4;
-  auto r = run_tcsolve({"eigs", "gen:lap2d:13x9", "--k", "4", "--device", "cpu", "--out",
+  // 26 × 19 = 494 rows: auto runs shift-invert Lanczos (below 400 rows it solves densely).
+  const int nx = 26, ny = 19, k = 4;
+  auto r = run_tcsolve({"eigs", "gen:lap2d:26x19", "--k", "4", "--device", "cpu", "--out",
                         d.file("e.h5"), "--plot", d.file("e.svg")});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("eigenvalue"), std::string::npos) << r.out;
@@ -68,15 +71,20 @@ TEST(AppsEigs, SmallestOfLaplacianWithOutputAndPlot) {
   ASSERT_EQ(vals.size(), std::size_t(k));
   ASSERT_EQ(dims, (std::vector<std::int64_t>{k, nx * ny}));
   for (int j = 0; j < k; ++j) EXPECT_NEAR(vals[j], exact[j], 1e-6) << j;
-  const Csr<double> a = generate("gen:lap2d:13x9");
+  const Csr<double> a = generate("gen:lap2d:26x19");
   EXPECT_LT(max_eig_residual(a, vals, vecs), 1e-8 * 8 * 2);
   const auto res = f.read_doubles("residual_norms");
   ASSERT_EQ(res.size(), std::size_t(k));
   EXPECT_EQ(f.attr_string("status"), "converged");
   EXPECT_EQ(f.attr_string("method"), "lanczos");  // --method auto
+  EXPECT_EQ(f.attr_string("transform"), "shift-invert");
+  EXPECT_EQ(f.attr_string("certified"), "yes");
+  EXPECT_EQ(f.attr_string("convergence_test"), "rel");
+  EXPECT_NE(r.out.find("certified: yes"), std::string::npos) << r.out;
+  EXPECT_EQ(f.read_doubles("error_bounds").size(), std::size_t(k));
   EXPECT_EQ(f.attr_string("task"), "eigs");
   EXPECT_EQ(f.attr_string("tcsolve_version"), TCSOLVE_VERSION);
-  EXPECT_EQ(f.attr_string("matrix"), "gen:lap2d:13x9");
+  EXPECT_EQ(f.attr_string("matrix"), "gen:lap2d:26x19");
   EXPECT_EQ(f.attr_string("matrix_checksum").rfind("fnv1a64:", 0), 0u);
   EXPECT_EQ(f.attr_double("tolerance"), 1e-8);
   for (const char* t : {"time_read", "time_preprocess", "time_solve", "time_write"})
@@ -142,14 +150,77 @@ TEST(AppsEigs, GeneralizedWithMassMatrix) {
 
 TEST(AppsEigs, NotConvergedExitsOneAndStillWrites) {
   ScratchDir d;
-  auto r = run_tcsolve({"eigs", "gen:lap2d:30", "--maxiter", "2", "--device", "cpu", "--quiet",
-                        "--out", d.file("n.h5")});
+  auto r = run_tcsolve({"eigs", "gen:lap2d:30", "--method", "lanczos", "--maxiter", "2", "--device",
+                        "cpu", "--quiet", "--out", d.file("n.h5")});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_NE(r.err.find("did not converge"), std::string::npos) << r.err;
   Hdf5File f = Hdf5File::open(d.file("n.h5"));
   EXPECT_EQ(f.attr_string("status"), "not_converged");
   EXPECT_FALSE(f.attr_string("reason").empty());
+}
+
+// Shift-invert from the command line: the interior, a certified count, the constrained-DOF trap,
+// and the refusals (singular shift, indefinite mass, contradictory options).
+TEST(AppsEigs, ShiftInvertNearestAndCertified) {
+  ScratchDir d;
+  auto r = run_tcsolve({"eigs", "gen:elast3d:6", "--which", "nearest", "--sigma", "5", "--k", "8",
+                        "--method", "lanczos", "--device", "cpu", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"certified\": \"yes\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"transform\": \"shift-invert\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"sigma\": 5"), std::string::npos) << r.out;
+  // The 8 returned values are the 8 closest to 5 (dense check).
+  const Csr<double> a = generate("gen:elast3d:6");
+  Eigen::MatrixXd dense = Eigen::MatrixXd::Zero(a.nrows, a.nrows);
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) dense(i, a.col_idx[p]) = a.values[p];
+  Eigen::VectorXd ev = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(dense).eigenvalues();
+  std::vector<double> near(ev.data(), ev.data() + ev.size());
+  std::sort(near.begin(), near.end(), [](double x, double y) { return std::abs(x - 5) < std::abs(y - 5); });
+  auto p = r.out.find("\"eigenvalues\": [");
+  ASSERT_NE(p, std::string::npos);
+  const char* c = r.out.c_str() + p + 16;
+  for (int j = 0; j < 8; ++j) {
+    char* end = nullptr;
+    EXPECT_NEAR(std::strtod(c, &end), near[j], 1e-9) << j;
+    c = end + 1;
+  }
+}
+
+TEST(AppsEigs, ShiftInvertRefusals) {
+  ScratchDir d;
+  // gen:lap2d:9x1 = tridiag(−1, 4, −1) of 9 rows: eigenvalue 4 − 2cos(π/2) = 4, and A − 4I
+  // (entries 0 and −1, exact in floating point) is exactly singular.
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:9x1", "--which", "nearest", "--sigma", "4", "--k",
+                            "1", "--method", "lanczos", "--device", "cpu"}),
+               "is singular at sigma = 4");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:9", "--which", "nearest", "--device", "cpu"}),
+               "--which nearest needs --sigma");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:9", "--sigma", "1", "--no-factor", "--device", "cpu"}),
+               "cannot be combined with --no-factor");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:9", "--conv", "relative", "--device", "cpu"}),
+               "--conv 'relative': expected rel, norm or abs");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:9", "--sigma", "x1", "--device", "cpu"}),
+               "--sigma 'x1': expected a finite number");
+  // Positive diagonal, indefinite: [[1, 2], [2, 1]] blocks.
+  std::string mass = "%%MatrixMarket matrix coordinate real symmetric\n81 81 121\n";
+  for (int i = 1; i <= 81; ++i) mass += std::to_string(i) + " " + std::to_string(i) + " 1\n";
+  for (int i = 1; i + 1 <= 81; i += 2) mass += std::to_string(i + 1) + " " + std::to_string(i) + " 2\n";
+  const std::string bpath = d.write("bad_mass.mtx", mass);
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:9", "--mass", bpath, "--device", "cpu"}),
+               "is not positive definite");
+}
+
+TEST(AppsEigs, WithoutAFactorizationTheSetIsReChecked) {
+  auto r = run_tcsolve({"eigs", "gen:lap2d:24", "--k", "6", "--no-factor", "--device", "cpu", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"certified\": \"not_checked\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("re-check"), std::string::npos) << r.out;
+  auto u = run_tcsolve({"eigs", "gen:lap2d:24", "--k", "6", "--no-factor", "--no-recheck", "--device",
+                        "cpu", "--json"});
+  EXPECT_EQ(u.status, 1) << u.err;
+  EXPECT_NE(u.out.find("\"status\": \"unverified\""), std::string::npos) << u.out;
 }
 
 TEST(AppsSolve, RightHandSidesFromHdf5) {
