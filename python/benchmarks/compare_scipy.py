@@ -10,6 +10,7 @@ Laplacians and SuiteSparse files from ../shared/matrices/suitesparse (cases skip
 Results are in docs/performance.md (Python).
 """
 import argparse
+import inspect
 import os
 import pathlib
 import sys
@@ -119,7 +120,9 @@ def cg_case(label, a, s, repeat, device, rtol=1e-8, cupy_input=False):
         label += " [CuPy input]"
 
     def scipy_all():
-        return np.column_stack([sl.cg(a, b[:, j], tol=rtol, atol=0, maxiter=100000)[0] for j in range(s)])
+        name = "rtol" if "rtol" in inspect.signature(sl.cg).parameters else "tol"  # SciPy >= 1.12: rtol
+        return np.column_stack([sl.cg(a, b[:, j], atol=0.0, maxiter=100000, **{name: rtol})[0]
+                                for j in range(s)])
     xs, t_sp = best(scipy_all, repeat)
     r_tc = (np.linalg.norm(b - a @ x, axis=0) / np.linalg.norm(b, axis=0)).max()
     r_sp = (np.linalg.norm(b - a @ xs, axis=0) / np.linalg.norm(b, axis=0)).max()

@@ -400,6 +400,8 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
         raise ValueError("X has no columns: k = X.shape[1] must be at least 1")
     a, b = _prepare_eigs(A, B, k, "B")
     x, _ = _inputs.as_block(Xa, a.n, "X", device=a.kind == "device")
+    if M is not None and not isinstance(M, str) and device == "auto" and a.kind != "device":
+        device = "cpu"  # a preconditioner operator is applied on the host
     backend = _backend(device, a.kind, precision)
     _choice(method, "method", METHODS)
     if conv is None:
@@ -483,6 +485,8 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     a = _inputs.as_matrix(A, "A")
     n = a.n
     a.check_symmetric("A")
+    if M is not None and not isinstance(M, str) and device == "auto" and a.kind != "device":
+        device = "cpu"  # a preconditioner operator is applied on the host
     backend = _backend(device, a.kind, precision)
     dev = a.kind == "device"
     xp = _xp(a.kind)

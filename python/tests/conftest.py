@@ -62,6 +62,14 @@ def rounding(a, w, v, b=None):
     return 1e-15 * np.linalg.norm(av + bv * np.abs(w), axis=0)
 
 
+def scipy_cg(a, b, rtol, **kw):
+    """scipy.sparse.linalg.cg with a relative tolerance: `rtol` since SciPy 1.12, `tol` before."""
+    import inspect
+    import scipy.sparse.linalg as sl
+    name = "rtol" if "rtol" in inspect.signature(sl.cg).parameters else "tol"
+    return sl.cg(a, b, atol=0.0, **{name: rtol}, **kw)
+
+
 _outcomes = {"passed": 0, "failed": 0, "skipped": 0}
 
 

@@ -15,7 +15,9 @@ def factorization_available():
     """Shift-invert needs CHOLMOD/MUMPS (factor/); a build without them says NotImplementedError."""
     try:
         tcsolve.eigsh(lap2d(10), k=2, sigma=0.5, method="lanczos")
-    except NotImplementedError as e:
+    except (NotImplementedError, ValueError) as e:
+        if "CHOLMOD" not in str(e) and "not compiled" not in str(e).lower() and "built without" not in str(e):
+            raise
         pytest.skip(f"this build has no sparse factorization: {e}")
 
 
