@@ -586,7 +586,11 @@ RunOut run_shift_invert(const Setup& s, const LinearOperator<double>& sinv, doub
   eo.max_iterations = opt.max_iterations > 0 ? opt.max_iterations : 300;
   eo.seed = seed;
   eo.block_size = opt.block_size;
-  eo.max_basis = opt.basis;
+  // Shift-invert separates the wanted values well: a basis of 2k + 2b (at least 6 blocks) needs
+  // one or two restarts, where the iterative default (16 blocks) only adds orthogonalization.
+  const std::int64_t bs = opt.block_size > 0 ? opt.block_size
+                                             : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
+  eo.max_basis = opt.basis > 0 ? opt.basis : bs * ((std::max(2 * k + 2 * bs, 6 * bs) + bs - 1) / bs);
   eo.on_iteration = opt.on_iteration;
   EigenResult er = detail::lanczos_core(prob, ops, eo);
   RunOut out;
