@@ -189,6 +189,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   const double sgn = opt.which == Which::smallest ? 1.0 : -1.0;
   const int dmax = copt.max_degree + (copt.max_degree & 1);
   const int dmin = copt.min_degree + (copt.min_degree & 1);
+  const int dhigh = std::max(dmax, copt.max_degree_long + (copt.max_degree_long & 1));
   const bool timing = opt.keep_history || static_cast<bool>(opt.on_iteration);
   Applier ap(a, ops, copt.apply_order, timing);
 
@@ -197,7 +198,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   res.b_norm = 1.0;
 
   // ---- workspace, once per solve
-  ops.reserve(n, m, m * m);
+  ops.reserve(0, 0, m * m);  // host-staged coefficients (robust path); no n × m scratch
   ops.reserve_small(m);
   MultiVector<double> buf[2] = {ops.allocate(n, m), ops.allocate(n, m)};
   MultiVector<double> wbuf = ops.allocate(n, m);
@@ -213,7 +214,10 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   std::vector<double> proj(m * m);
 
   // ---- spectrum bounds
+  double t_phase = detail::now_seconds();
+  const double t_setup = t_phase - t_start;
   const Bounds bd = lanczos_bounds(ap, ops, n, copt.lanczos_steps, opt.seed, sgn);
+  const double t_bounds = detail::now_seconds() - t_phase;
   res.a_norm = opt.a_norm > 0 ? opt.a_norm : bd.norm;
   double upper = bd.upper;
   if (opt.a_norm > 0) upper = std::min(upper, opt.a_norm);
@@ -334,28 +338,46 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     }
   };
 
+  double prev_cut = -1.0;
   // Degrees for the active pairs (θ ascending in Â, residuals rn): the residual of pair i
   // shrinks by ρᵢ^(−d) per filter; guard columns (global index ≥ k) take the largest wanted
   // degree; even, within [dmin, dmax], non-decreasing (step j then runs on a column suffix).
   auto choose_degrees = [&](std::int64_t w, double cut) {
     const double e = (upper - cut) / 2, ce = (upper + cut) / 2;
     int dwant = 0;
-    for (std::int64_t i = 0; i < w; ++i) {
-      int d = dmax;
+    // The cap follows the work left: while the slowest wanted column needs many more steps,
+    // long filters (fewer Rayleigh-Ritz rounds); near the end max_degree, so that the last
+    // filter does not overshoot by much.
+    double dslow = 0.0;
+    for (std::int64_t i = 0; i < w && nl + i < k; ++i) {
       const double t = (theta[i] - ce) / e;
-      const double need = rn[i] / tau(theta[i]);
+      const double need = std::max(rn[i] / tau(theta[i]), 1.0) * copt.overshoot;
+      if (t < -1.0) dslow = std::max(dslow, std::log(need) / std::log(-t + std::sqrt(t * t - 1.0)));
+      else dslow = 1e9;
+    }
+    // Long filters only once the cut has settled (moved < 5% of its distance to the lower
+    // end since the last filter): a filter on a poor cut converges slowly per step.
+    const bool settled = prev_cut > 0 && std::abs(cut - prev_cut) < 0.05 * std::abs(cut - lower);
+    prev_cut = cut;
+    const int dcap = settled ? std::max(dmax, std::min(dhigh, 2 * (static_cast<int>(dslow / 4) + 1)))
+                             : dmax;
+    for (std::int64_t i = 0; i < w; ++i) {
+      int d = dcap;
+      const double t = (theta[i] - ce) / e;
+      // Aim below the tolerance (overshoot) so that a column close to it converges in one
+      // filter instead of creeping over several outer iterations.
+      const double need = std::max(rn[i] / tau(theta[i]), 1.0) * copt.overshoot;
       if (t < -1.0) {
         const double rho = -t + std::sqrt(t * t - 1.0);
-        if (!(need > 1.0)) d = dmin;
-        else d = static_cast<int>(std::ceil(copt.degree_margin * std::log(need) / std::log(rho)));
+        d = static_cast<int>(std::ceil(copt.degree_margin * std::log(need) / std::log(rho)));
       }
-      d = std::clamp(d, dmin, dmax);
+      d = std::clamp(d, dmin, dcap);
       d += d & 1;
       deg[i] = d;
       if (nl + i < k) dwant = std::max(dwant, d);
     }
     for (std::int64_t i = 0; i < w; ++i) {
-      if (nl + i >= k) deg[i] = dwant > 0 ? dwant : deg[i];
+      if (nl + i >= k) deg[i] = copt.guard_max_degree ? dcap : (dwant > 0 ? dwant : deg[i]);
       if (i > 0) deg[i] = std::max(deg[i], deg[i - 1]);
     }
   };
@@ -432,9 +454,13 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   };
 
   // ---- initial block: random, orthonormal, Ritz pairs
+  t_phase = detail::now_seconds();
   ops.fill_random(buf[cur].columns(0, m), opt.seed);
   orthonormalize_active(m);
   rayleigh_ritz(m);
+  const double t_init = detail::now_seconds() - t_phase;
+  double t_finish = 0.0;
+  t_phase = detail::now_seconds();
   budget_words += 2.0 * n * (4.0 * m) + 8.0 * n * m;
   SolverStatus status = SolverStatus::not_converged;
   std::string reason;
@@ -475,7 +501,9 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     }
     const bool last = it + 1 >= opt.max_iterations;
     if (done || last) {
+      const double tf = detail::now_seconds();
       const bool ok = finish(w, last && !done);
+      t_finish += detail::now_seconds() - tf;
       if (ok) {
         status = SolverStatus::converged;
         break;
@@ -538,6 +566,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     if (opt.on_iteration) opt.on_iteration(rec);
     if (opt.keep_history) res.history.push_back(std::move(rec));
   }
+  const double t_loop = detail::now_seconds() - t_phase - t_finish;
   res.status = status;
   res.reason = reason;
   res.iterations = it + 1;
@@ -556,6 +585,11 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     s2.dense_budget_words = budget_words;
     s2.apply_seconds = apply_s;
     s2.dense_seconds = dense_s;
+    s2.seconds_setup = t_setup;
+    s2.seconds_bounds = t_bounds;
+    s2.seconds_init = t_init;
+    s2.seconds_loop = t_loop;
+    s2.seconds_finish = t_finish;
   }
   return res;
 }

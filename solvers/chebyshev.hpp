@@ -68,18 +68,31 @@ struct ChebyshevStats {
   double dense_budget_words = 0.0;    // 8-byte words the dense work must move (chebyshev.hpp budget)
   double apply_seconds = 0.0;         // only with keep_history / on_iteration (stream marks)
   double dense_seconds = 0.0;
+  // Wall-clock phases: workspace, spectrum bounds, first Rayleigh-Ritz, the loop, final checks
+  // (including the host copy of the vectors).
+  double seconds_setup = 0.0, seconds_bounds = 0.0, seconds_init = 0.0, seconds_loop = 0.0,
+         seconds_finish = 0.0;
 };
 
 struct ChebyshevOptions {
   // Block width m (k wanted + guard columns). 0: k + opt.guard when opt.guard ≥ 0, else
   // k + max(8, ⌈k/2⌉), rounded up to a multiple of 8 and capped at n/2.
   std::int64_t block = 0;
-  int max_degree = 36;   // cap of the per-column degree (even)
+  int max_degree = 36;   // cap of the per-column degree near convergence (even)
+  // Cap while the slowest wanted column still needs more than 4·max_degree_long steps: the cap
+  // is (steps still needed)/2 between max_degree and max_degree_long (long filters early,
+  // fewer Rayleigh-Ritz rounds; short ones at the end, little overshoot).
+  int max_degree_long = 100;
   int min_degree = 4;    // floor (even)
   int lanczos_steps = 25;
   // Multiplies the degree the residual model asks for (> 1: fewer outer iterations, a little
   // more filtering).
   double degree_margin = 1.25;
+  // The model aims at tolerance / overshoot, so that a column just above the tolerance still
+  // gets a real filter instead of a few more small ones.
+  double overshoot = 10.0;
+  // Guard columns (beyond k) run max_degree (else the largest degree of the wanted columns).
+  bool guard_max_degree = false;
   ApplyOrder apply_order = ApplyOrder::events;
   ChebyshevStats* stats = nullptr;  // optional output
 };

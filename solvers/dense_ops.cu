@@ -192,29 +192,30 @@ __global__ void scale_by_inverse_kernel(double* x, long long ldx, long long rows
 
 // spd_factor, before potrf: status = 2 if a diagonal entry of G is ≤ 0 / not finite;
 // F(:, 0:r) = D·sym(G)·D, F(:, r) = D = diag(G)^(-1/2) (1 where invalid).
-__global__ void spd_scale_kernel(const double* g, long long ldg, int r, double* f, double* status) {
+__global__ void spd_scale_kernel(const double* g, long long ldg, int r, double* f, long long ldf,
+                                 double* status) {
   __shared__ int bad;
   if (threadIdx.x == 0) bad = 0;
   __syncthreads();
+  double* dv = f + r * ldf;
   for (int i = threadIdx.x; i < r; i += blockDim.x) {
     const double d = g[i + i * ldg];
     const bool ok = d > 0.0 && isfinite(d);
     if (!ok) bad = 1;
-    f[i + static_cast<long long>(r) * r] = ok ? rsqrt(d) : 1.0;
+    dv[i] = ok ? rsqrt(d) : 1.0;
   }
   __syncthreads();
-  const double* dv = f + static_cast<long long>(r) * r;
   for (int e = threadIdx.x; e < r * r; e += blockDim.x) {
     const int i = e % r, j = e / r;
-    f[e] = dv[i] * 0.5 * (g[i + j * ldg] + g[j + i * ldg]) * dv[j];
+    f[i + j * ldf] = dv[i] * 0.5 * (g[i + j * ldg] + g[j + i * ldg]) * dv[j];
   }
   if (threadIdx.x == 0) status[0] = bad ? 2.0 : 0.0;
 }
 
 // spd_factor, after potrf: 2 when potrf failed (info ≠ 0) or a pivot is not positive, 1 when the
 // smallest pivot² < piv_tol, else 0 (a 2 from spd_scale_kernel stays).
-__global__ void spd_status_kernel(const double* f, int r, const int* info, double piv_tol,
-                                  double* status) {
+__global__ void spd_status_kernel(const double* f, long long ldf, int r, const int* info,
+                                  double piv_tol, double* status) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   if (status[0] == 2.0) return;
   if (*info != 0) {
@@ -222,16 +223,16 @@ __global__ void spd_status_kernel(const double* f, int r, const int* info, doubl
     return;
   }
   double piv = 1e300;
-  for (int i = 0; i < r; ++i) piv = fmin(piv, f[i + static_cast<long long>(i) * r]);
+  for (int i = 0; i < r; ++i) piv = fmin(piv, f[i + i * ldf]);
   status[0] = !(piv > 0.0) || !isfinite(piv) ? 2.0 : (piv * piv < piv_tol ? 1.0 : 0.0);
 }
 
 // out = sign·D·B (pre) or out = D·out (post); zero when status = 2 (no factor).
-__global__ void spd_rowscale_kernel(const double* f, int r, const double* b, long long ldb,
-                                    int cols, double sign, const double* status, double* out,
-                                    long long ldo) {
+__global__ void spd_rowscale_kernel(const double* f, long long ldf, int r, const double* b,
+                                    long long ldb, int cols, double sign, const double* status,
+                                    double* out, long long ldo) {
   const bool zero = status[0] == 2.0;
-  const double* dv = f + static_cast<long long>(r) * r;
+  const double* dv = f + r * ldf;
   for (int e = threadIdx.x + blockIdx.x * blockDim.x; e < r * cols; e += blockDim.x * gridDim.x) {
     const int i = e % r, j = e / r;
     out[i + j * ldo] = zero ? 0.0 : sign * dv[i] * b[i + j * ldb];
@@ -340,24 +341,30 @@ __global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q,
     for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
   const long long gw = static_cast<long long>(blockIdx.x) * nw + warp;
   const long long tw = static_cast<long long>(gridDim.x) * nw;
-  for (long long k0 = 4 * gw; k0 < n; k0 += 4 * tw) {
-    const long long row = k0 + t;
-    const bool rv = row < n;
-    double af[MT], bf[NT];
+  // Two k-steps (8 rows) per iteration: all 2·(MT + NT) loads issued before the first mma.
+  for (long long k0 = 8 * gw; k0 < n; k0 += 8 * tw) {
+    double af[2][MT], bf[2][NT];
 #pragma unroll
-    for (int i = 0; i < MT; ++i) {
-      const int c = 8 * i + g;
-      af[i] = rv && c < p ? x[row + c * ldx] : 0.0;
+    for (int h = 0; h < 2; ++h) {
+      const long long row = k0 + 4 * h + t;
+      const bool rv = row < n;
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int c = 8 * i + g;
+        af[h][i] = rv && c < p ? x[row + c * ldx] : 0.0;
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int c = 8 * j + g;
+        bf[h][j] = rv && c < q ? y[row + c * ldy] : 0.0;
+      }
     }
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int c = 8 * j + g;
-      bf[j] = rv && c < q ? y[row + c * ldy] : 0.0;
-    }
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+      for (int i = 0; i < MT; ++i)
 #pragma unroll
-      for (int j = 0; j < NT; ++j) dmma(acc[i][j][0], acc[i][j][1], af[i], bf[j]);
+        for (int j = 0; j < NT; ++j) dmma(acc[i][j][0], acc[i][j][1], af[h][i], bf[h][j]);
   }
   // Sum over the warps of the block (in warp order: deterministic).
   for (int w = 0; w < nw; ++w) {
@@ -427,25 +434,37 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
 #pragma unroll
   for (int s2 = 0; s2 < SLOTS; ++s2) gacc[s2][0] = gacc[s2][1] = 0.0;
   __syncthreads();
-  for (long long tile0 = 32LL * blockIdx.x; tile0 < n; tile0 += 32LL * gridDim.x) {
-    // ---- 1. this warp's strip
-    const int srow = 8 * warp + g;  // row in the tile
-    const long long row = tile0 + srow;
+  const int srow = 8 * warp + g;  // this lane's row in the tile (A- and C-fragment row g)
+  // Fragments of the strip: −Q (all k-steps) and R (every 8-column tile), loaded one tile ahead
+  // so that the loads of tile i + 1 are in flight during tile i's Gram step.
+  double af[2 * QT], rf[RT][2];
+  auto load = [&](long long tile) {
+    const long long row = tile + srow;
     const bool rv = row < n;
-    double af[2 * QT];
 #pragma unroll
     for (int ks = 0; ks < 2 * QT; ++ks) {
       const int k = 4 * ks + t;
-      const double v = rv && k < q ? qm[row + k * ldq] : 0.0;
-      af[ks] = -v;
-      ts[srow * LDT + k] = v;
+      af[ks] = rv && k < q ? -qm[row + k * ldq] : 0.0;
     }
-    // rows of the strip are the A-fragment rows g; the C/D fragment rows are g as well.
 #pragma unroll
     for (int ct = 0; ct < RT; ++ct) {
       const int c0 = 8 * ct + 2 * t;
-      double d0 = rv && c0 < r ? rm[row + c0 * ldr] : 0.0;
-      double d1 = rv && c0 + 1 < r ? rm[row + (c0 + 1) * ldr] : 0.0;
+      rf[ct][0] = rv && c0 < r ? rm[row + c0 * ldr] : 0.0;
+      rf[ct][1] = rv && c0 + 1 < r ? rm[row + (c0 + 1) * ldr] : 0.0;
+    }
+  };
+  long long tile0 = 32LL * blockIdx.x;
+  if (tile0 < n) load(tile0);
+  for (; tile0 < n; tile0 += 32LL * gridDim.x) {
+    // ---- 1. this warp's strip
+    const long long row = tile0 + srow;
+    const bool rv = row < n;
+#pragma unroll
+    for (int ks = 0; ks < 2 * QT; ++ks) ts[srow * LDT + 4 * ks + t] = -af[ks];
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) {
+      const int c0 = 8 * ct + 2 * t;
+      double d0 = rf[ct][0], d1 = rf[ct][1];
 #pragma unroll
       for (int ks = 0; ks < 2 * QT; ++ks) dmma(d0, d1, af[ks], as[(4 * ks + t) * LDA + 8 * ct + g]);
       if (rv && c0 < r) rm[row + c0 * ldr] = d0;
@@ -453,6 +472,8 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
       ts[srow * LDT + 8 * QT + c0] = d0;
       ts[srow * LDT + 8 * QT + c0 + 1] = d1;
     }
+    const long long next = tile0 + 32LL * gridDim.x;
+    if (next < n) load(next);
     __syncthreads();
     // ---- 2. G += Tᵀ·T(:, 8QT:) over the tile's 32 rows
 #pragma unroll
@@ -517,7 +538,9 @@ __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, i
        s0 += 8LL * gridDim.x * nw) {
     const long long row = s0 + g;
     const bool rv = row < n;
-    double af[2 * QT];
+    // Every load of the strip (P, X, Z) before the first mma and store: the stores to P and X
+    // could alias later loads as far as the compiler knows, so it would not hoist them itself.
+    double af[2 * QT], xf[RT][2], pf[RT][2];
 #pragma unroll
     for (int ks = 0; ks < 2 * QT; ++ks) {
       const int k = 4 * ks + t;
@@ -527,16 +550,26 @@ __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, i
     for (int ct = 0; ct < RT; ++ct) {
       const int c0 = 8 * ct + 2 * t;
       const bool v0 = rv && c0 < r, v1 = rv && c0 + 1 < r;
-      double x0 = v0 ? xm[row + c0 * ldx] : 0.0, x1 = v1 ? xm[row + (c0 + 1) * ldx] : 0.0;
-      double p0 = v0 ? zm[row + c0 * ldz] : 0.0, p1 = v1 ? zm[row + (c0 + 1) * ldz] : 0.0;
+      xf[ct][0] = v0 ? xm[row + c0 * ldx] : 0.0;
+      xf[ct][1] = v1 ? xm[row + (c0 + 1) * ldx] : 0.0;
+      pf[ct][0] = v0 ? zm[row + c0 * ldz] : 0.0;
+      pf[ct][1] = v1 ? zm[row + (c0 + 1) * ldz] : 0.0;
+    }
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) {
 #pragma unroll
       for (int ks = 0; ks < 2 * QT; ++ks) {
         const int ai = (4 * ks + t) * LDA + 8 * ct + g;
-        dmma(x0, x1, af[ks], as[ai]);
-        dmma(p0, p1, af[ks], bs[ai]);
+        dmma(xf[ct][0], xf[ct][1], af[ks], as[ai]);
+        dmma(pf[ct][0], pf[ct][1], af[ks], bs[ai]);
       }
-      if (v0) xm[row + c0 * ldx] = x0, pm[row + c0 * ldp] = p0;
-      if (v1) xm[row + (c0 + 1) * ldx] = x1, pm[row + (c0 + 1) * ldp] = p1;
+    }
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) {
+      const int c0 = 8 * ct + 2 * t;
+      const bool v0 = rv && c0 < r, v1 = rv && c0 + 1 < r;
+      if (v0) xm[row + c0 * ldx] = xf[ct][0], pm[row + c0 * ldp] = pf[ct][0];
+      if (v1) xm[row + (c0 + 1) * ldx] = xf[ct][1], pm[row + (c0 + 1) * ldp] = pf[ct][1];
     }
   }
 }
@@ -562,9 +595,6 @@ class CudaDenseOps final : public DenseBlockOps {
     TCSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
     TCSOLVE_CUSOLVER_CHECK(cusolverDnSetStream(solver_, stream_));
     info_ = static_cast<int*>(device_malloc(4 * sizeof(int)));
-    // Block partials of the fused Gram kernels: at most partial_blocks() blocks of 128 × 64.
-    partial_elems_ = static_cast<std::size_t>(partial_blocks()) * 128 * 64;
-    partial_ = static_cast<double*>(device_malloc(partial_elems_ * sizeof(double)));
     TCSOLVE_CUDA_CHECK(cudaEventCreateWithFlags(&ext_begin_, cudaEventDisableTiming));
     TCSOLVE_CUDA_CHECK(cudaEventCreateWithFlags(&ext_end_, cudaEventDisableTiming));
     marks_.resize(1024);
@@ -698,6 +728,11 @@ class CudaDenseOps final : public DenseBlockOps {
   void copy(MvView<const double> x, MvView<double> y) override {
     TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "copy: shapes differ");
     if (x.rows == 0 || x.cols == 0) return;
+    if (x.ld == x.rows && y.ld == y.rows) {  // contiguous: a 1-D copy (2-D copies run slower)
+      TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(y.data, x.data, sizeof(double) * x.rows * x.cols,
+                                         cudaMemcpyDeviceToDevice, stream_));
+      return;
+    }
     TCSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(y.data, y.ld * sizeof(double), x.data,
                                          x.ld * sizeof(double), x.rows * sizeof(double), x.cols,
                                          cudaMemcpyDeviceToDevice, stream_));
@@ -824,6 +859,7 @@ class CudaDenseOps final : public DenseBlockOps {
     const std::size_t mm = static_cast<std::size_t>(m) * (m + 1);
     small_ws_ = static_cast<double*>(device_malloc(4 * mm * sizeof(double)));
     small_dim_ = m;
+    ensure_partial(8 * sms_, 64 * 64);
   }
 
   void gram_into(double alpha, MvView<const double> x, MvView<const double> y, double beta,
@@ -840,10 +876,10 @@ class CudaDenseOps final : public DenseBlockOps {
       else if (beta != 1.0) scale_columns(beta, g);
       return;
     }
-    if (fused_ && p <= 64 && q <= 64 && x.rows >= 4096) {
-      const int nb = static_cast<int>(std::min<std::int64_t>(partial_blocks(), (x.rows + 511) / 512));
+    const int mt = static_cast<int>((p + 7) / 8), nt = static_cast<int>((q + 7) / 8);
+    if (fused_ && ((mt <= 8 && nt <= 4) || (mt <= 4 && nt <= 8)) && x.rows >= 4096) {
       const std::size_t sh = static_cast<std::size_t>(p * q) * sizeof(double);
-      launch_gram_tn(static_cast<int>((p + 7) / 8), static_cast<int>((q + 7) / 8), nb, sh, x, y);
+      const int nb = launch_gram_tn(mt, nt, sh, x, y);
       gram_finish_kernel<<<static_cast<unsigned>((p * q + 255) / 256), 256, 0, stream_>>>(
           partial_, nb, static_cast<int>(p), static_cast<int>(q), alpha, beta, g.data, g.ld);
       TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -1008,35 +1044,34 @@ class CudaDenseOps final : public DenseBlockOps {
   void spd_factor(MvView<const double> g, MvView<double> f, MvView<double> status,
                   double piv_tol) override {
     const std::int64_t r = g.rows;
-    TCSOLVE_REQUIRE(g.cols == r && f.rows == r && f.cols == r + 1 && f.ld == r && status.rows >= 1,
-                    "spd_factor: shapes (F must be compact, ld = r)");
+    TCSOLVE_REQUIRE(g.cols == r && f.rows == r && f.cols == r + 1 && status.rows >= 1,
+                    "spd_factor: shapes");
     if (r == 0) return;
     reserve_small(r);
     const int ri = static_cast<int>(r);
-    spd_scale_kernel<<<1, 256, 0, stream_>>>(g.data, g.ld, ri, f.data, status.data);
+    spd_scale_kernel<<<1, 256, 0, stream_>>>(g.data, g.ld, ri, f.data, f.ld, status.data);
     TCSOLVE_CUDA_CHECK_LAUNCH();
-    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, ri, f.data, ri,
-                                            solver_work_, solver_lwork_, info_));
-    spd_status_kernel<<<1, 32, 0, stream_>>>(f.data, ri, info_, piv_tol, status.data);
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, ri, f.data,
+                                            int(f.ld), solver_work_, solver_lwork_, info_));
+    spd_status_kernel<<<1, 32, 0, stream_>>>(f.data, f.ld, ri, info_, piv_tol, status.data);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
 
   void spd_solve(MvView<const double> f, MvView<const double> b, double sign,
                  MvView<const double> status, MvView<double> out) override {
     const std::int64_t r = f.rows;
-    TCSOLVE_REQUIRE(f.cols == r + 1 && f.ld == r && b.rows == r && out.rows == r &&
-                        out.cols == b.cols,
+    TCSOLVE_REQUIRE(f.cols == r + 1 && b.rows == r && out.rows == r && out.cols == b.cols,
                     "spd_solve: shapes");
     if (r == 0 || b.cols == 0) return;
     const int ri = static_cast<int>(r), c = static_cast<int>(b.cols);
     const unsigned nb = static_cast<unsigned>(std::min<long long>((r * c + 255) / 256, 256));
-    spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, ri, b.data, b.ld, c, sign, status.data,
-                                                 out.data, out.ld);
+    spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, f.ld, ri, b.data, b.ld, c, sign,
+                                                 status.data, out.data, out.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
-    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrs(solver_, CUBLAS_FILL_MODE_LOWER, ri, c, f.data, ri,
-                                            out.data, int(out.ld), info_ + 1));
-    spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, ri, out.data, out.ld, c, 1.0, status.data,
-                                                 out.data, out.ld);
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrs(solver_, CUBLAS_FILL_MODE_LOWER, ri, c, f.data,
+                                            int(f.ld), out.data, int(out.ld), info_ + 1));
+    spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, f.ld, ri, out.data, out.ld, c, 1.0,
+                                                 status.data, out.data, out.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
 
@@ -1048,17 +1083,21 @@ class CudaDenseOps final : public DenseBlockOps {
     const std::int64_t qc = q.cols, rc = r.cols, n = r.rows;
     if (rc == 0) return;
     if (fused_ && qc <= 64 && rc <= 64 && n >= 4096) {
-      const int nb = static_cast<int>(std::min<std::int64_t>(partial_blocks(), (n + 31) / 32));
-      if (qc <= 32 && rc <= 32) launch_cg_residual<4, 4>(nb, q, alpha, r);
-      else launch_cg_residual<8, 8>(nb, q, alpha, r);
+      const int nb = qc <= 32 && rc <= 32 ? launch_cg_residual<4, 4>(q, alpha, r)
+                                          : launch_cg_residual<8, 8>(q, alpha, r);
       gram_finish_kernel<<<static_cast<unsigned>(((qc + rc) * rc + 255) / 256), 256, 0, stream_>>>(
           partial_, nb, static_cast<int>(qc + rc), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
       TCSOLVE_CUDA_CHECK_LAUNCH();
       return;
     }
-    // Composite: R −= Q·α (cuBLAS), G = [Q R]ᵀ·R (two Gram products).
+    // Composite: R −= Q·α (cuBLAS), G = [Q R]ᵀ·R (one Gram product when Q and R are adjacent
+    // columns of one block, as in block CG: 3 passes instead of 4).
     gemm_into(-1.0, q, alpha, 1.0, r);
-    if (qc > 0) gram_into(1.0, q, r, 0.0, g.columns(0, rc));
+    if (qc > 0 && q.ld == r.ld && q.data + qc * q.ld == r.data) {
+      gram_into(1.0, MvView<const double>{q.data, n, qc + rc, q.ld, q.space}, r, 0.0, g);
+      return;
+    }
+    if (qc > 0) gram_into(1.0, q, r, 0.0, MvView<double>{g.data, qc, rc, g.ld, g.space});
     MvView<double> gb{g.data + qc, rc, rc, g.ld, g.space};
     gram_into(1.0, r, r, 0.0, gb);
   }
@@ -1071,9 +1110,8 @@ class CudaDenseOps final : public DenseBlockOps {
                     "cg_direction_update: shapes");
     if (rc == 0 || n == 0) return;
     if (fused_ && qc <= 64 && rc <= 64) {
-      const int nb = static_cast<int>(std::min<std::int64_t>(4LL * sms_, (n + 31) / 32));
-      if (qc <= 32 && rc <= 32) launch_cg_direction<4, 4>(nb, alpha, beta, z, p, x);
-      else launch_cg_direction<8, 8>(nb, alpha, beta, z, p, x);
+      if (qc <= 32 && rc <= 32) launch_cg_direction<4, 4>(alpha, beta, z, p, x);
+      else launch_cg_direction<8, 8>(alpha, beta, z, p, x);
       return;
     }
     // Composite: X += P·α; scratch = P·β; P(:, 0:r) = Z + scratch.
@@ -1158,8 +1196,25 @@ class CudaDenseOps final : public DenseBlockOps {
   }
 
  private:
-  // Blocks of the fused Gram kernels (partials summed by gram_finish_kernel): 2 per SM.
-  int partial_blocks() const { return 2 * sms_; }
+  // Resident blocks per SM of a kernel (cached), times the SMs: the grid of the fused kernels.
+  int resident_blocks(const void* f, int threads, std::size_t smem) {
+    for (auto& e : occupancy_)
+      if (e.first == f) return e.second;
+    int b = 0;
+    TCSOLVE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, f, threads, smem));
+    const int total = std::max(b, 1) * sms_;
+    occupancy_.push_back({f, total});
+    return total;
+  }
+  // Block partials of the fused Gram kernels (summed by gram_finish_kernel): nb × elems.
+  void ensure_partial(int nb, std::size_t elems) {
+    const std::size_t need = static_cast<std::size_t>(nb) * elems;
+    if (need <= partial_elems_) return;
+    synchronize();
+    device_free(partial_);
+    partial_elems_ = std::max(need, static_cast<std::size_t>(8) * sms_ * 64 * 64);
+    partial_ = static_cast<double*>(device_malloc(partial_elems_ * sizeof(double)));
+  }
 
   void enable_fused_kernels() {
     // The fused kernels use up to ~70 KB of dynamic shared memory.
@@ -1180,38 +1235,52 @@ class CudaDenseOps final : public DenseBlockOps {
     return static_cast<int>(sizeof(double)) * 2 * 8 * qt * frag_ld(8 * rt);
   }
   template <int QT, int RT>
-  void launch_cg_residual(int nb, MvView<const double> q, MvView<const double> alpha,
-                          MvView<double> r) {
-    cg_residual_kernel<QT, RT><<<nb, 128, cg_residual_smem(QT, RT), stream_>>>(
+  int launch_cg_residual(MvView<const double> q, MvView<const double> alpha, MvView<double> r) {
+    const int smem = cg_residual_smem(QT, RT);
+    const int nb = static_cast<int>(std::min<std::int64_t>(
+        resident_blocks(reinterpret_cast<const void*>(&cg_residual_kernel<QT, RT>), 128, smem),
+        (r.rows + 31) / 32));
+    ensure_partial(nb, static_cast<std::size_t>((q.cols + r.cols) * r.cols));
+    cg_residual_kernel<QT, RT><<<nb, 128, smem, stream_>>>(
         r.rows, static_cast<int>(q.cols), static_cast<int>(r.cols), alpha.data, alpha.ld,
         q.cols > 0 ? q.data : r.data, q.cols > 0 ? q.ld : r.ld, r.data, r.ld, partial_);
     TCSOLVE_CUDA_CHECK_LAUNCH();
+    return nb;
   }
   template <int QT, int RT>
-  void launch_cg_direction(int nb, MvView<const double> alpha, MvView<const double> beta,
+  void launch_cg_direction(MvView<const double> alpha, MvView<const double> beta,
                            MvView<const double> z, MvView<double> p, MvView<double> x) {
-    cg_direction_kernel<QT, RT><<<nb, 128, cg_direction_smem(QT, RT), stream_>>>(
+    const int smem = cg_direction_smem(QT, RT);
+    const int nb = static_cast<int>(std::min<std::int64_t>(
+        resident_blocks(reinterpret_cast<const void*>(&cg_direction_kernel<QT, RT>), 128, smem),
+        (p.rows + 31) / 32));
+    cg_direction_kernel<QT, RT><<<nb, 128, smem, stream_>>>(
         p.rows, static_cast<int>(alpha.rows), static_cast<int>(z.cols), alpha.data, alpha.ld,
         beta.data, beta.ld, z.data, z.ld, p.data, p.ld, x.data, x.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
-  void launch_gram_tn(int mt, int nt, int nb, std::size_t sh, MvView<const double> x,
-                      MvView<const double> y) {
+  // The Gram kernel instance with the fewest tiles covering mt × nt; returns its block count.
+  int launch_gram_tn(int mt, int nt, std::size_t sh, MvView<const double> x,
+                     MvView<const double> y) {
     const int p = static_cast<int>(x.cols), q = static_cast<int>(y.cols);
 #define TCSOLVE_GRAM_CASE(M, N)                                                                 \
   if (mt <= M && nt <= N) {                                                                     \
+    const int nb = static_cast<int>(std::min<std::int64_t>(                                     \
+        resident_blocks(reinterpret_cast<const void*>(&gram_tn_kernel<M, N>), 128, sh),         \
+        (x.rows + 255) / 256));                                                                  \
+    ensure_partial(nb, static_cast<std::size_t>(p) * q);                                        \
     gram_tn_kernel<M, N><<<nb, 128, sh, stream_>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld,  \
                                                    partial_);                                   \
     TCSOLVE_CUDA_CHECK_LAUNCH();                                                                \
-    return;                                                                                     \
+    return nb;                                                                                  \
   }
     TCSOLVE_GRAM_CASE(1, 1)
     TCSOLVE_GRAM_CASE(2, 2)
     TCSOLVE_GRAM_CASE(4, 4)
     TCSOLVE_GRAM_CASE(8, 4)
     TCSOLVE_GRAM_CASE(4, 8)
-    TCSOLVE_GRAM_CASE(8, 8)
 #undef TCSOLVE_GRAM_CASE
+    throw InvalidArgument("gram_into: no fused kernel for this shape");
   }
 
   dim3 grid(std::int64_t rows, std::int64_t cols) const {
@@ -1300,6 +1369,7 @@ class CudaDenseOps final : public DenseBlockOps {
   int small_dim_ = 0;
   double* partial_ = nullptr;  // block partials of the fused Gram kernels
   std::size_t partial_elems_ = 0;
+  std::vector<std::pair<const void*, int>> occupancy_;
   bool fused_ = true;          // fused tensor-core kernels (TCSOLVE_NO_FUSED=1: cuBLAS composites)
   struct Slot {                // pinned staging of one fetch_async ticket
     double* pinned = nullptr;

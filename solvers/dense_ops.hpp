@@ -132,8 +132,9 @@ class DenseBlockOps {
   // status (backend 2 × 1): [0] = 0 normal / 1 fallback, [1] = min scaled pivot² (0 on failure).
   virtual void pip_factor(MvView<const double> g, std::int64_t l, MvView<double> m,
                           MvView<double> status) = 0;
-  // Diagonally scaled Cholesky of a small symmetric G (r × r, backend): F (r × (r + 1)) gets
-  // the lower factor Lc of D·sym(G)·D = Lc·Lcᵀ in columns 0:r and D = diag(G)^(-1/2) in column r.
+  // Diagonally scaled Cholesky of a small symmetric G (r × r, backend): F (r × (r + 1), any ld)
+  // gets the lower factor Lc of D·sym(G)·D = Lc·Lcᵀ in columns 0:r and D = diag(G)^(-1/2) in
+  // column r.
   // status (backend 1 × 1): 0 fine, 1 positive definite but min pivot² < piv_tol (close to
   // rank deficient), 2 not positive definite (or a diagonal entry ≤ 0 / not finite).
   virtual void spd_factor(MvView<const double> g, MvView<double> f, MvView<double> status,

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     const ApplyOrder order = parse_order(key("order", "stream"));
     const bool breakdown = key("breakdown", "0") == "1";
     const double a_bytes = 12.0 * nnz + 8.0 * (n + 1);  // CSR values, indices, row pointers
-    char det[512];
+    char det[768];
     if (mode == "eig") {
       std::string method = arg(2, "lanczos");
       std::int64_t k = std::atoll(arg(3, "6").c_str());
@@ -191,7 +191,10 @@ int main(int argc, char** argv) {
       co.block = block;
       co.apply_order = order;
       if (kv.count("maxdeg")) co.max_degree = std::atoi(kv["maxdeg"].c_str());
+      if (kv.count("maxlong")) co.max_degree_long = std::atoi(kv["maxlong"].c_str());
       if (kv.count("margin")) co.degree_margin = std::atof(kv["margin"].c_str());
+      if (kv.count("overshoot")) co.overshoot = std::atof(kv["overshoot"].c_str());
+      if (kv.count("guardmax")) co.guard_max_degree = kv["guardmax"] == "1";
       ChebyshevStats cst;
       co.stats = &cst;
       // Jacobi for the smallest pairs of the real matrices (the Laplacians' diagonal is
@@ -269,10 +272,13 @@ int main(int argc, char** argv) {
         const double dense_bytes = 8.0 * s.dense_budget_words;
         len += std::snprintf(det + len, sizeof det - len,
                              ";block=%lld;outer=%lld;filter_applies=%lld;filter_cols=%lld;"
-                             "budget_spmm_s=%.4f;budget_dense_s=%.4f;budget_total_s=%.4f",
+                             "budget_spmm_s=%.4f;budget_dense_s=%.4f;budget_total_s=%.4f;"
+                             "phases_s=%.3f/%.3f/%.3f/%.3f/%.3f",
                              (long long)s.block, (long long)s.outer_iterations,
                              (long long)s.filter_applies, (long long)s.filter_columns,
-                             spmm_bytes / bw, dense_bytes / bw, (spmm_bytes + dense_bytes) / bw);
+                             spmm_bytes / bw, dense_bytes / bw, (spmm_bytes + dense_bytes) / bw,
+                             s.seconds_setup, s.seconds_bounds, s.seconds_init, s.seconds_loop,
+                             s.seconds_finish);
         if (breakdown)
           len += std::snprintf(det + len, sizeof det - len,
                                ";apply_s=%.4f;dense_s=%.4f;dense_vs_budget=%.2f", apply_s,
