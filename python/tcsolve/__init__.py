@@ -221,7 +221,7 @@ def _largest_magnitude(a, b, opt, k):
     vals = la["eigenvalues"]
     if len(vals) == k and vals.min() >= 0 and b is None and a.kind != "operator":
         if a.gershgorin_lower() >= -vals.min():
-            la["why"] = (la.get("why", "") + "; which='LM': largest end only (Gershgorin: no eigenvalue "
+            la["method_reason"] = (la.get("method_reason", "") + "; which='LM': largest end only (Gershgorin: no eigenvalue "
                          "below -lambda_k)").lstrip("; ")
             return la
     k_sa = min(k, a.n - k)
@@ -238,7 +238,7 @@ def _largest_magnitude(a, b, opt, k):
     for key in ("iterations", "operator_applies", "time_setup", "time_solve", "time_verify"):
         merged[key] = la.get(key, 0) + sa.get(key, 0)
     merged["history"] = _concat_history(la["history"], sa["history"])
-    merged["why"] = (la.get("why", "") + "; which='LM': largest and smallest ends merged by |lambda|").lstrip("; ")
+    merged["method_reason"] = (la.get("method_reason", "") + "; which='LM': largest and smallest ends merged by |lambda|").lstrip("; ")
     return merged
 
 
@@ -246,7 +246,7 @@ def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvecto
                  extra=(), start_given=False):
     """Orders the pairs, builds the Result, raises NoConvergence or returns SciPy's tuple."""
     if start_given:  # say it rather than ignore it silently
-        res["why"] = (res.get("why", "") + "; the start block (v0 / X) was not used: the eigs() driver "
+        res["method_reason"] = (res.get("method_reason", "") + "; the start block (v0 / X) was not used: the eigs() driver "
                       "takes none yet").lstrip("; ")
     vals = np.asarray(res["eigenvalues"])
     vecs = np.asarray(res["eigenvectors"])
@@ -295,7 +295,7 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
     M as matrices). Eigenvalues come back in ascending order, column j of the vectors with value j.
 
     v0 (n,): start vector (checked, but not used yet: the eigs() driver takes no start block,
-    Result.why says so); ncv: Lanczos basis size before a restart; maxiter: iteration limit
+    Result.method_reason says so); ncv: Lanczos basis size before a restart; maxiter: iteration limit
     (Lanczos restarts / LOBPCG steps; default: the method's); tol: the convergence tolerance of
     the ``conv`` test (``rel``: ‖A·x − λ·M·x‖ ≤ tol·|λ|·‖x‖, ARPACK's meaning); tol=0 (SciPy:
     machine precision) means tcsolve's default 1e-8, which gives eigenvalues to about
@@ -372,7 +372,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     """k = X.shape[1] extreme eigenpairs of A·x = λ·B·x, like scipy.sparse.linalg.lobpcg.
 
     X (n × k) gives k and is checked like SciPy's start block, but not used yet (the eigs() driver
-    takes no start block; Result.why says so). B: mass matrix (SPD). M: preconditioner, as a matrix or
+    takes no start block; Result.method_reason says so). B: mass matrix (SPD). M: preconditioner, as a matrix or
     LinearOperator approximating A⁻¹, or one of tcsolve's names 'jacobi', 'none', 'factor',
     'auto' (default: tcsolve chooses). tol: SciPy's test ‖A·x − λ·B·x‖ ≤ tol (``conv='abs'``);
     tol=None: tcsolve's default (``conv='rel'``, 1e-8). maxiter: default tcsolve's (SciPy's 20

@@ -17,8 +17,8 @@ COMMON_ATTRS = ("task", "status", "reason", "method", "iterations", "operator_ap
 EIGS_ATTRS = ("k", "which", "a_norm", "b_norm", "mass", "mass_checksum")
 SOLVE_ATTRS = ("right_hand_sides", "rhs")
 # What the eigs() driver adds (solvers/eigs.hpp).
-DRIVER_FIELDS = ("conv", "transform", "sigma", "why", "certified", "certificate", "factor",
-                 "error_bounds", "time_setup", "time_verify")
+DRIVER_FIELDS = ("convergence_test", "transform", "sigma", "method_reason", "certified", "certificate",
+                 "factorization", "error_bounds", "time_setup", "time_verify")
 HISTORY_FIELDS = ("iteration", "residual_norms", "converged", "active", "apply_seconds", "dense_seconds")
 
 
@@ -44,7 +44,10 @@ class Result:
     eigs (``task == 'eigs'``): ``eigenvalues`` (k), ``eigenvectors`` (n × k: column j belongs to
     eigenvalue j, as SciPy returns them; the HDF5 file stores the transpose, one row per vector),
     ``residual_norms`` (true ‖A·x − λ·B·x‖, recomputed after the iteration), ``residual_bounds``
-    (what each pair had to pass), ``k``, ``which``, ``a_norm``, ``b_norm``.
+    (what each pair had to pass), ``error_bounds``, ``k``, ``which``, ``a_norm``, ``b_norm``, and
+    what the eigs() driver reports: ``convergence_test``, ``transform`` ('none' or
+    'shift-invert'), ``sigma``, ``method_reason``, ``certified``/``certificate`` (the count
+    behind the set), ``factorization``, ``time_setup``, ``time_verify``.
     solve (``task == 'solve'``): ``solution`` (n × s), ``residual_norms`` (true ‖b − A·x‖/‖b‖
     per column), ``column_iterations``, ``right_hand_sides``.
     Both: ``status`` ('converged', 'unverified', 'not_converged', 'breakdown'), ``reason``,

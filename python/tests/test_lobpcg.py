@@ -51,7 +51,7 @@ def test_tol_is_absolute_as_scipy():
     assert info.tolerance == 1e-7
     r = residuals(a, w, v)
     assert np.all(r <= np.asarray(info.residual_bounds) * (1 + 1e-6))
-    if info.conv == "abs":  # the eigs() driver: SciPy's ‖A·x − λ·x‖ ≤ tol
+    if info.convergence_test == "abs":  # the eigs() driver: SciPy's ‖A·x − λ·x‖ ≤ tol
         assert np.all(r <= 1e-7 * (1 + 1e-6))
 
 
