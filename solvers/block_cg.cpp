@@ -9,6 +9,7 @@
 
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "solvers/host_result.hpp"
 #include "solvers/orthonormalize.hpp"
 #include "solvers/solver_common.hpp"
 
@@ -74,7 +75,7 @@ struct BlockCg::Impl {
     rn.resize(s), bn.resize(s), ones.assign(s, 1.0), neg1.assign(s, -1.0);
     hg.resize(2 * s * s), hst.resize(1);
     act.reserve(s), keep_idx.reserve(s), still.reserve(s);
-    for (int i = 0; i < 4; ++i) spare.emplace_back(s);
+    for (int i = 0; i < 4; ++i) spare.emplace_back(s + 1);
   }
 
   bool preconditioned() const { return opt.preconditioner != nullptr || dinv.data() != nullptr; }
@@ -259,11 +260,13 @@ struct BlockCg::Impl {
         explicit_ptr = false;
         ++fused_iterations;
         ++it;
+        // Host destinations live in the heap buffer of norms2 (it moves with pd; a member of pd
+        // would not): ‖r_j‖² in [0, na), the factor status in [na].
         if (!spare.empty()) pd.norms2.swap(spare.back()), spare.pop_back();
-        pd.norms2.resize(na);
+        pd.norms2.resize(na + 1);
         ops.download_deferred(MvView<const double>{nrm2.data(), na, 1, smax, ops.space()},
                               pd.norms2.data(), na);
-        ops.download_deferred(small(st, 0, 1, 0, 1), &pd.status, 1);
+        ops.download_deferred(small(st, 0, 1, 0, 1), pd.norms2.data() + na, 1);
         // Next iteration's Q = A·P and PᵀQ factor, queued before waiting.
         queue_gram(rk, na, false, kPivTol);
         if (timing()) pd.mark1 = ops.mark(), apply_marks = nullptr;
@@ -276,6 +279,7 @@ struct BlockCg::Impl {
         while (!queue.empty()) {
           Pending& q = queue.front();
           ops.fetch_wait(q.ticket);
+          q.status = q.norms2[q.na];
           bool bad = q.status != 0.0;
           std::int64_t nconv = 0;
           for (std::int64_t j = 0; j < q.na; ++j) {
@@ -456,9 +460,15 @@ SolveResult block_cg(const LinearOperator<double>& a, const double* rhs, std::in
   BlockCg cg(a, ops, s, opt);
   MultiVector<double> b = ops.allocate(n, s), x = ops.allocate(n, s);
   ops.from_host(rhs, ldb, b.view());
+  // The host result buffer (n × s, first touch and page locking) is prepared on another thread
+  // while the solve runs, so that the final copy runs at pinned speed.
+  std::vector<double> sol;
+  detail::HostResult prep(ops, sol, n * s);
   SolveResult res = cg.solve(b.view(), x.view(), false);
-  res.solutions.resize(n * s);
-  ops.to_host(x.view(), res.solutions.data(), n);
+  prep.wait();
+  ops.to_host(x.view(), sol.data(), n);
+  prep.release();
+  res.solutions = std::move(sol);
   return res;
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "solvers/host_result.hpp"
 #include "solvers/orthonormalize.hpp"
 #include "solvers/solver_common.hpp"
 
@@ -150,7 +151,8 @@ std::int64_t chebyshev_block(std::int64_t n, std::int64_t k, std::int64_t guard,
 }
 
 ChebyshevCost chebyshev_cost(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                             double rel_gap, const ChebyshevOptions& copt, std::int64_t guard) {
+                             double rel_gap, const ChebyshevOptions& copt, std::int64_t guard,
+                             double calibration) {
   ChebyshevCost c;
   c.block = chebyshev_block(n, k, guard, copt);
   const double m = static_cast<double>(c.block);
@@ -159,7 +161,7 @@ ChebyshevCost chebyshev_cost(std::int64_t n, std::int64_t nnz, std::int64_t k, d
   const double tk = 1.0 + 2.0 * g / (1.0 - g);
   const double lnrho = std::acosh(tk);
   c.total_degree = std::log(4.0 / std::max(tol, 1e-16)) / lnrho;
-  const double filt_cols = (m - k + 0.6 * k) * c.total_degree;
+  const double filt_cols = calibration * (m - k + 0.6 * k) * c.total_degree;
   c.outer_iterations = std::ceil(c.total_degree / std::max(copt.max_degree, 2)) + 2;
   c.column_applies = filt_cols + c.outer_iterations * m + k + copt.lanczos_steps;
   const double a_bytes = 12.0 * nnz + 8.0 * (n + 1);
@@ -400,6 +402,10 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   // filled in; otherwise the pairs from the first failing locked one on are unlocked.
   std::vector<double> sel_theta(k), tr(k), bound(k);
   MultiVector<double> theta_sel = ops.allocate(k, 1);
+  // The host eigenvector buffer is sized and page-locked on a helper thread while the GPU
+  // iterates (solvers/host_result.hpp).
+  std::vector<double> vecs;
+  detail::HostResult prep(ops, vecs, n * k);
   auto finish = [&](std::int64_t w, bool last) -> bool {
     std::vector<std::pair<double, std::int64_t>> cand;
     for (std::int64_t j = 0; j < nl; ++j) cand.push_back({lock_theta[j], j});
@@ -433,8 +439,10 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
       for (std::int64_t j = 0; j < k; ++j) res.values[j] = sgn * sel_theta[j];
       res.residual_norms.assign(tr.begin(), tr.end());
       res.residual_bounds.assign(bound.begin(), bound.end());
-      res.vectors.resize(n * k);
-      ops.to_host(X, res.vectors.data(), n);
+      prep.wait();
+      ops.to_host(X, vecs.data(), n);
+      prep.release();
+      res.vectors = std::move(vecs);
       return ok;
     }
     // Unlock from first_bad on: those columns become active again (their order in buf[cur]

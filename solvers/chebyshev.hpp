@@ -104,14 +104,18 @@ struct ChebyshevOptions {
 EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& ops,
                                const EigenOptions& opt, const ChebyshevOptions& copt = {});
 
-// A priori cost of chebyshev_subspace for `auto` (no operator applies):
-//   rel_gap = (λ_{m+1} − λ_k)/(λmax − λmin) on the wanted end (λ_k the k-th wanted eigenvalue,
-//   λ_{m+1} the first outside the block); with δ = 2·rel_gap/(1 − rel_gap·…) the slowest wanted
-//   vector needs D = ln(4/tol)/acosh(1 + 2·rel_gap') total degree, rel_gap' = gap/(width of the
-//   damped interval), and the filter runs about (m − k + 0.6·k)·D column-steps (locked columns
-//   stop; guard columns run to the end).
-// Bytes per column-step: 6 words of n (apply in/out 2, recurrence 4) + the share of A
-// (nnz·12 + 8n bytes per apply over the columns of the apply).
+// A priori cost of chebyshev_subspace, for the driver's `auto` (no operator applies). Input: the
+// relative gap g = (λ_{m+1} − λ_k)/(λmax − λmin) at the wanted end (λ_k the k-th wanted
+// eigenvalue, λ_{m+1} the first one outside the block of m columns). Model: the slowest wanted
+// vector gains ρ = exp(acosh(1 + 2g/(1 − g))) per filter step, so it needs D = ln(4/tol)/ln ρ
+// steps; the guard columns run D steps as well, the k wanted ones 0.6·D on average (they lock as
+// they converge): the filter multiplies (m − k + 0.6·k)·D columns, times `calibration` (the
+// cut starts far from λ_{m+1} and the degree model overshoots: measured/model = 1.3–1.9 on the
+// H200 runs of docs/performance.md, 1.4 by default). Plus one Rayleigh-Ritz apply of m columns
+// per outer iteration (D/max_degree + 2 of them), k for the final check and the Lanczos steps.
+// Bytes: A (12·nnz + 8·n) once per apply, 6 words of n per filter column-step (apply in/out,
+// recurrence), 20·n·m words per outer iteration (two BCGS-PIP passes and Rayleigh-Ritz).
+// Time ≈ bytes/(0.75 × copy bandwidth) + 1 ms per outer iteration on the H200 runs.
 struct ChebyshevCost {
   std::int64_t block = 0;         // m
   double total_degree = 0.0;      // D, filter steps of the slowest wanted column
@@ -121,7 +125,7 @@ struct ChebyshevCost {
 };
 ChebyshevCost chebyshev_cost(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                              double rel_gap, const ChebyshevOptions& copt = {},
-                             std::int64_t guard = -1);
+                             std::int64_t guard = -1, double calibration = 1.4);
 
 // The block width chebyshev_subspace uses for (n, k, guard) with these options.
 std::int64_t chebyshev_block(std::int64_t n, std::int64_t k, std::int64_t guard,

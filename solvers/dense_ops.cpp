@@ -341,6 +341,8 @@ class CpuDenseOps final : public DenseBlockOps {
   }
   std::uint64_t fetch_async() override { return ++ticket_; }
   void fetch_wait(std::uint64_t) override {}
+  bool pin_host(void*, std::size_t) override { return false; }
+  void unpin_host(void*) override {}
   void external_begin() override {}
   void external_end() override {}
   int mark() override {

@@ -388,16 +388,26 @@ __global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q,
   for (int e = threadIdx.x; e < p * q; e += blockDim.x) out[e] = sg[e];
 }
 
-// G = α·Σ_b partial_b + β·G (β = 0: G not read). One thread per entry, blocks summed in order.
+// G = α·Σ_b partial_b + β·G (β = 0: G not read). A block of 8 warps per 32 entries: lane =
+// entry, warp w sums the partials w, w + 8, … (coalesced 256-byte rows), then warp 0 adds the 8
+// sums in a fixed order (deterministic).
 __global__ void gram_finish_kernel(const double* partial, int nblocks, int p, int q, double alpha,
                                    double beta, double* gout, long long ldg) {
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  if (e >= p * q) return;
+  __shared__ double part[8][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long long pq = static_cast<long long>(p) * q;
+  const long long e = static_cast<long long>(blockIdx.x) * 32 + lane;
   double s = 0.0;
-  for (int b = 0; b < nblocks; ++b) s += partial[static_cast<long long>(b) * p * q + e];
-  const int i = e % p, j = e / p;
+  if (e < pq)
+    for (int b = warp; b < nblocks; b += 8) s += partial[b * pq + e];
+  part[warp][lane] = s;
+  __syncthreads();
+  if (warp != 0 || e >= pq) return;
+  double t = 0.0;
+  for (int w = 0; w < 8; ++w) t += part[w][lane];
+  const long long i = e % p, j = e / p;
   double& dst = gout[i + j * ldg];
-  dst = beta == 0.0 ? alpha * s : alpha * s + beta * dst;
+  dst = beta == 0.0 ? alpha * t : alpha * t + beta * dst;
 }
 
 // Block CG residual pass (cg_residual_update), q ≤ 8·QT, r ≤ 8·RT. Block = 4 warps, tiles of 32
@@ -880,7 +890,7 @@ class CudaDenseOps final : public DenseBlockOps {
     if (fused_ && ((mt <= 8 && nt <= 4) || (mt <= 4 && nt <= 8)) && x.rows >= 4096) {
       const std::size_t sh = static_cast<std::size_t>(p * q) * sizeof(double);
       const int nb = launch_gram_tn(mt, nt, sh, x, y);
-      gram_finish_kernel<<<static_cast<unsigned>((p * q + 255) / 256), 256, 0, stream_>>>(
+      gram_finish_kernel<<<static_cast<unsigned>((p * q + 31) / 32), 256, 0, stream_>>>(
           partial_, nb, static_cast<int>(p), static_cast<int>(q), alpha, beta, g.data, g.ld);
       TCSOLVE_CUDA_CHECK_LAUNCH();
       return;
@@ -1085,7 +1095,7 @@ class CudaDenseOps final : public DenseBlockOps {
     if (fused_ && qc <= 64 && rc <= 64 && n >= 4096) {
       const int nb = qc <= 32 && rc <= 32 ? launch_cg_residual<4, 4>(q, alpha, r)
                                           : launch_cg_residual<8, 8>(q, alpha, r);
-      gram_finish_kernel<<<static_cast<unsigned>(((qc + rc) * rc + 255) / 256), 256, 0, stream_>>>(
+      gram_finish_kernel<<<static_cast<unsigned>(((qc + rc) * rc + 31) / 32), 256, 0, stream_>>>(
           partial_, nb, static_cast<int>(qc + rc), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
       TCSOLVE_CUDA_CHECK_LAUNCH();
       return;
@@ -1171,6 +1181,15 @@ class CudaDenseOps final : public DenseBlockOps {
       sl.busy = false;
       inflight_.pop_front();
     }
+  }
+
+  bool pin_host(void* p, std::size_t bytes) override {
+    if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess) return true;
+    cudaGetLastError();  // not fatal: the copy is pageable then
+    return false;
+  }
+  void unpin_host(void* p) override {
+    if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
   }
 
   void external_begin() override {

@@ -169,6 +169,10 @@ class DenseBlockOps {
   // no-ops on the CPU). See ApplyOrder.
   virtual void external_begin() = 0;
   virtual void external_end() = 0;
+  // Page-locks host memory for fast copies (CUDA: cudaHostRegister; false when the driver
+  // refuses, then copies are merely slower; CPU: no-op, false). Safe from another thread.
+  virtual bool pin_host(void* p, std::size_t bytes) = 0;
+  virtual void unpin_host(void* p) = 0;
   // Timing marks in stream order (CUDA events from a pool of 1024; CPU: the host clock): mark()
   // returns an id; elapsed_seconds(a, b) once b has completed (after a fetch or synchronize).
   virtual int mark() = 0;

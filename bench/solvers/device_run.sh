@@ -29,7 +29,7 @@ fi
 if [ "${BENCH:-1}" = 1 ]; then
   step "solver bench (${SET:-targets})"
   TCSOLVE_BENCH_TIMEOUT=${BENCH_LIMIT:-60} bash bench/solvers/run_solver_bench.sh "$D" "$OUT/solver" \
-    ${ANCHORS:-anchors} cuda ${SET:-targets} 2> "$OUT/solver_bench.err"
+    ${ANCHORS:-anchors} cuda "${SET:-targets}" 2> "$OUT/solver_bench.err"
 fi
 if [ "${NCU:-1}" = 1 ]; then
   step ncu

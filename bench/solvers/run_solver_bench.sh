@@ -6,9 +6,10 @@
 # usage: bench/solvers/run_solver_bench.sh BIN_DIR OUT_DIR [anchors|no-anchors] [cuda|cpu] [SET]
 #   BIN_DIR  holds solver_bench (a build's bench/ folder, or a folder of carried binaries)
 #   OUT_DIR  receives solver_bench.csv (raw rows), solver_bench.txt (the table printed last)
-#   SET      targets (default: every issue-9 row), quick (a subset for a first look), scramble
-#            (lap3d:100 / elast3d:64 scrambled vs natural), compare (block Lanczos on the same
-#            rows), all (targets + scramble + compare)
+#   SET      one or more of: targets (default: every issue-9 row), quick (a subset for a first
+#            look), scramble (lap3d:100 / elast3d:64 scrambled vs natural), compare (block Lanczos
+#            on the same rows), tune (block width / degree cap around the defaults), all
+#            (targets + scramble + compare)
 # Every run has its own time limit (TCSOLVE_BENCH_TIMEOUT seconds, default 60).
 # The CSV's detail field carries the copy bandwidth measured in the same process and, for
 # Chebyshev and block CG, the time the traffic budget of the solver file takes at that bandwidth
@@ -37,7 +38,7 @@ targets() {
   cheb gen:lap3d:100 16 largest 2 breakdown=1
   cheb gen:lap3d:100 16 smallest 2 breakdown=1
   cheb gen:lap3d:100 64 smallest 2 breakdown=1
-  cheb gen:lap3d:64 256 smallest 1 breakdown=1
+  cheb gen:lap3d:64 256 smallest 2 breakdown=1
   cheb gen:lap2d:1000 32 smallest 1 breakdown=1
   cheb gen:lap2d:200 16 smallest 3 breakdown=1
   cg gen:lap3d:100 32 2 breakdown=1
@@ -49,12 +50,14 @@ quick() {
   cg gen:lap3d:100 32 2 breakdown=1
 }
 scramble() {
-  cheb gen:lap3d:100 16 smallest 1
-  cheb gen:lap3d:100+scramble 16 smallest 1
-  cheb gen:lap3d:100+scramble 16 smallest 1 permuted=1
-  cheb gen:elast3d:64 16 largest 1
-  cheb gen:elast3d:64+scramble 16 largest 1
-  cheb gen:elast3d:64+scramble 16 largest 1 permuted=1
+  cheb gen:lap3d:100 16 smallest 2
+  cheb gen:lap3d:100+scramble 16 smallest 2
+  cheb gen:lap3d:100+scramble 16 smallest 2 permuted=1
+  cheb gen:elast3d:64 16 largest 2
+  cheb gen:elast3d:64+scramble 16 largest 2
+  cheb gen:elast3d:64+scramble 16 largest 2 permuted=1
+  cheb gen:elast3d:64 16 smallest 1
+  cheb gen:elast3d:64+scramble 16 smallest 1 permuted=1
 }
 compare() {
   # Restarted block Lanczos (solvers owner's) on the same rows: default basis, and a smaller
@@ -66,13 +69,23 @@ compare() {
   lanc gen:lap2d:200 16 smallest
   lanc gen:lap2d:200 16 smallest 8 48 24
 }
-case "$SET" in
-  quick) quick ;;
-  scramble) scramble ;;
-  compare) compare ;;
-  all) targets; scramble; compare ;;
-  *) targets ;;
-esac
+tune() {
+  # Block width and degree cap around the defaults.
+  run "$SB" eig gen:lap3d:100 chebyshev 16 largest 1e-8 "$DEV" 20 1
+  cheb gen:lap3d:100 16 largest 1 maxdeg=24
+  run "$SB" eig gen:lap3d:100 chebyshev 64 smallest 1e-8 "$DEV" 80 1
+  run "$SB" eig gen:lap2d:1000 chebyshev 32 smallest 1e-8 "$DEV" 64 1
+}
+for s in $SET; do
+  case "$s" in
+    quick) quick ;;
+    scramble) scramble ;;
+    compare) compare ;;
+    tune) tune ;;
+    all) targets; scramble; compare ;;
+    *) targets ;;
+  esac
+done
 if [ "$ANCHORS" = anchors ]; then
   PY=python3
   PYTHONUNBUFFERED=1 timeout ${ANCHOR_LIMIT:-200} $PY "$(dirname "$0")/solver_anchors.py" \

@@ -366,10 +366,12 @@ int main(int argc, char** argv) {
       }
       const double spmm_bytes = best_st.applies * a_bytes + 16.0 * n * best.operator_applies;
       const double dense_bytes = 8.0 * best_st.dense_budget_words;
+      // solve_s: inside BlockCg::solve (without the host ↔ device copies of B and X).
       int len = std::snprintf(det, sizeof det,
-                              "kernel=%s%s;copy_GBps=%.0f;fused=%lld;robust=%lld;"
+                              "kernel=%s%s;solve_s=%.4f;copy_GBps=%.0f;fused=%lld;robust=%lld;"
                               "budget_spmm_s=%.4f;budget_dense_s=%.4f;budget_total_s=%.4f",
-                              to_string(op->plan().kernel), is_perm ? " permuted" : "", bw * 1e-9,
+                              to_string(op->plan().kernel), is_perm ? " permuted" : "",
+                              best.seconds, bw * 1e-9,
                               (long long)best_st.fused_iterations,
                               (long long)best_st.robust_steps, spmm_bytes / bw, dense_bytes / bw,
                               (spmm_bytes + dense_bytes) / bw);
