@@ -41,19 +41,22 @@ if [ "${NCU:-1}" = 1 ]; then
     --launch-skip 300 --launch-count 12 --csv "$D/solver_bench" eig gen:lap3d:100 chebyshev 16 largest 1e-8 cuda 0 1 \
     > "$OUT/ncu_cheb.csv" 2> "$OUT/ncu_cheb.err"; echo "ncu cheb rc=$?"
   python3 - "$OUT/ncu_cg.csv" "$OUT/ncu_cheb.csv" <<'EOF'
-import csv, sys, collections
+import csv, collections, sys
 for f in sys.argv[1:]:
-    rows = [r for r in csv.reader(open(f)) if len(r) > 10]
-    if not rows: continue
-    h = rows[0]; ki = h.index("Kernel Name"); mi = h.index("Metric Name"); vi = h.index("Metric Value"); ii = h.index("ID")
+    lines = open(f).read().splitlines()
+    start = [i for i, l in enumerate(lines) if l.startswith('"ID"')]
+    if not start: print(f, "no data"); continue
+    rows = list(csv.reader(lines[start[0]:]))
+    h = rows[0]
+    ki, mi, vi, ii = h.index("Kernel Name"), h.index("Metric Name"), h.index("Metric Value"), h.index("ID")
     k = collections.OrderedDict()
     for r in rows[1:]:
-        k.setdefault((r[ii], r[ki][:48]), {})[r[mi]] = r[vi]
+        if len(r) == len(h): k.setdefault((r[ii], r[ki][:50]), {})[r[mi]] = r[vi]
     print(f)
     for (i, name), m in k.items():
-        t = float(m.get("gpu__time_duration.sum", "0").replace(",", ""))
-        rd = float(m.get("dram__bytes_read.sum", "0").replace(",", "")); wr = float(m.get("dram__bytes_write.sum", "0").replace(",", ""))
-        print(f"  {name:48s} {t/1e3:9.1f} us  {(rd+wr)/1e6:9.1f} MB  {(rd+wr)/max(t,1):7.0f} GB/s  dram {m.get('dram__throughput.avg.pct_of_peak_sustained_elapsed','')}%  fp64 {m.get('sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active','')}%  regs {m.get('launch__registers_per_thread','')}")
+        num = lambda key: float(m.get(key, "0").replace(",", ""))
+        t, by = num("gpu__time_duration.sum"), num("dram__bytes_read.sum") + num("dram__bytes_write.sum")
+        print(f"  {name:50s} {t/1e3:8.1f} us {by/1e6:8.1f} MB {by/max(t,1):6.0f} GB/s dram {m.get('dram__throughput.avg.pct_of_peak_sustained_elapsed','')}%")
 EOF
 fi
 step done
