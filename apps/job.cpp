@@ -146,9 +146,10 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
         ("sigma", po::value(&s.sigma)->value_name("S"),
          "shift-invert around S (SciPy's sigma): Lanczos on (A - S B)^-1 B through a sparse "
          "factorization; smallest needs S below the spectrum")
-        ("method", po::value(&s.method)->value_name("auto|lanczos|lobpcg|dense"),
+        ("method", po::value(&s.method)->value_name("auto|lanczos|lobpcg|chebyshev|dense"),
          "eigensolver (default auto: dense for small n, shift-invert Lanczos for smallest/nearest "
-         "when a factorization fits, else block Lanczos, LOBPCG with --mass)")
+         "when a factorization fits, else Chebyshev-filtered subspace iteration, LOBPCG with "
+         "--mass)")
         ("conv", po::value(&s.conv)->value_name("rel|norm|abs"),
          "convergence test on the true residual r = A x - lambda B x: rel |r| <= T |lambda| |x| "
          "(default), norm |r| <= T (|A| + |lambda| |B|) |x|, abs |r| <= T |x|")
@@ -189,8 +190,10 @@ void validate_job(const JobSpec& s) {
   if (s.task == "eigs") {
     if (s.which != "smallest" && s.which != "largest" && s.which != "nearest")
       throw UsageError("--which '" + s.which + "': expected smallest, largest or nearest");
-    if (s.method != "auto" && s.method != "lobpcg" && s.method != "lanczos" && s.method != "dense")
-      throw UsageError("--method '" + s.method + "': expected auto, lanczos, lobpcg or dense");
+    if (s.method != "auto" && s.method != "lobpcg" && s.method != "lanczos" && s.method != "dense" &&
+        s.method != "chebyshev")
+      throw UsageError("--method '" + s.method +
+                       "': expected auto, lanczos, lobpcg, chebyshev or dense");
     if (s.k < 1) throw UsageError(format("--k %lld: must be at least 1", (long long)s.k));
     if (s.block_size < 0) throw UsageError("--block-size must be positive");
     if (s.conv != "rel" && s.conv != "norm" && s.conv != "abs")

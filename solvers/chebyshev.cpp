@@ -224,7 +224,9 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   double upper = bd.upper;
   if (opt.a_norm > 0) upper = std::min(upper, opt.a_norm);
   double lower = bd.lower;
-  auto tau = [&](double th) { return opt.tol * (res.a_norm + std::abs(th)); };
+  const double test_a = copt.test_a >= 0 ? copt.test_a : res.a_norm;
+  const double test_b = copt.test_a >= 0 ? copt.test_b : 1.0;
+  auto tau = [&](double th) { return opt.tol * (test_a + std::abs(th) * test_b); };
 
   int cur = 0;
   std::int64_t nl = 0;  // locked columns
@@ -428,7 +430,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     bool ok = true;
     std::int64_t first_bad = nl;
     for (std::int64_t j = 0; j < k; ++j) {
-      bound[j] = opt.tol * (res.a_norm + std::abs(sel_theta[j]) * res.b_norm) * xn[j];
+      bound[j] = opt.tol * (test_a + std::abs(sel_theta[j]) * test_b) * xn[j];
       if (!(tr[j] <= bound[j])) {
         ok = false;
         if (idx[j] < nl) first_bad = std::min(first_bad, idx[j]);

@@ -95,6 +95,10 @@ struct ChebyshevOptions {
   bool guard_max_degree = false;
   ApplyOrder apply_order = ApplyOrder::events;
   ChebyshevStats* stats = nullptr;  // optional output
+  // Convergence test ‖A·x − λ·x‖ ≤ tol·(test_a + |λ|·test_b)·‖x‖ when test_a ≥ 0 (the driver maps
+  // its rel/norm/abs tests here); otherwise test_a = ‖A‖, test_b = 1. opt.a_norm keeps bounding
+  // the filter interval either way.
+  double test_a = -1.0, test_b = 1.0;
 };
 
 // Standard problems only (B = I), Which::smallest or Which::largest. opt.k, tol, max_iterations

@@ -12,10 +12,14 @@
 //   status not_converged / breakdown: as the solvers report (partial results kept).
 //
 // Convergence tests (SLEPc's names), on the true residual r = A·x − λ·B·x of B-normalized x:
-//   rel   ‖r‖ ≤ tol·|λ|·‖x‖            (default; what ARPACK and SciPy users expect; |λ| is floored
+//   rel   ‖r‖ ≤ tol·|λ|·‖B·x‖          (default; what ARPACK and SciPy users expect: ‖x‖ when B = I;
+//                                       ‖B·x‖ keeps the test invariant under B → c·B; |λ| is floored
 //                                       at 1e-12·‖A‖ so that a numerically zero eigenvalue can pass)
 //   norm  ‖r‖ ≤ tol·(‖A‖ + |λ|·‖B‖)·‖x‖
 //   abs   ‖r‖ ≤ tol·‖x‖
+// A residual is measured in double; a pair that fails is measured again in extended precision
+// (λ and r), and a residual within the rounding error of its own computation,
+// 10·u·‖|A||x| + |λ||B||x|‖, passes: no measurement can tell it from an exact pair's.
 // Spectral transformation (shift-invert, SciPy's `sigma`): Lanczos or LOBPCG run on
 // Op = (A − σB)⁻¹·B, whose eigenvalues ν = 1/(λ − σ) are largest for the λ nearest σ; the
 // factorization of A − σB (factor/sparse_factor.hpp) is computed once, its solves applied to whole
@@ -47,8 +51,10 @@ struct EigsOptions {
   Which which = Which::smallest;  // smallest | largest | nearest (needs sigma)
   bool has_sigma = false;         // shift-invert around sigma (SciPy's sigma=...)
   double sigma = 0.0;
-  // auto | lanczos | lobpcg. auto: shift-invert Lanczos for smallest/nearest when a factorization
-  // fits in memory (and is allowed), else block Lanczos (LOBPCG for generalized problems).
+  // auto | lanczos | lobpcg | chebyshev | dense. auto: dense for small n (≤ 400 rows, or k close
+  // to n); shift-invert Lanczos for smallest/nearest when a factorization fits in memory (and is
+  // allowed; n ≤ 300 000 unless sigma is given); else Chebyshev-filtered subspace iteration for
+  // standard problems and LOBPCG for generalized ones.
   std::string method = "auto";
   ConvTest conv = ConvTest::rel;
   double tol = 1e-8;

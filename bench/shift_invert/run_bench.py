@@ -4,7 +4,7 @@ CHOLMOD, Sylvester-certified by MUMPS) against SciPy's eigsh(A, k, M, sigma=0) (
 ARPACK with SuperLU), same machine, same run, answers compared.
 
 usage: run_bench.py TCSOLVE DEVICE(cpu|cuda) OUTDIR [--cases NAME,...] [--scipy-timeout S]
-                    [--matrices DIR]
+                    [--matrices DIR] [--scipy-only 1]
 Cases: bcsstkNN[/bcsstmNN]:K from the SuiteSparse folder, gen:SPEC[+lumped]:K generated
 (+lumped: the mass matrix is the lumped diagonal B = diag(A)).
 Prints one table; writes OUTDIR/shift_invert.csv. SciPy runs in a child process that is killed
@@ -36,7 +36,8 @@ def load(spec, tcsolve, work, matrices):
 
 def write_diag_mtx(d, path):
     with open(path, "w") as f:
-        f.write("%%MatrixMarket matrix coordinate real symmetric\n%d %d %d\n" % (len(d), len(d), len(d)))
+        f.write("%%MatrixMarket matrix coordinate real symmetric\n")
+        f.write("%d %d %d\n" % (len(d), len(d), len(d)))
         f.write("".join("%d %d %.17g\n" % (i + 1, i + 1, v) for i, v in enumerate(d)))
 
 
@@ -105,6 +106,13 @@ def main():
             mpath = os.path.join(work, spec.replace(":", "_") + "_lumped.mtx")
             if not os.path.exists(mpath):
                 write_diag_mtx(d, mpath)
+        if opts.get("--scipy-only"):
+            ts, tw, status = run_scipy(A, M, k, timeout, work)
+            print("%-28s n %7d k %3d | scipy eigsh(sigma=0) %s; values %s" %
+                  (case, A.shape[0], k, ("%.3f s" % ts) if ts is not None else
+                   ("> %.0f s" % timeout if status == "timeout" else status),
+                   None if tw is None else np.array2string(tw[:4], precision=12)), flush=True)
+            continue
         cmd = [tcsolve, "eigs", apath, "--k", str(k), "--which", "smallest", "--device", device,
                "--json", "--quiet"]
         if mpath:
