@@ -52,7 +52,8 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
             << ", \"n\": " << o.n << ", \"status\": " << json_string(o.status)
             << ", \"message\": " << json_string(o.message) << ", \"method\": " << json_string(o.method)
             << ", \"iterations\": " << o.iterations << ", \"backend\": " << json_string(o.backend)
-            << ", \"device\": " << json_string(o.device) << ", \"kernel\": " << json_string(o.kernel);
+            << ", \"device\": " << json_string(o.device) << ", \"kernel\": " << json_string(o.kernel)
+            << ", \"peak_device_bytes\": " << json_number(o.peak_device_bytes);
   if (s.task == "eigs")
     std::cout << ", \"eigenvalues\": " << json_array(o.values)
               << ", \"error_bounds\": " << json_array(o.error_bounds)

@@ -41,16 +41,28 @@ std::string csr_checksum(const Csr<double>& a) {
 Which parse_which(const std::string& w) { return w == "largest" ? Which::largest : Which::smallest; }
 
 // Rough device bytes a job needs: the matrix in CSR at the storage precision, twice (CSR and a
-// possible BCSR copy), plus the solver's tall blocks: LOBPCG keeps ~10 blocks of m = k + guard
-// columns (X, AX, BX, W, AW, BW, P, AP, BP and a workspace), Lanczos its basis, CG 6 blocks of s.
+// possible BCSR copy), plus the solver's tall blocks of n doubles: block CG 6 blocks of s;
+// Chebyshev 3 blocks of m = k + max(8, k/2) plus 2k; Lanczos its basis (m + b columns) twice (the
+// dense ops' in-place workspace is as large) plus 2 max(b, k); LOBPCG ~10 blocks of k + guard.
+// `auto` on the GPU runs Chebyshev for standard problems and LOBPCG with a mass matrix.
 double device_bytes_needed(const JobSpec& s, const Csr<double>& a, std::int64_t cols) {
   const double n = static_cast<double>(a.nrows), nnz = static_cast<double>(a.nnz());
   const double vb = s.precision == "fp64" ? 8 : s.precision == "fp32" ? 4 : 2;
   const double matrix = 2.0 * (nnz * (vb + 4.0) + 8.0 * (n + 1));
+  const std::int64_t k = s.k;
   double blocks;
-  if (s.task == "solve") blocks = 6.0 * static_cast<double>(cols);
-  else if (s.method == "lanczos") blocks = 4.0 * static_cast<double>(std::max<std::int64_t>(3 * s.k, s.k + 32));
-  else blocks = 10.0 * static_cast<double>(s.k + std::min<std::int64_t>(8, std::max<std::int64_t>(2, s.k / 2)));
+  const std::string method = s.method == "auto" ? (s.mass.empty() ? "chebyshev" : "lobpcg") : s.method;
+  if (s.task == "solve") {
+    blocks = 6.0 * static_cast<double>(cols);
+  } else if (method == "chebyshev") {
+    blocks = 3.0 * static_cast<double>(k + std::max<std::int64_t>(8, (k + 1) / 2)) + 2.0 * k;
+  } else if (method == "lanczos") {
+    const std::int64_t b = s.block_size > 0 ? s.block_size : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
+    const std::int64_t m = std::max(2 * k + 2 * b, 16 * b);
+    blocks = 2.0 * static_cast<double>(m + b) + 2.0 * static_cast<double>(std::max(b, k));
+  } else {
+    blocks = 10.0 * static_cast<double>(k + std::min<std::int64_t>(8, std::max<std::int64_t>(2, k / 2)));
+  }
   return matrix + 8.0 * n * blocks;
 }
 
@@ -258,13 +270,13 @@ std::shared_ptr<const PreparedMatrix> MatrixCache::get(const std::string& spec, 
     for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
       if (a.col_idx[p] == i) m->diagonal[i] = a.values[p];
   });
-  double inf = 0;
-  for (std::int64_t i = 0; i < a.nrows; ++i) {
+  std::vector<double> row_sums(a.nrows);
+  parallel_for(a.nrows, [&](std::int64_t i) {
     double r = 0;
     for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) r += std::abs(a.values[p]);
-    inf = std::max(inf, r);
-  }
-  m->inf_norm = inf;
+    row_sums[i] = r;
+  });
+  m->inf_norm = a.nrows ? *std::max_element(row_sums.begin(), row_sums.end()) : 0.0;
   m->checksum = csr_checksum(a);
   m->check_seconds = tc.seconds();
   matrices_[spec] = m;
@@ -468,6 +480,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   }
 
   Solved r;
+  if (backend == Backend::cuda) reset_device_peak();
   try {
     r = solve_on(s, backend, cache, A, B, rhs, nrhs, progress, o);
   } catch (const OutOfDeviceMemory& e) {
@@ -477,6 +490,9 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
     r = solve_on(s, Backend::cpu, cache, A, B, rhs, nrhs, progress, o);
   }
 
+  // Peak of tcsolve's own device allocations during the solve (operators, blocks, workspaces;
+  // not the CUDA libraries' internal buffers), core/device.hpp.
+  if (backend == Backend::cuda) o.peak_device_bytes = static_cast<double>(device_peak_bytes());
   const SolverStatus status = r.eigs ? r.er.status : r.sr.status;
   o.status = to_string(status);
   o.message = r.eigs ? r.er.reason : r.sr.reason;
@@ -511,6 +527,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       f.set_attr("matrix_checksum", A->checksum);
       if (B) f.set_attr("mass_checksum", B->checksum);
       f.set_attr("rows", n);
+      if (o.peak_device_bytes > 0) f.set_attr("peak_device_bytes", o.peak_device_bytes);
       f.set_attr("nnz", A->a.nnz());
       f.set_attr("seed", static_cast<std::int64_t>(s.seed));
       if (r.eigs) {

@@ -98,6 +98,7 @@ struct JobOutcome {
   // eigs: what verified the set, and how it was computed (solvers/eigs.hpp).
   std::string certified, certificate, transform, why, factor, conv;
   double sigma = 0, verify_s = 0;
+  double peak_device_bytes = 0;  // GPU runs: peak of tcsolve's device allocations in the solve
   std::vector<double> error_bounds;
   bool wrote_output = false;
   int exit_code() const { return status == "converged" ? exit_ok : exit_failed; }

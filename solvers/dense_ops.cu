@@ -628,9 +628,9 @@ class CudaDenseOps final : public DenseBlockOps {
     device_free(solver_work_);
     device_free(small_ws_);
     cusolverDnDestroy(solver_);
-    if (scratch_) cudaFree(scratch_);
-    if (coef_) cudaFree(coef_);
-    if (small_) cudaFree(small_);
+    if (scratch_) device_free(scratch_);
+    if (coef_) device_free(coef_);
+    if (small_) device_free(small_);
     if (pinned_) cudaFreeHost(pinned_);
     if (ring_) cudaFreeHost(ring_);
     cublasDestroy(handle_);
@@ -645,7 +645,7 @@ class CudaDenseOps final : public DenseBlockOps {
     std::size_t need = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
     if (need > scratch_elems_) {
       synchronize();
-      if (scratch_) cudaFree(scratch_);
+      if (scratch_) device_free(scratch_);
       scratch_ = static_cast<double*>(device_malloc(need * sizeof(double)));
       scratch_elems_ = need;
     }
@@ -653,8 +653,8 @@ class CudaDenseOps final : public DenseBlockOps {
     if (ce > coef_elems_) {
       fetch();  // pending results live in small_ / pinned_
       synchronize();
-      if (coef_) cudaFree(coef_);
-      if (small_) cudaFree(small_);
+      if (coef_) device_free(coef_);
+      if (small_) device_free(small_);
       if (pinned_) cudaFreeHost(pinned_);
       coef_ = static_cast<double*>(device_malloc(ce * sizeof(double)));
       small_ = static_cast<double*>(device_malloc(ce * sizeof(double)));

@@ -30,6 +30,7 @@ TEST(AppsGpu, EigsAndSolveOnTheDevice) {
     ASSERT_EQ(r.status, 0) << r.err;
     Hdf5File f = Hdf5File::open(d.file("e.h5"));
     EXPECT_EQ(f.attr_string("backend"), "cuda");
+    EXPECT_GT(f.attr_double("peak_device_bytes"), 8.0 * 31 * 23 * k);
     EXPECT_NE(f.attr_string("device"), "cpu");
     const auto vals = f.read_doubles("eigenvalues");
     ASSERT_EQ(vals.size(), std::size_t(k));
@@ -49,6 +50,20 @@ TEST(AppsGpu, EigsAndSolveOnTheDevice) {
                         "1e-3", "--device", "cuda", "--json"});
   EXPECT_NE(h.status, 2) << h.err;
   EXPECT_NE(h.out.find("\"backend\": \"cuda\""), std::string::npos) << h.out;
+}
+
+// Shift-invert with GPU triangular solves and a certified count; Chebyshev for the largest.
+TEST(AppsGpu, ShiftInvertAndChebyshevOnTheDevice) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  auto r = run_tcsolve({"eigs", "gen:elast3d:10", "--k", "12", "--device", "cuda", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("\"transform\": \"shift-invert\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"certified\": \"yes\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("solves: device_triangular"), std::string::npos) << r.out;
+  auto c = run_tcsolve({"eigs", "gen:lap3d:30", "--k", "8", "--which", "largest", "--no-factor",
+                        "--device", "cuda", "--json"});
+  ASSERT_EQ(c.status, 0) << c.err << c.out;
+  EXPECT_NE(c.out.find("\"method\": \"chebyshev\""), std::string::npos) << c.out;
 }
 
 }  // namespace
