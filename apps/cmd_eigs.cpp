@@ -67,7 +67,8 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
   std::cout << ", \"residual_norms\": " << json_array(o.residuals)
             << ", \"seconds\": {\"read\": " << json_number(o.read_s)
             << ", \"preprocess\": " << json_number(o.preprocess_s)
-            << ", \"solve\": " << json_number(o.solve_s) << ", \"verify\": " << json_number(o.verify_s)
+            << ", \"solve\": " << json_number(o.solve_s) << ", \"setup\": " << json_number(o.setup_s)
+            << ", \"verify\": " << json_number(o.verify_s)
             << ", \"write\": " << json_number(o.write_s)
             << ", \"total\": " << json_number(o.seconds) << "}"
             << ", \"out\": " << (s.out.empty() ? "null" : json_string(s.out)) << "}\n";

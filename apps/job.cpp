@@ -393,6 +393,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     o.conv = to_string(er.conv);
     o.error_bounds = std::move(er.error_bounds);
     o.verify_s = er.verify_seconds;
+    o.setup_s = er.setup_seconds;
     out.wanted = k;
   } else {
     CgOptions co;

@@ -97,7 +97,7 @@ struct JobOutcome {
   std::vector<std::int64_t> column_iterations;  // solve
   // eigs: what verified the set, and how it was computed (solvers/eigs.hpp).
   std::string certified, certificate, transform, why, factor, conv;
-  double sigma = 0, verify_s = 0;
+  double sigma = 0, verify_s = 0, setup_s = 0;
   double peak_device_bytes = 0;  // GPU runs: peak of tcsolve's device allocations in the solve
   std::vector<double> error_bounds;
   bool wrote_output = false;

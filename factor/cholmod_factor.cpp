@@ -99,7 +99,11 @@ class CholmodFactor final : public SparseFactor {
       throw SingularShift(sigma, sigma - 1e-6 * scale,
                           "CHOLMOD's reciprocal condition estimate is " + std::to_string(rc));
     }
-    if (opt.exportable) export_factor();
+    if (opt.exportable) {
+      const double te = now();
+      export_factor();
+      export_s_ = now() - te;
+    }
   }
 
   bool ok() const { return positive_; }
@@ -115,9 +119,10 @@ class CholmodFactor final : public SparseFactor {
   double factor_seconds() const override { return factor_s_; }
   std::string describe() const override {
     char b[200];
-    std::snprintf(b, sizeof b, "cholmod LL^T (%s, %s), %s entries, analyze %.3f s, factor %.3f s",
+    std::snprintf(b, sizeof b, "cholmod LL^T (%s, %s), %s entries, analyze %.3f s, factor %.3f s%s",
                   l_ && l_->is_super ? "supernodal" : "simplicial", ordering_name(), entries_str(entries_).c_str(),
-                  analyze_s_, factor_s_);
+                  analyze_s_, factor_s_,
+                  exported_.n ? (", export " + std::to_string(export_s_).substr(0, 5) + " s").c_str() : "");
     return b;
   }
 
@@ -200,7 +205,7 @@ class CholmodFactor final : public SparseFactor {
   cholmod_dense *&xw_, *&yw_, *&ew_;
   std::vector<SuiteSparse_long> col_ptr_, row_idx_;
   bool positive_ = false;
-  double entries_ = 0, est_bytes_ = 0, analyze_s_ = 0, factor_s_ = 0;
+  double entries_ = 0, est_bytes_ = 0, analyze_s_ = 0, factor_s_ = 0, export_s_ = 0;
   int ordering_ = -1;
   ExportedFactor exported_;
 };

@@ -1108,9 +1108,12 @@ EigsResult run_all(Setup& s, const EigsOptions& opt, bool can_factor, const std:
     }
     factor_desc = factor->describe();
     // Workspace for blocks of up to 32 columns (wider ones are solved in pieces).
+    const double t_si = detail::now_seconds();
     sinv = make_shift_invert(*factor, opt.backend, ops.stream(),
                              std::max<std::int64_t>(16, std::min<std::int64_t>(k + 8, 32)));
-    if (opt.backend == Backend::cuda) factor_desc += std::string("; solves: ") + to_string(sinv->mode());
+    if (opt.backend == Backend::cuda)
+      factor_desc += std::string("; solves: ") + to_string(sinv->mode()) + " (set up in " +
+                     fmt("%.3f", detail::now_seconds() - t_si) + " s)";
   }
   res.setup_seconds = detail::now_seconds() - t_setup0;
 

@@ -17,17 +17,20 @@ step() { echo "== $* $(date +%T)"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 nproc
 # SciPy on the largest case runs in the background from the start (one core; it may not finish).
-if [ "${SCIPY_BIG:-1}" = 1 ]; then
+if [ "${SCIPY_BIG:-0}" = 1 ]; then
   ( timeout ${SCIPY_BIG_LIMIT:-420} python3 bench/shift_invert/run_bench.py "$D/tcsolve" cpu /tmp/si/scipy_big \
       --cases gen:elast3d:40+lumped:10 --scipy-timeout ${SCIPY_BIG_LIMIT:-400} --scipy-only 1 > "$OUT/scipy_big.log" 2>&1 ) &
 fi
 if [ "${TESTS:-1}" = 1 ]; then
   for t in test_factor_gpu test_apps_gpu; do
-    step "$t"; timeout 120 "$D/$t" > "$OUT/$t.log" 2>&1; echo "$t rc=$?"; grep -E "^\[  (PASSED|FAILED)" "$OUT/$t.log"
+    step "$t"; timeout 120 "$D/$t" > /tmp/si/$t.log 2>&1; echo "$t rc=$?"; grep -E "^\[  (PASSED|FAILED)" /tmp/si/$t.log
   done
   step test_solvers_gpu Eigs
-  timeout 240 "$D/test_solvers_gpu" --gtest_filter='Eigs*:Lanczos*' > "$OUT/test_solvers_gpu_eigs.log" 2>&1
-  echo "test_solvers_gpu rc=$?"; grep -E "^\[  (PASSED|FAILED)" "$OUT/test_solvers_gpu_eigs.log"
+  timeout ${EIGS_LIMIT:-240} "$D/test_solvers_gpu" --gtest_filter="${EIGS_FILTER:-Eigs*:Lanczos*}" > /tmp/si/test_solvers_gpu_eigs.log 2>&1
+  echo "test_solvers_gpu rc=$?"; grep -E "^\[  (PASSED|FAILED)" /tmp/si/test_solvers_gpu_eigs.log
+  cat /tmp/si/test_factor_gpu.log /tmp/si/test_apps_gpu.log /tmp/si/test_solvers_gpu_eigs.log > "$OUT/gpu_tests.log"
+  fi
+  if [ "${MEMCHECK:-1}" = 1 ]; then
   step memcheck
   timeout 120 compute-sanitizer --tool memcheck --leak-check no "$D/test_factor_gpu" > "$OUT/memcheck_factor.log" 2>&1
   echo "memcheck factor rc=$?"; tail -2 "$OUT/memcheck_factor.log"
@@ -37,9 +40,11 @@ if [ "${TESTS:-1}" = 1 ]; then
 fi
 if [ "${BENCH:-1}" = 1 ]; then
   step "bench gpu"
-  timeout ${BENCH_LIMIT:-200} python3 bench/shift_invert/run_bench.py "$D/tcsolve" cuda /tmp/si/gpu --scipy-timeout 1 \
+  timeout ${BENCH_LIMIT:-200} python3 bench/shift_invert/run_bench.py "$D/tcsolve" cuda /tmp/si/gpu --no-scipy 1 \
     --cases ${GPU_CASES:-gen:elast3d:40+lumped:10,gen:elast3d:40+lumped:50,gen:elast3d:40+lumped:200} 2>&1 | tee "$OUT/bench_gpu.log"
   cp /tmp/si/gpu/shift_invert.csv "$OUT/bench_gpu.csv" 2>/dev/null
+  fi
+  if [ "${BENCH_CPU:-1}" = 1 ]; then
   step "bench cpu + scipy (small)"
   timeout ${CPU_LIMIT:-240} python3 bench/shift_invert/run_bench.py "$D/tcsolve" cpu /tmp/si/cpu --scipy-timeout 60 \
     --cases ${CPU_CASES:-bcsstk08:10,bcsstk08/bcsstm08:10,bcsstk19:10,bcsstk21:50,bcsstk21/bcsstm21:50,gen:elast3d:24+lumped:10,gen:elast3d:40+lumped:10} 2>&1 | tee "$OUT/bench_cpu.log"

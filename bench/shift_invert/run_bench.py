@@ -4,7 +4,7 @@ CHOLMOD, Sylvester-certified by MUMPS) against SciPy's eigsh(A, k, M, sigma=0) (
 ARPACK with SuperLU), same machine, same run, answers compared.
 
 usage: run_bench.py TCSOLVE DEVICE(cpu|cuda) OUTDIR [--cases NAME,...] [--scipy-timeout S]
-                    [--matrices DIR] [--scipy-only 1]
+                    [--matrices DIR] [--scipy-only 1] [--no-scipy 1]
 Cases: bcsstkNN[/bcsstmNN]:K from the SuiteSparse folder, gen:SPEC[+lumped]:K generated
 (+lumped: the mass matrix is the lumped diagonal B = diag(A)).
 Prints one table; writes OUTDIR/shift_invert.csv. SciPy runs in a child process that is killed
@@ -125,7 +125,10 @@ def main():
         except ValueError:
             print(case, "tcsolve failed:", r.stderr.strip()[:300], flush=True)
             continue
-        ts, tw, status = run_scipy(A, M, k, timeout, work)
+        if opts.get("--no-scipy"):
+            ts, tw, status = None, None, "not run"
+        else:
+            ts, tw, status = run_scipy(A, M, k, timeout, work)
         ours = np.array(j["eigenvalues"])
         diff = float(np.max(np.abs(ours - tw) / np.abs(tw))) if tw is not None else float("nan")
         sec = j["seconds"]
@@ -137,7 +140,10 @@ def main():
                    scipy=ts if ts is not None else float("nan"), scipy_status=status,
                    rel_diff_vs_scipy=diff)
         row["speedup"] = (ts / solve_total) if ts else float("nan")
+        row["tcsolve_setup"] = sec.get("setup", float("nan"))
         rows.append(row)
+        print("    setup %.3f s; %s; %s" % (row["tcsolve_setup"], j.get("factorization", ""),
+                                            j.get("certificate", "")[:160]), flush=True)
         print("%-28s n %7d k %3d | tcsolve %-9s cert %-3s wall %7.3f s (solve+pre %7.3f, verify %6.3f) | "
               "scipy %s | x %5.1f | max rel diff %.1e" %
               (case, A.shape[0], k, j["status"], j.get("certified"), wall, solve_total, row["tcsolve_verify"],
