@@ -2,6 +2,9 @@
 // triangular solves.
 #include "factor/shift_invert.hpp"
 
+#include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "core/device.hpp"
@@ -31,13 +34,53 @@ class ShiftInvertImpl final : public ShiftInvertOperator {
       if (ef) {
         tri_ = detail::make_device_triangular_solver(*ef, stream, max_cols_);
         mode_ = SolveMode::device_triangular;
-        return;
       }
     }
-    mode_ = SolveMode::device_staged;
     const std::size_t elems = static_cast<std::size_t>(f.n()) * static_cast<std::size_t>(max_cols_);
+    if (mode_ == SolveMode::device_triangular) {
+      // One-time trial: a block of min(16, max_cols) random columns solved both ways (after a
+      // warm-up that also makes the width's SpSM analysis); the faster mode is kept. cuSPARSE's
+      // level-scheduled SpSM can lose to the engine's BLAS-3 host solve plus two PCIe copies on
+      // factors with long dependency chains (the large separators of 3D problems).
+      const std::int64_t n = f.n(), w = std::min<std::int64_t>(16, max_cols_);
+      std::vector<double> hr(static_cast<std::size_t>(n * w));
+      for (std::int64_t j = 0; j < w; ++j)
+        for (std::int64_t i = 0; i < n; ++i) hr[i + j * n] = std::sin(0.37 * static_cast<double>(i) + 1.3 * j);
+      MultiVector<double> dx(n, w, Space::device), dy(n, w, Space::device);
+      copy_bytes(dx.data(), Space::device, hr.data(), Space::host, sizeof(double) * n * w);
+      hx_.resize(elems);
+      hy_.resize(elems);
+      auto time_mode = [&](SolveMode m) {
+        mode_ = m;
+        apply(dx.view(), dy.view());  // warm-up
+        device_synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        apply(dx.view(), dy.view());
+        device_synchronize();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      };
+      const double t_dev = time_mode(SolveMode::device_triangular);
+      const double t_host = time_mode(SolveMode::device_staged);
+      char b[160];
+      std::snprintf(b, sizeof b, "trial at %lld columns: device SpSM %.4f s, host %s %.4f s",
+                    static_cast<long long>(w), t_dev, to_string(f.engine()), t_host);
+      trial_ = b;
+      if (t_dev <= t_host) {
+        mode_ = SolveMode::device_triangular;
+        hx_.clear(), hx_.shrink_to_fit(), hy_.clear(), hy_.shrink_to_fit();
+      } else {
+        mode_ = SolveMode::device_staged;
+        tri_.reset();  // frees the factor's device copy
+      }
+      return;
+    }
+    mode_ = SolveMode::device_staged;
     hx_.resize(elems);
     hy_.resize(elems);
+  }
+
+  std::string plan() const override {
+    return std::string(to_string(mode_)) + (trial_.empty() ? "" : " (" + trial_ + ")");
   }
 
   std::int64_t rows() const override { return f_.n(); }
@@ -84,6 +127,7 @@ class ShiftInvertImpl final : public ShiftInvertOperator {
   std::int64_t max_cols_;
   SolveMode mode_ = SolveMode::host;
   std::unique_ptr<detail::DeviceTriangularSolver> tri_;
+  std::string trial_;
   mutable std::vector<double> hx_, hy_;
 };
 

@@ -23,10 +23,13 @@ class ShiftInvertOperator : public LinearOperator<double> {
  public:
   virtual SolveMode mode() const = 0;
   virtual const SparseFactor& factor() const = 0;
+  // The mode and, on the GPU, the one-time trial that chose it.
+  virtual std::string plan() const = 0;
 };
 
-// backend cpu: host solves. backend cuda: device triangular solves when the factor is exportable
-// (and prefer_device_solves), else staged host solves. `stream` (cudaStream_t) orders the device
+// backend cpu: host solves. backend cuda: with an exportable factor (and prefer_device_solves),
+// a one-time trial times one block solve on the device (SpSM) and on the host (staged) and keeps
+// the faster; otherwise staged host solves. `stream` (cudaStream_t) orders the device
 // work after the caller's; max_cols is the widest block apply() will see (workspace sized once).
 std::unique_ptr<ShiftInvertOperator> make_shift_invert(const SparseFactor& f, Backend backend,
                                                        void* stream, std::int64_t max_cols,

@@ -1112,8 +1112,8 @@ EigsResult run_all(Setup& s, const EigsOptions& opt, bool can_factor, const std:
     sinv = make_shift_invert(*factor, opt.backend, ops.stream(),
                              std::max<std::int64_t>(16, std::min<std::int64_t>(k + 8, 32)));
     if (opt.backend == Backend::cuda)
-      factor_desc += std::string("; solves: ") + to_string(sinv->mode()) + " (set up in " +
-                     fmt("%.3f", detail::now_seconds() - t_si) + " s)";
+      factor_desc += "; solves: " + sinv->plan() + ", set up in " +
+                     fmt("%.3f", detail::now_seconds() - t_si) + " s";
   }
   res.setup_seconds = detail::now_seconds() - t_setup0;
 

@@ -17,6 +17,19 @@ step() { echo "== $* $(date +%T)"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 nproc
 # SciPy on the largest case runs in the background from the start (one core; it may not finish).
+# Thread probe: the e24 factorization under three OpenMP/OpenBLAS settings (CHOLMOD calls OpenMP
+# and OpenBLAS; nested pools can oversubscribe the cores). The fastest setting is used below.
+if [ "${PROBE:-0}" = 1 ]; then
+  step "thread probe"
+  best=""; best_t=1e9
+  for cfg in "" "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=16" "OMP_NUM_THREADS=4 OPENBLAS_NUM_THREADS=4"; do
+    t=$(env $cfg "$D/tcsolve" eigs gen:elast3d:24 --k 2 --device cpu --json --quiet 2>/dev/null | \
+        python3 -c "import json,sys,re; j=json.load(sys.stdin); print(re.search(r'factor ([0-9.]+) s', j['factorization']).group(1))")
+    echo "probe [${cfg:-default}]: CHOLMOD factor of elast3d:24 $t s"
+    if python3 -c "import sys; sys.exit(0 if float('$t') < $best_t else 1)"; then best="$cfg"; best_t=$t; fi
+  done
+  echo "using [${best:-default}]"; [ -n "$best" ] && export $best
+fi
 if [ "${SCIPY_BIG:-0}" = 1 ]; then
   ( timeout ${SCIPY_BIG_LIMIT:-420} python3 bench/shift_invert/run_bench.py "$D/tcsolve" cpu /tmp/si/scipy_big \
       --cases gen:elast3d:40+lumped:10 --scipy-timeout ${SCIPY_BIG_LIMIT:-400} --scipy-only 1 > "$OUT/scipy_big.log" 2>&1 ) &

@@ -33,9 +33,11 @@ t_ref = time.perf_counter() - t
 sigma = 0.5 * (w[0] + w[-1])
 near = w[np.argsort(np.abs(w - sigma), kind="stable")][:k]
 t = time.perf_counter()
-r = subprocess.run([tcsolve, "eigs", path, "--which", "nearest", "--sigma", repr(sigma), "--k", str(k),
+r = subprocess.run([tcsolve, "eigs", path, "--which", "nearest", "--sigma", "%.17g" % sigma, "--k", str(k),
                     "--device", device, "--json", "--quiet"], capture_output=True, text=True)
 wall = time.perf_counter() - t
+if r.returncode not in (0, 1):
+    sys.exit("tcsolve failed: " + r.stderr)
 j = json.loads(r.stdout)
 ours = np.array(j["eigenvalues"])
 err = np.max(np.abs(ours - near)) / np.max(np.abs(w))

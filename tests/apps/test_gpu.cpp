@@ -59,7 +59,7 @@ TEST(AppsGpu, ShiftInvertAndChebyshevOnTheDevice) {
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("\"transform\": \"shift-invert\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"certified\": \"yes\""), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("solves: device_triangular"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trial at"), std::string::npos) << r.out;  // SpSM vs host, timed once
   auto c = run_tcsolve({"eigs", "gen:lap3d:30", "--k", "8", "--which", "largest", "--no-factor",
                         "--device", "cuda", "--json"});
   ASSERT_EQ(c.status, 0) << c.err << c.out;
