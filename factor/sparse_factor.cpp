@@ -5,6 +5,12 @@
 #include <fstream>
 #include <string>
 
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
 #include "core/error.hpp"
 #include "factor/engines.hpp"
 
@@ -86,11 +92,30 @@ double factor_memory_limit(const FactorOptions& opt) {
   return 0.8 * kb * 1024.0;
 }
 
+// Thread pools of the engines. CHOLMOD and MUMPS run OpenMP regions and call OpenBLAS, whose own
+// pthread pool defaults to every core: on the 16-vCPU H200 machine the CHOLMOD factorization of
+// gen:elast3d:24 took 8.1 s with those defaults, 8.8 s with OpenMP at 1 and OpenBLAS at 16, and
+// 1.4 s with both at 4 (docs/performance.md, Shift-invert). Unless the user set
+// OPENBLAS_NUM_THREADS / OMP_NUM_THREADS (or TCSOLVE_FACTOR_THREADS), both are capped at
+// min(4, cores) once, through the libraries' own setters when they are loaded.
+void configure_engine_threads() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int t = static_cast<int>(std::min<unsigned>(4u, std::max(1u, std::thread::hardware_concurrency())));
+    if (const char* e = std::getenv("TCSOLVE_FACTOR_THREADS")) t = std::max(1, std::atoi(e));
+    else if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS")) return;
+    using SetFn = void (*)(int);
+    if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(t);
+    if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) f(t);
+  });
+}
+
 }  // namespace detail
 
 std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<double>* b,
                                              double sigma, const FactorOptions& opt) {
   if (!std::isfinite(sigma)) throw InvalidArgument("factor: sigma must be finite");
+  detail::configure_engine_threads();
   detail::LowerCsc s = detail::shifted_lower(a, b, sigma);
   if (opt.engine != FactorEngine::mumps) {
     std::int64_t minor = -1;
@@ -106,6 +131,7 @@ std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<dou
 Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
                    const FactorOptions& opt) {
   if (!std::isfinite(tau)) throw InvalidArgument("inertia: shift must be finite");
+  detail::configure_engine_threads();
   detail::LowerCsc s = detail::shifted_lower(a, b, tau);
   return detail::mumps_factor(s, tau, opt, /*with_solve=*/false)->inertia();
 }
@@ -113,6 +139,7 @@ Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
 bool built_with_factor() { return true; }
 
 void require_positive_definite(const Csr<double>& b, const std::string& what) {
+  detail::configure_engine_threads();
   detail::LowerCsc s = detail::shifted_lower(b, nullptr, 0.0);
   FactorOptions o;
   std::int64_t minor = -1;

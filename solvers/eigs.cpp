@@ -525,12 +525,22 @@ struct RunOut {
 // (B-orthonormal, with their λ) that T must not return again (Wielandt deflation).
 RunOut run_shift_invert(const Setup& s, const LinearOperator<double>& sinv, double sigma,
                         const EigsOptions& opt, std::int64_t k, std::uint64_t seed,
-                        const PairSet* deflate) {
+                        const PairSet* deflate, double factor_entries) {
   DenseBlockOps& ops = *s.ops;
   const std::int64_t n = s.n;
   const bool with_b = s.bop != nullptr;
+  // Two regimes. A block solve reads the factor (≈ 16·nnz(L) bytes, about the same for 4 or 16
+  // columns); an expansion step's dense work reads the basis (≈ 32·n·m bytes). Large factors
+  // (nnz(L) > n·m): blocks of up to 16 and a 12-block basis, fewest solves (gen:elast3d:14 with a
+  // lumped mass, k = 10: 43 block solves at b = 16, basis 192; 59 at b = 8, basis 128; 73 at b = 4).
+  // Small factors (bcsstk21, nnz(L) = 0.1 M, n·m = 0.7 M): blocks of up to 8, basis
+  // max(2k + 2b, 6b), where the dense work, not the solves, is the cost.
+  const std::int64_t b_small = std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
+  const bool big_factor =
+      factor_entries > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b_small, 6 * b_small));
   const std::int64_t bs = std::min<std::int64_t>(
-      opt.block_size > 0 ? opt.block_size : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16),
+      opt.block_size > 0 ? opt.block_size
+                         : big_factor ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16) : b_small,
       n / 4 > 0 ? n / 4 : 1);
   // T = S⁻¹·B (or S⁻¹) on blocks, optionally deflated: T' = T − Y·diag(ν_Y)·(BY)ᵀ.
   MultiVector<double> by;
@@ -622,7 +632,8 @@ RunOut run_shift_invert(const Setup& s, const LinearOperator<double>& sinv, doub
   // with a lumped mass, k = 10: 43 block solves at b = 16, basis 192; 59 at b = 8, basis 128;
   // 73 at b = 4, basis 128 — bench notes in docs/performance.md).
   eo.block_size = bs;
-  eo.max_basis = opt.basis > 0 ? opt.basis : bs * ((std::max(2 * k + 2 * bs, 12 * bs) + bs - 1) / bs);
+  eo.max_basis = opt.basis > 0 ? opt.basis
+                 : bs * ((std::max(2 * k + 2 * bs, (big_factor ? 12 : 6) * bs) + bs - 1) / bs);
   eo.on_iteration = opt.on_iteration;
   EigenResult er = detail::lanczos_core(prob, ops, eo);
   RunOut out;
@@ -1122,7 +1133,7 @@ EigsResult run_all(Setup& s, const EigsOptions& opt, bool can_factor, const std:
   if (method == "dense") {
     run = run_dense(s, opt);
   } else if (transform) {
-    run = run_shift_invert(s, *sinv, sigma, opt, k, opt.seed, nullptr);
+    run = run_shift_invert(s, *sinv, sigma, opt, k, opt.seed, nullptr, factor->factor_entries());
   } else {
     run = run_iterative(s, *s.aop, method, opt, opt.which, k, opt.seed,
                         lobpcg_factor ? sinv.get() : nullptr);
@@ -1144,7 +1155,7 @@ EigsResult run_all(Setup& s, const EigsOptions& opt, bool can_factor, const std:
       if (cert.state != Certified::no || cert.missing == 0 || !sinv || round == 3) break;
       RunOut more = run_shift_invert(s, *sinv, sigma, opt,
                                      std::min<std::int64_t>(std::max<std::int64_t>(cert.missing, 2), s.n - k - 1),
-                                     opt.seed + 31 * (round + 1), &pairs);
+                                     opt.seed + 31 * (round + 1), &pairs, factor->factor_entries());
       if (!more.pairs_pass) break;
       pairs = merge_pairs(ops, pairs, more.pairs, k, opt.which, sigma);
     }

@@ -4,7 +4,7 @@ CHOLMOD, Sylvester-certified by MUMPS) against SciPy's eigsh(A, k, M, sigma=0) (
 ARPACK with SuperLU), same machine, same run, answers compared.
 
 usage: run_bench.py TCSOLVE DEVICE(cpu|cuda) OUTDIR [--cases NAME,...] [--scipy-timeout S]
-                    [--matrices DIR] [--scipy-only 1] [--no-scipy 1]
+                    [--matrices DIR] [--scipy-only 1] [--no-scipy 1] [--repeat R]
 Cases: bcsstkNN[/bcsstmNN]:K from the SuiteSparse folder, gen:SPEC[+lumped]:K generated
 (+lumped: the mass matrix is the lumped diagonal B = diag(A)).
 Prints one table; writes OUTDIR/shift_invert.csv. SciPy runs in a child process that is killed
@@ -117,18 +117,32 @@ def main():
                "--json", "--quiet"]
         if mpath:
             cmd += ["--mass", mpath]
-        t0 = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        try:
-            j = json.loads(r.stdout)
-        except ValueError:
-            print(case, "tcsolve failed:", r.stderr.strip()[:300], flush=True)
+        repeat = int(opts.get("--repeat", "1"))
+        j, wall = None, float("inf")
+        for _ in range(repeat):  # the fastest of `repeat` runs (solve + preprocess)
+            t0 = time.perf_counter()
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            w = time.perf_counter() - t0
+            try:
+                jr = json.loads(r.stdout)
+            except ValueError:
+                print(case, "tcsolve failed:", r.stderr.strip()[:300], flush=True)
+                break
+            if j is None or (jr["seconds"]["preprocess"] + jr["seconds"]["solve"] <
+                             j["seconds"]["preprocess"] + j["seconds"]["solve"]):
+                j, wall = jr, w
+        if j is None:
             continue
         if opts.get("--no-scipy"):
             ts, tw, status = None, None, "not run"
         else:
             ts, tw, status = run_scipy(A, M, k, timeout, work)
+            for _ in range(repeat - 1):
+                if ts is None or ts > 30:
+                    break
+                t2, _w, _s = run_scipy(A, M, k, timeout, work)
+                if t2 is not None:
+                    ts = min(ts, t2)
         ours = np.array(j["eigenvalues"])
         diff = float(np.max(np.abs(ours - tw) / np.abs(tw))) if tw is not None else float("nan")
         sec = j["seconds"]
