@@ -153,7 +153,8 @@ class CholmodFactor final : public SparseFactor {
  private:
   static std::string entries_str(double e) {
     char b[64];
-    std::snprintf(b, sizeof b, "%.1f M", e / 1e6);
+    if (e >= 1e6) std::snprintf(b, sizeof b, "%.1f M", e / 1e6);
+    else std::snprintf(b, sizeof b, "%.0f", e);
     return b;
   }
   const char* ordering_name() const {

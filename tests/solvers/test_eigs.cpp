@@ -180,9 +180,14 @@ TEST_P(RealSmallest, ShiftInvertMatchesDenseAndIsCertified) {
   const auto sa = gen ? accurate_spectrum(a, nullptr) : ref;
   const double kappa = sa.back() / sa.front();
   EXPECT_LE(max_rel_error(r, ref), kappa > 1e10 ? 1e-8 : 1e-10) << describe(r);
-  RecordProperty("kappa_A", std::to_string(kappa));
-  RecordProperty("max_rel_error_vs_dense", std::to_string(max_rel_error(r, ref)));
-  RecordProperty("max_rel_error_extended", std::to_string(worst_ext));
+  auto sci = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3e", v);
+    return std::string(b);
+  };
+  RecordProperty("kappa_A", sci(kappa));
+  RecordProperty("max_rel_error_vs_dense", sci(max_rel_error(r, ref)));
+  RecordProperty("max_rel_error_extended", sci(worst_ext));
 }
 
 std::vector<RealCase> real_cases() {
