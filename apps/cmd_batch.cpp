@@ -222,7 +222,7 @@ int run_batch(const Args& args) {
       "JOBFILE uses Boost.Program_options' config syntax: a [defaults] section and one [job.NAME]\n"
       "section per job, 'key = value' lines, '#' comments. Keys: task = eigs|solve, matrix, mass,\n"
       "rhs, out (default NAME.h5), plot, and the long options of 'tcsolve eigs' / 'tcsolve solve'\n"
-      "(k, which, method, tol, maxiter, block-size, precond, precision, device, cpu-fallback, seed).\n"
+      "(k, which, method, tol, maxiter, block-size, precond, reorder, precision, device, cpu-fallback, seed).\n"
       "Example:\n"
       "  [defaults]\n  device = cpu\n  tol = 1e-8\n\n"
       "  [job.lap]\n  task = eigs\n  matrix = gen:lap2d:100\n  k = 4\n\n"

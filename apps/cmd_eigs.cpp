@@ -36,6 +36,7 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
     std::cout << "certified: " << o.certified << " (" << o.certificate << "); test " << o.conv
               << ", tol " << format("%g", s.tol) << "\n";
   }
+  if (!o.reorder.empty()) std::cout << "reorder: " << o.reorder << "\n";
   if (!o.message.empty()) std::cout << "note: " << o.message << "\n";
   if (!s.out.empty()) std::cout << "wrote " << s.out << "\n";
   if (!s.plot.empty()) std::cout << "wrote " << s.plot << "\n";
@@ -53,7 +54,9 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
             << ", \"message\": " << json_string(o.message) << ", \"method\": " << json_string(o.method)
             << ", \"iterations\": " << o.iterations << ", \"backend\": " << json_string(o.backend)
             << ", \"device\": " << json_string(o.device) << ", \"kernel\": " << json_string(o.kernel)
-            << ", \"peak_device_bytes\": " << json_number(o.peak_device_bytes);
+            << ", \"peak_device_bytes\": " << json_number(o.peak_device_bytes)
+            << ", \"reorder\": " << json_string(s.reorder)
+            << ", \"reorder_plan\": " << json_string(o.reorder);
   if (s.task == "eigs")
     std::cout << ", \"eigenvalues\": " << json_array(o.values)
               << ", \"error_bounds\": " << json_array(o.error_bounds)

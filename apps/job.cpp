@@ -38,7 +38,6 @@ std::string csr_checksum(const Csr<double>& a) {
   return "fnv1a64:" + hex64(h);
 }
 
-Which parse_which(const std::string& w) { return w == "largest" ? Which::largest : Which::smallest; }
 
 // Rough device bytes a job needs: the matrix in CSR at the storage precision, twice (CSR and a
 // possible BCSR copy), plus the solver's tall blocks of n doubles: block CG 6 blocks of s;
@@ -185,6 +184,10 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
        eigs ? "LOBPCG preconditioner (default auto: the factorization of A - sigma B for the "
               "smallest when one is made, else jacobi)"
             : "CG preconditioner (default jacobi)")
+      ("reorder", po::value(&s.reorder)->value_name("none|symmetric"),
+       "symmetric: iterate in the basis of a symmetric Jaccard/RCM reordering B = P A P^T (vectors "
+       "permuted once at entry and exit); pays for matrices stored in a poor (e.g. scrambled) order, "
+       "costs one reordering at setup (default none)")
       ("precision", po::value(&s.precision)->value_name("fp64|fp32|fp16|bf16"),
        "storage precision of A in the SpMM (default fp64; fp16/bf16 need the GPU)")
       ("device", po::value(&s.device)->value_name("auto|cpu|cuda"), "where to run (default auto: the GPU when present)")
@@ -230,6 +233,8 @@ void validate_job(const JobSpec& s) {
   if (s.maxiter < 0) throw UsageError("--maxiter must be positive");
   if (s.task == "solve" && s.precond != "auto" && s.precond != "jacobi" && s.precond != "none")
     throw UsageError("--precond '" + s.precond + "': expected jacobi or none");
+  if (s.reorder != "none" && s.reorder != "symmetric")
+    throw UsageError("--reorder '" + s.reorder + "': expected none or symmetric");
   if (s.precision != "fp64" && s.precision != "fp32" && s.precision != "fp16" && s.precision != "bf16")
     throw UsageError("--precision '" + s.precision + "': expected fp64, fp32, fp16 or bf16");
   if (s.device != "auto" && s.device != "cpu" && s.device != "cuda")
@@ -291,8 +296,11 @@ DenseBlockOps& MatrixCache::ops(Backend backend) {
 }
 
 SparseOperator& MatrixCache::op(const std::shared_ptr<const PreparedMatrix>& m, Backend backend,
-                                Precision precision, int expected_cols, bool* fresh) {
-  const std::string key = m->spec + "|" + to_string(backend) + "|" + to_string(precision);
+                                Precision precision, int expected_cols, bool* fresh,
+                                OperatorBasis basis) {
+  const bool permuted = basis == OperatorBasis::permuted;
+  const std::string key = m->spec + "|" + to_string(backend) + "|" + to_string(precision) +
+                          (permuted ? "|permuted" : "");
   auto& p = operators_[key];
   if (fresh) *fresh = !p;
   if (!p) {
@@ -300,6 +308,7 @@ SparseOperator& MatrixCache::op(const std::shared_ptr<const PreparedMatrix>& m, 
     oo.precision = precision;
     oo.stream = ops(backend).stream();
     oo.expected_cols = expected_cols;
+    if (permuted) oo.reorder = Reorder::symmetric, oo.basis = OperatorBasis::permuted;
     p = make_sparse_operator(m->a, backend, oo);
   }
   return *p;
@@ -330,8 +339,53 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   const Precision prec = parse_precision(s.precision);
   const int cols = static_cast<int>(s.task == "solve" ? nrhs : s.k + 8);
   DenseBlockOps& ops = cache.ops(backend);
-  SparseOperator& aop = cache.op(A, backend, prec, cols);
-  SparseOperator* bop = B ? &cache.op(B, backend, Precision::fp64, cols) : nullptr;
+  const bool reorder = s.reorder == "symmetric";
+  SparseOperator& aop = cache.op(A, backend, prec, cols, nullptr,
+                                 reorder ? OperatorBasis::permuted : OperatorBasis::original);
+  // --reorder symmetric: when the reordering is applied (permutation p), the operator is
+  // Ã = P·A·Pᵀ, Ã(i, j) = A(p[i], p[j]). The solvers then see Ã, B̃ = P·B·Pᵀ, b̃ = P·b and the
+  // diagonal P·d (same spectrum; residual norms unchanged since P is orthogonal), and their
+  // vectors are scattered back once at exit: x[p[i]] = x̃[i].
+  const std::vector<std::int32_t>* perm = reorder ? aop.permutation() : nullptr;
+  Csr<double> a_perm, b_perm;
+  std::unique_ptr<SparseOperator> bop_perm;
+  const Csr<double>* a_csr = &A->a;
+  const Csr<double>* b_csr = B ? &B->a : nullptr;
+  SparseOperator* bop = nullptr;
+  if (perm) {
+    a_perm = permute_symmetric(A->a, *perm);
+    a_csr = &a_perm;
+    if (B) {
+      b_perm = permute_symmetric(B->a, *perm);
+      b_csr = &b_perm;
+      OperatorOptions oo;
+      oo.stream = ops.stream();
+      oo.expected_cols = cols;
+      bop_perm = make_sparse_operator(b_perm, backend, oo);
+      bop = bop_perm.get();
+    }
+  } else if (B) {
+    bop = &cache.op(B, backend, Precision::fp64, cols);
+  }
+  const std::int64_t n = A->a.nrows;
+  auto gather = [&](const std::vector<double>& x, std::int64_t cols_x) {  // x̃[i] = x[p[i]]
+    std::vector<double> xt(x.size());
+    parallel_for(n * cols_x, [&](std::int64_t e) {
+      const std::int64_t j = e / n, i = e % n;
+      xt[i + j * n] = x[(*perm)[i] + j * n];
+    });
+    return xt;
+  };
+  auto scatter = [&](std::vector<double>& xt) {  // x[p[i]] = x̃[i], in place through a copy
+    if (xt.empty() || n == 0) return;
+    std::vector<double> x(xt.size());
+    parallel_for(static_cast<std::int64_t>(xt.size()), [&](std::int64_t e) {
+      const std::int64_t j = e / n, i = e % n;
+      x[(*perm)[i] + j * n] = xt[i + j * n];
+    });
+    xt.swap(x);
+  };
+  if (reorder) o.reorder = aop.plan().reason;
   o.preprocess_s += tp.seconds();
   o.kernel = to_string(aop.plan().kernel);
   o.backend = to_string(backend);
@@ -370,7 +424,8 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     pre.a = &aop;
     pre.b = bop;
     pre.spmm_kernel = o.kernel;
-    EigsResult er = eigs(A->a, B ? &B->a : nullptr, eo, pre);
+    EigsResult er = eigs(*a_csr, b_csr, eo, pre);
+    if (perm) scatter(er.vectors);
     out.er.status = er.status;
     out.er.reason = er.reason;
     out.er.values = std::move(er.values);
@@ -399,14 +454,19 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     CgOptions co;
     co.tol = s.tol;
     co.max_iterations = default_maxiter(s);
-    if (s.precond != "none") co.jacobi_diagonal = A->diagonal;
+    if (s.precond != "none") co.jacobi_diagonal = perm ? gather(A->diagonal, 1) : A->diagonal;
     co.on_iteration = [&](const IterationRecord& r) {
       double mx = 0;
       for (double v : r.residual_norms) mx = std::max(mx, v);
       if (progress) progress(r.iteration, r.converged, nrhs, mx, ts.seconds());
     };
     out.eigs = false;
-    out.sr = block_cg(aop, rhs.data(), A->a.nrows, nrhs, ops, co);
+    if (perm) {
+      out.sr = block_cg(aop, gather(rhs, nrhs).data(), n, nrhs, ops, co);
+      scatter(out.sr.solutions);
+    } else {
+      out.sr = block_cg(aop, rhs.data(), n, nrhs, ops, co);
+    }
     out.wanted = nrhs;
   }
   o.solve_s = ts.seconds();
@@ -525,6 +585,8 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       f.set_attr("backend", o.backend);
       f.set_attr("device", o.device);
       f.set_attr("spmm_kernel", o.kernel);
+      f.set_attr("reorder", s.reorder);
+      if (!o.reorder.empty()) f.set_attr("reorder_plan", o.reorder);
       f.set_attr("matrix_checksum", A->checksum);
       if (B) f.set_attr("mass_checksum", B->checksum);
       f.set_attr("rows", n);

@@ -36,6 +36,7 @@ struct JobSpec {
   std::string device = "auto";
   bool cpu_fallback = false;    // run on the CPU when the GPU lacks memory
   std::string precond = "auto";  // eigs: auto|none|jacobi|factor; solve: auto(=jacobi)|none|jacobi
+  std::string reorder = "none";  // none | symmetric: iterate in the basis of B = P·A·Pᵀ
   std::uint64_t seed = 1;
 };
 
@@ -67,8 +68,11 @@ class MatrixCache {
   // call did the read.
   std::shared_ptr<const PreparedMatrix> get(const std::string& spec, bool* fresh = nullptr);
   DenseBlockOps& ops(Backend backend);
+  // basis == permuted: the operator of B = P·A·Pᵀ for the symmetric Jaccard/RCM reordering
+  // (spmm/sparse_operator.hpp; permutation() is nullptr when the reordering was not applied).
   SparseOperator& op(const std::shared_ptr<const PreparedMatrix>& m, Backend backend,
-                     Precision precision, int expected_cols, bool* fresh = nullptr);
+                     Precision precision, int expected_cols, bool* fresh = nullptr,
+                     OperatorBasis basis = OperatorBasis::original);
   // Forgets the matrix and its operators.
   void drop(const std::string& spec);
 
@@ -91,6 +95,7 @@ struct JobOutcome {
   double seconds = 0;             // whole job wall time
   double read_s = 0, preprocess_s = 0, solve_s = 0, write_s = 0;
   std::string backend, device, method, kernel;
+  std::string reorder;  // --reorder symmetric: what was done ("" when not asked)
   std::int64_t n = 0;
   std::vector<double> values;          // eigenvalues (eigs)
   std::vector<double> residuals;       // per pair / per column

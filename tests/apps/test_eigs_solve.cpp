@@ -11,6 +11,7 @@
 #include "core/device.hpp"
 #include "io/generators.hpp"
 #include "io/hdf5_file.hpp"
+#include "tests/apps/reorder_check.hpp"
 #include "tests/apps/run_tcsolve.hpp"
 
 namespace tcsolve::test {
@@ -32,26 +33,6 @@ void expect_error(const RunResult& r, const std::string& must_contain) {
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find(must_contain), std::string::npos)
       << "expected '" << must_contain << "' in: " << r.err;
-}
-
-// ‖A·x_j − λ_j·x_j‖ for the eigenvectors stored [k][n].
-double max_eig_residual(const Csr<double>& a, const std::vector<double>& vals,
-                        const std::vector<double>& vecs) {
-  const std::int64_t n = a.nrows, k = static_cast<std::int64_t>(vals.size());
-  std::vector<double> ax(n * k);
-  csr_spmm_reference(a, vecs.data(), n, ax.data(), n, static_cast<int>(k));
-  double worst = 0;
-  for (std::int64_t j = 0; j < k; ++j) {
-    double r = 0, xn = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double d = ax[j * n + i] - vals[j] * vecs[j * n + i];
-      r += d * d;
-      xn += vecs[j * n + i] * vecs[j * n + i];
-    }
-    EXPECT_NEAR(xn, 1.0, 1e-8) << "eigenvector " << j << " not normalized";
-    worst = std::max(worst, std::sqrt(r));
-  }
-  return worst;
 }
 
 TEST(AppsEigs, SmallestOfLaplacianWithOutputAndPlot) {
@@ -260,6 +241,10 @@ TEST(AppsSolve, RightHandSidesFromHdf5) {
   // a single right-hand side stored 1-D
   auto r1 = run_tcsolve({"solve", spec, "--rhs", d.file("b.h5") + ":b1", "--device", "cpu", "-q"});
   EXPECT_EQ(r1.status, 0) << r1.err;
+}
+
+TEST(AppsReorder, EigsAndSolveInThePermutedBasisAnswerInTheInputOrder) {
+  expect_reorder_answers_in_input_order("cpu");
 }
 
 TEST(AppsSolve, IndefiniteMatrixIsReportedAsSuch) {

@@ -7,6 +7,7 @@
 
 #include "core/device.hpp"
 #include "io/hdf5_file.hpp"
+#include "tests/apps/reorder_check.hpp"
 #include "tests/apps/run_tcsolve.hpp"
 #include "tests/test_paths.hpp"
 
@@ -50,6 +51,12 @@ TEST(AppsGpu, EigsAndSolveOnTheDevice) {
                         "1e-3", "--device", "cuda", "--json"});
   EXPECT_NE(h.status, 2) << h.err;
   EXPECT_NE(h.out.find("\"backend\": \"cuda\""), std::string::npos) << h.out;
+}
+
+// --reorder symmetric with the device operator of B = P·A·Pᵀ (twin of the CPU test).
+TEST(AppsGpu, ReorderedBasisAnswersInTheInputOrder) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  expect_reorder_answers_in_input_order("cuda");
 }
 
 // Shift-invert with GPU triangular solves and a certified count; Chebyshev for the largest.
