@@ -44,10 +44,15 @@ std::string csr_checksum(const Csr<double>& a) {
 // Chebyshev 3 blocks of m = k + max(8, k/2) plus 2k; Lanczos its basis (m + b columns) twice (the
 // dense ops' in-place workspace is as large) plus 2 max(b, k); LOBPCG ~10 blocks of k + guard.
 // `auto` on the GPU runs Chebyshev for standard problems and LOBPCG with a mass matrix.
-double device_bytes_needed(const JobSpec& s, const Csr<double>& a, std::int64_t cols) {
+double matrix_device_bytes(const JobSpec& s, const Csr<double>& a) {
   const double n = static_cast<double>(a.nrows), nnz = static_cast<double>(a.nnz());
   const double vb = s.precision == "fp64" ? 8 : s.precision == "fp32" ? 4 : 2;
-  const double matrix = 2.0 * (nnz * (vb + 4.0) + 8.0 * (n + 1));
+  return 2.0 * (nnz * (vb + 4.0) + 8.0 * (n + 1));
+}
+
+double device_bytes_needed(const JobSpec& s, const Csr<double>& a, std::int64_t cols) {
+  const double n = static_cast<double>(a.nrows);
+  const double matrix = matrix_device_bytes(s, a);
   const std::int64_t k = s.k;
   double blocks;
   const std::string method = s.method == "auto" ? (s.mass.empty() ? "chebyshev" : "lobpcg") : s.method;
@@ -331,10 +336,14 @@ struct Solved {
   std::int64_t wanted = 0;
 };
 
+// fit_columns (GPU runs; 0 = no limit): the n-vectors that fit beside the matrices. eigs passes it
+// to the driver (which shrinks its basis/width, or refuses); solve runs the right-hand sides in
+// batches of fit_columns / 6 (block CG holds 6 blocks of s).
 Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
                 const std::shared_ptr<const PreparedMatrix>& A,
                 const std::shared_ptr<const PreparedMatrix>& B, const std::vector<double>& rhs,
-                std::int64_t nrhs, const ProgressFn& progress, JobOutcome& o) {
+                std::int64_t nrhs, const ProgressFn& progress, JobOutcome& o,
+                std::int64_t fit_columns = 0) {
   Timer tp;
   const Precision prec = parse_precision(s.precision);
   const int cols = static_cast<int>(s.task == "solve" ? nrhs : s.k + 8);
@@ -411,6 +420,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     eo.backend = backend;
     eo.precision = prec;
     eo.seed = s.seed;
+    eo.workspace_columns = fit_columns;
     if (B) eo.mass_name = "mass matrix " + s.mass;
     const std::int64_t k = s.k;
     eo.on_iteration = [&](const IterationRecord& r) {
@@ -461,12 +471,37 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
       if (progress) progress(r.iteration, r.converged, nrhs, mx, ts.seconds());
     };
     out.eigs = false;
-    if (perm) {
-      out.sr = block_cg(aop, gather(rhs, nrhs).data(), n, nrhs, ops, co);
-      scatter(out.sr.solutions);
+    const std::vector<double> rhs_perm = perm ? gather(rhs, nrhs) : std::vector<double>();
+    const double* b_all = perm ? rhs_perm.data() : rhs.data();
+    // Columns in batches of `batch` when 6 blocks of nrhs do not fit the GPU: each batch is an
+    // independent block CG (same per-column test); results are concatenated.
+    const std::int64_t batch = fit_columns > 0 ? std::max<std::int64_t>(1, std::min(nrhs, fit_columns / 6)) : nrhs;
+    if (batch >= nrhs) {
+      out.sr = block_cg(aop, b_all, n, nrhs, ops, co);
     } else {
-      out.sr = block_cg(aop, rhs.data(), n, nrhs, ops, co);
+      SolveResult& all = out.sr;
+      all.n = n;
+      all.status = SolverStatus::converged;
+      all.solutions.resize(static_cast<std::size_t>(n * nrhs));
+      for (std::int64_t c0 = 0; c0 < nrhs; c0 += batch) {
+        const std::int64_t c = std::min(batch, nrhs - c0);
+        SolveResult r = block_cg(aop, b_all + c0 * n, n, c, ops, co);
+        std::copy(r.solutions.begin(), r.solutions.end(), all.solutions.begin() + c0 * n);
+        all.residual_norms.insert(all.residual_norms.end(), r.residual_norms.begin(), r.residual_norms.end());
+        all.column_iterations.insert(all.column_iterations.end(), r.column_iterations.begin(),
+                                     r.column_iterations.end());
+        all.iterations = std::max(all.iterations, r.iterations);
+        all.operator_applies += r.operator_applies;
+        all.history.insert(all.history.end(), r.history.begin(), r.history.end());
+        if (r.status != SolverStatus::converged && all.status == SolverStatus::converged) {
+          all.status = r.status;
+          all.reason = format("right-hand sides %lld-%lld: ", (long long)c0, (long long)(c0 + c - 1)) + r.reason;
+        }
+      }
+      o.batch_note = format("right-hand sides solved in %lld batches of up to %lld columns to fit "
+                            "the GPU memory", (long long)((nrhs + batch - 1) / batch), (long long)batch);
     }
+    if (perm) scatter(out.sr.solutions);
     out.wanted = nrhs;
   }
   o.solve_s = ts.seconds();
@@ -524,11 +559,21 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
                                      s.matrix.c_str(), A->diagonal[i], (long long)i + 1));
   }
 
-  // GPU memory: say how much is needed; fall back to the CPU only when asked.
+  // GPU memory: the matrices must fit; the solver's blocks are fitted to what is left (eigs: the
+  // driver shrinks its basis or width; solve: batches of right-hand sides), and only when even
+  // the minimum does not fit is the run refused, with the sizes (or falls back to the CPU when
+  // asked).
   std::string fallback_note;
+  std::int64_t fit_columns = 0;
   if (backend == Backend::cuda) {
-    const double need = device_bytes_needed(s, A->a, nrhs) + (B ? device_bytes_needed(s, B->a, 0) : 0);
+    const double matrices = matrix_device_bytes(s, A->a) + (B ? matrix_device_bytes(s, B->a) : 0);
+    double need = device_bytes_needed(s, A->a, nrhs) + (B ? matrix_device_bytes(s, B->a) : 0);
     const double avail = static_cast<double>(device_free_bytes());
+    const double cols = n > 0 ? std::floor((0.9 * avail - matrices) / (8.0 * static_cast<double>(n))) : 0;
+    if (need > 0.9 * avail && cols >= (s.task == "solve" ? 6.0 : 1.0)) {
+      fit_columns = static_cast<std::int64_t>(cols);
+      need = matrices + 8.0 * static_cast<double>(n) * (s.task == "solve" ? 6.0 : 1.0);
+    }
     if (need > 0.9 * avail) {
       const std::string msg = format("%s needs about %s of GPU memory, %s free on %s",
                                      s.matrix.c_str(), format_bytes(need).c_str(),
@@ -543,7 +588,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   Solved r;
   if (backend == Backend::cuda) reset_device_peak();
   try {
-    r = solve_on(s, backend, cache, A, B, rhs, nrhs, progress, o);
+    r = solve_on(s, backend, cache, A, B, rhs, nrhs, progress, o, fit_columns);
   } catch (const OutOfDeviceMemory& e) {
     if (!s.cpu_fallback || backend != Backend::cuda)
       throw Error(std::string(e.what()) + " (use --device cpu, or --cpu-fallback)");
@@ -559,6 +604,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   o.message = r.eigs ? r.er.reason : r.sr.reason;
   if (!r.eigs && status == SolverStatus::breakdown)
     o.message = s.matrix + " is not positive definite (block CG breakdown: " + o.message + ")";
+  if (!o.batch_note.empty()) o.message = o.message.empty() ? o.batch_note : o.message + "; " + o.batch_note;
   if (!fallback_note.empty()) o.message = o.message.empty() ? fallback_note : o.message + "; " + fallback_note;
   o.iterations = r.eigs ? r.er.iterations : r.sr.iterations;
   o.residuals = r.eigs ? r.er.residual_norms : r.sr.residual_norms;

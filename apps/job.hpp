@@ -96,6 +96,7 @@ struct JobOutcome {
   double read_s = 0, preprocess_s = 0, solve_s = 0, write_s = 0;
   std::string backend, device, method, kernel;
   std::string reorder;  // --reorder symmetric: what was done ("" when not asked)
+  std::string batch_note;  // solve: right-hand sides run in batches to fit the GPU memory
   std::int64_t n = 0;
   std::vector<double> values;          // eigenvalues (eigs)
   std::vector<double> residuals;       // per pair / per column

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -36,6 +37,13 @@ std::string device_name() {
 std::size_t device_free_bytes() {
   std::size_t free_b = 0, total = 0;
   TCSOLVE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
+  // TCSOLVE_DEVICE_MEMORY_LIMIT=BYTES: plan as if at most BYTES were free (a GPU shared with
+  // other work; the tests of the memory fitting use it).
+  if (const char* lim = std::getenv("TCSOLVE_DEVICE_MEMORY_LIMIT")) {
+    char* end = nullptr;
+    const double v = std::strtod(lim, &end);
+    if (end != lim && v > 0) free_b = std::min<std::size_t>(free_b, static_cast<std::size_t>(v));
+  }
   return free_b;
 }
 

@@ -20,6 +20,7 @@ bool built_with_cuda();
 int device_count();
 // "NVIDIA H200 (sm_90, 139 GiB)" or "cpu" style names for reports.
 std::string device_name();
+// Free device memory (cudaMemGetInfo), capped by TCSOLVE_DEVICE_MEMORY_LIMIT=BYTES when set.
 std::size_t device_free_bytes();
 
 // Raw device memory. device_malloc throws OutOfDeviceMemory with the requested size.

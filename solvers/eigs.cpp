@@ -687,6 +687,7 @@ RunOut run_iterative(const Setup& s, const LinearOperator<double>& a, const std:
     EigenOptions ec = eo;
     ec.a_norm = s.a_norm;
     ChebyshevOptions co;
+    if (opt.basis > k) co.block = opt.basis;  // SciPy's ncv: the subspace width
     co.test_a = eo.a_norm;
     co.test_b = eo.b_norm;
     // Operators that are not ours (a Python LinearOperator) may launch on any stream.
@@ -933,6 +934,45 @@ void validate(const EigsOptions& opt, std::int64_t n) {
     throw InvalidArgument("block_size, basis and max_iterations must be >= 0");
 }
 
+// Shrinks Chebyshev's width or the Lanczos basis so that the iteration's n-vectors fit in
+// opt.workspace_columns (EigsOptions); appends what it did to `why`.
+void fit_workspace(const std::string& method, std::int64_t n, std::int64_t k, EigsOptions& opt,
+                   std::string& why) {
+  const std::int64_t w = opt.workspace_columns;
+  if (w <= 0 || method == "dense") return;
+  const double col_bytes = 8.0 * static_cast<double>(n);
+  auto refuse = [&](std::int64_t min_cols) {
+    throw OutOfDeviceMemory(static_cast<std::size_t>(col_bytes * static_cast<double>(min_cols)),
+                            __FILE__, __LINE__);
+  };
+  if (method == "chebyshev") {
+    ChebyshevOptions co;
+    if (opt.basis > k) co.block = opt.basis;
+    const std::int64_t m0 = chebyshev_block(n, k, -1, co);
+    if (3 * m0 + 2 * k <= w) return;
+    const std::int64_t m = (w - 2 * k) / 3;
+    if (m < k + 4) refuse(3 * (k + 4) + 2 * k);
+    opt.basis = m;
+    why += "; block width reduced from " + std::to_string(m0) + " to " + std::to_string(m) +
+           " columns to fit the GPU memory";
+  } else if (method == "lanczos") {
+    const std::int64_t b = opt.block_size > 0 ? opt.block_size
+                                              : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
+    const std::int64_t m0 = opt.basis > 0 ? opt.basis : b * ((std::max(2 * k + 2 * b, 16 * b) + b - 1) / b);
+    const std::int64_t fixed = 2 * b + 2 * std::max(b, k);
+    if (2 * m0 + fixed <= w) return;
+    const std::int64_t m = (w - fixed) / 2 / b * b;
+    const std::int64_t m_min = b * ((k + 2 * b + b - 1) / b);
+    if (m < m_min) refuse(2 * m_min + fixed);
+    opt.basis = m;
+    why += "; Lanczos basis reduced from " + std::to_string(m0) + " to " + std::to_string(m) +
+           " columns to fit the GPU memory";
+  } else {
+    const std::int64_t need = 10 * (k + std::min<std::int64_t>(8, std::max<std::int64_t>(2, k / 2)));
+    if (need > w) refuse(need);
+  }
+}
+
 // The multiplicity re-check (no factorization): a fresh random block on A + δ·(BX)(BX)ᵀ must not
 // find an eigenvalue beyond the k-th value of the set. Adds what it finds (up to 3 rounds).
 // Returns true when the last round found nothing (the set is verified).
@@ -1135,7 +1175,9 @@ EigsResult run_all(Setup& s, const EigsOptions& opt, bool can_factor, const std:
   } else if (transform) {
     run = run_shift_invert(s, *sinv, sigma, opt, k, opt.seed, nullptr, factor->factor_entries());
   } else {
-    run = run_iterative(s, *s.aop, method, opt, opt.which, k, opt.seed,
+    EigsOptions fit = opt;
+    fit_workspace(method, s.n, k, fit, why);
+    run = run_iterative(s, *s.aop, method, fit, opt.which, k, opt.seed,
                         lobpcg_factor ? sinv.get() : nullptr);
   }
   pairs = std::move(run.pairs);

@@ -69,6 +69,12 @@ struct EigsOptions {
   std::uint64_t seed = 1;
   std::vector<double> v0;           // optional start block, n × c column-major (host)
   double factor_memory_limit = 0;   // bytes; 0 = FactorOptions' default
+  // Most n-vectors the iteration's workspace may hold (0 = no limit; the apps derive it from the
+  // free GPU memory). Without a transformation, Chebyshev's block width (3 blocks of m + 2k
+  // vectors) or the Lanczos basis (2·(m + b) + 2·max(b, k)) is reduced to fit, and `why` says
+  // so; below the minimum (m = k + 4, resp. m = k + 2b) or for LOBPCG (10·(k + guard)) the call
+  // throws OutOfDeviceMemory with the bytes the minimum needs.
+  std::int64_t workspace_columns = 0;
   std::string mass_name = "the mass matrix";  // how errors about B name it
   std::function<void(const IterationRecord&)> on_iteration;
 };

@@ -59,6 +59,41 @@ TEST(AppsGpu, ReorderedBasisAnswersInTheInputOrder) {
   expect_reorder_answers_in_input_order("cuda");
 }
 
+// Less GPU memory than the default blocks need (TCSOLVE_DEVICE_MEMORY_LIMIT): block CG runs the
+// right-hand sides in batches, Chebyshev narrows its block, Lanczos shrinks its basis; below the
+// minimum the run is refused with the sizes. gen:lap3d:30: 27,000 rows, the two matrix copies
+// the estimate counts ≈ 4.97 MB, one n-vector 216 kB.
+TEST(AppsGpu, FitsTheBlocksToTheMemoryLeft) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  ScratchDir d;
+  const std::string limit = "TCSOLVE_DEVICE_MEMORY_LIMIT=20000000";  // 0.9·20 MB − 4.97 MB ≈ 60 vectors
+  auto s = run_tcsolve_env({limit}, {"solve", "gen:lap3d:30", "--rhs", "random:24", "--device",
+                                     "cuda", "--out", d.file("s.h5"), "--json"});
+  ASSERT_EQ(s.status, 0) << s.err << s.out;
+  EXPECT_NE(s.out.find("right-hand sides solved in 3 batches of up to 10 columns"), std::string::npos) << s.out;
+  Hdf5File f = Hdf5File::open(d.file("s.h5"));
+  const auto res = f.read_doubles("residual_norms");
+  ASSERT_EQ(res.size(), 24u);
+  for (double r : res) EXPECT_LE(r, 1.01e-8);
+  EXPECT_EQ(f.read_doubles("solution").size(), std::size_t(24 * 27000));
+  // k = 8: Chebyshev 3·16 + 16 = 64 vectors > 60: width 16 → (60 − 16)/3 = 14
+  auto c = run_tcsolve_env({limit}, {"eigs", "gen:lap3d:30", "--k", "8", "--which", "largest",
+                                     "--method", "chebyshev", "--device", "cuda", "--json"});
+  ASSERT_EQ(c.status, 0) << c.err << c.out;
+  EXPECT_NE(c.out.find("block width reduced from 16 to 14"), std::string::npos) << c.out;
+  // Lanczos (b = 8) at 40 MB: 144 vectors, basis 128 → (144 − 32)/2 = 56
+  auto l = run_tcsolve_env({"TCSOLVE_DEVICE_MEMORY_LIMIT=40000000"},
+                           {"eigs", "gen:lap3d:30", "--k", "8", "--which", "largest",
+                            "--method", "lanczos", "--device", "cuda", "--json"});
+  ASSERT_EQ(l.status, 0) << l.err << l.out;
+  EXPECT_NE(l.out.find("Lanczos basis reduced from 128 to 56"), std::string::npos) << l.out;
+  auto refused = run_tcsolve_env({"TCSOLVE_DEVICE_MEMORY_LIMIT=7000000"},
+                                 {"eigs", "gen:lap3d:30", "--k", "16", "--which", "largest",
+                                  "--method", "chebyshev", "--device", "cuda"});
+  EXPECT_EQ(refused.status, 2) << refused.out;
+  EXPECT_NE(refused.err.find("out of GPU memory: needed"), std::string::npos) << refused.err;
+}
+
 // Shift-invert with GPU triangular solves and a certified count; Chebyshev for the largest.
 TEST(AppsGpu, ShiftInvertAndChebyshevOnTheDevice) {
   TCSOLVE_SKIP_WITHOUT_GPU();

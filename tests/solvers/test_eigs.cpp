@@ -381,6 +381,40 @@ TEST(Eigs, ConvergenceTestsBoundWhatTheyClaim) {
   EXPECT_THROW(parse_conv_test("relative"), InvalidArgument);
 }
 
+// ---- a workspace limit (the GPU memory left beside the matrix) -----------------------------------
+
+TEST(Eigs, WorkspaceLimitShrinksTheBasisOrRefuses) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Csr<double> a = laplacian(41, 37);  // 1517 rows
+  const auto ref = laplacian_spectrum(41, 37);
+  struct Case {
+    const char* method;
+    std::int64_t columns;    // workspace limit in n-vectors
+    const char* expect_why;  // nullptr: refused
+  };
+  // k = 8: Chebyshev width 16 needs 3·16 + 16 = 64 vectors, at least 3·12 + 16 = 52; Lanczos
+  // (b = 8) basis 128 needs 2·128 + 32 = 288, at least 2·24 + 32 = 80; LOBPCG 10·12 = 120.
+  for (const Case& c : {Case{"chebyshev", 64, ""}, Case{"chebyshev", 56, "block width reduced from 16 to 13"},
+                        Case{"chebyshev", 51, nullptr}, Case{"lanczos", 100, "Lanczos basis reduced from 128 to 32"},
+                        Case{"lanczos", 79, nullptr}, Case{"lobpcg", 119, nullptr}}) {
+    SCOPED_TRACE(std::string(c.method) + " in " + std::to_string(c.columns) + " vectors");
+    EigsOptions o = base_options(8, Which::largest);
+    o.method = c.method;
+    o.tol = 1e-9;
+    o.workspace_columns = c.columns;
+    if (!c.expect_why) {
+      EXPECT_THROW(eigs(a, nullptr, o), OutOfDeviceMemory);
+      continue;
+    }
+    auto r = eigs(a, nullptr, o);
+    ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+    if (*c.expect_why) EXPECT_NE(r.why.find(c.expect_why), std::string::npos) << r.why;
+    else EXPECT_EQ(r.why.find("reduced"), std::string::npos) << r.why;
+    for (int j = 0; j < 8; ++j) EXPECT_NEAR(r.values[j], ref[ref.size() - 1 - j], 1e-8) << j;
+    check_pairs(r, a, nullptr);
+  }
+}
+
 // ---- bad input ----------------------------------------------------------------------------------
 
 TEST(Eigs, BadArguments) {
