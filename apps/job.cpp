@@ -590,9 +590,14 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   try {
     r = solve_on(s, backend, cache, A, B, rhs, nrhs, progress, o, fit_columns);
   } catch (const OutOfDeviceMemory& e) {
+    // The driver's refusal (even its smallest basis/width does not fit: bytes of those blocks)
+    // or a failed allocation (bytes of that request).
+    const std::string msg =
+        format("%s: not enough GPU memory on %s (%s free; %s)", s.matrix.c_str(), device_name().c_str(),
+               format_bytes(static_cast<double>(device_free_bytes())).c_str(), e.what());
     if (!s.cpu_fallback || backend != Backend::cuda)
-      throw Error(std::string(e.what()) + " (use --device cpu, or --cpu-fallback)");
-    fallback_note = std::string(e.what()) + "; ran on the CPU (--cpu-fallback)";
+      throw Error(msg + " (use --device cpu, or --cpu-fallback)");
+    fallback_note = msg + "; ran on the CPU (--cpu-fallback)";
     r = solve_on(s, Backend::cpu, cache, A, B, rhs, nrhs, progress, o);
   }
 

@@ -26,6 +26,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -942,8 +943,14 @@ void fit_workspace(const std::string& method, std::int64_t n, std::int64_t k, Ei
   if (w <= 0 || method == "dense") return;
   const double col_bytes = 8.0 * static_cast<double>(n);
   auto refuse = [&](std::int64_t min_cols) {
-    throw OutOfDeviceMemory(static_cast<std::size_t>(col_bytes * static_cast<double>(min_cols)),
-                            __FILE__, __LINE__);
+    const double bytes = col_bytes * static_cast<double>(min_cols);
+    char gib[32];
+    std::snprintf(gib, sizeof gib, " (%.2f GiB)", bytes / 1073741824.0);
+    throw WorkspaceDoesNotFit(
+        static_cast<std::size_t>(bytes),
+        "out of GPU memory: " + method + " with k = " + std::to_string(k) + " needs at least " + std::to_string(min_cols) +
+            " vectors of " + std::to_string(n) + " rows beside the matrix, room for " +
+            std::to_string(w) + gib);
   };
   if (method == "chebyshev") {
     ChebyshevOptions co;

@@ -28,9 +28,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/csr.hpp"
+#include "core/error.hpp"
 #include "core/operator.hpp"
 #include "core/types.hpp"
 #include "solvers/dense_ops.hpp"
@@ -38,6 +40,17 @@
 #include "solvers/result.hpp"
 
 namespace tcsolve {
+
+// EigsOptions::workspace_columns too small for even the smallest basis/width of the method.
+class WorkspaceDoesNotFit : public OutOfDeviceMemory {
+ public:
+  WorkspaceDoesNotFit(std::size_t bytes_needed, std::string message)
+      : OutOfDeviceMemory(bytes_needed, __FILE__, __LINE__), message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
 
 enum class ConvTest { rel, norm, abs };
 const char* to_string(ConvTest c);
@@ -73,7 +86,7 @@ struct EigsOptions {
   // free GPU memory). Without a transformation, Chebyshev's block width (3 blocks of m + 2k
   // vectors) or the Lanczos basis (2·(m + b) + 2·max(b, k)) is reduced to fit, and `why` says
   // so; below the minimum (m = k + 4, resp. m = k + 2b) or for LOBPCG (10·(k + guard)) the call
-  // throws OutOfDeviceMemory with the bytes the minimum needs.
+  // throws WorkspaceDoesNotFit (an OutOfDeviceMemory) with the bytes the minimum needs.
   std::int64_t workspace_columns = 0;
   std::string mass_name = "the mass matrix";  // how errors about B name it
   std::function<void(const IterationRecord&)> on_iteration;
