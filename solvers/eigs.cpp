@@ -948,9 +948,9 @@ void fit_workspace(const std::string& method, std::int64_t n, std::int64_t k, Ei
     std::snprintf(gib, sizeof gib, " (%.2f GiB)", bytes / 1073741824.0);
     throw WorkspaceDoesNotFit(
         static_cast<std::size_t>(bytes),
-        "out of GPU memory: " + method + " with k = " + std::to_string(k) + " needs at least " + std::to_string(min_cols) +
-            " vectors of " + std::to_string(n) + " rows beside the matrix, room for " +
-            std::to_string(w) + gib);
+        "out of GPU memory: " + method + " with k = " + std::to_string(k) + " needs at least " +
+            std::to_string(min_cols) + " vectors of " + std::to_string(n) + " rows" + gib +
+            " beside the matrix, room for " + std::to_string(w));
   };
   if (method == "chebyshev") {
     ChebyshevOptions co;

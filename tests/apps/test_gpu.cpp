@@ -92,7 +92,7 @@ TEST(AppsGpu, FitsTheBlocksToTheMemoryLeft) {
                                   "--method", "chebyshev", "--device", "cuda"});
   EXPECT_EQ(refused.status, 2) << refused.out;
   // 3·(16 + 4) + 2·16 = 92 vectors at the smallest width
-  EXPECT_NE(refused.err.find("chebyshev with k = 16 needs at least 92 vectors of 27000 rows"),
+  EXPECT_NE(refused.err.find("chebyshev with k = 16 needs at least 92 vectors of 27000 rows (0.02 GiB) beside"),
             std::string::npos) << refused.err;
 }
 
