@@ -25,6 +25,15 @@ inline bool have_matrices() { return std::filesystem::is_directory(matrices_dir(
       GTEST_SKIP() << "no SuiteSparse matrices at " << ::tcsolve::test::matrices_dir();    \
   } while (0)
 
+// Skips when one named matrix (NAME.mtx) is not in the folder (a partial copy, e.g. on the GPU
+// machine).
+#define TCSOLVE_SKIP_WITHOUT_MATRIX(name)                                                  \
+  do {                                                                                     \
+    TCSOLVE_SKIP_WITHOUT_MATRICES();                                                       \
+    if (!std::filesystem::exists(::tcsolve::test::matrices_dir() / (std::string(name) + ".mtx"))) \
+      GTEST_SKIP() << std::string(name) << ".mtx is not at " << ::tcsolve::test::matrices_dir(); \
+  } while (0)
+
 #define TCSOLVE_SKIP_WITHOUT_GPU()                                                         \
   do {                                                                                     \
     if (::tcsolve::device_count() == 0)                                                    \

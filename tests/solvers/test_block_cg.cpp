@@ -185,7 +185,7 @@ TEST(BlockCg, BadArgumentsThrow) {
 class RealSpd : public ::testing::TestWithParam<const char*> {};
 TEST_P(RealSpd, MatchesDirectSolve) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  TCSOLVE_SKIP_WITHOUT_MATRICES();
+  TCSOLVE_SKIP_WITHOUT_MATRIX(GetParam());
   auto a = read_mtx((matrices_dir() / (std::string(GetParam()) + ".mtx")).string());
   CgOptions o;
   o.tol = 1e-10;
