@@ -261,7 +261,7 @@ def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvecto
     fields = {
         "task": "eigs", "k": k, "which": which_name, "matrix": a.desc,
         "mass": None if b is None else b.desc, "time_read": 0.0, "time_write": 0.0,
-        "tcsolve_version": __version__, "command": command, "job": "", "rows": a.n,
+        "tcsolve_version": __version__, "command": command, "job": "", "reorder": "none", "rows": a.n,
         "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0,
     }
     fields.update(res)
@@ -563,7 +563,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         "matrix": a.desc, "time_read": 0.0, "time_write": 0.0, "tcsolve_version": __version__,
         "command": _call_repr("cg", rtol=rtol, atol=atol or None, maxiter=maxiter, device=device,
                               precision=precision, block_size=block_size),
-        "job": "", "rows": n, "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0,
+        "job": "", "reorder": "none", "rows": n, "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0,
         "seed": 0 if seed is None else int(seed), "spmm_kernel": "", "matrix_checksum": "",
     }
     fields.update(res)
