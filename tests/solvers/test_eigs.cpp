@@ -284,6 +284,36 @@ TEST(Eigs, HundredFoldEigenvalueWithAndWithoutFactorization) {
   }
 }
 
+// Single-vector Lanczos (block size 1) sees one copy of a multiple eigenvalue in exact
+// arithmetic: the set it returns skips copies. The re-check (a fresh block of 1 on A with the
+// found pairs deflated) must add them, or the status must not say converged.
+TEST(Eigs, ReCheckAddsTheCopiesSingleVectorLanczosMissed) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Csr<double> a = repeated_blocks(100, 3, 40);  // smallest eigenvalue 1 with multiplicity 100
+  EigsOptions o = base_options(3);
+  o.allow_factor = false;
+  o.method = "lanczos";
+  o.block_size = 1;
+  o.recheck = false;
+  auto plain = eigs(a, nullptr, o);
+  // the trap is real: without the re-check the set misses a copy, and says it is unverified
+  ASSERT_GT(plain.values.back(), 1.1) << describe(plain);
+  EXPECT_EQ(plain.status, SolverStatus::unverified);
+  o.recheck = true;
+  auto r = eigs(a, nullptr, o);
+  ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+  for (double v : r.values) EXPECT_NEAR(v, 1.0, 1e-12);
+  EXPECT_NE(r.certificate.find("after adding"), std::string::npos) << r.certificate;
+  check_pairs(r, a, nullptr);
+  // more copies wanted than three rounds of one can add: right values or not converged
+  o.k = 5;
+  auto r5 = eigs(a, nullptr, o);
+  if (r5.status == SolverStatus::converged)
+    for (double v : r5.values) EXPECT_NEAR(v, 1.0, 1e-12);
+  else
+    EXPECT_EQ(r5.status, SolverStatus::unverified) << describe(r5);
+}
+
 TEST(Eigs, KappaTenToTheTenSmallest) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   SKIP_WITHOUT_FACTOR();
