@@ -265,8 +265,8 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
     return branch;
   };
 
-  // ---- start block: opt's random seed (a caller's start block goes through prob.apply's owner)
-  ops.fill_random(v.columns(0, bs), opt.seed);
+  // ---- start block: opt.start's columns first, the rest random from opt.seed
+  initial_block(ops, v.columns(0, bs), opt);
   if (with_b) clock.apply(*b, v.columns(0, bs), bv.columns(0, bs));
   normalize_block(0, bs, mrob);
   std::int64_t c = 0;  // first column of the current (to be expanded) block

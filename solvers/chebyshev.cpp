@@ -465,7 +465,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
 
   // ---- initial block: random, orthonormal, Ritz pairs
   t_phase = detail::now_seconds();
-  ops.fill_random(buf[cur].columns(0, m), opt.seed);
+  initial_block(ops, buf[cur].columns(0, m), opt);
   orthonormalize_active(m);
   rayleigh_ritz(m);
   const double t_init = detail::now_seconds() - t_phase;

@@ -59,7 +59,16 @@ struct EigenOptions {
   std::int64_t max_basis = 0;
   std::int64_t restart_keep = 0;
   const LinearOperator<double>* b_inverse = nullptr;
+
+  // Optional start block (host, n × start_cols, column-major; SciPy's v0 / X): its columns
+  // replace the first ones of the random initial block (the rest stay random). nullptr: random.
+  const double* start = nullptr;
+  std::int64_t start_cols = 0;
 };
+
+// The initial block x: random from opt.seed, then the first min(x.cols, opt.start_cols) columns
+// taken from opt.start.
+void initial_block(DenseBlockOps& ops, MvView<double> x, const EigenOptions& opt);
 
 // b may be nullptr (standard problem). Throws InvalidArgument for k < 1, k ≥ n, non-square or
 // mismatched operators, or operators outside ops.space().

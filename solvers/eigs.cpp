@@ -636,6 +636,7 @@ RunOut run_shift_invert(const Setup& s, const LinearOperator<double>& sinv, doub
   eo.max_basis = opt.basis > 0 ? opt.basis
                  : bs * ((std::max(2 * k + 2 * bs, (big_factor ? 12 : 6) * bs) + bs - 1) / bs);
   eo.on_iteration = opt.on_iteration;
+  if (!opt.v0.empty() && !deflate) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
   EigenResult er = detail::lanczos_core(prob, ops, eo);
   RunOut out;
   out.status = er.status;
@@ -674,6 +675,7 @@ RunOut run_iterative(const Setup& s, const LinearOperator<double>& a, const std:
   eo.block_size = opt.block_size;
   eo.max_basis = opt.basis;
   eo.on_iteration = opt.on_iteration;
+  if (!opt.v0.empty()) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
   eo.jacobi_mass_diagonal = s.diag_b;
   if (method == "lobpcg") {
     if (precond) eo.preconditioner = precond;
@@ -1014,9 +1016,15 @@ bool recheck(const Setup& s, const EigsOptions& opt, const std::string& method, 
     std::vector<double> deltas(m);
     for (std::int64_t j = 0; j < m; ++j) deltas[j] = t - p.values[j];
     LowRankUpdate adef(*s.aop, ops, bx.view(), bx.view(), deltas);
+    // One wanted pair decides: a missed copy is the extreme eigenvalue of A'. The block keeps kr
+    // columns (a multiple eigenvalue is seen as such); asking for all kr pairs costs as much as
+    // kr more eigenpairs of a clustered spectrum.
     EigsOptions ro = opt;
     ro.on_iteration = nullptr;
-    RunOut rr = run_iterative(s, adef, method, ro, opt.which, kr, opt.seed * 1000003 + 7 + round,
+    ro.v0.clear();  // a fresh random block, never the caller's start
+    ro.block_size = kr;
+    if (method == "chebyshev") ro.basis = std::max<std::int64_t>(kr + 8, 16);
+    RunOut rr = run_iterative(s, adef, method, ro, opt.which, 1, opt.seed * 1000003 + 7 + round,
                               nullptr);
     // Each pair on its own: the decisive one is the extreme (first) pair; the block's trailing
     // columns need not converge. Their Ritz values lie inside the extreme one's, so when it is
@@ -1039,7 +1047,7 @@ bool recheck(const Setup& s, const EigsOptions& opt, const std::string& method, 
     const double wk = cert_width(s, p, kth);
     PairSet found;
     std::vector<std::int64_t> keep;
-    for (std::int64_t j = 0; j < kr; ++j) {
+    for (std::int64_t j = 0; j < nr; ++j) {
       const double v = rr.pairs.values[j];
       const double wj = rr.pairs.rn[j] * std::sqrt(s.binv_norm);
       if (ok[j] && (smallest ? v < muk - wk - 10 * wj : v > muk + wk + 10 * wj)) keep.push_back(j);
@@ -1064,6 +1072,15 @@ bool recheck(const Setup& s, const EigsOptions& opt, const std::string& method, 
 
 EigsResult run_all(Setup& s, const EigsOptions& opt, bool can_factor, const std::string& factor_why) {
   s.conv = opt.conv;
+  if (!opt.v0.empty()) {
+    if (s.n == 0 || opt.v0.size() % static_cast<std::size_t>(s.n) != 0)
+      throw InvalidArgument("v0: " + std::to_string(opt.v0.size()) + " values is not a whole number of "
+                            "columns of n = " + std::to_string(s.n));
+    for (std::size_t i = 0; i < opt.v0.size(); ++i)
+      if (!std::isfinite(opt.v0[i]))
+        throw InvalidArgument("v0: non-finite value at row " + std::to_string(i % s.n) + ", column " +
+                              std::to_string(i / s.n));
+  }
   const double t_setup0 = detail::now_seconds();
   DenseBlockOps& ops = *s.ops;
   const std::int64_t k = opt.k;
@@ -1195,13 +1212,13 @@ EigsResult run_all(Setup& s, const EigsOptions& opt, bool can_factor, const std:
   res.setup_seconds = detail::now_seconds() - t_setup0;
 
   // ---- the run
+  EigsOptions fit = opt;  // opt with the workspace fitted (iterative methods)
   const double t_solve0 = detail::now_seconds();
   if (method == "dense") {
     run = run_dense(s, opt);
   } else if (transform) {
     run = run_shift_invert(s, *sinv, sigma, opt, k, opt.seed, nullptr, factor->factor_entries());
   } else {
-    EigsOptions fit = opt;
     fit_workspace(method, s.n, k, fit, why);
     run = run_iterative(s, *s.aop, method, fit, opt.which, k, opt.seed,
                         lobpcg_factor ? sinv.get() : nullptr);
@@ -1236,7 +1253,7 @@ EigsResult run_all(Setup& s, const EigsOptions& opt, bool can_factor, const std:
     verified = true;  // the dense solve computed every eigenvalue: nothing can be missing
     recheck_detail = "dense solve: all " + std::to_string(s.n) + " eigenvalues computed";
   } else if (pairs_ok && !verified && cert.state != Certified::no && opt.recheck) {
-    verified = recheck(s, opt, method, pairs, &recheck_detail, &recheck_s);
+    verified = recheck(s, fit, method, pairs, &recheck_detail, &recheck_s);
   } else if (pairs_ok && !verified && !opt.recheck && cert.state == Certified::not_checked) {
     recheck_detail = "re-check skipped (--no-recheck)";
   }

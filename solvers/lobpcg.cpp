@@ -86,7 +86,7 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
 
   // ---- initial block: random, B-orthonormal, A applied
   int cur = 0;
-  ops.fill_random(s_buf[cur].columns(0, m), opt.seed);
+  initial_block(ops, s_buf[cur].columns(0, m), opt);
   if (with_b) clock.apply(*b, s_buf[cur].columns(0, m), bs_buf[cur].columns(0, m));
   auto o0 = orthonormalize(ops, s_buf[cur].columns(0, m),
                            with_b ? bs_buf[cur].columns(0, m) : MvView<double>{}, ows);

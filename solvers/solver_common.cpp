@@ -1,4 +1,5 @@
 // Shared solver pieces: Jacobi diagonal, operator checks, the ‖Op‖₂ estimate.
+#include <algorithm>
 #include "solvers/solver_common.hpp"
 
 #include <Eigen/Dense>
@@ -38,6 +39,12 @@ void require_operator(const LinearOperator<double>& op, std::int64_t n, Space sp
 }
 
 }  // namespace detail
+
+void initial_block(DenseBlockOps& ops, MvView<double> x, const EigenOptions& opt) {
+  ops.fill_random(x, opt.seed);
+  const std::int64_t c = opt.start ? std::min(x.cols, opt.start_cols) : 0;
+  if (c > 0) ops.from_host(opt.start, x.rows, x.columns(0, c));
+}
 
 double estimate_norm(const LinearOperator<double>& op, DenseBlockOps& ops, int steps, int cols,
                      std::uint64_t seed) {

@@ -243,11 +243,8 @@ def _largest_magnitude(a, b, opt, k):
 
 
 def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvectors, return_info,
-                 extra=(), start_given=False):
+                 extra=()):
     """Orders the pairs, builds the Result, raises NoConvergence or returns SciPy's tuple."""
-    if start_given:  # say it rather than ignore it silently
-        res["method_reason"] = (res.get("method_reason", "") + "; the start block (v0 / X) was not used: the eigs() driver "
-                      "takes none yet").lstrip("; ")
     vals = np.asarray(res["eigenvalues"])
     vecs = np.asarray(res["eigenvectors"])
     idx = np.argsort(vals, kind="stable") if order == "ascending" else np.argsort(-vals, kind="stable")
@@ -294,8 +291,7 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
     eigenvalues nearest sigma (shift-invert through a sparse factorization of A − σM; needs A and
     M as matrices). Eigenvalues come back in ascending order, column j of the vectors with value j.
 
-    v0 (n,): start vector (checked, but not used yet: the eigs() driver takes no start block,
-    Result.method_reason says so); ncv: Lanczos basis size before a restart; maxiter: iteration limit
+    v0 (n,): start vector (the first column of the initial block; the rest is random); ncv: Lanczos basis size before a restart; maxiter: iteration limit
     (Lanczos restarts / LOBPCG steps; default: the method's); tol: the convergence tolerance of
     the ``conv`` test (``rel``: ‖A·x − λ·M·x‖ ≤ tol·|λ|·‖x‖, ARPACK's meaning); tol=0 (SciPy:
     machine precision) means tcsolve's default 1e-8, which gives eigenvalues to about
@@ -361,8 +357,7 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
         wname = "largest_magnitude"
     else:
         res = _run_eigs(a, b, opt)
-    return _finish_eigs(res, a, b, t0, command, wname, k, "ascending", return_eigenvectors, return_info,
-                        start_given=v0 is not None)
+    return _finish_eigs(res, a, b, t0, command, wname, k, "ascending", return_eigenvectors, return_info)
 
 
 def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, verbosityLevel=0,
@@ -371,8 +366,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
            return_info=False):
     """k = X.shape[1] extreme eigenpairs of A·x = λ·B·x, like scipy.sparse.linalg.lobpcg.
 
-    X (n × k) gives k and is checked like SciPy's start block, but not used yet (the eigs() driver
-    takes no start block; Result.method_reason says so). B: mass matrix (SPD). M: preconditioner, as a matrix or
+    X (n × k) gives k and is the start block (its columns begin the initial block). B: mass matrix (SPD). M: preconditioner, as a matrix or
     LinearOperator approximating A⁻¹, or one of tcsolve's names 'jacobi', 'none', 'factor',
     'auto' (default: tcsolve chooses). tol: SciPy's test ‖A·x − λ·B·x‖ ≤ tol (``conv='abs'``);
     tol=None: tcsolve's default (``conv='rel'``, 1e-8). maxiter: default tcsolve's (SciPy's 20
@@ -445,8 +439,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
         h = res["history"]["residual_norms"]
         extra = ([row[~np.isnan(row)] for row in h],)
     return _finish_eigs(res, a, b, t0, command, opt["which"], k,
-                        "descending" if largest else "ascending", True, return_info, extra,
-                        start_given=True)
+                        "descending" if largest else "ascending", True, return_info, extra)
 
 
 # ---- linear systems ----------------------------------------------------------------------------

@@ -314,6 +314,48 @@ TEST(Eigs, ReCheckAddsTheCopiesSingleVectorLanczosMissed) {
     EXPECT_EQ(r5.status, SolverStatus::unverified) << describe(r5);
 }
 
+// A start block (SciPy's v0 / X) is used: the exact eigenvectors converge at once, where a random
+// block needs many rounds; a malformed one is refused.
+TEST(Eigs, StartBlockIsUsed) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const int nx = 41, ny = 37;
+  Csr<double> a = laplacian(nx, ny);
+  const std::int64_t n = a.nrows;
+  // largest eigenvalues of the 2D Laplacian: modes (i, j) near (nx, ny); x(p, q) = sin(ipπ/(nx+1))·sin(jqπ/(ny+1))
+  std::vector<std::pair<double, std::pair<int, int>>> modes;
+  for (int i = 1; i <= nx; ++i)
+    for (int j = 1; j <= ny; ++j)
+      modes.push_back({4 - 2 * std::cos(i * M_PI / (nx + 1)) - 2 * std::cos(j * M_PI / (ny + 1)), {i, j}});
+  std::sort(modes.rbegin(), modes.rend());
+  const int k = 4;
+  std::vector<double> v0(n * k);
+  for (int c = 0; c < k; ++c)
+    for (int q = 0; q < ny; ++q)
+      for (int p = 0; p < nx; ++p)  // row p + nx·q (x fastest, as laplacian() numbers them)
+        v0[c * n + p + nx * q] = std::sin(modes[c].second.first * (p + 1) * M_PI / (nx + 1)) *
+                                 std::sin(modes[c].second.second * (q + 1) * M_PI / (ny + 1));
+  for (const char* method : {"lanczos", "lobpcg", "chebyshev"}) {
+    SCOPED_TRACE(method);
+    EigsOptions o = base_options(k, Which::largest);
+    o.method = method;
+    o.allow_factor = false;
+    auto cold = eigs(a, nullptr, o);
+    o.v0 = v0;
+    auto warm = eigs(a, nullptr, o);
+    ASSERT_EQ(warm.status, SolverStatus::converged) << describe(warm);
+    ASSERT_EQ(cold.status, SolverStatus::converged) << describe(cold);
+    for (int j = 0; j < k; ++j) EXPECT_NEAR(warm.values[j], modes[j].first, 1e-9) << j;
+    EXPECT_LT(warm.operator_applies, cold.operator_applies / 2)
+        << "cold " << cold.operator_applies << ", warm " << warm.operator_applies;
+  }
+  EigsOptions o = base_options(k, Which::largest);
+  o.v0.assign(n + 1, 1.0);
+  EXPECT_THROW(eigs(a, nullptr, o), InvalidArgument);
+  o.v0.assign(n, 1.0);
+  o.v0[5] = NAN;
+  EXPECT_THROW(eigs(a, nullptr, o), InvalidArgument);
+}
+
 TEST(Eigs, KappaTenToTheTenSmallest) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   SKIP_WITHOUT_FACTOR();
