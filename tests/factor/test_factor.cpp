@@ -105,6 +105,8 @@ const ShiftCase kShiftCases[] = {
     {"interior_mass_mumps", 6, true, 0.55, FactorEngine::mumps},
     {"near_top_mumps", 5, false, 0.97, FactorEngine::mumps},
 };
+void PrintTo(const ShiftCase& c, std::ostream* os) { *os << c.name; }
+
 INSTANTIATE_TEST_SUITE_P(Factor, Shifted, ::testing::ValuesIn(kShiftCases),
                          [](const auto& info) { return std::string(info.param.name); });
 

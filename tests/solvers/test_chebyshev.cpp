@@ -73,6 +73,8 @@ TEST_P(ChebyshevLaplacian, MatchesClosedForm) {
 
 // 2D: pairs (i, j)/(j, i) give multiplicity 2 (and 3 at 50 = 1+49 = 25+25); k cuts clusters.
 // 3D: multiplicities 3 and 6 (lap3d 9³: the 16th and 17th eigenvalues are one 6-fold value).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 INSTANTIATE_TEST_SUITE_P(
     Solvers, ChebyshevLaplacian,
     ::testing::Values(Case{"lap2d_smallest", 41, 41, 1, 16, Which::smallest},

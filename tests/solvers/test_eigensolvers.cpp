@@ -95,6 +95,8 @@ const LapCase kLapCases[] = {
     {"lanczos_3d_k20_large", 8, 9, 10, 20, Which::largest, Method::lanczos},
     {"lanczos_2d_k32_small", 33, 33, 1, 32, Which::smallest, Method::lanczos},
 };
+void PrintTo(const LapCase& c, std::ostream* os) { *os << c.name; }
+
 INSTANTIATE_TEST_SUITE_P(Solvers, Laplacian, ::testing::ValuesIn(kLapCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
@@ -280,6 +282,11 @@ const RealCase kRealCases[] = {
     {"bcsstk22", "bcsstm22", 4, Which::smallest, Method::lobpcg},
     {"bcsstk22", "bcsstm22", 4, Which::largest, Method::lanczos},
 };
+void PrintTo(const RealCase& c, std::ostream* os) {
+  *os << c.k_name << (c.m_name[0] ? std::string("/") + c.m_name : "") << " k=" << c.k
+      << (c.which == Which::smallest ? " smallest " : " largest ") << (c.method == Method::lobpcg ? "lobpcg" : "lanczos");
+}
+
 INSTANTIATE_TEST_SUITE_P(Solvers, RealMatrix, ::testing::ValuesIn(kRealCases), [](const auto& info) {
   const RealCase& c = info.param;
   return std::string(c.k_name) + (c.m_name[0] ? std::string("_") + c.m_name : "") +

@@ -179,6 +179,8 @@ TEST_P(SpmmLargeGpu, OperatorIsEquivalentToRefAbove4MRows) {
   }
 }
 
+void PrintTo(const LargeCase& c, std::ostream* os) { *os << c.name; }
+
 INSTANTIATE_TEST_SUITE_P(
     EveryKernel, SpmmLargeGpu,
     ::testing::Values(
