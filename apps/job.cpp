@@ -275,18 +275,8 @@ std::shared_ptr<const PreparedMatrix> MatrixCache::get(const std::string& spec, 
                                  "eigensolvers and block CG need a symmetric matrix",
                                  spec.c_str(), s.symmetry_defect));
   }
-  m->diagonal.assign(a.nrows, 0.0);
-  parallel_for(a.nrows, [&](std::int64_t i) {
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
-      if (a.col_idx[p] == i) m->diagonal[i] = a.values[p];
-  });
-  std::vector<double> row_sums(a.nrows);
-  parallel_for(a.nrows, [&](std::int64_t i) {
-    double r = 0;
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) r += std::abs(a.values[p]);
-    row_sums[i] = r;
-  });
-  m->inf_norm = a.nrows ? *std::max_element(row_sums.begin(), row_sums.end()) : 0.0;
+  m->diagonal = csr_diagonal(a);
+  m->inf_norm = csr_inf_norm(a);
   m->checksum = csr_checksum(a);
   m->check_seconds = tc.seconds();
   matrices_[spec] = m;

@@ -153,6 +153,25 @@ bool is_symmetric(const Csr<T>& a, double rel_tol) {
   return ok.load();
 }
 
+std::vector<double> csr_diagonal(const Csr<double>& a) {
+  std::vector<double> d(static_cast<std::size_t>(a.nrows), 0.0);
+  parallel_for(a.nrows, [&](std::int64_t i) {
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      if (a.col_idx[p] == i) d[i] = a.values[p];
+  });
+  return d;
+}
+
+double csr_inf_norm(const Csr<double>& a) {
+  std::vector<double> row(static_cast<std::size_t>(a.nrows));
+  parallel_for(a.nrows, [&](std::int64_t i) {
+    double r = 0;
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) r += std::abs(a.values[p]);
+    row[i] = r;
+  });
+  return row.empty() ? 0.0 : *std::max_element(row.begin(), row.end());
+}
+
 template <class T>
 Csr<T> permute_rows(const Csr<T>& a, const std::vector<std::int32_t>& perm) {
   TCSOLVE_REQUIRE(static_cast<std::int64_t>(perm.size()) == a.nrows, "permutation length != nrows");

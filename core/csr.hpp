@@ -57,6 +57,11 @@ Csr<U> csr_cast(const Csr<T>& a);
 template <class T>
 bool is_symmetric(const Csr<T>& a, double rel_tol = 0.0);
 
+// The stored diagonal a_ii (0 where a row holds none). Multithreaded.
+std::vector<double> csr_diagonal(const Csr<double>& a);
+// ‖A‖∞ = max_i Σ_j |a_ij| (an upper bound of ‖A‖₂ for symmetric A). Multithreaded.
+double csr_inf_norm(const Csr<double>& a);
+
 // Row permutation: result row i is a's row perm[i] (A' = P·A).
 template <class T>
 Csr<T> permute_rows(const Csr<T>& a, const std::vector<std::int32_t>& perm);

@@ -79,24 +79,6 @@ std::string fmt(const char* f, double v) {
 }
 std::string g17(double v) { return fmt("%.17g", v); }
 
-double inf_norm(const Csr<double>& a) {
-  double m = 0;
-  for (std::int64_t i = 0; i < a.nrows; ++i) {
-    double s = 0;
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) s += std::abs(a.values[p]);
-    m = std::max(m, s);
-  }
-  return m;
-}
-
-std::vector<double> diagonal_of(const Csr<double>& a) {
-  std::vector<double> d(a.nrows, 0.0);
-  for (std::int64_t i = 0; i < a.nrows; ++i)
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
-      if (a.col_idx[p] == i) d[i] = a.values[p];
-  return d;
-}
-
 bool is_diagonal(const Csr<double>& a) {
   for (std::int64_t i = 0; i < a.nrows; ++i)
     for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
@@ -1299,8 +1281,8 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   s.a = &a;
   s.b = b;
   s.n = n;
-  s.a_norm = inf_norm(a);
-  s.diag_a = diagonal_of(a);
+  s.a_norm = csr_inf_norm(a);
+  s.diag_a = csr_diagonal(a);
   std::string factor_why;
   bool can_factor = opt.allow_factor && built_with_factor();
   if (!opt.allow_factor) factor_why = "--no-factor";
@@ -1308,8 +1290,8 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   else if (!opt.has_sigma && opt.which != Which::nearest && !factor_affordable(a, &factor_why))
     can_factor = false;
   if (b) {
-    s.b_norm = inf_norm(*b);
-    s.diag_b = diagonal_of(*b);
+    s.b_norm = csr_inf_norm(*b);
+    s.diag_b = csr_diagonal(*b);
     for (std::int64_t i = 0; i < n; ++i)
       if (!(s.diag_b[i] > 0))
         throw InvalidArgument(opt.mass_name + " is not positive definite (b_ii = " + g17(s.diag_b[i]) +

@@ -73,23 +73,6 @@ std::vector<double> exact_spectrum(std::string spec, std::int64_t k, bool smalle
   return all;
 }
 
-double norm_inf(const Csr<double>& a) {
-  double m = 0;
-  for (std::int64_t i = 0; i < a.nrows; ++i) {
-    double s = 0;
-    for (auto p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) s += std::abs(a.values[p]);
-    m = std::max(m, s);
-  }
-  return m;
-}
-
-std::vector<double> diag(const Csr<double>& a) {
-  std::vector<double> d(a.nrows, 0.0);
-  for (std::int64_t i = 0; i < a.nrows; ++i)
-    for (auto p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
-      if (a.col_idx[p] == i) d[i] = a.values[p];
-  return d;
-}
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -152,7 +135,7 @@ int main(int argc, char** argv) {
     std::string spec = pos[1];
     Csr<double> a = read_matrix(spec, {false, true});
     const std::int64_t n = a.nrows, nnz = a.row_ptr[n];
-    const double anorm = norm_inf(a);
+    const double anorm = csr_inf_norm(a);
     const bool permuted = key("permuted", "0") == "1";
     const ApplyOrder order = parse_order(key("order", "stream"));
     const bool breakdown = key("breakdown", "0") == "1";
@@ -200,7 +183,7 @@ int main(int argc, char** argv) {
       // Jacobi for the smallest pairs of the real matrices (the Laplacians' diagonal is
       // constant); for the largest pairs T = diag(A)⁻¹ works against convergence.
       if (spec.find("lap") == std::string::npos && smallest && method == "lobpcg") {
-        auto d = diag(a);
+        auto d = csr_diagonal(a);
         if (is_perm) {
           auto& p = *op->permutation();
           std::vector<double> dp(n);
@@ -320,7 +303,7 @@ int main(int argc, char** argv) {
       o.max_iterations = 20000;
       o.apply_order = order;
       if (jacobi) {
-        auto d = diag(a);
+        auto d = csr_diagonal(a);
         if (is_perm) {
           auto& p = *op->permutation();
           std::vector<double> dp(n);

@@ -130,25 +130,6 @@ std::string csr_checksum(const Csr<double>& a) {
   return buf;
 }
 
-std::vector<double> csr_diagonal(const Csr<double>& a) {
-  std::vector<double> d(static_cast<std::size_t>(a.nrows), 0.0);
-  for (std::int64_t i = 0; i < a.nrows; ++i)
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
-      if (a.col_idx[p] == i) d[i] = a.values[p];
-  return d;
-}
-
-// ‖A‖∞ (an upper bound of ‖A‖₂ for symmetric A), as the command line passes to the solvers.
-double csr_inf_norm(const Csr<double>& a) {
-  double inf = 0;
-  for (std::int64_t i = 0; i < a.nrows; ++i) {
-    double r = 0;
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) r += std::abs(a.values[p]);
-    inf = std::max(inf, r);
-  }
-  return inf;
-}
-
 // A Python callable as an operator on the host: apply() takes the GIL, calls fn(X) with X an
 // n × k Fortran-ordered read-only view of the solver's block, and copies the result (checked:
 // shape, finite values) into Y. The package wraps LinearOperator.matmat into `fn`.
