@@ -2,12 +2,21 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdarg>
 #include <iostream>
 #include <sstream>
 
 namespace tcsolve::app {
+
+namespace {
+const std::chrono::steady_clock::time_point kProcessStart = std::chrono::steady_clock::now();
+}  // namespace
+
+double process_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - kProcessStart).count();
+}
 
 std::string command_help(const CommandSpec& spec, const po::options_description& options) {
   std::ostringstream os;

@@ -83,6 +83,9 @@ class ProgressLine {
   double last_draw_ = -1.0;
 };
 
+// Seconds since the process started (static initialization, before main).
+double process_seconds();
+
 // "1.23 MiB", "4.00 GiB".
 std::string format_bytes(double bytes);
 // "0.012 s", "3.4 s", "2 min 05 s".

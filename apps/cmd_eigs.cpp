@@ -24,17 +24,20 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
       std::cout << format("%6zu  %14.3e  %10lld\n", j, o.residuals[j],
                           j < o.column_iterations.size() ? (long long)o.column_iterations[j] : -1LL);
   }
-  std::cout << format("%s: %s after %lld iterations (%s, %s on %s, kernel %s); read %s, "
-                      "preprocess %s, solve %s, write %s\n",
-                      o.method.c_str(), o.status.c_str(), (long long)o.iterations,
-                      s.precision.c_str(), o.backend.c_str(), o.device.c_str(), o.kernel.c_str(),
+  std::cout << format("%s: %s after %lld iterations (%s, %s on %s, kernel %s)\n", o.method.c_str(),
+                      o.status.c_str(), (long long)o.iterations, s.precision.c_str(),
+                      o.backend.c_str(), o.device.c_str(), o.kernel.c_str());
+  std::cout << format("time: read %s, preprocess %s, %ssetup %s, solve %s, %swrite %s; total %s\n",
                       format_seconds(o.read_s).c_str(), format_seconds(o.preprocess_s).c_str(),
-                      format_seconds(o.solve_s).c_str(), format_seconds(o.write_s).c_str());
+                      s.task == "eigs" ? ("plan " + format_seconds(o.plan_s) + ", ").c_str() : "",
+                      format_seconds(o.setup_s).c_str(), format_seconds(o.solve_s).c_str(),
+                      s.task == "eigs" ? ("verify " + format_seconds(o.verify_s) + ", ").c_str() : "",
+                      format_seconds(o.write_s).c_str(), format_seconds(o.seconds).c_str());
   if (s.task == "eigs") {
-    std::cout << "method: " << o.why << "\n";
+    std::cout << "plan: " << o.why << "\n";
     if (!o.factor.empty()) std::cout << "factorization: " << o.factor << "\n";
-    std::cout << "certified: " << o.certified << " (" << o.certificate << "); test " << o.conv
-              << ", tol " << format("%g", s.tol) << "\n";
+    std::cout << "verified by " << o.verification << ", certified: " << o.certified << " ("
+              << o.certificate << "); test " << o.conv << ", tol " << format("%g", s.tol) << "\n";
   }
   if (!o.reorder.empty()) std::cout << "reorder: " << o.reorder << "\n";
   if (!o.message.empty()) std::cout << "note: " << o.message << "\n";
@@ -66,11 +69,15 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
               << ", \"sigma\": " << json_number(o.sigma)
               << ", \"convergence_test\": " << json_string(o.conv)
               << ", \"method_reason\": " << json_string(o.why)
+              << ", \"predicted_seconds\": " << json_number(o.predicted_s)
+              << ", \"verification\": " << json_string(o.verification)
               << ", \"factorization\": " << json_string(o.factor);
   std::cout << ", \"residual_norms\": " << json_array(o.residuals)
+            << ", \"operator_applies\": " << o.operator_applies
             << ", \"seconds\": {\"read\": " << json_number(o.read_s)
             << ", \"preprocess\": " << json_number(o.preprocess_s)
-            << ", \"solve\": " << json_number(o.solve_s) << ", \"setup\": " << json_number(o.setup_s)
+            << ", \"plan\": " << json_number(o.plan_s) << ", \"setup\": " << json_number(o.setup_s)
+            << ", \"solve\": " << json_number(o.solve_s)
             << ", \"verify\": " << json_number(o.verify_s)
             << ", \"write\": " << json_number(o.write_s)
             << ", \"total\": " << json_number(o.seconds) << "}"
@@ -90,10 +97,12 @@ int run_task(const std::string& task, const Args& args) {
   CommandSpec spec{
       task, task + " MATRIX [options]",
       eigs ? "Computes k eigenpairs of a symmetric matrix (A x = lambda x, or A x = lambda B x with\n"
-             "--mass): the smallest, largest, or nearest to --sigma, by shift-invert block Lanczos\n"
-             "through a sparse factorization, block Lanczos, LOBPCG or a dense solve; every pair is\n"
-             "checked on its recomputed true residual and the set is certified by a Sylvester count\n"
-             "(or re-checked with a fresh random block when no factorization is made)."
+             "--mass): the smallest, largest, or nearest to --sigma. The plan (Chebyshev-filtered\n"
+             "subspace iteration, shift-invert block Lanczos through a sparse factorization, block\n"
+             "Lanczos, LOBPCG or a dense solve) is chosen by predicted time and printed with why;\n"
+             "every pair is checked on its recomputed true residual and the set is verified: by a\n"
+             "Sylvester count when asked (--certify) or cheap, else by a re-check from fresh random\n"
+             "vectors."
            : "Solves A X = B for a symmetric positive definite A and many right-hand sides at once\n"
              "(breakdown-free block CG, Jacobi preconditioned).",
       std::string(matrix_argument_help) +
@@ -125,6 +134,9 @@ int run_task(const std::string& task, const Args& args) {
       },
       join_command(task, args));
   line.clear();
+  // The whole command as the user waits for it: from the process's start (library loading, the
+  // CUDA context) to here.
+  o.seconds = process_seconds();
   if (json) print_json(s, o);
   else if (!quiet) print_table(s, o);
   if (o.status != "converged")

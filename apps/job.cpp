@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <iostream>
 
 #include "apps/matrix_summary.hpp"
@@ -15,7 +16,8 @@
 #include "io/matrix_io.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/eigensolvers.hpp"
-#include "solvers/eigs.hpp"
+#include "solvers/eigs/eigs.hpp"
+#include "solvers/eigs/plan.hpp"
 #include "factor/sparse_factor.hpp"
 #include "solvers/random.hpp"
 
@@ -23,27 +25,10 @@ namespace tcsolve::app {
 
 namespace {
 
-std::string hex64(std::uint64_t v) { return format("%016llx", static_cast<unsigned long long>(v)); }
-
-// FNV-1a over the bytes of the CSR arrays: identifies the matrix content whatever its format.
-std::string csr_checksum(const Csr<double>& a) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  auto eat = [&h](const void* p, std::size_t bytes) {
-    const unsigned char* c = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ c[i]) * 0x100000001b3ull;
-  };
-  eat(a.row_ptr.data(), a.row_ptr.size() * sizeof(std::int64_t));
-  eat(a.col_idx.data(), a.col_idx.size() * sizeof(std::int32_t));
-  eat(a.values.data(), a.values.size() * sizeof(double));
-  return "fnv1a64:" + hex64(h);
-}
-
-
 // Rough device bytes a job needs: the matrix in CSR at the storage precision, twice (CSR and a
-// possible BCSR copy), plus the solver's tall blocks of n doubles: block CG 6 blocks of s;
-// Chebyshev 3 blocks of m = k + max(8, k/2) plus 2k; Lanczos its basis (m + b columns) twice (the
-// dense ops' in-place workspace is as large) plus 2 max(b, k); LOBPCG ~10 blocks of k + guard.
-// `auto` on the GPU runs Chebyshev for standard problems and LOBPCG with a mass matrix.
+// possible BCSR copy), plus the solver's tall blocks of n doubles: block CG 6 blocks of s; eigs the
+// workspace of its method (workspace_vectors, solvers/eigs/plan.hpp; `auto`: Chebyshev for
+// standard problems, LOBPCG with a mass matrix).
 double matrix_device_bytes(const JobSpec& s, const Csr<double>& a) {
   const double n = static_cast<double>(a.nrows), nnz = static_cast<double>(a.nnz());
   const double vb = s.precision == "fp64" ? 8 : s.precision == "fp32" ? 4 : 2;
@@ -53,20 +38,10 @@ double matrix_device_bytes(const JobSpec& s, const Csr<double>& a) {
 double device_bytes_needed(const JobSpec& s, const Csr<double>& a, std::int64_t cols) {
   const double n = static_cast<double>(a.nrows);
   const double matrix = matrix_device_bytes(s, a);
-  const std::int64_t k = s.k;
-  double blocks;
-  const std::string method = s.method == "auto" ? (s.mass.empty() ? "chebyshev" : "lobpcg") : s.method;
-  if (s.task == "solve") {
-    blocks = 6.0 * static_cast<double>(cols);
-  } else if (method == "chebyshev") {
-    blocks = 3.0 * static_cast<double>(k + std::max<std::int64_t>(8, (k + 1) / 2)) + 2.0 * k;
-  } else if (method == "lanczos") {
-    const std::int64_t b = s.block_size > 0 ? s.block_size : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
-    const std::int64_t m = std::max(2 * k + 2 * b, 16 * b);
-    blocks = 2.0 * static_cast<double>(m + b) + 2.0 * static_cast<double>(std::max(b, k));
-  } else {
-    blocks = 10.0 * static_cast<double>(k + std::min<std::int64_t>(8, std::max<std::int64_t>(2, k / 2)));
-  }
+  const double blocks =
+      s.task == "solve" ? 6.0 * static_cast<double>(cols)
+                        : static_cast<double>(workspace_vectors(parse_eigs_method(s.method), a.nrows,
+                                                                s.k, s.block_size, !s.mass.empty()));
   return matrix + 8.0 * n * blocks;
 }
 
@@ -80,9 +55,11 @@ std::vector<double> load_rhs(const std::string& rhs, std::int64_t n, std::int64_
     long long s = std::strtoll(cnt.c_str(), &end, 10);
     if (cnt.empty() || *end != '\0' || s < 1 || s > 4096)
       throw UsageError("--rhs '" + rhs + "': expected random:S with 1 <= S <= 4096");
+    // On all host threads (the values do not depend on the thread count).
     std::vector<double> b(static_cast<std::size_t>(n * s));
-    for (long long j = 0; j < s; ++j)
-      for (std::int64_t i = 0; i < n; ++i) b[j * n + i] = detail::random_entry(seed + 1000, i, j);
+    parallel_for(n * s, [&](std::int64_t e) {
+      b[e] = detail::random_entry(seed + 1000, e % n, e / n);
+    }, 1 << 15);
     *s_out = s;
     return b;
   }
@@ -150,6 +127,17 @@ std::int64_t default_maxiter(const JobSpec& s) {
 
 }  // namespace
 
+namespace {
+const std::string& method_list() {
+  static const std::string s = [] {
+    std::string r;
+    for (const auto& m : eigs_method_names()) r += (r.empty() ? "" : "|") + m;
+    return r;
+  }();
+  return s;
+}
+}  // namespace
+
 void add_job_options(po::options_description& opts, JobSpec& s, const std::string& task) {
   const bool eigs = task == "eigs";
   if (eigs) {
@@ -162,10 +150,10 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
         ("sigma", po::value(&s.sigma)->value_name("S"),
          "shift-invert around S (SciPy's sigma): Lanczos on (A - S B)^-1 B through a sparse "
          "factorization; smallest needs S below the spectrum")
-        ("method", po::value(&s.method)->value_name("auto|lanczos|lobpcg|chebyshev|dense"),
-         "eigensolver (default auto: dense for small n, shift-invert Lanczos for smallest/nearest "
-         "when a factorization fits, else Chebyshev-filtered subspace iteration, LOBPCG with "
-         "--mass)")
+        ("method", po::value(&s.method)->value_name(method_list().c_str()),
+         "eigensolver (default auto: the plan with the fewest predicted seconds among a dense "
+         "solve, Chebyshev-filtered subspace iteration, shift-invert Lanczos through a sparse "
+         "factorization and LOBPCG; the output says which and why)")
         ("conv", po::value(&s.conv)->value_name("rel|norm|abs"),
          "convergence test on the true residual r = A x - lambda B x: rel |r| <= T |lambda| |x| "
          "(default), norm |r| <= T (|A| + |lambda| |B|) |x|, abs |r| <= T |x|")
@@ -173,6 +161,9 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
          "never factor A - sigma B (no shift-invert, no certified count; a re-check instead)")
         ("no-recheck", po::bool_switch(&s.no_recheck),
          "skip the multiplicity re-check when no count certifies the set (status: unverified)")
+        ("certify", po::bool_switch(&s.certify),
+         "always certify the set by Sylvester's inertia (a sparse LDL^T of A - tau B; by default "
+         "only when it costs at most 15% of the solve, else a cheaper re-check)")
         ("block-size", po::value(&s.block_size)->value_name("S"), "block Lanczos block size (default: automatic)");
   } else {
     opts.add_options()
@@ -210,10 +201,11 @@ void validate_job(const JobSpec& s) {
   if (s.task == "eigs") {
     if (s.which != "smallest" && s.which != "largest" && s.which != "nearest")
       throw UsageError("--which '" + s.which + "': expected smallest, largest or nearest");
-    if (s.method != "auto" && s.method != "lobpcg" && s.method != "lanczos" && s.method != "dense" &&
-        s.method != "chebyshev")
-      throw UsageError("--method '" + s.method +
-                       "': expected auto, lanczos, lobpcg, chebyshev or dense");
+    try {
+      parse_eigs_method(s.method);
+    } catch (const InvalidArgument& e) {
+      throw UsageError(std::string("--") + e.what());
+    }
     if (s.k < 1) throw UsageError(format("--k %lld: must be at least 1", (long long)s.k));
     if (s.block_size < 0) throw UsageError("--block-size must be positive");
     if (s.conv != "rel" && s.conv != "norm" && s.conv != "abs")
@@ -226,11 +218,16 @@ void validate_job(const JobSpec& s) {
     }
     if (s.which == "nearest" && s.sigma.empty())
       throw UsageError("--which nearest needs --sigma S (the k eigenvalues closest to S)");
-    if (s.no_factor && (!s.sigma.empty() || s.precond == "factor"))
-      throw UsageError(std::string(s.sigma.empty() ? "--precond factor" : "--sigma") +
+    if (s.no_factor && (!s.sigma.empty() || s.precond == "factor" || s.certify))
+      throw UsageError(std::string(!s.sigma.empty() ? "--sigma" : s.certify ? "--certify" : "--precond factor") +
                        " needs a factorization: it cannot be combined with --no-factor");
-    if (s.precond != "auto" && s.precond != "jacobi" && s.precond != "none" && s.precond != "factor")
-      throw UsageError("--precond '" + s.precond + "': expected auto, none, jacobi or factor");
+    if (s.certify && s.no_recheck)
+      throw UsageError("--certify and --no-recheck contradict each other");
+    try {
+      parse_eigs_precond(s.precond);
+    } catch (const InvalidArgument& e) {
+      throw UsageError(std::string("--") + e.what());
+    }
   } else {
     if (s.rhs.empty()) throw UsageError("no right-hand sides given (--rhs FILE.h5:DATASET or random:S)");
   }
@@ -277,7 +274,6 @@ std::shared_ptr<const PreparedMatrix> MatrixCache::get(const std::string& spec, 
   }
   m->diagonal = csr_diagonal(a);
   m->inf_norm = csr_inf_norm(a);
-  m->checksum = csr_checksum(a);
   m->check_seconds = tc.seconds();
   matrices_[spec] = m;
   if (fresh) *fresh = true;
@@ -321,7 +317,7 @@ namespace {
 
 struct Solved {
   bool eigs = true;
-  EigenResult er;
+  EigsResult er;
   SolveResult sr;
   std::int64_t wanted = 0;
 };
@@ -367,25 +363,21 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     bop = &cache.op(B, backend, Precision::fp64, cols);
   }
   const std::int64_t n = A->a.nrows;
-  auto gather = [&](const std::vector<double>& x, std::int64_t cols_x) {  // x̃[i] = x[p[i]]
+  // x̃ = P·x and x = Pᵀ·x̃ for host blocks (core/csr.hpp, as the operator's own conversions).
+  auto gather = [&](const std::vector<double>& x, std::int64_t cols_x) {
     std::vector<double> xt(x.size());
-    parallel_for(n * cols_x, [&](std::int64_t e) {
-      const std::int64_t j = e / n, i = e % n;
-      xt[i + j * n] = x[(*perm)[i] + j * n];
-    });
+    permute_block_rows(x.data(), n, xt.data(), n, n, cols_x, perm->data(), false);
     return xt;
   };
-  auto scatter = [&](std::vector<double>& xt) {  // x[p[i]] = x̃[i], in place through a copy
+  auto scatter = [&](std::vector<double>& xt) {
     if (xt.empty() || n == 0) return;
     std::vector<double> x(xt.size());
-    parallel_for(static_cast<std::int64_t>(xt.size()), [&](std::int64_t e) {
-      const std::int64_t j = e / n, i = e % n;
-      x[(*perm)[i] + j * n] = xt[i + j * n];
-    });
+    permute_block_rows(xt.data(), n, x.data(), n, n, static_cast<std::int64_t>(xt.size()) / n,
+                       perm->data(), true);
     xt.swap(x);
   };
   if (reorder) o.reorder = aop.plan().reason;
-  o.preprocess_s += tp.seconds();
+  o.setup_s += tp.seconds();
   o.kernel = to_string(aop.plan().kernel);
   o.backend = to_string(backend);
   o.device = backend == Backend::cuda ? device_name() : "cpu";
@@ -399,14 +391,15 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
                                                                          : Which::smallest;
     eo.has_sigma = !s.sigma.empty();
     if (eo.has_sigma) eo.sigma = std::strtod(s.sigma.c_str(), nullptr);
-    eo.method = s.method;
+    eo.method = parse_eigs_method(s.method);
     eo.conv = parse_conv_test(s.conv);
     eo.tol = s.tol;
     eo.max_iterations = s.maxiter;
     eo.block_size = s.block_size;
-    eo.precond = s.precond;
+    eo.precond = parse_eigs_precond(s.precond);
     eo.allow_factor = !s.no_factor;
     eo.recheck = !s.no_recheck;
+    eo.certify = s.certify;
     eo.backend = backend;
     eo.precision = prec;
     eo.seed = s.seed;
@@ -424,31 +417,25 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     pre.a = &aop;
     pre.b = bop;
     pre.spmm_kernel = o.kernel;
-    EigsResult er = eigs(*a_csr, b_csr, eo, pre);
-    if (perm) scatter(er.vectors);
-    out.er.status = er.status;
-    out.er.reason = er.reason;
-    out.er.values = std::move(er.values);
-    out.er.vectors = std::move(er.vectors);
-    out.er.n = er.n;
-    out.er.residual_norms = std::move(er.residual_norms);
-    out.er.residual_bounds = std::move(er.residual_bounds);
-    out.er.a_norm = er.a_norm;
-    out.er.b_norm = er.b_norm;
-    out.er.iterations = er.iterations;
-    out.er.operator_applies = er.operator_applies;
-    out.er.history = std::move(er.history);
+    out.er = eigs(*a_csr, b_csr, eo, pre);
+    const EigsResult& er = out.er;
+    if (perm) scatter(out.er.vectors);
     o.method = er.method;
     o.certified = to_string(er.certified);
     o.certificate = er.certificate;
+    o.verification = to_string(er.verification);
     o.transform = er.transform;
     o.sigma = er.sigma;
     o.why = er.why;
+    o.predicted_s = er.predicted_seconds;
     o.factor = er.factor;
     o.conv = to_string(er.conv);
-    o.error_bounds = std::move(er.error_bounds);
+    o.error_bounds = er.error_bounds;
+    o.operator_applies = er.operator_applies;
+    o.plan_s = er.plan_seconds;
+    o.setup_s += er.setup_seconds;
+    o.solve_s = er.solve_seconds;
     o.verify_s = er.verify_seconds;
-    o.setup_s = er.setup_seconds;
     out.wanted = k;
   } else {
     CgOptions co;
@@ -493,8 +480,9 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     }
     if (perm) scatter(out.sr.solutions);
     out.wanted = nrhs;
+    o.operator_applies = out.sr.operator_applies;
+    o.solve_s = ts.seconds();
   }
-  o.solve_s = ts.seconds();
   return out;
 }
 
@@ -505,16 +493,29 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   Timer total;
   JobOutcome o;
   validate_job(s);
-  Backend backend = resolve_backend(s.device);
-  // eigs: the driver (solvers/eigs.cpp) resolves auto and reports what ran.
+  // The CUDA context and the dense ops' library handles (cuBLAS, cuSOLVER: 0.1–0.5 s) come up on
+  // a helper thread while this one reads the matrix.
+  std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device] {
+    const Backend b = resolve_backend(device);
+    if (b == Backend::cuda) cache.ops(b);
+    return b;
+  });
+  // eigs: the driver (solvers/eigs/) resolves auto and reports what ran.
   o.method = s.task == "solve" ? "block_cg" : s.method;
   const Precision prec = parse_precision(s.precision);
+
+  bool fresh = false;
+  std::shared_ptr<const PreparedMatrix> A;
+  try {
+    A = cache.get(s.matrix, &fresh);
+  } catch (...) {
+    warm.wait();
+    throw;
+  }
+  Backend backend = warm.get();
   if (backend == Backend::cpu && prec != Precision::fp64 && prec != Precision::fp32)
     throw UsageError(std::string("--precision ") + s.precision +
                      " needs the GPU (the CPU operator stores fp64 or fp32)");
-
-  bool fresh = false;
-  auto A = cache.get(s.matrix, &fresh);
   if (fresh) o.read_s += A->read_seconds, o.preprocess_s += A->check_seconds;
   const std::int64_t n = A->a.nrows;
   o.n = n;
@@ -628,8 +629,8 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       f.set_attr("spmm_kernel", o.kernel);
       f.set_attr("reorder", s.reorder);
       if (!o.reorder.empty()) f.set_attr("reorder_plan", o.reorder);
-      f.set_attr("matrix_checksum", A->checksum);
-      if (B) f.set_attr("mass_checksum", B->checksum);
+      f.set_attr("matrix_checksum", A->checksum());
+      if (B) f.set_attr("mass_checksum", B->checksum());
       f.set_attr("rows", n);
       if (o.peak_device_bytes > 0) f.set_attr("peak_device_bytes", o.peak_device_bytes);
       f.set_attr("nnz", A->a.nnz());
@@ -653,7 +654,11 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
         f.set_attr("transform", o.transform);
         if (o.transform == "shift-invert" || !s.sigma.empty()) f.set_attr("sigma", o.sigma);
         f.set_attr("method_reason", o.why);
+        f.set_attr("verification", o.verification);
+        if (o.predicted_s > 0) f.set_attr("predicted_seconds", o.predicted_s);
         if (!o.factor.empty()) f.set_attr("factorization", o.factor);
+        f.set_attr("time_plan", o.plan_s);
+        f.set_attr("time_setup", o.setup_s);
         f.set_attr("time_verify", o.verify_s);
       } else {
         f.set_attr("right_hand_sides", nrhs);

@@ -24,11 +24,12 @@ struct JobSpec {
   std::string matrix, mass, rhs, out, plot;
   std::int64_t k = 6;
   std::string which = "smallest";  // smallest | largest | nearest (needs sigma)
-  std::string method = "auto";  // eigs: auto | lanczos | lobpcg | dense; solve: cg
+  std::string method = "auto";  // eigs: eigs_method_names() (solvers/eigs/eigs.hpp); solve: cg
   std::string sigma;            // shift for shift-invert ("" = none); parsed by validate_job
   std::string conv = "rel";     // eigs convergence test: rel | norm | abs
   bool no_factor = false;       // eigs: never factor (no shift-invert, no certified count)
   bool no_recheck = false;      // eigs: skip the multiplicity re-check (status unverified)
+  bool certify = false;         // eigs: always certify the set by Sylvester's inertia
   double tol = 1e-8;
   std::int64_t maxiter = 0;     // 0: the solver's default
   std::int64_t block_size = 0;  // Lanczos block size (0: automatic)
@@ -52,9 +53,17 @@ struct PreparedMatrix {
   std::string spec;
   Csr<double> a;
   double read_seconds = 0, check_seconds = 0;
-  std::string checksum;   // "fnv1a64:<hex>" of the CSR arrays (row_ptr, col_idx, values)
+  // "fnv1a64:<hex>" of the CSR arrays (core/csr.hpp), computed on first use (a pass over the
+  // arrays: only results written to a file need it).
+  const std::string& checksum() const {
+    if (checksum_.empty()) checksum_ = csr_checksum(a);
+    return checksum_;
+  }
   double inf_norm = 0;    // ‖A‖∞ = max_i Σ_j |a_ij| (≥ ‖A‖₂ for symmetric A)
   std::vector<double> diagonal;
+
+ private:
+  mutable std::string checksum_;
 };
 
 // What a batch shares between jobs: matrices by spec (read and checked once; dropped after their
@@ -88,12 +97,16 @@ using ProgressFn = std::function<void(std::int64_t it, std::int64_t converged, s
                                       double max_residual, double seconds)>;
 
 struct JobOutcome {
-  std::string status = "failed";  // converged | not_converged | breakdown | failed
+  std::string status = "failed";  // converged | unverified | not_converged | breakdown | failed
   std::string message;            // error or solver reason
   std::int64_t iterations = 0;
   double max_residual = 0;        // largest true residual norm (relative for solve)
   double seconds = 0;             // whole job wall time
-  double read_s = 0, preprocess_s = 0, solve_s = 0, write_s = 0;
+  // Phases (seconds): read the matrix (and right-hand sides), preprocess (checks), plan (eigs
+  // planner), setup (operators, kernel trial, factorization), solve (the iteration), verify
+  // (eigs: certificate or re-check), write; `seconds` is the whole job.
+  double read_s = 0, preprocess_s = 0, plan_s = 0, setup_s = 0, solve_s = 0, verify_s = 0,
+         write_s = 0;
   std::string backend, device, method, kernel;
   std::string reorder;  // --reorder symmetric: what was done ("" when not asked)
   std::string batch_note;  // solve: right-hand sides run in batches to fit the GPU memory
@@ -101,9 +114,10 @@ struct JobOutcome {
   std::vector<double> values;          // eigenvalues (eigs)
   std::vector<double> residuals;       // per pair / per column
   std::vector<std::int64_t> column_iterations;  // solve
-  // eigs: what verified the set, and how it was computed (solvers/eigs.hpp).
-  std::string certified, certificate, transform, why, factor, conv;
-  double sigma = 0, verify_s = 0, setup_s = 0;
+  // eigs: what verified the set, and how it was computed (solvers/eigs/eigs.hpp).
+  std::string certified, certificate, transform, why, factor, conv, verification;
+  double sigma = 0, predicted_s = 0;
+  std::int64_t operator_applies = 0;
   double peak_device_bytes = 0;  // GPU runs: peak of tcsolve's device allocations in the solve
   std::vector<double> error_bounds;
   bool wrote_output = false;

@@ -55,7 +55,7 @@ set(_tcsolve_public_headers
     core/types.hpp
     io/matrix_io.hpp io/generators.hpp
     spmm/sparse_operator.hpp
-    solvers/block_cg.hpp solvers/dense_ops.hpp solvers/eigensolvers.hpp solvers/eigs.hpp
+    solvers/block_cg.hpp solvers/dense_ops.hpp solvers/eigensolvers.hpp solvers/eigs/eigs.hpp
     solvers/result.hpp)
 foreach(h ${_tcsolve_public_headers})
   get_filename_component(_dir ${h} DIRECTORY)

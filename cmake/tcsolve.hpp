@@ -32,6 +32,6 @@
 #include "solvers/block_cg.hpp"
 #include "solvers/dense_ops.hpp"
 #include "solvers/eigensolvers.hpp"
-#include "solvers/eigs.hpp"
+#include "solvers/eigs/eigs.hpp"
 #include "solvers/result.hpp"
 #include "spmm/sparse_operator.hpp"

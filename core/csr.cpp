@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <thread>
 
@@ -170,6 +171,29 @@ double csr_inf_norm(const Csr<double>& a) {
     row[i] = r;
   });
   return row.empty() ? 0.0 : *std::max_element(row.begin(), row.end());
+}
+
+std::string csr_checksum(const Csr<double>& a) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto eat = [&h](const void* p, std::size_t bytes) {
+    const unsigned char* c = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ c[i]) * 0x100000001b3ull;
+  };
+  eat(a.row_ptr.data(), a.row_ptr.size() * sizeof(std::int64_t));
+  eat(a.col_idx.data(), a.col_idx.size() * sizeof(std::int32_t));
+  eat(a.values.data(), a.values.size() * sizeof(double));
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void permute_block_rows(const double* in, std::int64_t ld_in, double* out, std::int64_t ld_out,
+                        std::int64_t n, std::int64_t cols, const std::int32_t* p, bool scatter) {
+  parallel_for(n * cols, [&](std::int64_t e) {
+    const std::int64_t j = e / n, i = e % n;
+    if (scatter) out[p[i] + j * ld_out] = in[i + j * ld_in];
+    else out[i + j * ld_out] = in[p[i] + j * ld_in];
+  }, 1 << 16);
 }
 
 template <class T>

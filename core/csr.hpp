@@ -62,6 +62,16 @@ std::vector<double> csr_diagonal(const Csr<double>& a);
 // ‖A‖∞ = max_i Σ_j |a_ij| (an upper bound of ‖A‖₂ for symmetric A). Multithreaded.
 double csr_inf_norm(const Csr<double>& a);
 
+// "fnv1a64:<hex>": FNV-1a over the bytes of row_ptr, col_idx and values. Identifies the content
+// whatever the file format (the results' matrix_checksum; batch --resume compares it).
+std::string csr_checksum(const Csr<double>& a);
+
+// Rows of a host block (n × c, column-major, leading dimensions) through a permutation p:
+// gather out[i] = in[p[i]] (scatter == false), scatter out[p[i]] = in[i] (true). Multithreaded;
+// in and out must not alias.
+void permute_block_rows(const double* in, std::int64_t ld_in, double* out, std::int64_t ld_out,
+                        std::int64_t n, std::int64_t cols, const std::int32_t* p, bool scatter);
+
 // Row permutation: result row i is a's row perm[i] (A' = P·A).
 template <class T>
 Csr<T> permute_rows(const Csr<T>& a, const std::vector<std::int32_t>& perm);

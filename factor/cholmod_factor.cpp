@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "factor/engines.hpp"
@@ -70,6 +71,7 @@ class CholmodFactor final : public SparseFactor {
     l_ = cholmod_l_analyze(&a, &c_);
     if (!l_) fail("cholmod_l_analyze");
     analyze_s_ = now() - t0;
+    flops_ = c_.fl;
     // Storage of the numeric factor: supernodal values (xsize doubles) and indices (ssize).
     const double xsize = l_->is_super ? static_cast<double>(l_->xsize) : c_.lnz;
     const double ssize = l_->is_super ? static_cast<double>(l_->ssize) : c_.lnz;
@@ -115,6 +117,7 @@ class CholmodFactor final : public SparseFactor {
   Inertia inertia() const override { return {0, 0, n_}; }
   double factor_entries() const override { return entries_; }
   double factor_bytes() const override { return est_bytes_; }
+  double factor_flops() const override { return flops_; }
   double analyze_seconds() const override { return analyze_s_; }
   double factor_seconds() const override { return factor_s_; }
   std::string describe() const override {
@@ -206,12 +209,55 @@ class CholmodFactor final : public SparseFactor {
   cholmod_dense *&xw_, *&yw_, *&ew_;
   std::vector<SuiteSparse_long> col_ptr_, row_idx_;
   bool positive_ = false;
-  double entries_ = 0, est_bytes_ = 0, analyze_s_ = 0, factor_s_ = 0, export_s_ = 0;
+  double entries_ = 0, est_bytes_ = 0, analyze_s_ = 0, factor_s_ = 0, export_s_ = 0, flops_ = 0;
   int ordering_ = -1;
   ExportedFactor exported_;
 };
 
+const char* cholmod_ordering_name(int ordering) {
+  switch (ordering) {
+    case CHOLMOD_NATURAL: return "natural";
+    case CHOLMOD_GIVEN: return "given";
+    case CHOLMOD_AMD: return "amd";
+    case CHOLMOD_METIS: return "metis";
+    case CHOLMOD_NESDIS: return "nesdis";
+    case CHOLMOD_COLAMD: return "colamd";
+    default: return "?";
+  }
+}
+
 }  // namespace
+
+SymbolicAnalysis cholmod_symbolic(const LowerCsc& s) {
+  CholmodHandles h;
+  h.c.print = 0;
+  h.c.error_handler = nullptr;
+  h.c.supernodal = CHOLMOD_SUPERNODAL;
+  std::vector<SuiteSparse_long> cp(s.col_ptr.begin(), s.col_ptr.end()),
+      ri(s.row_idx.begin(), s.row_idx.end());
+  cholmod_sparse a{};
+  a.nrow = a.ncol = static_cast<std::size_t>(s.n);
+  a.nzmax = s.values.size();
+  a.p = cp.data();
+  a.i = ri.data();
+  a.x = const_cast<double*>(s.values.data());
+  a.stype = -1;
+  a.itype = CHOLMOD_LONG;
+  a.xtype = CHOLMOD_REAL;
+  a.dtype = CHOLMOD_DOUBLE;
+  a.sorted = 1;
+  a.packed = 1;
+  const double t0 = now();
+  h.l = cholmod_l_analyze(&a, &h.c);
+  if (!h.l)
+    throw Error("CHOLMOD: cholmod_l_analyze failed (status " + std::to_string(h.c.status) + ")");
+  SymbolicAnalysis out;
+  out.seconds = now() - t0;
+  out.factor_entries = h.c.lnz;
+  out.flops = h.c.fl;
+  out.ordering = h.c.selected >= 0 ? cholmod_ordering_name(h.c.method[h.c.selected].ordering) : "?";
+  return out;
+}
 
 std::unique_ptr<SparseFactor> cholmod_factor(const LowerCsc& s, double sigma,
                                              const FactorOptions& opt, std::int64_t* minor) {

@@ -1,7 +1,10 @@
 // Pieces of factor/ that need no engine: error types and names.
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 #include "factor/shift_invert.hpp"
+#include "factor/engines.hpp"
 #include "factor/sparse_factor.hpp"
 
 namespace tcsolve {
@@ -30,6 +33,29 @@ FactorTooLarge::FactorTooLarge(double estimated_bytes, double limit_bytes, const
             gib(limit_bytes) + " allowed (80% of the available host memory); use --no-factor " +
             "for an iterative method"),
       estimated_(estimated_bytes) {}
+
+namespace detail {
+
+double factor_memory_limit(const FactorOptions& opt) {
+  if (opt.memory_limit_bytes > 0) return opt.memory_limit_bytes;
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (f >> key) {
+    if (key == "MemAvailable:") {
+      f >> kb;
+      break;
+    }
+    std::string rest;
+    std::getline(f, rest);
+  }
+  if (kb <= 0) return 1e300;  // unknown: no limit
+  return 0.8 * kb * 1024.0;
+}
+
+}  // namespace detail
+
+double factor_memory_budget(const FactorOptions& opt) { return detail::factor_memory_limit(opt); }
 
 const char* to_string(FactorEngine e) {
   switch (e) {

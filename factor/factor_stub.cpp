@@ -19,6 +19,7 @@ std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>&, const Csr<doubl
 Inertia inertia_at(const Csr<double>&, const Csr<double>*, double, const FactorOptions&) {
   no_factor();
 }
+SymbolicAnalysis analyze_factor(const Csr<double>&, const Csr<double>*) { no_factor(); }
 void require_positive_definite(const Csr<double>&, const std::string&) { no_factor(); }
 
 }  // namespace tcsolve

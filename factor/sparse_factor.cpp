@@ -75,23 +75,6 @@ LowerCsc shifted_lower(const Csr<double>& a, const Csr<double>* b, double sigma)
   return s;
 }
 
-double factor_memory_limit(const FactorOptions& opt) {
-  if (opt.memory_limit_bytes > 0) return opt.memory_limit_bytes;
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  double kb = 0;
-  while (f >> key) {
-    if (key == "MemAvailable:") {
-      f >> kb;
-      break;
-    }
-    std::string rest;
-    std::getline(f, rest);
-  }
-  if (kb <= 0) return 1e300;  // unknown: no limit
-  return 0.8 * kb * 1024.0;
-}
-
 // Thread pools of the engines. CHOLMOD and MUMPS run OpenMP regions and call OpenBLAS, whose own
 // pthread pool defaults to every core: on the 16-vCPU H200 machine the CHOLMOD factorization of
 // gen:elast3d:24 took 8.1 s with those defaults, 8.8 s with OpenMP at 1 and OpenBLAS at 16, and
@@ -134,6 +117,11 @@ Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
   detail::configure_engine_threads();
   detail::LowerCsc s = detail::shifted_lower(a, b, tau);
   return detail::mumps_factor(s, tau, opt, /*with_solve=*/false)->inertia();
+}
+
+SymbolicAnalysis analyze_factor(const Csr<double>& a, const Csr<double>* b) {
+  detail::configure_engine_threads();
+  return detail::cholmod_symbolic(detail::shifted_lower(a, b, 0.0));
 }
 
 bool built_with_factor() { return true; }

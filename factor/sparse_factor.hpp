@@ -92,6 +92,8 @@ class SparseFactor {
   // Entries of the factor and the bytes the engine holds for it.
   virtual double factor_entries() const = 0;
   virtual double factor_bytes() const = 0;
+  // Floating-point operations of the numeric factorization (the engine's count; 0 if unknown).
+  virtual double factor_flops() const { return 0.0; }
   // Seconds of the symbolic analysis and of the numeric factorization.
   virtual double analyze_seconds() const = 0;
   virtual double factor_seconds() const = 0;
@@ -114,6 +116,21 @@ std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<dou
 // τ is an eigenvalue to working precision.
 Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
                    const FactorOptions& opt = {});
+
+// CHOLMOD's symbolic analysis of the pattern of A − σB (the ordering the factorization would
+// use: AMD, METIS when AMD fills in much): the factor's entries and the flops of its numeric LLᵀ,
+// before any numeric work. The planner (solvers/eigs/plan.hpp) prices shift-invert with it.
+struct SymbolicAnalysis {
+  double factor_entries = 0.0;  // nnz(L)
+  double flops = 0.0;           // of the numeric factorization
+  double seconds = 0.0;         // of this analysis (the ordering dominates)
+  std::string ordering;         // amd | metis | ...
+};
+SymbolicAnalysis analyze_factor(const Csr<double>& a, const Csr<double>* b);
+
+// Host bytes a factorization may use under these options (memory_limit_bytes, or 80 % of the
+// memory available now): the planner marks shift-invert infeasible above it.
+double factor_memory_budget(const FactorOptions& opt = {});
 
 // True when this build contains the sparse direct engines.
 bool built_with_factor();

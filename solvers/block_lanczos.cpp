@@ -113,13 +113,11 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
                       prob.which == Which::largest_magnitude,
                   "block_lanczos: which must be smallest, largest or largest_magnitude");
   const bool with_b = b != nullptr;
-  std::int64_t bs = opt.block_size > 0 ? opt.block_size
-                                       : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
+  std::int64_t bs = opt.block_size > 0 ? opt.block_size : default_lanczos_block(k);
   bs = std::min(bs, n);
   // Basis m: at least 2k + 2b, at least 16 blocks, whole blocks (on gen:lap2d:200, k = 16,
   // b = 8: m = 64 / 96 / 128 need 19304 / 8592 / 5296 applies with keep = k + (m − k)/2).
-  std::int64_t L = opt.max_basis > 0 ? opt.max_basis
-                                     : bs * ((std::max(2 * k + 2 * bs, 16 * bs) + bs - 1) / bs);
+  std::int64_t L = opt.max_basis > 0 ? opt.max_basis : default_lanczos_basis(k, bs);
   L = std::min(L, n - bs);  // basis plus the newest block fit in n columns
   std::int64_t keep = opt.restart_keep > 0 ? opt.restart_keep
                                            : k + std::max(bs, (L - k) / 2);
@@ -400,8 +398,7 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
 
   std::unique_ptr<CgInverse> cg_inverse;
   const LinearOperator<double>* binv = opt.b_inverse;
-  const std::int64_t bs_guess = opt.block_size > 0 ? opt.block_size
-                                                   : std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 8);
+  const std::int64_t bs_guess = opt.block_size > 0 ? opt.block_size : default_lanczos_block(k);
   if (with_b && !binv) {
     CgOptions co;
     co.tol = 1e-13;
@@ -427,7 +424,7 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
     clock.apply(*binv, scratch, w);  // B⁻¹·A·V_c
   };
   prob.estimate_passes = [&](double theta, double est) {
-    return est <= opt.tol * (a_norm + std::abs(theta) * b_norm);
+    return est <= pair_bound(opt, a_norm, b_norm, theta);
   };
   prob.verify = [&](detail::ApplyClock& clock, MvView<double> x, const std::vector<double>& theta,
                     bool, EigenResult& r) {
@@ -441,7 +438,7 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
     bool ok = true;
     r.residual_bounds.resize(k);
     for (std::int64_t j = 0; j < k; ++j) {
-      r.residual_bounds[j] = opt.tol * (a_norm + std::abs(theta[j]) * b_norm) * xn[j];
+      r.residual_bounds[j] = pair_bound(opt, a_norm, b_norm, theta[j]) * xn[j];
       ok = ok && tr[j] <= r.residual_bounds[j];
     }
     r.residual_norms.assign(tr.begin(), tr.end());

@@ -14,6 +14,7 @@
 #include "solvers/host_result.hpp"
 #include "solvers/orthonormalize.hpp"
 #include "solvers/solver_common.hpp"
+#include "solvers/spectral_probe.hpp"
 
 namespace tcsolve {
 
@@ -69,69 +70,23 @@ class Applier {
   std::int64_t columns_ = 0, applies_ = 0;
 };
 
-// Spectrum bounds of Â = s·A from `steps` steps of single-vector Lanczos with full
-// reorthogonalization (two classical Gram-Schmidt passes), coefficients kept on the device and
-// fetched once at the end.
+// Spectrum bounds of Â = s·A (the filter interval's far end, the normalization point and a lower
+// bound of ‖A‖₂), from given bounds of A or from the solver's own spectral probe.
 struct Bounds {
-  double upper = 0.0;  // b ≥ λmax(Â) (θmax + |βₛ·yₛ|)
+  double upper = 0.0;  // b ≥ λmax(Â)
   double lower = 0.0;  // θmin(Â) ≥ λmin(Â): normalization point of the filter
   double norm = 0.0;   // max |Ritz value|: a lower bound of ‖A‖₂ for the convergence test
 };
 
-Bounds lanczos_bounds(Applier& ap, DenseBlockOps& ops, std::int64_t n, int steps,
-                      std::uint64_t seed, double sgn) {
-  const std::int64_t s = std::max<std::int64_t>(1, std::min<std::int64_t>(steps, n - 1));
-  MultiVector<double> v = ops.allocate(n, s + 1), hs = ops.allocate(s + 1, s + 1),
-                      tmp = ops.allocate(s + 1, 1);
-  ops.fill_zero(hs.view());
-  ops.fill_random(v.columns(0, 1), seed * 2654435761ull + 17);
-  MvView<double> nrm{hs.data() + s * (s + 1), 1, 1, s + 1, ops.space()};  // spare slot
-  ops.normalize_columns(v.columns(0, 1), nrm);
-  for (std::int64_t j = 0; j < s; ++j) {
-    auto basis = v.columns(0, j + 1);
-    auto w = v.columns(j + 1, 1);
-    ap.apply(v.columns(j, 1), w);
-    MvView<double> h{hs.data() + j * (s + 1), j + 1, 1, s + 1, ops.space()};
-    MvView<double> h2{tmp.data(), j + 1, 1, s + 1, ops.space()};
-    ops.gram_into(1.0, basis, w, 0.0, h);
-    ops.gemm_into(-1.0, basis, h, 1.0, w);
-    ops.gram_into(1.0, basis, w, 0.0, h2);
-    ops.gemm_into(-1.0, basis, h2, 1.0, w);
-    ops.axpbypcz(1.0, h2, 0.0, h2, 1.0, h);
-    MvView<double> beta{hs.data() + (j + 1) + j * (s + 1), 1, 1, s + 1, ops.space()};
-    ops.normalize_columns(w, beta);
-  }
-  std::vector<double> hh((s + 1) * (s + 1));
-  ops.download_deferred(hs.view(), hh.data(), s + 1);
-  ops.fetch();
-  auto H = Eigen::Map<Mat>(hh.data(), s + 1, s + 1);
-  // Tridiagonal part, cut at the first (numerically) zero β: an invariant subspace.
-  std::int64_t len = s;
-  double scale = 0.0;
-  for (std::int64_t j = 0; j < s; ++j) scale = std::max(scale, std::abs(H(j, j)));
-  for (std::int64_t j = 0; j + 1 < s; ++j)
-    if (!(H(j + 1, j) > 1e-12 * std::max(scale, 1e-300))) {
-      len = j + 1;
-      break;
-    }
-  Mat t = Mat::Zero(len, len);
-  for (std::int64_t j = 0; j < len; ++j) {
-    t(j, j) = H(j, j);
-    if (j + 1 < len) t(j + 1, j) = t(j, j + 1) = H(j + 1, j);
-  }
-  const double beta_last = len == s ? H(s, s - 1) : 0.0;
-  Eigen::SelfAdjointEigenSolver<Mat> es(t);
-  const double lo = es.eigenvalues()(0), hi = es.eigenvalues()(len - 1);
-  const double rlo = std::abs(beta_last * es.eigenvectors()(len - 1, 0));
-  const double rhi = std::abs(beta_last * es.eigenvectors()(len - 1, len - 1));
+Bounds bounds_of(const ChebyshevBounds& a, double sgn) {
   Bounds b;
-  b.norm = std::max(std::abs(lo), std::abs(hi));
+  b.norm = a.norm;
   if (sgn > 0) {
-    b.upper = hi + rhi;
-    b.lower = lo;
+    b.upper = a.upper_bound;
+    b.lower = a.lower;
   } else {
-    b.upper = -lo + rlo;
-    b.lower = -hi;
+    b.upper = -a.lower_bound;
+    b.lower = -a.upper;
   }
   return b;
 }
@@ -218,7 +173,18 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   // ---- spectrum bounds
   double t_phase = detail::now_seconds();
   const double t_setup = t_phase - t_start;
-  const Bounds bd = lanczos_bounds(ap, ops, n, copt.lanczos_steps, opt.seed, sgn);
+  ChebyshevBounds given;
+  if (copt.bounds) {
+    given = *copt.bounds;
+  } else {
+    const SpectralProbe pr = spectral_probe(
+        [&](MvView<const double> x, MvView<double> y) { ap.apply(x, y); }, ops, n,
+        copt.lanczos_steps, opt.seed);
+    given.lower = pr.lower, given.upper = pr.upper;
+    given.lower_bound = pr.lower_bound, given.upper_bound = pr.upper_bound;
+    given.norm = std::max(std::abs(pr.lower), std::abs(pr.upper));
+  }
+  const Bounds bd = bounds_of(given, sgn);
   const double t_bounds = detail::now_seconds() - t_phase;
   res.a_norm = opt.a_norm > 0 ? opt.a_norm : bd.norm;
   double upper = bd.upper;
@@ -226,7 +192,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   double lower = bd.lower;
   const double test_a = copt.test_a >= 0 ? copt.test_a : res.a_norm;
   const double test_b = copt.test_a >= 0 ? copt.test_b : 1.0;
-  auto tau = [&](double th) { return opt.tol * (test_a + std::abs(th) * test_b); };
+  auto tau = [&](double th) { return pair_bound(opt, test_a, test_b, th); };
 
   int cur = 0;
   std::int64_t nl = 0;  // locked columns
@@ -343,6 +309,9 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   };
 
   double prev_cut = -1.0;
+  double steps_left = 0.0;   // the model's steps still needed by the slowest wanted column
+  double wanted_steps = 0.0; // filter steps the slowest wanted column went through
+  double last_cut = 0.0;
   // Degrees for the active pairs (θ ascending in Â, residuals rn): the residual of pair i
   // shrinks by ρᵢ^(−d) per filter; guard columns (global index ≥ k) take the largest wanted
   // degree; even, within [dmin, dmax], non-decreasing (step j then runs on a column suffix).
@@ -361,6 +330,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     }
     // Long filters only once the cut has settled (moved < 5% of its distance to the lower
     // end since the last filter): a filter on a poor cut converges slowly per step.
+    steps_left = dslow;
     const bool settled = prev_cut > 0 && std::abs(cut - prev_cut) < 0.05 * std::abs(cut - lower);
     prev_cut = cut;
     const int dcap = settled ? std::max(dmax, std::min(dhigh, 2 * (static_cast<int>(dslow / 4) + 1)))
@@ -430,7 +400,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     bool ok = true;
     std::int64_t first_bad = nl;
     for (std::int64_t j = 0; j < k; ++j) {
-      bound[j] = opt.tol * (test_a + std::abs(sel_theta[j]) * test_b) * xn[j];
+      bound[j] = pair_bound(opt, test_a, test_b, sel_theta[j]) * xn[j];
       if (!(tr[j] <= bound[j])) {
         ok = false;
         if (idx[j] < nl) first_bad = std::min(first_bad, idx[j]);
@@ -478,6 +448,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   std::int64_t filter_applies = 0, filter_columns = 0;
   double apply_s = 0.0, dense_s = 0.0;
   double lift = 0.0;
+  bool stopped = false;
   for (;; ++it) {
     const double t_it = detail::now_seconds();
     std::int64_t w = m - nl;
@@ -546,6 +517,10 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
       lower = std::min(lower, *std::min_element(lock_theta.begin(), lock_theta.end()));
     if (!(upper > cut)) upper = cut + std::abs(cut - lower) + 1e-300;  // block spans the spectrum
     choose_degrees(w, cut);
+    last_cut = cut;
+    int dw = 0;  // the largest degree among the wanted active columns
+    for (std::int64_t i = 0; i < w && nl + i < k; ++i) dw = std::max(dw, deg[i]);
+    wanted_steps += dw;
     const std::int64_t cols0 = ap.columns(), applies0 = ap.applies();
     filter(w, cut);
     filter_applies += ap.applies() - applies0;
@@ -575,6 +550,23 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     }
     if (opt.on_iteration) opt.on_iteration(rec);
     if (opt.keep_history) res.history.push_back(std::move(rec));
+    if (copt.keep_going) {
+      ChebyshevProgress pg;
+      pg.outer = it + 1;
+      pg.filter_steps = wanted_steps;
+      pg.steps_left = std::max(0.0, steps_left - dw);  // the model's estimate before this filter
+      pg.locked = nl;
+      pg.seconds = detail::now_seconds() - t_start;
+      if (!copt.keep_going(pg)) {
+        stopped = true;
+        reason = "stopped after " + std::to_string(it + 1) + " outer iterations: the planner's "
+                 "budget was exceeded (the measured convergence predicted more time than the "
+                 "alternative plan)";
+        // Best current approximations of the k wanted pairs (not converged).
+        finish(w, true);
+        break;
+      }
+    }
   }
   const double t_loop = detail::now_seconds() - t_phase - t_finish;
   res.status = status;
@@ -600,6 +592,9 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     s2.seconds_init = t_init;
     s2.seconds_loop = t_loop;
     s2.seconds_finish = t_finish;
+    s2.cut = last_cut;
+    s2.wanted_steps = wanted_steps;
+    s2.stopped = stopped;
   }
   return res;
 }

@@ -47,6 +47,7 @@
 //            prints the time per filter step against this budget at the measured copy bandwidth.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include "core/operator.hpp"
 #include "solvers/dense_ops.hpp"
@@ -72,6 +73,27 @@ struct ChebyshevStats {
   // (including the host copy of the vectors).
   double seconds_setup = 0.0, seconds_bounds = 0.0, seconds_init = 0.0, seconds_loop = 0.0,
          seconds_finish = 0.0;
+  // The last filter's cut c (in Â = s·A; ≈ λ_m at the end) and the filter steps the slowest
+  // wanted column went through (Σ of its degrees): the re-check's filter is sized from them.
+  double cut = 0.0;
+  double wanted_steps = 0.0;
+  bool stopped = false;  // ChebyshevOptions::keep_going returned false
+};
+
+// Spectrum bounds of A for the filter, when the caller already has them (a SpectralProbe): the
+// solver then skips its own Lanczos steps. upper_bound ≥ λmax(A), lower_bound ≤ λmin(A) (safe
+// ends), lower/upper: the extreme Ritz values, norm = max |Ritz value|.
+struct ChebyshevBounds {
+  double lower = 0.0, upper = 0.0, lower_bound = 0.0, upper_bound = 0.0, norm = 0.0;
+};
+
+// After each outer iteration: what is done and what the degree model says is left.
+struct ChebyshevProgress {
+  std::int64_t outer = 0;
+  double filter_steps = 0.0;  // filter steps so far (the slowest wanted column's degrees)
+  double steps_left = 0.0;    // the model's steps still needed by the slowest wanted column
+  std::int64_t locked = 0;
+  double seconds = 0.0;       // since the solve began
 };
 
 struct ChebyshevOptions {
@@ -95,6 +117,10 @@ struct ChebyshevOptions {
   bool guard_max_degree = false;
   ApplyOrder apply_order = ApplyOrder::events;
   ChebyshevStats* stats = nullptr;  // optional output
+  const ChebyshevBounds* bounds = nullptr;  // given bounds (no Lanczos steps of its own)
+  // Called after every outer iteration; returning false stops the solve (status not_converged,
+  // stats->stopped): the eigs driver's budget when another plan is ready to take over.
+  std::function<bool(const ChebyshevProgress&)> keep_going;
   // Convergence test ‖A·x − λ·x‖ ≤ tol·(test_a + |λ|·test_b)·‖x‖ when test_a ≥ 0 (the driver maps
   // its rel/norm/abs tests here); otherwise test_a = ‖A‖, test_b = 1. opt.a_norm keeps bounding
   // the filter interval either way.

@@ -32,6 +32,11 @@ struct EigenOptions {
   std::uint64_t seed = 1;              // random initial block
   double a_norm = 0.0;                 // ‖A‖₂ (or an upper bound); 0 = estimate
   double b_norm = 0.0;                 // ‖B‖₂; 0 = estimate (1 without B)
+  // Rounding floor of the test: a pair passes when ‖r‖ ≤ max(tol·(a_norm + |θ|·b_norm),
+  // floor_a + |θ|·floor_b)·‖x‖. The eigs driver sets u·‖A‖ and u·‖B‖ (no iteration in double
+  // gets much below), so that an unreachable test stops the iteration instead of running it to
+  // the limit; the driver then reports the accuracy reached (solvers/eigs/eigs.hpp). 0 = none.
+  double floor_a = 0.0, floor_b = 0.0;
   bool keep_history = true;
   // Called after each iteration with its record (progress display); may be empty.
   std::function<void(const IterationRecord&)> on_iteration;
@@ -65,6 +70,31 @@ struct EigenOptions {
   const double* start = nullptr;
   std::int64_t start_cols = 0;
 };
+
+// Defaults of the block sizes, in one place (the solvers, the eigs planner, the apps' memory
+// estimate and the Python module use these):
+//   block Lanczos block b = min(max(k, 2), 8);
+//   block Lanczos basis   = max(2k + 2b, 16b) rounded up to whole blocks;
+//   LOBPCG guard          = min(8, max(2, k/2)) columns beside the k wanted.
+// (Chebyshev's width: chebyshev_block() in solvers/chebyshev.hpp.)
+inline std::int64_t default_lanczos_block(std::int64_t k) {
+  return k < 2 ? 2 : k > 8 ? 8 : k;
+}
+inline std::int64_t default_lanczos_basis(std::int64_t k, std::int64_t b) {
+  const std::int64_t m = 2 * k + 2 * b > 16 * b ? 2 * k + 2 * b : 16 * b;
+  return b * ((m + b - 1) / b);
+}
+inline std::int64_t default_lobpcg_guard(std::int64_t k) {
+  const std::int64_t g = k / 2 < 2 ? 2 : k / 2;
+  return g > 8 ? 8 : g;
+}
+
+// The solvers' per-pair bound: max(tol·(a + |θ|·b), floor_a + |θ|·floor_b) (times ‖x‖).
+inline double pair_bound(const EigenOptions& o, double a, double b, double theta) {
+  const double t = theta < 0 ? -theta : theta;
+  const double test = o.tol * (a + t * b), floor = o.floor_a + t * o.floor_b;
+  return test > floor ? test : floor;
+}
 
 // The initial block x: random from opt.seed, then the first min(x.cols, opt.start_cols) columns
 // taken from opt.start.

@@ -45,7 +45,7 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
     throw InvalidArgument("lobpcg: need 1 <= k < n (k = " + std::to_string(k) +
                           ", n = " + std::to_string(n) + ")");
   TCSOLVE_REQUIRE(opt.tol > 0, "lobpcg: tol must be positive");
-  const std::int64_t guard = opt.guard >= 0 ? opt.guard : std::min<std::int64_t>(8, std::max<std::int64_t>(2, k / 2));
+  const std::int64_t guard = opt.guard >= 0 ? opt.guard : default_lobpcg_guard(k);
   const std::int64_t m = std::max<std::int64_t>(k, std::min<std::int64_t>(k + guard, n / 3));
   const std::int64_t smax = 3 * m;
   const bool with_b = b != nullptr;
@@ -150,7 +150,7 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
       }
       std::int64_t nc = 0;
       for (std::int64_t j = 0; j < m; ++j) {
-        double bound = opt.tol * (res.a_norm + std::abs(theta[j]) * res.b_norm) * xn[j];
+        double bound = pair_bound(opt, res.a_norm, res.b_norm, theta[j]) * xn[j];
         conv[j] = rn[j] <= bound;
         if (j < k && conv[j]) ++nc;
       }
@@ -272,7 +272,7 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
   res.residual_bounds.resize(k);
   bool all_ok = true;
   for (std::int64_t j = 0; j < k; ++j) {
-    res.residual_bounds[j] = opt.tol * (res.a_norm + std::abs(theta[j]) * res.b_norm) * xnorm[j];
+    res.residual_bounds[j] = pair_bound(opt, res.a_norm, res.b_norm, theta[j]) * xnorm[j];
     all_ok = all_ok && res.residual_norms[j] <= res.residual_bounds[j];
   }
   if (status == SolverStatus::converged && !all_ok) {

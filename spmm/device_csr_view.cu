@@ -2,10 +2,14 @@
 // csr_spmm_reference (core/csr.hpp); tested against it through the Python module's GPU test.
 #include <cuda_runtime.h>
 
+#include <cub/device/device_reduce.cuh>
+
 #include <algorithm>
+#include <cmath>
 
 #include "core/cuda_check.cuh"
 #include "core/error.hpp"
+#include "spmm/device_buffer.hpp"
 #include "spmm/device_csr_view.hpp"
 
 namespace tcsolve {
@@ -77,7 +81,104 @@ class DeviceCsrView final : public LinearOperator<double> {
   cudaStream_t stream_;
 };
 
+// Thread = row i: Σ|a_ij|, max |a_ij|, a_ii, max |a_ij − a_ji| over the row, and the first
+// non-finite entry of the row (nnz when none).
+__global__ void __launch_bounds__(kThreads)
+    csr_check_kernel(std::int64_t n, const std::int64_t* __restrict__ rp,
+                     const std::int32_t* __restrict__ ci, const double* __restrict__ v,
+                     double* __restrict__ row_sum, double* __restrict__ row_max,
+                     double* __restrict__ row_defect, double* __restrict__ diag,
+                     std::int64_t* __restrict__ row_bad, std::int64_t nnz) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double sum = 0.0, mx = 0.0, def = 0.0, d = 0.0;
+  std::int64_t bad = nnz;
+  const std::int64_t p1 = rp[i + 1];
+  for (std::int64_t p = rp[i]; p < p1; ++p) {
+    const double a = v[p];
+    if (!isfinite(a)) {
+      if (bad == nnz) bad = p;
+      continue;
+    }
+    const double aa = fabs(a);
+    sum += aa;
+    mx = fmax(mx, aa);
+    const std::int32_t j = ci[p];
+    if (j == i) {
+      d += a;
+      continue;
+    }
+    // a_ji: binary search for column i in row j.
+    std::int64_t lo = rp[j], hi = rp[j + 1];
+    double aji = 0.0;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      const std::int32_t c = ci[mid];
+      if (c == i) {
+        aji = v[mid];
+        break;
+      }
+      if (c < i) lo = mid + 1;
+      else hi = mid;
+    }
+    def = fmax(def, fabs(a - aji));
+  }
+  row_sum[i] = sum;
+  row_max[i] = mx;
+  row_defect[i] = def;
+  diag[i] = d;
+  row_bad[i] = bad;
+}
+
 }  // namespace
+
+DeviceCsrCheck check_device_csr(std::int64_t n, std::int64_t nnz, const std::int64_t* row_ptr,
+                                const std::int32_t* col_idx, const double* values, double* diag,
+                                void* stream) {
+  DeviceCsrCheck out;
+  if (n <= 0) return out;
+  TCSOLVE_REQUIRE(row_ptr != nullptr && (nnz == 0 || (col_idx && values)),
+                  "device CSR check: null arrays");
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  const std::size_t un = static_cast<std::size_t>(n);
+  DeviceArray<double> sum(un), mx(un), def(un), d_own(diag ? 0 : un), res(4);
+  DeviceArray<std::int64_t> bad(un), bad_min(1);
+  DeviceArray<cub::KeyValuePair<int, double>> arg(1);
+  double* d = diag ? diag : d_own.get();
+  const unsigned blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
+  csr_check_kernel<<<blocks, kThreads, 0, st>>>(n, row_ptr, col_idx, values, sum.get(), mx.get(),
+                                                def.get(), d, bad.get(), nnz);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+  TCSOLVE_REQUIRE(n <= 0x7fffffff, "device CSR check: more than 2^31 rows");
+  const int ni = static_cast<int>(n);
+  // CUB reductions (temporary storage sized once for the largest of them).
+  std::size_t bytes = 0, b2 = 0;
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, sum.get(), res.get(), ni, st));
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::ArgMin(nullptr, b2, d, arg.get(), ni, st));
+  bytes = std::max(bytes, b2);
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Min(nullptr, b2, bad.get(), bad_min.get(), ni, st));
+  bytes = std::max(bytes, b2);
+  DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Max(tmp.get(), bytes, sum.get(), res.get() + 0, ni, st));
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Max(tmp.get(), bytes, mx.get(), res.get() + 1, ni, st));
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Max(tmp.get(), bytes, def.get(), res.get() + 2, ni, st));
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::ArgMin(tmp.get(), bytes, d, arg.get(), ni, st));
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Min(tmp.get(), bytes, bad.get(), bad_min.get(), ni, st));
+  double r[3];
+  cub::KeyValuePair<int, double> am;
+  std::int64_t bm = nnz;
+  TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(r, res.get(), sizeof r, cudaMemcpyDeviceToHost, st));
+  TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(&am, arg.get(), sizeof am, cudaMemcpyDeviceToHost, st));
+  TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(&bm, bad_min.get(), sizeof bm, cudaMemcpyDeviceToHost, st));
+  TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
+  out.inf_norm = r[0];
+  out.max_abs = r[1];
+  out.symmetry_defect = r[2];
+  out.min_diag = am.value;
+  out.min_diag_row = am.key;
+  out.nonfinite_at = bm < nnz ? bm : -1;
+  return out;
+}
 
 std::unique_ptr<LinearOperator<double>> make_device_csr_view(std::int64_t nrows, std::int64_t ncols,
                                                              std::int64_t nnz,

@@ -11,4 +11,9 @@ std::unique_ptr<LinearOperator<double>> make_device_csr_view(std::int64_t, std::
   throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator on device arrays");
 }
 
+DeviceCsrCheck check_device_csr(std::int64_t, std::int64_t, const std::int64_t*, const std::int32_t*,
+                                const double*, double*, void*) {
+  throw NotCompiled("tcsolve was built without CUDA: no checks of device arrays");
+}
+
 }  // namespace tcsolve

@@ -373,12 +373,7 @@ class PermutedCpuOperator final : public SparseOperator {
     TCSOLVE_REQUIRE(in.space == Space::host && out.space == Space::host, "permuted basis: host blocks expected");
     TCSOLVE_REQUIRE(in.rows == rows() && out.rows == rows() && in.cols == out.cols,
                     "permuted basis: blocks must have rows() rows and equal column counts");
-    const std::int32_t* p = perm_.data();
-    parallel_for(in.cols * in.rows, [&](std::int64_t e) {
-      const std::int64_t j = e / in.rows, i = e % in.rows;
-      if (scatter) out.data[p[i] + j * out.ld] = in.data[i + j * in.ld];
-      else out.data[i + j * out.ld] = in.data[p[i] + j * in.ld];
-    }, 1 << 16);
+    permute_block_rows(in.data, in.ld, out.data, out.ld, in.rows, in.cols, perm_.data(), scatter);
   }
   std::unique_ptr<SparseOperator> inner_;
   std::vector<std::int32_t> perm_;
@@ -485,6 +480,33 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     p.setup.total_s = seconds_since(t0);
     return op;
   };
+  // The trial pays only where the model cannot tell the kernels apart (it builds and uploads
+  // every candidate: 0.4 s for lap3d:100, 1.5 s for elast3d:64 on the H200, more than a solve of
+  // lap3d:100). Clear cases take the model's kernel without a trial:
+  //   - the tensor-core blocks cost > 1.25× the CSR bytes (at the model's ratio 1.46 on lap3d
+  //     the DMMA kernel ran 2.0–2.7× slower than csr_row) and the rows are short and regular
+  //     (row-split: mean < 10, max ≤ 256; the tiled variant won by ≤ 5 % where it won): csr_row;
+  //   - the blocks cost < 0.75× the CSR bytes: the tensor-core kernel.
+  const double model_ratio = plan.est_bytes_csr > 0 && plan.nblocks > 0
+                                 ? plan.est_bytes_bcsr / plan.est_bytes_csr : INFINITY;
+  const bool rows_regular = plan.mean_row_nnz < kRowSplitMeanMax && plan.max_row_nnz <= kRowSplitMaxRow;
+  if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial &&
+      ((model_ratio > 1.25 && rows_regular) || model_ratio < 0.75)) {
+    char why[200];
+    std::snprintf(why, sizeof why, "; trial skipped: the model is clear (tensor-core blocks %.2fx "
+                  "the CSR bytes%s)", model_ratio,
+                  model_ratio > 1.25 ? ", rows short and regular" : "");
+    plan.reason += why;
+    if (is_bcsr(plan.kernel)) {
+      const auto tb = std::chrono::steady_clock::now();
+      Bcsr<double> b = blocks_for(a, plan, perm);
+      const double bcsr_s = seconds_since(tb);
+      const auto tu = std::chrono::steady_clock::now();
+      return finish(detail::make_cuda_operator(a, &b, plan, opt), bcsr_s, tu);
+    }
+    const auto tu = std::chrono::steady_clock::now();
+    return finish(detail::make_cuda_operator(a, nullptr, plan, opt), 0.0, tu);
+  }
   if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial) {
     // Candidates: CSR row-split (unless rows are very long), CSR segment-split, and the
     // tensor-core kernel unless the model puts it at more than 3× the CSR bytes (1.25× for large A, below).
@@ -512,12 +534,11 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     const SpmmKernel tc = tensor_kernel_for(plan.precision);
     Bcsr<double> b;
     double bcsr_s = 0;
-    // Large matrices: the tensor-core candidate costs a host BCSR build and an upload (lap3d:400,
-    // 447M non-zeros, fill 0.15: 18 s and 25 GB, trial peak 52 GiB on the device) and at the
-    // model's ratio 1.46 it ran 2.0–2.7× slower than csr_row (H200, 2026-11-22, lap3d:200 and
-    // :400); from kPruneNnz non-zeros it is timed only when the model puts it within 1.25× of CSR.
-    constexpr std::int64_t kPruneNnz = std::int64_t(1) << 25;
-    const double bcsr_limit = a.nnz() >= kPruneNnz ? 1.25 : 3.0;
+    // The tensor-core candidate costs a host BCSR build and an upload (lap3d:400, 447M
+    // non-zeros, fill 0.15: 18 s and 25 GB, trial peak 52 GiB on the device) and at the model's
+    // ratio 1.46 it ran 2.0–2.7× slower than csr_row (H200, 2026-11-22, lap3d:200 and :400): it
+    // is timed only when the model puts it within 1.25× of CSR.
+    const double bcsr_limit = 1.25;
     if (tc != SpmmKernel::automatic && plan.nblocks > 0 &&
         plan.est_bytes_bcsr <= bcsr_limit * plan.est_bytes_csr) {
       const auto tb = std::chrono::steady_clock::now();

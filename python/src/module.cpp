@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,7 @@
 #include "core/types.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/dense_ops.hpp"
-#include "solvers/eigs.hpp"
+#include "solvers/eigs/eigs.hpp"
 #include "spmm/device_csr_view.hpp"
 #include "spmm/sparse_operator.hpp"
 
@@ -73,13 +74,14 @@ EigsOptions eigs_options(const py::dict& d, std::int64_t n) {
     o.has_sigma = true;
     o.sigma = d["sigma"].cast<double>();
   }
-  o.method = opt_get<std::string>(d, "method", "auto");
+  o.method = parse_eigs_method(opt_get<std::string>(d, "method", "auto"));
   o.conv = parse_conv_test(opt_get<std::string>(d, "conv", "rel"));
   o.tol = opt_get<double>(d, "tol", o.tol);
   o.max_iterations = opt_get<std::int64_t>(d, "max_iterations", 0);
   o.block_size = opt_get<std::int64_t>(d, "block_size", 0);
   o.basis = opt_get<std::int64_t>(d, "basis", 0);
-  o.precond = opt_get<std::string>(d, "precond", "auto");
+  o.precond = parse_eigs_precond(opt_get<std::string>(d, "precond", "auto"));
+  o.certify = opt_get<bool>(d, "certify", false);
   o.allow_factor = opt_get<bool>(d, "allow_factor", true);
   o.backend = resolve_backend(opt_get<std::string>(d, "device", "auto"));
   o.precision = parse_precision(opt_get<std::string>(d, "precision", "fp64"));
@@ -113,21 +115,6 @@ Csr<double> csr_from_arrays(std::int64_t n, const I64Array& indptr, const I32Arr
   a.values.assign(data.data(), data.data() + data.shape(0));
   validate(a);  // offsets, order, ranges: InvalidArgument naming the first defect
   return a;
-}
-
-// FNV-1a over the CSR arrays: the `matrix_checksum` of the HDF5 results (apps/job.cpp).
-std::string csr_checksum(const Csr<double>& a) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  auto eat = [&h](const void* p, std::size_t bytes) {
-    const unsigned char* c = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ c[i]) * 0x100000001b3ull;
-  };
-  eat(a.row_ptr.data(), a.row_ptr.size() * sizeof(std::int64_t));
-  eat(a.col_idx.data(), a.col_idx.size() * sizeof(std::int32_t));
-  eat(a.values.data(), a.values.size() * sizeof(double));
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return buf;
 }
 
 // A Python callable as an operator on the host: apply() takes the GIL, calls fn(X) with X an
@@ -261,12 +248,15 @@ py::dict eigs_result_dict(const EigsResult& r, const EigsOptions& o) {
   d["transform"] = r.transform;
   d["sigma"] = r.sigma;
   d["method_reason"] = r.why;
+  d["predicted_seconds"] = r.predicted_seconds;
+  d["verification"] = to_string(r.verification);
   d["certified"] = to_string(r.certified);
   d["certificate"] = r.certificate;
   d["factorization"] = r.factor;
   d["iterations"] = r.iterations;
   d["operator_applies"] = r.operator_applies;
   d["history"] = history_dict(r.history);
+  d["time_plan"] = r.plan_seconds;
   d["time_setup"] = r.setup_seconds;
   d["time_solve"] = r.solve_seconds;
   d["time_verify"] = r.verify_seconds;
@@ -274,7 +264,7 @@ py::dict eigs_result_dict(const EigsResult& r, const EigsOptions& o) {
   d["max_iterations"] = o.max_iterations;
   d["seed"] = static_cast<std::int64_t>(o.seed);
   d["precision"] = to_string(o.precision);
-  d["preconditioner"] = o.precond;
+  d["preconditioner"] = o.preconditioner ? "operator" : to_string(o.precond);
   d["backend"] = to_string(o.backend);
   d["device"] = device_string(o.backend);
   return d;
@@ -304,46 +294,6 @@ py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend bac
 
 // ---- eigenproblems -----------------------------------------------------------------------------
 
-// A preconditioner given as an operator (SciPy lobpcg's M) has no place in EigsOptions, so such a
-// call runs LOBPCG directly: the solver's own test on recomputed true residuals (conv = norm),
-// no certificate, no multiplicity re-check, no start block (the solvers take none).
-EigsResult run_lobpcg_with(const LinearOperator<double>& a, const LinearOperator<double>* b,
-                           DenseBlockOps& ops, const EigsOptions& o, double a_norm,
-                           double b_norm, const LinearOperator<double>& precond) {
-  if (o.has_sigma || o.which == Which::nearest)
-    throw InvalidArgument("a preconditioner operator M cannot be combined with sigma");
-  EigenOptions eo;
-  eo.preconditioner = &precond;
-  eo.k = o.k;
-  eo.which = o.which;
-  eo.tol = o.tol;
-  eo.max_iterations = o.max_iterations > 0 ? o.max_iterations : 2000;
-  eo.seed = o.seed;
-  eo.a_norm = a_norm;
-  eo.b_norm = b_norm;
-  eo.on_iteration = o.on_iteration;
-  const auto t0 = std::chrono::steady_clock::now();
-  EigenResult er = lobpcg(a, b, ops, eo);
-  EigsResult r;
-  r.status = er.status;
-  r.reason = er.reason;
-  r.values = std::move(er.values);
-  r.vectors = std::move(er.vectors);
-  r.n = er.n;
-  r.residual_norms = er.residual_norms;
-  r.residual_bounds = er.residual_bounds;
-  r.conv = ConvTest::norm;
-  r.a_norm = er.a_norm;
-  r.b_norm = er.b_norm;
-  r.method = "lobpcg";
-  r.why = "LOBPCG with the given preconditioner operator M (run directly: no certificate)";
-  r.iterations = er.iterations;
-  r.operator_applies = er.operator_applies;
-  r.history = std::move(er.history);
-  r.solve_seconds = seconds_since(t0);
-  return r;
-}
-
 py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
                   const D1Array& data, py::object mass, py::object precond_fn,
                   const py::dict& opt) {
@@ -364,44 +314,17 @@ py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indice
       throw InvalidArgument("a preconditioner M given as an operator runs on the CPU backend "
                             "(device='cpu')");
     pre = std::make_unique<PyOperator>(precond_fn, n, "M");
-    o.precond = "operator";
+    o.preconditioner = pre.get();
   }
-  std::string sum_a, sum_b;
   const double convert_s = seconds_since(t0);
   EigsResult r;
-  std::string kernel;
   {
     py::gil_scoped_release release;
-    sum_a = csr_checksum(a);  // a pass over the arrays: without the GIL too
-    if (b) sum_b = csr_checksum(*b);
-    OperatorOptions oo;
-    oo.precision = o.precision;
-    oo.expected_cols = static_cast<int>(std::min<std::int64_t>(o.k + 8, 64));
-    if (!pre) {
-      r = eigs(a, b.get(), o);  // the driver: method, shift-invert, true residuals, certificate
-      // The kernel the driver's operator gets (the CPU has one; on the GPU the trial may choose
-      // another than this cost-model plan).
-      kernel = o.backend == Backend::cpu ? to_string(plan_spmm(a, o.backend, oo).kernel) : "";
-    } else {
-      const auto ts = std::chrono::steady_clock::now();
-      auto ops = make_dense_ops(o.backend);
-      oo.stream = ops->stream();
-      auto aop = make_sparse_operator(a, o.backend, oo);
-      kernel = to_string(aop->plan().kernel);
-      OperatorOptions ob = oo;
-      ob.precision = Precision::fp64;
-      std::unique_ptr<SparseOperator> bop = b ? make_sparse_operator(*b, o.backend, ob) : nullptr;
-      const double setup = seconds_since(ts);
-      r = run_lobpcg_with(*aop, bop.get(), *ops, o, csr_inf_norm(a), b ? csr_inf_norm(*b) : 0.0,
-                          *pre);
-      r.setup_seconds += setup;
-    }
+    r = eigs(a, b.get(), o);  // the driver: plan, set up, solve, verify
   }
   py::dict d = eigs_result_dict(r, o);
   d["nnz"] = a.nnz();
-  d["matrix_checksum"] = sum_a;
-  if (b) d["mass_checksum"] = sum_b;
-  d["spmm_kernel"] = kernel;
+  d["spmm_kernel"] = r.spmm_kernel;
   d["time_convert"] = convert_s;
   return d;
 }
@@ -418,13 +341,13 @@ py::dict eigs_operator(std::int64_t n, py::object fa, py::object fb, py::object 
   std::unique_ptr<PyOperator> pre;
   if (!precond_fn.is_none()) {
     pre = std::make_unique<PyOperator>(precond_fn, n, "M");
-    o.precond = "operator";
+    o.preconditioner = pre.get();
   }
   EigsResult r;
   {
     py::gil_scoped_release release;
     auto ops = make_dense_ops(Backend::cpu);
-    r = pre ? run_lobpcg_with(a, b.get(), *ops, o, 0.0, 0.0, *pre) : eigs(a, b.get(), *ops, o);
+    r = eigs(a, b.get(), *ops, o);
   }
   py::dict d = eigs_result_dict(r, o);
   d["spmm_kernel"] = "python";
@@ -444,6 +367,18 @@ DevicePtrs device_ptrs(const py::tuple& t) {
           reinterpret_cast<const double*>(t[2].cast<std::uintptr_t>())};
 }
 
+// The CUDA dense ops (a stream, cuBLAS and cuSOLVER handles: 0.1–0.5 s to create) are made once
+// per process and reused by every call on CuPy input; a mutex keeps concurrent Python threads
+// (the GIL is released during a solve) from sharing them at once.
+struct CachedDeviceOps {
+  std::mutex mutex;
+  std::unique_ptr<DenseBlockOps> ops;
+};
+CachedDeviceOps& cached_device_ops() {
+  static CachedDeviceOps c;
+  return c;
+}
+
 // CuPy input: the operators view the caller's device arrays (spmm/device_csr_view.hpp); the
 // driver's operator form runs on them (no factorization: no shift-invert). The package passes
 // ‖A‖∞ and ‖B‖∞ (computed by CuPy on the device).
@@ -457,7 +392,9 @@ py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py
   EigsResult r;
   {
     py::gil_scoped_release release;
-    auto ops = make_dense_ops(Backend::cuda);
+    std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
+    auto& ops = cached_device_ops().ops;
+    if (!ops) ops = make_dense_ops(Backend::cuda);
     auto aop = make_device_csr_view(n, n, nnz_a, da.indptr, da.indices, da.data, ops->stream());
     std::unique_ptr<LinearOperator<double>> bop;
     if (!pb.is_none()) {
@@ -532,13 +469,11 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
     precond = "operator";
   }
   const std::int64_t s = rhs.shape(1);
-  std::string sum_a;
   SolveResult r;
   std::string kernel;
   double setup = 0;
   {
     py::gil_scoped_release release;
-    sum_a = csr_checksum(a);
     const auto ts = std::chrono::steady_clock::now();
     auto ops = make_dense_ops(backend);
     OperatorOptions oo;
@@ -552,7 +487,6 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
   }
   py::dict d = solve_result_dict(r, o, backend, precond);
   d["nnz"] = a.nnz();
-  d["matrix_checksum"] = sum_a;
   d["spmm_kernel"] = kernel;
   d["precision"] = to_string(precision);
   d["time_setup"] = setup;
@@ -594,13 +528,24 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
                    std::uintptr_t x_ptr, std::int64_t s, bool use_x0, const py::dict& opt) {
   CgOptions o = cg_options(opt);
   const std::string precond = opt_get<std::string>(opt, "precond", "jacobi");
-  if (precond == "jacobi") o.jacobi_diagonal = opt_get<std::vector<double>>(opt, "diag_a", {});
   const DevicePtrs da = device_ptrs(pa);
   SolveResult r;
+  const auto ts = std::chrono::steady_clock::now();
+  double setup = 0;
   {
     py::gil_scoped_release release;
-    auto ops = make_dense_ops(Backend::cuda);
+    std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
+    auto& ops = cached_device_ops().ops;
+    if (!ops) ops = make_dense_ops(Backend::cuda);
+    if (precond == "jacobi") {
+      // The diagonal, extracted on the device (one pass) and brought over once for Jacobi.
+      MultiVector<double> d = ops->allocate(n, 1);
+      check_device_csr(n, nnz, da.indptr, da.indices, da.data, d.data(), ops->stream());
+      o.jacobi_diagonal.resize(static_cast<std::size_t>(n));
+      ops->to_host(d.view(), o.jacobi_diagonal.data(), n);
+    }
     auto aop = make_device_csr_view(n, n, nnz, da.indptr, da.indices, da.data, ops->stream());
+    setup = seconds_since(ts);
     BlockCg cg(*aop, *ops, s, o);
     MvView<const double> bv{reinterpret_cast<const double*>(rhs_ptr), n, s, n, Space::device};
     MvView<double> xv{reinterpret_cast<double*>(x_ptr), n, s, n, Space::device};
@@ -611,6 +556,28 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
   d["nnz"] = nnz;
   d["spmm_kernel"] = "csr_view";
   d["precision"] = "fp64";
+  d["time_setup"] = setup;
+  return d;
+}
+
+// Checks of CuPy CSR arrays in one device pass (spmm/device_csr_view.hpp).
+py::dict device_csr_check(std::int64_t n, std::int64_t nnz, const py::tuple& pa) {
+  const DevicePtrs da = device_ptrs(pa);
+  DeviceCsrCheck c;
+  {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
+    auto& ops = cached_device_ops().ops;
+    if (!ops) ops = make_dense_ops(Backend::cuda);
+    c = check_device_csr(n, nnz, da.indptr, da.indices, da.data, nullptr, ops->stream());
+  }
+  py::dict d;
+  d["max_abs"] = c.max_abs;
+  d["symmetry_defect"] = c.symmetry_defect;
+  d["inf_norm"] = c.inf_norm;
+  d["min_diag"] = c.min_diag;
+  d["min_diag_row"] = c.min_diag_row;
+  d["nonfinite_at"] = c.nonfinite_at;
   return d;
 }
 
@@ -645,6 +612,16 @@ PYBIND11_MODULE(_tcsolve, m) {
   m.def("cg_operator", &cg_operator, py::arg("n"), py::arg("fa"), py::arg("rhs"),
         py::arg("x").noconvert(), py::arg("use_x0"), py::arg("precond_fn"), py::arg("opt"));
   m.def("cg_device", &cg_device);
+  m.def("device_csr_check", &device_csr_check);
+  // The results' matrix_checksum (core/csr.hpp), computed when a Result asks for it.
+  m.def("csr_checksum", [](std::int64_t n, const I64Array& indptr, const I32Array& indices,
+                           const D1Array& data) {
+    Csr<double> a = csr_from_arrays(n, indptr, indices, data);
+    py::gil_scoped_release release;
+    return csr_checksum(a);
+  });
+  m.def("eigs_method_names", &eigs_method_names);
+  m.def("eigs_precond_names", &eigs_precond_names);
   m.def("resolve_device", [](const std::string& d) { return std::string(to_string(resolve_backend(d))); });
   m.def("built_with_cuda", &built_with_cuda);
   m.def("device_count", &device_count);

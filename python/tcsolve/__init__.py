@@ -12,8 +12,10 @@ Inputs: any scipy.sparse matrix or array (csr/csc/coo/..., float32/64, int32/64 
 NumPy array, a ``LinearOperator`` (CPU backend; the solver calls its ``matmat`` back), or CuPy
 sparse/dense arrays (used on the GPU without a host copy; results come back as CuPy arrays).
 
-tcsolve's own keywords: ``method`` ('auto', 'lanczos', 'lobpcg'), ``device`` ('auto', 'cpu',
-'cuda'), ``precision`` (storage of A in the sparse product: 'fp64', 'fp32', GPU only 'fp16',
+tcsolve's own keywords: ``method`` ('auto', 'lanczos', 'lobpcg', 'chebyshev', 'dense'; auto: the
+plan with the fewest predicted seconds, named with why in ``Result.method_reason``), ``certify``
+(always verify the set by a Sylvester count; by default only when it costs at most 15 % of the
+solve, else a cheaper re-check), ``device`` ('auto', 'cpu', 'cuda'), ``precision`` (storage of A in the sparse product: 'fp64', 'fp32', GPU only 'fp16',
 'bf16'), ``block_size``, ``conv`` (convergence test: 'rel', 'norm', 'abs'), ``seed`` and
 ``return_info=True``, which appends a :class:`Result` (status, iterations, true residuals, history,
 timings: the fields of ``tcsolve eigs|solve --out FILE.h5``) to what is returned.
@@ -31,9 +33,9 @@ The GIL is released while a solver runs (a ``LinearOperator`` takes it back for 
 Ctrl-C stops a solve between iterations.
 """
 
-import time
+import time as _time
 
-import numpy as np
+import numpy as _np
 
 try:
     from . import _tcsolve
@@ -42,17 +44,17 @@ except ImportError as e:  # pragma: no cover - a build problem, say what to do
                       "`cmake --build build` and put build/python on PYTHONPATH, or `cmake --install`") from e
 
 from . import _inputs
-from ._result import History, NoConvergence, Result
+from ._result import History, Lazy as _Lazy, NoConvergence, Result
 
 __all__ = ["eigsh", "lobpcg", "cg", "Result", "History", "NoConvergence", "built_with_cuda",
            "device_count", "__version__"]
 __version__ = _tcsolve.__version__
 
-DEVICES = ("auto", "cpu", "cuda")
-PRECISIONS = ("fp64", "fp32", "fp16", "bf16")
-METHODS = ("auto", "lanczos", "lobpcg", "dense")
-CONV_TESTS = ("rel", "norm", "abs")
-DEFAULT_TOL = 1e-8  # tcsolve's default convergence tolerance (solvers/eigs.hpp, block_cg.hpp)
+_DEVICES = ("auto", "cpu", "cuda")
+_PRECISIONS = ("fp64", "fp32", "fp16", "bf16")
+_METHODS = tuple(_tcsolve.eigs_method_names())  # the C++ driver's list (solvers/eigs/eigs.hpp)
+_CONV_TESTS = ("rel", "norm", "abs")
+_DEFAULT_TOL = 1e-8  # tcsolve's default convergence tolerance (solvers/eigs/eigs.hpp, block_cg.hpp)
 
 
 def built_with_cuda():
@@ -75,7 +77,7 @@ def _choice(value, name, choices):
 
 
 def _int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)):
         raise TypeError(f"{name}={value!r}: expected an integer")
     if value < minimum:
         raise ValueError(f"{name}={value}: must be at least {minimum}")
@@ -100,8 +102,8 @@ def _not_supported(**kw):
 
 def _backend(device, kind, precision):
     """'cpu' or 'cuda' for this input; checks the combinations the solvers cannot run."""
-    _choice(device, "device", DEVICES)
-    _choice(precision, "precision", PRECISIONS)
+    _choice(device, "device", _DEVICES)
+    _choice(precision, "precision", _PRECISIONS)
     if kind == "device":
         if device == "cpu":
             raise ValueError("device='cpu' with CuPy input: the arrays live on the GPU (pass NumPy/SciPy "
@@ -154,7 +156,7 @@ def _prepare_eigs(A, M, k, name_m):
         b.check_symmetric(name_m)
         if b.kind != "operator":
             d = b.diagonal()
-            bad = np.flatnonzero(np.asarray(d.get() if b.kind == "device" else d) <= 0)
+            bad = _np.flatnonzero(_np.asarray(d.get() if b.kind == "device" else d) <= 0)
             if bad.size:
                 i = int(bad[0])
                 raise ValueError(f"mass matrix {name_m} is not positive definite "
@@ -194,21 +196,21 @@ def _concat_history(h1, h2):
     c = max(h1["residual_norms"].shape[1], h2["residual_norms"].shape[1])
 
     def pad(r):
-        out = np.full((r.shape[0], c), np.nan)
+        out = _np.full((r.shape[0], c), _np.nan)
         out[:, : r.shape[1]] = r
         return out
 
     out = {}
     for key in h1:
         if key == "residual_norms":
-            out[key] = np.vstack([pad(h1[key]), pad(h2[key])])
+            out[key] = _np.vstack([pad(h1[key]), pad(h2[key])])
         elif key == "ortho":
             out[key] = list(h1[key]) + list(h2[key])
         elif key == "iteration":
             last = int(h1[key][-1]) if len(h1[key]) else 0
-            out[key] = np.concatenate([h1[key], np.asarray(h2[key]) + last])
+            out[key] = _np.concatenate([h1[key], _np.asarray(h2[key]) + last])
         else:
-            out[key] = np.concatenate([h1[key], h2[key]])
+            out[key] = _np.concatenate([h1[key], h2[key]])
     return out
 
 
@@ -226,13 +228,13 @@ def _largest_magnitude(a, b, opt, k):
             return la
     k_sa = min(k, a.n - k)
     sa = _run_eigs(a, b, dict(opt, which="smallest", k=k_sa))
-    allv = np.concatenate([la["eigenvalues"], sa["eigenvalues"]])
-    order = np.argsort(-np.abs(allv), kind="stable")[:k]
+    allv = _np.concatenate([la["eigenvalues"], sa["eigenvalues"]])
+    order = _np.argsort(-_np.abs(allv), kind="stable")[:k]
     merged = dict(la)
     for key in ("eigenvalues", "residual_norms", "residual_bounds", "error_bounds"):
-        both = np.concatenate([np.asarray(la[key]), np.asarray(sa[key])])
+        both = _np.concatenate([_np.asarray(la[key]), _np.asarray(sa[key])])
         merged[key] = both[order] if both.size == allv.size else both
-    merged["eigenvectors"] = np.hstack([la["eigenvectors"], sa["eigenvectors"]])[:, order]
+    merged["eigenvectors"] = _np.hstack([la["eigenvectors"], sa["eigenvectors"]])[:, order]
     merged["status"] = max(la["status"], sa["status"], key=lambda s: _STATUS_RANK.get(s, 9))
     merged["reason"] = "; ".join(r for r in (la["reason"], sa["reason"]) if r)
     for key in ("iterations", "operator_applies", "time_setup", "time_solve", "time_verify"):
@@ -245,16 +247,16 @@ def _largest_magnitude(a, b, opt, k):
 def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvectors, return_info,
                  extra=()):
     """Orders the pairs, builds the Result, raises NoConvergence or returns SciPy's tuple."""
-    vals = np.asarray(res["eigenvalues"])
-    vecs = np.asarray(res["eigenvectors"])
-    idx = np.argsort(vals, kind="stable") if order == "ascending" else np.argsort(-vals, kind="stable")
+    vals = _np.asarray(res["eigenvalues"])
+    vecs = _np.asarray(res["eigenvectors"])
+    idx = _np.argsort(vals, kind="stable") if order == "ascending" else _np.argsort(-vals, kind="stable")
     for key in ("eigenvalues", "residual_norms", "residual_bounds", "error_bounds"):
-        arr = np.asarray(res.get(key, []))
+        arr = _np.asarray(res.get(key, []))
         if arr.size == vals.size:
             res[key] = arr[idx]
     if vecs.ndim == 2 and vecs.shape[1] == vals.size:
-        res["eigenvectors"] = np.asfortranarray(vecs[:, idx])
-    total = time.perf_counter() - t0
+        res["eigenvectors"] = _np.asfortranarray(vecs[:, idx])
+    total = _time.perf_counter() - t0
     fields = {
         "task": "eigs", "k": k, "which": which_name, "matrix": a.desc,
         "mass": None if b is None else b.desc, "time_read": 0.0, "time_write": 0.0,
@@ -262,6 +264,10 @@ def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvecto
         "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0,
     }
     fields.update(res)
+    if a.kind == "csr":
+        fields["matrix_checksum"] = _Lazy(lambda: _tcsolve.csr_checksum(a.n, a.indptr, a.indices, a.data))
+        if b is not None and b.kind == "csr":
+            fields["mass_checksum"] = _Lazy(lambda: _tcsolve.csr_checksum(b.n, b.indptr, b.indices, b.data))
     fields["time_preprocess"] = max(0.0, total - res.get("time_solve", 0.0) - res.get("time_verify", 0.0))
     info = Result(fields)
     w, v = info.eigenvalues, info.eigenvectors
@@ -269,7 +275,7 @@ def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvecto
         import cupy
         w, v = cupy.asarray(w), cupy.asarray(v)
     if info.status not in ("converged", "unverified"):
-        n_ok = int(np.sum(np.asarray(info.residual_norms) <= np.asarray(info.residual_bounds))) \
+        n_ok = int(_np.sum(_np.asarray(info.residual_norms) <= _np.asarray(info.residual_bounds))) \
             if len(info.residual_bounds) == len(info.residual_norms) else 0
         raise NoConvergence(f"tcsolve {info.method}: {info.status} after {info.iterations} iterations "
                             f"({n_ok} of {k} pairs passed the residual test)"
@@ -283,7 +289,8 @@ def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvecto
 
 def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=None, tol=0,
           return_eigenvectors=True, Minv=None, OPinv=None, mode="normal", *, method="auto",
-          device="auto", precision="fp64", block_size=None, conv="rel", seed=1, return_info=False):
+          device="auto", precision="fp64", block_size=None, conv="rel", seed=1, certify=False,
+          return_info=False):
     """k eigenpairs of the real symmetric A (A·x = λ·M·x with M), like scipy.sparse.linalg.eigsh.
 
     which: 'LA' largest, 'SA' smallest, 'LM' largest magnitude (both ends, see below), 'SM'
@@ -303,7 +310,7 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
 
     Not converged: raises :class:`NoConvergence` (``.eigenvalues``, ``.eigenvectors``, ``.info``).
     """
-    t0 = time.perf_counter()
+    t0 = _time.perf_counter()
     _not_supported(Minv=Minv, OPinv=OPinv)
     if mode != "normal":
         raise NotImplementedError(f"mode={mode!r} is not supported by tcsolve (shift-invert is chosen "
@@ -311,13 +318,13 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
     k = _int(k, "k", 1)
     a, b = _prepare_eigs(A, M, k, "M")
     backend = _backend(device, a.kind, precision)
-    _choice(method, "method", METHODS)
-    _choice(conv, "conv", CONV_TESTS)
+    _choice(method, "method", _METHODS)
+    _choice(conv, "conv", _CONV_TESTS)
     which = which.upper() if isinstance(which, str) else which
     sig = None
     if sigma is not None:
         sig = float(sigma)
-        if not np.isfinite(sig):
+        if not _np.isfinite(sig):
             raise ValueError(f"sigma={sigma!r}: expected a finite number")
         if which != "LM":
             raise ValueError(f"which={which!r} with sigma: tcsolve computes the eigenvalues nearest sigma "
@@ -333,8 +340,8 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
         raise ValueError("sigma (shift-invert) needs A and M as sparse or dense matrices: a "
                          "LinearOperator or GPU input cannot be factored")
     opt = {"k": k, "which": wname, "sigma": sig, "method": method, "conv": conv,
-           "tol": DEFAULT_TOL if tol in (0, None) else _tol(tol, "tol"), "device": backend,
-           "precision": precision, "seed": int(seed)}
+           "tol": _DEFAULT_TOL if tol in (0, None) else _tol(tol, "tol"), "device": backend,
+           "precision": precision, "seed": int(seed), "certify": bool(certify)}
     if maxiter is not None:
         opt["max_iterations"] = _int(maxiter, "maxiter", 1)
     if ncv is not None:
@@ -363,7 +370,7 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
 def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, verbosityLevel=0,
            retLambdaHistory=False, retResidualNormsHistory=False, restartControl=20, *,
            method="lobpcg", device="auto", precision="fp64", block_size=None, conv=None, seed=1,
-           return_info=False):
+           certify=False, return_info=False):
     """k = X.shape[1] extreme eigenpairs of A·x = λ·B·x, like scipy.sparse.linalg.lobpcg.
 
     X (n × k) gives k and is the start block (its columns begin the initial block). B: mass matrix (SPD). M: preconditioner, as a matrix or
@@ -376,7 +383,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
 
     Not converged: raises :class:`NoConvergence` (SciPy warns and returns instead).
     """
-    t0 = time.perf_counter()
+    t0 = _time.perf_counter()
     if Y is not None:
         raise NotImplementedError("Y (constraints) is not supported by tcsolve (use scipy.sparse.linalg.lobpcg)")
     if retLambdaHistory:
@@ -397,10 +404,10 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     if M is not None and not isinstance(M, str) and device == "auto" and a.kind != "device":
         device = "cpu"  # a preconditioner operator is applied on the host
     backend = _backend(device, a.kind, precision)
-    _choice(method, "method", METHODS)
+    _choice(method, "method", _METHODS)
     if conv is None:
         conv = "rel" if tol is None else "abs"
-    _choice(conv, "conv", CONV_TESTS)
+    _choice(conv, "conv", _CONV_TESTS)
     precond, precond_op = "auto", None
     if isinstance(M, str):
         precond = _choice(M, "M", ("auto", "none", "jacobi", "factor"))
@@ -414,19 +421,19 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
             raise ValueError("a preconditioner M given as a matrix or operator runs on the CPU backend "
                              "(device='cpu')")
     if tol is None:
-        tol_v = DEFAULT_TOL
+        tol_v = _DEFAULT_TOL
     else:
         try:
             tol_v = float(tol)
         except (TypeError, ValueError):
             raise TypeError(f"tol={tol!r}: expected a number") from None
-        if not tol_v > 0 or not np.isfinite(tol_v):
+        if not tol_v > 0 or not _np.isfinite(tol_v):
             raise ValueError(f"tol={tol!r}: expected a positive number")
         if conv != "abs" and not tol_v < 1:
             raise ValueError(f"tol={tol!r}: expected 0 < tol < 1")
     opt = {"k": k, "which": "largest" if largest else "smallest", "method": method, "conv": conv,
            "tol": tol_v, "device": backend, "precision": precision, "seed": int(seed),
-           "precond": precond, "v0": x.get() if a.kind == "device" else x}
+           "precond": precond, "v0": x.get() if a.kind == "device" else x, "certify": bool(certify)}
     if maxiter is not None:
         opt["max_iterations"] = _int(maxiter, "maxiter", 1)
     if block_size is not None:
@@ -437,7 +444,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     extra = ()
     if retResidualNormsHistory:
         h = res["history"]["residual_norms"]
-        extra = ([row[~np.isnan(row)] for row in h],)
+        extra = ([row[~_np.isnan(row)] for row in h],)
     return _finish_eigs(res, a, b, t0, command, opt["which"], k,
                         "descending" if largest else "ascending", True, return_info, extra)
 
@@ -461,7 +468,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     SciPy's cg; with return_info=True, ``(x, info, Result)``. A matrix found not to be positive
     definite (non-positive diagonal entry, or a CG breakdown) raises ValueError.
     """
-    t0 = time.perf_counter()
+    t0 = _time.perf_counter()
     if callback is not None:
         raise NotImplementedError("callback is not supported by tcsolve.cg (block CG keeps no per-column "
                                   "iterate to show; use return_info=True for the residual history)")
@@ -473,7 +480,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         rtol = tol
     rtol = _tol(rtol, "rtol")
     atol = 0.0 if atol is None else float(atol)
-    if not (atol >= 0 and np.isfinite(atol)):
+    if not (atol >= 0 and _np.isfinite(atol)):
         raise ValueError(f"atol={atol!r}: expected a non-negative number")
     a = _inputs.as_matrix(A, "A")
     n = a.n
@@ -503,10 +510,14 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             raise NotImplementedError("a preconditioner M with CuPy input is not supported (use M='jacobi')")
         if precond_op.kind == "csr":
             precond_op = _inputs.Operator(precond_op.scipy_op(), "M")
-    if a.kind != "operator":
-        d = a.diagonal()
-        dh = np.asarray(d.get() if dev else d)
-        bad = np.flatnonzero(~(dh > 0))
+    if a.kind == "device":
+        dmin, i = a.min_diagonal()  # from the same device pass as the symmetry check
+        if not dmin > 0:
+            raise ValueError(f"A is not positive definite (a_ii = {dmin:g} at row {i}): block CG "
+                             "needs a symmetric positive definite matrix")
+    elif a.kind != "operator":
+        dh = _np.asarray(a.diagonal())
+        bad = _np.flatnonzero(~(dh > 0))
         if bad.size:
             i = int(bad[0])
             raise ValueError(f"A is not positive definite (a_ii = {float(dh[i]):g} at row {i}): block CG "
@@ -528,8 +539,6 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         bj = rhs if whole else xp.asfortranarray(rhs[:, cols])
         xj = x if whole else xp.asfortranarray(x[:, cols])
         if dev:
-            if a.kind == "device" and precond == "jacobi":
-                opt["diag_a"] = a.diagonal().get().tolist()
             _sync_cupy()
             r = _tcsolve.cg_device(n, a.nnz, a.ptrs(), int(bj.data.ptr), int(xj.data.ptr), len(cols),
                                    x0 is not None, opt)
@@ -549,7 +558,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     res = _merge_solve(results, s, opt, rtol)
     if res["status"] == "breakdown":
         raise ValueError(f"A is not positive definite (block CG breakdown: {res['reason']})")
-    total = time.perf_counter() - t0
+    total = _time.perf_counter() - t0
     res["solution"] = x
     fields = {
         "task": "solve", "right_hand_sides": s, "rhs": f"{type(b).__module__}.{type(b).__name__} {tuple(b.shape)}",
@@ -560,6 +569,8 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         "seed": 0 if seed is None else int(seed), "spmm_kernel": "", "matrix_checksum": "",
     }
     fields.update(res)
+    if a.kind == "csr":
+        fields["matrix_checksum"] = _Lazy(lambda: _tcsolve.csr_checksum(n, a.indptr, a.indices, a.data))
     fields["time_preprocess"] = max(0.0, total - res.get("time_solve", 0.0))
     info_obj = Result(fields)
     info = 0 if info_obj.status == "converged" else max(1, int(info_obj.iterations))
@@ -573,15 +584,15 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
 
 def _merge_solve(results, s, opt, rtol):
     """One result dict for the column groups (and zero columns) of a cg call."""
-    resid = np.zeros(s)
-    col_it = np.zeros(s, dtype=np.int64)
+    resid = _np.zeros(s)
+    col_it = _np.zeros(s, dtype=_np.int64)
     if not results:
         return {"task": "solve", "method": "block_cg", "status": "converged", "reason": "",
                 "residual_norms": resid, "column_iterations": col_it, "iterations": 0,
-                "operator_applies": 0, "history": {k: np.zeros(0) for k in
+                "operator_applies": 0, "history": {k: _np.zeros(0) for k in
                                                     ("iteration", "converged", "active",
                                                      "apply_seconds", "dense_seconds")}
-                | {"residual_norms": np.zeros((0, 0)), "ortho": []},
+                | {"residual_norms": _np.zeros((0, 0)), "ortho": []},
                 "time_solve": 0.0, "tolerance": rtol, "max_iterations": opt.get("max_iterations", 5000),
                 "preconditioner": opt["precond"], "backend": opt["device"], "device": opt["device"],
                 "precision": opt["precision"]}

@@ -168,10 +168,23 @@ class DeviceCsr:
     def diagonal(self):
         return self.cupy().diagonal()
 
+    def check(self):
+        """One pass on the device (tcsolve's own kernel): max |a_ij|, max |a_ij - a_ji|, the
+        inf-norm, the smallest diagonal entry and its row. Cached."""
+        if getattr(self, "_check", None) is None:
+            from . import _tcsolve
+            import cupy
+            cupy.cuda.get_current_stream().synchronize()
+            self._check = _tcsolve.device_csr_check(self.n, self.nnz, self.ptrs())
+        return self._check
+
     def inf_norm(self):
-        import cupy
-        a = self.cupy()
-        return float(abs(a).sum(axis=1).max()) if self.nnz else 0.0
+        return float(self.check()["inf_norm"]) if self.nnz else 0.0
+
+    def min_diagonal(self):
+        """(smallest diagonal entry, its row)."""
+        c = self.check()
+        return float(c["min_diag"]), int(c["min_diag_row"])
 
     def gershgorin_lower(self):
         import cupy
@@ -181,15 +194,13 @@ class DeviceCsr:
         return float((d - (r - cupy.abs(d))).min())
 
     def check_symmetric(self, name):
-        import cupy
         if self.nnz == 0:
             return
-        amax = float(cupy.abs(self.data).max())
+        c = self.check()
+        amax = float(c["max_abs"])
         if amax == 0.0:
             return
-        a = self.cupy()
-        d = (a - a.T.tocsr()).tocsr()
-        defect = float(cupy.abs(d.data).max()) / amax if d.nnz else 0.0
+        defect = float(c["symmetry_defect"]) / amax
         if defect > SYMMETRY_TOL:
             raise ValueError(f"{name} is not symmetric (max |a_ij - a_ji| / max |a| = {defect:.3g}): "
                              "the eigensolvers and block CG need a symmetric matrix")

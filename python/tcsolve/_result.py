@@ -17,8 +17,17 @@ COMMON_ATTRS = ("task", "status", "reason", "method", "iterations", "operator_ap
 EIGS_ATTRS = ("k", "which", "a_norm", "b_norm", "mass", "mass_checksum")
 SOLVE_ATTRS = ("right_hand_sides", "rhs")
 # What the eigs() driver adds (solvers/eigs.hpp).
-DRIVER_FIELDS = ("convergence_test", "transform", "sigma", "method_reason", "certified", "certificate",
-                 "factorization", "error_bounds", "time_setup", "time_verify")
+DRIVER_FIELDS = ("convergence_test", "transform", "sigma", "method_reason", "predicted_seconds",
+                 "verification", "certified", "certificate", "factorization", "error_bounds",
+                 "time_plan", "time_setup", "time_verify")
+
+
+class Lazy:
+    """A field computed on first access (e.g. ``matrix_checksum``: a pass over the arrays that
+    only a saved result needs)."""
+
+    def __init__(self, fn):
+        self.fn = fn
 HISTORY_FIELDS = ("iteration", "residual_norms", "converged", "active", "apply_seconds", "dense_seconds")
 
 
@@ -46,8 +55,10 @@ class Result:
     ``residual_norms`` (true ‖A·x − λ·B·x‖, recomputed after the iteration), ``residual_bounds``
     (what each pair had to pass), ``error_bounds``, ``k``, ``which``, ``a_norm``, ``b_norm``, and
     what the eigs() driver reports: ``convergence_test``, ``transform`` ('none' or
-    'shift-invert'), ``sigma``, ``method_reason``, ``certified``/``certificate`` (the count
-    behind the set), ``factorization``, ``time_setup``, ``time_verify``.
+    'shift-invert'), ``sigma``, ``method_reason`` (the plan, its predicted seconds and the best
+    rejected plan), ``predicted_seconds``, ``verification`` ('certificate', 'recheck', 'dense' or
+    'none'), ``certified``/``certificate`` (what verified the set), ``factorization``,
+    ``time_plan``, ``time_setup``, ``time_verify``.
     solve (``task == 'solve'``): ``solution`` (n × s), ``residual_norms`` (true ‖b − A·x‖/‖b‖
     per column), ``column_iterations``, ``right_hand_sides``.
     Both: ``status`` ('converged', 'unverified', 'not_converged', 'breakdown'), ``reason``,
@@ -61,15 +72,28 @@ class Result:
     """
 
     def __init__(self, fields):
+        lazy = {}
         for k, v in fields.items():
-            setattr(self, k, History(v) if k == "history" else v)
+            if isinstance(v, Lazy):
+                lazy[k] = v
+            else:
+                setattr(self, k, History(v) if k == "history" else v)
+        object.__setattr__(self, "_lazy", lazy)
+
+    def __getattr__(self, name):  # only for attributes not set: the lazy ones
+        lazy = self.__dict__.get("_lazy", {})
+        if name in lazy:
+            value = lazy.pop(name).fn()
+            setattr(self, name, value)
+            return value
+        raise AttributeError(f"Result has no field {name!r}")
 
     @property
     def converged(self):
         return self.status in ("converged", "unverified")
 
     def keys(self):
-        return list(vars(self).keys())
+        return [k for k in vars(self) if k != "_lazy"] + list(self._lazy)
 
     def __repr__(self):
         res = getattr(self, "residual_norms", None)

@@ -11,7 +11,7 @@
 
 #include "factor/sparse_factor.hpp"
 #include "io/matrix_io.hpp"
-#include "solvers/eigs.hpp"
+#include "solvers/eigs/eigs.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 #include "tests/traps.hpp"
 
@@ -128,6 +128,19 @@ std::string describe(const EigsResult& r) {
   return s;
 }
 
+// The default path verified the set (dense solve, certificate or re-check) and says how; with
+// certify the Sylvester count ran and certified it.
+void expect_verified(const EigsResult& r, bool certify) {
+  if (certify) {
+    EXPECT_EQ(r.verification, Verification::certificate) << r.certificate;
+    EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
+  } else {
+    EXPECT_NE(r.verification, Verification::none) << r.certificate;
+    if (r.verification == Verification::certificate) EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
+    if (r.verification != Verification::certificate) EXPECT_EQ(r.certified, Certified::not_checked);
+  }
+}
+
 // ---- real stiffness matrices and stiffness/mass pairs, k = 10 and 50 smallest ------------------
 
 struct RealCase {
@@ -159,11 +172,27 @@ TEST_P(RealSmallest, ShiftInvertMatchesDenseAndIsCertified) {
   o.tol = 1e-8;
   auto r = eigs(a, gen ? &b : nullptr, o);
   ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
-  // auto: dense for small n (or k close to n), shift-invert Lanczos otherwise.
-  if (a.nrows > 400 && 3 * k + 32 <= a.nrows) EXPECT_EQ(r.transform, "shift-invert");
-  else EXPECT_EQ(r.method, "dense");
-  EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
+  // auto: dense for small n (or k close to n); otherwise the planner's choice, which must be
+  // shift-invert on the stiff ones (κ(A) ≥ 1e8: a filter or a Krylov method on A needs far more).
+  const double kappa_a = [&] {
+    const auto sa = gen ? accurate_spectrum(a, nullptr) : ref;
+    return sa.back() / sa.front();
+  }();
+  if (a.nrows <= 400 || 3 * k + 32 > a.nrows) EXPECT_EQ(r.method, "dense");
+  else if (kappa_a >= 1e8) EXPECT_EQ(r.transform, "shift-invert") << "kappa " << kappa_a << ": " << r.why;
+  // Verified by the planner's choice: the dense solve, the certificate when cheap, else the
+  // re-check; every one of them says so.
+  EXPECT_NE(r.verification, Verification::none) << r.certificate;
+  if (r.verification == Verification::certificate) EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
   check_pairs(r, a, gen ? &b : nullptr);
+  // --certify: the Sylvester count always runs and certifies every set.
+  o.certify = true;
+  auto rc = eigs(a, gen ? &b : nullptr, o);
+  ASSERT_EQ(rc.status, SolverStatus::converged) << describe(rc);
+  EXPECT_EQ(rc.verification, Verification::certificate);
+  EXPECT_EQ(rc.certified, Certified::yes) << rc.certificate;
+  EXPECT_NE(rc.certificate.find("asked for"), std::string::npos) << rc.certificate;
+  o.certify = false;
   // Accuracy: (1) extended-precision a-posteriori bound ≤ 1e-10 relative for every value;
   // (2) the dense reference agrees to 1e-10 — or, on κ > 1e10 matrices where the dense
   // reference itself is no better than ~1e-9 (it differs from its own extended-precision run by
@@ -236,13 +265,16 @@ TEST(Eigs, ConstrainedDofsAllCopiesOfTheRepeatedValue) {
   std::int64_t m = 0;
   Csr<double> a = constrained_dofs(7, 5, 1e9, 1e-6, &m);  // 343 rows, m = 69
   ASSERT_GT(m, 10);
-  for (std::int64_t k : {10, 40}) {
-    auto r = eigs(a, nullptr, base_options(k));
-    ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
-    EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
-    for (double v : r.values) EXPECT_NEAR(v, 1.0, 1e-12);
-    check_pairs(r, a, nullptr);
-  }
+  for (std::int64_t k : {10, 40})
+    for (bool certify : {false, true}) {
+      EigsOptions o = base_options(k);
+      o.certify = certify;
+      auto r = eigs(a, nullptr, o);
+      ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+      expect_verified(r, certify);
+      for (double v : r.values) EXPECT_NEAR(v, 1.0, 1e-12);
+      check_pairs(r, a, nullptr);
+    }
   // k beyond the multiplicity: the next values follow 1.0 × m. (The dense references resolve the
   // soft end — 1.0 — or the stiff end, not both: checked in extended precision instead.)
   auto ref = accurate_spectrum(a, nullptr);
@@ -275,7 +307,12 @@ TEST(Eigs, HundredFoldEigenvalueWithAndWithoutFactorization) {
     }
     if (factor) {
       EXPECT_EQ(r.status, SolverStatus::converged) << describe(r);
-      EXPECT_EQ(r.certified, Certified::yes);
+      expect_verified(r, false);
+      o.certify = true;
+      auto rc = eigs(a, nullptr, o);
+      EXPECT_EQ(rc.status, SolverStatus::converged) << describe(rc);
+      expect_verified(rc, true);
+      EXPECT_LE(max_rel_error(rc, ref), 1e-10) << describe(rc);
     } else {
       EXPECT_EQ(r.certified, Certified::not_checked);
       EXPECT_TRUE(r.status == SolverStatus::converged || r.status == SolverStatus::unverified)
@@ -292,7 +329,7 @@ TEST(Eigs, ReCheckAddsTheCopiesSingleVectorLanczosMissed) {
   Csr<double> a = repeated_blocks(100, 3, 40);  // smallest eigenvalue 1 with multiplicity 100
   EigsOptions o = base_options(3);
   o.allow_factor = false;
-  o.method = "lanczos";
+  o.method = parse_eigs_method("lanczos");
   o.block_size = 1;
   o.recheck = false;
   auto plain = eigs(a, nullptr, o);
@@ -337,7 +374,7 @@ TEST(Eigs, StartBlockIsUsed) {
   for (const char* method : {"lanczos", "lobpcg", "chebyshev"}) {
     SCOPED_TRACE(method);
     EigsOptions o = base_options(k, Which::largest);
-    o.method = method;
+    o.method = parse_eigs_method(method);
     o.allow_factor = false;
     auto cold = eigs(a, nullptr, o);
     o.v0 = v0;
@@ -367,11 +404,15 @@ TEST(Eigs, KappaTenToTheTenSmallest) {
     for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) a.values[p] *= d[i] * d[a.col_idx[p]];
   auto ref = accurate_spectrum(a, nullptr);
   ASSERT_GT(ref.back() / ref.front(), 1e9);
-  auto r = eigs(a, nullptr, base_options(8));
-  ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
-  EXPECT_EQ(r.certified, Certified::yes);
-  EXPECT_LE(max_rel_error(r, ref), 1e-10) << describe(r);
-  check_pairs(r, a, nullptr);
+  for (bool certify : {false, true}) {
+    EigsOptions o = base_options(8);
+    o.certify = certify;
+    auto r = eigs(a, nullptr, o);
+    ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+    expect_verified(r, certify);
+    EXPECT_LE(max_rel_error(r, ref), 1e-10) << describe(r);
+    check_pairs(r, a, nullptr);
+  }
 }
 
 TEST(Eigs, LumpedMassGeneralizedPairs) {
@@ -391,16 +432,18 @@ TEST(Eigs, LumpedMassGeneralizedPairs) {
   };
   Csr<double> a = twice(a1), b = twice(b1);
   auto ref = accurate_spectrum(a, &b);
-  for (const char* method : {"auto", "lobpcg"}) {
-    SCOPED_TRACE(method);
-    EigsOptions o = base_options(6);
-    o.method = method;
-    auto r = eigs(a, &b, o);
-    ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
-    EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
-    EXPECT_LE(max_rel_error(r, ref), 1e-9) << describe(r);
-    check_pairs(r, a, &b);
-  }
+  for (const char* method : {"auto", "lobpcg"})
+    for (bool certify : {false, true}) {
+      SCOPED_TRACE(std::string(method) + (certify ? " certify" : ""));
+      EigsOptions o = base_options(6);
+      o.method = parse_eigs_method(method);
+      o.certify = certify;
+      auto r = eigs(a, &b, o);
+      ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+      expect_verified(r, certify);
+      EXPECT_LE(max_rel_error(r, ref), 1e-9) << describe(r);
+      check_pairs(r, a, &b);
+    }
 }
 
 // ---- interior eigenvalues -----------------------------------------------------------------------
@@ -416,7 +459,12 @@ TEST(Eigs, NearestToAShiftInsideTheSpectrum) {
   o.sigma = sigma;
   auto r = eigs(a, nullptr, o);
   ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
-  EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
+  expect_verified(r, false);
+  EXPECT_EQ(r.transform, "shift-invert");  // interior eigenvalues: only shift-invert converges
+  o.certify = true;
+  auto rc = eigs(a, nullptr, o);
+  ASSERT_EQ(rc.status, SolverStatus::converged) << describe(rc);
+  expect_verified(rc, true);
   std::vector<double> near = ref;
   std::sort(near.begin(), near.end(),
             [&](double x, double y) { return std::abs(x - sigma) < std::abs(y - sigma); });
@@ -471,7 +519,7 @@ TEST(Eigs, WorkspaceLimitShrinksTheBasisOrRefuses) {
                         Case{"lanczos", 79, nullptr}, Case{"lobpcg", 119, nullptr}}) {
     SCOPED_TRACE(std::string(c.method) + " in " + std::to_string(c.columns) + " vectors");
     EigsOptions o = base_options(8, Which::largest);
-    o.method = c.method;
+    o.method = parse_eigs_method(c.method);
     o.tol = 1e-9;
     o.workspace_columns = c.columns;
     if (!c.expect_why) {
@@ -494,7 +542,7 @@ TEST(Eigs, BadArguments) {
   Csr<double> a = constrained_dofs(5, 4);
   EigsOptions o = base_options(3, Which::nearest);
   o.backend = Backend::cpu;
-  o.method = "lanczos";  // (auto would solve this 125-row problem densely, without factoring)
+  o.method = parse_eigs_method("lanczos");  // (auto would solve this 125-row problem densely, without factoring)
   EXPECT_THROW(eigs(a, nullptr, o), InvalidArgument);  // nearest without sigma
   o.has_sigma = true;
   o.sigma = 1.0;  // exactly an eigenvalue
@@ -506,15 +554,15 @@ TEST(Eigs, BadArguments) {
   }
   o = base_options(3);
   o.backend = Backend::cpu;
-  o.precond = "factor";
-  o.method = "lanczos";
+  o.precond = EigsPrecond::factor;
+  o.method = parse_eigs_method("lanczos");
   EXPECT_THROW(eigs(a, nullptr, o), InvalidArgument);
   o = base_options(a.nrows);
   o.backend = Backend::cpu;
   EXPECT_THROW(eigs(a, nullptr, o), InvalidArgument);
   o = base_options(3);
   o.backend = Backend::cpu;
-  o.method = "lanczos";
+  o.method = parse_eigs_method("lanczos");
   o.has_sigma = true;
   o.sigma = 1e12;  // inside/above: smallest needs a sigma below the spectrum
   EXPECT_THROW(eigs(a, nullptr, o), InvalidArgument);
@@ -542,7 +590,7 @@ TEST(Eigs, NoWrongAnswerIsLabelledConverged) {
       for (bool factor : {true, false}) {
         if (factor && !built_with_factor()) continue;
         EigsOptions o = base_options(t.k);
-        o.method = method;
+        o.method = parse_eigs_method(method);
         o.allow_factor = factor;
         o.tol = 1e-9;
         o.block_size = std::string(method) == "lanczos" ? 2 : 0;  // multiplicity ≫ block size

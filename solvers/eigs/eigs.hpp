@@ -1,14 +1,23 @@
 // The one call behind `tcsolve eigs` and the Python module's eigsh/lobpcg: k eigenpairs of
 // A·x = λ·x or A·x = λ·B·x (A symmetric, B symmetric positive definite).
 //
-// eigs() chooses the method and the spectral transformation (and says why), runs it, then
-// recomputes every returned pair's true residual ‖A·x − λ·B·x‖ and tests it with the chosen
-// convergence test, and — where a sparse direct factorization is possible — certifies the count
-// with Sylvester's inertia. A wrong answer must never be labelled converged:
+// eigs() runs the driver's steps (solvers/eigs/, one file each):
+//   plan     (plan.cpp)        the method, the spectral transformation and the verification, chosen
+//                              from predicted seconds (measured SpMM time, a spectral probe, the
+//                              factorization's symbolic analysis, measured host rates); the chosen
+//                              plan, its prediction and the best rejected plan are in `why`;
+//   set up   (driver.cpp)      operators, the factorization when the plan has one;
+//   solve    (runs.cpp)        Chebyshev, block Lanczos, LOBPCG, shift-invert Lanczos or dense;
+//   verify   (pairs.cpp,       every returned pair's true residual ‖A·x − λ·B·x‖ tested with the
+//             certificate.cpp,  chosen convergence test, then the set: the Sylvester certificate
+//             recheck.cpp)      when asked (certify) or affordable (≤ 15 % of the solve), else a
+//                              re-check built for cost;
+//   finish   (driver.cpp)      wanted order, error bounds, status.
+// A wrong answer must never be labelled converged:
 //   status converged   every pair passed its true-residual test AND the set was verified
-//                      (certified = yes, or the multiplicity re-check found nothing missing);
-//   status unverified  every pair passed, but nothing could verify that no eigenvalue (a further
-//                      copy of a multiple one) is missing from the set;
+//                      (certified = yes, or the re-check found nothing missing, or a dense solve);
+//   status unverified  every pair passed, but nothing verified that no eigenvalue (a further
+//                      copy of a multiple one) is missing from the set (--no-recheck);
 //   status not_converged / breakdown: as the solvers report (partial results kept).
 //
 // Convergence tests (SLEPc's names), on the true residual r = A·x − λ·B·x of B-normalized x:
@@ -20,10 +29,14 @@
 // A residual is measured in double; a pair that fails is measured again in extended precision
 // (λ and r), and a residual within the rounding error of its own computation,
 // 10·u·‖|A||x| + |λ||B||x|‖, passes: no measurement can tell it from an exact pair's.
+// Rounding floor: no iteration in double reaches residuals much below u·(‖A‖ + |λ|·‖B‖)·‖x‖; the
+// solvers stop there, and a pair whose test asks for less (rel with |λ| ≪ ‖A‖, e.g. the small
+// eigenvalues of a stiffness matrix without shift-invert) ends not_converged with a reason that
+// gives the accuracy reached and points to --conv norm or shift-invert.
 // Spectral transformation (shift-invert, SciPy's `sigma`): Lanczos or LOBPCG run on
 // Op = (A − σB)⁻¹·B, whose eigenvalues ν = 1/(λ − σ) are largest for the λ nearest σ; the
 // factorization of A − σB (factor/sparse_factor.hpp) is computed once, its solves applied to whole
-// blocks (on the GPU when the factor can be exported there).
+// blocks.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -59,24 +72,51 @@ ConvTest parse_conv_test(const std::string& s);  // throws InvalidArgument namin
 enum class Certified { yes, no, not_checked };
 const char* to_string(Certified c);
 
+// Method names, in one place: the command line, the batch job file and the Python module parse
+// and list them through these (auto | lanczos | lobpcg | chebyshev | dense).
+enum class EigsMethod { automatic, lanczos, lobpcg, chebyshev, dense };
+const char* to_string(EigsMethod m);
+EigsMethod parse_eigs_method(const std::string& s);  // throws InvalidArgument naming the value
+const std::vector<std::string>& eigs_method_names();
+
+// LOBPCG preconditioner: auto (the factorization of A − σB for the smallest when one is made,
+// else Jacobi) | none | jacobi | factor.
+enum class EigsPrecond { automatic, none, jacobi, factor };
+const char* to_string(EigsPrecond p);
+EigsPrecond parse_eigs_precond(const std::string& s);
+const std::vector<std::string>& eigs_precond_names();
+
+// How the returned set was (to be) verified.
+//   certificate  Sylvester inertia of A − τB (MUMPS LDLᵀ): exact counts;
+//   recheck      a fresh random start on the problem with the found pairs deflated (a short
+//                Chebyshev filter, or deflated shift-invert / LOBPCG) finds nothing missing;
+//   dense        a dense solve computed every eigenvalue;
+//   none         not verified (recheck = false): status unverified.
+enum class Verification { certificate, recheck, dense, none };
+const char* to_string(Verification v);
+
 struct EigsOptions {
   std::int64_t k = 6;
   Which which = Which::smallest;  // smallest | largest | nearest (needs sigma)
   bool has_sigma = false;         // shift-invert around sigma (SciPy's sigma=...)
   double sigma = 0.0;
-  // auto | lanczos | lobpcg | chebyshev | dense. auto: dense for small n (≤ 400 rows, or k close
-  // to n); shift-invert Lanczos for smallest/nearest when a factorization fits in memory (and is
-  // allowed; n ≤ 300 000 unless sigma is given); else Chebyshev-filtered subspace iteration for
-  // standard problems and LOBPCG for generalized ones.
-  std::string method = "auto";
+  // automatic: the planner's choice by predicted cost (solvers/eigs/plan.hpp): dense, Chebyshev,
+  // shift-invert Lanczos or LOBPCG. Otherwise the method asked for.
+  EigsMethod method = EigsMethod::automatic;
   ConvTest conv = ConvTest::rel;
   double tol = 1e-8;
   std::int64_t max_iterations = 0;  // 0 = the method's default
   std::int64_t block_size = 0;      // Lanczos block size (0 = automatic)
   std::int64_t basis = 0;           // Lanczos basis columns before a restart (SciPy's ncv; 0 = auto)
-  std::string precond = "auto";     // LOBPCG: none | jacobi | factor | auto
+  EigsPrecond precond = EigsPrecond::automatic;  // LOBPCG
+  // LOBPCG preconditioner T ≈ (A − σB)⁻¹ given as an operator in the ops' space (SciPy lobpcg's
+  // M); takes precedence over `precond` and needs method lobpcg (or automatic: then lobpcg).
+  const LinearOperator<double>* preconditioner = nullptr;
   bool allow_factor = true;         // false: never factor (--no-factor): no shift-invert, no count
-  bool recheck = true;              // multiplicity re-check when no count certifies the set
+  bool recheck = true;              // verify the set when no certificate does (re-check)
+  // Always certify the set by Sylvester's inertia (--certify; needs a factorization). Without
+  // it the certificate runs only when its predicted cost is at most 15 % of the solve's.
+  bool certify = false;
   Backend backend = Backend::cpu;
   Precision precision = Precision::fp64;  // storage of A in the SpMM
   std::uint64_t seed = 1;
@@ -104,10 +144,14 @@ struct EigsResult {
   std::vector<double> error_bounds;    // |λ_j − λ_true| ≤ ‖r‖²/gap (gap from the neighbours), or ‖r‖
   ConvTest conv = ConvTest::rel;
   double a_norm = 0.0, b_norm = 1.0;
-  std::string method;                  // lanczos | lobpcg
+  std::string method;                  // dense | lanczos | lobpcg | chebyshev
   std::string transform = "none";      // none | shift-invert
   double sigma = 0.0;                  // the shift used (transform == shift-invert)
-  std::string why;                     // why this method and transformation
+  // The plan: what ran and why, its predicted seconds, and the best rejected plan with its
+  // prediction (or "as asked"); also any switch made during the run.
+  std::string why;
+  double predicted_seconds = 0.0;      // of the chosen plan (0 when not predicted)
+  Verification verification = Verification::none;  // what verified the set (or was to)
   Certified certified = Certified::not_checked;
   std::string certificate;             // the counts behind `certified`, or why not checked
   std::string factor;                  // factorization used (engine, entries, time), or ""
@@ -115,6 +159,7 @@ struct EigsResult {
   std::int64_t iterations = 0;
   std::int64_t operator_applies = 0;
   std::vector<IterationRecord> history;
+  double plan_seconds = 0.0;           // the planner (probe, timed applies, symbolic analysis)
   double setup_seconds = 0.0;          // operators and factorizations
   double solve_seconds = 0.0;          // the iteration
   double verify_seconds = 0.0;         // true residuals, certificate, re-check

@@ -1,0 +1,211 @@
+// Measured rates of the host engines and their cache (factor/engine_rates.hpp).
+#include "factor/engine_rates.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "core/csr.hpp"
+#include "core/error.hpp"
+
+namespace tcsolve {
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// d-dimensional Dirichlet Laplacian on an nx^d grid (d = 2 or 3): the model problems.
+Csr<double> model_laplacian(int nx, int d) {
+  const std::int64_t n = d == 2 ? std::int64_t(nx) * nx : std::int64_t(nx) * nx * nx;
+  std::vector<Triplet<double>> t;
+  t.reserve(static_cast<std::size_t>(n) * (2 * d + 1));
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t i = r % nx, j = (r / nx) % nx, l = d == 3 ? r / (std::int64_t(nx) * nx) : 0;
+    const auto id = [&](std::int64_t a, std::int64_t b, std::int64_t c) {
+      return static_cast<std::int32_t>(a + nx * (b + std::int64_t(nx) * c));
+    };
+    t.push_back({static_cast<std::int32_t>(r), static_cast<std::int32_t>(r), 2.0 * d});
+    if (i > 0) t.push_back({static_cast<std::int32_t>(r), id(i - 1, j, l), -1.0});
+    if (i + 1 < nx) t.push_back({static_cast<std::int32_t>(r), id(i + 1, j, l), -1.0});
+    if (j > 0) t.push_back({static_cast<std::int32_t>(r), id(i, j - 1, l), -1.0});
+    if (j + 1 < nx) t.push_back({static_cast<std::int32_t>(r), id(i, j + 1, l), -1.0});
+    if (d == 3 && l > 0) t.push_back({static_cast<std::int32_t>(r), id(i, j, l - 1), -1.0});
+    if (d == 3 && l + 1 < nx) t.push_back({static_cast<std::int32_t>(r), id(i, j, l + 1), -1.0});
+  }
+  return csr_from_triplets<double>(n, n, std::move(t), Symmetry::symmetric);
+}
+
+struct Sample {
+  double lower_entries = 0, entries = 0, flops = 0;
+  double analyze_s = 0, factor_s = 0, solve_s = 0, inertia_s = 0;
+};
+
+Sample sample(const Csr<double>& a, bool with_inertia) {
+  Sample s;
+  s.lower_entries = 0.5 * static_cast<double>(a.nnz() + a.nrows);
+  const SymbolicAnalysis sym = analyze_factor(a, nullptr);
+  s.analyze_s = sym.seconds;
+  auto f = factor_shifted(a, nullptr, 0.0, [] {
+    FactorOptions o;
+    o.engine = FactorEngine::cholmod;
+    return o;
+  }());
+  s.entries = f->factor_entries();
+  s.flops = f->factor_flops() > 0 ? f->factor_flops() : sym.flops;
+  s.factor_s = f->factor_seconds();
+  const std::int64_t n = a.nrows, cols = 16;
+  std::vector<double> x(static_cast<std::size_t>(n * cols)), y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * static_cast<double>(i) + 1.0);
+  MvView<const double> xv{x.data(), n, cols, n, Space::host};
+  MvView<double> yv{y.data(), n, cols, n, Space::host};
+  f->solve(xv, yv);  // warm
+  double best = INFINITY;
+  for (int r = 0; r < 3; ++r) {
+    const double t0 = now();
+    f->solve(xv, yv);
+    best = std::min(best, now() - t0);
+  }
+  s.solve_s = best;
+  if (with_inertia) {
+    const double t0 = now();
+    inertia_at(a, nullptr, -1.0);
+    s.inertia_s = now() - t0;
+  }
+  return s;
+}
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("TCSOLVE_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/tcsolve";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/tcsolve";
+  return "";
+}
+
+// Host, cores and the thread settings the engines run with: rates measured under other settings
+// do not apply.
+std::string machine_key() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  std::string k = std::string(host) + "|cores=" + std::to_string(std::thread::hardware_concurrency());
+  for (const char* v : {"TCSOLVE_FACTOR_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    if (const char* e = std::getenv(v)) k += std::string("|") + v + "=" + e;
+  for (char& c : k)
+    if (c == ' ' || c == '\t' || c == '\n') c = '_';
+  return k;
+}
+
+constexpr const char* kCacheFile = "engine-rates-v1.txt";
+
+bool read_cache(const std::string& file, const std::string& key, EngineRates& r) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string k;
+    EngineRates c;
+    if (!(ls >> k >> c.analyze_s_per_entry >> c.factor_s_per_flop >> c.factor_s_per_entry >>
+          c.solve_s_per_entry >> c.solve_s_per_entry_col >> c.inertia_ratio))
+      continue;
+    if (k != key) continue;
+    const double v[] = {c.analyze_s_per_entry, c.factor_s_per_flop, c.factor_s_per_entry,
+                        c.solve_s_per_entry, c.solve_s_per_entry_col, c.inertia_ratio};
+    if (!std::all_of(std::begin(v), std::end(v), [](double x) { return std::isfinite(x) && x >= 0; }))
+      continue;
+    c.source = "cached in " + file;
+    r = c;
+    return true;
+  }
+  return false;
+}
+
+void write_cache(const std::string& dir, const std::string& file, const std::string& key,
+                 const EngineRates& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::vector<std::string> keep;
+  {
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind(key + " ", 0) != 0 && !line.empty()) keep.push_back(line);
+  }
+  const std::string tmp = file + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) return;
+    for (const auto& l : keep) out << l << "\n";
+    char b[512];
+    std::snprintf(b, sizeof b, "%s %.6g %.6g %.6g %.6g %.6g %.6g\n", key.c_str(),
+                  r.analyze_s_per_entry, r.factor_s_per_flop, r.factor_s_per_entry,
+                  r.solve_s_per_entry, r.solve_s_per_entry_col, r.inertia_ratio);
+    out << b;
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace
+
+EngineRates measure_engine_rates() {
+  const double t0 = now();
+  // A 2D problem (entries dominate: small supernodes) and a 3D one (flops dominate).
+  const Sample s2 = sample(model_laplacian(160, 2), false);
+  const Sample s3 = sample(model_laplacian(22, 3), true);
+  EngineRates r;
+  r.analyze_s_per_entry = std::max(s2.analyze_s / s2.lower_entries, s3.analyze_s / s3.lower_entries);
+  // factor_s = flops·a + entries·b: two equations; keep both coefficients non-negative.
+  const double det = s2.flops * s3.entries - s3.flops * s2.entries;
+  double a = det != 0 ? (s2.factor_s * s3.entries - s3.factor_s * s2.entries) / det : -1;
+  double b = det != 0 ? (s2.flops * s3.factor_s - s3.flops * s2.factor_s) / det : -1;
+  if (!(a > 0) || !(b > 0)) {
+    a = s3.factor_s / s3.flops;  // flops only, from the flop-heavy problem
+    b = std::max(0.0, (s2.factor_s - a * s2.flops) / s2.entries);
+  }
+  r.factor_s_per_flop = a;
+  r.factor_s_per_entry = b;
+  // One block solve of 16 columns, split evenly between the per-entry sweep and the columns.
+  const double per_entry16 = std::max(s2.solve_s / s2.entries, s3.solve_s / s3.entries);
+  r.solve_s_per_entry = 0.5 * per_entry16;
+  r.solve_s_per_entry_col = 0.5 * per_entry16 / 16.0;
+  r.inertia_ratio = std::max(0.5, s3.inertia_s / std::max(1e-6, s3.analyze_s + s3.factor_s));
+  char b2[96];
+  std::snprintf(b2, sizeof b2, "measured in %.2f s", now() - t0);
+  r.source = b2;
+  return r;
+}
+
+const EngineRates& engine_rates() {
+  static std::once_flag once;
+  static EngineRates rates;
+  std::call_once(once, [] {
+    const bool use_cache = !std::getenv("TCSOLVE_NO_RATE_CACHE");
+    const std::string dir = use_cache ? cache_dir() : "";
+    const std::string file = dir.empty() ? "" : dir + "/" + kCacheFile;
+    const std::string key = machine_key();
+    if (!file.empty() && read_cache(file, key, rates)) return;
+    rates = measure_engine_rates();
+    if (!file.empty()) {
+      write_cache(dir, file, key, rates);
+      rates.source += ", cached in " + file;
+    }
+  });
+  return rates;
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,51 @@
+// Measured speed of the host sparse direct engines on this machine: what the eigs planner
+// (solvers/eigs/plan.hpp) needs to price shift-invert (analysis, factorization, block solves) and
+// the Sylvester certificate (a MUMPS LDLᵀ) before doing any of them.
+//
+// Model (fitted on two generated problems, a 2D and a 3D Laplacian, ~0.2–0.5 s once):
+//   analysis  t = entries(lower S) · analyze_s_per_entry
+//   factor    t = flops · factor_s_per_flop + nnz(L) · factor_s_per_entry   (CHOLMOD LLᵀ)
+//   solve     t = nnz(L) · (solve_s_per_entry + cols · solve_s_per_entry_col) (one block of cols)
+//   inertia   t = inertia_ratio · (analysis + factor)                       (MUMPS, factors dropped)
+// flops and nnz(L) come from analyze_factor() (factor/sparse_factor.hpp).
+//
+// Cache: measured once per machine and kept in $TCSOLVE_CACHE_DIR, else $XDG_CACHE_HOME/tcsolve,
+// else $HOME/.cache/tcsolve (file engine-rates-v1.txt, one line per machine key: host name, cores
+// and the engines' thread settings). TCSOLVE_NO_RATE_CACHE=1 measures in every process and writes
+// nothing. A cache that cannot be read or written is ignored (the rates are then measured).
+#pragma once
+#include <string>
+
+#include "factor/sparse_factor.hpp"
+
+namespace tcsolve {
+
+struct EngineRates {
+  double analyze_s_per_entry = 5e-8;
+  double factor_s_per_flop = 1e-10;
+  double factor_s_per_entry = 2e-8;
+  double solve_s_per_entry = 2e-9;
+  double solve_s_per_entry_col = 5e-10;
+  double inertia_ratio = 2.0;
+  std::string source = "defaults (not measured)";
+
+  double analyze_seconds(double lower_entries) const { return lower_entries * analyze_s_per_entry; }
+  double factor_seconds(const SymbolicAnalysis& s) const {
+    return s.flops * factor_s_per_flop + s.factor_entries * factor_s_per_entry;
+  }
+  double solve_seconds(double factor_entries, double cols) const {
+    return factor_entries * (solve_s_per_entry + cols * solve_s_per_entry_col);
+  }
+  double inertia_seconds(const SymbolicAnalysis& s, double lower_entries) const {
+    return inertia_ratio * (analyze_seconds(lower_entries) + factor_seconds(s));
+  }
+};
+
+// The rates of this machine: from the cache, or measured now (then cached). Thread-safe; the
+// first call pays the measurement. Throws NotCompiled in a build without the engines.
+const EngineRates& engine_rates();
+
+// Measures without the cache (the benchmark and the tests call it directly).
+EngineRates measure_engine_rates();
+
+}  // namespace tcsolve

@@ -1,0 +1,650 @@
+// The eigs() driver (solvers/eigs/eigs.hpp): plan → set up → solve → verify → finish.
+//
+// Shift-invert (Op = T = (A − σB)⁻¹·B, B-self-adjoint, eigenvalues ν = 1/(λ − σ)): thick-restart
+// block Lanczos (runs.cpp). A Ritz pair (ν, x) is verified on the purified vector x̂ = T·x/ν
+// (ARPACK's mode-3 refinement), free of the ‖A‖·|λ − σ| amplification that x itself would carry;
+// λ is the Rayleigh quotient and the true residual ‖A·x̂ − λ·B·x̂‖ is recomputed with A and B
+// before anything is called converged.
+#include "solvers/eigs/eigs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "factor/shift_invert.hpp"
+#include "factor/sparse_factor.hpp"
+#include "solvers/chebyshev.hpp"
+#include "solvers/eigs/certificate.hpp"
+#include "solvers/eigs/pairs.hpp"
+#include "solvers/eigs/plan.hpp"
+#include "solvers/eigs/recheck.hpp"
+#include "solvers/eigs/runs.hpp"
+#include "solvers/solver_common.hpp"
+#include "solvers/spectral_probe.hpp"
+#include "spmm/sparse_operator.hpp"
+
+namespace tcsolve {
+
+const char* to_string(ConvTest c) {
+  switch (c) {
+    case ConvTest::rel: return "rel";
+    case ConvTest::norm: return "norm";
+    case ConvTest::abs: return "abs";
+  }
+  return "?";
+}
+
+ConvTest parse_conv_test(const std::string& s) {
+  if (s == "rel") return ConvTest::rel;
+  if (s == "norm") return ConvTest::norm;
+  if (s == "abs") return ConvTest::abs;
+  throw InvalidArgument("convergence test '" + s + "': expected rel, norm or abs");
+}
+
+const char* to_string(Certified c) {
+  switch (c) {
+    case Certified::yes: return "yes";
+    case Certified::no: return "no";
+    case Certified::not_checked: return "not_checked";
+  }
+  return "?";
+}
+
+namespace eigs_detail {
+namespace {
+
+constexpr int kProbeSteps = 30;
+
+void validate(const EigsOptions& opt, std::int64_t n) {
+  if (opt.k < 1 || opt.k >= n)
+    throw InvalidArgument("k = " + std::to_string(opt.k) + " must satisfy 1 <= k < n = " +
+                          std::to_string(n));
+  if (!(opt.tol > 0 && opt.tol < 1)) throw InvalidArgument("tol = " + g17(opt.tol) + ": expected 0 < tol < 1");
+  if (opt.which == Which::nearest && !opt.has_sigma)
+    throw InvalidArgument("which = nearest needs a shift sigma");
+  if (opt.which == Which::largest_magnitude)
+    throw InvalidArgument("which = largest_magnitude is internal; use nearest with sigma");
+  if (opt.has_sigma && !std::isfinite(opt.sigma)) throw InvalidArgument("sigma must be finite");
+  if (opt.block_size < 0 || opt.basis < 0 || opt.max_iterations < 0)
+    throw InvalidArgument("block_size, basis and max_iterations must be >= 0");
+  if (!opt.v0.empty()) {
+    if (opt.v0.size() % static_cast<std::size_t>(n) != 0)
+      throw InvalidArgument("v0: " + std::to_string(opt.v0.size()) + " values is not a whole number of "
+                            "columns of n = " + std::to_string(n));
+    for (std::size_t i = 0; i < opt.v0.size(); ++i)
+      if (!std::isfinite(opt.v0[i]))
+        throw InvalidArgument("v0: non-finite value at row " + std::to_string(i % n) + ", column " +
+                              std::to_string(i / n));
+  }
+}
+
+// Shrinks Chebyshev's width or the Lanczos basis so that the iteration's n-vectors fit in
+// opt.workspace_columns (EigsOptions); appends what it did to `why`.
+void fit_workspace(EigsMethod method, std::int64_t n, std::int64_t k, EigsOptions& opt,
+                   std::string& why) {
+  const std::int64_t w = opt.workspace_columns;
+  if (w <= 0 || method == EigsMethod::dense) return;
+  const double col_bytes = 8.0 * static_cast<double>(n);
+  auto refuse = [&](std::int64_t min_cols) {
+    const double bytes = col_bytes * static_cast<double>(min_cols);
+    char gib[32];
+    std::snprintf(gib, sizeof gib, " (%.2f GiB)", bytes / 1073741824.0);
+    throw WorkspaceDoesNotFit(
+        static_cast<std::size_t>(bytes),
+        std::string("out of GPU memory: ") + to_string(method) + " with k = " + std::to_string(k) +
+            " needs at least " + std::to_string(min_cols) + " vectors of " + std::to_string(n) +
+            " rows" + gib + " beside the matrix, room for " + std::to_string(w));
+  };
+  if (method == EigsMethod::chebyshev) {
+    ChebyshevOptions co;
+    if (opt.basis > k) co.block = opt.basis;
+    const std::int64_t m0 = chebyshev_block(n, k, -1, co);
+    if (3 * m0 + 2 * k <= w) return;
+    const std::int64_t m = (w - 2 * k) / 3;
+    if (m < k + 4) refuse(3 * (k + 4) + 2 * k);
+    opt.basis = m;
+    why += "; block width reduced from " + std::to_string(m0) + " to " + std::to_string(m) +
+           " columns to fit the GPU memory";
+  } else if (method == EigsMethod::lanczos) {
+    const std::int64_t b = opt.block_size > 0 ? opt.block_size : default_lanczos_block(k);
+    const std::int64_t m0 = opt.basis > 0 ? opt.basis : default_lanczos_basis(k, b);
+    const std::int64_t fixed = 2 * b + 2 * std::max(b, k);
+    if (2 * m0 + fixed <= w) return;
+    const std::int64_t m = (w - fixed) / 2 / b * b;
+    const std::int64_t m_min = b * ((k + 2 * b + b - 1) / b);
+    if (m < m_min) refuse(2 * m_min + fixed);
+    opt.basis = m;
+    why += "; Lanczos basis reduced from " + std::to_string(m0) + " to " + std::to_string(m) +
+           " columns to fit the GPU memory";
+  } else {
+    const std::int64_t need = 10 * (k + default_lobpcg_guard(k));
+    if (need > w) refuse(need);
+  }
+}
+
+// Final order, extended-precision refinement, tests, error bounds and the status (before the
+// verification's verdict is folded in by the caller).
+EigsResult finish(const Problem& s, const EigsOptions& opt, PairSet& p, RunOut& run, double sigma) {
+  DenseBlockOps& ops = *s.ops;
+  EigsResult r;
+  r.n = s.n;
+  r.conv = opt.conv;
+  r.a_norm = s.a_norm;
+  r.b_norm = s.b_norm;
+  r.sigma = sigma;
+  const std::int64_t k = static_cast<std::int64_t>(p.values.size());
+  auto o = wanted_order(p.values, opt.which, sigma);
+  PairSet q;
+  q.x = reorder_columns(ops, p.x.view(), o);
+  for (auto i : o)
+    q.values.push_back(p.values[i]), q.rn.push_back(p.rn[i]), q.xn.push_back(p.xn[i]),
+        q.rq_dev.push_back(p.rq_dev[i]);
+  r.vectors.resize(s.n * k);
+  if (k) ops.to_host(q.x.view(), r.vectors.data(), s.n);
+  refine_rayleigh(s, r.vectors, q.values, q.rn, q.rq_dev);
+  r.values = q.values;
+  r.residual_norms = q.rn;
+  const bool pass = test_pairs(s, opt, q.x.view(), q.values, q.rn, q.xn, r.residual_bounds);
+  r.residual_norms = q.rn;
+  r.values = q.values;
+  r.error_bounds = error_bounds(s, q.values, q.rn, q.rq_dev);
+  r.iterations = run.iterations;
+  r.operator_applies = run.applies;
+  r.history = std::move(run.history);
+  r.status = pass ? SolverStatus::converged : run.status == SolverStatus::breakdown
+                                                  ? SolverStatus::breakdown
+                                                  : SolverStatus::not_converged;
+  if (!pass) {
+    // Pairs that failed the test but reached the rounding floor: the test cannot be met in
+    // double precision without a spectral transformation; say so, with the accuracy reached.
+    std::int64_t at_floor = 0, failing = 0;
+    double worst = 0, worst_bound = 0, worst_floor = 0;
+    bool norm_ok = true;
+    for (std::int64_t j = 0; j < k; ++j) {
+      if (r.residual_norms[j] <= r.residual_bounds[j]) continue;
+      ++failing;
+      const double fl = attainable_floor(q.values[j], q.xn[j], s);
+      if (r.residual_norms[j] <= 4.0 * fl) {
+        ++at_floor;
+        if (r.residual_norms[j] > worst) worst = r.residual_norms[j], worst_bound = r.residual_bounds[j], worst_floor = fl;
+      }
+      norm_ok = norm_ok && r.residual_norms[j] <= bound_of(ConvTest::norm, opt.tol, q.values[j], q.xn[j], s);
+    }
+    if (at_floor > 0 && at_floor == failing && opt.conv != ConvTest::norm) {
+      char b[600];
+      std::snprintf(b, sizeof b,
+                    "%lld pair(s) stopped at the rounding floor of double precision for this "
+                    "matrix: residual %.3g, floor u*(|A| + |lambda|*|B|) = %.3g, while the %s test "
+                    "asks for %.3g; the %s test cannot be met for these eigenvalues without a "
+                    "spectral transformation: use --conv norm%s, or shift-invert (--sigma, or "
+                    "auto with a factorization)",
+                    static_cast<long long>(at_floor), worst, worst_floor, to_string(opt.conv),
+                    worst_bound, to_string(opt.conv),
+                    norm_ok ? " (these residuals pass it)" : "");
+      r.reason = b;
+    } else {
+      r.reason = run.reason.empty() ? "a returned pair fails its true-residual test" : run.reason;
+    }
+  }
+  p = std::move(q);
+  return r;
+}
+
+// Seconds of one apply of `op` to `cols` random columns (warmed once, then timed: stream marks on
+// the GPU, the host clock on the CPU).
+double time_apply(const Problem& s, std::int64_t cols) {
+  DenseBlockOps& ops = *s.ops;
+  MultiVector<double> x = ops.allocate(s.n, cols), y = ops.allocate(s.n, cols);
+  ops.fill_random(x.view(), 12345);
+  auto run = [&] {
+    if (s.foreign_operator) {
+      ops.synchronize();
+      s.aop->apply(x.view(), y.view());
+      if (ops.space() == Space::device) device_synchronize();
+    } else {
+      ops.external_begin();
+      s.aop->apply(x.view(), y.view());
+      ops.external_end();
+    }
+  };
+  run();
+  if (ops.space() == Space::device) {
+    const int a = ops.mark();
+    run();
+    const int b = ops.mark();
+    return ops.elapsed_seconds(a, b);
+  }
+  // Host: the fastest of up to 3 runs within ~20 ms (small matrices: thread start-up noise).
+  double best = INFINITY, spent = 0;
+  for (int r = 0; r < 3 && (r == 0 || spent < 0.02); ++r) {
+    const double t0 = detail::now_seconds();
+    run();
+    const double t = detail::now_seconds() - t0;
+    best = std::min(best, t);
+    spent += t;
+  }
+  return best;
+}
+
+SpectralProbe run_probe(const Problem& s, std::uint64_t seed) {
+  DenseBlockOps& ops = *s.ops;
+  return spectral_probe(
+      [&](MvView<const double> x, MvView<double> y) {
+        if (s.foreign_operator) {
+          ops.synchronize();
+          s.aop->apply(x, y);
+          if (ops.space() == Space::device) device_synchronize();
+        } else {
+          ops.external_begin();
+          s.aop->apply(x, y);
+          ops.external_end();
+        }
+      },
+      ops, s.n, kProbeSteps, seed);
+}
+
+ChebyshevBounds bounds_of(const SpectralProbe& p) {
+  ChebyshevBounds b;
+  b.lower = p.lower, b.upper = p.upper;
+  b.lower_bound = p.lower_bound, b.upper_bound = p.upper_bound;
+  b.norm = std::max(std::abs(p.lower), std::abs(p.upper));
+  return b;
+}
+
+// The factorization of A − σB for shift-invert (or the LOBPCG preconditioner): σ below the
+// spectrum for the smallest (0 when A − 0·B is positive definite, else lowered until the Cholesky
+// factorization exists), or the given σ.
+struct Factorized {
+  std::unique_ptr<SparseFactor> factor;
+  std::unique_ptr<ShiftInvertOperator> sinv;
+  double sigma = 0.0;
+  std::string desc, why;
+};
+
+Factorized factorize(const Problem& s, const EigsOptions& opt) {
+  Factorized out;
+  FactorOptions fo;
+  fo.memory_limit_bytes = opt.factor_memory_limit;
+  // GPU triangular solves (cuSPARSE SpSM) lost their one-time trial to the host engine on every
+  // factor measured (elast3d:24/40 on the H200: 1.2–2.3 s vs 0.8 s per 16-column block), and
+  // the export and the trial cost seconds: host solves, staged through pinned memory.
+  fo.exportable = false;
+  if (!opt.has_sigma && opt.which == Which::smallest) {
+    double sigma = 0.0;
+    std::string tried;
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      try {
+        FactorOptions f2 = fo;
+        f2.engine = FactorEngine::cholmod;
+        out.factor = factor_shifted(*s.a, s.b, sigma, f2);
+        break;
+      } catch (const SingularShift&) {
+        tried += " " + g17(sigma) + " (singular)";
+      } catch (const InvalidArgument&) {
+        tried += " " + g17(sigma) + " (indefinite)";
+      }
+      // λ_min ≥ −‖A‖·‖B⁻¹‖: the last tries reach below any eigenvalue.
+      const double scale = s.a_norm * s.binv_norm;
+      sigma = attempt == 0 ? -1e-8 * scale : attempt < 5 ? sigma * 100.0 : -2.0 * scale;
+    }
+    if (!out.factor)
+      throw Error("no shift below the spectrum found (tried" + tried +
+                  "); give --sigma, or --no-factor for an iterative method");
+    out.sigma = sigma;
+    out.why = "; sigma = " + g17(sigma) + " (A - sigma*B positive definite)";
+  } else {
+    out.sigma = opt.has_sigma ? opt.sigma : 0.0;
+    fo.engine = opt.which == Which::nearest ? FactorEngine::automatic : FactorEngine::cholmod;
+    try {
+      out.factor = factor_shifted(*s.a, s.b, out.sigma, fo);
+    } catch (const SingularShift&) {
+      throw;
+    } catch (const InvalidArgument& e) {
+      if (fo.engine != FactorEngine::cholmod) throw;
+      // σ inside the spectrum while the smallest/largest are asked for.
+      const Inertia in = inertia_at(*s.a, s.b, out.sigma);
+      throw InvalidArgument("sigma = " + g17(out.sigma) + " lies inside the spectrum (" +
+                            std::to_string(in.negative) + " eigenvalues below it): for the k " +
+                            (opt.which == Which::largest ? "largest" : "smallest") +
+                            " give a sigma beyond that end, or use --which nearest");
+    }
+  }
+  out.desc = out.factor->describe();
+  const double t_si = detail::now_seconds();
+  out.sinv = make_shift_invert(*out.factor, opt.backend, s.ops->stream(),
+                               std::max<std::int64_t>(16, std::min<std::int64_t>(opt.k + 8, 32)),
+                               /*prefer_device_solves=*/false);
+  if (opt.backend == Backend::cuda)
+    out.desc += "; solves: " + out.sinv->plan() + ", set up in " +
+                fmt("%.3f", detail::now_seconds() - t_si) + " s";
+  return out;
+}
+
+// Verification of the set `pairs` after the solve. Decides between the certificate and the
+// re-check with the measured solve time, runs it, and returns (verified, certified, line).
+struct Verified {
+  bool verified = false;
+  Certificate cert;
+  Verification kind = Verification::none;
+  std::string line;
+};
+
+Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts, EigsPlan& plan,
+                const PlanEstimate& ran, PairSet& pairs, Factorized* fz, double solve_s,
+                const ChebyshevStats* cheb, const PlanProbes& probes) {
+  Verified v;
+  if (ran.method == EigsMethod::dense && !opt.certify) {
+    v.verified = true;
+    v.kind = Verification::dense;
+    v.line = "dense solve: all " + std::to_string(s.n) + " eigenvalues computed";
+    return v;
+  }
+  if (!opt.certify && !opt.recheck) {
+    v.line = "not verified (--no-recheck)";
+    return v;
+  }
+  const bool cert_possible = facts.can_factor && s.a;
+  std::string why_kind;
+  bool use_cert = opt.certify;
+  if (opt.certify) {
+    why_kind = "certificate (asked for)";
+  } else if (cert_possible) {
+    // The certificate when it costs at most 15 % of the measured solve.
+    const EngineRates& r = probes.rates();
+    const double lower_entries = 0.5 * static_cast<double>(facts.nnz_a + facts.nnz_b + s.n);
+    const double guess = r.inertia_ratio * r.analyze_seconds(lower_entries);
+    const double budget = 0.15 * solve_s;
+    if (!plan.symbolic && guess <= budget) plan.symbolic = probes.analyze();
+    if (plan.symbolic) {
+      const double pred = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
+      use_cert = pred <= budget;
+      why_kind = (use_cert ? "certificate (predicted " : "re-check (the certificate was predicted at ") +
+                 fmt("%.3g", pred) + " s, " + fmt("%.0f", 100.0 * pred / std::max(solve_s, 1e-9)) +
+                 " % of the solve's " + fmt("%.3g", solve_s) + " s)";
+    } else {
+      why_kind = "re-check (the certificate's analysis alone was predicted at " + fmt("%.3g", guess) +
+                 " s, above 15 % of the solve's " + fmt("%.3g", solve_s) + " s)";
+    }
+  } else {
+    why_kind = "re-check (no certificate: " + (facts.factor_why.empty() ? std::string("no factorization") : facts.factor_why) + ")";
+  }
+  if (use_cert) {
+    v.kind = Verification::certificate;
+    for (int round = 0; round < 4; ++round) {
+      v.cert = opt.which == Which::nearest ? certify_interval(s, pairs, fz ? fz->sigma : opt.sigma)
+                                           : certify_end(s, pairs, opt.which != Which::largest);
+      if (v.cert.state != Certified::no || v.cert.missing == 0 || round == 3) break;
+      // Missing eigenvalues: find them (deflated shift-invert when a factor is at hand, else the
+      // deflated re-check with the solve's method) and certify again.
+      if (fz && fz->sinv) {
+        RunOut more = run_shift_invert(
+            s, *fz->sinv, fz->sigma, opt,
+            std::min<std::int64_t>(std::max<std::int64_t>(v.cert.missing, 2), s.n - opt.k - 1),
+            opt.seed + 31 * (round + 1), &pairs, fz->factor->factor_entries());
+        if (!more.pairs_pass) break;
+        pairs = merge_pairs(*s.ops, pairs, more.pairs, opt.k, opt.which, fz->sigma);
+      } else if (opt.which != Which::nearest) {
+        RecheckOutcome add = deflated_recheck(s, opt, ran.method, pairs);
+        if (add.added == 0) break;
+      } else {
+        break;
+      }
+    }
+    v.verified = v.cert.state == Certified::yes;
+    v.line = why_kind + ": " + v.cert.detail;
+    return v;
+  }
+  v.kind = Verification::recheck;
+  RecheckOutcome rc;
+  if (fz && fz->sinv && ran.transform == Transform::shift_invert) {
+    rc = shift_invert_recheck(s, opt, *fz->sinv, fz->sigma, pairs, fz->factor->factor_entries());
+  } else if (s.bop || opt.which == Which::nearest || ran.method == EigsMethod::lobpcg) {
+    // Generalized problems (and LOBPCG's own results): the deflated re-check with LOBPCG.
+    rc = deflated_recheck(s, opt, s.bop ? EigsMethod::lobpcg : ran.method, pairs);
+  } else {
+    // Standard problem: the filter re-check, with the solve's bounds and resolution.
+    FilterRecheckInputs in;
+    const double sgn = opt.which == Which::largest ? -1.0 : 1.0;
+    if (cheb && cheb->block > 0) {
+      in.lower = cheb->lower;
+      in.upper = cheb->upper;
+    } else {
+      if (!plan.probe) plan.probe = run_probe(s, opt.seed);
+      in.lower = sgn > 0 ? plan.probe->lower_bound : -plan.probe->upper_bound;
+      in.upper = sgn > 0 ? plan.probe->upper_bound : -plan.probe->lower_bound;
+    }
+    const auto kth = wanted_order(pairs.values, opt.which, 0.0).back();
+    const double muk = sgn * pairs.values[kth];
+    const double w = cert_width(s, pairs, kth);
+    if (ran.method == EigsMethod::chebyshev && cheb && cheb->cut > muk) {
+      in.resolution = cheb->cut - muk;
+      in.resolution_from = "the distance from the k-th value to the solve's last filter cut";
+    } else {
+      // A block Krylov run can miss copies of any found value: resolve the nearest distinct one.
+      double prev = -INFINITY;
+      for (double val : pairs.values)
+        if (sgn * val < muk - 10.0 * w) prev = std::max(prev, sgn * val);
+      in.resolution = std::isfinite(prev) ? muk - prev : 0.5 * (muk - in.lower);
+      in.resolution_from = std::isfinite(prev) ? "the gap from the k-th value to the next distinct found value"
+                                               : "half the distance from the k-th value to the spectrum's end";
+    }
+    rc = filter_recheck(s, opt, ran.method, pairs, in);
+    if (!rc.affordable) {
+      const std::string why_not = rc.detail;
+      rc = deflated_recheck(s, opt, ran.method == EigsMethod::chebyshev ? EigsMethod::chebyshev
+                                                                        : EigsMethod::lanczos,
+                            pairs);
+      rc.detail = why_not + "; " + rc.detail;
+    }
+  }
+  v.verified = rc.verified;
+  v.line = why_kind + ": " + rc.detail;
+  return v;
+}
+
+EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts) {
+  s.conv = opt.conv;
+  DenseBlockOps& ops = *s.ops;
+  const std::int64_t k = opt.k;
+
+  // ---- plan
+  PlanProbes probes;
+  probes.probe = [&] { return run_probe(s, opt.seed); };
+  probes.apply_seconds = [&](std::int64_t cols) { return time_apply(s, cols); };
+  probes.analyze = [&] { return analyze_factor(*s.a, s.b); };
+  probes.rates = []() -> const EngineRates& { return engine_rates(); };
+  EigsPlan plan = plan_eigs(facts, opt, probes);
+  PlanEstimate ran = plan.chosen;
+  std::string why = plan.reason;
+
+  // ---- set up
+  const double t_setup0 = detail::now_seconds();
+  Factorized fz;
+  const bool needs_factor = ran.transform == Transform::shift_invert || ran.lobpcg_factor;
+  if (needs_factor) {
+    fz = factorize(s, opt);
+    why += fz.why;
+  }
+  double setup_s = detail::now_seconds() - t_setup0;
+
+  // ---- solve
+  EigsOptions fit = opt;  // opt with the workspace fitted (iterative methods)
+  const double t_solve0 = detail::now_seconds();
+  RunOut run;
+  ChebyshevStats cheb;
+  std::optional<ChebyshevBounds> given;
+  if (plan.probe) given = bounds_of(*plan.probe);
+  if (ran.method == EigsMethod::dense) {
+    run = run_dense(s, opt);
+  } else if (ran.transform == Transform::shift_invert) {
+    run = run_shift_invert(s, *fz.sinv, fz.sigma, opt, k, opt.seed, nullptr,
+                           fz.factor->factor_entries());
+  } else {
+    fit_workspace(ran.method, s.n, k, fit, why);
+    ChebyshevHooks hooks;
+    hooks.stats = &cheb;
+    if (given) hooks.bounds = &*given;
+    if (plan.fallback) {
+      hooks.keep_going = [&](const ChebyshevProgress& pg) {
+        if (pg.outer < 2 || !(pg.steps_left < 1e8) || pg.filter_steps <= 0) return true;
+        const double per_step = pg.seconds / pg.filter_steps;
+        return pg.steps_left * per_step <= plan.fallback_budget_s;
+      };
+    }
+    const LinearOperator<double>* precond = opt.preconditioner ? opt.preconditioner
+                                            : ran.lobpcg_factor ? fz.sinv.get() : nullptr;
+    run = run_iterative(s, *s.aop, ran.method, fit, opt.which, k, opt.seed, precond, hooks);
+    if (cheb.stopped && plan.fallback) {
+      // The measured convergence predicted more than the fallback plan: switch to it.
+      const double spent = detail::now_seconds() - t_solve0;
+      const double t_f = detail::now_seconds();
+      fz = factorize(s, opt);
+      setup_s += detail::now_seconds() - t_f;
+      ran = *plan.fallback;
+      why += "; switched after " + fmt("%.3g", spent) + " s of chebyshev (its measured convergence "
+             "predicted more than 1.5x the fallback's " + fmt("%.3g", plan.fallback->total()) +
+             " s) to " + ran.name() + fz.why;
+      cheb = ChebyshevStats{};
+      run = run_shift_invert(s, *fz.sinv, fz.sigma, opt, k, opt.seed, nullptr,
+                             fz.factor->factor_entries());
+    }
+  }
+  PairSet pairs = std::move(run.pairs);
+  const double solve_s = detail::now_seconds() - t_solve0;
+
+  // ---- verify
+  const double t_ver0 = detail::now_seconds();
+  Verified ver;
+  if (run.pairs_pass)
+    ver = verify(s, opt, facts, plan, ran, pairs, fz.factor ? &fz : nullptr, solve_s,
+                 ran.method == EigsMethod::chebyshev ? &cheb : nullptr, probes);
+  const double verify_s = detail::now_seconds() - t_ver0;
+
+  // ---- finish
+  const double sigma = fz.factor ? fz.sigma : 0.0;
+  EigsResult res = finish(s, opt, pairs, run, sigma);
+  res.plan_seconds = plan.seconds;
+  res.setup_seconds = setup_s;
+  res.solve_seconds = solve_s;
+  res.verify_seconds = verify_s;
+  res.method = to_string(ran.method);
+  res.transform = ran.transform == Transform::shift_invert ? "shift-invert" : "none";
+  res.sigma = fz.factor ? fz.sigma : 0.0;
+  res.why = why;
+  res.predicted_seconds = plan.predicted ? ran.total() : 0.0;
+  res.factor = fz.desc;
+  res.certified = ver.cert.state;
+  res.verification = ver.kind;
+  res.certificate = ver.line.empty() ? "not verified (a pair failed its residual test)" : ver.line;
+  if (res.status == SolverStatus::converged && !ver.verified) {
+    res.status = ver.cert.state == Certified::no ? SolverStatus::not_converged : SolverStatus::unverified;
+    res.reason = ver.cert.state == Certified::no
+                     ? "every pair passed its residual test, but the count says eigenvalues are "
+                       "missing: " + ver.cert.detail
+                     : "every pair passed its residual test, but nothing verified that no further "
+                       "copy of a repeated eigenvalue is missing (" + res.certificate + ")";
+  }
+  return res;
+}
+
+}  // namespace
+}  // namespace eigs_detail
+
+EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& opt,
+                const EigsPrebuilt& pre) {
+  using namespace eigs_detail;
+  if (!a.square()) throw InvalidArgument("A must be square");
+  const std::int64_t n = a.nrows;
+  validate(opt, n);
+  if (b && (b->nrows != n || b->ncols != n))
+    throw InvalidArgument("B is " + std::to_string(b->nrows) + " x " + std::to_string(b->ncols) +
+                          " but A is " + std::to_string(n) + " x " + std::to_string(n));
+  Problem s;
+  s.a = &a;
+  s.b = b;
+  s.n = n;
+  s.a_norm = csr_inf_norm(a);
+  s.diag_a = csr_diagonal(a);
+  PlanFacts facts;
+  facts.n = n;
+  facts.nnz_a = a.nnz();
+  facts.nnz_b = b ? b->nnz() : 0;
+  facts.generalized = b != nullptr;
+  facts.matrix_form = true;
+  facts.backend = opt.backend;
+  facts.can_factor = opt.allow_factor && built_with_factor();
+  if (!opt.allow_factor) facts.factor_why = "--no-factor";
+  else if (!built_with_factor()) facts.factor_why = "built without CHOLMOD/MUMPS";
+  if (b) {
+    s.b_norm = csr_inf_norm(*b);
+    s.diag_b = csr_diagonal(*b);
+    for (std::int64_t i = 0; i < n; ++i)
+      if (!(s.diag_b[i] > 0))
+        throw InvalidArgument(opt.mass_name + " is not positive definite (b_ii = " + g17(s.diag_b[i]) +
+                              " at row " + std::to_string(i + 1) + ")");
+    // Non-diagonal B: a Cholesky factorization proves it positive definite and gives ‖B⁻¹‖.
+    if (!is_diagonal(*b) && built_with_factor() && opt.allow_factor)
+      require_positive_definite(*b, opt.mass_name);
+    s.binv_norm = estimate_binv_norm(*b, s.diag_b, built_with_factor() && opt.allow_factor);
+  }
+  std::unique_ptr<DenseBlockOps> own_ops;
+  DenseBlockOps* ops = pre.ops;
+  if (!ops) own_ops = make_dense_ops(opt.backend), ops = own_ops.get();
+  if (ops->backend() != opt.backend)
+    throw InvalidArgument("eigs: the given dense ops run on another backend than opt.backend");
+  OperatorOptions oo;
+  oo.precision = opt.precision;
+  oo.stream = ops->stream();
+  oo.expected_cols = static_cast<int>(chebyshev_block(n, opt.k, -1));
+  std::unique_ptr<SparseOperator> aop, bop;
+  std::string kernel = pre.spmm_kernel;
+  if (!pre.a) {
+    aop = make_sparse_operator(a, opt.backend, oo);
+    kernel = to_string(aop->plan().kernel);
+  }
+  if (b && !pre.b) {
+    OperatorOptions ob = oo;
+    ob.precision = Precision::fp64;
+    bop = make_sparse_operator(*b, opt.backend, ob);
+  }
+  s.aop = pre.a ? pre.a : aop.get();
+  s.bop = b ? (pre.b ? pre.b : bop.get()) : nullptr;
+  s.ops = ops;
+  EigsResult r = run_all(s, opt, facts);
+  r.spmm_kernel = kernel;
+  return r;
+}
+
+EigsResult eigs(const LinearOperator<double>& a, const LinearOperator<double>* b,
+                DenseBlockOps& ops, const EigsOptions& opt, double a_norm, double b_norm) {
+  using namespace eigs_detail;
+  const std::int64_t n = a.rows();
+  if (a.cols() != n) throw InvalidArgument("A must be square");
+  validate(opt, n);
+  Problem s;
+  s.aop = &a;
+  s.bop = b;
+  s.ops = &ops;
+  s.n = n;
+  // Operators given from outside (a Python LinearOperator, a CuPy matrix's view) may launch on any
+  // stream: every apply is fenced by host synchronizations.
+  s.foreign_operator = true;
+  s.a_norm = a_norm > 0 ? a_norm : estimate_norm(a, ops);
+  s.b_norm = b ? (b_norm > 0 ? b_norm : estimate_norm(*b, ops)) : 1.0;
+  PlanFacts facts;
+  facts.n = n;
+  facts.generalized = b != nullptr;
+  facts.matrix_form = false;
+  facts.can_factor = false;
+  facts.factor_why = "operator given, not a matrix";
+  facts.backend = opt.backend;
+  return run_all(s, opt, facts);
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,123 @@
+// Internal to the eigs driver (solvers/eigs/): the problem as the steps see it, sets of pairs in
+// the ops' space, their true residuals and the convergence tests (solvers/eigs/eigs.hpp states
+// the tests and the rounding floors).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/csr.hpp"
+#include "core/multivector.hpp"
+#include "core/operator.hpp"
+#include "solvers/dense_ops.hpp"
+#include "solvers/eigs/eigs.hpp"
+#include "solvers/solver_common.hpp"
+
+namespace tcsolve::eigs_detail {
+
+std::string fmt(const char* f, double v);
+std::string g17(double v);
+bool is_diagonal(const Csr<double>& a);
+
+constexpr double kUnitRoundoff = 1.1102230246251565e-16;
+
+// Everything the steps need about the problem.
+struct Problem {
+  const Csr<double>* a = nullptr;  // host matrices (matrix form only)
+  const Csr<double>* b = nullptr;
+  const LinearOperator<double>* aop = nullptr;  // in ops.space()
+  const LinearOperator<double>* bop = nullptr;
+  DenseBlockOps* ops = nullptr;
+  std::int64_t n = 0;
+  double a_norm = 0, b_norm = 1, binv_norm = 1;  // ‖A‖, ‖B‖, ‖B⁻¹‖ (estimates or bounds)
+  ConvTest conv = ConvTest::rel;
+  std::vector<double> diag_a, diag_b;
+  // Operators that are not ours (a Python LinearOperator) may launch on any stream.
+  bool foreign_operator = false;
+};
+
+// The convergence test as the solvers' formula ‖r‖ ≤ tol·(a_eff + |θ|·b_eff)·‖x‖:
+//   rel  (1e-12·‖A‖, 1)   norm (‖A‖, ‖B‖)   abs (1, 0).
+struct TestNorms {
+  double a_eff, b_eff;
+};
+TestNorms test_norms(ConvTest c, double a_norm, double b_norm);
+
+// The solvers' rounding floor (EigenOptions::floor_a / floor_b): u·‖A‖ and u·‖B‖.
+inline double floor_a(const Problem& p) { return kUnitRoundoff * p.a_norm; }
+inline double floor_b(const Problem& p) { return kUnitRoundoff * p.b_norm; }
+
+// A set of pairs in the ops space with its true residuals.
+struct PairSet {
+  std::vector<double> values;
+  MultiVector<double> x;  // n × m, B-orthonormal
+  // ‖A·x − λ·B·x‖₂, and the norm the convergence test scales with: ‖B·x‖₂ for rel (so that
+  // the test is invariant under B → c·B, λ → λ/c; ‖x‖₂ when B = I), ‖x‖₂ for norm and abs.
+  std::vector<double> rn, xn;
+  std::vector<double> rq_dev;  // |λ − xᵀAx/xᵀBx| (0 when λ is the Rayleigh quotient)
+};
+
+// y = op(x) + U·diag(c)·(Wᵀ·x): Wielandt / shift deflation of found pairs, as an operator in
+// ops.space() (U, W: n × m blocks owned by the caller).
+class LowRankUpdate final : public LinearOperator<double> {
+ public:
+  LowRankUpdate(const LinearOperator<double>& op, DenseBlockOps& ops, MvView<const double> u,
+                MvView<const double> w, std::vector<double> c)
+      : op_(op), ops_(ops), u_(u), w_(w), c_(std::move(c)) {}
+  std::int64_t rows() const override { return op_.rows(); }
+  std::int64_t cols() const override { return op_.cols(); }
+  Space space() const override { return op_.space(); }
+  void apply(MvView<const double> x, MvView<double> y) const override;
+
+ private:
+  const LinearOperator<double>& op_;
+  DenseBlockOps& ops_;
+  MvView<const double> u_, w_;
+  std::vector<double> c_;
+  mutable std::vector<double> g_;
+};
+
+// B-normalizes X in place (xᵀBx = 1), sets λ to the Rayleigh quotients — or to `given` values
+// where those are more accurate (a Rayleigh quotient computed in double loses ~u·|x|ᵀ|A||x| to
+// cancellation, ≫ u·λ for the small eigenvalues of ill-conditioned A; σ + 1/θ from a shift-invert
+// Ritz value θ does not) — and computes the true residuals. rq_dev = |λ − Rayleigh quotient|.
+// ax, bx: n × m work blocks (bx unused without B).
+void rayleigh_and_residuals(const Problem& s, detail::ApplyClock& clock, MvView<double> x,
+                            MvView<double> ax, MvView<double> bx, std::vector<double>& lam,
+                            std::vector<double>& rn, std::vector<double>& xn,
+                            std::vector<double>& rq_dev, const std::vector<double>* given = nullptr);
+
+// tol·(a_eff + |λ|·b_eff)·xn: what the test allows.
+double bound_of(ConvTest c, double tol, double lam, double xn, const Problem& s);
+// u·(‖A‖ + |λ|·‖B‖)·xn: the rounding floor no iteration in double gets much below.
+double attainable_floor(double lam, double xn, const Problem& s);
+// 10·u·‖|A|·|x| + |λ|·|B|·|x|‖₂ (host CSR, host x): the rounding error of the residual's own
+// computation. Matrix form only.
+double residual_floor(const Problem& s, const double* x, double lam);
+// Rayleigh quotient and residual in extended precision (host CSR, long double). Matrix form only.
+void extended_pair(const Problem& s, const double* x, double& rho_out, double& rn_out);
+// Extended-precision quotients and residuals for the pairs whose double-precision quotient may
+// have lost more than 1e-13 relative.
+void refine_rayleigh(const Problem& s, const std::vector<double>& vectors, std::vector<double>& lam,
+                     std::vector<double>& rn, std::vector<double>& rq_dev);
+// What the convergence test allows each pair (bounds), remeasuring failing ones in extended
+// precision (matrix form). Returns whether all pairs pass.
+bool test_pairs(const Problem& s, const EigsOptions& opt, MvView<const double> x,
+                std::vector<double>& lam, std::vector<double>& rn, const std::vector<double>& xn,
+                std::vector<double>& bounds);
+
+// Order of the wanted values: ascending (smallest), descending (largest), by |λ − σ| (nearest).
+std::vector<std::int64_t> wanted_order(const std::vector<double>& v, Which w, double sigma);
+// Columns of `src` (n × m) in `order` into a fresh block.
+MultiVector<double> reorder_columns(DenseBlockOps& ops, MvView<const double> src,
+                                    const std::vector<std::int64_t>& order);
+// Merges found pairs and new pairs (both in the ops space), keeps the k best in wanted order.
+PairSet merge_pairs(DenseBlockOps& ops, PairSet& a, PairSet& b, std::int64_t k, Which w,
+                    double sigma);
+// Error bounds of a set: ‖r_j‖_{B⁻¹}, sharpened to ‖r‖²/gap where the gap is known (+ rq_dev).
+std::vector<double> error_bounds(const Problem& s, const std::vector<double>& v,
+                                 const std::vector<double>& rn, const std::vector<double>& rq_dev);
+// Half-width of the window around a value that the verification treats as "the same value".
+double cert_width(const Problem& s, const PairSet& p, std::int64_t j);
+
+}  // namespace tcsolve::eigs_detail

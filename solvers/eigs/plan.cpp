@@ -1,0 +1,434 @@
+// The eigs planner (solvers/eigs/plan.hpp) and the names of methods, preconditioners and
+// verifications.
+#include "solvers/eigs/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "solvers/chebyshev.hpp"
+#include "solvers/eigensolvers.hpp"
+#include "solvers/solver_common.hpp"
+
+namespace tcsolve {
+
+// ---- names ----------------------------------------------------------------------------------
+
+const char* to_string(EigsMethod m) {
+  switch (m) {
+    case EigsMethod::automatic: return "auto";
+    case EigsMethod::lanczos: return "lanczos";
+    case EigsMethod::lobpcg: return "lobpcg";
+    case EigsMethod::chebyshev: return "chebyshev";
+    case EigsMethod::dense: return "dense";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& eigs_method_names() {
+  static const std::vector<std::string> names{"auto", "lanczos", "lobpcg", "chebyshev", "dense"};
+  return names;
+}
+
+namespace {
+std::string expected_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return s;
+}
+}  // namespace
+
+EigsMethod parse_eigs_method(const std::string& s) {
+  for (EigsMethod m : {EigsMethod::automatic, EigsMethod::lanczos, EigsMethod::lobpcg,
+                       EigsMethod::chebyshev, EigsMethod::dense})
+    if (s == to_string(m)) return m;
+  throw InvalidArgument("method '" + s + "': expected " + expected_list(eigs_method_names()));
+}
+
+const char* to_string(EigsPrecond p) {
+  switch (p) {
+    case EigsPrecond::automatic: return "auto";
+    case EigsPrecond::none: return "none";
+    case EigsPrecond::jacobi: return "jacobi";
+    case EigsPrecond::factor: return "factor";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& eigs_precond_names() {
+  static const std::vector<std::string> names{"auto", "none", "jacobi", "factor"};
+  return names;
+}
+
+EigsPrecond parse_eigs_precond(const std::string& s) {
+  for (EigsPrecond p : {EigsPrecond::automatic, EigsPrecond::none, EigsPrecond::jacobi, EigsPrecond::factor})
+    if (s == to_string(p)) return p;
+  throw InvalidArgument("precond '" + s + "': expected " + expected_list(eigs_precond_names()));
+}
+
+const char* to_string(Verification v) {
+  switch (v) {
+    case Verification::certificate: return "certificate";
+    case Verification::recheck: return "recheck";
+    case Verification::dense: return "dense";
+    case Verification::none: return "none";
+  }
+  return "?";
+}
+
+// ---- estimates --------------------------------------------------------------------------------
+
+namespace {
+
+std::string secs(double s) {
+  char b[32];
+  if (s >= 100) std::snprintf(b, sizeof b, "%.0f s", s);
+  else if (s >= 1) std::snprintf(b, sizeof b, "%.2f s", s);
+  else std::snprintf(b, sizeof b, "%.3g s", s);
+  return b;
+}
+
+}  // namespace
+
+std::string PlanEstimate::name() const {
+  if (transform == Transform::shift_invert) return "shift-invert lanczos";
+  if (lobpcg_factor) return "lobpcg preconditioned by the factorization";
+  return to_string(method);
+}
+
+std::string PlanEstimate::describe() const {
+  std::string s = name();
+  if (verification == Verification::certificate) s += " + certificate";
+  else if (verification == Verification::recheck) s += " + re-check";
+  if (!feasible) return s + " (not possible)";
+  if (!priced) return s;
+  s += ": predicted " + secs(total()) + " (setup " + secs(setup_s) + ", solve " + secs(solve_s) +
+       ", verify " + secs(verify_s) + ")";
+  if (!detail.empty()) s += " [" + detail + "]";
+  return s;
+}
+
+ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, std::int64_t n) {
+  ApplyModel m;
+  const double cols = static_cast<double>(std::max<std::int64_t>(w, 2));
+  m.t_col = std::max(0.0, (tw - t1) / (cols - 1.0));
+  if (m.t_col <= 0) m.t_col = 0.25 * t1;  // timing noise: a column of X and Y costs something
+  // On the host, small matrices time thread start-up rather than bytes: a column (16·n bytes of
+  // X and Y) is capped at 2 GB/s.
+  if (backend == Backend::cpu) m.t_col = std::min(m.t_col, 16.0 * static_cast<double>(n) / 2e9 + 1e-7);
+  m.t_a = std::max(0.0, t1 - m.t_col);
+  // Launch and small-matrix latencies (H200 runs: about 2 ms per Chebyshev outer iteration of
+  // syevd, Cholesky, fetch and launches; ~5 µs per extra launch).
+  m.t_outer = backend == Backend::cuda ? 2e-3 : 5e-4;
+  m.t_step = backend == Backend::cuda ? 5e-6 : 0.0;
+  return m;
+}
+
+double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                 double rel_gap, const ApplyModel& m, std::string* detail) {
+  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
+  const double mb = static_cast<double>(c.block);
+  const double filt_cols = (c.column_applies - c.outer_iterations * mb - static_cast<double>(k) - 25.0);
+  // Filter: D applies of A, per column-step 1 column unit in the SpMM and 2 in the recurrence;
+  // Rayleigh-Ritz per outer iteration: one apply of m columns and 10·m column units of dense
+  // passes (two BCGS-PIP passes, the projections); the final check: k columns.
+  const double t = (c.total_degree + c.outer_iterations + 1.0) * m.t_a +
+                   std::max(0.0, filt_cols) * 3.0 * m.t_col +
+                   c.outer_iterations * (11.0 * mb * m.t_col + m.t_outer) +
+                   c.total_degree * m.t_step + static_cast<double>(k) * m.t_col;
+  if (detail) {
+    char b[160];
+    std::snprintf(b, sizeof b, "relative gap %.2g: %.0f filter steps on %lld columns, %.0f outer "
+                  "iterations", rel_gap, c.total_degree, static_cast<long long>(c.block),
+                  c.outer_iterations);
+    *detail = b;
+  }
+  return t;
+}
+
+double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
+                                      const ApplyModel& m) {
+  // recheck.cpp: degree acosh(√(2/δ')·√n/1e-3)/acosh(1 + 2δ'), δ' ≈ the relative gap; 2 columns.
+  const double g = std::clamp(rel_gap, 1e-14, 0.5);
+  const double amp = std::sqrt(2.0 / g) * std::sqrt(static_cast<double>(n)) / 1e-3;
+  const double d = std::acosh(amp) / std::acosh(1.0 + 2.0 * g);
+  return d * (m.t_a + 6.0 * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_outer;
+}
+
+double predict_dense_seconds(std::int64_t n, const EngineRates& r) {
+  // Tridiagonalization and eigenvectors (Eigen, one thread, ~10·n³ flops), at a fifth of the
+  // multithreaded supernodal rate.
+  const double nn = static_cast<double>(n);
+  return 10.0 * nn * nn * nn * 5.0 * r.factor_s_per_flop;
+}
+
+void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,
+                                  double lower_entries, const EngineRates& r, const ApplyModel& m,
+                                  Backend backend, double* setup_s, double* solve_s,
+                                  std::string* detail) {
+  const double lnz = sym.factor_entries;
+  // runs.cpp: blocks of up to 16 with a 12-block basis for large factors, else blocks of up to
+  // 8 with a 6-block basis.
+  const std::int64_t b_small = default_lanczos_block(k);
+  const bool big = lnz > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b_small, 6 * b_small));
+  const std::int64_t b = big ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16) : b_small;
+  const std::int64_t basis = std::max(2 * k + 2 * b, (big ? 12 : 6) * b);
+  const double solves = 2.0 * static_cast<double>(basis) / static_cast<double>(b) + 2.0;
+  double per_solve = r.solve_seconds(lnz, static_cast<double>(b));
+  if (backend == Backend::cuda) per_solve += 16.0 * static_cast<double>(n * b) / 12e9;  // staged
+  // Dense Lanczos work per block step: two passes over the basis (≈ 4·basis column units).
+  const double dense = 4.0 * static_cast<double>(basis) * m.t_col + m.t_outer;
+  *setup_s = r.analyze_seconds(lower_entries) + r.factor_seconds(sym);
+  *solve_s = solves * (per_solve + dense);
+  if (detail) {
+    char bf[200];
+    std::snprintf(bf, sizeof bf, "factor %.3g M entries, %.3g GFLOP (%s); %.0f block solves of %lld",
+                  lnz / 1e6, sym.flops / 1e9, sym.ordering.c_str(), solves, static_cast<long long>(b));
+    *detail = bf;
+  }
+}
+
+double predict_certificate_seconds(const SymbolicAnalysis& sym, double lower_entries,
+                                   const EngineRates& r) {
+  // One LDLᵀ count; a second when the k-th value has copies (about one case in three).
+  return 1.3 * r.inertia_seconds(sym, lower_entries);
+}
+
+std::int64_t workspace_vectors(EigsMethod method, std::int64_t n, std::int64_t k,
+                               std::int64_t block_size, bool generalized) {
+  if (method == EigsMethod::automatic) method = generalized ? EigsMethod::lobpcg : EigsMethod::chebyshev;
+  switch (method) {
+    case EigsMethod::chebyshev: return 3 * chebyshev_block(n, k, -1) + 2 * k;
+    case EigsMethod::lanczos: {
+      const std::int64_t b = block_size > 0 ? block_size : default_lanczos_block(k);
+      return 2 * (default_lanczos_basis(k, b) + b) + 2 * std::max(b, k);
+    }
+    case EigsMethod::lobpcg: return 10 * (k + default_lobpcg_guard(k));
+    default: return 0;
+  }
+}
+
+// ---- the planner --------------------------------------------------------------------------------
+
+namespace {
+
+bool chebyshev_fits(std::int64_t n, std::int64_t k) {
+  return 2 * (k + std::max<std::int64_t>(8, (k + 1) / 2)) <= n;
+}
+
+void check_request(const PlanFacts& f, const EigsOptions& opt) {
+  const bool need_factor = opt.which == Which::nearest || opt.has_sigma ||
+                           opt.precond == EigsPrecond::factor || opt.certify;
+  if (need_factor && !f.can_factor)
+    throw InvalidArgument(std::string(opt.which == Which::nearest ? "--which nearest"
+                                      : opt.has_sigma             ? "--sigma"
+                                      : opt.certify               ? "--certify"
+                                                                  : "--precond factor") +
+                          " needs a sparse factorization of A - sigma*B, which is not available "
+                          "here (" + f.factor_why + ")");
+  if (opt.method == EigsMethod::dense && !(f.matrix_form && f.n <= 4000))
+    throw InvalidArgument("--method dense needs the matrix (not an operator) and n <= 4000");
+  if (opt.method == EigsMethod::chebyshev && (f.generalized || opt.which == Which::nearest))
+    throw InvalidArgument("chebyshev solves standard problems for the smallest or largest "
+                          "eigenvalues (no --mass, no --which nearest)");
+  if (opt.method == EigsMethod::lobpcg && opt.which == Which::nearest)
+    throw InvalidArgument("lobpcg finds extreme eigenvalues; --which nearest runs Lanczos on the "
+                          "shift-inverted operator (--method lanczos or auto)");
+  if (opt.which == Which::largest && opt.has_sigma)
+    throw InvalidArgument("shift-invert serves --which smallest and nearest; for the largest "
+                          "eigenvalues drop --sigma (or use --which nearest with a sigma above the "
+                          "spectrum)");
+  if (opt.preconditioner && opt.method != EigsMethod::lobpcg && opt.method != EigsMethod::automatic)
+    throw InvalidArgument("a preconditioner operator applies to lobpcg");
+  if (opt.preconditioner && (opt.has_sigma || opt.which == Which::nearest))
+    throw InvalidArgument("a preconditioner operator M cannot be combined with sigma");
+}
+
+}  // namespace
+
+EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes& probes) {
+  const double t0 = detail::now_seconds();
+  check_request(f, opt);
+  EigsPlan plan;
+  plan.sigma = opt.has_sigma ? opt.sigma : 0.0;
+  const std::int64_t n = f.n, k = opt.k;
+  const double lower_entries = 0.5 * static_cast<double>(f.nnz_a + f.nnz_b + n);
+  const Verification default_verification =
+      opt.certify ? Verification::certificate : opt.recheck ? Verification::recheck : Verification::none;
+  PlanEstimate& c = plan.chosen;
+  c.verification = default_verification;
+
+  // ---- forced choices
+  if (opt.method == EigsMethod::dense) {
+    c.method = EigsMethod::dense;
+    c.verification = Verification::dense;
+    plan.reason = "method dense as asked";
+  } else if (opt.preconditioner) {
+    c.method = EigsMethod::lobpcg;
+    plan.reason = "LOBPCG with the given preconditioner operator";
+  } else if (opt.which == Which::nearest || opt.has_sigma) {
+    if (opt.method == EigsMethod::lobpcg) {
+      c.method = EigsMethod::lobpcg;
+      c.lobpcg_factor = true;
+      plan.reason = "lobpcg preconditioned by the factorization of A - sigma*B";
+    } else {
+      c.method = EigsMethod::lanczos;
+      c.transform = Transform::shift_invert;
+      plan.reason = "shift-invert block Lanczos around the given sigma";
+    }
+  } else if (opt.precond == EigsPrecond::factor) {
+    if (opt.which != Which::smallest || (opt.method != EigsMethod::lobpcg && opt.method != EigsMethod::automatic))
+      throw InvalidArgument("--precond factor applies to lobpcg for the smallest eigenvalues");
+    c.method = EigsMethod::lobpcg;
+    c.lobpcg_factor = true;
+    plan.reason = "lobpcg preconditioned by the factorization of A - sigma*B";
+  } else if (opt.method != EigsMethod::automatic) {
+    c.method = opt.method;
+    // LOBPCG for the smallest with a factorization at hand: preconditioned by it (auto precond).
+    c.lobpcg_factor = c.method == EigsMethod::lobpcg && opt.which == Which::smallest &&
+                      f.can_factor && opt.precond == EigsPrecond::automatic;
+    plan.reason = std::string("method ") + to_string(opt.method) + " as asked";
+  } else if (f.matrix_form && f.n <= 4000 && (f.n <= 400 || 3 * k + 32 > f.n)) {
+    c.method = EigsMethod::dense;
+    c.verification = Verification::dense;
+    plan.reason = "auto: dense solve (n = " + std::to_string(f.n) + " is small, or k close to n)";
+  } else {
+    // ---- auto: price the candidates
+    plan.predicted = true;
+    std::vector<PlanEstimate> cands;
+    // Measurements: the probe and the applies (every iterative price needs them).
+    plan.probe = probes.probe();
+    const std::int64_t width = f.generalized ? k + default_lobpcg_guard(k)
+                                             : chebyshev_block(n, k, -1);
+    const std::int64_t w = std::max<std::int64_t>(2, std::min<std::int64_t>(
+        f.backend == Backend::cuda ? width : std::min<std::int64_t>(width, 8), n));
+    const double t1 = plan.probe->apply_seconds / std::max(1, plan.probe->steps);
+    const double tw = probes.apply_seconds(w);
+    plan.applies = apply_model(t1, tw, w, f.backend, n);
+    const ApplyModel& am = *plan.applies;
+    const double sgn = opt.which == Which::largest ? -1.0 : 1.0;
+    const std::int64_t m = f.generalized ? width : chebyshev_block(n, k, -1);
+    plan.rel_gap = plan.probe->relative_gap(sgn, k, m);
+
+    if (!f.generalized) {
+      PlanEstimate e;
+      e.verification = default_verification;
+      if (chebyshev_fits(n, k)) {
+        e.method = EigsMethod::chebyshev;
+        e.solve_s = predict_chebyshev_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, &e.detail);
+      } else {
+        // The filter's block does not fit in n/2: block Lanczos, priced like a filter of the
+        // same gap (no better model).
+        e.method = EigsMethod::lanczos;
+        e.solve_s = 2.0 * predict_chebyshev_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, &e.detail);
+      }
+      e.verify_s = default_verification == Verification::recheck
+                       ? predict_filter_recheck_seconds(n, k, plan.rel_gap, am) : 0.0;
+      e.priced = true;
+      cands.push_back(e);
+    } else {
+      PlanEstimate e;
+      e.method = EigsMethod::lobpcg;
+      e.verification = default_verification;
+      // LOBPCG: ≈ ln(4/tol)/(2√g) iterations, each an apply of m columns of A and B and ~40·m
+      // column units of dense work (crude: the gap of A stands in for the pencil's).
+      const double g = std::clamp(plan.rel_gap, 1e-12, 0.5);
+      const double its = std::min<double>(opt.max_iterations > 0 ? opt.max_iterations : 2000,
+                                          std::log(4.0 / opt.tol) / (2.0 * std::sqrt(g)));
+      e.solve_s = its * (2.0 * am.t_a + 42.0 * static_cast<double>(m) * am.t_col + am.t_outer);
+      e.verify_s = 0.3 * e.solve_s;
+      char b[96];
+      std::snprintf(b, sizeof b, "relative gap %.2g: about %.0f iterations on %lld columns", g, its,
+                    static_cast<long long>(m));
+      e.detail = b;
+      e.priced = true;
+      cands.push_back(e);
+    }
+    const double iterative_best = cands.front().total();
+
+    // Shift-invert for the smallest: priced from the symbolic analysis, which is run only when
+    // it could pay.
+    if (opt.which == Which::smallest) {
+      if (!f.can_factor) {
+        plan.unpriced.push_back("shift-invert lanczos: no factorization (" + f.factor_why + ")");
+      } else {
+        const EngineRates& r = probes.rates();
+        const double analysis_guess = r.analyze_seconds(lower_entries);
+        if (analysis_guess > 2.0 * iterative_best) {
+          plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
+                                  secs(analysis_guess) + ") exceeds twice the " +
+                                  cands.front().name() + " plan (" + secs(iterative_best) + ")");
+        } else {
+          plan.symbolic = probes.analyze();
+          PlanEstimate e;
+          e.method = EigsMethod::lanczos;
+          e.transform = Transform::shift_invert;
+          e.verification = default_verification;
+          predict_shift_invert_seconds(n, k, *plan.symbolic, lower_entries, r, am, f.backend,
+                                       &e.setup_s, &e.solve_s, &e.detail);
+          e.setup_s -= r.analyze_seconds(lower_entries);  // the ordering is redone: measured instead
+          e.setup_s += plan.symbolic->seconds;
+          const double cert = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
+          if (default_verification == Verification::recheck && cert <= 0.15 * e.solve_s)
+            e.verification = Verification::certificate;
+          e.verify_s = e.verification == Verification::certificate ? cert
+                       : e.verification == Verification::recheck ? 0.15 * e.solve_s : 0.0;
+          const double need = 12.0 * plan.symbolic->factor_entries;
+          FactorOptions fo;
+          fo.memory_limit_bytes = opt.factor_memory_limit;
+          if (need > factor_memory_budget(fo)) {
+            e.feasible = false;
+            char b[96];
+            std::snprintf(b, sizeof b, "%.1f GB", need / 1e9);
+            plan.unpriced.push_back(std::string("shift-invert lanczos: the factor needs about ") + b +
+                                    ", more than the host memory allows");
+          } else {
+            e.priced = true;
+            cands.push_back(e);
+          }
+          // The iterative plans' certificate, when it is cheap next to their solve.
+          for (auto& ce : cands)
+            if (ce.transform == Transform::none && default_verification == Verification::recheck &&
+                cert <= 0.15 * ce.solve_s) {
+              ce.verification = Verification::certificate;
+              ce.verify_s = cert;
+            }
+        }
+      }
+    }
+    // Dense for moderate n (matrix form).
+    if (f.matrix_form && n <= 4000) {
+      PlanEstimate e;
+      e.method = EigsMethod::dense;
+      e.verification = Verification::dense;
+      e.solve_s = f.can_factor ? predict_dense_seconds(n, probes.rates())
+                               : predict_dense_seconds(n, EngineRates{});
+      e.priced = true;
+      cands.push_back(e);
+    }
+    std::stable_sort(cands.begin(), cands.end(),
+                     [](const PlanEstimate& a, const PlanEstimate& b) { return a.total() < b.total(); });
+    c = cands.front();
+    plan.rejected.assign(cands.begin() + 1, cands.end());
+    plan.reason = "auto: " + c.describe();
+    if (!plan.rejected.empty()) plan.reason += "; best rejected: " + plan.rejected.front().describe();
+    for (const auto& u : plan.unpriced) plan.reason += "; " + u;
+    // A filter plan with shift-invert priced behind it: the fallback.
+    if (c.method == EigsMethod::chebyshev)
+      for (const auto& r : plan.rejected)
+        if (r.transform == Transform::shift_invert && r.feasible) {
+          plan.fallback = r;
+          plan.fallback_budget_s = 1.5 * r.total();
+          break;
+        }
+  }
+  // The forced plans' names for the verification (decided again after the solve).
+  if (!plan.predicted && c.verification == Verification::recheck && c.method == EigsMethod::dense)
+    c.verification = Verification::dense;
+  plan.seconds = detail::now_seconds() - t0;
+  return plan;
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,131 @@
+// The eigs planner: which method, which spectral transformation and which verification, chosen by
+// predicted seconds, and why. One typed plan is the single source for the driver, the command's
+// job (apps/job.cpp) and the Python module.
+//
+// Candidates (the ones that apply to the problem):
+//   dense                  all eigenvalues by Eigen (n ≤ 4000, matrix form); 10·n³ flops;
+//   chebyshev              Chebyshev-filtered subspace iteration (standard problems); priced by the
+//                          degree model (chebyshev_cost) on the relative gap that a spectral probe
+//                          predicts (spectral_probe.hpp), with the SpMM time measured on the
+//                          operator (one column and the block's width) and the dense passes
+//                          derived from it (per column and filter step: SpMM 1 + recurrence 2
+//                          column units; per outer iteration: 11·m column units and a fixed
+//                          latency, 2 ms GPU / 0.5 ms CPU);
+//   lanczos                block Lanczos without a transformation (when the filter cannot run);
+//   lobpcg                 generalized problems without a factorization (crude model: the gap of A);
+//   shift-invert lanczos   the smallest (or nearest σ) through a CHOLMOD factorization of A − σB,
+//                          priced from its symbolic analysis (nnz(L), flops) and the host engines'
+//                          measured rates (factor/engine_rates.hpp): analysis + factorization +
+//                          block solves (model: 2 bases of blocks + 2; measured 0.6–1.9× of it) + the dense Lanczos work.
+//   The symbolic analysis itself costs time (the ordering); it is run only when the predicted
+//   analysis time is below twice the cheapest iterative plan's prediction — otherwise shift-invert
+//   cannot win and is listed as not priced, with the reason.
+// Verification (decided again after the solve, with its measured time, driver.cpp): the
+// Sylvester certificate when asked (certify) or when its predicted cost (MUMPS LDLᵀ: engine rates
+// × the symbolic analysis) is at most 15 % of the solve; else a re-check (recheck.hpp).
+// Forced choices (a method asked for, a sigma given, which = nearest) are taken as asked; a
+// Chebyshev plan chosen while shift-invert was priced gets that plan as its fallback: when the
+// measured convergence (after the second outer iteration) predicts more remaining time than
+// 1.5× the fallback's whole prediction, the filter stops and shift-invert runs instead.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "factor/engine_rates.hpp"
+#include "factor/sparse_factor.hpp"
+#include "solvers/eigs/eigs.hpp"
+#include "solvers/spectral_probe.hpp"
+
+namespace tcsolve {
+
+enum class Transform { none, shift_invert };
+
+// A candidate plan and its predicted seconds.
+struct PlanEstimate {
+  EigsMethod method = EigsMethod::automatic;
+  Transform transform = Transform::none;
+  Verification verification = Verification::recheck;
+  bool lobpcg_factor = false;  // LOBPCG preconditioned by the factorization of A − σB
+  bool feasible = true;
+  bool priced = false;         // setup_s/solve_s/verify_s hold a prediction
+  double setup_s = 0.0, solve_s = 0.0, verify_s = 0.0;
+  std::string detail;          // the model's main inputs
+  double total() const { return setup_s + solve_s + verify_s; }
+  std::string name() const;      // "chebyshev", "shift-invert lanczos", ...
+  std::string describe() const;  // name, verification and the prediction
+};
+
+// What the planner knows without measuring.
+struct PlanFacts {
+  std::int64_t n = 0, nnz_a = 0, nnz_b = 0;
+  bool generalized = false;
+  bool matrix_form = true;   // A (and B) are matrices: a dense solve and a factorization are possible
+  bool can_factor = false;   // engines built, factorization allowed, matrix form
+  std::string factor_why;    // why not, when !can_factor
+  Backend backend = Backend::cpu;
+};
+
+// Measurements, taken only when a decision needs them (each callback is called at most once).
+struct PlanProbes {
+  std::function<SpectralProbe()> probe;                  // Lanczos steps on A
+  std::function<double(std::int64_t cols)> apply_seconds;  // one apply of A to `cols` columns
+  std::function<SymbolicAnalysis()> analyze;             // CHOLMOD symbolic analysis of A − σB
+  std::function<const EngineRates&()> rates;             // host engine rates (cached)
+};
+
+// Per-apply cost model of A, from two timed applies: t(c) = t_a + c·t_col.
+struct ApplyModel {
+  double t_a = 0.0;       // the matrix part of one apply
+  double t_col = 0.0;     // one more column (≈ 16·n bytes of X and Y)
+  double t_outer = 0.0;   // fixed latency of one outer iteration (launches, small solves, fetch)
+  double t_step = 0.0;    // fixed latency of one filter step beyond the apply (recurrence launch)
+};
+ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, std::int64_t n);
+
+// Predictions (seconds), exposed for the tests and the benchmark.
+double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                 double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
+double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
+                                      const ApplyModel& m);
+double predict_dense_seconds(std::int64_t n, const EngineRates& r);
+// Setup (analysis + factorization) and solve (block solves, dense Lanczos work) of shift-invert.
+void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,
+                                  double lower_entries, const EngineRates& r, const ApplyModel& m,
+                                  Backend backend, double* setup_s, double* solve_s,
+                                  std::string* detail = nullptr);
+double predict_certificate_seconds(const SymbolicAnalysis& sym, double lower_entries,
+                                   const EngineRates& r);
+
+// n-vectors of workspace the iteration of `method` holds for k pairs (the apps' memory estimate;
+// the driver's fit_workspace shrinks a basis or width to a limit with the same formulas):
+//   chebyshev 3·m + 2k (m = chebyshev_block), lanczos 2·(basis + b) + 2·max(b, k),
+//   lobpcg 10·(k + guard), dense 0 (host). automatic: chebyshev for standard problems and lobpcg
+//   for generalized ones, the planner's usual choice on the GPU (shift-invert's basis is smaller).
+std::int64_t workspace_vectors(EigsMethod method, std::int64_t n, std::int64_t k,
+                               std::int64_t block_size, bool generalized);
+
+struct EigsPlan {
+  PlanEstimate chosen;
+  std::vector<PlanEstimate> rejected;  // priced alternatives, cheapest first
+  std::vector<std::string> unpriced;   // alternatives not priced, each with why
+  std::optional<PlanEstimate> fallback;
+  double fallback_budget_s = 0.0;      // remaining-time threshold that triggers the fallback
+  double sigma = 0.0;
+  bool predicted = false;              // chosen by predicted cost
+  std::string reason;                  // method_reason
+  double seconds = 0.0;                // planning time (probe, timed applies, analysis)
+  // What the planner measured, for the steps to reuse.
+  std::optional<SpectralProbe> probe;
+  std::optional<SymbolicAnalysis> symbolic;
+  std::optional<ApplyModel> applies;
+  double rel_gap = 0.0;                // the probe's relative gap at the wanted end (0: none)
+};
+
+// Throws InvalidArgument for impossible requests (certify without a factorization, a method that
+// cannot serve the problem).
+EigsPlan plan_eigs(const PlanFacts& facts, const EigsOptions& opt, const PlanProbes& probes);
+
+}  // namespace tcsolve

@@ -1,0 +1,361 @@
+// The solve step's runs (solvers/eigs/runs.hpp).
+#include "solvers/eigs/runs.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "core/device.hpp"
+#include "factor/sparse_factor.hpp"
+#include "solvers/lanczos_core.hpp"
+
+namespace tcsolve::eigs_detail {
+
+namespace {
+using Mat = Eigen::MatrixXd;
+}  // namespace
+
+
+
+// Shift-invert block Lanczos for the k pairs nearest σ. `deflate` (may be empty) holds found pairs
+// (B-orthonormal, with their λ) that T must not return again (Wielandt deflation).
+RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, double sigma,
+                        const EigsOptions& opt, std::int64_t k, std::uint64_t seed,
+                        const PairSet* deflate, double factor_entries) {
+  DenseBlockOps& ops = *s.ops;
+  const std::int64_t n = s.n;
+  const bool with_b = s.bop != nullptr;
+  // Two regimes. A block solve reads the factor (≈ 16·nnz(L) bytes, about the same for 4 or 16
+  // columns); an expansion step's dense work reads the basis (≈ 32·n·m bytes). Large factors
+  // (nnz(L) > n·m): blocks of up to 16 and a 12-block basis, fewest solves (gen:elast3d:14 with a
+  // lumped mass, k = 10: 43 block solves at b = 16, basis 192; 59 at b = 8, basis 128; 73 at b = 4).
+  // Small factors (bcsstk21, nnz(L) = 0.1 M, n·m = 0.7 M): blocks of up to 8, basis
+  // max(2k + 2b, 6b), where the dense work, not the solves, is the cost.
+  const std::int64_t b_small = default_lanczos_block(k);
+  const bool big_factor =
+      factor_entries > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b_small, 6 * b_small));
+  const std::int64_t bs = std::min<std::int64_t>(
+      opt.block_size > 0 ? opt.block_size
+                         : big_factor ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16) : b_small,
+      n / 4 > 0 ? n / 4 : 1);
+  // T = S⁻¹·B (or S⁻¹) on blocks, optionally deflated: T' = T − Y·diag(ν_Y)·(BY)ᵀ.
+  MultiVector<double> by;
+  std::unique_ptr<LowRankUpdate> tdef;
+  std::unique_ptr<LinearOperator<double>> sb;
+  struct TOp final : LinearOperator<double> {
+    const LinearOperator<double>& si;
+    const LinearOperator<double>* b;
+    DenseBlockOps& ops;
+    mutable MultiVector<double> tmp;  // B·X, sized once for the widest block (k columns)
+    TOp(const LinearOperator<double>& s_, const LinearOperator<double>* b_, DenseBlockOps& o,
+        std::int64_t n, std::int64_t cols)
+        : si(s_), b(b_), ops(o) {
+      if (b) tmp = ops.allocate(n, cols);
+    }
+    std::int64_t rows() const override { return si.rows(); }
+    std::int64_t cols() const override { return si.cols(); }
+    Space space() const override { return si.space(); }
+    void apply(MvView<const double> x, MvView<double> y) const override {
+      ops.synchronize();
+      if (!b) {
+        si.apply(x, y);
+      } else {
+        TCSOLVE_REQUIRE(x.cols <= tmp.cols(), "shift-invert T: block wider than its workspace");
+        b->apply(x, tmp.columns(0, x.cols));
+        if (ops.space() == Space::device) device_synchronize();
+        si.apply(tmp.columns(0, x.cols), y);
+      }
+      if (ops.space() == Space::device) device_synchronize();
+    }
+  };
+  TOp top(sinv, s.bop, ops, n, std::max(k, bs));
+  const LinearOperator<double>* t = &top;
+  if (deflate && deflate->x.cols() > 0) {
+    const std::int64_t m = deflate->x.cols();
+    by = ops.allocate(n, m);
+    if (with_b) s.bop->apply(deflate->x.view(), by.view());
+    else ops.copy(deflate->x.view(), by.view());
+    if (ops.space() == Space::device) device_synchronize();
+    std::vector<double> c(m);
+    for (std::int64_t j = 0; j < m; ++j) c[j] = -1.0 / (deflate->values[j] - sigma);
+    tdef = std::make_unique<LowRankUpdate>(top, ops, deflate->x.view(), by.view(), c);
+    t = tdef.get();
+  }
+
+  MultiVector<double> xh = ops.allocate(n, k), ax = ops.allocate(n, k), bx;
+  if (with_b) bx = ops.allocate(n, k);
+  detail::LanczosProblem prob;
+  prob.n = n;
+  prob.b = s.bop;
+  prob.which = Which::largest_magnitude;
+  prob.copy_vectors = false;  // the purified vectors stay in xh
+  prob.apply = [&](detail::ApplyClock& clock, MvView<const double> vc, MvView<const double> bvc,
+                   MvView<double> w, MvView<double>) {
+    // With B: T·V_c = S⁻¹·(B·V_c), and B·V_c is stored beside V (no B apply here).
+    if (with_b && !tdef) clock.apply(sinv, bvc, w);
+    else clock.apply(*t, vc, w);
+  };
+  prob.estimate_passes = [&](double nu, double est) {
+    if (!(std::abs(nu) > 0)) return false;
+    const double lam = sigma + 1.0 / nu;
+    // Purified residual in the B⁻¹-norm: ‖(A − λB)·x̂‖_{B⁻¹} = ‖r_T‖_B/ν² for ‖x̂‖_B = 1. Only a
+    // trigger: the explicit check below decides in 2-norms.
+    const double scale = std::sqrt(s.b_norm * s.binv_norm);  // ≥ 1; 1 without B
+    return scale * est / (nu * nu) <= 0.5 * bound_of(opt.conv, opt.tol, lam, 1.0, s);
+  };
+  std::vector<double> lam, rn, xn, dev, given(k);
+  bool pass = false;
+  prob.verify = [&](detail::ApplyClock& clock, MvView<double> x, const std::vector<double>& nu,
+                    bool last, EigenResult& r) {
+    clock.apply(*t, x, xh.view());  // x̂ = T·x (scale irrelevant: normalized next)
+    for (std::int64_t j = 0; j < k; ++j) given[j] = sigma + 1.0 / nu[j];
+    rayleigh_and_residuals(s, clock, xh.view(), ax.view(), with_b ? bx.view() : MvView<double>{},
+                           lam, rn, xn, dev, &given);
+    pass = test_pairs(s, opt, xh.view(), lam, rn, xn, r.residual_bounds);
+    (void)nu;
+    (void)last;
+    r.values = lam;
+    r.residual_norms = rn;
+    return pass;
+  };
+  EigenOptions eo;
+  eo.k = k;
+  eo.tol = opt.tol;
+  eo.max_iterations = opt.max_iterations > 0 ? opt.max_iterations : 300;
+  eo.seed = seed;
+  // A solve costs about the same for 4 or 16 columns (the factor's traffic dominates), so blocks
+  // of up to 16 and a basis of max(2k + 2b, 12b) minimize the number of block solves (gen:elast3d:14
+  // with a lumped mass, k = 10: 43 block solves at b = 16, basis 192; 59 at b = 8, basis 128;
+  // 73 at b = 4, basis 128 — bench notes in docs/performance.md).
+  eo.block_size = bs;
+  eo.max_basis = opt.basis > 0 ? opt.basis
+                 : bs * ((std::max(2 * k + 2 * bs, (big_factor ? 12 : 6) * bs) + bs - 1) / bs);
+  eo.on_iteration = opt.on_iteration;
+  if (!opt.v0.empty() && !deflate) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
+  EigenResult er = detail::lanczos_core(prob, ops, eo);
+  RunOut out;
+  out.status = er.status;
+  out.reason = er.reason;
+  out.iterations = er.iterations;
+  out.applies = er.operator_applies;
+  out.history = std::move(er.history);
+  out.pairs_pass = pass;
+  out.pairs.values = lam;
+  out.pairs.rn = rn;
+  out.pairs.xn = xn;
+  out.pairs.rq_dev = dev;
+  out.pairs.x = std::move(xh);
+  return out;
+}
+
+// Iterative run on A (or the deflated A') without a factorization: block Lanczos or LOBPCG with
+// the chosen convergence test mapped into the solvers' formula; then B-normalized pairs with
+// Rayleigh quotients and true residuals.
+RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
+                     const EigsOptions& opt, Which which, std::int64_t k, std::uint64_t seed,
+                     const LinearOperator<double>* precond, const ChebyshevHooks& hooks) {
+  DenseBlockOps& ops = *s.ops;
+  TestNorms tn = test_norms(opt.conv, s.a_norm, s.b_norm);
+  // rel with B scales with ‖B·x‖ ≥ ‖x‖/‖B⁻¹‖: the solvers' ‖x‖-based test with that factor is
+  // never looser than the final one.
+  if (opt.conv == ConvTest::rel && s.bop) tn.b_eff = 1.0 / s.binv_norm;
+  EigenOptions eo;
+  eo.k = k;
+  eo.which = which;
+  eo.tol = opt.tol;
+  eo.max_iterations = opt.max_iterations > 0 ? opt.max_iterations : 2000;
+  eo.seed = seed;
+  eo.a_norm = std::max(tn.a_eff, 1e-300);
+  eo.b_norm = std::max(tn.b_eff, 1e-300);
+  eo.floor_a = floor_a(s);
+  eo.floor_b = floor_b(s);
+  eo.block_size = opt.block_size;
+  eo.max_basis = opt.basis;
+  eo.on_iteration = opt.on_iteration;
+  if (!opt.v0.empty()) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
+  eo.jacobi_mass_diagonal = s.diag_b;
+  if (method == EigsMethod::lobpcg) {
+    if (precond) eo.preconditioner = precond;
+    else if (opt.precond != EigsPrecond::none && !s.diag_a.empty()) eo.jacobi_diagonal = s.diag_a;
+  }
+  EigenResult er;
+  if (method == EigsMethod::lobpcg) {
+    er = lobpcg(a, s.bop, ops, eo);
+  } else if (method == EigsMethod::chebyshev) {
+    if (s.bop) throw InvalidArgument("chebyshev solves standard problems only (no --mass)");
+    // The real ‖A‖ bounds the filter's interval (the test uses the mapped norms above).
+    EigenOptions ec = eo;
+    ec.a_norm = s.a_norm;
+    ChebyshevOptions co;
+    if (opt.basis > k) co.block = opt.basis;  // SciPy's ncv: the subspace width
+    co.test_a = eo.a_norm;
+    co.test_b = eo.b_norm;
+    // Operators that are not ours (a Python LinearOperator) may launch on any stream.
+    co.apply_order = s.foreign_operator ? ApplyOrder::synchronize : ApplyOrder::events;
+    co.bounds = hooks.bounds;
+    co.keep_going = hooks.keep_going;
+    co.stats = hooks.stats;
+    er = chebyshev_subspace(a, ops, ec, co);
+  } else {
+    er = block_lanczos(a, s.bop, ops, eo);
+  }
+  RunOut out;
+  out.status = er.status;
+  out.reason = er.reason;
+  out.iterations = er.iterations;
+  out.applies = er.operator_applies;
+  out.history = std::move(er.history);
+  // Pairs back in the ops space, re-verified against the real A (not the deflated one).
+  const std::int64_t m = static_cast<std::int64_t>(er.values.size());
+  out.pairs.x = ops.allocate(s.n, m);
+  ops.from_host(er.vectors.data(), s.n, out.pairs.x.view());
+  MultiVector<double> ax = ops.allocate(s.n, m), bx;
+  if (s.bop) bx = ops.allocate(s.n, m);
+  detail::ApplyClock clock(ops);
+  rayleigh_and_residuals(s, clock, out.pairs.x.view(), ax.view(),
+                         s.bop ? bx.view() : MvView<double>{}, out.pairs.values, out.pairs.rn,
+                         out.pairs.xn, out.pairs.rq_dev);
+  std::vector<double> bounds;
+  out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
+                              out.pairs.xn, bounds);
+  return out;
+}
+
+// Dense LAPACK-style solve (Eigen) for small problems, where Lanczos bases do not fit: all
+// eigenvalues, the k wanted returned. The smallest of an SPD pencil come from the Cholesky-inverse
+// C = L⁻¹·B·L⁻ᵀ (eigenvalues 1/λ, x = L⁻ᵀ·y), whose largest eigenvalues are relatively accurate,
+// unlike the smallest of a direct dense solve (absolute error ~ eps·‖A‖).
+RunOut run_dense(const Problem& s, const EigsOptions& opt) {
+  const std::int64_t n = s.n, k = opt.k;
+  Mat A = Mat::Zero(n, n), B = Mat::Identity(n, n);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t p = s.a->row_ptr[i]; p < s.a->row_ptr[i + 1]; ++p) A(i, s.a->col_idx[p]) += s.a->values[p];
+  if (s.b) {
+    B.setZero();
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t p = s.b->row_ptr[i]; p < s.b->row_ptr[i + 1]; ++p) B(i, s.b->col_idx[p]) += s.b->values[p];
+  }
+  Eigen::VectorXd w;
+  Mat v;
+  Eigen::LLT<Mat> llt;
+  if (opt.which == Which::smallest) llt.compute(A);
+  const bool inverse = opt.which == Which::smallest && llt.info() == Eigen::Success;
+  if (inverse) {
+    Mat t = llt.matrixL().solve(B);
+    Mat c = llt.matrixL().solve(t.transpose());
+    Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (c + c.transpose()));
+    w.resize(n);
+    v.resize(n, n);
+    for (std::int64_t j = 0; j < n; ++j) {  // descending μ = ascending λ
+      w(j) = 1.0 / es.eigenvalues()(n - 1 - j);
+      v.col(j) = llt.matrixU().solve(es.eigenvectors().col(n - 1 - j));
+    }
+
+  } else if (s.b) {
+    Eigen::GeneralizedSelfAdjointEigenSolver<Mat> es(A, B);
+    if (es.info() != Eigen::Success) throw Error("dense generalized eigensolver failed");
+    w = es.eigenvalues();
+    v = es.eigenvectors();
+  } else {
+    Eigen::SelfAdjointEigenSolver<Mat> es(A);
+    if (es.info() != Eigen::Success) throw Error("dense eigensolver failed");
+    w = es.eigenvalues();
+    v = es.eigenvectors();
+  }
+  std::vector<double> all(w.data(), w.data() + n);
+  auto o = wanted_order(all, opt.which, opt.sigma);
+  o.resize(k);
+  Mat sel(n, k);
+  std::vector<double> given(k);
+  for (std::int64_t j = 0; j < k; ++j) sel.col(j) = v.col(o[j]), given[j] = w(o[j]);
+  RunOut out;
+  out.status = SolverStatus::converged;
+  out.iterations = 1;
+  out.pairs.x = s.ops->allocate(n, k);
+  MultiVector<double> ax = s.ops->allocate(n, k), bx;
+  if (s.bop) bx = s.ops->allocate(n, k);
+  detail::ApplyClock clock(*s.ops);
+  auto eval = [&](const Mat& xs, PairSet& p, const std::vector<double>* g) {
+    s.ops->from_host(xs.data(), n, p.x.view());
+    rayleigh_and_residuals(s, clock, p.x.view(), ax.view(), s.bop ? bx.view() : MvView<double>{},
+                           p.values, p.rn, p.xn, p.rq_dev, g);
+  };
+  if (!inverse) {
+    eval(sel, out.pairs, nullptr);
+  } else {
+    // 1/μ is accurate to ~u·λ_j/λ_1 relative, the Rayleigh quotient to ~u·λ_max/λ_j: take 1/μ
+    // below √(λ_1·λ_max). Vectors: plain (x = L⁻ᵀy) or purified (x ← A⁻¹·B·x, which damps the
+    // errors x carries in stiff directions but amplifies those from the soft end, so it helps
+    // the small λ only): per column, the one with the smaller residual.
+    const double split = std::sqrt(std::abs(w(0) * w(n - 1)));
+    bool upper = false;
+    for (std::int64_t j = 0; j < k; ++j)
+      if (!(std::abs(given[j]) < split)) given[j] = NAN, upper = true;
+    if (upper) {
+      // The stiff end: C's small eigenvalues have poor relative accuracy, and so have their
+      // vectors; a direct dense solve (ascending, same indices) gives those columns.
+      Mat vd;
+      if (s.b) vd = Eigen::GeneralizedSelfAdjointEigenSolver<Mat>(A, B).eigenvectors();
+      else vd = Eigen::SelfAdjointEigenSolver<Mat>(A).eigenvectors();
+      for (std::int64_t j = 0; j < k; ++j)
+        if (std::isnan(given[j])) sel.col(j) = vd.col(o[j]);
+    }
+    PairSet purified;
+    purified.x = s.ops->allocate(n, k);
+    eval(sel, out.pairs, &given);
+    Mat pur = llt.solve(B * sel);
+    eval(pur, purified, &given);
+    std::vector<std::int64_t> idx(k);
+    for (std::int64_t j = 0; j < k; ++j) idx[j] = purified.rn[j] < out.pairs.rn[j] ? k + j : j;
+    MultiVector<double> both = s.ops->allocate(n, 2 * k);
+    s.ops->copy(out.pairs.x.view(), both.columns(0, k));
+    s.ops->copy(purified.x.view(), both.columns(k, k));
+    s.ops->gather_columns(both.view(), idx.data(), k, out.pairs.x.view());
+    for (std::int64_t j = 0; j < k; ++j)
+      if (idx[j] >= k)
+        out.pairs.values[j] = purified.values[j], out.pairs.rn[j] = purified.rn[j],
+        out.pairs.xn[j] = purified.xn[j], out.pairs.rq_dev[j] = purified.rq_dev[j];
+  }
+  std::vector<double> bounds;
+  out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
+                              out.pairs.xn, bounds);
+  if (!out.pairs_pass) {
+    out.status = SolverStatus::not_converged;
+    out.reason = "the dense solution's residuals exceed the test (tol below what the dense "
+                 "solver reaches for this matrix)";
+  }
+  return out;
+}
+
+// ‖B⁻¹‖: exact for a diagonal B; else 1/λ_min(B) from inverse iteration with a Cholesky factor
+// (which also proves B positive definite), times a safety factor.
+double estimate_binv_norm(const Csr<double>& b, const std::vector<double>& diag_b, bool can_factor) {
+  if (is_diagonal(b)) {
+    double mn = *std::min_element(diag_b.begin(), diag_b.end());
+    return 1.0 / mn;
+  }
+  if (!can_factor) return 1.0 / std::max(*std::min_element(diag_b.begin(), diag_b.end()), 1e-300);
+  auto f = factor_shifted(b, nullptr, 0.0);
+  const std::int64_t n = b.nrows, c = std::min<std::int64_t>(4, n);
+  std::vector<double> x(n * c), y(n * c);
+  for (std::int64_t j = 0; j < c; ++j)
+    for (std::int64_t i = 0; i < n; ++i) x[i + j * n] = random_entry(17, i, j);
+  double est = 0;
+  for (int it = 0; it < 12; ++it) {
+    Eigen::Map<Mat> X(x.data(), n, c);
+    Eigen::HouseholderQR<Mat> qr(X);
+    X = qr.householderQ() * Mat::Identity(n, c);
+    f->solve(MvView<const double>{x.data(), n, c, n, Space::host},
+             MvView<double>{y.data(), n, c, n, Space::host});
+    Eigen::Map<Mat> Y(y.data(), n, c);
+    Mat g = X.transpose() * Y;
+    est = std::max(est, Eigen::SelfAdjointEigenSolver<Mat>(0.5 * (g + g.transpose())).eigenvalues().maxCoeff());
+    x = y;
+  }
+  return 1.5 * est;
+}
+
+// Host memory estimate of a factorization without doing it is the engines' job; here a cheap
+
+}  // namespace tcsolve::eigs_detail

@@ -1,0 +1,54 @@
+// Internal to the eigs driver: the solve step, one function per kind of run, each returning the
+// pairs (in the ops' space) with their true residuals tested (pairs.hpp).
+//   run_shift_invert  thick-restart block Lanczos on T = (A − σB)⁻¹·B (optionally deflated);
+//   run_iterative     Chebyshev, block Lanczos or LOBPCG on A (or a deflated A');
+//   run_dense         all eigenvalues by a dense solve (small n).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "solvers/chebyshev.hpp"
+#include "solvers/eigs/pairs.hpp"
+
+namespace tcsolve::eigs_detail {
+
+struct RunOut {
+  PairSet pairs;
+  SolverStatus status = SolverStatus::not_converged;
+  std::string reason;
+  std::int64_t iterations = 0, applies = 0;
+  std::vector<IterationRecord> history;
+  bool pairs_pass = false;
+};
+
+// Shift-invert block Lanczos for the k pairs nearest σ. `deflate` (may be empty) holds found pairs
+// (B-orthonormal, with their λ) that T must not return again (Wielandt deflation). block_size > 0
+// forces the block (the re-check's small one).
+RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, double sigma,
+                        const EigsOptions& opt, std::int64_t k, std::uint64_t seed,
+                        const PairSet* deflate, double factor_entries);
+
+// What Chebyshev takes beyond the options (the planner's bounds and budget) and gives back.
+struct ChebyshevHooks {
+  const ChebyshevBounds* bounds = nullptr;
+  std::function<bool(const ChebyshevProgress&)> keep_going;
+  ChebyshevStats* stats = nullptr;
+};
+
+// Iterative run on A (or the deflated A') without a factorization: Chebyshev, block Lanczos or
+// LOBPCG with the chosen convergence test mapped into the solvers' formula (and their rounding
+// floor); then B-normalized pairs with Rayleigh quotients and true residuals. `precond`: the
+// LOBPCG preconditioner operator (nullptr: Jacobi unless opt.precond says none).
+RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
+                     const EigsOptions& opt, Which which, std::int64_t k, std::uint64_t seed,
+                     const LinearOperator<double>* precond, const ChebyshevHooks& hooks = {});
+
+// Dense solve (Eigen) for small problems: all eigenvalues, the k wanted returned.
+RunOut run_dense(const Problem& s, const EigsOptions& opt);
+
+// ‖B⁻¹‖: exact for a diagonal B; else 1/λ_min(B) from inverse iteration with a Cholesky factor.
+double estimate_binv_norm(const Csr<double>& b, const std::vector<double>& diag_b, bool can_factor);
+
+}  // namespace tcsolve::eigs_detail

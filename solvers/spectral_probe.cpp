@@ -1,0 +1,143 @@
+// Spectral probe: Lanczos steps, Gauss quadrature and the near-end power-law model
+// (solvers/spectral_probe.hpp).
+#include "solvers/spectral_probe.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "solvers/solver_common.hpp"
+
+namespace tcsolve {
+
+SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvView<double>)>& apply,
+                             DenseBlockOps& ops, std::int64_t n, int steps, std::uint64_t seed) {
+  const double t0 = detail::now_seconds();
+  TCSOLVE_REQUIRE(n >= 2, "spectral probe: n must be at least 2");
+  const std::int64_t s = std::max<std::int64_t>(1, std::min<std::int64_t>(steps, n - 1));
+  MultiVector<double> v = ops.allocate(n, s + 1), hs = ops.allocate(s + 1, s + 1),
+                      tmp = ops.allocate(s + 1, 1);
+  ops.fill_zero(hs.view());
+  ops.fill_random(v.columns(0, 1), seed * 2654435761ull + 17);
+  MvView<double> nrm{hs.data() + s * (s + 1), 1, 1, s + 1, ops.space()};  // spare slot
+  ops.normalize_columns(v.columns(0, 1), nrm);
+  std::vector<std::pair<int, int>> marks;
+  double host_apply_s = 0.0;
+  for (std::int64_t j = 0; j < s; ++j) {
+    auto basis = v.columns(0, j + 1);
+    auto w = v.columns(j + 1, 1);
+    const int m0 = ops.mark();
+    const double ta = detail::now_seconds();
+    apply(v.columns(j, 1), w);
+    if (ops.space() == Space::host) host_apply_s += detail::now_seconds() - ta;
+    marks.push_back({m0, ops.mark()});
+    // Two classical Gram-Schmidt passes against the whole basis (full reorthogonalization).
+    MvView<double> h{hs.data() + j * (s + 1), j + 1, 1, s + 1, ops.space()};
+    MvView<double> h2{tmp.data(), j + 1, 1, s + 1, ops.space()};
+    ops.gram_into(1.0, basis, w, 0.0, h);
+    ops.gemm_into(-1.0, basis, h, 1.0, w);
+    ops.gram_into(1.0, basis, w, 0.0, h2);
+    ops.gemm_into(-1.0, basis, h2, 1.0, w);
+    ops.axpbypcz(1.0, h2, 0.0, h2, 1.0, h);
+    MvView<double> beta{hs.data() + (j + 1) + j * (s + 1), 1, 1, s + 1, ops.space()};
+    ops.normalize_columns(w, beta);
+  }
+  std::vector<double> hh((s + 1) * (s + 1));
+  ops.download_deferred(hs.view(), hh.data(), s + 1);
+  ops.fetch();
+  SpectralProbe p;
+  p.n = n;
+  if (ops.space() == Space::host) {
+    p.apply_seconds = host_apply_s;
+  } else {
+    for (auto& m : marks) p.apply_seconds += ops.elapsed_seconds(m.first, m.second);
+  }
+  using Mat = Eigen::MatrixXd;
+  auto H = Eigen::Map<Mat>(hh.data(), s + 1, s + 1);
+  // Tridiagonal part, cut at the first (numerically) zero β: an invariant subspace.
+  std::int64_t len = s;
+  double scale = 0.0;
+  for (std::int64_t j = 0; j < s; ++j) scale = std::max(scale, std::abs(H(j, j)));
+  for (std::int64_t j = 0; j + 1 < s; ++j)
+    if (!(H(j + 1, j) > 1e-12 * std::max(scale, 1e-300))) {
+      len = j + 1;
+      break;
+    }
+  Mat t = Mat::Zero(len, len);
+  for (std::int64_t j = 0; j < len; ++j) {
+    t(j, j) = H(j, j);
+    if (j + 1 < len) t(j + 1, j) = t(j, j + 1) = H(j + 1, j);
+  }
+  const double beta_last = len == s ? H(s, s - 1) : 0.0;
+  Eigen::SelfAdjointEigenSolver<Mat> es(t);
+  p.steps = static_cast<int>(len);
+  p.nodes.resize(len);
+  p.weights.resize(len);
+  for (std::int64_t i = 0; i < len; ++i) {
+    p.nodes[i] = es.eigenvalues()(i);
+    p.weights[i] = es.eigenvectors()(0, i) * es.eigenvectors()(0, i);
+  }
+  p.lower = p.nodes.front();
+  p.upper = p.nodes.back();
+  p.lower_bound = p.lower - std::abs(beta_last * es.eigenvectors()(len - 1, 0));
+  p.upper_bound = p.upper + std::abs(beta_last * es.eigenvectors()(len - 1, len - 1));
+  p.seconds = detail::now_seconds() - t0;
+  return p;
+}
+
+double SpectralProbe::EndModel::eigenvalue(double j) const {
+  return l0 + std::exp((std::log(std::max(j, 1e-300)) - log_c) / p);
+}
+
+SpectralProbe::EndModel SpectralProbe::end_model(double sgn) const {
+  EndModel m;
+  const std::size_t len = nodes.size();
+  if (len < 5) return m;
+  // Nodes and weights of Â = sgn·A, ascending.
+  std::vector<double> th(len), w(len);
+  for (std::size_t i = 0; i < len; ++i) {
+    const std::size_t src = sgn > 0 ? i : len - 1 - i;
+    th[i] = sgn * nodes[src];
+    w[i] = weights[src];
+  }
+  m.lo = th.front();
+  m.hi = sgn > 0 ? upper_bound : -lower_bound;
+  const double width = m.hi - m.lo;
+  if (!(width > 0)) return m;
+  constexpr int kFit = 4;
+  double cum = 0.0, y[kFit];
+  for (int i = 0; i < kFit; ++i) {
+    y[i] = std::log(std::max(static_cast<double>(n) * (cum + 0.5 * w[i]), 1e-300));
+    cum += w[i];
+  }
+  double best_err = INFINITY;
+  for (int s = 0; s < 200; ++s) {
+    const double l0 = th[0] - std::pow(10.0, -6.0 + 6.0 * s / 199.0) * width;
+    double x[kFit], mx = 0, my = 0;
+    for (int i = 0; i < kFit; ++i) x[i] = std::log(th[i] - l0), mx += x[i] / kFit, my += y[i] / kFit;
+    double sxx = 0, sxy = 0;
+    for (int i = 0; i < kFit; ++i) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+    if (!(sxx > 0)) continue;
+    const double p = sxy / sxx;
+    if (!(p > 0.3 && p <= 3.0)) continue;
+    const double lc = my - p * mx;
+    double err = 0;
+    for (int i = 0; i < kFit; ++i) err += (y[i] - (p * x[i] + lc)) * (y[i] - (p * x[i] + lc));
+    if (err < best_err) best_err = err, m.l0 = l0, m.p = p, m.log_c = lc, m.fit_ok = true;
+  }
+  return m;
+}
+
+double SpectralProbe::relative_gap(double sgn, std::int64_t k, std::int64_t m,
+                                   double fallback) const {
+  const EndModel e = end_model(sgn);
+  if (!e.fit_ok) return fallback;
+  const double lk = e.eigenvalue(static_cast<double>(k));
+  const double lm = e.eigenvalue(static_cast<double>(m + 1));
+  const double g = (lm - lk) / (e.hi - lm);
+  if (!(g > 0 && g < 1) || !std::isfinite(g)) return fallback;
+  return g;
+}
+
+}  // namespace tcsolve
