@@ -57,6 +57,7 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
             << ", \"message\": " << json_string(o.message) << ", \"method\": " << json_string(o.method)
             << ", \"iterations\": " << o.iterations << ", \"backend\": " << json_string(o.backend)
             << ", \"device\": " << json_string(o.device) << ", \"kernel\": " << json_string(o.kernel)
+            << ", \"kernel_reason\": " << json_string(o.kernel_reason)
             << ", \"peak_device_bytes\": " << json_number(o.peak_device_bytes)
             << ", \"reorder\": " << json_string(s.reorder)
             << ", \"reorder_plan\": " << json_string(o.reorder);

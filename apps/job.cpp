@@ -379,6 +379,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   if (reorder) o.reorder = aop.plan().reason;
   o.setup_s += tp.seconds();
   o.kernel = to_string(aop.plan().kernel);
+  o.kernel_reason = aop.plan().reason;
   o.backend = to_string(backend);
   o.device = backend == Backend::cuda ? device_name() : "cpu";
 
@@ -627,6 +628,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       f.set_attr("backend", o.backend);
       f.set_attr("device", o.device);
       f.set_attr("spmm_kernel", o.kernel);
+      f.set_attr("spmm_plan", o.kernel_reason);
       f.set_attr("reorder", s.reorder);
       if (!o.reorder.empty()) f.set_attr("reorder_plan", o.reorder);
       f.set_attr("matrix_checksum", A->checksum());

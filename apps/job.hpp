@@ -108,6 +108,7 @@ struct JobOutcome {
   double read_s = 0, preprocess_s = 0, plan_s = 0, setup_s = 0, solve_s = 0, verify_s = 0,
          write_s = 0;
   std::string backend, device, method, kernel;
+  std::string kernel_reason;  // why the SpMM kernel (the model's choice, or the trial's times)
   std::string reorder;  // --reorder symmetric: what was done ("" when not asked)
   std::string batch_note;  // solve: right-hand sides run in batches to fit the GPU memory
   std::int64_t n = 0;

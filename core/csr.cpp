@@ -154,6 +154,26 @@ bool is_symmetric(const Csr<T>& a, double rel_tol) {
   return ok.load();
 }
 
+double csr_symmetry_defect(const Csr<double>& a) {
+  const std::int64_t n = a.nrows;
+  std::vector<double> mx(static_cast<std::size_t>(n), 0.0), def(static_cast<std::size_t>(n), 0.0);
+  parallel_for(n, [&](std::int64_t i) {
+    double m = 0, d = 0;
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+      m = std::max(m, std::abs(a.values[p]));
+      const std::int32_t j = a.col_idx[p];
+      auto b = a.col_idx.begin() + a.row_ptr[j], e = a.col_idx.begin() + a.row_ptr[j + 1];
+      auto it = std::lower_bound(b, e, static_cast<std::int32_t>(i));
+      const double aji = (it != e && *it == i) ? a.values[it - a.col_idx.begin()] : 0.0;
+      d = std::max(d, std::abs(a.values[p] - aji));
+    }
+    mx[i] = m, def[i] = d;
+  });
+  const double amax = mx.empty() ? 0.0 : *std::max_element(mx.begin(), mx.end());
+  const double dmax = def.empty() ? 0.0 : *std::max_element(def.begin(), def.end());
+  return amax > 0 ? dmax / amax : 0.0;
+}
+
 std::vector<double> csr_diagonal(const Csr<double>& a) {
   std::vector<double> d(static_cast<std::size_t>(a.nrows), 0.0);
   parallel_for(a.nrows, [&](std::int64_t i) {

@@ -57,6 +57,10 @@ Csr<U> csr_cast(const Csr<T>& a);
 template <class T>
 bool is_symmetric(const Csr<T>& a, double rel_tol = 0.0);
 
+// max |a_ij − a_ji| / max |a_ij| (0 for a zero matrix): what is_symmetric compares with its
+// tolerance, as a number for messages. O(nnz log), multithreaded; sorted rows.
+double csr_symmetry_defect(const Csr<double>& a);
+
 // The stored diagonal a_ii (0 where a row holds none). Multithreaded.
 std::vector<double> csr_diagonal(const Csr<double>& a);
 // ‖A‖∞ = max_i Σ_j |a_ij| (an upper bound of ‖A‖₂ for symmetric A). Multithreaded.

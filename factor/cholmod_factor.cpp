@@ -96,6 +96,7 @@ class CholmodFactor final : public SparseFactor {
     // (the pivots d of LDLᵀ), and for positive definite S, d_min/d_max ≥ 1/κ(S). Below 1e-15,
     // κ(S) > 1e15: S is singular to working precision. (bcsstk20, κ = 3.9e12, passes.)
     const double rc = cholmod_l_rcond(l_, &c_);
+    rcond_ = rc;
     if (!(rc > 1e-15)) {
       const double scale = std::max(std::abs(sigma), s.max_abs * 1e-8);
       throw SingularShift(sigma, sigma - 1e-6 * scale,
@@ -118,6 +119,7 @@ class CholmodFactor final : public SparseFactor {
   double factor_entries() const override { return entries_; }
   double factor_bytes() const override { return est_bytes_; }
   double factor_flops() const override { return flops_; }
+  double rcond() const override { return rcond_; }
   double analyze_seconds() const override { return analyze_s_; }
   double factor_seconds() const override { return factor_s_; }
   std::string describe() const override {
@@ -209,7 +211,7 @@ class CholmodFactor final : public SparseFactor {
   cholmod_dense *&xw_, *&yw_, *&ew_;
   std::vector<SuiteSparse_long> col_ptr_, row_idx_;
   bool positive_ = false;
-  double entries_ = 0, est_bytes_ = 0, analyze_s_ = 0, factor_s_ = 0, export_s_ = 0, flops_ = 0;
+  double entries_ = 0, est_bytes_ = 0, analyze_s_ = 0, factor_s_ = 0, export_s_ = 0, flops_ = 0, rcond_ = 0;
   int ordering_ = -1;
   ExportedFactor exported_;
 };

@@ -92,6 +92,8 @@ class SparseFactor {
   // Entries of the factor and the bytes the engine holds for it.
   virtual double factor_entries() const = 0;
   virtual double factor_bytes() const = 0;
+  // Reciprocal condition estimate of S (CHOLMOD: (min L_ii / max L_ii)², ≥ 1/κ(S); 0 if unknown).
+  virtual double rcond() const { return 0.0; }
   // Floating-point operations of the numeric factorization (the engine's count; 0 if unknown).
   virtual double factor_flops() const { return 0.0; }
   // Seconds of the symbolic analysis and of the numeric factorization.

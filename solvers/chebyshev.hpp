@@ -78,6 +78,7 @@ struct ChebyshevStats {
   double cut = 0.0;
   double wanted_steps = 0.0;
   bool stopped = false;  // ChebyshevOptions::keep_going returned false
+  std::int64_t projections = 0;  // filter steps that projected out the locked columns
 };
 
 // Spectrum bounds of A for the filter, when the caller already has them (a SpectralProbe): the

@@ -620,6 +620,13 @@ PYBIND11_MODULE(_tcsolve, m) {
     py::gil_scoped_release release;
     return csr_checksum(a);
   });
+  // max |a_ij − a_ji| / max |a| of host CSR arrays (multithreaded, without the GIL).
+  m.def("csr_symmetry_defect", [](std::int64_t n, const I64Array& indptr, const I32Array& indices,
+                                  const D1Array& data) {
+    Csr<double> a = csr_from_arrays(n, indptr, indices, data);
+    py::gil_scoped_release release;
+    return csr_symmetry_defect(a);
+  });
   m.def("eigs_method_names", &eigs_method_names);
   m.def("eigs_precond_names", &eigs_precond_names);
   m.def("resolve_device", [](const std::string& d) { return std::string(to_string(resolve_backend(d))); });

@@ -132,7 +132,7 @@ def _xp(kind):
     if kind == "device":
         import cupy
         return cupy
-    return np
+    return _np
 
 
 def _sync_cupy():

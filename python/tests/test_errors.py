@@ -144,7 +144,7 @@ def test_one_d_and_empty_arrays():
     ({"which": "SA", "sigma": 1.0}, r"which='SA' with sigma"),
     ({"device": "gpu"}, r"device='gpu': expected auto, cpu or cuda"),
     ({"precision": "fp8"}, r"precision='fp8': expected fp64, fp32, fp16 or bf16"),
-    ({"method": "arpack"}, r"method='arpack': expected auto, lanczos, lobpcg or dense"),
+    ({"method": "arpack"}, r"method='arpack': expected auto, lanczos, lobpcg, chebyshev or dense"),
     ({"conv": "loose"}, r"conv='loose': expected rel, norm or abs"),
     ({"tol": 2.0}, r"tol=2.0: expected 0 < tol < 1"),
     ({"tol": -1e-3}, r"tol=-0.001: expected 0 < tol < 1"),

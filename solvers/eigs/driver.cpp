@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -267,7 +268,8 @@ struct Factorized {
   std::string desc, why;
 };
 
-Factorized factorize(const Problem& s, const EigsOptions& opt) {
+Factorized factorize(const Problem& s, const EigsOptions& opt,
+                     const std::function<const SpectralProbe*()>& get_probe) {
   Factorized out;
   FactorOptions fo;
   fo.memory_limit_bytes = opt.factor_memory_limit;
@@ -278,20 +280,46 @@ Factorized factorize(const Problem& s, const EigsOptions& opt) {
   if (!opt.has_sigma && opt.which == Which::smallest) {
     double sigma = 0.0;
     std::string tried;
-    for (int attempt = 0; attempt < 6; ++attempt) {
+    const double scale = s.a_norm * s.binv_norm;  // λ_min ≥ −‖A‖·‖B⁻¹‖
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      bool indefinite = false;
       try {
         FactorOptions f2 = fo;
         f2.engine = FactorEngine::cholmod;
         out.factor = factor_shifted(*s.a, s.b, sigma, f2);
-        break;
+        // Nearly singular (κ(S) > 1e12, e.g. a graph Laplacian at σ = 0, whose last pivot is a
+        // rounding error): T would have one eigenvalue ~1e12 times the others and its Lanczos
+        // vectors would carry that direction into every pair. Shift below instead.
+        if (sigma == 0.0 && out.factor->rcond() > 0 && out.factor->rcond() < 1e-12) {
+          tried += " 0 (nearly singular: rcond " + fmt("%.2g", out.factor->rcond()) + ")";
+          out.factor.reset();
+        } else {
+          break;
+        }
       } catch (const SingularShift&) {
         tried += " " + g17(sigma) + " (singular)";
       } catch (const InvalidArgument&) {
         tried += " " + g17(sigma) + " (indefinite)";
+        indefinite = true;
       }
-      // λ_min ≥ −‖A‖·‖B⁻¹‖: the last tries reach below any eigenvalue.
-      const double scale = s.a_norm * s.binv_norm;
-      sigma = attempt == 0 ? -1e-8 * scale : attempt < 5 ? sigma * 100.0 : -2.0 * scale;
+      // Next shift. Singular (a semidefinite A, e.g. a graph Laplacian): just below 0,
+      // −1e-8·‖A‖‖B⁻¹‖, which leaves the separation of the small eigenvalues as at σ = 0.
+      // Indefinite at 0 (λmin < 0): just below the probe's bound of λmin (θmin − |β·y| minus 1 %
+      // of the width), close enough that T separates the smallest well (dwt_2680, λmin = −4.06:
+      // σ = −19 took 43 restarts). Each further failure steps 5 % of the width lower; the last
+      // try, −2·‖A‖‖B⁻¹‖, lies below any eigenvalue.
+      // (A negative Ritz value proves λmin < 0; at θmin ≥ 0 the "indefinite" was a rounding-level
+      // pivot of a semidefinite A: treated as singular.)
+      const SpectralProbe* probe = attempt == 0 && indefinite && !s.b ? get_probe() : nullptr;
+      if (probe && !(probe->lower < 0)) probe = nullptr;
+      const double width = probe ? probe->upper_bound - probe->lower_bound : 2.0 * scale;
+      if (attempt == 0)
+        sigma = probe ? std::min(probe->lower_bound - 0.01 * width, -1e-8 * scale) : -1e-8 * scale;
+      else if (attempt < 7)
+        sigma = std::min(sigma * 100.0, sigma - 0.05 * width);
+      else
+        sigma = -2.0 * scale;
+      sigma = std::max(sigma, -2.0 * scale);
     }
     if (!out.factor)
       throw Error("no shift below the spectrum found (tried" + tried +
@@ -464,11 +492,16 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts) {
   std::string why = plan.reason;
 
   // ---- set up
+  // A bound of λmin for the shift when σ = 0 will not do (the plan's probe, else one now).
+  const std::function<const SpectralProbe*()> get_probe = [&]() -> const SpectralProbe* {
+    if (!plan.probe) plan.probe = run_probe(s, opt.seed);
+    return &*plan.probe;
+  };
   const double t_setup0 = detail::now_seconds();
   Factorized fz;
   const bool needs_factor = ran.transform == Transform::shift_invert || ran.lobpcg_factor;
   if (needs_factor) {
-    fz = factorize(s, opt);
+    fz = factorize(s, opt, get_probe);
     why += fz.why;
   }
   double setup_s = detail::now_seconds() - t_setup0;
@@ -504,7 +537,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts) {
       // The measured convergence predicted more than the fallback plan: switch to it.
       const double spent = detail::now_seconds() - t_solve0;
       const double t_f = detail::now_seconds();
-      fz = factorize(s, opt);
+      fz = factorize(s, opt, get_probe);
       setup_s += detail::now_seconds() - t_f;
       ran = *plan.fallback;
       why += "; switched after " + fmt("%.3g", spent) + " s of chebyshev (its measured convergence "

@@ -57,18 +57,29 @@ TEST(AppsEigs, SmallestOfLaplacianWithOutputAndPlot) {
   const auto res = f.read_doubles("residual_norms");
   ASSERT_EQ(res.size(), std::size_t(k));
   EXPECT_EQ(f.attr_string("status"), "converged");
-  EXPECT_EQ(f.attr_string("method"), "lanczos");  // --method auto
-  EXPECT_EQ(f.attr_string("transform"), "shift-invert");
-  EXPECT_EQ(f.attr_string("certified"), "yes");
+  // --method auto: the planner's choice, named with its prediction and the best rejected plan;
+  // the set verified by what the plan could afford (and the printed line says which).
+  const std::string method = f.attr_string("method");
+  EXPECT_TRUE(method == "lanczos" || method == "chebyshev") << method;
+  const std::string why = f.attr_string("method_reason");
+  EXPECT_NE(why.find("auto: "), std::string::npos) << why;
+  EXPECT_NE(why.find("predicted"), std::string::npos) << why;
+  EXPECT_NE(why.find("best rejected"), std::string::npos) << why;
+  EXPECT_GT(f.attr_double("predicted_seconds"), 0.0);
+  const std::string ver = f.attr_string("verification");
+  EXPECT_TRUE(ver == "certificate" || ver == "recheck") << ver;
+  EXPECT_EQ(f.attr_string("certified"), ver == "certificate" ? "yes" : "not_checked");
   EXPECT_EQ(f.attr_string("convergence_test"), "rel");
-  EXPECT_NE(r.out.find("certified: yes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verified by " + ver), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plan: auto: "), std::string::npos) << r.out;
   EXPECT_EQ(f.read_doubles("error_bounds").size(), std::size_t(k));
   EXPECT_EQ(f.attr_string("task"), "eigs");
   EXPECT_EQ(f.attr_string("tcsolve_version"), TCSOLVE_VERSION);
   EXPECT_EQ(f.attr_string("matrix"), "gen:lap2d:26x19");
   EXPECT_EQ(f.attr_string("matrix_checksum").rfind("fnv1a64:", 0), 0u);
   EXPECT_EQ(f.attr_double("tolerance"), 1e-8);
-  for (const char* t : {"time_read", "time_preprocess", "time_solve", "time_write"})
+  for (const char* t : {"time_read", "time_preprocess", "time_plan", "time_setup", "time_solve",
+                        "time_verify", "time_write"})
     EXPECT_GE(f.attr_double(t), 0.0) << t;
   EXPECT_GT(f.attr_int64("iterations"), 0);
   const auto it = f.group("history").read_int64s("iteration");
@@ -146,9 +157,10 @@ TEST(AppsEigs, NotConvergedExitsOneAndStillWrites) {
 TEST(AppsEigs, ShiftInvertNearestAndCertified) {
   ScratchDir d;
   auto r = run_tcsolve({"eigs", "gen:elast3d:6", "--which", "nearest", "--sigma", "5", "--k", "8",
-                        "--method", "lanczos", "--device", "cpu", "--json"});
+                        "--method", "lanczos", "--device", "cpu", "--json", "--certify"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\"certified\": \"yes\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"verification\": \"certificate\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"transform\": \"shift-invert\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"sigma\": 5"), std::string::npos) << r.out;
   // The 8 returned values are the 8 closest to 5 (dense check).

@@ -535,6 +535,75 @@ TEST(Eigs, WorkspaceLimitShrinksTheBasisOrRefuses) {
   }
 }
 
+// ---- verification modes -------------------------------------------------------------------------
+
+// Default: the certificate only when cheap next to the solve, else the re-check; certify: always
+// the certificate; recheck off: unverified. The line says which check ran.
+TEST(Eigs, VerificationModes) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Csr<double> a = laplacian(41, 37);  // 1517 rows
+  const auto ref = laplacian_spectrum(41, 37);
+  for (Which w : {Which::smallest, Which::largest}) {
+    SCOPED_TRACE(w == Which::smallest ? "smallest" : "largest");
+    EigsOptions o = base_options(6, w);
+    o.tol = 1e-9;
+    o.allow_factor = false;
+    auto r = eigs(a, nullptr, o);
+    ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+    EXPECT_EQ(r.verification, Verification::recheck);
+    EXPECT_EQ(r.certified, Certified::not_checked);
+    EXPECT_NE(r.certificate.find("re-check"), std::string::npos) << r.certificate;
+    for (int j = 0; j < 6; ++j)
+      EXPECT_NEAR(r.values[j], w == Which::smallest ? ref[j] : ref[ref.size() - 1 - j], 1e-8) << j;
+    o.recheck = false;
+    auto u = eigs(a, nullptr, o);
+    EXPECT_EQ(u.status, SolverStatus::unverified) << describe(u);
+    EXPECT_EQ(u.verification, Verification::none);
+    if (!built_with_factor()) continue;
+    o.recheck = true;
+    o.allow_factor = true;
+    o.certify = true;
+    auto c = eigs(a, nullptr, o);
+    ASSERT_EQ(c.status, SolverStatus::converged) << describe(c);
+    EXPECT_EQ(c.verification, Verification::certificate);
+    EXPECT_EQ(c.certified, Certified::yes) << c.certificate;
+    EXPECT_NE(c.certificate.find("asked for"), std::string::npos) << c.certificate;
+    o.allow_factor = false;
+    EXPECT_THROW(eigs(a, nullptr, o), InvalidArgument);  // certify needs a factorization
+  }
+}
+
+// The rounding floor (issue: LOBPCG on a stiffness matrix with ‖A‖ ≈ 4e9 and a 69-fold
+// eigenvalue 1.0 ran 2000 iterations and ended "not converged"): the rel test asks for
+// ‖r‖ ≤ 1e-10·1 while no iteration on A in double gets below u·‖A‖ ≈ 4e-7. The solver stops at
+// the floor instead of the limit, and the reason gives the accuracy reached and the ways out;
+// with --conv norm the same run converges.
+TEST(Eigs, RoundingFloorStopsTheIterationAndSaysWhy) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  std::int64_t m = 0;
+  Csr<double> a = constrained_dofs(8, 5, 3e8, 1e-6, &m);  // 512 rows, ‖A‖ ≈ 4e9
+  ASSERT_GT(m, 60);
+  EigsOptions o = base_options(8);
+  o.method = EigsMethod::lobpcg;
+  o.allow_factor = false;
+  o.max_iterations = 2000;
+  auto r = eigs(a, nullptr, o);
+  if (r.status == SolverStatus::converged) {
+    // reached the rel test after all (then it must be right)
+    for (double v : r.values) EXPECT_NEAR(v, 1.0, 1e-9);
+  } else {
+    EXPECT_EQ(r.status, SolverStatus::not_converged);
+    EXPECT_LT(r.iterations, 1000) << "stopped at the floor, not at the limit: " << describe(r);
+    EXPECT_NE(r.reason.find("rounding floor"), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find("--conv norm"), std::string::npos) << r.reason;
+    for (double v : r.values) EXPECT_NEAR(v, 1.0, 1e-6);
+  }
+  o.conv = ConvTest::norm;
+  auto n = eigs(a, nullptr, o);
+  EXPECT_NE(n.status, SolverStatus::not_converged) << describe(n);
+  for (double v : n.values) EXPECT_NEAR(v, 1.0, 1e-6);
+}
+
 // ---- bad input ----------------------------------------------------------------------------------
 
 TEST(Eigs, BadArguments) {

@@ -1,0 +1,254 @@
+// The eigs planner (solvers/eigs/plan.hpp): which plan it chooses from predicted seconds, on
+// deterministic inputs — a real spectral probe of the matrix (CPU), a real symbolic analysis,
+// fixed engine rates and fixed apply times (GPU-like or CPU-like) — so that the choice does not
+// depend on the machine running the test. Each trap must pick the plan that converges; a 3D
+// Laplacian on the GPU must pick the filter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "factor/sparse_factor.hpp"
+#include "io/matrix_io.hpp"
+#include "solvers/eigs/plan.hpp"
+#include "spmm/sparse_operator.hpp"
+#include "tests/solvers/solver_test_util.hpp"
+#include "tests/traps.hpp"
+
+namespace tcsolve::test {
+namespace {
+
+// Host rates of the order measured on the H200 machine's CPU (factor/engine_rates.hpp).
+EngineRates fixed_rates() {
+  EngineRates r;
+  r.analyze_s_per_entry = 1e-7;
+  r.factor_s_per_flop = 5e-11;
+  r.factor_s_per_entry = 3e-8;
+  r.solve_s_per_entry = 5e-9;
+  r.solve_s_per_entry_col = 3e-10;
+  r.inertia_ratio = 2.0;
+  r.source = "fixed (test)";
+  return r;
+}
+
+struct Inputs {
+  Csr<double> a, b;
+  bool generalized = false;
+  std::unique_ptr<DenseBlockOps> ops = make_dense_ops(Backend::cpu);
+  std::unique_ptr<SparseOperator> op;
+  EngineRates rates = fixed_rates();
+  int probe_calls = 0, analyze_calls = 0, apply_calls = 0;
+  // Apply time model: t(c) = t0 + c·tc (seconds).
+  double t0 = 2e-5, tc = 2e-6;
+};
+
+PlanFacts facts_of(const Inputs& in, Backend backend, bool can_factor = true) {
+  PlanFacts f;
+  f.n = in.a.nrows;
+  f.nnz_a = in.a.nnz();
+  f.nnz_b = in.generalized ? in.b.nnz() : 0;
+  f.generalized = in.generalized;
+  f.matrix_form = true;
+  f.can_factor = can_factor && built_with_factor();
+  f.factor_why = can_factor ? (built_with_factor() ? "" : "built without CHOLMOD/MUMPS") : "--no-factor";
+  f.backend = backend;
+  return f;
+}
+
+PlanProbes probes_of(Inputs& in) {
+  in.op = make_sparse_operator(in.a, Backend::cpu, {});
+  PlanProbes p;
+  p.probe = [&in] {
+    ++in.probe_calls;
+    SpectralProbe pr = spectral_probe([&in](MvView<const double> x, MvView<double> y) { in.op->apply(x, y); },
+                                      *in.ops, in.a.nrows, 30, 1);
+    pr.apply_seconds = 30 * (in.t0 + in.tc);  // the fixed model, not this machine's time
+    return pr;
+  };
+  p.apply_seconds = [&in](std::int64_t cols) {
+    ++in.apply_calls;
+    return in.t0 + static_cast<double>(cols) * in.tc;
+  };
+  p.analyze = [&in] {
+    ++in.analyze_calls;
+    return analyze_factor(in.a, in.generalized ? &in.b : nullptr);
+  };
+  p.rates = [&in]() -> const EngineRates& { return in.rates; };
+  return p;
+}
+
+EigsOptions opts(std::int64_t k, Which w = Which::smallest) {
+  EigsOptions o;
+  o.k = k;
+  o.which = w;
+  return o;
+}
+
+std::string show(const EigsPlan& p) { return p.reason; }
+
+// GPU-like applies of a 1M-row 3D Laplacian (lap3d:100 on the H200: ~0.1 ms at 8 columns),
+// here on lap3d:30 scaled to those times: the filter must win over shift-invert.
+TEST(Plan, ThreeDLaplacianOnTheGpuPicksTheFilter) {
+  Inputs in;
+  in.a = read_matrix("gen:lap3d:30", {});
+  in.t0 = 3e-5, in.tc = 4e-6;
+  const EigsPlan p = plan_eigs(facts_of(in, Backend::cuda), opts(16), probes_of(in));
+  EXPECT_TRUE(p.predicted);
+  EXPECT_EQ(p.chosen.method, EigsMethod::chebyshev) << show(p);
+  EXPECT_EQ(p.chosen.transform, Transform::none);
+  EXPECT_GT(p.chosen.total(), 0.0);
+  EXPECT_NE(p.reason.find("predicted"), std::string::npos) << show(p);
+  // shift-invert was priced (and rejected, as the fallback) or not priced, with the reason.
+  bool si_seen = false;
+  for (const auto& r : p.rejected) si_seen = si_seen || r.transform == Transform::shift_invert;
+  for (const auto& u : p.unpriced) si_seen = si_seen || u.find("shift-invert") != std::string::npos;
+  EXPECT_TRUE(si_seen) << show(p);
+  if (built_with_factor() && !p.rejected.empty() && p.rejected.front().transform == Transform::shift_invert) {
+    ASSERT_TRUE(p.fallback.has_value());
+    EXPECT_GT(p.fallback_budget_s, 0.0);
+  }
+  EXPECT_EQ(in.probe_calls, 1);
+  EXPECT_EQ(in.apply_calls, 1);
+  EXPECT_LE(in.analyze_calls, 1);
+  // The largest: the filter, and no shift-invert candidate at all.
+  Inputs in2;
+  in2.a = read_matrix("gen:lap3d:30", {});
+  in2.t0 = 3e-5, in2.tc = 4e-6;
+  const EigsPlan q = plan_eigs(facts_of(in2, Backend::cuda), opts(16, Which::largest), probes_of(in2));
+  EXPECT_EQ(q.chosen.method, EigsMethod::chebyshev) << show(q);
+  EXPECT_EQ(in2.analyze_calls, 0);
+}
+
+// κ ≈ 1e10 (D·L·D, D over 5 decades), n = 4900 > the dense limit's 400: the filter would need
+// ~1e5 steps; shift-invert must be chosen.
+TEST(Plan, KappaTenToTheTenPicksShiftInvert) {
+  if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";
+  Inputs in;
+  in.a = laplacian(70, 70);
+  std::vector<double> d(in.a.nrows);
+  for (std::int64_t i = 0; i < in.a.nrows; ++i) d[i] = std::pow(10.0, 2.5 * (random_entry(21, i, 0) + 1.0));
+  for (std::int64_t i = 0; i < in.a.nrows; ++i)
+    for (std::int64_t p = in.a.row_ptr[i]; p < in.a.row_ptr[i + 1]; ++p) in.a.values[p] *= d[i] * d[in.a.col_idx[p]];
+  for (Backend be : {Backend::cuda, Backend::cpu}) {
+    const EigsPlan p = plan_eigs(facts_of(in, be), opts(8), probes_of(in));
+    EXPECT_EQ(p.chosen.transform, Transform::shift_invert) << show(p);
+    EXPECT_EQ(p.chosen.method, EigsMethod::lanczos);
+    ASSERT_FALSE(p.rejected.empty()) << show(p);
+    EXPECT_GT(p.rejected.front().total(), 10 * p.chosen.total()) << show(p);
+  }
+  // Without a factorization the planner cannot choose it, and says why.
+  const EigsPlan q = plan_eigs(facts_of(in, Backend::cuda, false), opts(8), probes_of(in));
+  EXPECT_EQ(q.chosen.transform, Transform::none);
+  EXPECT_NE(q.reason.find("--no-factor"), std::string::npos) << show(q);
+}
+
+// A lumped-mass generalized problem (mass over 3 decades): shift-invert, not LOBPCG.
+TEST(Plan, LumpedMassPicksShiftInvert) {
+  if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";
+  Inputs in;
+  in.a = scaled_laplacian3d(18, 1e3, 0.01);  // 5832 rows
+  in.b = lumped_mass(in.a.nrows, 3.0);
+  in.generalized = true;
+  const EigsPlan p = plan_eigs(facts_of(in, Backend::cuda), opts(6), probes_of(in));
+  EXPECT_EQ(p.chosen.transform, Transform::shift_invert) << show(p);
+  bool lobpcg_rejected = false;
+  for (const auto& r : p.rejected) lobpcg_rejected = lobpcg_rejected || r.method == EigsMethod::lobpcg;
+  EXPECT_TRUE(lobpcg_rejected) << show(p);
+}
+
+// Interior eigenvalues (which = nearest with sigma) can only be served by shift-invert: forced,
+// nothing measured.
+TEST(Plan, InteriorEigenvaluesAreShiftInvert) {
+  if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";
+  Inputs in;
+  in.a = read_matrix("gen:elast3d:8", {});
+  EigsOptions o = opts(10, Which::nearest);
+  o.has_sigma = true;
+  o.sigma = 5.0;
+  const EigsPlan p = plan_eigs(facts_of(in, Backend::cuda), o, probes_of(in));
+  EXPECT_EQ(p.chosen.transform, Transform::shift_invert);
+  EXPECT_FALSE(p.predicted);
+  EXPECT_EQ(in.probe_calls + in.apply_calls + in.analyze_calls, 0);
+  EXPECT_THROW(plan_eigs(facts_of(in, Backend::cuda, false), o, probes_of(in)), InvalidArgument);
+}
+
+// Small problems are dense without measuring; forced methods are taken as asked; certify
+// without a factorization is refused.
+TEST(Plan, ForcedChoicesAndRefusals) {
+  Inputs in;
+  in.a = laplacian(15, 14);  // 210 rows
+  const EigsPlan d = plan_eigs(facts_of(in, Backend::cpu), opts(4), probes_of(in));
+  EXPECT_EQ(d.chosen.method, EigsMethod::dense);
+  EXPECT_EQ(in.probe_calls, 0);
+  EigsOptions o = opts(4);
+  o.method = EigsMethod::lobpcg;
+  o.allow_factor = false;
+  const EigsPlan l = plan_eigs(facts_of(in, Backend::cpu, false), o, probes_of(in));
+  EXPECT_EQ(l.chosen.method, EigsMethod::lobpcg);
+  EXPECT_FALSE(l.chosen.lobpcg_factor);
+  EXPECT_NE(l.reason.find("as asked"), std::string::npos);
+  o = opts(4);
+  o.certify = true;
+  EXPECT_THROW(plan_eigs(facts_of(in, Backend::cpu, false), o, probes_of(in)), InvalidArgument);
+  o = opts(4);
+  o.method = EigsMethod::chebyshev;
+  PlanFacts g = facts_of(in, Backend::cpu);
+  g.generalized = true;
+  EXPECT_THROW(plan_eigs(g, o, probes_of(in)), InvalidArgument);
+  // An operator (no matrix): no dense, no factorization; the filter.
+  Inputs big;
+  big.a = laplacian(60, 61);
+  PlanFacts of = facts_of(big, Backend::cpu, false);
+  of.matrix_form = false;
+  of.factor_why = "operator given, not a matrix";
+  const EigsPlan op = plan_eigs(of, opts(6), probes_of(big));
+  EXPECT_EQ(op.chosen.method, EigsMethod::chebyshev) << show(op);
+  for (const auto& r : op.rejected) EXPECT_NE(r.method, EigsMethod::dense);
+}
+
+// The cost models follow their inputs: more filter steps for a smaller gap, a shift-invert
+// prediction that grows with the factor, the filter re-check far below the solve.
+TEST(Plan, CostModelsMoveTheRightWay) {
+  const ApplyModel m = apply_model(3e-5, 3e-5 + 23 * 4e-6, 24, Backend::cuda, 1000000);
+  EXPECT_NEAR(m.t_col, 4e-6, 1e-9);
+  EXPECT_NEAR(m.t_a, 3e-5 - 4e-6, 1e-9);
+  const double wide = predict_chebyshev_seconds(1000000, 7000000, 16, 1e-8, 1e-3, m);
+  const double narrow = predict_chebyshev_seconds(1000000, 7000000, 16, 1e-8, 1e-5, m);
+  EXPECT_GT(narrow, 5 * wide);
+  const double recheck = predict_filter_recheck_seconds(1000000, 16, 1e-3, m);
+  EXPECT_LT(recheck, 0.25 * wide);
+  SymbolicAnalysis small{1e6, 1e9, 0.1, "amd"}, large{1e8, 1e12, 1.0, "metis"};
+  double s1 = 0, v1 = 0, s2 = 0, v2 = 0;
+  predict_shift_invert_seconds(1000000, 16, small, 4e6, fixed_rates(), m, Backend::cuda, &s1, &v1);
+  predict_shift_invert_seconds(1000000, 16, large, 4e6, fixed_rates(), m, Backend::cuda, &s2, &v2);
+  EXPECT_GT(s2, 10 * s1);
+  EXPECT_GT(v2, v1);
+  EXPECT_GT(predict_certificate_seconds(large, 4e6, fixed_rates()),
+            predict_certificate_seconds(small, 4e6, fixed_rates()));
+  // The workspace formulas, one place for the apps and the driver.
+  EXPECT_EQ(workspace_vectors(EigsMethod::chebyshev, 1000000, 16, 0, false), 3 * 24 + 32);
+  EXPECT_EQ(workspace_vectors(EigsMethod::automatic, 1000000, 16, 0, false), 3 * 24 + 32);
+  EXPECT_EQ(workspace_vectors(EigsMethod::lobpcg, 1000000, 16, 0, true), 10 * (16 + 8));
+  EXPECT_EQ(workspace_vectors(EigsMethod::lanczos, 1000000, 16, 0, false), 2 * (128 + 8) + 32);
+  EXPECT_EQ(default_lanczos_block(1), 2);
+  EXPECT_EQ(default_lanczos_block(30), 8);
+  EXPECT_EQ(default_lobpcg_guard(3), 2);
+  EXPECT_EQ(default_lobpcg_guard(40), 8);
+}
+
+// Names: one list, parsed and printed the same way everywhere.
+TEST(Plan, MethodAndPreconditionerNames) {
+  for (const std::string& s : eigs_method_names()) EXPECT_EQ(to_string(parse_eigs_method(s)), s);
+  for (const std::string& s : eigs_precond_names()) EXPECT_EQ(to_string(parse_eigs_precond(s)), s);
+  try {
+    parse_eigs_method("arpack");
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("expected auto, lanczos, lobpcg, chebyshev or dense"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_eigs_precond("ilu"), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace tcsolve::test
