@@ -418,6 +418,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     pre.a = &aop;
     pre.b = bop;
     pre.spmm_kernel = o.kernel;
+    pre.spmm_plan = o.kernel_reason;
     out.er = eigs(*a_csr, b_csr, eo, pre);
     const EigsResult& er = out.er;
     if (perm) scatter(out.er.vectors);

@@ -276,13 +276,13 @@ def eigs_row(row, out):
             path = os.path.join(out, spec.replace(":", "_") + ".mtx")
         mass = resolve(extra[extra.index("--mass") + 1], out) if "--mass" in extra else None
         if mass is None and not (name == "lap3d64_k256"):  # CuPy's eigsh needs ncv > k: skip k = 256
-            c = run_child(CUPY_EIGSH, {"file": path, "k": k, "which": which, "tol": 1e-8}, 120)
+            c = run_child(CUPY_EIGSH, {"file": path, "k": k, "which": which, "tol": 1e-8}, 60)
             res["cupy_eigsh"] = {"seconds": c.get("seconds"), "error": c.get("error"),
                                  "max_abs_error_rel": check_values(np.array(c["values"]), rv, scale) if "values" in c else None}
-        if j["n"] <= 300000:
+        if j["n"] <= 120000:
             sigma = 0.0 if (ref == "dense" and which == "smallest") else None  # stiffness: SciPy needs sigma
             c = run_child(SCIPY_EIGSH, {"file": path, "mass": mass, "k": k, "which": which, "tol": 1e-8,
-                                        "sigma": sigma}, 120)
+                                        "sigma": sigma}, 60)
             res["scipy_eigsh"] = {"seconds": c.get("seconds"), "error": c.get("error"), "sigma": sigma,
                                   "max_abs_error_rel": check_values(np.array(c["values"]), rv, scale) if "values" in c else None}
     return res

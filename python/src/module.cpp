@@ -325,6 +325,7 @@ py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indice
   py::dict d = eigs_result_dict(r, o);
   d["nnz"] = a.nnz();
   d["spmm_kernel"] = r.spmm_kernel;
+  d["spmm_plan"] = r.spmm_plan;
   d["time_convert"] = convert_s;
   return d;
 }
@@ -351,6 +352,7 @@ py::dict eigs_operator(std::int64_t n, py::object fa, py::object fb, py::object 
   }
   py::dict d = eigs_result_dict(r, o);
   d["spmm_kernel"] = "python";
+  d["spmm_plan"] = "the LinearOperator's matmat (Python callback)";
   return d;
 }
 
@@ -408,6 +410,7 @@ py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py
   py::dict d = eigs_result_dict(r, o);
   d["nnz"] = nnz_a;
   d["spmm_kernel"] = "csr_view";
+  d["spmm_plan"] = "row-split CSR kernel on the CuPy arrays in place (no upload, no trial)";
   return d;
 }
 
@@ -470,7 +473,7 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
   }
   const std::int64_t s = rhs.shape(1);
   SolveResult r;
-  std::string kernel;
+  std::string kernel, kernel_plan;
   double setup = 0;
   {
     py::gil_scoped_release release;
@@ -482,12 +485,14 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
     oo.expected_cols = static_cast<int>(std::min<std::int64_t>(s, 64));
     auto aop = make_sparse_operator(a, backend, oo);
     kernel = to_string(aop->plan().kernel);
+    kernel_plan = aop->plan().reason;
     setup = seconds_since(ts);
     r = run_cg_host(*aop, *ops, rhs.data(), x.mutable_data(), n, s, use_x0, o);
   }
   py::dict d = solve_result_dict(r, o, backend, precond);
   d["nnz"] = a.nnz();
   d["spmm_kernel"] = kernel;
+  d["spmm_plan"] = kernel_plan;
   d["precision"] = to_string(precision);
   d["time_setup"] = setup;
   return d;
@@ -520,6 +525,7 @@ py::dict cg_operator(std::int64_t n, py::object fa, const F64Array& rhs,
   }
   py::dict d = solve_result_dict(r, o, Backend::cpu, precond);
   d["spmm_kernel"] = "python";
+  d["spmm_plan"] = "the LinearOperator's matmat (Python callback)";
   d["precision"] = "fp64";
   return d;
 }
@@ -555,6 +561,7 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
   py::dict d = solve_result_dict(r, o, Backend::cuda, precond);
   d["nnz"] = nnz;
   d["spmm_kernel"] = "csr_view";
+  d["spmm_plan"] = "row-split CSR kernel on the CuPy arrays in place (no upload, no trial)";
   d["precision"] = "fp64";
   d["time_setup"] = setup;
   return d;

@@ -566,7 +566,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         "command": _call_repr("cg", rtol=rtol, atol=atol or None, maxiter=maxiter, device=device,
                               precision=precision, block_size=block_size),
         "job": "", "reorder": "none", "rows": n, "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0,
-        "seed": 0 if seed is None else int(seed), "spmm_kernel": "", "matrix_checksum": "",
+        "seed": 0 if seed is None else int(seed), "spmm_kernel": "", "spmm_plan": "", "matrix_checksum": "",
     }
     fields.update(res)
     if a.kind == "csr":

@@ -11,7 +11,7 @@ from scipy.sparse.linalg import ArpackNoConvergence
 EIGS_DATASETS = ("eigenvalues", "eigenvectors", "residual_norms", "residual_bounds")
 SOLVE_DATASETS = ("solution", "residual_norms", "column_iterations")
 COMMON_ATTRS = ("task", "status", "reason", "method", "iterations", "operator_applies", "tolerance",
-                "max_iterations", "precision", "preconditioner", "backend", "device", "spmm_kernel", "reorder",
+                "max_iterations", "precision", "preconditioner", "backend", "device", "spmm_kernel", "spmm_plan", "reorder",
                 "matrix", "matrix_checksum", "rows", "nnz", "seed", "time_read", "time_preprocess",
                 "time_solve", "time_write", "tcsolve_version", "command", "job")
 EIGS_ATTRS = ("k", "which", "a_norm", "b_norm", "mass", "mass_checksum")

@@ -636,10 +636,11 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   oo.stream = ops->stream();
   oo.expected_cols = static_cast<int>(chebyshev_block(n, opt.k, -1));
   std::unique_ptr<SparseOperator> aop, bop;
-  std::string kernel = pre.spmm_kernel;
+  std::string kernel = pre.spmm_kernel, kernel_plan = pre.spmm_plan;
   if (!pre.a) {
     aop = make_sparse_operator(a, opt.backend, oo);
     kernel = to_string(aop->plan().kernel);
+    kernel_plan = aop->plan().reason;
   }
   if (b && !pre.b) {
     OperatorOptions ob = oo;
@@ -651,6 +652,7 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   s.ops = ops;
   EigsResult r = run_all(s, opt, facts);
   r.spmm_kernel = kernel;
+  r.spmm_plan = kernel_plan;
   return r;
 }
 

@@ -156,6 +156,7 @@ struct EigsResult {
   std::string certificate;             // the counts behind `certified`, or why not checked
   std::string factor;                  // factorization used (engine, entries, time), or ""
   std::string spmm_kernel;             // SpMM kernel of A's operator (matrix form)
+  std::string spmm_plan;               // why that kernel (the model, or the trial's times)
   std::int64_t iterations = 0;
   std::int64_t operator_applies = 0;
   std::vector<IterationRecord> history;
@@ -172,6 +173,7 @@ struct EigsPrebuilt {
   const LinearOperator<double>* a = nullptr;
   const LinearOperator<double>* b = nullptr;
   std::string spmm_kernel;  // reported as EigsResult::spmm_kernel when a is given
+  std::string spmm_plan;    // and EigsResult::spmm_plan
 };
 
 // Matrix form: may factor A − σB (shift-invert, certificate). b == nullptr: B = I.
