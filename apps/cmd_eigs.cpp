@@ -81,7 +81,8 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
             << ", \"solve\": " << json_number(o.solve_s)
             << ", \"verify\": " << json_number(o.verify_s)
             << ", \"write\": " << json_number(o.write_s)
-            << ", \"total\": " << json_number(o.seconds) << "}"
+            << ", \"total\": " << json_number(o.seconds) << ", \"init\": " << json_number(o.init_s)
+            << ", \"process\": " << json_number(o.process_s) << "}"
             << ", \"out\": " << (s.out.empty() ? "null" : json_string(s.out)) << "}\n";
 }
 
@@ -135,9 +136,9 @@ int run_task(const std::string& task, const Args& args) {
       },
       join_command(task, args));
   line.clear();
-  // The whole command as the user waits for it: from the process's start (library loading, the
-  // CUDA context) to here.
-  o.seconds = process_seconds();
+  // The command's own clock since the process started (library loading, the CUDA context, the
+  // job): seconds.process; the process's wall time adds only its exit.
+  o.process_s = process_seconds();
   if (json) print_json(s, o);
   else if (!quiet) print_table(s, o);
   if (o.status != "converged")

@@ -514,7 +514,9 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
     warm.wait();
     throw;
   }
+  Timer init_wait;
   Backend backend = warm.get();
+  o.init_s = init_wait.seconds();
   if (backend == Backend::cpu && prec != Precision::fp64 && prec != Precision::fp32)
     throw UsageError(std::string("--precision ") + s.precision +
                      " needs the GPU (the CPU operator stores fp64 or fp32)");
@@ -685,7 +687,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
                           format("tcsolve %s %s: %s", s.task.c_str(), o.method.c_str(),
                                  s.matrix.c_str()));
   o.write_s = tw.seconds();
-  o.seconds = total.seconds();
+  o.seconds = total.seconds() - o.init_s;
   return o;
 }
 

@@ -105,8 +105,11 @@ struct JobOutcome {
   // Phases (seconds): read the matrix (and right-hand sides), preprocess (checks), plan (eigs
   // planner), setup (operators, kernel trial, factorization), solve (the iteration), verify
   // (eigs: certificate or re-check), write; `seconds` is the whole job.
+  // init: the time the job waited for the CUDA context and the dense ops' library handles, which
+  // come up on a helper thread while the matrix is read (not in `seconds`); process: the command's
+  // own clock since the process started (set by the command line).
   double read_s = 0, preprocess_s = 0, plan_s = 0, setup_s = 0, solve_s = 0, verify_s = 0,
-         write_s = 0;
+         write_s = 0, init_s = 0, process_s = 0;
   std::string backend, device, method, kernel;
   std::string kernel_reason;  // why the SpMM kernel (the model's choice, or the trial's times)
   std::string reorder;  // --reorder symmetric: what was done ("" when not asked)

@@ -487,15 +487,25 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
   //     the DMMA kernel ran 2.0–2.7× slower than csr_row) and the rows are short and regular
   //     (row-split: mean < 10, max ≤ 256; the tiled variant won by ≤ 5 % where it won): csr_row;
   //   - the blocks cost < 0.75× the CSR bytes: the tensor-core kernel.
+  //   - fp64 blocks of fill < 0.3 (8×4 blocks mostly padding): CSR whatever the byte ratio says
+  //     (lap3d, fill 0.15, at N = 32: the model's ratio drops near 1.1, the DMMA kernel still
+  //     loses 2–2.7×, and the trial cost 0.39 s against a 0.44 s solve).
   const double model_ratio = plan.est_bytes_csr > 0 && plan.nblocks > 0
                                  ? plan.est_bytes_bcsr / plan.est_bytes_csr : INFINITY;
   const bool rows_regular = plan.mean_row_nnz < kRowSplitMeanMax && plan.max_row_nnz <= kRowSplitMaxRow;
+  const bool sparse_blocks = plan.precision == Precision::fp64 && plan.nblocks > 0 && plan.fill < 0.3;
+  if (sparse_blocks && is_bcsr(plan.kernel)) {  // the model's bytes said BCSR; the fill says no
+    plan.kernel = rows_regular ? SpmmKernel::csr_row : SpmmKernel::csr_segment;
+    plan.csr_group = rows_regular ? 1 : segment_group(plan.mean_row_nnz);
+    plan.stage_x = !rows_regular && plan.expected_cols >= kStageSegmentMinCols;
+    plan.reordered = plan.symmetric = false;
+  }
   if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial &&
-      ((model_ratio > 1.25 && rows_regular) || model_ratio < 0.75)) {
+      ((model_ratio > 1.25 && rows_regular) || model_ratio < 0.75 || (sparse_blocks && rows_regular))) {
     char why[200];
     std::snprintf(why, sizeof why, "; trial skipped: the model is clear (tensor-core blocks %.2fx "
-                  "the CSR bytes%s)", model_ratio,
-                  model_ratio > 1.25 ? ", rows short and regular" : "");
+                  "the CSR bytes, fill %.2f%s)", model_ratio, plan.fill,
+                  model_ratio > 1.25 || sparse_blocks ? ", rows short and regular" : "");
     plan.reason += why;
     if (is_bcsr(plan.kernel)) {
       const auto tb = std::chrono::steady_clock::now();

@@ -107,18 +107,23 @@ def resolve(spec, out):
     return os.path.join(matrices_dir(), spec + ".mtx")
 
 
+def matrix_file(spec, out):
+    """A Matrix Market file of the matrix (anchors and references read it)."""
+    if not spec.startswith("gen:"):
+        return resolve(spec, out)
+    path = os.path.join(out, spec.replace(":", "_") + ".mtx")
+    if not os.path.exists(path):
+        subprocess.run([ARGS.tcsolve, "generate", spec, path], check=True, capture_output=True)
+    return path
+
+
 def load(spec, out):
-    """The matrix as SciPy CSR (for references and anchors)."""
+    """The matrix as SciPy CSR (for references and checks)."""
     if spec.startswith("gen:lap2d:"):
         return lap(2, int(spec.split(":")[2]))
     if spec.startswith("gen:lap3d:"):
         return lap(3, int(spec.split(":")[2]))
-    path = resolve(spec, out)
-    if spec.startswith("gen:"):
-        path = os.path.join(out, spec.replace(":", "_") + ".mtx")
-        if not os.path.exists(path):
-            subprocess.run([ARGS.tcsolve, "generate", spec, path], check=True, capture_output=True)
-    return sio.mmread(path).tocsr()
+    return sio.mmread(matrix_file(spec, out)).tocsr()
 
 
 # ---- running -----------------------------------------------------------------------------------------
@@ -209,10 +214,7 @@ def ref_values(row, out, js_k):
         return None, ""
     if isinstance(ref, tuple) and ref[0] == "lap":
         return lap_exact(ref[1], ref[2], k, which == "largest"), "closed form"
-    path = resolve(spec, out)
-    if spec.startswith("gen:"):
-        load(spec, out)
-        path = os.path.join(out, spec.replace(":", "_") + ".mtx")
+    path = matrix_file(spec, out)
     mass = None
     if "--mass" in extra:
         mass = resolve(extra[extra.index("--mass") + 1], out)
@@ -270,10 +272,7 @@ def eigs_row(row, out):
     res["max_abs_error_rel"] = check_values(vals, rv, scale)
     res["answer_ok"] = res["max_abs_error_rel"] is not None and res["max_abs_error_rel"] <= 1e-7 and j["status"] == "converged"
     if not ARGS.no_anchors:
-        path = resolve(spec, out) if not spec.startswith("gen:") else None
-        if spec.startswith("gen:"):
-            load(spec, out)
-            path = os.path.join(out, spec.replace(":", "_") + ".mtx")
+        path = matrix_file(spec, out)
         mass = resolve(extra[extra.index("--mass") + 1], out) if "--mass" in extra else None
         if mass is None and not (name == "lap3d64_k256"):  # CuPy's eigsh needs ncv > k: skip k = 256
             c = run_child(CUPY_EIGSH, {"file": path, "k": k, "which": which, "tol": 1e-8}, 60)
@@ -310,7 +309,7 @@ def random_rhs(n, s, seed):
 def solve_row(row, out):
     name, kind, spec, extra, s, _, _, target = row
     h5 = os.path.join(out, name + ".h5")
-    p, wall = run_cli(["solve", spec] + extra + ["--json", "--out", h5])
+    p, wall = run_cli(["solve", spec] + extra + ["--json"])  # timed as a user runs it: no file
     res = {"row": name, "kind": kind, "wall": wall, "rc": p.returncode, "target": target}
     try:
         j = json.loads(p.stdout.splitlines()[0])
@@ -319,9 +318,11 @@ def solve_row(row, out):
         return res
     res.update(n=j["n"], status=j["status"], kernel=j["kernel"], seconds=j["seconds"],
                iterations=j["iterations"], method=j["method"])
-    # Independent check: b − A·x from the written solutions and the same random right-hand sides.
+    # Independent check (a second, untimed run that writes the solutions): b − A·x with the same
+    # random right-hand sides.
     try:
         import h5py
+        run_cli(["solve", spec] + extra + ["--quiet", "--out", h5])
         a = load(spec, out)
         with h5py.File(h5, "r") as f:
             x = np.asarray(f["solution"]).T
@@ -333,8 +334,7 @@ def solve_row(row, out):
         res["answer_ok"] = False
         res["check_error"] = str(e)[:200]
     if not ARGS.no_anchors:
-        load(spec, out)
-        path = os.path.join(out, spec.replace(":", "_") + ".mtx")
+        path = matrix_file(spec, out)
         c = run_child(CUPY_CG, {"file": path, "s": s, "tol": 1e-8}, 300)
         res["cupy_cg"] = c
     return res
@@ -367,6 +367,7 @@ def batch_row(row, out):
     res["max_abs_error_rel"] = worst / max(1.0, float(np.max(np.abs(ex))))
     res["answer_ok"] = bool(ok and res["max_abs_error_rel"] <= 1e-7)
     res["seconds"] = {"total": wall}
+    print(res["output"][-1200:], flush=True)
     return res
 
 
@@ -393,7 +394,8 @@ def main():
         s = res.get("seconds", {})
         print(f"{r[0]:24s} status {res.get('status', res.get('error', '?'))!s:14s} wall {res.get('wall', 0):7.3f} "
               f"total {s.get('total', 0):7.3f} (plan {s.get('plan', 0):.3f} setup {s.get('setup', 0):.3f} "
-              f"solve {s.get('solve', 0):.3f} verify {s.get('verify', 0):.3f}) predicted {res.get('predicted', 0):7.3f} "
+              f"solve {s.get('solve', 0):.3f} verify {s.get('verify', 0):.3f} init {s.get('init', 0):.3f} "
+              f"process {s.get('process', 0):.3f}) predicted {res.get('predicted', 0):7.3f} "
               f"measured {res.get('measured', 0):7.3f} {res.get('method', '')}/{res.get('transform', '')}/"
               f"{res.get('verification', '')} ok={res.get('answer_ok')} err={res.get('max_abs_error_rel')}",
               flush=True)

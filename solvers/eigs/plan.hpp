@@ -17,9 +17,9 @@
 //                          priced from its symbolic analysis (nnz(L), flops) and the host engines'
 //                          measured rates (factor/engine_rates.hpp): analysis + factorization +
 //                          block solves (model: 2 bases of blocks + 2; measured 0.6–1.9× of it) + the dense Lanczos work.
-//   The symbolic analysis itself costs time (the ordering); it is run only when the predicted
-//   analysis time is below twice the cheapest iterative plan's prediction — otherwise shift-invert
-//   cannot win and is listed as not priced, with the reason.
+//   The symbolic analysis itself costs time (the ordering); it is run only when 4× its predicted
+//   time (AMD-calibrated; METIS on large 3D matrices is slower) is below the cheapest iterative
+//   plan's prediction — otherwise shift-invert cannot win and is listed as not priced, with why.
 // Verification (decided again after the solve, with its measured time, driver.cpp): the
 // Sylvester certificate when asked (certify) or when its predicted cost (MUMPS LDLᵀ: engine rates
 // × the symbolic analysis) is at most 15 % of the solve; else a re-check (recheck.hpp).

@@ -111,24 +111,35 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
       normalize_pair(cur->view(), prev->view());
     }
   }
-  // Rayleigh-Ritz on the filtered block, orthonormal and ⊥ X.
+  // Rayleigh-Ritz on the filtered block, ⊥ X. The block may have lost rank: without a missing
+  // eigenvalue every column ends dominated by the least-damped directions, e.g. a further copy of
+  // the k-th value (a tie, T_d ≈ 1 there), and two columns can end parallel. The basis is taken
+  // from the Gram matrix's eigenvectors above 1e-10 of its largest eigenvalue (rank r ≥ 1).
   MvView<double> y = cur->view();
   project_out(ops, p.x.view(), y, g);
   std::vector<double> gram(b * b);
   ops.gram(y, y, gram.data(), b);
-  Eigen::Map<Eigen::MatrixXd> G(gram.data(), b, b);
-  Eigen::LLT<Eigen::MatrixXd> llt(0.5 * (G + G.transpose()));
-  std::int64_t rank = b;
-  if (llt.info() != Eigen::Success) rank = 0;
+  Eigen::MatrixXd G = Eigen::Map<Eigen::MatrixXd>(gram.data(), b, b);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> gs(0.5 * (G + G.transpose()));
+  const double gmax = gs.eigenvalues().maxCoeff();
+  std::vector<std::int64_t> keep_cols;
+  for (std::int64_t j = 0; j < b; ++j)
+    if (gmax > 0 && gs.eigenvalues()(j) > 1e-10 * gmax) keep_cols.push_back(j);
+  const std::int64_t rank = static_cast<std::int64_t>(keep_cols.size());
   double theta_min = INFINITY;
   if (rank > 0) {
-    Eigen::MatrixXd r_inv = llt.matrixU().solve(Eigen::MatrixXd::Identity(b, b));  // Q = Y·R⁻¹
-    ops.gemm(1.0, y, r_inv.data(), b, 0.0, wv.view());
-    apply(wv.view(), prev->view());
-    ops.gram(wv.view(), prev->view(), gram.data(), b);
-    Eigen::MatrixXd H = 0.5 * (G + G.transpose());
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(H, Eigen::EigenvaluesOnly);
-    for (std::int64_t j = 0; j < b; ++j) theta_min = std::min(theta_min, sgn * es.eigenvalues()(j));
+    Eigen::MatrixXd c(b, rank);  // Q = Y·V_r·Λ_r^(-1/2): orthonormal
+    for (std::int64_t r = 0; r < rank; ++r)
+      c.col(r) = gs.eigenvectors().col(keep_cols[r]) / std::sqrt(gs.eigenvalues()(keep_cols[r]));
+    auto q = wv.columns(0, rank);
+    ops.gemm(1.0, y, c.data(), b, 0.0, q);
+    auto aq = prev->columns(0, rank);
+    apply(q, aq);
+    std::vector<double> h(rank * rank);
+    ops.gram(q, aq, h.data(), rank);
+    Eigen::Map<Eigen::MatrixXd> H(h.data(), rank, rank);
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(0.5 * (H + H.transpose()), Eigen::EigenvaluesOnly);
+    for (std::int64_t j = 0; j < rank; ++j) theta_min = std::min(theta_min, sgn * es.eigenvalues()(j));
   }
   char line[400];
   std::snprintf(line, sizeof line,
@@ -148,7 +159,7 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
   RecheckOutcome full = deflated_recheck(s, opt, method, p);
   full.detail = std::string(line) + (std::isfinite(theta_min)
                                          ? ": a Ritz value " + g17(sgn * theta_min) + " beyond the k-th value " + g17(sgn * muk)
-                                         : ": the filtered block lost rank") +
+                                         : ": the filtered block vanished") +
                 "; " + full.detail;
   full.seconds = detail::now_seconds() - t0;
   return full;
