@@ -157,3 +157,37 @@ def test_v0_and_X_start_the_iteration():
     X = v[:, -3:][:, ::-1].copy()
     vals = tcsolve.lobpcg(A, X, largest=True, return_info=True)
     np.testing.assert_allclose(np.sort(vals[0]), np.sort(w[-3:]), rtol=1e-10)
+
+
+def test_plan_and_verification_are_reported():
+    """auto chooses by predicted seconds and says so; the set is verified and the Result names the
+    check (certificate, re-check or dense); certify=True always runs the Sylvester count."""
+    a = lap2d(60)
+    w, v, info = tcsolve.eigsh(a, k=6, which="SA", return_info=True)
+    assert info.status == "converged"
+    assert info.method_reason.startswith("auto: ") and "predicted" in info.method_reason
+    assert info.predicted_seconds > 0
+    assert info.verification in ("certificate", "recheck", "dense")
+    assert info.certified == ("yes" if info.verification == "certificate" else "not_checked")
+    assert info.time_plan >= 0 and info.time_verify >= 0
+    np.testing.assert_allclose(w, lap2d_eigenvalues(60)[:6], rtol=1e-10)
+    wc, vc, ic = tcsolve.eigsh(a, k=6, which="SA", certify=True, return_info=True)
+    assert ic.verification == "certificate" and ic.certified == "yes", ic.certificate
+    assert "asked for" in ic.certificate
+    np.testing.assert_allclose(wc, w, rtol=1e-10)
+
+
+def test_certify_needs_a_factorization():
+    a = lap2d(30)
+    op = sl.aslinearoperator(a)
+    with pytest.raises(ValueError, match="certify"):
+        tcsolve.eigsh(op, k=3, which="SA", certify=True, device="cpu")
+
+
+def test_package_exports_only_its_api():
+    public = {n for n in dir(tcsolve) if not n.startswith("_")}
+    assert public <= set(tcsolve.__all__), public - set(tcsolve.__all__)
+    assert "np" not in dir(tcsolve) and "time" not in dir(tcsolve)
+    assert "chebyshev" in tcsolve._tcsolve.eigs_method_names()
+    w = tcsolve.eigsh(lap2d(40), k=4, which="LA", method="chebyshev")[0]
+    np.testing.assert_allclose(np.sort(w), np.sort(lap2d_eigenvalues(40)[::-1][:4]), rtol=1e-9)

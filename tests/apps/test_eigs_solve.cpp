@@ -205,6 +205,29 @@ TEST(AppsEigs, ShiftInvertRefusals) {
                "is not positive definite");
 }
 
+// --certify: the Sylvester count always runs (never skipped for cost); it needs a factorization.
+// The JSON carries the plan's prediction and every phase.
+TEST(AppsEigs, CertifyAlwaysCountsAndThePhasesAreReported) {
+  auto r = run_tcsolve({"eigs", "gen:lap2d:40", "--k", "6", "--certify", "--device", "cpu", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"verification\": \"certificate\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"certified\": \"yes\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("certificate (asked for)"), std::string::npos) << r.out;
+  for (const char* key : {"\"read\"", "\"preprocess\"", "\"plan\"", "\"setup\"", "\"solve\"",
+                          "\"verify\"", "\"write\"", "\"total\"", "\"init\"", "\"process\"",
+                          "\"predicted_seconds\"", "\"operator_applies\"", "\"kernel_reason\""})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << " in " << r.out;
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:40", "--certify", "--no-factor", "--device", "cpu"}),
+               "--certify needs a factorization: it cannot be combined with --no-factor");
+  expect_error(run_tcsolve({"eigs", "gen:lap2d:40", "--certify", "--no-recheck", "--device", "cpu"}),
+               "--certify and --no-recheck contradict each other");
+  // The default on the same problem: verified, by what the plan could afford, and it says which.
+  auto d = run_tcsolve({"eigs", "gen:lap2d:40", "--k", "6", "--device", "cpu"});
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_NE(d.out.find("verified by "), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("plan: auto: "), std::string::npos) << d.out;
+}
+
 TEST(AppsEigs, WithoutAFactorizationTheSetIsReChecked) {
   auto r = run_tcsolve({"eigs", "gen:lap2d:24", "--k", "6", "--no-factor", "--device", "cpu", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
