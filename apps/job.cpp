@@ -663,7 +663,6 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
         if (o.predicted_s > 0) f.set_attr("predicted_seconds", o.predicted_s);
         if (!o.factor.empty()) f.set_attr("factorization", o.factor);
         f.set_attr("time_plan", o.plan_s);
-        f.set_attr("time_setup", o.setup_s);
         f.set_attr("time_verify", o.verify_s);
       } else {
         f.set_attr("right_hand_sides", nrhs);
@@ -675,6 +674,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       write_history(f.create_group("history"), history);
       f.set_attr("time_read", o.read_s);
       f.set_attr("time_preprocess", o.preprocess_s);
+      f.set_attr("time_setup", o.setup_s);
       f.set_attr("time_solve", o.solve_s);
       f.set_attr("time_write", tw.seconds());  // up to here: datasets and attributes
       f.close();
