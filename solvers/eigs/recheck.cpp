@@ -4,6 +4,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/device.hpp"
 #include "solvers/eigs/runs.hpp"
@@ -90,8 +91,12 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
   };
   project_out(ops, p.x.view(), y0.view(), g);
   normalize_pair(y0.view(), y1.view());
-  // Scaled three-term recurrence (chebyshev.hpp), normalized at a0 ≤ λmin(Â).
-  const double a0 = std::min(lower, cr - e);
+  // Scaled three-term recurrence (chebyshev.hpp), normalized at a0 = the lowest value (≤ λmin(Â),
+  // below the damped interval). Not at cr − e as the solver's short filters are: normalized that
+  // far below, everything shrinks by ρ(a0)^−d (3.7^−340 at lap2d:200 k = 16), the Gram matrix of the
+  // block underflows to 0 and the check sees nothing; at the lowest value it shrinks by at most
+  // the found directions' growth, which the projection period keeps below 1e8.
+  const double a0 = lower;
   const double sigma1 = e / (a0 - ce), tau2 = 2.0 / sigma1;
   double sigma = sigma1;
   apply(y0.view(), wv.view());

@@ -12,6 +12,8 @@
 #include "factor/sparse_factor.hpp"
 #include "io/matrix_io.hpp"
 #include "solvers/eigs/eigs.hpp"
+#include "solvers/eigs/recheck.hpp"
+#include "spmm/sparse_operator.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 #include "tests/traps.hpp"
 
@@ -602,6 +604,72 @@ TEST(Eigs, RoundingFloorStopsTheIterationAndSaysWhy) {
   auto n = eigs(a, nullptr, o);
   EXPECT_NE(n.status, SolverStatus::not_converged) << describe(n);
   for (double v : n.values) EXPECT_NEAR(v, 1.0, 1e-6);
+}
+
+// The filter re-check on its own (the step behind the default verification of Chebyshev runs):
+// given the exact 8 smallest pairs of a 2D Laplacian it finds nothing missing; given them with the
+// 3rd pair swapped for the 9th (a set a solver could return by skipping a copy), it finds the
+// missing eigenvalue and the repair adds it. Both cheap ends of a Laplacian (smallest, largest).
+TEST(Eigs, FilterReCheckFindsAPlantedMissingPair) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  using namespace eigs_detail;
+  const int nx = 23, ny = 19, k = 8;
+  Csr<double> a = laplacian(nx, ny);
+  const std::int64_t n = a.nrows;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(dense_of(a));
+  auto ops = make_dense_ops(kBackend);
+  OperatorOptions oo;
+  oo.stream = ops->stream();
+  auto op = make_sparse_operator(a, kBackend, oo);
+  for (Which w : {Which::smallest, Which::largest}) {
+    SCOPED_TRACE(w == Which::smallest ? "smallest" : "largest");
+    for (bool plant : {false, true}) {
+      SCOPED_TRACE(plant ? "3rd pair swapped for the 9th" : "exact set");
+      std::vector<std::int64_t> idx;
+      for (int j = 0; j < k; ++j) idx.push_back(j == 2 && plant ? k : j);
+      if (w == Which::largest)
+        for (auto& i : idx) i = n - 1 - i;
+      Problem s;
+      s.a = &a;
+      s.aop = op.get();
+      s.ops = ops.get();
+      s.n = n;
+      s.a_norm = csr_inf_norm(a);
+      PairSet p;
+      std::vector<double> host(n * k);
+      for (int j = 0; j < k; ++j) {
+        p.values.push_back(es.eigenvalues()(idx[j]));
+        for (std::int64_t i = 0; i < n; ++i) host[i + j * n] = es.eigenvectors()(i, idx[j]);
+        p.rn.push_back(1e-14), p.xn.push_back(1.0), p.rq_dev.push_back(0.0);
+      }
+      p.x = ops->allocate(n, k);
+      ops->from_host(host.data(), n, p.x.view());
+      EigsOptions opt = base_options(k, w);
+      opt.tol = 1e-9;
+      FilterRecheckInputs in;
+      const double sgn = w == Which::largest ? -1.0 : 1.0;
+      in.lower = sgn > 0 ? es.eigenvalues()(0) : -es.eigenvalues()(n - 1);
+      in.upper = sgn > 0 ? es.eigenvalues()(n - 1) : -es.eigenvalues()(0);
+      // the resolution a Lanczos run would get: the gap from the k-th value to the next distinct one
+      in.resolution = 0.5 * std::abs(es.eigenvalues()(idx[k - 1]) - es.eigenvalues()(idx[k - 2]));
+      in.resolution_from = "test";
+      RecheckOutcome rc = filter_recheck(s, opt, EigsMethod::lanczos, p, in);
+      EXPECT_TRUE(rc.affordable) << rc.detail;
+      if (!plant) {
+        EXPECT_TRUE(rc.verified) << rc.detail;
+        EXPECT_EQ(rc.added, 0) << rc.detail;
+        EXPECT_NE(rc.detail.find("nothing below the k-th value"), std::string::npos) << rc.detail;
+      } else {
+        EXPECT_NE(rc.detail.find("beyond the k-th value"), std::string::npos) << rc.detail;
+        EXPECT_GE(rc.added, 1) << rc.detail;
+        // the repaired set holds the true 3rd eigenvalue
+        bool has3 = false;
+        const double l3 = es.eigenvalues()(w == Which::smallest ? 2 : n - 3);
+        for (double v : p.values) has3 = has3 || std::abs(v - l3) < 1e-8;
+        EXPECT_TRUE(has3) << rc.detail;
+      }
+    }
+  }
 }
 
 // ---- bad input ----------------------------------------------------------------------------------
