@@ -305,8 +305,17 @@ SparseOperator& MatrixCache::op(const std::shared_ptr<const PreparedMatrix>& m, 
   return *p;
 }
 
+PlanMemo& MatrixCache::memo(const std::string& matrix, const std::string& mass) {
+  auto& p = memos_[matrix + "|" + mass];
+  if (!p) p = std::make_unique<PlanMemo>();
+  return *p;
+}
+
 void MatrixCache::drop(const std::string& spec) {
   matrices_.erase(spec);
+  for (auto it = memos_.begin(); it != memos_.end();)
+    it = it->first.rfind(spec + "|", 0) == 0 || it->first.find("|" + spec) != std::string::npos
+             ? memos_.erase(it) : std::next(it);
   for (auto it = operators_.begin(); it != operators_.end();)
     it = it->first.rfind(spec + "|", 0) == 0 ? operators_.erase(it) : std::next(it);
 }
@@ -419,6 +428,8 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     pre.b = bop;
     pre.spmm_kernel = o.kernel;
     pre.spmm_plan = o.kernel_reason;
+    // (the permuted basis is another matrix for the planner: its own memo)
+    pre.memo = &cache.memo(s.matrix + (perm ? "|permuted" : "") + "|" + to_string(backend), s.mass);
     out.er = eigs(*a_csr, b_csr, eo, pre);
     const EigsResult& er = out.er;
     if (perm) scatter(out.er.vectors);

@@ -13,6 +13,7 @@
 #include "core/csr.hpp"
 #include "core/types.hpp"
 #include "solvers/dense_ops.hpp"
+#include "solvers/eigs/plan.hpp"
 #include "solvers/result.hpp"
 #include "spmm/sparse_operator.hpp"
 
@@ -82,6 +83,8 @@ class MatrixCache {
   SparseOperator& op(const std::shared_ptr<const PreparedMatrix>& m, Backend backend,
                      Precision precision, int expected_cols, bool* fresh = nullptr,
                      OperatorBasis basis = OperatorBasis::original);
+  // The planner's measurements of a matrix (with its mass matrix), kept for the next jobs on it.
+  PlanMemo& memo(const std::string& matrix, const std::string& mass);
   // Forgets the matrix and its operators.
   void drop(const std::string& spec);
 
@@ -89,6 +92,7 @@ class MatrixCache {
   std::map<std::string, std::shared_ptr<const PreparedMatrix>> matrices_;
   std::map<int, std::unique_ptr<DenseBlockOps>> ops_;
   std::map<std::string, std::unique_ptr<SparseOperator>> operators_;
+  std::map<std::string, std::unique_ptr<PlanMemo>> memos_;
 };
 
 // Per-iteration report for a progress line: iteration, columns converged of wanted, largest

@@ -484,16 +484,34 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
   return v;
 }
 
-EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts) {
+EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, PlanMemo* memo) {
   s.conv = opt.conv;
   DenseBlockOps& ops = *s.ops;
   const std::int64_t k = opt.k;
 
   // ---- plan
   PlanProbes probes;
-  probes.probe = [&] { return run_probe(s, opt.seed); };
-  probes.apply_seconds = [&](std::int64_t cols) { return time_apply(s, cols); };
-  probes.analyze = [&] { return analyze_factor(*s.a, s.b); };
+  probes.probe = [&] {
+    if (memo && memo->probe) return *memo->probe;
+    SpectralProbe p = run_probe(s, opt.seed);
+    if (memo) memo->probe = p;
+    return p;
+  };
+  probes.apply_seconds = [&](std::int64_t cols) {
+    if (memo) {
+      auto it = memo->apply_seconds.find(cols);
+      if (it != memo->apply_seconds.end()) return it->second;
+    }
+    const double t = time_apply(s, cols);
+    if (memo) memo->apply_seconds[cols] = t;
+    return t;
+  };
+  probes.analyze = [&] {
+    if (memo && memo->symbolic) return *memo->symbolic;
+    SymbolicAnalysis a = analyze_factor(*s.a, s.b);
+    if (memo) memo->symbolic = a;
+    return a;
+  };
   probes.rates = []() -> const EngineRates& { return engine_rates(); };
   EigsPlan plan = plan_eigs(facts, opt, probes);
   PlanEstimate ran = plan.chosen;
@@ -658,7 +676,7 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   s.aop = pre.a ? pre.a : aop.get();
   s.bop = b ? (pre.b ? pre.b : bop.get()) : nullptr;
   s.ops = ops;
-  EigsResult r = run_all(s, opt, facts);
+  EigsResult r = run_all(s, opt, facts, pre.memo);
   r.spmm_kernel = kernel;
   r.spmm_plan = kernel_plan;
   return r;
@@ -687,7 +705,7 @@ EigsResult eigs(const LinearOperator<double>& a, const LinearOperator<double>* b
   facts.can_factor = false;
   facts.factor_why = "operator given, not a matrix";
   facts.backend = opt.backend;
-  return run_all(s, opt, facts);
+  return run_all(s, opt, facts, nullptr);
 }
 
 }  // namespace tcsolve

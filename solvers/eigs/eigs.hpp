@@ -166,6 +166,11 @@ struct EigsResult {
   double verify_seconds = 0.0;         // true residuals, certificate, re-check
 };
 
+// What the planner measured on a matrix (spectral probe, timed applies, symbolic analysis;
+// solvers/eigs/plan.hpp), kept by a caller that solves several problems on it (a batch): the
+// next call reuses the measurements instead of taking them again.
+struct PlanMemo;
+
 // Operators and dense ops a caller already has (a batch reuses them across jobs on one matrix);
 // any null member is built by eigs(). Operators must live in ops->space() and use ops' stream.
 struct EigsPrebuilt {
@@ -174,6 +179,7 @@ struct EigsPrebuilt {
   const LinearOperator<double>* b = nullptr;
   std::string spmm_kernel;  // reported as EigsResult::spmm_kernel when a is given
   std::string spmm_plan;    // and EigsResult::spmm_plan
+  PlanMemo* memo = nullptr; // measurements to reuse and fill (same A, same B)
 };
 
 // Matrix form: may factor A − σB (shift-invert, certificate). b == nullptr: B = I.

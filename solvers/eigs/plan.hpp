@@ -30,6 +30,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -122,6 +123,12 @@ struct EigsPlan {
   std::optional<SymbolicAnalysis> symbolic;
   std::optional<ApplyModel> applies;
   double rel_gap = 0.0;                // the probe's relative gap at the wanted end (0: none)
+};
+
+struct PlanMemo {
+  std::optional<SpectralProbe> probe;
+  std::map<std::int64_t, double> apply_seconds;  // columns → seconds of one apply
+  std::optional<SymbolicAnalysis> symbolic;
 };
 
 // Throws InvalidArgument for impossible requests (certify without a factorization, a method that
