@@ -47,14 +47,20 @@ double device_bytes_needed(const JobSpec& s, const Csr<double>& a, std::int64_t 
 
 // Right-hand sides, n × s column-major on the host: "random:S" or "FILE.h5:DATASET" holding
 // [s][n] (one row per right-hand side) or [n].
+// random:S: with `materialize` false only the count is returned (the solve generates them where it
+// runs: block_cg_random, the same values).
 std::vector<double> load_rhs(const std::string& rhs, std::int64_t n, std::int64_t* s_out,
-                             std::uint64_t seed) {
+                             std::uint64_t seed, bool materialize = true) {
   if (rhs.rfind("random:", 0) == 0) {
     const std::string cnt = rhs.substr(7);
     char* end = nullptr;
     long long s = std::strtoll(cnt.c_str(), &end, 10);
     if (cnt.empty() || *end != '\0' || s < 1 || s > 4096)
       throw UsageError("--rhs '" + rhs + "': expected random:S with 1 <= S <= 4096");
+    if (!materialize) {
+      *s_out = s;
+      return {};
+    }
     // On all host threads (the values do not depend on the thread count).
     std::vector<double> b(static_cast<std::size_t>(n * s));
     parallel_for(n * s, [&](std::int64_t e) {
@@ -461,8 +467,25 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
       if (progress) progress(r.iteration, r.converged, nrhs, mx, ts.seconds());
     };
     out.eigs = false;
-    const std::vector<double> rhs_perm = perm ? gather(rhs, nrhs) : std::vector<double>();
-    const double* b_all = perm ? rhs_perm.data() : rhs.data();
+    // random:S right-hand sides not built on the host: generated where the solve runs.
+    std::vector<double> rhs_local;
+    const std::vector<double>* rhs_host = &rhs;
+    const bool random_rhs = rhs.empty() && nrhs > 0;
+    const std::int64_t batch0 = fit_columns > 0 ? std::max<std::int64_t>(1, std::min(nrhs, fit_columns / 6)) : nrhs;
+    if (random_rhs && !perm && batch0 >= nrhs) {
+      out.sr = block_cg_random(aop, s.seed + 1000, nrhs, ops, co, !s.out.empty());
+      out.wanted = nrhs;
+      o.operator_applies = out.sr.operator_applies;
+      o.solve_s = ts.seconds();
+      return out;
+    }
+    if (random_rhs) {
+      rhs_local = load_rhs(s.rhs, n, &nrhs, s.seed);
+      rhs_host = &rhs_local;
+    }
+    const std::vector<double>& rhs_b = *rhs_host;
+    const std::vector<double> rhs_perm = perm ? gather(rhs_b, nrhs) : std::vector<double>();
+    const double* b_all = perm ? rhs_perm.data() : rhs_b.data();
     // Columns in batches of `batch` when 6 blocks of nrhs do not fit the GPU: each batch is an
     // independent block CG (same per-column test); results are concatenated.
     const std::int64_t batch = fit_columns > 0 ? std::max<std::int64_t>(1, std::min(nrhs, fit_columns / 6)) : nrhs;
@@ -555,7 +578,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
                                    (long long)s.k, s.matrix.c_str(), (long long)n));
   } else {
     Timer tr;
-    rhs = load_rhs(s.rhs, n, &nrhs, s.seed);
+    rhs = load_rhs(s.rhs, n, &nrhs, s.seed, /*materialize=*/false);
     o.read_s += tr.seconds();
     // A symmetric matrix with a_ii <= 0 is not positive definite (e_iᵀ A e_i = a_ii).
     for (std::int64_t i = 0; i < n; ++i)

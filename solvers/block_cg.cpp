@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <memory>
 #include <cmath>
 #include <deque>
 
@@ -469,6 +470,28 @@ SolveResult block_cg(const LinearOperator<double>& a, const double* rhs, std::in
   ops.to_host(x.view(), sol.data(), n);
   prep.release();
   res.solutions = std::move(sol);
+  return res;
+}
+
+SolveResult block_cg_random(const LinearOperator<double>& a, std::uint64_t seed, std::int64_t s,
+                            DenseBlockOps& ops, const CgOptions& opt, bool copy_solutions) {
+  const std::int64_t n = a.rows();
+  TCSOLVE_REQUIRE(a.cols() == n, "block CG: A must be square");
+  TCSOLVE_REQUIRE(s >= 1, "block CG: need s >= 1");
+  BlockCg cg(a, ops, s, opt);
+  MultiVector<double> b = ops.allocate(n, s), x = ops.allocate(n, s);
+  ops.fill_random(b.view(), seed);
+  std::vector<double> sol;
+  std::unique_ptr<detail::HostResult> prep;
+  if (copy_solutions) prep = std::make_unique<detail::HostResult>(ops, sol, n * s);
+  SolveResult res = cg.solve(b.view(), x.view(), false);
+  if (copy_solutions) {
+    prep->wait();
+    ops.to_host(x.view(), sol.data(), n);
+    prep->release();
+    res.solutions = std::move(sol);
+  }
+  ops.synchronize();
   return res;
 }
 

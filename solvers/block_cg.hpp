@@ -97,4 +97,11 @@ class BlockCg {
 SolveResult block_cg(const LinearOperator<double>& a, const double* rhs, std::int64_t ldb,
                      std::int64_t s, DenseBlockOps& ops, const CgOptions& opt);
 
+// The same solve with right-hand sides generated where the solver runs: B(i, j) =
+// random_entry(seed, i, j) by ops.fill_random (identical values on every backend), so that no
+// host block is built, page-faulted and copied over (128 right-hand sides of 1M rows: 1 GB).
+// The solutions come back to the host (SolveResult::solutions) only when copy_solutions.
+SolveResult block_cg_random(const LinearOperator<double>& a, std::uint64_t seed, std::int64_t s,
+                            DenseBlockOps& ops, const CgOptions& opt, bool copy_solutions);
+
 }  // namespace tcsolve
