@@ -252,6 +252,14 @@ int run_batch(const Args& args) {
     fs::create_directories(outdir, ec);
     if (ec) throw Error(outdir + ": cannot create the output folder: " + ec.message());
   }
+  // Every job's outputs before the first job runs (folders, inputs named as outputs).
+  for (const JobSpec& s : jobs) {
+    try {
+      check_job_outputs(s);
+    } catch (const UsageError& e) {
+      throw UsageError(path + ": job '" + s.name + "': " + e.what());
+    }
+  }
 
   // Last job using each matrix, so that it can be dropped afterwards.
   std::map<std::string, std::size_t> last_use;

@@ -7,6 +7,8 @@
 #include <future>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "apps/matrix_summary.hpp"
 #include "apps/svg_plot.hpp"
 #include "core/device.hpp"
@@ -251,6 +253,29 @@ void validate_job(const JobSpec& s) {
     throw UsageError("--out '" + s.out + "': the result file must end in .h5 or .hdf5");
   if (!s.plot.empty() && !ends_with(s.plot, ".svg"))
     throw UsageError("--plot '" + s.plot + "': the plot file must end in .svg");
+}
+
+void check_job_outputs(const JobSpec& s) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> inputs;
+  for (const std::string* spec : {&s.matrix, &s.mass})
+    if (!spec->empty() && !matrix_spec_file(*spec).empty()) inputs.push_back(matrix_spec_file(*spec));
+  if (s.task == "solve" && s.rhs.rfind("random:", 0) != 0 && s.rhs.rfind(':') != std::string::npos)
+    inputs.push_back(s.rhs.substr(0, s.rhs.rfind(':')));
+  const std::pair<const char*, const std::string*> outputs[] = {{"--out", &s.out}, {"--plot", &s.plot}};
+  for (const auto& [opt, path] : outputs) {
+    if (path->empty()) continue;
+    const std::string what = std::string(opt) + " '" + *path + "'";
+    const fs::path parent = fs::path(*path).parent_path();
+    const std::string dir = parent.empty() ? std::string(".") : parent.string();
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) throw UsageError(what + ": no such folder '" + dir + "'");
+    if (::access(dir.c_str(), W_OK) != 0) throw UsageError(what + ": folder '" + dir + "' is not writable");
+    if (fs::is_directory(*path, ec)) throw UsageError(what + ": is a folder");
+    for (const std::string& in : inputs)
+      if (fs::exists(in, ec) && fs::exists(*path, ec) && fs::equivalent(in, *path, ec))
+        throw UsageError(what + ": is the input file '" + in + "' (the result would replace it)");
+  }
 }
 
 // ---- MatrixCache ------------------------------------------------------------------------------
@@ -529,6 +554,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   Timer total;
   JobOutcome o;
   validate_job(s);
+  check_job_outputs(s);
   // The CUDA context and the dense ops' library handles (cuBLAS, cuSOLVER: 0.1–0.5 s) come up on
   // a helper thread while this one reads the matrix.
   std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device] {
@@ -651,7 +677,12 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   if (!s.out.empty()) {
     AtomicFile af(s.out);
     {
-      Hdf5File f = Hdf5File::create(af.temp_path());
+      // The datasets' bytes (vectors or solutions dominate): small results are built in memory.
+      const double data_bytes =
+          8.0 * static_cast<double>(n) *
+              static_cast<double>(r.eigs ? r.er.values.size() : static_cast<std::size_t>(nrhs)) +
+          1e6;
+      Hdf5File f = Hdf5File::create(af.temp_path(), data_bytes);
       set_common_attrs(f, s, command);
       f.set_attr("status", o.status);
       f.set_attr("reason", o.message);

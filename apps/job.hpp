@@ -48,6 +48,11 @@ void add_job_options(po::options_description& opts, JobSpec& spec, const std::st
 // Checks value domains (which, method, precision, device, k, tol...) without touching files.
 // Throws UsageError naming the option.
 void validate_job(const JobSpec& spec);
+// Checks the output paths against the file system before anything is solved: --out and --plot
+// name files in existing, writable folders, are not folders, and are none of the job's inputs
+// (matrix, mass, right-hand sides: the result would replace its own input). UsageError naming
+// the option.
+void check_job_outputs(const JobSpec& spec);
 
 // A matrix read and checked once, with what the jobs reuse.
 struct PreparedMatrix {

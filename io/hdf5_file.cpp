@@ -1,12 +1,18 @@
 // RAII wrapper over the HDF5 C API (see io/hdf5_file.hpp for the contract).
 #include "io/hdf5_file.hpp"
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -558,11 +564,80 @@ Hdf5File Hdf5File::open(const std::string& path, bool writable) {
   return Hdf5File(ctx, std::make_shared<Hdf5Handle>(f, H5Fclose), "/");
 }
 
-Hdf5File Hdf5File::create(const std::string& path) {
+namespace {
+
+// The name a user knows: an AtomicFile's "r.h5.tmp-XXXXXX" is reported as "r.h5".
+std::string shown_name(const std::string& path) {
+  const auto p = path.rfind(".tmp-");
+  return p != std::string::npos && path.size() - p == 11 ? path.substr(0, p) : path;
+}
+
+std::string write_error(int e, const std::string& path, double bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, " (%.0f bytes)", bytes);
+  if (e == ENOSPC) return "no space left on device writing " + shown_name(path) + b;
+  if (e == EDQUOT) return "disk quota exceeded writing " + shown_name(path) + b;
+  if (e == EFBIG) return "file size limit exceeded writing " + shown_name(path) + b;
+  return std::string(std::strerror(e)) + " writing " + shown_name(path) + b;
+}
+
+// Plain writes of a whole buffer (the in-memory file's image) to `path`, truncating it.
+void write_image(const std::string& path, const std::vector<char>& img) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw Error(write_error(errno, path, static_cast<double>(img.size())));
+  std::size_t off = 0;
+  while (off < img.size()) {
+    const ssize_t w = ::write(fd, img.data() + off, img.size() - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      throw Error(write_error(e, path, static_cast<double>(img.size())));
+    }
+    off += static_cast<std::size_t>(w);
+  }
+  if (::close(fd) != 0) throw Error(write_error(errno, path, static_cast<double>(img.size())));
+}
+
+}  // namespace
+
+Hdf5File Hdf5File::create(const std::string& path, double expected_bytes) {
   quiet();
-  hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const bool in_memory = !(expected_bytes > kInMemoryBytes);
+  hid_t f = -1;
+  if (in_memory) {
+    // Core driver without a backing store: nothing touches the disk until close(). A folder that
+    // is missing or not writable is refused now, as H5Fcreate would, not after the work is done.
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    const std::string dir = parent.empty() ? std::string(".") : parent.string();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      throw Error("HDF5: " + shown_name(path) + ": cannot create file: no such folder " + dir);
+    if (::access(dir.c_str(), W_OK) != 0)
+      throw Error("HDF5: " + shown_name(path) + ": cannot create file: folder " + dir + " is not writable");
+    Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    const std::size_t increment = std::size_t(1) << 24;
+    if (fapl.id < 0 || H5Pset_fapl_core(fapl.id, increment, 0) < 0)
+      throw Error("HDF5: " + path + ": cannot set up the in-memory file" + hdf5_detail());
+    f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id);
+  } else {
+    // Written by HDF5 itself: refuse at once when the folder's filesystem cannot hold it.
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    struct statvfs sv {};
+    if (::statvfs(dir.empty() ? "." : dir.c_str(), &sv) == 0) {
+      const double free_bytes = static_cast<double>(sv.f_bavail) * static_cast<double>(sv.f_frsize);
+      if (free_bytes < 1.05 * expected_bytes) {
+        char b[160];
+        std::snprintf(b, sizeof b, ": needs about %.3g GB, %.3g GB free", expected_bytes / 1e9, free_bytes / 1e9);
+        throw Error("no space left on device for " + shown_name(path) + b);
+      }
+    }
+    f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  }
   if (f < 0) throw Error("HDF5: " + path + ": cannot create file" + hdf5_detail());
-  auto ctx = std::make_shared<const detail::Hdf5Context>(detail::Hdf5Context{path, false});
+  detail::Hdf5Context c{path, false};
+  c.in_memory = in_memory;
+  auto ctx = std::make_shared<const detail::Hdf5Context>(c);
   return Hdf5File(ctx, std::make_shared<Hdf5Handle>(f, H5Fclose), "/");
 }
 
@@ -571,6 +646,24 @@ void Hdf5File::close() {
   quiet();
   const hid_t f = h_->id;
   h_->id = -1;
+  if (ctx_->in_memory) {
+    // The image, then a close that touches no disk, then our own writes.
+    std::vector<char> img;
+    bool got = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
+    const ssize_t size = got ? H5Fget_file_image(f, nullptr, 0) : -1;
+    if (size > 0) {
+      img.resize(static_cast<std::size_t>(size));
+      got = H5Fget_file_image(f, img.data(), img.size()) == size;
+    } else {
+      got = false;
+    }
+    const std::string detail = got ? "" : hdf5_detail();
+    H5Fclose(f);
+    h_.reset();
+    if (!got) throw Error("HDF5: " + shown_name(file_name()) + ": cannot build the file image" + detail);
+    write_image(file_name(), img);
+    return;
+  }
   const bool flushed = ctx_->read_only || H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
   const std::string flush_detail = flushed ? "" : hdf5_detail();
   const bool closed = H5Fclose(f) >= 0;

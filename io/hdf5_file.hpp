@@ -45,6 +45,7 @@ struct Hdf5Handle;  // one open hid_t and its close function
 struct Hdf5Context {
   std::string file;
   bool read_only;
+  bool in_memory = false;  // created on HDF5's core driver: close() writes the image to `file`
 };
 }  // namespace detail
 
@@ -139,12 +140,20 @@ class Hdf5File : public Hdf5Group {
   // Opens an existing file, read-only unless `writable`. InputError when it is missing or not HDF5.
   static Hdf5File open(const std::string& path, bool writable = false);
   // Creates (truncating) a file. Error when it cannot be created.
-  static Hdf5File create(const std::string& path);
+  // Files up to kInMemoryBytes (expected_bytes: the data the caller will write; 0 = small/unknown)
+  // are built in memory (HDF5's core driver) and put on disk by close() with plain writes: a full
+  // disk or a write error is then our error, with a plain message ("no space left on device
+  // writing r.h5"), and never a file that HDF5 failed to close — HDF5 1.10 keeps such a file in its
+  // tables and crashes in its exit handler (H5F__close_cb from H5_term_library: exit 139 on a full
+  // tmpfs). Larger files are written by HDF5 directly after a check of the free space.
+  static constexpr double kInMemoryBytes = 1024.0 * 1024.0 * 1024.0;
+  static Hdf5File create(const std::string& path, double expected_bytes = 0.0);
   // True when `path` exists and carries the HDF5 signature.
   static bool is_hdf5(const std::string& path);
 
-  // Flushes and closes; throws Error on failure. Further use of this object is invalid; groups
-  // still open keep the file alive until they go away. The destructor closes silently.
+  // Flushes and closes (an in-memory file: writes its image to the path); throws Error on
+  // failure. Further use of this object is invalid; groups still open keep the file alive until
+  // they go away. The destructor closes silently (an in-memory file is then discarded).
   void close();
 
  private:

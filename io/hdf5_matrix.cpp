@@ -276,7 +276,7 @@ void write_hdf5_matrix(const std::string& path, const Csr<double>& a, const std:
       static_cast<std::int64_t>(a.col_idx.size()) != a.nnz() || static_cast<std::int64_t>(a.values.size()) != a.nnz())
     throw InvalidArgument("write_hdf5_matrix: inconsistent CSR arrays");
   const std::string gpath = normalized_group(group_name);
-  Hdf5File f = Hdf5File::create(path);
+  Hdf5File f = Hdf5File::create(path, 12.0 * static_cast<double>(a.nnz()) + 8.0 * static_cast<double>(a.nrows + 1));
   {
     Hdf5Group g = gpath == "/" ? static_cast<Hdf5Group>(f) : f.create_group(gpath);
     g.set_attr("encoding-type", "csr_matrix");

@@ -67,6 +67,13 @@ void check_readable_file(const std::string& path) {
 
 }  // namespace
 
+std::string matrix_spec_file(const std::string& spec) {
+  if (is_generator_spec(spec)) return {};
+  std::string file, group;
+  split_hdf5_spec(spec, file, group);
+  return file;
+}
+
 Csr<double> read_matrix(const std::string& spec, const ReadOptions& opt) {
   if (spec.empty()) throw InvalidArgument("empty matrix path or spec");
   Csr<double> a;

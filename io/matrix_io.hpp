@@ -25,6 +25,9 @@ struct ReadOptions {
 // Throws InputError (file, line, what) for malformed data, InvalidArgument for a bad spec.
 Csr<double> read_matrix(const std::string& spec, const ReadOptions& opt = {});
 
+// The file a spec reads ("FILE.h5:GROUP" -> "FILE.h5"); "" for a generator spec.
+std::string matrix_spec_file(const std::string& spec);
+
 // Writes by extension: .mtx (coordinate real general, or symmetric lower triangle when
 // a.symmetry == symmetric and the values are symmetric) or .h5. Atomic: a temporary file in the
 // same folder is renamed over the target only when complete.

@@ -41,8 +41,18 @@ int count_lines(const std::string& s) {
 RunResult run_tcsolve(const std::vector<std::string>& args) { return run_tcsolve_env({}, args); }
 
 RunResult run_tcsolve_env(const std::vector<std::string>& env, const std::vector<std::string>& args) {
+  return run_tcsolve_shell(env, "", args);
+}
+
+RunResult run_tcsolve_file_limit(std::int64_t blocks, const std::vector<std::string>& args) {
+  // XFSZ ignored (inherited across exec): a write past the limit fails with EFBIG, as on a full disk.
+  return run_tcsolve_shell({}, "ulimit -f " + std::to_string(blocks) + "; trap '' XFSZ; ", args);
+}
+
+RunResult run_tcsolve_shell(const std::vector<std::string>& env, const std::string& prefix,
+                            const std::vector<std::string>& args) {
   ScratchDir io;
-  std::string cmd;
+  std::string cmd = prefix;
   for (const auto& e : env) cmd += "export " + shell_quote(e) + "; ";
   // $TCSOLVE_TEST_BIN overrides the built path (binaries carried to another machine).
   const char* bin = std::getenv("TCSOLVE_TEST_BIN");

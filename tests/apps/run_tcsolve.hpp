@@ -2,6 +2,7 @@
 // and stderr; a scratch folder per test for input and output files.
 #pragma once
 #include "tests/temp_dir.hpp"
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,6 +19,12 @@ struct RunResult {
 RunResult run_tcsolve(const std::vector<std::string>& args);
 // Same with environment assignments ("NAME=value") for this run only.
 RunResult run_tcsolve_env(const std::vector<std::string>& env, const std::vector<std::string>& args);
+// With shell commands run before the exec (prefix, e.g. "ulimit -f 100; ").
+RunResult run_tcsolve_shell(const std::vector<std::string>& env, const std::string& prefix,
+                            const std::vector<std::string>& args);
+// With a file size limit of `blocks` (/bin/sh's ulimit -f unit: 512 B on dash, 1 KiB on bash) and
+// SIGXFSZ ignored: writes past it fail with EFBIG, the way a full disk fails with ENOSPC.
+RunResult run_tcsolve_file_limit(std::int64_t blocks, const std::vector<std::string>& args);
 
 // A fresh empty folder removed at destruction.
 using ScratchDir = TempDir;
