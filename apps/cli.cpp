@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdarg>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -151,6 +152,20 @@ void require_writable_matrix_format(const std::string& path) {
   if (ends_with(path, ".mtx") || ends_with(path, ".h5") || ends_with(path, ".hdf5")) return;
   throw UsageError("cannot write '" + path +
                    "': unsupported output format (the name must end in .mtx, .h5 or .hdf5)");
+}
+
+void check_output_path(const std::string& what, const std::string& path,
+                       const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError(what + ": no such folder '" + dir + "'");
+  if (::access(dir.c_str(), W_OK) != 0) throw UsageError(what + ": folder '" + dir + "' is not writable");
+  if (fs::is_directory(path, ec)) throw UsageError(what + ": is a folder");
+  for (const std::string& in : inputs)
+    if (fs::exists(in, ec) && fs::exists(path, ec) && fs::equivalent(in, path, ec))
+      throw UsageError(what + ": is the input file '" + in + "' (the result would replace it)");
 }
 
 }  // namespace tcsolve::app

@@ -107,4 +107,10 @@ bool ends_with(const std::string& path, const std::string& suffix);
 // throws UsageError otherwise. Checked before any long read.
 void require_writable_matrix_format(const std::string& path);
 
+// Checks an output file against the file system before the work that produces it: its folder
+// exists and is writable, it is not a folder, and it is none of `inputs` (the same file under any
+// name). UsageError "WHAT: reason" otherwise (`what` names the option and the value).
+void check_output_path(const std::string& what, const std::string& path,
+                       const std::vector<std::string>& inputs = {});
+
 }  // namespace tcsolve::app

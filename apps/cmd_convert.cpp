@@ -22,6 +22,8 @@ const char* const output_help =
 int read_and_write(const std::string& in, const std::string& out, bool allow_nonfinite,
                    bool quiet) {
   require_writable_matrix_format(out);  // before a read that may take minutes
+  // Its folder too; OUT may name IN (the matrix is read completely before the atomic write).
+  check_output_path("'" + out + "'", matrix_spec_file(out));
   ReadOptions ro;
   ro.allow_nonfinite = allow_nonfinite;
   Timer t_read;

@@ -110,8 +110,8 @@ int run_task(const std::string& task, const Args& args) {
       std::string(matrix_argument_help) +
           "\nOn a terminal a progress line shows the iteration, converged columns, the largest\n"
           "residual and the elapsed time. Exit status: 0 converged, 1 not converged or unverified\n"
-          "(or CG found the matrix indefinite; partial results are still written), 2 bad usage\n"
-          "or input.\n",
+          "(or CG found the matrix indefinite; partial results are still written) or the result\n"
+          "could not be written (full disk...: nothing is left behind), 2 bad usage or input.\n",
       {"MATRIX"}};
   bool quiet = false, json = false;
   po::options_description opts = option_table();

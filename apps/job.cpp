@@ -7,8 +7,6 @@
 #include <future>
 #include <iostream>
 
-#include <unistd.h>
-
 #include "apps/matrix_summary.hpp"
 #include "apps/svg_plot.hpp"
 #include "core/device.hpp"
@@ -256,26 +254,13 @@ void validate_job(const JobSpec& s) {
 }
 
 void check_job_outputs(const JobSpec& s) {
-  namespace fs = std::filesystem;
   std::vector<std::string> inputs;
   for (const std::string* spec : {&s.matrix, &s.mass})
     if (!spec->empty() && !matrix_spec_file(*spec).empty()) inputs.push_back(matrix_spec_file(*spec));
   if (s.task == "solve" && s.rhs.rfind("random:", 0) != 0 && s.rhs.rfind(':') != std::string::npos)
     inputs.push_back(s.rhs.substr(0, s.rhs.rfind(':')));
-  const std::pair<const char*, const std::string*> outputs[] = {{"--out", &s.out}, {"--plot", &s.plot}};
-  for (const auto& [opt, path] : outputs) {
-    if (path->empty()) continue;
-    const std::string what = std::string(opt) + " '" + *path + "'";
-    const fs::path parent = fs::path(*path).parent_path();
-    const std::string dir = parent.empty() ? std::string(".") : parent.string();
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) throw UsageError(what + ": no such folder '" + dir + "'");
-    if (::access(dir.c_str(), W_OK) != 0) throw UsageError(what + ": folder '" + dir + "' is not writable");
-    if (fs::is_directory(*path, ec)) throw UsageError(what + ": is a folder");
-    for (const std::string& in : inputs)
-      if (fs::exists(in, ec) && fs::exists(*path, ec) && fs::equivalent(in, *path, ec))
-        throw UsageError(what + ": is the input file '" + in + "' (the result would replace it)");
-  }
+  if (!s.out.empty()) check_output_path("--out '" + s.out + "'", s.out, inputs);
+  if (!s.plot.empty()) check_output_path("--plot '" + s.plot + "'", s.plot, inputs);
 }
 
 // ---- MatrixCache ------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -113,7 +115,7 @@ void write_convergence_svg(const std::string& path, const std::vector<IterationR
     std::ofstream f(out.temp_path(), std::ios::binary | std::ios::trunc);
     f << convergence_svg(history, columns, title);
     f.close();
-    if (!f) throw Error(path + ": cannot write the plot");
+    if (!f) throw OutputError(path + ": cannot write the plot: " + std::strerror(errno));
   }
   out.commit();
 }

@@ -35,8 +35,8 @@ void print_main_help() {
                "(tensor-core BCSR SpMM).\n\nCommands:\n";
   for (const auto& c : commands()) std::cout << format("  %-10s %s\n", c.name, c.summary);
   std::cout << "\n" << matrix_argument_help
-            << "\nExit status: 0 success, 1 ran but did not succeed (e.g. not converged), "
-               "2 bad usage or input.\n";
+            << "\nExit status: 0 success, 1 ran but did not succeed (e.g. not converged, or the "
+               "result could not be written), 2 bad usage or input.\n";
 }
 
 void print_version() {
@@ -104,6 +104,10 @@ int run_main(int argc, char** argv) {
   using namespace tcsolve::app;
   try {
     return dispatch(argc, argv);
+  } catch (const tcsolve::OutputError& e) {
+    // Not bad input: the work was done and could not be saved (full disk, vanished folder...).
+    fail(e.what());
+    return exit_failed;
   } catch (const tcsolve::Error& e) {
     return fail(e.what());
   } catch (const std::bad_alloc&) {

@@ -2,7 +2,8 @@
 //
 // Contract: everything tcsolve throws derives from tcsolve::Error (a std::runtime_error), except
 // std::bad_alloc for host memory: InputError for malformed input data (with file and line),
-// InvalidArgument for a broken precondition (the condition and the value in what()), NotCompiled
+// InvalidArgument for a broken precondition (the condition and the value in what()), OutputError
+// for a result that could not be written, NotCompiled
 // for a feature this build lacks (CUDA, CHOLMOD/MUMPS), DeviceError / OutOfDeviceMemory for the
 // GPU. Library code never prints, exits or aborts on bad input; a solver that does not converge
 // does not throw either: it returns a status with the partial result (solvers/result.hpp).
@@ -32,6 +33,14 @@ class InputError : public Error {
  private:
   std::string file_;
   std::int64_t line_;
+};
+
+// An output could not be written (full disk, quota, file size limit, I/O error, a folder that
+// vanished or is not writable): what() names the file and the OS reason. Nothing is left behind:
+// the target keeps its previous content and no temporary file remains (io/atomic_file.hpp).
+class OutputError : public Error {
+ public:
+  using Error::Error;
 };
 
 // A caller broke a documented precondition (wrong shapes, k > n, unknown option value...).

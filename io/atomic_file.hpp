@@ -26,7 +26,7 @@ namespace tcsolve {
 class AtomicFile {
  public:
   // Creates the (empty) temporary file next to `target`, with the permissions a new file gets
-  // (0666 minus umask). Throws Error when the folder is missing or not writable.
+  // (0666 minus umask). Throws OutputError when the folder is missing or not writable.
   explicit AtomicFile(std::string target) : target_(std::move(target)) {
     if (target_.empty()) throw InvalidArgument("output path is empty");
     std::error_code ec;
@@ -45,9 +45,9 @@ class AtomicFile {
         temp_ = name;
         return;
       }
-      if (errno != EEXIST) throw Error(target_ + ": cannot create temporary file " + name + ": " + std::strerror(errno));
+      if (errno != EEXIST) throw OutputError(target_ + ": cannot create temporary file " + name + ": " + std::strerror(errno));
     }
-    throw Error(target_ + ": cannot create a unique temporary file");
+    throw OutputError(target_ + ": cannot create a unique temporary file");
   }
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -63,13 +63,13 @@ class AtomicFile {
   void commit() {
     if (committed_) return;
     int fd = ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(target_ + ": temporary file " + temp_ + " vanished: " + std::strerror(errno));
+    if (fd < 0) throw OutputError(target_ + ": temporary file " + temp_ + " vanished: " + std::strerror(errno));
     const bool synced = ::fsync(fd) == 0;
     const int sync_errno = errno;
     ::close(fd);
-    if (!synced) throw Error(target_ + ": fsync failed: " + std::strerror(sync_errno));
+    if (!synced) throw OutputError(target_ + ": fsync failed: " + std::strerror(sync_errno));
     if (std::rename(temp_.c_str(), target_.c_str()) != 0)
-      throw Error(target_ + ": cannot rename " + temp_ + " over it: " + std::strerror(errno));
+      throw OutputError(target_ + ": cannot rename " + temp_ + " over it: " + std::strerror(errno));
     committed_ = true;
     // Persist the rename itself (best effort: some filesystems refuse fsync on folders).
     std::string dir = std::filesystem::path(target_).parent_path().string();

@@ -584,7 +584,7 @@ std::string write_error(int e, const std::string& path, double bytes) {
 // Plain writes of a whole buffer (the in-memory file's image) to `path`, truncating it.
 void write_image(const std::string& path, const std::vector<char>& img) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw Error(write_error(errno, path, static_cast<double>(img.size())));
+  if (fd < 0) throw OutputError(write_error(errno, path, static_cast<double>(img.size())));
   std::size_t off = 0;
   while (off < img.size()) {
     const ssize_t w = ::write(fd, img.data() + off, img.size() - off);
@@ -592,11 +592,11 @@ void write_image(const std::string& path, const std::vector<char>& img) {
       if (errno == EINTR) continue;
       const int e = errno;
       ::close(fd);
-      throw Error(write_error(e, path, static_cast<double>(img.size())));
+      throw OutputError(write_error(e, path, static_cast<double>(img.size())));
     }
     off += static_cast<std::size_t>(w);
   }
-  if (::close(fd) != 0) throw Error(write_error(errno, path, static_cast<double>(img.size())));
+  if (::close(fd) != 0) throw OutputError(write_error(errno, path, static_cast<double>(img.size())));
 }
 
 }  // namespace
@@ -612,9 +612,9 @@ Hdf5File Hdf5File::create(const std::string& path, double expected_bytes) {
     const std::string dir = parent.empty() ? std::string(".") : parent.string();
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
-      throw Error("HDF5: " + shown_name(path) + ": cannot create file: no such folder " + dir);
+      throw OutputError("HDF5: " + shown_name(path) + ": cannot create file: no such folder " + dir);
     if (::access(dir.c_str(), W_OK) != 0)
-      throw Error("HDF5: " + shown_name(path) + ": cannot create file: folder " + dir + " is not writable");
+      throw OutputError("HDF5: " + shown_name(path) + ": cannot create file: folder " + dir + " is not writable");
     Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
     const std::size_t increment = std::size_t(1) << 24;
     if (fapl.id < 0 || H5Pset_fapl_core(fapl.id, increment, 0) < 0)
@@ -629,12 +629,12 @@ Hdf5File Hdf5File::create(const std::string& path, double expected_bytes) {
       if (free_bytes < 1.05 * expected_bytes) {
         char b[160];
         std::snprintf(b, sizeof b, ": needs about %.3g GB, %.3g GB free", expected_bytes / 1e9, free_bytes / 1e9);
-        throw Error("no space left on device for " + shown_name(path) + b);
+        throw OutputError("no space left on device for " + shown_name(path) + b);
       }
     }
     f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   }
-  if (f < 0) throw Error("HDF5: " + path + ": cannot create file" + hdf5_detail());
+  if (f < 0) throw OutputError("HDF5: " + path + ": cannot create file" + hdf5_detail());
   detail::Hdf5Context c{path, false};
   c.in_memory = in_memory;
   auto ctx = std::make_shared<const detail::Hdf5Context>(c);
@@ -668,8 +668,8 @@ void Hdf5File::close() {
   const std::string flush_detail = flushed ? "" : hdf5_detail();
   const bool closed = H5Fclose(f) >= 0;
   h_.reset();
-  if (!flushed) throw Error("HDF5: " + file_name() + ": cannot flush file" + flush_detail);
-  if (!closed) throw Error("HDF5: " + file_name() + ": cannot close file" + hdf5_detail());
+  if (!flushed) throw OutputError("HDF5: " + file_name() + ": cannot flush file" + flush_detail);
+  if (!closed) throw OutputError("HDF5: " + file_name() + ": cannot close file" + hdf5_detail());
 }
 
 }  // namespace tcsolve

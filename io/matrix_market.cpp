@@ -511,7 +511,7 @@ struct OutFile {
   }
   void write(const char* s, std::size_t n) {
     if (std::fwrite(s, 1, n, f) != n)
-      throw Error(path + ": cannot write: " + std::strerror(errno));
+      throw OutputError(path + ": cannot write: " + std::strerror(errno));
   }
 };
 
@@ -530,7 +530,7 @@ void write_matrix_market(const std::string& path, const Csr<double>& a) {
   OutFile out;
   out.path = path;
   out.f = std::fopen(path.c_str(), "wb");
-  if (!out.f) throw Error(path + ": cannot open for writing: " + std::strerror(errno));
+  if (!out.f) throw OutputError(path + ": cannot open for writing: " + std::strerror(errno));
   std::string head = std::string("%%MatrixMarket matrix coordinate real ") + (sym ? "symmetric" : "general") +
                      "\n%% written by tcsolve\n" + std::to_string(a.nrows) + " " +
                      std::to_string(a.ncols) + " " + std::to_string(count) + "\n";
@@ -558,7 +558,7 @@ void write_matrix_market(const std::string& path, const Csr<double>& a) {
   out.write(buf.get(), static_cast<std::size_t>(q - buf.get()));
   if (std::fclose(out.f) != 0) {
     out.f = nullptr;
-    throw Error(path + ": cannot write: " + std::strerror(errno));
+    throw OutputError(path + ": cannot write: " + std::strerror(errno));
   }
   out.f = nullptr;
 }

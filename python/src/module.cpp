@@ -12,7 +12,7 @@
 //   cg_operator(n, matmat_a, rhs, x, use_x0, opt)
 //   cg_device(n, nnz, ptrs_a, rhs_ptr, x_ptr, s, use_x0, opt)   rhs/x device n×s column-major
 // Errors: tcsolve::InvalidArgument / InputError -> ValueError, NotCompiled -> NotImplementedError,
-// OutOfDeviceMemory -> MemoryError, other tcsolve::Error -> RuntimeError; a Python exception
+// OutOfDeviceMemory -> MemoryError, OutputError -> OSError, other tcsolve::Error -> RuntimeError; a Python exception
 // raised inside a callback (operator, Ctrl-C) propagates unchanged.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -605,6 +605,8 @@ PYBIND11_MODULE(_tcsolve, m) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
     } catch (const OutOfDeviceMemory& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const OutputError& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
     } catch (const Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }

@@ -486,7 +486,6 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
 
 EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, PlanMemo* memo) {
   s.conv = opt.conv;
-  DenseBlockOps& ops = *s.ops;
   const std::int64_t k = opt.k;
 
   // ---- plan
