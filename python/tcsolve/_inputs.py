@@ -202,10 +202,63 @@ class DeviceCsr:
                              "the eigensolvers and block CG need a symmetric matrix")
 
 
+def _first_bad(mask):
+    return int(np.flatnonzero(mask)[0])
+
+
+def _check_sparse_structure(a, name):
+    """The index arrays of a scipy.sparse matrix, checked in NumPy before any SciPy C routine reads
+    them (``has_canonical_format``, ``tocsr``, ``sum_duplicates`` index memory through them: a
+    corrupted ``indptr`` or ``indices`` crashes the interpreter there). The caller's arrays are only
+    read. Raises ValueError naming the array, the position and the value."""
+    fmt = a.format
+    what = f"{name} (scipy.sparse {type(a).__name__})"
+    if fmt in ("csr", "csc", "bsr"):
+        if fmt == "bsr":
+            r, c = a.blocksize
+            major, minor = a.shape[0] // r, a.shape[1] // c
+        else:
+            major, minor = (a.shape[0], a.shape[1]) if fmt == "csr" else (a.shape[1], a.shape[0])
+        indptr, indices = np.asarray(a.indptr), np.asarray(a.indices)
+        if indptr.ndim != 1 or indices.ndim != 1:
+            raise ValueError(f"{what}: indptr and indices must be 1-D arrays")
+        if indptr.size != major + 1:
+            raise ValueError(f"{what}: indptr has {indptr.size} entries, expected {major + 1}")
+        if indptr[0] != 0:
+            raise ValueError(f"{what}: indptr[0] = {int(indptr[0])}, expected 0")
+        step = np.diff(indptr)
+        if step.size and (step < 0).any():
+            i = _first_bad(step < 0) + 1
+            raise ValueError(f"{what}: indptr[{i}] = {int(indptr[i])} is less than indptr[{i - 1}] = "
+                             f"{int(indptr[i - 1])} (indptr must not decrease)")
+        nnz = int(indptr[-1])
+        stored = min(indices.size, np.asarray(a.data).shape[0])
+        if nnz > stored:
+            i = _first_bad(indptr > stored)
+            raise ValueError(f"{what}: indptr[{i}] = {int(indptr[i])} exceeds the {stored} stored entries")
+        idx = indices[:nnz]
+        if idx.size and ((idx < 0) | (idx >= minor)).any():
+            i = _first_bad((idx < 0) | (idx >= minor))
+            raise ValueError(f"{what}: indices[{i}] = {int(idx[i])} is out of range [0, {minor})")
+    elif fmt == "coo":
+        row, col = np.asarray(a.row if hasattr(a, "row") else a.coords[0]), np.asarray(
+            a.col if hasattr(a, "col") else a.coords[1])
+        nd = np.asarray(a.data).shape[0]
+        if row.shape != (nd,) or col.shape != (nd,):
+            raise ValueError(f"{what}: row, col and data have different lengths "
+                             f"({row.size}, {col.size}, {nd})")
+        for arr, label, bound in ((row, "row", a.shape[0]), (col, "col", a.shape[1])):
+            bad = (arr < 0) | (arr >= bound)
+            if arr.size and bad.any():
+                i = _first_bad(bad)
+                raise ValueError(f"{what}: {label}[{i}] = {int(arr[i])} is out of range [0, {bound})")
+
+
 def _host_csr(a, name):
     """scipy.sparse (any format) -> HostCsr."""
     _check_real_dtype(a.dtype, name)
     n = _square(a.shape, name)
+    _check_sparse_structure(a, name)
     if a.format == "csr" and a.has_canonical_format:
         c = a
     else:

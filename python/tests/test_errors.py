@@ -1,5 +1,7 @@
 """Bad input gets a clear exception (what, which argument, which value), never a crash, a hang
 or a silent wrong answer: the command line's messages, as ValueError / TypeError."""
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -191,3 +193,42 @@ def test_cupy_rhs_with_host_matrix():
         __cuda_array_interface__ = {"shape": (100,), "typestr": "<f8", "data": (0, False), "version": 3}
     with pytest.raises(TypeError, match="b is a GPU array but A is on the host"):
         tcsolve.cg(A, FakeDevice())
+
+
+# A corrupted index array is refused before SciPy's C routines read through it (they crashed the
+# interpreter: a segmentation fault for a bad indptr, "double free or corruption" for a bad index).
+# Each case runs in a child interpreter, so that a regression fails this test instead of killing
+# the whole run. The caller's matrix is left as it was.
+@pytest.mark.parametrize("fmt,edit,call,msg", [
+    ("csr", "B.indptr[5] = 10**6", "tcsolve.eigsh(B, k=2)",
+     r"indptr\[6\] = \d+ is less than indptr\[5\] = 1000000"),
+    ("csr", "B.indptr[-1] = 10**6", "tcsolve.eigsh(B, k=2)", r"indptr\[100\] = 1000000 exceeds the 298 stored"),
+    ("csr", "B.indices[7] = 100", "tcsolve.cg(B, np.ones(100))", r"indices\[7\] = 100 is out of range \[0, 100\)"),
+    ("csr", "B.indices[7] = -3", "tcsolve.lobpcg(B, np.ones((100, 2)))", r"indices\[7\] = -3 is out of range"),
+    ("csc", "B.indices[0] = 1000", "tcsolve.eigsh(B, k=2)", r"csc_matrix\): indices\[0\] = 1000"),
+    ("coo", "B.row[3] = 100", "tcsolve.eigsh(B, k=2)", r"row\[3\] = 100 is out of range"),
+    ("csr", "B.indptr[0] = 1", "tcsolve.eigsh(B, k=2, M=sp.identity(100, format='csr'))",
+     r"indptr\[0\] = 1, expected 0"),
+])
+def test_corrupted_scipy_structure_is_refused_without_a_crash(fmt, edit, call, msg):
+    import subprocess
+    import sys
+    code = f"""
+import numpy as np, scipy.sparse as sp, tcsolve
+B = sp.diags([-1., 2, -1], [-1, 0, 1], (100, 100)).asformat("{fmt}")
+{edit}
+saved = [np.array(x, copy=True) for x in (getattr(B, "indptr", None), getattr(B, "indices", None), B.data)
+         if x is not None]
+try:
+    {call}
+except ValueError as e:
+    print("ValueError:", e)
+after = [np.array(x, copy=True) for x in (getattr(B, "indptr", None), getattr(B, "indices", None), B.data)
+         if x is not None]
+print("unchanged" if all(np.array_equal(a, b) for a, b in zip(saved, after)) else "CHANGED")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr}"
+    assert r.stdout.startswith("ValueError: A (scipy.sparse"), r.stdout + r.stderr
+    assert re.search(msg, r.stdout), r.stdout
+    assert r.stdout.rstrip().endswith("unchanged"), r.stdout
