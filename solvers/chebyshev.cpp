@@ -488,7 +488,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     // the locked residual; locked at the full test, pairs whose own bound is smaller (rel with a
     // smaller |λ|) could never pass (1138_bus, 10 largest: the 4th pair stalled at 1.02× its
     // bound for 2000 iterations).
-    while (c < w - 1 && rn[c] <= 0.25 * tau(theta[c])) {
+    while (c < w - 1 && rn[c] <= lock_bound(opt, test_a, test_b, theta[c], 0.25)) {
       if (nl + c >= k) {
         // Beyond k only pairs below the k-th smallest value locked so far.
         std::vector<double> v(lock_theta.begin(), lock_theta.end());

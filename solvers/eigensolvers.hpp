@@ -33,7 +33,7 @@ struct EigenOptions {
   double a_norm = 0.0;                 // ‖A‖₂ (or an upper bound); 0 = estimate
   double b_norm = 0.0;                 // ‖B‖₂; 0 = estimate (1 without B)
   // Rounding floor of the test: a pair passes when ‖r‖ ≤ max(tol·(a_norm + |θ|·b_norm),
-  // floor_a + |θ|·floor_b)·‖x‖. The eigs driver sets u·‖A‖ and u·‖B‖ (no iteration in double
+  // floor_a + |θ|·floor_b)·‖x‖. The eigs driver sets 4u·‖A‖ and 4u·‖B‖ (no iteration in double
   // gets much below), so that an unreachable test stops the iteration instead of running it to
   // the limit; the driver then reports the accuracy reached (solvers/eigs/eigs.hpp). 0 = none.
   double floor_a = 0.0, floor_b = 0.0;
@@ -93,6 +93,14 @@ inline std::int64_t default_lobpcg_guard(std::int64_t k) {
 inline double pair_bound(const EigenOptions& o, double a, double b, double theta) {
   const double t = theta < 0 ? -theta : theta;
   const double test = o.tol * (a + t * b), floor = o.floor_a + t * o.floor_b;
+  return test > floor ? test : floor;
+}
+
+// The bound a pair is locked at: `frac` of the test (a locked vector's error leaks into the
+// active block), but never below the rounding floor, where waiting cannot lower the residual.
+inline double lock_bound(const EigenOptions& o, double a, double b, double theta, double frac) {
+  const double t = theta < 0 ? -theta : theta;
+  const double test = frac * o.tol * (a + t * b), floor = o.floor_a + t * o.floor_b;
   return test > floor ? test : floor;
 }
 

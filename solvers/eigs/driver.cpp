@@ -7,6 +7,8 @@
 // before anything is called converged.
 #include "solvers/eigs/eigs.hpp"
 
+#include <Eigen/Dense>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -191,6 +193,9 @@ EigsResult finish(const Problem& s, const EigsOptions& opt, PairSet& p, RunOut& 
       r.reason = b;
     } else {
       r.reason = run.reason.empty() ? "a returned pair fails its true-residual test" : run.reason;
+      if (r.status == SolverStatus::breakdown && s.b)
+        r.reason += "; with a mass matrix a breakdown can also mean that it is not positive "
+                    "definite (its Cholesky factorization checks that unless --no-factor)";
     }
   }
   p = std::move(q);
@@ -611,6 +616,45 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   return res;
 }
 
+// A = 0 (every stored value zero): every eigenvalue of A·x = λ·B·x is 0 and any B-orthonormal set
+// is a set of eigenvectors: X = E·L⁻ᵀ with E = [e_1 … e_k] and B[0:k, 0:k] = L·Lᵀ (B positive
+// definite, so its leading block is). Exact: residuals 0, the count is the whole spectrum.
+EigsResult zero_matrix_result(const Csr<double>* b, const EigsOptions& opt, std::int64_t n) {
+  const std::int64_t k = opt.k;
+  Eigen::MatrixXd g = Eigen::MatrixXd::Identity(k, k);
+  if (b) {
+    for (std::int64_t i = 0; i < k; ++i)
+      for (std::int64_t p = b->row_ptr[i]; p < b->row_ptr[i + 1]; ++p)
+        if (b->col_idx[p] < k) g(i, b->col_idx[p]) = b->values[p];
+  }
+  Eigen::LLT<Eigen::MatrixXd> llt(g);
+  if (llt.info() != Eigen::Success)
+    throw InvalidArgument(opt.mass_name + " is not positive definite (its leading " + std::to_string(k) + " x " +
+                          std::to_string(k) + " block has no Cholesky factor)");
+  const Eigen::MatrixXd x = llt.matrixU().solve(Eigen::MatrixXd::Identity(k, k));  // L⁻ᵀ
+  EigsResult r;
+  r.n = n;
+  r.status = SolverStatus::converged;
+  r.values.assign(k, 0.0);
+  r.vectors.assign(static_cast<std::size_t>(n * k), 0.0);
+  for (std::int64_t j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i <= j; ++i) r.vectors[j * n + i] = x(i, j);
+  r.residual_norms.assign(k, 0.0);
+  r.residual_bounds.assign(k, 0.0);
+  r.error_bounds.assign(k, 0.0);
+  r.conv = opt.conv;
+  r.a_norm = 0.0;
+  r.b_norm = b ? csr_inf_norm(*b) : 1.0;
+  r.method = "dense";
+  r.why = "A = 0: every eigenvalue is 0 and any " + std::string(b ? "B-orthonormal" : "orthonormal") +
+          " set is a set of eigenvectors (the first unit vectors" + (b ? ", B-orthonormalized" : "") +
+          "); nothing to iterate";
+  r.verification = Verification::dense;
+  r.certified = Certified::yes;
+  r.certificate = "A = 0: all " + std::to_string(n) + " eigenvalues are 0 (exact)";
+  return r;
+}
+
 }  // namespace
 }  // namespace eigs_detail
 
@@ -647,10 +691,24 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
         throw InvalidArgument(opt.mass_name + " is not positive definite (b_ii = " + g17(s.diag_b[i]) +
                               " at row " + std::to_string(i + 1) + ")");
     // Non-diagonal B: a Cholesky factorization proves it positive definite and gives ‖B⁻¹‖.
-    if (!is_diagonal(*b) && built_with_factor() && opt.allow_factor)
+    if (!is_diagonal(*b) && built_with_factor() && opt.allow_factor) {
       require_positive_definite(*b, opt.mass_name);
+    } else if (!is_diagonal(*b)) {
+      // No factorization: a Lanczos probe on B (40 host products) proves an indefinite B by a
+      // Ritz value below 0 (Ritz values lie inside the spectrum). A B that is indefinite by less
+      // than the probe resolves may still reach the solver, which then breaks down.
+      auto host_ops = make_dense_ops(Backend::cpu);
+      OperatorOptions ho;
+      auto bh = make_sparse_operator(*b, Backend::cpu, ho);
+      const SpectralProbe pb = spectral_probe([&](MvView<const double> x, MvView<double> y) { bh->apply(x, y); },
+                                              *host_ops, n, static_cast<int>(std::min<std::int64_t>(40, n)), 29);
+      if (pb.lower < -1e-12 * s.b_norm)
+        throw InvalidArgument(opt.mass_name + " is not positive definite (a Lanczos probe finds a vector x "
+                              "with x'Bx = " + g17(pb.lower) + " x'x < 0)");
+    }
     s.binv_norm = estimate_binv_norm(*b, s.diag_b, built_with_factor() && opt.allow_factor);
   }
+  if (s.a_norm == 0.0) return zero_matrix_result(b, opt, n);
   std::unique_ptr<DenseBlockOps> own_ops;
   DenseBlockOps* ops = pre.ops;
   if (!ops) own_ops = make_dense_ops(opt.backend), ops = own_ops.get();

@@ -753,5 +753,134 @@ TEST(Eigs, NoWrongAnswerIsLabelledConverged) {
   EXPECT_GT(converged, runs / 2) << "most runs should converge";
 }
 
+// Neumann Laplacian on an nx × ny grid (row sums 0: the constant vector spans its null space).
+// Eigenvalues (2 − 2cos(πi/nx)) + (2 − 2cos(πj/ny)), i < nx, j < ny.
+Csr<double> neumann_laplacian(int nx, int ny) {
+  std::vector<Triplet<double>> t;
+  auto id = [&](int i, int j) { return static_cast<std::int64_t>(i) + std::int64_t(nx) * j; };
+  for (int j = 0; j < ny; ++j)
+    for (int i = 0; i < nx; ++i) {
+      double d = 0;
+      auto link = [&](int i2, int j2) { t.push_back({id(i, j), id(i2, j2), -1.0}), d += 1.0; };
+      if (i > 0) link(i - 1, j);
+      if (i + 1 < nx) link(i + 1, j);
+      if (j > 0) link(i, j - 1);
+      if (j + 1 < ny) link(i, j + 1);
+      t.push_back({id(i, j), id(i, j), d});
+    }
+  const std::int64_t n = std::int64_t(nx) * ny;
+  return csr_from_triplets<double>(n, n, std::move(t), Symmetry::symmetric);
+}
+
+std::vector<double> neumann_spectrum(int nx, int ny) {
+  std::vector<double> v;
+  for (int i = 0; i < nx; ++i)
+    for (int j = 0; j < ny; ++j)
+      v.push_back(2 - 2 * std::cos(kPi * i / nx) + 2 - 2 * std::cos(kPi * j / ny));
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// A = 0: every eigenvalue is 0, any B-orthonormal set is an answer; no shift, no factorization,
+// no iteration needed (the shift search failed: "singular at sigma = 0", whatever --sigma said).
+TEST(Eigs, ZeroMatrixHasAnExactAnswer) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const std::int64_t n = 700;
+  std::vector<Triplet<double>> tz, tl, tt;
+  for (std::int64_t i = 0; i < n; ++i) {
+    tz.push_back({i, i, 0.0});
+    tl.push_back({i, i, 0.5 + std::fmod(0.37 * i, 1.0)});  // lumped mass, random-ish
+    tt.push_back({i, i, 4.0 + std::sin(0.3 * i)});
+    if (i > 0) tt.push_back({i, i - 1, 1.0 + 0.2 * std::cos(0.7 * i)}), tt.push_back({i - 1, i, 1.0 + 0.2 * std::cos(0.7 * i)});
+  }
+  const Csr<double> a = csr_from_triplets<double>(n, n, tz, Symmetry::symmetric);
+  const Csr<double> lumped = csr_from_triplets<double>(n, n, tl, Symmetry::symmetric);
+  const Csr<double> tri = csr_from_triplets<double>(n, n, tt, Symmetry::symmetric);
+  for (const Csr<double>* b : {static_cast<const Csr<double>*>(nullptr), &lumped, &tri}) {
+    for (Which w : {Which::smallest, Which::largest, Which::nearest}) {
+      SCOPED_TRACE(std::string(b == nullptr ? "no mass" : b == &lumped ? "lumped mass" : "tridiagonal mass") +
+                   (w == Which::smallest ? ", smallest" : w == Which::largest ? ", largest" : ", nearest 3"));
+      EigsOptions o = base_options(9, w);
+      if (w == Which::nearest) o.has_sigma = true, o.sigma = 3.0;
+      auto r = eigs(a, b, o);
+      ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+      EXPECT_EQ(r.certified, Certified::yes);
+      ASSERT_EQ(r.values.size(), 9u);
+      for (double v : r.values) EXPECT_EQ(v, 0.0);
+      Eigen::Map<const Eigen::MatrixXd> x(r.vectors.data(), n, 9);
+      const Eigen::MatrixXd bm = b ? dense_of(*b) : Eigen::MatrixXd::Identity(n, n);
+      EXPECT_LT((x.transpose() * bm * x - Eigen::MatrixXd::Identity(9, 9)).norm(), 1e-12);
+    }
+  }
+}
+
+// The null vector of a Neumann Laplacian: a relative test at λ = 0 asks for a residual below the
+// rounding level. Without a factorization (Chebyshev) the iteration must stop at the floor and
+// still give every value (it locked nothing at u·‖A‖ and ran 2000 iterations: 51 s for 0.4);
+// the dense solve (n = 400) either passes or says why and what to do.
+TEST(Eigs, NullVectorOfANeumannLaplacian) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  {
+    const int nx = 70, ny = 60;
+    const Csr<double> a = neumann_laplacian(nx, ny);
+    const auto ref = neumann_spectrum(nx, ny);
+    EigsOptions o = base_options(4);
+    o.tol = 1e-8;
+    o.allow_factor = false;
+    auto r = eigs(a, nullptr, o);
+    EXPECT_EQ(r.status, SolverStatus::converged) << describe(r);
+    EXPECT_EQ(r.method, "chebyshev");
+    EXPECT_LT(r.iterations, 100) << describe(r);
+    for (int j = 0; j < 4; ++j) EXPECT_NEAR(r.values[j], ref[j], 1e-9 * 8) << j;
+  }
+  {
+    const Csr<double> a = neumann_laplacian(20, 20);
+    const auto ref = neumann_spectrum(20, 20);
+    EigsOptions o = base_options(3);
+    o.tol = 1e-8;
+    auto r = eigs(a, nullptr, o);
+    EXPECT_EQ(r.method, "dense");
+    if (r.status != SolverStatus::converged) {
+      EXPECT_NE(r.reason.find("0 to working precision"), std::string::npos) << r.reason;
+      EXPECT_NE(r.reason.find("--conv norm (these residuals pass it)"), std::string::npos) << r.reason;
+    }
+    for (int j = 0; j < 3; ++j) EXPECT_NEAR(r.values[j], ref[j], 1e-12) << j;
+    o.conv = ConvTest::norm;
+    auto rn = eigs(a, nullptr, o);
+    EXPECT_EQ(rn.status, SolverStatus::converged) << describe(rn);
+  }
+}
+
+// A mass matrix with a positive diagonal that is not positive definite is refused by name, with
+// or without a factorization, on the dense path and the iterative one (LOBPCG said only
+// "breakdown").
+TEST(Eigs, IndefiniteMassIsRefusedOnEveryPath) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  for (int nx : {20, 60}) {  // 400 rows: dense; 3600: iterative
+    const Csr<double> a = laplacian(nx, nx);
+    const std::int64_t n = a.nrows;
+    std::vector<Triplet<double>> t;
+    for (std::int64_t i = 0; i < n; ++i) {
+      t.push_back({i, i, 1.0 + 0.1 * std::sin(1.3 * i)});
+      if (i > 0) t.push_back({i, i - 1, 1.5}), t.push_back({i - 1, i, 1.5});  // eigenvalues down to ≈ −2
+    }
+    const Csr<double> b = csr_from_triplets<double>(n, n, t, Symmetry::symmetric);
+    for (bool factor : {false, true}) {
+      if (factor && !built_with_factor()) continue;
+      SCOPED_TRACE(std::to_string(n) + (factor ? " rows, with factorization" : " rows, --no-factor"));
+      EigsOptions o = base_options(3);
+      o.allow_factor = factor;
+      o.mass_name = "mass matrix M.mtx";
+      try {
+        auto r = eigs(a, &b, o);
+        ADD_FAILURE() << "accepted: " << describe(r);
+      } catch (const InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find("mass matrix M.mtx is not positive definite"), std::string::npos)
+            << e.what();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tcsolve::test
