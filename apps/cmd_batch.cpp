@@ -230,7 +230,9 @@ int run_batch(const Args& args) {
       "The file is checked completely before anything runs (errors name the line). A matrix used\n"
       "by several jobs is read and prepared once. A failing job is recorded (status \"failed\" and\n"
       "the error in its output file) and the others still run. Outputs are written atomically;\n"
-      "--resume skips jobs whose output is complete (failed jobs run again).\n"
+      "--resume skips jobs whose output is complete and was written for the same options and\n"
+      "inputs (a job whose options or matrix changed, or that failed, runs again) and removes the\n"
+      "temporary files an interrupted run left.\n"
       "Exit status: 0 every job converged (or was skipped), 1 some job failed or did not converge,\n"
       "2 bad job file or usage.\n",
       {"JOBFILE"}};
@@ -251,6 +253,17 @@ int run_batch(const Args& args) {
     std::error_code ec;
     fs::create_directories(outdir, ec);
     if (ec) throw Error(outdir + ": cannot create the output folder: " + ec.message());
+  }
+  // --resume: what an interrupted writer left is removed first (only the AtomicFile pattern of
+  // this batch's own outputs).
+  if (resume) {
+    int removed = 0;
+    for (const JobSpec& s : jobs) {
+      removed += remove_stale_temporaries(s.out);
+      if (!s.plot.empty()) removed += remove_stale_temporaries(s.plot);
+    }
+    if (removed > 0 && !quiet)
+      std::cerr << "removed " << removed << " temporary file(s) left by an interrupted run\n";
   }
   // Every job's outputs before the first job runs (folders, inputs named as outputs).
   for (const JobSpec& s : jobs) {
@@ -280,7 +293,10 @@ int run_batch(const Args& args) {
     const std::string head = format("[%zu/%zu] %s", i + 1, jobs.size(), s.name.c_str());
     line.update(head + ": starting", true);
     Timer t;
-    if (resume && result_is_complete(s.out)) {
+    std::string stale;
+    if (resume && !stored_result_stands(s, cache, stale) && result_is_complete(s.out) && !quiet)
+      std::cerr << head << ": running again: " << stale << "\n";
+    if (resume && stale.empty()) {
       row.status = "skipped";
       row.message = "output already complete (--resume)";
       try {  // show what the earlier run found

@@ -1,6 +1,7 @@
 #include "apps/job.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -125,6 +126,8 @@ void set_common_attrs(Hdf5Group& g, const JobSpec& s, const std::string& command
   if (!s.rhs.empty()) g.set_attr("rhs", s.rhs);
   g.set_attr("tcsolve_version", TCSOLVE_VERSION);
   g.set_attr("command", command);
+  g.set_attr("job_options", job_options_string(s));
+  g.set_attr("input_stamps", input_stamps(s));
 }
 
 std::int64_t default_maxiter(const JobSpec& s) {
@@ -752,6 +755,110 @@ void write_failure_file(const JobSpec& s, const std::string& error, const std::s
     f.close();
   }
   af.commit();
+}
+
+std::string job_options_string(const JobSpec& s) {
+  std::string o = "task=" + s.task + ";matrix=" + s.matrix + ";mass=" + s.mass + ";rhs=" + s.rhs;
+  if (s.task == "eigs")
+    o += format(";k=%lld;which=%s;method=%s;sigma=%s;conv=%s;no_factor=%d;no_recheck=%d;certify=%d;block_size=%lld",
+                (long long)s.k, s.which.c_str(), s.method.c_str(), s.sigma.c_str(), s.conv.c_str(),
+                int(s.no_factor), int(s.no_recheck), int(s.certify), (long long)s.block_size);
+  o += format(";tol=%.17g;maxiter=%lld;precision=%s;device=%s;cpu_fallback=%d;precond=%s;reorder=%s;seed=%llu",
+              s.tol, (long long)s.maxiter, s.precision.c_str(), s.device.c_str(), int(s.cpu_fallback),
+              s.precond.c_str(), s.reorder.c_str(), (unsigned long long)s.seed);
+  return o;
+}
+
+namespace {
+// "path:size:mtime_ns" of a file, or "path:missing".
+std::string file_stamp(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec, ec2;
+  const auto size = fs::file_size(path, ec);
+  const auto t = fs::last_write_time(path, ec2);
+  if (ec || ec2) return path + ":missing";
+  return path + ":" + std::to_string(size) + ":" +
+         std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
+
+std::string rhs_file(const JobSpec& s) {
+  if (s.task != "solve" || s.rhs.rfind("random:", 0) == 0 || s.rhs.rfind(':') == std::string::npos) return {};
+  return s.rhs.substr(0, s.rhs.rfind(':'));
+}
+}  // namespace
+
+std::string input_stamps(const JobSpec& s) {
+  std::string o;
+  for (const std::string* spec : {&s.matrix, &s.mass}) {
+    const std::string f = spec->empty() ? std::string() : matrix_spec_file(*spec);
+    if (!f.empty()) o += (o.empty() ? "" : ";") + file_stamp(f);
+  }
+  if (!rhs_file(s).empty()) o += (o.empty() ? "" : ";") + file_stamp(rhs_file(s));
+  return o;
+}
+
+bool stored_result_stands(const JobSpec& s, MatrixCache& cache, std::string& why) {
+  if (!result_is_complete(s.out)) {
+    why = "no complete result";
+    return false;
+  }
+  std::string stored_options, stored_stamps, matrix_sum, mass_sum;
+  try {
+    Hdf5File f = Hdf5File::open(s.out);
+    if (!f.has_attr("job_options") || !f.has_attr("input_stamps")) {
+      why = "the stored result does not record its options (written by an older tcsolve)";
+      return false;
+    }
+    stored_options = f.attr_string("job_options");
+    stored_stamps = f.attr_string("input_stamps");
+    if (f.has_attr("matrix_checksum")) matrix_sum = f.attr_string("matrix_checksum");
+    if (f.has_attr("mass_checksum")) mass_sum = f.attr_string("mass_checksum");
+  } catch (const Error& e) {
+    why = std::string("the stored result cannot be read: ") + e.what();
+    return false;
+  }
+  if (stored_options != job_options_string(s)) {
+    why = "the job's options changed since the stored result";
+    return false;
+  }
+  if (stored_stamps == input_stamps(s)) return true;
+  // A stamp changed: the matrix and mass by content; a right-hand-side file is not checksummed.
+  if (!rhs_file(s).empty() && stored_stamps.find(file_stamp(rhs_file(s))) == std::string::npos) {
+    why = "the right-hand-side file " + rhs_file(s) + " changed since the stored result";
+    return false;
+  }
+  try {
+    if (matrix_sum.empty() || cache.get(s.matrix)->checksum() != matrix_sum) {
+      why = "the matrix " + s.matrix + " changed since the stored result";
+      return false;
+    }
+    if (!s.mass.empty() && (mass_sum.empty() || cache.get(s.mass)->checksum() != mass_sum)) {
+      why = "the mass matrix " + s.mass + " changed since the stored result";
+      return false;
+    }
+  } catch (const std::exception& e) {
+    why = std::string("an input cannot be read: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+int remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string prefix = p.filename().string() + ".tmp-";
+  int removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0 &&
+        it->is_regular_file(ec)) {
+      std::error_code rm;
+      if (fs::remove(it->path(), rm)) ++removed;
+    }
+  }
+  return removed;
 }
 
 bool result_is_complete(const std::string& path) {

@@ -148,7 +148,23 @@ JobOutcome run_job(const JobSpec& spec, MatrixCache& cache, const ProgressFn& pr
 void write_failure_file(const JobSpec& spec, const std::string& error, const std::string& command);
 
 // True when `path` is a complete tcsolve result (HDF5 with a status attribute other than
-// "failed"); used by batch --resume.
+// "failed").
 bool result_is_complete(const std::string& path);
+
+// The options that decide a job's answer, as one canonical string (stored as the result's
+// "job_options" attribute), and the identity of its input files ("input_stamps": path, size and
+// modification time of the matrix, mass and right-hand-side files; generators have none).
+std::string job_options_string(const JobSpec& spec);
+std::string input_stamps(const JobSpec& spec);
+
+// batch --resume: whether the stored result of `spec` can stand. It can when it is complete, was
+// written for the same options, and for the same inputs: the same file stamps, or, for a matrix
+// or mass file whose stamp changed, the same content (its checksum, read through `cache`).
+// `why` says what was found when it cannot.
+bool stored_result_stands(const JobSpec& spec, MatrixCache& cache, std::string& why);
+
+// Removes the temporary files an interrupted writer of `path` left ("PATH.tmp-XXXXXX", the
+// AtomicFile pattern). Returns how many.
+int remove_stale_temporaries(const std::string& path);
 
 }  // namespace tcsolve::app

@@ -260,7 +260,8 @@ def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvecto
     fields = {
         "task": "eigs", "k": k, "which": which_name, "matrix": a.desc,
         "mass": None if b is None else b.desc, "time_read": 0.0, "time_write": 0.0,
-        "tcsolve_version": __version__, "command": command, "job": "", "reorder": "none", "rows": a.n,
+        "tcsolve_version": __version__, "command": command, "job": "", "job_options": command, "input_stamps": "",
+        "reorder": "none", "rows": a.n,
         "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0,
     }
     fields.update(res)
@@ -567,7 +568,9 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
                               precision=precision, block_size=block_size),
         "job": "", "reorder": "none", "rows": n, "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0,
         "seed": 0 if seed is None else int(seed), "spmm_kernel": "", "spmm_plan": "", "matrix_checksum": "",
+        "input_stamps": "",
     }
+    fields["job_options"] = fields["command"]
     fields.update(res)
     if a.kind == "csr":
         fields["matrix_checksum"] = _Lazy(lambda: _tcsolve.csr_checksum(n, a.indptr, a.indices, a.data))

@@ -13,7 +13,8 @@ SOLVE_DATASETS = ("solution", "residual_norms", "column_iterations")
 COMMON_ATTRS = ("task", "status", "reason", "method", "iterations", "operator_applies", "tolerance",
                 "max_iterations", "precision", "preconditioner", "backend", "device", "spmm_kernel", "spmm_plan", "reorder",
                 "matrix", "matrix_checksum", "rows", "nnz", "seed", "time_read", "time_preprocess",
-                "time_solve", "time_write", "tcsolve_version", "command", "job")
+                "time_solve", "time_write", "tcsolve_version", "command", "job", "job_options",
+                "input_stamps")
 EIGS_ATTRS = ("k", "which", "a_norm", "b_norm", "mass", "mass_checksum")
 SOLVE_ATTRS = ("right_hand_sides", "rhs")
 # What the eigs() driver adds (solvers/eigs.hpp).
@@ -67,7 +68,8 @@ class Result:
     ``device``, ``spmm_kernel``, ``matrix`` (a description of A), ``matrix_checksum`` (the same
     FNV-1a checksum the command writes), ``rows``, ``nnz``, ``seed``, ``time_read`` (0: nothing is
     read), ``time_preprocess`` (input checks and conversion, operator setup), ``time_solve``,
-    ``time_write`` (0), ``tcsolve_version``, ``command`` (the Python call), ``job`` ('').
+    ``time_write`` (0), ``tcsolve_version``, ``command`` (the Python call), ``job`` (''),
+    ``job_options`` (the Python call), ``input_stamps`` ('': the inputs are in memory).
     ``save(path)`` writes the same HDF5 file as ``tcsolve eigs|solve --out``.
     """
 

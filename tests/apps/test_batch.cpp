@@ -3,6 +3,7 @@
 // matrix shared by jobs is read once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "io/hdf5_file.hpp"
@@ -128,6 +129,58 @@ TEST(AppsBatch, InterruptedBatchResumes) {
   EXPECT_EQ(fs::last_write_time(out + "/low.h5"), low_time) << "a complete output was redone";
   EXPECT_EQ(Hdf5File::open(out + "/high.h5").attr_string("status"), "converged");
   EXPECT_TRUE(temp_files(out).empty());
+}
+
+// --resume keeps a stored result only for the same job: a changed option or a matrix file with
+// new content runs again (the same content under a new modification time does not); the
+// temporary files an interrupted writer left next to the outputs are removed, others are not.
+TEST(AppsBatch, ResumeRerunsChangedJobsAndRemovesStaleTemporaries) {
+  ScratchDir d;
+  ASSERT_EQ(run_tcsolve({"convert", "gen:lap2d:30", d.file("m.mtx")}).status, 0);
+  auto jobs_with = [&](const std::string& gen) {
+    return d.write("jobs.ini", "[defaults]\ndevice = cpu\n\n[job.a]\ntask = eigs\nmatrix = " + gen +
+                                   "\nk = 3\n\n[job.b]\ntask = eigs\nmatrix = " + d.file("m.mtx") + "\nk = 3\n");
+  };
+  const std::string out = d.file("out");
+  auto status_of = [](const RunResult& r, const std::string& job) {
+    const std::string key = "{\"job\": \"" + job + "\", \"task\": \"eigs\", \"status\": \"";
+    const auto p = r.out.find(key);
+    if (p == std::string::npos) return std::string("absent");
+    return r.out.substr(p + key.size(), r.out.find('"', p + key.size()) - p - key.size());
+  };
+  ASSERT_EQ(run_tcsolve({"batch", jobs_with("gen:lap2d:60"), "--output-dir", out, "-q"}).status, 0);
+  d.write("out/a.h5.tmp-k2j9x1", "half");
+  d.write("out/b.h5.tmp-000000", "");
+  d.write("out/other.h5.tmp-abcdef", "not ours");
+  d.write("out/a.h5.tmp-long-name", "not the pattern");
+
+  auto same = run_tcsolve({"batch", jobs_with("gen:lap2d:60"), "--output-dir", out, "--resume", "--json"});
+  EXPECT_EQ(same.status, 0) << same.err;
+  EXPECT_EQ(status_of(same, "a"), "skipped");
+  EXPECT_EQ(status_of(same, "b"), "skipped");
+  EXPECT_NE(same.err.find("removed 2 temporary file(s)"), std::string::npos) << same.err;
+  std::vector<std::string> left;
+  for (const auto& t : temp_files(out)) left.push_back(fs::path(t).filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"a.h5.tmp-long-name", "other.h5.tmp-abcdef"}));
+
+  // a changed option (the generator's size): job a runs again, b stays
+  auto changed = run_tcsolve({"batch", jobs_with("gen:lap2d:61"), "--output-dir", out, "--resume", "--json"});
+  EXPECT_EQ(status_of(changed, "a"), "converged") << changed.out;
+  EXPECT_EQ(status_of(changed, "b"), "skipped");
+  EXPECT_NE(changed.err.find("a: running again: the job's options changed"), std::string::npos) << changed.err;
+  EXPECT_EQ(Hdf5File::open(out + "/a.h5").attr_int64("rows"), 61 * 61);
+
+  // the matrix file rewritten with the same content (new time): kept; with new content: rerun
+  ASSERT_EQ(run_tcsolve({"convert", "gen:lap2d:30", d.file("m.mtx")}).status, 0);
+  auto touched = run_tcsolve({"batch", jobs_with("gen:lap2d:61"), "--output-dir", out, "--resume", "--json"});
+  EXPECT_EQ(status_of(touched, "b"), "skipped") << touched.err;
+  ASSERT_EQ(run_tcsolve({"convert", "gen:lap2d:31", d.file("m.mtx")}).status, 0);
+  auto rewritten = run_tcsolve({"batch", jobs_with("gen:lap2d:61"), "--output-dir", out, "--resume", "--json"});
+  EXPECT_EQ(status_of(rewritten, "a"), "skipped");
+  EXPECT_EQ(status_of(rewritten, "b"), "converged") << rewritten.err;
+  EXPECT_NE(rewritten.err.find("the matrix " + d.file("m.mtx") + " changed"), std::string::npos) << rewritten.err;
+  EXPECT_EQ(Hdf5File::open(out + "/b.h5").attr_int64("rows"), 31 * 31);
 }
 
 }  // namespace
