@@ -49,6 +49,8 @@ if has tests; then
     timeout ${TEST_LIMIT:-240} "$D/tests/$t" $f > "$OUT/$t.log" 2>&1; echo "$t rc=$?"
     grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/$t.log" | head -12
   done
+  step gpu_smoke
+  timeout 300 bash tests/apps/gpu_smoke.sh "$T" "$OUT" | tail -15; echo "gpu_smoke rc=${PIPESTATUS[0]}"
 fi
 if has memcheck; then
   step memcheck

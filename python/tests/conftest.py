@@ -3,7 +3,9 @@
 Matrices: generated Laplacians (always), the SuiteSparse files in ../shared/matrices/suitesparse
 (or $TCSOLVE_MATRICES) -- tests that need one skip with the path when it is absent.
 GPU tests carry the marker `gpu`; a `-m gpu` session in which every test skipped (no CuPy, no
-GPU, a CPU-only build) exits with 77, which CTest reports as skipped.
+GPU, a CPU-only build) exits with 77, which CTest reports as skipped. Tests that read SuiteSparse
+files carry `matrices` (added at collection) and run in their own session (CTest python_matrices),
+which exits 77 when the folder is absent.
 """
 import os
 import pathlib
@@ -75,6 +77,34 @@ _outcomes = {"passed": 0, "failed": 0, "skipped": 0}
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs CuPy, a GPU and a CUDA build of tcsolve")
+    config.addinivalue_line("markers", "matrices: reads SuiteSparse matrices (CTest: python_matrices)")
+
+
+def _needs_matrices(item):
+    """Tests that read SuiteSparse files (through suitesparse() or test_eigsh's load()), except the
+    parameters that name a generated matrix."""
+    import inspect
+    fn = getattr(item, "function", None)
+    try:
+        src = inspect.getsource(fn) if fn is not None else ""
+    except (OSError, TypeError):
+        return False
+    if "suitesparse(" not in src and "load(name)" not in src:
+        return False
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    name = params.get("name")
+    return not (isinstance(name, str) and name.startswith("lap"))
+
+
+def pytest_collection_modifyitems(config, items):
+    # The tests that read SuiteSparse files carry the marker `matrices` and run as their own CTest
+    # test (python_matrices), which exits 77 -- skipped, with the path -- when the folder is absent.
+    for item in items:
+        if _needs_matrices(item):
+            item.add_marker(pytest.mark.matrices)
+    markexpr = config.getoption("markexpr", "")
+    if markexpr.startswith("matrices") and not MATRICES.is_dir():
+        pytest.exit(f"skipped: no SuiteSparse matrices at {MATRICES}", returncode=77)
 
 
 def pytest_runtest_logreport(report):
