@@ -233,8 +233,10 @@ int run_batch(const Args& args) {
       "--resume skips jobs whose output is complete and was written for the same options and\n"
       "inputs (a job whose options or matrix changed, or that failed, runs again) and removes the\n"
       "temporary files an interrupted run left.\n"
+      "SIGINT/SIGTERM stop the running job at its next iteration (its partial result is written\n"
+      "with status interrupted and --resume runs it again) and start no further job.\n"
       "Exit status: 0 every job converged (or was skipped), 1 some job failed or did not converge,\n"
-      "2 bad job file or usage.\n",
+      "130/143 interrupted (SIGINT/SIGTERM), 2 bad job file or usage.\n",
       {"JOBFILE"}};
   bool resume = false, quiet = false, json = false;
   std::string outdir;
@@ -283,6 +285,9 @@ int run_batch(const Args& args) {
   // Test hook: the process is killed (SIGKILL) right after this job, as by an interruption.
   const char* abort_after = std::getenv("TCSOLVE_TEST_ABORT_AFTER_JOB");
 
+  // SIGINT/SIGTERM: the running job stops at its next iteration's end and writes its partial
+  // result; no further job starts; the summary is printed; exit 130/143 (core/interrupt.hpp).
+  install_interrupt_handlers();
   MatrixCache cache;
   ProgressLine line(!quiet && !json);
   std::vector<Row> rows;
@@ -345,6 +350,14 @@ int run_batch(const Args& args) {
     for (const auto& [m, last] : last_use)
       if (last == i) cache.drop(m);
     if (abort_after && s.name == abort_after) ::kill(::getpid(), SIGKILL);  // as if killed
+    if (interrupt_requested()) {
+      // The job that ran is recorded (its partial result says interrupted; --resume runs it
+      // again); the rest are listed as not run.
+      for (std::size_t j = i + 1; j < jobs.size(); ++j)
+        rows.push_back(Row{jobs[j].name, jobs[j].task, "not run", "interrupted before it started", jobs[j].out});
+      all_ok = false;
+      break;
+    }
   }
 
   if (json) {
@@ -368,6 +381,7 @@ int run_batch(const Args& args) {
                           (long long)r.iterations, r.residual,
                           r.status == "failed" ? r.message.c_str() : r.out.c_str());
   }
+  if (interrupt_requested()) return 128 + (interrupt_signal() > 0 ? interrupt_signal() : 2);
   return all_ok ? exit_ok : exit_failed;
 }
 

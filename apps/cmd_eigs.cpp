@@ -111,7 +111,9 @@ int run_task(const std::string& task, const Args& args) {
           "\nOn a terminal a progress line shows the iteration, converged columns, the largest\n"
           "residual and the elapsed time. Exit status: 0 converged, 1 not converged or unverified\n"
           "(or CG found the matrix indefinite; partial results are still written) or the result\n"
-          "could not be written (full disk...: nothing is left behind), 2 bad usage or input.\n",
+          "could not be written (full disk...: nothing is left behind), 2 bad usage or input,\n"
+          "130/143 interrupted: SIGINT/SIGTERM stop the solve at its next iteration and the partial\n"
+          "result is written with status interrupted (a second signal exits at once).\n",
       {"MATRIX"}};
   bool quiet = false, json = false;
   po::options_description opts = option_table();
@@ -124,6 +126,9 @@ int run_task(const std::string& task, const Args& args) {
   s.matrix = vm["MATRIX"].as<std::string>();
   validate_job(s);
 
+  // SIGINT/SIGTERM: the solve stops at its next iteration's end and the partial result is
+  // written (status interrupted, exit 130/143); a second signal exits at once (core/interrupt.hpp).
+  install_interrupt_handlers();
   MatrixCache cache;
   ProgressLine line(!quiet && !json);
   const std::string label = task;
@@ -141,7 +146,12 @@ int run_task(const std::string& task, const Args& args) {
   o.process_s = process_seconds();
   if (json) print_json(s, o);
   else if (!quiet) print_table(s, o);
-  if (o.status != "converged")
+  if (o.status == "interrupted")
+    std::cerr << "tcsolve: " << task << " " << o.message
+              << (s.out.empty() ? std::string("; nothing written (no --out)")
+                                : "; the partial result is in " + s.out + " (status interrupted)")
+              << "\n";
+  else if (o.status != "converged")
     std::cerr << "tcsolve: " << task << " did not converge: " << o.status
               << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
   return o.exit_code();

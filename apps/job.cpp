@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <future>
 #include <iostream>
+#include <utility>
 
 #include "apps/matrix_summary.hpp"
 #include "apps/svg_plot.hpp"
@@ -27,7 +28,7 @@ namespace tcsolve::app {
 namespace {
 
 // Rough device bytes a job needs: the matrix in CSR at the storage precision, twice (CSR and a
-// possible BCSR copy), plus the solver's tall blocks of n doubles: block CG 6 blocks of s; eigs the
+// possible BCSR copy), plus the solver's tall blocks of n doubles: block CG 8 blocks of s (b, x, its 5-block workspace, the dense scratch) and a diagonal; eigs the
 // workspace of its method (workspace_vectors, solvers/eigs/plan.hpp; `auto`: Chebyshev for
 // standard problems, LOBPCG with a mass matrix).
 double matrix_device_bytes(const JobSpec& s, const Csr<double>& a) {
@@ -40,10 +41,45 @@ double device_bytes_needed(const JobSpec& s, const Csr<double>& a, std::int64_t 
   const double n = static_cast<double>(a.nrows);
   const double matrix = matrix_device_bytes(s, a);
   const double blocks =
-      s.task == "solve" ? 6.0 * static_cast<double>(cols)
+      s.task == "solve" ? 8.0 * static_cast<double>(cols) + 1.0
                         : static_cast<double>(workspace_vectors(parse_eigs_method(s.method), a.nrows,
                                                                 s.k, s.block_size, !s.mass.empty()));
   return matrix + 8.0 * n * blocks;
+}
+
+// Columns of length n stored in FILE.h5's DATASET as [s][n] (one row per column) or [n], as an
+// n × s column-major block; `what` names them in errors ("right-hand sides", "start vectors").
+std::vector<double> read_columns(const std::string& file, const std::string& dataset, std::int64_t n,
+                                 const char* what, std::int64_t* s_out) {
+  Hdf5File f = Hdf5File::open(file);
+  if (!f.has_dataset(dataset))
+    throw InputError(file, 0, format("no dataset '%s' for the %s", dataset.c_str(), what));
+  std::vector<std::int64_t> dims;
+  std::vector<double> data = f.read_doubles(dataset, &dims);
+  std::int64_t s = 0, len = 0;
+  if (dims.size() == 1) s = 1, len = dims[0];
+  else if (dims.size() == 2) s = dims[0], len = dims[1];
+  else throw InputError(file, 0, format("/%s: %s must be [n] or [s][n]", dataset.c_str(), what));
+  if (len != n)
+    throw InputError(file, 0, format("/%s: %s have length %lld but the matrix has %lld rows "
+                                     "(expected [s][%lld] or [%lld])", dataset.c_str(), what,
+                                     (long long)len, (long long)n, (long long)n, (long long)n));
+  if (s < 1) throw InputError(file, 0, format("/%s: no %s", dataset.c_str(), what));
+  for (std::size_t i = 0; i < data.size(); ++i)
+    if (!std::isfinite(data[i]))
+      throw InputError(file, 0, format("/%s: non-finite value in the %s at column %lld, row %lld",
+                                       dataset.c_str(), what, (long long)(i / len), (long long)(i % len)));
+  *s_out = s;
+  return data;  // [s][n] row-major == n × s column-major
+}
+
+// A start block (--start / --x0): "FILE.h5" (its `dataset`: a tcsolve result's eigenvectors or
+// solution) or "FILE.h5:DATASET".
+std::pair<std::string, std::string> split_start(const std::string& spec, const char* dataset) {
+  if (ends_with(spec, ".h5") || ends_with(spec, ".hdf5")) return {spec, dataset};
+  const auto colon = spec.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) return {spec, dataset};
+  return {spec.substr(0, colon), spec.substr(colon + 1)};
 }
 
 // Right-hand sides, n × s column-major on the host: "random:S" or "FILE.h5:DATASET" holding
@@ -73,27 +109,7 @@ std::vector<double> load_rhs(const std::string& rhs, std::int64_t n, std::int64_
   const auto colon = rhs.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == rhs.size())
     throw UsageError("--rhs '" + rhs + "': expected FILE.h5:DATASET or random:S");
-  const std::string file = rhs.substr(0, colon), dataset = rhs.substr(colon + 1);
-  Hdf5File f = Hdf5File::open(file);
-  if (!f.has_dataset(dataset))
-    throw InputError(file, 0, "no dataset '" + dataset + "' for the right-hand sides");
-  std::vector<std::int64_t> dims;
-  std::vector<double> data = f.read_doubles(dataset, &dims);
-  std::int64_t s = 0, len = 0;
-  if (dims.size() == 1) s = 1, len = dims[0];
-  else if (dims.size() == 2) s = dims[0], len = dims[1];
-  else throw InputError(file, 0, "/" + dataset + ": right-hand sides must be [n] or [s][n]");
-  if (len != n)
-    throw InputError(file, 0, format("/%s: right-hand sides have length %lld but the matrix has "
-                                     "%lld rows (expected [s][%lld] or [%lld])", dataset.c_str(),
-                                     (long long)len, (long long)n, (long long)n, (long long)n));
-  if (s < 1) throw InputError(file, 0, "/" + dataset + ": no right-hand sides");
-  for (std::size_t i = 0; i < data.size(); ++i)
-    if (!std::isfinite(data[i]))
-      throw InputError(file, 0, format("/%s: non-finite value at right-hand side %lld, row %lld",
-                                       dataset.c_str(), (long long)(i / len), (long long)(i % len)));
-  *s_out = s;
-  return data;  // [s][n] row-major == n × s column-major
+  return read_columns(rhs.substr(0, colon), rhs.substr(colon + 1), n, "right-hand sides", s_out);
 }
 
 void write_history(Hdf5Group g, const std::vector<IterationRecord>& h) {
@@ -124,6 +140,7 @@ void set_common_attrs(Hdf5Group& g, const JobSpec& s, const std::string& command
   g.set_attr("matrix", s.matrix);
   if (!s.mass.empty()) g.set_attr("mass", s.mass);
   if (!s.rhs.empty()) g.set_attr("rhs", s.rhs);
+  if (!s.start.empty()) g.set_attr(s.task == "eigs" ? "start" : "x0", s.start);
   g.set_attr("tcsolve_version", TCSOLVE_VERSION);
   g.set_attr("command", command);
   g.set_attr("job_options", job_options_string(s));
@@ -173,11 +190,18 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
         ("certify", po::bool_switch(&s.certify),
          "always certify the set by Sylvester's inertia (a sparse LDL^T of A - tau B; by default "
          "only when it costs at most 15% of the solve, else a cheaper re-check)")
-        ("block-size", po::value(&s.block_size)->value_name("S"), "block Lanczos block size (default: automatic)");
+        ("block-size", po::value(&s.block_size)->value_name("S"), "block Lanczos block size (default: automatic)")
+        ("start", po::value(&s.start)->value_name("FILE.h5[:DATASET]"),
+         "warm start: begin from the eigenvectors of an earlier result (its /eigenvectors, or a "
+         "DATASET [s][n]), e.g. the previous point of a parameter sweep; any number of vectors. "
+         "The answer is tested as from a random start");
   } else {
     opts.add_options()
         ("rhs", po::value(&s.rhs)->value_name("FILE.h5:DATASET|random:S"),
-         "right-hand sides: a dataset [s][n] (one row per right-hand side) or [n], or S random ones");
+         "right-hand sides: a dataset [s][n] (one row per right-hand side) or [n], or S random ones")
+        ("x0", po::value(&s.start)->value_name("FILE.h5[:DATASET]"),
+         "initial guess: an earlier result's /solution, or a DATASET [s][n] with one row per "
+         "right-hand side (default: zero)");
   }
   opts.add_options()
       ("tol", po::value(&s.tol)->value_name("T"),
@@ -262,6 +286,7 @@ void check_job_outputs(const JobSpec& s) {
     if (!spec->empty() && !matrix_spec_file(*spec).empty()) inputs.push_back(matrix_spec_file(*spec));
   if (s.task == "solve" && s.rhs.rfind("random:", 0) != 0 && s.rhs.rfind(':') != std::string::npos)
     inputs.push_back(s.rhs.substr(0, s.rhs.rfind(':')));
+  if (!s.start.empty()) inputs.push_back(split_start(s.start, "").first);
   if (!s.out.empty()) check_output_path("--out '" + s.out + "'", s.out, inputs);
   if (!s.plot.empty()) check_output_path("--plot '" + s.plot + "'", s.plot, inputs);
 }
@@ -352,15 +377,24 @@ struct Solved {
 
 // fit_columns (GPU runs; 0 = no limit): the n-vectors that fit beside the matrices. eigs passes it
 // to the driver (which shrinks its basis/width, or refuses); solve runs the right-hand sides in
-// batches of fit_columns / 6 (block CG holds 6 blocks of s).
+// batches of (fit_columns - 1) / 8 (block CG holds 8 blocks of s and a diagonal).
 Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
                 const std::shared_ptr<const PreparedMatrix>& A,
                 const std::shared_ptr<const PreparedMatrix>& B, const std::vector<double>& rhs,
-                std::int64_t nrhs, const ProgressFn& progress, JobOutcome& o,
-                std::int64_t fit_columns = 0) {
+                std::int64_t nrhs, const std::vector<double>& start, const ProgressFn& progress,
+                JobOutcome& o, std::int64_t fit_columns = 0) {
   Timer tp;
   const Precision prec = parse_precision(s.precision);
-  const int cols = static_cast<int>(s.task == "solve" ? nrhs : s.k + 8);
+  // Columns per block CG batch: all right-hand sides, or batches of (fit_columns - 1) / 8 when 8 blocks
+  // of nrhs do not fit the GPU.
+  const std::int64_t batch =
+      fit_columns > 0 ? std::max<std::int64_t>(1, std::min(nrhs, (fit_columns - 1) / 8)) : nrhs;
+  // The operator's kernel trial runs at the width the solver will apply, and its scratch X and Y
+  // (2 blocks of that width) must fit beside the matrices as the solver's blocks will.
+  const std::int64_t eig_cols =
+      fit_columns > 0 ? std::max<std::int64_t>(1, std::min<std::int64_t>(s.k + 8, fit_columns / 2))
+                      : s.k + 8;
+  const int cols = static_cast<int>(s.task == "solve" ? batch : eig_cols);
   DenseBlockOps& ops = cache.ops(backend);
   const bool reorder = s.reorder == "symmetric";
   SparseOperator& aop = cache.op(A, backend, prec, cols, nullptr,
@@ -433,6 +467,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     eo.precision = prec;
     eo.seed = s.seed;
     eo.workspace_columns = fit_columns;
+    if (!start.empty()) eo.v0 = perm ? gather(start, static_cast<std::int64_t>(start.size()) / n) : start;
     if (B) eo.mass_name = "mass matrix " + s.mass;
     const std::int64_t k = s.k;
     eo.on_iteration = [&](const IterationRecord& r) {
@@ -484,8 +519,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     std::vector<double> rhs_local;
     const std::vector<double>* rhs_host = &rhs;
     const bool random_rhs = rhs.empty() && nrhs > 0;
-    const std::int64_t batch0 = fit_columns > 0 ? std::max<std::int64_t>(1, std::min(nrhs, fit_columns / 6)) : nrhs;
-    if (random_rhs && !perm && batch0 >= nrhs) {
+    if (random_rhs && !perm && batch >= nrhs && start.empty()) {
       out.sr = block_cg_random(aop, s.seed + 1000, nrhs, ops, co, !s.out.empty());
       out.wanted = nrhs;
       o.operator_applies = out.sr.operator_applies;
@@ -499,11 +533,13 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     const std::vector<double>& rhs_b = *rhs_host;
     const std::vector<double> rhs_perm = perm ? gather(rhs_b, nrhs) : std::vector<double>();
     const double* b_all = perm ? rhs_perm.data() : rhs_b.data();
-    // Columns in batches of `batch` when 6 blocks of nrhs do not fit the GPU: each batch is an
+    // --x0: the initial guesses, in the operator's basis.
+    const std::vector<double> x0_perm = perm && !start.empty() ? gather(start, nrhs) : std::vector<double>();
+    const double* x0_all = start.empty() ? nullptr : perm ? x0_perm.data() : start.data();
+    // Columns in batches of `batch` when 8 blocks of nrhs do not fit the GPU: each batch is an
     // independent block CG (same per-column test); results are concatenated.
-    const std::int64_t batch = fit_columns > 0 ? std::max<std::int64_t>(1, std::min(nrhs, fit_columns / 6)) : nrhs;
     if (batch >= nrhs) {
-      out.sr = block_cg(aop, b_all, n, nrhs, ops, co);
+      out.sr = block_cg(aop, b_all, n, nrhs, ops, co, x0_all);
     } else {
       SolveResult& all = out.sr;
       all.n = n;
@@ -511,7 +547,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
       all.solutions.resize(static_cast<std::size_t>(n * nrhs));
       for (std::int64_t c0 = 0; c0 < nrhs; c0 += batch) {
         const std::int64_t c = std::min(batch, nrhs - c0);
-        SolveResult r = block_cg(aop, b_all + c0 * n, n, c, ops, co);
+        SolveResult r = block_cg(aop, b_all + c0 * n, n, c, ops, co, x0_all ? x0_all + c0 * n : nullptr);
         std::copy(r.solutions.begin(), r.solutions.end(), all.solutions.begin() + c0 * n);
         all.residual_norms.insert(all.residual_norms.end(), r.residual_norms.begin(), r.residual_norms.end());
         all.column_iterations.insert(all.column_iterations.end(), r.column_iterations.begin(),
@@ -602,6 +638,21 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
                                      s.matrix.c_str(), A->diagonal[i], (long long)i + 1));
   }
 
+  // Warm start (--start / --x0), read and checked before any solving.
+  std::vector<double> start;
+  if (!s.start.empty()) {
+    Timer tr;
+    const bool eigs = s.task == "eigs";
+    const auto [file, dataset] = split_start(s.start, eigs ? "eigenvectors" : "solution");
+    std::int64_t cols = 0;
+    start = read_columns(file, dataset, n, eigs ? "start vectors" : "initial guesses", &cols);
+    if (!eigs && cols != nrhs)
+      throw InputError(file, 0, format("/%s: %lld initial guesses for %lld right-hand sides (--x0 "
+                                       "needs one per right-hand side)", dataset.c_str(),
+                                       (long long)cols, (long long)nrhs));
+    o.read_s += tr.seconds();
+  }
+
   // GPU memory: the matrices must fit; the solver's blocks are fitted to what is left (eigs: the
   // driver shrinks its basis or width; solve: batches of right-hand sides), and only when even
   // the minimum does not fit is the run refused, with the sizes (or falls back to the CPU when
@@ -613,9 +664,9 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
     double need = device_bytes_needed(s, A->a, nrhs) + (B ? matrix_device_bytes(s, B->a) : 0);
     const double avail = static_cast<double>(device_free_bytes());
     const double cols = n > 0 ? std::floor((0.9 * avail - matrices) / (8.0 * static_cast<double>(n))) : 0;
-    if (need > 0.9 * avail && cols >= (s.task == "solve" ? 6.0 : 1.0)) {
+    if (need > 0.9 * avail && cols >= (s.task == "solve" ? 9.0 : 1.0)) {
       fit_columns = static_cast<std::int64_t>(cols);
-      need = matrices + 8.0 * static_cast<double>(n) * (s.task == "solve" ? 6.0 : 1.0);
+      need = matrices + 8.0 * static_cast<double>(n) * (s.task == "solve" ? 9.0 : 1.0);
     }
     if (need > 0.9 * avail) {
       const std::string msg = format("%s needs about %s of GPU memory, %s free on %s",
@@ -631,7 +682,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   Solved r;
   if (backend == Backend::cuda) reset_device_peak();
   try {
-    r = solve_on(s, backend, cache, A, B, rhs, nrhs, progress, o, fit_columns);
+    r = solve_on(s, backend, cache, A, B, rhs, nrhs, start, progress, o, fit_columns);
   } catch (const OutOfDeviceMemory& e) {
     // The driver's refusal (even its smallest basis/width does not fit: bytes of those blocks)
     // or a failed allocation (bytes of that request).
@@ -641,7 +692,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
     if (!s.cpu_fallback || backend != Backend::cuda)
       throw Error(msg + " (use --device cpu, or --cpu-fallback)");
     fallback_note = msg + "; ran on the CPU (--cpu-fallback)";
-    r = solve_on(s, Backend::cpu, cache, A, B, rhs, nrhs, progress, o);
+    r = solve_on(s, Backend::cpu, cache, A, B, rhs, nrhs, start, progress, o);
   }
 
   // Peak of tcsolve's own device allocations during the solve (operators, blocks, workspaces;
@@ -766,6 +817,8 @@ std::string job_options_string(const JobSpec& s) {
   o += format(";tol=%.17g;maxiter=%lld;precision=%s;device=%s;cpu_fallback=%d;precond=%s;reorder=%s;seed=%llu",
               s.tol, (long long)s.maxiter, s.precision.c_str(), s.device.c_str(), int(s.cpu_fallback),
               s.precond.c_str(), s.reorder.c_str(), (unsigned long long)s.seed);
+  // (only when given: results written before warm starts existed keep standing)
+  if (!s.start.empty()) o += ";start=" + s.start;
   return o;
 }
 
@@ -866,7 +919,7 @@ bool result_is_complete(const std::string& path) {
   if (!std::filesystem::exists(path, ec) || !Hdf5File::is_hdf5(path)) return false;
   try {
     Hdf5File f = Hdf5File::open(path);
-    return f.has_attr("status") && f.attr_string("status") != "failed";
+    return f.has_attr("status") && f.attr_string("status") != "failed" && f.attr_string("status") != "interrupted";
   } catch (const Error&) {
     return false;
   }

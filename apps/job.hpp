@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "apps/cli.hpp"
+#include "core/interrupt.hpp"
 #include "core/csr.hpp"
 #include "core/types.hpp"
 #include "solvers/dense_ops.hpp"
@@ -23,6 +24,9 @@ struct JobSpec {
   std::string name;   // batch job name ("" on the command line)
   std::string task;   // "eigs" | "solve"
   std::string matrix, mass, rhs, out, plot;
+  // Warm start: eigs --start FILE.h5[:DATASET] (default /eigenvectors), solve --x0 FILE.h5[:DATASET]
+  // (default /solution): columns [s][n] of an earlier result or any dataset of that shape.
+  std::string start;
   std::int64_t k = 6;
   std::string which = "smallest";  // smallest | largest | nearest (needs sigma)
   std::string method = "auto";  // eigs: eigs_method_names() (solvers/eigs/eigs.hpp); solve: cg
@@ -134,7 +138,11 @@ struct JobOutcome {
   double peak_device_bytes = 0;  // GPU runs: peak of tcsolve's device allocations in the solve
   std::vector<double> error_bounds;
   bool wrote_output = false;
-  int exit_code() const { return status == "converged" ? exit_ok : exit_failed; }
+  // 0 converged; 128 + signal when interrupted (130 SIGINT, 143 SIGTERM); 1 otherwise.
+  int exit_code() const {
+    if (status == "interrupted") return 128 + (interrupt_signal() > 0 ? interrupt_signal() : 2);
+    return status == "converged" ? exit_ok : exit_failed;
+  }
 };
 
 // Runs a job: reads (through the cache), checks, solves, writes spec.out (atomically) and the
@@ -148,7 +156,7 @@ JobOutcome run_job(const JobSpec& spec, MatrixCache& cache, const ProgressFn& pr
 void write_failure_file(const JobSpec& spec, const std::string& error, const std::string& command);
 
 // True when `path` is a complete tcsolve result (HDF5 with a status attribute other than
-// "failed").
+// "failed" and "interrupted").
 bool result_is_complete(const std::string& path);
 
 // The options that decide a job's answer, as one canonical string (stored as the result's

@@ -34,19 +34,6 @@ std::string device_name() {
   return buf;
 }
 
-std::size_t device_free_bytes() {
-  std::size_t free_b = 0, total = 0;
-  TCSOLVE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
-  // TCSOLVE_DEVICE_MEMORY_LIMIT=BYTES: plan as if at most BYTES were free (a GPU shared with
-  // other work; the tests of the memory fitting use it).
-  if (const char* lim = std::getenv("TCSOLVE_DEVICE_MEMORY_LIMIT")) {
-    char* end = nullptr;
-    const double v = std::strtod(lim, &end);
-    if (end != lim && v > 0) free_b = std::min<std::size_t>(free_b, static_cast<std::size_t>(v));
-  }
-  return free_b;
-}
-
 namespace {
 // Size of every live device_malloc block, the running total and its peak. Allocations happen
 // at setup (operators, solver workspaces), never per iteration, so one mutex costs nothing.
@@ -62,7 +49,28 @@ DeviceAccounting& accounting() {
 }
 }  // namespace
 
+std::size_t device_free_bytes() {
+  std::size_t free_b = 0, total = 0;
+  TCSOLVE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
+  // Under a limit, what is left of it: the limit less what tcsolve holds now (cached operators
+  // of a batch included).
+  if (const std::size_t lim = device_memory_limit()) {
+    const std::size_t held = device_allocated_bytes();
+    free_b = std::min(free_b, lim > held ? lim - held : 0);
+  }
+  return free_b;
+}
+
 void* device_malloc(std::size_t bytes) {
+  // The limit is enforced, not only planned for: a request past it fails like a full card
+  // (OutOfDeviceMemory; the job layer then refuses with the sizes or falls back to the CPU).
+  if (const std::size_t lim = device_memory_limit()) {
+    const std::size_t held = device_allocated_bytes();
+    if (held + bytes > lim)
+      throw OutOfDeviceMemory(bytes, __FILE__, __LINE__,
+                              "TCSOLVE_DEVICE_MEMORY_LIMIT=" + std::to_string(lim) + " bytes, " +
+                                  std::to_string(held) + " held");
+  }
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, bytes);
   if (e == cudaErrorMemoryAllocation) {

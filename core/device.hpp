@@ -9,6 +9,7 @@
 // device_free(nullptr) is a no-op; copy_bytes() returns when the copy is complete.
 #pragma once
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 
 #include "core/types.hpp"
@@ -20,7 +21,19 @@ bool built_with_cuda();
 int device_count();
 // "NVIDIA H200 (sm_90, 139 GiB)" or "cpu" style names for reports.
 std::string device_name();
-// Free device memory (cudaMemGetInfo), capped by TCSOLVE_DEVICE_MEMORY_LIMIT=BYTES when set.
+// TCSOLVE_DEVICE_MEMORY_LIMIT=BYTES (0 when unset or not a number >= 1): the most device memory
+// tcsolve's own allocations (device_malloc) may hold at once, for a GPU shared with other jobs.
+// Enforced: device_malloc past it throws OutOfDeviceMemory naming the limit. Read at each call
+// (allocations happen at setup only).
+inline std::size_t device_memory_limit() {
+  const char* lim = std::getenv("TCSOLVE_DEVICE_MEMORY_LIMIT");
+  if (!lim) return 0;
+  char* end = nullptr;
+  const double v = std::strtod(lim, &end);
+  return end != lim && v >= 1 && v < 1.8e19 ? static_cast<std::size_t>(v) : 0;
+}
+// Free device memory (cudaMemGetInfo); under a limit, at most the limit less what device_malloc
+// holds now.
 std::size_t device_free_bytes();
 
 // Raw device memory. device_malloc throws OutOfDeviceMemory with the requested size.

@@ -65,9 +65,11 @@ class DeviceError : public Error {
 // Not enough device memory for a request; says how much was needed.
 class OutOfDeviceMemory : public DeviceError {
  public:
-  OutOfDeviceMemory(std::size_t bytes_needed, const char* file, int line)
-      : DeviceError("out of GPU memory: needed " + std::to_string(bytes_needed) + " bytes", file,
-                    line),
+  // `note` (optional) says which limit was hit, e.g. TCSOLVE_DEVICE_MEMORY_LIMIT.
+  OutOfDeviceMemory(std::size_t bytes_needed, const char* file, int line, const std::string& note = "")
+      : DeviceError("out of GPU memory: needed " + std::to_string(bytes_needed) + " bytes" +
+                        (note.empty() ? std::string() : " (" + note + ")"),
+                    file, line),
         bytes_needed_(bytes_needed) {}
   std::size_t bytes_needed() const { return bytes_needed_; }
 

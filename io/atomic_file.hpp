@@ -17,9 +17,11 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <memory>
 #include <string>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 
 namespace tcsolve {
 
@@ -43,6 +45,7 @@ class AtomicFile {
       if (fd >= 0) {
         ::close(fd);
         temp_ = name;
+        guard_ = std::make_unique<TempFileGuard>(temp_);  // a second SIGINT/SIGTERM removes it
         return;
       }
       if (errno != EEXIST) throw OutputError(target_ + ": cannot create temporary file " + name + ": " + std::strerror(errno));
@@ -83,6 +86,7 @@ class AtomicFile {
  private:
   std::string target_;
   std::string temp_;
+  std::unique_ptr<TempFileGuard> guard_;
   bool committed_ = false;
 };
 

@@ -11,6 +11,8 @@
 #   python    compiles the module for the machine's python3, runs the pytest gpu tests
 #   pybench   the Python rows of the end-to-end benchmark (bench/e2e/python_rows.py gpu)
 #   bench     the end-to-end benchmark (bench/e2e/run_e2e.py; ROWS narrows it)
+#   extras    issue 18 on the GPU: the device-memory cap on a 1M-row solve with 128 right-hand
+#             sides (peak against the cap, time against no cap), Ctrl-C (SIGINT) of a long solve
 set -u -o pipefail
 D=${D:-.device-data/s4}
 if [ "${1:-}" = stage ]; then
@@ -42,15 +44,16 @@ nproc; free -g | head -2
 $T --version
 
 if has tests; then
-  for t in test_apps_gpu test_factor_gpu test_solvers_gpu test_spmm_gpu test_spmm_large_gpu; do
+  for t in ${TESTS:-test_apps_gpu test_factor_gpu test_solvers_gpu test_spmm_gpu test_spmm_large_gpu}; do
     step "$t"
     f=""
     [ "$t" = test_solvers_gpu ] && [ -n "${TEST_FILTER:-}" ] && f="--gtest_filter=$TEST_FILTER"
     timeout ${TEST_LIMIT:-240} "$D/tests/$t" $f > "$OUT/$t.log" 2>&1; echo "$t rc=$?"
     grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/$t.log" | head -12
+    grep -A6 "Failure$" "$OUT/$t.log" | cut -c1-400 | head -${FAIL_LINES:-40}
   done
-  step gpu_smoke
-  timeout 300 bash tests/apps/gpu_smoke.sh "$T" "$OUT" | tail -15; echo "gpu_smoke rc=${PIPESTATUS[0]}"
+  [ -n "${NO_SMOKE:-}" ] || { step gpu_smoke
+  timeout 300 bash tests/apps/gpu_smoke.sh "$T" "$OUT" | tail -15; echo "gpu_smoke rc=${PIPESTATUS[0]}"; }
 fi
 if has memcheck; then
   step memcheck
@@ -80,6 +83,21 @@ if has python || has pybench; then
     step "python rows"
     timeout 240 $PY bench/e2e/python_rows.py gpu "$OUT/python_rows_gpu.json" 2>&1 | tail -4
   fi
+fi
+if has extras; then
+  step "memory cap: solve gen:lap3d:100 --rhs random:128"
+  for lim in "" 1000000000; do
+    /usr/bin/time -f "wall %e s, host peak %M kB" env ${lim:+TCSOLVE_DEVICE_MEMORY_LIMIT=$lim} \
+      $T solve gen:lap3d:100 --rhs random:128 --json > "$OUT/memcap_${lim:-none}.json" 2> "$OUT/memcap_${lim:-none}.err"
+    echo "limit=${lim:-none} rc=$?"; tail -1 "$OUT/memcap_${lim:-none}.err"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('status','peak_device_bytes','message','iterations')}, d.get('seconds'))" "$OUT/memcap_${lim:-none}.json"
+  done
+  step "SIGINT after 4 s of a long Chebyshev run"
+  timeout -s INT 4 $T eigs gen:lap3d:160 --k 32 --which largest --method chebyshev --tol 1e-13 \
+    --out "$OUT/interrupted.h5" --json > "$OUT/interrupt.json" 2> "$OUT/interrupt.err"
+  echo "interrupt rc=$? (130 expected)"; tail -2 "$OUT/interrupt.err"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['status'], d['iterations'], d['message'][:200])" "$OUT/interrupt.json"
+  ls -la "$OUT"/interrupted.h5* 2>&1 | head -3
 fi
 if has bench; then
   step "end-to-end benchmark"

@@ -246,7 +246,7 @@ struct BlockCg::Impl {
       queue_gram(rk, na, true, kPivTol);
       // Iterations are queued without waiting; the host reads iteration t − 1's norms and
       // factor status once iteration t is queued.
-      while (na > 0 && it < opt.max_iterations) {
+      while (na > 0 && it < opt.max_iterations && !interrupt_requested()) {
         Pending pd;
         pd.it = it;
         pd.na = na;
@@ -368,7 +368,7 @@ struct BlockCg::Impl {
       act.clear();
       for (std::int64_t j = 0; j < s; ++j)
         if (rn[j] > opt.tol) act.push_back(j);
-      if (it >= opt.max_iterations) break;
+      if (it >= opt.max_iterations || interrupt_requested()) break;
     }
     // Final true residuals.
     true_residuals(z.columns(0, s));
@@ -377,9 +377,15 @@ struct BlockCg::Impl {
     for (std::int64_t j = 0; j < s; ++j) ok = ok && rn[j] <= opt.tol;
     if (res.status != SolverStatus::breakdown) {
       res.status = ok ? SolverStatus::converged : SolverStatus::not_converged;
-      if (!ok) res.reason = "iteration limit " + std::to_string(opt.max_iterations) +
-                            " reached (or true residual above tol after " +
-                            std::to_string(opt.max_cycles) + " cycles)";
+      if (!ok && interrupt_requested()) {
+        std::int64_t passed = 0;
+        for (std::int64_t j = 0; j < s; ++j) passed += rn[j] <= opt.tol;
+        res.status = SolverStatus::interrupted;
+        res.reason = detail::interrupted_reason(it, passed, s, "columns converged");
+      } else if (!ok) {
+        res.reason = "iteration limit " + std::to_string(opt.max_iterations) +
+                     " reached (or true residual above tol after " + std::to_string(opt.max_cycles) + " cycles)";
+      }
     }
     res.iterations = it;
     res.operator_applies = columns;
@@ -454,18 +460,19 @@ SolveResult BlockCg::solve(MvView<const double> rhs, MvView<double> x, bool use_
 }
 
 SolveResult block_cg(const LinearOperator<double>& a, const double* rhs, std::int64_t ldb,
-                     std::int64_t s, DenseBlockOps& ops, const CgOptions& opt) {
+                     std::int64_t s, DenseBlockOps& ops, const CgOptions& opt, const double* x0) {
   const std::int64_t n = a.rows();
   TCSOLVE_REQUIRE(a.cols() == n, "block CG: A must be square");
   TCSOLVE_REQUIRE(s >= 1 && ldb >= n, "block CG: need s >= 1 and ldb >= n");
   BlockCg cg(a, ops, s, opt);
   MultiVector<double> b = ops.allocate(n, s), x = ops.allocate(n, s);
   ops.from_host(rhs, ldb, b.view());
+  if (x0) ops.from_host(x0, ldb, x.view());
   // The host result buffer (n × s, first touch and page locking) is prepared on another thread
   // while the solve runs, so that the final copy runs at pinned speed.
   std::vector<double> sol;
   detail::HostResult prep(ops, sol, n * s);
-  SolveResult res = cg.solve(b.view(), x.view(), false);
+  SolveResult res = cg.solve(b.view(), x.view(), x0 != nullptr);
   prep.wait();
   ops.to_host(x.view(), sol.data(), n);
   prep.release();

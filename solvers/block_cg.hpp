@@ -93,9 +93,11 @@ class BlockCg {
 };
 
 // Convenience: rhs on the host (n × s, column-major, leading dimension ldb); solutions returned
-// on the host. Throws InvalidArgument for shape errors.
+// on the host. x0 (optional, host, same shape and ldb): the initial guess (else zero). Throws
+// InvalidArgument for shape errors.
 SolveResult block_cg(const LinearOperator<double>& a, const double* rhs, std::int64_t ldb,
-                     std::int64_t s, DenseBlockOps& ops, const CgOptions& opt);
+                     std::int64_t s, DenseBlockOps& ops, const CgOptions& opt,
+                     const double* x0 = nullptr);
 
 // The same solve with right-hand sides generated where the solver runs: B(i, j) =
 // random_entry(seed, i, j) by ops.fill_random (identical values on every backend), so that no

@@ -313,7 +313,8 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
     }
     rec.converged = nconv;
     rec.active = k - nconv;
-    const bool last = restart + 1 >= opt.max_iterations;
+    const bool stop = nconv < k && interrupt_requested();
+    const bool last = restart + 1 >= opt.max_iterations || stop;
     const bool check = nconv == k || last;
     if (check) {
       // Ritz vectors X = V(:, 0:p)·Y_k into tmp.
@@ -337,8 +338,10 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
       // at a level the iteration cannot lower (rounding, an inexact Op). Stop and say so.
       const bool stagnant = !ok && ++failed_checks >= 8;
       if (ok || last || stagnant) {
-        status = ok ? SolverStatus::converged : SolverStatus::not_converged;
-        if (stagnant && !last)
+        status = ok ? SolverStatus::converged : stop ? SolverStatus::interrupted : SolverStatus::not_converged;
+        if (stop && !ok)
+          reason = detail::interrupted_reason(restart + 1, nconv, k, "estimated to pass");
+        else if (stagnant && !last)
           reason = "stagnation: the estimated residuals pass but the explicit check failed 8 "
                    "times in a row (the true residuals no longer decrease)";
         else if (!ok)

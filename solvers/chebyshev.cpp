@@ -520,7 +520,8 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
       std::nth_element(v.begin(), v.begin() + (k - 1), v.end());
       done = ca >= w || theta[ca] >= v[k - 1] - tau(v[k - 1]);
     }
-    const bool last = it + 1 >= opt.max_iterations;
+    const bool stop = !done && interrupt_requested();
+    const bool last = it + 1 >= opt.max_iterations || stop;
     if (done || last) {
       const double tf = detail::now_seconds();
       const bool ok = finish(w, last && !done);
@@ -530,8 +531,12 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
         break;
       }
       if (last) {
-        reason = "iteration limit " + std::to_string(opt.max_iterations) + " reached with " +
-                 std::to_string(std::min(nl, k)) + " of " + std::to_string(k) + " pairs locked";
+        if (stop)
+          status = SolverStatus::interrupted,
+          reason = detail::interrupted_reason(it + 1, std::min(nl, k), k, "locked");
+        else
+          reason = "iteration limit " + std::to_string(opt.max_iterations) + " reached with " +
+                   std::to_string(std::min(nl, k)) + " of " + std::to_string(k) + " pairs locked";
         break;
       }
       w = m - nl;  // pairs unlocked by the explicit check: iterate on

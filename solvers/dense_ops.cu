@@ -869,7 +869,8 @@ class CudaDenseOps final : public DenseBlockOps {
     const std::size_t mm = static_cast<std::size_t>(m) * (m + 1);
     small_ws_ = static_cast<double*>(device_malloc(4 * mm * sizeof(double)));
     small_dim_ = m;
-    ensure_partial(8 * sms_, 64 * 64);
+    // the Grams of this solve are at most m × m
+    ensure_partial(8 * sms_, device_memory_limit() > 0 ? mm : 64 * 64);
   }
 
   void gram_into(double alpha, MvView<const double> x, MvView<const double> y, double beta,
@@ -1231,7 +1232,12 @@ class CudaDenseOps final : public DenseBlockOps {
     if (need <= partial_elems_) return;
     synchronize();
     device_free(partial_);
-    partial_elems_ = std::max(need, static_cast<std::size_t>(8) * sms_ * 64 * 64);
+    // Room for 64 × 64 Grams at 8 blocks per SM (34.6 MB on 132 SMs), so that the first
+    // iterations do not regrow it; exactly what is needed under TCSOLVE_DEVICE_MEMORY_LIMIT, where
+    // those megabytes may be all there is.
+    partial_elems_ = device_memory_limit() > 0
+                         ? need
+                         : std::max(need, static_cast<std::size_t>(8) * sms_ * 64 * 64);
     partial_ = static_cast<double*>(device_malloc(partial_elems_ * sizeof(double)));
   }
 

@@ -167,9 +167,12 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
     }
     rec.converged = nconv;
     if (opt.keep_history) rec.residual_norms.assign(rn.begin(), rn.end());
-    if (done || it + 1 >= opt.max_iterations) {
+    const bool stop = !done && interrupt_requested();
+    if (done || stop || it + 1 >= opt.max_iterations) {
       if (done)
         status = SolverStatus::converged;
+      else if (stop)
+        status = SolverStatus::interrupted, reason = detail::interrupted_reason(it + 1, nconv, k, "converged");
       else
         reason = "iteration limit " + std::to_string(opt.max_iterations) + " reached with " +
                  std::to_string(nconv) + " of " + std::to_string(k) + " pairs converged";

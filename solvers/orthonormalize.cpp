@@ -15,6 +15,7 @@ const char* to_string(SolverStatus s) {
     case SolverStatus::not_converged: return "not_converged";
     case SolverStatus::breakdown: return "breakdown";
     case SolverStatus::unverified: return "unverified";
+    case SolverStatus::interrupted: return "interrupted";
   }
   return "?";
 }

@@ -12,6 +12,8 @@ enum class SolverStatus {
   breakdown,      // the method cannot continue (e.g. pᵀAp ≤ 0: A not positive definite); see reason
   unverified,     // every pair passed its true-residual test, but nothing verified that no
                   // eigenvalue (a further copy of a multiple one) is missing (solvers/eigs.hpp)
+  interrupted,    // stopped at an iteration's end on request (core/interrupt.hpp: SIGINT/SIGTERM);
+                  // values/vectors hold the current approximations, residuals as measured
 };
 const char* to_string(SolverStatus s);
 

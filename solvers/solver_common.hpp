@@ -3,9 +3,11 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/interrupt.hpp"
 #include "core/operator.hpp"
 #include "solvers/dense_ops.hpp"
 
@@ -66,5 +68,14 @@ std::vector<double> jacobi_inverse(const std::vector<double>& diag_a,
 
 void require_operator(const LinearOperator<double>& op, std::int64_t n, Space space,
                       const char* what);
+
+// The reason of a run stopped by interrupt_requested() (core/interrupt.hpp).
+inline std::string interrupted_reason(std::int64_t iterations, std::int64_t done, std::int64_t of,
+                                      const char* what) {
+  const int sig = interrupt_signal();
+  return std::string("interrupted (") + (sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "on request") +
+         ") after " + std::to_string(iterations) + " iterations with " + std::to_string(done) + " of " +
+         std::to_string(of) + " " + what;
+}
 
 }  // namespace tcsolve::detail

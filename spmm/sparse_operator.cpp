@@ -494,7 +494,8 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
                                  ? plan.est_bytes_bcsr / plan.est_bytes_csr : INFINITY;
   const bool rows_regular = plan.mean_row_nnz < kRowSplitMeanMax && plan.max_row_nnz <= kRowSplitMaxRow;
   const bool sparse_blocks = plan.precision == Precision::fp64 && plan.nblocks > 0 && plan.fill < 0.3;
-  if (sparse_blocks && is_bcsr(plan.kernel)) {  // the model's bytes said BCSR; the fill says no
+  // (only the automatic choice: a forced kernel is the caller's, tests and benchmarks included)
+  if (opt.kernel == SpmmKernel::automatic && sparse_blocks && is_bcsr(plan.kernel)) {
     plan.kernel = rows_regular ? SpmmKernel::csr_row : SpmmKernel::csr_segment;
     plan.csr_group = rows_regular ? 1 : segment_group(plan.mean_row_nnz);
     plan.stage_x = !rows_regular && plan.expected_cols >= kStageSegmentMinCols;

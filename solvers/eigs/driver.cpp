@@ -162,6 +162,8 @@ EigsResult finish(const Problem& s, const EigsOptions& opt, PairSet& p, RunOut& 
   r.history = std::move(run.history);
   r.status = pass ? SolverStatus::converged : run.status == SolverStatus::breakdown
                                                   ? SolverStatus::breakdown
+                                              : run.status == SolverStatus::interrupted
+                                                  ? SolverStatus::interrupted
                                                   : SolverStatus::not_converged;
   if (!pass) {
     // Pairs that failed the test but reached the rounding floor: the test cannot be met in
@@ -563,7 +565,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
     const LinearOperator<double>* precond = opt.preconditioner ? opt.preconditioner
                                             : ran.lobpcg_factor ? fz.sinv.get() : nullptr;
     run = run_iterative(s, *s.aop, ran.method, fit, opt.which, k, opt.seed, precond, hooks);
-    if (cheb.stopped && plan.fallback) {
+    if (cheb.stopped && plan.fallback && !interrupt_requested()) {
       // The measured convergence predicted more than the fallback plan: switch to it.
       const double spent = detail::now_seconds() - t_solve0;
       const double t_f = detail::now_seconds();
@@ -605,6 +607,17 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   res.certified = ver.cert.state;
   res.verification = ver.kind;
   res.certificate = ver.line.empty() ? "not verified (a pair failed its residual test)" : ver.line;
+  if (interrupt_requested() && (res.status == SolverStatus::converged || res.status == SolverStatus::interrupted)) {
+    // Stopped during the solve (the pairs as they were) or during the verification (the pairs
+    // passed their residual tests; the set is not verified).
+    if (res.status == SolverStatus::converged)
+      res.reason = detail::interrupted_reason(res.iterations, k, k, "pairs passing their residual tests, "
+                                              "during the verification (the set is not verified)");
+    else if (res.reason.empty() || res.reason.rfind("interrupted", 0) != 0)
+      res.reason = detail::interrupted_reason(res.iterations, 0, k, "pairs verified");
+    res.status = SolverStatus::interrupted;
+    return res;
+  }
   if (res.status == SolverStatus::converged && !ver.verified) {
     res.status = ver.cert.state == Certified::no ? SolverStatus::not_converged : SolverStatus::unverified;
     res.reason = ver.cert.state == Certified::no

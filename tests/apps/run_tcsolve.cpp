@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -29,6 +30,12 @@ std::string read_file(const std::string& path) {
   std::ostringstream os;
   os << f.rdbuf();
   return os.str();
+}
+
+double json_number(const std::string& json, const std::string& key) {
+  const auto at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(json.c_str() + at + key.size() + 4, nullptr);
 }
 
 int count_lines(const std::string& s) {

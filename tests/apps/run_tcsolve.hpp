@@ -32,5 +32,7 @@ using ScratchDir = TempDir;
 std::string read_file(const std::string& path);
 // Number of '\n' in s.
 int count_lines(const std::string& s);
+// The number after "KEY": in a --json output (NaN when the key is absent).
+double json_number(const std::string& json, const std::string& key);
 
 }  // namespace tcsolve::test

@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <future>
+#include <cstdlib>
+#include <string>
 
 #include "core/device.hpp"
 #include "io/hdf5_file.hpp"
@@ -67,26 +72,33 @@ TEST(AppsGpu, FitsTheBlocksToTheMemoryLeft) {
   TCSOLVE_SKIP_WITHOUT_GPU();
   ScratchDir d;
   const std::string limit = "TCSOLVE_DEVICE_MEMORY_LIMIT=20000000";  // 0.9·20 MB − 4.97 MB ≈ 60 vectors
-  auto s = run_tcsolve_env({limit}, {"solve", "gen:lap3d:30", "--rhs", "random:24", "--device",
+  // 64 right-hand sides: 8 blocks of 64 would take 110 MB; batches of (60 − 1)/8 = 7 columns. The
+  // kernel trial runs at the batch width too (at 64 columns its scratch X and Y alone, 27.6 MB,
+  // broke the cap), and the cap is enforced: the peak stays under it.
+  auto s = run_tcsolve_env({limit}, {"solve", "gen:lap3d:30", "--rhs", "random:64", "--device",
                                      "cuda", "--out", d.file("s.h5"), "--json"});
   ASSERT_EQ(s.status, 0) << s.err << s.out;
-  EXPECT_NE(s.out.find("right-hand sides solved in 3 batches of up to 10 columns"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("right-hand sides solved in 10 batches of up to 7 columns"), std::string::npos) << s.out;
+  EXPECT_LE(json_number(s.out, "peak_device_bytes"), 20e6) << s.out;
+  EXPECT_GT(json_number(s.out, "peak_device_bytes"), 4e6) << s.out;
   Hdf5File f = Hdf5File::open(d.file("s.h5"));
   const auto res = f.read_doubles("residual_norms");
-  ASSERT_EQ(res.size(), 24u);
+  ASSERT_EQ(res.size(), 64u);
   for (double r : res) EXPECT_LE(r, 1.01e-8);
-  EXPECT_EQ(f.read_doubles("solution").size(), std::size_t(24 * 27000));
+  EXPECT_EQ(f.read_doubles("solution").size(), std::size_t(64 * 27000));
   // k = 8: Chebyshev 3·16 + 16 = 64 vectors > 60: width 16 → (60 − 16)/3 = 14
   auto c = run_tcsolve_env({limit}, {"eigs", "gen:lap3d:30", "--k", "8", "--which", "largest",
                                      "--method", "chebyshev", "--device", "cuda", "--json"});
   ASSERT_EQ(c.status, 0) << c.err << c.out;
   EXPECT_NE(c.out.find("block width reduced from 16 to 14"), std::string::npos) << c.out;
+  EXPECT_LE(json_number(c.out, "peak_device_bytes"), 20e6) << c.out;
   // Lanczos (b = 8) at 40 MB: 144 vectors, basis 128 → (144 − 32)/2 = 56
   auto l = run_tcsolve_env({"TCSOLVE_DEVICE_MEMORY_LIMIT=40000000"},
                            {"eigs", "gen:lap3d:30", "--k", "8", "--which", "largest",
                             "--method", "lanczos", "--device", "cuda", "--json"});
   ASSERT_EQ(l.status, 0) << l.err << l.out;
   EXPECT_NE(l.out.find("Lanczos basis reduced from 128 to 56"), std::string::npos) << l.out;
+  EXPECT_LE(json_number(l.out, "peak_device_bytes"), 40e6) << l.out;
   auto refused = run_tcsolve_env({"TCSOLVE_DEVICE_MEMORY_LIMIT=7000000"},
                                  {"eigs", "gen:lap3d:30", "--k", "16", "--which", "largest",
                                   "--method", "chebyshev", "--device", "cuda"});
@@ -99,15 +111,59 @@ TEST(AppsGpu, FitsTheBlocksToTheMemoryLeft) {
 // Shift-invert with GPU triangular solves and a certified count; Chebyshev for the largest.
 TEST(AppsGpu, ShiftInvertAndChebyshevOnTheDevice) {
   TCSOLVE_SKIP_WITHOUT_GPU();
-  auto r = run_tcsolve({"eigs", "gen:elast3d:10", "--k", "12", "--device", "cuda", "--json"});
+  // (asked for: on this size the planner prefers Chebyshev, whose filter costs less than the factor)
+  auto r = run_tcsolve({"eigs", "gen:elast3d:10", "--k", "12", "--sigma", "0", "--certify",
+                        "--device", "cuda", "--json"});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("\"transform\": \"shift-invert\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"certified\": \"yes\""), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("trial at"), std::string::npos) << r.out;  // SpSM vs host, timed once
+  // the driver solves with the factor on the host (staged through pinned buffers): cuSPARSE's
+  // SpSM lost to it on the factors measured (test_factor_gpu times both)
+  EXPECT_NE(r.out.find("solves: device_staged"), std::string::npos) << r.out;
   auto c = run_tcsolve({"eigs", "gen:lap3d:30", "--k", "8", "--which", "largest", "--no-factor",
                         "--device", "cuda", "--json"});
   ASSERT_EQ(c.status, 0) << c.err << c.out;
   EXPECT_NE(c.out.find("\"method\": \"chebyshev\""), std::string::npos) << c.out;
+}
+
+// The device-memory cap seen from outside the process (issue 18 §8): while the child runs, this
+// process polls cudaMemGetInfo (device-wide) every 0.2 ms; the child's footprint is the largest
+// drop in free memory. A trivial run measures the part no cap can govern (the child's CUDA
+// context and the libraries' handles); the capped solve may add at most the cap to it, and its
+// own counter (peak_device_bytes) stays under the cap. Without the cap the same solve takes
+// about 0.9 GB of blocks (8 blocks of 64 columns of 216,000 rows), so a cap that is not honoured
+// fails here.
+struct Footprint {
+  RunResult run;
+  double bytes = 0;
+};
+Footprint run_and_watch(const std::vector<std::string>& env, const std::vector<std::string>& args) {
+  const double base = static_cast<double>(device_free_bytes());
+  double low = base;
+  auto child = std::async(std::launch::async, [&] { return run_tcsolve_env(env, args); });
+  while (child.wait_for(std::chrono::microseconds(200)) != std::future_status::ready)
+    low = std::min(low, static_cast<double>(device_free_bytes()));
+  return {child.get(), base - low};
+}
+
+TEST(AppsGpu, MemoryCapHoldsOutsideTheProcess) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  if (std::getenv("TCSOLVE_DEVICE_MEMORY_LIMIT")) GTEST_SKIP() << "a limit is set for this process";
+  const double cap = 200e6;
+  // the same command on a tiny matrix: the same kernels and library handles are loaded
+  auto idle = run_and_watch({}, {"solve", "gen:lap3d:6", "--rhs", "random:64", "--device", "cuda", "-q"});
+  ASSERT_EQ(idle.run.status, 0) << idle.run.err;
+  auto capped = run_and_watch({"TCSOLVE_DEVICE_MEMORY_LIMIT=200000000"},
+                              {"solve", "gen:lap3d:60", "--rhs", "random:64", "--device", "cuda",
+                               "--json"});
+  ASSERT_EQ(capped.run.status, 0) << capped.run.err << capped.run.out;
+  EXPECT_NE(capped.run.out.find("batches of up to"), std::string::npos) << capped.run.out;
+  EXPECT_LE(json_number(capped.run.out, "peak_device_bytes"), cap) << capped.run.out;
+  std::printf("footprint: trivial run %.1f MB, capped solve %.1f MB (cap %.0f MB), counter %.1f MB\n",
+              idle.bytes / 1e6, capped.bytes / 1e6, cap / 1e6,
+              json_number(capped.run.out, "peak_device_bytes") / 1e6);
+  EXPECT_GT(idle.bytes, 0.0);
+  EXPECT_LE(capped.bytes - idle.bytes, cap);
 }
 
 }  // namespace

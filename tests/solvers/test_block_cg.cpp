@@ -7,6 +7,7 @@
 #include <Eigen/SparseCholesky>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "solvers/block_cg.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 
@@ -195,6 +196,34 @@ TEST_P(RealSpd, MatchesDirectSolve) {
   RecordProperty("iterations", static_cast<int>(r.iterations));
 }
 INSTANTIATE_TEST_SUITE_P(Solvers, RealSpd, ::testing::Values("bcsstk05", "bcsstk22", "nos5", "bcsstk08"));
+
+// request_interrupt() (what SIGINT/SIGTERM do in the command): the solve stops at the end of an
+// iteration, returns its current solutions with their true residuals and status interrupted.
+TEST(BlockCg, InterruptStopsAndReturnsTheCurrentIterate) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Csr<double> a = laplacian(60, 50);
+  Mat b = random_rhs(a.nrows, 4, 5);
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  CgOptions o;
+  o.tol = 1e-10;
+  request_interrupt();
+  auto r = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
+  clear_interrupt();
+  EXPECT_EQ(r.status, SolverStatus::interrupted) << r.reason;
+  EXPECT_NE(r.reason.find("interrupted (on request) after"), std::string::npos) << r.reason;
+  EXPECT_LE(r.iterations, 3);
+  ASSERT_EQ(r.residual_norms.size(), 4u);
+  Eigen::Map<const Mat> x(r.solutions.data(), a.nrows, 4);
+  auto as = to_eigen(a);
+  for (int j = 0; j < 4; ++j) {
+    const double res = (b.col(j) - as * x.col(j)).norm() / b.col(j).norm();
+    EXPECT_NEAR(res, r.residual_norms[j], 1e-12);  // what it reports is what it returns
+    EXPECT_GT(res, o.tol);
+  }
+  auto again = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);  // cleared: runs to the end
+  EXPECT_EQ(again.status, SolverStatus::converged) << again.reason;
+}
 
 }  // namespace
 }  // namespace tcsolve::test

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/interrupt.hpp"
 #include "factor/sparse_factor.hpp"
 #include "io/matrix_io.hpp"
 #include "solvers/eigs/eigs.hpp"
@@ -879,6 +880,30 @@ TEST(Eigs, IndefiniteMassIsRefusedOnEveryPath) {
             << e.what();
       }
     }
+  }
+}
+
+// request_interrupt() (what SIGINT/SIGTERM do in the command): each iterative method stops at the
+// end of an iteration and returns k current pairs with status interrupted; nothing is verified.
+TEST(Eigs, InterruptStopsEveryMethod) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const Csr<double> a = laplacian(70, 60);
+  for (EigsMethod m : {EigsMethod::lobpcg, EigsMethod::lanczos, EigsMethod::chebyshev}) {
+    SCOPED_TRACE(to_string(m));
+    EigsOptions o = base_options(5);
+    o.method = m;
+    o.allow_factor = false;
+    request_interrupt();
+    auto r = eigs(a, nullptr, o);
+    clear_interrupt();
+    EXPECT_EQ(r.status, SolverStatus::interrupted) << describe(r);
+    EXPECT_NE(r.reason.find("interrupted (on request) after"), std::string::npos) << r.reason;
+    EXPECT_LE(r.iterations, 2);
+    EXPECT_EQ(r.values.size(), 5u);
+    EXPECT_EQ(r.vectors.size(), 5u * a.nrows);
+    EXPECT_NE(r.certified, Certified::yes);
+    auto full = eigs(a, nullptr, o);
+    EXPECT_EQ(full.status, SolverStatus::converged) << describe(full);
   }
 }
 

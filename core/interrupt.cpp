@@ -1,0 +1,70 @@
+// See core/interrupt.hpp.
+#include "core/interrupt.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace tcsolve {
+
+namespace {
+
+std::atomic<int> g_request{0};  // 0: none; else the signal (or -1)
+
+constexpr int kSlots = 16;
+constexpr std::size_t kPathMax = 4096;
+char g_paths[kSlots][kPathMax];
+std::atomic<bool> g_used[kSlots];     // read by the handler: the path is complete
+std::atomic<bool> g_claimed[kSlots];  // owned by a TempFileGuard
+
+extern "C" void on_signal(int signo) {
+  int expected = 0;
+  if (g_request.compare_exchange_strong(expected, signo)) return;  // first: ask the solve to stop
+  // Second: remove what is half-written and leave now.
+  for (int i = 0; i < kSlots; ++i)
+    if (g_used[i].load()) ::unlink(g_paths[i]);
+  ::_exit(128 + signo);
+}
+
+}  // namespace
+
+bool interrupt_requested() { return g_request.load(std::memory_order_relaxed) != 0; }
+int interrupt_signal() { return g_request.load(); }
+void request_interrupt(int signo) {
+  int expected = 0;
+  g_request.compare_exchange_strong(expected, signo == 0 ? -1 : signo);
+}
+void clear_interrupt() { g_request.store(0); }
+
+void install_interrupt_handlers() {
+  static std::atomic<bool> done{false};
+  if (done.exchange(true)) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+TempFileGuard::TempFileGuard(const std::string& path) {
+  if (path.size() + 1 > kPathMax) return;
+  for (int i = 0; i < kSlots; ++i) {
+    bool expected = false;
+    if (!g_claimed[i].compare_exchange_strong(expected, true)) continue;
+    std::memcpy(g_paths[i], path.c_str(), path.size() + 1);  // before the handler may read it
+    g_used[i].store(true);
+    slot_ = i;
+    return;
+  }
+}
+
+TempFileGuard::~TempFileGuard() {
+  if (slot_ < 0) return;
+  g_used[slot_].store(false);
+  g_claimed[slot_].store(false);
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The CPU test suite under AddressSanitizer + UndefinedBehaviorSanitizer (CI's second step, after
+# the README's test command): a CPU-only build (no CUDA, no Python module: the interpreter is not
+# instrumented) in build-asan, then every test labelled cpu. Any sanitizer report fails its test.
+# Usage: scripts/sanitize.sh [BUILD_DIR]   (dependencies: scripts/install-deps.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build-asan}
+cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCSOLVE_ENABLE_CUDA=OFF \
+  -DTCSOLVE_BUILD_PYTHON=OFF -DTCSOLVE_SANITIZE=address,undefined
+cmake --build "$B"
+# detect_leaks: a leak fails too; the command's std::_Exit skips the leak check by design (its
+# output files are closed by then; the OS frees the rest).
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir "$B" -L cpu -LE python --output-on-failure -j "$(nproc)" --timeout 1500
