@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <ctime>
 #include <cstring>
 
 namespace tcsolve {
@@ -19,9 +20,26 @@ char g_paths[kSlots][kPathMax];
 std::atomic<bool> g_used[kSlots];     // read by the handler: the path is complete
 std::atomic<bool> g_claimed[kSlots];  // owned by a TempFileGuard
 
+std::atomic<long long> g_first_ns{0};  // CLOCK_MONOTONIC of the first signal
+
+long long monotonic_ns() {  // clock_gettime is async-signal-safe
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<long long>(t.tv_sec) * 1000000000LL + t.tv_nsec;
+}
+
+// A second signal within this long of the first is the same request delivered twice (timeout(1)
+// signals the child and then its process group; a scheduler may signal the job and each step),
+// not a user asking again.
+constexpr long long kDuplicateNs = 250000000LL;
+
 extern "C" void on_signal(int signo) {
   int expected = 0;
-  if (g_request.compare_exchange_strong(expected, signo)) return;  // first: ask the solve to stop
+  if (g_request.compare_exchange_strong(expected, signo)) {  // first: ask the solve to stop
+    g_first_ns.store(monotonic_ns());
+    return;
+  }
+  if (monotonic_ns() - g_first_ns.load() < kDuplicateNs) return;
   // Second: remove what is half-written and leave now.
   for (int i = 0; i < kSlots; ++i)
     if (g_used[i].load()) ::unlink(g_paths[i]);

@@ -8,7 +8,9 @@
 //
 // Signals: the first SIGINT/SIGTERM sets the request. A second one exits at once with status
 // 128 + signal, after removing the temporary files registered with TempFileGuard (the handler
-// only unlinks fixed buffers: async-signal-safe), so that nothing half-written is left.
+// only unlinks fixed buffers: async-signal-safe), so that nothing half-written is left. A second
+// signal within 0.25 s of the first is the same request delivered twice (timeout(1) signals the
+// child and its process group) and is ignored.
 #pragma once
 #include <string>
 

@@ -86,10 +86,17 @@ if has python || has pybench; then
 fi
 if has extras; then
   step "memory cap: solve gen:lap3d:100 --rhs random:128"
+  # the process's footprint seen by the driver (nvidia-smi, every 20 ms): a trivial run first
+  # (CUDA context and library handles), then the solve without and with the cap
+  watch() { nvidia-smi --query-compute-apps=used_memory --format=csv,noheader,nounits -lms 20 > "$1" 2>/dev/null & echo $!; }
+  w=$(watch "$OUT/smi_idle.txt"); $T solve gen:lap3d:6 --rhs random:128 -q; sleep 0.1; kill $w
+  echo "trivial run: nvidia-smi peak $(sort -n "$OUT/smi_idle.txt" | tail -1) MiB"
   for lim in "" 1000000000; do
+    w=$(watch "$OUT/smi_${lim:-none}.txt")
     /usr/bin/time -f "wall %e s, host peak %M kB" env ${lim:+TCSOLVE_DEVICE_MEMORY_LIMIT=$lim} \
       $T solve gen:lap3d:100 --rhs random:128 --json > "$OUT/memcap_${lim:-none}.json" 2> "$OUT/memcap_${lim:-none}.err"
-    echo "limit=${lim:-none} rc=$?"; tail -1 "$OUT/memcap_${lim:-none}.err"
+    echo "limit=${lim:-none} rc=$?"; tail -1 "$OUT/memcap_${lim:-none}.err"; sleep 0.1; kill $w
+    echo "nvidia-smi peak $(sort -n "$OUT/smi_${lim:-none}.txt" | tail -1) MiB"
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('status','peak_device_bytes','message','iterations')}, d.get('seconds'))" "$OUT/memcap_${lim:-none}.json"
   done
   step "SIGINT after 4 s of a long Chebyshev run"

@@ -643,6 +643,12 @@ PYBIND11_MODULE(_tcsolve, m) {
   m.def("device_count", &device_count);
   // bytes tcsolve holds on the GPU now (core/device.hpp): the tests check that nothing stays behind
   m.def("device_allocated_bytes", [] { return static_cast<std::int64_t>(device_allocated_bytes()); });
+  // drops the cached CUDA dense ops (their stream, handles and workspaces: see cached_device_ops)
+  m.def("release_device_cache", [] {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
+    cached_device_ops().ops.reset();
+  });
   m.def("device_name", &device_name);
   m.attr("__version__") = TCSOLVE_VERSION;
 }
