@@ -240,14 +240,22 @@ int run_batch(const Args& args) {
       {"JOBFILE"}};
   bool resume = false, quiet = false, json = false;
   std::string outdir;
+  double checkpoint_every = 60.0;
   po::options_description opts = option_table();
   opts.add_options()
-      ("resume", po::bool_switch(&resume), "skip jobs whose output file is complete")
+      ("resume", po::bool_switch(&resume),
+       "skip jobs whose output file is complete; a job that left a checkpoint continues from it")
+      ("checkpoint-every", po::value(&checkpoint_every)->value_name("SECONDS"),
+       "jobs write a checkpoint (OUT.checkpoint.h5 beside their output) every SECONDS while they "
+       "run, so that a long job that is killed loses at most that much (default 60: shorter jobs "
+       "write none); it is removed when the job's result is written")
       ("output-dir", po::value(&outdir)->value_name("DIR"), "folder for relative output paths (created if missing)")
       ("quiet,q", po::bool_switch(&quiet), "no progress line and no summary table")
       ("json", po::bool_switch(&json), "print the summary as JSON");
   po::variables_map vm;
   if (!parse_command(spec, opts, args, vm)) return exit_ok;
+  if (!(checkpoint_every > 0) || !std::isfinite(checkpoint_every))
+    throw UsageError(format("--checkpoint-every %g: expected a positive number of seconds", checkpoint_every));
   const std::string path = vm["JOBFILE"].as<std::string>();
   const JobFile jf = read_job_file(path);
   const std::vector<JobSpec> jobs = build_jobs(path, jf, outdir);
@@ -263,6 +271,7 @@ int run_batch(const Args& args) {
     for (const JobSpec& s : jobs) {
       removed += remove_stale_temporaries(s.out);
       if (!s.plot.empty()) removed += remove_stale_temporaries(s.plot);
+      removed += remove_stale_temporaries(s.checkpoint.empty() ? checkpoint_path_for(s.out) : s.checkpoint);
     }
     if (removed > 0 && !quiet)
       std::cerr << "removed " << removed << " temporary file(s) left by an interrupted run\n";
@@ -293,8 +302,13 @@ int run_batch(const Args& args) {
   std::vector<Row> rows;
   bool all_ok = true;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const JobSpec& s = jobs[i];
+    JobSpec s = jobs[i];
     Row row{s.name, s.task, "", "", s.out};
+    // Automatic checkpoints of a job that asked for none: OUT.checkpoint.h5, the first after
+    // checkpoint_every seconds of its solve.
+    const std::string auto_checkpoint =
+        s.checkpoint.empty() && !s.out.empty() ? checkpoint_path_for(s.out) : std::string();
+    if (!auto_checkpoint.empty()) s.checkpoint = auto_checkpoint, s.checkpoint_every = checkpoint_every;
     const std::string head = format("[%zu/%zu] %s", i + 1, jobs.size(), s.name.c_str());
     line.update(head + ": starting", true);
     Timer t;
@@ -314,6 +328,17 @@ int run_batch(const Args& args) {
       }
     } else {
       const std::string command = "tcsolve batch " + path + " (job " + s.name + ")";
+      // --resume: continue from the job's checkpoint when it is this job's (else it is stale)
+      std::error_code ec;
+      if (resume && s.resume_from.empty() && !s.checkpoint.empty() && fs::exists(s.checkpoint, ec)) {
+        std::string why;
+        if (checkpoint_fits(s, s.checkpoint, why)) {
+          s.resume_from = s.checkpoint;
+        } else {
+          if (!quiet) std::cerr << head << ": checkpoint " << s.checkpoint << " not used: " << why << "\n";
+          if (!auto_checkpoint.empty()) fs::remove(s.checkpoint, ec);
+        }
+      }
       try {
         JobOutcome o = run_job(
             s, cache,
@@ -340,6 +365,11 @@ int run_batch(const Args& args) {
       }
     }
     row.seconds = t.seconds();
+    // The automatic checkpoint goes once the job has an answer (kept when it was interrupted).
+    if (!auto_checkpoint.empty() && row.status != "interrupted" && row.status != "skipped") {
+      std::error_code ec;
+      fs::remove(auto_checkpoint, ec);
+    }
     if (row.status != "converged" && row.status != "skipped") all_ok = false;
     line.clear();
     if (!quiet && !json)

@@ -39,6 +39,10 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
     std::cout << "verified by " << o.verification << ", certified: " << o.certified << " ("
               << o.certificate << "); test " << o.conv << ", tol " << format("%g", s.tol) << "\n";
   }
+  if (!s.checkpoint.empty())
+    std::cout << format("checkpoints: %lld written to %s (%s each, %s in all)\n", (long long)o.checkpoints,
+                        s.checkpoint.c_str(), format_bytes(o.checkpoint_bytes).c_str(),
+                        format_seconds(o.checkpoint_s).c_str());
   if (!o.reorder.empty()) std::cout << "reorder: " << o.reorder << "\n";
   if (!o.message.empty()) std::cout << "note: " << o.message << "\n";
   if (!s.out.empty()) std::cout << "wrote " << s.out << "\n";
@@ -75,6 +79,8 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
               << ", \"factorization\": " << json_string(o.factor);
   std::cout << ", \"residual_norms\": " << json_array(o.residuals)
             << ", \"operator_applies\": " << o.operator_applies
+            << ", \"checkpoints\": {\"count\": " << o.checkpoints << ", \"bytes\": "
+            << json_number(o.checkpoint_bytes) << ", \"seconds\": " << json_number(o.checkpoint_s) << "}"
             << ", \"seconds\": {\"read\": " << json_number(o.read_s)
             << ", \"preprocess\": " << json_number(o.preprocess_s)
             << ", \"plan\": " << json_number(o.plan_s) << ", \"setup\": " << json_number(o.setup_s)

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <iostream>
@@ -80,6 +81,60 @@ std::pair<std::string, std::string> split_start(const std::string& spec, const c
   const auto colon = spec.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) return {spec, dataset};
   return {spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
+// A checkpoint file: attributes kind = "tcsolve checkpoint", task, matrix, matrix_checksum, rows,
+// iteration, locked, solver_seconds, job_options, tcsolve_version; dataset block [cols][n] (the
+// solver's block in the input order). Written atomically (a kill leaves the previous one).
+void write_checkpoint(const JobSpec& s, const PreparedMatrix& a, const SolverCheckpoint& c,
+                      const std::vector<double>& block) {
+  AtomicFile af(s.checkpoint);
+  {
+    Hdf5File f = Hdf5File::create(af.temp_path(), 8.0 * static_cast<double>(block.size()) + 1e6);
+    f.set_attr("kind", "tcsolve checkpoint");
+    f.set_attr("task", s.task);
+    f.set_attr("matrix", s.matrix);
+    f.set_attr("matrix_checksum", a.checksum());
+    f.set_attr("rows", c.n);
+    f.set_attr("iteration", c.iteration);
+    f.set_attr("locked", c.locked);
+    f.set_attr("solver_seconds", c.seconds);
+    f.set_attr("job_options", job_options_string(s));
+    f.set_attr("tcsolve_version", TCSOLVE_VERSION);
+    f.write_2d("block", block.data(), static_cast<std::int64_t>(block.size()) / std::max<std::int64_t>(c.n, 1), c.n);
+    f.close();
+  }
+  af.commit();
+}
+
+// The block of a checkpoint written for this task and matrix (else InputError saying what
+// differs); `note` says where the run continues from.
+std::vector<double> read_checkpoint(const JobSpec& s, const PreparedMatrix& a, std::int64_t* cols,
+                                    std::string* note) {
+  const std::string& file = s.resume_from;
+  std::string kind, task, sum;
+  std::int64_t iteration = 0;
+  double secs = 0;
+  {
+    Hdf5File f = Hdf5File::open(file);
+    kind = f.has_attr("kind") ? f.attr_string("kind") : "";
+    if (kind != "tcsolve checkpoint")
+      throw InputError(file, 0, "not a tcsolve checkpoint (no attribute kind = \"tcsolve checkpoint\"; "
+                                "a result is continued with " + std::string(s.task == "eigs" ? "--start" : "--x0") + ")");
+    task = f.attr_string("task");
+    sum = f.attr_string("matrix_checksum");
+    iteration = f.attr_int64("iteration");
+    secs = f.attr_double("solver_seconds");
+  }
+  if (task != s.task)
+    throw InputError(file, 0, "a checkpoint of " + task + ", not of " + s.task);
+  if (sum != a.checksum())
+    throw InputError(file, 0, "written for another matrix (checksum " + sum + "; " + s.matrix +
+                                  " has " + a.checksum() + ")");
+  std::vector<double> block = read_columns(file, "block", a.a.nrows, "checkpoint's vectors", cols);
+  *note = format("resumed from %s (iteration %lld, %.3g s of solver time)", file.c_str(),
+                 (long long)iteration, secs);
+  return block;
 }
 
 // Right-hand sides, n × s column-major on the host: "random:S" or "FILE.h5:DATASET" holding
@@ -223,6 +278,17 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
       ("cpu-fallback", po::bool_switch(&s.cpu_fallback),
        "run on the CPU when the GPU has too little memory (default: fail and say how much is needed)")
       ("seed", po::value(&s.seed)->value_name("N"), "seed of the random start block / right-hand sides (default 1)")
+      ("checkpoint", po::value(&s.checkpoint)->value_name("FILE.h5"),
+       eigs ? "write the solver's state (its Ritz block) to FILE.h5 atomically every --checkpoint-every "
+              "seconds (Chebyshev and LOBPCG; shift-invert Lanczos does not checkpoint); continue a "
+              "stopped or killed run with --resume-from FILE.h5"
+            : "write the iterate X to FILE.h5 atomically every --checkpoint-every seconds; continue "
+              "a stopped or killed run with --resume-from FILE.h5")
+      ("checkpoint-every", po::value(&s.checkpoint_every)->value_name("SECONDS"),
+       "seconds between checkpoints (default 60)")
+      ("resume-from", po::value(&s.resume_from)->value_name("FILE.h5"),
+       "continue from a checkpoint of the same matrix (and right-hand sides): the answer is tested "
+       "as from a fresh start")
       ("out", po::value(&s.out)->value_name("FILE.h5"), "write the result (HDF5, atomically; docs/hdf5-schema.md)")
       ("plot", po::value(&s.plot)->value_name("FILE.svg"), "write a convergence plot (SVG)");
 }
@@ -274,6 +340,15 @@ void validate_job(const JobSpec& s) {
     throw UsageError("--precision '" + s.precision + "': expected fp64, fp32, fp16 or bf16");
   if (s.device != "auto" && s.device != "cpu" && s.device != "cuda")
     throw UsageError("--device '" + s.device + "': expected auto, cpu or cuda");
+  if (!s.checkpoint.empty() && !ends_with(s.checkpoint, ".h5") && !ends_with(s.checkpoint, ".hdf5"))
+    throw UsageError("--checkpoint '" + s.checkpoint + "': the checkpoint file must end in .h5 or .hdf5");
+  if (!(s.checkpoint_every > 0) || !std::isfinite(s.checkpoint_every))
+    throw UsageError(format("--checkpoint-every %g: expected a positive number of seconds", s.checkpoint_every));
+  if (!s.resume_from.empty() && !s.start.empty())
+    throw UsageError(std::string("--resume-from and ") + (s.task == "eigs" ? "--start" : "--x0") +
+                     " both give the start: use one");
+  if (!s.checkpoint.empty() && s.checkpoint == s.out)
+    throw UsageError("--checkpoint and --out name the same file '" + s.out + "'");
   if (!s.out.empty() && !ends_with(s.out, ".h5") && !ends_with(s.out, ".hdf5"))
     throw UsageError("--out '" + s.out + "': the result file must end in .h5 or .hdf5");
   if (!s.plot.empty() && !ends_with(s.plot, ".svg"))
@@ -287,6 +362,9 @@ void check_job_outputs(const JobSpec& s) {
   if (s.task == "solve" && s.rhs.rfind("random:", 0) != 0 && s.rhs.rfind(':') != std::string::npos)
     inputs.push_back(s.rhs.substr(0, s.rhs.rfind(':')));
   if (!s.start.empty()) inputs.push_back(split_start(s.start, "").first);
+  // (the checkpoint may be the file resumed from: it is read before the first checkpoint)
+  if (!s.checkpoint.empty()) check_output_path("--checkpoint '" + s.checkpoint + "'", s.checkpoint, inputs);
+  if (!s.resume_from.empty()) inputs.push_back(s.resume_from);
   if (!s.out.empty()) check_output_path("--out '" + s.out + "'", s.out, inputs);
   if (!s.plot.empty()) check_output_path("--plot '" + s.plot + "'", s.plot, inputs);
 }
@@ -445,6 +523,21 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   o.backend = to_string(backend);
   o.device = backend == Backend::cuda ? device_name() : "cpu";
 
+  // --checkpoint: the solver's block (in the input order) written atomically. `merge` (solve in
+  // batches) places a batch's columns among the others'.
+  std::function<void(std::vector<double>&, const SolverCheckpoint&)> merge;
+  auto checkpoint_to_file = [&](const SolverCheckpoint& c) {
+    Timer tc;
+    std::vector<double> block = c.block;
+    if (merge) merge(block, c);
+    if (perm) scatter(block);
+    write_checkpoint(s, *A, c, block);
+    ++o.checkpoints;
+    o.checkpoint_bytes = 8.0 * static_cast<double>(block.size());
+    o.checkpoint_s += tc.seconds();
+  };
+  const CheckpointFn on_checkpoint = s.checkpoint.empty() ? CheckpointFn() : CheckpointFn(checkpoint_to_file);
+
   Solved out;
   Timer ts;
   if (s.task == "eigs") {
@@ -468,6 +561,8 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     eo.seed = s.seed;
     eo.workspace_columns = fit_columns;
     if (!start.empty()) eo.v0 = perm ? gather(start, static_cast<std::int64_t>(start.size()) / n) : start;
+    eo.checkpoint_every = s.checkpoint_every;
+    eo.on_checkpoint = on_checkpoint;
     if (B) eo.mass_name = "mass matrix " + s.mass;
     const std::int64_t k = s.k;
     eo.on_iteration = [&](const IterationRecord& r) {
@@ -514,6 +609,8 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
       for (double v : r.residual_norms) mx = std::max(mx, v);
       if (progress) progress(r.iteration, r.converged, nrhs, mx, ts.seconds());
     };
+    co.checkpoint_every = s.checkpoint_every;
+    co.on_checkpoint = on_checkpoint;
     out.eigs = false;
     // random:S right-hand sides not built on the host: generated where the solve runs.
     std::vector<double> rhs_local;
@@ -544,9 +641,16 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
       SolveResult& all = out.sr;
       all.n = n;
       all.status = SolverStatus::converged;
-      all.solutions.resize(static_cast<std::size_t>(n * nrhs));
+      // (later batches' columns hold their start until they run: a checkpoint shows them so)
+      if (x0_all) all.solutions.assign(x0_all, x0_all + n * nrhs);
+      else all.solutions.assign(static_cast<std::size_t>(n * nrhs), 0.0);
       for (std::int64_t c0 = 0; c0 < nrhs; c0 += batch) {
         const std::int64_t c = std::min(batch, nrhs - c0);
+        merge = [&, c0](std::vector<double>& b, const SolverCheckpoint&) {
+          std::vector<double> full(all.solutions);
+          std::copy(b.begin(), b.end(), full.begin() + c0 * n);
+          b.swap(full);
+        };
         SolveResult r = block_cg(aop, b_all + c0 * n, n, c, ops, co, x0_all ? x0_all + c0 * n : nullptr);
         std::copy(r.solutions.begin(), r.solutions.end(), all.solutions.begin() + c0 * n);
         all.residual_norms.insert(all.residual_norms.end(), r.residual_norms.begin(), r.residual_norms.end());
@@ -560,6 +664,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
           all.reason = format("right-hand sides %lld-%lld: ", (long long)c0, (long long)(c0 + c - 1)) + r.reason;
         }
       }
+      merge = nullptr;
       o.batch_note = format("right-hand sides solved in %lld batches of up to %lld columns to fit "
                             "the GPU memory", (long long)((nrhs + batch - 1) / batch), (long long)batch);
     }
@@ -652,6 +757,15 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
                                        (long long)cols, (long long)nrhs));
     o.read_s += tr.seconds();
   }
+  if (!s.resume_from.empty()) {
+    Timer tr;
+    std::int64_t cols = 0;
+    start = read_checkpoint(s, *A, &cols, &o.resume_note);
+    if (s.task == "solve" && cols != nrhs)
+      throw InputError(s.resume_from, 0, format("the checkpoint holds %lld columns for %lld right-hand "
+                                                "sides", (long long)cols, (long long)nrhs));
+    o.read_s += tr.seconds();
+  }
 
   // GPU memory: the matrices must fit; the solver's blocks are fitted to what is left (eigs: the
   // driver shrinks its basis or width; solve: batches of right-hand sides), and only when even
@@ -705,6 +819,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
     o.message = s.matrix + " is not positive definite (block CG breakdown: " + o.message + ")";
   if (!o.batch_note.empty()) o.message = o.message.empty() ? o.batch_note : o.message + "; " + o.batch_note;
   if (!fallback_note.empty()) o.message = o.message.empty() ? fallback_note : o.message + "; " + fallback_note;
+  if (!o.resume_note.empty()) o.message = o.message.empty() ? o.resume_note : o.message + "; " + o.resume_note;
   o.iterations = r.eigs ? r.er.iterations : r.sr.iterations;
   o.residuals = r.eigs ? r.er.residual_norms : r.sr.residual_norms;
   o.values = r.er.values;
@@ -744,6 +859,12 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       if (o.peak_device_bytes > 0) f.set_attr("peak_device_bytes", o.peak_device_bytes);
       f.set_attr("nnz", A->a.nnz());
       f.set_attr("seed", static_cast<std::int64_t>(s.seed));
+      if (!s.checkpoint.empty()) {
+        f.set_attr("checkpoint", s.checkpoint);
+        f.set_attr("checkpoints", o.checkpoints);
+        f.set_attr("checkpoint_seconds", o.checkpoint_s);
+      }
+      if (!s.resume_from.empty()) f.set_attr("resumed_from", s.resume_from);
       if (r.eigs) {
         const std::int64_t k = static_cast<std::int64_t>(r.er.values.size());
         f.set_attr("k", s.k);
@@ -806,6 +927,30 @@ void write_failure_file(const JobSpec& s, const std::string& error, const std::s
     f.close();
   }
   af.commit();
+}
+
+std::string checkpoint_path_for(const std::string& out) {
+  for (const char* ext : {".h5", ".hdf5"})
+    if (ends_with(out, ext)) return out.substr(0, out.size() - std::strlen(ext)) + ".checkpoint.h5";
+  return out + ".checkpoint.h5";
+}
+
+bool checkpoint_fits(const JobSpec& s, const std::string& file, std::string& why) {
+  try {
+    Hdf5File f = Hdf5File::open(file);
+    if (!f.has_attr("kind") || f.attr_string("kind") != "tcsolve checkpoint") {
+      why = "not a tcsolve checkpoint";
+      return false;
+    }
+    if (f.attr_string("job_options") != job_options_string(s)) {
+      why = "written for other options or inputs";
+      return false;
+    }
+    return true;
+  } catch (const std::exception& e) {
+    why = e.what();
+    return false;
+  }
 }
 
 std::string job_options_string(const JobSpec& s) {

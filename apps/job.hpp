@@ -27,6 +27,11 @@ struct JobSpec {
   // Warm start: eigs --start FILE.h5[:DATASET] (default /eigenvectors), solve --x0 FILE.h5[:DATASET]
   // (default /solution): columns [s][n] of an earlier result or any dataset of that shape.
   std::string start;
+  // Checkpoints: the solver's block written atomically to `checkpoint` every checkpoint_every
+  // seconds; `resume_from` continues from such a file (same matrix, checked by checksum). Neither
+  // is part of job_options: a resumed job is the same job.
+  std::string checkpoint, resume_from;
+  double checkpoint_every = 60.0;
   std::int64_t k = 6;
   std::string which = "smallest";  // smallest | largest | nearest (needs sigma)
   std::string method = "auto";  // eigs: eigs_method_names() (solvers/eigs/eigs.hpp); solve: cg
@@ -126,7 +131,10 @@ struct JobOutcome {
   std::string backend, device, method, kernel;
   std::string kernel_reason;  // why the SpMM kernel (the model's choice, or the trial's times)
   std::string reorder;  // --reorder symmetric: what was done ("" when not asked)
-  std::string batch_note;  // solve: right-hand sides run in batches to fit the GPU memory
+  std::string batch_note;
+  std::string resume_note;        // --resume-from: where the run continued from
+  std::int64_t checkpoints = 0;   // checkpoints written, their bytes (each) and seconds (all)
+  double checkpoint_bytes = 0, checkpoint_s = 0;  // solve: right-hand sides run in batches to fit the GPU memory
   std::int64_t n = 0;
   std::vector<double> values;          // eigenvalues (eigs)
   std::vector<double> residuals;       // per pair / per column
@@ -163,6 +171,10 @@ bool result_is_complete(const std::string& path);
 // "job_options" attribute), and the identity of its input files ("input_stamps": path, size and
 // modification time of the matrix, mass and right-hand-side files; generators have none).
 std::string job_options_string(const JobSpec& spec);
+// The automatic checkpoint of a batch job writing OUT.h5: OUT.checkpoint.h5.
+std::string checkpoint_path_for(const std::string& out);
+// Whether FILE is a checkpoint of this job (kind, task, job_options); else `why` says what differs.
+bool checkpoint_fits(const JobSpec& s, const std::string& file, std::string& why);
 std::string input_stamps(const JobSpec& spec);
 
 // batch --resume: whether the stored result of `spec` can stand. It can when it is complete, was

@@ -208,6 +208,7 @@ struct BlockCg::Impl {
       ops.column_norms(rbuf, rn.data());
       for (std::int64_t j = 0; j < s; ++j) rn[j] /= bn[j];
     };
+    detail::Checkpointer checkpoint(opt.checkpoint_every, opt.on_checkpoint);
     for (int cycle = 0; cycle < opt.max_cycles && !act.empty(); ++cycle) {
       const std::int64_t na0 = static_cast<std::int64_t>(act.size());
       // R = (rhs − A·x)(:, act), Xa = x(:, act).
@@ -247,6 +248,12 @@ struct BlockCg::Impl {
       // Iterations are queued without waiting; the host reads iteration t − 1's norms and
       // factor status once iteration t is queued.
       while (na > 0 && it < opt.max_iterations && !interrupt_requested()) {
+        // Checkpoint: X with the active columns' current iterate (xa, after the queued updates;
+        // the copy waits for them) in place: a CG iterate, nothing restarted.
+        if (checkpoint.due())
+          checkpoint.write(ops, x, it, 0, [&](double* host) {
+            for (std::int64_t j = 0; j < na; ++j) ops.to_host(xa.columns(j, 1), host + act[j] * n, n);
+          });
         Pending pd;
         pd.it = it;
         pd.na = na;

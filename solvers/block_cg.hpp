@@ -69,6 +69,10 @@ struct CgOptions {
   bool keep_history = true;
   // Called after each iteration with its record (progress display); may be empty.
   std::function<void(const IterationRecord&)> on_iteration;
+  // Checkpoints (0 / empty: none): every checkpoint_every seconds the iterate X goes to
+  // on_checkpoint (the pipeline waits for its queued iteration; nothing is restarted).
+  double checkpoint_every = 0.0;
+  CheckpointFn on_checkpoint;
   int max_cycles = 3;                 // restarts from the true residual
   // How applies of A and M are ordered against the dense ops' stream (solvers/dense_ops.hpp).
   ApplyOrder apply_order = ApplyOrder::events;

@@ -474,6 +474,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   SolverStatus status = SolverStatus::not_converged;
   std::string reason;
   std::int64_t it = 0;
+  detail::Checkpointer checkpoint(opt.checkpoint_every, opt.on_checkpoint);
   std::int64_t filter_applies = 0, filter_columns = 0;
   double apply_s = 0.0, dense_s = 0.0;
   double lift = 0.0;
@@ -541,6 +542,8 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
       }
       w = m - nl;  // pairs unlocked by the explicit check: iterate on
     }
+    // The Ritz block (locked columns first) is the state a later run restarts from.
+    if (checkpoint.due()) checkpoint.write(ops, buf[cur].view(), it + 1, nl);
     // ---- filter, orthonormalize, Rayleigh-Ritz
     // Cut = largest active Ritz value (≥ λ_m). When the active Ritz values are not resolved
     // beyond their residuals (the block sits inside one eigenspace: a multiplicity above the

@@ -40,6 +40,10 @@ struct EigenOptions {
   bool keep_history = true;
   // Called after each iteration with its record (progress display); may be empty.
   std::function<void(const IterationRecord&)> on_iteration;
+  // Checkpoints (0 / empty: none): Chebyshev and LOBPCG hand their Ritz block to on_checkpoint
+  // every checkpoint_every seconds (block Lanczos does not checkpoint).
+  double checkpoint_every = 0.0;
+  CheckpointFn on_checkpoint;
 
   // Built-in Jacobi preconditioner (LOBPCG): T = diag(1 / |a_ii − σ·b_ii|), from the diagonals
   // given here (host, length n; empty = no Jacobi). `preconditioner` (any T ≈ (A − σB)⁻¹, SPD,

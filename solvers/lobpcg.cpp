@@ -97,6 +97,7 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
   std::string reason;
   std::int64_t it = 0;
   int nxt = 1;
+  detail::Checkpointer checkpoint(opt.checkpoint_every, opt.on_checkpoint);
 
   for (;; ++it) {
     detail::IterationTimer timer(clock);
@@ -185,6 +186,7 @@ EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>
       ns = m;
       break;
     }
+    if (checkpoint.due()) checkpoint.write(ops, Xn, it + 1, 0);  // the new Ritz block
     // 4. Active set (soft locking) and P' = S·Q in coefficient space.
     act.clear();
     for (std::int64_t j = 0; j < m; ++j)

@@ -1,6 +1,7 @@
 // What the solvers return. Non-convergence is a status with partial results, not an exception.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,19 @@ struct IterationRecord {
   double apply_seconds = 0.0;          // operator (A, B, preconditioner) applies
   double dense_seconds = 0.0;          // everything else (Gram products, updates, small solves)
 };
+
+// A solver's state handed to a checkpoint callback (EigenOptions / CgOptions::on_checkpoint):
+// `block` (host, n × cols, column-major) is what a later run starts from: the current Ritz
+// vectors of an eigensolver (the first `locked` of them locked), or block CG's iterate X.
+struct SolverCheckpoint {
+  std::int64_t iteration = 0;
+  std::int64_t n = 0, cols = 0, locked = 0;
+  double seconds = 0.0;  // since the solver started
+  std::vector<double> block;
+};
+// Called at an iteration's end once `checkpoint_every` seconds have passed since the start or
+// the last checkpoint's end; may throw (the solve then ends with that exception).
+using CheckpointFn = std::function<void(const SolverCheckpoint&)>;
 
 struct EigenResult {
   SolverStatus status = SolverStatus::not_converged;

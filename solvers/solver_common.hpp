@@ -3,6 +3,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "core/interrupt.hpp"
 #include "core/operator.hpp"
 #include "solvers/dense_ops.hpp"
+#include "solvers/result.hpp"
 
 namespace tcsolve::detail {
 
@@ -68,6 +70,37 @@ std::vector<double> jacobi_inverse(const std::vector<double>& diag_a,
 
 void require_operator(const LinearOperator<double>& op, std::int64_t n, Space space,
                       const char* what);
+
+// Timing of checkpoints: due() once `every` seconds have passed since the start or the end of
+// the last write; write() copies the block to the host (a synchronization: only then) and calls
+// the callback.
+class Checkpointer {
+ public:
+  Checkpointer(double every, const CheckpointFn& fn)
+      : every_(fn && every > 0 ? every : 0.0), fn_(fn), t0_(now_seconds()), next_(t0_ + every_) {}
+  bool due() const { return every_ > 0 && now_seconds() >= next_; }
+  // x: n × cols in the ops' space; `patch` (optional) then overwrites parts of the host copy
+  // (block CG: the active columns kept apart).
+  void write(DenseBlockOps& ops, MvView<const double> x, std::int64_t iteration, std::int64_t locked,
+             const std::function<void(double*)>& patch = {}) {
+    SolverCheckpoint c;
+    c.iteration = iteration;
+    c.n = x.rows;
+    c.cols = x.cols;
+    c.locked = locked;
+    c.block.resize(static_cast<std::size_t>(x.rows * x.cols));
+    ops.to_host(x, c.block.data(), x.rows);
+    if (patch) patch(c.block.data());
+    c.seconds = now_seconds() - t0_;
+    fn_(c);
+    next_ = now_seconds() + every_;
+  }
+
+ private:
+  double every_;
+  const CheckpointFn& fn_;
+  double t0_, next_;
+};
 
 // The reason of a run stopped by interrupt_requested() (core/interrupt.hpp).
 inline std::string interrupted_reason(std::int64_t iterations, std::int64_t done, std::int64_t of,

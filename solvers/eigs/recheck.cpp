@@ -189,6 +189,7 @@ RecheckOutcome shift_invert_recheck(const Problem& s, const EigsOptions& opt,
     const double r = std::abs(p.values[far] - sigma), w = cert_width(s, p, far);
     EigsOptions ro = opt;
     ro.on_iteration = nullptr;
+    ro.on_checkpoint = nullptr;
     ro.v0.clear();
     ro.block_size = 2;
     ro.basis = 0;
@@ -272,6 +273,7 @@ RecheckOutcome deflated_recheck(const Problem& s, const EigsOptions& opt, EigsMe
     // kr more eigenpairs of a clustered spectrum.
     EigsOptions ro = opt;
     ro.on_iteration = nullptr;
+    ro.on_checkpoint = nullptr;
     ro.v0.clear();  // a fresh random block, never the caller's start
     ro.block_size = kr;
     if (method == EigsMethod::chebyshev) ro.basis = std::max<std::int64_t>(kr + 8, 16);

@@ -177,6 +177,8 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
   eo.block_size = opt.block_size;
   eo.max_basis = opt.basis;
   eo.on_iteration = opt.on_iteration;
+  eo.checkpoint_every = opt.checkpoint_every;
+  eo.on_checkpoint = opt.on_checkpoint;
   if (!opt.v0.empty()) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
   eo.jacobi_mass_diagonal = s.diag_b;
   if (method == EigsMethod::lobpcg) {
