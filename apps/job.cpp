@@ -523,18 +523,43 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   o.backend = to_string(backend);
   o.device = backend == Backend::cuda ? device_name() : "cpu";
 
-  // --checkpoint: the solver's block (in the input order) written atomically. `merge` (solve in
-  // batches) places a batch's columns among the others'.
+  // --checkpoint: the solver's block (in the input order) written atomically by a writer thread,
+  // so that the solve waits only for the copy to the host; a checkpoint due while the previous
+  // one is still being written waits for it. A write that fails (full disk...) ends the
+  // checkpoints, not the solve: the message says so. `merge` (solve in batches) places a batch's
+  // columns among the others'.
   std::function<void(std::vector<double>&, const SolverCheckpoint&)> merge;
-  auto checkpoint_to_file = [&](const SolverCheckpoint& c) {
+  std::future<void> writing;
+  std::string checkpoint_error;
+  auto wait_for_writer = [&] {
+    if (!writing.valid()) return;
+    try {
+      writing.get();
+    } catch (const std::exception& e) {
+      checkpoint_error = e.what();
+    }
+  };
+  auto checkpoint_to_file = [&](SolverCheckpoint& c) {
     Timer tc;
-    std::vector<double> block = c.block;
+    wait_for_writer();
+    if (!checkpoint_error.empty()) return;
+    std::vector<double> block = std::move(c.block);
     if (merge) merge(block, c);
     if (perm) scatter(block);
-    write_checkpoint(s, *A, c, block);
     ++o.checkpoints;
     o.checkpoint_bytes = 8.0 * static_cast<double>(block.size());
-    o.checkpoint_s += tc.seconds();
+    SolverCheckpoint meta = c;  // (its block moved out)
+    writing = std::async(std::launch::async, [&s, &A, meta, b = std::move(block)] {
+      write_checkpoint(s, *A, meta, b);
+    });
+    o.checkpoint_s += tc.seconds() + c.copy_seconds;
+  };
+  // The last write is waited for before the result is written (one HDF5 writer at a time).
+  auto finish_checkpoints = [&] {
+    Timer tw;
+    wait_for_writer();
+    o.checkpoint_s += tw.seconds();
+    if (!checkpoint_error.empty()) o.checkpoint_note = "checkpoints stopped: " + checkpoint_error;
   };
   const CheckpointFn on_checkpoint = s.checkpoint.empty() ? CheckpointFn() : CheckpointFn(checkpoint_to_file);
 
@@ -580,6 +605,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     // (the permuted basis is another matrix for the planner: its own memo)
     pre.memo = &cache.memo(s.matrix + (perm ? "|permuted" : "") + "|" + to_string(backend), s.mass);
     out.er = eigs(*a_csr, b_csr, eo, pre);
+    finish_checkpoints();
     const EigsResult& er = out.er;
     if (perm) scatter(out.er.vectors);
     o.method = er.method;
@@ -620,6 +646,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
       out.sr = block_cg_random(aop, s.seed + 1000, nrhs, ops, co, !s.out.empty());
       out.wanted = nrhs;
       o.operator_applies = out.sr.operator_applies;
+      finish_checkpoints();
       o.solve_s = ts.seconds();
       return out;
     }
@@ -671,6 +698,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     if (perm) scatter(out.sr.solutions);
     out.wanted = nrhs;
     o.operator_applies = out.sr.operator_applies;
+    finish_checkpoints();
     o.solve_s = ts.seconds();
   }
   return out;
@@ -757,6 +785,8 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
                                        (long long)cols, (long long)nrhs));
     o.read_s += tr.seconds();
   }
+  // A checkpoint whose writer was killed (SIGKILL) left CHECKPOINT.tmp-XXXXXX: removed first.
+  if (!s.checkpoint.empty()) remove_stale_temporaries(s.checkpoint);
   if (!s.resume_from.empty()) {
     Timer tr;
     std::int64_t cols = 0;
@@ -820,6 +850,8 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   if (!o.batch_note.empty()) o.message = o.message.empty() ? o.batch_note : o.message + "; " + o.batch_note;
   if (!fallback_note.empty()) o.message = o.message.empty() ? fallback_note : o.message + "; " + fallback_note;
   if (!o.resume_note.empty()) o.message = o.message.empty() ? o.resume_note : o.message + "; " + o.resume_note;
+  if (!o.checkpoint_note.empty())
+    o.message = o.message.empty() ? o.checkpoint_note : o.message + "; " + o.checkpoint_note;
   o.iterations = r.eigs ? r.er.iterations : r.sr.iterations;
   o.residuals = r.eigs ? r.er.residual_norms : r.sr.residual_norms;
   o.values = r.er.values;

@@ -133,6 +133,7 @@ struct JobOutcome {
   std::string reorder;  // --reorder symmetric: what was done ("" when not asked)
   std::string batch_note;
   std::string resume_note;        // --resume-from: where the run continued from
+  std::string checkpoint_note;    // a checkpoint that could not be written (the solve went on)
   std::int64_t checkpoints = 0;   // checkpoints written, their bytes (each) and seconds (all)
   double checkpoint_bytes = 0, checkpoint_s = 0;  // solve: right-hand sides run in batches to fit the GPU memory
   std::int64_t n = 0;

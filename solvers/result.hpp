@@ -39,11 +39,13 @@ struct SolverCheckpoint {
   std::int64_t iteration = 0;
   std::int64_t n = 0, cols = 0, locked = 0;
   double seconds = 0.0;  // since the solver started
+  double copy_seconds = 0.0;  // of the copy to the host (the solve waits for it)
   std::vector<double> block;
 };
 // Called at an iteration's end once `checkpoint_every` seconds have passed since the start or
-// the last checkpoint's end; may throw (the solve then ends with that exception).
-using CheckpointFn = std::function<void(const SolverCheckpoint&)>;
+// the last checkpoint's end; may take the block (move it) and may throw (the solve then ends with
+// that exception).
+using CheckpointFn = std::function<void(SolverCheckpoint&)>;
 
 struct EigenResult {
   SolverStatus status = SolverStatus::not_converged;

@@ -88,9 +88,11 @@ class Checkpointer {
     c.n = x.rows;
     c.cols = x.cols;
     c.locked = locked;
+    const double t = now_seconds();
     c.block.resize(static_cast<std::size_t>(x.rows * x.cols));
     ops.to_host(x, c.block.data(), x.rows);
     if (patch) patch(c.block.data());
+    c.copy_seconds = now_seconds() - t;
     c.seconds = now_seconds() - t0_;
     fn_(c);
     next_ = now_seconds() + every_;
