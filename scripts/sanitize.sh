@@ -13,4 +13,11 @@ cmake --build "$B"
 # output files are closed by then; the OS frees the rest).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir "$B" -L cpu -LE python --output-on-failure -j "$(nproc)" --timeout 1500
+# Left out under the sanitizers, with the reason:
+#   *_under_ulimit: they cap the address space (ulimit -v), which ASan's shadow memory cannot live in;
+#   Eigs/RealSmallest.*: dense LAPACK references of SuiteSparse matrices through an instrumented
+#     Eigen (bcsstk21, n = 3600: more than 10 minutes each under ASan, 2026-11-24); the same
+#     solver paths run in the smaller tests.
+ctest --test-dir "$B" -L cpu -LE python --output-on-failure -j "$(nproc)" --timeout 1500 \
+  -E '_under_ulimit|^Eigs/RealSmallest\.'
+

@@ -56,7 +56,9 @@ def run_child(device, name, n):
     lines = r.stdout.splitlines()
     assert lines and lines[0].startswith("KeyboardInterrupt after"), r.stdout + r.stderr
     elapsed = float(lines[0].split()[2])
-    assert 0.5 <= elapsed < 5.0, r.stdout  # stopped at an iteration's end, not at the solve's
+    # stopped at an iteration's end (0.6-2 s here; 6.5 s on a loaded 2-core machine), not at the
+    # solve's (minutes: maxiter 1e5 / 1e6)
+    assert 0.5 <= elapsed < 30.0, r.stdout
     assert "held after 0" in lines, r.stdout
     assert any(line.startswith("next call 7.") for line in lines), r.stdout
     return elapsed

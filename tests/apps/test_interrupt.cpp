@@ -73,7 +73,9 @@ TEST(AppsInterrupt, SolveWritesThePartialResultOnSigint) {
   std::vector<std::int64_t> dims;
   f.read_doubles("solution", &dims);
   EXPECT_EQ(dims, (std::vector<std::int64_t>{8, 160000}));
-  for (double v : f.read_doubles("residual_norms")) EXPECT_LT(v, 1.0);  // it had made progress
+  // never worse than the start x = 0 (1 when the signal came before the first iteration, as on a
+  // loaded machine)
+  for (double v : f.read_doubles("residual_norms")) EXPECT_LE(v, 1.0);
 }
 
 // The second signal comes 0.6 s after the first, while the iteration the first one stops is still
