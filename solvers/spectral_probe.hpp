@@ -35,7 +35,7 @@ struct SpectralProbe {
   double upper = 0.0;           // θ_max(A) ≤ λ_max(A)
   double lower_bound = 0.0;     // θ_min − |β_s·y_s|: below λ_min(A) unless the start missed it
   double upper_bound = 0.0;     // θ_max + |β_s·y_s|: above λ_max(A) unless the start missed it
-  double apply_seconds = 0.0;   // wall time of the applies (one column each), total
+  double apply_seconds = 0.0;   // of the applies (one column each): the median step × steps
   double seconds = 0.0;         // whole probe
 
   // Estimated eigenvalues λ_j of Â = s·A (j = 1, 2, …, counted from Â's lower end) under the
