@@ -279,9 +279,9 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
        "run on the CPU when the GPU has too little memory (default: fail and say how much is needed)")
       ("seed", po::value(&s.seed)->value_name("N"), "seed of the random start block / right-hand sides (default 1)")
       ("checkpoint", po::value(&s.checkpoint)->value_name("FILE.h5"),
-       eigs ? "write the solver's state (its Ritz block) to FILE.h5 atomically every --checkpoint-every "
-              "seconds (Chebyshev and LOBPCG; shift-invert Lanczos does not checkpoint); continue a "
-              "stopped or killed run with --resume-from FILE.h5"
+       eigs ? "write the solver's state (its Ritz block; Lanczos: the Ritz vectors kept at a restart) "
+              "to FILE.h5 atomically every --checkpoint-every seconds; continue a stopped or killed "
+              "run with --resume-from FILE.h5"
             : "write the iterate X to FILE.h5 atomically every --checkpoint-every seconds; continue "
               "a stopped or killed run with --resume-from FILE.h5")
       ("checkpoint-every", po::value(&s.checkpoint_every)->value_name("SECONDS"),

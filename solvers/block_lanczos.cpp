@@ -271,6 +271,7 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
   SolverStatus status = SolverStatus::not_converged;
   std::string reason;
   std::int64_t restart = 0, failed_checks = 0;
+  detail::Checkpointer checkpoint(opt.checkpoint_every, opt.on_checkpoint);
   std::vector<double> yk(cap * cap);
 
   for (;; ++restart) {
@@ -372,6 +373,9 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
     H.block(keep, 0, bs, keep) = ey.leftCols(keep);
     H.block(0, keep, keep, bs) = ey.leftCols(keep).transpose();
     c = keep;
+    // The kept Ritz vectors (wanted order) are the state a later run starts from (its start
+    // block takes the first b of them: the rest of the basis is rebuilt).
+    if (checkpoint.due()) checkpoint.write(ops, v.columns(0, keep), restart + 1, 0);
   }
   res.status = status;
   res.reason = reason;

@@ -41,7 +41,7 @@ struct EigenOptions {
   // Called after each iteration with its record (progress display); may be empty.
   std::function<void(const IterationRecord&)> on_iteration;
   // Checkpoints (0 / empty: none): Chebyshev and LOBPCG hand their Ritz block to on_checkpoint
-  // every checkpoint_every seconds (block Lanczos does not checkpoint).
+  // every checkpoint_every seconds, block Lanczos its kept Ritz vectors after a thick restart.
   double checkpoint_every = 0.0;
   CheckpointFn on_checkpoint;
 

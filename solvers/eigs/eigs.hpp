@@ -130,7 +130,7 @@ struct EigsOptions {
   std::int64_t workspace_columns = 0;
   std::string mass_name = "the mass matrix";  // how errors about B name it
   std::function<void(const IterationRecord&)> on_iteration;
-  // Checkpoints of the main run (Chebyshev, LOBPCG; not shift-invert Lanczos, not the checks):
+  // Checkpoints of the main run (Chebyshev, LOBPCG, Lanczos after a restart; not the checks):
   // its Ritz block every checkpoint_every seconds (EigenOptions). A run resumes from one through v0.
   double checkpoint_every = 0.0;
   CheckpointFn on_checkpoint;

@@ -136,6 +136,7 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   eo.max_basis = opt.basis > 0 ? opt.basis
                  : bs * ((std::max(2 * k + 2 * bs, (big_factor ? 12 : 6) * bs) + bs - 1) / bs);
   eo.on_iteration = opt.on_iteration;
+  if (!deflate) eo.checkpoint_every = opt.checkpoint_every, eo.on_checkpoint = opt.on_checkpoint;
   if (!opt.v0.empty() && !deflate) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
   EigenResult er = detail::lanczos_core(prob, ops, eo);
   RunOut out;

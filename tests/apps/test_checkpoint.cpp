@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -143,6 +144,41 @@ TEST(AppsCheckpoint, ForeignFilesAreRefusedWithWhatDiffers) {
   expect_refused(run_tcsolve({"eigs", "gen:lap2d:40", "--k", "4", "--device", "cpu", "--checkpoint",
                               d.file("r.h5"), "--out", d.file("r.h5")}),
                  "--checkpoint and --out name the same file");
+}
+
+// Shift-invert Lanczos checkpoints the Ritz vectors it keeps at a thick restart; a resumed run
+// starts from the first block of them and reaches the closed form.
+TEST(AppsCheckpoint, LanczosCheckpointsItsKeptRitzVectors) {
+  ScratchDir d;
+  const std::string ck = d.file("lk.h5");
+  const std::vector<std::string> base = {"eigs", "gen:lap2d:150", "--k", "24", "--sigma", "0", "--method",
+                                         "lanczos", "--device", "cpu", "--json"};
+  std::vector<std::string> first = base;
+  first.insert(first.end(), {"--checkpoint", ck, "--checkpoint-every", "0.001"});
+  auto w = run_tcsolve(first);
+  ASSERT_EQ(w.status, 0) << w.err;
+  EXPECT_GE(json_number(w.out.substr(w.out.find("\"checkpoints\"")), "count"), 1) << w.out;
+  {
+    Hdf5File f = Hdf5File::open(ck);
+    std::vector<std::int64_t> dims;
+    f.read_doubles("block", &dims);
+    ASSERT_EQ(dims.size(), 2u);
+    EXPECT_GE(dims[0], 24);  // at least the k wanted are kept
+    EXPECT_EQ(dims[1], 22500);
+  }
+  std::vector<std::string> resume = base;
+  resume.insert(resume.end(), {"--resume-from", ck});
+  auto r = run_tcsolve(resume);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("resumed from " + ck), std::string::npos) << r.out;
+  std::vector<double> exact = lap2d_largest(150);
+  std::reverse(exact.begin(), exact.end());  // ascending: the smallest first
+  const char* c = r.out.c_str() + r.out.find("\"eigenvalues\": [") + 16;
+  for (int j = 0; j < 24; ++j) {
+    char* end = nullptr;
+    EXPECT_NEAR(std::strtod(c, &end), exact[j], 1e-9 * exact[j]) << j;
+    c = end + 1;
+  }
 }
 
 // A batch job killed mid-solve left OUT.checkpoint.h5; --resume continues it from there (the note
