@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -30,6 +32,22 @@ std::string read_file(const std::string& path) {
   std::ostringstream os;
   os << f.rdbuf();
   return os.str();
+}
+
+std::vector<std::string> files_in(const std::filesystem::path& dir) {
+  std::vector<std::string> f;
+  for (auto& e : std::filesystem::directory_iterator(dir)) f.push_back(e.path().filename().string());
+  std::sort(f.begin(), f.end());
+  return f;
+}
+
+std::vector<double> lap2d_eigenvalues(int nx, int ny) {
+  std::vector<double> v;
+  for (int i = 1; i <= nx; ++i)
+    for (int j = 1; j <= ny; ++j)
+      v.push_back(4 - 2 * std::cos(i * M_PI / (nx + 1)) - 2 * std::cos(j * M_PI / (ny + 1)));
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 double json_number(const std::string& json, const std::string& key) {

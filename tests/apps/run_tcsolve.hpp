@@ -30,6 +30,10 @@ RunResult run_tcsolve_file_limit(std::int64_t blocks, const std::vector<std::str
 using ScratchDir = TempDir;
 
 std::string read_file(const std::string& path);
+// Names of the entries of a folder, sorted.
+std::vector<std::string> files_in(const std::filesystem::path& dir);
+// Eigenvalues of gen:lap2d:NXxNY: 4 - 2 cos(iπ/(NX+1)) - 2 cos(jπ/(NY+1)), ascending.
+std::vector<double> lap2d_eigenvalues(int nx, int ny);
 // Number of '\n' in s.
 int count_lines(const std::string& s);
 // The number after "KEY": in a --json output (NaN when the key is absent).

@@ -25,11 +25,8 @@ namespace fs = std::filesystem;
 
 // Eigenvalues of gen:lap2d:N (N × N), descending.
 std::vector<double> lap2d_largest(int nn) {
-  std::vector<double> v;
-  for (int i = 1; i <= nn; ++i)
-    for (int j = 1; j <= nn; ++j)
-      v.push_back(4 - 2 * std::cos(i * M_PI / (nn + 1)) - 2 * std::cos(j * M_PI / (nn + 1)));
-  std::sort(v.rbegin(), v.rend());
+  std::vector<double> v = lap2d_eigenvalues(nn, nn);
+  std::reverse(v.begin(), v.end());
   return v;
 }
 

@@ -17,16 +17,6 @@
 namespace tcsolve::test {
 namespace {
 
-// Eigenvalues of gen:lap2d:NXxNY: 4 - 2 cos(iπ/(NX+1)) - 2 cos(jπ/(NY+1)), ascending.
-std::vector<double> lap2d_eigenvalues(int nx, int ny) {
-  std::vector<double> v;
-  for (int i = 1; i <= nx; ++i)
-    for (int j = 1; j <= ny; ++j)
-      v.push_back(4 - 2 * std::cos(i * M_PI / (nx + 1)) - 2 * std::cos(j * M_PI / (ny + 1)));
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 void expect_error(const RunResult& r, const std::string& must_contain) {
   EXPECT_EQ(r.status, 2) << "stdout: " << r.out << "\nstderr: " << r.err;
   EXPECT_EQ(r.err.rfind("tcsolve: error: ", 0), 0u) << r.err;

@@ -21,13 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> files_in(const fs::path& dir) {
-  std::vector<std::string> f;
-  for (auto& e : fs::directory_iterator(dir)) f.push_back(e.path().filename().string());
-  std::sort(f.begin(), f.end());
-  return f;
-}
-
 std::string signal_after(const std::string& sig, double seconds, int times = 1, double gap = 0.6) {
   std::string kills;
   // `gap` apart: within 0.25 s a second signal counts as the first delivered twice.

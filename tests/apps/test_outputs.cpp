@@ -19,13 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> files_in(const fs::path& dir) {
-  std::vector<std::string> f;
-  for (auto& e : fs::directory_iterator(dir)) f.push_back(e.path().filename().string());
-  std::sort(f.begin(), f.end());
-  return f;
-}
-
 void expect_usage_error(const RunResult& r, const std::string& must_contain) {
   EXPECT_EQ(r.status, 2) << "stdout: " << r.out << "\nstderr: " << r.err;
   EXPECT_EQ(count_lines(r.err), 1) << r.err;

@@ -14,16 +14,6 @@
 namespace tcsolve::test {
 namespace {
 
-// Eigenvalues of gen:lap2d:NXxNY, ascending.
-std::vector<double> lap2d_eigenvalues(int nx, int ny) {
-  std::vector<double> v;
-  for (int i = 1; i <= nx; ++i)
-    for (int j = 1; j <= ny; ++j)
-      v.push_back(4 - 2 * std::cos(i * M_PI / (nx + 1)) - 2 * std::cos(j * M_PI / (ny + 1)));
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 // A parameter sweep's second point: the tolerance tightened from 1e-6 to 1e-11. From the first
 // point's eigenvectors the iteration starts with residuals of 1e-6 instead of O(1).
 TEST(AppsWarmStart, EigsFromAnEarlierResultTakesFewerIterations) {
