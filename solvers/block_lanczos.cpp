@@ -401,7 +401,8 @@ EigenResult block_lanczos(const LinearOperator<double>& a, const LinearOperator<
     throw InvalidArgument("block_lanczos: need 1 <= k < n (k = " + std::to_string(k) +
                           ", n = " + std::to_string(n) + ")");
   const double a_norm = opt.a_norm > 0 ? opt.a_norm : estimate_norm(a, ops);
-  const double b_norm = with_b ? (opt.b_norm > 0 ? opt.b_norm : estimate_norm(*b, ops)) : 1.0;
+  // The test's B factor as given (conv=abs: ~0, also without B); else ‖B‖, or 1 without B.
+  const double b_norm = opt.b_norm > 0 ? opt.b_norm : with_b ? estimate_norm(*b, ops) : 1.0;
 
   std::unique_ptr<CgInverse> cg_inverse;
   const LinearOperator<double>* binv = opt.b_inverse;

@@ -31,7 +31,7 @@ struct EigenOptions {
   std::int64_t max_iterations = 2000;  // LOBPCG steps / Lanczos restarts
   std::uint64_t seed = 1;              // random initial block
   double a_norm = 0.0;                 // ‖A‖₂ (or an upper bound); 0 = estimate
-  double b_norm = 0.0;                 // ‖B‖₂; 0 = estimate (1 without B)
+  double b_norm = 0.0;                 // ‖B‖₂ (the test's factor of |θ|, used also without B); 0 = estimate (1 without B)
   // Rounding floor of the test: a pair passes when ‖r‖ ≤ max(tol·(a_norm + |θ|·b_norm),
   // floor_a + |θ|·floor_b)·‖x‖. The eigs driver sets 4u·‖A‖ and 4u·‖B‖ (no iteration in double
   // gets much below), so that an unreachable test stops the iteration instead of running it to

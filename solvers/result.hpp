@@ -25,6 +25,7 @@ const char* to_string(OrthoBranch b);
 struct IterationRecord {
   std::int64_t iteration = 0;
   std::vector<double> residual_norms;  // per column, as estimated by the iteration (unscaled ‖r‖)
+  std::vector<double> values;          // the wanted Ritz values at this iteration (LOBPCG; else empty)
   std::int64_t converged = 0;          // columns passing the (estimated) test this iteration
   std::int64_t active = 0;             // columns still expanded / in the block
   OrthoBranch ortho = OrthoBranch::none;

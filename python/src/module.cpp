@@ -200,8 +200,12 @@ py::array_t<double> block(const std::vector<double>& v, std::int64_t n) {
 
 // The HDF5 result's history group (docs/hdf5-schema.md): residual norms padded with NaN.
 py::dict history_dict(const std::vector<IterationRecord>& h) {
-  std::size_t c = 0;
-  for (const auto& r : h) c = std::max(c, r.residual_norms.size());
+  std::size_t c = 0, cv = 0;
+  for (const auto& r : h) c = std::max(c, r.residual_norms.size()), cv = std::max(cv, r.values.size());
+  py::array_t<double> vals({static_cast<py::ssize_t>(h.size()), static_cast<py::ssize_t>(cv)});
+  std::fill(vals.mutable_data(), vals.mutable_data() + h.size() * cv, NAN);
+  for (std::size_t i = 0; i < h.size(); ++i)
+    std::copy(h[i].values.begin(), h[i].values.end(), vals.mutable_data() + i * cv);
   std::vector<std::int64_t> it, conv, act;
   std::vector<double> ap, de;
   std::vector<std::string> ortho;
@@ -220,6 +224,7 @@ py::dict history_dict(const std::vector<IterationRecord>& h) {
   py::dict d;
   d["iteration"] = ivec(it);
   d["residual_norms"] = res;
+  d["values"] = vals;  // iterations × k Ritz values (LOBPCG), NaN where a solver keeps none
   d["converged"] = ivec(conv);
   d["active"] = ivec(act);
   d["apply_seconds"] = vec(ap);
@@ -421,6 +426,24 @@ CgOptions cg_options(const py::dict& d) {
   o.tol = opt_get<double>(d, "tol", o.tol);
   o.max_iterations = opt_get<std::int64_t>(d, "max_iterations", o.max_iterations);
   o.on_iteration = interrupt_check();
+  // SciPy's cg(callback=f): f(iteration, X) after every iteration, X the whole n × s iterate (a
+  // host copy: on the GPU one device-to-host copy and a wait per iteration, asked for by the
+  // caller). Rides on the checkpoint hook with a zero interval; an exception from f ends the solve.
+  if (d.contains("callback") && !d["callback"].is_none()) {
+    // Held through a shared_ptr: the options are copied where the GIL is released, and copying
+    // a py::object would touch its reference count without the GIL.
+    std::shared_ptr<py::object> f(new py::object(d["callback"]), [](py::object* p) {
+      py::gil_scoped_acquire gil;
+      delete p;
+    });
+    o.checkpoint_every = 1e-300;
+    o.on_checkpoint = [f](SolverCheckpoint& c) {
+      py::gil_scoped_acquire gil;
+      py::array_t<double, py::array::f_style> xk({c.n, c.cols});
+      std::memcpy(xk.mutable_data(), c.block.data(), c.block.size() * sizeof(double));
+      (*f)(c.iteration, xk);
+    };
+  }
   return o;
 }
 

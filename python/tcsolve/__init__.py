@@ -45,6 +45,7 @@ except ImportError as e:  # pragma: no cover - a build problem, say what to do
 
 from . import _inputs
 from ._result import History, Lazy as _Lazy, NoConvergence, Result
+from . import _spectral
 
 __all__ = ["eigsh", "lobpcg", "cg", "Result", "History", "NoConvergence", "built_with_cuda",
            "device_count", "__version__"]
@@ -142,7 +143,7 @@ def _sync_cupy():
 
 # ---- eigenproblems -----------------------------------------------------------------------------
 
-def _prepare_eigs(A, M, k, name_m):
+def _prepare_eigs(A, M, k, name_m, mass_definite=True):
     a = _inputs.as_matrix(A, "A")
     n = a.n
     if k >= n:
@@ -154,7 +155,7 @@ def _prepare_eigs(A, M, k, name_m):
         if b.n != n:
             raise ValueError(f"mass matrix {name_m} is {b.n} x {b.n} but A is {n} x {n}")
         b.check_symmetric(name_m)
-        if b.kind != "operator":
+        if b.kind != "operator" and mass_definite:
             d = b.diagonal()
             bad = _np.flatnonzero(_np.asarray(d.get() if b.kind == "device" else d) <= 0)
             if bad.size:
@@ -193,17 +194,18 @@ _STATUS_RANK = {"converged": 0, "unverified": 1, "not_converged": 2, "breakdown"
 
 
 def _concat_history(h1, h2):
-    c = max(h1["residual_norms"].shape[1], h2["residual_norms"].shape[1])
-
-    def pad(r):
+    def pad(r, c):
+        r = _np.asarray(r, dtype=float).reshape(len(r), -1) if len(r) else _np.zeros((0, c))
         out = _np.full((r.shape[0], c), _np.nan)
         out[:, : r.shape[1]] = r
         return out
 
     out = {}
     for key in h1:
-        if key == "residual_norms":
-            out[key] = _np.vstack([pad(h1[key]), pad(h2[key])])
+        if key in ("residual_norms", "values"):
+            a1, a2 = _np.asarray(h1[key]), _np.asarray(h2.get(key, _np.zeros((0, 0))))
+            c = max(a1.shape[1] if a1.ndim == 2 else 0, a2.shape[1] if a2.ndim == 2 else 0)
+            out[key] = _np.vstack([pad(a1, c), pad(a2, c)])
         elif key == "ortho":
             out[key] = list(h1[key]) + list(h2[key])
         elif key == "iteration":
@@ -312,35 +314,39 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
     Not converged: raises :class:`NoConvergence` (``.eigenvalues``, ``.eigenvectors``, ``.info``).
     """
     t0 = _time.perf_counter()
-    _not_supported(Minv=Minv, OPinv=OPinv)
-    if mode != "normal":
-        raise NotImplementedError(f"mode={mode!r} is not supported by tcsolve (shift-invert is chosen "
-                                  "automatically with sigma)")
     k = _int(k, "k", 1)
-    a, b = _prepare_eigs(A, M, k, "M")
-    backend = _backend(device, a.kind, precision)
-    _choice(method, "method", _METHODS)
-    _choice(conv, "conv", _CONV_TESTS)
     which = which.upper() if isinstance(which, str) else which
+    if which not in ("LM", "SM", "LA", "SA", "BE"):
+        raise ValueError(f"which={which!r}: expected 'LM', 'SM', 'LA', 'SA' or 'BE' (as scipy.sparse.linalg.eigsh)")
+    # SciPy's argument rules (arpack.py), with its exception types.
+    if sigma is None:
+        if OPinv is not None:
+            raise ValueError("OPinv should not be specified with sigma = None.")
+        if M is None and Minv is not None:
+            raise ValueError("Minv should not be specified with M = None.")
+        mode = "normal"  # SciPy ignores mode without sigma
+    else:
+        if Minv is not None:
+            raise ValueError("Minv should not be specified when sigma is")
+        if mode not in _spectral._MODES:
+            raise ValueError(f"unrecognized mode '{mode}'")
     sig = None
     if sigma is not None:
         sig = float(sigma)
         if not _np.isfinite(sig):
             raise ValueError(f"sigma={sigma!r}: expected a finite number")
-        if which != "LM":
-            raise ValueError(f"which={which!r} with sigma: tcsolve computes the eigenvalues nearest sigma "
-                             "(which='LM')")
-        wname = "nearest"
-    elif which in ("LA", "SA", "LM"):
-        wname = {"LA": "largest", "SA": "smallest", "LM": "largest_magnitude"}[which]
-    elif which == "SM":
-        wname, sig = "nearest", 0.0
-    else:
-        raise ValueError(f"which={which!r}: expected 'LA', 'SA', 'LM' or 'SM' ('BE' is not supported)")
-    if sig is not None and (a.kind != "csr" or (b is not None and b.kind != "csr")):
-        raise ValueError("sigma (shift-invert) needs A and M as sparse or dense matrices: a "
-                         "LinearOperator or GPU input cannot be factored")
-    opt = {"k": k, "which": wname, "sigma": sig, "method": method, "conv": conv,
+        if mode == "buckling" and sig == 0:
+            raise ValueError("mode='buckling' with sigma=0: w' = lambda/(lambda - sigma) is 1 for every "
+                             "eigenvalue, so no eigenvalue can be selected (use sigma != 0)")
+    buckling = mode == "buckling"
+    a, b = _prepare_eigs(A, M, k, "M", mass_definite=not buckling)
+    if buckling:
+        _require_positive_diagonal(a, "A", "mode='buckling' (A is the inner product there: "
+                                   "symmetric positive definite)")
+    backend = _backend(device, a.kind, precision)
+    _choice(method, "method", _METHODS)
+    _choice(conv, "conv", _CONV_TESTS)
+    opt = {"k": k, "which": None, "sigma": None, "method": method, "conv": conv,
            "tol": _DEFAULT_TOL if tol in (0, None) else _tol(tol, "tol"), "device": backend,
            "precision": precision, "seed": int(seed), "certify": bool(certify)}
     if maxiter is not None:
@@ -358,14 +364,241 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
             raise ValueError(f"v0: expected one start vector of shape ({a.n},), got {v0.shape}")
         opt["v0"] = v.get() if a.kind == "device" else v
     command = _call_repr("eigsh", k=k, M=None if M is None else "M", sigma=sigma, which=which,
-                         ncv=ncv, maxiter=maxiter, tol=tol, method=method, device=device,
-                         precision=precision, block_size=block_size, conv=conv)
-    if wname == "largest_magnitude":
-        res = _largest_magnitude(a, b, opt, k)
-        wname = "largest_magnitude"
+                         ncv=ncv, maxiter=maxiter, tol=tol, mode=None if mode == "normal" else mode,
+                         method=method, device=device, precision=precision, block_size=block_size,
+                         conv=conv)
+    opinv = None if OPinv is None else _inputs.as_matrix(OPinv, "OPinv")
+    minv = None if Minv is None else _inputs.as_matrix(Minv, "Minv")
+    for name, op in (("OPinv", opinv), ("Minv", minv)):
+        if op is not None and op.n != a.n:
+            raise ValueError(f"{name} is {op.n} x {op.n} but A is {a.n} x {a.n}")
+    if sig is None:
+        if which in ("LA", "SA"):
+            res = _run_eigs(a, b, dict(opt, which="largest" if which == "LA" else "smallest"))
+            wname = "largest" if which == "LA" else "smallest"
+        elif which == "LM":
+            res, wname = _largest_magnitude(a, b, opt, k), "largest_magnitude"
+        elif which == "BE":
+            runs = _ends(a, b, opt, k - k // 2, k // 2)
+            res = _spectral.take([(r, j) for r in runs for j in range(len(r["eigenvalues"]))],
+                                 "which='BE': the largest ceil(k/2) and the smallest floor(k/2)")
+            wname = "both_ends"
+        elif a.kind == "csr" and (b is None or b.kind == "csr"):
+            opt.update(which="nearest", sigma=0.0)  # 'SM': nearest 0 by shift-invert
+            res, wname = _run_eigs(a, b, opt), "nearest"
+        else:
+            res, wname = _smallest_magnitude(a, b, opt, k, minv), "smallest_magnitude"
+    elif mode == "normal" and which == "LM" and opinv is None:
+        if a.kind != "csr" or (b is not None and b.kind != "csr"):
+            res = _nearest_by_operator(a, b, opt, sig, k)
+        else:
+            res = _run_eigs(a, b, dict(opt, which="nearest", sigma=sig))
+        wname = "nearest"
     else:
-        res = _run_eigs(a, b, opt)
+        res = _transformed(a, b, opt, k, sig, which, mode, opinv)
+        wname = f"{which} of w' ({mode} mode, sigma {sig:g})"
     return _finish_eigs(res, a, b, t0, command, wname, k, "ascending", return_eigenvectors, return_info)
+
+
+# ---- SciPy's selections that are not one tcsolve run ---------------------------------------------
+
+def _ends(a, b, opt, k_la, k_sa):
+    """Runs for the k_la largest and k_sa smallest eigenpairs (a run is skipped for 0)."""
+    runs = []
+    if k_la:
+        runs.append(_run_eigs(a, b, dict(opt, which="largest", k=k_la, sigma=None)))
+    if k_sa:
+        runs.append(_run_eigs(a, b, dict(opt, which="smallest", k=k_sa, sigma=None)))
+    return runs
+
+
+def _require_positive_diagonal(a, name, why):
+    if a.kind == "operator":
+        return
+    d = a.diagonal()
+    d = _np.asarray(d.get() if a.kind == "device" else d)
+    bad = _np.flatnonzero(~(d > 0))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"{name} is not positive definite ({name.lower()}_ii = {float(d[i]):g} at row {i}): {why}")
+
+
+class _Folded:
+    """F = (A − c·B)·B⁻¹·(A − c·B) (B = I: (A − c·I)²) as an operator: F·x = μ·B·x with
+    μ = (λ − c)², the same x as A·x = λ·B·x; the smallest μ are the λ nearest c."""
+
+    kind = "operator"
+
+    def __init__(self, a, b, c, binv):
+        self.a, self.b, self.c, self.binv, self.n = a, b, c, binv, a.n
+        self.desc = f"({a.desc} - {c:g} B) B^-1 (A - {c:g} B) (folded spectrum)"
+
+    def _shifted(self, x):
+        y = _np.asarray(self.a.matmat(x), dtype=float)
+        if self.c != 0:
+            y = y - self.c * (x if self.b is None else _np.asarray(self.b.matmat(x), dtype=float))
+        return y
+
+    def matmat(self, x):
+        y = self._shifted(x)
+        if self.b is not None:
+            y = self.binv(y)
+        return self._shifted(_np.asfortranarray(y))
+
+
+def _inverse_of(b, minv, tol):
+    """X -> B⁻¹·X: Minv if given (SciPy's meaning), a sparse LU of a matrix B, else CG per column."""
+    import scipy.sparse.linalg as sla
+    if minv is not None:
+        return lambda y: _np.asarray(minv.matmat(_np.asfortranarray(y)), dtype=float)
+    if b.kind == "csr":
+        solve = sla.splu(b.scipy().tocsc()).solve
+        return lambda y: solve(_np.asarray(y, dtype=float))
+    op = sla.LinearOperator((b.n, b.n), matvec=lambda v: b.matmat(v.reshape(-1, 1))[:, 0], dtype=float)
+
+    def cg_columns(y):
+        out = _np.empty_like(y, dtype=float)
+        for j in range(y.shape[1]):
+            xj, info = sla.cg(op, y[:, j], tol=min(tol, 1e-12) * 1e-2, atol=0, maxiter=10 * b.n)
+            if info != 0:
+                raise ValueError(f"M: CG on M did not converge ({info}) while applying M^-1 "
+                                 "(pass Minv=, as SciPy's eigsh takes it)")
+            out[:, j] = xj
+        return out
+    return cg_columns
+
+
+def _ritz_from(a, b, opt, run, what):
+    """Rayleigh-Ritz of (A, B) on a run's vectors: eigenvalues, vectors, true residuals checked
+    here (the run's own test was on another operator)."""
+    import scipy.linalg as sl
+    v = _np.asarray(run["eigenvectors"], dtype=float)
+    av = _np.asarray(a.matmat(_np.asfortranarray(v)), dtype=float)
+    bv = v if b is None else _np.asarray(b.matmat(_np.asfortranarray(v)), dtype=float)
+    h, g = v.T @ av, v.T @ bv
+    lam, y = sl.eigh((h + h.T) / 2, (g + g.T) / 2)
+    x, ax, bx = v @ y, av @ y, bv @ y
+    r = _np.linalg.norm(ax - bx * lam, axis=0)
+    xn = _np.linalg.norm(x, axis=0)
+    a_norm = max(float(_np.max(_np.abs(lam))), float(_np.linalg.norm(ax, 2) / max(_np.linalg.norm(x, 2), 1e-300)))
+    b_norm = 1.0 if b is None else float(_np.linalg.norm(bx, 2) / max(_np.linalg.norm(x, 2), 1e-300))
+    t = opt["tol"]
+    eps = _np.finfo(float).eps
+    if opt["conv"] == "abs":
+        bound = _np.full(lam.shape, t)
+    else:
+        test = t * ((a_norm if opt["conv"] == "norm" else 0.0) + _np.abs(lam) * b_norm)
+        bound = _np.maximum(test, 64 * eps * (a_norm + _np.abs(lam) * b_norm)) * xn
+    out = dict(run)
+    out.update(eigenvalues=lam, eigenvectors=_np.asfortranarray(x), residual_norms=r,
+               residual_bounds=bound, error_bounds=r ** 2 / max(a_norm, 1e-300), a_norm=a_norm, b_norm=b_norm)
+    ok = bool(_np.all(r <= bound))
+    if run["status"] in ("converged", "unverified") and not ok:
+        out["status"] = "not_converged"
+        out["reason"] = (f"{what}: {int(_np.sum(r > bound))} Ritz pairs of A miss their residual test "
+                         f"(max ||A x - lambda B x|| / bound = {float(_np.max(r / bound)):.3g})")
+    out["verification"] = "recheck"
+    out["certified"] = "not_checked"
+    out["method_reason"] = (run.get("method_reason", "") + f"; {what}").strip("; ")
+    return out
+
+
+def _folded_nearest(a, b, opt, c, m, minv):
+    """The m eigenpairs nearest c without a factorization (operators): the m smallest of the
+    folded operator, then Rayleigh-Ritz with (A, B) and the true residual test."""
+    if a.kind == "device" or (b is not None and b.kind == "device"):
+        raise NotImplementedError(f"eigenvalues nearest {c:g} of CuPy input need a factorization or a "
+                                  "folded operator on the GPU, which tcsolve does not have: pass the "
+                                  "matrix as SciPy/NumPy (shift-invert on the host) or use which='SA'/'LA'")
+    binv = None if b is None else _inverse_of(b, minv, opt["tol"])
+    f = _Folded(a, b, c, binv)
+    # (λ − c)² squares the scale: the folded run is tested against ‖F‖ (conv 'norm'; a relative
+    # test at μ ≈ 0 would sit below rounding) at tol² floored at 1e-14, so that the Ritz pairs of
+    # A then pass their own test, which _ritz_from checks.
+    fopt = dict(opt, which="smallest", sigma=None, k=m, tol=max(opt["tol"] ** 2, 1e-14), conv="norm",
+                method="lobpcg" if opt["method"] in ("auto", "chebyshev") else opt["method"])
+    fopt.pop("v0", None)
+    run = _run_eigs(f, b, fopt)
+    return _ritz_from(a, b, opt, run, f"{m} eigenvalues nearest {c:g} from the folded operator "
+                      "(A - cB) B^-1 (A - cB), no factorization")
+
+
+def _smallest_magnitude(a, b, opt, k, minv):
+    """which='SM' on an operator: the smallest end when it is non-negative (then it is the
+    answer), the largest end when it is non-positive, else the folded spectrum around 0."""
+    sa = _run_eigs(a, b, dict(opt, which="smallest", sigma=None))
+    ok = sa["status"] in ("converged", "unverified")
+    if ok and len(sa["eigenvalues"]) == k and _np.min(sa["eigenvalues"]) >= 0:
+        sa["method_reason"] = (sa.get("method_reason", "") + "; which='SM': the smallest end is "
+                               "non-negative, so it is the smallest in magnitude").strip("; ")
+        return sa
+    la = _run_eigs(a, b, dict(opt, which="largest", sigma=None))
+    if la["status"] in ("converged", "unverified") and len(la["eigenvalues"]) == k \
+            and _np.max(la["eigenvalues"]) <= 0:
+        la["method_reason"] = (la.get("method_reason", "") + "; which='SM': the largest end is "
+                               "non-positive, so it is the smallest in magnitude").strip("; ")
+        return la
+    return _folded_nearest(a, b, opt, 0.0, k, minv)
+
+
+def _nearest_by_operator(a, b, opt, sig, k):
+    """sigma with A or M a LinearOperator and no OPinv: nearest sigma by the folded spectrum."""
+    return _folded_nearest(a, b, opt, sig, k, None)
+
+
+def _dense_all(a, b, opt):
+    """All n eigenpairs by dense LAPACK (small n only): the fallback of a selection."""
+    import scipy.linalg as sl
+    if a.n > 4000 or a.kind == "device":
+        return None
+    eye = _np.eye(a.n)
+    ad = _np.asarray(a.matmat(eye) if a.kind == "operator" else a.scipy().toarray(), dtype=float)
+    bd = None if b is None else _np.asarray(b.matmat(eye) if b.kind == "operator" else b.scipy().toarray(), dtype=float)
+    lam, x = sl.eigh((ad + ad.T) / 2, None if bd is None else (bd + bd.T) / 2)
+    run = {"eigenvalues": lam, "eigenvectors": x, "status": "converged", "reason": "", "history":
+           {"iteration": _np.zeros(0), "converged": _np.zeros(0), "active": _np.zeros(0),
+            "apply_seconds": _np.zeros(0), "dense_seconds": _np.zeros(0),
+            "residual_norms": _np.zeros((0, 0)), "values": _np.zeros((0, 0)), "ortho": []},
+           "method": "dense", "transform": "none", "iterations": 0, "operator_applies": a.n}
+    return _ritz_from(a, b, opt, run, "dense LAPACK (scipy.linalg.eigh) on all n pairs")
+
+
+def _transformed(a, b, opt, k, sig, which, mode, opinv):
+    """SciPy's shift-invert modes and which= on w' (see _spectral)."""
+    if opinv is not None:
+        raise NotImplementedError("OPinv is not used by tcsolve: the shift-invert factorization of "
+                                  "A - sigma*M is its own (pass A and M as matrices; for a "
+                                  "LinearOperator A, scipy.sparse.linalg.eigsh(A, sigma=..., OPinv=...) does it)")
+    if mode == "buckling":
+        # K_G·x = μ·K·x, μ = 1/λ, K = A the positive definite "mass", shift 1/σ (module _spectral).
+        import scipy.sparse as _sp
+        kg = b if b is not None else _inputs.as_matrix(_sp.identity(a.n, format="csr"), "M")
+        pa, pb, center, alpha, beta = kg, a, 1.0 / sig, 0.0, -1.0 / sig
+    else:
+        pa, pb, center = a, b, sig
+        alpha, beta = (0.0, 1.0) if mode == "normal" else (1.0, 2.0 * sig)
+    factorable = pa.kind == "csr" and (pb is None or pb.kind == "csr")
+
+    def nearest(c, m):
+        if factorable:
+            return _run_eigs(pa, pb, dict(opt, which="nearest", sigma=c, k=m))
+        return _folded_nearest(pa, pb, opt, c, m, None)
+
+    picks, how = _spectral.select(which, k, alpha, beta, center, nearest,
+                                  lambda kla, ksa: _ends(pa, pb, opt, kla, ksa), a.n,
+                                  lambda: _dense_all(pa, pb, opt))
+    res = _spectral.take(picks, f"mode='{mode}', which='{which}' on w': {how}")
+    if mode == "buckling":
+        mu = _np.asarray(res["eigenvalues"], dtype=float)
+        with _np.errstate(divide="ignore"):
+            lam = 1.0 / mu
+        res["eigenvalues"] = lam
+        # K x − λ K_G x = −λ (K_G x − μ K x): residuals and their bounds scale by |λ|, errors by λ².
+        for key, p in (("residual_norms", 1), ("residual_bounds", 1), ("error_bounds", 2)):
+            arr = _np.asarray(res.get(key, []), dtype=float)
+            if arr.size == lam.size:
+                res[key] = arr * _np.abs(lam) ** p
+    return res
 
 
 def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, verbosityLevel=0,
@@ -385,11 +618,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     Not converged: raises :class:`NoConvergence` (SciPy warns and returns instead).
     """
     t0 = _time.perf_counter()
-    if Y is not None:
-        raise NotImplementedError("Y (constraints) is not supported by tcsolve (use scipy.sparse.linalg.lobpcg)")
-    if retLambdaHistory:
-        raise NotImplementedError("retLambdaHistory is not supported by tcsolve (the Result's history "
-                                  "holds residual norms per iteration)")
+    verbosity = _int(verbosityLevel, "verbosityLevel", 0)
     a_kind_device = _inputs.is_device_array(A)
     xp = _xp("device" if a_kind_device else "csr")
     Xa = xp.asarray(X)
@@ -400,7 +629,14 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     k = int(Xa.shape[1])
     if k < 1:
         raise ValueError("X has no columns: k = X.shape[1] must be at least 1")
+    # SciPy's lobpcg also takes A, B and M as plain functions X -> A·X.
+    n_x = int(Xa.shape[0])
+    A, B = _callable_operator(A, n_x, "A"), _callable_operator(B, n_x, "B")
+    if not isinstance(M, str):
+        M = _callable_operator(M, n_x, "M")
     a, b = _prepare_eigs(A, B, k, "B")
+    if Y is not None:
+        a = _Constrained(a, b, Y, largest, k)
     x, _ = _inputs.as_block(Xa, a.n, "X", device=a.kind == "device")
     if M is not None and not isinstance(M, str) and device == "auto" and a.kind != "device":
         device = "cpu"  # a preconditioner operator is applied on the host
@@ -441,13 +677,123 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
         opt["block_size"] = _int(block_size, "block_size", 1)
     command = _call_repr("lobpcg", B=None if B is None else "B", tol=tol, maxiter=maxiter,
                          largest=largest, method=method, device=device, precision=precision, conv=conv)
+    if verbosity:
+        print(f"tcsolve.lobpcg: {'generalized' if b is not None else 'standard'} eigenvalue problem, "
+              f"n = {a.n}, k = {k}, {'largest' if largest else 'smallest'}, tol = {tol_v:g} ({conv} test)"
+              + (f", {a.n_constraints} constraints Y" if Y is not None else ""))
     res = _run_eigs(a, b, opt, precond_op)
+    hist = res["history"]
+    if verbosity:
+        rn_all, vals_all = _np.asarray(hist["residual_norms"]), _np.asarray(hist.get("values", []))
+        for i in range(len(hist["iteration"])):
+            vals_i = vals_all[i, :k] if vals_all.ndim == 2 and vals_all.shape[0] > i else []
+            print(f"iteration {int(hist['iteration'][i])}: {int(hist['converged'][i])} of {k} converged; "
+                  f"eigenvalues {_np.array2string(_np.asarray(vals_i), precision=10)}; "
+                  f"residual norms {_np.array2string(rn_all[i, :k], formatter={'float_kind': lambda x: f'{x:.3e}'})}")
+        print(f"tcsolve.lobpcg: {res['status']} after {res['iterations']} iterations"
+              + (f" ({res['reason']})" if res.get("reason") else ""))
     extra = ()
+    order = (lambda w: _np.sort(w)[::-1]) if largest else _np.sort
+    if retLambdaHistory:
+        # Per iteration the k current Ritz values (SciPy's order), then the returned ones last.
+        vh = _np.asarray(hist.get("values", _np.zeros((0, k))))
+        extra += ([order(row[:k]) for row in vh if not _np.isnan(row[:k]).any()]
+                  + [order(_np.asarray(res["eigenvalues"], dtype=float))],)
     if retResidualNormsHistory:
-        h = res["history"]["residual_norms"]
-        extra = ([row[~_np.isnan(row)] for row in h],)
+        extra += ([row[:k][~_np.isnan(row[:k])] for row in _np.asarray(hist["residual_norms"])],)
     return _finish_eigs(res, a, b, t0, command, opt["which"], k,
                         "descending" if largest else "ascending", True, return_info, extra)
+
+
+def _callable_operator(f, n, name):
+    """A plain function X -> f(X) (SciPy's lobpcg accepts these) as an n × n LinearOperator."""
+    if f is None or not callable(f) or hasattr(f, "shape"):
+        return f
+    from scipy.sparse.linalg import LinearOperator
+
+    def mat(x):
+        return _np.asarray(f(x), dtype=float).reshape(x.shape[0], -1) if x.ndim == 2 else _np.asarray(f(x), dtype=float).ravel()
+    return LinearOperator((n, n), matvec=mat, matmat=mat, dtype=float)
+
+
+class _Constrained:
+    """SciPy's lobpcg constraints Y: iterate in the B-orthogonal complement of span(Y).
+
+    With P = I − Y·G⁻¹·Yᵀ·B (G = Yᵀ·B·Y), the operator is Pᵀ·A·P + s·(B·Y)·G⁻¹·(B·Y)ᵀ: on the
+    complement it is the projected A (A·x − λ·B·x ⊥ Y for a returned pair), and span(Y) becomes
+    eigenvalue s, placed beyond the wanted end (s = the far end of the spectrum of (A, B) with a
+    margin), so no vector of span(Y) is returned."""
+
+    kind = "operator"
+
+    def __init__(self, a, b, Y, largest, k):
+        if a.kind == "device":
+            raise NotImplementedError("Y (constraints) with CuPy input is not supported by tcsolve "
+                                      "(pass NumPy/SciPy input: the constrained operator runs on the host)")
+        y, _ = _inputs.as_block(Y, a.n, "Y")
+        if y.shape[1] + k >= a.n:
+            raise ValueError(f"Y has {y.shape[1]} columns and k = {k}: need Y.shape[1] + k < n = {a.n}")
+        self.a, self.b, self.n = a, b, a.n
+        self.n_constraints = y.shape[1]
+        by = y if b is None else _np.asarray(b.matmat(y), dtype=float)
+        g = y.T @ by
+        try:
+            self.gl = _np.linalg.cholesky((g + g.T) / 2)
+        except _np.linalg.LinAlgError:
+            raise ValueError("Y is rank deficient (Y'BY is not positive definite): the constraints "
+                             "must be linearly independent") from None
+        self.y, self.by = y, by
+        self.desc = f"{a.desc} constrained to the B-complement of {y.shape[1]} columns Y"
+        self.shift = 0.0
+        # The far end of the spectrum of (A, B), for the shift of span(Y).
+        import scipy.sparse.linalg as sla
+        op = sla.LinearOperator((a.n, a.n), matvec=lambda v: self._aop(v.reshape(-1, 1))[:, 0], dtype=float)
+        bop = None if b is None else sla.LinearOperator((a.n, a.n), matvec=lambda v: _np.asarray(
+            b.matmat(_np.asfortranarray(v.reshape(-1, 1))), dtype=float)[:, 0], dtype=float)
+        far = sla.eigsh(op, k=1, M=bop, which="SA" if largest else "LA", tol=1e-3,
+                        Minv=None if b is None else _BInverse(b))[0][0] if a.n > 2 else 0.0
+        self.shift = far - (abs(far) + 1.0) if largest else far + (abs(far) + 1.0)
+
+    def _coef(self, v):
+        # G⁻¹·(B·Y)ᵀ·v
+        import scipy.linalg as sl
+        return sl.cho_solve((self.gl, True), self.by.T @ v)
+
+    def _project(self, v):  # P·v = v − Y·G⁻¹·YᵀB·v
+        return v - self.y @ self._coef(v)
+
+    def _aop(self, x):
+        return _np.asarray(self.a.matmat(_np.asfortranarray(x)), dtype=float)
+
+    def matmat(self, x):
+        px = self._project(_np.asarray(x, dtype=float))
+        apx = self._aop(px)
+        out = apx - self.by @ self._coef_t(apx)  # Pᵀ·(A·P·x)
+        if self.shift:
+            out = out + self.shift * (self.by @ self._coef(x))
+        return out
+
+    def _coef_t(self, w):
+        # Pᵀ·w = w − B·Y·G⁻¹·Yᵀ·w
+        import scipy.linalg as sl
+        return sl.cho_solve((self.gl, True), self.y.T @ w)
+
+
+class _BInverse:
+    """B⁻¹ for SciPy's eigsh (Minv) while the constraint shift is estimated."""
+
+    def __init__(self, b):
+        import scipy.sparse.linalg as sla
+        self.shape, self.dtype = (b.n, b.n), _np.dtype(float)
+        if b.kind == "csr":
+            self._solve = sla.splu(b.scipy().tocsc()).solve
+        else:
+            op = sla.LinearOperator((b.n, b.n), matvec=lambda v: _np.asarray(
+                b.matmat(v.reshape(-1, 1)), dtype=float)[:, 0], dtype=float)
+            self._solve = lambda v: sla.cg(op, v, tol=1e-10, atol=0)[0]
+
+    def matvec(self, v):
+        return self._solve(_np.asarray(v, dtype=float).ravel())
 
 
 # ---- linear systems ----------------------------------------------------------------------------
@@ -463,16 +809,18 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     ``tol`` is the older SciPy name of ``rtol``. M: preconditioner as a matrix or LinearOperator
     (CPU), or 'jacobi' / 'none'; M=None means Jacobi (as the command line's default; CG's answer
     does not depend on it, only its iteration count). maxiter: default 5000. block_size: solve
-    the columns in groups of at most this many (default: all at once).
+    the columns in groups of at most this many (default: all at once). callback(xk): called after
+    every iteration with the current iterate, of b's shape (1-D for a 1-D b, else the n × s
+    block); it costs one copy of the block per iteration (on the GPU a device-to-host copy and a
+    wait), and an exception it raises ends the solve and propagates.
 
     Returns ``(x, info)``: info = 0 converged, info > 0 (the iterations run) not converged, as
     SciPy's cg; with return_info=True, ``(x, info, Result)``. A matrix found not to be positive
     definite (non-positive diagonal entry, or a CG breakdown) raises ValueError.
     """
     t0 = _time.perf_counter()
-    if callback is not None:
-        raise NotImplementedError("callback is not supported by tcsolve.cg (block CG keeps no per-column "
-                                  "iterate to show; use return_info=True for the residual history)")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback={callback!r}: expected a callable f(xk)")
     if method not in ("block_cg", "cg", "auto"):
         raise ValueError(f"method={method!r}: expected block_cg")
     if conv not in (None, "rel"):
@@ -539,6 +887,20 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         whole = len(cols) == s and cols == list(range(s))
         bj = rhs if whole else xp.asfortranarray(rhs[:, cols])
         xj = x if whole else xp.asfortranarray(x[:, cols])
+        reported = [0]
+        if callback is not None:
+            def report(it, xk, cols=cols, whole=whole, reported=reported):
+                # SciPy: callback(xk) after each iteration; xk has b's shape (the group's columns
+                # in place, the others as they stand).
+                if it == 0:
+                    return  # the start block, before any iteration
+                reported[0] = int(it)
+                xk = xp.asarray(xk)
+                full = xk if whole else x.copy()
+                if not whole:
+                    full[:, cols] = xk
+                callback(full[:, 0] if one_d else full)
+            opt["callback"] = report
         if dev:
             _sync_cupy()
             r = _tcsolve.cg_device(n, a.nnz, a.ptrs(), int(bj.data.ptr), int(xj.data.ptr), len(cols),
@@ -551,6 +913,10 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
                                 None if precond_op is None else precond_op.matmat, opt)
         if not whole:
             x[:, cols] = xj
+        if callback is not None:
+            opt.pop("callback")
+            if int(r["iterations"]) > reported[0]:
+                callback(x[:, 0] if one_d else x)  # the final iterate, returned below
         results.append((cols, r))
     # Zero right-hand sides: x = 0 (as SciPy), residual 0, no iterations.
     for j in range(s):
@@ -595,7 +961,7 @@ def _merge_solve(results, s, opt, rtol):
                 "operator_applies": 0, "history": {k: _np.zeros(0) for k in
                                                     ("iteration", "converged", "active",
                                                      "apply_seconds", "dense_seconds")}
-                | {"residual_norms": _np.zeros((0, 0)), "ortho": []},
+                | {"residual_norms": _np.zeros((0, 0)), "values": _np.zeros((0, 0)), "ortho": []},
                 "time_solve": 0.0, "tolerance": rtol, "max_iterations": opt.get("max_iterations", 5000),
                 "preconditioner": opt["precond"], "backend": opt["device"], "device": opt["device"],
                 "precision": opt["precision"]}

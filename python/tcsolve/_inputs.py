@@ -83,6 +83,10 @@ class HostCsr:
     def scipy(self):
         return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n, self.n))
 
+    def matmat(self, x):
+        """A·X on the host (SciPy's product; for the module's own small checks, not the solvers)."""
+        return np.asarray(self.scipy() @ x)
+
     def diagonal(self):
         return self.scipy().diagonal()
 
@@ -104,6 +108,16 @@ class HostCsr:
                              "the eigensolvers and block CG need a symmetric matrix")
 
 
+def _has_block_product(op):
+    """True when the LinearOperator has its own matmat (a matrix behind it, or one passed to
+    LinearOperator(..., matmat=f)); False for one built from a matvec alone."""
+    from scipy.sparse.linalg import _interface
+    custom = getattr(_interface, "_CustomLinearOperator", None)
+    if custom is not None and isinstance(op, custom):
+        return getattr(op, "_CustomLinearOperator__matmat_impl", None) is not None
+    return type(op)._matmat is not LinearOperator._matmat
+
+
 class Operator:
     """A LinearOperator called back from the solver (host, float64 blocks)."""
 
@@ -113,9 +127,26 @@ class Operator:
         self.op, self.name = op, name
         self.n = int(op.shape[0])
         self.desc = f"{_type_name(op)} {op.shape[0]}x{op.shape[1]} (callback)"
+        self.column_by_column = not _has_block_product(op)
+
+    def _vector(self, v):
+        y = self.op.matvec(v)
+        if sp.issparse(y):
+            y = y.toarray()
+        y = np.asarray(y)
+        if y.dtype.kind == "c":
+            raise TypeError(f"{self.name}: the operator returned complex values ({y.dtype})")
+        if y.size != self.n:
+            raise ValueError(f"{self.name}: the operator's matvec returned {y.size} values for a vector "
+                             f"of length {self.n} (shape {y.shape})")
+        return y.reshape(self.n)
 
     def matmat(self, x):
-        # x: n × k Fortran-ordered, read-only view of the solver's block.
+        # x: n × k Fortran-ordered, read-only view of the solver's block. An operator built from a
+        # matvec alone gets 1-D columns, as SciPy's cg/eigsh call it (its default matmat would pass
+        # (n, 1) columns, which e.g. ``lambda x: x / d`` broadcasts to n × n).
+        if self.column_by_column:
+            return np.column_stack([self._vector(x[:, j]) for j in range(x.shape[1])])
         y = self.op.matmat(x)
         if sp.issparse(y):
             y = y.toarray()

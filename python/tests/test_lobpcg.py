@@ -74,8 +74,8 @@ def test_start_block_shape_errors():
         tcsolve.lobpcg(a, np.ones((99, 2)))
     with pytest.raises(ValueError, match="k = 100 is too large"):
         tcsolve.lobpcg(a, np.ones((100, 100)))
-    with pytest.raises(NotImplementedError, match="Y"):
-        tcsolve.lobpcg(a, np.ones((100, 2)), Y=np.ones((100, 1)))
+    with pytest.raises(ValueError, match="Y is rank deficient"):
+        tcsolve.lobpcg(a, np.ones((100, 2)), Y=np.ones((100, 2)))
 
 
 def test_not_converged_raises():
