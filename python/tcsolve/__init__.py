@@ -146,7 +146,7 @@ def _sync_cupy():
 def _prepare_eigs(A, M, k, name_m, mass_definite=True):
     a = _inputs.as_matrix(A, "A")
     n = a.n
-    if k >= n:
+    if k >= n and k > 0:
         raise ValueError(f"k = {k} is too large for A with n = {n} (need k < n)")
     a.check_symmetric("A")
     b = None
@@ -339,6 +339,19 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
             raise ValueError("mode='buckling' with sigma=0: w' = lambda/(lambda - sigma) is 1 for every "
                              "eigenvalue, so no eigenvalue can be selected (use sigma != 0)")
     buckling = mode == "buckling"
+    n_a = _inputs.as_matrix(A, "A").n if not isinstance(A, _np.ndarray) else A.shape[0]
+    if k >= n_a:
+        # SciPy: a warning and dense eigh for dense A (all n pairs), TypeError otherwise.
+        if isinstance(A, _np.ndarray) and (M is None or isinstance(M, _np.ndarray)):
+            import warnings
+            import scipy.linalg as sl
+            warnings.warn("k >= N for N * N square matrix. Attempting to use scipy.linalg.eigh instead.",
+                          RuntimeWarning, stacklevel=2)
+            a_chk, b_chk = _prepare_eigs(A, M, 0, "M", mass_definite=not buckling)
+            return sl.eigh(a_chk.scipy().toarray(), b=None if b_chk is None else b_chk.scipy().toarray(),
+                           eigvals_only=not return_eigenvectors)
+        raise TypeError(f"k = {k} >= n = {n_a}: tcsolve.eigsh (as scipy.sparse.linalg.eigsh) computes all "
+                        "eigenvalues only for a dense NumPy A; use scipy.linalg.eigh(A.toarray()) or reduce k")
     a, b = _prepare_eigs(A, M, k, "M", mass_definite=not buckling)
     if buckling:
         _require_positive_diagonal(a, "A", "mode='buckling' (A is the inner product there: "
@@ -397,7 +410,10 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
     else:
         res = _transformed(a, b, opt, k, sig, which, mode, opinv)
         wname = f"{which} of w' ({mode} mode, sigma {sig:g})"
-    return _finish_eigs(res, a, b, t0, command, wname, k, "ascending", return_eigenvectors, return_info)
+    # SciPy's order: ascending with vectors; without them ARPACK's (the most wanted last): 'SM'
+    # and 'SA' without sigma descending, everything else ascending.
+    order = "descending" if (not return_eigenvectors and sig is None and which in ("SM", "SA")) else "ascending"
+    return _finish_eigs(res, a, b, t0, command, wname, k, order, return_eigenvectors, return_info)
 
 
 # ---- SciPy's selections that are not one tcsolve run ---------------------------------------------
@@ -634,6 +650,17 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     A, B = _callable_operator(A, n_x, "A"), _callable_operator(B, n_x, "B")
     if not isinstance(M, str):
         M = _callable_operator(M, n_x, "M")
+    if k >= n_x and not a_kind_device:
+        # SciPy's lobpcg: a block as wide as the matrix goes to dense eigh, with a warning.
+        import warnings
+        import scipy.linalg as sl
+        warnings.warn(f"The problem size {n_x} is too small relative to the block size {k}: using "
+                      "dense scipy.linalg.eigh instead of LOBPCG", UserWarning, stacklevel=2)
+        a_d, b_d = _prepare_eigs(A, B, 0, "B")
+        full = _dense_all(a_d, b_d, {"tol": _DEFAULT_TOL, "conv": "rel"})
+        w_all, v_all = _np.asarray(full["eigenvalues"]), _np.asarray(full["eigenvectors"])
+        idx = _np.arange(a_d.n)[::-1][:k] if largest else _np.arange(a_d.n)[:k]
+        return (w_all[idx], v_all[:, idx])
     a, b = _prepare_eigs(A, B, k, "B")
     if Y is not None:
         a = _Constrained(a, b, Y, largest, k)
@@ -943,7 +970,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     fields["time_preprocess"] = max(0.0, total - res.get("time_solve", 0.0))
     info_obj = Result(fields)
     info = 0 if info_obj.status == "converged" else max(1, int(info_obj.iterations))
-    xout = x[:, 0] if one_d else x
+    xout = x[:, 0] if (one_d or tuple(b.shape) == (n, 1)) else x  # SciPy returns (n,) for (n, 1)
     if return_info:
         if dev:
             info_obj.solution = x  # CuPy; .save() needs .get()

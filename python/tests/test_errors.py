@@ -79,8 +79,12 @@ def test_nonfinite_rhs_and_start():
 
 @pytest.mark.parametrize("k", [100, 101, 1000])
 def test_k_too_large(k):
-    with pytest.raises(ValueError, match=rf"^k = {k} is too large for A with n = 100 \(need k < n\)$"):
+    # As SciPy: TypeError for sparse A (dense A gets all n eigenvalues from eigh, with a warning).
+    with pytest.raises(TypeError, match=rf"^k = {k} >= n = 100: .*scipy.linalg.eigh"):
         tcsolve.eigsh(A, k=k)
+    with pytest.warns(RuntimeWarning, match="k >= N"):
+        w = tcsolve.eigsh(A.toarray(), k=k, return_eigenvectors=False)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(A.toarray()), atol=1e-12)
 
 
 @pytest.mark.parametrize("k", [0, -1])
