@@ -339,7 +339,8 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
             raise ValueError("mode='buckling' with sigma=0: w' = lambda/(lambda - sigma) is 1 for every "
                              "eigenvalue, so no eigenvalue can be selected (use sigma != 0)")
     buckling = mode == "buckling"
-    n_a = _inputs.as_matrix(A, "A").n if not isinstance(A, _np.ndarray) else A.shape[0]
+    shape = getattr(A, "shape", None)
+    n_a = int(shape[0]) if shape is not None and len(shape) == 2 else _inputs.as_matrix(A, "A").n
     if k >= n_a:
         # SciPy: a warning and dense eigh for dense A (all n pairs), TypeError otherwise.
         if isinstance(A, _np.ndarray) and (M is None or isinstance(M, _np.ndarray)):
