@@ -79,7 +79,9 @@ def select(which, k, alpha, beta, sigma, nearest, ends, n, dense):
         r = float(np.max(np.abs(lam - c)))
         picks = _best([run], score, k)
         kth = float(score(lam[picks[-1][1]]))
-        if kth > _outside_bound(which, score, alpha, sigma, c, r):
+        # ≥: eigenvalues at exactly distance r tie with the computed one at r (an arbitrary pick
+        # among equals, as ARPACK's); everything farther scores lower.
+        if kth >= _outside_bound(which, score, alpha, sigma, c, r):
             return picks, f"the {m} eigenvalues nearest {c:g} (shift-invert), kept by w'"
         if 2 * m >= n - 1:
             break

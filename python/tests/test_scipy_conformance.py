@@ -133,6 +133,42 @@ def test_eigsh_shift_invert_modes(mode, which):
     assert_pairs(a, w, v, m)
 
 
+@pytest.mark.parametrize("mode", ["normal", "buckling", "cayley"])
+@pytest.mark.parametrize("which", ["LM", "SM", "LA", "SA", "BE"])
+@pytest.mark.parametrize("generalized", [False, True])
+def test_eigsh_opinv_on_operators(mode, which, generalized):
+    # OPinv = (A − σM)⁻¹ given by the caller: shift-invert of a LinearOperator A, as SciPy does it.
+    a = tridiag()
+    m = mass() if generalized else None
+    shifted = a - 1.0 * (sp.identity(N) if m is None else m)
+    opinv = sla.LinearOperator((N, N), matvec=sla.splu(shifted.tocsc()).solve, dtype=float)
+    ref_all = dense_ref(a, m)
+    alpha, beta = {"normal": (0, 1), "buckling": (1, 1), "cayley": (1, 2)}[mode]
+    t = alpha + beta / (ref_all - 1.0)
+    if which == "BE":
+        o = np.argsort(t)
+        pick = np.concatenate([o[:2], o[-2:]])
+    else:
+        pick = np.argsort({"LM": -np.abs(t), "SM": np.abs(t), "LA": -t, "SA": t}[which], kind="stable")[:4]
+    w, v = tcsolve.eigsh(sla.aslinearoperator(a), 4, M=m, sigma=1.0, OPinv=opinv, mode=mode, which=which)
+    assert_same_values(w, np.sort(ref_all[pick]), f"{mode} {which}")
+    assert_pairs(a, w, v, m)
+
+
+@pytest.mark.parametrize("which", ["LA", "SA"])
+@pytest.mark.parametrize("kinds", ["operator A", "operator M", "both operators"])
+def test_eigsh_generalized_with_operators(which, kinds):
+    # The solvers' test scales with ‖x‖, the final one with ‖M·x‖: with M an operator (‖M⁻¹‖
+    # unknown) a run now continues instead of ending 'not converged' (was: NoConvergence for LA).
+    a, m = mass(), tridiag()  # M = the Laplacian-like matrix: ‖M⁻¹‖ ≈ 20
+    A = sla.aslinearoperator(a) if kinds != "operator M" else a
+    M = sla.aslinearoperator(m) if kinds != "operator A" else m
+    w, v = tcsolve.eigsh(A, 4, M=M, which=which)
+    ref = dense_ref(a, m)
+    assert_same_values(w, ref[-4:] if which == "LA" else ref[:4])
+    assert_pairs(a, w, v, m)
+
+
 def test_eigsh_buckling_indefinite_geometric_stiffness():
     # buckling: A = K positive definite, M = K_G indefinite (SciPy's documented use).
     k = tridiag() + 0.5 * sp.identity(N)
