@@ -21,8 +21,9 @@ solve, else a cheaper re-check), ``device`` ('auto', 'cpu', 'cuda'), ``precision
 timings: the fields of ``tcsolve eigs|solve --out FILE.h5``) to what is returned.
 
 Errors: ``ValueError`` for bad input (non-square, non-symmetric, NaN/Inf, k >= n, wrong lengths,
-unknown option values), ``TypeError`` for inputs of the wrong kind, ``NotImplementedError`` for a
-SciPy feature tcsolve does not have (or one this build lacks, e.g. CUDA).
+unknown option values, and SciPy's own argument rules with its exception types), ``TypeError``
+for inputs of the wrong kind, ``NotImplementedError`` for what this build or input kind lacks
+(e.g. CUDA; see the README's Python section).
 
 Not converging: :func:`eigsh` and :func:`lobpcg` raise :class:`NoConvergence` (a subclass of
 SciPy's ``ArpackNoConvergence``) carrying the partial eigenpairs and the :class:`Result` in
@@ -297,9 +298,14 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
     """k eigenpairs of the real symmetric A (A·x = λ·M·x with M), like scipy.sparse.linalg.eigsh.
 
     which: 'LA' largest, 'SA' smallest, 'LM' largest magnitude (both ends, see below), 'SM'
-    smallest magnitude (= nearest sigma=0 by shift-invert); with ``sigma``, 'LM' gives the k
-    eigenvalues nearest sigma (shift-invert through a sparse factorization of A − σM; needs A and
-    M as matrices). Eigenvalues come back in ascending order, column j of the vectors with value j.
+    smallest magnitude (matrices: nearest 0 by shift-invert; operators: see _smallest_magnitude),
+    'BE' half from each end. With ``sigma``: SciPy's shift-invert modes (``mode`` 'normal',
+    'buckling', 'cayley'), ``which`` applied to the transformed value w' (module _spectral);
+    'LM' in normal mode is the k eigenvalues nearest sigma (one shift-invert run through a sparse
+    factorization of A − σM, or through ``OPinv`` = (A − σM)⁻¹ when given, or the folded
+    operator for a LinearOperator). ``Minv`` = M⁻¹ where tcsolve needs it (the folded operator).
+    Eigenvalues come back in ascending order, column j of the vectors with value j; without
+    vectors in ARPACK's order, as SciPy's.
 
     v0 (n,): start vector (the first column of the initial block; the rest is random); ncv: Lanczos basis size before a restart; maxiter: iteration limit
     (Lanczos restarts / LOBPCG steps; default: the method's); tol: the convergence tolerance of
