@@ -712,6 +712,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     if Y is not None:
         a = _Constrained(a, b, Y, largest, k)
     x, _ = _inputs.as_block(Xa, a.n, "X", device=a.kind == "device")
+    _require_independent(x, "X", "linearly dependent initial approximations (as SciPy's lobpcg refuses)")
     if M is not None and not isinstance(M, str) and device == "auto" and a.kind != "device":
         device = "cpu"  # a preconditioner operator is applied on the host
     backend = _backend(device, a.kind, precision)
@@ -779,6 +780,17 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
                         "descending" if largest else "ascending", True, return_info, extra)
 
 
+def _require_independent(x, name, what, gram=None):
+    """ValueError unless the columns of x (or of the given Gram matrix xᵀ·B·x) are independent:
+    smallest eigenvalue of the Gram matrix above 1e-12 of the largest."""
+    g = x.T @ x if gram is None else gram
+    g = _np.asarray(g.get() if hasattr(g, "get") else g, dtype=float)
+    ev = _np.linalg.eigvalsh((g + g.T) / 2)
+    if not (ev.size and ev[-1] > 0 and ev[0] > 1e-12 * ev[-1]):
+        raise ValueError(f"{name} is {what} (its Gram matrix has eigenvalues from {ev[0]:.3g} to "
+                         f"{ev[-1]:.3g})")
+
+
 def _callable_operator(f, n, name):
     """A plain function X -> f(X) (SciPy's lobpcg accepts these) as an n × n LinearOperator."""
     if f is None or not callable(f) or hasattr(f, "shape"):
@@ -811,11 +823,8 @@ class _Constrained:
         self.n_constraints = y.shape[1]
         by = y if b is None else _np.asarray(b.matmat(y), dtype=float)
         g = y.T @ by
-        try:
-            self.gl = _np.linalg.cholesky((g + g.T) / 2)
-        except _np.linalg.LinAlgError:
-            raise ValueError("Y is rank deficient (Y'BY is not positive definite): the constraints "
-                             "must be linearly independent") from None
+        _require_independent(y, "Y", "rank deficient: the constraints must be linearly independent", g)
+        self.gl = _np.linalg.cholesky((g + g.T) / 2)
         self.y, self.by = y, by
         self.desc = f"{a.desc} constrained to the B-complement of {y.shape[1]} columns Y"
         self.shift = 0.0

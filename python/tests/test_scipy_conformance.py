@@ -469,3 +469,33 @@ def test_cupy_lobpcg_and_cg():
     assert info == 0 and isinstance(x, cupy.ndarray) and x.shape == (N,)
     assert isinstance(seen[-1], cupy.ndarray)
     np.testing.assert_allclose(x.get(), sla.spsolve(a.tocsc(), b), rtol=1e-8)
+
+
+# ---- bad input across the three calls: only the documented exception types ------------------
+
+BAD_ANY = [
+    ("lobpcg X 3-D", lambda: tcsolve.lobpcg(tridiag(), np.ones((N, 2, 2)))),
+    ("lobpcg B of other size", lambda: tcsolve.lobpcg(tridiag(), np.ones((N, 2)), B=sp.identity(5))),
+    ("lobpcg Y of other length", lambda: tcsolve.lobpcg(tridiag(), np.ones((N, 2)), Y=np.ones((5, 1)))),
+    ("lobpcg Y rank deficient", lambda: tcsolve.lobpcg(tridiag(), np.ones((N, 2)), Y=np.ones((N, 2)))),
+    ("lobpcg M of other size", lambda: tcsolve.lobpcg(tridiag(), np.ones((N, 2)), M=sp.identity(5))),
+    ("lobpcg verbosityLevel -1", lambda: tcsolve.lobpcg(tridiag(), np.ones((N, 2)), verbosityLevel=-1)),
+    ("lobpcg NaN in X", lambda: tcsolve.lobpcg(tridiag(), np.full((N, 2), np.nan))),
+    ("eigsh OPinv of other size", lambda: tcsolve.eigsh(tridiag(), 2, sigma=1.0, OPinv=sp.identity(5))),
+    ("eigsh Minv of other size", lambda: tcsolve.eigsh(tridiag(), 2, M=mass(), Minv=sp.identity(5))),
+    ("eigsh buckling with A indefinite", lambda: tcsolve.eigsh(tridiag(shift=3.0), 2, M=mass(), sigma=1.0,
+                                                               mode="buckling")),
+    ("eigsh cayley with M indefinite", lambda: tcsolve.eigsh(tridiag(), 2, M=tridiag(shift=3.0), sigma=1.0,
+                                                             mode="cayley")),
+    ("eigsh sigma inf", lambda: tcsolve.eigsh(tridiag(), 2, sigma=np.inf)),
+    ("cg callback not callable", lambda: tcsolve.cg(tridiag(), np.ones(N), callback="x")),
+    ("cg M of other size", lambda: tcsolve.cg(tridiag(), np.ones(N), M=sp.identity(5))),
+    ("cg NaN in b", lambda: tcsolve.cg(tridiag(), np.full(N, np.nan))),
+]
+
+
+@pytest.mark.parametrize("name, call", BAD_ANY, ids=[c[0] for c in BAD_ANY])
+def test_bad_input_gives_a_documented_exception(name, call):
+    with pytest.raises((ValueError, TypeError)) as e:
+        call()
+    assert str(e.value)  # a message, not a bare exception
