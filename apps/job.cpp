@@ -18,6 +18,8 @@
 #include "io/hdf5_file.hpp"
 #include "io/matrix_io.hpp"
 #include "solvers/block_cg.hpp"
+#include "solvers/chebyshev_precond.hpp"
+#include "solvers/spectral_probe.hpp"
 #include "solvers/eigensolvers.hpp"
 #include "solvers/eigs/eigs.hpp"
 #include "solvers/eigs/plan.hpp"
@@ -264,10 +266,14 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
             : "convergence: |b - A x| <= T |b| for every column (default 1e-8)")
       ("maxiter", po::value(&s.maxiter)->value_name("M"),
        eigs ? "iteration limit (default 2000)" : "iteration limit (default 5000)")
-      ("precond", po::value(&s.precond)->value_name(eigs ? "auto|none|jacobi|factor" : "jacobi|none"),
+      ("precond", po::value(&s.precond)->value_name(eigs ? "auto|none|jacobi|factor" : "jacobi|chebyshev|none"),
        eigs ? "LOBPCG preconditioner (default auto: the factorization of A - sigma B for the "
               "smallest when one is made, else jacobi)"
-            : "CG preconditioner (default jacobi)")
+            : "CG preconditioner (default jacobi; chebyshev: a Chebyshev polynomial in A of a "
+              "degree chosen from Lanczos bounds of the spectrum, reported in the result)")
+      ("precond-degree", po::value(&s.precond_degree)->value_name("M"),
+       "solve --precond chebyshev: the polynomial's degree, M products with A per application "
+       "(default 0: from the spectral bounds)")
       ("reorder", po::value(&s.reorder)->value_name("none|symmetric"),
        "symmetric: iterate in the basis of a symmetric Jaccard/RCM reordering B = P A P^T (vectors "
        "permuted once at entry and exit); pays for matrices stored in a poor (e.g. scrambled) order, "
@@ -332,8 +338,13 @@ void validate_job(const JobSpec& s) {
   }
   if (!(s.tol > 0 && s.tol < 1)) throw UsageError(format("--tol %g: expected 0 < T < 1", s.tol));
   if (s.maxiter < 0) throw UsageError("--maxiter must be positive");
-  if (s.task == "solve" && s.precond != "auto" && s.precond != "jacobi" && s.precond != "none")
-    throw UsageError("--precond '" + s.precond + "': expected jacobi or none");
+  if (s.task == "solve" && s.precond != "auto" && s.precond != "jacobi" && s.precond != "none" &&
+      s.precond != "chebyshev")
+    throw UsageError("--precond '" + s.precond + "': expected jacobi, chebyshev or none");
+  if (s.precond_degree < 0 || s.precond_degree > 1000)
+    throw UsageError("--precond-degree " + std::to_string(s.precond_degree) + ": expected 0 (automatic) to 1000");
+  if (s.precond_degree > 0 && !(s.task == "solve" && s.precond == "chebyshev"))
+    throw UsageError("--precond-degree is for `solve --precond chebyshev`");
   if (s.reorder != "none" && s.reorder != "symmetric")
     throw UsageError("--reorder '" + s.reorder + "': expected none or symmetric");
   if (s.precision != "fp64" && s.precision != "fp32" && s.precision != "fp16" && s.precision != "bf16")
@@ -629,7 +640,23 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     CgOptions co;
     co.tol = s.tol;
     co.max_iterations = default_maxiter(s);
-    if (s.precond != "none") co.jacobi_diagonal = perm ? gather(A->diagonal, 1) : A->diagonal;
+    std::unique_ptr<ChebyshevPreconditioner> cheb;
+    if (s.precond == "chebyshev") {
+      // upper: ‖A‖∞ ≥ λmax (keeps M positive definite); lower and degree from a Lanczos probe.
+      double upper = 0, probe_s = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        double row = 0;
+        for (std::int64_t p = A->a.row_ptr[i]; p < A->a.row_ptr[i + 1]; ++p) row += std::abs(A->a.values[p]);
+        upper = std::max(upper, row);
+      }
+      cheb = make_chebyshev_preconditioner(aop, ops, std::min(nrhs, batch), upper, s.seed + 77, &probe_s,
+                                           s.precond_degree);
+      co.preconditioner = cheb.get();
+      o.precond_note = cheb->describe() + format(" (bounds in %.3g s)", probe_s);
+      o.setup_s += probe_s;
+    } else if (s.precond != "none") {
+      co.jacobi_diagonal = perm ? gather(A->diagonal, 1) : A->diagonal;
+    }
     co.on_iteration = [&](const IterationRecord& r) {
       double mx = 0;
       for (double v : r.residual_norms) mx = std::max(mx, v);
@@ -645,6 +672,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     if (random_rhs && !perm && batch >= nrhs && start.empty()) {
       out.sr = block_cg_random(aop, s.seed + 1000, nrhs, ops, co, !s.out.empty());
       out.wanted = nrhs;
+      if (cheb) out.sr.operator_applies += cheb->columns_applied();  // the polynomial's products too
       o.operator_applies = out.sr.operator_applies;
       finish_checkpoints();
       o.solve_s = ts.seconds();
@@ -697,7 +725,8 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     }
     if (perm) scatter(out.sr.solutions);
     out.wanted = nrhs;
-    o.operator_applies = out.sr.operator_applies;
+    if (cheb) out.sr.operator_applies += cheb->columns_applied();  // the polynomial's products too
+      o.operator_applies = out.sr.operator_applies;
     finish_checkpoints();
     o.solve_s = ts.seconds();
   }
@@ -848,6 +877,8 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   if (!r.eigs && status == SolverStatus::breakdown)
     o.message = s.matrix + " is not positive definite (block CG breakdown: " + o.message + ")";
   if (!o.batch_note.empty()) o.message = o.message.empty() ? o.batch_note : o.message + "; " + o.batch_note;
+  if (!o.precond_note.empty()) o.message = o.message.empty() ? "preconditioner: " + o.precond_note
+                                                             : o.message + "; preconditioner: " + o.precond_note;
   if (!fallback_note.empty()) o.message = o.message.empty() ? fallback_note : o.message + "; " + fallback_note;
   if (!o.resume_note.empty()) o.message = o.message.empty() ? o.resume_note : o.message + "; " + o.resume_note;
   if (!o.checkpoint_note.empty())
@@ -878,7 +909,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       f.set_attr("tolerance", s.tol);
       f.set_attr("max_iterations", default_maxiter(s));
       f.set_attr("precision", s.precision);
-      f.set_attr("preconditioner", s.precond);
+      f.set_attr("preconditioner", o.precond_note.empty() ? s.precond : o.precond_note);
       f.set_attr("backend", o.backend);
       f.set_attr("device", o.device);
       f.set_attr("spmm_kernel", o.kernel);
@@ -994,6 +1025,7 @@ std::string job_options_string(const JobSpec& s) {
   o += format(";tol=%.17g;maxiter=%lld;precision=%s;device=%s;cpu_fallback=%d;precond=%s;reorder=%s;seed=%llu",
               s.tol, (long long)s.maxiter, s.precision.c_str(), s.device.c_str(), int(s.cpu_fallback),
               s.precond.c_str(), s.reorder.c_str(), (unsigned long long)s.seed);
+  if (s.precond_degree > 0) o += format(";precond_degree=%d", s.precond_degree);
   // (only when given: results written before warm starts existed keep standing)
   if (!s.start.empty()) o += ";start=" + s.start;
   return o;

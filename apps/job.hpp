@@ -46,6 +46,7 @@ struct JobSpec {
   std::string precision = "fp64";
   std::string device = "auto";
   bool cpu_fallback = false;    // run on the CPU when the GPU lacks memory
+  int precond_degree = 0;         // solve --precond chebyshev: 0 = from the spectral bounds
   std::string precond = "auto";  // eigs: auto|none|jacobi|factor; solve: auto(=jacobi)|none|jacobi
   std::string reorder = "none";  // none | symmetric: iterate in the basis of B = P·A·Pᵀ
   std::uint64_t seed = 1;
@@ -132,6 +133,7 @@ struct JobOutcome {
   std::string kernel_reason;  // why the SpMM kernel (the model's choice, or the trial's times)
   std::string reorder;  // --reorder symmetric: what was done ("" when not asked)
   std::string batch_note;
+  std::string precond_note;       // solve --precond chebyshev: degree and bounds
   std::string resume_note;        // --resume-from: where the run continued from
   std::string checkpoint_note;    // a checkpoint that could not be written (the solve went on)
   std::int64_t checkpoints = 0;   // checkpoints written, their bytes (each) and seconds (all)

@@ -33,6 +33,7 @@
 #include "core/error.hpp"
 #include "core/types.hpp"
 #include "solvers/block_cg.hpp"
+#include "solvers/chebyshev_precond.hpp"
 #include "solvers/dense_ops.hpp"
 #include "solvers/eigs/eigs.hpp"
 #include "spmm/device_csr_view.hpp"
@@ -509,8 +510,16 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
     auto aop = make_sparse_operator(a, backend, oo);
     kernel = to_string(aop->plan().kernel);
     kernel_plan = aop->plan().reason;
+    std::unique_ptr<ChebyshevPreconditioner> cheb;
+    if (precond == "chebyshev") {
+      cheb = make_chebyshev_preconditioner(*aop, *ops, s, csr_inf_norm(a), 77);
+      o.preconditioner = cheb.get();
+      o.jacobi_diagonal.clear();
+      precond = cheb->describe();
+    }
     setup = seconds_since(ts);
     r = run_cg_host(*aop, *ops, rhs.data(), x.mutable_data(), n, s, use_x0, o);
+    if (cheb) r.operator_applies += cheb->columns_applied();
   }
   py::dict d = solve_result_dict(r, o, backend, precond);
   d["nnz"] = a.nnz();
@@ -556,7 +565,8 @@ py::dict cg_operator(std::int64_t n, py::object fa, const F64Array& rhs,
 py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::uintptr_t rhs_ptr,
                    std::uintptr_t x_ptr, std::int64_t s, bool use_x0, const py::dict& opt) {
   CgOptions o = cg_options(opt);
-  const std::string precond = opt_get<std::string>(opt, "precond", "jacobi");
+  std::string precond = opt_get<std::string>(opt, "precond", "jacobi");
+  const double a_norm = opt_get<double>(opt, "a_norm", 0.0);
   const DevicePtrs da = device_ptrs(pa);
   SolveResult r;
   const auto ts = std::chrono::steady_clock::now();
@@ -574,12 +584,19 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
       ops->to_host(d.view(), o.jacobi_diagonal.data(), n);
     }
     auto aop = make_device_csr_view(n, n, nnz, da.indptr, da.indices, da.data, ops->stream());
+    std::unique_ptr<ChebyshevPreconditioner> cheb;
+    if (precond == "chebyshev") {
+      cheb = make_chebyshev_preconditioner(*aop, *ops, s, a_norm, 77);
+      o.preconditioner = cheb.get();
+      precond = cheb->describe();
+    }
     setup = seconds_since(ts);
     BlockCg cg(*aop, *ops, s, o);
     MvView<const double> bv{reinterpret_cast<const double*>(rhs_ptr), n, s, n, Space::device};
     MvView<double> xv{reinterpret_cast<double*>(x_ptr), n, s, n, Space::device};
     r = cg.solve(bv, xv, use_x0);
     ops->synchronize();
+    if (cheb) r.operator_applies += cheb->columns_applied();
   }
   py::dict d = solve_result_dict(r, o, Backend::cuda, precond);
   d["nnz"] = nnz;

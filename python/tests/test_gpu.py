@@ -124,3 +124,13 @@ def test_bad_gpu_input(cp, csp):
         tcsolve.eigsh(csp.csr_matrix(lap2d(10)), k=2, device="cpu")
     with pytest.raises(ValueError, match="b has length 99 but A has 100 rows"):
         tcsolve.cg(csp.csr_matrix(lap2d(10)), cp.ones(99))
+
+
+@pytest.mark.gpu
+def test_cg_cupy_chebyshev_preconditioner(cp, csp):
+    a = lap2d(80)
+    b = np.random.default_rng(22).standard_normal((a.shape[0], 3))
+    x, info, r = tcsolve.cg(csp.csr_matrix(a), cp.asarray(b), rtol=1e-10, M="chebyshev", return_info=True)
+    assert info == 0 and r.preconditioner.startswith("chebyshev degree ")
+    res = np.linalg.norm(b - a @ x.get(), axis=0) / np.linalg.norm(b, axis=0)
+    assert np.all(res <= 1e-10)

@@ -268,6 +268,51 @@ TEST(AppsSolve, RightHandSidesFromHdf5) {
   EXPECT_EQ(r1.status, 0) << r1.err;
 }
 
+// --precond chebyshev: the same tolerance met in fewer iterations, the polynomial reported, the
+// products with A inside it counted; --precond-degree sets the degree, and is refused elsewhere.
+TEST(AppsSolve, ChebyshevPolynomialPreconditioner) {
+  ScratchDir d;
+  const std::string spec = "gen:lap3d:19";
+  const Csr<double> a = generate(spec);
+  const std::int64_t n = a.nrows;
+  std::int64_t it[2] = {0, 0}, applies[2] = {0, 0};
+  std::vector<double> xs[2];
+  const char* pcs[2] = {"jacobi", "chebyshev"};
+  for (int i = 0; i < 2; ++i) {
+    auto r = run_tcsolve({"solve", spec, "--rhs", "random:5", "--device", "cpu", "--tol", "1e-10",
+                          "--precond", pcs[i], "--out", d.file(std::string(pcs[i]) + ".h5")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    Hdf5File f = Hdf5File::open(d.file(std::string(pcs[i]) + ".h5"));
+    EXPECT_EQ(f.attr_string("status"), "converged");
+    it[i] = f.attr_int64("iterations");
+    applies[i] = f.attr_int64("operator_applies");
+    for (double v : f.read_doubles("residual_norms")) EXPECT_LE(v, 1e-10);
+    std::vector<std::int64_t> dims;
+    const auto x = f.read_doubles("solution", &dims);
+    ASSERT_EQ(dims, (std::vector<std::int64_t>{5, n}));
+    xs[i] = x;
+    if (i == 1) {
+      const std::string pc = f.attr_string("preconditioner");
+      EXPECT_EQ(pc.rfind("chebyshev degree ", 0), 0u) << pc;
+    }
+  }
+  EXPECT_LT(2 * it[1], it[0]) << it[1] << " vs " << it[0];
+  // the same solutions (both to 1e-10; the matrix's condition number is about 100)
+  double dx = 0, x0 = 0;
+  for (std::size_t i = 0; i < xs[0].size(); ++i) dx += std::pow(xs[1][i] - xs[0][i], 2), x0 += xs[0][i] * xs[0][i];
+  EXPECT_LT(std::sqrt(dx / x0), 1e-7);
+  EXPECT_GT(applies[1], applies[0]);  // the polynomial's products are counted
+  auto r = run_tcsolve({"solve", spec, "--rhs", "random:2", "--device", "cpu", "--precond", "chebyshev",
+                        "--precond-degree", "3", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("chebyshev degree 3 on"), std::string::npos) << r.out;
+  expect_error(run_tcsolve({"solve", spec, "--rhs", "random:2", "--precond-degree", "3"}),
+               "--precond-degree is for `solve --precond chebyshev`");
+  expect_error(run_tcsolve({"solve", spec, "--rhs", "random:2", "--precond", "chebyshev",
+                            "--precond-degree", "-1"}),
+               "--precond-degree -1: expected 0 (automatic) to 1000");
+}
+
 TEST(AppsReorder, EigsAndSolveInThePermutedBasisAnswerInTheInputOrder) {
   expect_reorder_answers_in_input_order("cpu");
 }

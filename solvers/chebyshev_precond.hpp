@@ -1,0 +1,69 @@
+// Chebyshev polynomial preconditioner for block CG: Z = p_m(A)·R, where z = p_m(A)·r is the
+// iterate after m + 1 steps of the Chebyshev iteration for A·z = r on [lower, upper] from z = 0.
+//
+// With θ = (upper + lower)/2, δ = (upper − lower)/2, σ = θ/δ and the residual polynomial
+// R_j(λ) = T_j((θ − λ)/δ) / T_j(σ), z_j = p_{j−1}(A)·r with 1 − λ·p(λ) = R_j(λ):
+//   z_1 = r/θ
+//   z_{j+1} = (2ρ_j/δ)·(θ·z_j + r − A·z_j) − ρ_j·ρ_{j−1}·z_{j−1},  ρ_0 = 1/σ, ρ_j = 1/(2σ − ρ_{j−1})
+// (from T_{j+1} = 2μ·T_j − T_{j−1} and ρ_j = T_j(σ)/T_{j+1}(σ)).
+// M = p_m(A) is symmetric, and positive definite whenever upper ≥ λmax(A): for 0 < λ < lower the
+// argument (θ − λ)/δ lies in (1, σ), so 0 < R < 1 there as on [lower, upper], and p = (1 − R)/λ
+// > 0. `lower` only shapes the polynomial (any 0 < lower < upper is safe); `upper` must bound
+// λmax (the ∞-norm of A does). Block CG's answer does not depend on M, only its iteration count.
+//
+// Cost of one apply to s columns: m applies of A, and per step one fused pass Z = a·W + b·Z_j +
+// c·Z_{j−1} (3 reads, 1 write) plus Z += e·R (2 reads, 1 write): 8·m·n·s·7 bytes besides A.
+// Workspace: two n × max_cols blocks (A·z_j and one iterate; the other is the output), allocated
+// at construction.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/multivector.hpp"
+#include "core/operator.hpp"
+#include "solvers/dense_ops.hpp"
+
+namespace tcsolve {
+
+class ChebyshevPreconditioner final : public LinearOperator<double> {
+ public:
+  // degree m ≥ 1 (m applies of A per apply); 0 < lower < upper.
+  ChebyshevPreconditioner(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
+                          double lower, double upper, int degree);
+  std::int64_t rows() const override { return a_.rows(); }
+  std::int64_t cols() const override { return a_.cols(); }
+  Space space() const override { return ops_.space(); }
+  void apply(MvView<const double> r, MvView<double> z) const override;
+  int degree() const { return degree_; }
+  double lower() const { return lower_; }
+  double upper() const { return upper_; }
+  std::string describe() const;  // "chebyshev degree m on [lower, upper]"
+
+  // The degree for a spectrum in [lower, upper]: the Chebyshev iteration's error falls by about
+  // exp(−2j/√κ) in j steps, so steps beyond √κ/2 buy little; m = ceil(√κ/4) clamped to [1, 32]
+  // (κ = upper/lower).
+  static int degree_for(double lower, double upper);
+
+  // Columns multiplied by A inside the applies so far (m per column per apply).
+  std::int64_t columns_applied() const { return columns_; }
+
+ private:
+  const LinearOperator<double>& a_;
+  DenseBlockOps& ops_;
+  std::int64_t max_cols_;
+  double lower_, upper_;
+  int degree_;
+  mutable MultiVector<double> w_, z0_;
+  mutable std::int64_t columns_ = 0;  // A·z_j, and the second of the two iterates
+};
+
+// The preconditioner with its bounds and degree chosen here: upper = `upper_bound` (≥ λmax(A),
+// e.g. ‖A‖∞), lower = the smallest Ritz value of a 40-step Lanczos probe (≥ λmin: any positive
+// value is safe), degree = `degree` if > 0, else degree_for(lower, upper). `seconds` (optional)
+// gets the probe's time.
+std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
+    const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols, double upper_bound,
+    std::uint64_t seed, double* seconds = nullptr, int degree = 0);
+
+}  // namespace tcsolve

@@ -1,0 +1,111 @@
+// The Chebyshev polynomial preconditioner (solvers/chebyshev_precond.hpp) against the scalar
+// polynomial applied through a dense eigendecomposition of A, and block CG with it.
+#include <gtest/gtest.h>
+
+#include "solvers/block_cg.hpp"
+#include "solvers/chebyshev_precond.hpp"
+#include "solvers/random.hpp"
+#include "tests/solvers/solver_test_util.hpp"
+
+namespace tcsolve::test {
+namespace {
+
+using Mat = Eigen::MatrixXd;
+
+Mat random_block(std::int64_t n, std::int64_t s, std::uint64_t seed) {
+  Mat b(n, s);
+  for (std::int64_t j = 0; j < s; ++j)
+    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
+  return b;
+}
+
+// p_m(λ) by the same three-term recurrence on scalars (independent of the block code's buffers).
+double poly(double lam, double lower, double upper, int m) {
+  const double th = 0.5 * (upper + lower), de = 0.5 * (upper - lower), sg = th / de;
+  double z0 = 0.0, z1 = 1.0 / th, rp = 1.0 / sg;
+  for (int j = 1; j <= m; ++j) {
+    const double rho = 1.0 / (2.0 * sg - rp);
+    const double zn = (2.0 * rho / de) * (th * z1 + 1.0 - lam * z1) - (j == 1 ? 0.0 : rho * rp) * z0;
+    z0 = z1, z1 = zn, rp = rho;
+  }
+  return z1;
+}
+
+Mat apply_precond(const Csr<double>& a, const Mat& x, double lower, double upper, int m) {
+  auto ops = make_dense_ops(kBackend);
+  OperatorOptions oo;
+  oo.stream = ops->stream();
+  auto op = make_sparse_operator(a, kBackend, oo);
+  ChebyshevPreconditioner pc(*op, *ops, x.cols(), lower, upper, m);
+  auto xd = ops->allocate(a.nrows, x.cols()), yd = ops->allocate(a.nrows, x.cols());
+  ops->from_host(x.data(), x.rows(), xd.view());
+  std::vector<double> poison(static_cast<std::size_t>(a.nrows * x.cols()), std::nan(""));
+  ops->from_host(poison.data(), a.nrows, yd.view());
+  pc.apply(xd.view(), yd.view());
+  Mat y(a.nrows, x.cols());
+  ops->to_host(yd.view(), y.data(), y.rows());
+  ops->synchronize();
+  return y;
+}
+
+TEST(ChebyshevPrecond, MatchesThePolynomialOfTheSpectrum) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(7, 6, 5);  // 210 rows, λ in (0, 12)
+  Mat ad = Mat::Zero(a.nrows, a.nrows);
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) ad(i, a.col_idx[p]) = a.values[p];
+  Eigen::SelfAdjointEigenSolver<Mat> es(ad);
+  Mat x = random_block(a.nrows, 5, 3);
+  for (int m : {1, 2, 3, 4, 7, 16}) {
+    const double lower = 0.3, upper = 12.5;
+    Eigen::VectorXd pv(a.nrows);
+    for (std::int64_t i = 0; i < a.nrows; ++i) pv(i) = poly(es.eigenvalues()(i), lower, upper, m);
+    EXPECT_GT(pv.minCoeff(), 0.0) << "p_m must be positive on the spectrum, m = " << m;
+    Mat ref = es.eigenvectors() * pv.asDiagonal() * es.eigenvectors().transpose() * x;
+    Mat y = apply_precond(a, x, lower, upper, m);
+    EXPECT_LT((y - ref).norm(), 1e-12 * ref.norm()) << "m = " << m;
+  }
+}
+
+TEST(ChebyshevPrecond, DegreeFromTheBounds) {
+  EXPECT_EQ(ChebyshevPreconditioner::degree_for(1.0, 1.5), 1);
+  EXPECT_EQ(ChebyshevPreconditioner::degree_for(1.0, 1600.0), 10);
+  EXPECT_EQ(ChebyshevPreconditioner::degree_for(1e-9, 1.0), 32);
+}
+
+TEST(ChebyshevPrecond, BlockCgConvergesInFewerIterationsToTheSameAnswer) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(23, 21, 19);  // 9177 rows: not a multiple of anything
+  auto ops = make_dense_ops(kBackend);
+  OperatorOptions oo;
+  oo.stream = ops->stream();
+  auto op = make_sparse_operator(a, kBackend, oo);
+  Mat b = random_block(a.nrows, 6, 11);
+  CgOptions plain;
+  plain.tol = 1e-10;
+  auto r0 = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, plain);
+  ASSERT_EQ(r0.status, SolverStatus::converged) << r0.reason;
+  // lower above λmin on purpose (only λmax must be bounded): still SPD, still converges.
+  ChebyshevPreconditioner pc(*op, *ops, b.cols(), 0.05, 12.0, 8);
+  CgOptions o = plain;
+  o.preconditioner = &pc;
+  auto r1 = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
+  ASSERT_EQ(r1.status, SolverStatus::converged) << r1.reason;
+  EXPECT_LT(r1.iterations * 3, r0.iterations) << r1.iterations << " vs " << r0.iterations;
+  for (std::size_t j = 0; j < r1.residual_norms.size(); ++j) EXPECT_LE(r1.residual_norms[j], 1e-10);
+  const Eigen::Map<const Mat> x0(r0.solutions.data(), a.nrows, 6), x1(r1.solutions.data(), a.nrows, 6);
+  EXPECT_LT((x1 - x0).norm(), 1e-7 * x0.norm());
+}
+
+TEST(ChebyshevPrecond, BadArgumentsThrow) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(10);
+  auto ops = make_dense_ops(kBackend);
+  auto op = make_sparse_operator(a, kBackend, OperatorOptions{});
+  EXPECT_THROW(ChebyshevPreconditioner(*op, *ops, 2, 0.0, 4.0, 4), InvalidArgument);
+  EXPECT_THROW(ChebyshevPreconditioner(*op, *ops, 2, 5.0, 4.0, 4), InvalidArgument);
+  EXPECT_THROW(ChebyshevPreconditioner(*op, *ops, 2, 1.0, 4.0, 0), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace tcsolve::test
