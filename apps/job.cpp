@@ -649,8 +649,11 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
         for (std::int64_t p = A->a.row_ptr[i]; p < A->a.row_ptr[i + 1]; ++p) row += std::abs(A->a.values[p]);
         upper = std::max(upper, row);
       }
+      // The fused step needs A in the operator's basis (not with --reorder's permutation); on the
+      // GPU it stores A in fp32 (only M changes; the residuals CG tests are fp64 on A).
       cheb = make_chebyshev_preconditioner(aop, ops, std::min(nrhs, batch), upper, s.seed + 77, &probe_s,
-                                           s.precond_degree);
+                                           s.precond_degree, perm ? nullptr : &A->a,
+                                           ops.backend() == Backend::cuda ? Precision::fp32 : Precision::fp64);
       co.preconditioner = cheb.get();
       o.precond_note = cheb->describe() + format(" (bounds in %.3g s)", probe_s);
       o.setup_s += probe_s;

@@ -13,14 +13,15 @@ namespace tcsolve {
 
 ChebyshevPreconditioner::ChebyshevPreconditioner(const LinearOperator<double>& a, DenseBlockOps& ops,
                                                  std::int64_t max_cols, double lower, double upper,
-                                                 int degree)
-    : a_(a), ops_(ops), max_cols_(max_cols), lower_(lower), upper_(upper), degree_(degree) {
+                                                 int degree, std::unique_ptr<ChebyshevStep> fused)
+    : a_(a), ops_(ops), max_cols_(max_cols), lower_(lower), upper_(upper), degree_(degree),
+      fused_(std::move(fused)) {
   if (!(lower > 0) || !(upper > lower) || !std::isfinite(upper))
     throw InvalidArgument("chebyshev preconditioner: need 0 < lower < upper (got lower " +
                           std::to_string(lower) + ", upper " + std::to_string(upper) + ")");
   if (degree < 1) throw InvalidArgument("chebyshev preconditioner: degree must be at least 1");
   if (a.rows() != a.cols()) throw InvalidArgument("chebyshev preconditioner: A must be square");
-  if (a.space() != ops.space())
+  if (a.space() != ops.space() || (fused_ && fused_->space() != ops.space()))
     throw InvalidArgument("chebyshev preconditioner: A and the dense ops live in different spaces");
   w_ = ops.allocate(a.rows(), max_cols);
   z0_ = ops.allocate(a.rows(), max_cols);
@@ -35,7 +36,7 @@ int ChebyshevPreconditioner::degree_for(double lower, double upper) {
 std::string ChebyshevPreconditioner::describe() const {
   char b[160];
   std::snprintf(b, sizeof b, "chebyshev degree %d on [%.6g, %.6g]", degree_, lower_, upper_);
-  return b;
+  return fused_ ? std::string(b) + " (" + fused_->describe() + ")" : std::string(b);
 }
 
 void ChebyshevPreconditioner::apply(MvView<const double> r, MvView<double> z) const {
@@ -62,21 +63,26 @@ void ChebyshevPreconditioner::apply(MvView<const double> r, MvView<double> z) co
     // (j = 1: z_0 = 0, so its term is dropped and the buffer it would be read from is not read).
     const double rho = 1.0 / (2.0 * sigma - rho_prev);
     MvView<double> cur = slot(j), next = slot(j + 1);
+    const double a = -2.0 * rho / delta, b = 2.0 * rho * sigma, c = j == 1 ? 0.0 : -rho * rho_prev;
+    const double er = 2.0 * rho / delta;
+    columns_ += s;
+    rho_prev = rho;
+    if (fused_) {  // one kernel: next = a·A·cur + b·cur + c·next + er·r
+      fused_->step(a, cur, b, c, next, er, r);
+      continue;
+    }
     ops_.external_begin();
     a_.apply(cur, w);  // W = A·z_j
     ops_.external_end();
-    columns_ += s;
-    const double a = -2.0 * rho / delta, b = 2.0 * rho * sigma, c = j == 1 ? 0.0 : -rho * rho_prev;
     ops_.axpbypcz(a, w, b, cur, c, next);
-    std::fill(e.begin(), e.end(), 2.0 * rho / delta);
+    std::fill(e.begin(), e.end(), er);
     ops_.axpby_columns(e.data(), r, one.data(), next);  // += (2ρ_j/δ)·r
-    rho_prev = rho;
   }
 }
 
 std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
     const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols, double upper_bound,
-    std::uint64_t seed, double* seconds, int degree) {
+    std::uint64_t seed, double* seconds, int degree, const Csr<double>* csr, Precision storage) {
   const double t0 = detail::now_seconds();
   if (!(upper_bound > 0) || !std::isfinite(upper_bound))
     throw InvalidArgument("chebyshev preconditioner: the bound of λmax must be positive and finite");
@@ -87,9 +93,16 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
     ops.external_end();
   }, ops, n, static_cast<int>(std::min<std::int64_t>(40, n)), seed);
   const double lower = pr.lower > 1e-12 * upper_bound ? std::min(pr.lower, 0.5 * upper_bound) : 1e-6 * upper_bound;
+  std::unique_ptr<ChebyshevStep> fused;
+  double upper = upper_bound;
+  if (csr) {
+    if (csr->nrows != n) throw InvalidArgument("chebyshev preconditioner: the matrix and the operator differ in size");
+    fused = make_chebyshev_step(*csr, ops.backend(), storage, ops.stream());
+    if (storage != Precision::fp64) upper *= 1.0 + 1e-6;  // |Ã − A| ≤ 2^-24·|A| elementwise
+  }
   auto pc = std::make_unique<ChebyshevPreconditioner>(
-      a, ops, max_cols, lower, upper_bound,
-      degree > 0 ? degree : ChebyshevPreconditioner::degree_for(lower, upper_bound));
+      a, ops, max_cols, lower, upper,
+      degree > 0 ? degree : ChebyshevPreconditioner::degree_for(lower, upper), std::move(fused));
   if (seconds) *seconds = detail::now_seconds() - t0;
   return pc;
 }

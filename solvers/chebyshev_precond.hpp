@@ -23,14 +23,18 @@
 #include "core/multivector.hpp"
 #include "core/operator.hpp"
 #include "solvers/dense_ops.hpp"
+#include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve {
 
 class ChebyshevPreconditioner final : public LinearOperator<double> {
  public:
-  // degree m ≥ 1 (m applies of A per apply); 0 < lower < upper.
+  // degree m ≥ 1 (m applies of A per apply); 0 < lower < upper. fused (optional): the same A as
+  // a fused step (spmm/chebyshev_step.hpp) in ops.space() on ops.stream(); each step is then one
+  // kernel instead of an apply of `a` and two block passes.
   ChebyshevPreconditioner(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
-                          double lower, double upper, int degree);
+                          double lower, double upper, int degree,
+                          std::unique_ptr<ChebyshevStep> fused = nullptr);
   std::int64_t rows() const override { return a_.rows(); }
   std::int64_t cols() const override { return a_.cols(); }
   Space space() const override { return ops_.space(); }
@@ -54,6 +58,7 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
   std::int64_t max_cols_;
   double lower_, upper_;
   int degree_;
+  std::unique_ptr<ChebyshevStep> fused_;
   mutable MultiVector<double> w_, z0_;
   mutable std::int64_t columns_ = 0;  // A·z_j, and the second of the two iterates
 };
@@ -61,9 +66,12 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
 // The preconditioner with its bounds and degree chosen here: upper = `upper_bound` (≥ λmax(A),
 // e.g. ‖A‖∞), lower = the smallest Ritz value of a 40-step Lanczos probe (≥ λmin: any positive
 // value is safe), degree = `degree` if > 0, else degree_for(lower, upper). `seconds` (optional)
-// gets the probe's time.
+// gets the probe's time. csr (optional): A as a matrix in the basis of `a`, for the fused step,
+// with A stored in `storage` there (fp64 or fp32; a rounded A changes M, not the answer; upper is
+// then raised by 1e-6 relative so that it still bounds λmax of the rounded matrix).
 std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
     const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols, double upper_bound,
-    std::uint64_t seed, double* seconds = nullptr, int degree = 0);
+    std::uint64_t seed, double* seconds = nullptr, int degree = 0, const Csr<double>* csr = nullptr,
+    Precision storage = Precision::fp64);
 
 }  // namespace tcsolve

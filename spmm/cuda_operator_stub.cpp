@@ -1,5 +1,6 @@
 // CPU-only build: the CUDA sparse operator is not compiled in.
 #include "core/error.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "spmm/cuda_operator.hpp"
 
 namespace tcsolve::detail {
@@ -20,6 +21,10 @@ std::unique_ptr<SparseOperator> make_permuted_cuda_operator(std::unique_ptr<Spar
                                                             std::vector<std::int32_t>,
                                                             const SpmmPlan&, const OperatorOptions&) {
   throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator");
+}
+
+std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>&, Precision, void*) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");
 }
 
 }  // namespace tcsolve::detail

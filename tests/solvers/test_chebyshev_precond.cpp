@@ -31,12 +31,14 @@ double poly(double lam, double lower, double upper, int m) {
   return z1;
 }
 
-Mat apply_precond(const Csr<double>& a, const Mat& x, double lower, double upper, int m) {
+Mat apply_precond(const Csr<double>& a, const Mat& x, double lower, double upper, int m,
+                  bool fused = false, Precision storage = Precision::fp64) {
   auto ops = make_dense_ops(kBackend);
   OperatorOptions oo;
   oo.stream = ops->stream();
   auto op = make_sparse_operator(a, kBackend, oo);
-  ChebyshevPreconditioner pc(*op, *ops, x.cols(), lower, upper, m);
+  ChebyshevPreconditioner pc(*op, *ops, x.cols(), lower, upper, m,
+                             fused ? make_chebyshev_step(a, kBackend, storage, ops->stream()) : nullptr);
   auto xd = ops->allocate(a.nrows, x.cols()), yd = ops->allocate(a.nrows, x.cols());
   ops->from_host(x.data(), x.rows(), xd.view());
   std::vector<double> poison(static_cast<std::size_t>(a.nrows * x.cols()), std::nan(""));
@@ -64,7 +66,41 @@ TEST(ChebyshevPrecond, MatchesThePolynomialOfTheSpectrum) {
     Mat ref = es.eigenvectors() * pv.asDiagonal() * es.eigenvectors().transpose() * x;
     Mat y = apply_precond(a, x, lower, upper, m);
     EXPECT_LT((y - ref).norm(), 1e-12 * ref.norm()) << "m = " << m;
+    Mat yf = apply_precond(a, x, lower, upper, m, true);  // fused step, A in fp64
+    EXPECT_LT((yf - ref).norm(), 1e-12 * ref.norm()) << "fused, m = " << m;
   }
+}
+
+// The fused step with A stored in fp32 (GPU; the host step keeps fp64): within fp32's rounding
+// of A, amplified by the degree. Rows past a multiple of the 128-thread block and 8-column pass.
+TEST(ChebyshevPrecond, FusedStepWithFp32StorageIsCloseToTheExactPolynomial) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(13, 11, 9);  // 1287 rows
+  for (std::size_t p = 0; p < a.values.size(); ++p) a.values[p] *= 1.0 + 0.01 * std::sin(0.7 * p);
+  // keep it symmetric: average with the transpose's value
+  Csr<double> at = a;
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+      const std::int64_t j = a.col_idx[p];
+      for (std::int64_t q = a.row_ptr[j]; q < a.row_ptr[j + 1]; ++q)
+        if (a.col_idx[q] == i) at.values[p] = 0.5 * (a.values[p] + a.values[q]);
+    }
+  Mat x = random_block(at.nrows, 11, 5);  // 11 columns: one full pass of 8 and a partial one
+  Mat exact = apply_precond(at, x, 0.2, 13.0, 9);
+  Mat y32 = apply_precond(at, x, 0.2, 13.0, 9, true, Precision::fp32);
+  const double tol = kBackend == Backend::cuda ? 1e-5 : 1e-12;
+  EXPECT_LT((y32 - exact).norm(), tol * exact.norm());
+}
+
+// Past the launch limits' scale (more than 2^21 rows): fused and unfused agree.
+TEST(ChebyshevPrecond, FusedAndUnfusedAgreeOnTwoMillionRows) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(131, 130, 129);  // 2,196,870 rows
+  ASSERT_GT(a.nrows, std::int64_t(1) << 21);
+  Mat x = random_block(a.nrows, 3, 8);
+  Mat y0 = apply_precond(a, x, 0.01, 12.0, 3);
+  Mat y1 = apply_precond(a, x, 0.01, 12.0, 3, true);
+  EXPECT_LT((y1 - y0).norm(), 1e-13 * y0.norm());
 }
 
 TEST(ChebyshevPrecond, DegreeFromTheBounds) {
@@ -86,15 +122,24 @@ TEST(ChebyshevPrecond, BlockCgConvergesInFewerIterationsToTheSameAnswer) {
   auto r0 = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, plain);
   ASSERT_EQ(r0.status, SolverStatus::converged) << r0.reason;
   // lower above λmin on purpose (only λmax must be bounded): still SPD, still converges.
-  ChebyshevPreconditioner pc(*op, *ops, b.cols(), 0.05, 12.0, 8);
-  CgOptions o = plain;
-  o.preconditioner = &pc;
-  auto r1 = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
-  ASSERT_EQ(r1.status, SolverStatus::converged) << r1.reason;
-  EXPECT_LT(r1.iterations * 3, r0.iterations) << r1.iterations << " vs " << r0.iterations;
-  for (std::size_t j = 0; j < r1.residual_norms.size(); ++j) EXPECT_LE(r1.residual_norms[j], 1e-10);
-  const Eigen::Map<const Mat> x0(r0.solutions.data(), a.nrows, 6), x1(r1.solutions.data(), a.nrows, 6);
-  EXPECT_LT((x1 - x0).norm(), 1e-7 * x0.norm());
+  for (int variant = 0; variant < 3; ++variant) {
+    // plain, fused fp64, fused fp32 (the rounded A only inside M)
+    std::unique_ptr<ChebyshevStep> step;
+    if (variant > 0)
+      step = make_chebyshev_step(a, kBackend, variant == 1 ? Precision::fp64 : Precision::fp32, ops->stream());
+    ChebyshevPreconditioner pc(*op, *ops, b.cols(), 0.05, 12.0 * (1 + 1e-6), 8, std::move(step));
+    CgOptions o = plain;
+    o.preconditioner = &pc;
+    auto r1 = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
+    ASSERT_EQ(r1.status, SolverStatus::converged) << r1.reason << " variant " << variant;
+    EXPECT_LT(r1.iterations * 3, r0.iterations) << r1.iterations << " vs " << r0.iterations;
+    for (std::size_t j = 0; j < r1.residual_norms.size(); ++j) EXPECT_LE(r1.residual_norms[j], 1e-10);
+    const Eigen::Map<const Mat> x0(r0.solutions.data(), a.nrows, 6), x1(r1.solutions.data(), a.nrows, 6);
+    EXPECT_LT((x1 - x0).norm(), 1e-7 * x0.norm()) << "variant " << variant;
+    // m products per column per apply; columns that converge leave the block
+    EXPECT_LE(pc.columns_applied(), 8 * 6 * (r1.iterations + 1));
+    EXPECT_GE(pc.columns_applied(), 8 * (r1.iterations + 1));
+  }
 }
 
 TEST(ChebyshevPrecond, BadArgumentsThrow) {

@@ -1,0 +1,49 @@
+#include "spmm/chebyshev_step.hpp"
+
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+
+namespace tcsolve {
+
+namespace {
+
+class HostChebyshevStep final : public ChebyshevStep {
+ public:
+  explicit HostChebyshevStep(const Csr<double>& a) : a_(a) {}
+  Space space() const override { return Space::host; }
+  void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
+            MvView<const double> r) const override {
+    const std::int64_t n = a_.nrows, s = cur.cols;
+    TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && r.rows == n && next.cols == s && r.cols == s,
+                    "chebyshev step: block shapes differ");
+    parallel_for(n, [&](std::int64_t i) {
+      const std::int64_t p0 = a_.row_ptr[i], p1 = a_.row_ptr[i + 1];
+      for (std::int64_t j = 0; j < s; ++j) {
+        const double* xc = cur.col(j);
+        double acc = 0.0;
+        for (std::int64_t p = p0; p < p1; ++p) acc += a_.values[p] * xc[a_.col_idx[p]];
+        double out = a * acc + b * xc[i] + e * r.col(j)[i];
+        if (c != 0.0) out += c * next.col(j)[i];
+        next.col(j)[i] = out;
+      }
+    }, 1024);
+  }
+  std::string describe() const override { return "fused CSR step (host)"; }
+
+ private:
+  const Csr<double>& a_;  // the caller's matrix (outlives the step)
+};
+
+}  // namespace
+
+std::unique_ptr<ChebyshevStep> make_chebyshev_step(const Csr<double>& a, Backend backend,
+                                                   Precision storage, void* stream) {
+  if (storage != Precision::fp64 && storage != Precision::fp32)
+    throw InvalidArgument(std::string("chebyshev step: storage ") + to_string(storage) +
+                          " not supported (fp64 or fp32)");
+  if (a.nrows != a.ncols) throw InvalidArgument("chebyshev step: A must be square");
+  if (backend == Backend::cpu) return std::make_unique<HostChebyshevStep>(a);
+  return detail::make_cuda_chebyshev_step(a, storage, stream);
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,110 @@
+// CUDA twin of spmm/chebyshev_step.cpp: next = a·A·cur + b·cur + c·next + e·r, row-split.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/cuda_check.cuh"
+#include "core/error.hpp"
+#include "spmm/chebyshev_step.hpp"
+#include "spmm/device_buffer.hpp"
+
+namespace tcsolve {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kCols = 8;  // columns per pass, held in registers
+
+// Thread = row; per pass kCols columns. A's row is re-read (from L1) for each further pass.
+template <class TA>
+__global__ void __launch_bounds__(kThreads)
+    chebyshev_step_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
+                          const std::int32_t* __restrict__ ci, const TA* __restrict__ v, double a,
+                          const double* __restrict__ cur, std::int64_t ldc, double b, double c,
+                          double* __restrict__ next, std::int64_t ldn, double e,
+                          const double* __restrict__ r, std::int64_t ldr, int ncols) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= m) return;
+  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
+  for (int c0 = 0; c0 < ncols; c0 += kCols) {
+    const int nc = min(kCols, ncols - c0);
+    const double* xc = cur + static_cast<std::int64_t>(c0) * ldc;
+    double acc[kCols];
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) acc[j] = 0.0;
+#pragma unroll 4
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const double av = static_cast<double>(v[p]);
+      const std::int64_t col = ci[p];
+#pragma unroll
+      for (int j = 0; j < kCols; ++j)
+        if (j < nc) acc[j] = fma(av, __ldg(xc + col + j * ldc), acc[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      if (j < nc) {
+        const std::int64_t cj = c0 + j;
+        double out = a * acc[j] + b * xc[row + j * ldc] + e * r[row + cj * ldr];
+        if (c != 0.0) out += c * next[row + cj * ldn];
+        next[row + cj * ldn] = out;
+      }
+    }
+  }
+}
+
+class CudaChebyshevStep final : public ChebyshevStep {
+ public:
+  CudaChebyshevStep(const Csr<double>& a, Precision storage, void* stream)
+      : n_(a.nrows), storage_(storage), stream_(stream) {
+    row_ptr_ = DeviceArray<std::int64_t>(a.row_ptr);
+    col_ = DeviceArray<std::int32_t>(a.col_idx);
+    if (storage == Precision::fp32)
+      vals32_ = DeviceArray<float>(std::vector<float>(a.values.begin(), a.values.end()));
+    else
+      vals64_ = DeviceArray<double>(a.values);
+  }
+  Space space() const override { return Space::device; }
+  void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
+            MvView<const double> r) const override {
+    const std::int64_t s = cur.cols;
+    TCSOLVE_REQUIRE(cur.rows == n_ && next.rows == n_ && r.rows == n_ && next.cols == s && r.cols == s,
+                    "chebyshev step: block shapes differ");
+    if (n_ == 0 || s == 0) return;
+    const std::int64_t blocks = (n_ + kThreads - 1) / kThreads;
+    TCSOLVE_REQUIRE(blocks <= 2147483647, "chebyshev step: more rows than one grid's x dimension holds");
+    cudaStream_t st = static_cast<cudaStream_t>(stream_);
+    if (storage_ == Precision::fp32)
+      chebyshev_step_kernel<float><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+          n_, row_ptr_.get(), col_.get(), vals32_.get(), a, cur.data, cur.ld, b, c, next.data,
+          next.ld, e, r.data, r.ld, static_cast<int>(s));
+    else
+      chebyshev_step_kernel<double><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+          n_, row_ptr_.get(), col_.get(), vals64_.get(), a, cur.data, cur.ld, b, c, next.data,
+          next.ld, e, r.data, r.ld, static_cast<int>(s));
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  std::string describe() const override {
+    return std::string("fused CSR step on the GPU, A stored in ") + to_string(storage_);
+  }
+
+ private:
+  std::int64_t n_;
+  Precision storage_;
+  void* stream_;
+  DeviceArray<std::int64_t> row_ptr_;
+  DeviceArray<std::int32_t> col_;
+  DeviceArray<double> vals64_;
+  DeviceArray<float> vals32_;
+};
+
+}  // namespace
+
+namespace detail {
+std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
+                                                        void* stream) {
+  return std::make_unique<CudaChebyshevStep>(a, storage, stream);
+}
+}  // namespace detail
+
+}  // namespace tcsolve

@@ -1,0 +1,44 @@
+// One step of a Chebyshev recurrence fused with the sparse product (CSR):
+//   next = a·A·cur + b·cur + c·next + e·r          (c == 0: next is not read)
+// on n × s blocks. Unfused this is an SpMM (reads cur, writes W), a three-term pass (reads W,
+// cur, next; writes next) and an axpy (reads r, next; writes next): 7 block passes besides A.
+// Fused: cur is gathered through A's pattern, next and r read once, next written once: 4 passes
+// (8·n·s·4 bytes plus A's nnz·(4 + sizeof storage) + 8·(n+1)). Used by the Chebyshev polynomial
+// preconditioner (solvers/chebyshev_precond.hpp).
+//
+// Host: chebyshev_step.cpp (the reference, rows over threads). CUDA: chebyshev_step.cu, a
+// row-split kernel (one thread per row, 8 columns per pass in registers) on its own copy of A
+// with values stored in `storage` (fp64 or fp32; accumulation in fp64). The rounded copy is only
+// used inside a preconditioner, where it changes M, not the answer.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/csr.hpp"
+#include "core/multivector.hpp"
+#include "core/types.hpp"
+
+namespace tcsolve {
+
+class ChebyshevStep {
+ public:
+  virtual ~ChebyshevStep() = default;
+  virtual Space space() const = 0;
+  // next must not alias cur or r; all three n × s with their own leading dimensions, in space().
+  // Asynchronous on the stream given at construction (CUDA); no allocation.
+  virtual void step(double a, MvView<const double> cur, double b, double c, MvView<double> next,
+                    double e, MvView<const double> r) const = 0;
+  virtual std::string describe() const = 0;
+};
+
+// backend cpu: host reference; cuda: the device kernel (NotCompiled without CUDA). storage:
+// fp64 or fp32 (InvalidArgument otherwise). stream: the CUDA stream to run on (cudaStream_t).
+std::unique_ptr<ChebyshevStep> make_chebyshev_step(const Csr<double>& a, Backend backend,
+                                                   Precision storage, void* stream);
+
+namespace detail {
+std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
+                                                        void* stream);
+}
+
+}  // namespace tcsolve
