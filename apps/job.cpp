@@ -642,18 +642,16 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     co.max_iterations = default_maxiter(s);
     std::unique_ptr<ChebyshevPreconditioner> cheb;
     if (s.precond == "chebyshev") {
-      // upper: ‖A‖∞ ≥ λmax (keeps M positive definite); lower and degree from a Lanczos probe.
-      double upper = 0, probe_s = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        double row = 0;
-        for (std::int64_t p = A->a.row_ptr[i]; p < A->a.row_ptr[i + 1]; ++p) row += std::abs(A->a.values[p]);
-        upper = std::max(upper, row);
-      }
-      // The fused step needs A in the operator's basis (not with --reorder's permutation); on the
-      // GPU it stores A in fp32 (only M changes; the residuals CG tests are fp64 on A).
-      cheb = make_chebyshev_preconditioner(aop, ops, std::min(nrhs, batch), upper, s.seed + 77, &probe_s,
-                                           s.precond_degree, perm ? nullptr : &A->a,
-                                           ops.backend() == Backend::cuda ? Precision::fp32 : Precision::fp64);
+      // upper: ‖A‖∞ (‖D⁻¹A‖∞ when Jacobi-scaled) ≥ λmax keeps M positive definite; lower and
+      // degree from a Lanczos probe. The fused step and the scaling need A in the operator's basis
+      // (not with --reorder's permutation); on the GPU the step stores A in fp32 (only M changes;
+      // the residuals CG tests are fp64 on A).
+      const bool jacobi = !perm && chebyshev_wants_jacobi(A->a);
+      double probe_s = 0;
+      cheb = make_chebyshev_preconditioner(aop, ops, std::min(nrhs, batch), chebyshev_upper_bound(A->a, jacobi),
+                                           s.seed + 77, &probe_s, s.precond_degree, perm ? nullptr : &A->a,
+                                           ops.backend() == Backend::cuda ? Precision::fp32 : Precision::fp64,
+                                           jacobi);
       co.preconditioner = cheb.get();
       o.precond_note = cheb->describe() + format(" (bounds in %.3g s)", probe_s);
       o.setup_s += probe_s;

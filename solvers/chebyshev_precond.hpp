@@ -11,6 +11,10 @@
 // > 0. `lower` only shapes the polynomial (any 0 < lower < upper is safe); `upper` must bound
 // λmax (the ∞-norm of A does). Block CG's answer does not depend on M, only its iteration count.
 //
+// Jacobi-scaled (a diagonal D given): the same polynomial in D⁻¹A applied to D⁻¹r, i.e.
+// M = p_m(D⁻¹A)·D⁻¹ = D^{-1/2}·p_m(D^{-1/2}AD^{-1/2})·D^{-1/2}, symmetric positive definite when
+// upper ≥ λmax(D⁻¹A) (‖D⁻¹A‖∞ bounds it). For matrices whose diagonal varies (elasticity).
+//
 // Cost of one apply to s columns: m applies of A, and per step one fused pass Z = a·W + b·Z_j +
 // c·Z_{j−1} (3 reads, 1 write) plus Z += e·R (2 reads, 1 write): 8·m·n·s·7 bytes besides A.
 // Workspace: two n × max_cols blocks (A·z_j and one iterate; the other is the output), allocated
@@ -19,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/multivector.hpp"
 #include "core/operator.hpp"
@@ -34,7 +39,8 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
   // kernel instead of an apply of `a` and two block passes.
   ChebyshevPreconditioner(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
                           double lower, double upper, int degree,
-                          std::unique_ptr<ChebyshevStep> fused = nullptr);
+                          std::unique_ptr<ChebyshevStep> fused = nullptr,
+                          const std::vector<double>* diagonal = nullptr);
   std::int64_t rows() const override { return a_.rows(); }
   std::int64_t cols() const override { return a_.cols(); }
   Space space() const override { return ops_.space(); }
@@ -44,9 +50,10 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
   double upper() const { return upper_; }
   std::string describe() const;  // "chebyshev degree m on [lower, upper]"
 
-  // The degree for a spectrum in [lower, upper]: the Chebyshev iteration's error falls by about
-  // exp(−2j/√κ) in j steps, so steps beyond √κ/2 buy little; m = ceil(√κ/4) clamped to [1, 32]
-  // (κ = upper/lower).
+  // The degree for a spectrum in [lower, upper] (κ = upper/lower): m = ceil(√κ) clamped to
+  // [1, 32]. Each outer block CG iteration costs more than a fused step (its dense passes), so
+  // higher degrees win until the polynomial saturates: on the H200, lap3d:100 with 32 and 128
+  // right-hand sides got faster from degree 4 to 32 (docs/performance.md), where √κ ≈ 22.
   static int degree_for(double lower, double upper);
 
   // Columns multiplied by A inside the applies so far (m per column per apply).
@@ -59,7 +66,8 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
   double lower_, upper_;
   int degree_;
   std::unique_ptr<ChebyshevStep> fused_;
-  mutable MultiVector<double> w_, z0_;
+  MultiVector<double> dinv_;             // D⁻¹ (n × 1) when Jacobi-scaled
+  mutable MultiVector<double> w_, z0_, rs_;  // A·z_j; the second iterate; D⁻¹·r
   mutable std::int64_t columns_ = 0;  // A·z_j, and the second of the two iterates
 };
 
@@ -68,10 +76,17 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
 // value is safe), degree = `degree` if > 0, else degree_for(lower, upper). `seconds` (optional)
 // gets the probe's time. csr (optional): A as a matrix in the basis of `a`, for the fused step,
 // with A stored in `storage` there (fp64 or fp32; a rounded A changes M, not the answer; upper is
-// then raised by 1e-6 relative so that it still bounds λmax of the rounded matrix).
+// then raised by 1e-6 relative so that it still bounds λmax of the rounded matrix). jacobi: scale
+// by the diagonal of csr (required then) when it is not constant; upper_bound must then bound
+// λmax(D⁻¹A) (‖D⁻¹A‖∞), and the probe runs on D^{-1/2}AD^{-1/2}.
 std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
     const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols, double upper_bound,
     std::uint64_t seed, double* seconds = nullptr, int degree = 0, const Csr<double>* csr = nullptr,
-    Precision storage = Precision::fp64);
+    Precision storage = Precision::fp64, bool jacobi = false);
+
+// ‖D⁻¹A‖∞ (jacobi) or ‖A‖∞: the preconditioner's bound of λmax.
+double chebyshev_upper_bound(const Csr<double>& a, bool jacobi);
+// True when A's diagonal is positive and not constant (Jacobi scaling changes the polynomial).
+bool chebyshev_wants_jacobi(const Csr<double>& a);
 
 }  // namespace tcsolve

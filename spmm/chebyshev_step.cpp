@@ -12,7 +12,7 @@ class HostChebyshevStep final : public ChebyshevStep {
   explicit HostChebyshevStep(const Csr<double>& a) : a_(a) {}
   Space space() const override { return Space::host; }
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
-            MvView<const double> r) const override {
+            MvView<const double> r, const double* d) const override {
     const std::int64_t n = a_.nrows, s = cur.cols;
     TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && r.rows == n && next.cols == s && r.cols == s,
                     "chebyshev step: block shapes differ");
@@ -22,7 +22,7 @@ class HostChebyshevStep final : public ChebyshevStep {
         const double* xc = cur.col(j);
         double acc = 0.0;
         for (std::int64_t p = p0; p < p1; ++p) acc += a_.values[p] * xc[a_.col_idx[p]];
-        double out = a * acc + b * xc[i] + e * r.col(j)[i];
+        double out = a * (d ? d[i] * acc : acc) + b * xc[i] + e * r.col(j)[i];
         if (c != 0.0) out += c * next.col(j)[i];
         next.col(j)[i] = out;
       }

@@ -23,10 +23,12 @@ __global__ void __launch_bounds__(kThreads)
                           const std::int32_t* __restrict__ ci, const TA* __restrict__ v, double a,
                           const double* __restrict__ cur, std::int64_t ldc, double b, double c,
                           double* __restrict__ next, std::int64_t ldn, double e,
-                          const double* __restrict__ r, std::int64_t ldr, int ncols) {
+                          const double* __restrict__ r, std::int64_t ldr,
+                          const double* __restrict__ d, int ncols) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= m) return;
   const std::int64_t p0 = rp[row], p1 = rp[row + 1];
+  const double ad = d ? a * d[row] : a;
   for (int c0 = 0; c0 < ncols; c0 += kCols) {
     const int nc = min(kCols, ncols - c0);
     const double* xc = cur + static_cast<std::int64_t>(c0) * ldc;
@@ -45,7 +47,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < kCols; ++j) {
       if (j < nc) {
         const std::int64_t cj = c0 + j;
-        double out = a * acc[j] + b * xc[row + j * ldc] + e * r[row + cj * ldr];
+        double out = ad * acc[j] + b * xc[row + j * ldc] + e * r[row + cj * ldr];
         if (c != 0.0) out += c * next[row + cj * ldn];
         next[row + cj * ldn] = out;
       }
@@ -66,7 +68,7 @@ class CudaChebyshevStep final : public ChebyshevStep {
   }
   Space space() const override { return Space::device; }
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
-            MvView<const double> r) const override {
+            MvView<const double> r, const double* d) const override {
     const std::int64_t s = cur.cols;
     TCSOLVE_REQUIRE(cur.rows == n_ && next.rows == n_ && r.rows == n_ && next.cols == s && r.cols == s,
                     "chebyshev step: block shapes differ");
@@ -77,11 +79,11 @@ class CudaChebyshevStep final : public ChebyshevStep {
     if (storage_ == Precision::fp32)
       chebyshev_step_kernel<float><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
           n_, row_ptr_.get(), col_.get(), vals32_.get(), a, cur.data, cur.ld, b, c, next.data,
-          next.ld, e, r.data, r.ld, static_cast<int>(s));
+          next.ld, e, r.data, r.ld, d, static_cast<int>(s));
     else
       chebyshev_step_kernel<double><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
           n_, row_ptr_.get(), col_.get(), vals64_.get(), a, cur.data, cur.ld, b, c, next.data,
-          next.ld, e, r.data, r.ld, static_cast<int>(s));
+          next.ld, e, r.data, r.ld, d, static_cast<int>(s));
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
   std::string describe() const override {

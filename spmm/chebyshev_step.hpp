@@ -1,5 +1,6 @@
 // One step of a Chebyshev recurrence fused with the sparse product (CSR):
-//   next = a·A·cur + b·cur + c·next + e·r          (c == 0: next is not read)
+//   next = a·D·A·cur + b·cur + c·next + e·r        (c == 0: next is not read; D = diag(d) when d
+//                                                   is given, the Jacobi-scaled polynomial's)
 // on n × s blocks. Unfused this is an SpMM (reads cur, writes W), a three-term pass (reads W,
 // cur, next; writes next) and an axpy (reads r, next; writes next): 7 block passes besides A.
 // Fused: cur is gathered through A's pattern, next and r read once, next written once: 4 passes
@@ -26,8 +27,9 @@ class ChebyshevStep {
   virtual Space space() const = 0;
   // next must not alias cur or r; all three n × s with their own leading dimensions, in space().
   // Asynchronous on the stream given at construction (CUDA); no allocation.
+  // d (optional): n row scales in space() (nullptr: none).
   virtual void step(double a, MvView<const double> cur, double b, double c, MvView<double> next,
-                    double e, MvView<const double> r) const = 0;
+                    double e, MvView<const double> r, const double* d = nullptr) const = 0;
   virtual std::string describe() const = 0;
 };
 

@@ -512,8 +512,10 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
     kernel_plan = aop->plan().reason;
     std::unique_ptr<ChebyshevPreconditioner> cheb;
     if (precond == "chebyshev") {
-      cheb = make_chebyshev_preconditioner(*aop, *ops, s, csr_inf_norm(a), 77, nullptr, 0, &a,
-                                           backend == Backend::cuda ? Precision::fp32 : Precision::fp64);
+      const bool jacobi = chebyshev_wants_jacobi(a);
+      cheb = make_chebyshev_preconditioner(*aop, *ops, s, chebyshev_upper_bound(a, jacobi), 77, nullptr, 0, &a,
+                                           backend == Backend::cuda ? Precision::fp32 : Precision::fp64,
+                                           jacobi);
       o.preconditioner = cheb.get();
       o.jacobi_diagonal.clear();
       precond = cheb->describe();
