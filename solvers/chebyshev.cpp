@@ -50,6 +50,16 @@ class Applier {
     columns_ += x.cols;
     ++applies_;
   }
+  // Y' = α·A·Y + β·Y + γ·Y' as one fused kernel (counted and timed as an apply).
+  void fused(const ChebyshevStep& f, double alpha, MvView<const double> y, double beta, double gamma,
+             MvView<double> out) {
+    if (y.cols == 0) return;
+    int m0 = timing_ ? ops_.mark() : -1;
+    f.step(alpha, y, beta, gamma, out, 0.0, y);
+    if (timing_) marks_.push_back({m0, ops_.mark()});
+    columns_ += y.cols;
+    ++applies_;
+  }
   // Seconds spent in the applies marked since the last call (all marks must have completed).
   double take_seconds() {
     double s = 0.0;
@@ -132,6 +142,8 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   const double t_start = detail::now_seconds();
   const std::int64_t n = a.rows();
   detail::require_operator(a, n, ops.space(), "A");
+  if (copt.fused_step && copt.fused_step->space() != ops.space())
+    throw InvalidArgument("chebyshev: the fused step lives in another space than the dense ops");
   const std::int64_t k = opt.k;
   if (opt.which != Which::smallest && opt.which != Which::largest)
     throw InvalidArgument("chebyshev: only which = smallest or largest");
@@ -293,8 +305,12 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     auto y0 = buf[cur].columns(nl, w);
     auto t1 = buf[1 - cur].columns(nl, w);
     auto wv = wbuf.columns(nl, w);
-    ap.apply(y0, wv);
-    ops.axpbypcz(sgn * sigma1 / e, wv, -ce * sigma1 / e, y0, 0.0, t1);
+    if (copt.fused_step) {
+      ap.fused(*copt.fused_step, sgn * sigma1 / e, y0, -ce * sigma1 / e, 0.0, t1);
+    } else {
+      ap.apply(y0, wv);
+      ops.axpbypcz(sgn * sigma1 / e, wv, -ce * sigma1 / e, y0, 0.0, t1);
+    }
     // The locked directions (down to λmin(Â)) are amplified more than any active one: rounding
     // errors along them, ~u per step, grow by (ρ(λmin)/ρ(θ))^d against the slowest wanted
     // column θ and, at high degree, bury it (1138_bus, 10 largest: (3.75/1.29)^100 ≈ 1e46; the
@@ -325,9 +341,13 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
       auto yj = (j & 1) ? t1.columns(first, cnt) : y0.columns(first, cnt);
       auto yjm = (j & 1) ? y0.columns(first, cnt) : t1.columns(first, cnt);
       const double sn = 1.0 / (tau2 - sigma);
-      ap.apply(yj, wv.columns(first, cnt));
-      ops.axpbypcz(sgn * 2.0 * sn / e, wv.columns(first, cnt), -2.0 * sn * ce / e, yj,
-                   -sigma * sn, yjm);
+      if (copt.fused_step) {  // one pass: yjm = α·A·yj + β·yj + γ·yjm
+        ap.fused(*copt.fused_step, sgn * 2.0 * sn / e, yj, -2.0 * sn * ce / e, -sigma * sn, yjm);
+      } else {
+        ap.apply(yj, wv.columns(first, cnt));
+        ops.axpbypcz(sgn * 2.0 * sn / e, wv.columns(first, cnt), -2.0 * sn * ce / e, yj,
+                     -sigma * sn, yjm);
+      }
       sigma = sn;
       if (j % period == 0) {
         project(yj);

@@ -51,6 +51,7 @@
 
 #include "core/operator.hpp"
 #include "solvers/dense_ops.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "solvers/eigensolvers.hpp"
 #include "solvers/result.hpp"
 
@@ -126,6 +127,10 @@ struct ChebyshevOptions {
   // its rel/norm/abs tests here); otherwise test_a = ‖A‖, test_b = 1. opt.a_norm keeps bounding
   // the filter interval either way.
   double test_a = -1.0, test_b = 1.0;
+  // Optional: the filter's steps W = A·Y, Y' = α·W + β·Y + γ·Y' as one fused kernel on the same A
+  // (spmm/chebyshev_step.hpp), in ops.space() on ops.stream(). It must be A itself (not a
+  // deflated or shifted operator); the Rayleigh-Ritz products still go through `a`.
+  const ChebyshevStep* fused_step = nullptr;
 };
 
 // Standard problems only (B = I), Which::smallest or Which::largest. opt.k, tol, max_iterations

@@ -22,7 +22,8 @@ class HostChebyshevStep final : public ChebyshevStep {
         const double* xc = cur.col(j);
         double acc = 0.0;
         for (std::int64_t p = p0; p < p1; ++p) acc += a_.values[p] * xc[a_.col_idx[p]];
-        double out = a * (d ? d[i] * acc : acc) + b * xc[i] + e * r.col(j)[i];
+        double out = a * (d ? d[i] * acc : acc) + b * xc[i];
+        if (e != 0.0) out += e * r.col(j)[i];
         if (c != 0.0) out += c * next.col(j)[i];
         next.col(j)[i] = out;
       }

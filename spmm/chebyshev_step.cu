@@ -47,7 +47,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < kCols; ++j) {
       if (j < nc) {
         const std::int64_t cj = c0 + j;
-        double out = ad * acc[j] + b * xc[row + j * ldc] + e * r[row + cj * ldr];
+        double out = ad * acc[j] + b * xc[row + j * ldc];
+        if (e != 0.0) out += e * r[row + cj * ldr];
         if (c != 0.0) out += c * next[row + cj * ldn];
         next[row + cj * ldn] = out;
       }

@@ -1,11 +1,13 @@
 // One step of a Chebyshev recurrence fused with the sparse product (CSR):
-//   next = a·D·A·cur + b·cur + c·next + e·r        (c == 0: next is not read; D = diag(d) when d
-//                                                   is given, the Jacobi-scaled polynomial's)
+//   next = a·D·A·cur + b·cur + c·next + e·r        (c == 0: next is not read, e == 0: r is not
+//                                                   read; D = diag(d) when d is given, the
+//                                                   Jacobi-scaled polynomial's)
 // on n × s blocks. Unfused this is an SpMM (reads cur, writes W), a three-term pass (reads W,
 // cur, next; writes next) and an axpy (reads r, next; writes next): 7 block passes besides A.
 // Fused: cur is gathered through A's pattern, next and r read once, next written once: 4 passes
 // (8·n·s·4 bytes plus A's nnz·(4 + sizeof storage) + 8·(n+1)). Used by the Chebyshev polynomial
-// preconditioner (solvers/chebyshev_precond.hpp).
+// preconditioner (solvers/chebyshev_precond.hpp) and by the Chebyshev filter of the eigensolver
+// (solvers/chebyshev.cpp; e = 0 there).
 //
 // Host: chebyshev_step.cpp (the reference, rows over threads). CUDA: chebyshev_step.cu, a
 // row-split kernel (one thread per row, 8 columns per pass in registers) on its own copy of A

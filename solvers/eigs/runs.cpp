@@ -1,6 +1,8 @@
 // The solve step's runs (solvers/eigs/runs.hpp).
 #include "solvers/eigs/runs.hpp"
 
+#include "spmm/chebyshev_step.hpp"
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -203,6 +205,19 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
       co.bounds = hooks.bounds;
       co.keep_going = hooks.keep_going;
       co.stats = hooks.stats;
+      // The filter's steps fused with the product (spmm/chebyshev_step) when A is the matrix's own
+      // operator with short rows (≤ 16 per row on average: the row-split kernel's case; longer
+      // rows keep the operator's tuned kernel), stored as the operator stores it.
+      std::unique_ptr<ChebyshevStep> fused;
+      if (s.a && &a == s.aop && !s.foreign_operator && s.a->nnz() <= 16 * std::max<std::int64_t>(s.n, 1) &&
+          (opt.precision == Precision::fp64 || opt.precision == Precision::fp32)) {
+        try {
+          fused = make_chebyshev_step(*s.a, ops.backend(), opt.precision, ops.stream());
+          co.fused_step = fused.get();
+        } catch (const std::exception&) {
+          // no room for the step's copy of A (memory cap): the unfused filter is the same math
+        }
+      }
       return chebyshev_subspace(a, ops, ec, co);
     }
     return block_lanczos(a, s.bop, ops, o);

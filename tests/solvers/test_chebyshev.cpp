@@ -90,6 +90,32 @@ INSTANTIATE_TEST_SUITE_P(
 // 30 disjoint copies of a 1D Laplacian: every eigenvalue has multiplicity 30, above the block
 // width (k + guard = 16). The 8 smallest are 8 copies of the lowest value; a block of 16 inside a
 // 30-dimensional eigenspace must still converge (rate from the next distinct eigenvalue).
+// The filter with its steps fused into one kernel (spmm/chebyshev_step) answers as the unfused
+// one: same closed-form eigenvalues, the same number of outer iterations (only rounding differs).
+TEST(Chebyshev, FusedFilterStepsAgreeWithTheUnfusedFilter) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto lap = laplacian(23, 19, 17);  // 7429 rows
+  auto op = make_operator(lap);
+  auto ops = make_dense_ops(kBackend);
+  for (Which w : {Which::smallest, Which::largest}) {
+    EigenOptions o;
+    o.k = 12;
+    o.which = w;
+    o.tol = 1e-9;
+    o.a_norm = norm_inf(lap);
+    ChebyshevOptions plain;
+    auto r0 = chebyshev_subspace(*op, *ops, o, plain);
+    auto step = make_chebyshev_step(lap, kBackend, Precision::fp64, ops->stream());
+    ChebyshevOptions fused;
+    fused.fused_step = step.get();
+    auto r1 = chebyshev_subspace(*op, *ops, o, fused);
+    const auto ref = wanted(laplacian_spectrum(23, 19, 17), 12, w);
+    check(r0, lap, ref, o.tol);
+    check(r1, lap, ref, o.tol);
+    EXPECT_NEAR(static_cast<double>(r1.iterations), static_cast<double>(r0.iterations), 1.0);
+  }
+}
+
 TEST(Chebyshev, MultiplicityAboveTheBlockWidth) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const int len = 60, copies = 30;
