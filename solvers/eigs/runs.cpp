@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 
 #include "core/device.hpp"
@@ -208,8 +209,11 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
       // The filter's steps fused with the product (spmm/chebyshev_step) when A is the matrix's own
       // operator with short rows (≤ 16 per row on average: the row-split kernel's case; longer
       // rows keep the operator's tuned kernel), stored as the operator stores it.
+      // TCSOLVE_FUSED_STEP=0 turns it off (for same-run A/B benchmarks, docs/performance.md).
       std::unique_ptr<ChebyshevStep> fused;
-      if (s.a && &a == s.aop && !s.foreign_operator && s.a->nnz() <= 16 * std::max<std::int64_t>(s.n, 1) &&
+      const char* fs = std::getenv("TCSOLVE_FUSED_STEP");
+      const bool fused_ok = !(fs && std::string(fs) == "0");
+      if (fused_ok && s.a && &a == s.aop && !s.foreign_operator && s.a->nnz() <= 16 * std::max<std::int64_t>(s.n, 1) &&
           (opt.precision == Precision::fp64 || opt.precision == Precision::fp32)) {
         try {
           fused = make_chebyshev_step(*s.a, ops.backend(), opt.precision, ops.stream());
