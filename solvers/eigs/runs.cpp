@@ -213,7 +213,13 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
       std::unique_ptr<ChebyshevStep> fused;
       const char* fs = std::getenv("TCSOLVE_FUSED_STEP");
       const bool fused_ok = !(fs && std::string(fs) == "0");
-      if (fused_ok && s.a && &a == s.aop && !s.foreign_operator && s.a->nnz() <= 16 * std::max<std::int64_t>(s.n, 1) &&
+      // Its copy of A (nnz·(4 + 8) + 8·(n + 1) bytes) is made only when it takes at most a tenth
+      // of the device memory left after the solver's workspace (a memory cap stays honoured).
+      const double step_bytes = 12.0 * static_cast<double>(s.a ? s.a->nnz() : 0) + 8.0 * (s.n + 1);
+      const bool room = ops.space() == Space::host ||
+                        step_bytes <= 0.1 * static_cast<double>(device_free_bytes());
+      if (fused_ok && room && s.a && &a == s.aop && !s.foreign_operator &&
+          s.a->nnz() <= 16 * std::max<std::int64_t>(s.n, 1) &&
           (opt.precision == Precision::fp64 || opt.precision == Precision::fp32)) {
         try {
           fused = make_chebyshev_step(*s.a, ops.backend(), opt.precision, ops.stream());
@@ -253,8 +259,12 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
     out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
                                 out.pairs.xn, bounds);
     const std::int64_t left = eo.max_iterations - er.iterations;
-    if (out.pairs_pass || er.status != SolverStatus::converged || attempt >= 2 || left < 1 ||
-        interrupt_requested())
+    // Only where the two tests can disagree by design: B given as an operator (no matrix, so no
+    // ‖B⁻¹‖ estimate). Elsewhere a failing pair is at the rounding floor or the solver
+    // stagnated, and a tighter tolerance would only burn the iteration limit (bcsstk21/m21: 88 s).
+    const bool mismatch_possible = s.bop && !s.b;
+    if (out.pairs_pass || !mismatch_possible || er.status != SolverStatus::converged || attempt >= 2 ||
+        left < 1 || interrupt_requested())
       break;
     double ratio = 1.0;
     for (std::int64_t j = 0; j < m; ++j)
