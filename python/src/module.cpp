@@ -177,6 +177,27 @@ std::function<void(const IterationRecord&)> interrupt_check() {
   };
 }
 
+// The interrupt check, and opt["progress"] (a callable, optional) called after every iteration
+// with (iteration, Ritz values, residual norms, converged count): lobpcg's verbosityLevel prints
+// from it while the solve runs. Held through a shared_ptr (copied where the GIL is released).
+std::function<void(const IterationRecord&)> progress_and_interrupt(const py::dict& opt) {
+  if (!opt.contains("progress") || opt["progress"].is_none()) return interrupt_check();
+  std::shared_ptr<py::object> f(new py::object(opt["progress"]), [](py::object* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+  return [f](const IterationRecord& r) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    py::array_t<double> vals(static_cast<py::ssize_t>(r.values.size()));
+    if (!r.values.empty()) std::memcpy(vals.mutable_data(), r.values.data(), r.values.size() * sizeof(double));
+    py::array_t<double> rn(static_cast<py::ssize_t>(r.residual_norms.size()));
+    if (!r.residual_norms.empty())
+      std::memcpy(rn.mutable_data(), r.residual_norms.data(), r.residual_norms.size() * sizeof(double));
+    (*f)(r.iteration, vals, rn, r.converged);
+  };
+}
+
 // ---- results -----------------------------------------------------------------------------------
 
 py::array_t<double> vec(const std::vector<double>& v) {
@@ -313,7 +334,7 @@ py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indice
                                                       m[2].cast<D1Array>()));
   }
   EigsOptions o = eigs_options(opt, n);
-  o.on_iteration = interrupt_check();
+  o.on_iteration = progress_and_interrupt(opt);
   std::unique_ptr<PyOperator> pre;
   if (!precond_fn.is_none()) {
     if (o.backend != Backend::cpu)
@@ -342,7 +363,7 @@ py::dict eigs_operator(std::int64_t n, py::object fa, py::object fb, py::object 
   if (o.backend != Backend::cpu)
     throw InvalidArgument("a LinearOperator runs on the CPU backend (device='cpu'): its matvec "
                           "is Python code on host arrays");
-  o.on_iteration = interrupt_check();
+  o.on_iteration = progress_and_interrupt(opt);
   PyOperator a(fa, n, "A");
   std::unique_ptr<PyOperator> b = fb.is_none() ? nullptr : std::make_unique<PyOperator>(fb, n, "M");
   std::unique_ptr<PyOperator> pre;
@@ -394,7 +415,7 @@ py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py
                      std::int64_t nnz_b, const py::dict& opt) {
   EigsOptions o = eigs_options(opt, n);
   o.backend = Backend::cuda;
-  o.on_iteration = interrupt_check();
+  o.on_iteration = progress_and_interrupt(opt);
   const double a_norm = opt_get<double>(opt, "a_norm", 0.0), b_norm = opt_get<double>(opt, "b_norm", 0.0);
   const DevicePtrs da = device_ptrs(pa);
   EigsResult r;

@@ -755,18 +755,20 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     if verbosity:
         print(f"tcsolve.lobpcg: {'generalized' if b is not None else 'standard'} eigenvalue problem, "
               f"n = {a.n}, k = {k}, {'largest' if largest else 'smallest'}, tol = {tol_v:g} ({conv} test)"
-              + (f", {a.n_constraints} constraints Y" if Y is not None else ""))
+              + (f", {a.n_constraints} constraints Y" if Y is not None else ""), flush=True)
+
+        def progress(it, vals, rn, nconv):
+            # After every iteration, while the solve runs (the GIL is taken for the call).
+            fmt = {"float_kind": lambda v: f"{v:.3e}"}
+            print(f"iteration {int(it)}: {int(nconv)} of {k} converged; eigenvalues "
+                  f"{_np.array2string(_np.asarray(vals)[:k], precision=10)}; residual norms "
+                  f"{_np.array2string(_np.asarray(rn)[:k], formatter=fmt)}", flush=True)
+        opt["progress"] = progress
     res = _run_eigs(a, b, opt, precond_op)
     hist = res["history"]
     if verbosity:
-        rn_all, vals_all = _np.asarray(hist["residual_norms"]), _np.asarray(hist.get("values", []))
-        for i in range(len(hist["iteration"])):
-            vals_i = vals_all[i, :k] if vals_all.ndim == 2 and vals_all.shape[0] > i else []
-            print(f"iteration {int(hist['iteration'][i])}: {int(hist['converged'][i])} of {k} converged; "
-                  f"eigenvalues {_np.array2string(_np.asarray(vals_i), precision=10)}; "
-                  f"residual norms {_np.array2string(rn_all[i, :k], formatter={'float_kind': lambda x: f'{x:.3e}'})}")
         print(f"tcsolve.lobpcg: {res['status']} after {res['iterations']} iterations"
-              + (f" ({res['reason']})" if res.get("reason") else ""))
+              + (f" ({res['reason']})" if res.get("reason") else ""), flush=True)
     extra = ()
     order = (lambda w: _np.sort(w)[::-1]) if largest else _np.sort
     if retLambdaHistory:

@@ -302,7 +302,9 @@ def test_lobpcg_histories_and_verbosity(capsys):
     assert_same_values(w, out_s[0])
     assert np.max(rh[-1]) < np.max(rh[0])
     printed = capsys.readouterr().out
-    assert "iteration" in printed and "converged" in printed
+    assert "iteration 0:" in printed and "converged" in printed
+    # printed while the solve runs: one line per iteration of the history
+    assert printed.count("\niteration ") + printed.startswith("iteration ") >= len(rh) - 1
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
@@ -454,12 +456,14 @@ def test_cupy_eigsh_which(which):
 
 
 @pytest.mark.gpu
-def test_cupy_lobpcg_and_cg():
+def test_cupy_lobpcg_and_cg(capsys):
     cupy, csp = _cupy()
     a = tridiag()
     x0 = np.random.default_rng(17).standard_normal((N, 3))
     w_s = quiet(sla.lobpcg, a, x0, largest=False, tol=1e-9, maxiter=500)[0]
-    w, v = tcsolve.lobpcg(csp.csr_matrix(a), cupy.asarray(x0), largest=False, tol=1e-9, maxiter=500)
+    w, v = tcsolve.lobpcg(csp.csr_matrix(a), cupy.asarray(x0), largest=False, tol=1e-9, maxiter=500,
+                          verbosityLevel=1)
+    assert "iteration 0:" in capsys.readouterr().out  # printed from the GPU solve's iterations
     assert isinstance(w, cupy.ndarray)
     assert_same_values(w.get(), w_s)
     b = np.random.default_rng(18).standard_normal(N)
