@@ -40,10 +40,10 @@ def main():
             sync()
             ts.append(time.perf_counter() - t0)
         out[m] = (float(np.median(ts)), info, rel(x), r.iterations, r.preconditioner)
-    csla.cg(ag, b[:, 0], tol=1e-2)  # compile
+    csla.cg(ag, b[:, 0], rtol=1e-2)  # compile
     sync()
     t0 = time.perf_counter()
-    xs = [csla.cg(ag, b[:, j], tol=1e-8, maxiter=20000)[0] for j in range(32)]
+    xs = [csla.cg(ag, b[:, j], rtol=1e-8, maxiter=20000)[0] for j in range(32)]
     sync()
     t_cupy = time.perf_counter() - t0
     rel_c = rel(cp.stack(xs, axis=1))
