@@ -128,7 +128,7 @@ bool chebyshev_wants_jacobi(const Csr<double>& a) {
 std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
     const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols, double upper_bound,
     std::uint64_t seed, double* seconds, int degree, const Csr<double>* csr, Precision storage,
-    bool jacobi) {
+    bool jacobi, std::unique_ptr<ChebyshevStep> fused_given) {
   const double t0 = detail::now_seconds();
   if (!(upper_bound > 0) || !std::isfinite(upper_bound))
     throw InvalidArgument("chebyshev preconditioner: the bound of λmax must be positive and finite");
@@ -158,9 +158,9 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
     if (jacobi) ops.scale_rows(dhalf.data(), y, y);
   }, ops, n, static_cast<int>(std::min<std::int64_t>(40, n)), seed);
   const double lower = pr.lower > 1e-12 * upper_bound ? std::min(pr.lower, 0.5 * upper_bound) : 1e-6 * upper_bound;
-  std::unique_ptr<ChebyshevStep> fused;
+  std::unique_ptr<ChebyshevStep> fused = std::move(fused_given);
   double upper = upper_bound;
-  if (csr) {
+  if (csr && !fused) {
     if (csr->nrows != n) throw InvalidArgument("chebyshev preconditioner: the matrix and the operator differ in size");
     // The fused row-split step pays for short rows (a 7-point Laplacian); with long rows (3D
     // elasticity, ~80 per row) the operator's own kernel (BCSR/DMMA) is faster: not fused.

@@ -82,7 +82,8 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
 std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
     const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols, double upper_bound,
     std::uint64_t seed, double* seconds = nullptr, int degree = 0, const Csr<double>* csr = nullptr,
-    Precision storage = Precision::fp64, bool jacobi = false);
+    Precision storage = Precision::fp64, bool jacobi = false,
+    std::unique_ptr<ChebyshevStep> fused_given = nullptr);  // a ready step on `a` (no csr needed)
 
 // ‖D⁻¹A‖∞ (jacobi) or ‖A‖∞: the preconditioner's bound of λmax.
 double chebyshev_upper_bound(const Csr<double>& a, bool jacobi);

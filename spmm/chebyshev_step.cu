@@ -56,6 +56,48 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci, const void* v,
+                 Precision storage, double a, MvView<const double> cur, double b, double c,
+                 MvView<double> next, double e, MvView<const double> r, const double* d, void* stream) {
+  const std::int64_t s = cur.cols;
+  TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && r.rows == n && next.cols == s && r.cols == s,
+                  "chebyshev step: block shapes differ");
+  if (n == 0 || s == 0) return;
+  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
+  TCSOLVE_REQUIRE(blocks <= 2147483647, "chebyshev step: more rows than one grid's x dimension holds");
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (storage == Precision::fp32)
+    chebyshev_step_kernel<float><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+        n, rp, ci, static_cast<const float*>(v), a, cur.data, cur.ld, b, c, next.data, next.ld, e,
+        r.data, r.ld, d, static_cast<int>(s));
+  else
+    chebyshev_step_kernel<double><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+        n, rp, ci, static_cast<const double*>(v), a, cur.data, cur.ld, b, c, next.data, next.ld, e,
+        r.data, r.ld, d, static_cast<int>(s));
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+// On the caller's device arrays (no copy).
+class CudaChebyshevStepView final : public ChebyshevStep {
+ public:
+  CudaChebyshevStepView(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
+                        const double* v, void* stream)
+      : n_(n), rp_(rp), ci_(ci), v_(v), stream_(stream) {}
+  Space space() const override { return Space::device; }
+  void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
+            MvView<const double> r, const double* d) const override {
+    launch_step(n_, rp_, ci_, v_, Precision::fp64, a, cur, b, c, next, e, r, d, stream_);
+  }
+  std::string describe() const override { return "fused CSR step on the GPU, on the caller's arrays"; }
+
+ private:
+  std::int64_t n_;
+  const std::int64_t* rp_;
+  const std::int32_t* ci_;
+  const double* v_;
+  void* stream_;
+};
+
 class CudaChebyshevStep final : public ChebyshevStep {
  public:
   CudaChebyshevStep(const Csr<double>& a, Precision storage, void* stream)
@@ -70,22 +112,9 @@ class CudaChebyshevStep final : public ChebyshevStep {
   Space space() const override { return Space::device; }
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
             MvView<const double> r, const double* d) const override {
-    const std::int64_t s = cur.cols;
-    TCSOLVE_REQUIRE(cur.rows == n_ && next.rows == n_ && r.rows == n_ && next.cols == s && r.cols == s,
-                    "chebyshev step: block shapes differ");
-    if (n_ == 0 || s == 0) return;
-    const std::int64_t blocks = (n_ + kThreads - 1) / kThreads;
-    TCSOLVE_REQUIRE(blocks <= 2147483647, "chebyshev step: more rows than one grid's x dimension holds");
-    cudaStream_t st = static_cast<cudaStream_t>(stream_);
-    if (storage_ == Precision::fp32)
-      chebyshev_step_kernel<float><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
-          n_, row_ptr_.get(), col_.get(), vals32_.get(), a, cur.data, cur.ld, b, c, next.data,
-          next.ld, e, r.data, r.ld, d, static_cast<int>(s));
-    else
-      chebyshev_step_kernel<double><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
-          n_, row_ptr_.get(), col_.get(), vals64_.get(), a, cur.data, cur.ld, b, c, next.data,
-          next.ld, e, r.data, r.ld, d, static_cast<int>(s));
-    TCSOLVE_CUDA_CHECK_LAUNCH();
+    const void* v = storage_ == Precision::fp32 ? static_cast<const void*>(vals32_.get())
+                                                : static_cast<const void*>(vals64_.get());
+    launch_step(n_, row_ptr_.get(), col_.get(), v, storage_, a, cur, b, c, next, e, r, d, stream_);
   }
   std::string describe() const override {
     return std::string("fused CSR step on the GPU, A stored in ") + to_string(storage_);
@@ -102,6 +131,12 @@ class CudaChebyshevStep final : public ChebyshevStep {
 };
 
 }  // namespace
+
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t n, const std::int64_t* row_ptr,
+                                                        const std::int32_t* col, const double* values,
+                                                        void* stream) {
+  return std::make_unique<CudaChebyshevStepView>(n, row_ptr, col, values, stream);
+}
 
 namespace detail {
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,

@@ -40,6 +40,13 @@ class ChebyshevStep {
 std::unique_ptr<ChebyshevStep> make_chebyshev_step(const Csr<double>& a, Backend backend,
                                                    Precision storage, void* stream);
 
+// The CUDA step on a caller-owned device CSR (n rows; row_ptr int64 [n+1], col int32, values
+// fp64; e.g. CuPy's arrays, spmm/device_csr_view.hpp): no copy; the arrays must outlive the step.
+// NotCompiled without CUDA.
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t n, const std::int64_t* row_ptr,
+                                                        const std::int32_t* col, const double* values,
+                                                        void* stream);
+
 namespace detail {
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
                                                         void* stream);

@@ -28,3 +28,10 @@ std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>&, Prec
 }
 
 }  // namespace tcsolve::detail
+
+namespace tcsolve {
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t, const std::int64_t*,
+                                                        const std::int32_t*, const double*, void*) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");
+}
+}  // namespace tcsolve

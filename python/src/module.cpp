@@ -610,7 +610,14 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
     auto aop = make_device_csr_view(n, n, nnz, da.indptr, da.indices, da.data, ops->stream());
     std::unique_ptr<ChebyshevPreconditioner> cheb;
     if (precond == "chebyshev") {
-      cheb = make_chebyshev_preconditioner(*aop, *ops, s, a_norm, 77);
+      // The fused step on the CuPy arrays themselves when the rows are short (as the command's).
+      std::unique_ptr<ChebyshevStep> step;
+      if (nnz <= 16 * std::max<std::int64_t>(n, 1))
+        step = make_chebyshev_step_view(n, static_cast<const std::int64_t*>(da.indptr),
+                                        static_cast<const std::int32_t*>(da.indices),
+                                        static_cast<const double*>(da.data), ops->stream());
+      cheb = make_chebyshev_preconditioner(*aop, *ops, s, a_norm, 77, nullptr, 0, nullptr, Precision::fp64,
+                                           false, std::move(step));
       o.preconditioner = cheb.get();
       precond = cheb->describe();
     }

@@ -5,6 +5,7 @@
 #include "solvers/block_cg.hpp"
 #include "solvers/chebyshev_precond.hpp"
 #include "solvers/random.hpp"
+#include "spmm/device_buffer.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 
 namespace tcsolve::test {
@@ -102,6 +103,40 @@ TEST(ChebyshevPrecond, FusedAndUnfusedAgreeOnTwoMillionRows) {
   Mat y1 = apply_precond(a, x, 0.01, 12.0, 3, true);
   EXPECT_LT((y1 - y0).norm(), 1e-13 * y0.norm());
 }
+
+#ifdef TCSOLVE_TEST_BACKEND_CUDA
+// The step on caller-owned device arrays (CuPy's, from Python) equals the step on its own copy.
+TEST(ChebyshevPrecond, StepOnCallerArraysEqualsStepOnItsCopy) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(29, 23, 17);  // 11339 rows
+  DeviceArray<std::int64_t> rp(a.row_ptr);
+  DeviceArray<std::int32_t> ci(a.col_idx);
+  DeviceArray<double> v(a.values);
+  auto ops = make_dense_ops(kBackend);
+  auto own = make_chebyshev_step(a, kBackend, Precision::fp64, ops->stream());
+  auto view = make_chebyshev_step_view(a.nrows, rp.get(), ci.get(), v.get(), ops->stream());
+  Mat x = random_block(a.nrows, 9, 21), z = random_block(a.nrows, 9, 22), r = random_block(a.nrows, 9, 23);
+  auto xd = ops->allocate(a.nrows, 9), rd = ops->allocate(a.nrows, 9);
+  auto y1 = ops->allocate(a.nrows, 9), y2 = ops->allocate(a.nrows, 9);
+  ops->from_host(x.data(), a.nrows, xd.view());
+  ops->from_host(r.data(), a.nrows, rd.view());
+  ops->from_host(z.data(), a.nrows, y1.view());
+  ops->from_host(z.data(), a.nrows, y2.view());
+  own->step(-0.3, xd.view(), 1.7, -0.9, y1.view(), 0.4, rd.view());
+  view->step(-0.3, xd.view(), 1.7, -0.9, y2.view(), 0.4, rd.view());
+  Mat h1(a.nrows, 9), h2(a.nrows, 9);
+  ops->to_host(y1.view(), h1.data(), a.nrows);
+  ops->to_host(y2.view(), h2.data(), a.nrows);
+  ops->synchronize();
+  EXPECT_EQ((h1 - h2).norm(), 0.0);
+  // and against the formula on the host
+  Mat ad = Mat::Zero(a.nrows, a.nrows);
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) ad(i, a.col_idx[p]) = a.values[p];
+  Mat ref = -0.3 * ad * x + 1.7 * x - 0.9 * z + 0.4 * r;
+  EXPECT_LT((h1 - ref).norm(), 1e-13 * ref.norm());
+}
+#endif
 
 TEST(ChebyshevPrecond, DegreeFromTheBounds) {
   EXPECT_EQ(ChebyshevPreconditioner::degree_for(1.0, 1.0), 1);
