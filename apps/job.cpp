@@ -476,10 +476,10 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   const Precision prec = parse_precision(s.precision);
   // Columns per block CG batch: all right-hand sides, or batches of (fit_columns - 1) / 8 when 8 blocks
   // of nrhs do not fit the GPU; --precond chebyshev holds 3 blocks more (A·z, an iterate, D⁻¹r)
-  // and 3 n-vectors (the probe's); its fused step's copy of A is made only where it fits
-  // (make_chebyshev_preconditioner).
+  // and, while it is set up, its Lanczos probe's basis (up to 41 n-vectors, fewer when memory is
+  // short: make_chebyshev_preconditioner); its fused step's copy of A is made only where it fits.
   const std::int64_t per_col = s.precond == "chebyshev" ? 11 : 8;
-  const std::int64_t reserve = s.precond == "chebyshev" ? 4 : 1;
+  const std::int64_t reserve = s.precond == "chebyshev" ? 12 : 1;
   const std::int64_t batch =
       fit_columns > 0 ? std::max<std::int64_t>(1, std::min(nrhs, (fit_columns - reserve) / per_col)) : nrhs;
   // The operator's kernel trial runs at the width the solver will apply, and its scratch X and Y

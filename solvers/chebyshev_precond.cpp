@@ -145,6 +145,13 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
     ops.from_host(h.data(), n, dhalf.view());
     tmp = ops.allocate(n, 1);
   }
+  // Probe steps: 40, fewer when its basis (steps + 1 n-vectors) would take more than a quarter of
+  // the free device memory (at least 8: the lower end only shapes the polynomial).
+  int probe_steps = static_cast<int>(std::min<std::int64_t>(40, n));
+  if (ops.space() == Space::device) {
+    const double vecs = 0.25 * static_cast<double>(device_free_bytes()) / (8.0 * static_cast<double>(n));
+    probe_steps = static_cast<int>(std::max<double>(std::min<double>(probe_steps, vecs - 1), std::min<std::int64_t>(8, n)));
+  }
   // The probe on the symmetric operator whose spectrum the polynomial covers: A, or
   // D^{-1/2}·A·D^{-1/2} (the spectrum of D⁻¹A).
   const SpectralProbe pr = spectral_probe([&](MvView<const double> x, MvView<double> y) {
@@ -157,7 +164,7 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
     a.apply(in, y);
     ops.external_end();
     if (jacobi) ops.scale_rows(dhalf.data(), y, y);
-  }, ops, n, static_cast<int>(std::min<std::int64_t>(40, n)), seed);
+  }, ops, n, probe_steps, seed);
   const double lower = pr.lower > 1e-12 * upper_bound ? std::min(pr.lower, 0.5 * upper_bound) : 1e-6 * upper_bound;
   std::unique_ptr<ChebyshevStep> fused = std::move(fused_given);
   double upper = upper_bound;
