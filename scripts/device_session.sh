@@ -48,7 +48,7 @@ if has tests; then
     step "$t"
     f=""
     [ "$t" = test_solvers_gpu ] && [ -n "${TEST_FILTER:-}" ] && f="--gtest_filter=$TEST_FILTER"
-    timeout ${TEST_LIMIT:-240} "$D/tests/$t" $f > "$OUT/$t.log" 2>&1; echo "$t rc=$?"
+    timeout ${TEST_LIMIT:-480} "$D/tests/$t" $f > "$OUT/$t.log" 2>&1; echo "$t rc=$?"
     grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/$t.log" | head -12
     grep -A6 "Failure$" "$OUT/$t.log" | cut -c1-400 | head -${FAIL_LINES:-40}
   done
