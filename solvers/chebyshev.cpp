@@ -5,6 +5,8 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -56,6 +58,16 @@ class Applier {
     if (y.cols == 0) return;
     int m0 = timing_ ? ops_.mark() : -1;
     f.step(alpha, y, beta, gamma, out, 0.0, y);
+    if (timing_) marks_.push_back({m0, ops_.mark()});
+    columns_ += y.cols;
+    ++applies_;
+  }
+  // One step of the fp32 rung (spmm/chebyshev_step.hpp step32), counted and timed as an apply.
+  void fused32(const ChebyshevStep& f, double alpha, MvView<const float> y, double beta,
+               double gamma, MvView<float> out, MvView<const float> r, const double* coef) {
+    if (y.cols == 0) return;
+    int m0 = timing_ ? ops_.mark() : -1;
+    f.step32(alpha, y, beta, gamma, out, r, coef);
     if (timing_) marks_.push_back({m0, ops_.mark()});
     columns_ += y.cols;
     ++applies_;
@@ -181,6 +193,15 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   std::vector<std::int64_t> idx(m);
   OrthoWorkspace ows;
   std::vector<double> proj(m * m);
+  // The fp32 rung's per-filter coefficients (θ, q_d(θ), and qⱼ(θ)·2σⱼ₊₁/e for every step):
+  // (dhigh + 1)·m doubles, uploaded once per fp32 filter.
+  const bool ladder = copt.filter_precision == Precision::fp32 && copt.fused_step != nullptr;
+  if (copt.filter_precision != Precision::fp64 && copt.filter_precision != Precision::fp32)
+    throw InvalidArgument(std::string("chebyshev: filter precision ") +
+                          to_string(copt.filter_precision) + " not supported (fp64 or fp32)");
+  const std::int64_t ncoef = ladder ? (dhigh + 1) * m : 0;
+  MultiVector<double> coef_d = ops.allocate(std::max<std::int64_t>(ncoef, 1), 1);
+  std::vector<double> coef_h(ncoef);
 
   // ---- spectrum bounds
   double t_phase = detail::now_seconds();
@@ -357,6 +378,83 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     }
   };
 
+  // The filter on the fp32 rung (residual form, chebyshev.hpp): the active columns of buf[cur]
+  // hold the Ritz vectors X and those of buf[1 − cur] their A·X (from rayleigh_ritz). fp32
+  // blocks (each column's n floats at ld 2n, so two fit in one fp64 column): R̂ and Z_odd in
+  // wbuf's active columns, Z_even in buf[1 − cur]'s once R̂ is formed. Y_d ends in buf[cur] as
+  // in filter(). Host: the coefficient table; one upload (a stream synchronization).
+  auto filter32 = [&](std::int64_t w, double cut) {
+    const double e = (upper - cut) / 2, ce = (upper + cut) / 2;
+    const double a0 = std::min(lower, cut - e);
+    const double sigma1 = e / (a0 - ce);
+    const double tau2 = 2.0 / sigma1;
+    const int dtop = deg[w - 1];
+    double* th = coef_h.data();
+    double* qd = th + w;
+    double* ft = qd + w;  // step j (1 ≤ j < dtop): ft[(j − 1)·w + i] = (2σⱼ₊₁/e)·qⱼ(θᵢ)
+    std::vector<double> qprev(w, 1.0), qcur(w);
+    for (std::int64_t i = 0; i < w; ++i) th[i] = theta[i], qcur[i] = sigma1 / e * (theta[i] - ce);
+    double sigma = sigma1;
+    for (int j = 1; j < dtop; ++j) {
+      const double sn = 1.0 / (tau2 - sigma);
+      for (std::int64_t i = 0; i < w; ++i) {
+        ft[(j - 1) * w + i] = 2.0 * sn / e * qcur[i];
+        const double qn = 2.0 * sn / e * (theta[i] - ce) * qcur[i] - sigma * sn * qprev[i];
+        qprev[i] = qcur[i], qcur[i] = qn;
+        if (deg[i] == j + 1) qd[i] = qn;
+      }
+      sigma = sn;
+    }
+    const std::int64_t len = (2 + static_cast<std::int64_t>(dtop - 1)) * w;
+    ops.from_host(coef_h.data(), len, MvView<double>{coef_d.data(), len, 1, len, ops.space()});
+    const std::int64_t ld2 = 2 * n;
+    float* wb = reinterpret_cast<float*>(wbuf.view().col(nl));
+    MvView<float> r32{wb, n, w, ld2, ops.space()};
+    MvView<float> zodd{wb + n, n, w, ld2, ops.space()};
+    MvView<float> zeven{reinterpret_cast<float*>(buf[1 - cur].view().col(nl)), n, w, ld2, ops.space()};
+    const ChebyshevStep& fs = *copt.fused_step;
+    // R̂ = s·AX − X·Θ and Z₁ = (σ₁/e)·R̂ (reads X, AX; AX is dead after this pass).
+    fs.residual32(sgn, buf[1 - cur].columns(nl, w), buf[cur].columns(nl, w), coef_d.data(),
+                  sigma1 / e, r32, zodd);
+    sigma = sigma1;
+    std::int64_t first = 0;
+    for (int j = 1; j < dtop; ++j) {
+      while (first < w && deg[first] < j + 1) ++first;
+      const std::int64_t cnt = w - first;
+      auto zj = (j & 1) ? zodd.columns(first, cnt) : zeven.columns(first, cnt);
+      auto zjm = (j & 1) ? zeven.columns(first, cnt) : zodd.columns(first, cnt);
+      const double sn = 1.0 / (tau2 - sigma);
+      // Z₀ = 0: the first step does not read it.
+      ap.fused32(fs, sgn * 2.0 * sn / e, zj, -2.0 * sn * ce / e, j == 1 ? 0.0 : -sigma * sn, zjm,
+                 r32.columns(first, cnt), coef_d.data() + 2 * w + (j - 1) * w + first);
+      sigma = sn;
+    }
+    // Even degrees: every column's Z_d is in Z_even. Y_d = X·q_d(Θ) + Z_d, in place over X.
+    fs.combine32(buf[cur].columns(nl, w), coef_d.data() + w, zeven, buf[cur].columns(nl, w));
+  };
+  // Whether the filter on the active block may take the fp32 rung (chebyshev.hpp): the
+  // amplification of the most amplified direction over the slowest wanted column, over the
+  // filter's top degree, below 1e5 (fp32 rounding along it then stays below 1e-2 of the slowest
+  // column), and no locked-column projection inside the filter.
+  auto fp32_fits = [&](std::int64_t w, double cut) {
+    const double e = (upper - cut) / 2, ce = (upper + cut) / 2;
+    auto rho = [&](double x) {
+      const double t = std::abs((x - ce) / e);
+      return t > 1.0 ? t + std::sqrt(t * t - 1.0) : 1.0;
+    };
+    const std::int64_t slow = std::max<std::int64_t>(0, std::min<std::int64_t>(w, k - nl) - 1);
+    // The most amplified direction: the lowest eigenvalue seen (lower ≤ θ₀ and the locked θ),
+    // not a0 (a normalization point below the spectrum).
+    const double ratio = rho(lower) / std::max(rho(theta[slow]), 1.0);
+    const double growth = deg[w - 1] * std::log(std::max(ratio, 1.0));
+    if (growth > std::log(1e5)) return false;
+    if (nl > 0 && ratio > 1.0) {
+      const int period = std::max(1, static_cast<int>(std::log(1e6) / std::log(ratio)));
+      if (period < deg[w - 1]) return false;
+    }
+    return true;
+  };
+
   double prev_cut = -1.0;
   double steps_left = 0.0;   // the model's steps still needed by the slowest wanted column
   double wanted_steps = 0.0; // filter steps the slowest wanted column went through
@@ -499,6 +597,13 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   double apply_s = 0.0, dense_s = 0.0;
   double lift = 0.0;
   bool stopped = false;
+  // The ladder (filter_precision): per-rung counts, the climb, and whether buf[1 − cur] holds
+  // the active Ritz vectors' A·X (not after an unlock: finish() reused those columns).
+  std::int64_t steps32 = 0, steps64 = 0, filters32 = 0, filters64 = 0, climbed_at = -1;
+  double seconds32 = 0.0, seconds64 = 0.0;
+  int strikes = 0;
+  bool ax_valid = true;
+  std::string climb_reason;
   for (;; ++it) {
     const double t_it = detail::now_seconds();
     std::int64_t w = m - nl;
@@ -561,6 +666,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
         break;
       }
       w = m - nl;  // pairs unlocked by the explicit check: iterate on
+      ax_valid = false;
     }
     // The Ritz block (locked columns first) is the state a later run restarts from.
     if (checkpoint.due()) checkpoint.write(ops, buf[cur].view(), it + 1, nl);
@@ -590,14 +696,64 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     for (std::int64_t i = 0; i < w && nl + i < k; ++i) dw = std::max(dw, deg[i]);
     wanted_steps += dw;
     const std::int64_t cols0 = ap.columns(), applies0 = ap.applies();
-    filter(w, cut);
+    // The rung of this filter (chebyshev.hpp, filter_precision) and, for the climb, the slowest
+    // wanted column's residual/test ratio now and the reduction the degree model expects.
+    const bool low = ladder && climbed_at < 0 && ax_valid && fp32_fits(w, cut);
+    double slow_before = 0.0, expected = 1.0;
+    if (low) {
+      const double e = (upper - cut) / 2, ce = (upper + cut) / 2;
+      for (std::int64_t i = 0; i < w && nl + i < k; ++i) {
+        const double ratio = rn[i] / tau(theta[i]);
+        if (ratio > slow_before) {
+          slow_before = ratio;
+          const double t = (theta[i] - ce) / e;
+          expected = t < -1.0 ? std::pow(-t + std::sqrt(t * t - 1.0), -deg[i]) : 1.0;
+        }
+      }
+    }
+    if (std::getenv("TCSOLVE_LADDER_DEBUG"))
+      std::fprintf(stderr, "it %lld nl %lld w %lld deg %d low %d fits %d slow %.3g expected %.3g lower %.6g cut %.6g\n",
+                   (long long)it, (long long)nl, (long long)w, deg[w - 1], int(low),
+                   int(ladder ? fp32_fits(w, cut) : 0), slow_before, expected, lower, cut);
+    const int mk0 = ladder ? ops.mark() : -1;
+    if (low) filter32(w, cut);
+    else filter(w, cut);
+    const int mk1 = ladder ? ops.mark() : -1;
+    const std::int64_t steps = ap.columns() - cols0;
     filter_applies += ap.applies() - applies0;
-    filter_columns += ap.columns() - cols0;
-    const std::int64_t fb0 = fallbacks;
+    filter_columns += steps;
     orthonormalize_active(w);
     count_outer(w, st[0] == 0.0 && st[2] == 0.0 && st[3] >= 0.1 ? 2 : 3);
     rayleigh_ritz(w);
-    (void)fb0;
+    ax_valid = true;
+    if (ladder) {  // rayleigh_ritz fetched: both marks have completed
+      const double sec = ops.elapsed_seconds(mk0, mk1);
+      (low ? seconds32 : seconds64) += sec;
+      (low ? steps32 : steps64) += steps;
+      ++(low ? filters32 : filters64);
+    }
+    if (low) {
+      // Stagnation on the fp32 rung: the slowest wanted ratio fell by less than max(2×, a
+      // quarter of the digits the model expected) twice in a row: climb to fp64 for good.
+      double slow_after = 0.0;
+      for (std::int64_t i = 0; i < w && nl + i < k; ++i)
+        slow_after = std::max(slow_after, rn[i] / tau(theta[i]));
+      const double need = std::max(0.5, std::pow(expected, 0.25));
+      if (slow_before > 1.0 && slow_after > need * slow_before) {
+        if (++strikes >= 2) {
+          climbed_at = it;
+          char buf2[200];
+          std::snprintf(buf2, sizeof buf2,
+                        "climbed to fp64 at outer iteration %lld: two fp32 filters in a row cut "
+                        "the slowest wanted residual by less than %.3g (last %.3g -> %.3g of its "
+                        "test)",
+                        static_cast<long long>(it + 1), 1.0 / need, slow_before, slow_after);
+          climb_reason = buf2;
+        }
+      } else {
+        strikes = 0;
+      }
+    }
     IterationRecord rec;
     rec.iteration = it;
     rec.ortho = worst_branch;
@@ -664,6 +820,11 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     s2.wanted_steps = wanted_steps;
     s2.stopped = stopped;
     s2.projections = projections;
+    s2.steps_fp32 = steps32, s2.steps_fp64 = steps64;
+    s2.seconds_fp32 = seconds32, s2.seconds_fp64 = seconds64;
+    s2.filters_fp32 = filters32, s2.filters_fp64 = filters64;
+    s2.climbed_at = climbed_at;
+    s2.climb_reason = climb_reason;
   }
   return res;
 }

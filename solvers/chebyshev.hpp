@@ -48,6 +48,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "core/operator.hpp"
 #include "solvers/dense_ops.hpp"
@@ -80,6 +81,13 @@ struct ChebyshevStats {
   double wanted_steps = 0.0;
   bool stopped = false;  // ChebyshevOptions::keep_going returned false
   std::int64_t projections = 0;  // filter steps that projected out the locked columns
+  // The precision ladder (ChebyshevOptions::filter_precision): filter column-steps and seconds
+  // (stream-timed per filter) on each rung, and why and where it climbed for good (-1: never).
+  std::int64_t steps_fp32 = 0, steps_fp64 = 0;
+  double seconds_fp32 = 0.0, seconds_fp64 = 0.0;
+  std::int64_t filters_fp32 = 0, filters_fp64 = 0;
+  std::int64_t climbed_at = -1;
+  std::string climb_reason;
 };
 
 // Spectrum bounds of A for the filter, when the caller already has them (a SpectralProbe): the
@@ -131,6 +139,23 @@ struct ChebyshevOptions {
   // (spmm/chebyshev_step.hpp), in ops.space() on ops.stream(). It must be A itself (not a
   // deflated or shifted operator); the Rayleigh-Ritz products still go through `a`.
   const ChebyshevStep* fused_step = nullptr;
+  // The precision ladder: the working precision of the filter's first rung. fp64: every filter
+  // in fp64. fp32 (needs fused_step): a filter runs on fp32 blocks in residual form (R-ChFSI,
+  // Kodali, Ramakrishnan & Motamarri 2025): with X the Ritz vectors, Θ their Ritz values and
+  // R̂ = Â·X − X·Θ (fp64, from the Rayleigh-Ritz products), Yⱼ = X·qⱼ(Θ) + Zⱼ where qⱼ is the
+  // scaled Chebyshev polynomial of the filter, and
+  //   Z₁ = (σ₁/e)·R̂,  Zⱼ₊₁ = (2σⱼ₊₁/e)(Â − ce)Zⱼ − σⱼσⱼ₊₁·Zⱼ₋₁ + (2σⱼ₊₁/e)·R̂·qⱼ(Θ),
+  // Y_d = X·q_d(Θ) + Z_d in fp64. Zⱼ is as small as the residual, so fp32 rounding in it is
+  // relative to the residual, not to Y: the residuals keep falling below fp32's unit roundoff.
+  // A filter takes the fp32 rung when (a) the block's own amplification, ρ(θmin)^d/ρ(θ_slow)^d,
+  // stays below 1e5 (fp32 rounding along the most amplified directions would otherwise bury
+  // the slowest wanted column) and no locked-column projection falls inside it, (b) the Ritz
+  // vectors' A·X is at hand (not right after an unlock). The solver climbs to fp64 for good when
+  // two fp32 filters in a row cut the slowest wanted residual by less than 2×. Rayleigh-Ritz,
+  // the residuals that decide convergence and the final check are fp64 on the original A
+  // whatever the rung. Bytes per filter column-step: fp64 24·n (gather, read, write), fp32
+  // 16·n (gather, read, write, read R̂), plus A; per fp32 filter 2 passes of 20·n (R̂ in, Y out).
+  Precision filter_precision = Precision::fp64;
 };
 
 // Standard problems only (B = I), Which::smallest or Which::largest. opt.k, tol, max_iterations

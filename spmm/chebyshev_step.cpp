@@ -31,6 +31,50 @@ class HostChebyshevStep final : public ChebyshevStep {
   }
   std::string describe() const override { return "fused CSR step (host)"; }
 
+  void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
+                  double g, MvView<float> r, MvView<float> z) const override {
+    const std::int64_t n = a_.nrows, q = x.cols;
+    TCSOLVE_REQUIRE(ax.rows == n && x.rows == n && r.rows == n && z.rows == n && ax.cols == q &&
+                        r.cols == q && z.cols == q,
+                    "chebyshev step: block shapes differ");
+    parallel_for(n, [&](std::int64_t i) {
+      for (std::int64_t j = 0; j < q; ++j) {
+        const double v = s * ax.col(j)[i] - theta[j] * x.col(j)[i];
+        r.col(j)[i] = static_cast<float>(v);
+        z.col(j)[i] = static_cast<float>(g * v);
+      }
+    }, 4096);
+  }
+  void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
+              MvView<const float> r, const double* f) const override {
+    const std::int64_t n = a_.nrows, q = cur.cols;
+    TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && next.cols == q &&
+                        (!f || (r.rows == n && r.cols == q)),
+                    "chebyshev step: block shapes differ");
+    parallel_for(n, [&](std::int64_t i) {
+      const std::int64_t p0 = a_.row_ptr[i], p1 = a_.row_ptr[i + 1];
+      for (std::int64_t j = 0; j < q; ++j) {
+        const float* xc = cur.col(j);
+        double acc = 0.0;
+        for (std::int64_t p = p0; p < p1; ++p) acc += a_.values[p] * static_cast<double>(xc[a_.col_idx[p]]);
+        double out = a * acc + b * static_cast<double>(xc[i]);
+        if (f) out += f[j] * static_cast<double>(r.col(j)[i]);
+        if (c != 0.0) out += c * static_cast<double>(next.col(j)[i]);
+        next.col(j)[i] = static_cast<float>(out);
+      }
+    }, 1024);
+  }
+  void combine32(MvView<const double> x, const double* q, MvView<const float> z,
+                 MvView<double> y) const override {
+    const std::int64_t n = a_.nrows, s = x.cols;
+    TCSOLVE_REQUIRE(x.rows == n && z.rows == n && y.rows == n && z.cols == s && y.cols == s,
+                    "chebyshev step: block shapes differ");
+    parallel_for(n, [&](std::int64_t i) {
+      for (std::int64_t j = 0; j < s; ++j)
+        y.col(j)[i] = q[j] * x.col(j)[i] + static_cast<double>(z.col(j)[i]);
+    }, 4096);
+  }
+
  private:
   const Csr<double>& a_;  // the caller's matrix (outlives the step)
 };

@@ -17,13 +17,15 @@ constexpr int kThreads = 128;
 constexpr int kCols = 8;  // columns per pass, held in registers
 
 // Thread = row; per pass kCols columns. A's row is re-read (from L1) for each further pass.
-template <class TA>
+// TV: the blocks' type (fp64, or fp32 on the filter's fp32 rung); arithmetic in fp64.
+// The r term: coefficient f[column] when f is given (per column), else e (e == 0: not read).
+template <class TA, class TV>
 __global__ void __launch_bounds__(kThreads)
     chebyshev_step_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
                           const std::int32_t* __restrict__ ci, const TA* __restrict__ v, double a,
-                          const double* __restrict__ cur, std::int64_t ldc, double b, double c,
-                          double* __restrict__ next, std::int64_t ldn, double e,
-                          const double* __restrict__ r, std::int64_t ldr,
+                          const TV* __restrict__ cur, std::int64_t ldc, double b, double c,
+                          TV* __restrict__ next, std::int64_t ldn, double e,
+                          const TV* __restrict__ r, std::int64_t ldr, const double* __restrict__ f,
                           const double* __restrict__ d, int ncols) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= m) return;
@@ -31,7 +33,7 @@ __global__ void __launch_bounds__(kThreads)
   const double ad = d ? a * d[row] : a;
   for (int c0 = 0; c0 < ncols; c0 += kCols) {
     const int nc = min(kCols, ncols - c0);
-    const double* xc = cur + static_cast<std::int64_t>(c0) * ldc;
+    const TV* xc = cur + static_cast<std::int64_t>(c0) * ldc;
     double acc[kCols];
 #pragma unroll
     for (int j = 0; j < kCols; ++j) acc[j] = 0.0;
@@ -41,41 +43,113 @@ __global__ void __launch_bounds__(kThreads)
       const std::int64_t col = ci[p];
 #pragma unroll
       for (int j = 0; j < kCols; ++j)
-        if (j < nc) acc[j] = fma(av, __ldg(xc + col + j * ldc), acc[j]);
+        if (j < nc) acc[j] = fma(av, static_cast<double>(__ldg(xc + col + j * ldc)), acc[j]);
     }
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
       if (j < nc) {
         const std::int64_t cj = c0 + j;
-        double out = ad * acc[j] + b * xc[row + j * ldc];
-        if (e != 0.0) out += e * r[row + cj * ldr];
-        if (c != 0.0) out += c * next[row + cj * ldn];
-        next[row + cj * ldn] = out;
+        double out = ad * acc[j] + b * static_cast<double>(xc[row + j * ldc]);
+        const double er = f ? f[cj] : e;
+        if (er != 0.0) out += er * static_cast<double>(r[row + cj * ldr]);
+        if (c != 0.0) out += c * static_cast<double>(next[row + cj * ldn]);
+        next[row + cj * ldn] = static_cast<TV>(out);
       }
     }
   }
 }
 
+template <class TV>
 void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci, const void* v,
-                 Precision storage, double a, MvView<const double> cur, double b, double c,
-                 MvView<double> next, double e, MvView<const double> r, const double* d, void* stream) {
+                 Precision storage, double a, MvView<const TV> cur, double b, double c,
+                 MvView<TV> next, double e, MvView<const TV> r, const double* f, const double* d,
+                 void* stream) {
   const std::int64_t s = cur.cols;
-  TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && r.rows == n && next.cols == s && r.cols == s,
+  const bool reads_r = f || e != 0.0;
+  TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && next.cols == s &&
+                      (!reads_r || (r.rows == n && r.cols == s)),
                   "chebyshev step: block shapes differ");
   if (n == 0 || s == 0) return;
   const std::int64_t blocks = (n + kThreads - 1) / kThreads;
   TCSOLVE_REQUIRE(blocks <= 2147483647, "chebyshev step: more rows than one grid's x dimension holds");
   cudaStream_t st = static_cast<cudaStream_t>(stream);
+  const TV* rd = reads_r ? r.data : nullptr;
+  const std::int64_t ldr = reads_r ? r.ld : 0;
   if (storage == Precision::fp32)
-    chebyshev_step_kernel<float><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+    chebyshev_step_kernel<float, TV><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
         n, rp, ci, static_cast<const float*>(v), a, cur.data, cur.ld, b, c, next.data, next.ld, e,
-        r.data, r.ld, d, static_cast<int>(s));
+        rd, ldr, f, d, static_cast<int>(s));
   else
-    chebyshev_step_kernel<double><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+    chebyshev_step_kernel<double, TV><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
         n, rp, ci, static_cast<const double*>(v), a, cur.data, cur.ld, b, c, next.data, next.ld, e,
-        r.data, r.ld, d, static_cast<int>(s));
+        rd, ldr, f, d, static_cast<int>(s));
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
+
+// Thread = row, a loop over the columns (coalesced per column).
+__global__ void residual32_kernel(std::int64_t n, int q, double s, const double* __restrict__ ax,
+                                  std::int64_t ldax, const double* __restrict__ x, std::int64_t ldx,
+                                  const double* __restrict__ theta, double g, float* __restrict__ r,
+                                  std::int64_t ldr, float* __restrict__ z, std::int64_t ldz) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  for (int j = 0; j < q; ++j) {
+    const double val = s * ax[i + j * ldax] - theta[j] * x[i + j * ldx];
+    r[i + j * ldr] = static_cast<float>(val);
+    z[i + j * ldz] = static_cast<float>(g * val);
+  }
+}
+
+// y may be x: no __restrict__ on them.
+__global__ void combine32_kernel(std::int64_t n, int q, const double* x, std::int64_t ldx,
+                                 const double* __restrict__ qs, const float* __restrict__ z,
+                                 std::int64_t ldz, double* y, std::int64_t ldy) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  for (int j = 0; j < q; ++j) y[i + j * ldy] = qs[j] * x[i + j * ldx] + static_cast<double>(z[i + j * ldz]);
+}
+
+unsigned row_blocks(std::int64_t n) {
+  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
+  TCSOLVE_REQUIRE(blocks <= 2147483647, "chebyshev step: more rows than one grid's x dimension holds");
+  return static_cast<unsigned>(blocks);
+}
+
+// The fp32 rung's calls, shared by both step classes (A in rp/ci/v as `storage`).
+struct Rung32 {
+  std::int64_t n;
+  const std::int64_t* rp;
+  const std::int32_t* ci;
+  const void* v;
+  Precision storage;
+  void* stream;
+
+  void residual(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
+                double g, MvView<float> r, MvView<float> z) const {
+    const std::int64_t q = x.cols;
+    TCSOLVE_REQUIRE(ax.rows == n && x.rows == n && r.rows == n && z.rows == n && ax.cols == q &&
+                        r.cols == q && z.cols == q,
+                    "chebyshev step: block shapes differ");
+    if (n == 0 || q == 0) return;
+    residual32_kernel<<<row_blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        n, static_cast<int>(q), s, ax.data, ax.ld, x.data, x.ld, theta, g, r.data, r.ld, z.data,
+        z.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  void step(double a, MvView<const float> cur, double b, double c, MvView<float> next,
+            MvView<const float> r, const double* f) const {
+    launch_step<float>(n, rp, ci, v, storage, a, cur, b, c, next, 0.0, r, f, nullptr, stream);
+  }
+  void combine(MvView<const double> x, const double* q, MvView<const float> z, MvView<double> y) const {
+    const std::int64_t s = x.cols;
+    TCSOLVE_REQUIRE(x.rows == n && z.rows == n && y.rows == n && z.cols == s && y.cols == s,
+                    "chebyshev step: block shapes differ");
+    if (n == 0 || s == 0) return;
+    combine32_kernel<<<row_blocks(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        n, static_cast<int>(s), x.data, x.ld, q, z.data, z.ld, y.data, y.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+};
 
 // On the caller's device arrays (no copy).
 class CudaChebyshevStepView final : public ChebyshevStep {
@@ -86,9 +160,22 @@ class CudaChebyshevStepView final : public ChebyshevStep {
   Space space() const override { return Space::device; }
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
             MvView<const double> r, const double* d) const override {
-    launch_step(n_, rp_, ci_, v_, Precision::fp64, a, cur, b, c, next, e, r, d, stream_);
+    launch_step<double>(n_, rp_, ci_, v_, Precision::fp64, a, cur, b, c, next, e, r, nullptr, d,
+                        stream_);
   }
   std::string describe() const override { return "fused CSR step on the GPU, on the caller's arrays"; }
+  void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
+                  double g, MvView<float> r, MvView<float> z) const override {
+    rung().residual(s, ax, x, theta, g, r, z);
+  }
+  void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
+              MvView<const float> r, const double* f) const override {
+    rung().step(a, cur, b, c, next, r, f);
+  }
+  void combine32(MvView<const double> x, const double* q, MvView<const float> z,
+                 MvView<double> y) const override {
+    rung().combine(x, q, z, y);
+  }
 
  private:
   std::int64_t n_;
@@ -96,6 +183,7 @@ class CudaChebyshevStepView final : public ChebyshevStep {
   const std::int32_t* ci_;
   const double* v_;
   void* stream_;
+  Rung32 rung() const { return {n_, rp_, ci_, v_, Precision::fp64, stream_}; }
 };
 
 class CudaChebyshevStep final : public ChebyshevStep {
@@ -114,7 +202,20 @@ class CudaChebyshevStep final : public ChebyshevStep {
             MvView<const double> r, const double* d) const override {
     const void* v = storage_ == Precision::fp32 ? static_cast<const void*>(vals32_.get())
                                                 : static_cast<const void*>(vals64_.get());
-    launch_step(n_, row_ptr_.get(), col_.get(), v, storage_, a, cur, b, c, next, e, r, d, stream_);
+    launch_step<double>(n_, row_ptr_.get(), col_.get(), v, storage_, a, cur, b, c, next, e, r,
+                        nullptr, d, stream_);
+  }
+  void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
+                  double g, MvView<float> r, MvView<float> z) const override {
+    rung().residual(s, ax, x, theta, g, r, z);
+  }
+  void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
+              MvView<const float> r, const double* f) const override {
+    rung().step(a, cur, b, c, next, r, f);
+  }
+  void combine32(MvView<const double> x, const double* q, MvView<const float> z,
+                 MvView<double> y) const override {
+    rung().combine(x, q, z, y);
   }
   std::string describe() const override {
     return std::string("fused CSR step on the GPU, A stored in ") + to_string(storage_);
@@ -128,6 +229,11 @@ class CudaChebyshevStep final : public ChebyshevStep {
   DeviceArray<std::int32_t> col_;
   DeviceArray<double> vals64_;
   DeviceArray<float> vals32_;
+  Rung32 rung() const {
+    const void* v = storage_ == Precision::fp32 ? static_cast<const void*>(vals32_.get())
+                                                : static_cast<const void*>(vals64_.get());
+    return {n_, row_ptr_.get(), col_.get(), v, storage_, stream_};
+  }
 };
 
 }  // namespace

@@ -7,7 +7,8 @@
 // Fused: cur is gathered through A's pattern, next and r read once, next written once: 4 passes
 // (8·n·s·4 bytes plus A's nnz·(4 + sizeof storage) + 8·(n+1)). Used by the Chebyshev polynomial
 // preconditioner (solvers/chebyshev_precond.hpp) and by the Chebyshev filter of the eigensolver
-// (solvers/chebyshev.cpp; e = 0 there).
+// (solvers/chebyshev.cpp; e = 0 there), whose fp32 rung runs the same step on fp32 blocks with a
+// per-column r coefficient (step32, and residual32 / combine32 around it).
 //
 // Host: chebyshev_step.cpp (the reference, rows over threads). CUDA: chebyshev_step.cu, a
 // row-split kernel (one thread per row, 8 columns per pass in registers) on its own copy of A
@@ -33,6 +34,21 @@ class ChebyshevStep {
   virtual void step(double a, MvView<const double> cur, double b, double c, MvView<double> next,
                     double e, MvView<const double> r, const double* d = nullptr) const = 0;
   virtual std::string describe() const = 0;
+
+  // ---- The fp32 rung of the eigensolver's filter (residual form, solvers/chebyshev.cpp): blocks
+  // of fp32 vectors, arithmetic in fp64, A as stored. Asynchronous on the step's stream, no
+  // allocation; per-column coefficients (theta, f, q) are s values in space().
+  // r = fp32(s·AX − X·diag(θ)) and z = fp32(g·(s·AX − X·diag(θ))), one pass over AX and X
+  // (reads 16, writes 8 bytes per entry).
+  virtual void residual32(double s, MvView<const double> ax, MvView<const double> x,
+                          const double* theta, double g, MvView<float> r, MvView<float> z) const = 0;
+  // next = a·A·cur + b·cur + c·next + r·diag(f)   (c == 0: next is not read; f == nullptr: no r
+  // term). Bytes per entry: 4 gathered, 4 read of r, 4 (+4 with c) of next.
+  virtual void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
+                      MvView<const float> r, const double* f) const = 0;
+  // y = x·diag(q) + z (y may be x itself).
+  virtual void combine32(MvView<const double> x, const double* q, MvView<const float> z,
+                         MvView<double> y) const = 0;
 };
 
 // backend cpu: host reference; cuda: the device kernel (NotCompiled without CUDA). storage:
