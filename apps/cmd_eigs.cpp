@@ -27,6 +27,8 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
   std::cout << format("%s: %s after %lld iterations (%s, %s on %s, kernel %s)\n", o.method.c_str(),
                       o.status.c_str(), (long long)o.iterations, s.precision.c_str(),
                       o.backend.c_str(), o.device.c_str(), o.kernel.c_str());
+  if (s.task == "eigs" && !o.precision.empty() && o.precision != "fp64")
+    std::cout << "precision: " << o.precision << "\n";
   std::cout << format("time: read %s, preprocess %s, %ssetup %s, solve %s, %swrite %s; total %s\n",
                       format_seconds(o.read_s).c_str(), format_seconds(o.preprocess_s).c_str(),
                       s.task == "eigs" ? ("plan " + format_seconds(o.plan_s) + ", ").c_str() : "",
@@ -75,6 +77,7 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
               << ", \"convergence_test\": " << json_string(o.conv)
               << ", \"method_reason\": " << json_string(o.why)
               << ", \"predicted_seconds\": " << json_number(o.predicted_s)
+              << ", \"precision\": " << json_string(o.precision)
               << ", \"verification\": " << json_string(o.verification)
               << ", \"factorization\": " << json_string(o.factor);
   std::cout << ", \"residual_norms\": " << json_array(o.residuals)

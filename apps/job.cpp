@@ -30,13 +30,18 @@ namespace tcsolve::app {
 
 namespace {
 
+// --precision: the storage of A (auto: fp64, with the ladder in the iteration).
+Precision storage_precision(const std::string& p) {
+  return p == "auto" ? Precision::fp64 : parse_precision(p);
+}
+
 // Rough device bytes a job needs: the matrix in CSR at the storage precision, twice (CSR and a
 // possible BCSR copy), plus the solver's tall blocks of n doubles: block CG 8 blocks of s (b, x, its 5-block workspace, the dense scratch) and a diagonal; eigs the
 // workspace of its method (workspace_vectors, solvers/eigs/plan.hpp; `auto`: Chebyshev for
 // standard problems, LOBPCG with a mass matrix).
 double matrix_device_bytes(const JobSpec& s, const Csr<double>& a) {
   const double n = static_cast<double>(a.nrows), nnz = static_cast<double>(a.nnz());
-  const double vb = s.precision == "fp64" ? 8 : s.precision == "fp32" ? 4 : 2;
+  const double vb = s.precision == "fp64" || s.precision == "auto" ? 8 : s.precision == "fp32" ? 4 : 2;
   return 2.0 * (nnz * (vb + 4.0) + 8.0 * (n + 1));
 }
 
@@ -278,8 +283,11 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
        "symmetric: iterate in the basis of a symmetric Jaccard/RCM reordering B = P A P^T (vectors "
        "permuted once at entry and exit); pays for matrices stored in a poor (e.g. scrambled) order, "
        "costs one reordering at setup (default none)")
-      ("precision", po::value(&s.precision)->value_name("fp64|fp32|fp16|bf16"),
-       "storage precision of A in the SpMM (default fp64; fp16/bf16 need the GPU)")
+      ("precision", po::value(&s.precision)->value_name("auto|fp64|fp32|fp16|bf16"),
+       "auto (default): A in fp64, and eigs' Chebyshev filter on fp32 blocks where that is safe "
+       "(the precision ladder, climbing to fp64; every answer checked in fp64 on the given A; "
+       "reported as \"precision\"); fp64: fp64 throughout; fp32/fp16/bf16: the iteration applies "
+       "A rounded to that precision (fp16/bf16 need the GPU)")
       ("device", po::value(&s.device)->value_name("auto|cpu|cuda"), "where to run (default auto: the GPU when present)")
       ("cpu-fallback", po::bool_switch(&s.cpu_fallback),
        "run on the CPU when the GPU has too little memory (default: fail and say how much is needed)")
@@ -347,8 +355,9 @@ void validate_job(const JobSpec& s) {
     throw UsageError("--precond-degree is for `solve --precond chebyshev`");
   if (s.reorder != "none" && s.reorder != "symmetric")
     throw UsageError("--reorder '" + s.reorder + "': expected none or symmetric");
-  if (s.precision != "fp64" && s.precision != "fp32" && s.precision != "fp16" && s.precision != "bf16")
-    throw UsageError("--precision '" + s.precision + "': expected fp64, fp32, fp16 or bf16");
+  if (s.precision != "auto" && s.precision != "fp64" && s.precision != "fp32" && s.precision != "fp16" &&
+      s.precision != "bf16")
+    throw UsageError("--precision '" + s.precision + "': expected auto, fp64, fp32, fp16 or bf16");
   if (s.device != "auto" && s.device != "cpu" && s.device != "cuda")
     throw UsageError("--device '" + s.device + "': expected auto, cpu or cuda");
   if (!s.checkpoint.empty() && !ends_with(s.checkpoint, ".h5") && !ends_with(s.checkpoint, ".hdf5"))
@@ -473,7 +482,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
                 std::int64_t nrhs, const std::vector<double>& start, const ProgressFn& progress,
                 JobOutcome& o, std::int64_t fit_columns = 0) {
   Timer tp;
-  const Precision prec = parse_precision(s.precision);
+  const Precision prec = storage_precision(s.precision);
   // Columns per block CG batch: all right-hand sides, or batches of (fit_columns - 1) / 8 when 8 blocks
   // of nrhs do not fit the GPU; --precond chebyshev holds 3 blocks more (A·z, an iterate, D⁻¹r)
   // and, while it is set up, its Lanczos probe's basis (up to 41 n-vectors, fewer when memory is
@@ -598,6 +607,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     eo.certify = s.certify;
     eo.backend = backend;
     eo.precision = prec;
+    eo.ladder = s.precision == "auto";
     eo.seed = s.seed;
     eo.workspace_columns = fit_columns;
     if (!start.empty()) eo.v0 = perm ? gather(start, static_cast<std::int64_t>(start.size()) / n) : start;
@@ -631,6 +641,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     o.sigma = er.sigma;
     o.why = er.why;
     o.predicted_s = er.predicted_seconds;
+    o.precision = er.precision;
     o.factor = er.factor;
     o.conv = to_string(er.conv);
     o.error_bounds = er.error_bounds;
@@ -755,7 +766,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   });
   // eigs: the driver (solvers/eigs/) resolves auto and reports what ran.
   o.method = s.task == "solve" ? "block_cg" : s.method;
-  const Precision prec = parse_precision(s.precision);
+  const Precision prec = storage_precision(s.precision);
 
   bool fresh = false;
   std::shared_ptr<const PreparedMatrix> A;
@@ -952,6 +963,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
         f.set_attr("transform", o.transform);
         if (o.transform == "shift-invert" || !s.sigma.empty()) f.set_attr("sigma", o.sigma);
         f.set_attr("method_reason", o.why);
+        f.set_attr("precision_used", o.precision);
         f.set_attr("verification", o.verification);
         if (o.predicted_s > 0) f.set_attr("predicted_seconds", o.predicted_s);
         if (!o.factor.empty()) f.set_attr("factorization", o.factor);

@@ -43,7 +43,7 @@ struct JobSpec {
   double tol = 1e-8;
   std::int64_t maxiter = 0;     // 0: the solver's default
   std::int64_t block_size = 0;  // Lanczos block size (0: automatic)
-  std::string precision = "fp64";
+  std::string precision = "auto";
   std::string device = "auto";
   bool cpu_fallback = false;    // run on the CPU when the GPU lacks memory
   int precond_degree = 0;         // solve --precond chebyshev: 0 = from the spectral bounds
@@ -144,6 +144,7 @@ struct JobOutcome {
   std::vector<std::int64_t> column_iterations;  // solve
   // eigs: what verified the set, and how it was computed (solvers/eigs/eigs.hpp).
   std::string certified, certificate, transform, why, factor, conv, verification;
+  std::string precision;  // eigs: EigsResult::precision (the ladder's rungs)
   double sigma = 0, predicted_s = 0;
   std::int64_t operator_applies = 0;
   double peak_device_bytes = 0;  // GPU runs: peak of tcsolve's device allocations in the solve

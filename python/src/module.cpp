@@ -85,7 +85,11 @@ EigsOptions eigs_options(const py::dict& d, std::int64_t n) {
   o.certify = opt_get<bool>(d, "certify", false);
   o.allow_factor = opt_get<bool>(d, "allow_factor", true);
   o.backend = resolve_backend(opt_get<std::string>(d, "device", "auto"));
-  o.precision = parse_precision(opt_get<std::string>(d, "precision", "fp64"));
+  {
+    const std::string p = opt_get<std::string>(d, "precision", "auto");
+    o.ladder = p == "auto";  // the precision ladder (solvers/eigs/eigs.hpp)
+    o.precision = p == "auto" ? Precision::fp64 : parse_precision(p);
+  }
   o.seed = opt_get<std::uint64_t>(d, "seed", 1);
   if (d.contains("v0") && !d["v0"].is_none()) {
     F64Array v0 = d["v0"].cast<F64Array>();
@@ -276,6 +280,7 @@ py::dict eigs_result_dict(const EigsResult& r, const EigsOptions& o) {
   d["sigma"] = r.sigma;
   d["method_reason"] = r.why;
   d["predicted_seconds"] = r.predicted_seconds;
+  d["precision_used"] = r.precision;
   d["verification"] = to_string(r.verification);
   d["certified"] = to_string(r.certified);
   d["certificate"] = r.certificate;
@@ -503,7 +508,8 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
     throw InvalidArgument("x: expected a writable n × s block");
   CgOptions o = cg_options(opt);
   const Backend backend = resolve_backend(opt_get<std::string>(opt, "device", "auto"));
-  const Precision precision = parse_precision(opt_get<std::string>(opt, "precision", "fp64"));
+  const std::string prec_s = opt_get<std::string>(opt, "precision", "auto");
+  const Precision precision = prec_s == "auto" ? Precision::fp64 : parse_precision(prec_s);
   std::string precond = opt_get<std::string>(opt, "precond", "jacobi");
   if (precond == "jacobi") o.jacobi_diagonal = csr_diagonal(a);
   std::unique_ptr<PyOperator> m;

@@ -15,8 +15,10 @@ sparse/dense arrays (used on the GPU without a host copy; results come back as C
 tcsolve's own keywords: ``method`` ('auto', 'lanczos', 'lobpcg', 'chebyshev', 'dense'; auto: the
 plan with the fewest predicted seconds, named with why in ``Result.method_reason``), ``certify``
 (always verify the set by a Sylvester count; by default only when it costs at most 15 % of the
-solve, else a cheaper re-check), ``device`` ('auto', 'cpu', 'cuda'), ``precision`` (storage of A in the sparse product: 'fp64', 'fp32', GPU only 'fp16',
-'bf16'), ``block_size``, ``conv`` (convergence test: 'rel', 'norm', 'abs'), ``seed`` and
+solve, else a cheaper re-check), ``device`` ('auto', 'cpu', 'cuda'), ``precision`` ('auto': A in fp64 and, for eigsh on the GPU, the
+Chebyshev filter on fp32 blocks where safe, every answer checked in fp64 (the precision ladder,
+reported in ``Result.precision_used``); 'fp64' throughout; or A rounded for the sparse product:
+'fp32', GPU only 'fp16', 'bf16'), ``block_size``, ``conv`` (convergence test: 'rel', 'norm', 'abs'), ``seed`` and
 ``return_info=True``, which appends a :class:`Result` (status, iterations, true residuals, history,
 timings: the fields of ``tcsolve eigs|solve --out FILE.h5``) to what is returned.
 
@@ -53,7 +55,7 @@ __all__ = ["eigsh", "lobpcg", "cg", "Result", "History", "NoConvergence", "built
 __version__ = _tcsolve.__version__
 
 _DEVICES = ("auto", "cpu", "cuda")
-_PRECISIONS = ("fp64", "fp32", "fp16", "bf16")
+_PRECISIONS = ("auto", "fp64", "fp32", "fp16", "bf16")
 _METHODS = tuple(_tcsolve.eigs_method_names())  # the C++ driver's list (solvers/eigs/eigs.hpp)
 _CONV_TESTS = ("rel", "norm", "abs")
 _DEFAULT_TOL = 1e-8  # tcsolve's default convergence tolerance (solvers/eigs/eigs.hpp, block_cg.hpp)
@@ -293,7 +295,7 @@ def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvecto
 
 def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=None, tol=0,
           return_eigenvectors=True, Minv=None, OPinv=None, mode="normal", *, method="auto",
-          device="auto", precision="fp64", block_size=None, conv="rel", seed=1, certify=False,
+          device="auto", precision="auto", block_size=None, conv="rel", seed=1, certify=False,
           return_info=False):
     """k eigenpairs of the real symmetric A (A·x = λ·M·x with M), like scipy.sparse.linalg.eigsh.
 

@@ -18,7 +18,7 @@ COMMON_ATTRS = ("task", "status", "reason", "method", "iterations", "operator_ap
 EIGS_ATTRS = ("k", "which", "a_norm", "b_norm", "mass", "mass_checksum")
 SOLVE_ATTRS = ("right_hand_sides", "rhs")
 # What the eigs() driver adds (solvers/eigs.hpp).
-DRIVER_FIELDS = ("convergence_test", "transform", "sigma", "method_reason", "predicted_seconds",
+DRIVER_FIELDS = ("convergence_test", "transform", "sigma", "method_reason", "predicted_seconds", "precision_used",
                  "verification", "certified", "certificate", "factorization", "error_bounds",
                  "time_plan", "time_setup", "time_verify")
 

@@ -363,6 +363,21 @@ Factorized factorize(const Problem& s, const EigsOptions& opt,
 
 // Verification of the set `pairs` after the solve. Decides between the certificate and the
 // re-check with the measured solve time, runs it, and returns (verified, certified, line).
+// EigsResult::precision: what the iteration's arithmetic was.
+std::string precision_line(const EigsOptions& opt, const ChebyshevStats* cheb) {
+  if (opt.precision != Precision::fp64)
+    return std::string(to_string(opt.precision)) + " storage: the iteration applied A rounded to " +
+           to_string(opt.precision);
+  if (!cheb || cheb->filters_fp32 == 0) return "fp64";
+  std::string s = "ladder fp32 -> fp64: " + std::to_string(cheb->filters_fp32) + " filters on fp32 (" +
+                  std::to_string(cheb->steps_fp32) + " column-steps, " + fmt("%.3g", cheb->seconds_fp32) +
+                  " s), " + std::to_string(cheb->filters_fp64) + " on fp64 (" +
+                  std::to_string(cheb->steps_fp64) + " column-steps, " + fmt("%.3g", cheb->seconds_fp64) +
+                  " s); Rayleigh-Ritz and every residual test in fp64 on the given A";
+  if (cheb->climbed_at >= 0) s += "; " + cheb->climb_reason;
+  return s;
+}
+
 struct Verified {
   bool verified = false;
   Certificate cert;
@@ -594,6 +609,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   // ---- finish
   const double sigma = fz.factor ? fz.sigma : 0.0;
   EigsResult res = finish(s, opt, pairs, run, sigma);
+  res.precision = precision_line(opt, ran.method == EigsMethod::chebyshev ? &cheb : nullptr);
   res.plan_seconds = plan.seconds;
   res.setup_seconds = setup_s;
   res.solve_seconds = solve_s;

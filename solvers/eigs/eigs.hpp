@@ -119,6 +119,10 @@ struct EigsOptions {
   bool certify = false;
   Backend backend = Backend::cpu;
   Precision precision = Precision::fp64;  // storage of A in the SpMM
+  // The precision ladder (--precision auto): Chebyshev filters on the fp32 rung where they may
+  // (solvers/chebyshev.hpp, filter_precision), climbing to fp64; A stays fp64 and every answer
+  // is checked in fp64 on the original A. Only with fp64 storage and the fused filter step.
+  bool ladder = false;
   std::uint64_t seed = 1;
   std::vector<double> v0;           // optional start block, n × c column-major (host)
   double factor_memory_limit = 0;   // bytes; 0 = FactorOptions' default
@@ -155,6 +159,10 @@ struct EigsResult {
   // prediction (or "as asked"); also any switch made during the run.
   std::string why;
   double predicted_seconds = 0.0;      // of the chosen plan (0 when not predicted)
+  // The working precision of the iteration: "fp64", the rounded storage ("fp32 storage: the
+  // eigenpairs of A rounded to fp32"), or the ladder's rungs with their filters, column-steps
+  // and seconds (and the climb, when it climbed).
+  std::string precision = "fp64";
   Verification verification = Verification::none;  // what verified the set (or was to)
   Certified certified = Certified::not_checked;
   std::string certificate;             // the counts behind `certified`, or why not checked
