@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "core/cuda_check.cuh"
@@ -59,6 +60,48 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The fp32 rung's step (TV = float): fp32 accumulation (the residual form's Z carries the
+// error relative to itself, chebyshev.hpp) and at most 48 registers (10 blocks of 128 per SM):
+// ncu on the H200 (lap3d:100, 24 columns) found the fp64-accumulating kernel latency-bound at
+// 60 registers, 47 % occupancy, 36 % of DRAM bandwidth, as slow as the fp64 step.
+template <class TA>
+__global__ void __launch_bounds__(kThreads, 10)
+    chebyshev_step32_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
+                            const std::int32_t* __restrict__ ci, const TA* __restrict__ v, float a,
+                            const float* __restrict__ cur, std::int64_t ldc, float b, float c,
+                            float* __restrict__ next, std::int64_t ldn,
+                            const float* __restrict__ r, std::int64_t ldr,
+                            const double* __restrict__ f, int ncols) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= m) return;
+  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
+  for (int c0 = 0; c0 < ncols; c0 += kCols) {
+    const int nc = min(kCols, ncols - c0);
+    const float* xc = cur + static_cast<std::int64_t>(c0) * ldc;
+    float acc[kCols];
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) acc[j] = 0.0f;
+#pragma unroll 2
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const float av = static_cast<float>(v[p]);
+      const std::int64_t col = ci[p];
+#pragma unroll
+      for (int j = 0; j < kCols; ++j)
+        if (j < nc) acc[j] = fmaf(av, __ldg(xc + col + j * ldc), acc[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      if (j < nc) {
+        const std::int64_t cj = c0 + j;
+        float out = a * acc[j] + b * xc[row + j * ldc];
+        if (f) out = fmaf(static_cast<float>(f[cj]), r[row + cj * ldr], out);
+        if (c != 0.0f) out = fmaf(c, next[row + cj * ldn], out);
+        next[row + cj * ldn] = out;
+      }
+    }
+  }
+}
+
 template <class TV>
 void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci, const void* v,
                  Precision storage, double a, MvView<const TV> cur, double b, double c,
@@ -75,6 +118,20 @@ void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   const TV* rd = reads_r ? r.data : nullptr;
   const std::int64_t ldr = reads_r ? r.ld : 0;
+  if constexpr (std::is_same_v<TV, float>) {
+    TCSOLVE_REQUIRE(d == nullptr && (f != nullptr || e == 0.0), "chebyshev step32: no row scales, r per column");
+    const auto fa = static_cast<float>(a), fb = static_cast<float>(b), fc = static_cast<float>(c);
+    if (storage == Precision::fp32)
+      chebyshev_step32_kernel<float><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+          n, rp, ci, static_cast<const float*>(v), fa, cur.data, cur.ld, fb, fc, next.data,
+          next.ld, rd, ldr, f, static_cast<int>(s));
+    else
+      chebyshev_step32_kernel<double><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+          n, rp, ci, static_cast<const double*>(v), fa, cur.data, cur.ld, fb, fc, next.data,
+          next.ld, rd, ldr, f, static_cast<int>(s));
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    return;
+  }
   if (storage == Precision::fp32)
     chebyshev_step_kernel<float, TV><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
         n, rp, ci, static_cast<const float*>(v), a, cur.data, cur.ld, b, c, next.data, next.ld, e,

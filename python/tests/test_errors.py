@@ -148,7 +148,7 @@ def test_one_d_and_empty_arrays():
 @pytest.mark.parametrize("kw,msg", [
     ({"which": "XX"}, r"which='XX': expected 'LM', 'SM', 'LA', 'SA' or 'BE'"),
     ({"device": "gpu"}, r"device='gpu': expected auto, cpu or cuda"),
-    ({"precision": "fp8"}, r"precision='fp8': expected fp64, fp32, fp16 or bf16"),
+    ({"precision": "fp8"}, r"precision='fp8': expected auto, fp64, fp32, fp16 or bf16"),
     ({"method": "arpack"}, r"method='arpack': expected auto, lanczos, lobpcg, chebyshev or dense"),
     ({"conv": "loose"}, r"conv='loose': expected rel, norm or abs"),
     ({"tol": 2.0}, r"tol=2.0: expected 0 < tol < 1"),

@@ -294,7 +294,7 @@ TEST(ChebyshevLadder, MultiplicityAboveTheBlockWidth) {
 }
 
 // The climb: a tolerance fp64 itself cannot reach on this operator (tol 1e-17 of ‖A‖): every
-// filter stagnates, so the ladder must climb to fp64 after two fp32 filters in a row and say
+// filter stagnates, so the ladder must climb to fp64 after three fp32 filters in a row and say
 // why; the result is not converged (never converged on an fp32 residual).
 TEST(ChebyshevLadder, StagnationClimbsToFp64) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
