@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -601,7 +602,8 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   // the active Ritz vectors' A·X (not after an unlock: finish() reused those columns).
   std::int64_t steps32 = 0, steps64 = 0, filters32 = 0, filters64 = 0, climbed_at = -1;
   double seconds32 = 0.0, seconds64 = 0.0;
-  int strikes = 0;
+  int stale32 = 0;
+  double best_slow = std::numeric_limits<double>::infinity();
   bool ax_valid = true;
   std::string climb_reason;
   for (;; ++it) {
@@ -724,28 +726,26 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
       (low ? steps32 : steps64) += steps;
       ++(low ? filters32 : filters64);
     }
-    if (low) {
-      // Stagnation on the fp32 rung: the slowest wanted ratio fell by less than 10 % three
-      // times in a row: climb to fp64 for good.
+    // Stagnation on the fp32 rung: three fp32 filters since the slowest wanted residual/test
+    // ratio last fell below 0.9 of its best (any rung): climb to fp64 for good. (A filter on a
+    // cut that still moves can gain little in fp64 as well, so one slow filter is no sign;
+    // lap3d:100, k = 64 on the H200 oscillated on the fp32 rung without a run of three.)
+    {
       double slow_after = 0.0;
       for (std::int64_t i = 0; i < w && nl + i < k; ++i)
         slow_after = std::max(slow_after, rn[i] / tau(theta[i]));
-      // (A filter on a cut that is still moving can gain little in fp64 as well: lap3d:100's
-      // first filters on the H200. Stagnation is a ratio that no longer falls.)
-      const double need = 0.9;
-      if (slow_before > 1.0 && slow_after > need * slow_before) {
-        if (++strikes >= 3) {
-          climbed_at = it;
-          char buf2[200];
-          std::snprintf(buf2, sizeof buf2,
-                        "climbed to fp64 at outer iteration %lld: three fp32 filters in a row cut "
-                        "the slowest wanted residual by less than %.0f %% (last %.3g -> %.3g of "
-                        "its test)",
-                        static_cast<long long>(it + 1), 100.0 * (1.0 - need), slow_before, slow_after);
-          climb_reason = buf2;
-        }
-      } else {
-        strikes = 0;
+      if (slow_after < 0.9 * best_slow) {
+        best_slow = slow_after;
+        stale32 = 0;
+      } else if (low && ++stale32 >= 3) {
+        climbed_at = it;
+        char buf2[240];
+        std::snprintf(buf2, sizeof buf2,
+                      "climbed to fp64 at outer iteration %lld: three fp32 filters without cutting "
+                      "the slowest wanted residual below 0.9 of its best (%.3g of its test; last "
+                      "%.3g -> %.3g)",
+                      static_cast<long long>(it + 1), best_slow, slow_before, slow_after);
+        climb_reason = buf2;
       }
     }
     IterationRecord rec;

@@ -1,5 +1,7 @@
 #include "spmm/chebyshev_step.hpp"
 
+#include <cmath>
+
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 
@@ -51,16 +53,19 @@ class HostChebyshevStep final : public ChebyshevStep {
     TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && next.cols == q &&
                         (!f || (r.rows == n && r.cols == q)),
                     "chebyshev step: block shapes differ");
+    // fp32 arithmetic, as the CUDA kernel
+    const auto fa = static_cast<float>(a), fb = static_cast<float>(b), fc = static_cast<float>(c);
     parallel_for(n, [&](std::int64_t i) {
       const std::int64_t p0 = a_.row_ptr[i], p1 = a_.row_ptr[i + 1];
       for (std::int64_t j = 0; j < q; ++j) {
         const float* xc = cur.col(j);
-        double acc = 0.0;
-        for (std::int64_t p = p0; p < p1; ++p) acc += a_.values[p] * static_cast<double>(xc[a_.col_idx[p]]);
-        double out = a * acc + b * static_cast<double>(xc[i]);
-        if (f) out += f[j] * static_cast<double>(r.col(j)[i]);
-        if (c != 0.0) out += c * static_cast<double>(next.col(j)[i]);
-        next.col(j)[i] = static_cast<float>(out);
+        float acc = 0.0f;
+        for (std::int64_t p = p0; p < p1; ++p)
+          acc = std::fma(static_cast<float>(a_.values[p]), xc[a_.col_idx[p]], acc);
+        float out = fa * acc + fb * xc[i];
+        if (f) out = std::fma(static_cast<float>(f[j]), r.col(j)[i], out);
+        if (fc != 0.0f) out = std::fma(fc, next.col(j)[i], out);
+        next.col(j)[i] = out;
       }
     }, 1024);
   }

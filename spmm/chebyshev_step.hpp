@@ -36,8 +36,8 @@ class ChebyshevStep {
   virtual std::string describe() const = 0;
 
   // ---- The fp32 rung of the eigensolver's filter (residual form, solvers/chebyshev.cpp): blocks
-  // of fp32 vectors, A as stored; step32 accumulates in fp32 on the GPU (fp64 in the host
-  // reference), residual32/combine32 compute in fp64. Asynchronous on the step's stream, no
+  // of fp32 vectors, A as stored; step32 accumulates in fp32 (in the host
+  // reference as well), residual32/combine32 compute in fp64. Asynchronous on the step's stream, no
   // allocation; per-column coefficients (theta, f, q) are s values in space().
   // r = fp32(s·AX − X·diag(θ)) and z = fp32(g·(s·AX − X·diag(θ))), one pass over AX and X
   // (reads 16, writes 8 bytes per entry).

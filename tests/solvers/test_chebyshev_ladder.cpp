@@ -207,7 +207,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(LadderCase{"lap2d_smallest_tol1e10", 61, 47, 1, 12, Which::smallest, 1e-10},
                       LadderCase{"lap2d_largest_tol1e11", 61, 47, 1, 8, Which::largest, 1e-11},
                       LadderCase{"lap3d_smallest_tol1e10", 17, 15, 13, 16, Which::smallest, 1e-10},
-                      LadderCase{"lap3d_largest_tol1e9", 17, 15, 13, 10, Which::largest, 1e-9}),
+                      LadderCase{"lap3d_largest_tol1e9", 17, 15, 13, 10, Which::largest, 1e-9},
+                      LadderCase{"lap3d_smallest_k64_tol1e8", 30, 29, 28, 64, Which::smallest, 1e-8}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // A spectrum fp32 cannot carry in one filter: 1138_bus's largest eigenvalues (30148 down to
