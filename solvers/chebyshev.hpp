@@ -149,7 +149,9 @@ struct ChebyshevOptions {
   // relative to the residual, not to Y: the residuals keep falling below fp32's unit roundoff.
   // A filter takes the fp32 rung when (a) the block's own amplification, ρ(θmin)^d/ρ(θ_slow)^d,
   // stays below 1e5 (fp32 rounding along the most amplified directions would otherwise bury
-  // the slowest wanted column) and no locked-column projection falls inside it, (b) the Ritz
+  // the slowest wanted column), the slowest wanted |θ| is at least ‖A‖/4 (below, A·x of a
+  // wanted vector cancels in fp32 sums: the smallest end of a Laplacian) and no locked-column
+  // projection falls inside it, (b) the Ritz
   // vectors' A·X is at hand (not right after an unlock). The solver climbs to fp64 for good after
   // three fp32 filters that did not bring the slowest wanted residual below 0.9 of its best. Rayleigh-Ritz,
   // the residuals that decide convergence and the final check are fp64 on the original A
