@@ -98,6 +98,19 @@ TEST(AppsEigs, LargestByLanczosJson) {
   EXPECT_NE(r.out.find("\"method\": \"lanczos\""), std::string::npos) << r.out;
 }
 
+// --precision: auto is the default (reported; on the CPU every filter is fp64), a bad value is
+// refused naming it and the accepted ones.
+TEST(AppsEigs, PrecisionAutoIsTheDefaultAndBadValuesAreRefused) {
+  auto r = run_tcsolve({"eigs", "gen:lap2d:11x8", "--k", "3", "--method", "chebyshev", "--device",
+                        "cpu", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"precision\": \"fp64\""), std::string::npos) << r.out;
+  auto bad = run_tcsolve({"eigs", "gen:lap2d:11x8", "--k", "3", "--precision", "fp8"});
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("--precision 'fp8': expected auto, fp64, fp32, fp16 or bf16"), std::string::npos)
+      << bad.err;
+}
+
 TEST(AppsEigs, GeneralizedWithMassMatrix) {
   // B = 2.5·I: eigenvalues of A x = λ B x are those of A divided by 2.5, and the B-orthonormal
   // eigenvectors have ‖x‖² = 1/2.5. Both eigensolvers.

@@ -132,6 +132,37 @@ TEST(AppsGpu, ShiftInvertAndChebyshevOnTheDevice) {
   EXPECT_NE(c.out.find("\"method\": \"chebyshev\""), std::string::npos) << c.out;
 }
 
+// The precision ladder on the default path (--precision auto): the largest end of a 3D
+// Laplacian filters on the fp32 rung and says so; the eigenvalues are the closed form's to
+// fp64 accuracy; --precision fp64 keeps every filter in fp64.
+TEST(AppsGpu, PrecisionLadderOnTheDefaultPath) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const int nx = 40;
+  std::vector<double> c(nx), all;
+  for (int i = 0; i < nx; ++i) c[i] = 2.0 - 2.0 * std::cos((i + 1) * std::acos(-1.0) / (nx + 1));
+  for (double a : c)
+    for (double b : c)
+      for (double d : c) all.push_back(a + b + d);
+  std::sort(all.rbegin(), all.rend());
+  for (const char* prec : {"auto", "fp64"}) {
+    auto r = run_tcsolve({"eigs", "gen:lap3d:40", "--k", "12", "--which", "largest", "--tol", "1e-10",
+                          "--method", "chebyshev", "--precision", prec, "--device", "cuda", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err << r.out;
+    const bool ladder = std::string(prec) == "auto";
+    if (ladder) EXPECT_NE(r.out.find("\"precision\": \"ladder fp32"), std::string::npos) << r.out;
+    else EXPECT_NE(r.out.find("\"precision\": \"fp64\""), std::string::npos) << r.out;
+    if (!ladder) EXPECT_EQ(r.out.find("ladder fp32"), std::string::npos) << r.out;
+    auto p = r.out.find("\"eigenvalues\": [");
+    ASSERT_NE(p, std::string::npos) << r.out;
+    const char* s = r.out.c_str() + p + 16;
+    for (int j = 0; j < 12; ++j) {
+      char* end = nullptr;
+      EXPECT_NEAR(std::strtod(s, &end), all[j], 1e-11 * all[0]) << prec << " " << j;
+      s = end + 1;
+    }
+  }
+}
+
 // The device-memory cap seen from outside the process (issue 18 §8): while the child runs, this
 // process polls cudaMemGetInfo (device-wide) every 0.2 ms; the child's footprint is the largest
 // drop in free memory. A trivial run measures the part no cap can govern (the child's CUDA
