@@ -711,10 +711,6 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     if (low)
       for (std::int64_t i = 0; i < w && nl + i < k; ++i)
         slow_before = std::max(slow_before, rn[i] / tau(theta[i]));
-    if (std::getenv("TCSOLVE_LADDER_DEBUG"))
-      std::fprintf(stderr, "it %lld nl %lld w %lld deg %d low %d fits %d slow %.3g lower %.6g cut %.6g\n",
-                   (long long)it, (long long)nl, (long long)w, deg[w - 1], int(low),
-                   int(ladder ? fp32_fits(w, cut) : 0), slow_before, lower, cut);
     const int mk0 = ladder ? ops.mark() : -1;
     if (low) filter32(w, cut);
     else filter(w, cut);
