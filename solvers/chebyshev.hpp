@@ -151,11 +151,10 @@ struct ChebyshevOptions {
   // stays below 1e5 (fp32 rounding along the most amplified directions would otherwise bury
   // the slowest wanted column), the slowest wanted |θ| is at least ‖A‖/4 (below, A·x of a
   // wanted vector cancels in fp32 sums: the smallest end of a Laplacian) and no locked-column
-  // projection falls inside it, (b) the Ritz
-  // vectors' A·X is at hand (not right after an unlock). The solver climbs to fp64 for good after
-  // three fp32 filters that did not bring the slowest wanted residual below 0.9 of its best. Rayleigh-Ritz,
-  // the residuals that decide convergence and the final check are fp64 on the original A
-  // whatever the rung. Bytes per filter column-step: fp64 24·n (gather, read, write), fp32
+  // projection falls inside it, (b) the Ritz vectors' A·X is at hand (not right after an
+  // unlock). The solver climbs to fp64 for good after three fp32 filters that did not bring the
+  // slowest wanted residual below 0.9 of its best. Rayleigh-Ritz, the residuals that decide
+  // convergence and the final check are fp64 on the original A whatever the rung. Bytes per filter column-step: fp64 24·n (gather, read, write), fp32
   // 16·n (gather, read, write, read R̂), plus A; per fp32 filter 2 passes of 20·n (R̂ in, Y out).
   Precision filter_precision = Precision::fp64;
 };
