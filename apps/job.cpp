@@ -30,11 +30,6 @@ namespace tcsolve::app {
 
 namespace {
 
-// --precision: the storage of A (auto: fp64, with the ladder in the iteration).
-Precision storage_precision(const std::string& p) {
-  return p == "auto" ? Precision::fp64 : parse_precision(p);
-}
-
 // Rough device bytes a job needs: the matrix in CSR at the storage precision, twice (CSR and a
 // possible BCSR copy), plus the solver's tall blocks of n doubles: block CG 8 blocks of s (b, x, its 5-block workspace, the dense scratch) and a diagonal; eigs the
 // workspace of its method (workspace_vectors, solvers/eigs/plan.hpp; `auto`: Chebyshev for
@@ -482,7 +477,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
                 std::int64_t nrhs, const std::vector<double>& start, const ProgressFn& progress,
                 JobOutcome& o, std::int64_t fit_columns = 0) {
   Timer tp;
-  const Precision prec = storage_precision(s.precision);
+  const Precision prec = parse_storage_precision(s.precision);
   // Columns per block CG batch: all right-hand sides, or batches of (fit_columns - 1) / 8 when 8 blocks
   // of nrhs do not fit the GPU; --precond chebyshev holds 3 blocks more (A·z, an iterate, D⁻¹r)
   // and, while it is set up, its Lanczos probe's basis (up to 41 n-vectors, fewer when memory is
@@ -766,7 +761,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   });
   // eigs: the driver (solvers/eigs/) resolves auto and reports what ran.
   o.method = s.task == "solve" ? "block_cg" : s.method;
-  const Precision prec = storage_precision(s.precision);
+  const Precision prec = parse_storage_precision(s.precision);
 
   bool fresh = false;
   std::shared_ptr<const PreparedMatrix> A;

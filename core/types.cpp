@@ -14,6 +14,10 @@ Precision parse_precision(const std::string& s) {
   throw InvalidArgument("unknown precision '" + s + "' (expected fp64, fp32, tf32, fp16 or bf16)");
 }
 
+Precision parse_storage_precision(const std::string& s) {
+  return s == "auto" ? Precision::fp64 : parse_precision(s);
+}
+
 const char* to_string(Precision p) {
   switch (p) {
     case Precision::fp64: return "fp64";

@@ -20,6 +20,9 @@ enum class Space { host, device };
 
 // "fp64" -> Precision::fp64 ...; throws InvalidArgument naming the bad value.
 Precision parse_precision(const std::string& s);
+// The storage of A for a user's precision option: "auto" (the default: fp64 storage, the
+// precision ladder in the iteration, solvers/eigs/eigs.hpp) -> fp64, else parse_precision.
+Precision parse_storage_precision(const std::string& s);
 const char* to_string(Precision p);
 const char* to_string(Backend b);
 

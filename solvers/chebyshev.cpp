@@ -114,6 +114,20 @@ Bounds bounds_of(const ChebyshevBounds& a, double sgn) {
   return b;
 }
 
+// The filter's interval for a cut: damped [cut, upper] with centre ce and half-width e, the
+// normalization point a0 strictly below it, σ₁ of the scaled recurrence, and ρ(x), the factor
+// by which one step amplifies the direction of eigenvalue x against the damped interval.
+struct FilterInterval {
+  double e, ce, a0, sigma1;
+  FilterInterval(double upper, double cut, double lower)
+      : e((upper - cut) / 2), ce((upper + cut) / 2), a0(std::min(lower, cut - e)),
+        sigma1(e / (a0 - ce)) {}
+  double rho(double x) const {
+    const double t = std::abs((x - ce) / e);
+    return t > 1.0 ? t + std::sqrt(t * t - 1.0) : 1.0;
+  }
+};
+
 }  // namespace
 
 std::int64_t chebyshev_block(std::int64_t n, std::int64_t k, std::int64_t guard,
@@ -202,7 +216,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
                           to_string(copt.filter_precision) + " not supported (fp64 or fp32)");
   const std::int64_t ncoef = ladder ? (dhigh + 1) * m : 0;
   MultiVector<double> coef_d = ops.allocate(std::max<std::int64_t>(ncoef, 1), 1);
-  std::vector<double> coef_h(ncoef);
+  std::vector<double> coef_h(ncoef), qprev(ladder ? m : 0), qcur(ladder ? m : 0);
 
   // ---- spectrum bounds
   double t_phase = detail::now_seconds();
@@ -319,9 +333,8 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   // result Y_dᵢ of every column ends in buf[cur] (even degrees).
   std::int64_t projections = 0;  // filter projections against the locked columns
   auto filter = [&](std::int64_t w, double cut) {
-    const double e = (upper - cut) / 2, ce = (upper + cut) / 2;
-    const double a0 = std::min(lower, cut - e);  // strictly below the damped interval
-    const double sigma1 = e / (a0 - ce);
+    const FilterInterval iv(upper, cut, lower);
+    const double e = iv.e, ce = iv.ce, a0 = iv.a0, sigma1 = iv.sigma1;
     double sigma = sigma1;
     const double tau2 = 2.0 / sigma1;
     auto y0 = buf[cur].columns(nl, w);
@@ -339,10 +352,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     // 10th pair's residual wandered between 1e-2 and 1.6 for 2000 iterations). Both live
     // vectors are projected against the locked ones every P steps, P such that that growth stays
     // below 1e6: (ρ_max/ρ_θ)^P ≤ 1e6. Cost per projection: Lᵀ·Y and Y − L·G on the suffix.
-    auto rho = [&](double x) {
-      const double t = std::abs((x - ce) / e);
-      return t > 1.0 ? t + std::sqrt(t * t - 1.0) : 1.0;
-    };
+    auto rho = [&](double x) { return iv.rho(x); };
     int period = 1 << 30;
     if (nl > 0) {
       const std::int64_t slow = std::max<std::int64_t>(0, std::min<std::int64_t>(w, k - nl) - 1);
@@ -385,16 +395,15 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   // wbuf's active columns, Z_even in buf[1 − cur]'s once R̂ is formed. Y_d ends in buf[cur] as
   // in filter(). Host: the coefficient table; one upload (a stream synchronization).
   auto filter32 = [&](std::int64_t w, double cut) {
-    const double e = (upper - cut) / 2, ce = (upper + cut) / 2;
-    const double a0 = std::min(lower, cut - e);
-    const double sigma1 = e / (a0 - ce);
+    const FilterInterval iv(upper, cut, lower);
+    const double e = iv.e, ce = iv.ce, sigma1 = iv.sigma1;
     const double tau2 = 2.0 / sigma1;
     const int dtop = deg[w - 1];
     double* th = coef_h.data();
     double* qd = th + w;
     double* ft = qd + w;  // step j (1 ≤ j < dtop): ft[(j − 1)·w + i] = (2σⱼ₊₁/e)·qⱼ(θᵢ)
-    std::vector<double> qprev(w, 1.0), qcur(w);
-    for (std::int64_t i = 0; i < w; ++i) th[i] = theta[i], qcur[i] = sigma1 / e * (theta[i] - ce);
+    for (std::int64_t i = 0; i < w; ++i)
+      th[i] = theta[i], qprev[i] = 1.0, qcur[i] = sigma1 / e * (theta[i] - ce);
     double sigma = sigma1;
     for (int j = 1; j < dtop; ++j) {
       const double sn = 1.0 / (tau2 - sigma);
@@ -438,11 +447,8 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   // filter's top degree, below 1e5 (fp32 rounding along it then stays below 1e-2 of the slowest
   // column), and no locked-column projection inside the filter.
   auto fp32_fits = [&](std::int64_t w, double cut) {
-    const double e = (upper - cut) / 2, ce = (upper + cut) / 2;
-    auto rho = [&](double x) {
-      const double t = std::abs((x - ce) / e);
-      return t > 1.0 ? t + std::sqrt(t * t - 1.0) : 1.0;
-    };
+    const FilterInterval iv(upper, cut, lower);
+    auto rho = [&](double x) { return iv.rho(x); };
     const std::int64_t slow = std::max<std::int64_t>(0, std::min<std::int64_t>(w, k - nl) - 1);
     // The most amplified direction: the lowest eigenvalue seen (lower ≤ θ₀ and the locked θ),
     // not a0 (a normalization point below the spectrum).

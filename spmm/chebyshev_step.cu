@@ -2,7 +2,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <vector>
 
 #include "core/cuda_check.cuh"
@@ -18,15 +17,13 @@ constexpr int kThreads = 128;
 constexpr int kCols = 8;  // columns per pass, held in registers
 
 // Thread = row; per pass kCols columns. A's row is re-read (from L1) for each further pass.
-// TV: the blocks' type (fp64, or fp32 on the filter's fp32 rung); arithmetic in fp64.
-// The r term: coefficient f[column] when f is given (per column), else e (e == 0: not read).
-template <class TA, class TV>
+template <class TA>
 __global__ void __launch_bounds__(kThreads)
     chebyshev_step_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
                           const std::int32_t* __restrict__ ci, const TA* __restrict__ v, double a,
-                          const TV* __restrict__ cur, std::int64_t ldc, double b, double c,
-                          TV* __restrict__ next, std::int64_t ldn, double e,
-                          const TV* __restrict__ r, std::int64_t ldr, const double* __restrict__ f,
+                          const double* __restrict__ cur, std::int64_t ldc, double b, double c,
+                          double* __restrict__ next, std::int64_t ldn, double e,
+                          const double* __restrict__ r, std::int64_t ldr,
                           const double* __restrict__ d, int ncols) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= m) return;
@@ -34,7 +31,7 @@ __global__ void __launch_bounds__(kThreads)
   const double ad = d ? a * d[row] : a;
   for (int c0 = 0; c0 < ncols; c0 += kCols) {
     const int nc = min(kCols, ncols - c0);
-    const TV* xc = cur + static_cast<std::int64_t>(c0) * ldc;
+    const double* xc = cur + static_cast<std::int64_t>(c0) * ldc;
     double acc[kCols];
 #pragma unroll
     for (int j = 0; j < kCols; ++j) acc[j] = 0.0;
@@ -44,23 +41,22 @@ __global__ void __launch_bounds__(kThreads)
       const std::int64_t col = ci[p];
 #pragma unroll
       for (int j = 0; j < kCols; ++j)
-        if (j < nc) acc[j] = fma(av, static_cast<double>(__ldg(xc + col + j * ldc)), acc[j]);
+        if (j < nc) acc[j] = fma(av, __ldg(xc + col + j * ldc), acc[j]);
     }
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
       if (j < nc) {
         const std::int64_t cj = c0 + j;
-        double out = ad * acc[j] + b * static_cast<double>(xc[row + j * ldc]);
-        const double er = f ? f[cj] : e;
-        if (er != 0.0) out += er * static_cast<double>(r[row + cj * ldr]);
-        if (c != 0.0) out += c * static_cast<double>(next[row + cj * ldn]);
-        next[row + cj * ldn] = static_cast<TV>(out);
+        double out = ad * acc[j] + b * xc[row + j * ldc];
+        if (e != 0.0) out += e * r[row + cj * ldr];
+        if (c != 0.0) out += c * next[row + cj * ldn];
+        next[row + cj * ldn] = out;
       }
     }
   }
 }
 
-// The fp32 rung's step (TV = float): fp32 accumulation (the residual form's Z carries the
+// The fp32 rung's step: fp32 blocks and fp32 accumulation (the residual form's Z carries the
 // error relative to itself, chebyshev.hpp) and at most 48 registers (10 blocks of 128 per SM):
 // ncu on the H200 (lap3d:100, 24 columns) found the fp64-accumulating kernel latency-bound at
 // 60 registers, 47 % occupancy, 36 % of DRAM bandwidth, as slow as the fp64 step.
@@ -102,44 +98,29 @@ __global__ void __launch_bounds__(kThreads, 10)
   }
 }
 
-template <class TV>
-void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci, const void* v,
-                 Precision storage, double a, MvView<const TV> cur, double b, double c,
-                 MvView<TV> next, double e, MvView<const TV> r, const double* f, const double* d,
-                 void* stream) {
-  const std::int64_t s = cur.cols;
-  const bool reads_r = f || e != 0.0;
-  TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && next.cols == s &&
-                      (!reads_r || (r.rows == n && r.cols == s)),
-                  "chebyshev step: block shapes differ");
-  if (n == 0 || s == 0) return;
+unsigned row_blocks(std::int64_t n) {
   const std::int64_t blocks = (n + kThreads - 1) / kThreads;
   TCSOLVE_REQUIRE(blocks <= 2147483647, "chebyshev step: more rows than one grid's x dimension holds");
+  return static_cast<unsigned>(blocks);
+}
+
+void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci, const void* v,
+                 Precision storage, double a, MvView<const double> cur, double b, double c,
+                 MvView<double> next, double e, MvView<const double> r, const double* d, void* stream) {
+  const std::int64_t s = cur.cols;
+  TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && next.cols == s &&
+                      (e == 0.0 || (r.rows == n && r.cols == s)),
+                  "chebyshev step: block shapes differ");
+  if (n == 0 || s == 0) return;
   cudaStream_t st = static_cast<cudaStream_t>(stream);
-  const TV* rd = reads_r ? r.data : nullptr;
-  const std::int64_t ldr = reads_r ? r.ld : 0;
-  if constexpr (std::is_same_v<TV, float>) {
-    TCSOLVE_REQUIRE(d == nullptr && (f != nullptr || e == 0.0), "chebyshev step32: no row scales, r per column");
-    const auto fa = static_cast<float>(a), fb = static_cast<float>(b), fc = static_cast<float>(c);
-    if (storage == Precision::fp32)
-      chebyshev_step32_kernel<float><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
-          n, rp, ci, static_cast<const float*>(v), fa, cur.data, cur.ld, fb, fc, next.data,
-          next.ld, rd, ldr, f, static_cast<int>(s));
-    else
-      chebyshev_step32_kernel<double><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
-          n, rp, ci, static_cast<const double*>(v), fa, cur.data, cur.ld, fb, fc, next.data,
-          next.ld, rd, ldr, f, static_cast<int>(s));
-    TCSOLVE_CUDA_CHECK_LAUNCH();
-    return;
-  }
   if (storage == Precision::fp32)
-    chebyshev_step_kernel<float, TV><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+    chebyshev_step_kernel<float><<<row_blocks(n), kThreads, 0, st>>>(
         n, rp, ci, static_cast<const float*>(v), a, cur.data, cur.ld, b, c, next.data, next.ld, e,
-        rd, ldr, f, d, static_cast<int>(s));
+        r.data, r.ld, d, static_cast<int>(s));
   else
-    chebyshev_step_kernel<double, TV><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+    chebyshev_step_kernel<double><<<row_blocks(n), kThreads, 0, st>>>(
         n, rp, ci, static_cast<const double*>(v), a, cur.data, cur.ld, b, c, next.data, next.ld, e,
-        rd, ldr, f, d, static_cast<int>(s));
+        r.data, r.ld, d, static_cast<int>(s));
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -166,12 +147,6 @@ __global__ void combine32_kernel(std::int64_t n, int q, const double* x, std::in
   for (int j = 0; j < q; ++j) y[i + j * ldy] = qs[j] * x[i + j * ldx] + static_cast<double>(z[i + j * ldz]);
 }
 
-unsigned row_blocks(std::int64_t n) {
-  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
-  TCSOLVE_REQUIRE(blocks <= 2147483647, "chebyshev step: more rows than one grid's x dimension holds");
-  return static_cast<unsigned>(blocks);
-}
-
 // The fp32 rung's calls, shared by both step classes (A in rp/ci/v as `storage`).
 struct Rung32 {
   std::int64_t n;
@@ -195,7 +170,24 @@ struct Rung32 {
   }
   void step(double a, MvView<const float> cur, double b, double c, MvView<float> next,
             MvView<const float> r, const double* f) const {
-    launch_step<float>(n, rp, ci, v, storage, a, cur, b, c, next, 0.0, r, f, nullptr, stream);
+    const std::int64_t q = cur.cols;
+    TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && next.cols == q &&
+                        (!f || (r.rows == n && r.cols == q)),
+                    "chebyshev step: block shapes differ");
+    if (n == 0 || q == 0) return;
+    cudaStream_t st = static_cast<cudaStream_t>(stream);
+    const auto fa = static_cast<float>(a), fb = static_cast<float>(b), fc = static_cast<float>(c);
+    const float* rd = f ? r.data : nullptr;
+    const std::int64_t ldr = f ? r.ld : 0;
+    if (storage == Precision::fp32)
+      chebyshev_step32_kernel<float><<<row_blocks(n), kThreads, 0, st>>>(
+          n, rp, ci, static_cast<const float*>(v), fa, cur.data, cur.ld, fb, fc, next.data, next.ld,
+          rd, ldr, f, static_cast<int>(q));
+    else
+      chebyshev_step32_kernel<double><<<row_blocks(n), kThreads, 0, st>>>(
+          n, rp, ci, static_cast<const double*>(v), fa, cur.data, cur.ld, fb, fc, next.data, next.ld,
+          rd, ldr, f, static_cast<int>(q));
+    TCSOLVE_CUDA_CHECK_LAUNCH();
   }
   void combine(MvView<const double> x, const double* q, MvView<const float> z, MvView<double> y) const {
     const std::int64_t s = x.cols;
@@ -217,8 +209,7 @@ class CudaChebyshevStepView final : public ChebyshevStep {
   Space space() const override { return Space::device; }
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
             MvView<const double> r, const double* d) const override {
-    launch_step<double>(n_, rp_, ci_, v_, Precision::fp64, a, cur, b, c, next, e, r, nullptr, d,
-                        stream_);
+    launch_step(n_, rp_, ci_, v_, Precision::fp64, a, cur, b, c, next, e, r, d, stream_);
   }
   std::string describe() const override { return "fused CSR step on the GPU, on the caller's arrays"; }
   void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
@@ -259,8 +250,7 @@ class CudaChebyshevStep final : public ChebyshevStep {
             MvView<const double> r, const double* d) const override {
     const void* v = storage_ == Precision::fp32 ? static_cast<const void*>(vals32_.get())
                                                 : static_cast<const void*>(vals64_.get());
-    launch_step<double>(n_, row_ptr_.get(), col_.get(), v, storage_, a, cur, b, c, next, e, r,
-                        nullptr, d, stream_);
+    launch_step(n_, row_ptr_.get(), col_.get(), v, storage_, a, cur, b, c, next, e, r, d, stream_);
   }
   void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
                   double g, MvView<float> r, MvView<float> z) const override {

@@ -88,7 +88,7 @@ EigsOptions eigs_options(const py::dict& d, std::int64_t n) {
   {
     const std::string p = opt_get<std::string>(d, "precision", "auto");
     o.ladder = p == "auto";  // the precision ladder (solvers/eigs/eigs.hpp)
-    o.precision = p == "auto" ? Precision::fp64 : parse_precision(p);
+    o.precision = parse_storage_precision(p);
   }
   o.seed = opt_get<std::uint64_t>(d, "seed", 1);
   if (d.contains("v0") && !d["v0"].is_none()) {
@@ -508,8 +508,7 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
     throw InvalidArgument("x: expected a writable n × s block");
   CgOptions o = cg_options(opt);
   const Backend backend = resolve_backend(opt_get<std::string>(opt, "device", "auto"));
-  const std::string prec_s = opt_get<std::string>(opt, "precision", "auto");
-  const Precision precision = prec_s == "auto" ? Precision::fp64 : parse_precision(prec_s);
+  const Precision precision = parse_storage_precision(opt_get<std::string>(opt, "precision", "auto"));
   std::string precond = opt_get<std::string>(opt, "precond", "jacobi");
   if (precond == "jacobi") o.jacobi_diagonal = csr_diagonal(a);
   std::unique_ptr<PyOperator> m;

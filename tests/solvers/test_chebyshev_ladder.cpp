@@ -226,10 +226,8 @@ TEST(ChebyshevLadder, WideSpreadKeepsTheAnswer) {
   TCSOLVE_SKIP_WITHOUT_MATRICES();
   TCSOLVE_SKIP_WITHOUT_MATRIX("1138_bus");
   Csr<double> a = read_mtx((matrices_dir() / "1138_bus.mtx").string());
-  Eigen::MatrixXd d = Eigen::MatrixXd::Zero(a.nrows, a.nrows);
-  for (std::int64_t i = 0; i < a.nrows; ++i)
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) d(i, a.col_idx[p]) = a.values[p];
-  Eigen::VectorXd ev = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(d, Eigen::EigenvaluesOnly).eigenvalues();
+  Eigen::VectorXd ev =
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(dense(a), Eigen::EigenvaluesOnly).eigenvalues();
   std::vector<double> ref(ev.data(), ev.data() + ev.size());
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
