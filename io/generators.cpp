@@ -167,29 +167,35 @@ void check_entries(const std::string& spec, long double entries) {
 
 // Dirichlet Laplacian on an nx × ny × nz grid, natural ordering (x fastest): `diag` on the
 // diagonal (4 for lap2d, 6 for lap3d, also when an extent is 1), -1 per existing neighbour.
-Csr<double> grid_laplacian(i64 nx, i64 ny, i64 nz, double diag) {
+// Rows [r0, r1) only (r1 < 0: all), with global column indices (distributed/: each rank
+// generates its own rows).
+Csr<double> grid_laplacian(i64 nx, i64 ny, i64 nz, double diag, i64 r0 = 0, i64 r1 = -1) {
   const i64 n = nx * ny * nz, sxy = nx * ny;
+  if (r1 < 0) r1 = n;
+  const i64 nl = r1 - r0;
   Csr<double> a;
-  a.nrows = a.ncols = n;
-  a.symmetry = Symmetry::symmetric;
-  a.row_ptr.assign(n + 1, 0);
+  a.nrows = nl;
+  a.ncols = n;
+  a.symmetry = nl == n ? Symmetry::symmetric : Symmetry::general;
+  a.row_ptr.assign(nl + 1, 0);
   auto coords = [&](i64 r, i64& x, i64& y, i64& z) {
     x = r % nx;
     y = (r / nx) % ny;
     z = r / sxy;
   };
-  for (i64 r = 0; r < n; ++r) {
+  for (i64 l = 0; l < nl; ++l) {
     i64 x, y, z;
-    coords(r, x, y, z);
-    a.row_ptr[r + 1] = a.row_ptr[r] + 1 + (x > 0) + (x < nx - 1) + (y > 0) + (y < ny - 1) +
+    coords(r0 + l, x, y, z);
+    a.row_ptr[l + 1] = a.row_ptr[l] + 1 + (x > 0) + (x < nx - 1) + (y > 0) + (y < ny - 1) +
                        (z > 0) + (z < nz - 1);
   }
   a.col_idx.resize(a.nnz());
   a.values.resize(a.nnz());
-  parallel_for(n, [&](i64 r) {
+  parallel_for(nl, [&](i64 l) {
+    const i64 r = r0 + l;
     i64 x, y, z;
     coords(r, x, y, z);
-    i64 p = a.row_ptr[r];
+    i64 p = a.row_ptr[l];
     auto put = [&](i64 c, double v) {
       a.col_idx[p] = static_cast<std::int32_t>(c);
       a.values[p++] = v;
@@ -205,21 +211,28 @@ Csr<double> grid_laplacian(i64 nx, i64 ny, i64 nz, double diag) {
   return a;
 }
 
-Csr<double> gen_lap2d(const std::string& spec, const Spec& s) {
-  expect_params(spec, s, 1, "NX or NXxNY");
-  const std::string& p = s.params[0];
-  std::size_t x = p.find('x');
-  i64 nx = size_param(spec, "NX", p.substr(0, x), max_rows);
-  i64 ny = x == std::string::npos ? nx : size_param(spec, "NY", p.substr(x + 1), max_rows);
-  check_rows(spec, static_cast<long double>(nx) * ny);
-  return grid_laplacian(nx, ny, 1, 4.0);
+// Grid extents of lap2d (nz = 1) and lap3d.
+void lap_extents(const std::string& spec, const Spec& s, i64& nx, i64& ny, i64& nz) {
+  if (s.name == "lap2d") {
+    expect_params(spec, s, 1, "NX or NXxNY");
+    const std::string& p = s.params[0];
+    std::size_t x = p.find('x');
+    nx = size_param(spec, "NX", p.substr(0, x), max_rows);
+    ny = x == std::string::npos ? nx : size_param(spec, "NY", p.substr(x + 1), max_rows);
+    nz = 1;
+  } else {
+    expect_params(spec, s, 1, "N");
+    nx = ny = nz = size_param(spec, "N", s.params[0], 1290);  // 1290³ < 2^31 - 1 < 1291³
+  }
+  check_rows(spec, static_cast<long double>(nx) * ny * nz);
 }
 
-Csr<double> gen_lap3d(const std::string& spec, const Spec& s) {
-  expect_params(spec, s, 1, "N");
-  i64 n = size_param(spec, "N", s.params[0], 1290);  // 1290³ < 2^31 - 1 < 1291³
-  check_rows(spec, static_cast<long double>(n) * n * n);
-  return grid_laplacian(n, n, n, 6.0);
+Csr<double> gen_lap(const std::string& spec, const Spec& s, i64 r0 = 0, i64 r1 = -1) {
+  i64 nx, ny, nz;
+  lap_extents(spec, s, nx, ny, nz);
+  if (r1 > nx * ny * nz || r0 < 0 || (r1 >= 0 && r0 > r1))
+    bad(spec, "row range [" + std::to_string(r0) + ", " + std::to_string(r1) + ") outside the matrix");
+  return grid_laplacian(nx, ny, nz, nz == 1 ? 4.0 : 6.0, r0, r1);
 }
 
 // ---- elast3d ------------------------------------------------------------------------------
@@ -525,8 +538,7 @@ bool is_generator_spec(const std::string& spec) { return spec.rfind("gen:", 0) =
 Csr<double> generate(const std::string& spec) {
   const Spec s = parse_spec(spec);
   Csr<double> a;
-  if (s.name == "lap2d") a = gen_lap2d(spec, s);
-  else if (s.name == "lap3d") a = gen_lap3d(spec, s);
+  if (s.name == "lap2d" || s.name == "lap3d") a = gen_lap(spec, s);
   else if (s.name == "elast3d") a = gen_elast3d(spec, s);
   else if (s.name == "band") a = gen_band(spec, s);
   else if (s.name == "random") a = gen_random(spec, s);
@@ -534,6 +546,32 @@ Csr<double> generate(const std::string& spec) {
   else bad(spec, "unknown generator '" + s.name + "' (known: lap2d, lap3d, elast3d, band, random, rmat)");
   if (s.scramble) a = permute_symmetric(a, random_permutation(a.nrows, s.seed));
   return a;
+}
+
+std::int64_t generator_rows(const std::string& spec) {
+  const Spec s = parse_spec(spec);
+  if (s.name != "lap2d" && s.name != "lap3d") return -1;
+  i64 nx, ny, nz;
+  lap_extents(spec, s, nx, ny, nz);
+  return nx * ny * nz;
+}
+
+Csr<double> generate_rows(const std::string& spec, std::int64_t r0, std::int64_t r1) {
+  const Spec s = parse_spec(spec);
+  if ((s.name == "lap2d" || s.name == "lap3d") && !s.scramble) return gen_lap(spec, s, r0, r1);
+  const Csr<double> a = generate(spec);
+  if (r0 < 0 || r1 > a.nrows || r0 > r1)
+    bad(spec, "row range [" + std::to_string(r0) + ", " + std::to_string(r1) + ") outside the matrix");
+  Csr<double> out;
+  out.nrows = r1 - r0;
+  out.ncols = a.ncols;
+  out.symmetry = out.nrows == a.nrows ? a.symmetry : Symmetry::general;
+  out.row_ptr.assign(a.row_ptr.begin() + r0, a.row_ptr.begin() + r1 + 1);
+  const i64 base = out.row_ptr[0];
+  for (auto& p : out.row_ptr) p -= base;
+  out.col_idx.assign(a.col_idx.begin() + base, a.col_idx.begin() + base + out.row_ptr.back());
+  out.values.assign(a.values.begin() + base, a.values.begin() + base + out.row_ptr.back());
+  return out;
 }
 
 }  // namespace tcsolve

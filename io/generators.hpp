@@ -25,4 +25,10 @@ bool is_generator_spec(const std::string& spec);
 // Throws InvalidArgument naming the spec and the bad part.
 Csr<double> generate(const std::string& spec);
 
+// Rows [r0, r1) of generate(spec) (nrows = r1 − r0, ncols = n, global column indices), for a
+// rank of a distributed run: lap2d/lap3d build only those rows; the others build the whole matrix
+// and keep the range. generator_rows: n without building anything (lap2d/lap3d), else -1.
+Csr<double> generate_rows(const std::string& spec, std::int64_t r0, std::int64_t r1);
+std::int64_t generator_rows(const std::string& spec);
+
 }  // namespace tcsolve

@@ -174,11 +174,13 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   const std::int64_t k = opt.k;
   if (opt.which != Which::smallest && opt.which != Which::largest)
     throw InvalidArgument("chebyshev: only which = smallest or largest");
-  const std::int64_t m = chebyshev_block(n, k, opt.guard, copt);
-  if (k < 1 || k >= n || m < k + 1)
+  // Choices by the whole problem's size (n is this process's share of a distributed block).
+  const std::int64_t ng = ops.global_rows(n);
+  const std::int64_t m = chebyshev_block(ng, k, opt.guard, copt);
+  if (k < 1 || k >= ng || m < k + 1)
     throw InvalidArgument("chebyshev: need 1 <= k and k + 1 <= block <= n/2 (k = " +
                           std::to_string(k) + ", block = " + std::to_string(m) +
-                          ", n = " + std::to_string(n) + ")");
+                          ", n = " + std::to_string(ng) + ")");
   TCSOLVE_REQUIRE(opt.tol > 0, "chebyshev: tol must be positive");
   TCSOLVE_REQUIRE(copt.max_degree >= 2 && copt.min_degree >= 2 && copt.min_degree <= copt.max_degree,
                   "chebyshev: need 2 <= min_degree <= max_degree");
@@ -190,7 +192,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   Applier ap(a, ops, copt.apply_order, timing);
 
   EigenResult res;
-  res.n = n;
+  res.n = n;  // the rows of res.vectors (this process's share when distributed)
   res.b_norm = 1.0;
 
   // ---- workspace, once per solve

@@ -124,9 +124,10 @@ class CpuDenseOps final : public DenseBlockOps {
   }
   void fetch() override {}
 
-  void fill_random(MvView<double> x, std::uint64_t seed) override {
+  void fill_random_rows(MvView<double> x, std::uint64_t seed, std::int64_t row0) override {
     for (std::int64_t j = 0; j < x.cols; ++j)
-      for (std::int64_t i = 0; i < x.rows; ++i) x.col(j)[i] = detail::random_entry(seed, i, j);
+      for (std::int64_t i = 0; i < x.rows; ++i)
+        x.col(j)[i] = detail::random_entry(seed, row0 + i, j);
   }
 
   void fill_zero(MvView<double> x) override { map(x).setZero(); }
@@ -178,6 +179,11 @@ class CpuDenseOps final : public DenseBlockOps {
 
   void residual_norms_into(MvView<const double> ax, MvView<const double> x,
                            MvView<const double> theta, double s, MvView<double> out) override {
+    residual_sq_norms_into(ax, x, theta, s, out);
+    sqrt_elements({out.data, x.cols, 1, x.cols, Space::host});
+  }
+  void residual_sq_norms_into(MvView<const double> ax, MvView<const double> x,
+                              MvView<const double> theta, double s, MvView<double> out) override {
     TCSOLVE_REQUIRE(ax.rows == x.rows && ax.cols == x.cols && theta.rows >= x.cols &&
                         out.rows >= x.cols,
                     "residual_norms_into: shapes");
@@ -190,8 +196,16 @@ class CpuDenseOps final : public DenseBlockOps {
         double d = a[i] - t * xs[i];
         acc += d * d;
       }
-      out.data[j] = std::sqrt(acc);
+      out.data[j] = acc;
     }
+  }
+  void sqrt_elements(MvView<double> v) override {
+    for (std::int64_t i = 0; i < v.rows; ++i) v.data[i] = std::sqrt(std::max(v.data[i], 0.0));
+  }
+  void scale_columns_inverse(MvView<const double> d, MvView<double> x) override {
+    TCSOLVE_REQUIRE(d.rows >= x.cols, "scale_columns_inverse: d too short");
+    for (std::int64_t j = 0; j < x.cols; ++j)
+      if (d.data[j] > 0.0) Eigen::Map<Eigen::VectorXd>(x.col(j), x.rows) /= d.data[j];
   }
 
   void column_dots_into(MvView<const double> x, MvView<const double> y,

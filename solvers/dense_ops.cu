@@ -98,10 +98,10 @@ __global__ void column_dot_kernel(const double* x, long long ldx, const double* 
 }
 
 __global__ void fill_random_kernel(double* x, long long ldx, long long rows, long long col0,
-                                   unsigned long long seed) {
+                                   unsigned long long seed, long long row0) {
   double* xs = x + blockIdx.y * ldx;
   for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x)
-    xs[i] = detail::random_entry(seed, i, col0 + blockIdx.y);
+    xs[i] = detail::random_entry(seed, row0 + i, col0 + blockIdx.y);
 }
 
 // ============================================================================================
@@ -810,10 +810,11 @@ class CudaDenseOps final : public DenseBlockOps {
     pending_.push_back({off, c, 1, out, c});
   }
 
-  void fill_random(MvView<double> x, std::uint64_t seed) override {
+  void fill_random_rows(MvView<double> x, std::uint64_t seed, std::int64_t row0) override {
     for (std::int64_t c0 = 0; c0 < x.cols; c0 += 65535) {
       std::int64_t nc = std::min<std::int64_t>(65535, x.cols - c0);
-      fill_random_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, x.rows, c0, seed);
+      fill_random_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, x.rows, c0, seed,
+                                                                row0);
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
   }
@@ -948,6 +949,12 @@ class CudaDenseOps final : public DenseBlockOps {
 
   void residual_norms_into(MvView<const double> ax, MvView<const double> x,
                            MvView<const double> theta, double s, MvView<double> out) override {
+    residual_sq_norms_into(ax, x, theta, s, out);
+    sqrt_elements({out.data, x.cols, 1, x.cols, Space::device});
+  }
+
+  void residual_sq_norms_into(MvView<const double> ax, MvView<const double> x,
+                              MvView<const double> theta, double s, MvView<double> out) override {
     TCSOLVE_REQUIRE(ax.rows == x.rows && ax.cols == x.cols && theta.rows >= x.cols &&
                         out.rows >= x.cols,
                     "residual_norms_into: shapes");
@@ -960,8 +967,22 @@ class CudaDenseOps final : public DenseBlockOps {
           ax.col(c0), ax.ld, x.col(c0), x.ld, x.rows, theta.data + c0, s, out.data + c0);
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
-    sqrt_kernel<<<static_cast<unsigned>((c + 255) / 256), 256, 0, stream_>>>(out.data, c);
+  }
+
+  void sqrt_elements(MvView<double> v) override {
+    if (v.rows == 0) return;
+    sqrt_kernel<<<static_cast<unsigned>((v.rows + 255) / 256), 256, 0, stream_>>>(v.data, v.rows);
     TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
+  void scale_columns_inverse(MvView<const double> d, MvView<double> x) override {
+    TCSOLVE_REQUIRE(d.rows >= x.cols, "scale_columns_inverse: d too short");
+    for (std::int64_t c0 = 0; c0 < x.cols && x.rows > 0; c0 += 65535) {
+      std::int64_t nc = std::min<std::int64_t>(65535, x.cols - c0);
+      scale_by_inverse_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, x.rows,
+                                                                     d.data + c0);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
   }
 
   void column_dots_into(MvView<const double> x, MvView<const double> y,
@@ -983,14 +1004,8 @@ class CudaDenseOps final : public DenseBlockOps {
     column_dots_into(x, x, norms);
     const std::int64_t c = x.cols;
     if (c == 0) return;
-    sqrt_kernel<<<static_cast<unsigned>((c + 255) / 256), 256, 0, stream_>>>(norms.data, c);
-    TCSOLVE_CUDA_CHECK_LAUNCH();
-    for (std::int64_t c0 = 0; c0 < c && x.rows > 0; c0 += 65535) {
-      std::int64_t nc = std::min<std::int64_t>(65535, c - c0);
-      scale_by_inverse_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, x.rows,
-                                                                     norms.data + c0);
-      TCSOLVE_CUDA_CHECK_LAUNCH();
-    }
+    sqrt_elements({norms.data, c, 1, c, Space::device});
+    scale_columns_inverse(norms, x);
   }
 
   void eigh_small(MvView<double> a, MvView<double> w) override {

@@ -77,8 +77,11 @@ class DenseBlockOps {
   virtual void column_dots_deferred(MvView<const double> x, MvView<const double> y,
                                     double* out) = 0;
   virtual void fetch() = 0;
-  // Deterministic pseudo-random entries in [-1, 1) (same values on every backend for a seed).
-  virtual void fill_random(MvView<double> x, std::uint64_t seed) = 0;
+  // Deterministic pseudo-random entries in [-1, 1) (same values on every backend for a seed):
+  // X(i, j) = random_entry(seed, i, j). fill_random_rows numbers the rows from row0 (a rank's
+  // share of a distributed block gets the rows the whole block would have).
+  void fill_random(MvView<double> x, std::uint64_t seed) { fill_random_rows(x, seed, 0); }
+  virtual void fill_random_rows(MvView<double> x, std::uint64_t seed, std::int64_t row0) = 0;
   virtual void fill_zero(MvView<double> x) = 0;
   // Host <-> backend copies (host block with leading dimension ldh).
   virtual void to_host(MvView<const double> x, double* host, std::int64_t ldh) = 0;
@@ -112,6 +115,15 @@ class DenseBlockOps {
   // out[j] = ‖AX_j − s·θ_j·X_j‖₂ for the q columns (θ, out: backend q × 1). Reads AX and X once.
   virtual void residual_norms_into(MvView<const double> ax, MvView<const double> x,
                                    MvView<const double> theta, double s, MvView<double> out) = 0;
+  // The same without the square root: out[j] = ‖AX_j − s·θ_j·X_j‖₂².
+  virtual void residual_sq_norms_into(MvView<const double> ax, MvView<const double> x,
+                                      MvView<const double> theta, double s,
+                                      MvView<double> out) = 0;
+  // v ← √max(v, 0) elementwise (backend q × 1), and X_j ← X_j / d_j for d_j > 0 (d backend q × 1;
+  // a column with d_j = 0 stays as it is). The pieces of normalize_columns, for a distributed
+  // block whose squared norms are summed over the ranks in between (distributed/).
+  virtual void sqrt_elements(MvView<double> v) = 0;
+  virtual void scale_columns_inverse(MvView<const double> d, MvView<double> x) = 0;
   // out[j] = X_jᵀ·Y_j into a backend q × 1 block. Reads X and Y once.
   virtual void column_dots_into(MvView<const double> x, MvView<const double> y,
                                 MvView<double> out) = 0;
@@ -177,6 +189,10 @@ class DenseBlockOps {
   // returns an id; elapsed_seconds(a, b) once b has completed (after a fetch or synchronize).
   virtual int mark() = 0;
   virtual double elapsed_seconds(int from, int to) = 0;
+  // Rows of the whole block of which a block of local_rows rows is this process's share: the
+  // same on one process; the sum over the ranks for distributed ops (distributed/). Solvers size
+  // their choices (block width, n/2 limits) by it, so that every rank chooses alike.
+  virtual std::int64_t global_rows(std::int64_t local_rows) const { return local_rows; }
 };
 
 // How a solver orders operator applies against the dense ops' stream.

@@ -14,8 +14,9 @@ namespace tcsolve {
 SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvView<double>)>& apply,
                              DenseBlockOps& ops, std::int64_t n, int steps, std::uint64_t seed) {
   const double t0 = detail::now_seconds();
-  TCSOLVE_REQUIRE(n >= 2, "spectral probe: n must be at least 2");
-  const std::int64_t s = std::max<std::int64_t>(1, std::min<std::int64_t>(steps, n - 1));
+  const std::int64_t ng = ops.global_rows(n);  // n is this process's share of a distributed block
+  TCSOLVE_REQUIRE(ng >= 2, "spectral probe: n must be at least 2");
+  const std::int64_t s = std::max<std::int64_t>(1, std::min<std::int64_t>(steps, ng - 1));
   MultiVector<double> v = ops.allocate(n, s + 1), hs = ops.allocate(s + 1, s + 1),
                       tmp = ops.allocate(s + 1, 1);
   ops.fill_zero(hs.view());
@@ -47,7 +48,7 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
   ops.download_deferred(hs.view(), hh.data(), s + 1);
   ops.fetch();
   SpectralProbe p;
-  p.n = n;
+  p.n = ng;
   // One apply's time is the median step's: the first apply of a run may carry one-time costs (the
   // kernel's lazy module load on the GPU: with the kernel trial skipped, the probe made the first
   // launch, and lap2d:200's 517-step filter was priced at 0.83 s instead of ~0.06 s on the H200).

@@ -1,0 +1,64 @@
+// The single-process communicator and the choice between it and MPI (distributed/comm.hpp).
+#include "distributed/comm.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace tcsolve {
+namespace {
+
+class SelfCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string describe() const override { return "single process"; }
+  void allreduce_sum(double*, std::int64_t, Space, void*) override {}
+  void exchange_start(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs, Space,
+                      void*) override {
+    TCSOLVE_REQUIRE(sends.empty() && recvs.empty(), "single process: nothing to exchange");
+  }
+  void exchange_wait(void*) override {}
+  void barrier() override {}
+  double allreduce_max(double v) override { return v; }
+  std::int64_t allreduce_sum_int(std::int64_t v) override { return v; }
+  std::vector<std::vector<std::int64_t>> alltoall_lists(
+      const std::vector<std::vector<std::int64_t>>& to_each) override {
+    TCSOLVE_REQUIRE(to_each.size() == 1, "alltoall_lists: one list per rank");
+    return to_each;
+  }
+  std::vector<double> gather_to_root(const std::vector<double>& local) override { return local; }
+  std::vector<std::int64_t> allgather(std::int64_t v) override { return {v}; }
+  void broadcast(std::string&, int) override {}
+  void enable_device(int) override { device_ = true; }
+  bool device_enabled() const override { return device_; }
+  [[noreturn]] void abort(int code) override { std::exit(code); }
+  double host_comm_seconds() const override { return 0.0; }
+
+ private:
+  bool device_ = false;
+};
+
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v;
+}
+
+}  // namespace
+
+bool launched_by_mpi() {
+  // Open MPI (mpirun), MPICH/Hydra and PMI-2, PMIx (Slurm srun --mpi=pmix).
+  return env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMI_SIZE") || env_set("PMIX_RANK") ||
+         env_set("PMI_RANK");
+}
+
+std::unique_ptr<Communicator> make_self_communicator() {
+  return std::make_unique<SelfCommunicator>();
+}
+
+std::unique_ptr<Communicator> make_communicator() {
+  return launched_by_mpi() ? make_mpi_communicator() : make_self_communicator();
+}
+
+}  // namespace tcsolve

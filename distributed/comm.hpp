@@ -1,0 +1,93 @@
+// Processes and their collectives: one rank per GPU (or per CPU process), MPI between
+// processes, NCCL between GPUs (after SLEPc/Trilinos/ChASE: MPI launches and talks host data;
+// device buffers move only through NCCL, since the MPI we meet is not CUDA-aware).
+//
+// Contract: a Communicator is created once per process (make_communicator) and used from one
+// thread. Every call below is collective: all ranks make the same calls in the same order with
+// the same counts (the solvers guarantee it by taking every decision from reduced values, which
+// are bitwise equal on all ranks). Errors throw tcsolve::Error with the MPI/NCCL message.
+//
+// Memory spaces: Space::host data goes through MPI, synchronously. Space::device data goes
+// through NCCL on the given cudaStream_t, asynchronously in stream order (needs
+// enable_device() first; a CPU-only build or a build without NCCL throws NotCompiled there).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/types.hpp"
+
+namespace tcsolve {
+
+// One message of a point-to-point exchange: `count` doubles at `data`, to or from `peer`.
+struct Transfer {
+  int peer = 0;
+  double* data = nullptr;
+  std::int64_t count = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // What carries the data: "single process", "MPI (Open MPI 4.1.6), NCCL 2.28 on GPU 1", ...
+  virtual std::string describe() const = 0;
+
+  // In-place sum over the ranks of `count` doubles (host: MPI_Allreduce; device: ncclAllReduce
+  // on `stream`, asynchronous).
+  virtual void allreduce_sum(double* data, std::int64_t count, Space space, void* stream) = 0;
+  // Starts every send and receive of one exchange (one halo update) at once; exchange_wait()
+  // completes them (host: MPI_Waitall; device: makes `stream` wait for the NCCL stream, the host
+  // never waits). Between the two the caller may compute on data it does not exchange: that is
+  // the overlap of the interior SpMM with the halo. Buffers stay untouched until the wait.
+  virtual void exchange_start(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs,
+                              Space space, void* stream) = 0;
+  virtual void exchange_wait(void* stream) = 0;
+
+  // Host-only collectives for setup and results.
+  virtual void barrier() = 0;
+  virtual double allreduce_max(double v) = 0;
+  virtual std::int64_t allreduce_sum_int(std::int64_t v) = 0;
+  // Rank r's list to_each[q] arrives as result[r] on rank q (setup: which rows each rank needs).
+  virtual std::vector<std::vector<std::int64_t>> alltoall_lists(
+      const std::vector<std::vector<std::int64_t>>& to_each) = 0;
+  // Concatenation of every rank's `local` in rank order, on rank 0 only (empty elsewhere).
+  virtual std::vector<double> gather_to_root(const std::vector<double>& local) = 0;
+  // Every rank's value, in rank order, on every rank.
+  virtual std::vector<std::int64_t> allgather(std::int64_t v) = 0;
+  // Rank `root`'s bytes to everyone (resized on the receivers).
+  virtual void broadcast(std::string& bytes, int root) = 0;
+
+  // Device collectives through NCCL on `device` (a CUDA ordinal): the unique id goes from rank 0
+  // over MPI, then a barrier, then ncclCommInitRank (NCCL's advice). Call after cudaSetDevice.
+  virtual void enable_device(int device) = 0;
+  virtual bool device_enabled() const = 0;
+  // Ends every rank of the job with `code` (MPI_Abort): a rank that failed must not leave the
+  // others waiting in a collective. One process: std::exit(code).
+  [[noreturn]] virtual void abort(int code) = 0;
+  // Seconds the host spent inside host collectives and exchanges (device exchanges are timed by
+  // their callers with stream marks).
+  virtual double host_comm_seconds() const = 0;
+};
+
+// The GPU of this rank: (local rank) mod (visible GPUs), selected with cudaSetDevice (not with a
+// per-rank CUDA_VISIBLE_DEVICES, which breaks CUDA IPC); the local rank comes from the launcher
+// (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID; else the rank). Refuses (throws
+// InvalidArgument) when this node has more ranks than GPUs: two ranks never share a GPU in one
+// NCCL communicator. Returns the ordinal. Throws NotCompiled without CUDA, DeviceError with none.
+int select_local_gpu(const Communicator& comm);
+
+// True when this process was started by mpirun/mpiexec or a PMI launcher (Open MPI's, MPICH's or
+// Slurm's environment); a plain start is one process without MPI at all.
+bool launched_by_mpi();
+
+// A single process: size 1, every collective a no-op.
+std::unique_ptr<Communicator> make_self_communicator();
+// MPI_COMM_WORLD (MPI_Init on first use, MPI_Finalize at exit). Throws NotCompiled without MPI.
+std::unique_ptr<Communicator> make_mpi_communicator();
+// launched_by_mpi() ? make_mpi_communicator() : make_self_communicator().
+std::unique_ptr<Communicator> make_communicator();
+
+}  // namespace tcsolve

@@ -1,0 +1,252 @@
+// MPI_COMM_WORLD as a Communicator (distributed/comm.hpp); device buffers through NCCL.
+// MPI is initialized on first use and finalized at exit; MPI is never called on device memory.
+// MPI_Init, MPI_Comm_rank and MPI_Finalize are called by their PMPI_ names: the sequential MUMPS
+// the factor layer links (libmpiseq) exports dummy C symbols of those three names, and the one
+// loaded first would answer.
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+
+#include "core/error.hpp"
+#include "distributed/comm.hpp"
+#include "distributed/nccl_channel.hpp"
+
+namespace tcsolve {
+namespace {
+
+void mpi_check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw Error(std::string("MPI: ") + what + " failed: " + std::string(msg, len));
+}
+
+int as_count(std::int64_t n, const char* what) {
+  if (n < 0 || n > INT_MAX)
+    throw Error(std::string("MPI: ") + what + " of " + std::to_string(n) +
+                " elements exceeds one message (2^31 - 1)");
+  return static_cast<int>(n);
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Timer {
+  explicit Timer(double& acc) : acc_(acc), t0_(now()) {}
+  ~Timer() { acc_ += now() - t0_; }
+  double& acc_;
+  double t0_;
+};
+
+void finalize_at_exit() {
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (!fin) PMPI_Finalize();
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    int init = 0;
+    MPI_Initialized(&init);
+    if (!init) {
+      mpi_check(PMPI_Init(nullptr, nullptr), "MPI_Init");
+      std::atexit(finalize_at_exit);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    library_ = std::string(lib, len);
+    if (auto p = library_.find(','); p != std::string::npos) library_.resize(p);
+    while (!library_.empty() && (library_.back() == '\n' || library_.back() == ' ')) library_.pop_back();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string describe() const override {
+    return "MPI (" + library_ + "), " + std::to_string(size_) + " ranks" +
+           (nccl_ ? ", " + nccl_->describe() : std::string());
+  }
+
+  void allreduce_sum(double* data, std::int64_t count, Space space, void* stream) override {
+    if (count <= 0) return;
+    if (space == Space::device) {
+      require_device();
+      nccl_->allreduce_sum(data, count, stream);
+      return;
+    }
+    Timer t(seconds_);
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, data, as_count(count, "allreduce"), MPI_DOUBLE, MPI_SUM,
+                            MPI_COMM_WORLD),
+              "MPI_Allreduce");
+  }
+
+  void exchange_start(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs,
+                      Space space, void* stream) override {
+    if (space == Space::device) {
+      require_device();
+      nccl_->exchange_start(sends, recvs, stream);
+      device_exchange_ = true;
+      return;
+    }
+    Timer t(seconds_);
+    TCSOLVE_REQUIRE(requests_.empty(), "exchange_start: the previous exchange was not waited for");
+    for (const Transfer& r : recvs) {
+      MPI_Request q;
+      mpi_check(MPI_Irecv(r.data, as_count(r.count, "halo receive"), MPI_DOUBLE, r.peer, 7,
+                          MPI_COMM_WORLD, &q),
+                "MPI_Irecv");
+      requests_.push_back(q);
+    }
+    for (const Transfer& s : sends) {
+      MPI_Request q;
+      mpi_check(MPI_Isend(s.data, as_count(s.count, "halo send"), MPI_DOUBLE, s.peer, 7,
+                          MPI_COMM_WORLD, &q),
+                "MPI_Isend");
+      requests_.push_back(q);
+    }
+  }
+  void exchange_wait(void* stream) override {
+    if (device_exchange_) {  // joined on the stream; the host does not wait
+      nccl_->exchange_wait(stream);
+      device_exchange_ = false;
+      return;
+    }
+    Timer t(seconds_);
+    if (requests_.empty()) return;
+    int rc = MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    requests_.clear();
+    mpi_check(rc, "MPI_Waitall");
+  }
+
+  void barrier() override {
+    Timer t(seconds_);
+    mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  }
+  double allreduce_max(double v) override {
+    Timer t(seconds_);
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    return v;
+  }
+  std::int64_t allreduce_sum_int(std::int64_t v) override {
+    Timer t(seconds_);
+    long long x = v;
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    return x;
+  }
+  std::vector<std::vector<std::int64_t>> alltoall_lists(
+      const std::vector<std::vector<std::int64_t>>& to_each) override {
+    Timer t(seconds_);
+    TCSOLVE_REQUIRE(static_cast<int>(to_each.size()) == size_, "alltoall_lists: one list per rank");
+    std::vector<int> scount(size_), rcount(size_), sdisp(size_ + 1, 0), rdisp(size_ + 1, 0);
+    for (int q = 0; q < size_; ++q) scount[q] = as_count(to_each[q].size(), "index list");
+    mpi_check(MPI_Alltoall(scount.data(), 1, MPI_INT, rcount.data(), 1, MPI_INT, MPI_COMM_WORLD),
+              "MPI_Alltoall");
+    std::int64_t stot = 0, rtot = 0;
+    for (int q = 0; q < size_; ++q) {
+      sdisp[q] = as_count(stot, "index lists"), stot += scount[q];
+      rdisp[q] = as_count(rtot, "index lists"), rtot += rcount[q];
+    }
+    std::vector<long long> sbuf(stot), rbuf(rtot);
+    for (int q = 0; q < size_; ++q)
+      for (std::size_t i = 0; i < to_each[q].size(); ++i) sbuf[sdisp[q] + i] = to_each[q][i];
+    mpi_check(MPI_Alltoallv(sbuf.data(), scount.data(), sdisp.data(), MPI_LONG_LONG, rbuf.data(),
+                            rcount.data(), rdisp.data(), MPI_LONG_LONG, MPI_COMM_WORLD),
+              "MPI_Alltoallv");
+    std::vector<std::vector<std::int64_t>> out(size_);
+    for (int q = 0; q < size_; ++q) out[q].assign(rbuf.begin() + rdisp[q], rbuf.begin() + rdisp[q] + rcount[q]);
+    return out;
+  }
+  std::vector<double> gather_to_root(const std::vector<double>& local) override {
+    Timer t(seconds_);
+    // Point to point in pieces of at most 2^27 doubles: a gathered eigenvector block can hold
+    // more than the 2^31 - 1 elements one MPI count reaches.
+    const std::vector<std::int64_t> counts = allgather_raw(static_cast<std::int64_t>(local.size()));
+    constexpr std::int64_t piece = std::int64_t(1) << 27;
+    if (rank_ != 0) {
+      for (std::int64_t o = 0; o < static_cast<std::int64_t>(local.size()); o += piece)
+        mpi_check(MPI_Send(local.data() + o,
+                           static_cast<int>(std::min<std::int64_t>(piece, local.size() - o)),
+                           MPI_DOUBLE, 0, 11, MPI_COMM_WORLD),
+                  "MPI_Send");
+      return {};
+    }
+    std::int64_t total = 0;
+    for (auto c : counts) total += c;
+    std::vector<double> out(total);
+    std::copy(local.begin(), local.end(), out.begin());
+    std::int64_t at = counts[0];
+    for (int q = 1; q < size_; ++q) {
+      for (std::int64_t o = 0; o < counts[q]; o += piece)
+        mpi_check(MPI_Recv(out.data() + at + o,
+                           static_cast<int>(std::min<std::int64_t>(piece, counts[q] - o)),
+                           MPI_DOUBLE, q, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+      at += counts[q];
+    }
+    return out;
+  }
+  std::vector<std::int64_t> allgather(std::int64_t v) override {
+    Timer t(seconds_);
+    return allgather_raw(v);
+  }
+  void broadcast(std::string& bytes, int root) override {
+    Timer t(seconds_);
+    long long n = static_cast<long long>(bytes.size());
+    mpi_check(MPI_Bcast(&n, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD), "MPI_Bcast");
+    bytes.resize(n);
+    if (n) mpi_check(MPI_Bcast(bytes.data(), as_count(n, "broadcast"), MPI_CHAR, root, MPI_COMM_WORLD),
+                     "MPI_Bcast");
+  }
+
+  void enable_device(int device) override {
+    if (nccl_) return;
+    std::string id;
+    if (rank_ == 0) id = nccl_unique_id();
+    broadcast(id, 0);
+    barrier();  // NCCL's advice: every rank has the id before ncclCommInitRank
+    nccl_ = make_nccl_channel(id, rank_, size_, device);
+  }
+  bool device_enabled() const override { return nccl_ != nullptr; }
+  [[noreturn]] void abort(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::exit(code);
+  }
+  double host_comm_seconds() const override { return seconds_; }
+
+ private:
+  void require_device() const {
+    if (!nccl_) throw Error("device collectives used before enable_device()");
+  }
+  std::vector<std::int64_t> allgather_raw(std::int64_t v) {
+    long long x = v;
+    std::vector<long long> all(size_);
+    mpi_check(MPI_Allgather(&x, 1, MPI_LONG_LONG, all.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD),
+              "MPI_Allgather");
+    return std::vector<std::int64_t>(all.begin(), all.end());
+  }
+
+  int rank_ = 0, size_ = 1;
+  std::string library_;
+  std::unique_ptr<NcclChannel> nccl_;
+  std::vector<MPI_Request> requests_;
+  bool device_exchange_ = false;
+  double seconds_ = 0.0;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator() {
+  return std::make_unique<MpiCommunicator>();
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,63 @@
+// A = the sum over ranks of their row blocks, applied to a row-distributed block: this rank's
+// Y_r = A(rows_r, :)·X with X distributed like Y (distributed/partition.hpp).
+//
+// apply(X_r, Y_r), k columns (in chunks of at most max_cols, the width the buffers were sized for):
+//   pack      S_p = X_r(send_rows_p, :) for each peer p        reads/writes 8·k·Σ send rows
+//   exchange  S_p → p, H_p ← p (NCCL on the GPU, MPI on the CPU), started, not waited for
+//   interior  Y_r = A_int·X_r                                  the bulk: A_int and X_r, Y_r once
+//   wait      (GPU: the stream waits for the exchange's event; the host does not)
+//   boundary  T_p = B_p·H_p, Y_r(boundary_rows_p, :) += T_p   small: the halo rows only
+// so the interior product overlaps the exchange. Every rank must call apply with the same k.
+// Traffic per apply: the single-GPU SpMM on the local rows, plus 16·k bytes per halo row
+// (packed and sent, received and read) and 24·k per boundary row (T written, read, Y updated).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/multivector.hpp"
+#include "core/operator.hpp"
+#include "distributed/comm.hpp"
+#include "distributed/partition.hpp"
+#include "spmm/sparse_operator.hpp"
+
+namespace tcsolve {
+
+struct DistributedOperatorStats {
+  std::int64_t applies = 0;
+  std::int64_t halo_doubles_received = 0;  // summed over applies (this rank)
+};
+
+class DistributedOperator final : public LinearOperator<double> {
+ public:
+  // `interior_options` builds the interior SpMM (kernel choice, stream, expected columns); the
+  // boundary products use the CSR kernels on the same stream. Buffers for max_cols columns.
+  DistributedOperator(LocalParts parts, Communicator& comm, Backend backend,
+                      const OperatorOptions& interior_options, std::int64_t max_cols);
+  ~DistributedOperator() override;
+
+  std::int64_t rows() const override { return parts_.interior.nrows; }
+  std::int64_t cols() const override { return parts_.interior.nrows; }
+  Space space() const override { return space_; }
+  void apply(MvView<const double> x, MvView<double> y) const override;
+
+  const LocalParts& parts() const { return parts_; }
+  const SparseOperator& interior() const { return *interior_; }
+  const DistributedOperatorStats& stats() const { return stats_; }
+  // "rank 1 of 2: rows 4000000..7999999 (4000000), halo 40000 rows from 1 peer, sends 40000"
+  std::string describe(int rank) const;
+
+ private:
+  struct PeerBuffers;
+  LocalParts parts_;
+  Communicator& comm_;
+  Space space_;
+  void* stream_;
+  std::int64_t max_cols_;
+  std::unique_ptr<SparseOperator> interior_;
+  mutable std::vector<PeerBuffers> peers_;  // buffers written by apply()
+  mutable DistributedOperatorStats stats_;
+};
+
+}  // namespace tcsolve

@@ -1,0 +1,157 @@
+#include "distributed/distributed_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace tcsolve {
+
+DistributedDenseOps::DistributedDenseOps(std::unique_ptr<DenseBlockOps> local, Communicator& comm,
+                                         std::int64_t row0, std::int64_t local_rows,
+                                         std::int64_t global_rows)
+    : local_(std::move(local)),
+      comm_(comm),
+      row0_(row0),
+      local_rows_(local_rows),
+      global_rows_(global_rows) {
+  TCSOLVE_REQUIRE(local_ != nullptr, "distributed ops: no local ops");
+}
+
+DistributedDenseOps::~DistributedDenseOps() = default;
+
+MvView<double> DistributedDenseOps::scratch(std::int64_t p, std::int64_t q) {
+  const std::int64_t need = std::max<std::int64_t>(p * q, 1);
+  if (arena_.empty() || arena_used_ + need > arena_.back().rows()) {
+    // Outgrown: a larger chunk; the old one stays alive until the deferred copies are fetched.
+    const std::int64_t size =
+        std::max<std::int64_t>({need, 2 * (arena_.empty() ? 0 : arena_.back().rows()), 4096});
+    if (!arena_.empty()) retired_.push_back(std::move(arena_.back())), arena_.pop_back();
+    arena_.push_back(MultiVector<double>(size, 1, local_->space()));
+    arena_used_ = 0;
+  }
+  MvView<double> v{arena_.back().data() + arena_used_, p, q, p, local_->space()};
+  arena_used_ += need;
+  return v;
+}
+
+void DistributedDenseOps::release_scratch() {
+  arena_used_ = 0;
+  retired_.clear();
+}
+
+void DistributedDenseOps::reduce(MvView<double> g) {
+  if (g.rows == 0 || g.cols == 0) return;
+  ++reductions_;
+  reduced_doubles_ += g.rows * g.cols;
+  if (comm_.size() == 1) return;
+  if (g.ld == g.rows || g.cols == 1) {
+    comm_.allreduce_sum(g.data, g.rows * g.cols, local_->space(), local_->stream());
+    return;
+  }
+  // Strided: pack, reduce, unpack (the rows between would otherwise be summed too).
+  MvView<double> s = scratch(g.rows, g.cols);
+  local_->copy(g, s);
+  comm_.allreduce_sum(s.data, g.rows * g.cols, local_->space(), local_->stream());
+  local_->copy(s, g);
+}
+
+void DistributedDenseOps::reserve_small(std::int64_t max_dim) {
+  local_->reserve_small(max_dim);
+  // Room for a fetch's worth of deferred products (Gram blocks and column vectors) in one chunk.
+  if (arena_.empty() || arena_.back().rows() < 4 * max_dim * max_dim + 64 * max_dim) {
+    release_scratch();
+    arena_.clear();
+    arena_.push_back(MultiVector<double>(std::max<std::int64_t>(4 * max_dim * max_dim + 64 * max_dim, 4096), 1,
+                                         local_->space()));
+  }
+}
+
+void DistributedDenseOps::gram_into(double alpha, MvView<const double> x, MvView<const double> y,
+                                    double beta, MvView<double> g) {
+  // G = α·Σ_r X_rᵀY_r + β·G: the old G is added on rank 0 only.
+  local_->gram_into(alpha, x, y, comm_.rank() == 0 ? beta : 0.0, g);
+  reduce({g.data, x.cols, y.cols, g.ld, g.space});
+}
+
+void DistributedDenseOps::column_dots_into(MvView<const double> x, MvView<const double> y,
+                                           MvView<double> out) {
+  local_->column_dots_into(x, y, out);
+  reduce({out.data, x.cols, 1, x.cols, out.space});
+}
+
+void DistributedDenseOps::residual_sq_norms_into(MvView<const double> ax, MvView<const double> x,
+                                                 MvView<const double> theta, double s,
+                                                 MvView<double> out) {
+  local_->residual_sq_norms_into(ax, x, theta, s, out);
+  reduce({out.data, x.cols, 1, x.cols, out.space});
+}
+
+void DistributedDenseOps::residual_norms_into(MvView<const double> ax, MvView<const double> x,
+                                              MvView<const double> theta, double s,
+                                              MvView<double> out) {
+  residual_sq_norms_into(ax, x, theta, s, out);
+  local_->sqrt_elements({out.data, x.cols, 1, x.cols, out.space});
+}
+
+void DistributedDenseOps::normalize_columns(MvView<double> x, MvView<double> norms) {
+  column_dots_into(x, x, norms);
+  local_->sqrt_elements({norms.data, x.cols, 1, x.cols, norms.space});
+  local_->scale_columns_inverse(norms, x);
+}
+
+void DistributedDenseOps::cg_residual_update(MvView<const double> q, MvView<const double> alpha,
+                                             MvView<double> r, MvView<double> g) {
+  local_->cg_residual_update(q, alpha, r, g);
+  reduce({g.data, q.cols + r.cols, r.cols, g.ld, g.space});
+}
+
+void DistributedDenseOps::gram_deferred(MvView<const double> x, MvView<const double> y, double* g,
+                                        std::int64_t ldg) {
+  MvView<double> s = scratch(x.cols, y.cols);
+  local_->gram_into(1.0, x, y, 0.0, s);
+  reduce(s);
+  local_->download_deferred(s, g, ldg);
+}
+
+void DistributedDenseOps::column_dots_deferred(MvView<const double> x, MvView<const double> y,
+                                               double* out) {
+  TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "column_dots: shapes differ");
+  if (x.cols == 0) return;
+  MvView<double> s = scratch(x.cols, 1);
+  local_->column_dots_into(x, y, s);
+  reduce(s);
+  local_->download_deferred(s, out, x.cols);
+}
+
+void DistributedDenseOps::gram(MvView<const double> x, MvView<const double> y, double* g,
+                               std::int64_t ldg) {
+  gram_deferred(x, y, g, ldg);
+  fetch();
+}
+
+void DistributedDenseOps::column_dots(MvView<const double> x, MvView<const double> y,
+                                      double* out) {
+  column_dots_deferred(x, y, out);
+  fetch();
+}
+
+void DistributedDenseOps::column_norms(MvView<const double> x, double* out) {
+  column_dots(x, x, out);
+  for (std::int64_t j = 0; j < x.cols; ++j) out[j] = std::sqrt(std::max(out[j], 0.0));
+}
+
+void DistributedDenseOps::fetch() {
+  local_->fetch();
+  release_scratch();
+}
+
+std::uint64_t DistributedDenseOps::fetch_async() {
+  const std::uint64_t t = local_->fetch_async();
+  // The queued copies read the scratch in stream order, before anything queued after them
+  // writes it again; outgrown chunks are kept until then.
+  arena_used_ = 0;
+  return t;
+}
+
+}  // namespace tcsolve

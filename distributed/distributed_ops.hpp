@@ -1,0 +1,152 @@
+// DenseBlockOps over a row-distributed block (after Anasazi's distributed MultiVecTraits): every
+// tall block is this rank's rows, every small matrix is replicated. The wrapped ops of the
+// rank's backend do all the arithmetic; this class adds one all-reduce wherever a result sums
+// over rows:
+//   gram_into, column_dots_into, cg_residual_update's G, the squared norms under
+//   residual_norms_into / normalize_columns / column_norms, and the deferred host products
+//   (gram_deferred, column_dots_deferred: formed in a backend scratch, all-reduced, then
+//   downloaded, so a fetch still costs one host round trip).
+// On the GPU the all-reduce is NCCL on the ops' stream, in stream order: an iteration still
+// queues without host synchronization. On the CPU it is MPI_Allreduce. The small dense problems
+// (eigh_small, pip_factor, spd_factor/solve) run redundantly on every rank on identical reduced
+// inputs, so every rank takes the same decisions and no rank waits for another.
+// Everything else (gemm, copies, fused passes) is local. fill_random numbers rows globally, so the
+// random blocks equal the single-process ones row for row.
+// Bytes over the network per reduction: 8·p·q per rank (NCCL ring: 2·(P−1)/P of that each way).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "distributed/comm.hpp"
+#include "solvers/dense_ops.hpp"
+
+namespace tcsolve {
+
+class DistributedDenseOps final : public DenseBlockOps {
+ public:
+  // local: this rank's backend ops; rows [row0, row0 + local_rows) of global_rows.
+  DistributedDenseOps(std::unique_ptr<DenseBlockOps> local, Communicator& comm, std::int64_t row0,
+                      std::int64_t local_rows, std::int64_t global_rows);
+  ~DistributedDenseOps() override;
+
+  Space space() const override { return local_->space(); }
+  Backend backend() const override { return local_->backend(); }
+  void* stream() const override { return local_->stream(); }
+  void reserve(std::int64_t rows, std::int64_t cols, std::int64_t coef) override {
+    local_->reserve(rows, cols, coef);
+  }
+  void gram(MvView<const double> x, MvView<const double> y, double* g, std::int64_t ldg) override;
+  void gemm(double alpha, MvView<const double> x, const double* c, std::int64_t ldc, double beta,
+            MvView<double> y) override {
+    local_->gemm(alpha, x, c, ldc, beta, y);
+  }
+  void multiply_inplace(MvView<double> x, const double* m, std::int64_t ldm, std::int64_t r) override {
+    local_->multiply_inplace(x, m, ldm, r);
+  }
+  void copy(MvView<const double> x, MvView<double> y) override { local_->copy(x, y); }
+  void gather_columns(MvView<const double> x, const std::int64_t* idx, std::int64_t count,
+                      MvView<double> y) override {
+    local_->gather_columns(x, idx, count, y);
+  }
+  void axpby_columns(const double* a, MvView<const double> x, const double* b,
+                     MvView<double> y) override {
+    local_->axpby_columns(a, x, b, y);
+  }
+  void scale_rows(const double* d, MvView<const double> x, MvView<double> y) override {
+    local_->scale_rows(d, x, y);
+  }
+  void column_norms(MvView<const double> x, double* out) override;
+  void column_dots(MvView<const double> x, MvView<const double> y, double* out) override;
+  void gram_deferred(MvView<const double> x, MvView<const double> y, double* g,
+                     std::int64_t ldg) override;
+  void column_dots_deferred(MvView<const double> x, MvView<const double> y, double* out) override;
+  void fetch() override;
+  void fill_random_rows(MvView<double> x, std::uint64_t seed, std::int64_t row0) override {
+    local_->fill_random_rows(x, seed, row0 + row0_);
+  }
+  void fill_zero(MvView<double> x) override { local_->fill_zero(x); }
+  void to_host(MvView<const double> x, double* host, std::int64_t ldh) override {
+    local_->to_host(x, host, ldh);
+  }
+  void from_host(const double* host, std::int64_t ldh, MvView<double> x) override {
+    local_->from_host(host, ldh, x);
+  }
+  void synchronize() override { local_->synchronize(); }
+
+  void reserve_small(std::int64_t max_dim) override;
+  void gram_into(double alpha, MvView<const double> x, MvView<const double> y, double beta,
+                 MvView<double> g) override;
+  void gemm_into(double alpha, MvView<const double> x, MvView<const double> c, double beta,
+                 MvView<double> y) override {
+    local_->gemm_into(alpha, x, c, beta, y);
+  }
+  void axpbypcz(double a, MvView<const double> x, double b, MvView<const double> y, double c,
+                MvView<double> z) override {
+    local_->axpbypcz(a, x, b, y, c, z);
+  }
+  void residual_norms_into(MvView<const double> ax, MvView<const double> x,
+                           MvView<const double> theta, double s, MvView<double> out) override;
+  void residual_sq_norms_into(MvView<const double> ax, MvView<const double> x,
+                              MvView<const double> theta, double s, MvView<double> out) override;
+  void sqrt_elements(MvView<double> v) override { local_->sqrt_elements(v); }
+  void scale_columns_inverse(MvView<const double> d, MvView<double> x) override {
+    local_->scale_columns_inverse(d, x);
+  }
+  void column_dots_into(MvView<const double> x, MvView<const double> y,
+                        MvView<double> out) override;
+  void normalize_columns(MvView<double> x, MvView<double> norms) override;
+  void eigh_small(MvView<double> a, MvView<double> w) override { local_->eigh_small(a, w); }
+  void pip_factor(MvView<const double> g, std::int64_t l, MvView<double> m,
+                  MvView<double> status) override {
+    local_->pip_factor(g, l, m, status);
+  }
+  void spd_factor(MvView<const double> g, MvView<double> f, MvView<double> status,
+                  double piv_tol) override {
+    local_->spd_factor(g, f, status, piv_tol);
+  }
+  void spd_solve(MvView<const double> f, MvView<const double> b, double sign,
+                 MvView<const double> status, MvView<double> out) override {
+    local_->spd_solve(f, b, sign, status, out);
+  }
+  void cg_residual_update(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
+                          MvView<double> g) override;
+  void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
+                           MvView<const double> z, MvView<double> p, MvView<double> x) override {
+    local_->cg_direction_update(alpha, beta, z, p, x);
+  }
+  void download_deferred(MvView<const double> src, double* host, std::int64_t ldh) override {
+    local_->download_deferred(src, host, ldh);
+  }
+  std::uint64_t fetch_async() override;
+  void fetch_wait(std::uint64_t ticket) override { local_->fetch_wait(ticket); }
+  void external_begin() override { local_->external_begin(); }
+  void external_end() override { local_->external_end(); }
+  bool pin_host(void* p, std::size_t bytes) override { return local_->pin_host(p, bytes); }
+  void unpin_host(void* p) override { local_->unpin_host(p); }
+  int mark() override { return local_->mark(); }
+  double elapsed_seconds(int from, int to) override { return local_->elapsed_seconds(from, to); }
+  std::int64_t global_rows(std::int64_t local_rows) const override {
+    return local_rows == local_rows_ ? global_rows_ : local_rows;
+  }
+
+  std::int64_t reductions() const { return reductions_; }
+  std::int64_t reduced_doubles() const { return reduced_doubles_; }
+
+ private:
+  // Sum of a small backend block over the ranks, in place (any leading dimension).
+  void reduce(MvView<double> g);
+  // A p × q backend block (ld = p) valid until the next fetch()/fetch_async().
+  MvView<double> scratch(std::int64_t p, std::int64_t q);
+  void release_scratch();
+
+  std::unique_ptr<DenseBlockOps> local_;
+  Communicator& comm_;
+  std::int64_t row0_, local_rows_, global_rows_;
+  std::vector<MultiVector<double>> arena_;  // arena_.back() is the current chunk
+  std::int64_t arena_used_ = 0;
+  std::vector<MultiVector<double>> retired_;  // outgrown chunks, freed at the next fetch
+  std::int64_t reductions_ = 0, reduced_doubles_ = 0;
+};
+
+}  // namespace tcsolve

@@ -1,0 +1,37 @@
+// select_local_gpu (distributed/comm.hpp) with CUDA.
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.hpp"
+#include "distributed/comm.hpp"
+
+namespace tcsolve {
+namespace {
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+}  // namespace
+
+int select_local_gpu(const Communicator& comm) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    throw DeviceError("rank " + std::to_string(comm.rank()) + ": no CUDA device visible", __FILE__, __LINE__);
+  int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK",
+                      env_int("MPI_LOCALRANKID", env_int("SLURM_LOCALID", comm.rank())));
+  int local_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE",
+                           env_int("MPI_LOCALNRANKS", env_int("SLURM_NTASKS_PER_NODE", comm.size())));
+  if (local_size > count)
+    throw InvalidArgument(std::to_string(local_size) + " ranks on this node for " +
+                          std::to_string(count) +
+                          " GPUs: one GPU per rank (start at most that many ranks per node)");
+  const int dev = local % count;
+  const cudaError_t e = cudaSetDevice(dev);
+  if (e != cudaSuccess)
+    throw DeviceError("cudaSetDevice(" + std::to_string(dev) + "): " + cudaGetErrorString(e), __FILE__, __LINE__);
+  return dev;
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,10 @@
+#include "core/error.hpp"
+#include "distributed/comm.hpp"
+
+namespace tcsolve {
+
+int select_local_gpu(const Communicator&) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU to select");
+}
+
+}  // namespace tcsolve

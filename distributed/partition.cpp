@@ -1,0 +1,128 @@
+#include "distributed/partition.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace tcsolve {
+
+int RowPartition::owner(std::int64_t row) const {
+  return static_cast<int>(std::upper_bound(starts.begin(), starts.end(), row) - starts.begin()) - 1;
+}
+
+RowPartition RowPartition::even(std::int64_t n, int parts) {
+  TCSOLVE_REQUIRE(parts >= 1 && n >= 0, "RowPartition::even: need parts >= 1");
+  RowPartition p;
+  p.starts.resize(parts + 1);
+  const std::int64_t q = n / parts, r = n % parts;
+  p.starts[0] = 0;
+  for (int i = 0; i < parts; ++i) p.starts[i + 1] = p.starts[i] + q + (i < r ? 1 : 0);
+  return p;
+}
+
+RowPartition RowPartition::from_starts(std::vector<std::int64_t> starts) {
+  if (starts.size() < 2 || starts.front() != 0)
+    throw InvalidArgument("row partition: need at least one range, starting at row 0");
+  for (std::size_t i = 1; i < starts.size(); ++i)
+    if (starts[i] < starts[i - 1])
+      throw InvalidArgument("row partition: range " + std::to_string(i - 1) + " ends before it starts");
+  RowPartition p;
+  p.starts = std::move(starts);
+  return p;
+}
+
+std::int64_t LocalParts::halo_rows() const {
+  std::int64_t s = 0;
+  for (const auto& p : peers) s += p.halo;
+  return s;
+}
+std::int64_t LocalParts::send_rows() const {
+  std::int64_t s = 0;
+  for (const auto& p : peers) s += static_cast<std::int64_t>(p.send_rows.size());
+  return s;
+}
+
+LocalParts build_local_parts(const Csr<double>& mine, const RowPartition& part,
+                             Communicator& comm) {
+  const int me = comm.rank(), np = comm.size();
+  if (part.parts() != np)
+    throw InvalidArgument("row partition of " + std::to_string(part.parts()) + " ranges for " +
+                          std::to_string(np) + " ranks");
+  const std::int64_t n = part.starts.back(), r0 = part.starts[me], nl = part.rows(me);
+  if (mine.nrows != nl || mine.ncols != n)
+    throw InvalidArgument("rank " + std::to_string(me) + " holds a " + std::to_string(mine.nrows) +
+                          " x " + std::to_string(mine.ncols) + " slice; its range is " +
+                          std::to_string(nl) + " rows of " + std::to_string(n));
+  LocalParts lp;
+  lp.global_rows = n;
+  lp.row0 = r0;
+
+  // Pass 1: interior entries and, per owner, the halo columns (sorted, unique).
+  std::vector<std::vector<std::int64_t>> need(np);
+  Csr<double>& in = lp.interior;
+  in.nrows = in.ncols = nl;
+  in.symmetry = Symmetry::general;
+  in.row_ptr.assign(nl + 1, 0);
+  in.col_idx.reserve(mine.nnz());
+  in.values.reserve(mine.nnz());
+  for (std::int64_t i = 0; i < nl; ++i) {
+    for (std::int64_t e = mine.row_ptr[i]; e < mine.row_ptr[i + 1]; ++e) {
+      const std::int64_t c = mine.col_idx[e];
+      if (c < 0 || c >= n)
+        throw InvalidArgument("row " + std::to_string(r0 + i) + ": column " + std::to_string(c) +
+                              " outside the matrix (" + std::to_string(n) + " columns)");
+      if (c >= r0 && c < r0 + nl) {
+        in.col_idx.push_back(static_cast<std::int32_t>(c - r0));
+        in.values.push_back(mine.values[e]);
+      } else {
+        need[part.owner(c)].push_back(c);
+      }
+    }
+    in.row_ptr[i + 1] = static_cast<std::int64_t>(in.col_idx.size());
+  }
+  for (auto& v : need) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+  // Each owner learns which of its rows it sends, in the order they are received here.
+  const std::vector<std::vector<std::int64_t>> asked = comm.alltoall_lists(need);
+
+  for (int p = 0; p < np; ++p) {
+    if (p == me || (need[p].empty() && asked[p].empty())) continue;
+    HaloPeer hp;
+    hp.rank = p;
+    hp.halo = static_cast<std::int64_t>(need[p].size());
+    for (std::int64_t g : asked[p]) {
+      if (g < r0 || g >= r0 + nl)
+        throw Error("halo setup: rank " + std::to_string(p) + " asked for row " + std::to_string(g) +
+                    ", not owned by rank " + std::to_string(me));
+      hp.send_rows.push_back(static_cast<std::int32_t>(g - r0));
+    }
+    // Pass 2 for this peer: its columns, numbered by position in need[p].
+    Csr<double>& b = hp.boundary;
+    b.ncols = hp.halo;
+    b.symmetry = Symmetry::general;
+    b.row_ptr.assign(1, 0);
+    const std::int64_t c0 = part.starts[p], c1 = part.starts[p + 1];
+    for (std::int64_t i = 0; i < nl && hp.halo > 0; ++i) {
+      const std::size_t before = b.col_idx.size();
+      for (std::int64_t e = mine.row_ptr[i]; e < mine.row_ptr[i + 1]; ++e) {
+        const std::int64_t c = mine.col_idx[e];
+        if (c < c0 || c >= c1) continue;
+        const auto at = std::lower_bound(need[p].begin(), need[p].end(), c) - need[p].begin();
+        b.col_idx.push_back(static_cast<std::int32_t>(at));
+        b.values.push_back(mine.values[e]);
+      }
+      if (b.col_idx.size() != before) {
+        hp.boundary_rows.push_back(static_cast<std::int32_t>(i));
+        b.row_ptr.push_back(static_cast<std::int64_t>(b.col_idx.size()));
+      }
+    }
+    b.nrows = static_cast<std::int64_t>(hp.boundary_rows.size());
+    lp.peers.push_back(std::move(hp));
+  }
+  return lp;
+}
+
+}  // namespace tcsolve

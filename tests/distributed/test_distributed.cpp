@@ -1,0 +1,346 @@
+// The distributed path against the single-process one, run as one process and under mpirun
+// with 2 and 3 ranks (tests/distributed/CMakeLists.txt). Every rank builds the whole matrix for
+// the reference; the distributed side sees only its rows. TCSOLVE_TEST_BACKEND_CUDA: the same
+// tests on the GPU, one GPU per rank, NCCL between them (the device's two-GPU kind).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "core/device.hpp"
+#include "distributed/comm.hpp"
+#include "distributed/distributed_operator.hpp"
+#include "distributed/distributed_ops.hpp"
+#include "distributed/partition.hpp"
+#include "io/generators.hpp"
+#include "solvers/block_cg.hpp"
+#include "solvers/chebyshev.hpp"
+#include "solvers/eigensolvers.hpp"
+#include "spmm/sparse_operator.hpp"
+#include "tests/solvers/solver_test_util.hpp"
+
+namespace tcsolve {
+namespace {
+
+Communicator* g_comm = nullptr;
+using test::kBackend;
+
+// Rows [r0, r1) of a, global columns.
+Csr<double> rows_of(const Csr<double>& a, std::int64_t r0, std::int64_t r1) {
+  Csr<double> s;
+  s.nrows = r1 - r0;
+  s.ncols = a.ncols;
+  s.row_ptr.assign(1, 0);
+  for (std::int64_t i = r0; i < r1; ++i) {
+    for (std::int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e)
+      s.col_idx.push_back(a.col_idx[e]), s.values.push_back(a.values[e]);
+    s.row_ptr.push_back(static_cast<std::int64_t>(s.col_idx.size()));
+  }
+  return s;
+}
+
+// Random symmetric matrix with a dominant diagonal (SPD), entries far from the diagonal too, so
+// that every rank has halo rows from every other.
+Csr<double> random_spd(std::int64_t n, int per_row, std::uint64_t seed) {
+  std::vector<Triplet<double>> t;
+  for (std::int64_t i = 0; i < n; ++i) {
+    double off = 0.0;
+    for (int q = 0; q < per_row; ++q) {
+      const std::int64_t j = static_cast<std::int64_t>(
+          (random_entry(seed, i, q) * 0.5 + 0.5) * static_cast<double>(n)) % n;
+      if (j == i) continue;
+      const double v = random_entry(seed + 1, i, q);
+      t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), v});
+      t.push_back({static_cast<std::int32_t>(j), static_cast<std::int32_t>(i), v});
+      off += std::abs(v);
+    }
+  }
+  // Diagonal: more than the largest possible off-diagonal row sum (2·per_row).
+  for (std::int64_t i = 0; i < n; ++i)
+    t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(i),
+                 2.0 * per_row + 1.0 + random_entry(seed + 2, i, 0)});
+  Csr<double> a = csr_from_triplets<double>(n, n, std::move(t), Symmetry::symmetric);
+  return a;
+}
+
+// blockdiag(A, A): with the partition cut at the block border, a rank can have no halo at all.
+Csr<double> block_diagonal(const Csr<double>& a) {
+  std::vector<Triplet<double>> t;
+  for (int b = 0; b < 2; ++b)
+    for (std::int64_t i = 0; i < a.nrows; ++i)
+      for (std::int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e)
+        t.push_back({static_cast<std::int32_t>(i + b * a.nrows),
+                     static_cast<std::int32_t>(a.col_idx[e] + b * a.nrows), a.values[e]});
+  return csr_from_triplets<double>(2 * a.nrows, 2 * a.nrows, std::move(t), Symmetry::symmetric);
+}
+
+// One rank's share of the problem, ready for the solvers.
+struct Share {
+  RowPartition part;
+  std::unique_ptr<DistributedOperator> op;
+  std::unique_ptr<DistributedDenseOps> ops;
+  std::int64_t r0 = 0, nl = 0;
+};
+
+Share distribute(const Csr<double>& a, RowPartition part, std::int64_t max_cols) {
+  Share s;
+  s.part = std::move(part);
+  const int me = g_comm->rank();
+  s.r0 = s.part.starts[me], s.nl = s.part.rows(me);
+  LocalParts lp = build_local_parts(rows_of(a, s.r0, s.r0 + s.nl), s.part, *g_comm);
+  auto local = make_dense_ops(kBackend);
+  OperatorOptions oo;
+  oo.stream = local->stream();
+  oo.expected_cols = static_cast<int>(max_cols);
+  oo.plan_by_trial = false;
+  s.op = std::make_unique<DistributedOperator>(std::move(lp), *g_comm, kBackend, oo, max_cols);
+  s.ops = std::make_unique<DistributedDenseOps>(std::move(local), *g_comm, s.r0, s.nl, a.nrows);
+  return s;
+}
+
+// Partitions to try for n rows: even, and an uneven one (the last rank 3 times the first).
+std::vector<RowPartition> partitions(std::int64_t n) {
+  const int np = g_comm->size();
+  std::vector<RowPartition> out{RowPartition::even(n, np)};
+  if (np > 1) {
+    std::vector<std::int64_t> st(np + 1, 0);
+    std::int64_t w = 0;
+    for (int r = 0; r < np; ++r) w += r + 1;
+    for (int r = 0; r < np; ++r) st[r + 1] = st[r] + n * (r + 1) / w;
+    st[np] = n;
+    out.push_back(RowPartition::from_starts(st));
+  }
+  return out;
+}
+
+TEST(Partition, EvenAndOwner) {
+  RowPartition p = RowPartition::even(10, 3);
+  EXPECT_EQ(p.starts, (std::vector<std::int64_t>{0, 4, 7, 10}));
+  EXPECT_EQ(p.owner(0), 0);
+  EXPECT_EQ(p.owner(3), 0);
+  EXPECT_EQ(p.owner(4), 1);
+  EXPECT_EQ(p.owner(9), 2);
+  EXPECT_THROW(RowPartition::from_starts({0, 5, 3}), InvalidArgument);
+}
+
+TEST(Generators, RowsEqualTheWholeMatrixSlice) {
+  for (const char* spec : {"gen:lap3d:7", "gen:lap2d:9x5", "gen:band:50:3"}) {
+    const Csr<double> a = generate(spec);
+    const Csr<double> s = generate_rows(spec, 13, 31);
+    const Csr<double> ref = rows_of(a, 13, 31);
+    EXPECT_EQ(s.nrows, 18);
+    EXPECT_EQ(s.ncols, a.ncols);
+    EXPECT_EQ(s.row_ptr, ref.row_ptr) << spec;
+    EXPECT_EQ(s.col_idx, ref.col_idx) << spec;
+    EXPECT_EQ(s.values, ref.values) << spec;
+  }
+  EXPECT_EQ(generator_rows("gen:lap3d:7"), 343);
+  EXPECT_EQ(generator_rows("gen:band:50:3"), -1);
+  EXPECT_THROW(generate_rows("gen:lap3d:7", 10, 400), InvalidArgument);
+}
+
+// Y = A·X on the distributed operator equals the whole-matrix product on this rank's rows, for
+// column counts below, at and above the operator's buffer width (chunked), with Y poisoned.
+TEST(DistributedOperator, MatchesTheWholeProduct) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const std::int64_t n = 1001;
+  const Csr<double> a = random_spd(n, 5, 3);
+  for (const RowPartition& part : partitions(n)) {
+    Share s = distribute(a, part, 4);
+    for (std::int64_t k : {1, 4, 11}) {
+      std::vector<double> xg(n * k), yref(n * k);
+      for (std::int64_t j = 0; j < k; ++j)
+        for (std::int64_t i = 0; i < n; ++i) xg[i + j * n] = random_entry(77, i, j);
+      csr_spmm_reference(a, xg.data(), n, yref.data(), n, static_cast<int>(k));
+      MultiVector<double> x = s.ops->allocate(s.nl, k), y = s.ops->allocate(s.nl, k);
+      s.ops->fill_random_rows(x.view(), 77, 0);  // global row numbering: equals xg's rows
+      std::vector<double> nan(s.nl * k, std::numeric_limits<double>::quiet_NaN());
+      s.ops->from_host(nan.data(), s.nl, y.view());
+      s.op->apply(x.view(), y.view());
+      s.ops->synchronize();
+      std::vector<double> yl(s.nl * k);
+      s.ops->to_host(y.view(), yl.data(), s.nl);
+      double err = 0.0;
+      for (std::int64_t j = 0; j < k; ++j)
+        for (std::int64_t i = 0; i < s.nl; ++i)
+          err = std::max(err, std::abs(yl[i + j * s.nl] - yref[s.r0 + i + j * n]));
+      EXPECT_LT(err, 1e-12) << "k = " << k << ", rank " << g_comm->rank();
+    }
+    EXPECT_GT(s.op->stats().applies, 0);
+  }
+}
+
+// Reductions: G = XᵀY and β-accumulation, column norms and dots, normalization, against the
+// whole block's values (computed on this rank from the whole block).
+TEST(DistributedDenseOps, ReductionsEqualTheWholeBlock) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const std::int64_t n = 517, p = 5, q = 3;
+  for (const RowPartition& part : partitions(n)) {
+    Share s = distribute(random_spd(n, 2, 1), part, 4);
+    DenseBlockOps& ops = *s.ops;
+    ops.reserve_small(8);
+    MultiVector<double> x = ops.allocate(s.nl, p), y = ops.allocate(s.nl, q);
+    ops.fill_random(x.view(), 5);
+    ops.fill_random(y.view(), 6);
+    auto xe = [&](std::int64_t i, std::int64_t j) { return random_entry(5, i, j); };
+    auto ye = [&](std::int64_t i, std::int64_t j) { return random_entry(6, i, j); };
+    std::vector<double> gref(p * q, 0.0), nref(p, 0.0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t a = 0; a < p; ++a) {
+        nref[a] += xe(i, a) * xe(i, a);
+        for (std::int64_t b = 0; b < q; ++b) gref[a + b * p] += xe(i, a) * ye(i, b);
+      }
+    }
+    // Host Gram (deferred + fetch inside) with a leading dimension larger than p.
+    std::vector<double> g(7 * q, -1.0);
+    ops.gram(x.view(), y.view(), g.data(), 7);
+    for (std::int64_t a = 0; a < p; ++a)
+      for (std::int64_t b = 0; b < q; ++b) EXPECT_NEAR(g[a + b * 7], gref[a + b * p], 1e-12);
+    // Backend Gram into a strided block, then G = 2·XᵀY − 1·G (= XᵀY).
+    MultiVector<double> gd = ops.allocate(8, q);
+    ops.gram_into(1.0, x.view(), y.view(), 0.0, MvView<double>{gd.data(), p, q, 8, ops.space()});
+    ops.gram_into(2.0, x.view(), y.view(), -1.0, MvView<double>{gd.data(), p, q, 8, ops.space()});
+    std::vector<double> gh(8 * q);
+    ops.download_deferred(gd.view(), gh.data(), 8);
+    ops.fetch();
+    for (std::int64_t a = 0; a < p; ++a)
+      for (std::int64_t b = 0; b < q; ++b) EXPECT_NEAR(gh[a + b * 8], gref[a + b * p], 1e-12);
+    // Norms (host), then normalize on the backend: the norms again and unit columns after.
+    std::vector<double> nh(p);
+    ops.column_norms(x.view(), nh.data());
+    for (std::int64_t a = 0; a < p; ++a) EXPECT_NEAR(nh[a], std::sqrt(nref[a]), 1e-12);
+    MultiVector<double> nd = ops.allocate(p, 1);
+    ops.normalize_columns(x.view(), nd.view());
+    ops.column_norms(x.view(), nh.data());
+    for (std::int64_t a = 0; a < p; ++a) EXPECT_NEAR(nh[a], 1.0, 1e-14);
+  }
+}
+
+// Block CG on the distributed operator gives the single-process solutions and iterations.
+TEST(DistributedSolvers, BlockCgEqualsOneProcess) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  for (const char* spec : {"gen:lap3d:13", "random"}) {
+    const Csr<double> a = std::string(spec) == "random" ? random_spd(1500, 4, 9) : generate(spec);
+    const std::int64_t n = a.nrows, s = 5;
+    auto ref_ops = make_dense_ops(kBackend);
+    OperatorOptions oo;
+    oo.stream = ref_ops->stream();
+    oo.plan_by_trial = false;
+    auto ref_op = make_sparse_operator(a, kBackend, oo);
+    CgOptions co;
+    co.tol = 1e-10;
+    co.apply_order = ApplyOrder::same_stream;
+    const SolveResult ref = block_cg_random(*ref_op, 21, s, *ref_ops, co, true);
+    ASSERT_EQ(ref.status, SolverStatus::converged);
+    for (const RowPartition& part : partitions(n)) {
+      Share d = distribute(a, part, s);
+      const SolveResult r = block_cg_random(*d.op, 21, s, *d.ops, co, true);
+      EXPECT_EQ(r.status, SolverStatus::converged) << spec;
+      EXPECT_NEAR(static_cast<double>(r.iterations), static_cast<double>(ref.iterations), 1.0) << spec;
+      double err = 0.0, xn = 0.0;
+      for (std::int64_t j = 0; j < s; ++j)
+        for (std::int64_t i = 0; i < d.nl; ++i) {
+          err = std::max(err, std::abs(r.solutions[i + j * d.nl] - ref.solutions[d.r0 + i + j * n]));
+          xn = std::max(xn, std::abs(ref.solutions[d.r0 + i + j * n]));
+        }
+      EXPECT_LT(err, 1e-8 * std::max(xn, 1.0)) << spec << " rank " << g_comm->rank();
+      for (double rn : r.residual_norms) EXPECT_LE(rn, 1e-10);
+    }
+  }
+}
+
+// Chebyshev on the distributed operator: the closed form of a 2D Laplacian (both ends), and the
+// single-process eigenvalues to 1e-12 relative.
+TEST(DistributedSolvers, ChebyshevEqualsOneProcessAndTheClosedForm) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const int nx = 37, ny = 29;
+  const Csr<double> a = test::laplacian(nx, ny);
+  const std::vector<double> spec = test::laplacian_spectrum(nx, ny);
+  const std::int64_t n = a.nrows, k = 6;
+  for (Which w : {Which::largest, Which::smallest}) {
+    EigenOptions eo;
+    eo.k = k;
+    eo.which = w;
+    eo.tol = 1e-10;
+    ChebyshevOptions co;
+    co.apply_order = ApplyOrder::same_stream;
+    auto ref_ops = make_dense_ops(kBackend);
+    OperatorOptions oo;
+    oo.stream = ref_ops->stream();
+    oo.plan_by_trial = false;
+    auto ref_op = make_sparse_operator(a, kBackend, oo);
+    const EigenResult ref = chebyshev_subspace(*ref_op, *ref_ops, eo, co);
+    ASSERT_EQ(ref.status, SolverStatus::converged);
+    for (const RowPartition& part : partitions(n)) {
+      Share d = distribute(a, part, 16);
+      const EigenResult r = chebyshev_subspace(*d.op, *d.ops, eo, co);
+      ASSERT_EQ(r.status, SolverStatus::converged);
+      ASSERT_EQ(r.values.size(), static_cast<std::size_t>(k));
+      EXPECT_EQ(r.n, d.nl);
+      EXPECT_EQ(r.vectors.size(), static_cast<std::size_t>(d.nl * k));
+      for (std::int64_t j = 0; j < k; ++j) {
+        const double exact = w == Which::largest ? spec[n - 1 - j] : spec[j];
+        EXPECT_NEAR(r.values[j], ref.values[j], 1e-12 * std::abs(ref.values[j]));
+        EXPECT_NEAR(r.values[j], exact, 1e-9 * spec.back());
+        EXPECT_LE(r.residual_norms[j], r.residual_bounds[j]);
+      }
+    }
+  }
+}
+
+// A rank without any halo (blockdiag(A, A) cut at the border): nothing to exchange, same answer.
+TEST(DistributedSolvers, RankWithoutBoundary) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const Csr<double> b = test::laplacian(20, 20);
+  const Csr<double> a = block_diagonal(b);  // 800 rows, eigenvalues of b twice
+  const int np = g_comm->size();
+  std::vector<std::int64_t> st{0};
+  if (np == 1) st.push_back(800);
+  else {
+    st.push_back(400);  // rank 0: exactly the first block, no boundary
+    for (int r = 1; r < np; ++r) st.push_back(400 + 400 * r / (np - 1));
+  }
+  Share d = distribute(a, RowPartition::from_starts(st), 8);
+  if (np > 1 && g_comm->rank() == 0) EXPECT_EQ(d.op->parts().halo_rows(), 0);
+  EigenOptions eo;
+  eo.k = 4;
+  eo.which = Which::largest;
+  eo.tol = 1e-10;
+  ChebyshevOptions co;
+  co.apply_order = ApplyOrder::same_stream;
+  const EigenResult r = chebyshev_subspace(*d.op, *d.ops, eo, co);
+  const std::vector<double> spec = test::laplacian_spectrum(20, 20);
+  ASSERT_EQ(r.status, SolverStatus::converged);
+  // Each eigenvalue of b twice: λmax, λmax, λ2, λ2.
+  EXPECT_NEAR(r.values[0], spec[399], 1e-9 * spec[399]);
+  EXPECT_NEAR(r.values[1], spec[399], 1e-9 * spec[399]);
+  EXPECT_NEAR(r.values[2], spec[398], 1e-9 * spec[399]);
+  EXPECT_NEAR(r.values[3], spec[398], 1e-9 * spec[399]);
+  const SolveResult c = block_cg_random(*d.op, 3, 3, *d.ops, CgOptions{}, false);
+  EXPECT_EQ(c.status, SolverStatus::converged);
+}
+
+}  // namespace
+}  // namespace tcsolve
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  auto comm = tcsolve::make_communicator();
+  tcsolve::g_comm = comm.get();
+#ifdef TCSOLVE_TEST_BACKEND_CUDA
+  if (tcsolve::device_count() > 0) {
+    const int dev = tcsolve::select_local_gpu(*comm);
+    if (comm->size() > 1) comm->enable_device(dev);
+  }
+#endif
+  // One rank prints; every rank runs the same tests in the same order (they are collective).
+  if (comm->rank() != 0) {
+    auto& l = ::testing::UnitTest::GetInstance()->listeners();
+    delete l.Release(l.default_result_printer());
+  }
+  int rc = RUN_ALL_TESTS();
+  rc = static_cast<int>(comm->allreduce_max(rc));
+  return rc;
+}
