@@ -6,6 +6,7 @@
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 #include "apps/job.hpp"
+#include "core/error.hpp"
 
 namespace tcsolve::app {
 
@@ -46,6 +47,7 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
                         s.checkpoint.c_str(), format_bytes(o.checkpoint_bytes).c_str(),
                         format_seconds(o.checkpoint_s).c_str());
   if (!o.reorder.empty()) std::cout << "reorder: " << o.reorder << "\n";
+  if (!o.distributed.empty()) std::cout << "distributed: " << o.distributed << "\n";
   if (!o.message.empty()) std::cout << "note: " << o.message << "\n";
   if (!s.out.empty()) std::cout << "wrote " << s.out << "\n";
   if (!s.plot.empty()) std::cout << "wrote " << s.plot << "\n";
@@ -67,6 +69,7 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
             << ", \"peak_device_bytes\": " << json_number(o.peak_device_bytes)
             << ", \"reorder\": " << json_string(s.reorder)
             << ", \"reorder_plan\": " << json_string(o.reorder);
+  if (!o.distributed.empty()) std::cout << ", \"distributed\": " << json_string(o.distributed);
   if (s.task == "eigs")
     std::cout << ", \"eigenvalues\": " << json_array(o.values)
               << ", \"error_bounds\": " << json_array(o.error_bounds)
@@ -135,20 +138,51 @@ int run_task(const std::string& task, const Args& args) {
   s.matrix = vm["MATRIX"].as<std::string>();
   validate_job(s);
 
+  // Under mpirun with more than one rank: the distributed path (apps/distributed_job.cpp). A
+  // rank that fails ends the whole job (MPI_Abort), so no rank waits in a collective forever.
+  std::unique_ptr<Communicator> comm;
+  if (launched_by_mpi()) {
+    comm = make_communicator();
+    if (comm->size() == 1) comm.reset();
+  }
+  const bool rank0 = !comm || comm->rank() == 0;
   // SIGINT/SIGTERM: the solve stops at its next iteration's end and the partial result is
   // written (status interrupted, exit 130/143); a second signal exits at once (core/interrupt.hpp).
-  install_interrupt_handlers();
+  // Not under mpirun with several ranks: a signal reaches the ranks at different iterations, and
+  // mpirun ends them all on Ctrl-C.
+  if (!comm) install_interrupt_handlers();
   MatrixCache cache;
-  ProgressLine line(!quiet && !json);
+  ProgressLine line(!quiet && !json && rank0);
   const std::string label = task;
-  JobOutcome o = run_job(
-      s, cache,
-      [&](std::int64_t it, std::int64_t conv, std::int64_t wanted, double res, double secs) {
-        line.update(format("%s: iteration %lld, %lld/%lld %s, max residual %.2e, %s", label.c_str(),
-                           (long long)it, (long long)conv, (long long)wanted,
-                           eigs ? "converged" : "columns done", res, format_seconds(secs).c_str()));
-      },
-      join_command(task, args));
+  const ProgressFn progress = [&](std::int64_t it, std::int64_t conv, std::int64_t wanted, double res,
+                                  double secs) {
+    line.update(format("%s: iteration %lld, %lld/%lld %s, max residual %.2e, %s", label.c_str(),
+                       (long long)it, (long long)conv, (long long)wanted,
+                       eigs ? "converged" : "columns done", res, format_seconds(secs).c_str()));
+  };
+  JobOutcome o;
+  if (comm) {
+    try {
+      check_distributed_job(s, comm->size());
+    } catch (const UsageError& e) {  // every rank the same, before any collective
+      if (rank0) std::cerr << "tcsolve: " << e.what() << "\n";
+      return exit_usage;
+    }
+    try {
+      o = run_distributed_job(s, *comm, progress, join_command(task, args));
+    } catch (const std::exception& e) {
+      line.clear();
+      const bool usage = dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InvalidArgument*>(&e);
+      if (rank0 || !usage)
+        std::cerr << "tcsolve: " << (rank0 ? "" : "rank " + std::to_string(comm->rank()) + ": ")
+                  << e.what() << "\n";
+      std::cerr.flush();
+      comm->abort(usage ? exit_usage : exit_failed);
+    }
+    if (!rank0) return o.exit_code();
+  } else {
+    o = run_job(s, cache, progress, join_command(task, args));
+  }
   line.clear();
   // The command's own clock since the process started (library loading, the CUDA context, the
   // job): seconds.process; the process's wall time adds only its exit.

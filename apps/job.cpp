@@ -191,6 +191,8 @@ void write_history(Hdf5Group g, const std::vector<IterationRecord>& h) {
              static_cast<std::int64_t>(c));
 }
 
+}  // namespace
+
 void set_common_attrs(Hdf5Group& g, const JobSpec& s, const std::string& command) {
   g.set_attr("task", s.task);
   if (!s.name.empty()) g.set_attr("job", s.name);
@@ -203,6 +205,8 @@ void set_common_attrs(Hdf5Group& g, const JobSpec& s, const std::string& command
   g.set_attr("job_options", job_options_string(s));
   g.set_attr("input_stamps", input_stamps(s));
 }
+
+namespace {
 
 std::int64_t default_maxiter(const JobSpec& s) {
   return s.maxiter > 0 ? s.maxiter : s.task == "solve" ? 5000 : 2000;

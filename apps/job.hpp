@@ -11,6 +11,8 @@
 
 #include "apps/cli.hpp"
 #include "core/interrupt.hpp"
+#include "distributed/comm.hpp"
+#include "io/hdf5_file.hpp"
 #include "core/csr.hpp"
 #include "core/types.hpp"
 #include "solvers/dense_ops.hpp"
@@ -145,6 +147,8 @@ struct JobOutcome {
   // eigs: what verified the set, and how it was computed (solvers/eigs/eigs.hpp).
   std::string certified, certificate, transform, why, factor, conv, verification;
   std::string precision;  // eigs: EigsResult::precision (the ladder's rungs)
+  // Under mpirun: ranks, GPUs, the partition, halo rows and bytes, time in communication.
+  std::string distributed;
   double sigma = 0, predicted_s = 0;
   std::int64_t operator_applies = 0;
   double peak_device_bytes = 0;  // GPU runs: peak of tcsolve's device allocations in the solve
@@ -156,6 +160,21 @@ struct JobOutcome {
     return status == "converged" ? exit_ok : exit_failed;
   }
 };
+
+// The attributes every result file carries (task, job, matrix, inputs, version, command,
+// job_options, input_stamps).
+void set_common_attrs(Hdf5Group& g, const JobSpec& spec, const std::string& command);
+
+// A job run by every rank of an MPI launch (apps/distributed_job.cpp): each rank builds or reads
+// its rows, eigs runs Chebyshev (the re-check and the true-residual check included) and solve
+// block CG over distributed/'s operator and dense ops; rank 0 writes spec.out and returns the
+// outcome to print (the others return it too, printing nothing). Options the distributed path
+// does not have are refused with UsageError naming them.
+// The options run_distributed_job refuses (UsageError naming them), checked before any rank
+// communicates: every rank refuses alike and ends normally.
+void check_distributed_job(const JobSpec& spec, int ranks);
+JobOutcome run_distributed_job(const JobSpec& spec, Communicator& comm, const ProgressFn& progress,
+                               const std::string& command);
 
 // Runs a job: reads (through the cache), checks, solves, writes spec.out (atomically) and the
 // plot. Input and usage errors propagate as exceptions (the caller records them); solver

@@ -68,6 +68,13 @@ class MpiCommunicator final : public Communicator {
     while (!library_.empty() && (library_.back() == '\n' || library_.back() == ' ')) library_.pop_back();
   }
 
+  // The NCCL communicator goes first, then MPI (the command ends with _Exit, so no atexit handler
+  // would run: finalizing here is what tells mpirun the rank ended normally).
+  ~MpiCommunicator() override {
+    nccl_.reset();
+    finalize_at_exit();
+  }
+
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string describe() const override {

@@ -1,6 +1,8 @@
 #include "distributed/distributed_operator.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 
 #include "core/error.hpp"
 #include "distributed/row_copy.hpp"
@@ -15,7 +17,15 @@ struct DistributedOperator::PeerBuffers {
   std::unique_ptr<SparseOperator> boundary;
 };
 
+bool comm_profiling() {
+  const char* v = std::getenv("TCSOLVE_COMM_PROFILE");
+  return v && *v && *v != '0';
+}
+
 namespace {
+double wall() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 MultiVector<std::int32_t> upload(const std::vector<std::int32_t>& v, Space space) {
   MultiVector<std::int32_t> out(static_cast<std::int64_t>(v.size()), 1, space);
   if (!v.empty()) copy_bytes(out.data(), space, v.data(), Space::host, v.size() * sizeof(std::int32_t));
@@ -30,7 +40,8 @@ DistributedOperator::DistributedOperator(LocalParts parts, Communicator& comm, B
       comm_(comm),
       space_(backend == Backend::cuda ? Space::device : Space::host),
       stream_(interior_options.stream),
-      max_cols_(std::max<std::int64_t>(max_cols, 1)) {
+      max_cols_(std::max<std::int64_t>(max_cols, 1)),
+      profile_(comm_profiling()) {
   if (parts_.interior.nrows == 0)
     throw InvalidArgument("rank " + std::to_string(comm_.rank()) +
                           " owns no rows: use fewer ranks than rows");
@@ -69,6 +80,11 @@ void DistributedOperator::apply(MvView<const double> x, MvView<double> y) const 
     auto xc = x.columns(c0, kc);
     auto yc = y.columns(c0, kc);
     sends.clear(), recvs.clear();
+    double t0 = 0.0;
+    if (profile_) {
+      if (space_ == Space::device) device_synchronize();
+      t0 = wall();
+    }
     // Packed buffers hold kc columns contiguously (ld = their row count).
     for (auto& p : peers_) {
       if (p.nsend > 0) {
@@ -79,8 +95,13 @@ void DistributedOperator::apply(MvView<const double> x, MvView<double> y) const 
       if (p.halo > 0) recvs.push_back({p.rank, p.recv.data(), p.halo * kc});
     }
     comm_.exchange_start(sends, recvs, space_, stream_);
+    if (profile_) {  // not overlapped: the exchange alone
+      comm_.exchange_wait(stream_);
+      if (space_ == Space::device) device_synchronize();
+      stats_.exchange_seconds += wall() - t0;
+    }
     interior_->apply(xc, yc);
-    comm_.exchange_wait(stream_);
+    if (!profile_) comm_.exchange_wait(stream_);
     for (auto& p : peers_) {
       if (!p.boundary) continue;
       MvView<const double> h{p.recv.data(), p.halo, kc, p.halo, space_};

@@ -27,7 +27,14 @@ namespace tcsolve {
 struct DistributedOperatorStats {
   std::int64_t applies = 0;
   std::int64_t halo_doubles_received = 0;  // summed over applies (this rank)
+  // Profiling (TCSOLVE_COMM_PROFILE=1): the device is synchronized around each exchange, which is
+  // then not overlapped; seconds of pack + exchange, measured on the host.
+  double exchange_seconds = 0.0;
 };
+
+// TCSOLVE_COMM_PROFILE=1 in the environment: time communication with host synchronizations
+// around it (distributed_operator and distributed_ops); slows the run, for the benchmark only.
+bool comm_profiling();
 
 class DistributedOperator final : public LinearOperator<double> {
  public:
@@ -58,6 +65,7 @@ class DistributedOperator final : public LinearOperator<double> {
   std::unique_ptr<SparseOperator> interior_;
   mutable std::vector<PeerBuffers> peers_;  // buffers written by apply()
   mutable DistributedOperatorStats stats_;
+  bool profile_ = false;
 };
 
 }  // namespace tcsolve

@@ -1,9 +1,11 @@
 #include "distributed/distributed_ops.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "core/error.hpp"
+#include "distributed/distributed_operator.hpp"
 
 namespace tcsolve {
 
@@ -14,7 +16,8 @@ DistributedDenseOps::DistributedDenseOps(std::unique_ptr<DenseBlockOps> local, C
       comm_(comm),
       row0_(row0),
       local_rows_(local_rows),
-      global_rows_(global_rows) {
+      global_rows_(global_rows),
+      profile_(comm_profiling()) {
   TCSOLVE_REQUIRE(local_ != nullptr, "distributed ops: no local ops");
 }
 
@@ -45,6 +48,19 @@ void DistributedDenseOps::reduce(MvView<double> g) {
   ++reductions_;
   reduced_doubles_ += g.rows * g.cols;
   if (comm_.size() == 1) return;
+  struct Clock {  // profiling only: the reduction between two stream synchronizations
+    DistributedDenseOps& o;
+    double t0 = 0.0;
+    static double now() {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    }
+    explicit Clock(DistributedDenseOps& d) : o(d) {
+      if (o.profile_) o.local_->synchronize(), t0 = now();
+    }
+    ~Clock() {
+      if (o.profile_) o.local_->synchronize(), o.reduce_seconds_ += now() - t0;
+    }
+  } clock(*this);
   if (g.ld == g.rows || g.cols == 1) {
     comm_.allreduce_sum(g.data, g.rows * g.cols, local_->space(), local_->stream());
     return;

@@ -132,6 +132,9 @@ class DistributedDenseOps final : public DenseBlockOps {
 
   std::int64_t reductions() const { return reductions_; }
   std::int64_t reduced_doubles() const { return reduced_doubles_; }
+  // TCSOLVE_COMM_PROFILE=1 (distributed_operator.hpp): seconds in the all-reduces, each timed
+  // between two synchronizations of the stream.
+  double reduce_seconds() const { return reduce_seconds_; }
 
  private:
   // Sum of a small backend block over the ranks, in place (any leading dimension).
@@ -147,6 +150,8 @@ class DistributedDenseOps final : public DenseBlockOps {
   std::int64_t arena_used_ = 0;
   std::vector<MultiVector<double>> retired_;  // outgrown chunks, freed at the next fetch
   std::int64_t reductions_ = 0, reduced_doubles_ = 0;
+  bool profile_ = false;
+  double reduce_seconds_ = 0.0;
 };
 
 }  // namespace tcsolve

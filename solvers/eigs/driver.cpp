@@ -443,7 +443,7 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
       if (fz && fz->sinv) {
         RunOut more = run_shift_invert(
             s, *fz->sinv, fz->sigma, opt,
-            std::min<std::int64_t>(std::max<std::int64_t>(v.cert.missing, 2), s.n - opt.k - 1),
+            std::min<std::int64_t>(std::max<std::int64_t>(v.cert.missing, 2), s.global_n() - opt.k - 1),
             opt.seed + 31 * (round + 1), &pairs, fz->factor->factor_entries());
         if (!more.pairs_pass) break;
         pairs = merge_pairs(*s.ops, pairs, more.pairs, opt.k, opt.which, fz->sigma);
@@ -566,7 +566,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
     run = run_shift_invert(s, *fz.sinv, fz.sigma, opt, k, opt.seed, nullptr,
                            fz.factor->factor_entries());
   } else {
-    fit_workspace(ran.method, s.n, k, fit, why);
+    fit_workspace(ran.method, s.global_n(), k, fit, why);
     ChebyshevHooks hooks;
     hooks.stats = &cheb;
     if (given) hooks.bounds = &*given;
@@ -773,19 +773,23 @@ EigsResult eigs(const LinearOperator<double>& a, const LinearOperator<double>* b
   using namespace eigs_detail;
   const std::int64_t n = a.rows();
   if (a.cols() != n) throw InvalidArgument("A must be square");
-  validate(opt, n);
+  // n: the rows here; ops.global_rows(n): the problem's (distributed/: the sum over the ranks).
+  const std::int64_t ng = ops.global_rows(n);
+  if (ng != n && !opt.v0.empty()) throw InvalidArgument("v0: not supported for a distributed problem");
+  validate(opt, ng);
   Problem s;
   s.aop = &a;
   s.bop = b;
   s.ops = &ops;
   s.n = n;
   // Operators given from outside (a Python LinearOperator, a CuPy matrix's view) may launch on any
-  // stream: every apply is fenced by host synchronizations.
-  s.foreign_operator = true;
+  // stream: every apply is fenced by host synchronizations; tcsolve's own (own_operator) are
+  // ordered by events.
+  s.foreign_operator = !opt.own_operator;
   s.a_norm = a_norm > 0 ? a_norm : estimate_norm(a, ops);
   s.b_norm = b ? (b_norm > 0 ? b_norm : estimate_norm(*b, ops)) : 1.0;
   PlanFacts facts;
-  facts.n = n;
+  facts.n = ng;
   facts.generalized = b != nullptr;
   facts.matrix_form = false;
   facts.can_factor = false;

@@ -133,6 +133,10 @@ struct EigsOptions {
   // throws WorkspaceDoesNotFit (an OutOfDeviceMemory) with the bytes the minimum needs.
   std::int64_t workspace_columns = 0;
   std::string mass_name = "the mass matrix";  // how errors about B name it
+  // Operator form: the operators are tcsolve's own and launch on the ops' stream (or the legacy
+  // default stream), e.g. distributed/'s; applies are then ordered by events, not fenced by host
+  // synchronizations as a foreign operator's (a Python LinearOperator) must be.
+  bool own_operator = false;
   std::function<void(const IterationRecord&)> on_iteration;
   // Checkpoints of the main run (Chebyshev, LOBPCG, Lanczos after a restart; not the checks):
   // its Ritz block every checkpoint_every seconds (EigenOptions). A run resumes from one through v0.

@@ -28,7 +28,10 @@ struct Problem {
   const LinearOperator<double>* aop = nullptr;  // in ops.space()
   const LinearOperator<double>* bop = nullptr;
   DenseBlockOps* ops = nullptr;
-  std::int64_t n = 0;
+  std::int64_t n = 0;  // rows of the blocks here (this process's share when distributed)
+  // The problem's size (the sum over the ranks of a distributed problem; else n): what the
+  // choices and limits are computed from, so that every rank makes the same ones.
+  std::int64_t global_n() const { return ops ? ops->global_rows(n) : n; }
   double a_norm = 0, b_norm = 1, binv_norm = 1;  // ‖A‖, ‖B‖, ‖B⁻¹‖ (estimates or bounds)
   ConvTest conv = ConvTest::rel;
   std::vector<double> diag_a, diag_b;

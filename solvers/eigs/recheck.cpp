@@ -32,8 +32,8 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
   const double t0 = detail::now_seconds();
   RecheckOutcome out;
   DenseBlockOps& ops = *s.ops;
-  const std::int64_t n = s.n, k = static_cast<std::int64_t>(p.values.size());
-  const std::int64_t b = std::max<std::int64_t>(1, std::min<std::int64_t>(in.columns, n - k));
+  const std::int64_t n = s.n, ng = s.global_n(), k = static_cast<std::int64_t>(p.values.size());
+  const std::int64_t b = std::max<std::int64_t>(1, std::min<std::int64_t>(in.columns, ng - k));
   const double sgn = opt.which == Which::largest ? -1.0 : 1.0;
   // Found values in Â = s·A; the k-th (largest in Â) and its window.
   const auto kth = wanted_order(p.values, opt.which, 0.0).back();
@@ -51,7 +51,7 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
   }
   const double e = 0.5 * (upper - cr), ce = 0.5 * (upper + cr);
   // Degree: T_d(1 + 2(w + δ)/(upper − cr)) ≥ A* = √(2(upper − μ_k)/δ)·√n/t, t = 1e-3.
-  const double amp = std::sqrt(2.0 * (upper - muk) / delta) * std::sqrt(static_cast<double>(n)) / 1e-3;
+  const double amp = std::sqrt(2.0 * (upper - muk) / delta) * std::sqrt(static_cast<double>(ng)) / 1e-3;
   const double xv = 1.0 + 2.0 * (w + delta) / (upper - cr);
   std::int64_t deg = static_cast<std::int64_t>(std::ceil(std::acosh(amp) / std::acosh(xv)));
   deg = std::max<std::int64_t>(deg, 8);
@@ -177,7 +177,7 @@ RecheckOutcome shift_invert_recheck(const Problem& s, const EigsOptions& opt,
   RecheckOutcome out;
   DenseBlockOps& ops = *s.ops;
   const std::int64_t k = static_cast<std::int64_t>(p.values.size());
-  if (s.n - k - 1 < 2) {
+  if (s.global_n() - k - 1 < 2) {
     out.detail = "no room for a re-check block (n too small)";
     return out;
   }
@@ -244,7 +244,7 @@ RecheckOutcome deflated_recheck(const Problem& s, const EigsOptions& opt, EigsMe
   const std::int64_t k = static_cast<std::int64_t>(p.values.size());
   const std::int64_t kr = std::min<std::int64_t>(
       opt.block_size > 0 ? opt.block_size : default_lanczos_block(k),
-      s.n - k - 1);
+      s.global_n() - k - 1);
   const bool smallest = opt.which == Which::smallest;
   for (int round = 0; round < 3; ++round) {
     if (kr < 1) {

@@ -1,0 +1,311 @@
+// One eigs/solve job over MPI ranks (apps/job.hpp: run_distributed_job). Every rank:
+//   rows      generators build the rank's rows directly (lap2d/lap3d; the others build the whole
+//             matrix and keep the range); a matrix file is read and checked by every rank
+//   operator  distributed/: interior SpMM + halo exchange (NCCL between GPUs, MPI on the CPU)
+//   solve     eigs: the eigs driver's operator form with Chebyshev (its true-residual check and
+//             re-check run distributed too); solve: block CG with random right-hand sides made
+//             where they are used (the values of the one-process run, row for row)
+//   result    gathered to rank 0, which writes --out atomically; every rank returns the outcome
+// Decisions inside the solvers come from reduced values, identical on every rank; nothing here
+// may branch on a rank's own clock or memory (the workspace limit is the smallest rank's).
+#include <algorithm>
+#include <cmath>
+
+#include "apps/job.hpp"
+#include "core/device.hpp"
+#include "distributed/distributed_operator.hpp"
+#include "distributed/distributed_ops.hpp"
+#include "distributed/partition.hpp"
+#include "io/atomic_file.hpp"
+#include "io/generators.hpp"
+#include "solvers/block_cg.hpp"
+#include "solvers/eigs/eigs.hpp"
+
+namespace tcsolve::app {
+namespace {
+
+void refuse(bool bad, const std::string& option, int ranks) {
+  if (bad)
+    throw UsageError(option + ": not available under mpirun (" + std::to_string(ranks) +
+                     " ranks); run it as one process");
+}
+
+// Rows [r0, r1) of a (global column indices).
+Csr<double> row_range(const Csr<double>& a, std::int64_t r0, std::int64_t r1) {
+  Csr<double> s;
+  s.nrows = r1 - r0;
+  s.ncols = a.ncols;
+  s.row_ptr.assign(a.row_ptr.begin() + r0, a.row_ptr.begin() + r1 + 1);
+  const std::int64_t base = s.row_ptr[0];
+  for (auto& p : s.row_ptr) p -= base;
+  s.col_idx.assign(a.col_idx.begin() + base, a.col_idx.begin() + base + s.row_ptr.back());
+  s.values.assign(a.values.begin() + base, a.values.begin() + base + s.row_ptr.back());
+  return s;
+}
+
+// Gathers a distributed n × c block (local rows nl, column-major) into the global one on rank 0.
+std::vector<double> gather_block(Communicator& comm, const std::vector<double>& local, std::int64_t nl,
+                                 std::int64_t c, const RowPartition& part) {
+  std::vector<double> all = comm.gather_to_root(local);  // rank-major: [rank][col][row]
+  if (comm.rank() != 0) return {};
+  const std::int64_t n = part.starts.back();
+  std::vector<double> out(static_cast<std::size_t>(n * c));
+  std::int64_t at = 0;
+  for (int r = 0; r < part.parts(); ++r) {
+    const std::int64_t rn = part.rows(r), r0 = part.starts[r];
+    for (std::int64_t j = 0; j < c; ++j)
+      std::copy(all.begin() + at + j * rn, all.begin() + at + (j + 1) * rn, out.begin() + r0 + j * n);
+    at += rn * c;
+  }
+  (void)nl;
+  return out;
+}
+
+}  // namespace
+
+void check_distributed_job(const JobSpec& s, int np) {
+  const bool eigs_task = s.task == "eigs";
+  refuse(!s.mass.empty(), "--mass", np);
+  refuse(!s.sigma.empty() || s.which == "nearest", "--sigma / --which nearest", np);
+  refuse(s.certify, "--certify (a factorization)", np);
+  refuse(!s.start.empty(), eigs_task ? "--start" : "--x0", np);
+  refuse(!s.checkpoint.empty() || !s.resume_from.empty(), "--checkpoint / --resume-from", np);
+  refuse(s.reorder != "none", "--reorder", np);
+  refuse(!s.plot.empty(), "--plot", np);
+  refuse(eigs_task && s.method != "auto" && s.method != "chebyshev", "--method " + s.method, np);
+  refuse(s.precision != "auto" && s.precision != "fp64", "--precision " + s.precision, np);
+  refuse(!eigs_task && s.rhs.rfind("random:", 0) != 0, "--rhs " + s.rhs + " (files)", np);
+  refuse(!eigs_task && s.precond == "chebyshev", "--precond chebyshev", np);
+}
+
+JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const ProgressFn& progress,
+                               const std::string& command) {
+  Timer total;
+  JobOutcome o;
+  const int np = comm.size(), me = comm.rank();
+  const bool eigs_task = s.task == "eigs";
+  check_distributed_job(s, np);
+  if (!s.out.empty()) check_job_outputs(s);
+
+  // ---- device: one GPU per rank, NCCL between them
+  Backend backend = Backend::cpu;
+  if (s.device == "cuda" || (s.device == "auto" && device_count() > 0)) backend = Backend::cuda;
+  Timer tr;
+  int gpu = -1;
+  if (backend == Backend::cuda) {
+    gpu = select_local_gpu(comm);
+    comm.enable_device(gpu);
+  }
+  o.init_s = tr.seconds();
+
+  // ---- this rank's rows
+  tr = Timer();
+  Csr<double> mine;
+  RowPartition part;
+  const std::int64_t gen_n = is_generator_spec(s.matrix) ? generator_rows(s.matrix) : -1;
+  if (gen_n > 0) {
+    part = RowPartition::even(gen_n, np);
+    mine = generate_rows(s.matrix, part.starts[me], part.starts[me + 1]);
+  } else {
+    MatrixCache cache;
+    auto pm = cache.get(s.matrix);  // read and checked (symmetric, finite) like one process's
+    part = RowPartition::even(pm->a.nrows, np);
+    mine = row_range(pm->a, part.starts[me], part.starts[me + 1]);
+  }
+  const std::int64_t n = part.starts.back(), nl = part.rows(me);
+  if (nl < 1) throw UsageError(std::to_string(np) + " ranks for " + std::to_string(n) + " rows: use fewer ranks");
+  o.read_s = tr.seconds();
+  o.n = n;
+
+  // ---- operator and dense ops
+  tr = Timer();
+  double a_inf = 0.0;  // ‖A‖∞ ≥ ‖A‖₂ (symmetric A): the filter's bound, no power iteration
+  for (std::int64_t i = 0; i < nl; ++i) {
+    double r = 0.0;
+    for (std::int64_t e = mine.row_ptr[i]; e < mine.row_ptr[i + 1]; ++e) r += std::abs(mine.values[e]);
+    a_inf = std::max(a_inf, r);
+  }
+  a_inf = comm.allreduce_max(a_inf);
+  std::vector<double> diag;
+  if (!eigs_task && s.precond != "none") {
+    diag.assign(nl, 0.0);
+    for (std::int64_t i = 0; i < nl; ++i)
+      for (std::int64_t e = mine.row_ptr[i]; e < mine.row_ptr[i + 1]; ++e)
+        if (mine.col_idx[e] == part.starts[me] + i) diag[i] = mine.values[e];
+  }
+  const std::int64_t nnz_global = comm.allreduce_sum_int(mine.nnz());
+  LocalParts lp = build_local_parts(mine, part, comm);
+  mine = Csr<double>();  // the pieces hold it now
+  auto local_ops = make_dense_ops(backend);
+  std::int64_t rhs_cols = 0;
+  if (!eigs_task) rhs_cols = std::stoll(s.rhs.substr(7));
+  OperatorOptions oo;
+  oo.stream = local_ops->stream();
+  oo.expected_cols = static_cast<int>(eigs_task ? std::min<std::int64_t>(s.k + 16, 64) : rhs_cols);
+  oo.plan_by_trial = false;  // the cost model: a trial per rank would cost seconds at scale
+  const std::int64_t max_cols = eigs_task ? std::max<std::int64_t>(2 * s.k + 32, 64) : rhs_cols;
+  DistributedOperator op(std::move(lp), comm, backend, oo, max_cols);
+  DistributedDenseOps ops(std::move(local_ops), comm, part.starts[me], nl, n);
+  o.setup_s = tr.seconds();
+  o.backend = backend == Backend::cuda ? "cuda" : "cpu";
+  o.device = backend == Backend::cuda ? std::to_string(np) + " x " + device_name() : std::to_string(np) + " CPU processes";
+  o.kernel = to_string(op.interior().plan().kernel);
+  o.kernel_reason = "interior of rank 0's rows: " + op.interior().plan().describe();
+  const std::int64_t halo_max = comm.allreduce_max(static_cast<double>(op.parts().halo_rows()));
+  const std::int64_t halo_sum = comm.allreduce_sum_int(op.parts().halo_rows());
+
+  // ---- solve
+  if (backend == Backend::cuda) reset_device_peak();
+  tr = Timer();
+  std::vector<double> vectors_local;
+  std::int64_t vec_cols = 0;
+  if (eigs_task) {
+    EigsOptions eo;
+    eo.k = s.k;
+    eo.which = s.which == "largest" ? Which::largest : Which::smallest;
+    eo.method = EigsMethod::chebyshev;
+    eo.conv = parse_conv_test(s.conv);
+    eo.tol = s.tol;
+    eo.max_iterations = s.maxiter;
+    eo.allow_factor = false;
+    eo.recheck = !s.no_recheck;
+    eo.backend = backend;
+    eo.seed = s.seed;
+    eo.own_operator = true;
+    if (progress && me == 0)
+      eo.on_iteration = [&](const IterationRecord& r) {
+        double mx = 0;
+        for (double v : r.residual_norms) mx = std::max(mx, v);
+        progress(r.iteration, r.converged, s.k, mx, tr.seconds());
+      };
+    EigsResult er = eigs(op, nullptr, ops, eo, a_inf);
+    o.status = to_string(er.status);
+    o.message = er.reason;
+    o.iterations = er.iterations;
+    o.values = er.values;
+    o.residuals = er.residual_norms;
+    o.error_bounds = er.error_bounds;
+    o.method = er.method;
+    o.why = "distributed over " + std::to_string(np) + " ranks: Chebyshev-filtered subspace iteration "
+            "(the only distributed eigensolver; shift-invert and the certificate are single-process)";
+    o.transform = er.transform;
+    o.conv = to_string(er.conv);
+    o.certified = to_string(er.certified);
+    o.certificate = er.certificate;
+    o.verification = to_string(er.verification);
+    o.precision = er.precision;
+    o.operator_applies = er.operator_applies;
+    o.plan_s = er.plan_seconds;
+    o.solve_s = er.solve_seconds;
+    o.verify_s = er.verify_seconds;
+    vectors_local = std::move(er.vectors);
+    vec_cols = static_cast<std::int64_t>(o.values.size());
+  } else {
+    CgOptions co;
+    co.tol = s.tol;
+    co.max_iterations = s.maxiter > 0 ? s.maxiter : co.max_iterations;
+    co.jacobi_diagonal = diag;
+    co.apply_order = ApplyOrder::same_stream;
+    if (progress && me == 0)
+      co.on_iteration = [&](const IterationRecord& r) {
+        double mx = 0;
+        for (double v : r.residual_norms) mx = std::max(mx, v);
+        progress(r.iteration, r.converged, rhs_cols, mx, tr.seconds());
+      };
+    SolveResult sr = block_cg_random(op, s.seed + 1000, rhs_cols, ops, co, !s.out.empty());
+    o.status = to_string(sr.status);
+    o.message = sr.reason;
+    o.iterations = sr.iterations;
+    o.residuals = sr.residual_norms;
+    o.column_iterations = sr.column_iterations;
+    o.method = "block_cg";
+    o.operator_applies = sr.operator_applies;
+    o.solve_s = tr.seconds();
+    vectors_local = std::move(sr.solutions);
+    vec_cols = rhs_cols;
+  }
+  for (double v : o.residuals) o.max_residual = std::max(o.max_residual, v);
+  if (backend == Backend::cuda)
+    o.peak_device_bytes = comm.allreduce_max(static_cast<double>(device_peak_bytes()));
+  const auto& st = op.stats();
+  o.distributed = format(
+      "%d ranks (%s), %s; rows split in contiguous ranges of %lld-%lld; halo %lld rows in all "
+      "(largest rank %lld: %s per column and apply each way); %lld applies; host time in MPI %s "
+      "(rank 0)%s",
+      np, comm.describe().c_str(), backend == Backend::cuda ? "one GPU per rank" : "CPU",
+      (long long)(n / np), (long long)((n + np - 1) / np), (long long)halo_sum, (long long)halo_max,
+      format_bytes(8.0 * static_cast<double>(halo_max)).c_str(), (long long)st.applies,
+      format_seconds(comm.host_comm_seconds()).c_str(),
+      backend == Backend::cuda ? "; GPU exchanges and all-reduces run in stream order (NCCL), "
+                                 "the exchange overlapped with the interior product"
+                               : "");
+
+  if (comm_profiling()) {
+    const double ex = comm.allreduce_max(st.exchange_seconds), red = comm.allreduce_max(ops.reduce_seconds());
+    o.distributed += format("; profiled (TCSOLVE_COMM_PROFILE, synchronized, not overlapped): halo "
+                            "exchanges %s, all-reduces %s (%lld of %lld doubles), %.1f %% of the solve",
+                            format_seconds(ex).c_str(), format_seconds(red).c_str(),
+                            (long long)ops.reductions(), (long long)ops.reduced_doubles(),
+                            100.0 * (ex + red) / std::max(o.solve_s, 1e-9));
+  }
+
+  // ---- result: rank 0 writes
+  Timer tw;
+  if (!s.out.empty()) {
+    std::vector<double> all = vec_cols > 0 && static_cast<std::int64_t>(vectors_local.size()) == nl * vec_cols
+                                  ? gather_block(comm, vectors_local, nl, vec_cols, part)
+                                  : std::vector<double>();
+    if (me == 0) {
+      AtomicFile af(s.out);
+      {
+        Hdf5File f = Hdf5File::create(af.temp_path(), 8.0 * static_cast<double>(n * vec_cols) + 1e6);
+        set_common_attrs(f, s, command);
+        f.set_attr("status", o.status);
+        f.set_attr("reason", o.message);
+        f.set_attr("method", o.method);
+        f.set_attr("iterations", o.iterations);
+        f.set_attr("operator_applies", o.operator_applies);
+        f.set_attr("tolerance", s.tol);
+        f.set_attr("backend", o.backend);
+        f.set_attr("device", o.device);
+        f.set_attr("spmm_kernel", o.kernel);
+        f.set_attr("rows", n);
+        f.set_attr("nnz", nnz_global);
+        f.set_attr("seed", static_cast<std::int64_t>(s.seed));
+        f.set_attr("ranks", static_cast<std::int64_t>(np));
+        f.set_attr("distributed", o.distributed);
+        if (eigs_task) {
+          f.set_attr("k", s.k);
+          f.set_attr("which", s.which);
+          f.write("eigenvalues", o.values);
+          if (!all.empty()) f.write_2d("eigenvectors", all.data(), vec_cols, n);
+          f.write("residual_norms", o.residuals);
+          f.write("error_bounds", o.error_bounds);
+          f.set_attr("convergence_test", o.conv);
+          f.set_attr("certified", o.certified);
+          f.set_attr("certificate", o.certificate);
+          f.set_attr("verification", o.verification);
+          f.set_attr("method_reason", o.why);
+          f.set_attr("precision_used", o.precision);
+        } else {
+          f.set_attr("right_hand_sides", rhs_cols);
+          if (!all.empty()) f.write_2d("solution", all.data(), rhs_cols, n);
+          f.write("residual_norms", o.residuals);
+          f.write("column_iterations", o.column_iterations);
+        }
+        f.set_attr("time_read", o.read_s);
+        f.set_attr("time_setup", o.setup_s);
+        f.set_attr("time_solve", o.solve_s);
+        f.close();
+      }
+      af.commit();
+      o.wrote_output = true;
+    }
+    comm.barrier();  // the file is complete before any rank reports
+  }
+  o.write_s = tw.seconds();
+  o.seconds = total.seconds() - o.init_s;
+  return o;
+}
+
+}  // namespace tcsolve::app
