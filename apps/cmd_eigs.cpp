@@ -1,6 +1,7 @@
 // tcsolve eigs MATRIX and tcsolve solve MATRIX: one problem from the command line, with a live
 // progress line on a terminal, a final table (or --json, or --quiet) and an HDF5 result file.
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "apps/cli.hpp"
@@ -140,10 +141,13 @@ int run_task(const std::string& task, const Args& args) {
 
   // Under mpirun with more than one rank: the distributed path (apps/distributed_job.cpp). A
   // rank that fails ends the whole job (MPI_Abort), so no rank waits in a collective forever.
+  // TCSOLVE_DISTRIBUTED=1 takes that path with one rank too (the benchmark's scaling baseline).
+  const char* force_env = std::getenv("TCSOLVE_DISTRIBUTED");
+  const bool force = force_env && std::string(force_env) == "1";
   std::unique_ptr<Communicator> comm;
-  if (launched_by_mpi()) {
+  if (launched_by_mpi() || force) {
     comm = make_communicator();
-    if (comm->size() == 1) comm.reset();
+    if (comm->size() == 1 && !force) comm.reset();
   }
   const bool rank0 = !comm || comm->rank() == 0;
   // SIGINT/SIGTERM: the solve stops at its next iteration's end and the partial result is

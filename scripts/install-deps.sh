@@ -7,6 +7,9 @@ pkgs=(cmake ninja-build g++ pkg-config libeigen3-dev libhdf5-dev libboost-progra
       # sparse direct solvers for shift-invert and certified counts (factor/), and an optimized
       # BLAS for their supernodal/multifrontal kernels (README: Dependencies)
       libsuitesparse-dev libmumps-seq-dev libopenblas-pthread-dev
+      # more than one process (distributed/): MPI for ranks and host collectives, mpirun for the
+      # tests; NCCL for GPU buffers comes with the CUDA toolkit when it is installed
+      libopenmpi-dev openmpi-bin
       # the Python module (python/) and its tests
       python3-dev pybind11-dev python3-pybind11 python3-pytest)
 # clang + its runtime build the libFuzzer targets; optional for users, used by the fuzz smoke test.
