@@ -10,6 +10,7 @@
 // may branch on a rank's own clock or memory (the workspace limit is the smallest rank's).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "apps/job.hpp"
 #include "core/device.hpp"
@@ -159,6 +160,7 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
   tr = Timer();
   std::vector<double> vectors_local;
   std::int64_t vec_cols = 0;
+  std::unique_ptr<ChebyshevStep> fused;
   if (eigs_task) {
     EigsOptions eo;
     eo.k = s.k;
@@ -172,6 +174,11 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
     eo.backend = backend;
     eo.seed = s.seed;
     eo.own_operator = true;
+    const char* fs = std::getenv("TCSOLVE_FUSED_STEP");  // 0: unfused filter (A/B benchmarks)
+    if (!(fs && std::string(fs) == "0")) {
+      fused = op.make_fused_step();
+      eo.fused_step = fused.get();
+    }
     if (progress && me == 0)
       eo.on_iteration = [&](const IterationRecord& r) {
         double mx = 0;

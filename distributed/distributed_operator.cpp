@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "distributed/row_copy.hpp"
+#include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve {
 
@@ -70,13 +71,13 @@ DistributedOperator::DistributedOperator(LocalParts parts, Communicator& comm, B
 
 DistributedOperator::~DistributedOperator() = default;
 
-void DistributedOperator::apply(MvView<const double> x, MvView<double> y) const {
-  TCSOLVE_REQUIRE(x.rows == rows() && y.rows == rows() && x.cols == y.cols,
-                  "distributed apply: shapes");
+void DistributedOperator::run(MvView<const double> x, std::int64_t first_col, std::int64_t cols,
+                              double scale, MvView<double> y,
+                              const std::function<void(std::int64_t, std::int64_t)>& interior) const {
   std::vector<Transfer> sends, recvs;
   sends.reserve(peers_.size()), recvs.reserve(peers_.size());
-  for (std::int64_t c0 = 0; c0 < x.cols; c0 += max_cols_) {
-    const std::int64_t kc = std::min(max_cols_, x.cols - c0);
+  for (std::int64_t c0 = first_col; c0 < first_col + cols; c0 += max_cols_) {
+    const std::int64_t kc = std::min(max_cols_, first_col + cols - c0);
     auto xc = x.columns(c0, kc);
     auto yc = y.columns(c0, kc);
     sends.clear(), recvs.clear();
@@ -100,18 +101,72 @@ void DistributedOperator::apply(MvView<const double> x, MvView<double> y) const 
       if (space_ == Space::device) device_synchronize();
       stats_.exchange_seconds += wall() - t0;
     }
-    interior_->apply(xc, yc);
+    interior(c0, kc);
     if (!profile_) comm_.exchange_wait(stream_);
     for (auto& p : peers_) {
       if (!p.boundary) continue;
       MvView<const double> h{p.recv.data(), p.halo, kc, p.halo, space_};
       MvView<double> t{p.prod.data(), p.nbnd, kc, p.nbnd, space_};
       p.boundary->apply(h, t);
-      scatter_add_rows(p.boundary_rows.data(), t, yc, stream_);
+      scatter_add_rows(p.boundary_rows.data(), scale, t, yc, stream_);
       stats_.halo_doubles_received += p.halo * kc;
     }
   }
   ++stats_.applies;
+}
+
+void DistributedOperator::apply(MvView<const double> x, MvView<double> y) const {
+  TCSOLVE_REQUIRE(x.rows == rows() && y.rows == rows() && x.cols == y.cols,
+                  "distributed apply: shapes");
+  run(x, 0, x.cols, 1.0, y, [&](std::int64_t c0, std::int64_t kc) {
+    interior_->apply(x.columns(c0, kc), y.columns(c0, kc));
+  });
+}
+
+namespace {
+
+// The filter step Y' = a·A·Y + b·Y + c·Y' with A distributed: the interior's fused step (one pass
+// over the rank's rows) while the halo moves, then a·(boundary product) added into the boundary
+// rows. fp64 only: the fp32 rung needs fp32 halo products (not built).
+class DistributedChebyshevStep final : public ChebyshevStep {
+ public:
+  DistributedChebyshevStep(const DistributedOperator& op, std::unique_ptr<ChebyshevStep> inner)
+      : op_(op), inner_(std::move(inner)) {}
+  Space space() const override { return op_.space(); }
+  void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
+            MvView<const double> r, const double* d) const override {
+    if (d) throw InvalidArgument("distributed Chebyshev step: row scales are not supported");
+    TCSOLVE_REQUIRE(cur.rows == op_.rows() && next.rows == op_.rows() && cur.cols == next.cols,
+                    "distributed Chebyshev step: shapes");
+    op_.run(cur, 0, cur.cols, a, next, [&](std::int64_t c0, std::int64_t kc) {
+      inner_->step(a, cur.columns(c0, kc), b, c, next.columns(c0, kc), e, r.columns(c0, kc), nullptr);
+    });
+  }
+  std::string describe() const override { return "distributed (interior: " + inner_->describe() + ")"; }
+  void residual32(double, MvView<const double>, MvView<const double>, const double*, double,
+                  MvView<float>, MvView<float>) const override {
+    throw InvalidArgument("distributed Chebyshev step: no fp32 rung");
+  }
+  void step32(double, MvView<const float>, double, double, MvView<float>, MvView<const float>,
+              const double*) const override {
+    throw InvalidArgument("distributed Chebyshev step: no fp32 rung");
+  }
+  void combine32(MvView<const double>, const double*, MvView<const float>,
+                 MvView<double>) const override {
+    throw InvalidArgument("distributed Chebyshev step: no fp32 rung");
+  }
+
+ private:
+  const DistributedOperator& op_;
+  std::unique_ptr<ChebyshevStep> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<ChebyshevStep> DistributedOperator::make_fused_step() const {
+  const Backend backend = space_ == Space::device ? Backend::cuda : Backend::cpu;
+  return std::make_unique<DistributedChebyshevStep>(
+      *this, make_chebyshev_step(parts_.interior, backend, Precision::fp64, stream_));
 }
 
 std::string DistributedOperator::describe(int rank) const {

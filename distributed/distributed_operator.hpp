@@ -12,6 +12,7 @@
 // (packed and sent, received and read) and 24·k per boundary row (T written, read, Y updated).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "core/operator.hpp"
 #include "distributed/comm.hpp"
 #include "distributed/partition.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "spmm/sparse_operator.hpp"
 
 namespace tcsolve {
@@ -52,6 +54,15 @@ class DistributedOperator final : public LinearOperator<double> {
   const LocalParts& parts() const { return parts_; }
   const SparseOperator& interior() const { return *interior_; }
   const DistributedOperatorStats& stats() const { return stats_; }
+  // The Chebyshev filter's fused step (spmm/chebyshev_step.hpp) over this operator, fp64: the
+  // interior rows through the fused kernel on the rank's own copy of the interior (12·nnz bytes
+  // more on the device), the boundary products added as in apply(). Valid while this lives.
+  std::unique_ptr<ChebyshevStep> make_fused_step() const;
+  // The exchange loop shared by apply() and the fused step: for column chunks [c0, c0 + kc) of
+  // [first_col, first_col + cols): pack and start the exchange of X's chunk, interior(c0, kc),
+  // wait, then Y(boundary rows, chunk) += scale·(B_p·halo_p) for every peer.
+  void run(MvView<const double> x, std::int64_t first_col, std::int64_t cols, double scale,
+           MvView<double> y, const std::function<void(std::int64_t, std::int64_t)>& interior) const;
   // "rank 1 of 2: rows 4000000..7999999 (4000000), halo 40000 rows from 1 peer, sends 40000"
   std::string describe(int rank) const;
 

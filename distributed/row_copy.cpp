@@ -17,15 +17,15 @@ void gather_rows(const std::int32_t* rows, MvView<const double> x, MvView<double
   }
 }
 
-void scatter_add_rows(const std::int32_t* rows, MvView<const double> x, MvView<double> y,
+void scatter_add_rows(const std::int32_t* rows, double s, MvView<const double> x, MvView<double> y,
                       void* stream) {
   TCSOLVE_REQUIRE(x.space == y.space && x.cols <= y.cols, "scatter_add_rows: blocks disagree");
   if (x.rows == 0 || x.cols == 0) return;
-  if (y.space == Space::device) return detail::scatter_add_rows_cuda(rows, x, y, stream);
+  if (y.space == Space::device) return detail::scatter_add_rows_cuda(rows, s, x, y, stream);
   for (std::int64_t j = 0; j < x.cols; ++j) {
     const double* xs = x.col(j);
     double* ys = y.col(j);
-    for (std::int64_t i = 0; i < x.rows; ++i) ys[rows[i]] += xs[i];
+    for (std::int64_t i = 0; i < x.rows; ++i) ys[rows[i]] += s * xs[i];
   }
 }
 

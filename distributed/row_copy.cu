@@ -19,13 +19,13 @@ __global__ void gather_rows_kernel(const std::int32_t* rows, const double* x, lo
     ys[i] = xs[rows[i]];
 }
 
-__global__ void scatter_add_rows_kernel(const std::int32_t* rows, const double* x, long long ldx,
-                                        double* y, long long ldy, long long m) {
+__global__ void scatter_add_rows_kernel(const std::int32_t* rows, double s, const double* x,
+                                        long long ldx, double* y, long long ldy, long long m) {
   const double* xs = x + blockIdx.y * ldx;
   double* ys = y + blockIdx.y * ldy;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < m;
        i += (long long)gridDim.x * blockDim.x)
-    ys[rows[i]] += xs[i];
+    ys[rows[i]] += s * xs[i];
 }
 
 dim3 grid_for(long long m, long long cols) {
@@ -47,12 +47,12 @@ void gather_rows_cuda(const std::int32_t* rows, MvView<const double> x, MvView<d
   }
 }
 
-void scatter_add_rows_cuda(const std::int32_t* rows, MvView<const double> x, MvView<double> y,
-                           void* stream) {
+void scatter_add_rows_cuda(const std::int32_t* rows, double s, MvView<const double> x,
+                           MvView<double> y, void* stream) {
   for (std::int64_t c0 = 0; c0 < x.cols; c0 += 65535) {
     const std::int64_t nc = std::min<std::int64_t>(65535, x.cols - c0);
     scatter_add_rows_kernel<<<grid_for(x.rows, nc), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-        rows, x.col(c0), x.ld, y.col(c0), y.ld, x.rows);
+        rows, s, x.col(c0), x.ld, y.col(c0), y.ld, x.rows);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
 }

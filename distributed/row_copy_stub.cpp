@@ -7,7 +7,7 @@ namespace tcsolve::detail {
 void gather_rows_cuda(const std::int32_t*, MvView<const double>, MvView<double>, void*) {
   throw NotCompiled("tcsolve was built without CUDA: no device row copies");
 }
-void scatter_add_rows_cuda(const std::int32_t*, MvView<const double>, MvView<double>, void*) {
+void scatter_add_rows_cuda(const std::int32_t*, double, MvView<const double>, MvView<double>, void*) {
   throw NotCompiled("tcsolve was built without CUDA: no device row copies");
 }
 

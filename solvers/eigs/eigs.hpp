@@ -54,6 +54,8 @@
 
 namespace tcsolve {
 
+class ChebyshevStep;
+
 // EigsOptions::workspace_columns too small for even the smallest basis/width of the method.
 class WorkspaceDoesNotFit : public OutOfDeviceMemory {
  public:
@@ -137,6 +139,9 @@ struct EigsOptions {
   // default stream), e.g. distributed/'s; applies are then ordered by events, not fenced by host
   // synchronizations as a foreign operator's (a Python LinearOperator) must be.
   bool own_operator = false;
+  // Operator form: the Chebyshev filter's fused step for A (spmm/chebyshev_step.hpp, in the ops'
+  // space on their stream), e.g. distributed/'s; fp64 filters (the ladder needs the matrix form).
+  const ChebyshevStep* fused_step = nullptr;
   std::function<void(const IterationRecord&)> on_iteration;
   // Checkpoints of the main run (Chebyshev, LOBPCG, Lanczos after a restart; not the checks):
   // its Ritz block every checkpoint_every seconds (EigenOptions). A run resumes from one through v0.

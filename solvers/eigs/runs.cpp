@@ -232,6 +232,7 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
           // no room for the step's copy of A (memory cap): the unfused filter is the same math
         }
       }
+      if (!co.fused_step && opt.fused_step && &a == s.aop) co.fused_step = opt.fused_step;
       return chebyshev_subspace(a, ops, ec, co);
     }
     return block_lanczos(a, s.bop, ops, o);
