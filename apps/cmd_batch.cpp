@@ -13,6 +13,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +25,8 @@
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 #include "apps/job.hpp"
+#include "core/device.hpp"
+#include "distributed/comm.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace tcsolve::app {
@@ -211,7 +215,49 @@ struct Row {
   std::string job, task, status, message, out;
   double seconds = 0, residual = NAN;
   std::int64_t iterations = 0;
+  std::size_t index = 0;  // the job's place in the file
+  int rank = 0;           // the MPI rank that ran it
 };
+
+// Rows as text for the gather to rank 0 (unit and record separators: no field holds them).
+std::string pack_rows(const std::vector<Row>& rows) {
+  std::string s;
+  for (const Row& r : rows)
+    s += r.job + '\x1f' + r.task + '\x1f' + r.status + '\x1f' + r.message + '\x1f' + r.out + '\x1f' +
+         format("%.17g\x1f%.17g\x1f%lld\x1f%zu\x1f%d", r.seconds, r.residual, (long long)r.iterations,
+                r.index, r.rank) +
+         '\x1e';
+  return s;
+}
+std::vector<Row> unpack_rows(const std::string& s) {
+  std::vector<Row> rows;
+  std::size_t at = 0;
+  while (at < s.size()) {
+    const std::size_t end = s.find('\x1e', at);
+    std::vector<std::string> f;
+    std::size_t p = at;
+    while (true) {
+      const std::size_t q = s.find('\x1f', p);
+      if (q == std::string::npos || q > end) {
+        f.push_back(s.substr(p, end - p));
+        break;
+      }
+      f.push_back(s.substr(p, q - p));
+      p = q + 1;
+    }
+    if (f.size() == 10) {
+      Row r{f[0], f[1], f[2], f[3], f[4]};
+      r.seconds = std::strtod(f[5].c_str(), nullptr);
+      r.residual = std::strtod(f[6].c_str(), nullptr);
+      r.iterations = std::strtoll(f[7].c_str(), nullptr, 10);
+      r.index = std::strtoull(f[8].c_str(), nullptr, 10);
+      r.rank = std::atoi(f[9].c_str());
+      rows.push_back(std::move(r));
+    }
+    at = end + 1;
+  }
+  return rows;
+}
 
 }  // namespace
 
@@ -236,7 +282,9 @@ int run_batch(const Args& args) {
       "SIGINT/SIGTERM stop the running job at its next iteration (its partial result is written\n"
       "with status interrupted and --resume runs it again) and start no further job.\n"
       "Exit status: 0 every job converged (or was skipped), 1 some job failed or did not converge,\n"
-      "130/143 interrupted (SIGINT/SIGTERM), 2 bad job file or usage.\n",
+      "130/143 interrupted (SIGINT/SIGTERM), 2 bad job file or usage.\n"
+      "Under mpirun -np N the jobs are spread over the ranks (job i on rank i mod N), one GPU per\n"
+      "rank; each job still writes its own result atomically, and rank 0 prints the summary.\n",
       {"JOBFILE"}};
   bool resume = false, quiet = false, json = false;
   std::string outdir;
@@ -294,16 +342,32 @@ int run_batch(const Args& args) {
   // Test hook: the process is killed (SIGKILL) right after this job, as by an interruption.
   const char* abort_after = std::getenv("TCSOLVE_TEST_ABORT_AFTER_JOB");
 
+  // Under mpirun: job i runs on rank i mod N, each rank on its own GPU (jobs are independent: no
+  // NCCL), rank 0 gathers the rows and prints the summary. Every rank checked the file above.
+  std::unique_ptr<Communicator> comm;
+  if (launched_by_mpi()) {
+    comm = make_communicator();
+    if (comm->size() == 1) comm.reset();
+  }
+  const int np = comm ? comm->size() : 1, me = comm ? comm->rank() : 0;
+  if (comm) {
+    bool gpu = false;
+    for (const JobSpec& s : jobs) gpu = gpu || s.device != "cpu";
+    if (gpu && device_count() > 0) select_local_gpu(*comm);
+  }
   // SIGINT/SIGTERM: the running job stops at its next iteration's end and writes its partial
   // result; no further job starts; the summary is printed; exit 130/143 (core/interrupt.hpp).
-  install_interrupt_handlers();
+  // (Not under mpirun: mpirun ends every rank on Ctrl-C; --resume reruns what was cut.)
+  if (!comm) install_interrupt_handlers();
   MatrixCache cache;
-  ProgressLine line(!quiet && !json);
+  ProgressLine line(!quiet && !json && me == 0);
   std::vector<Row> rows;
   bool all_ok = true;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (static_cast<int>(i % np) != me) continue;  // another rank's job
     JobSpec s = jobs[i];
     Row row{s.name, s.task, "", "", s.out};
+    row.index = i, row.rank = me;
     // Automatic checkpoints of a job that asked for none: OUT.checkpoint.h5, the first after
     // checkpoint_every seconds of its solve.
     const std::string auto_checkpoint =
@@ -373,7 +437,8 @@ int run_batch(const Args& args) {
     if (row.status != "converged" && row.status != "skipped") all_ok = false;
     line.clear();
     if (!quiet && !json)
-      std::cerr << format("%s: %s (%s)%s\n", head.c_str(), row.status.c_str(),
+      std::cerr << format("%s%s: %s (%s)%s\n", comm ? format("rank %d: ", me).c_str() : "",
+                          head.c_str(), row.status.c_str(),
                           format_seconds(row.seconds).c_str(),
                           row.status == "failed" ? (": " + row.message).c_str() : "");
     rows.push_back(row);
@@ -390,6 +455,17 @@ int run_batch(const Args& args) {
     }
   }
 
+  if (comm) {
+    // Every rank's rows on rank 0, in the file's order; one exit status for all.
+    const std::vector<std::string> parts = comm->gather_strings_to_root(pack_rows(rows));
+    const bool ok_everywhere = comm->allreduce_max(all_ok ? 0.0 : 1.0) == 0.0;
+    if (me != 0) return ok_everywhere ? exit_ok : exit_failed;
+    rows.clear();
+    for (const std::string& p : parts)
+      for (Row& r : unpack_rows(p)) rows.push_back(std::move(r));
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.index < b.index; });
+    all_ok = ok_everywhere;
+  }
   if (json) {
     std::cout << "{\"jobs\": [";
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -399,7 +475,7 @@ int run_batch(const Args& args) {
                 << ", \"seconds\": " << json_number(r.seconds) << ", \"iterations\": "
                 << r.iterations << ", \"max_residual\": " << json_number(r.residual)
                 << ", \"out\": " << json_string(r.out) << ", \"message\": " << json_string(r.message)
-                << "}";
+                << (comm ? ", \"rank\": " + std::to_string(r.rank) : std::string()) << "}";
     }
     std::cout << "], \"ok\": " << (all_ok ? "true" : "false") << "}\n";
   } else if (!quiet) {

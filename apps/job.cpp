@@ -758,7 +758,10 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   check_job_outputs(s);
   // The CUDA context and the dense ops' library handles (cuBLAS, cuSOLVER: 0.1–0.5 s) come up on
   // a helper thread while this one reads the matrix.
-  std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device] {
+  // The helper uses this thread's GPU (a rank of `mpirun ... batch` runs on its own).
+  const int gpu = s.device == "cpu" ? -1 : selected_gpu();
+  std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device, gpu] {
+    use_gpu(gpu);
     const Backend b = resolve_backend(device);
     if (b == Backend::cuda) cache.ops(b);
     return b;

@@ -57,6 +57,8 @@ class Communicator {
   virtual std::vector<double> gather_to_root(const std::vector<double>& local) = 0;
   // Every rank's value, in rank order, on every rank.
   virtual std::vector<std::int64_t> allgather(std::int64_t v) = 0;
+  // Every rank's bytes, in rank order, on rank 0 only (empty elsewhere).
+  virtual std::vector<std::string> gather_strings_to_root(const std::string& local) = 0;
   // Rank `root`'s bytes to everyone (resized on the receivers).
   virtual void broadcast(std::string& bytes, int root) = 0;
 
@@ -78,6 +80,13 @@ class Communicator {
 // InvalidArgument) when this node has more ranks than GPUs: two ranks never share a GPU in one
 // NCCL communicator. Returns the ordinal. Throws NotCompiled without CUDA, DeviceError with none.
 int select_local_gpu(const Communicator& comm);
+
+// The GPU select_local_gpu chose in this process (-1 when it was not called; no CUDA call), and
+// making `device` the calling thread's (a helper thread starts on device 0: threads that create
+// CUDA objects for a rank's GPU call use_gpu(selected_gpu()) first; -1: nothing). Without CUDA:
+// -1, and a no-op.
+int selected_gpu();
+void use_gpu(int device);
 
 // True when this process was started by mpirun/mpiexec or a PMI launcher (Open MPI's, MPICH's or
 // Slurm's environment); a plain start is one process without MPI at all.

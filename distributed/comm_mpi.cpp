@@ -206,6 +206,21 @@ class MpiCommunicator final : public Communicator {
     Timer t(seconds_);
     return allgather_raw(v);
   }
+  std::vector<std::string> gather_strings_to_root(const std::string& local) override {
+    Timer t(seconds_);
+    int len = as_count(static_cast<std::int64_t>(local.size()), "gathered text");
+    std::vector<int> lens(rank_ == 0 ? size_ : 0), disp(rank_ == 0 ? size_ : 0);
+    mpi_check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
+    std::int64_t total = 0;
+    for (int q = 0; q < static_cast<int>(lens.size()); ++q) disp[q] = as_count(total, "gathered text"), total += lens[q];
+    std::string all(static_cast<std::size_t>(total), '\0');
+    mpi_check(MPI_Gatherv(local.data(), len, MPI_CHAR, all.data(), lens.data(), disp.data(), MPI_CHAR, 0,
+                          MPI_COMM_WORLD),
+              "MPI_Gatherv");
+    std::vector<std::string> out;
+    for (int q = 0; q < static_cast<int>(lens.size()); ++q) out.push_back(all.substr(disp[q], lens[q]));
+    return out;
+  }
   void broadcast(std::string& bytes, int root) override {
     Timer t(seconds_);
     long long n = static_cast<long long>(bytes.size());

@@ -15,6 +15,20 @@ int env_int(const char* name, int fallback) {
 }
 }  // namespace
 
+namespace {
+int g_selected = -1;
+}
+
+int selected_gpu() { return g_selected; }
+
+void use_gpu(int device) {
+  if (device < 0) return;
+  const cudaError_t e = cudaSetDevice(device);
+  if (e != cudaSuccess)
+    throw DeviceError("cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(e),
+                      __FILE__, __LINE__);
+}
+
 int select_local_gpu(const Communicator& comm) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
@@ -28,9 +42,8 @@ int select_local_gpu(const Communicator& comm) {
                           std::to_string(count) +
                           " GPUs: one GPU per rank (start at most that many ranks per node)");
   const int dev = local % count;
-  const cudaError_t e = cudaSetDevice(dev);
-  if (e != cudaSuccess)
-    throw DeviceError("cudaSetDevice(" + std::to_string(dev) + "): " + cudaGetErrorString(e), __FILE__, __LINE__);
+  use_gpu(dev);
+  g_selected = dev;
   return dev;
 }
 

@@ -42,5 +42,45 @@ PY
 run_mpi "$@" "$T" eigs gen:lap3d:8 --k 2 --method lobpcg --device cpu 2> "$W/err.txt"
 rc=$?; [ $rc -eq 2 ] || fail "--method lobpcg under mpirun: exit $rc (want 2)"
 grep -q "not available under mpirun" "$W/err.txt" || fail "no clear message: $(cat "$W/err.txt")"
-ls "$W" | grep -q tmp && fail "temporary file left: $(ls "$W")"
+# batch over the ranks: job i on rank i mod N, every result written, a failing job fails alone,
+# rank 0 prints the whole summary in the file's order, --resume skips what is done.
+mkdir -p "$W/b"
+cat > "$W/b/jobs.ini" <<'INI'
+[defaults]
+device = cpu
+task = eigs
+k = 3
+which = largest
+[job.a]
+matrix = gen:lap2d:20
+[job.b]
+matrix = gen:lap2d:21
+[job.bad]
+matrix = no_such_matrix.mtx
+[job.c]
+task = solve
+matrix = gen:lap2d:22
+rhs = random:2
+[job.d]
+matrix = gen:lap2d:23
+INI
+(cd "$W/b" && run_mpi "$@" "$T" batch jobs.ini --json > out.json 2> err.txt)
+rc=$?; [ $rc -eq 1 ] || fail "batch with a failing job: exit $rc (want 1): $(cat "$W/b/err.txt")"
+$PY - "$W/b" "$NP" <<'PY' || fail "batch summary"
+import sys, json, h5py
+w, np_ = sys.argv[1], int(sys.argv[2])
+d = json.load(open(f"{w}/out.json"))
+names = [j["job"] for j in d["jobs"]]
+assert names == ["a", "b", "bad", "c", "d"], names
+st = {j["job"]: j["status"] for j in d["jobs"]}
+assert st == {"a": "converged", "b": "converged", "bad": "failed", "c": "converged", "d": "converged"}, st
+assert [j["rank"] for j in d["jobs"]] == [i % np_ for i in range(5)], d["jobs"]
+for n in "abcd":
+    assert h5py.File(f"{w}/{n}.h5").attrs["status"] == "converged"
+assert h5py.File(f"{w}/bad.h5").attrs["status"] == "failed"
+print("batch over", np_, "ranks: summary and results right")
+PY
+(cd "$W/b" && run_mpi "$@" "$T" batch jobs.ini --resume --json > again.json 2>/dev/null)
+grep -q '"job": "a", "task": "eigs", "status": "skipped"' "$W/b/again.json" || fail "--resume did not skip: $(cat "$W/b/again.json")"
+ls -R "$W" | grep -q "\.tmp" && fail "temporary file left: $(ls -R "$W")"
 echo "cli_mpi: np $NP passed"
