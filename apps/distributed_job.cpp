@@ -19,6 +19,7 @@
 #include "distributed/partition.hpp"
 #include "io/atomic_file.hpp"
 #include "io/generators.hpp"
+#include "io/matrix_io.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/eigs/eigs.hpp"
 
@@ -103,15 +104,56 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
   tr = Timer();
   Csr<double> mine;
   RowPartition part;
-  const std::int64_t gen_n = is_generator_spec(s.matrix) ? generator_rows(s.matrix) : -1;
-  if (gen_n > 0) {
-    part = RowPartition::even(gen_n, np);
-    mine = generate_rows(s.matrix, part.starts[me], part.starts[me + 1]);
+  bool probe_symmetry = false;
+  if (reads_row_ranges(s.matrix)) {
+    // Stencil generators build, HDF5 groups read (hyperslabs) only this rank's rows.
+    ReadOptions ro;
+    ro.require_square = true;
+    std::int64_t total = 0;
+    read_matrix_rows(s.matrix, 0, 0, ro, &total);  // the size alone
+    part = RowPartition::even(total, np);
+    mine = read_matrix_rows(s.matrix, part.starts[me], part.starts[me + 1], ro);
+    probe_symmetry = !is_generator_spec(s.matrix);  // a range cannot show its symmetry
   } else {
+    // Matrix Market, Rutherford-Boeing, other generators: rank 0 reads and checks the whole
+    // matrix (symmetric, finite: as one process does) and sends each rank its rows.
+    std::string error;
+    std::shared_ptr<const PreparedMatrix> pm;
     MatrixCache cache;
-    auto pm = cache.get(s.matrix);  // read and checked (symmetric, finite) like one process's
-    part = RowPartition::even(pm->a.nrows, np);
-    mine = row_range(pm->a, part.starts[me], part.starts[me + 1]);
+    if (me == 0) {
+      try {
+        pm = cache.get(s.matrix);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    comm.broadcast(error, 0);
+    if (!error.empty()) throw InvalidArgument(error);  // every rank, the same message
+    std::string nbytes = me == 0 ? std::to_string(pm->a.nrows) : std::string();
+    comm.broadcast(nbytes, 0);
+    part = RowPartition::even(std::stoll(nbytes), np);
+    if (me == 0) {
+      for (int q = 1; q < np; ++q) {
+        const Csr<double> rq = row_range(pm->a, part.starts[q], part.starts[q + 1]);
+        const std::int64_t cnt = rq.nnz();
+        comm.send_bytes(q, &cnt, sizeof cnt);
+        comm.send_bytes(q, rq.row_ptr.data(), 8 * (rq.nrows + 1));
+        comm.send_bytes(q, rq.col_idx.data(), 4 * cnt);
+        comm.send_bytes(q, rq.values.data(), 8 * cnt);
+      }
+      mine = row_range(pm->a, part.starts[0], part.starts[1]);
+    } else {
+      std::int64_t cnt = 0;
+      comm.recv_bytes(0, &cnt, sizeof cnt);
+      mine.nrows = part.rows(me);
+      mine.ncols = part.starts.back();
+      mine.row_ptr.resize(mine.nrows + 1);
+      mine.col_idx.resize(cnt);
+      mine.values.resize(cnt);
+      comm.recv_bytes(0, mine.row_ptr.data(), 8 * (mine.nrows + 1));
+      comm.recv_bytes(0, mine.col_idx.data(), 4 * cnt);
+      comm.recv_bytes(0, mine.values.data(), 8 * cnt);
+    }
   }
   const std::int64_t n = part.starts.back(), nl = part.rows(me);
   if (nl < 1) throw UsageError(std::to_string(np) + " ranks for " + std::to_string(n) + " rows: use fewer ranks");
@@ -147,6 +189,22 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
   const std::int64_t max_cols = eigs_task ? std::max<std::int64_t>(2 * s.k + 32, 64) : rhs_cols;
   DistributedOperator op(std::move(lp), comm, backend, oo, max_cols);
   DistributedDenseOps ops(std::move(local_ops), comm, part.starts[me], nl, n);
+  if (probe_symmetry) {
+    // Rows read by ranges were not checked for symmetry as a whole: xᵀ(A·y) = yᵀ(A·x) for random
+    // x, y holds to rounding for symmetric A and fails with probability 1 otherwise.
+    MultiVector<double> xy = ops.allocate(nl, 2), axy = ops.allocate(nl, 2);
+    ops.fill_random(xy.view(), s.seed * 31 + 7);
+    op.apply(xy.view(), axy.view());
+    ops.synchronize();
+    double g[4], nrm[2];
+    ops.gram(xy.view(), axy.view(), g, 2);  // g(i, j) = x_iᵀ·A·x_j
+    ops.column_norms(xy.view(), nrm);
+    const double scale = a_inf * nrm[0] * nrm[1];
+    if (!(std::abs(g[2] - g[1]) <= 1e-10 * scale))
+      throw InvalidArgument(s.matrix + ": the matrix is not symmetric (xᵀAy − yᵀAx = " +
+                            format("%.3g", g[2] - g[1]) + " for random x, y, against " +
+                            format("%.3g", scale) + " = ‖A‖∞·‖x‖·‖y‖); eigs and solve need a symmetric matrix");
+  }
   o.setup_s = tr.seconds();
   o.backend = backend == Backend::cuda ? "cuda" : "cpu";
   o.device = backend == Backend::cuda ? std::to_string(np) + " x " + device_name() : std::to_string(np) + " CPU processes";

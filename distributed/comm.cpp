@@ -30,6 +30,12 @@ class SelfCommunicator final : public Communicator {
   }
   std::vector<double> gather_to_root(const std::vector<double>& local) override { return local; }
   std::vector<std::int64_t> allgather(std::int64_t v) override { return {v}; }
+  void send_bytes(int, const void*, std::int64_t) override {
+    throw InvalidArgument("single process: nothing to send");
+  }
+  void recv_bytes(int, void*, std::int64_t) override {
+    throw InvalidArgument("single process: nothing to receive");
+  }
   std::vector<std::string> gather_strings_to_root(const std::string& local) override { return {local}; }
   void broadcast(std::string&, int) override {}
   void enable_device(int) override { device_ = true; }

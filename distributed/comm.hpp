@@ -57,6 +57,10 @@ class Communicator {
   virtual std::vector<double> gather_to_root(const std::vector<double>& local) = 0;
   // Every rank's value, in rank order, on every rank.
   virtual std::vector<std::int64_t> allgather(std::int64_t v) = 0;
+  // Host point to point (setup: rank 0 sends each rank its rows of a file only it read). Any
+  // size (split into messages of at most 2^30 bytes); the receiver knows the size.
+  virtual void send_bytes(int dest, const void* data, std::int64_t bytes) = 0;
+  virtual void recv_bytes(int src, void* data, std::int64_t bytes) = 0;
   // Every rank's bytes, in rank order, on rank 0 only (empty elsewhere).
   virtual std::vector<std::string> gather_strings_to_root(const std::string& local) = 0;
   // Rank `root`'s bytes to everyone (resized on the receivers).

@@ -206,6 +206,24 @@ class MpiCommunicator final : public Communicator {
     Timer t(seconds_);
     return allgather_raw(v);
   }
+  void send_bytes(int dest, const void* data, std::int64_t bytes) override {
+    Timer t(seconds_);
+    constexpr std::int64_t piece = std::int64_t(1) << 30;
+    const char* p = static_cast<const char*>(data);
+    for (std::int64_t o = 0; o < bytes; o += piece)
+      mpi_check(MPI_Send(p + o, static_cast<int>(std::min(piece, bytes - o)), MPI_BYTE, dest, 13,
+                         MPI_COMM_WORLD),
+                "MPI_Send");
+  }
+  void recv_bytes(int src, void* data, std::int64_t bytes) override {
+    Timer t(seconds_);
+    constexpr std::int64_t piece = std::int64_t(1) << 30;
+    char* p = static_cast<char*>(data);
+    for (std::int64_t o = 0; o < bytes; o += piece)
+      mpi_check(MPI_Recv(p + o, static_cast<int>(std::min(piece, bytes - o)), MPI_BYTE, src, 13,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                "MPI_Recv");
+  }
   std::vector<std::string> gather_strings_to_root(const std::string& local) override {
     Timer t(seconds_);
     int len = as_count(static_cast<std::int64_t>(local.size()), "gathered text");

@@ -367,7 +367,8 @@ void Hdf5Group::check_storage(std::int64_t ds, const std::string& obj, std::int6
 }
 
 template <class T>
-std::vector<T> Hdf5Group::read_nd(const std::string& name, std::vector<std::int64_t>* dims) const {
+std::vector<T> Hdf5Group::read_nd(const std::string& name, std::vector<std::int64_t>* dims,
+                                  std::int64_t offset, std::int64_t count) const {
   const std::string obj = child_path(name);
   const Hdf5DatasetInfo info = dataset_info(name);
   if (dims) *dims = info.dims;
@@ -375,12 +376,27 @@ std::vector<T> Hdf5Group::read_nd(const std::string& name, std::vector<std::int6
   if (!(is_integer(info.type) || (!want_int && is_float(info.type))))
     fail(obj, std::string("has element type ") + to_string(info.type) + ", expected " +
                   (want_int ? "integers" : "numbers"), true);
-  const std::int64_t n = info.size();
+  const std::int64_t extent = info.size();
   Hid ds(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!ds.ok()) fail(obj, "cannot open dataset", true);
-  check_storage(ds, obj, n);
+  check_storage(ds, obj, extent);  // the whole extent must be backed, whatever part is read
+  const bool ranged = count >= 0;
+  if (ranged && (info.dims.size() != 1 || offset < 0 || offset + count > extent))
+    fail(obj, "range [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
+                  ") outside its 1-D extent of " + std::to_string(extent), true);
+  const std::int64_t n = ranged ? count : extent;
+  const hsize_t start = static_cast<hsize_t>(std::max<std::int64_t>(offset, 0)),
+                cnt = static_cast<hsize_t>(std::max<std::int64_t>(n, 1));
+  Hid fspace(ranged ? H5Dget_space(ds) : H5I_INVALID_HID, H5Sclose);
+  Hid mspace(ranged ? H5Screate_simple(1, &cnt, nullptr) : H5I_INVALID_HID, H5Sclose);
+  if (ranged && n > 0 &&
+      (!fspace.ok() || !mspace.ok() ||
+       H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, nullptr, &cnt, nullptr) < 0))
+    fail(obj, "cannot select a range of the dataset", true);
   auto read_into = [&](hid_t mt, void* buf) {
-    if (n > 0 && H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) fail(obj, "cannot read dataset", true);
+    if (n > 0 && H5Dread(ds, mt, ranged ? static_cast<hid_t>(mspace) : H5S_ALL,
+                         ranged ? static_cast<hid_t>(fspace) : H5S_ALL, H5P_DEFAULT, buf) < 0)
+      fail(obj, "cannot read dataset", true);
   };
   std::vector<T> out;
   // Direct read when no narrowing can overflow; otherwise through a wide buffer, range-checked.
@@ -420,6 +436,18 @@ std::vector<std::int64_t> Hdf5Group::read_int64s(const std::string& name, std::v
 }
 std::vector<std::int32_t> Hdf5Group::read_int32s(const std::string& name, std::vector<std::int64_t>* dims) const {
   return read_nd<std::int32_t>(name, dims);
+}
+std::vector<double> Hdf5Group::read_doubles_range(const std::string& name, std::int64_t offset,
+                                                  std::int64_t count) const {
+  return read_nd<double>(name, nullptr, offset, std::max<std::int64_t>(count, 0));
+}
+std::vector<std::int64_t> Hdf5Group::read_int64s_range(const std::string& name, std::int64_t offset,
+                                                       std::int64_t count) const {
+  return read_nd<std::int64_t>(name, nullptr, offset, std::max<std::int64_t>(count, 0));
+}
+std::vector<std::int32_t> Hdf5Group::read_int32s_range(const std::string& name, std::int64_t offset,
+                                                       std::int64_t count) const {
+  return read_nd<std::int32_t>(name, nullptr, offset, std::max<std::int64_t>(count, 0));
 }
 
 // ---- attributes ---------------------------------------------------------------------------

@@ -87,6 +87,11 @@ class Hdf5Group {
   std::vector<double> read_doubles(const std::string& name, std::vector<std::int64_t>* dims = nullptr) const;
   std::vector<std::int64_t> read_int64s(const std::string& name, std::vector<std::int64_t>* dims = nullptr) const;
   std::vector<std::int32_t> read_int32s(const std::string& name, std::vector<std::int64_t>* dims = nullptr) const;
+  // Elements [offset, offset + count) of a 1-D dataset (a hyperslab: a rank of a distributed run
+  // reads its rows only). InputError when the range leaves the extent.
+  std::vector<double> read_doubles_range(const std::string& name, std::int64_t offset, std::int64_t count) const;
+  std::vector<std::int64_t> read_int64s_range(const std::string& name, std::int64_t offset, std::int64_t count) const;
+  std::vector<std::int32_t> read_int32s_range(const std::string& name, std::int64_t offset, std::int64_t count) const;
 
   // ---- attributes (an existing attribute of the same name is replaced) ----
   void set_attr(const std::string& name, const std::string& value);  // variable-length UTF-8
@@ -125,8 +130,10 @@ class Hdf5Group {
   template <class T>
   void write_nd(const std::string& name, const T* data, const std::vector<std::int64_t>& dims,
                 const Hdf5WriteOptions& o);
+  // count < 0: the whole dataset; else elements [offset, offset + count) of a 1-D one.
   template <class T>
-  std::vector<T> read_nd(const std::string& name, std::vector<std::int64_t>* dims) const;
+  std::vector<T> read_nd(const std::string& name, std::vector<std::int64_t>* dims,
+                         std::int64_t offset = 0, std::int64_t count = -1) const;
   template <class T>
   void write_attr(const std::string& name, const T* data, std::int64_t n, bool scalar);
   template <class T>

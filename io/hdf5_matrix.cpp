@@ -106,7 +106,9 @@ bool symmetry_screen(const Csr<double>& a, double sign) {
 
 }  // namespace
 
-Csr<double> read_hdf5_matrix(const std::string& path, const std::string& group_name, const ReadOptions& opt) {
+Csr<double> read_hdf5_matrix_rows(const std::string& path, std::int64_t r0, std::int64_t r1,
+                                  const std::string& group_name, const ReadOptions& opt,
+                                  std::int64_t* total_rows) {
   const std::string gpath = normalized_group(group_name);
   Hdf5File f = Hdf5File::open(path);
   auto fail = [&](const std::string& object, const std::string& what) -> void {
@@ -168,6 +170,13 @@ Csr<double> read_hdf5_matrix(const std::string& path, const std::string& group_n
   const std::int64_t n_data = header("data", true), n_indices = header("indices", false),
                      n_indptr = header("indptr", false);
   const std::int64_t nrows = shape[0], ncols = shape[1];
+  if (total_rows) *total_rows = nrows;
+  const bool whole = r1 < 0;
+  if (whole) r0 = 0, r1 = nrows;
+  if (r0 < 0 || r0 > r1 || r1 > nrows)
+    throw InvalidArgument(path + ": rows [" + std::to_string(r0) + ", " + std::to_string(r1) +
+                          ") outside the matrix's " + std::to_string(nrows));
+  const std::int64_t nl = r1 - r0;  // rows read
   if (n_indptr != nrows + 1)
     fail(gp + "/indptr", "has " + std::to_string(n_indptr) + " elements, expected nrows + 1 = " + std::to_string(nrows + 1));
   if (n_indices != n_data)
@@ -175,49 +184,57 @@ Csr<double> read_hdf5_matrix(const std::string& path, const std::string& group_n
 
   // ---- indptr ----
   Csr<double> a;
-  a.nrows = nrows;
+  a.nrows = nl;
   a.ncols = ncols;
-  a.symmetry = sym;
-  a.row_ptr = g.read_int64s("indptr");
-  if (a.row_ptr[0] != 0) fail(gp + "/indptr", "indptr[0] = " + std::to_string(a.row_ptr[0]) + ", expected 0");
-  for (std::int64_t i = 0; i < nrows; ++i)
+  a.symmetry = whole ? sym : Symmetry::general;  // a range of rows is a rectangular slice
+  a.row_ptr = whole ? g.read_int64s("indptr") : g.read_int64s_range("indptr", r0, nl + 1);
+  // The whole indptr's ends, read alone when only a range is read.
+  const std::int64_t first = whole ? a.row_ptr[0] : g.read_int64s_range("indptr", 0, 1)[0];
+  const std::int64_t last = whole ? a.row_ptr[nrows] : g.read_int64s_range("indptr", nrows, 1)[0];
+  if (first != 0) fail(gp + "/indptr", "indptr[0] = " + std::to_string(first) + ", expected 0");
+  for (std::int64_t i = 0; i < nl; ++i)
     if (a.row_ptr[i + 1] < a.row_ptr[i])
-      fail(gp + "/indptr", "decreases at row " + std::to_string(i) + " (" + std::to_string(a.row_ptr[i]) + " then " +
-                               std::to_string(a.row_ptr[i + 1]) + ")");
-  if (a.row_ptr[nrows] != n_data)
-    fail(gp + "/indptr", "indptr[nrows] = " + std::to_string(a.row_ptr[nrows]) + " but data/indices hold " +
+      fail(gp + "/indptr", "decreases at row " + std::to_string(r0 + i) + " (" + std::to_string(a.row_ptr[i]) +
+                               " then " + std::to_string(a.row_ptr[i + 1]) + ")");
+  if (last != n_data)
+    fail(gp + "/indptr", "indptr[nrows] = " + std::to_string(last) + " but data/indices hold " +
                              std::to_string(n_data) + " entries");
+  if (a.row_ptr[0] < 0 || a.row_ptr[nl] > n_data)
+    fail(gp + "/indptr", "rows " + std::to_string(r0) + ".." + std::to_string(r1) + " point outside data/indices");
+  // This range's entries [base, base + cnt); row offsets from 0.
+  const std::int64_t base = a.row_ptr[0], cnt = a.row_ptr[nl] - base;
+  for (auto& q : a.row_ptr) q -= base;
 
   // ---- indices and data ----
   {
     const Hdf5DatasetInfo ii = g.dataset_info("indices");
     if (ii.type == Hdf5Type::int64) {
-      std::vector<std::int64_t> wide = g.read_int64s("indices");
+      std::vector<std::int64_t> wide = whole ? g.read_int64s("indices") : g.read_int64s_range("indices", base, cnt);
       a.col_idx.resize(wide.size());
-      for (std::int64_t p = 0; p < n_indices; ++p) {
+      for (std::int64_t p = 0; p < cnt; ++p) {
         if (wide[p] < 0 || wide[p] >= ncols)
-          fail(gp + "/indices", "element " + std::to_string(p) + " = " + std::to_string(wide[p]) +
+          fail(gp + "/indices", "element " + std::to_string(base + p) + " = " + std::to_string(wide[p]) +
                                     " out of range [0, " + std::to_string(ncols) + ")");
         a.col_idx[p] = static_cast<std::int32_t>(wide[p]);
       }
     } else {
-      a.col_idx = g.read_int32s("indices");
+      a.col_idx = whole ? g.read_int32s("indices") : g.read_int32s_range("indices", base, cnt);
     }
   }
-  for (std::int64_t p = 0; p < n_indices; ++p)
+  for (std::int64_t p = 0; p < cnt; ++p)
     if (a.col_idx[p] < 0 || a.col_idx[p] >= ncols)
-      fail(gp + "/indices", "element " + std::to_string(p) + " = " + std::to_string(a.col_idx[p]) +
+      fail(gp + "/indices", "element " + std::to_string(base + p) + " = " + std::to_string(a.col_idx[p]) +
                                 " out of range [0, " + std::to_string(ncols) + ")");
-  a.values = g.read_doubles("data");
+  a.values = whole ? g.read_doubles("data") : g.read_doubles_range("data", base, cnt);
   if (!opt.allow_nonfinite)
-    for (std::int64_t p = 0; p < n_data; ++p)
+    for (std::int64_t p = 0; p < cnt; ++p)
       if (!std::isfinite(a.values[p]))
-        fail(gp + "/data", "element " + std::to_string(p) + " is " + (std::isnan(a.values[p]) ? "NaN" : "Inf") +
+        fail(gp + "/data", "element " + std::to_string(base + p) + " is " + (std::isnan(a.values[p]) ? "NaN" : "Inf") +
                                " (non-finite values are refused by default)");
 
   // ---- canonical rows: sorted, duplicates summed (only when needed) ----
   bool canonical = true;
-  for (std::int64_t i = 0; i < nrows && canonical; ++i)
+  for (std::int64_t i = 0; i < nl && canonical; ++i)
     for (std::int64_t p = a.row_ptr[i] + 1; p < a.row_ptr[i + 1]; ++p)
       if (a.col_idx[p] <= a.col_idx[p - 1]) {
         canonical = false;
@@ -230,7 +247,7 @@ Csr<double> read_hdf5_matrix(const std::string& path, const std::string& group_n
     // the row being read.
     std::vector<std::pair<std::int32_t, double>> row;
     std::int64_t out = 0;
-    for (std::int64_t i = 0; i < nrows; ++i) {
+    for (std::int64_t i = 0; i < nl; ++i) {
       const std::int64_t b = a.row_ptr[i], e = a.row_ptr[i + 1];
       a.row_ptr[i] = out;
       row.clear();
@@ -246,7 +263,7 @@ Csr<double> read_hdf5_matrix(const std::string& path, const std::string& group_n
         }
       }
     }
-    a.row_ptr[nrows] = out;
+    a.row_ptr[nl] = out;
     a.col_idx.resize(out);
     a.values.resize(out);
     a.col_idx.shrink_to_fit();
@@ -254,7 +271,8 @@ Csr<double> read_hdf5_matrix(const std::string& path, const std::string& group_n
   }
 
   // ---- declared structure ----
-  if (sym != Symmetry::general) {
+  // (A range of rows cannot show its symmetry: distributed/ callers check it otherwise.)
+  if (sym != Symmetry::general && whole) {
     if (nrows != ncols)
       fail(gpath + "@symmetry", std::string("declares ") + to_string(sym) + " but the matrix is " +
                                     std::to_string(nrows) + "x" + std::to_string(ncols));
@@ -269,6 +287,10 @@ Csr<double> read_hdf5_matrix(const std::string& path, const std::string& group_n
   if (opt.require_square && nrows != ncols)
     fail(gpath, "matrix is " + std::to_string(nrows) + "x" + std::to_string(ncols) + ", a square matrix is required");
   return a;
+}
+
+Csr<double> read_hdf5_matrix(const std::string& path, const std::string& group_name, const ReadOptions& opt) {
+  return read_hdf5_matrix_rows(path, 0, -1, group_name, opt, nullptr);
 }
 
 void write_hdf5_matrix(const std::string& path, const Csr<double>& a, const std::string& group_name) {

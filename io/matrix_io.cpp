@@ -74,6 +74,35 @@ std::string matrix_spec_file(const std::string& spec) {
   return file;
 }
 
+bool reads_row_ranges(const std::string& spec) {
+  if (is_generator_spec(spec)) return generator_rows(spec) >= 0;  // the stencils build rows alone
+  std::string file, group;
+  split_hdf5_spec(spec, file, group);
+  return format_of(file) == Format::hdf5;
+}
+
+Csr<double> read_matrix_rows(const std::string& spec, std::int64_t r0, std::int64_t r1,
+                             const ReadOptions& opt, std::int64_t* total_rows) {
+  if (is_generator_spec(spec)) {
+    std::int64_t n = generator_rows(spec);
+    if (n < 0) n = generate(spec).nrows;  // not a stencil: built whole (generate_rows keeps the range)
+    if (total_rows) *total_rows = n;
+    return generate_rows(spec, r0, r1);
+  }
+  std::string file, group;
+  split_hdf5_spec(spec, file, group);
+  if (format_of(file) != Format::hdf5)
+    throw InvalidArgument("'" + spec + "': only HDF5 files and generators are read by row ranges");
+  check_readable_file(file);
+  std::int64_t total = 0;
+  Csr<double> a = read_hdf5_matrix_rows(file, r0, r1, group.empty() ? "matrix" : group, opt, &total);
+  if (total_rows) *total_rows = total;
+  if (opt.require_square && a.ncols != total)
+    throw InputError(file, 0, "matrix is " + std::to_string(total) + "x" + std::to_string(a.ncols) +
+                                  ", a square matrix is required");
+  return a;
+}
+
 Csr<double> read_matrix(const std::string& spec, const ReadOptions& opt) {
   if (spec.empty()) throw InvalidArgument("empty matrix path or spec");
   Csr<double> a;

@@ -25,6 +25,16 @@ struct ReadOptions {
 // Throws InputError (file, line, what) for malformed data, InvalidArgument for a bad spec.
 Csr<double> read_matrix(const std::string& spec, const ReadOptions& opt = {});
 
+// Rows [r0, r1) of the matrix a spec names (global column indices), without reading the rest:
+// HDF5 groups by hyperslab (io/hdf5_matrix.hpp), lap2d/lap3d generators by building those rows;
+// other generators build the whole matrix and keep the range. total_rows (optional): the matrix's
+// rows (for a range [0, 0): the size alone). Files of other formats (Matrix Market, RB) cannot
+// be read by rows: InvalidArgument. reads_row_ranges: HDF5 specs and the stencil generators (the
+// specs whose rows cost no more than their share).
+Csr<double> read_matrix_rows(const std::string& spec, std::int64_t r0, std::int64_t r1,
+                             const ReadOptions& opt = {}, std::int64_t* total_rows = nullptr);
+bool reads_row_ranges(const std::string& spec);
+
 // The file a spec reads ("FILE.h5:GROUP" -> "FILE.h5"); "" for a generator spec.
 std::string matrix_spec_file(const std::string& spec);
 

@@ -39,6 +39,39 @@ assert np.max(np.abs(xa - xb)) <= 1e-8 * np.max(np.abs(xa)), np.max(np.abs(xa - 
 assert np.all(B["residual_norms"][:] <= 1e-10)
 print("results equal the one-process run")
 PY
+# Inputs: an HDF5 group read by row ranges (hyperslabs), a Matrix Market file read by rank 0 and
+# scattered: the answers of one process; a non-symmetric HDF5 matrix (a range cannot show it)
+# refused by the distributed symmetry probe.
+"$T" convert gen:lap2d:37x23 "$W/m.h5" > /dev/null || fail "convert to h5"
+"$T" convert gen:lap2d:37x23 "$W/m.mtx" > /dev/null || fail "convert to mtx"
+"$T" eigs gen:lap2d:37x23 --k 4 --device cpu --out "$W/g1.h5" -q || fail "one process eigs (inputs)"
+for f in m.h5 m.mtx; do
+  run_mpi "$@" "$T" eigs "$W/$f" --k 4 --device cpu --out "$W/in_$f.h5" -q || fail "eigs of $f under mpirun"
+done
+$PY - "$W" <<'PY' || fail "file inputs differ"
+import sys, h5py, numpy as np
+w = sys.argv[1]
+ref = h5py.File(f"{w}/g1.h5")["eigenvalues"][:]
+for f in ("m.h5", "m.mtx"):
+    got = h5py.File(f"{w}/in_{f}.h5")["eigenvalues"][:]
+    assert np.max(np.abs(got - ref) / np.abs(ref)) < 1e-12, (f, got, ref)
+print("HDF5 ranges and the scattered Matrix Market file give the one-process eigenvalues")
+PY
+$PY - "$W/ns.h5" <<'PY' || fail "writing the non-symmetric matrix"
+import sys, h5py, numpy as np, scipy.sparse as sp
+n = 300
+a = sp.diags([-1.0, 4.0, -1.0], [-1, 0, 1], (n, n)).tolil()
+a[5, 250] = 0.5  # no (250, 5) partner
+a = a.tocsr(); a.sort_indices()
+with h5py.File(sys.argv[1], "w") as f:
+    g = f.create_group("matrix")
+    g.attrs["encoding-type"] = "csr_matrix"; g.attrs["encoding-version"] = "0.1.0"
+    g.attrs["shape"] = np.array(a.shape, dtype=np.int64)
+    g["data"] = a.data; g["indices"] = a.indices.astype(np.int32); g["indptr"] = a.indptr.astype(np.int64)
+PY
+run_mpi "$@" "$T" eigs "$W/ns.h5" --k 2 --device cpu 2> "$W/ns.txt" > /dev/null
+rc=$?; [ $rc -eq 2 ] || fail "non-symmetric HDF5 under mpirun: exit $rc (want 2): $(head -3 "$W/ns.txt")"
+grep -q "not symmetric" "$W/ns.txt" || fail "no clear message for the non-symmetric matrix: $(head -3 "$W/ns.txt")"
 run_mpi "$@" "$T" eigs gen:lap3d:8 --k 2 --method lobpcg --device cpu 2> "$W/err.txt"
 rc=$?; [ $rc -eq 2 ] || fail "--method lobpcg under mpirun: exit $rc (want 2)"
 grep -q "not available under mpirun" "$W/err.txt" || fail "no clear message: $(cat "$W/err.txt")"

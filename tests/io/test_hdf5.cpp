@@ -207,6 +207,45 @@ TEST(Hdf5Matrix, RandomMatricesRoundTripExactly) {
   EXPECT_EQ(b.values[2], -std::numeric_limits<double>::infinity());
 }
 
+// Row ranges (hyperslabs of indptr, indices, data) equal the rows of the whole read; empty and
+// whole ranges too; a range outside the matrix and a bad entry inside the range are refused, the
+// entry named by its index in the whole dataset.
+TEST(Hdf5Matrix, RowRangesEqualTheWholeMatrix) {
+  TempDir tmp;
+  const Csr<double> a = random_csr(203, 197, 0.07, 29);
+  write_hdf5_matrix(tmp / "r.h5", a);
+  for (auto [r0, r1] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {0, 203}, {0, 1}, {17, 101}, {202, 203}, {50, 50}, {0, 0}}) {
+    std::int64_t total = -1;
+    const Csr<double> b = read_hdf5_matrix_rows(tmp / "r.h5", r0, r1, "matrix", {}, &total);
+    EXPECT_EQ(total, 203);
+    ASSERT_EQ(b.nrows, r1 - r0);
+    EXPECT_EQ(b.ncols, 197);
+    for (std::int64_t i = 0; i < b.nrows; ++i) {
+      const std::int64_t e0 = a.row_ptr[r0 + i], len = a.row_ptr[r0 + i + 1] - e0;
+      ASSERT_EQ(b.row_ptr[i + 1] - b.row_ptr[i], len) << "row " << r0 + i;
+      for (std::int64_t q = 0; q < len; ++q) {
+        EXPECT_EQ(b.col_idx[b.row_ptr[i] + q], a.col_idx[e0 + q]);
+        EXPECT_EQ(b.values[b.row_ptr[i] + q], a.values[e0 + q]);
+      }
+    }
+  }
+  EXPECT_THROW(read_hdf5_matrix_rows(tmp / "r.h5", 10, 204), InvalidArgument);
+  EXPECT_THROW(read_hdf5_matrix_rows(tmp / "r.h5", 20, 10), InvalidArgument);
+  // A column index out of range in row 150's entries: found by the range that holds it.
+  Csr<double> c = a;
+  const std::int64_t bad = c.row_ptr[150];
+  c.col_idx[bad] = 100000;
+  write_hdf5_matrix(tmp / "bad.h5", c);
+  EXPECT_NO_THROW(read_hdf5_matrix_rows(tmp / "bad.h5", 0, 150));
+  try {
+    read_hdf5_matrix_rows(tmp / "bad.h5", 140, 160);
+    ADD_FAILURE() << "a bad column index was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("element " + std::to_string(bad)), std::string::npos) << e.what();
+  }
+}
+
 TEST(Hdf5Matrix, WrittenLayoutFollowsAnndata) {
   TempDir tmp;
   Csr<double> a = generate("gen:lap2d:3x2");
