@@ -20,11 +20,13 @@
 
 namespace tcsolve {
 
-// One message of a point-to-point exchange: `count` doubles at `data`, to or from `peer`.
+// One message of a point-to-point exchange: `count` doubles (floats when fp32) at `data`, to or
+// from `peer`.
 struct Transfer {
   int peer = 0;
-  double* data = nullptr;
+  void* data = nullptr;
   std::int64_t count = 0;
+  bool fp32 = false;
 };
 
 class Communicator {

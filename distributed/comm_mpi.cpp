@@ -107,14 +107,14 @@ class MpiCommunicator final : public Communicator {
     TCSOLVE_REQUIRE(requests_.empty(), "exchange_start: the previous exchange was not waited for");
     for (const Transfer& r : recvs) {
       MPI_Request q;
-      mpi_check(MPI_Irecv(r.data, as_count(r.count, "halo receive"), MPI_DOUBLE, r.peer, 7,
+      mpi_check(MPI_Irecv(r.data, as_count(r.count, "halo receive"), r.fp32 ? MPI_FLOAT : MPI_DOUBLE, r.peer, 7,
                           MPI_COMM_WORLD, &q),
                 "MPI_Irecv");
       requests_.push_back(q);
     }
     for (const Transfer& s : sends) {
       MPI_Request q;
-      mpi_check(MPI_Isend(s.data, as_count(s.count, "halo send"), MPI_DOUBLE, s.peer, 7,
+      mpi_check(MPI_Isend(s.data, as_count(s.count, "halo send"), s.fp32 ? MPI_FLOAT : MPI_DOUBLE, s.peer, 7,
                           MPI_COMM_WORLD, &q),
                 "MPI_Isend");
       requests_.push_back(q);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "distributed/row_copy.hpp"
@@ -13,9 +14,16 @@ namespace tcsolve {
 struct DistributedOperator::PeerBuffers {
   int rank = 0;
   std::int64_t nsend = 0, halo = 0, nbnd = 0;
-  MultiVector<std::int32_t> send_rows, boundary_rows;  // in the operator's space
-  MultiVector<double> send, recv, prod;  // nsend × max_cols, halo × max_cols, nbnd × max_cols
-  std::unique_ptr<SparseOperator> boundary;
+  // In the operator's space: the rows to send, and the boundary rows B_p (halo numbering) with
+  // the rows of Y they are added to.
+  MultiVector<std::int32_t> send_rows, boundary_rows, b_col;
+  MultiVector<std::int64_t> b_ptr;
+  MultiVector<double> b_val;
+  // nsend × max_cols and halo × max_cols doubles (an fp32 exchange uses the first half).
+  MultiVector<double> send, recv;
+  SparseRows boundary() const {
+    return {nbnd, b_ptr.data(), b_col.data(), b_val.data(), boundary_rows.data()};
+  }
 };
 
 bool comm_profiling() {
@@ -27,9 +35,10 @@ namespace {
 double wall() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-MultiVector<std::int32_t> upload(const std::vector<std::int32_t>& v, Space space) {
-  MultiVector<std::int32_t> out(static_cast<std::int64_t>(v.size()), 1, space);
-  if (!v.empty()) copy_bytes(out.data(), space, v.data(), Space::host, v.size() * sizeof(std::int32_t));
+template <class T>
+MultiVector<T> upload(const std::vector<T>& v, Space space) {
+  MultiVector<T> out(static_cast<std::int64_t>(v.size()), 1, space);
+  if (!v.empty()) copy_bytes(out.data(), space, v.data(), Space::host, v.size() * sizeof(T));
   return out;
 }
 }  // namespace
@@ -49,10 +58,6 @@ DistributedOperator::DistributedOperator(LocalParts parts, Communicator& comm, B
   if (space_ == Space::device && comm_.size() > 1 && !comm_.device_enabled())
     throw InvalidArgument("distributed operator on the GPU: the communicator has no NCCL channel");
   interior_ = make_sparse_operator(parts_.interior, backend, interior_options);
-  OperatorOptions bopt;
-  bopt.stream = stream_;
-  bopt.expected_cols = interior_options.expected_cols;
-  bopt.plan_by_trial = false;
   for (const HaloPeer& hp : parts_.peers) {
     PeerBuffers b;
     b.rank = hp.rank;
@@ -61,23 +66,25 @@ DistributedOperator::DistributedOperator(LocalParts parts, Communicator& comm, B
     b.nbnd = hp.boundary.nrows;
     b.send_rows = upload(hp.send_rows, space_);
     b.boundary_rows = upload(hp.boundary_rows, space_);
+    b.b_ptr = upload(hp.boundary.row_ptr, space_);
+    b.b_col = upload(hp.boundary.col_idx, space_);
+    b.b_val = upload(hp.boundary.values, space_);
     b.send = MultiVector<double>(b.nsend, max_cols_, space_);
     b.recv = MultiVector<double>(b.halo, max_cols_, space_);
-    b.prod = MultiVector<double>(b.nbnd, max_cols_, space_);
-    if (b.halo > 0 && b.nbnd > 0) b.boundary = make_sparse_operator(hp.boundary, backend, bopt);
     peers_.push_back(std::move(b));
   }
 }
 
 DistributedOperator::~DistributedOperator() = default;
 
-void DistributedOperator::run(MvView<const double> x, std::int64_t first_col, std::int64_t cols,
-                              double scale, MvView<double> y,
+template <class T>
+void DistributedOperator::run(MvView<const T> x, double scale, MvView<T> y,
                               const std::function<void(std::int64_t, std::int64_t)>& interior) const {
+  constexpr bool fp32 = std::is_same_v<T, float>;
   std::vector<Transfer> sends, recvs;
   sends.reserve(peers_.size()), recvs.reserve(peers_.size());
-  for (std::int64_t c0 = first_col; c0 < first_col + cols; c0 += max_cols_) {
-    const std::int64_t kc = std::min(max_cols_, first_col + cols - c0);
+  for (std::int64_t c0 = 0; c0 < x.cols; c0 += max_cols_) {
+    const std::int64_t kc = std::min(max_cols_, x.cols - c0);
     auto xc = x.columns(c0, kc);
     auto yc = y.columns(c0, kc);
     sends.clear(), recvs.clear();
@@ -88,12 +95,12 @@ void DistributedOperator::run(MvView<const double> x, std::int64_t first_col, st
     }
     // Packed buffers hold kc columns contiguously (ld = their row count).
     for (auto& p : peers_) {
+      T* sb = reinterpret_cast<T*>(p.send.data());
       if (p.nsend > 0) {
-        MvView<double> s{p.send.data(), p.nsend, kc, p.nsend, space_};
-        gather_rows(p.send_rows.data(), xc, s, stream_);
-        sends.push_back({p.rank, p.send.data(), p.nsend * kc});
+        gather_rows<T>(p.send_rows.data(), xc, MvView<T>{sb, p.nsend, kc, p.nsend, space_}, stream_);
+        sends.push_back({p.rank, sb, p.nsend * kc, fp32});
       }
-      if (p.halo > 0) recvs.push_back({p.rank, p.recv.data(), p.halo * kc});
+      if (p.halo > 0) recvs.push_back({p.rank, p.recv.data(), p.halo * kc, fp32});
     }
     comm_.exchange_start(sends, recvs, space_, stream_);
     if (profile_) {  // not overlapped: the exchange alone
@@ -104,21 +111,24 @@ void DistributedOperator::run(MvView<const double> x, std::int64_t first_col, st
     interior(c0, kc);
     if (!profile_) comm_.exchange_wait(stream_);
     for (auto& p : peers_) {
-      if (!p.boundary) continue;
-      MvView<const double> h{p.recv.data(), p.halo, kc, p.halo, space_};
-      MvView<double> t{p.prod.data(), p.nbnd, kc, p.nbnd, space_};
-      p.boundary->apply(h, t);
-      scatter_add_rows(p.boundary_rows.data(), scale, t, yc, stream_);
+      if (p.halo == 0 || p.nbnd == 0) continue;
+      MvView<const T> h{reinterpret_cast<const T*>(p.recv.data()), p.halo, kc, p.halo, space_};
+      sparse_rows_add<T>(p.boundary(), scale, h, yc, stream_);
       stats_.halo_doubles_received += p.halo * kc;
     }
   }
   ++stats_.applies;
 }
 
+template void DistributedOperator::run<double>(MvView<const double>, double, MvView<double>,
+                                               const std::function<void(std::int64_t, std::int64_t)>&) const;
+template void DistributedOperator::run<float>(MvView<const float>, double, MvView<float>,
+                                              const std::function<void(std::int64_t, std::int64_t)>&) const;
+
 void DistributedOperator::apply(MvView<const double> x, MvView<double> y) const {
   TCSOLVE_REQUIRE(x.rows == rows() && y.rows == rows() && x.cols == y.cols,
                   "distributed apply: shapes");
-  run(x, 0, x.cols, 1.0, y, [&](std::int64_t c0, std::int64_t kc) {
+  run<double>(x, 1.0, y, [&](std::int64_t c0, std::int64_t kc) {
     interior_->apply(x.columns(c0, kc), y.columns(c0, kc));
   });
 }
@@ -127,7 +137,8 @@ namespace {
 
 // The filter step Y' = a·A·Y + b·Y + c·Y' with A distributed: the interior's fused step (one pass
 // over the rank's rows) while the halo moves, then a·(boundary product) added into the boundary
-// rows. fp64 only: the fp32 rung needs fp32 halo products (not built).
+// rows. The fp32 rung's step32 alike, with an fp32 halo (half the bytes); residual32 and
+// combine32 are row by row, the interior step's own.
 class DistributedChebyshevStep final : public ChebyshevStep {
  public:
   DistributedChebyshevStep(const DistributedOperator& op, std::unique_ptr<ChebyshevStep> inner)
@@ -138,22 +149,27 @@ class DistributedChebyshevStep final : public ChebyshevStep {
     if (d) throw InvalidArgument("distributed Chebyshev step: row scales are not supported");
     TCSOLVE_REQUIRE(cur.rows == op_.rows() && next.rows == op_.rows() && cur.cols == next.cols,
                     "distributed Chebyshev step: shapes");
-    op_.run(cur, 0, cur.cols, a, next, [&](std::int64_t c0, std::int64_t kc) {
+    op_.run<double>(cur, a, next, [&](std::int64_t c0, std::int64_t kc) {
       inner_->step(a, cur.columns(c0, kc), b, c, next.columns(c0, kc), e, r.columns(c0, kc), nullptr);
     });
   }
   std::string describe() const override { return "distributed (interior: " + inner_->describe() + ")"; }
-  void residual32(double, MvView<const double>, MvView<const double>, const double*, double,
-                  MvView<float>, MvView<float>) const override {
-    throw InvalidArgument("distributed Chebyshev step: no fp32 rung");
+  void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
+                  double g, MvView<float> r, MvView<float> z) const override {
+    inner_->residual32(s, ax, x, theta, g, r, z);
   }
-  void step32(double, MvView<const float>, double, double, MvView<float>, MvView<const float>,
-              const double*) const override {
-    throw InvalidArgument("distributed Chebyshev step: no fp32 rung");
+  void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
+              MvView<const float> r, const double* f) const override {
+    TCSOLVE_REQUIRE(cur.rows == op_.rows() && next.rows == op_.rows() && cur.cols == next.cols,
+                    "distributed Chebyshev step: shapes");
+    op_.run<float>(cur, a, next, [&](std::int64_t c0, std::int64_t kc) {
+      inner_->step32(a, cur.columns(c0, kc), b, c, next.columns(c0, kc),
+                     f ? r.columns(c0, kc) : r, f ? f + c0 : nullptr);
+    });
   }
-  void combine32(MvView<const double>, const double*, MvView<const float>,
-                 MvView<double>) const override {
-    throw InvalidArgument("distributed Chebyshev step: no fp32 rung");
+  void combine32(MvView<const double> x, const double* q, MvView<const float> z,
+                 MvView<double> y) const override {
+    inner_->combine32(x, q, z, y);
   }
 
  private:

@@ -6,10 +6,10 @@
 //   exchange  S_p → p, H_p ← p (NCCL on the GPU, MPI on the CPU), started, not waited for
 //   interior  Y_r = A_int·X_r                                  the bulk: A_int and X_r, Y_r once
 //   wait      (GPU: the stream waits for the exchange's event; the host does not)
-//   boundary  T_p = B_p·H_p, Y_r(boundary_rows_p, :) += T_p   small: the halo rows only
+//   boundary  Y_r(boundary_rows_p, :) += B_p·H_p              small: the halo rows only
 // so the interior product overlaps the exchange. Every rank must call apply with the same k.
 // Traffic per apply: the single-GPU SpMM on the local rows, plus 16·k bytes per halo row
-// (packed and sent, received and read) and 24·k per boundary row (T written, read, Y updated).
+// (packed and sent, received and read) and 16·k per boundary row (Y read and written).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -41,7 +41,8 @@ bool comm_profiling();
 class DistributedOperator final : public LinearOperator<double> {
  public:
   // `interior_options` builds the interior SpMM (kernel choice, stream, expected columns); the
-  // boundary products use the CSR kernels on the same stream. Buffers for max_cols columns.
+  // boundary rows are added by distributed/row_copy's kernels on the same stream. Buffers for
+  // max_cols columns.
   DistributedOperator(LocalParts parts, Communicator& comm, Backend backend,
                       const OperatorOptions& interior_options, std::int64_t max_cols);
   ~DistributedOperator() override;
@@ -54,15 +55,17 @@ class DistributedOperator final : public LinearOperator<double> {
   const LocalParts& parts() const { return parts_; }
   const SparseOperator& interior() const { return *interior_; }
   const DistributedOperatorStats& stats() const { return stats_; }
-  // The Chebyshev filter's fused step (spmm/chebyshev_step.hpp) over this operator, fp64: the
-  // interior rows through the fused kernel on the rank's own copy of the interior (12·nnz bytes
-  // more on the device), the boundary products added as in apply(). Valid while this lives.
+  // The Chebyshev filter's fused step (spmm/chebyshev_step.hpp) over this operator, fp64 and the
+  // fp32 rung: the interior rows through the fused kernel on the rank's own copy of the interior
+  // (12·nnz bytes more on the device), the boundary products added as in apply(). Valid while
+  // this lives.
   std::unique_ptr<ChebyshevStep> make_fused_step() const;
-  // The exchange loop shared by apply() and the fused step: for column chunks [c0, c0 + kc) of
-  // [first_col, first_col + cols): pack and start the exchange of X's chunk, interior(c0, kc),
-  // wait, then Y(boundary rows, chunk) += scale·(B_p·halo_p) for every peer.
-  void run(MvView<const double> x, std::int64_t first_col, std::int64_t cols, double scale,
-           MvView<double> y, const std::function<void(std::int64_t, std::int64_t)>& interior) const;
+  // The exchange loop shared by apply() and the fused steps (T = double, or float for the fp32
+  // rung): for column chunks [c0, c0 + kc) of X: pack and start the exchange of X's chunk,
+  // interior(c0, kc), wait, then Y(boundary rows, chunk) += scale·(B_p·halo_p) for every peer.
+  template <class T>
+  void run(MvView<const T> x, double scale, MvView<T> y,
+           const std::function<void(std::int64_t, std::int64_t)>& interior) const;
   // "rank 1 of 2: rows 4000000..7999999 (4000000), halo 40000 rows from 1 peer, sends 40000"
   std::string describe(int rank) const;
 

@@ -55,11 +55,13 @@ class Nccl final : public NcclChannel {
     nccl_check(ncclGroupStart(), "ncclGroupStart");
     for (const Transfer& t : sends)
       if (t.count > 0)
-        nccl_check(ncclSend(t.data, static_cast<size_t>(t.count), ncclDouble, t.peer, comm_, stream_),
+        nccl_check(ncclSend(t.data, static_cast<size_t>(t.count), t.fp32 ? ncclFloat : ncclDouble, t.peer,
+                            comm_, stream_),
                    "ncclSend");
     for (const Transfer& t : recvs)
       if (t.count > 0)
-        nccl_check(ncclRecv(t.data, static_cast<size_t>(t.count), ncclDouble, t.peer, comm_, stream_),
+        nccl_check(ncclRecv(t.data, static_cast<size_t>(t.count), t.fp32 ? ncclFloat : ncclDouble, t.peer,
+                            comm_, stream_),
                    "ncclRecv");
     nccl_check(ncclGroupEnd(), "ncclGroupEnd");
     cuda_check(cudaEventRecord(done_, stream_), "cudaEventRecord");

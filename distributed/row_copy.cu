@@ -1,5 +1,6 @@
-// CUDA versions of distributed/row_copy.hpp: one thread per entry, grid-stride over rows, one
-// grid row per column (chunks of 65535 columns: the grid's y limit).
+// CUDA versions of distributed/row_copy.hpp: one thread per row and column, grid-stride over rows,
+// one grid row per column (chunks of 65535 columns: the grid's y limit). The halo and boundary
+// rows are a small share of a rank's rows (a plane of a 3D grid): these kernels are not tuned.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -10,22 +11,29 @@
 namespace tcsolve {
 namespace {
 
-__global__ void gather_rows_kernel(const std::int32_t* rows, const double* x, long long ldx,
-                                   double* y, long long ldy, long long m) {
-  const double* xs = x + blockIdx.y * ldx;
-  double* ys = y + blockIdx.y * ldy;
+template <class T>
+__global__ void gather_rows_kernel(const std::int32_t* rows, const T* x, long long ldx, T* y,
+                                   long long ldy, long long m) {
+  const T* xs = x + blockIdx.y * ldx;
+  T* ys = y + blockIdx.y * ldy;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < m;
        i += (long long)gridDim.x * blockDim.x)
     ys[i] = xs[rows[i]];
 }
 
-__global__ void scatter_add_rows_kernel(const std::int32_t* rows, double s, const double* x,
-                                        long long ldx, double* y, long long ldy, long long m) {
-  const double* xs = x + blockIdx.y * ldx;
-  double* ys = y + blockIdx.y * ldy;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < m;
-       i += (long long)gridDim.x * blockDim.x)
-    ys[rows[i]] += s * xs[i];
+template <class T>
+__global__ void sparse_rows_add_kernel(SparseRows a, double s, const T* x, long long ldx, T* y,
+                                       long long ldy) {
+  const T* xs = x + blockIdx.y * ldx;
+  T* ys = y + blockIdx.y * ldy;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < a.nrows;
+       i += (long long)gridDim.x * blockDim.x) {
+    double acc = 0.0;
+    for (long long e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e)
+      acc += a.val[e] * static_cast<double>(xs[a.col[e]]);
+    T& out = ys[a.out_row[i]];
+    out = static_cast<T>(static_cast<double>(out) + s * acc);
+  }
 }
 
 dim3 grid_for(long long m, long long cols) {
@@ -37,25 +45,33 @@ dim3 grid_for(long long m, long long cols) {
 
 namespace detail {
 
-void gather_rows_cuda(const std::int32_t* rows, MvView<const double> x, MvView<double> y,
-                      void* stream) {
+template <class T>
+void gather_rows_cuda(const std::int32_t* rows, MvView<const T> x, MvView<T> y, void* stream) {
   for (std::int64_t c0 = 0; c0 < y.cols; c0 += 65535) {
     const std::int64_t nc = std::min<std::int64_t>(65535, y.cols - c0);
-    gather_rows_kernel<<<grid_for(y.rows, nc), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+    gather_rows_kernel<T><<<grid_for(y.rows, nc), 256, 0, static_cast<cudaStream_t>(stream)>>>(
         rows, x.col(c0), x.ld, y.col(c0), y.ld, y.rows);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
 }
 
-void scatter_add_rows_cuda(const std::int32_t* rows, double s, MvView<const double> x,
-                           MvView<double> y, void* stream) {
+template <class T>
+void sparse_rows_add_cuda(const SparseRows& a, double s, MvView<const T> x, MvView<T> y,
+                          void* stream) {
   for (std::int64_t c0 = 0; c0 < x.cols; c0 += 65535) {
     const std::int64_t nc = std::min<std::int64_t>(65535, x.cols - c0);
-    scatter_add_rows_kernel<<<grid_for(x.rows, nc), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-        rows, s, x.col(c0), x.ld, y.col(c0), y.ld, x.rows);
+    sparse_rows_add_kernel<T><<<grid_for(a.nrows, nc), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        a, s, x.col(c0), x.ld, y.col(c0), y.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
 }
+
+template void gather_rows_cuda<double>(const std::int32_t*, MvView<const double>, MvView<double>, void*);
+template void gather_rows_cuda<float>(const std::int32_t*, MvView<const float>, MvView<float>, void*);
+template void sparse_rows_add_cuda<double>(const SparseRows&, double, MvView<const double>,
+                                           MvView<double>, void*);
+template void sparse_rows_add_cuda<float>(const SparseRows&, double, MvView<const float>,
+                                          MvView<float>, void*);
 
 }  // namespace detail
 }  // namespace tcsolve

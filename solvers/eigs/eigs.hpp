@@ -140,7 +140,7 @@ struct EigsOptions {
   // synchronizations as a foreign operator's (a Python LinearOperator) must be.
   bool own_operator = false;
   // Operator form: the Chebyshev filter's fused step for A (spmm/chebyshev_step.hpp, in the ops'
-  // space on their stream), e.g. distributed/'s; fp64 filters (the ladder needs the matrix form).
+  // space on their stream), e.g. distributed/'s; with `ladder` on the GPU it runs the fp32 rung too.
   const ChebyshevStep* fused_step = nullptr;
   std::function<void(const IterationRecord&)> on_iteration;
   // Checkpoints of the main run (Chebyshev, LOBPCG, Lanczos after a restart; not the checks):

@@ -232,7 +232,11 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
           // no room for the step's copy of A (memory cap): the unfused filter is the same math
         }
       }
-      if (!co.fused_step && opt.fused_step && &a == s.aop) co.fused_step = opt.fused_step;
+      if (!co.fused_step && opt.fused_step && &a == s.aop) {
+        co.fused_step = opt.fused_step;  // operator form: the caller's step (distributed/)
+        if (opt.ladder && opt.precision == Precision::fp64 && ops.space() == Space::device)
+          co.filter_precision = Precision::fp32;
+      }
       return chebyshev_subspace(a, ops, ec, co);
     }
     return block_lanczos(a, s.bop, ops, o);

@@ -200,9 +200,81 @@ TEST(DistributedOperator, FusedStepMatchesTheWholeRecurrence) {
       for (std::int64_t i = 0; i < s.nl; ++i)
         err = std::max(err, std::abs(zl[i + j * s.nl] - ref[s.r0 + i + j * n]));
     EXPECT_LT(err, 1e-12) << "rank " << g_comm->rank();
-    EXPECT_THROW(step->step32(1.0, MvView<const float>{}, 0.0, 0.0, MvView<float>{},
-                              MvView<const float>{}, nullptr),
-                 InvalidArgument);
+  }
+}
+
+// The fp32 rung's step over the distributed operator equals the whole matrix's step32 (the host
+// reference or the CUDA kernel: fp32 accumulation, so to fp32 rounding), with the r·diag(f) term.
+TEST(DistributedOperator, Fp32StepMatchesTheWholeStep) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const std::int64_t n = 777, k = 11;
+  const Csr<double> a = random_spd(n, 4, 6);
+  auto whole_ops = make_dense_ops(kBackend);
+  auto whole = make_chebyshev_step(a, kBackend, Precision::fp64, whole_ops->stream());
+  const Space sp = whole_ops->space();
+  auto upload_f = [&](std::uint64_t seed, std::int64_t rows, std::int64_t r0) {
+    std::vector<float> h(rows * k);
+    for (std::int64_t j = 0; j < k; ++j)
+      for (std::int64_t i = 0; i < rows; ++i) h[i + j * rows] = static_cast<float>(random_entry(seed, r0 + i, j));
+    MultiVector<float> d(rows, k, sp);
+    copy_bytes(d.data(), sp, h.data(), Space::host, h.size() * sizeof(float));
+    return d;
+  };
+  std::vector<double> fh(k);
+  for (std::int64_t j = 0; j < k; ++j) fh[j] = 0.25 + 0.1 * j;
+  MultiVector<double> fd(k, 1, sp);
+  copy_bytes(fd.data(), sp, fh.data(), Space::host, k * sizeof(double));
+  MultiVector<float> xw = upload_f(31, n, 0), zw = upload_f(32, n, 0), rw = upload_f(33, n, 0);
+  whole->step32(0.37, xw.view(), -1.25, 0.5, zw.view(), rw.view(), fd.data());
+  whole_ops->synchronize();
+  std::vector<float> ref(n * k);
+  copy_bytes(ref.data(), Space::host, zw.data(), sp, ref.size() * sizeof(float));
+  for (const RowPartition& part : partitions(n)) {
+    Share s = distribute(a, part, 4);
+    auto step = s.op->make_fused_step();
+    MultiVector<float> x = upload_f(31, s.nl, s.r0), z = upload_f(32, s.nl, s.r0), r = upload_f(33, s.nl, s.r0);
+    MultiVector<double> fl(k, 1, sp);
+    copy_bytes(fl.data(), sp, fh.data(), Space::host, k * sizeof(double));
+    step->step32(0.37, x.view(), -1.25, 0.5, z.view(), r.view(), fl.data());
+    s.ops->synchronize();
+    std::vector<float> zl(s.nl * k);
+    copy_bytes(zl.data(), Space::host, z.data(), sp, zl.size() * sizeof(float));
+    double err = 0.0, mx = 0.0;
+    for (std::int64_t j = 0; j < k; ++j)
+      for (std::int64_t i = 0; i < s.nl; ++i) {
+        err = std::max(err, static_cast<double>(std::abs(zl[i + j * s.nl] - ref[s.r0 + i + j * n])));
+        mx = std::max(mx, static_cast<double>(std::abs(ref[s.r0 + i + j * n])));
+      }
+    EXPECT_LT(err, 1e-5 * mx) << "rank " << g_comm->rank();
+    EXPECT_GT(mx, 0.0);
+  }
+}
+
+// The eigensolver's precision ladder on the distributed operator: fp32 filters in residual form,
+// fp64 checks; the closed form to 1e-9·λmax (the tolerance is below fp32's unit roundoff).
+TEST(DistributedSolvers, ChebyshevLadderOnTheFp32Rung) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const int nx = 41, ny = 33;
+  const Csr<double> a = test::laplacian(nx, ny);
+  const std::vector<double> spec = test::laplacian_spectrum(nx, ny);
+  const std::int64_t n = a.nrows, k = 6;
+  EigenOptions eo;
+  eo.k = k;
+  eo.which = Which::largest;
+  eo.tol = 1e-10;
+  for (const RowPartition& part : partitions(n)) {
+    Share d = distribute(a, part, 16);
+    auto step = d.op->make_fused_step();
+    ChebyshevStats st;
+    ChebyshevOptions co;
+    co.apply_order = ApplyOrder::same_stream;
+    co.fused_step = step.get();
+    co.filter_precision = Precision::fp32;
+    co.stats = &st;
+    const EigenResult r = chebyshev_subspace(*d.op, *d.ops, eo, co);
+    ASSERT_EQ(r.status, SolverStatus::converged);
+    EXPECT_GT(st.filters_fp32, 0);
+    for (std::int64_t j = 0; j < k; ++j) EXPECT_NEAR(r.values[j], spec[n - 1 - j], 1e-9 * spec.back());
   }
 }
 
