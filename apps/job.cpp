@@ -278,6 +278,10 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
       ("precond-degree", po::value(&s.precond_degree)->value_name("M"),
        "solve --precond chebyshev: the polynomial's degree, M products with A per application "
        "(default 0: from the spectral bounds)")
+      ("partition", po::value(&s.partition)->value_name("auto|contiguous|metis"),
+       "under mpirun: how the rows are split over the ranks (default auto: METIS k-way when it "
+       "cuts fewer edges than contiguous ranges and the matrix is read whole; HDF5 files and the "
+       "stencil generators are read by ranges)")
       ("reorder", po::value(&s.reorder)->value_name("none|symmetric"),
        "symmetric: iterate in the basis of a symmetric Jaccard/RCM reordering B = P A P^T (vectors "
        "permuted once at entry and exit); pays for matrices stored in a poor (e.g. scrambled) order, "
@@ -307,6 +311,8 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
 }
 
 void validate_job(const JobSpec& s) {
+  if (s.partition != "auto" && s.partition != "contiguous" && s.partition != "metis")
+    throw UsageError("--partition '" + s.partition + "': expected auto, contiguous or metis");
   if (s.task != "eigs" && s.task != "solve")
     throw UsageError("task '" + s.task + "': expected eigs or solve");
   if (s.matrix.empty()) throw UsageError("no matrix given");

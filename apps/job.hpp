@@ -51,6 +51,7 @@ struct JobSpec {
   int precond_degree = 0;         // solve --precond chebyshev: 0 = from the spectral bounds
   std::string precond = "auto";  // eigs: auto|none|jacobi|factor; solve: auto(=jacobi)|none|jacobi
   std::string reorder = "none";  // none | symmetric: iterate in the basis of B = P·A·Pᵀ
+  std::string partition = "auto";  // under mpirun: auto | contiguous | metis (distributed/partition.hpp)
   std::uint64_t seed = 1;
 };
 
@@ -149,6 +150,7 @@ struct JobOutcome {
   std::string precision;  // eigs: EigsResult::precision (the ladder's rungs)
   // Under mpirun: ranks, GPUs, the partition, halo rows and bytes, time in communication.
   std::string distributed;
+  std::string distributed_partition;  // how the rows were split (part of `distributed`)
   double sigma = 0, predicted_s = 0;
   std::int64_t operator_applies = 0;
   double peak_device_bytes = 0;  // GPU runs: peak of tcsolve's device allocations in the solve

@@ -32,6 +32,62 @@ RowPartition RowPartition::from_starts(std::vector<std::int64_t> starts) {
   return p;
 }
 
+PartitionMethod parse_partition_method(const std::string& s) {
+  if (s == "auto") return PartitionMethod::automatic;
+  if (s == "contiguous") return PartitionMethod::contiguous;
+  if (s == "metis") return PartitionMethod::metis;
+  throw InvalidArgument("partition '" + s + "': expected auto, contiguous or metis");
+}
+
+std::int64_t edge_cut(const Csr<double>& a, const std::vector<int>& part_of_row) {
+  std::int64_t cut = 0;
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) {
+      const std::int64_t j = a.col_idx[e];
+      if (j > i && part_of_row[i] != part_of_row[j]) ++cut;
+    }
+  return cut;
+}
+
+PartitionChoice choose_partition(const Csr<double>& a, int parts, PartitionMethod method) {
+  PartitionChoice c;
+  c.part = RowPartition::even(a.nrows, parts);
+  std::vector<int> owner(a.nrows);
+  for (int r = 0; r < parts; ++r)
+    for (std::int64_t i = c.part.starts[r]; i < c.part.starts[r + 1]; ++i) owner[i] = r;
+  c.cut_contiguous = c.cut = edge_cut(a, owner);
+  c.how = "contiguous ranges (edge cut " + std::to_string(c.cut) + ")";
+  if (method == PartitionMethod::contiguous || parts == 1) return c;
+  if (method == PartitionMethod::automatic && !detail::metis_available()) {
+    c.how += "; METIS not built in";
+    return c;
+  }
+  std::int64_t metis_cut = 0;
+  const std::vector<int> mp = detail::metis_parts(a, parts, &metis_cut);
+  metis_cut = edge_cut(a, mp);  // counted as above (METIS's objective counts the same edges)
+  std::vector<std::int64_t> count(parts, 0);
+  for (int p : mp) ++count[p];
+  bool empty_part = false;
+  for (auto k : count) empty_part = empty_part || k == 0;
+  if (method == PartitionMethod::automatic && (metis_cut >= c.cut_contiguous || empty_part)) {
+    c.how += "; METIS k-way cut " + std::to_string(metis_cut) + (empty_part ? " and left a rank empty" : "") +
+             ": kept the ranges";
+    return c;
+  }
+  if (empty_part) throw InvalidArgument("METIS left a rank without rows: use fewer ranks");
+  // Rows renumbered part by part (original order within a part).
+  std::vector<std::int64_t> start(parts + 1, 0);
+  for (int r = 0; r < parts; ++r) start[r + 1] = start[r] + count[r];
+  c.part = RowPartition::from_starts(start);
+  c.perm.resize(a.nrows);
+  std::vector<std::int64_t> at(start.begin(), start.end() - 1);
+  for (std::int64_t i = 0; i < a.nrows; ++i) c.perm[at[mp[i]]++] = static_cast<std::int32_t>(i);
+  c.cut = metis_cut;
+  c.how = "METIS k-way (edge cut " + std::to_string(metis_cut) + " against " +
+          std::to_string(c.cut_contiguous) + " for contiguous ranges)";
+  return c;
+}
+
 std::int64_t LocalParts::halo_rows() const {
   std::int64_t s = 0;
   for (const auto& p : peers) s += p.halo;

@@ -12,6 +12,7 @@
 // Bytes per apply of k columns: 8·k·(Σ halo) received and as many sent, per rank.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/csr.hpp"
@@ -29,6 +30,33 @@ struct RowPartition {
   // Given starts (tests: uneven partitions); checked.
   static RowPartition from_starts(std::vector<std::int64_t> starts);
 };
+
+// How the rows are split: contiguous ranges, or METIS k-way on A's graph with the rows renumbered
+// so that each part is a contiguous range of B = P·A·Pᵀ. auto: METIS when it cuts fewer edges
+// (entries a_ij, i ≠ j, with i and j on different ranks; each pair counted once) than the
+// contiguous ranges, and METIS is built in.
+enum class PartitionMethod { automatic, contiguous, metis };
+PartitionMethod parse_partition_method(const std::string& s);  // auto|contiguous|metis
+
+struct PartitionChoice {
+  RowPartition part;                // ranges of the (renumbered) rows
+  std::vector<std::int32_t> perm;   // B(i, j) = A(perm[i], perm[j]); empty: no renumbering
+  std::int64_t cut_contiguous = 0;  // edges cut by the contiguous ranges
+  std::int64_t cut = 0;             // by the chosen partition
+  std::string how;                  // "contiguous ranges (edge cut 400)", "METIS k-way (...)"
+};
+// On the process that holds the whole (structurally symmetric) A. metis without METIS built in:
+// NotCompiled; automatic then keeps the contiguous ranges and says so.
+PartitionChoice choose_partition(const Csr<double>& a, int parts, PartitionMethod method);
+// Edges (i < j, a_ij ≠ 0 stored) whose rows lie on different parts (part_of_row: one per row).
+std::int64_t edge_cut(const Csr<double>& a, const std::vector<int>& part_of_row);
+
+namespace detail {
+// METIS_PartGraphKway on A's graph (diagonal dropped): a part per row. Throws NotCompiled
+// without METIS (partition_metis_stub.cpp).
+std::vector<int> metis_parts(const Csr<double>& a, int parts, std::int64_t* cut);
+bool metis_available();
+}  // namespace detail
 
 struct HaloPeer {
   int rank = 0;

@@ -10,6 +10,8 @@ pkgs=(cmake ninja-build g++ pkg-config libeigen3-dev libhdf5-dev libboost-progra
       # more than one process (distributed/): MPI for ranks and host collectives, mpirun for the
       # tests; NCCL for GPU buffers comes with the CUDA toolkit when it is installed
       libopenmpi-dev openmpi-bin
+      # METIS k-way partitions of the rows over the ranks (--partition metis|auto)
+      libmetis-dev
       # the Python module (python/) and its tests
       python3-dev pybind11-dev python3-pybind11 python3-pytest)
 # clang + its runtime build the libFuzzer targets; optional for users, used by the fuzz smoke test.

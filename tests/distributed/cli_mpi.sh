@@ -57,6 +57,33 @@ for f in ("m.h5", "m.mtx"):
     assert np.max(np.abs(got - ref) / np.abs(ref)) < 1e-12, (f, got, ref)
 print("HDF5 ranges and the scattered Matrix Market file give the one-process eigenvalues")
 PY
+# A scrambled matrix read whole: METIS k-way cuts fewer edges than ranges (auto picks it), the
+# rows are renumbered; eigenvalues, eigenvectors and solutions come back in the input's order.
+"$T" convert "gen:lap2d:30x27+scramble" "$W/s.mtx" > /dev/null || fail "convert scrambled"
+"$T" eigs "$W/s.mtx" --k 4 --device cpu --out "$W/sc1.h5" -q || fail "one process eigs (scrambled)"
+"$T" solve "$W/s.mtx" --rhs random:3 --device cpu --tol 1e-10 --out "$W/sv1.h5" -q || fail "one process solve (scrambled)"
+run_mpi "$@" "$T" eigs "$W/s.mtx" --k 4 --device cpu --out "$W/scN.h5" --json > "$W/scN.json" || fail "eigs scrambled under mpirun"
+run_mpi "$@" "$T" solve "$W/s.mtx" --rhs random:3 --device cpu --tol 1e-10 --out "$W/svN.h5" -q || fail "solve scrambled under mpirun"
+if grep -q "METIS not built in" "$W/scN.json"; then
+  echo "cli_mpi: METIS not built in: the METIS checks are skipped"
+else
+  grep -q "rows split by METIS k-way" "$W/scN.json" || fail "auto did not take METIS: $(grep -o '"distributed": "[^"]*' "$W/scN.json")"
+  $PY - "$W" <<'PY' || fail "METIS-partitioned results differ"
+import sys, h5py, numpy as np
+w = sys.argv[1]
+A, B = h5py.File(f"{w}/sc1.h5"), h5py.File(f"{w}/scN.h5")
+assert np.max(np.abs(A["eigenvalues"][:] - B["eigenvalues"][:]) / np.abs(A["eigenvalues"][:])) < 1e-12
+# each gathered vector lies in the span of the one-process vectors (rows in the input's order)
+V, U = B["eigenvectors"][:], A["eigenvectors"][:]
+res = V.T - U.T @ (U @ V.T)
+assert np.max(np.linalg.norm(res, axis=0)) < 1e-6, np.linalg.norm(res, axis=0)
+x, y = h5py.File(f"{w}/sv1.h5")["solution"][:], h5py.File(f"{w}/svN.h5")["solution"][:]
+assert np.max(np.abs(x - y)) <= 1e-8 * np.max(np.abs(x)), np.max(np.abs(x - y))
+print("METIS partition: eigenpairs and solutions in the input's order")
+PY
+fi
+run_mpi "$@" "$T" eigs gen:lap3d:8 --k 2 --partition bogus --device cpu 2> "$W/pe.txt" > /dev/null
+rc=$?; [ $rc -eq 2 ] || fail "--partition bogus: exit $rc (want 2)"
 $PY - "$W/ns.h5" <<'PY' || fail "writing the non-symmetric matrix"
 import sys, h5py, numpy as np, scipy.sparse as sp
 n = 300
