@@ -178,207 +178,228 @@ struct BlockCg::Impl {
                    piv_tol);
   }
 
-  SolveResult solve(MvView<const double> rhs, MvView<double> x, bool use_x0) {
-    const double t0 = detail::now_seconds();
-    const std::int64_t s = rhs.cols;
-    TCSOLVE_REQUIRE(rhs.rows == n && x.rows == n && x.cols == s, "block CG: shape mismatch");
-    TCSOLVE_REQUIRE(s <= smax, "block CG: more right-hand sides than the workspace holds");
+  // ---- One solve, as named steps; solve() below is their flow:
+  //   start → per cycle: begin_cycle → (queue_iteration → read_back → retire_converged →
+  //   recover_rank)* → end_cycle → finish.
+  struct Run {
+    SolveResult res;
+    MvView<const double> rhs;
+    MvView<double> x;
+    std::int64_t s = 0, it = 0;
+    std::int64_t na = 0;  // active columns (act[0:na] are their indices in rhs/x)
+    std::int64_t rk = 0;  // search directions in P
+    bool explicit_ptr = true;  // PᵀR must be formed (cycle start, after a compaction or re-orth)
+    bool sync_mode = false;    // a factor was flagged: check every iteration before the next
+    bool want_norms = false;
+    OrthoBranch branch = OrthoBranch::none;
+  };
+
+  Run start(MvView<const double> rhs, MvView<double> x, bool use_x0) {
+    TCSOLVE_REQUIRE(rhs.rows == n && x.rows == n && x.cols == rhs.cols, "block CG: shape mismatch");
+    TCSOLVE_REQUIRE(rhs.cols <= smax, "block CG: more right-hand sides than the workspace holds");
     TCSOLVE_REQUIRE(rhs.space == ops.space() && x.space == ops.space(),
                     "block CG: blocks in another memory space than the dense ops");
-    SolveResult res;
-    res.n = n;
-    res.column_iterations.assign(s, -1);
+    Run r;
+    r.rhs = rhs, r.x = x, r.s = rhs.cols;
+    r.res.n = n;
+    r.res.column_iterations.assign(r.s, -1);
+    r.want_norms = opt.keep_history || static_cast<bool>(opt.on_iteration);
     applies = columns = 0;
     budget_words = 0.0;
     fused_iterations = robust_steps = 0;
     apply_s = dense_s = 0.0;
     ops.column_norms(rhs, bn.data());
-    for (std::int64_t j = 0; j < s; ++j)
+    for (std::int64_t j = 0; j < r.s; ++j)
       if (bn[j] == 0.0) bn[j] = 1.0;  // b = 0: absolute test, x = 0 is exact
     if (!use_x0) ops.fill_zero(x);
-    const bool want_norms = opt.keep_history || static_cast<bool>(opt.on_iteration);
-    std::int64_t it = 0;
-    // Columns to (re)solve: all at first, then those whose true residual failed.
-    act.clear();
-    for (std::int64_t j = 0; j < s; ++j) act.push_back(j);
-    auto true_residuals = [&](MvView<double> rbuf) {
-      // rbuf (n × s) = rhs − A·x; relative norms into rn.
-      apply(a, x, rbuf);
-      ops.axpby_columns(ones.data(), rhs, neg1.data(), rbuf);
-      ops.column_norms(rbuf, rn.data());
-      for (std::int64_t j = 0; j < s; ++j) rn[j] /= bn[j];
-    };
-    detail::Checkpointer checkpoint(opt.checkpoint_every, opt.on_checkpoint);
-    for (int cycle = 0; cycle < opt.max_cycles && !act.empty(); ++cycle) {
-      const std::int64_t na0 = static_cast<std::int64_t>(act.size());
-      // R = (rhs − A·x)(:, act), Xa = x(:, act).
-      true_residuals(z.columns(0, s));  // z as scratch (n × s)
-      ops.gather_columns(z.columns(0, s), act.data(), na0, rv(na0));
-      ops.gather_columns(x, act.data(), na0, xa.columns(0, na0));
-      std::int64_t na = na0;
-      // Drop columns already below tol (their x stays).
-      keep_idx.clear(), still.clear();
-      for (std::int64_t j = 0; j < na; ++j) {
-        if (rn[act[j]] <= opt.tol) {
-          if (res.column_iterations[act[j]] < 0) res.column_iterations[act[j]] = it;
-        } else {
-          keep_idx.push_back(j);
-          still.push_back(act[j]);
-        }
+    act.clear();  // columns to (re)solve: all at first, then those whose true residual failed
+    for (std::int64_t j = 0; j < r.s; ++j) act.push_back(j);
+    return r;
+  }
+
+  // Z (n × s, scratch) = rhs − A·x; relative norms ‖b_j − A·x_j‖/‖b_j‖ into rn.
+  void true_residuals(Run& r) {
+    auto rbuf = z.columns(0, r.s);
+    apply(a, r.x, rbuf);
+    ops.axpby_columns(ones.data(), r.rhs, neg1.data(), rbuf);
+    ops.column_norms(rbuf, rn.data());
+    for (std::int64_t j = 0; j < r.s; ++j) rn[j] /= bn[j];
+  }
+
+  // R = (rhs − A·x)(:, act) and Xa = x(:, act); columns already below tol leave; P = orth(M·R);
+  // Q = A·P and Pᵀ[Q R] with the factor of PᵀQ queued. false: nothing left, or breakdown.
+  bool begin_cycle(Run& r) {
+    const std::int64_t na0 = static_cast<std::int64_t>(act.size());
+    true_residuals(r);
+    ops.gather_columns(z.columns(0, r.s), act.data(), na0, rv(na0));
+    ops.gather_columns(r.x, act.data(), na0, xa.columns(0, na0));
+    r.na = na0;
+    keep_idx.clear(), still.clear();
+    for (std::int64_t j = 0; j < r.na; ++j) {
+      if (rn[act[j]] <= opt.tol) {
+        if (r.res.column_iterations[act[j]] < 0) r.res.column_iterations[act[j]] = r.it;
+      } else {
+        keep_idx.push_back(j);
+        still.push_back(act[j]);
       }
-      if (static_cast<std::int64_t>(still.size()) < na) {
-        na = compact(na);
-        act.swap(still);
-      }
-      if (na == 0) break;
-      precondition(rv(na), p.columns(0, na));
-      auto o = orthonormalize_once(p.columns(0, na));
-      std::int64_t rk = o.rank;
-      OrthoBranch branch = o.branch;
-      bool explicit_ptr = true;
-      // Once a factor was flagged (the block is losing rank), every iteration is checked before
-      // the next is queued, as the rank-revealing path needs: no more queued no-op iterations.
-      bool sync_mode = false;
-      if (rk == 0) {
-        res.status = SolverStatus::breakdown;
-        res.reason = "search block lost all rank (no new directions)";
-        break;
-      }
-      queue_gram(rk, na, true, kPivTol);
-      // Iterations are queued without waiting; the host reads iteration t − 1's norms and
-      // factor status once iteration t is queued.
-      while (na > 0 && it < opt.max_iterations && !interrupt_requested()) {
-        // Checkpoint: X with the active columns' current iterate (xa, after the queued updates;
-        // the copy waits for them) in place: a CG iterate, nothing restarted.
-        if (checkpoint.due())
-          checkpoint.write(ops, x, it, 0, [&](double* host) {
-            for (std::int64_t j = 0; j < na; ++j) ops.to_host(xa.columns(j, 1), host + act[j] * n, n);
-          });
-        Pending pd;
-        pd.it = it;
-        pd.na = na;
-        pd.ortho = branch;
-        branch = OrthoBranch::none;
-        if (timing()) {
-          pd.mark0 = ops.mark();
-          apply_marks = &pd.apply_marks;
-        }
-        queue_update(rk, na, explicit_ptr);
-        rk = na;
-        explicit_ptr = false;
-        ++fused_iterations;
-        ++it;
-        // Host destinations live in the heap buffer of norms2 (it moves with pd; a member of pd
-        // would not): ‖r_j‖² in [0, na), the factor status in [na].
-        if (!spare.empty()) pd.norms2.swap(spare.back()), spare.pop_back();
-        pd.norms2.resize(na + 1);
-        ops.download_deferred(MvView<const double>{nrm2.data(), na, 1, smax, ops.space()},
-                              pd.norms2.data(), na);
-        ops.download_deferred(small(st, 0, 1, 0, 1), pd.norms2.data() + na, 1);
-        // Next iteration's Q = A·P and PᵀQ factor, queued before waiting.
-        queue_gram(rk, na, false, kPivTol);
-        if (timing()) pd.mark1 = ops.mark(), apply_marks = nullptr;
-        pd.ticket = ops.fetch_async();
-        queue.push_back(std::move(pd));
-        // Process the oldest queued iteration once a newer one is queued (synchronous mode:
-        // at once).
-        if (!sync_mode && queue.size() < 2 && it < opt.max_iterations) continue;
-        bool drain = false;
-        while (!queue.empty()) {
-          Pending& q = queue.front();
-          ops.fetch_wait(q.ticket);
-          q.status = q.norms2[q.na];
-          bool bad = q.status != 0.0;
-          std::int64_t nconv = 0;
-          for (std::int64_t j = 0; j < q.na; ++j) {
-            rn[j] = std::sqrt(std::max(0.0, q.norms2[j]));
-            if (rn[j] <= opt.tol * bn[act[j]]) ++nconv;
-          }
-          record(res, q, nconv, want_norms);
-          spare.push_back(std::move(q.norms2));
-          queue.pop_front();
-          if (bad) sync_mode = true;
-          if (bad || nconv > 0 || sync_mode) drain = true;
-          if (!drain) break;  // keep the newest iteration queued
-        }
-        if (!drain) continue;
-        // Drained: every queued iteration is processed, rn holds the latest norms (na columns).
-        ops.synchronize();
-        const bool bad_now = hst_status() != 0.0;
-        // Converged columns leave the block.
-        keep_idx.clear(), still.clear();
-        for (std::int64_t j = 0; j < na; ++j) {
-          if (rn[j] <= opt.tol * bn[act[j]]) {
-            res.column_iterations[act[j]] = it;
-            ops.copy(xa.columns(j, 1), x.columns(act[j], 1));
-          } else {
-            keep_idx.push_back(j);
-            still.push_back(act[j]);
-          }
-        }
-        if (static_cast<std::int64_t>(still.size()) < na) {
-          na = compact(na);
-          act.swap(still);
-          if (na == 0) break;
-          explicit_ptr = true;
-        }
-        if (bad_now) {
-          // The queued factor of PᵀQ failed (α = β = 0 were applied): rank-revealing path.
-          ++robust_steps;
-          auto o2 = orthonormalize_once(p.columns(0, rk));
-          branch = std::max(branch, o2.branch);
-          rk = o2.rank;
-          if (rk == 0) {
-            res.status = SolverStatus::breakdown;
-            res.reason = "search block lost all rank (no new directions)";
-            break;
-          }
-          explicit_ptr = true;
-          queue_gram(rk, na, true, 0.0);
-          ops.download_deferred(small(st, 0, 1, 0, 1), hst.data(), 1);
-          ops.fetch();
-          if (hst[0] == 2.0) {
-            std::vector<double> ptq(rk * rk);
-            ops.download_deferred(small(g1, 0, rk, 0, rk), ptq.data(), rk);
-            ops.fetch();
-            Mat pm = Eigen::Map<Mat>(ptq.data(), rk, rk);
-            Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (pm + pm.transpose()),
-                                                  Eigen::EigenvaluesOnly);
-            double lmin = es.eigenvalues().minCoeff();
-            res.status = SolverStatus::breakdown;
-            res.reason = "A is not positive definite: pᵀAp = " + std::to_string(lmin) +
-                         " ≤ 0 for a search direction p (‖p‖ = 1) at iteration " +
-                         std::to_string(it);
-            break;
-          }
-        } else if (explicit_ptr) {
-          // After a compaction: Q = A·P and Pᵀ[Q R] for the kept columns.
-          queue_gram(rk, na, true, kPivTol);
-        }
-      }
-      // Drain what is still queued (iteration limit), then write back the active iterate.
-      while (!queue.empty()) {
-        Pending& q = queue.front();
-        ops.fetch_wait(q.ticket);
-        std::int64_t nconv = 0;
-        for (std::int64_t j = 0; j < q.na; ++j)
-          if (std::sqrt(std::max(0.0, q.norms2[j])) <= opt.tol * bn[act[j]]) ++nconv;
-        record(res, q, nconv, want_norms);
-        spare.push_back(std::move(q.norms2));
-        queue.pop_front();
-      }
-      ops.synchronize();
-      for (std::int64_t j = 0; j < na; ++j) ops.copy(xa.columns(j, 1), x.columns(act[j], 1));
-      if (res.status == SolverStatus::breakdown) break;
-      // True residuals of every column; the failing ones start another cycle.
-      true_residuals(z.columns(0, s));
-      act.clear();
-      for (std::int64_t j = 0; j < s; ++j)
-        if (rn[j] > opt.tol) act.push_back(j);
-      if (it >= opt.max_iterations || interrupt_requested()) break;
     }
-    // Final true residuals.
-    true_residuals(z.columns(0, s));
+    if (static_cast<std::int64_t>(still.size()) < r.na) {
+      r.na = compact(r.na);
+      act.swap(still);
+    }
+    if (r.na == 0) return false;
+    precondition(rv(r.na), p.columns(0, r.na));
+    auto o = orthonormalize_once(p.columns(0, r.na));
+    r.rk = o.rank;
+    r.branch = o.branch;
+    r.explicit_ptr = true;
+    r.sync_mode = false;
+    if (r.rk == 0) {
+      r.res.status = SolverStatus::breakdown;
+      r.res.reason = "search block lost all rank (no new directions)";
+      return false;
+    }
+    queue_gram(r.rk, r.na, true, kPivTol);
+    return true;
+  }
+
+  // Queues iteration r.it (α, R, β, X, P; the norms and the factor status to download) and the
+  // next Q = A·P with its factor, without waiting; a checkpoint first when one is due.
+  void queue_iteration(Run& r, detail::Checkpointer& checkpoint) {
+    // Checkpoint: X with the active columns' current iterate (xa, after the queued updates; the
+    // copy waits for them) in place: a CG iterate, nothing restarted.
+    if (checkpoint.due())
+      checkpoint.write(ops, r.x, r.it, 0, [&](double* host) {
+        for (std::int64_t j = 0; j < r.na; ++j) ops.to_host(xa.columns(j, 1), host + act[j] * n, n);
+      });
+    Pending pd;
+    pd.it = r.it;
+    pd.na = r.na;
+    pd.ortho = r.branch;
+    r.branch = OrthoBranch::none;
+    if (timing()) {
+      pd.mark0 = ops.mark();
+      apply_marks = &pd.apply_marks;
+    }
+    queue_update(r.rk, r.na, r.explicit_ptr);
+    r.rk = r.na;
+    r.explicit_ptr = false;
+    ++fused_iterations;
+    ++r.it;
+    // Host destinations live in the heap buffer of norms2 (it moves with pd; a member of pd
+    // would not): ‖r_j‖² in [0, na), the factor status in [na].
+    if (!spare.empty()) pd.norms2.swap(spare.back()), spare.pop_back();
+    pd.norms2.resize(r.na + 1);
+    ops.download_deferred(MvView<const double>{nrm2.data(), r.na, 1, smax, ops.space()},
+                          pd.norms2.data(), r.na);
+    ops.download_deferred(small(st, 0, 1, 0, 1), pd.norms2.data() + r.na, 1);
+    queue_gram(r.rk, r.na, false, kPivTol);
+    if (timing()) pd.mark1 = ops.mark(), apply_marks = nullptr;
+    pd.ticket = ops.fetch_async();
+    queue.push_back(std::move(pd));
+  }
+
+  // Reads queued iterations back, oldest first, keeping the newest queued while nothing happened
+  // (no column converged, no factor flagged). true: drained, rn holds the latest norms.
+  bool read_back(Run& r) {
+    bool drain = false;
+    while (!queue.empty()) {
+      Pending& q = queue.front();
+      ops.fetch_wait(q.ticket);
+      q.status = q.norms2[q.na];
+      const bool bad = q.status != 0.0;
+      std::int64_t nconv = 0;
+      for (std::int64_t j = 0; j < q.na; ++j) {
+        rn[j] = std::sqrt(std::max(0.0, q.norms2[j]));
+        if (rn[j] <= opt.tol * bn[act[j]]) ++nconv;
+      }
+      record(r.res, q, nconv, r.want_norms);
+      spare.push_back(std::move(q.norms2));
+      queue.pop_front();
+      if (bad) r.sync_mode = true;
+      if (bad || nconv > 0 || r.sync_mode) drain = true;
+      if (!drain) break;  // keep the newest iteration queued
+    }
+    return drain;
+  }
+
+  // Converged columns leave the block (their x written back). false: none is left.
+  bool retire_converged(Run& r) {
+    keep_idx.clear(), still.clear();
+    for (std::int64_t j = 0; j < r.na; ++j) {
+      if (rn[j] <= opt.tol * bn[act[j]]) {
+        r.res.column_iterations[act[j]] = r.it;
+        ops.copy(xa.columns(j, 1), r.x.columns(act[j], 1));
+      } else {
+        keep_idx.push_back(j);
+        still.push_back(act[j]);
+      }
+    }
+    if (static_cast<std::int64_t>(still.size()) < r.na) {
+      r.na = compact(r.na);
+      act.swap(still);
+      if (r.na == 0) return false;
+      r.explicit_ptr = true;
+    }
+    return true;
+  }
+
+  // The queued factor of PᵀQ failed (α = β = 0 were applied): P = orth(P) with dropping, Q = A·P
+  // again; PᵀQ of the orthonormal block not positive definite: breakdown (false).
+  bool recover_rank(Run& r) {
+    ++robust_steps;
+    auto o2 = orthonormalize_once(p.columns(0, r.rk));
+    r.branch = std::max(r.branch, o2.branch);
+    r.rk = o2.rank;
+    if (r.rk == 0) {
+      r.res.status = SolverStatus::breakdown;
+      r.res.reason = "search block lost all rank (no new directions)";
+      return false;
+    }
+    r.explicit_ptr = true;
+    queue_gram(r.rk, r.na, true, 0.0);
+    ops.download_deferred(small(st, 0, 1, 0, 1), hst.data(), 1);
+    ops.fetch();
+    if (hst[0] != 2.0) return true;
+    std::vector<double> ptq(r.rk * r.rk);
+    ops.download_deferred(small(g1, 0, r.rk, 0, r.rk), ptq.data(), r.rk);
+    ops.fetch();
+    Mat pm = Eigen::Map<Mat>(ptq.data(), r.rk, r.rk);
+    Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (pm + pm.transpose()), Eigen::EigenvaluesOnly);
+    const double lmin = es.eigenvalues().minCoeff();
+    r.res.status = SolverStatus::breakdown;
+    r.res.reason = "A is not positive definite: pᵀAp = " + std::to_string(lmin) +
+                   " ≤ 0 for a search direction p (‖p‖ = 1) at iteration " + std::to_string(r.it);
+    return false;
+  }
+
+  // Drains what is still queued (iteration limit, breakdown), writes the active iterate back;
+  // unless broken down, the true residuals of every column decide the next cycle's columns.
+  void end_cycle(Run& r) {
+    while (!queue.empty()) {
+      Pending& q = queue.front();
+      ops.fetch_wait(q.ticket);
+      std::int64_t nconv = 0;
+      for (std::int64_t j = 0; j < q.na; ++j)
+        if (std::sqrt(std::max(0.0, q.norms2[j])) <= opt.tol * bn[act[j]]) ++nconv;
+      record(r.res, q, nconv, r.want_norms);
+      spare.push_back(std::move(q.norms2));
+      queue.pop_front();
+    }
+    ops.synchronize();
+    for (std::int64_t j = 0; j < r.na; ++j) ops.copy(xa.columns(j, 1), r.x.columns(act[j], 1));
+    if (r.res.status == SolverStatus::breakdown) return;
+    true_residuals(r);
+    act.clear();
+    for (std::int64_t j = 0; j < r.s; ++j)
+      if (rn[j] > opt.tol) act.push_back(j);
+  }
+
+  // Final true residuals, status and statistics.
+  SolveResult finish(Run& r, double t0) {
+    SolveResult& res = r.res;
+    const std::int64_t s = r.s;
+    true_residuals(r);
     res.residual_norms.assign(rn.begin(), rn.begin() + s);
     bool ok = true;
     for (std::int64_t j = 0; j < s; ++j) ok = ok && rn[j] <= opt.tol;
@@ -388,13 +409,13 @@ struct BlockCg::Impl {
         std::int64_t passed = 0;
         for (std::int64_t j = 0; j < s; ++j) passed += rn[j] <= opt.tol;
         res.status = SolverStatus::interrupted;
-        res.reason = detail::interrupted_reason(it, passed, s, "columns converged");
+        res.reason = detail::interrupted_reason(r.it, passed, s, "columns converged");
       } else if (!ok) {
         res.reason = "iteration limit " + std::to_string(opt.max_iterations) +
                      " reached (or true residual above tol after " + std::to_string(opt.max_cycles) + " cycles)";
       }
     }
-    res.iterations = it;
+    res.iterations = r.it;
     res.operator_applies = columns;
     res.seconds = detail::now_seconds() - t0;
     if (opt.stats) {
@@ -406,7 +427,35 @@ struct BlockCg::Impl {
       cs.apply_seconds = apply_s;
       cs.dense_seconds = dense_s;
     }
-    return res;
+    return std::move(r.res);
+  }
+
+  SolveResult solve(MvView<const double> rhs, MvView<double> x, bool use_x0) {
+    const double t0 = detail::now_seconds();
+    Run r = start(rhs, x, use_x0);
+    detail::Checkpointer checkpoint(opt.checkpoint_every, opt.on_checkpoint);
+    for (int cycle = 0; cycle < opt.max_cycles && !act.empty(); ++cycle) {
+      if (!begin_cycle(r)) break;
+      // Iterations are queued without waiting; the host reads iteration t − 1's norms and
+      // factor status once iteration t is queued (at once in sync mode).
+      while (r.na > 0 && r.it < opt.max_iterations && !interrupt_requested()) {
+        queue_iteration(r, checkpoint);
+        if (!r.sync_mode && queue.size() < 2 && r.it < opt.max_iterations) continue;
+        if (!read_back(r)) continue;
+        ops.synchronize();  // drained: rn holds the latest norms of the na columns
+        const bool bad_now = hst_status() != 0.0;
+        if (!retire_converged(r)) break;
+        if (bad_now) {
+          if (!recover_rank(r)) break;
+        } else if (r.explicit_ptr) {
+          queue_gram(r.rk, r.na, true, kPivTol);  // after a compaction: Q = A·P, Pᵀ[Q R]
+        }
+      }
+      end_cycle(r);
+      if (r.res.status == SolverStatus::breakdown) break;
+      if (r.it >= opt.max_iterations || interrupt_requested()) break;
+    }
+    return finish(r, t0);
   }
 
   // The factor status of the newest queued iteration (after a synchronize).
