@@ -620,10 +620,8 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   double best_slow = std::numeric_limits<double>::infinity();
   bool ax_valid = true;
   std::string climb_reason;
-  for (;; ++it) {
-    const double t_it = detail::now_seconds();
-    std::int64_t w = m - nl;
-    // ---- lock the converged prefix of the active pairs
+  // ---- lock: the converged prefix of the active pairs moves to the locked columns.
+  auto lock_converged = [&](std::int64_t w) -> std::int64_t {
     std::int64_t c = 0;
     // Locked at a quarter of the test: a locked vector's error (its residual over the gap)
     // reappears in the active columns, which are kept orthogonal to it, as a residual of about
@@ -649,7 +647,10 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
       nl += c;
       w -= c;
     }
-    // ---- done when k pairs are locked and no active Ritz value lies below the k-th of them
+    return w;
+  };
+  // ---- done: k pairs locked (or passing) and no active Ritz value below the k-th of them.
+  auto all_found = [&](std::int64_t w) -> bool {
     // (Counting the active prefix that passes the full test as well: locking waits for a
     // quarter of it, and a pair held just above that by the locked vectors' own errors must not
     // keep the solve going once it passes.)
@@ -662,31 +663,10 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
       std::nth_element(v.begin(), v.begin() + (k - 1), v.end());
       done = ca >= w || theta[ca] >= v[k - 1] - tau(v[k - 1]);
     }
-    const bool stop = !done && interrupt_requested();
-    const bool last = it + 1 >= opt.max_iterations || stop;
-    if (done || last) {
-      const double tf = detail::now_seconds();
-      const bool ok = finish(w, last && !done);
-      t_finish += detail::now_seconds() - tf;
-      if (ok) {
-        status = SolverStatus::converged;
-        break;
-      }
-      if (last) {
-        if (stop)
-          status = SolverStatus::interrupted,
-          reason = detail::interrupted_reason(it + 1, std::min(nl, k), k, "locked");
-        else
-          reason = "iteration limit " + std::to_string(opt.max_iterations) + " reached with " +
-                   std::to_string(std::min(nl, k)) + " of " + std::to_string(k) + " pairs locked";
-        break;
-      }
-      w = m - nl;  // pairs unlocked by the explicit check: iterate on
-      ax_valid = false;
-    }
-    // The Ritz block (locked columns first) is the state a later run restarts from.
-    if (checkpoint.due()) checkpoint.write(ops, buf[cur].view(), it + 1, nl);
-    // ---- filter, orthonormalize, Rayleigh-Ritz
+    return done;
+  };
+  // ---- the filter's cut, and the interval's ends kept below and above every Ritz value.
+  auto filter_cut = [&](std::int64_t w) -> double {
     // Cut = largest active Ritz value (≥ λ_m). When the active Ritz values are not resolved
     // beyond their residuals (the block sits inside one eigenspace: a multiplicity above the
     // block width), that cut collapses onto the wanted eigenvalue and the filter stops damping
@@ -706,36 +686,10 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     if (!lock_theta.empty())
       lower = std::min(lower, *std::min_element(lock_theta.begin(), lock_theta.end()));
     if (!(upper > cut)) upper = cut + std::abs(cut - lower) + 1e-300;  // block spans the spectrum
-    choose_degrees(w, cut);
-    last_cut = cut;
-    int dw = 0;  // the largest degree among the wanted active columns
-    for (std::int64_t i = 0; i < w && nl + i < k; ++i) dw = std::max(dw, deg[i]);
-    wanted_steps += dw;
-    const std::int64_t cols0 = ap.columns(), applies0 = ap.applies();
-    // The rung of this filter (chebyshev.hpp, filter_precision) and, for the climb, the slowest
-    // wanted column's residual/test ratio now.
-    const bool low = ladder && climbed_at < 0 && ax_valid && fp32_fits(w, cut);
-    double slow_before = 0.0;
-    if (low)
-      for (std::int64_t i = 0; i < w && nl + i < k; ++i)
-        slow_before = std::max(slow_before, rn[i] / tau(theta[i]));
-    const int mk0 = ladder ? ops.mark() : -1;
-    if (low) filter32(w, cut);
-    else filter(w, cut);
-    const int mk1 = ladder ? ops.mark() : -1;
-    const std::int64_t steps = ap.columns() - cols0;
-    filter_applies += ap.applies() - applies0;
-    filter_columns += steps;
-    orthonormalize_active(w);
-    count_outer(w, st[0] == 0.0 && st[2] == 0.0 && st[3] >= 0.1 ? 2 : 3);
-    rayleigh_ritz(w);
-    ax_valid = true;
-    if (ladder) {  // rayleigh_ritz fetched: both marks have completed
-      const double sec = ops.elapsed_seconds(mk0, mk1);
-      (low ? seconds32 : seconds64) += sec;
-      (low ? steps32 : steps64) += steps;
-      ++(low ? filters32 : filters64);
-    }
+    return cut;
+  };
+  // ---- the climb off the fp32 rung (after the filter, from the new Ritz pairs).
+  auto watch_climb = [&](std::int64_t w, bool low, double slow_before) {
     // Stagnation on the fp32 rung: three fp32 filters since the slowest wanted residual/test
     // ratio last fell below 0.9 of its best (any rung): climb to fp64 for good. (A filter on a
     // cut that still moves can gain little in fp64 as well, so one slow filter is no sign;
@@ -758,6 +712,9 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
         climb_reason = buf2;
       }
     }
+  };
+  // ---- the iteration's record, progress and the caller's budget (false: stop).
+  auto record_iteration = [&](std::int64_t w, int dw, double t_it) -> bool {
     IterationRecord rec;
     rec.iteration = it;
     rec.ortho = worst_branch;
@@ -792,9 +749,73 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
                  "alternative plan)";
         // Best current approximations of the k wanted pairs (not converged).
         finish(w, true);
-        break;
+        return false;
       }
     }
+    return true;
+  };
+  for (;; ++it) {
+    const double t_it = detail::now_seconds();
+    std::int64_t w = lock_converged(m - nl);
+    const bool done = all_found(w);
+    const bool stop = !done && interrupt_requested();
+    const bool last = it + 1 >= opt.max_iterations || stop;
+    if (done || last) {
+      const double tf = detail::now_seconds();
+      const bool ok = finish(w, last && !done);
+      t_finish += detail::now_seconds() - tf;
+      if (ok) {
+        status = SolverStatus::converged;
+        break;
+      }
+      if (last) {
+        if (stop)
+          status = SolverStatus::interrupted,
+          reason = detail::interrupted_reason(it + 1, std::min(nl, k), k, "locked");
+        else
+          reason = "iteration limit " + std::to_string(opt.max_iterations) + " reached with " +
+                   std::to_string(std::min(nl, k)) + " of " + std::to_string(k) + " pairs locked";
+        break;
+      }
+      w = m - nl;  // pairs unlocked by the explicit check: iterate on
+      ax_valid = false;
+    }
+    // The Ritz block (locked columns first) is the state a later run restarts from.
+    if (checkpoint.due()) checkpoint.write(ops, buf[cur].view(), it + 1, nl);
+    // ---- filter, orthonormalize, Rayleigh-Ritz
+    const double cut = filter_cut(w);
+    choose_degrees(w, cut);
+    last_cut = cut;
+    int dw = 0;  // the largest degree among the wanted active columns
+    for (std::int64_t i = 0; i < w && nl + i < k; ++i) dw = std::max(dw, deg[i]);
+    wanted_steps += dw;
+    const std::int64_t cols0 = ap.columns(), applies0 = ap.applies();
+    // The rung of this filter (chebyshev.hpp, filter_precision) and, for the climb, the slowest
+    // wanted column's residual/test ratio now.
+    const bool low = ladder && climbed_at < 0 && ax_valid && fp32_fits(w, cut);
+    double slow_before = 0.0;
+    if (low)
+      for (std::int64_t i = 0; i < w && nl + i < k; ++i)
+        slow_before = std::max(slow_before, rn[i] / tau(theta[i]));
+    const int mk0 = ladder ? ops.mark() : -1;
+    if (low) filter32(w, cut);
+    else filter(w, cut);
+    const int mk1 = ladder ? ops.mark() : -1;
+    const std::int64_t steps = ap.columns() - cols0;
+    filter_applies += ap.applies() - applies0;
+    filter_columns += steps;
+    orthonormalize_active(w);
+    count_outer(w, st[0] == 0.0 && st[2] == 0.0 && st[3] >= 0.1 ? 2 : 3);
+    rayleigh_ritz(w);
+    ax_valid = true;
+    if (ladder) {  // rayleigh_ritz fetched: both marks have completed
+      const double sec = ops.elapsed_seconds(mk0, mk1);
+      (low ? seconds32 : seconds64) += sec;
+      (low ? steps32 : steps64) += steps;
+      ++(low ? filters32 : filters64);
+    }
+    watch_climb(w, low, slow_before);
+    if (!record_iteration(w, dw, t_it)) break;
   }
   const double t_loop = detail::now_seconds() - t_phase - t_finish;
   res.status = status;
