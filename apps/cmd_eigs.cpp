@@ -175,13 +175,16 @@ int run_task(const std::string& task, const Args& args) {
     try {
       o = run_distributed_job(s, *comm, progress, join_command(task, args));
     } catch (const std::exception& e) {
+      // Exit statuses as one process has them (apps/tcsolve.cpp): a result that could not be
+      // written 1, any other error 2. Errors every rank meets alike (usage, the matrix rank 0
+      // read) are printed by rank 0; a rank's own (its rows of a file, its GPU) by that rank.
       line.clear();
-      const bool usage = dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InvalidArgument*>(&e);
-      if (rank0 || !usage)
-        std::cerr << "tcsolve: " << (rank0 ? "" : "rank " + std::to_string(comm->rank()) + ": ")
+      const bool same_everywhere = dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InvalidArgument*>(&e);
+      if (rank0 || !same_everywhere)
+        std::cerr << "tcsolve: error: " << (rank0 ? "" : "rank " + std::to_string(comm->rank()) + ": ")
                   << e.what() << "\n";
       std::cerr.flush();
-      comm->abort(usage ? exit_usage : exit_failed);
+      comm->abort(dynamic_cast<const OutputError*>(&e) ? exit_failed : exit_usage);
     }
     if (!rank0) return o.exit_code();
   } else {
