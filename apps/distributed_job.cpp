@@ -297,6 +297,15 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
     co.tol = s.tol;
     co.max_iterations = s.maxiter > 0 ? s.maxiter : co.max_iterations;
     co.jacobi_diagonal = diag;
+    // Jacobi is dropped for a constant diagonal (M = c·I changes nothing): decided for the whole
+    // diagonal, as one process decides it, not for each rank's share.
+    if (!diag.empty()) {
+      double lo = std::abs(diag[0]), hi = lo;
+      for (double d : diag) lo = std::min(lo, std::abs(d)), hi = std::max(hi, std::abs(d));
+      const bool constant = comm.allreduce_max(hi) == -comm.allreduce_max(-lo);
+      if (constant) co.jacobi_diagonal.clear();
+      co.drop_constant_jacobi = false;
+    }
     co.apply_order = ApplyOrder::same_stream;
     if (progress && me == 0)
       co.on_iteration = [&](const IterationRecord& r) {

@@ -67,7 +67,8 @@ struct BlockCg::Impl {
     if (!opt.preconditioner && !opt.jacobi_diagonal.empty()) {
       auto inv = detail::jacobi_inverse(opt.jacobi_diagonal, {}, 0.0, n);
       // M = c·I changes nothing in CG (α and β absorb c): skip the scaling passes.
-      bool constant = std::all_of(inv.begin(), inv.end(), [&](double d) { return d == inv[0]; });
+      bool constant = opt.drop_constant_jacobi &&
+                      std::all_of(inv.begin(), inv.end(), [&](double d) { return d == inv[0]; });
       if (!constant) {
         dinv = ops.allocate(n, 1);
         ops.from_host(inv.data(), n, dinv.view());

@@ -64,6 +64,10 @@ struct CgOptions {
   double tol = 1e-8;                  // relative: ‖b_j − A·x_j‖₂ ≤ tol·‖b_j‖₂
   std::int64_t max_iterations = 5000;
   std::vector<double> jacobi_diagonal;  // diag(A) on the host; empty = no Jacobi
+  // A constant diagonal is dropped (CG is invariant under M = c·I). A distributed solve, whose
+  // jacobi_diagonal is a rank's share, decides that for the whole diagonal and sets this false
+  // when some rank's share is constant but the whole is not.
+  bool drop_constant_jacobi = true;
   const LinearOperator<double>* preconditioner = nullptr;  // takes precedence; in ops.space()
   double rank_tol = 1e-14;            // SVQB: drop directions with λ(Gs) < rank_tol·λmax (σ < 1e-7)
   bool keep_history = true;

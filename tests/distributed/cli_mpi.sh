@@ -82,6 +82,27 @@ assert np.max(np.abs(x - y)) <= 1e-8 * np.max(np.abs(x)), np.max(np.abs(x - y))
 print("METIS partition: eigenpairs and solutions in the input's order")
 PY
 fi
+# Jacobi decided for the whole diagonal: blockdiag(L, 2L) has a constant diagonal on each
+# block (4, then 8) but not as a whole; with contiguous ranges some ranks hold one block only.
+# One process scales by D⁻¹; so must every rank (same iterations), not drop it for its share.
+$PY - "$W/bd.mtx" <<'PY' || fail "writing blockdiag"
+import sys, scipy.sparse as sp, scipy.io as sio
+n = 24
+t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], (n, n))
+L = sp.kronsum(t, t)
+sio.mmwrite(sys.argv[1], sp.block_diag([L, 2 * L]).tocoo(), symmetry="symmetric")
+PY
+"$T" solve "$W/bd.mtx" --rhs random:2 --device cpu --json > "$W/bd1.json" || fail "one process solve (blockdiag)"
+run_mpi "$@" "$T" solve "$W/bd.mtx" --rhs random:2 --device cpu --partition contiguous --json > "$W/bdN.json" ||
+  fail "solve blockdiag under mpirun"
+$PY - "$W" <<'PY' || fail "Jacobi differs between one process and the ranks"
+import sys, json
+w = sys.argv[1]
+a, b = json.load(open(f"{w}/bd1.json")), json.load(open(f"{w}/bdN.json"))
+assert a["status"] == b["status"] == "converged"
+assert abs(a["iterations"] - b["iterations"]) <= 1, (a["iterations"], b["iterations"])
+print("Jacobi as one process:", a["iterations"], "and", b["iterations"], "iterations")
+PY
 run_mpi "$@" "$T" eigs gen:lap3d:8 --k 2 --partition bogus --device cpu 2> "$W/pe.txt" > /dev/null
 rc=$?; [ $rc -eq 2 ] || fail "--partition bogus: exit $rc (want 2)"
 $PY - "$W/ns.h5" <<'PY' || fail "writing the non-symmetric matrix"
