@@ -264,6 +264,12 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
       fused = op.make_fused_step();
       eo.fused_step = fused.get();
     }
+    if (backend == Backend::cuda) {
+      // The n-vectors that fit beside the matrix on the fullest GPU (the driver narrows the
+      // filter's block to them, or refuses with the sizes): the same limit on every rank.
+      const double cols = std::floor(0.9 * static_cast<double>(device_free_bytes()) / (8.0 * static_cast<double>(nl)));
+      eo.workspace_columns = static_cast<std::int64_t>(std::max(0.0, -comm.allreduce_max(-cols)));
+    }
     if (progress && me == 0)
       eo.on_iteration = [&](const IterationRecord& r) {
         double mx = 0;
@@ -279,7 +285,8 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
     o.error_bounds = er.error_bounds;
     o.method = er.method;
     o.why = "distributed over " + std::to_string(np) + " ranks: Chebyshev-filtered subspace iteration "
-            "(the only distributed eigensolver; shift-invert and the certificate are single-process)";
+            "(the only distributed eigensolver; shift-invert and the certificate are single-process)" +
+            (er.why.empty() ? std::string() : "; " + er.why);
     o.transform = er.transform;
     o.conv = to_string(er.conv);
     o.certified = to_string(er.certified);
