@@ -55,9 +55,11 @@ bool env_set(const char* name) {
 }  // namespace
 
 bool launched_by_mpi() {
-  // Open MPI (mpirun), MPICH/Hydra and PMI-2, PMIx (Slurm srun --mpi=pmix).
-  return env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMI_SIZE") || env_set("PMIX_RANK") ||
-         env_set("PMI_RANK");
+  // Open MPI (mpirun), MPICH/Hydra and PMI-2, PMIx (Slurm srun --mpi=pmix). A launch of one
+  // process (size 1) is a plain run: it needs no MPI (and works in a build without it).
+  for (const char* size : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (env_set(size)) return std::atoi(std::getenv(size)) != 1;
+  return env_set("PMIX_RANK") || env_set("PMI_RANK");
 }
 
 std::unique_ptr<Communicator> make_self_communicator() {

@@ -95,7 +95,8 @@ int selected_gpu();
 void use_gpu(int device);
 
 // True when this process was started by mpirun/mpiexec or a PMI launcher (Open MPI's, MPICH's or
-// Slurm's environment); a plain start is one process without MPI at all.
+// Slurm's environment) with more than one process; a plain start, or a launch of one, is one
+// process without MPI at all.
 bool launched_by_mpi();
 
 // A single process: size 1, every collective a no-op.
