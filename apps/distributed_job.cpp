@@ -47,8 +47,8 @@ Csr<double> row_range(const Csr<double>& a, std::int64_t r0, std::int64_t r1) {
 }
 
 // Gathers a distributed n × c block (local rows nl, column-major) into the global one on rank 0.
-std::vector<double> gather_block(Communicator& comm, const std::vector<double>& local, std::int64_t nl,
-                                 std::int64_t c, const RowPartition& part) {
+std::vector<double> gather_block(Communicator& comm, const std::vector<double>& local, std::int64_t c,
+                                 const RowPartition& part) {
   std::vector<double> all = comm.gather_to_root(local);  // rank-major: [rank][col][row]
   if (comm.rank() != 0) return {};
   const std::int64_t n = part.starts.back();
@@ -60,7 +60,6 @@ std::vector<double> gather_block(Communicator& comm, const std::vector<double>& 
       std::copy(all.begin() + at + j * rn, all.begin() + at + (j + 1) * rn, out.begin() + r0 + j * n);
     at += rn * c;
   }
-  (void)nl;
   return out;
 }
 
@@ -282,21 +281,10 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
     o.iterations = er.iterations;
     o.values = er.values;
     o.residuals = er.residual_norms;
-    o.error_bounds = er.error_bounds;
-    o.method = er.method;
+    take_eigs_result(er, o);
     o.why = "distributed over " + std::to_string(np) + " ranks: Chebyshev-filtered subspace iteration "
             "(the only distributed eigensolver; shift-invert and the certificate are single-process)" +
             (er.why.empty() ? std::string() : "; " + er.why);
-    o.transform = er.transform;
-    o.conv = to_string(er.conv);
-    o.certified = to_string(er.certified);
-    o.certificate = er.certificate;
-    o.verification = to_string(er.verification);
-    o.precision = er.precision;
-    o.operator_applies = er.operator_applies;
-    o.plan_s = er.plan_seconds;
-    o.solve_s = er.solve_seconds;
-    o.verify_s = er.verify_seconds;
     vectors_local = std::move(er.vectors);
     vec_cols = static_cast<std::int64_t>(o.values.size());
   } else {
@@ -371,7 +359,7 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
   Timer tw;
   if (!s.out.empty()) {
     std::vector<double> all = vec_cols > 0 && static_cast<std::int64_t>(vectors_local.size()) == nl * vec_cols
-                                  ? gather_block(comm, vectors_local, nl, vec_cols, part)
+                                  ? gather_block(comm, vectors_local, vec_cols, part)
                                   : std::vector<double>();
     if (me == 0 && !perm.empty() && !all.empty()) {  // back to the input's row order
       std::vector<double> orig(all.size());

@@ -193,6 +193,25 @@ void write_history(Hdf5Group g, const std::vector<IterationRecord>& h) {
 
 }  // namespace
 
+void take_eigs_result(const EigsResult& er, JobOutcome& o) {
+  o.method = er.method;
+  o.certified = to_string(er.certified);
+  o.certificate = er.certificate;
+  o.verification = to_string(er.verification);
+  o.transform = er.transform;
+  o.sigma = er.sigma;
+  o.why = er.why;
+  o.predicted_s = er.predicted_seconds;
+  o.precision = er.precision;
+  o.factor = er.factor;
+  o.conv = to_string(er.conv);
+  o.error_bounds = er.error_bounds;
+  o.operator_applies = er.operator_applies;
+  o.plan_s = er.plan_seconds;
+  o.solve_s = er.solve_seconds;
+  o.verify_s = er.verify_seconds;
+}
+
 void set_common_attrs(Hdf5Group& g, const JobSpec& s, const std::string& command) {
   g.set_attr("task", s.task);
   if (!s.name.empty()) g.set_attr("job", s.name);
@@ -638,23 +657,8 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     finish_checkpoints();
     const EigsResult& er = out.er;
     if (perm) scatter(out.er.vectors);
-    o.method = er.method;
-    o.certified = to_string(er.certified);
-    o.certificate = er.certificate;
-    o.verification = to_string(er.verification);
-    o.transform = er.transform;
-    o.sigma = er.sigma;
-    o.why = er.why;
-    o.predicted_s = er.predicted_seconds;
-    o.precision = er.precision;
-    o.factor = er.factor;
-    o.conv = to_string(er.conv);
-    o.error_bounds = er.error_bounds;
-    o.operator_applies = er.operator_applies;
-    o.plan_s = er.plan_seconds;
+    take_eigs_result(er, o);
     o.setup_s += er.setup_seconds;
-    o.solve_s = er.solve_seconds;
-    o.verify_s = er.verify_seconds;
     out.wanted = k;
   } else {
     CgOptions co;

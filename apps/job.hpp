@@ -163,6 +163,10 @@ struct JobOutcome {
   }
 };
 
+// What an eigs result tells the outcome: method, plan, verification, precision, phases (not the
+// status, values and residuals, nor the setup seconds, which the callers account for).
+void take_eigs_result(const EigsResult& er, JobOutcome& o);
+
 // The attributes every result file carries (task, job, matrix, inputs, version, command,
 // job_options, input_stamps).
 void set_common_attrs(Hdf5Group& g, const JobSpec& spec, const std::string& command);

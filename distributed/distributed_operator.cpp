@@ -73,16 +73,18 @@ DistributedOperator::DistributedOperator(LocalParts parts, Communicator& comm, B
     b.recv = MultiVector<double>(b.halo, max_cols_, space_);
     peers_.push_back(std::move(b));
   }
+  sends_.reserve(peers_.size());
+  recvs_.reserve(peers_.size());
 }
 
 DistributedOperator::~DistributedOperator() = default;
 
 template <class T>
 void DistributedOperator::run(MvView<const T> x, double scale, MvView<T> y,
-                              const std::function<void(std::int64_t, std::int64_t)>& interior) const {
+                              InteriorStep interior) const {
   constexpr bool fp32 = std::is_same_v<T, float>;
-  std::vector<Transfer> sends, recvs;
-  sends.reserve(peers_.size()), recvs.reserve(peers_.size());
+  std::vector<Transfer>& sends = sends_;
+  std::vector<Transfer>& recvs = recvs_;
   for (std::int64_t c0 = 0; c0 < x.cols; c0 += max_cols_) {
     const std::int64_t kc = std::min(max_cols_, x.cols - c0);
     auto xc = x.columns(c0, kc);
@@ -121,9 +123,9 @@ void DistributedOperator::run(MvView<const T> x, double scale, MvView<T> y,
 }
 
 template void DistributedOperator::run<double>(MvView<const double>, double, MvView<double>,
-                                               const std::function<void(std::int64_t, std::int64_t)>&) const;
+                                               InteriorStep) const;
 template void DistributedOperator::run<float>(MvView<const float>, double, MvView<float>,
-                                              const std::function<void(std::int64_t, std::int64_t)>&) const;
+                                              InteriorStep) const;
 
 void DistributedOperator::apply(MvView<const double> x, MvView<double> y) const {
   TCSOLVE_REQUIRE(x.rows == rows() && y.rows == rows() && x.cols == y.cols,

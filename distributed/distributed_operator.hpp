@@ -12,7 +12,6 @@
 // (packed and sent, received and read) and 16·k per boundary row (Y read and written).
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,9 +62,20 @@ class DistributedOperator final : public LinearOperator<double> {
   // The exchange loop shared by apply() and the fused steps (T = double, or float for the fp32
   // rung): for column chunks [c0, c0 + kc) of X: pack and start the exchange of X's chunk,
   // interior(c0, kc), wait, then Y(boundary rows, chunk) += scale·(B_p·halo_p) for every peer.
+  // A non-owning reference to the caller's interior step (no allocation per apply, as a
+  // std::function holding a capturing lambda would make).
+  struct InteriorStep {
+    template <class F>
+    InteriorStep(const F& f)  // NOLINT: implicit from any callable (c0, kc)
+        : ctx(&f), call([](const void* c, std::int64_t c0, std::int64_t kc) {
+            (*static_cast<const F*>(c))(c0, kc);
+          }) {}
+    void operator()(std::int64_t c0, std::int64_t kc) const { call(ctx, c0, kc); }
+    const void* ctx;
+    void (*call)(const void*, std::int64_t, std::int64_t);
+  };
   template <class T>
-  void run(MvView<const T> x, double scale, MvView<T> y,
-           const std::function<void(std::int64_t, std::int64_t)>& interior) const;
+  void run(MvView<const T> x, double scale, MvView<T> y, InteriorStep interior) const;
   // "rank 1 of 2: rows 4000000..7999999 (4000000), halo 40000 rows from 1 peer, sends 40000"
   std::string describe(int rank) const;
 
@@ -78,6 +88,7 @@ class DistributedOperator final : public LinearOperator<double> {
   std::int64_t max_cols_;
   std::unique_ptr<SparseOperator> interior_;
   mutable std::vector<PeerBuffers> peers_;  // buffers written by apply()
+  mutable std::vector<Transfer> sends_, recvs_;  // one exchange's messages (sized once)
   mutable DistributedOperatorStats stats_;
   bool profile_ = false;
 };
