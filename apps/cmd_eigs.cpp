@@ -8,6 +8,7 @@
 #include "apps/commands.hpp"
 #include "apps/job.hpp"
 #include "core/error.hpp"
+#include "core/trace.hpp"
 
 namespace tcsolve::app {
 
@@ -196,6 +197,7 @@ int run_task(const std::string& task, const Args& args) {
   o.process_s = process_seconds();
   if (json) print_json(s, o);
   else if (!quiet) print_table(s, o);
+  trace_mark("command: printed");
   if (o.status == "interrupted")
     std::cerr << "tcsolve: " << task << " " << o.message
               << (s.out.empty() ? std::string("; nothing written (no --out)")

@@ -256,6 +256,7 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
     eo.backend = backend;
     eo.seed = s.seed;
     eo.own_operator = true;
+    eo.want_vectors = !s.out.empty();  // (gathered to rank 0 only for --out)
     // --precision auto: the ladder's fp32 rung on the GPU, as on one process (A stays fp64).
     eo.ladder = s.precision == "auto" && backend == Backend::cuda;
     const char* fs = std::getenv("TCSOLVE_FUSED_STEP");  // 0: unfused filter (A/B benchmarks)

@@ -14,6 +14,7 @@
 #include "apps/svg_plot.hpp"
 #include "core/device.hpp"
 #include "core/parallel.hpp"
+#include "core/trace.hpp"
 #include "io/atomic_file.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/matrix_io.hpp"
@@ -429,6 +430,7 @@ std::shared_ptr<const PreparedMatrix> MatrixCache::get(const std::string& spec, 
   Timer tr;
   m->a = read_matrix(spec, ro);
   m->read_seconds = tr.seconds();
+  trace_mark("matrix: read");
   Timer tc;
   const Csr<double>& a = m->a;
   // Symmetry is checked, not assumed (a "general" file may hold a symmetric matrix, or not).
@@ -438,6 +440,7 @@ std::shared_ptr<const PreparedMatrix> MatrixCache::get(const std::string& spec, 
                                  "eigensolvers and block CG need a symmetric matrix",
                                  spec.c_str(), s.symmetry_defect));
   }
+  trace_mark("matrix: symmetry checked");
   m->diagonal = csr_diagonal(a);
   m->inf_norm = csr_inf_norm(a);
   m->check_seconds = tc.seconds();
@@ -566,6 +569,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   };
   if (reorder) o.reorder = aop.plan().reason;
   o.setup_s += tp.seconds();
+  trace_mark("job: operator built");
   o.kernel = to_string(aop.plan().kernel);
   o.kernel_reason = aop.plan().reason;
   o.backend = to_string(backend);
@@ -634,6 +638,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     eo.ladder = s.precision == "auto";
     eo.seed = s.seed;
     eo.workspace_columns = fit_columns;
+    eo.want_vectors = !s.out.empty();  // (only a written result holds them)
     if (!start.empty()) eo.v0 = perm ? gather(start, static_cast<std::int64_t>(start.size()) / n) : start;
     eo.checkpoint_every = s.checkpoint_every;
     eo.on_checkpoint = on_checkpoint;
@@ -651,6 +656,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     pre.b = bop;
     pre.spmm_kernel = o.kernel;
     pre.spmm_plan = o.kernel_reason;
+    if (!perm) pre.a_inf_norm = A->inf_norm, pre.a_diagonal = &A->diagonal;
     // (the permuted basis is another matrix for the planner: its own memo)
     pre.memo = &cache.memo(s.matrix + (perm ? "|permuted" : "") + "|" + to_string(backend), s.mass);
     out.er = eigs(*a_csr, b_csr, eo, pre);
@@ -763,6 +769,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
 JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progress,
                    const std::string& command) {
   Timer total;
+  trace_mark("job: start");
   JobOutcome o;
   validate_job(s);
   check_job_outputs(s);
@@ -773,7 +780,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device, gpu] {
     use_gpu(gpu);
     const Backend b = resolve_backend(device);
-    if (b == Backend::cuda) cache.ops(b);
+    if (b == Backend::cuda) warm_up(cache.ops(b));
     return b;
   });
   // eigs: the driver (solvers/eigs/) resolves auto and reports what ran.
@@ -788,9 +795,11 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
     warm.wait();
     throw;
   }
+  trace_mark("job: matrix read and checked");
   Timer init_wait;
   Backend backend = warm.get();
   o.init_s = init_wait.seconds();
+  trace_mark("job: CUDA context and handles ready");
   if (backend == Backend::cpu && prec != Precision::fp64 && prec != Precision::fp32)
     throw UsageError(std::string("--precision ") + s.precision +
                      " needs the GPU (the CPU operator stores fp64 or fp32)");
@@ -881,6 +890,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   }
 
   Solved r;
+  trace_mark("job: solve starts");
   if (backend == Backend::cuda) reset_device_peak();
   try {
     r = solve_on(s, backend, cache, A, B, rhs, nrhs, start, progress, o, fit_columns);
@@ -918,6 +928,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   for (double v : o.residuals) o.max_residual = std::max(o.max_residual, v);
   const auto& history = r.eigs ? r.er.history : r.sr.history;
 
+  trace_mark("job: solved");
   Timer tw;
   if (!s.out.empty()) {
     AtomicFile af(s.out);
@@ -1005,6 +1016,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
                                  s.matrix.c_str()));
   o.write_s = tw.seconds();
   o.seconds = total.seconds() - o.init_s;
+  trace_mark("job: written");
   return o;
 }
 

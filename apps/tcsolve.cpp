@@ -10,6 +10,7 @@
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 #include "core/device.hpp"
+#include "core/trace.hpp"
 
 namespace tcsolve::app {
 
@@ -121,6 +122,7 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tcsolve::trace_mark("main");
   const int code = run_main(argc, argv);
   // Every output file is committed and closed by now (io/atomic_file.hpp); what is left is
   // freeing memory, the CUDA context and the libraries' handles, which the operating system does

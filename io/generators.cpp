@@ -183,12 +183,14 @@ Csr<double> grid_laplacian(i64 nx, i64 ny, i64 nz, double diag, i64 r0 = 0, i64 
     y = (r / nx) % ny;
     z = r / sxy;
   };
-  for (i64 l = 0; l < nl; ++l) {
+  // Row lengths on every thread (three integer divisions a row: ~30 ms serial at 1M rows), then
+  // their prefix sum.
+  parallel_for(nl, [&](i64 l) {
     i64 x, y, z;
     coords(r0 + l, x, y, z);
-    a.row_ptr[l + 1] = a.row_ptr[l] + 1 + (x > 0) + (x < nx - 1) + (y > 0) + (y < ny - 1) +
-                       (z > 0) + (z < nz - 1);
-  }
+    a.row_ptr[l + 1] = 1 + (x > 0) + (x < nx - 1) + (y > 0) + (y < ny - 1) + (z > 0) + (z < nz - 1);
+  });
+  for (i64 l = 0; l < nl; ++l) a.row_ptr[l + 1] += a.row_ptr[l];
   a.col_idx.resize(a.nnz());
   a.values.resize(a.nnz());
   parallel_for(nl, [&](i64 l) {

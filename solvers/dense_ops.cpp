@@ -385,6 +385,20 @@ double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j) {
 
 std::unique_ptr<DenseBlockOps> make_cpu_dense_ops() { return std::make_unique<CpuDenseOps>(); }
 
+void warm_up(DenseBlockOps& ops) {
+  constexpr std::int64_t n = 256, c = 8;
+  MultiVector<double> x = ops.allocate(n, c), y = ops.allocate(n, c), g = ops.allocate(c, c),
+                      w = ops.allocate(c, 1), nrm = ops.allocate(c, 1);
+  ops.fill_random(x.view(), 1);
+  ops.normalize_columns(x.view(), nrm.view());
+  ops.copy(x.view(), y.view());
+  ops.gram_into(1.0, x.view(), y.view(), 0.0, g.view());
+  ops.gemm_into(-1.0, x.view(), g.view(), 1.0, y.view());
+  ops.gram_into(1.0, y.view(), y.view(), 0.0, g.view());
+  ops.eigh_small(g.view(), w.view());
+  ops.synchronize();
+}
+
 std::unique_ptr<DenseBlockOps> make_dense_ops(Backend backend) {
   return backend == Backend::cuda ? make_cuda_dense_ops() : make_cpu_dense_ops();
 }

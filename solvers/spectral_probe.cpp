@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/trace.hpp"
 #include "solvers/solver_common.hpp"
 
 namespace tcsolve {
@@ -23,6 +24,7 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
   ops.fill_random(v.columns(0, 1), seed * 2654435761ull + 17);
   MvView<double> nrm{hs.data() + s * (s + 1), 1, 1, s + 1, ops.space()};  // spare slot
   ops.normalize_columns(v.columns(0, 1), nrm);
+  trace_mark("probe: start vector queued");
   std::vector<std::pair<int, int>> marks;
   std::vector<double> host_step_s;
   for (std::int64_t j = 0; j < s; ++j) {
@@ -43,10 +45,13 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
     ops.axpbypcz(1.0, h2, 0.0, h2, 1.0, h);
     MvView<double> beta{hs.data() + (j + 1) + j * (s + 1), 1, 1, s + 1, ops.space()};
     ops.normalize_columns(w, beta);
+    if (j < 2) trace_mark(j == 0 ? "probe: step 1 queued" : "probe: step 2 queued");
   }
+  trace_mark("probe: every step queued");
   std::vector<double> hh((s + 1) * (s + 1));
   ops.download_deferred(hs.view(), hh.data(), s + 1);
   ops.fetch();
+  trace_mark("probe: fetched");
   SpectralProbe p;
   p.n = ng;
   // One apply's time is the median step's: the first apply of a run may carry one-time costs (the

@@ -20,6 +20,7 @@
 
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/trace.hpp"
 #include "factor/shift_invert.hpp"
 #include "factor/sparse_factor.hpp"
 #include "solvers/chebyshev.hpp"
@@ -148,9 +149,28 @@ EigsResult finish(const Problem& s, const EigsOptions& opt, PairSet& p, RunOut& 
   for (auto i : o)
     q.values.push_back(p.values[i]), q.rn.push_back(p.rn[i]), q.xn.push_back(p.xn[i]),
         q.rq_dev.push_back(p.rq_dev[i]);
-  r.vectors.resize(s.n * k);
-  if (k) ops.to_host(q.x.view(), r.vectors.data(), s.n);
-  refine_rayleigh(s, r.vectors, q.values, q.rn, q.rq_dev);
+  // ‖x_j‖² on the device; the block goes to the host when it is wanted, else only the columns
+  // that need an extended-precision quotient.
+  std::vector<double> x2(k);
+  if (k) ops.column_norms(q.x.view(), x2.data());
+  for (double& v : x2) v *= v;
+  const std::vector<std::int64_t> refine = pairs_to_refine(s, opt.tol, q.values, x2);
+  std::vector<double> some;  // the refined columns when the block stays on the device
+  std::vector<const double*> cols(refine.size());
+  if (opt.want_vectors && k) {
+    r.vectors.resize(s.n * k);
+    ops.to_host(q.x.view(), r.vectors.data(), s.n);
+    for (std::size_t i = 0; i < refine.size(); ++i) cols[i] = r.vectors.data() + refine[i] * s.n;
+  } else if (!refine.empty()) {
+    some.resize(s.n * refine.size());
+    for (std::size_t i = 0; i < refine.size(); ++i) {
+      ops.to_host(q.x.view().columns(refine[i], 1), some.data() + i * s.n, s.n);
+      cols[i] = some.data() + i * s.n;
+    }
+  }
+  trace_mark("eigs: vectors on the host");
+  refine_rayleigh(s, cols, refine, x2, q.values, q.rn, q.rq_dev);
+  trace_mark("eigs: extended-precision refinement");
   r.values = q.values;
   r.residual_norms = q.rn;
   const bool pass = test_pairs(s, opt, q.x.view(), q.values, q.rn, q.xn, r.residual_bounds);
@@ -515,6 +535,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   probes.probe = [&] {
     if (memo && memo->probe) return *memo->probe;
     SpectralProbe p = run_probe(s, opt.seed);
+    trace_mark("eigs: spectral probe");
     if (memo) memo->probe = p;
     return p;
   };
@@ -524,6 +545,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
       if (it != memo->apply_seconds.end()) return it->second;
     }
     const double t = time_apply(s, cols);
+    trace_mark("eigs: an apply timed");
     if (memo) memo->apply_seconds[cols] = t;
     return t;
   };
@@ -535,6 +557,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   };
   probes.rates = []() -> const EngineRates& { return engine_rates(); };
   EigsPlan plan = plan_eigs(facts, opt, probes);
+  trace_mark("eigs: planned");
   PlanEstimate ran = plan.chosen;
   std::string why = plan.reason;
 
@@ -552,6 +575,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
     why += fz.why;
   }
   double setup_s = detail::now_seconds() - t_setup0;
+  trace_mark("eigs: set up");
 
   // ---- solve
   EigsOptions fit = opt;  // opt with the workspace fitted (iterative methods)
@@ -597,6 +621,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   }
   PairSet pairs = std::move(run.pairs);
   const double solve_s = detail::now_seconds() - t_solve0;
+  trace_mark("eigs: solved");
 
   // ---- verify
   const double t_ver0 = detail::now_seconds();
@@ -605,10 +630,12 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
     ver = verify(s, opt, facts, plan, ran, pairs, fz.factor ? &fz : nullptr, solve_s,
                  ran.method == EigsMethod::chebyshev ? &cheb : nullptr, probes);
   const double verify_s = detail::now_seconds() - t_ver0;
+  trace_mark("eigs: verified");
 
   // ---- finish
   const double sigma = fz.factor ? fz.sigma : 0.0;
   EigsResult res = finish(s, opt, pairs, run, sigma);
+  trace_mark("eigs: finished");
   res.precision = precision_line(opt, ran.method == EigsMethod::chebyshev ? &cheb : nullptr);
   res.plan_seconds = plan.seconds;
   res.setup_seconds = setup_s;
@@ -696,12 +723,18 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   if (b && (b->nrows != n || b->ncols != n))
     throw InvalidArgument("B is " + std::to_string(b->nrows) + " x " + std::to_string(b->ncols) +
                           " but A is " + std::to_string(n) + " x " + std::to_string(n));
+  trace_mark("eigs: entered");
   Problem s;
   s.a = &a;
   s.b = b;
   s.n = n;
-  s.a_norm = csr_inf_norm(a);
-  s.diag_a = csr_diagonal(a);
+  if (pre.a_inf_norm >= 0 && pre.a_diagonal && static_cast<std::int64_t>(pre.a_diagonal->size()) == n) {
+    s.a_norm = pre.a_inf_norm;
+    s.diag_a = *pre.a_diagonal;
+  } else {
+    s.a_norm = csr_inf_norm(a);
+    s.diag_a = csr_diagonal(a);
+  }
   PlanFacts facts;
   facts.n = n;
   facts.nnz_a = a.nnz();
@@ -762,6 +795,7 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   s.aop = pre.a ? pre.a : aop.get();
   s.bop = b ? (pre.b ? pre.b : bop.get()) : nullptr;
   s.ops = ops;
+  trace_mark("eigs: operators ready");
   EigsResult r = run_all(s, opt, facts, pre.memo);
   r.spmm_kernel = kernel;
   r.spmm_plan = kernel_plan;

@@ -127,6 +127,9 @@ struct EigsOptions {
   bool ladder = false;
   std::uint64_t seed = 1;
   std::vector<double> v0;           // optional start block, n × c column-major (host)
+  // false: EigsResult::vectors stays empty (SciPy's return_eigenvectors=False; the CLI without
+  // --out): the n × k block is not copied to the host (128 MB at n = 1M, k = 16).
+  bool want_vectors = true;
   double factor_memory_limit = 0;   // bytes; 0 = FactorOptions' default
   // Most n-vectors the iteration's workspace may hold (0 = no limit; the apps derive it from the
   // free GPU memory). Without a transformation, Chebyshev's block width (3 blocks of m + 2k
@@ -201,6 +204,10 @@ struct EigsPrebuilt {
   std::string spmm_kernel;  // reported as EigsResult::spmm_kernel when a is given
   std::string spmm_plan;    // and EigsResult::spmm_plan
   PlanMemo* memo = nullptr; // measurements to reuse and fill (same A, same B)
+  // A's ‖A‖∞ and diagonal when the caller has them already (apps' PreparedMatrix): not computed
+  // again (two passes over A). Both or neither; they must be those of the `a` given to eigs().
+  double a_inf_norm = -1;                    // < 0: not given
+  const std::vector<double>* a_diagonal = nullptr;
 };
 
 // Matrix form: may factor A − σB (shift-invert, certificate). b == nullptr: B = I.

@@ -147,19 +147,27 @@ void extended_pair(const Problem& s, const double* x, double& rho_out, double& r
   rn_out = static_cast<double>(std::sqrt(r2));
 }
 
-// Extended-precision quotients and residuals for the pairs whose double-precision quotient may
-// have lost more than 1e-13 relative (u·(‖A‖ + |λ|·‖B‖)·‖x‖² > 1e-13·|λ|).
-void refine_rayleigh(const Problem& s, const std::vector<double>& vectors, std::vector<double>& lam,
-                     std::vector<double>& rn, std::vector<double>& rq_dev) {
-  if (!s.a) return;
-  constexpr double u = 1.1102230246251565e-16;
-  const std::int64_t n = s.n, k = static_cast<std::int64_t>(lam.size());
-  parallel_for(k, [&](std::int64_t j) {
-    const double* x = vectors.data() + j * n;
-    double x2 = 0;
-    for (std::int64_t i = 0; i < n; ++i) x2 += x[i] * x[i];
-    if (!(u * (s.a_norm + std::abs(lam[j]) * s.b_norm) * x2 > 1e-13 * std::abs(lam[j]))) return;
-    extended_pair(s, x, lam[j], rn[j]);
+std::vector<std::int64_t> pairs_to_refine(const Problem& s, double tol, const std::vector<double>& lam,
+                                          const std::vector<double>& x2) {
+  std::vector<std::int64_t> which;
+  if (!s.a) return which;
+  const double rel = std::max(1e-13, 1e-3 * tol);
+  for (std::size_t j = 0; j < lam.size(); ++j)
+    if (kUnitRoundoff * (s.a_norm + std::abs(lam[j]) * s.b_norm) * x2[j] > rel * std::abs(lam[j]))
+      which.push_back(static_cast<std::int64_t>(j));
+  return which;
+}
+
+void refine_rayleigh(const Problem& s, const std::vector<const double*>& cols, const std::vector<std::int64_t>& which,
+                     const std::vector<double>& x2, std::vector<double>& lam, std::vector<double>& rn,
+                     std::vector<double>& rq_dev) {
+  std::vector<char> refined(lam.size(), 0);
+  for (std::int64_t j : which) refined[j] = 1;
+  for (std::size_t j = 0; j < lam.size(); ++j)
+    if (!refined[j]) rq_dev[j] += 10.0 * kUnitRoundoff * (s.a_norm + std::abs(lam[j]) * s.b_norm) * x2[j];
+  parallel_for(static_cast<std::int64_t>(which.size()), [&](std::int64_t i) {
+    const std::int64_t j = which[i];
+    extended_pair(s, cols[i], lam[j], rn[j]);
     rq_dev[j] = 0.0;
   }, 1);
 }

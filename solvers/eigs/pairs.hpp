@@ -102,10 +102,18 @@ double attainable_floor(double lam, double xn, const Problem& s);
 double residual_floor(const Problem& s, const double* x, double lam);
 // Rayleigh quotient and residual in extended precision (host CSR, long double). Matrix form only.
 void extended_pair(const Problem& s, const double* x, double& rho_out, double& rn_out);
-// Extended-precision quotients and residuals for the pairs whose double-precision quotient may
-// have lost more than 1e-13 relative.
-void refine_rayleigh(const Problem& s, const std::vector<double>& vectors, std::vector<double>& lam,
-                     std::vector<double>& rn, std::vector<double>& rq_dev);
+// The pairs whose double-precision Rayleigh quotient may have lost more than the tolerance can
+// notice: u·(‖A‖ + |λ|·‖B‖)·‖x‖² > max(1e-13, 1e-3·tol)·|λ| (x2[j] = ‖x_j‖², matrix form only;
+// none in operator form). At tol = 1e-8 that is a loss above 1e-11 relative: stiff problems
+// (κ ≈ 1e10), not lap3d's smallest (4.6e-13).
+std::vector<std::int64_t> pairs_to_refine(const Problem& s, double tol, const std::vector<double>& lam,
+                                          const std::vector<double>& x2);
+// Extended-precision quotients and residuals of the pairs `which` (their columns, n each, in
+// cols[i] for which[i]); every other pair's error bound gets its quotient's own rounding,
+// 10·u·(‖A‖ + |λ|·‖B‖)·‖x‖², added to rq_dev.
+void refine_rayleigh(const Problem& s, const std::vector<const double*>& cols, const std::vector<std::int64_t>& which,
+                     const std::vector<double>& x2, std::vector<double>& lam, std::vector<double>& rn,
+                     std::vector<double>& rq_dev);
 // What the convergence test allows each pair (bounds), remeasuring failing ones in extended
 // precision (matrix form). Returns whether all pairs pass.
 bool test_pairs(const Problem& s, const EigsOptions& opt, MvView<const double> x,

@@ -1,0 +1,12 @@
+// TCSOLVE_TRACE=1: timestamps of named points of a run on stderr, in milliseconds since the
+// process started (the first static initializer of tcsolve_core). A diagnostic for the default
+// path's phases (docs/performance.md): when unset, a mark costs one predictable branch.
+#pragma once
+
+namespace tcsolve {
+
+bool trace_enabled();
+// Prints "tcsolve trace  <ms>  <what>" when TCSOLVE_TRACE is set (not to an empty or "0" value).
+void trace_mark(const char* what);
+
+}  // namespace tcsolve
