@@ -418,6 +418,51 @@ TEST(Eigs, KappaTenToTheTenSmallest) {
   }
 }
 
+// want_vectors = false (the CLI without --out): the n x k block is not copied to the host and
+// nothing else changes. lap2d's smallest values lose ~5e-13 relative in an fp64 Rayleigh quotient,
+// below 1e-3·tol: not refined in extended precision, that rounding goes into the error bound,
+// which must still hold against the closed form. The κ ≈ 1e10 matrix loses far more: its columns
+// are fetched and refined, and the values stay as accurate as with the vectors on the host.
+TEST(Eigs, VectorsNotWantedStayOnTheDevice) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  {
+    const Csr<double> a = laplacian(100, 97);
+    const auto ref = laplacian_spectrum(100, 97);
+    EigsOptions o = base_options(6);
+    o.tol = 1e-8;
+    o.method = EigsMethod::chebyshev;
+    const EigsResult with = eigs(a, nullptr, o);
+    o.want_vectors = false;
+    const EigsResult without = eigs(a, nullptr, o);
+    ASSERT_EQ(with.status, SolverStatus::converged) << describe(with);
+    ASSERT_EQ(without.status, SolverStatus::converged) << describe(without);
+    EXPECT_EQ(static_cast<std::int64_t>(with.vectors.size()), a.nrows * 6);
+    EXPECT_TRUE(without.vectors.empty());
+    ASSERT_EQ(without.values.size(), 6u);
+    for (std::size_t j = 0; j < 6; ++j) {
+      EXPECT_LE(std::abs(without.values[j] - with.values[j]), without.error_bounds[j] + with.error_bounds[j]);
+      EXPECT_LE(std::abs(without.values[j] - ref[j]), without.error_bounds[j] + 1e-15)
+          << "pair " << j << ": the error bound must hold without the refinement";
+      // (the quotient's own rounding 10·u·‖A‖ is part of an unrefined pair's bound)
+      EXPECT_GE(without.error_bounds[j], 8.0 * 1.1e-16 * 8.0);
+    }
+  }
+  if (built_with_factor()) {
+    Csr<double> a = laplacian(18, 17);
+    std::vector<double> d(a.nrows);
+    for (std::int64_t i = 0; i < a.nrows; ++i) d[i] = std::pow(10.0, 2.5 * (random_entry(21, i, 0) + 1.0));
+    for (std::int64_t i = 0; i < a.nrows; ++i)
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) a.values[p] *= d[i] * d[a.col_idx[p]];
+    const auto ref = accurate_spectrum(a, nullptr);
+    EigsOptions o = base_options(8);
+    o.want_vectors = false;
+    const EigsResult r = eigs(a, nullptr, o);
+    ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+    EXPECT_TRUE(r.vectors.empty());
+    EXPECT_LE(max_rel_error(r, ref), 1e-10) << describe(r);
+  }
+}
+
 TEST(Eigs, LumpedMassGeneralizedPairs) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   SKIP_WITHOUT_FACTOR();
