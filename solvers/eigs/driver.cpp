@@ -730,10 +730,11 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   s.n = n;
   if (pre.a_inf_norm >= 0 && pre.a_diagonal && static_cast<std::int64_t>(pre.a_diagonal->size()) == n) {
     s.a_norm = pre.a_inf_norm;
-    s.diag_a = *pre.a_diagonal;
+    s.diag_a = pre.a_diagonal;
   } else {
     s.a_norm = csr_inf_norm(a);
-    s.diag_a = csr_diagonal(a);
+    s.diag_a_own = csr_diagonal(a);
+    s.diag_a = &s.diag_a_own;
   }
   PlanFacts facts;
   facts.n = n;

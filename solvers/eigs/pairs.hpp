@@ -34,7 +34,9 @@ struct Problem {
   std::int64_t global_n() const { return ops ? ops->global_rows(n) : n; }
   double a_norm = 0, b_norm = 1, binv_norm = 1;  // ‖A‖, ‖B‖, ‖B⁻¹‖ (estimates or bounds)
   ConvTest conv = ConvTest::rel;
-  std::vector<double> diag_a, diag_b;
+  // A's diagonal: the caller's (EigsPrebuilt::a_diagonal) or diag_a_own; B's, computed here.
+  const std::vector<double>* diag_a = nullptr;
+  std::vector<double> diag_a_own, diag_b;
   // Operators that are not ours (a Python LinearOperator) may launch on any stream.
   bool foreign_operator = false;
 };

@@ -188,7 +188,7 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
   std::vector<double> start_block;  // a continued run's start (below)
   if (method == EigsMethod::lobpcg) {
     if (precond) eo.preconditioner = precond;
-    else if (opt.precond != EigsPrecond::none && !s.diag_a.empty()) eo.jacobi_diagonal = s.diag_a;
+    else if (opt.precond != EigsPrecond::none && s.diag_a && !s.diag_a->empty()) eo.jacobi_diagonal = *s.diag_a;
   }
   auto solve = [&](const EigenOptions& o) {
     if (method == EigsMethod::lobpcg) return lobpcg(a, s.bop, ops, o);
