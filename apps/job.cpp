@@ -784,7 +784,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device, gpu] {
     use_gpu(gpu);
     const Backend b = resolve_backend(device);
-    if (b == Backend::cuda) warm_up(cache.ops(b));
+    if (b == Backend::cuda) warm_up(b), cache.ops(b);
     return b;
   });
   // eigs: the driver (solvers/eigs/) resolves auto and reports what ran.
