@@ -936,6 +936,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   Timer tw;
   if (!s.out.empty()) {
     AtomicFile af(s.out);
+    trace_mark("write: temporary file");
     {
       // The datasets' bytes (vectors or solutions dominate): small results are built in memory.
       const double data_bytes =
@@ -943,7 +944,9 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
               static_cast<double>(r.eigs ? r.er.values.size() : static_cast<std::size_t>(nrhs)) +
           1e6;
       Hdf5File f = Hdf5File::create(af.temp_path(), data_bytes);
+      trace_mark("write: file created");
       set_common_attrs(f, s, command);
+      trace_mark("write: common attributes");
       f.set_attr("status", o.status);
       f.set_attr("reason", o.message);
       f.set_attr("method", o.method);
@@ -1003,13 +1006,16 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
         f.write("residual_norms", r.sr.residual_norms);
         f.write("column_iterations", r.sr.column_iterations);
       }
+      trace_mark("write: datasets");
       write_history(f.create_group("history"), history);
+      trace_mark("write: history");
       f.set_attr("time_read", o.read_s);
       f.set_attr("time_preprocess", o.preprocess_s);
       f.set_attr("time_setup", o.setup_s);
       f.set_attr("time_solve", o.solve_s);
       f.set_attr("time_write", tw.seconds());  // up to here: datasets and attributes
       f.close();
+      trace_mark("write: closed");
     }
     af.commit();
     o.wrote_output = true;
