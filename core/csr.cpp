@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "core/parallel.hpp"
 
 namespace tcsolve {
@@ -175,7 +176,9 @@ double csr_symmetry_defect(const Csr<double>& a) {
 }
 
 std::vector<double> csr_diagonal(const Csr<double>& a) {
-  std::vector<double> d(static_cast<std::size_t>(a.nrows), 0.0);
+  std::vector<double> d;
+  reserve_huge(d, static_cast<std::size_t>(a.nrows));
+  d.assign(static_cast<std::size_t>(a.nrows), 0.0);
   parallel_for(a.nrows, [&](std::int64_t i) {
     for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
       if (a.col_idx[p] == i) d[i] = a.values[p];
