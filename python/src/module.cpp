@@ -91,6 +91,7 @@ EigsOptions eigs_options(const py::dict& d, std::int64_t n) {
     o.precision = parse_storage_precision(p);
   }
   o.seed = opt_get<std::uint64_t>(d, "seed", 1);
+  o.want_vectors = opt_get<bool>(d, "want_vectors", true);  // return_eigenvectors=False: values only
   if (d.contains("v0") && !d["v0"].is_none()) {
     F64Array v0 = d["v0"].cast<F64Array>();
     if (v0.ndim() != 2 || v0.shape(0) != n)

@@ -396,7 +396,9 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
             raise ValueError(f"{name} is {op.n} x {op.n} but A is {a.n} x {a.n}")
     if sig is None:
         if which in ("LA", "SA"):
-            res = _run_eigs(a, b, dict(opt, which="largest" if which == "LA" else "smallest"))
+            # (one run: without return_eigenvectors its vectors are not copied off the device)
+            res = _run_eigs(a, b, dict(opt, which="largest" if which == "LA" else "smallest",
+                                       want_vectors=bool(return_eigenvectors)))
             wname = "largest" if which == "LA" else "smallest"
         elif which == "LM":
             res, wname = _largest_magnitude(a, b, opt, k), "largest_magnitude"

@@ -60,6 +60,18 @@ def test_lap2d_closed_form_and_multiplicity():
     np.testing.assert_allclose(np.sort(w), lap2d_eigenvalues(40)[:8], rtol=0, atol=1e-10 * 8)
 
 
+def test_values_only_leave_the_vectors_where_they_are():
+    # return_eigenvectors=False: the same values; the solver's block is not copied back (the
+    # Result holds no vectors), as SciPy computes none.
+    a = lap2d(30)
+    w, v, info = tcsolve.eigsh(a, k=5, which="LA", return_info=True)
+    w2, info2 = tcsolve.eigsh(a, k=5, which="LA", return_eigenvectors=False, return_info=True)
+    np.testing.assert_allclose(np.sort(w2), np.sort(w), rtol=0, atol=1e-10 * 8)
+    assert v.shape == (a.shape[0], 5)
+    assert np.asarray(info2.eigenvectors).size == 0
+    assert info2.status == "converged"
+
+
 def test_largest_magnitude_default_spd():
     a = suitesparse("nos5")
     w = tcsolve.eigsh(a, k=4, return_eigenvectors=False)  # which='LM' as SciPy's default
