@@ -81,19 +81,24 @@ class DeviceCsrView final : public LinearOperator<double> {
   cudaStream_t stream_;
 };
 
-// Thread = row i: Σ|a_ij|, max |a_ij|, a_ii, max |a_ij − a_ji| over the row, and the first
-// non-finite entry of the row (nnz when none).
+// Thread = row i: Σ|a_ij|, max |a_ij|, a_ii, max |a_ij − a_ji| over the row, the first
+// non-finite entry of the row (nnz when none), and i when its column indices do not strictly
+// increase (n when they do).
 __global__ void __launch_bounds__(kThreads)
     csr_check_kernel(std::int64_t n, const std::int64_t* __restrict__ rp,
                      const std::int32_t* __restrict__ ci, const double* __restrict__ v,
                      double* __restrict__ row_sum, double* __restrict__ row_max,
                      double* __restrict__ row_defect, double* __restrict__ diag,
-                     std::int64_t* __restrict__ row_bad, std::int64_t nnz) {
+                     std::int64_t* __restrict__ row_bad, std::int64_t* __restrict__ row_unsorted,
+                     std::int64_t nnz) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   double sum = 0.0, mx = 0.0, def = 0.0, d = 0.0;
   std::int64_t bad = nnz;
   const std::int64_t p1 = rp[i + 1];
+  bool sorted = true;
+  for (std::int64_t p = rp[i] + 1; p < p1; ++p) sorted = sorted && ci[p - 1] < ci[p];
+  row_unsorted[i] = sorted ? n : i;
   for (std::int64_t p = rp[i]; p < p1; ++p) {
     const double a = v[p];
     if (!isfinite(a)) {
@@ -142,12 +147,12 @@ DeviceCsrCheck check_device_csr(std::int64_t n, std::int64_t nnz, const std::int
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   const std::size_t un = static_cast<std::size_t>(n);
   DeviceArray<double> sum(un), mx(un), def(un), d_own(diag ? 0 : un), res(4);
-  DeviceArray<std::int64_t> bad(un), bad_min(1);
+  DeviceArray<std::int64_t> bad(un), bad_min(1), unsorted(un), unsorted_min(1);
   DeviceArray<cub::KeyValuePair<int, double>> arg(1);
   double* d = diag ? diag : d_own.get();
   const unsigned blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
   csr_check_kernel<<<blocks, kThreads, 0, st>>>(n, row_ptr, col_idx, values, sum.get(), mx.get(),
-                                                def.get(), d, bad.get(), nnz);
+                                                def.get(), d, bad.get(), unsorted.get(), nnz);
   TCSOLVE_CUDA_CHECK_LAUNCH();
   TCSOLVE_REQUIRE(n <= 0x7fffffff, "device CSR check: more than 2^31 rows");
   const int ni = static_cast<int>(n);
@@ -164,12 +169,14 @@ DeviceCsrCheck check_device_csr(std::int64_t n, std::int64_t nnz, const std::int
   TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Max(tmp.get(), bytes, def.get(), res.get() + 2, ni, st));
   TCSOLVE_CUDA_CHECK(cub::DeviceReduce::ArgMin(tmp.get(), bytes, d, arg.get(), ni, st));
   TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Min(tmp.get(), bytes, bad.get(), bad_min.get(), ni, st));
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Min(tmp.get(), bytes, unsorted.get(), unsorted_min.get(), ni, st));
   double r[3];
   cub::KeyValuePair<int, double> am;
-  std::int64_t bm = nnz;
+  std::int64_t bm = nnz, um = n;
   TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(r, res.get(), sizeof r, cudaMemcpyDeviceToHost, st));
   TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(&am, arg.get(), sizeof am, cudaMemcpyDeviceToHost, st));
   TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(&bm, bad_min.get(), sizeof bm, cudaMemcpyDeviceToHost, st));
+  TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(&um, unsorted_min.get(), sizeof um, cudaMemcpyDeviceToHost, st));
   TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
   out.inf_norm = r[0];
   out.max_abs = r[1];
@@ -177,7 +184,52 @@ DeviceCsrCheck check_device_csr(std::int64_t n, std::int64_t nnz, const std::int
   out.min_diag = am.value;
   out.min_diag_row = am.key;
   out.nonfinite_at = bm < nnz ? bm : -1;
+  out.unsorted_row = um < n ? um : -1;
   return out;
+}
+
+namespace {
+
+__global__ void widen_kernel(const std::int32_t* __restrict__ src, std::int64_t* __restrict__ dst,
+                             std::int64_t count) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
+}
+
+// Thread = one element of the n × s output (grid-stride over n·s, column-major order).
+__global__ void to_column_major_kernel(const double* __restrict__ src, std::int64_t rs, std::int64_t cs,
+                                       std::int64_t n, std::int64_t total, double* __restrict__ dst) {
+  for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t i = e % n, j = e / n;
+    dst[e] = src[i * rs + j * cs];
+  }
+}
+
+unsigned stride_blocks(std::int64_t count) {
+  return static_cast<unsigned>(std::min<std::int64_t>((count + kThreads - 1) / kThreads, 65535LL * 16));
+}
+
+}  // namespace
+
+void widen_indices(const std::int32_t* src, std::int64_t* dst, std::int64_t count, void* stream) {
+  if (count <= 0) return;
+  TCSOLVE_REQUIRE(src != nullptr && dst != nullptr, "widen_indices: null arrays");
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  widen_kernel<<<stride_blocks(count), kThreads, 0, st>>>(src, dst, count);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+  TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
+}
+
+void to_column_major(const double* src, std::int64_t row_stride, std::int64_t col_stride, std::int64_t n,
+                     std::int64_t s, double* dst, void* stream) {
+  if (n <= 0 || s <= 0) return;
+  TCSOLVE_REQUIRE(src != nullptr && dst != nullptr, "to_column_major: null arrays");
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  to_column_major_kernel<<<stride_blocks(n * s), kThreads, 0, st>>>(src, row_stride, col_stride, n, n * s, dst);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+  TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
 }
 
 std::unique_ptr<LinearOperator<double>> make_device_csr_view(std::int64_t nrows, std::int64_t ncols,

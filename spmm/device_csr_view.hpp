@@ -34,15 +34,28 @@ std::unique_ptr<LinearOperator<double>> make_device_csr_view(std::int64_t nrows,
 //   inf_norm         ‖A‖∞ = max_i Σ_j |a_ij|;
 //   diag             the stored diagonal into `diag` (n doubles on the device; may be null), and
 //                    its smallest entry with the row (−1 when n = 0);
-//   nonfinite_at     the first entry index (in storage order) holding NaN/Inf, −1 when none.
+//   nonfinite_at     the first entry index (in storage order) holding NaN/Inf, −1 when none;
+//   unsorted_row     the first row whose column indices are not strictly increasing (unsorted or
+//                    duplicated: not canonical, and then symmetry_defect is not meaningful), −1
+//                    when none.
 // Runs on `stream` and waits for it. Reads 12·nnz + 8·n bytes plus the looked-up entries (in L2).
 // CPU twin: is_symmetric / csr_inf_norm / csr_diagonal (core/csr.hpp).
 struct DeviceCsrCheck {
   double max_abs = 0.0, symmetry_defect = 0.0, inf_norm = 0.0, min_diag = 0.0;
-  std::int64_t min_diag_row = -1, nonfinite_at = -1;
+  std::int64_t min_diag_row = -1, nonfinite_at = -1, unsorted_row = -1;
 };
 DeviceCsrCheck check_device_csr(std::int64_t n, std::int64_t nnz, const std::int64_t* row_ptr,
                                 const std::int32_t* col_idx, const double* values, double* diag,
                                 void* stream);
+
+// Caller-owned device arrays turned into what the solvers take, with tcsolve's own kernels (the
+// Python module: no CuPy kernel, hence nothing for CuPy to compile at a first call). Both run on
+// `stream` and wait for it. CPU twins: a widening copy; x(i, j) = src[i·row_stride + j·col_stride].
+//   widen_indices       dst[i] = src[i] for i < count (int32 → int64: CuPy's indptr to ours);
+//   to_column_major     dst (n × s, column-major, ld = n) from a strided float64 n × s view
+//                       (strides in elements, either order; e.g. a C-ordered CuPy block).
+void widen_indices(const std::int32_t* src, std::int64_t* dst, std::int64_t count, void* stream);
+void to_column_major(const double* src, std::int64_t row_stride, std::int64_t col_stride, std::int64_t n,
+                     std::int64_t s, double* dst, void* stream);
 
 }  // namespace tcsolve

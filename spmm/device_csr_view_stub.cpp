@@ -16,4 +16,12 @@ DeviceCsrCheck check_device_csr(std::int64_t, std::int64_t, const std::int64_t*,
   throw NotCompiled("tcsolve was built without CUDA: no checks of device arrays");
 }
 
+void widen_indices(const std::int32_t*, std::int64_t*, std::int64_t, void*) {
+  throw NotCompiled("tcsolve was built without CUDA: no device arrays");
+}
+
+void to_column_major(const double*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, double*, void*) {
+  throw NotCompiled("tcsolve was built without CUDA: no device arrays");
+}
+
 }  // namespace tcsolve

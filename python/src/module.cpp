@@ -662,7 +662,44 @@ py::dict device_csr_check(std::int64_t n, std::int64_t nnz, const py::tuple& pa)
   d["min_diag"] = c.min_diag;
   d["min_diag_row"] = c.min_diag_row;
   d["nonfinite_at"] = c.nonfinite_at;
+  d["unsorted_row"] = c.unsorted_row;
   return d;
+}
+
+// CuPy arrays made into what the solvers take, by tcsolve's kernels on the cached ops' stream
+// (spmm/device_csr_view.hpp): no CuPy kernel, so nothing for CuPy to compile on a first call.
+DenseBlockOps& device_ops_locked() {
+  auto& ops = cached_device_ops().ops;
+  if (!ops) ops = make_dense_ops(Backend::cuda);
+  return *ops;
+}
+
+void device_widen_int32(std::uintptr_t src, std::uintptr_t dst, std::int64_t count) {
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
+  widen_indices(reinterpret_cast<const std::int32_t*>(src), reinterpret_cast<std::int64_t*>(dst), count,
+                device_ops_locked().stream());
+}
+
+void device_to_column_major(std::uintptr_t src, std::int64_t row_stride, std::int64_t col_stride,
+                            std::int64_t n, std::int64_t s, std::uintptr_t dst) {
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
+  to_column_major(reinterpret_cast<const double*>(src), row_stride, col_stride, n, s,
+                  reinterpret_cast<double*>(dst), device_ops_locked().stream());
+}
+
+// ‖x_j‖₂ of a column-major n × s float64 block on the device (NaN/Inf when a column holds one).
+py::array_t<double> device_column_norms(std::uintptr_t ptr, std::int64_t n, std::int64_t s) {
+  std::vector<double> out(static_cast<std::size_t>(std::max<std::int64_t>(s, 0)), 0.0);
+  if (n > 0 && s > 0) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
+    DenseBlockOps& ops = device_ops_locked();
+    MvView<const double> x{reinterpret_cast<const double*>(ptr), n, s, n, Space::device};
+    ops.column_norms(x, out.data());
+  }
+  return vec(out);
 }
 
 }  // namespace
@@ -699,6 +736,9 @@ PYBIND11_MODULE(_tcsolve, m) {
         py::arg("x").noconvert(), py::arg("use_x0"), py::arg("precond_fn"), py::arg("opt"));
   m.def("cg_device", &cg_device);
   m.def("device_csr_check", &device_csr_check);
+  m.def("device_widen_int32", &device_widen_int32);
+  m.def("device_to_column_major", &device_to_column_major);
+  m.def("device_column_norms", &device_column_norms);
   // The results' matrix_checksum (core/csr.hpp), computed when a Result asks for it.
   m.def("csr_checksum", [](std::int64_t n, const I64Array& indptr, const I32Array& indices,
                            const D1Array& data) {

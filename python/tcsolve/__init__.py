@@ -961,9 +961,8 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             i = int(bad[0])
             raise ValueError(f"A is not positive definite (a_ii = {float(dh[i]):g} at row {i}): block CG "
                              "needs a symmetric positive definite matrix")
-    norms = xp.linalg.norm(rhs, axis=0)
-    nonzero = xp.flatnonzero(norms > 0)
-    nz = [int(j) for j in (nonzero.get() if dev else nonzero)]
+    norms = _inputs.column_norms(rhs)  # (a host array: tcsolve's device pass for CuPy blocks)
+    nz = [int(j) for j in _np.flatnonzero(norms > 0)]
     if atol > 0 and nz:
         # SciPy's test ‖r_j‖ ≤ max(rtol·‖b_j‖, atol) as one relative tolerance: the strictest column's.
         rtol = min(max(rtol, atol / float(norms[j])) for j in nz)

@@ -197,7 +197,8 @@ class DeviceCsr:
 
     def check(self):
         """One pass on the device (tcsolve's own kernel): max |a_ij|, max |a_ij - a_ji|, the
-        inf-norm, the smallest diagonal entry and its row. Cached."""
+        inf-norm, the smallest diagonal entry and its row, the first non-finite entry and the
+        first row that is not sorted (spmm/device_csr_view.hpp). Cached."""
         if getattr(self, "_check", None) is None:
             from . import _tcsolve
             import cupy
@@ -313,8 +314,6 @@ def _device_csr(a, name):
         _check_real_dtype(a.dtype, name)
         _square(a.shape, name)
         c = a.tocsr()
-        if not c.has_canonical_format and c is a:
-            c = a.copy()  # sum_duplicates below must not change the caller's matrix
     else:
         d = cupy.asarray(a)  # zero-copy view of a __cuda_array_interface__ array
         _check_real_dtype(d.dtype, name)
@@ -322,14 +321,33 @@ def _device_csr(a, name):
         if d.dtype.kind != "f":
             d = d.astype(cupy.float64)
         c = csp.csr_matrix(d)
-    if not c.has_canonical_format:
-        c.sum_duplicates()
+    # The common case (float64 data, int32 indices, sorted rows without duplicates, finite values)
+    # is checked and converted by tcsolve's own kernels (one pass, _tcsolve.device_csr_check): no
+    # CuPy kernel, so nothing for CuPy to compile at a first call (8 s on a fresh machine).
+    # Anything else goes through CuPy (sum_duplicates on a copy: the caller's matrix is kept).
+    out = _device_arrays(c, name, desc_type)
+    if out.check()["unsorted_row"] >= 0:
+        c = c.copy()
+        c.sum_duplicates()  # sorts the rows and sums duplicates
+        out = _device_arrays(c, name, desc_type)
+    bad = out.check()["nonfinite_at"]
+    if bad >= 0:
+        raise ValueError(_nonfinite_message(name, out.data, out.indptr, out.indices, xp=cupy))
+    return out
+
+
+def _device_arrays(c, name, desc_type):
+    import cupy
+    from . import _tcsolve
     n = int(c.shape[0])
     data = cupy.ascontiguousarray(c.data, dtype=cupy.float64)
-    indptr = cupy.ascontiguousarray(c.indptr, dtype=cupy.int64)
     indices = cupy.ascontiguousarray(c.indices, dtype=cupy.int32)
-    if data.size and not bool(cupy.isfinite(data).all()):
-        raise ValueError(_nonfinite_message(name, data, indptr, indices, xp=cupy))
+    if c.indptr.dtype == cupy.int32 and c.indptr.flags.c_contiguous:
+        indptr = cupy.empty(n + 1, dtype=cupy.int64)
+        cupy.cuda.get_current_stream().synchronize()
+        _tcsolve.device_widen_int32(int(c.indptr.data.ptr), int(indptr.data.ptr), n + 1)
+    else:
+        indptr = cupy.ascontiguousarray(c.indptr, dtype=cupy.int64)
     return DeviceCsr(n, indptr, indices, data, f"{desc_type} {n}x{n} {c.dtype} ({int(data.size)} non-zeros, GPU)")
 
 
@@ -370,6 +388,17 @@ def as_matrix(a, name):
                     f"CuPy array, got {_type_name(a)}")
 
 
+def column_norms(block):
+    """Column 2-norms of an F-ordered float64 (n, s) block as a NumPy array (NaN/Inf where a column
+    holds one); CuPy blocks by tcsolve's own device pass."""
+    if is_device_array(block):
+        import cupy
+        from . import _tcsolve
+        cupy.cuda.get_current_stream().synchronize()
+        return _tcsolve.device_column_norms(int(block.data.ptr), block.shape[0], block.shape[1])
+    return np.linalg.norm(block, axis=0)
+
+
 def as_block(b, n, name, matrix_name="A", device=False):
     """Right-hand sides / start vectors: (n,) or (n, s) -> (F-ordered float64 (n, s), was_1d)."""
     if device:
@@ -394,8 +423,17 @@ def as_block(b, n, name, matrix_name="A", device=False):
     arr2 = arr.reshape(n, 1) if one_d else arr
     if arr2.shape[1] == 0:
         raise ValueError(f"{name} has no columns")
-    out = xp.asfortranarray(arr2, dtype=xp.float64)
-    if not bool(xp.isfinite(out).all()):
+    if device and arr2.dtype == xp.float64 and not arr2.flags.f_contiguous and arr2.size:
+        # C-ordered (or strided) float64: copied column-major by tcsolve's kernel (no CuPy kernel)
+        from . import _tcsolve
+        out = xp.empty(arr2.shape, dtype=xp.float64, order="F")
+        xp.cuda.get_current_stream().synchronize()
+        _tcsolve.device_to_column_major(int(arr2.data.ptr), arr2.strides[0] // 8, arr2.strides[1] // 8,
+                                        arr2.shape[0], arr2.shape[1], int(out.data.ptr))
+    else:
+        out = xp.asfortranarray(arr2, dtype=xp.float64)
+    # (a norm overflows past 1e154: only then is every entry looked at)
+    if not np.all(np.isfinite(column_norms(out))) and not bool(xp.isfinite(out).all()):
         i, j = (int(v) for v in xp.argwhere(~xp.isfinite(out))[0])
         kind = "NaN" if bool(xp.isnan(out[i, j])) else "Inf"
         where = f"row {i}" if one_d else f"row {i}, column {j}"

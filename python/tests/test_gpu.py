@@ -127,6 +127,35 @@ def test_bad_gpu_input(cp, csp):
 
 
 @pytest.mark.gpu
+def test_cupy_input_not_canonical_and_nonfinite_blocks(cp, csp):
+    # A CuPy csr_matrix with a row out of order and a duplicated entry (the device check names
+    # the row; CuPy's sum_duplicates runs on a copy): the same answer as the canonical matrix,
+    # and the caller's arrays untouched.
+    a = lap2d(12).tocsr()
+    indptr, indices, data = a.indptr.copy(), a.indices.copy(), a.data.copy()
+    p = indptr[7]
+    indices[p], indices[p + 1] = indices[p + 1], indices[p]
+    data[p], data[p + 1] = data[p + 1], data[p]
+    q = indptr[20]  # split a_20,20 into two stored halves (a duplicate)
+    indices = np.insert(indices, q, indices[q])
+    d20 = data[q]
+    data = np.insert(data, q, 0.5 * d20)
+    data[q + 1] = 0.5 * d20
+    indptr[21:] += 1
+    raw = csp.csr_matrix((cp.asarray(data), cp.asarray(indices), cp.asarray(indptr)), shape=a.shape)
+    before = raw.indices.get().copy()
+    w = tcsolve.eigsh(raw, k=3, which="LA", return_eigenvectors=False)
+    ref = tcsolve.eigsh(csp.csr_matrix(a), k=3, which="LA", return_eigenvectors=False)
+    np.testing.assert_allclose(np.sort(w.get()), np.sort(ref.get()), rtol=0, atol=1e-10 * 8)
+    np.testing.assert_array_equal(raw.indices.get(), before)
+    # a C-ordered right-hand-side block with a NaN: refused with its place
+    b = np.random.default_rng(3).standard_normal((144, 4))
+    b[17, 2] = np.nan
+    with pytest.raises(ValueError, match=r"b has a non-finite value \(NaN\) at row 17, column 2"):
+        tcsolve.cg(csp.csr_matrix(a), cp.asarray(b))
+
+
+@pytest.mark.gpu
 def test_cg_cupy_chebyshev_preconditioner(cp, csp):
     a = lap2d(80)
     b = np.random.default_rng(22).standard_normal((a.shape[0], 3))

@@ -18,6 +18,8 @@
 #include "spmm/bcsr_spmm.hpp"
 #include "spmm/bcsr_spmm_cuda.hpp"
 #include "spmm/csr_spmm_cuda.hpp"
+#include "spmm/device_buffer.hpp"
+#include "spmm/device_csr_view.hpp"
 #include "spmm/sparse_operator.hpp"
 #include "tests/spmm/spmm_test_util.hpp"
 #include "tests/test_paths.hpp"
@@ -592,6 +594,81 @@ TEST(SpmmGpu, TrialPlanFp16IsCloseToRef) {
               MvView<double>{y, a.nrows, 16, ldy, Space::device});
   });
   expect_ok(c, 1e-2, true, op->plan().describe());
+}
+
+}  // namespace
+}  // namespace tcsolve
+
+// ---- caller-owned device arrays (spmm/device_csr_view.hpp): the Python module's conversions ----
+
+namespace tcsolve {
+namespace {
+
+// int32 → int64 widening against the host copy: random values of both signs, a count that is
+// not a multiple of the block (and past one grid pass: 65535·16·128 = 134M would be too large
+// for a unit test; 3·2^20 + 7 runs several strides per thread), NaN-free poison (-1 pattern).
+TEST(DeviceArraysGpu, WidenIndicesMatchesTheHostCopy) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  for (std::int64_t count : {1LL, 129LL, 3LL * (1 << 20) + 7}) {
+    std::mt19937 rng(static_cast<unsigned>(count));
+    std::vector<std::int32_t> src(static_cast<std::size_t>(count));
+    for (auto& v : src) v = static_cast<std::int32_t>(rng());
+    DeviceArray<std::int32_t> s(src);
+    DeviceArray<std::int64_t> d(std::vector<std::int64_t>(static_cast<std::size_t>(count + 3), -77));
+    widen_indices(s.get(), d.get(), count, nullptr);
+    std::vector<std::int64_t> out(static_cast<std::size_t>(count + 3));
+    copy_bytes(out.data(), Space::host, d.get(), Space::device, out.size() * 8);
+    for (std::int64_t i = 0; i < count; ++i) ASSERT_EQ(out[i], static_cast<std::int64_t>(src[i])) << i;
+    for (std::int64_t i = count; i < count + 3; ++i) EXPECT_EQ(out[i], -77) << "written past the end";
+  }
+}
+
+// Strided (C-ordered, and a transposed view with a padded leading dimension) float64 blocks to
+// column-major, against the host's x(i, j) = src[i·rs + j·cs]; output NaN-poisoned, exact.
+TEST(DeviceArraysGpu, ToColumnMajorMatchesTheHostGather) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const std::int64_t n = 1037, s = 13;
+  for (const auto& [rs, cs] : {std::pair<std::int64_t, std::int64_t>{s, 1}, {1, n + 5}, {s + 2, 1}}) {
+    const std::int64_t span = (n - 1) * rs + (s - 1) * cs + 1;
+    std::vector<double> src = test::random_vector(static_cast<std::size_t>(span), 91);
+    DeviceArray<double> sd(src);
+    DeviceArray<double> dd(std::vector<double>(static_cast<std::size_t>(n * s + 2), kNaN));
+    to_column_major(sd.get(), rs, cs, n, s, dd.get(), nullptr);
+    std::vector<double> out(static_cast<std::size_t>(n * s + 2));
+    copy_bytes(out.data(), Space::host, dd.get(), Space::device, out.size() * 8);
+    for (std::int64_t j = 0; j < s; ++j)
+      for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i + j * n], src[i * rs + j * cs]) << i << "," << j;
+    EXPECT_TRUE(std::isnan(out[n * s]) && std::isnan(out[n * s + 1])) << "written past the end";
+  }
+}
+
+// The device check names the first row that is not sorted or holds a duplicate column, and
+// finds none in a canonical matrix (a random band matrix of 1,000 rows).
+TEST(DeviceArraysGpu, CheckFindsTheFirstUnsortedRow) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  Csr<double> a = test::random_band(1000, 7, 5);
+  auto run = [](const Csr<double>& m) {
+    DeviceArray<std::int64_t> rp(m.row_ptr);
+    DeviceArray<std::int32_t> ci(m.col_idx);
+    DeviceArray<double> v(m.values);
+    return check_device_csr(m.nrows, m.nnz(), rp.get(), ci.get(), v.get(), nullptr, nullptr);
+  };
+  EXPECT_EQ(run(a).unsorted_row, -1);
+  // rows 700 (swapped pair) and 400 (a duplicated column): the first is 400
+  Csr<double> b = a;
+  auto row_with = [&](std::int64_t from) {
+    for (std::int64_t i = from; i < b.nrows; ++i)
+      if (b.row_ptr[i + 1] - b.row_ptr[i] >= 2) return i;
+    return std::int64_t(-1);
+  };
+  const std::int64_t r1 = row_with(700), r0 = row_with(400);
+  ASSERT_GE(r1, 0);
+  ASSERT_GE(r0, 0);
+  ASSERT_LT(r0, r1);
+  std::swap(b.col_idx[b.row_ptr[r1]], b.col_idx[b.row_ptr[r1] + 1]);
+  EXPECT_EQ(run(b).unsorted_row, r1);
+  b.col_idx[b.row_ptr[r0] + 1] = b.col_idx[b.row_ptr[r0]];
+  EXPECT_EQ(run(b).unsorted_row, r0);
 }
 
 }  // namespace
