@@ -121,12 +121,19 @@ Csr<U> csr_cast(const Csr<T>& a) {
   return b;
 }
 
+namespace {
+// Chunks of rows for one partial result per host thread (at least 4096 rows each).
+int row_chunks(std::int64_t nrows) {
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(host_threads(), nrows / 4096)));
+}
+}  // namespace
+
 // Rows split over the host threads (one chunk each); a thread stops at its first defect or when
 // another thread has found one. Same answer as the sequential scan.
 template <class T>
 bool is_symmetric(const Csr<T>& a, double rel_tol) {
   if (!a.square()) return false;
-  const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(host_threads(), a.nrows / 4096)));
+  const int nt = row_chunks(a.nrows);
   std::vector<double> part(nt, 0.0);
   const std::int64_t nnz = static_cast<std::int64_t>(a.values.size());
   parallel_for(nt, [&](std::int64_t t) {
@@ -177,8 +184,7 @@ double csr_symmetry_defect(const Csr<double>& a) {
 
 std::vector<double> csr_diagonal(const Csr<double>& a) {
   std::vector<double> d;
-  reserve_huge(d, static_cast<std::size_t>(a.nrows));
-  d.assign(static_cast<std::size_t>(a.nrows), 0.0);
+  resize_huge(d, static_cast<std::size_t>(a.nrows));  // zeros
   parallel_for(a.nrows, [&](std::int64_t i) {
     for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
       if (a.col_idx[p] == i) d[i] = a.values[p];
@@ -188,7 +194,7 @@ std::vector<double> csr_diagonal(const Csr<double>& a) {
 
 double csr_inf_norm(const Csr<double>& a) {
   // One partial maximum per thread's rows (no n-vector: its first touch cost more than the sums).
-  const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(host_threads(), a.nrows / 4096)));
+  const int nt = row_chunks(a.nrows);
   std::vector<double> part(nt, 0.0);
   parallel_for(nt, [&](std::int64_t t) {
     double m = 0;

@@ -178,8 +178,8 @@ Csr<double> grid_laplacian(i64 nx, i64 ny, i64 nz, double diag, i64 r0 = 0, i64 
   a.nrows = nl;
   a.ncols = n;
   a.symmetry = nl == n ? Symmetry::symmetric : Symmetry::general;
-  reserve_huge(a.row_ptr, static_cast<std::size_t>(nl + 1));
-  a.row_ptr.assign(nl + 1, 0);
+  a.row_ptr.clear();
+  resize_huge(a.row_ptr, static_cast<std::size_t>(nl + 1));  // zeros
   auto coords = [&](i64 r, i64& x, i64& y, i64& z) {
     x = r % nx;
     y = (r / nx) % ny;
@@ -193,10 +193,8 @@ Csr<double> grid_laplacian(i64 nx, i64 ny, i64 nz, double diag, i64 r0 = 0, i64 
     a.row_ptr[l + 1] = 1 + (x > 0) + (x < nx - 1) + (y > 0) + (y < ny - 1) + (z > 0) + (z < nz - 1);
   });
   for (i64 l = 0; l < nl; ++l) a.row_ptr[l + 1] += a.row_ptr[l];
-  reserve_huge(a.col_idx, static_cast<std::size_t>(a.nnz()));
-  reserve_huge(a.values, static_cast<std::size_t>(a.nnz()));
-  a.col_idx.resize(a.nnz());
-  a.values.resize(a.nnz());
+  resize_huge(a.col_idx, static_cast<std::size_t>(a.nnz()));
+  resize_huge(a.values, static_cast<std::size_t>(a.nnz()));
   parallel_for(nl, [&](i64 l) {
     const i64 r = r0 + l;
     i64 x, y, z;
@@ -278,10 +276,8 @@ Csr<double> gen_elast3d(const std::string& spec, const Spec& s) {
     const i64 len = 3 * span(p % n) * span((p / n) % n) * span(p / nn);
     for (int c = 0; c < 3; ++c) a.row_ptr[3 * p + c + 1] = a.row_ptr[3 * p + c] + len;
   }
-  reserve_huge(a.col_idx, static_cast<std::size_t>(a.nnz()));
-  reserve_huge(a.values, static_cast<std::size_t>(a.nnz()));
-  a.col_idx.resize(a.nnz());
-  a.values.resize(a.nnz());
+  resize_huge(a.col_idx, static_cast<std::size_t>(a.nnz()));
+  resize_huge(a.values, static_cast<std::size_t>(a.nnz()));
   const u64 seed = s.seed;
   parallel_for(nodes, [&](i64 p) {
     const i64 x = p % n, y = (p / n) % n, z = p / nn;

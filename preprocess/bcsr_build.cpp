@@ -102,10 +102,8 @@ Bcsr<T> build_bcsr(const Csr<T>& a, int h, int w, const std::vector<std::int32_t
   for (std::int64_t r = 0; r < nbr; ++r) b.block_row_ptr[r + 1] += b.block_row_ptr[r];
   const std::int64_t nblocks = b.block_row_ptr[nbr];
   // (on huge pages: the zero fill of elast3d:40's 253 MB of block values is the build's largest step)
-  reserve_huge(b.block_col, static_cast<std::size_t>(nblocks));
-  reserve_huge(b.values, static_cast<std::size_t>(nblocks) * h * w);
-  b.block_col.resize(nblocks);
-  b.values.resize(static_cast<std::size_t>(nblocks) * h * w);  // zero padding
+  resize_huge(b.block_col, static_cast<std::size_t>(nblocks));
+  resize_huge(b.values, static_cast<std::size_t>(nblocks) * h * w);  // zero padding
 
   // Pass 2: sorted block columns, then values.
   const std::int64_t hw = static_cast<std::int64_t>(h) * w;

@@ -387,10 +387,10 @@ double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j) {
 std::unique_ptr<DenseBlockOps> make_cpu_dense_ops() { return std::make_unique<CpuDenseOps>(); }
 
 void warm_up(Backend backend) {
-  // Once per process and backend: the set-up it triggers is the process's (a batch's later jobs
+  // GPU only, once per process: the set-up it triggers is the process's (a batch's later jobs
   // paid ~2.5 ms each for the handles of another pass).
-  static std::atomic<bool> done[2] = {false, false};
-  if (done[backend == Backend::cuda].exchange(true)) return;
+  static std::atomic<bool> done{false};
+  if (backend != Backend::cuda || done.exchange(true)) return;
   const std::unique_ptr<DenseBlockOps> own = make_dense_ops(backend);
   DenseBlockOps& ops = *own;
   constexpr std::int64_t n = 256, c = 8;

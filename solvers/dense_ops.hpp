@@ -214,7 +214,7 @@ std::unique_ptr<DenseBlockOps> make_cuda_dense_ops();
 // GPU the libraries' one-time set-up (cuBLAS's first GEMM took ~40 ms on an H200) and the dense
 // kernels' lazy loading happen here, on the apps' start-up thread while the matrix is read,
 // instead of in the first solve; no workspace is left behind (device-memory fitting is unchanged).
-// Once per process and backend (later calls return at once).
+// GPU only, once per process (later calls, and the CPU backend, return at once).
 void warm_up(Backend backend);
 
 // Value of the deterministic generator behind fill_random: entry i of column j for a seed.

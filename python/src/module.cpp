@@ -413,6 +413,12 @@ CachedDeviceOps& cached_device_ops() {
   static CachedDeviceOps c;
   return c;
 }
+// The cached ops, made on first use (call with cached_device_ops().mutex held).
+DenseBlockOps& device_ops_locked() {
+  auto& ops = cached_device_ops().ops;
+  if (!ops) ops = make_dense_ops(Backend::cuda);
+  return *ops;
+}
 
 // CuPy input: the operators view the caller's device arrays (spmm/device_csr_view.hpp); the
 // driver's operator form runs on them (no factorization: no shift-invert). The package passes
@@ -428,8 +434,7 @@ py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py
   {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
-    auto& ops = cached_device_ops().ops;
-    if (!ops) ops = make_dense_ops(Backend::cuda);
+    DenseBlockOps* ops = &device_ops_locked();
     auto aop = make_device_csr_view(n, n, nnz_a, da.indptr, da.indices, da.data, ops->stream());
     std::unique_ptr<LinearOperator<double>> bop;
     if (!pb.is_none()) {
@@ -604,8 +609,7 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
   {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
-    auto& ops = cached_device_ops().ops;
-    if (!ops) ops = make_dense_ops(Backend::cuda);
+    DenseBlockOps* ops = &device_ops_locked();
     if (precond == "jacobi") {
       // The diagonal, extracted on the device (one pass) and brought over once for Jacobi.
       MultiVector<double> d = ops->allocate(n, 1);
@@ -651,8 +655,7 @@ py::dict device_csr_check(std::int64_t n, std::int64_t nnz, const py::tuple& pa)
   {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
-    auto& ops = cached_device_ops().ops;
-    if (!ops) ops = make_dense_ops(Backend::cuda);
+    DenseBlockOps* ops = &device_ops_locked();
     c = check_device_csr(n, nnz, da.indptr, da.indices, da.data, nullptr, ops->stream());
   }
   py::dict d;
@@ -668,11 +671,6 @@ py::dict device_csr_check(std::int64_t n, std::int64_t nnz, const py::tuple& pa)
 
 // CuPy arrays made into what the solvers take, by tcsolve's kernels on the cached ops' stream
 // (spmm/device_csr_view.hpp): no CuPy kernel, so nothing for CuPy to compile on a first call.
-DenseBlockOps& device_ops_locked() {
-  auto& ops = cached_device_ops().ops;
-  if (!ops) ops = make_dense_ops(Backend::cuda);
-  return *ops;
-}
 
 void device_widen_int32(std::uintptr_t src, std::uintptr_t dst, std::int64_t count) {
   py::gil_scoped_release release;

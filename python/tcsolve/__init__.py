@@ -929,7 +929,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     backend = _backend(device, a.kind, precision)
     dev = a.kind == "device"
     xp = _xp(a.kind)
-    rhs, one_d = _inputs.as_block(b, n, "b", device=dev)
+    rhs, one_d, norms = _inputs.as_block(b, n, "b", device=dev, with_norms=True)
     s = rhs.shape[1]
     if x0 is not None:
         x, x0_1d = _inputs.as_block(x0, n, "x0", device=dev)
@@ -961,7 +961,6 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             i = int(bad[0])
             raise ValueError(f"A is not positive definite (a_ii = {float(dh[i]):g} at row {i}): block CG "
                              "needs a symmetric positive definite matrix")
-    norms = _inputs.column_norms(rhs)  # (a host array: tcsolve's device pass for CuPy blocks)
     nz = [int(j) for j in _np.flatnonzero(norms > 0)]
     if atol > 0 and nz:
         # SciPy's test ‖r_j‖ ≤ max(rtol·‖b_j‖, atol) as one relative tolerance: the strictest column's.

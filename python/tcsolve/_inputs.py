@@ -399,8 +399,9 @@ def column_norms(block):
     return np.linalg.norm(block, axis=0)
 
 
-def as_block(b, n, name, matrix_name="A", device=False):
-    """Right-hand sides / start vectors: (n,) or (n, s) -> (F-ordered float64 (n, s), was_1d)."""
+def as_block(b, n, name, matrix_name="A", device=False, with_norms=False):
+    """Right-hand sides / start vectors: (n,) or (n, s) -> (F-ordered float64 (n, s), was_1d), and
+    with_norms its column 2-norms (a host array) from the same pass as the finiteness check."""
     if device:
         import cupy
         arr = cupy.asarray(b)
@@ -433,9 +434,10 @@ def as_block(b, n, name, matrix_name="A", device=False):
     else:
         out = xp.asfortranarray(arr2, dtype=xp.float64)
     # (a norm overflows past 1e154: only then is every entry looked at)
-    if not np.all(np.isfinite(column_norms(out))) and not bool(xp.isfinite(out).all()):
+    norms = column_norms(out)
+    if not np.all(np.isfinite(norms)) and not bool(xp.isfinite(out).all()):
         i, j = (int(v) for v in xp.argwhere(~xp.isfinite(out))[0])
         kind = "NaN" if bool(xp.isnan(out[i, j])) else "Inf"
         where = f"row {i}" if one_d else f"row {i}, column {j}"
         raise ValueError(f"{name} has a non-finite value ({kind}) at {where}: non-finite values are refused")
-    return out, one_d
+    return (out, one_d, norms) if with_norms else (out, one_d)

@@ -159,8 +159,7 @@ EigsResult finish(const Problem& s, const EigsOptions& opt, PairSet& p, RunOut& 
   std::vector<double> some;  // the refined columns when the block stays on the device
   std::vector<const double*> cols(refine.size());
   if (opt.want_vectors && k) {
-    reserve_huge(r.vectors, static_cast<std::size_t>(s.n * k));
-    r.vectors.resize(s.n * k);
+    resize_huge(r.vectors, static_cast<std::size_t>(s.n * k));
     ops.to_host(q.x.view(), r.vectors.data(), s.n);
     for (std::size_t i = 0; i < refine.size(); ++i) cols[i] = r.vectors.data() + refine[i] * s.n;
   } else if (!refine.empty()) {
