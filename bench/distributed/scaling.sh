@@ -71,6 +71,39 @@ for row in $ROWS; do
       SMI=$!
       run "2 GPUs solve lap3d:560" $MPI "$T" solve gen:lap3d:560 --rhs random:16
       kill $SMI; echo "nvidia-smi peak (MiB per GPU):"; sort -t, -k2 -n "$OUTD/smi560.log" | tail -1 ;;
+    batch8)
+      # 8 equal eigs jobs (each one a full process-free job of ~1 s on one H200); the user's
+      # measure is the batch's wall time, mpirun's start included.
+      B=${BATCH_MATRIX:-gen:lap3d:150}
+      echo "== batch of 8 equal jobs: eigs $B --k 16 --which largest"
+      : > "$OUTD/jobs8.ini"
+      for s in $(seq 1 8); do
+        printf '[job.j%d]\ntask = eigs\nmatrix = %s\nk = 16\nwhich = largest\nseed = %d\nout = %s/j%d.h5\n\n' "$s" "$B" "$s" "$OUTD" "$s" >> "$OUTD/jobs8.ini"
+      done
+      for r in $(seq "$REPS"); do
+        for mode in one two; do
+          rm -f "$OUTD"/j*.h5
+          t0=$(date +%s.%N)
+          if [ $mode = one ]; then "$T" batch "$OUTD/jobs8.ini" --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err"
+          else $MPI "$T" batch "$OUTD/jobs8.ini" --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err"; fi
+          rc=$?; t1=$(date +%s.%N)
+          $PY - "$OUTD/b8.$mode.json" "$mode" "$rc" "$t0" "$t1" <<'PY'
+import json, sys
+f, mode, rc, t0, t1 = sys.argv[1:]
+wall = float(t1) - float(t0)
+try:
+    d = json.load(open(f))
+    jobs = d.get("jobs", d if isinstance(d, list) else [])
+    st = [j.get("status") for j in jobs]
+    ranks = sorted({j.get("rank", 0) for j in jobs})
+    print(f"batch8 {mode:3s} rc {rc} wall {wall:7.2f} s  jobs {len(jobs)} statuses {sorted(set(st))} ranks {ranks}")
+except Exception as e:
+    print(f"batch8 {mode:3s} rc {rc} wall {wall:7.2f} s  (no JSON: {e})")
+PY
+          [ $rc -ne 0 ] && tail -3 "$OUTD/b8.err"
+          ls "$OUTD"/j*.h5 2>/dev/null | wc -l | sed 's/^/    results written: /'
+        done
+      done ;;
     eigs560)
       echo "== eigs gen:lap3d:560 --k 16 --which largest on 2 GPUs"
       run "2 GPUs eigs lap3d:560" $MPI "$T" eigs gen:lap3d:560 --k 16 --which largest ;;
