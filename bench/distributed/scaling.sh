@@ -12,7 +12,7 @@ T=${T:-.device-data/s4/tcsolve}
 REPS=${REPS:-3}
 ROWS=${ROWS:-"eigs200 solve200 profile200"}
 export NCCL_NVLS_ENABLE=0   # NVLink multicast stays off on the shared host (device KINDS.md)
-MPI="mpirun --allow-run-as-root -np 2 -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x TCSOLVE_COMM_PROFILE -x TCSOLVE_CACHE_DIR"
+MPI="mpirun --allow-run-as-root -np 2 ${MPI_EXTRA:-} -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x TCSOLVE_COMM_PROFILE -x TCSOLVE_CACHE_DIR"
 OUTD=${OUT:-/tmp}/scaling; mkdir -p "$OUTD"
 PY=python3
 summ() {  # file label wall
