@@ -15,6 +15,7 @@
 
 #include "apps/job.hpp"
 #include "core/device.hpp"
+#include "distributed/affinity.hpp"
 #include "distributed/distributed_operator.hpp"
 #include "distributed/distributed_ops.hpp"
 #include "distributed/partition.hpp"
@@ -346,6 +347,7 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
       backend == Backend::cuda ? "; GPU exchanges and all-reduces run in stream order (NCCL), "
                                  "the exchange overlapped with the interior product"
                                : "");
+  if (!launcher_binding_note().empty()) o.distributed += "; host CPUs: " + launcher_binding_note();
 
   if (comm_profiling()) {
     const double ex = comm.allreduce_max(st.exchange_seconds), red = comm.allreduce_max(ops.reduce_seconds());

@@ -1,6 +1,9 @@
 // Minimal host parallelism: a static split of [0, n) over hardware threads (std::thread).
 // Used by CPU reference kernels and preprocessing; no dependency beyond the standard library.
 #pragma once
+#ifdef __linux__
+#include <sched.h>
+#endif
 #include <algorithm>
 #include <cstdint>
 #include <exception>
@@ -9,7 +12,17 @@
 
 namespace tcsolve {
 
+// The CPUs this process may run on (its affinity mask: under mpirun --bind-to core that is one,
+// not the node's hardware_concurrency).
 inline int host_threads() {
+#ifdef __linux__
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) {
+    const int n = CPU_COUNT(&mask);
+    if (n > 0) return n;
+  }
+#endif
   unsigned h = std::thread::hardware_concurrency();
   return h == 0 ? 1 : static_cast<int>(h);
 }

@@ -54,6 +54,22 @@ bool env_set(const char* name) {
 
 }  // namespace
 
+namespace {
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+}  // namespace
+
+int local_rank(const Communicator& comm) {
+  return env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("MPI_LOCALRANKID", env_int("SLURM_LOCALID", comm.rank())));
+}
+
+int local_size(const Communicator& comm) {
+  return env_int("OMPI_COMM_WORLD_LOCAL_SIZE",
+                 env_int("MPI_LOCALNRANKS", env_int("SLURM_NTASKS_PER_NODE", comm.size())));
+}
+
 bool launched_by_mpi() {
   // Open MPI (mpirun), MPICH/Hydra and PMI-2, PMIx (Slurm srun --mpi=pmix). A launch of one
   // process (size 1) is a plain run: it needs no MPI (and works in a build without it).

@@ -80,6 +80,12 @@ class Communicator {
   virtual double host_comm_seconds() const = 0;
 };
 
+// This rank's index among the ranks of its node, and their count, from the launcher
+// (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE, MPI_LOCALRANKID/MPI_LOCALNRANKS, SLURM_LOCALID/
+// SLURM_NTASKS_PER_NODE; else the global rank and size).
+int local_rank(const Communicator& comm);
+int local_size(const Communicator& comm);
+
 // The GPU of this rank: (local rank) mod (visible GPUs), selected with cudaSetDevice (not with a
 // per-rank CUDA_VISIBLE_DEVICES, which breaks CUDA IPC); the local rank comes from the launcher
 // (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID; else the rank). Refuses (throws

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "distributed/affinity.hpp"
 #include "distributed/comm.hpp"
 #include "distributed/nccl_channel.hpp"
 
@@ -66,6 +67,8 @@ class MpiCommunicator final : public Communicator {
     library_ = std::string(lib, len);
     if (auto p = library_.find(','); p != std::string::npos) library_.resize(p);
     while (!library_.empty() && (library_.back() == '\n' || library_.back() == ' ')) library_.pop_back();
+    // Before the CUDA runtime, NCCL and the host loops start their threads: they inherit it.
+    widen_launcher_binding(local_rank(*this), local_size(*this));
   }
 
   // The NCCL communicator goes first, then MPI (the command ends with _Exit, so no atexit handler

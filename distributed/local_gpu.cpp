@@ -9,13 +9,6 @@
 
 namespace tcsolve {
 namespace {
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-}  // namespace
-
-namespace {
 int g_selected = -1;
 }
 
@@ -33,12 +26,9 @@ int select_local_gpu(const Communicator& comm) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw DeviceError("rank " + std::to_string(comm.rank()) + ": no CUDA device visible", __FILE__, __LINE__);
-  int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK",
-                      env_int("MPI_LOCALRANKID", env_int("SLURM_LOCALID", comm.rank())));
-  int local_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE",
-                           env_int("MPI_LOCALNRANKS", env_int("SLURM_NTASKS_PER_NODE", comm.size())));
-  if (local_size > count)
-    throw InvalidArgument(std::to_string(local_size) + " ranks on this node for " +
+  const int local = local_rank(comm), nlocal = local_size(comm);
+  if (nlocal > count)
+    throw InvalidArgument(std::to_string(nlocal) + " ranks on this node for " +
                           std::to_string(count) +
                           " GPUs: one GPU per rank (start at most that many ranks per node)");
   const int dev = local % count;

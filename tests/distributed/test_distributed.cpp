@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/parallel.hpp"
+#include "distributed/affinity.hpp"
 #include "distributed/comm.hpp"
 #include "distributed/distributed_operator.hpp"
 #include "distributed/distributed_ops.hpp"
@@ -194,6 +196,36 @@ TEST(Partition, EvenAndOwner) {
   EXPECT_EQ(p.owner(4), 1);
   EXPECT_EQ(p.owner(9), 2);
   EXPECT_THROW(RowPartition::from_starts({0, 5, 3}), InvalidArgument);
+}
+
+// Open MPI binds each of ≤ 2 ranks to one core: the rank widens to its slice of the node; a
+// binding to a slice or more is kept (bench/distributed/results/h200x2_2026-11-24_binding.txt).
+TEST(Affinity, OneCpuBindingWidensToTheRanksSlice) {
+  std::vector<int> node(32);
+  for (int c = 0; c < 32; ++c) node[c] = c;
+  const std::vector<int> upper(node.begin() + 16, node.end()), lower(node.begin(), node.begin() + 16);
+  EXPECT_EQ(binding_share({1}, node, 1, 2), upper);
+  EXPECT_EQ(binding_share({0}, node, 0, 2), lower);
+  EXPECT_TRUE(binding_share(node, node, 0, 2).empty());     // --bind-to none: kept
+  EXPECT_TRUE(binding_share(lower, node, 1, 2).empty());    // a slice already: kept
+  EXPECT_EQ(binding_share({5}, node, 2, 3).size(), 11u);    // 32 / 3: slices of 10 or 11
+  EXPECT_EQ(binding_share({5}, node, 2, 3).front(), 21);
+  EXPECT_TRUE(binding_share({0}, {0, 1}, 2, 3).empty());    // more ranks than CPUs: one each
+  EXPECT_TRUE(binding_share({0}, node, 2, 2).empty());      // inconsistent launcher data
+  // A cgroup's CPUs need not start at 0 or be contiguous.
+  EXPECT_EQ(binding_share({9}, {8, 9, 10, 11, 20, 21, 22, 23}, 1, 2), (std::vector<int>{20, 21, 22, 23}));
+}
+
+TEST(Affinity, CpuListsParseAndFormat) {
+  EXPECT_EQ(parse_cpu_list("0-3,8,10-11\n"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
+  EXPECT_EQ(format_cpu_list(parse_cpu_list("7")), "7");
+  EXPECT_THROW(parse_cpu_list("3-1"), InvalidArgument);
+  EXPECT_THROW(parse_cpu_list("0-x"), InvalidArgument);
+  // What this rank did: when it widened, its loops use the whole slice.
+  if (!launcher_binding_note().empty() &&
+      launcher_binding_note().find("refused") == std::string::npos)
+    EXPECT_GT(host_threads(), 1) << launcher_binding_note();
 }
 
 TEST(Generators, RowsEqualTheWholeMatrixSlice) {
