@@ -205,6 +205,7 @@ void take_eigs_result(const EigsResult& er, JobOutcome& o) {
   o.why = er.why;
   o.predicted_s = er.predicted_seconds;
   o.precision = er.precision;
+  o.solve_steps = er.solve_steps;
   o.factor = er.factor;
   o.conv = to_string(er.conv);
   o.error_bounds = er.error_bounds;

@@ -797,10 +797,12 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     if (low)
       for (std::int64_t i = 0; i < w && nl + i < k; ++i)
         slow_before = std::max(slow_before, rn[i] / tau(theta[i]));
-    const int mk0 = ladder ? ops.mark() : -1;
+    // Stream marks around the filter (no synchronization; read after rayleigh_ritz's fetch).
+    const bool timed = ladder || copt.stats != nullptr;
+    const int mk0 = timed ? ops.mark() : -1;
     if (low) filter32(w, cut);
     else filter(w, cut);
-    const int mk1 = ladder ? ops.mark() : -1;
+    const int mk1 = timed ? ops.mark() : -1;
     const std::int64_t steps = ap.columns() - cols0;
     filter_applies += ap.applies() - applies0;
     filter_columns += steps;
@@ -808,7 +810,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     count_outer(w, st[0] == 0.0 && st[2] == 0.0 && st[3] >= 0.1 ? 2 : 3);
     rayleigh_ritz(w);
     ax_valid = true;
-    if (ladder) {  // rayleigh_ritz fetched: both marks have completed
+    if (timed) {  // rayleigh_ritz fetched: both marks have completed
       const double sec = ops.elapsed_seconds(mk0, mk1);
       (low ? seconds32 : seconds64) += sec;
       (low ? steps32 : steps64) += steps;

@@ -399,6 +399,18 @@ std::string precision_line(const EigsOptions& opt, const ChebyshevStats* cheb) {
   return s;
 }
 
+// EigsResult::solve_steps: where a Chebyshev solve's seconds went (host clock per step; the
+// filters' share from stream marks around them).
+std::string solve_steps_line(const ChebyshevStats& c) {
+  const double filters = c.seconds_fp32 + c.seconds_fp64;
+  return "workspace " + fmt("%.3g", c.seconds_setup) + " s, bounds " + fmt("%.3g", c.seconds_bounds) +
+         " s, initial block " + fmt("%.3g", c.seconds_init) + " s, " + std::to_string(c.outer_iterations) +
+         " outer iterations " + fmt("%.3g", c.seconds_loop) + " s (filters " + fmt("%.3g", filters) +
+         " s, the rest " + fmt("%.3g", std::max(0.0, c.seconds_loop - filters)) +
+         " s: orthonormalization, Rayleigh-Ritz, residuals, locking), final check " +
+         fmt("%.3g", c.seconds_finish) + " s";
+}
+
 struct Verified {
   bool verified = false;
   Certificate cert;
@@ -638,6 +650,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   EigsResult res = finish(s, opt, pairs, run, sigma);
   trace_mark("eigs: finished");
   res.precision = precision_line(opt, ran.method == EigsMethod::chebyshev ? &cheb : nullptr);
+  if (ran.method == EigsMethod::chebyshev && cheb.outer_iterations > 0) res.solve_steps = solve_steps_line(cheb);
   res.plan_seconds = plan.seconds;
   res.setup_seconds = setup_s;
   res.solve_seconds = solve_s;

@@ -175,6 +175,9 @@ struct EigsResult {
   // eigenpairs of A rounded to fp32"), or the ladder's rungs with their filters, column-steps
   // and seconds (and the climb, when it climbed).
   std::string precision = "fp64";
+  // Chebyshev runs: the solve's seconds by step (workspace, bounds, initial block, the outer
+  // iterations split into filters and the rest, the final check); empty for other methods.
+  std::string solve_steps;
   Verification verification = Verification::none;  // what verified the set (or was to)
   Certified certified = Certified::not_checked;
   std::string certificate;             // the counts behind `certified`, or why not checked
