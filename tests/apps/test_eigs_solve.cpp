@@ -242,6 +242,17 @@ TEST(AppsEigs, WithoutAFactorizationTheSetIsReChecked) {
   EXPECT_NE(u.out.find("\"status\": \"unverified\""), std::string::npos) << u.out;
 }
 
+// Chebyshev runs say where the solve's seconds went; other methods leave solve_steps empty.
+TEST(AppsEigs, ChebyshevReportsItsSolveSteps) {
+  auto r = run_tcsolve({"eigs", "gen:lap2d:30", "--k", "4", "--method", "chebyshev", "--device", "cpu", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* part : {"\"solve_steps\": \"workspace ", " outer iterations ", "(filters ", " s, the rest ", "final check "})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  auto l = run_tcsolve({"eigs", "gen:lap2d:30", "--k", "4", "--method", "lanczos", "--device", "cpu", "--json"});
+  ASSERT_EQ(l.status, 0) << l.err;
+  EXPECT_NE(l.out.find("\"solve_steps\": \"\""), std::string::npos) << l.out;
+}
+
 TEST(AppsSolve, RightHandSidesFromHdf5) {
   ScratchDir d;
   const std::string spec = "gen:lap2d:15x11";
