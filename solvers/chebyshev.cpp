@@ -610,6 +610,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   detail::Checkpointer checkpoint(opt.checkpoint_every, opt.on_checkpoint);
   std::int64_t filter_applies = 0, filter_columns = 0;
   double apply_s = 0.0, dense_s = 0.0;
+  double filter_ortho_s = 0.0, rr_s = 0.0;  // host clock: filter + orthonormalization, Rayleigh-Ritz
   double lift = 0.0;
   bool stopped = false;
   // The ladder (filter_precision): per-rung counts, the climb, and whether buf[1 − cur] holds
@@ -800,15 +801,20 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     // Stream marks around the filter (no synchronization; read after rayleigh_ritz's fetch).
     const bool timed = ladder || copt.stats != nullptr;
     const int mk0 = timed ? ops.mark() : -1;
+    const double t_f0 = detail::now_seconds();
     if (low) filter32(w, cut);
     else filter(w, cut);
     const int mk1 = timed ? ops.mark() : -1;
     const std::int64_t steps = ap.columns() - cols0;
     filter_applies += ap.applies() - applies0;
     filter_columns += steps;
-    orthonormalize_active(w);
+    orthonormalize_active(w);  // ends with a fetch: the filter and the passes have completed
+    const double t_o1 = detail::now_seconds();
     count_outer(w, st[0] == 0.0 && st[2] == 0.0 && st[3] >= 0.1 ? 2 : 3);
-    rayleigh_ritz(w);
+    rayleigh_ritz(w);  // ends with a fetch
+    const double t_r1 = detail::now_seconds();
+    filter_ortho_s += t_o1 - t_f0;
+    rr_s += t_r1 - t_o1;
     ax_valid = true;
     if (timed) {  // rayleigh_ritz fetched: both marks have completed
       const double sec = ops.elapsed_seconds(mk0, mk1);
@@ -849,6 +855,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     s2.projections = projections;
     s2.steps_fp32 = steps32, s2.steps_fp64 = steps64;
     s2.seconds_fp32 = seconds32, s2.seconds_fp64 = seconds64;
+    s2.seconds_filter_ortho = filter_ortho_s, s2.seconds_rayleigh_ritz = rr_s;
     s2.filters_fp32 = filters32, s2.filters_fp64 = filters64;
     s2.climbed_at = climbed_at;
     s2.climb_reason = climb_reason;

@@ -85,6 +85,10 @@ struct ChebyshevStats {
   // (stream-timed per filter) on each rung, and why and where it climbed for good (-1: never).
   std::int64_t steps_fp32 = 0, steps_fp64 = 0;
   double seconds_fp32 = 0.0, seconds_fp64 = 0.0;
+  // Host clock per outer iteration, summed: the filter with the orthonormalization after it (up
+  // to its fetch), and Rayleigh-Ritz (up to its fetch). With the filters' stream marks they split
+  // seconds_loop into filters, orthonormalization, Rayleigh-Ritz and the host's bookkeeping.
+  double seconds_filter_ortho = 0.0, seconds_rayleigh_ritz = 0.0;
   std::int64_t filters_fp32 = 0, filters_fp64 = 0;
   std::int64_t climbed_at = -1;
   std::string climb_reason;

@@ -407,8 +407,11 @@ std::string solve_steps_line(const ChebyshevStats& c) {
          " s, initial block " + fmt("%.3g", c.seconds_init) + " s, " + std::to_string(c.outer_iterations) +
          " outer iterations " + fmt("%.3g", c.seconds_loop) + " s (filters " + fmt("%.3g", filters) +
          " s, the rest " + fmt("%.3g", std::max(0.0, c.seconds_loop - filters)) +
-         " s: orthonormalization, Rayleigh-Ritz, residuals, locking), final check " +
-         fmt("%.3g", c.seconds_finish) + " s";
+         " s: orthonormalization " + fmt("%.3g", std::max(0.0, c.seconds_filter_ortho - filters)) +
+         " s, Rayleigh-Ritz with residuals " + fmt("%.3g", c.seconds_rayleigh_ritz) +
+         " s, locking and bookkeeping " +
+         fmt("%.3g", std::max(0.0, c.seconds_loop - c.seconds_filter_ortho - c.seconds_rayleigh_ritz)) +
+         " s), final check " + fmt("%.3g", c.seconds_finish) + " s";
 }
 
 struct Verified {
