@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/device.hpp"
@@ -15,9 +17,9 @@ namespace tcsolve {
 ChebyshevPreconditioner::ChebyshevPreconditioner(const LinearOperator<double>& a, DenseBlockOps& ops,
                                                  std::int64_t max_cols, double lower, double upper,
                                                  int degree, std::unique_ptr<ChebyshevStep> fused,
-                                                 const std::vector<double>* diagonal)
+                                                 const std::vector<double>* diagonal, bool vectors32)
     : a_(a), ops_(ops), max_cols_(max_cols), lower_(lower), upper_(upper), degree_(degree),
-      fused_(std::move(fused)) {
+      fused_(std::move(fused)), vectors32_(vectors32) {
   if (!(lower > 0) || !(upper > lower) || !std::isfinite(upper))
     throw InvalidArgument("chebyshev preconditioner: need 0 < lower < upper (got lower " +
                           std::to_string(lower) + ", upper " + std::to_string(upper) + ")");
@@ -25,6 +27,28 @@ ChebyshevPreconditioner::ChebyshevPreconditioner(const LinearOperator<double>& a
   if (a.rows() != a.cols()) throw InvalidArgument("chebyshev preconditioner: A must be square");
   if (a.space() != ops.space() || (fused_ && fused_->space() != ops.space()))
     throw InvalidArgument("chebyshev preconditioner: A and the dense ops live in different spaces");
+  if (vectors32_) {
+    if (!fused_ || diagonal)
+      throw InvalidArgument("chebyshev preconditioner: fp32 blocks need the fused step and no Jacobi scaling");
+    const Space sp = ops.space();
+    r32_ = MultiVector<float>(a.rows(), max_cols, sp);
+    za32_ = MultiVector<float>(a.rows(), max_cols, sp);
+    zb32_ = MultiVector<float>(a.rows(), max_cols, sp);
+    // Step j's r coefficient 2ρ_j/δ, the same for every column (the recurrence in apply()).
+    const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower), sigma = theta / delta;
+    std::vector<double> coef(static_cast<std::size_t>(degree * max_cols)), zero(static_cast<std::size_t>(max_cols), 0.0);
+    double rho_prev = 1.0 / sigma;
+    for (int j = 1; j <= degree; ++j) {
+      const double rho = 1.0 / (2.0 * sigma - rho_prev);
+      std::fill(coef.begin() + (j - 1) * max_cols, coef.begin() + j * max_cols, 2.0 * rho / delta);
+      rho_prev = rho;
+    }
+    coef32_ = ops.allocate(degree * max_cols, 1);
+    ops.from_host(coef.data(), degree * max_cols, coef32_.view());
+    zeros_ = ops.allocate(max_cols, 1);
+    ops.from_host(zero.data(), max_cols, zeros_.view());
+    return;
+  }
   w_ = ops.allocate(a.rows(), max_cols);
   z0_ = ops.allocate(a.rows(), max_cols);
   if (diagonal) {
@@ -53,7 +77,8 @@ std::string ChebyshevPreconditioner::describe() const {
   char b[160];
   std::snprintf(b, sizeof b, "chebyshev%s degree %d on [%.6g, %.6g]", dinv_.data() ? " (Jacobi-scaled)" : "",
                 degree_, lower_, upper_);
-  return fused_ ? std::string(b) + " (" + fused_->describe() + ")" : std::string(b);
+  return fused_ ? std::string(b) + " (" + fused_->describe() + (vectors32_ ? ", fp32 blocks" : "") + ")"
+                : std::string(b);
 }
 
 void ChebyshevPreconditioner::apply(MvView<const double> r, MvView<double> z) const {
@@ -63,6 +88,24 @@ void ChebyshevPreconditioner::apply(MvView<const double> r, MvView<double> z) co
                           " columns, workspace for " + std::to_string(max_cols_));
   const double theta = 0.5 * (upper_ + lower_), delta = 0.5 * (upper_ - lower_);
   const double sigma = theta / delta;
+  if (vectors32_) {
+    // The recurrence below on fp32 blocks: (r32, z_1) = fp32(r, r/θ) in one pass, the steps
+    // (step32: next = a·A·cur + b·cur + c·next + f·r32), then z = fp64(z_{m+1}) (0·r + z).
+    const Space sp = ops_.space();
+    MvView<float> r32{r32_.data(), n, s, n, sp};
+    MvView<float> zf[2] = {{za32_.data(), n, s, n, sp}, {zb32_.data(), n, s, n, sp}};
+    fused_->residual32(1.0, r, r, zeros_.data(), 1.0 / theta, r32, zf[1]);
+    double rho_prev = 1.0 / sigma;
+    for (int j = 1; j <= degree_; ++j) {
+      const double rho = 1.0 / (2.0 * sigma - rho_prev);
+      const double a = -2.0 * rho / delta, b = 2.0 * rho * sigma, c = j == 1 ? 0.0 : -rho * rho_prev;
+      fused_->step32(a, zf[j % 2], b, c, zf[(j + 1) % 2], r32, coef32_.data() + (j - 1) * max_cols_);
+      columns_ += s;
+      rho_prev = rho;
+    }
+    fused_->combine32(r, zeros_.data(), zf[(degree_ + 1) % 2], z);
+    return;
+  }
   std::vector<double> e(static_cast<std::size_t>(s)), one(static_cast<std::size_t>(s), 1.0);
   // Two buffers alternate: z_{j+1} overwrites z_{j−1}; the parity is chosen so that z_{m+1}
   // is written into z itself.
@@ -182,10 +225,13 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
       if (storage != Precision::fp64) upper *= 1.0 + 1e-6;  // |Ã − A| ≤ 2^-24·|A| elementwise
     }
   }
+  // fp32 blocks in the steps where the step is fused and unscaled, and A is rounded anyway.
+  const char* pv = std::getenv("TCSOLVE_PRECOND_VECTORS");
+  const bool vectors32 = fused && !jacobi && storage != Precision::fp64 && !(pv && std::string(pv) == "fp64");
   auto pc = std::make_unique<ChebyshevPreconditioner>(
       a, ops, max_cols, lower, upper,
       degree > 0 ? degree : ChebyshevPreconditioner::degree_for(lower, upper), std::move(fused),
-      jacobi ? &diag : nullptr);
+      jacobi ? &diag : nullptr, vectors32);
   if (seconds) *seconds = detail::now_seconds() - t0;
   return pc;
 }

@@ -17,8 +17,14 @@
 //
 // Cost of one apply to s columns: m applies of A, and per step one fused pass Z = a·W + b·Z_j +
 // c·Z_{j−1} (3 reads, 1 write) plus Z += e·R (2 reads, 1 write): 8·m·n·s·7 bytes besides A.
-// Workspace: two n × max_cols blocks (A·z_j and one iterate; the other is the output), allocated
-// at construction.
+// Fused (one kernel per step: cur gathered, r and next read, next written): 8·m·n·s·4 bytes.
+// Fused on fp32 blocks (vectors32: the iterates and r in fp32, fp32 accumulation; the fp32 rung's
+// step32): one pass r → (fp32 r, fp32 r/θ) (8 read, 8 written per entry), 16·m·n·s bytes for the
+// steps, one pass back to fp64 (12 read, 8 written): about half the fused fp64 path's bytes.
+// M then carries fp32 rounding (relative 1e-7 of each iterate): it changes M slightly, not the
+// answer, which block CG measures as fp64 residuals of A.
+// Workspace: two n × max_cols fp64 blocks (A·z_j and one iterate; the other is the output), or
+// with vectors32 three n × max_cols fp32 blocks, allocated at construction.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -37,15 +43,17 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
   // degree m ≥ 1 (m applies of A per apply); 0 < lower < upper. fused (optional): the same A as
   // a fused step (spmm/chebyshev_step.hpp) in ops.space() on ops.stream(); each step is then one
   // kernel instead of an apply of `a` and two block passes.
+  // vectors32: the steps on fp32 blocks (needs `fused`, and no diagonal).
   ChebyshevPreconditioner(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
                           double lower, double upper, int degree,
                           std::unique_ptr<ChebyshevStep> fused = nullptr,
-                          const std::vector<double>* diagonal = nullptr);
+                          const std::vector<double>* diagonal = nullptr, bool vectors32 = false);
   std::int64_t rows() const override { return a_.rows(); }
   std::int64_t cols() const override { return a_.cols(); }
   Space space() const override { return ops_.space(); }
   void apply(MvView<const double> r, MvView<double> z) const override;
   int degree() const { return degree_; }
+  bool vectors32() const { return vectors32_; }
   double lower() const { return lower_; }
   double upper() const { return upper_; }
   std::string describe() const;  // "chebyshev degree m on [lower, upper]"
@@ -68,6 +76,11 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
   std::unique_ptr<ChebyshevStep> fused_;
   MultiVector<double> dinv_;             // D⁻¹ (n × 1) when Jacobi-scaled
   mutable MultiVector<double> w_, z0_, rs_;  // A·z_j; the second iterate; D⁻¹·r
+  // vectors32: fp32 r and the two iterates; s zeros and the steps' r coefficients (degree ×
+  // max_cols, step j's 2ρ_j/δ repeated per column), in ops.space().
+  bool vectors32_ = false;
+  mutable MultiVector<float> r32_, za32_, zb32_;
+  MultiVector<double> zeros_, coef32_;
   mutable std::int64_t columns_ = 0;  // A·z_j, and the second of the two iterates
 };
 
@@ -76,7 +89,9 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
 // value is safe), degree = `degree` if > 0, else degree_for(lower, upper). `seconds` (optional)
 // gets the probe's time. csr (optional): A as a matrix in the basis of `a`, for the fused step,
 // with A stored in `storage` there (fp64 or fp32; a rounded A changes M, not the answer; upper is
-// then raised by 1e-6 relative so that it still bounds λmax of the rounded matrix). jacobi: scale
+// then raised by 1e-6 relative so that it still bounds λmax of the rounded matrix). A fused step
+// without Jacobi scaling runs on fp32 blocks (vectors32), unless TCSOLVE_PRECOND_VECTORS=fp64
+// (A/B benchmarks) or storage is fp64 (the exact-M path the tests compare with). jacobi: scale
 // by the diagonal of csr (required then) when it is not constant; upper_bound must then bound
 // λmax(D⁻¹A) (‖D⁻¹A‖∞), and the probe runs on D^{-1/2}AD^{-1/2}.
 std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(

@@ -33,13 +33,14 @@ double poly(double lam, double lower, double upper, int m) {
 }
 
 Mat apply_precond(const Csr<double>& a, const Mat& x, double lower, double upper, int m,
-                  bool fused = false, Precision storage = Precision::fp64) {
+                  bool fused = false, Precision storage = Precision::fp64, bool vectors32 = false) {
   auto ops = make_dense_ops(kBackend);
   OperatorOptions oo;
   oo.stream = ops->stream();
   auto op = make_sparse_operator(a, kBackend, oo);
   ChebyshevPreconditioner pc(*op, *ops, x.cols(), lower, upper, m,
-                             fused ? make_chebyshev_step(a, kBackend, storage, ops->stream()) : nullptr);
+                             fused ? make_chebyshev_step(a, kBackend, storage, ops->stream()) : nullptr,
+                             nullptr, vectors32);
   auto xd = ops->allocate(a.nrows, x.cols()), yd = ops->allocate(a.nrows, x.cols());
   ops->from_host(x.data(), x.rows(), xd.view());
   std::vector<double> poison(static_cast<std::size_t>(a.nrows * x.cols()), std::nan(""));
@@ -93,6 +94,24 @@ TEST(ChebyshevPrecond, FusedStepWithFp32StorageIsCloseToTheExactPolynomial) {
   EXPECT_LT((y32 - exact).norm(), tol * exact.norm());
 }
 
+// The steps on fp32 blocks (iterates, r and accumulation in fp32): within fp32's rounding of each
+// iterate, amplified by the degree, of the exact polynomial; the output buffer was poisoned (NaN)
+// and the 0·r term of the conversion back must not carry it. 11 columns (a full and a partial
+// 8-column pass), rows past a multiple of the 128-thread block.
+TEST(ChebyshevPrecond, Fp32BlocksAreCloseToTheExactPolynomial) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(13, 11, 9);  // 1287 rows
+  Mat x = random_block(a.nrows, 11, 6);
+  for (int m : {1, 2, 7, 16}) {
+    Mat exact = apply_precond(a, x, 0.2, 12.5, m);
+    Mat y32 = apply_precond(a, x, 0.2, 12.5, m, true, Precision::fp32, true);
+    ASSERT_TRUE(y32.allFinite()) << "m = " << m;
+    const double err = (y32 - exact).norm() / exact.norm();
+    EXPECT_LT(err, 2e-6 * m) << "m = " << m;
+    EXPECT_GT(err, 0.0) << "m = " << m << ": the fp32 path must not be the fp64 one";
+  }
+}
+
 // Past the launch limits' scale (more than 2^21 rows): fused and unfused agree.
 TEST(ChebyshevPrecond, FusedAndUnfusedAgreeOnTwoMillionRows) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
@@ -102,6 +121,8 @@ TEST(ChebyshevPrecond, FusedAndUnfusedAgreeOnTwoMillionRows) {
   Mat y0 = apply_precond(a, x, 0.01, 12.0, 3);
   Mat y1 = apply_precond(a, x, 0.01, 12.0, 3, true);
   EXPECT_LT((y1 - y0).norm(), 1e-13 * y0.norm());
+  Mat y2 = apply_precond(a, x, 0.01, 12.0, 3, true, Precision::fp32, true);
+  EXPECT_LT((y2 - y0).norm(), 1e-5 * y0.norm());
 }
 
 #ifdef TCSOLVE_TEST_BACKEND_CUDA
@@ -158,12 +179,14 @@ TEST(ChebyshevPrecond, BlockCgConvergesInFewerIterationsToTheSameAnswer) {
   auto r0 = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, plain);
   ASSERT_EQ(r0.status, SolverStatus::converged) << r0.reason;
   // lower above λmin on purpose (only λmax must be bounded): still SPD, still converges.
-  for (int variant = 0; variant < 3; ++variant) {
-    // plain, fused fp64, fused fp32 (the rounded A only inside M)
+  std::int64_t iterations_fp64_blocks = 0;
+  for (int variant = 0; variant < 4; ++variant) {
+    // plain, fused fp64, fused fp32 (the rounded A only inside M), fused on fp32 blocks
     std::unique_ptr<ChebyshevStep> step;
     if (variant > 0)
       step = make_chebyshev_step(a, kBackend, variant == 1 ? Precision::fp64 : Precision::fp32, ops->stream());
-    ChebyshevPreconditioner pc(*op, *ops, b.cols(), 0.05, 12.0 * (1 + 1e-6), 8, std::move(step));
+    ChebyshevPreconditioner pc(*op, *ops, b.cols(), 0.05, 12.0 * (1 + 1e-6), 8, std::move(step),
+                               nullptr, variant == 3);
     CgOptions o = plain;
     o.preconditioner = &pc;
     auto r1 = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
@@ -175,7 +198,37 @@ TEST(ChebyshevPrecond, BlockCgConvergesInFewerIterationsToTheSameAnswer) {
     // m products per column per apply; columns that converge leave the block
     EXPECT_LE(pc.columns_applied(), 8 * 6 * (r1.iterations + 1));
     EXPECT_GE(pc.columns_applied(), 8 * (r1.iterations + 1));
+    // fp32 blocks change M by its rounding: at most a couple more iterations, the same answer
+    if (variant == 2) iterations_fp64_blocks = r1.iterations;
+    if (variant == 3) EXPECT_LE(r1.iterations, iterations_fp64_blocks + 2);
   }
+}
+
+// The factory's choice: fp32 blocks where the step is fused, unscaled and A is rounded anyway;
+// not with Jacobi scaling, nor with TCSOLVE_PRECOND_VECTORS=fp64. Refused without a fused step.
+TEST(ChebyshevPrecond, Fp32BlocksChosenWhereTheyMayBe) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(12, 11, 10);
+  auto ops = make_dense_ops(kBackend);
+  OperatorOptions oo;
+  oo.stream = ops->stream();
+  auto op = make_sparse_operator(a, kBackend, oo);
+  auto p32 = make_chebyshev_preconditioner(*op, *ops, 3, 12.0, 5, nullptr, 0, &a, Precision::fp32, false);
+  EXPECT_TRUE(p32->vectors32()) << p32->describe();
+  EXPECT_NE(p32->describe().find("fp32 blocks"), std::string::npos) << p32->describe();
+  auto p64 = make_chebyshev_preconditioner(*op, *ops, 3, 12.0, 5, nullptr, 0, &a, Precision::fp64, false);
+  EXPECT_FALSE(p64->vectors32());
+  setenv("TCSOLVE_PRECOND_VECTORS", "fp64", 1);
+  auto pe = make_chebyshev_preconditioner(*op, *ops, 3, 12.0, 5, nullptr, 0, &a, Precision::fp32, false);
+  unsetenv("TCSOLVE_PRECOND_VECTORS");
+  EXPECT_FALSE(pe->vectors32());
+  auto pj = make_chebyshev_preconditioner(*op, *ops, 3, 12.0, 5, nullptr, 0, &a, Precision::fp32, true);
+  EXPECT_FALSE(pj->vectors32());
+  EXPECT_THROW(ChebyshevPreconditioner(*op, *ops, 2, 1.0, 4.0, 4, nullptr, nullptr, true), InvalidArgument);
+  const std::vector<double> d(static_cast<std::size_t>(a.nrows), 6.0);
+  EXPECT_THROW(ChebyshevPreconditioner(*op, *ops, 2, 1.0, 4.0, 4,
+                                       make_chebyshev_step(a, kBackend, Precision::fp32, ops->stream()), &d, true),
+               InvalidArgument);
 }
 
 // Jacobi-scaled: M = D^{-1/2}·p(D^{-1/2}AD^{-1/2})·D^{-1/2}, checked against the dense spectrum of the
