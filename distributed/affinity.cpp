@@ -112,8 +112,9 @@ std::string widen_launcher_binding(int local_rank, int local_size) {
   for (int c : share) CPU_SET(c, &want);
   const std::string was = std::string(allowed.size() == 1 ? "CPU " : "CPUs ") + format_cpu_list(allowed);
   if (sched_setaffinity(0, sizeof want, &want) != 0) {
+    const int err = errno;
     g_note = "the launcher bound this rank to " + was + "; widening to CPUs " +
-             format_cpu_list(share) + " was refused (" + std::strerror(errno) +
+             format_cpu_list(share) + " was refused (" + std::strerror(err) +
              "): start with mpirun --bind-to none for full speed";
     return g_note;
   }
