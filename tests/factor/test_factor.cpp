@@ -124,6 +124,44 @@ TEST(Factor, ConstrainedDofsCountTheRepeatedEigenvalue) {
   EXPECT_EQ(inertia_at(a, nullptr, 0.5 * (ev[m] + ev[m + 1])).negative, m + 1);
 }
 
+// CHOLMOD's factorization is simplicial below 1e7 flops (faster there) and supernodal above;
+// both are LLᵀ and solve S·x = r to working precision (residual against the sparse matrix), and
+// a shift inside the spectrum still fails the LLᵀ in the simplicial form (MUMPS then counts).
+TEST(Factor, SimplicialBelowTenMegaflopsSupernodalAboveBothSolve) {
+  SKIP_WITHOUT_FACTOR();
+  for (int nx : {9, 26}) {
+    Csr<double> a = scaled_laplacian3d(nx, 1.0, 0.05);  // λ > 0.05
+    const std::int64_t n = a.nrows;
+    const double sigma = -0.25;
+    auto f = factor_shifted(a, nullptr, sigma);
+    ASSERT_EQ(f->engine(), FactorEngine::cholmod) << f->describe();
+    const bool small = f->factor_flops() < 1e7;
+    EXPECT_EQ(small, nx == 9) << f->factor_flops();
+    EXPECT_NE(f->describe().find(small ? "simplicial" : "supernodal"), std::string::npos) << f->describe();
+    const std::int64_t s = 3;
+    auto r = random_block(n, s, n, 7);
+    std::vector<double> x(n * s, std::nan(""));
+    f->solve(MvView<const double>{r.data(), n, s, n, Space::host}, MvView<double>{x.data(), n, s, n, Space::host});
+    double res = 0, rn = 0;
+    for (std::int64_t j = 0; j < s; ++j)
+      for (std::int64_t i = 0; i < n; ++i) {
+        double v = -sigma * x[i + j * n] - r[i + j * n];
+        for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) v += a.values[p] * x[a.col_idx[p] + j * n];
+        res += v * v, rn += r[i + j * n] * r[i + j * n];
+      }
+    EXPECT_LT(std::sqrt(res / rn), 1e-12) << "nx = " << nx;
+  }
+  // Inside the spectrum of the small case: not positive definite, counted by MUMPS.
+  Csr<double> a = scaled_laplacian3d(9, 1.0, 0.05);
+  auto ev = dense_spectrum(a);
+  std::size_t q = 4;  // σ in a gap above the 5th eigenvalue (the cube's are repeated)
+  while (ev[q + 1] - ev[q] < 1e-6) ++q;
+  const double sigma = 0.5 * (ev[q] + ev[q + 1]);
+  auto f = factor_shifted(a, nullptr, sigma);
+  EXPECT_FALSE(f->positive_definite());
+  EXPECT_EQ(f->inertia().negative, static_cast<std::int64_t>(q + 1));
+}
+
 TEST(Factor, ExactlySingularShiftNamesSigmaAndSuggestsAnother) {
   SKIP_WITHOUT_FACTOR();
   Csr<double> a = constrained_dofs(5, 4);  // eigenvalue 1.0 exactly (rows with a lone 1)
