@@ -1,9 +1,11 @@
-// CHOLMOD engine: supernodal LLᵀ of a positive definite S = A − σB (64-bit "cholmod_l_" API, so
-// factors with more than 2³¹ entries work). Ordering: CHOLMOD's default strategy (AMD, then METIS
-// when AMD's fill is high; the one with less fill is kept).
+// CHOLMOD engine: LLᵀ of a positive definite S = A − σB (64-bit "cholmod_l_" API, so factors
+// with more than 2³¹ entries work), supernodal where CHOLMOD's switch says so and the
+// factorization has 1e7 flops or more, simplicial below. Ordering: CHOLMOD's default strategy
+// (AMD, then METIS when AMD's fill is high; the one with less fill is kept).
 //   analyze:  symbolic factorization → entries of L and the supernodal storage, checked against
 //             the memory limit before any numeric work;
-//   factor:   numeric LLᵀ (BLAS-3 on the supernodes; fails at the first non-positive pivot);
+//   factor:   numeric LLᵀ (BLAS-3 on the supernodes, or up-looking by rows; fails at the first
+//             non-positive pivot);
 //   solve:    cholmod_l_solve2 with workspace kept between calls (no allocation once warm);
 //   export:   a simplicial copy of L (CSC) and the permutation, for GPU triangular solves.
 #include <cholmod.h>
