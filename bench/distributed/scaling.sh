@@ -96,7 +96,10 @@ try:
     jobs = d.get("jobs", d if isinstance(d, list) else [])
     st = [j.get("status") for j in jobs]
     ranks = sorted({j.get("rank", 0) for j in jobs})
-    print(f"batch8 {mode:3s} rc {rc} wall {wall:7.2f} s  jobs {len(jobs)} statuses {sorted(set(st))} ranks {ranks}")
+    per = {r: sum(j.get("seconds", 0.0) for j in jobs if j.get("rank", 0) == r) for r in ranks}
+    print(f"batch8 {mode:3s} rc {rc} wall {wall:7.2f} s  jobs {len(jobs)} statuses {sorted(set(st))} ranks {ranks}"
+          f"  job seconds per rank {', '.join(f'{r}: {v:.2f}' for r, v in per.items())}"
+          f"  (wall - busiest rank {wall - max(per.values()):.2f} s: start, context, gather, exit)")
 except Exception as e:
     print(f"batch8 {mode:3s} rc {rc} wall {wall:7.2f} s  (no JSON: {e})")
 PY
