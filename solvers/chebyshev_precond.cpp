@@ -27,6 +27,17 @@ ChebyshevPreconditioner::ChebyshevPreconditioner(const LinearOperator<double>& a
   if (a.rows() != a.cols()) throw InvalidArgument("chebyshev preconditioner: A must be square");
   if (a.space() != ops.space() || (fused_ && fused_->space() != ops.space()))
     throw InvalidArgument("chebyshev preconditioner: A and the dense ops live in different spaces");
+  // z_{j+1} = (2ρ_j/δ)·(θ·z_j + r − A·z_j) − ρ_j·ρ_{j−1}·z_{j−1}, ρ_0 = 1/σ (j = 1: z_0 = 0, so
+  // c = 0 and the buffer it would be read from is not read).
+  const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower), sigma = theta / delta;
+  double rho_prev = 1.0 / sigma;
+  for (int j = 1; j <= degree; ++j) {
+    const double rho = 1.0 / (2.0 * sigma - rho_prev);
+    steps_.push_back({-2.0 * rho / delta, 2.0 * rho * sigma, j == 1 ? 0.0 : -rho * rho_prev, 2.0 * rho / delta});
+    rho_prev = rho;
+  }
+  const auto mc = static_cast<std::size_t>(max_cols);
+  e_.assign(mc, 0.0), ones_.assign(mc, 1.0), zeros_h_.assign(mc, 0.0);
   if (vectors32_) {
     if (!fused_ || diagonal)
       throw InvalidArgument("chebyshev preconditioner: fp32 blocks need the fused step and no Jacobi scaling");
@@ -34,19 +45,13 @@ ChebyshevPreconditioner::ChebyshevPreconditioner(const LinearOperator<double>& a
     r32_ = MultiVector<float>(a.rows(), max_cols, sp);
     za32_ = MultiVector<float>(a.rows(), max_cols, sp);
     zb32_ = MultiVector<float>(a.rows(), max_cols, sp);
-    // Step j's r coefficient 2ρ_j/δ, the same for every column (the recurrence in apply()).
-    const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower), sigma = theta / delta;
-    std::vector<double> coef(static_cast<std::size_t>(degree * max_cols)), zero(static_cast<std::size_t>(max_cols), 0.0);
-    double rho_prev = 1.0 / sigma;
-    for (int j = 1; j <= degree; ++j) {
-      const double rho = 1.0 / (2.0 * sigma - rho_prev);
-      std::fill(coef.begin() + (j - 1) * max_cols, coef.begin() + j * max_cols, 2.0 * rho / delta);
-      rho_prev = rho;
-    }
+    // Step j's r coefficient, the same for every column, in space() for step32.
+    std::vector<double> coef(static_cast<std::size_t>(degree) * mc);
+    for (int j = 0; j < degree; ++j) std::fill(coef.begin() + j * max_cols, coef.begin() + (j + 1) * max_cols, steps_[j].er);
     coef32_ = ops.allocate(degree * max_cols, 1);
     ops.from_host(coef.data(), degree * max_cols, coef32_.view());
     zeros_ = ops.allocate(max_cols, 1);
-    ops.from_host(zero.data(), max_cols, zeros_.view());
+    ops.from_host(zeros_h_.data(), max_cols, zeros_.view());
     return;
   }
   w_ = ops.allocate(a.rows(), max_cols);
@@ -86,8 +91,7 @@ void ChebyshevPreconditioner::apply(MvView<const double> r, MvView<double> z) co
   if (r.rows != n || z.rows != n || z.cols != s || s > max_cols_)
     throw InvalidArgument("chebyshev preconditioner: block of " + std::to_string(s) +
                           " columns, workspace for " + std::to_string(max_cols_));
-  const double theta = 0.5 * (upper_ + lower_), delta = 0.5 * (upper_ - lower_);
-  const double sigma = theta / delta;
+  const double theta = 0.5 * (upper_ + lower_);
   if (vectors32_) {
     // The recurrence below on fp32 blocks: (r32, z_1) = fp32(r, r/θ) in one pass, the steps
     // (step32: next = a·A·cur + b·cur + c·next + f·r32), then z = fp64(z_{m+1}) (0·r + z).
@@ -95,18 +99,14 @@ void ChebyshevPreconditioner::apply(MvView<const double> r, MvView<double> z) co
     MvView<float> r32{r32_.data(), n, s, n, sp};
     MvView<float> zf[2] = {{za32_.data(), n, s, n, sp}, {zb32_.data(), n, s, n, sp}};
     fused_->residual32(1.0, r, r, zeros_.data(), 1.0 / theta, r32, zf[1]);
-    double rho_prev = 1.0 / sigma;
     for (int j = 1; j <= degree_; ++j) {
-      const double rho = 1.0 / (2.0 * sigma - rho_prev);
-      const double a = -2.0 * rho / delta, b = 2.0 * rho * sigma, c = j == 1 ? 0.0 : -rho * rho_prev;
-      fused_->step32(a, zf[j % 2], b, c, zf[(j + 1) % 2], r32, coef32_.data() + (j - 1) * max_cols_);
+      const StepCoef& k = steps_[j - 1];
+      fused_->step32(k.a, zf[j % 2], k.b, k.c, zf[(j + 1) % 2], r32, coef32_.data() + (j - 1) * max_cols_);
       columns_ += s;
-      rho_prev = rho;
     }
     fused_->combine32(r, zeros_.data(), zf[(degree_ + 1) % 2], z);
     return;
   }
-  std::vector<double> e(static_cast<std::size_t>(s)), one(static_cast<std::size_t>(s), 1.0);
   // Two buffers alternate: z_{j+1} overwrites z_{j−1}; the parity is chosen so that z_{m+1}
   // is written into z itself.
   MvView<double> buf[2] = {z, z0_.columns(0, s)};
@@ -121,30 +121,23 @@ void ChebyshevPreconditioner::apply(MvView<const double> r, MvView<double> z) co
     rr = rs_.columns(0, s);
   }
   // z_1 = r/θ (z_0 = 0).
-  std::fill(e.begin(), e.end(), 1.0 / theta);
-  std::vector<double> zero(static_cast<std::size_t>(s), 0.0);
-  ops_.axpby_columns(e.data(), rr, zero.data(), slot(1));
-  double rho_prev = 1.0 / sigma;  // ρ_0
+  std::fill(e_.begin(), e_.begin() + s, 1.0 / theta);
+  ops_.axpby_columns(e_.data(), rr, zeros_h_.data(), slot(1));
   for (int j = 1; j <= degree_; ++j) {
-    // z_{j+1} = (2ρ_j/δ)·(θ·z_j + r − A·z_j) − ρ_j·ρ_{j−1}·z_{j−1}, ρ_j = 1/(2σ − ρ_{j−1})
-    // (j = 1: z_0 = 0, so its term is dropped and the buffer it would be read from is not read).
-    const double rho = 1.0 / (2.0 * sigma - rho_prev);
+    const StepCoef& k = steps_[j - 1];
     MvView<double> cur = slot(j), next = slot(j + 1);
-    const double a = -2.0 * rho / delta, b = 2.0 * rho * sigma, c = j == 1 ? 0.0 : -rho * rho_prev;
-    const double er = 2.0 * rho / delta;
     columns_ += s;
-    rho_prev = rho;
     if (fused_) {  // one kernel: next = a·D⁻¹·A·cur + b·cur + c·next + er·rr
-      fused_->step(a, cur, b, c, next, er, rr, d);
+      fused_->step(k.a, cur, k.b, k.c, next, k.er, rr, d);
       continue;
     }
     ops_.external_begin();
     a_.apply(cur, w);  // W = A·z_j
     ops_.external_end();
     if (d) ops_.scale_rows(d, w, w);  // W = D⁻¹·A·z_j (element-wise: in place is safe)
-    ops_.axpbypcz(a, w, b, cur, c, next);
-    std::fill(e.begin(), e.end(), er);
-    ops_.axpby_columns(e.data(), rr, one.data(), next);  // += (2ρ_j/δ)·rr
+    ops_.axpbypcz(k.a, w, k.b, cur, k.c, next);
+    std::fill(e_.begin(), e_.begin() + s, k.er);
+    ops_.axpby_columns(e_.data(), rr, ones_.data(), next);  // += (2ρ_j/δ)·rr
   }
 }
 

@@ -78,6 +78,15 @@ class ChebyshevPreconditioner final : public LinearOperator<double> {
   mutable MultiVector<double> w_, z0_, rs_;  // A·z_j; the second iterate; D⁻¹·r
   // vectors32: fp32 r and the two iterates; s zeros and the steps' r coefficients (degree ×
   // max_cols, step j's 2ρ_j/δ repeated per column), in ops.space().
+  // The recurrence's coefficients (apply()), fixed by [lower, upper] and the degree: step j's
+  // next = a·A·cur + b·cur + c·next + er·r, ρ_j = 1/(2σ − ρ_{j−1}).
+  struct StepCoef {
+    double a, b, c, er;
+  };
+  std::vector<StepCoef> steps_;
+  // Host coefficient rows for axpby_columns (max_cols each): 1/θ, er of the step, ones, zeros.
+  mutable std::vector<double> e_;
+  std::vector<double> ones_, zeros_h_;
   bool vectors32_ = false;
   mutable MultiVector<float> r32_, za32_, zb32_;
   MultiVector<double> zeros_, coef32_;
