@@ -83,10 +83,10 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
               << ", \"method_reason\": " << json_string(o.why)
               << ", \"predicted_seconds\": " << json_number(o.predicted_s)
               << ", \"precision\": " << json_string(o.precision)
-              << ", \"solve_steps\": " << json_string(o.solve_steps)
               << ", \"verification\": " << json_string(o.verification)
               << ", \"factorization\": " << json_string(o.factor);
-  std::cout << ", \"residual_norms\": " << json_array(o.residuals)
+  std::cout << ", \"solve_steps\": " << json_string(o.solve_steps)
+            << ", \"residual_norms\": " << json_array(o.residuals)
             << ", \"operator_applies\": " << o.operator_applies
             << ", \"checkpoints\": {\"count\": " << o.checkpoints << ", \"bytes\": "
             << json_number(o.checkpoint_bytes) << ", \"seconds\": " << json_number(o.checkpoint_s) << "}"

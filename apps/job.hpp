@@ -148,7 +148,7 @@ struct JobOutcome {
   // eigs: what verified the set, and how it was computed (solvers/eigs/eigs.hpp).
   std::string certified, certificate, transform, why, factor, conv, verification;
   std::string precision;  // eigs: EigsResult::precision (the ladder's rungs)
-  std::string solve_steps;  // eigs: EigsResult::solve_steps (Chebyshev: seconds by step)
+  std::string solve_steps;  // eigs: EigsResult::solve_steps (Chebyshev); solve: block CG's split
   // Under mpirun: ranks, GPUs, the partition, halo rows and bytes, time in communication.
   std::string distributed;
   std::string distributed_partition;  // how the rows were split (part of `distributed`)

@@ -39,13 +39,18 @@ struct BlockCg::Impl {
   std::vector<double> rn, bn, neg1, ones, hg, hst;
   std::vector<std::int64_t> act, keep_idx, still;
   // Per queued iteration: its fetched norms and status (host), marks, size.
+  // Stream marks around one apply: of A, or of the preconditioner M.
+  struct ApplyMark {
+    int from = -1, to = -1;
+    bool precond = false;
+  };
   struct Pending {
     std::uint64_t ticket = 0;
     std::int64_t it = 0, na = 0;
     std::vector<double> norms2;
     double status = 0.0;
     int mark0 = -1, mark1 = -1;
-    std::vector<std::pair<int, int>> apply_marks;
+    std::vector<ApplyMark> apply_marks;
     OrthoBranch ortho = OrthoBranch::none;
   };
   std::deque<Pending> queue;
@@ -85,7 +90,7 @@ struct BlockCg::Impl {
 
   // ---- operator applies, ordered as the options say
   std::int64_t applies = 0, columns = 0;
-  std::vector<std::pair<int, int>>* apply_marks = nullptr;
+  std::vector<ApplyMark>* apply_marks = nullptr;
   void apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y) {
     if (x.cols == 0) return;
     const int m0 = apply_marks ? ops.mark() : -1;
@@ -104,7 +109,7 @@ struct BlockCg::Impl {
         op.apply(x, y);
         break;
     }
-    if (apply_marks) apply_marks->push_back({m0, ops.mark()});
+    if (apply_marks) apply_marks->push_back({m0, ops.mark(), &op != &a});
     ++applies;
     if (&op == &a) columns += x.cols;
   }
@@ -475,10 +480,15 @@ struct BlockCg::Impl {
     if (want_norms)
       for (std::int64_t j = 0; j < q.na; ++j) rec.residual_norms.push_back(std::sqrt(std::max(0.0, q.norms2[j])));
     if (q.mark0 >= 0) {
-      double ap = 0.0;
-      for (auto& m : q.apply_marks) ap += ops.elapsed_seconds(m.first, m.second);
+      double ap = 0.0, pc = 0.0;
+      for (auto& m : q.apply_marks) {
+        const double t = ops.elapsed_seconds(m.from, m.to);
+        ap += t;
+        if (m.precond) pc += t;
+      }
       const double total = ops.elapsed_seconds(q.mark0, q.mark1);
       rec.apply_seconds = ap;
+      rec.precond_seconds = pc;
       rec.dense_seconds = std::max(0.0, total - ap);
       apply_s += ap;
       dense_s += rec.dense_seconds;

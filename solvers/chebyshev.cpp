@@ -2,6 +2,8 @@
 // traffic budget).
 #include "solvers/chebyshev.hpp"
 
+#include "core/trace.hpp"
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -598,8 +600,11 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   // ---- initial block: random, orthonormal, Ritz pairs
   t_phase = detail::now_seconds();
   initial_block(ops, buf[cur].columns(0, m), opt);
+  trace_mark("chebyshev: initial block queued");
   orthonormalize_active(m);
+  trace_mark("chebyshev: initial block orthonormal");
   rayleigh_ritz(m);
+  trace_mark("chebyshev: initial Ritz pairs");
   const double t_init = detail::now_seconds() - t_phase;
   double t_finish = 0.0;
   t_phase = detail::now_seconds();

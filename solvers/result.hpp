@@ -30,6 +30,7 @@ struct IterationRecord {
   std::int64_t active = 0;             // columns still expanded / in the block
   OrthoBranch ortho = OrthoBranch::none;
   double apply_seconds = 0.0;          // operator (A, B, preconditioner) applies
+  double precond_seconds = 0.0;        // of which the preconditioner's (block CG)
   double dense_seconds = 0.0;          // everything else (Gram products, updates, small solves)
 };
 

@@ -1,5 +1,6 @@
 // tcsolve eigs / solve on the CPU: results against closed forms and recomputed residuals (read
 // back from the HDF5 output), and every bad input of issue 6 giving a clear message.
+#include <cstdio>
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -251,6 +252,35 @@ TEST(AppsEigs, ChebyshevReportsItsSolveSteps) {
   auto l = run_tcsolve({"eigs", "gen:lap2d:30", "--k", "4", "--method", "lanczos", "--device", "cpu", "--json"});
   ASSERT_EQ(l.status, 0) << l.err;
   EXPECT_NE(l.out.find("\"solve_steps\": \"\""), std::string::npos) << l.out;
+}
+
+TEST(AppsSolve, BlockCgReportsWhereItsSecondsWent) {
+  // "N iterations T s on the stream (A applies a s, preconditioner p s, the rest d s), outside
+  // them o s": a polynomial preconditioner's steps show as p > 0, Jacobi's scaling as p = 0.
+  for (const char* pc : {"chebyshev", "jacobi"}) {
+    auto r = run_tcsolve({"solve", "gen:lap3d:12", "--rhs", "random:3", "--precond", pc, "--device", "cpu", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto at = r.out.find("\"solve_steps\": \"");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    long long it = 0;
+    double t = -1, a = -1, p = -1, d = -1, o = -1;
+    ASSERT_EQ(std::sscanf(r.out.c_str() + at + 16,
+                          "%lld iterations %lf s on the stream (A applies %lf s, preconditioner %lf s, "
+                          "the rest %lf s), outside them %lf s", &it, &t, &a, &p, &d, &o), 6)
+        << r.out.substr(at, 200);
+    EXPECT_GT(it, 0);
+    EXPECT_GT(a, 0.0);
+    EXPECT_GE(d, 0.0);
+    EXPECT_GE(o, 0.0);
+    EXPECT_NEAR(t, a + p + d, 1e-3 * t + 2e-3);
+    if (std::string(pc) == "chebyshev") EXPECT_GT(p, 0.0) << r.out.substr(at, 200);
+    else EXPECT_EQ(p, 0.0) << r.out.substr(at, 200);
+    // Each second in one phase: the polynomial's set-up (its probe) is setup, not also solve.
+    double phases = 0.0;
+    for (const char* ph : {"read", "preprocess", "plan", "setup", "solve", "verify", "write"})
+      phases += json_number(r.out, ph);
+    EXPECT_LE(phases, json_number(r.out, "total") + 1e-3) << pc << ": " << r.out;
+  }
 }
 
 TEST(AppsSolve, RightHandSidesFromHdf5) {
