@@ -192,6 +192,114 @@ __global__ void scale_by_inverse_kernel(double* x, long long ldx, long long rows
 
 // spd_factor, before potrf: status = 2 if a diagonal entry of G is ≤ 0 / not finite;
 // F(:, 0:r) = D·sym(G)·D, F(:, r) = D = diag(G)^(-1/2) (1 where invalid).
+// ---- Small dense factorizations in one thread block (n ≤ kSmallDim) ----
+// cuSOLVER's potrf/potrs and cuBLAS's trsm and small GEMMs load their kernels lazily, on a
+// process's first call: 23 ms on an H200 for pip_factor's first call (64 ms without the start-up
+// warm-up, 140 ms in a machine's first process; bench/first_use), more than the whole solve of a
+// small problem. Below kSmallDim these kernels, in tcsolve's own module, do the same work.
+constexpr int kSmallDim = 64;
+
+// In-place lower Cholesky a = L·Lᵀ of the n × n matrix a (lower triangle read and written),
+// n ≤ kSmallDim, right-looking in shared memory. info: 0, or j + 1 for the first pivot that is
+// not positive and finite (as potrf: the columns from j on are then not a factor).
+__global__ void small_cholesky_kernel(double* a, long long lda, int n, int* info) {
+  __shared__ double s[kSmallDim * kSmallDim];
+  __shared__ int bad;
+  for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
+    const int i = e % n, j = e / n;
+    s[e] = i >= j ? a[i + j * lda] : 0.0;
+  }
+  if (threadIdx.x == 0) bad = 0;
+  __syncthreads();
+  for (int j = 0; j < n; ++j) {
+    const double d = s[j + j * n];  // the same value in every thread: a uniform branch
+    if (!(d > 0.0) || !isfinite(d)) {
+      if (threadIdx.x == 0) bad = j + 1;
+      break;
+    }
+    const double r = sqrt(d);
+    __syncthreads();  // (every thread has read d)
+    if (threadIdx.x == 0) s[j + j * n] = r;
+    for (int i = j + 1 + threadIdx.x; i < n; i += blockDim.x) s[i + j * n] /= r;
+    __syncthreads();
+    // trailing lower triangle: s(i, k) −= s(i, j)·s(k, j), j < k ≤ i < n
+    const int m = n - j - 1;
+    for (int e = threadIdx.x; e < m * m; e += blockDim.x) {
+      const int i = j + 1 + e % m, k = j + 1 + e / m;
+      if (k <= i) s[i + k * n] -= s[i + j * n] * s[k + j * n];
+    }
+    __syncthreads();
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
+    const int i = e % n, j = e / n;
+    if (i >= j) a[i + j * lda] = s[e];
+  }
+  if (threadIdx.x == 0) *info = bad;
+}
+
+// T = L⁻ᵀ (n × n, ld n; upper triangular, its strict lower part 0) for the lower triangular L in
+// a (n ≤ kSmallDim). Thread c: column c of L⁻¹ by forward substitution, stored as row c of T.
+__global__ void small_lower_inverse_t_kernel(const double* a, long long lda, int n, double* t) {
+  __shared__ double s[kSmallDim * kSmallDim];
+  for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
+    const int i = e % n, j = e / n;
+    s[e] = i >= j ? a[i + j * lda] : 0.0;
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < n; c += blockDim.x) {
+    for (int i = 0; i < c; ++i) t[c + i * n] = 0.0;
+    t[c + c * n] = 1.0 / s[c + c * n];
+    for (int i = c + 1; i < n; ++i) {
+      double sum = 0.0;
+      for (int k = c; k < i; ++k) sum = fma(s[i + k * n], t[c + k * n], sum);
+      t[c + i * n] = -sum / s[i + i * n];
+    }
+  }
+}
+
+// X ← (L·Lᵀ)⁻¹·X for the lower triangular L in a (n ≤ kSmallDim) and the n × cols block X:
+// one thread per column, forward then backward substitution in place (potrs).
+__global__ void small_cholesky_solve_kernel(const double* a, long long lda, int n, double* x,
+                                            long long ldx, int cols) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  double* xc = x + c * ldx;
+  for (int i = 0; i < n; ++i) {
+    double v = xc[i];
+    for (int k = 0; k < i; ++k) v = fma(-a[i + k * lda], xc[k], v);
+    xc[i] = v / a[i + i * lda];
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    double v = xc[i];
+    for (int k = i + 1; k < n; ++k) v = fma(-a[k + i * lda], xc[k], v);
+    xc[i] = v / a[i + i * lda];
+  }
+}
+
+// S (w × w, ld w) −= CᵀC for C = g(0:l, 0:w) (pip_factor's Pythagorean Gram; w ≤ kSmallDim).
+__global__ void small_syrk_sub_kernel(const double* g, long long ldg, int l, int w, double* s) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= w * w) return;
+  const int i = e % w, j = e / w;
+  const double* ci = g + i * ldg;
+  const double* cj = g + j * ldg;
+  double sum = 0.0;
+  for (int k = 0; k < l; ++k) sum = fma(ci[k], cj[k], sum);
+  s[e] -= sum;
+}
+
+// CT (l × w, ld l) = −C·T for C = g(0:l, 0:w) and T (w × w, ld w).
+__global__ void small_neg_gemm_kernel(const double* g, long long ldg, int l, int w, const double* t,
+                                      double* ct) {
+  const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (e >= static_cast<long long>(l) * w) return;
+  const int i = static_cast<int>(e % l), j = static_cast<int>(e / l);
+  double sum = 0.0;
+  for (int k = 0; k < w; ++k) sum = fma(g[i + k * ldg], t[k + j * w], sum);
+  ct[e] = -sum;
+}
+
 __global__ void spd_scale_kernel(const double* g, long long ldg, int r, double* f, long long ldf,
                                  double* status) {
   __shared__ int bad;
@@ -584,6 +692,57 @@ __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, i
   }
 }
 
+// Y = α·X·C + β·Y (gemm_into) for X n × p (p ≤ 8·QT) and a small C p × q (q ≤ 8·RT), the
+// pattern of cg_direction_kernel: one warp per 8-row strip (grid-stride), the strip's X
+// fragments in registers, C in shared memory, DMMA m8n8k4. Reads X once (and Y when β ≠ 0),
+// writes Y once: (p + q [+ q])·8 bytes a row. Y must not alias X. (Instead of cuBLAS, whose
+// kernel for each new shape loads on first use: 13 ms on an H200, bench/first_use.)
+template <int QT, int RT>
+__global__ void __launch_bounds__(128) tall_gemm_kernel(long long n, int p, int q, double alpha,
+                                                        const double* xm, long long ldx,
+                                                        const double* cm, long long ldc,
+                                                        double beta, double* ym, long long ldy) {
+  constexpr int LDA = frag_ld(8 * RT);
+  extern __shared__ double smem[];
+  double* cs = smem;  // C, 8QT × LDA (row k at k·LDA)
+  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
+    const int k = e / LDA, c = e % LDA;
+    cs[e] = k < p && c < q ? cm[k + c * ldc] : 0.0;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  for (long long s0 = 8 * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
+       s0 += 8LL * gridDim.x * nw) {
+    const long long row = s0 + g;
+    const bool rv = row < n;
+    double af[2 * QT], yf[RT][2];
+#pragma unroll
+    for (int ks = 0; ks < 2 * QT; ++ks) {
+      const int k = 4 * ks + t;
+      af[ks] = rv && k < p ? xm[row + k * ldx] : 0.0;
+    }
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) yf[ct][0] = yf[ct][1] = 0.0;
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) {
+#pragma unroll
+      for (int ks = 0; ks < 2 * QT; ++ks)
+        dmma(yf[ct][0], yf[ct][1], af[ks], cs[(4 * ks + t) * LDA + 8 * ct + g]);
+    }
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = 8 * ct + 2 * t + h;
+        if (!rv || c >= q) continue;
+        double* yp = ym + row + c * ldy;
+        *yp = beta == 0.0 ? alpha * yf[ct][h] : fma(alpha, yf[ct][h], beta * *yp);
+      }
+    }
+  }
+}
+
 void require_device(MvView<const double> v, const char* what) {
   if (v.space != Space::device && v.cols > 0 && v.rows > 0)
     throw InvalidArgument(std::string("CUDA dense ops: ") + what + " is not a device block");
@@ -914,9 +1073,27 @@ class CudaDenseOps final : public DenseBlockOps {
       else if (beta != 1.0) scale_columns(beta, y);
       return;
     }
+    require_device(c, "C");
+    if (fused_ && p <= 64 && q <= 64) {
+      if (p <= 32 && q <= 32) launch_tall_gemm<4, 4>(alpha, x, c, beta, y);
+      else launch_tall_gemm<8, 8>(alpha, x, c, beta, y);
+      return;
+    }
     TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, int(y.rows), int(q), int(p),
                                      &alpha, x.data, int(x.ld), c.data, int(c.ld), &beta, y.data,
                                      int(y.ld)));
+  }
+  template <int QT, int RT>
+  void launch_tall_gemm(double alpha, MvView<const double> x, MvView<const double> c, double beta,
+                        MvView<double> y) {
+    const int smem = tall_gemm_smem(QT, RT);
+    const int nb = static_cast<int>(std::min<std::int64_t>(
+        resident_blocks(reinterpret_cast<const void*>(&tall_gemm_kernel<QT, RT>), 128, smem),
+        (y.rows + 31) / 32));
+    tall_gemm_kernel<QT, RT><<<nb, 128, smem, stream_>>>(
+        y.rows, static_cast<int>(x.cols), static_cast<int>(y.cols), alpha, x.data, x.ld, c.data,
+        c.ld, beta, y.data, y.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
   }
 
   void axpbypcz(double a, MvView<const double> x, double b, MvView<const double> y, double c,
@@ -1044,23 +1221,44 @@ class CudaDenseOps final : public DenseBlockOps {
     TCSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(sm, w * sizeof(double), gyy, g.ld * sizeof(double),
                                          w * sizeof(double), w, cudaMemcpyDeviceToDevice, stream_));
     const double one = 1.0, mone = -1.0, zero = 0.0;
-    if (l > 0)
+    const bool small = w <= kSmallDim;  // tcsolve's own kernels (no library loading; above)
+    if (l > 0 && small) {
+      small_syrk_sub_kernel<<<static_cast<unsigned>((w * w + 127) / 128), 128, 0, stream_>>>(
+          g.data, g.ld, li, wi, sm);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    } else if (l > 0) {
       TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, wi, wi, li, &mone, g.data,
                                        int(g.ld), g.data, int(g.ld), &one, sm, wi));
+    }
     pip_scale_kernel<<<1, 256, 0, stream_>>>(sm, gyy, g.ld, wi, fm, status.data);
     TCSOLVE_CUDA_CHECK_LAUNCH();
-    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, wi, fm, wi,
-                                            solver_work_, solver_lwork_, info_));
+    if (small) {
+      small_cholesky_kernel<<<1, 256, 0, stream_>>>(fm, wi, wi, info_);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    } else {
+      TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, wi, fm, wi,
+                                              solver_work_, solver_lwork_, info_));
+    }
     pip_check_kernel<<<1, 256, 0, stream_>>>(fm, wi, info_, status.data, tm);
     TCSOLVE_CUDA_CHECK_LAUNCH();
     // T = Lc⁻ᵀ (Lcᵀ·T = I), then T = D·T.
-    TCSOLVE_CUBLAS_CHECK(cublasDtrsm(handle_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
-                                     CUBLAS_DIAG_NON_UNIT, wi, wi, &one, fm, wi, tm, wi));
+    if (small) {
+      small_lower_inverse_t_kernel<<<1, kSmallDim, 0, stream_>>>(fm, wi, wi, tm);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    } else {
+      TCSOLVE_CUBLAS_CHECK(cublasDtrsm(handle_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                                       CUBLAS_DIAG_NON_UNIT, wi, wi, &one, fm, wi, tm, wi));
+    }
     pip_rowscale_kernel<<<1, 256, 0, stream_>>>(fm, wi, tm);
     TCSOLVE_CUDA_CHECK_LAUNCH();
-    if (l > 0)
+    if (l > 0 && small) {
+      small_neg_gemm_kernel<<<static_cast<unsigned>((l * w + 127) / 128), 128, 0, stream_>>>(
+          g.data, g.ld, li, wi, tm, ct);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    } else if (l > 0) {
       TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, li, wi, wi, &mone, g.data,
                                        int(g.ld), tm, wi, &zero, ct, li));
+    }
     const long long total = (l + w) * w;
     pip_select_kernel<<<static_cast<unsigned>(std::min<long long>((total + 255) / 256, 1024)), 256,
                         0, stream_>>>(g.data, g.ld, li, wi, ct, tm, status.data, m.data, m.ld);
@@ -1077,8 +1275,13 @@ class CudaDenseOps final : public DenseBlockOps {
     const int ri = static_cast<int>(r);
     spd_scale_kernel<<<1, 256, 0, stream_>>>(g.data, g.ld, ri, f.data, f.ld, status.data);
     TCSOLVE_CUDA_CHECK_LAUNCH();
-    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, ri, f.data,
-                                            int(f.ld), solver_work_, solver_lwork_, info_));
+    if (r <= kSmallDim) {
+      small_cholesky_kernel<<<1, 256, 0, stream_>>>(f.data, f.ld, ri, info_);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    } else {
+      TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, ri, f.data,
+                                              int(f.ld), solver_work_, solver_lwork_, info_));
+    }
     spd_status_kernel<<<1, 32, 0, stream_>>>(f.data, f.ld, ri, info_, piv_tol, status.data);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
@@ -1094,8 +1297,14 @@ class CudaDenseOps final : public DenseBlockOps {
     spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, f.ld, ri, b.data, b.ld, c, sign,
                                                  status.data, out.data, out.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
-    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrs(solver_, CUBLAS_FILL_MODE_LOWER, ri, c, f.data,
-                                            int(f.ld), out.data, int(out.ld), info_ + 1));
+    if (r <= kSmallDim) {
+      small_cholesky_solve_kernel<<<static_cast<unsigned>((c + 63) / 64), 64, 0, stream_>>>(
+          f.data, f.ld, ri, out.data, out.ld, c);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    } else {
+      TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrs(solver_, CUBLAS_FILL_MODE_LOWER, ri, c, f.data,
+                                              int(f.ld), out.data, int(out.ld), info_ + 1));
+    }
     spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, f.ld, ri, out.data, out.ld, c, 1.0,
                                                  status.data, out.data, out.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -1265,11 +1474,16 @@ class CudaDenseOps final : public DenseBlockOps {
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4>), cg_residual_smem(4, 4));
     allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8>), cg_direction_smem(8, 8));
     allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4>), cg_direction_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&tall_gemm_kernel<8, 8>), tall_gemm_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4>), tall_gemm_smem(4, 4));
     if (const char* ev = std::getenv("TCSOLVE_NO_FUSED")) fused_ = std::atoi(ev) == 0;
   }
   static int cg_residual_smem(int qt, int rt) {
     return static_cast<int>(sizeof(double)) *
            (8 * qt * frag_ld(8 * rt) + 32 * frag_ld(8 * qt + 8 * rt));
+  }
+  static int tall_gemm_smem(int qt, int rt) {
+    return static_cast<int>(sizeof(double)) * 8 * qt * frag_ld(8 * rt);
   }
   static int cg_direction_smem(int qt, int rt) {
     return static_cast<int>(sizeof(double)) * 2 * 8 * qt * frag_ld(8 * rt);

@@ -1,5 +1,6 @@
 // DenseBlockOps contract (on the backend under test) against Eigen on the host, and the
 // orthonormalization branches.
+#include <limits>
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -260,9 +261,42 @@ TEST(DenseOpsDevice, EighSmallMatchesEigen) {
   }
 }
 
+// Two BCGS-PIP passes on Y (n × w, random plus a part in span(L)) against an orthonormal L
+// (n × l): Q orthonormal, ⊥ L, with the span of the projected Y.
+void pip_check_orthonormalizes(Fixture& f, std::int64_t l, std::int64_t w) {
+  const std::int64_t n = 3001;
+  SCOPED_TRACE("l = " + std::to_string(l) + ", w = " + std::to_string(w));
+  f.ops->reserve(n, l + w, (l + w) * w);
+  f.ops->reserve_small(l + w);
+  Mat L = l > 0 ? Mat(Eigen::HouseholderQR<Mat>(random_mat(n, l, 150 + l)).householderQ() * Mat::Identity(n, l))
+                : Mat(n, 0);
+  Mat Y = random_mat(n, w, 151 + w);
+  if (l > 0) Y += L * random_mat(l, w, 152);
+  Mat B(n, l + w);
+  B.leftCols(l) = L;
+  B.rightCols(w) = Y;
+  auto b = f.put(B), out = f.ops->allocate(n, w);
+  auto g = f.ops->allocate(l + w, w), m = f.ops->allocate(l + w, w), st = f.ops->allocate(2, 1);
+  for (int pass = 0; pass < 2; ++pass) {
+    f.ops->gram_into(1.0, b.view(), b.columns(l, w), 0.0, g.view());
+    f.ops->pip_factor(g.view(), l, m.view(), st.view());
+    f.ops->gemm_into(1.0, b.view(), m.view(), 0.0, out.view());
+    f.ops->copy(out.view(), b.columns(l, w));
+    EXPECT_EQ(f.get(st.view())(0), 0.0) << "pass " << pass;
+  }
+  Mat Q = f.get(b.columns(l, w));
+  EXPECT_LT((Q.transpose() * Q - Mat::Identity(w, w)).cwiseAbs().maxCoeff(), 1e-13);
+  if (l > 0) EXPECT_LT((L.transpose() * Q).cwiseAbs().maxCoeff(), 1e-13);
+  Mat Yp = l > 0 ? Mat(Y - L * (L.transpose() * Y)) : Y;
+  EXPECT_LT((Yp - Q * (Q.transpose() * Yp)).cwiseAbs().maxCoeff(), 1e-9 * Yp.cwiseAbs().maxCoeff());
+}
+
 TEST(DenseOpsDevice, PipFactorOrthonormalizesAgainstALockedBlock) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
+  // Widths on both sides of the GPU's own small kernels (w ≤ 64) and cuSOLVER/cuBLAS above.
+  for (auto [l, w] : {std::pair<std::int64_t, std::int64_t>{0, 64}, {200, 64}, {3, 65}, {1, 1}})
+    pip_check_orthonormalizes(f, l, w);
   const std::int64_t n = 4507, l = 11, w = 13;
   f.ops->reserve(n, l + w, (l + w) * w);
   f.ops->reserve_small(l + w);
@@ -307,7 +341,7 @@ TEST(DenseOpsDevice, PipFactorOrthonormalizesAgainstALockedBlock) {
 TEST(DenseOpsDevice, SpdFactorAndSolve) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
-  for (std::int64_t r : {1, 7, 32, 45}) {
+  for (std::int64_t r : {1, 7, 32, 45, 64, 65}) {  // (the GPU's own kernels up to 64)
     f.ops->reserve_small(r);
     Mat W = random_mat(3 * r + 5, r, 60 + r);
     Mat G = W.transpose() * W;
@@ -346,6 +380,42 @@ TEST(DenseOpsDevice, SpdFactorAndSolve) {
     if (expect == 2.0) EXPECT_EQ(f.get(out.view()).norm(), 0.0);
     else EXPECT_TRUE(f.get(out.view()).allFinite());
   }
+}
+
+TEST(DenseOpsDevice, GemmIntoMatchesEigen) {
+  // Y = α·X·C + β·Y on both sides of the GPU's own tall-skinny kernel (p, q ≤ 64; ≤ 32 the
+  // smaller instance) and cuBLAS above it; rows not multiples of the 8-row strips; views inside
+  // wider blocks (ld > rows); β = 0 must not read Y (poisoned with NaN).
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto [n, p, q] : {std::array<std::int64_t, 3>{5003, 1, 1}, {5003, 7, 5}, {4099, 32, 32},
+                         {4099, 33, 64}, {4099, 64, 64}, {1001, 65, 10}, {1001, 10, 65}, {13, 24, 24}}) {
+    SCOPED_TRACE("n = " + std::to_string(n) + ", p = " + std::to_string(p) + ", q = " + std::to_string(q));
+    Mat X = random_mat(n + 3, p + 2, 90 + p), C = random_mat(p, q, 91 + q), Y = random_mat(n, q, 92);
+    auto xw = f.put(X), c = f.put(C);
+    MvView<const double> x{xw.data() + 3 + xw.ld(), n, p, xw.ld(), f.ops->space()};  // rows 3.., cols 1..
+    const Mat Xv = X.block(3, 1, n, p);
+    for (double beta : {0.0, 1.3}) {
+      Mat Y0 = beta == 0.0 ? Mat::Constant(n + 1, q + 1, nan) : Mat(random_mat(n + 1, q + 1, 93));
+      auto yw = f.put(Y0);
+      MvView<double> y{yw.data() + 1, n, q, yw.ld(), f.ops->space()};  // rows 1..n, ld n + 1
+      f.ops->gemm_into(-0.7, x, c.view(), beta, y);
+      const Mat got = f.get(yw.view());
+      Mat ref = -0.7 * Xv * C;
+      if (beta != 0.0) ref += beta * Y0.block(1, 0, n, q);
+      EXPECT_LT((got.block(1, 0, n, q) - ref).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + p)) << "beta " << beta;
+      // Outside the view: untouched (row 0, column q).
+      EXPECT_TRUE(got.row(0).array().isNaN().all() || beta != 0.0);
+      if (beta != 0.0) EXPECT_EQ((got.row(0) - Y0.row(0)).cwiseAbs().maxCoeff(), 0.0);
+    }
+  }
+  // Past 2²¹ rows (launch limits): one column block of 8.
+  const std::int64_t n = (std::int64_t{1} << 21) + 37;
+  Mat X = random_mat(n, 8, 95), C = random_mat(8, 8, 96);
+  auto x = f.put(X), c = f.put(C), y = f.ops->allocate(n, 8);
+  f.ops->gemm_into(1.0, x.view(), c.view(), 0.0, y.view());
+  EXPECT_LT((f.get(y.view()) - X * C).cwiseAbs().maxCoeff(), 1e-12);
 }
 
 TEST(DenseOpsDevice, BlockCgPassesMatchEigen) {
