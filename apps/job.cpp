@@ -306,11 +306,13 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
             : "convergence: |b - A x| <= T |b| for every column (default 1e-8)")
       ("maxiter", po::value(&s.maxiter)->value_name("M"),
        eigs ? "iteration limit (default 2000)" : "iteration limit (default 5000)")
-      ("precond", po::value(&s.precond)->value_name(eigs ? "auto|none|jacobi|factor" : "jacobi|chebyshev|none"),
+      ("precond", po::value(&s.precond)->value_name(eigs ? "auto|none|jacobi|factor" : "auto|jacobi|chebyshev|none"),
        eigs ? "LOBPCG preconditioner (default auto: the factorization of A - sigma B for the "
               "smallest when one is made, else jacobi)"
-            : "CG preconditioner (default jacobi; chebyshev: a Chebyshev polynomial in A of a "
-              "degree chosen from Lanczos bounds of the spectrum, reported in the result)")
+            : "CG preconditioner (default auto: chebyshev on the GPU for matrices of at least "
+              "262144 rows with short rows and a constant diagonal, else jacobi; chebyshev: a "
+              "Chebyshev polynomial in A of a degree chosen from Lanczos bounds of the spectrum, "
+              "reported in the result)")
       ("precond-degree", po::value(&s.precond_degree)->value_name("M"),
        "solve --precond chebyshev: the polynomial's degree, M products with A per application "
        "(default 0: from the spectral bounds)")
@@ -389,7 +391,7 @@ void validate_job(const JobSpec& s) {
   if (s.maxiter < 0) throw UsageError("--maxiter must be positive");
   if (s.task == "solve" && s.precond != "auto" && s.precond != "jacobi" && s.precond != "none" &&
       s.precond != "chebyshev")
-    throw UsageError("--precond '" + s.precond + "': expected jacobi, chebyshev or none");
+    throw UsageError("--precond '" + s.precond + "': expected auto, jacobi, chebyshev or none");
   if (s.precond_degree < 0 || s.precond_degree > 1000)
     throw UsageError("--precond-degree " + std::to_string(s.precond_degree) + ": expected 0 (automatic) to 1000");
   if (s.precond_degree > 0 && !(s.task == "solve" && s.precond == "chebyshev"))
@@ -519,6 +521,30 @@ struct Solved {
   std::int64_t wanted = 0;
 };
 
+// solve --precond auto (the default): the Chebyshev polynomial where it was measured to win —
+// on the GPU, its steps fused (rows of ≤ 16 non-zeros on average), no Jacobi scaling (a constant
+// diagonal), the matrix in its own order, and at least kAutoChebyshevRows rows: lap3d:100, 32
+// right-hand sides, 0.12 s against Jacobi's 0.37 s (H200, docs/performance.md) — else Jacobi
+// (elast3d:64's ~80-entry rows: the polynomial took 0.52 s against 0.33 s). The choice and its
+// reason go into the result's preconditioner note.
+constexpr std::int64_t kAutoChebyshevRows = 1 << 18;
+std::string solve_precond(const JobSpec& s, Backend backend, const Csr<double>& a, JobOutcome& o) {
+  if (s.task != "solve" || s.precond != "auto") return s.precond;
+  const char* why = nullptr;
+  if (backend != Backend::cuda) why = "the CPU";
+  else if (s.reorder != "none") why = "--reorder";
+  else if (a.nrows < kAutoChebyshevRows) why = "fewer than 262144 rows";
+  else if (chebyshev_wants_jacobi(a)) why = "a diagonal that varies (Jacobi scaling)";
+  else if (!chebyshev_step_fuses(a, Space::device, Precision::fp32))  // (the GPU's step stores A in fp32)
+    why = "rows too long to fuse its steps, or no room for its copy of A";
+  if (why) {
+    o.precond_note = std::string("jacobi (auto: not the Chebyshev polynomial, for ") + why + ")";
+    return "jacobi";
+  }
+  o.precond_note = " (auto: short rows, a constant diagonal, on the GPU)";
+  return "chebyshev";
+}
+
 // fit_columns (GPU runs; 0 = no limit): the n-vectors that fit beside the matrices. eigs passes it
 // to the driver (which shrinks its basis/width, or refuses); solve runs the right-hand sides in
 // batches of (fit_columns - 1) / 8 (block CG holds 8 blocks of s and a diagonal).
@@ -529,12 +555,13 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
                 JobOutcome& o, std::int64_t fit_columns = 0) {
   Timer tp;
   const Precision prec = parse_storage_precision(s.precision);
+  const std::string precond = solve_precond(s, backend, A->a, o);
   // Columns per block CG batch: all right-hand sides, or batches of (fit_columns - 1) / 8 when 8 blocks
   // of nrhs do not fit the GPU; --precond chebyshev holds 3 blocks more (A·z, an iterate, D⁻¹r)
   // and, while it is set up, its Lanczos probe's basis (up to 41 n-vectors, fewer when memory is
   // short: make_chebyshev_preconditioner); its fused step's copy of A is made only where it fits.
-  const std::int64_t per_col = s.precond == "chebyshev" ? 11 : 8;
-  const std::int64_t reserve = s.precond == "chebyshev" ? 12 : 1;
+  const std::int64_t per_col = precond == "chebyshev" ? 11 : 8;
+  const std::int64_t reserve = precond == "chebyshev" ? 12 : 1;
   const std::int64_t batch =
       fit_columns > 0 ? std::max<std::int64_t>(1, std::min(nrhs, (fit_columns - reserve) / per_col)) : nrhs;
   // The operator's kernel trial runs at the width the solver will apply, and its scratch X and Y
@@ -690,7 +717,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     co.tol = s.tol;
     co.max_iterations = default_maxiter(s);
     std::unique_ptr<ChebyshevPreconditioner> cheb;
-    if (s.precond == "chebyshev") {
+    if (precond == "chebyshev") {
       // upper: ‖A‖∞ (‖D⁻¹A‖∞ when Jacobi-scaled) ≥ λmax keeps M positive definite; lower and
       // degree from a Lanczos probe. The fused step and the scaling need A in the operator's basis
       // (not with --reorder's permutation); on the GPU the step stores A in fp32 (only M changes;
@@ -702,10 +729,10 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
                                            ops.backend() == Backend::cuda ? Precision::fp32 : Precision::fp64,
                                            jacobi);
       co.preconditioner = cheb.get();
-      o.precond_note = cheb->describe() + format(" (bounds in %.3g s)", probe_s);
+      o.precond_note = cheb->describe() + format(" (bounds in %.3g s)", probe_s) + o.precond_note;
       o.setup_s += probe_s;
       ts = Timer();  // (the polynomial's set-up is setup, not solve: it was counted in both)
-    } else if (s.precond != "none") {
+    } else if (precond != "none") {
       co.jacobi_diagonal = perm ? gather(A->diagonal, 1) : A->diagonal;
     }
     co.on_iteration = [&](const IterationRecord& r) {
@@ -802,7 +829,12 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device, gpu] {
     use_gpu(gpu);
     const Backend b = resolve_backend(device);
-    if (b == Backend::cuda) warm_up(b), cache.ops(b);
+    trace_mark("start-up: backend resolved");
+    if (b == Backend::cuda) {
+      warm_up(b);
+      trace_mark("start-up: warm-up done");
+      cache.ops(b);
+    }
     return b;
   });
   // eigs: the driver (solvers/eigs/) resolves auto and reports what ran.

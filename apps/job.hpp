@@ -49,7 +49,7 @@ struct JobSpec {
   std::string device = "auto";
   bool cpu_fallback = false;    // run on the CPU when the GPU lacks memory
   int precond_degree = 0;         // solve --precond chebyshev: 0 = from the spectral bounds
-  std::string precond = "auto";  // eigs: auto|none|jacobi|factor; solve: auto(=jacobi)|none|jacobi
+  std::string precond = "auto";  // eigs: auto|none|jacobi|factor; solve: auto|none|jacobi|chebyshev
   std::string reorder = "none";  // none | symmetric: iterate in the basis of B = P·A·Pᵀ
   std::string partition = "auto";  // under mpirun: auto | contiguous | metis (distributed/partition.hpp)
   std::uint64_t seed = 1;

@@ -206,14 +206,7 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
   double upper = upper_bound;
   if (csr && !fused) {
     if (csr->nrows != n) throw InvalidArgument("chebyshev preconditioner: the matrix and the operator differ in size");
-    // The fused row-split step pays for short rows (a 7-point Laplacian); with long rows (3D
-    // elasticity, ~80 per row) the operator's own kernel (BCSR/DMMA) is faster: not fused. Its
-    // copy of A is made only when it takes at most a tenth of the free device memory.
-    const double step_bytes = (storage == Precision::fp32 ? 8.0 : 12.0) * static_cast<double>(csr->nnz()) +
-                              8.0 * static_cast<double>(n + 1);
-    const bool room = ops.space() == Space::host ||
-                      step_bytes <= 0.1 * static_cast<double>(device_free_bytes());
-    if (room && csr->nnz() <= 16 * std::max<std::int64_t>(n, 1)) {
+    if (chebyshev_step_fuses(*csr, ops.space(), storage)) {
       fused = make_chebyshev_step(*csr, ops.backend(), storage, ops.stream());
       if (storage != Precision::fp64) upper *= 1.0 + 1e-6;  // |Ã − A| ≤ 2^-24·|A| elementwise
     }
@@ -227,6 +220,16 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
       jacobi ? &diag : nullptr, vectors32);
   if (seconds) *seconds = detail::now_seconds() - t0;
   return pc;
+}
+
+bool chebyshev_step_fuses(const Csr<double>& a, Space space, Precision storage) {
+  // The fused row-split step pays for short rows (a 7-point Laplacian); with long rows (3D
+  // elasticity, ~80 per row) the operator's own kernel (BCSR/DMMA) is faster: not fused. Its
+  // copy of A is made only when it takes at most a tenth of the free device memory.
+  const double step_bytes = (storage == Precision::fp32 ? 8.0 : 12.0) * static_cast<double>(a.nnz()) +
+                            8.0 * static_cast<double>(a.nrows + 1);
+  const bool room = space == Space::host || step_bytes <= 0.1 * static_cast<double>(device_free_bytes());
+  return room && a.nnz() <= 16 * std::max<std::int64_t>(a.nrows, 1);
 }
 
 }  // namespace tcsolve

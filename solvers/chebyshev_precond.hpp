@@ -113,5 +113,9 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
 double chebyshev_upper_bound(const Csr<double>& a, bool jacobi);
 // True when A's diagonal is positive and not constant (Jacobi scaling changes the polynomial).
 bool chebyshev_wants_jacobi(const Csr<double>& a);
+// Whether make_chebyshev_preconditioner fuses each polynomial step into one kernel for A: rows of
+// at most 16 non-zeros on average (longer rows: the operator's own kernel is faster) and, on the
+// device, A's copy in `storage` within a tenth of the free memory.
+bool chebyshev_step_fuses(const Csr<double>& a, Space space, Precision storage);
 
 }  // namespace tcsolve
