@@ -283,6 +283,21 @@ TEST(AppsSolve, BlockCgReportsWhereItsSecondsWent) {
   }
 }
 
+TEST(AppsSolve, AutomaticPreconditionerSaysWhatItChose) {
+  // The default --precond auto: Jacobi on the CPU (the polynomial's measured win is the GPU's),
+  // said in the message; an explicit choice is kept.
+  auto r = run_tcsolve({"solve", "gen:lap3d:10", "--rhs", "random:2", "--device", "cpu", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("jacobi (auto: not the Chebyshev polynomial, for the CPU)"), std::string::npos) << r.out;
+  auto c = run_tcsolve({"solve", "gen:lap3d:10", "--rhs", "random:2", "--device", "cpu", "--precond", "chebyshev", "--json"});
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("chebyshev degree"), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find("auto:"), std::string::npos) << c.out;
+  auto bad = run_tcsolve({"solve", "gen:lap3d:10", "--rhs", "random:2", "--precond", "ilu"});
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_NE(bad.err.find("expected auto, jacobi, chebyshev or none"), std::string::npos) << bad.err;
+}
+
 TEST(AppsSolve, RightHandSidesFromHdf5) {
   ScratchDir d;
   const std::string spec = "gen:lap2d:15x11";

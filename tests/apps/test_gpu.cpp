@@ -183,6 +183,26 @@ Footprint run_and_watch(const std::vector<std::string>& env, const std::vector<s
   return {child.get(), base - low};
 }
 
+TEST(AppsGpu, SolvePicksItsPreconditioner) {
+  // --precond auto (the default): the polynomial at 2^18 rows of a 7-point stencil (short rows,
+  // constant diagonal), Jacobi below that size and for a varying diagonal; either way converged
+  // to the asked tolerance on every column.
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  struct Case {
+    const char* matrix;
+    const char* expect;
+  };
+  for (const Case& c : {Case{"gen:lap3d:64", "chebyshev degree"}, Case{"gen:lap3d:40", "fewer than 262144 rows"},
+                        Case{"gen:random:300000:6", "diagonal that varies"}}) {
+    auto r = run_tcsolve({"solve", c.matrix, "--rhs", "random:4", "--json"});
+    ASSERT_EQ(r.status, 0) << c.matrix << ": " << r.err;
+    EXPECT_NE(r.out.find("\"status\": \"converged\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.matrix << ": " << r.out;
+    EXPECT_NE(r.out.find("auto"), std::string::npos) << r.out;
+    EXPECT_LE(json_number(r.out, "residual_norms"), 1e-8) << r.out;
+  }
+}
+
 TEST(AppsGpu, MemoryCapHoldsOutsideTheProcess) {
   TCSOLVE_SKIP_WITHOUT_GPU();
   if (std::getenv("TCSOLVE_DEVICE_MEMORY_LIMIT")) GTEST_SKIP() << "a limit is set for this process";
