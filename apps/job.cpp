@@ -310,7 +310,7 @@ void add_job_options(po::options_description& opts, JobSpec& s, const std::strin
        eigs ? "LOBPCG preconditioner (default auto: the factorization of A - sigma B for the "
               "smallest when one is made, else jacobi)"
             : "CG preconditioner (default auto: chebyshev on the GPU for matrices of at least "
-              "262144 rows with short rows and a constant diagonal, else jacobi; chebyshev: a "
+              "131072 rows with short rows and a constant diagonal, else jacobi; chebyshev: a "
               "Chebyshev polynomial in A of a degree chosen from Lanczos bounds of the spectrum, "
               "reported in the result)")
       ("precond-degree", po::value(&s.precond_degree)->value_name("M"),
@@ -523,17 +523,18 @@ struct Solved {
 
 // solve --precond auto (the default): the Chebyshev polynomial where it was measured to win —
 // on the GPU, its steps fused (rows of ≤ 16 non-zeros on average), no Jacobi scaling (a constant
-// diagonal), the matrix in its own order, and at least kAutoChebyshevRows rows: lap3d:100, 32
-// right-hand sides, 0.12 s against Jacobi's 0.37 s (H200, docs/performance.md) — else Jacobi
-// (elast3d:64's ~80-entry rows: the polynomial took 0.52 s against 0.33 s). The choice and its
-// reason go into the result's preconditioner note.
-constexpr std::int64_t kAutoChebyshevRows = 1 << 18;
+// diagonal), the matrix in its own order, and at least kAutoChebyshevRows rows. H200, 32
+// right-hand sides, seconds.total Jacobi → polynomial (docs/performance.md): lap3d:40 (64k rows)
+// 0.070 → 0.073, lap3d:52 (141k) 0.140 → 0.106, lap3d:100 0.43 → 0.26; else Jacobi:
+// elast3d:64's ~80-entry rows 1.00 → 1.36, gen:random:1000000:6's varying diagonal 0.33 → 0.47.
+// The choice and its reason go into the result's preconditioner note.
+constexpr std::int64_t kAutoChebyshevRows = 1 << 17;
 std::string solve_precond(const JobSpec& s, Backend backend, const Csr<double>& a, JobOutcome& o) {
   if (s.task != "solve" || s.precond != "auto") return s.precond;
   const char* why = nullptr;
   if (backend != Backend::cuda) why = "the CPU";
   else if (s.reorder != "none") why = "--reorder";
-  else if (a.nrows < kAutoChebyshevRows) why = "fewer than 262144 rows";
+  else if (a.nrows < kAutoChebyshevRows) why = "fewer than 131072 rows";
   else if (chebyshev_wants_jacobi(a)) why = "a diagonal that varies (Jacobi scaling)";
   else if (!chebyshev_step_fuses(a, Space::device, Precision::fp32))  // (the GPU's step stores A in fp32)
     why = "rows too long to fuse its steps, or no room for its copy of A";
@@ -831,9 +832,10 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
     const Backend b = resolve_backend(device);
     trace_mark("start-up: backend resolved");
     if (b == Backend::cuda) {
-      warm_up(b);
+      DenseBlockOps& ops = cache.ops(b);
+      trace_mark("start-up: context and dense ops' handles");
+      warm_up(ops);
       trace_mark("start-up: warm-up done");
-      cache.ops(b);
     }
     return b;
   });

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   std::printf("%-34s %9.2f ms\n", "context and dense ops' handles", now_ms() - t);
   if (warm) {
     t = now_ms();
-    warm_up(be);
+    warm_up(ops);
     std::printf("%-34s %9.2f ms\n", "warm_up (as the apps run it)", now_ms() - t);
   }
   MultiVector<double> x = ops.allocate(n, c), y = ops.allocate(n, c), z = ops.allocate(n, c),

@@ -386,13 +386,11 @@ double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j) {
 
 std::unique_ptr<DenseBlockOps> make_cpu_dense_ops() { return std::make_unique<CpuDenseOps>(); }
 
-void warm_up(Backend backend) {
+void warm_up(DenseBlockOps& ops) {
   // GPU only, once per process: the set-up it triggers is the process's (a batch's later jobs
   // paid ~2.5 ms each for the handles of another pass).
   static std::atomic<bool> done{false};
-  if (backend != Backend::cuda || done.exchange(true)) return;
-  const std::unique_ptr<DenseBlockOps> own = make_dense_ops(backend);
-  DenseBlockOps& ops = *own;
+  if (ops.backend() != Backend::cuda || done.exchange(true)) return;
   constexpr std::int64_t n = 256, c = 8;
   MultiVector<double> x = ops.allocate(n, c), y = ops.allocate(n, c), g = ops.allocate(c, c),
                       w = ops.allocate(c, 1), nrm = ops.allocate(c, 1);

@@ -210,12 +210,13 @@ std::unique_ptr<DenseBlockOps> make_dense_ops(Backend backend);
 std::unique_ptr<DenseBlockOps> make_cpu_dense_ops();
 std::unique_ptr<DenseBlockOps> make_cuda_dense_ops();
 // One small pass of the operations every solve makes (random fill, Gram, GEMM, normalization,
-// the small symmetric eigensolver) on ops of its own, destroyed after a synchronization: on the
-// GPU the libraries' one-time set-up (cuBLAS's first GEMM took ~40 ms on an H200) and the dense
-// kernels' lazy loading happen here, on the apps' start-up thread while the matrix is read,
-// instead of in the first solve; no workspace is left behind (device-memory fitting is unchanged).
-// GPU only, once per process (later calls, and the CPU backend, return at once).
-void warm_up(Backend backend);
+// the small symmetric eigensolver) on `ops`, then a synchronization: on the GPU the libraries'
+// one-time set-up (cuBLAS's first GEMM took ~40 ms on an H200) and the dense kernels' lazy
+// loading happen here, on the apps' start-up thread while the matrix is read, instead of in the
+// first solve. Its blocks are freed before it returns (device-memory fitting is unchanged).
+// GPU ops only, once per process (later calls, and CPU ops, return at once). (It warmed ops of
+// its own before: a second set of library handles and 1024 events, made and destroyed.)
+void warm_up(DenseBlockOps& ops);
 
 // Value of the deterministic generator behind fill_random: entry i of column j for a seed.
 double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j);
