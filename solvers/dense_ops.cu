@@ -837,14 +837,8 @@ class CudaDenseOps final : public DenseBlockOps {
     if (p == 0 || q == 0) return;
     TCSOLVE_REQUIRE(ldg >= p, "gram: ldg < rows of G");
     const std::size_t off = stage(static_cast<std::size_t>(p * q));
-    const double one = 1.0, zero = 0.0;
-    if (x.rows == 0) {
-      TCSOLVE_CUDA_CHECK(cudaMemsetAsync(small_ + off, 0, sizeof(double) * p * q, stream_));
-    } else {
-      TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, int(p), int(q),
-                                       int(x.rows), &one, x.data, int(x.ld), y.data, int(y.ld),
-                                       &zero, small_ + off, int(p)));
-    }
+    // (through gram_into: the same kernels as the solvers' loops, none loaded for this alone)
+    gram_into(1.0, x, y, 0.0, MvView<double>{small_ + off, p, q, p, Space::device});
     pending_.push_back({off, p, q, g, ldg});
   }
 
@@ -874,9 +868,7 @@ class CudaDenseOps final : public DenseBlockOps {
       return;
     }
     const double* dc = upload(c, ldc, p, q);
-    TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, int(y.rows), int(q), int(p),
-                                     &alpha, x.data, int(x.ld), dc, int(p), &beta, y.data,
-                                     int(y.ld)));
+    gemm_into(alpha, x, MvView<const double>{dc, p, q, p, Space::device}, beta, y);
   }
 
   void multiply_inplace(MvView<double> x, const double* m, std::int64_t ldm, std::int64_t r) override {
@@ -885,10 +877,8 @@ class CudaDenseOps final : public DenseBlockOps {
     if (r == 0 || x.rows == 0) return;
     reserve(x.rows, r, 0);
     const double* dm = upload(m, ldm, x.cols, r);
-    const double one = 1.0, zero = 0.0;
-    TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, int(x.rows), int(r),
-                                     int(x.cols), &one, x.data, int(x.ld), dm, int(x.cols), &zero,
-                                     scratch_, int(x.rows)));
+    gemm_into(1.0, x, MvView<const double>{dm, x.cols, r, x.cols, Space::device}, 0.0,
+              MvView<double>{scratch_, x.rows, r, x.rows, Space::device});
     TCSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(x.data, x.ld * sizeof(double), scratch_,
                                          x.rows * sizeof(double), x.rows * sizeof(double), r,
                                          cudaMemcpyDeviceToDevice, stream_));
