@@ -1064,7 +1064,7 @@ class CudaDenseOps final : public DenseBlockOps {
       return;
     }
     require_device(c, "C");
-    if (fused_ && p <= 64 && q <= 64) {
+    if (fused_ && tall_gemm_ && p <= 64 && q <= 64) {
       if (p <= 32 && q <= 32) launch_tall_gemm<4, 4>(alpha, x, c, beta, y);
       else launch_tall_gemm<8, 8>(alpha, x, c, beta, y);
       return;
@@ -1467,6 +1467,8 @@ class CudaDenseOps final : public DenseBlockOps {
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<8, 8>), tall_gemm_smem(8, 8));
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4>), tall_gemm_smem(4, 4));
     if (const char* ev = std::getenv("TCSOLVE_NO_FUSED")) fused_ = std::atoi(ev) == 0;
+    // TCSOLVE_TALL_GEMM=0: gemm_into through cuBLAS only (A/B of tall_gemm_kernel)
+    if (const char* ev = std::getenv("TCSOLVE_TALL_GEMM")) tall_gemm_ = std::atoi(ev) != 0;
   }
   static int cg_residual_smem(int qt, int rt) {
     return static_cast<int>(sizeof(double)) *
@@ -1615,6 +1617,7 @@ class CudaDenseOps final : public DenseBlockOps {
   std::size_t partial_elems_ = 0;
   std::vector<std::pair<const void*, int>> occupancy_;
   bool fused_ = true;          // fused tensor-core kernels (TCSOLVE_NO_FUSED=1: cuBLAS composites)
+  bool tall_gemm_ = true;      // gemm_into's own kernel for p, q ≤ 64 (TCSOLVE_TALL_GEMM=0: cuBLAS)
   struct Slot {                // pinned staging of one fetch_async ticket
     double* pinned = nullptr;
     std::size_t elems = 0;
