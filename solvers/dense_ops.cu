@@ -1064,9 +1064,12 @@ class CudaDenseOps final : public DenseBlockOps {
       return;
     }
     require_device(c, "C");
-    if (fused_ && tall_gemm_ && p <= 64 && q <= 64) {
-      if (p <= 32 && q <= 32) launch_tall_gemm<4, 4>(alpha, x, c, beta, y);
-      else launch_tall_gemm<8, 8>(alpha, x, c, beta, y);
+    // tcsolve's kernel up to 32 × 32 only: there it saves cuBLAS's first-use load (13 ms a
+    // process) for ~0.04 ms a call (1M × 32: 0.187 against 0.148 ms); at 48–64 columns its
+    // 8 × 8-tile instance ran at 2.0–2.3 TB/s against cuBLAS's 3.7 (occupancy 31 %, registers
+    // and shared memory), which cost lap2d:1000 k = 32 0.1 s of its 2.6 s solve (H200).
+    if (fused_ && tall_gemm_ && p <= 32 && q <= 32) {
+      launch_tall_gemm<4, 4>(alpha, x, c, beta, y);
       return;
     }
     TCSOLVE_CUBLAS_CHECK(cublasDgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, int(y.rows), int(q), int(p),
@@ -1464,7 +1467,6 @@ class CudaDenseOps final : public DenseBlockOps {
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4>), cg_residual_smem(4, 4));
     allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8>), cg_direction_smem(8, 8));
     allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4>), cg_direction_smem(4, 4));
-    allow(reinterpret_cast<const void*>(&tall_gemm_kernel<8, 8>), tall_gemm_smem(8, 8));
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4>), tall_gemm_smem(4, 4));
     if (const char* ev = std::getenv("TCSOLVE_NO_FUSED")) fused_ = std::atoi(ev) == 0;
     // TCSOLVE_TALL_GEMM=0: gemm_into through cuBLAS only (A/B of tall_gemm_kernel)
@@ -1617,7 +1619,7 @@ class CudaDenseOps final : public DenseBlockOps {
   std::size_t partial_elems_ = 0;
   std::vector<std::pair<const void*, int>> occupancy_;
   bool fused_ = true;          // fused tensor-core kernels (TCSOLVE_NO_FUSED=1: cuBLAS composites)
-  bool tall_gemm_ = true;      // gemm_into's own kernel for p, q ≤ 64 (TCSOLVE_TALL_GEMM=0: cuBLAS)
+  bool tall_gemm_ = true;      // gemm_into's own kernel for p, q ≤ 32 (TCSOLVE_TALL_GEMM=0: cuBLAS)
   struct Slot {                // pinned staging of one fetch_async ticket
     double* pinned = nullptr;
     std::size_t elems = 0;

@@ -383,13 +383,13 @@ TEST(DenseOpsDevice, SpdFactorAndSolve) {
 }
 
 TEST(DenseOpsDevice, GemmIntoMatchesEigen) {
-  // Y = α·X·C + β·Y on both sides of the GPU's own tall-skinny kernel (p, q ≤ 64; ≤ 32 the
-  // smaller instance) and cuBLAS above it; rows not multiples of the 8-row strips; views inside
+  // Y = α·X·C + β·Y on both sides of the GPU's own tall-skinny kernel (p, q ≤ 32) and cuBLAS
+  // above it; rows not multiples of the 8-row strips; views inside
   // wider blocks (ld > rows); β = 0 must not read Y (poisoned with NaN).
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (auto [n, p, q] : {std::array<std::int64_t, 3>{5003, 1, 1}, {5003, 7, 5}, {4099, 32, 32},
+  for (auto [n, p, q] : {std::array<std::int64_t, 3>{5003, 1, 1}, {5003, 7, 5}, {4099, 32, 32}, {4099, 32, 33},
                          {4099, 33, 64}, {4099, 64, 64}, {1001, 65, 10}, {1001, 10, 65}, {13, 24, 24}}) {
     SCOPED_TRACE("n = " + std::to_string(n) + ", p = " + std::to_string(p) + ", q = " + std::to_string(q));
     Mat X = random_mat(n + 3, p + 2, 90 + p), C = random_mat(p, q, 91 + q), Y = random_mat(n, q, 92);
