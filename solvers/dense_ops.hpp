@@ -16,7 +16,8 @@
 //
 // The second half of the interface (after synchronize()) keeps small matrices in the backend's
 // space instead: Gram products into device matrices, the projected eigenproblem (cuSOLVER syevd),
-// scaled Cholesky factors and solves (cuSOLVER potrf/potrs), block Gram-Schmidt factors, and
+// scaled Cholesky factors and solves (one-block kernels up to 64 × 64, cuSOLVER potrf/potrs
+// above: the libraries' kernels load on first use, bench/first_use), block Gram-Schmidt factors, and
 // fused multi-vector passes (the Chebyshev recurrence, the two block CG passes). A solver written
 // on them queues a whole iteration without waiting and reads back only a few scalars through
 // fetch_async(). The host-side calls above are unchanged and still used by LOBPCG/Lanczos.
@@ -204,8 +205,9 @@ enum class ApplyOrder {
                 // OperatorOptions::stream = ops.stream()): nothing to do
 };
 
-// Backend::cpu: Eigen. Backend::cuda: cuBLAS on an own stream (throws NotCompiled in a CPU-only
-// build, DeviceError without a device).
+// Backend::cpu: Eigen. Backend::cuda: tcsolve's kernels for the tall-skinny and small products
+// where they apply, cuBLAS/cuSOLVER otherwise, on an own stream (throws NotCompiled in a
+// CPU-only build, DeviceError without a device).
 std::unique_ptr<DenseBlockOps> make_dense_ops(Backend backend);
 std::unique_ptr<DenseBlockOps> make_cpu_dense_ops();
 std::unique_ptr<DenseBlockOps> make_cuda_dense_ops();
