@@ -55,6 +55,7 @@ struct BlockCg::Impl {
   };
   std::deque<Pending> queue;
   std::vector<std::vector<double>> spare;  // recycled norms2 buffers (no allocation once warm)
+  std::vector<std::vector<ApplyMark>> spare_marks;  // recycled apply_marks buffers (likewise)
 
   Impl(const LinearOperator<double>& a_, DenseBlockOps& ops_, std::int64_t s, CgOptions o)
       : a(a_), ops(ops_), n(a_.rows()), smax(s), opt(std::move(o)) {
@@ -82,7 +83,7 @@ struct BlockCg::Impl {
     rn.resize(s), bn.resize(s), ones.assign(s, 1.0), neg1.assign(s, -1.0);
     hg.resize(2 * s * s), hst.resize(1);
     act.reserve(s), keep_idx.reserve(s), still.reserve(s);
-    for (int i = 0; i < 4; ++i) spare.emplace_back(s + 1);
+    for (int i = 0; i < 4; ++i) spare.emplace_back(s + 1), spare_marks.emplace_back().reserve(4);
   }
 
   bool preconditioned() const { return opt.preconditioner != nullptr || dinv.data() != nullptr; }
@@ -285,6 +286,7 @@ struct BlockCg::Impl {
     r.branch = OrthoBranch::none;
     if (timing()) {
       pd.mark0 = ops.mark();
+      if (!spare_marks.empty()) pd.apply_marks.swap(spare_marks.back()), spare_marks.pop_back();
       apply_marks = &pd.apply_marks;
     }
     queue_update(r.rk, r.na, r.explicit_ptr);
@@ -320,7 +322,7 @@ struct BlockCg::Impl {
         if (rn[j] <= opt.tol * bn[act[j]]) ++nconv;
       }
       record(r.res, q, nconv, r.want_norms);
-      spare.push_back(std::move(q.norms2));
+      recycle(q);
       queue.pop_front();
       if (bad) r.sync_mode = true;
       if (bad || nconv > 0 || r.sync_mode) drain = true;
@@ -389,7 +391,7 @@ struct BlockCg::Impl {
       for (std::int64_t j = 0; j < q.na; ++j)
         if (std::sqrt(std::max(0.0, q.norms2[j])) <= opt.tol * bn[act[j]]) ++nconv;
       record(r.res, q, nconv, r.want_norms);
-      spare.push_back(std::move(q.norms2));
+      recycle(q);
       queue.pop_front();
     }
     ops.synchronize();
@@ -469,6 +471,13 @@ struct BlockCg::Impl {
     ops.download_deferred(small(st, 0, 1, 0, 1), hst.data(), 1);
     ops.fetch();
     return hst[0];
+  }
+
+  // A consumed iteration's host buffers go back to the spares (no allocation once warm).
+  void recycle(Pending& q) {
+    spare.push_back(std::move(q.norms2));
+    q.apply_marks.clear();
+    spare_marks.push_back(std::move(q.apply_marks));
   }
 
   void record(SolveResult& res, Pending& q, std::int64_t nconv, bool want_norms) {
