@@ -69,6 +69,7 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
             << ", \"device\": " << json_string(o.device) << ", \"kernel\": " << json_string(o.kernel)
             << ", \"kernel_reason\": " << json_string(o.kernel_reason)
             << ", \"peak_device_bytes\": " << json_number(o.peak_device_bytes)
+            << ", \"process_device_bytes\": " << json_number(o.process_device_bytes)
             << ", \"reorder\": " << json_string(s.reorder)
             << ", \"reorder_plan\": " << json_string(o.reorder);
   if (!o.distributed.empty()) std::cout << ", \"distributed\": " << json_string(o.distributed);

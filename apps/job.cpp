@@ -13,6 +13,7 @@
 #include "apps/matrix_summary.hpp"
 #include "apps/svg_plot.hpp"
 #include "core/device.hpp"
+#include "core/host_memory.hpp"
 #include "core/parallel.hpp"
 #include "core/trace.hpp"
 #include "io/atomic_file.hpp"
@@ -70,8 +71,18 @@ std::vector<double> read_columns(const std::string& file, const std::string& dat
                                      "(expected [s][%lld] or [%lld])", dataset.c_str(), what,
                                      (long long)len, (long long)n, (long long)n, (long long)n));
   if (s < 1) throw InputError(file, 0, format("/%s: no %s", dataset.c_str(), what));
-  for (std::size_t i = 0; i < data.size(); ++i)
-    if (!std::isfinite(data[i]))
+  // the first non-finite value, on all host threads (a checkpoint holds GBs)
+  const std::int64_t total = static_cast<std::int64_t>(data.size()), chunk = 1 << 20;
+  std::vector<std::int64_t> first((total + chunk - 1) / chunk, -1);
+  parallel_for(static_cast<std::int64_t>(first.size()), [&](std::int64_t c) {
+    for (std::int64_t i = c * chunk, e = std::min(total, i + chunk); i < e; ++i)
+      if (!std::isfinite(data[i])) {
+        first[c] = i;
+        return;
+      }
+  }, 1);
+  for (const std::int64_t i : first)
+    if (i >= 0)
       throw InputError(file, 0, format("/%s: non-finite value in the %s at column %lld, row %lld",
                                        dataset.c_str(), what, (long long)(i / len), (long long)(i % len)));
   *s_out = s;
@@ -552,7 +563,7 @@ std::string solve_precond(const JobSpec& s, Backend backend, const Csr<double>& 
 Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
                 const std::shared_ptr<const PreparedMatrix>& A,
                 const std::shared_ptr<const PreparedMatrix>& B, const std::vector<double>& rhs,
-                std::int64_t nrhs, const std::vector<double>& start, const ProgressFn& progress,
+                std::int64_t nrhs, const StartBlock& start, const ProgressFn& progress,
                 JobOutcome& o, std::int64_t fit_columns = 0) {
   Timer tp;
   const Precision prec = parse_storage_precision(s.precision);
@@ -602,7 +613,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   }
   const std::int64_t n = A->a.nrows;
   // x̃ = P·x and x = Pᵀ·x̃ for host blocks (core/csr.hpp, as the operator's own conversions).
-  auto gather = [&](const std::vector<double>& x, std::int64_t cols_x) {
+  auto gather = [&](const auto& x, std::int64_t cols_x) {  // (a std::vector or a StartBlock)
     std::vector<double> xt(x.size());
     permute_block_rows(x.data(), n, xt.data(), n, n, cols_x, perm->data(), false);
     return xt;
@@ -623,33 +634,46 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   o.device = backend == Backend::cuda ? device_name() : "cpu";
 
   // --checkpoint: the solver's block (in the input order) written atomically by a writer thread,
-  // so that the solve waits only for the copy to the host; a checkpoint due while the previous
-  // one is still being written waits for it. A write that fails (full disk...) ends the
-  // checkpoints, not the solve: the message says so. `merge` (solve in batches) places a batch's
-  // columns among the others'.
+  // so that the solve waits only for the copy to the host (into a buffer of an earlier checkpoint,
+  // handed back by the writer: no fresh pages to touch); the row permutation back to the input
+  // order runs in the writer too. A checkpoint due while the previous one is still being written
+  // waits for it. A write that fails (full disk...) ends the checkpoints, not the solve: the
+  // message says so. `merge` (solve in batches) places a batch's columns among the others' (on
+  // the solve's thread: it reads the batches' state).
   std::function<void(std::vector<double>&, const SolverCheckpoint&)> merge;
-  std::future<void> writing;
+  std::future<std::vector<double>> writing;
   std::string checkpoint_error;
-  auto wait_for_writer = [&] {
-    if (!writing.valid()) return;
+  auto wait_for_writer = [&]() -> std::vector<double> {
+    if (!writing.valid()) return {};
     try {
-      writing.get();
+      return writing.get();
     } catch (const std::exception& e) {
       checkpoint_error = e.what();
     }
+    return {};
   };
   auto checkpoint_to_file = [&](SolverCheckpoint& c) {
     Timer tc;
-    wait_for_writer();
+    std::vector<double> done = wait_for_writer();
     if (!checkpoint_error.empty()) return;
     std::vector<double> block = std::move(c.block);
+    c.block = std::move(done);  // the next checkpoint's copy goes there
     if (merge) merge(block, c);
-    if (perm) scatter(block);
     ++o.checkpoints;
     o.checkpoint_bytes = 8.0 * static_cast<double>(block.size());
-    SolverCheckpoint meta = c;  // (its block moved out)
-    writing = std::async(std::launch::async, [&s, &A, meta, b = std::move(block)] {
-      write_checkpoint(s, *A, meta, b);
+    SolverCheckpoint meta = c;  // (without the blocks: attributes only)
+    meta.block = {};
+    writing = std::async(std::launch::async, [&s, &A, perm, n, meta, b = std::move(block)]() mutable {
+      if (!perm || n == 0) {
+        write_checkpoint(s, *A, meta, b);
+        return std::move(b);
+      }
+      std::vector<double> in_order;
+      resize_huge(in_order, b.size());
+      permute_block_rows(b.data(), n, in_order.data(), n, n, static_cast<std::int64_t>(b.size()) / n,
+                         perm->data(), true);
+      write_checkpoint(s, *A, meta, in_order);
+      return std::move(b);
     });
     o.checkpoint_s += tc.seconds() + c.copy_seconds;
   };
@@ -894,7 +918,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   }
 
   // Warm start (--start / --x0), read and checked before any solving.
-  std::vector<double> start;
+  StartBlock start;  // (shared with the solver's options: never copied)
   if (!s.start.empty()) {
     Timer tr;
     const bool eigs = s.task == "eigs";
@@ -965,6 +989,12 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   // Peak of tcsolve's own device allocations during the solve (operators, blocks, workspaces;
   // not the CUDA libraries' internal buffers), core/device.hpp.
   if (backend == Backend::cuda) o.peak_device_bytes = static_cast<double>(device_peak_bytes());
+  // Under a device-memory cap: the process's whole peak, the rest of its footprint (context,
+  // libraries; NVML) plus tcsolve's peak, which the cap covers together.
+  if (backend == Backend::cuda && device_memory_limit() > 0 && device_memory_limit_covers_process()) {
+    const DeviceFootprint f = device_footprint();
+    if (f.known) o.process_device_bytes = static_cast<double>(f.other) + o.peak_device_bytes;
+  }
   const SolverStatus status = r.eigs ? r.er.status : r.sr.status;
   o.status = to_string(status);
   o.message = r.eigs ? r.er.reason : r.sr.reason;
@@ -1018,6 +1048,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       if (B) f.set_attr("mass_checksum", B->checksum());
       f.set_attr("rows", n);
       if (o.peak_device_bytes > 0) f.set_attr("peak_device_bytes", o.peak_device_bytes);
+      if (o.process_device_bytes > 0) f.set_attr("process_device_bytes", o.process_device_bytes);
       f.set_attr("nnz", A->a.nnz());
       f.set_attr("seed", static_cast<std::int64_t>(s.seed));
       if (!s.checkpoint.empty()) {

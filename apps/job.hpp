@@ -155,6 +155,9 @@ struct JobOutcome {
   double sigma = 0, predicted_s = 0;
   std::int64_t operator_applies = 0;
   double peak_device_bytes = 0;  // GPU runs: peak of tcsolve's device allocations in the solve
+  // GPU runs under TCSOLVE_DEVICE_MEMORY_LIMIT: the process's peak (context and libraries from
+  // NVML, plus the above); 0 when not measured
+  double process_device_bytes = 0;
   std::vector<double> error_bounds;
   bool wrote_output = false;
   // 0 converged; 128 + signal when interrupted (130 SIGINT, 143 SIGTERM); 1 otherwise.

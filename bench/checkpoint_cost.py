@@ -12,6 +12,7 @@ Usage: checkpoint_cost.py TCSOLVE OUTDIR [N K EVERY KILL_FRACTION]. Prints one J
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -75,6 +76,20 @@ def main():
     res["resumed"] = {"rc": p.returncode, "wall": wall, "status": d["status"], "seconds": d["seconds"],
                       "message": d["message"], "err": float(np.max(np.abs(vals - exact) / exact))}
     res["lost_seconds"] = killed_at + wall - res["plain"]["wall"]
+    # The split of that loss: solver progress after the last checkpoint (the killed run's solver
+    # time at the kill, taking its start from the plain run's time before the solve, less the
+    # checkpoint's solver seconds from the resumed run's message) and the restart (the resumed
+    # run's wall less its solve and verification: process start, read, plan, set-up) against the
+    # plain run's same part.
+    sec = res["plain"]["seconds"]
+    pre_solve = res["plain"]["wall"] - sec["solve"] - sec["verify"] - sec.get("write", 0.0)
+    m = re.search(r"iteration (\d+), ([0-9.eE+-]+) s of solver time", d["message"])
+    if m:
+        res["checkpoint_iteration"] = int(m.group(1))
+        res["progress_lost_seconds"] = (killed_at - pre_solve) - float(m.group(2))
+    rs = d["seconds"]
+    res["restart_seconds"] = wall - rs["solve"] - rs["verify"] - rs.get("write", 0.0)
+    res["plain_pre_solve_seconds"] = pre_solve
     print(json.dumps(res, indent=1))
 
 

@@ -1,5 +1,6 @@
 // CUDA implementation of core/device.hpp.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
@@ -8,10 +9,23 @@
 
 #include "core/cuda_check.cuh"
 #include "core/device.hpp"
+#include "core/trace.hpp"
+#include "core/process_memory.hpp"
 
 namespace tcsolve {
 
 bool built_with_cuda() { return true; }
+
+namespace {
+// Under a device-memory cap the cap covers the whole process (core/process_memory.hpp): NVML's
+// baseline is taken before this process's CUDA context exists, at load time. Without a cap (and
+// without TCSOLVE_TRACE) NVML is never loaded: it costs tens of milliseconds at start.
+[[maybe_unused]] const bool kBaselineTaken = [] {
+  if ((device_memory_limit() > 0 && device_memory_limit_covers_process()) || trace_enabled())
+    note_device_baseline();
+  return true;
+}();
+}  // namespace
 
 int device_count() {
   int n = 0;
@@ -49,14 +63,58 @@ DeviceAccounting& accounting() {
 }
 }  // namespace
 
+DeviceFootprint device_footprint() {
+  DeviceFootprint f;
+  f.held = device_allocated_bytes();
+  int dev = 0;
+  char pci[32] = {};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetPCIBusId(pci, sizeof pci, dev) != cudaSuccess) {
+    cudaGetLastError();
+    f.how = "no CUDA device";
+    return f;
+  }
+  const ProcessDeviceMemory p = process_device_memory(pci);
+  f.known = p.known;
+  f.how = p.how;
+  if (p.known) {
+    f.process = p.bytes;
+    f.other = p.bytes > f.held ? p.bytes - f.held : 0;
+  }
+  return f;
+}
+
+namespace {
+// What a cap leaves to device_malloc: the cap less the process's other device memory (context,
+// library handles and workspaces, loaded kernels; NVML, cached for 20 ms: allocations come in
+// bursts at set-up) and less a reserve for what those grow by after the check (kernels loaded
+// on first launch, the libraries' workspaces).
+std::size_t cap_for_allocations(std::size_t lim) {
+  if (!device_memory_limit_covers_process()) return lim;
+  static std::mutex m;
+  static double t_last = -1;
+  static std::size_t other = 0;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (t_last < 0 || t - t_last > 0.02) {
+      const DeviceFootprint f = device_footprint();
+      other = f.known ? f.other + kCapReserveBytes : 0;
+      t_last = t;
+    }
+  }
+  return lim > other ? lim - other : 0;
+}
+}  // namespace
+
 std::size_t device_free_bytes() {
   std::size_t free_b = 0, total = 0;
   TCSOLVE_CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
-  // Under a limit, what is left of it: the limit less what tcsolve holds now (cached operators
-  // of a batch included).
+  // Under a limit, what is left of it: the limit less the process's other device memory and
+  // what tcsolve holds now (cached operators of a batch included).
   if (const std::size_t lim = device_memory_limit()) {
+    const std::size_t mine = cap_for_allocations(lim);
     const std::size_t held = device_allocated_bytes();
-    free_b = std::min(free_b, lim > held ? lim - held : 0);
+    free_b = std::min(free_b, mine > held ? mine - held : 0);
   }
   return free_b;
 }
@@ -65,11 +123,15 @@ void* device_malloc(std::size_t bytes) {
   // The limit is enforced, not only planned for: a request past it fails like a full card
   // (OutOfDeviceMemory; the job layer then refuses with the sizes or falls back to the CPU).
   if (const std::size_t lim = device_memory_limit()) {
+    const std::size_t mine = cap_for_allocations(lim);
     const std::size_t held = device_allocated_bytes();
-    if (held + bytes > lim)
+    if (held + bytes > mine)
       throw OutOfDeviceMemory(bytes, __FILE__, __LINE__,
-                              "TCSOLVE_DEVICE_MEMORY_LIMIT=" + std::to_string(lim) + " bytes, " +
-                                  std::to_string(held) + " held");
+                              "TCSOLVE_DEVICE_MEMORY_LIMIT=" + std::to_string(lim) + " bytes: " +
+                                  std::to_string(held) + " held by tcsolve" +
+                                  (mine < lim ? ", " + std::to_string(lim - mine) +
+                                                    " by the CUDA context and libraries with a reserve"
+                                              : std::string()));
   }
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, bytes);

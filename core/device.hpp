@@ -22,9 +22,12 @@ int device_count();
 // "NVIDIA H200 (sm_90, 139 GiB)" or "cpu" style names for reports.
 std::string device_name();
 // TCSOLVE_DEVICE_MEMORY_LIMIT=BYTES (0 when unset or not a number >= 1): the most device memory
-// tcsolve's own allocations (device_malloc) may hold at once, for a GPU shared with other jobs.
-// Enforced: device_malloc past it throws OutOfDeviceMemory naming the limit. Read at each call
-// (allocations happen at setup only).
+// the process may hold, for a GPU shared with other jobs: its CUDA context, the libraries'
+// handles and workspaces and tcsolve's allocations together, as nvidia-smi counts them (NVML:
+// device_footprint()). Enforced in device_malloc: an allocation past the limit less the rest of
+// the footprint (and kCapReserveBytes for what the context and libraries add after the check)
+// throws OutOfDeviceMemory naming the limit. Where NVML cannot say, the limit covers tcsolve's own
+// allocations only. Read at each call (allocations happen at setup only).
 inline std::size_t device_memory_limit() {
   const char* lim = std::getenv("TCSOLVE_DEVICE_MEMORY_LIMIT");
   if (!lim) return 0;
@@ -32,9 +35,27 @@ inline std::size_t device_memory_limit() {
   const double v = std::strtod(lim, &end);
   return end != lim && v >= 1 && v < 1.8e19 ? static_cast<std::size_t>(v) : 0;
 }
-// Free device memory (cudaMemGetInfo); under a limit, at most the limit less what device_malloc
-// holds now.
+// TCSOLVE_DEVICE_MEMORY_LIMIT_SCOPE=tcsolve: the limit covers tcsolve's own allocations only
+// (device_malloc), not the context and libraries; e.g. in a Python process whose CuPy memory pool
+// should not count against tcsolve. Default (unset or "process"): the whole process.
+inline bool device_memory_limit_covers_process() {
+  const char* s = std::getenv("TCSOLVE_DEVICE_MEMORY_LIMIT_SCOPE");
+  return !(s && std::string(s) == "tcsolve");
+}
+constexpr std::size_t kCapReserveBytes = std::size_t(32) << 20;
+// Free device memory (cudaMemGetInfo); under a limit, at most what the limit leaves to
+// device_malloc less what it holds now.
 std::size_t device_free_bytes();
+
+// The current GPU's memory held by this process (core/process_memory.hpp), split into what
+// device_malloc holds and the rest (context, libraries). `known` false (with `how` saying why):
+// NVML could not tell, or a CPU build.
+struct DeviceFootprint {
+  bool known = false;
+  std::size_t process = 0, held = 0, other = 0;
+  std::string how;
+};
+DeviceFootprint device_footprint();
 
 // Raw device memory. device_malloc throws OutOfDeviceMemory with the requested size.
 // device_free(p) takes only pointers from device_malloc (or nullptr).

@@ -14,6 +14,11 @@ bool built_with_cuda() { return false; }
 int device_count() { return 0; }
 std::string device_name() { return "cpu"; }
 std::size_t device_free_bytes() { no_cuda(); }
+DeviceFootprint device_footprint() {
+  DeviceFootprint f;
+  f.how = "a CPU build";
+  return f;
+}
 void* device_malloc(std::size_t) { no_cuda(); }
 void device_free(void*) noexcept {}
 std::size_t device_allocated_bytes() { return 0; }  // nothing is ever allocated on a device

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/device.hpp"
+
 namespace tcsolve {
 
 namespace {
@@ -15,6 +17,14 @@ bool read_flag() {
 }
 }  // namespace
 
+bool trace_memory() {
+  static const bool on = [] {
+    const char* v = std::getenv("TCSOLVE_TRACE");
+    return v != nullptr && std::strcmp(v, "mem") == 0;
+  }();
+  return on;
+}
+
 bool trace_enabled() {
   static const bool on = read_flag();
   return on;
@@ -23,7 +33,13 @@ bool trace_enabled() {
 void trace_mark(const char* what) {
   if (!trace_enabled()) return;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - kStart).count();
-  std::fprintf(stderr, "tcsolve trace %10.3f ms  %s\n", ms, what);
+  if (!trace_memory() || device_count() == 0) {
+    std::fprintf(stderr, "tcsolve trace %10.3f ms  %s\n", ms, what);
+    return;
+  }
+  const DeviceFootprint f = device_footprint();
+  std::fprintf(stderr, "tcsolve trace %10.3f ms  %s  [device: process %.1f MB (%s), tcsolve %.1f MB]\n", ms,
+               what, f.known ? f.process / 1e6 : -1.0, f.how.c_str(), f.held / 1e6);
 }
 
 }  // namespace tcsolve

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 
 namespace tcsolve {
 
@@ -403,7 +404,7 @@ std::vector<T> Hdf5Group::read_nd(const std::string& name, std::vector<std::int6
   const bool direct = !want_int || info.type == Hdf5Type::int32 ||
                       (sizeof(T) == 8 && (info.type == Hdf5Type::int64 || info.type == Hdf5Type::uint32));
   if (direct) {
-    out.resize(n);
+    resize_huge(out, static_cast<std::size_t>(n));  // (GB-sized blocks: 2 MiB pages to first-touch)
     read_into(mem_type<T>(), out.data());
     return out;
   }

@@ -13,6 +13,9 @@
 #   bench     the end-to-end benchmark (bench/e2e/run_e2e.py; ROWS narrows it)
 #   extras    issue 18 on the GPU: the device-memory cap on a 1M-row solve with 128 right-hand
 #             sides (peak against the cap, time against no cap), Ctrl-C (SIGINT) of a long solve
+#   checkpoint  issue 18: bench/checkpoint_cost.py (kill -9 and --resume-from, lap3d:200 k = 16,
+#             CK_EVERY s), then a Chebyshev run of ~CK_LONG s (lap2d sized from a calibration run)
+#             with and without --checkpoint at the default interval
 set -u -o pipefail
 D=${D:-.device-data/s4}
 if [ "${1:-}" = stage ]; then
@@ -93,11 +96,12 @@ if has extras; then
   echo "trivial run: nvidia-smi peak $(sort -n "$OUT/smi_idle.txt" | tail -1) MiB"
   for lim in "" 1000000000; do
     w=$(watch "$OUT/smi_${lim:-none}.txt")
-    /usr/bin/time -f "wall %e s, host peak %M kB" env ${lim:+TCSOLVE_DEVICE_MEMORY_LIMIT=$lim} \
+    /usr/bin/time -f "wall %e s, host peak %M kB" env ${lim:+TCSOLVE_DEVICE_MEMORY_LIMIT=$lim TCSOLVE_TRACE=mem} \
       $T solve gen:lap3d:100 --rhs random:128 --json > "$OUT/memcap_${lim:-none}.json" 2> "$OUT/memcap_${lim:-none}.err"
-    echo "limit=${lim:-none} rc=$?"; tail -1 "$OUT/memcap_${lim:-none}.err"; sleep 0.1; kill $w
+    echo "limit=${lim:-none} rc=$?"; grep -E "trace" "$OUT/memcap_${lim:-none}.err" | awk 'NR%4==1' | cut -c1-200 | tail -12
+    tail -1 "$OUT/memcap_${lim:-none}.err"; sleep 0.1; kill $w
     echo "nvidia-smi peak $(sort -n "$OUT/smi_${lim:-none}.txt" | tail -1) MiB"
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('status','peak_device_bytes','message','iterations')}, d.get('seconds'))" "$OUT/memcap_${lim:-none}.json"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('status','peak_device_bytes','process_device_bytes','message','iterations')}, d.get('seconds'))" "$OUT/memcap_${lim:-none}.json"
   done
   step "SIGINT after 4 s of a long Chebyshev run"
   timeout -s INT 4 $T eigs gen:lap3d:160 --k 32 --which largest --method chebyshev --tol 1e-13 \
@@ -105,6 +109,26 @@ if has extras; then
   echo "interrupt rc=$? (130 expected)"; tail -2 "$OUT/interrupt.err"
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['status'], d['iterations'], d['message'][:200])" "$OUT/interrupt.json"
   ls -la "$OUT"/interrupted.h5* 2>&1 | head -3
+fi
+if has checkpoint; then
+  step "checkpoint: kill -9 and resume, lap3d:200 k = 16 largest, every ${CK_EVERY:-3} s"
+  python3 bench/checkpoint_cost.py "$T" /tmp/s4/ck 200 16 ${CK_EVERY:-3} 0.6 > "$OUT/checkpoint_kill.json" 2> "$OUT/checkpoint_kill.err"
+  echo "rc=$?"; tail -3 "$OUT/checkpoint_kill.err"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({k: d[k] for k in ('plain','checkpointed','killed','resumed','lost_seconds')})[:1500])" "$OUT/checkpoint_kill.json"
+  if [ -n "${CK_LONG:-}" ]; then
+    step "checkpoint at the default interval (60 s): a ~${CK_LONG} s Chebyshev solve"
+    t=$($T eigs gen:lap2d:2000 --k 32 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['seconds']['solve'])")
+    side=$(python3 -c "print(min(5000, int(round(2000*($CK_LONG/$t)**(1/3)/100))*100))")
+    echo "calibration: lap2d:2000 k 32 solve $t s -> lap2d:$side"
+    rm -rf /tmp/s4/ckl; mkdir -p /tmp/s4/ckl
+    for mode in plain checkpointed; do
+      extra=""; [ $mode = checkpointed ] && extra="--checkpoint /tmp/s4/ckl/ck.h5"
+      timeout 280 $T eigs gen:lap2d:$side --k 32 --json $extra > "$OUT/ck_long_$mode.json" 2> "$OUT/ck_long_$mode.err"
+      echo "$mode rc=$?"; tail -2 "$OUT/ck_long_$mode.err"
+      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['status'], d['iterations'], d['seconds'], d.get('checkpoints'))" "$OUT/ck_long_$mode.json"
+    done
+    ls -la /tmp/s4/ckl
+  fi
 fi
 if has bench; then
   step "end-to-end benchmark"

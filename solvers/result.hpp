@@ -45,7 +45,8 @@ struct SolverCheckpoint {
   std::vector<double> block;
 };
 // Called at an iteration's end once `checkpoint_every` seconds have passed since the start or
-// the last checkpoint's end; may take the block (move it) and may throw (the solve then ends with
+// the last checkpoint's end; may take the block (move it), may leave in it a host buffer for the
+// next checkpoint's copy (one whose write has finished), and may throw (the solve then ends with
 // that exception).
 using CheckpointFn = std::function<void(SolverCheckpoint&)>;
 

@@ -96,7 +96,7 @@ EigsOptions eigs_options(const py::dict& d, std::int64_t n) {
     F64Array v0 = d["v0"].cast<F64Array>();
     if (v0.ndim() != 2 || v0.shape(0) != n)
       throw InvalidArgument("v0: expected " + std::to_string(n) + " rows");
-    o.v0.assign(v0.data(), v0.data() + v0.size());  // F order: n × c column-major
+    o.v0 = std::vector<double>(v0.data(), v0.data() + v0.size());  // F order: n × c column-major
   }
   return o;
 }

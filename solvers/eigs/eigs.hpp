@@ -40,6 +40,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,6 +98,24 @@ const std::vector<std::string>& eigs_precond_names();
 enum class Verification { certificate, recheck, dense, none };
 const char* to_string(Verification v);
 
+// A start block (n × c column-major, host), shared: copies of the options (the driver's fitted
+// copy, the re-check's runs) copy no values. A resumed run's block is GBs (1.5 GB for 8M rows and
+// 24 columns), and each copy of it cost the H200's host 0.5–1 s.
+class StartBlock {
+ public:
+  StartBlock() = default;
+  StartBlock(std::vector<double> v)  // NOLINT(google-explicit-constructor): `o.v0 = block;`
+      : v_(std::make_shared<const std::vector<double>>(std::move(v))) {}
+  bool empty() const { return !v_ || v_->empty(); }
+  std::size_t size() const { return v_ ? v_->size() : 0; }
+  const double* data() const { return v_ ? v_->data() : nullptr; }
+  double operator[](std::size_t i) const { return (*v_)[i]; }
+  void clear() { v_.reset(); }
+
+ private:
+  std::shared_ptr<const std::vector<double>> v_;
+};
+
 struct EigsOptions {
   std::int64_t k = 6;
   Which which = Which::smallest;  // smallest | largest | nearest (needs sigma)
@@ -126,7 +145,7 @@ struct EigsOptions {
   // is checked in fp64 on the original A. Only with fp64 storage and the fused filter step.
   bool ladder = false;
   std::uint64_t seed = 1;
-  std::vector<double> v0;           // optional start block, n × c column-major (host)
+  StartBlock v0;                    // optional start block, n × c column-major (host)
   // false: EigsResult::vectors stays empty (SciPy's return_eigenvectors=False; the CLI without
   // --out): the n × k block is not copied to the host (128 MB at n = 1M, k = 16).
   bool want_vectors = true;

@@ -9,6 +9,7 @@
 
 #include "solvers/dense_ops.hpp"
 #include "solvers/orthonormalize.hpp"
+#include "solvers/solver_common.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 
 namespace tcsolve::test {
@@ -469,6 +470,40 @@ TEST(DenseOpsDevice, AsyncFetchTicketsAndMarks) {
   EXPECT_GE(f.ops->elapsed_seconds(m0, m1), 0.0);
   f.ops->external_begin();
   f.ops->external_end();
+}
+
+
+// The checkpoint's host copy goes into the buffer the callback hands back (the job's writer
+// returns the previous checkpoint's once written): no fresh pages at each checkpoint, and each
+// copy holds that checkpoint's block, not a stale one.
+TEST(Checkpointer, CopiesIntoTheBufferTheCallbackHandsBack) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  const std::int64_t n = 1003, c = 3;
+  std::vector<std::vector<double>> written;  // what the "writer" received, in order
+  std::vector<const double*> where;          // the buffer each copy went into
+  std::vector<double> writer_buffer;         // held by the writer until the next checkpoint
+  CheckpointFn fn = [&](SolverCheckpoint& cp) {
+    where.push_back(cp.block.data());
+    written.push_back(cp.block);
+    std::vector<double> done = std::move(writer_buffer);  // the previous write has finished
+    writer_buffer = std::move(cp.block);
+    cp.block = std::move(done);
+  };
+  detail::Checkpointer ck(1e-9, fn);
+  std::vector<Mat> blocks;
+  for (int t = 0; t < 4; ++t) {
+    blocks.push_back(random_mat(n, c, 200 + t));
+    auto x = f.put(blocks.back());
+    ck.write(*f.ops, x.view(), t + 1, 0);
+  }
+  ASSERT_EQ(written.size(), 4u);
+  for (int t = 0; t < 4; ++t)
+    EXPECT_EQ((Eigen::Map<const Mat>(written[t].data(), n, c) - blocks[t]).norm(), 0.0) << t;
+  // writes 1 and 2 allocate (nothing handed back yet); write 3 reuses write 1's buffer, 4 write 2's
+  EXPECT_NE(where[0], where[1]);
+  EXPECT_EQ(where[2], where[0]);
+  EXPECT_EQ(where[3], where[1]);
 }
 
 }  // namespace

@@ -389,10 +389,11 @@ TEST(Eigs, StartBlockIsUsed) {
         << "cold " << cold.operator_applies << ", warm " << warm.operator_applies;
   }
   EigsOptions o = base_options(k, Which::largest);
-  o.v0.assign(n + 1, 1.0);
+  o.v0 = std::vector<double>(n + 1, 1.0);
   EXPECT_THROW(eigs(a, nullptr, o), InvalidArgument);
-  o.v0.assign(n, 1.0);
-  o.v0[5] = NAN;
+  std::vector<double> bad(n, 1.0);
+  bad[5] = NAN;
+  o.v0 = bad;
   EXPECT_THROW(eigs(a, nullptr, o), InvalidArgument);
 }
 
