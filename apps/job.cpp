@@ -143,7 +143,7 @@ std::vector<double> read_checkpoint(const JobSpec& s, const PreparedMatrix& a, s
   }
   if (task != s.task)
     throw InputError(file, 0, "a checkpoint of " + task + ", not of " + s.task);
-  if (sum != a.checksum())
+  if (!a.has_checksum(sum))
     throw InputError(file, 0, "written for another matrix (checksum " + sum + "; " + s.matrix +
                                   " has " + a.checksum() + ")");
   std::vector<double> block = read_columns(file, "block", a.a.nrows, "checkpoint's vectors", cols);
@@ -1224,11 +1224,11 @@ bool stored_result_stands(const JobSpec& s, MatrixCache& cache, std::string& why
     return false;
   }
   try {
-    if (matrix_sum.empty() || cache.get(s.matrix)->checksum() != matrix_sum) {
+    if (matrix_sum.empty() || !cache.get(s.matrix)->has_checksum(matrix_sum)) {
       why = "the matrix " + s.matrix + " changed since the stored result";
       return false;
     }
-    if (!s.mass.empty() && (mass_sum.empty() || cache.get(s.mass)->checksum() != mass_sum)) {
+    if (!s.mass.empty() && (mass_sum.empty() || !cache.get(s.mass)->has_checksum(mass_sum))) {
       why = "the mass matrix " + s.mass + " changed since the stored result";
       return false;
     }

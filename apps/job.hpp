@@ -72,11 +72,16 @@ struct PreparedMatrix {
   std::string spec;
   Csr<double> a;
   double read_seconds = 0, check_seconds = 0;
-  // "fnv1a64:<hex>" of the CSR arrays (core/csr.hpp), computed on first use (a pass over the
+  // "csrhash1:<hex>" of the CSR arrays (core/csr.hpp), computed on first use (a pass over the
   // arrays: only results written to a file need it).
   const std::string& checksum() const {
     if (checksum_.empty()) checksum_ = csr_checksum(a);
     return checksum_;
+  }
+  // Whether a checksum stored by this or an earlier version ("fnv1a64:") is this matrix's.
+  bool has_checksum(const std::string& stored) const {
+    if (stored.rfind("fnv1a64:", 0) == 0) return csr_checksum_fnv1a64(a) == stored;
+    return checksum() == stored;
   }
   double inf_norm = 0;    // ‖A‖∞ = max_i Σ_j |a_ij| (≥ ‖A‖₂ for symmetric A)
   std::vector<double> diagonal;

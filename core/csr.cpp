@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <thread>
 
@@ -208,11 +209,57 @@ double csr_inf_norm(const Csr<double>& a) {
   return *std::max_element(part.begin(), part.end());
 }
 
+namespace {
+constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull, kFnvPrime = 0x100000001b3ull;
+inline std::uint64_t csrhash_step(std::uint64_t h, std::uint64_t x) {
+  h = (h ^ x) * kFnvPrime;
+  return h ^ (h >> 32);
+}
+// One chunk's hash (core/csr.hpp): whole 8-byte little-endian words, then the bytes left over.
+std::uint64_t csrhash_chunk(const unsigned char* p, std::size_t bytes) {
+  std::uint64_t h = kFnvOffset;
+  std::size_t i = 0;
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "csrhash1 reads little-endian words");
+  for (; i + 8 <= bytes; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = csrhash_step(h, w);
+  }
+  for (; i < bytes; ++i) h = csrhash_step(h, p[i]);
+  return h;
+}
+}  // namespace
+
 std::string csr_checksum(const Csr<double>& a) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
+  constexpr std::size_t kChunk = std::size_t(1) << 20;
+  struct Part {
+    const unsigned char* p;
+    std::size_t bytes;
+  };
+  const Part parts[3] = {
+      {reinterpret_cast<const unsigned char*>(a.row_ptr.data()), a.row_ptr.size() * sizeof(std::int64_t)},
+      {reinterpret_cast<const unsigned char*>(a.col_idx.data()), a.col_idx.size() * sizeof(std::int32_t)},
+      {reinterpret_cast<const unsigned char*>(a.values.data()), a.values.size() * sizeof(double)}};
+  std::vector<Part> chunks;
+  for (const Part& part : parts)
+    for (std::size_t off = 0; off < part.bytes; off += kChunk)
+      chunks.push_back({part.p + off, std::min(kChunk, part.bytes - off)});
+  std::vector<std::uint64_t> hashes(chunks.size());
+  parallel_for(static_cast<std::int64_t>(chunks.size()), [&](std::int64_t c) {
+    hashes[c] = csrhash_chunk(chunks[c].p, chunks[c].bytes);
+  }, 1);
+  std::uint64_t h = kFnvOffset;
+  for (const std::uint64_t c : hashes) h = csrhash_step(h, c);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "csrhash1:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string csr_checksum_fnv1a64(const Csr<double>& a) {
+  std::uint64_t h = kFnvOffset;
   auto eat = [&h](const void* p, std::size_t bytes) {
     const unsigned char* c = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ c[i]) * 0x100000001b3ull;
+    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ c[i]) * kFnvPrime;
   };
   eat(a.row_ptr.data(), a.row_ptr.size() * sizeof(std::int64_t));
   eat(a.col_idx.data(), a.col_idx.size() * sizeof(std::int32_t));

@@ -66,9 +66,19 @@ std::vector<double> csr_diagonal(const Csr<double>& a);
 // ‖A‖∞ = max_i Σ_j |a_ij| (an upper bound of ‖A‖₂ for symmetric A). Multithreaded.
 double csr_inf_norm(const Csr<double>& a);
 
-// "fnv1a64:<hex>": FNV-1a over the bytes of row_ptr, col_idx and values. Identifies the content
-// whatever the file format (the results' matrix_checksum; batch --resume compares it).
+// "csrhash1:<16 hex>": identifies the content whatever the file format (the results'
+// matrix_checksum; batch --resume and --resume-from compare it). Defined on the little-endian
+// bytes of row_ptr (int64), col_idx (int32) and values (float64), each array cut into chunks of
+// 2^20 bytes (the last may be shorter); a chunk's hash starts at the FNV-1a offset basis and takes
+// each whole 8-byte little-endian word w, then each byte b left over, as
+//   h = (h ^ x) · 0x100000001b3 (mod 2^64);  h ^= h >> 32
+// and the checksum takes the chunks' hashes in order (row_ptr's, col_idx's, values') the same
+// way. Chunks hash in parallel: 0.7 GB (lap3d:200) in about 0.05 s on 16 threads, where the
+// byte-at-a-time FNV-1a of earlier versions took about 1 s.
 std::string csr_checksum(const Csr<double>& a);
+// The earlier "fnv1a64:<hex>" (FNV-1a over every byte of the three arrays, one thread), to
+// compare with results and checkpoints written by earlier versions.
+std::string csr_checksum_fnv1a64(const Csr<double>& a);
 
 // Rows of a host block (n × c, column-major, leading dimensions) through a permutation p:
 // gather out[i] = in[p[i]] (scatter == false), scatter out[p[i]] = in[i] (true). Multithreaded;

@@ -152,7 +152,7 @@ def test_result_fields():
     h = info.history
     assert len(h) == len(h.iteration) == h.residual_norms.shape[0] > 0
     assert info.which == "smallest" and info.backend in ("cpu", "cuda")
-    assert info.matrix_checksum.startswith("fnv1a64:")
+    assert info.matrix_checksum.startswith("csrhash1:")
     assert "converged" in repr(info)
 
 

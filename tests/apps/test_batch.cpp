@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/csr.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/matrix_io.hpp"
 #include "tests/apps/run_tcsolve.hpp"
 
 namespace tcsolve::test {
@@ -175,6 +177,17 @@ TEST(AppsBatch, ResumeRerunsChangedJobsAndRemovesStaleTemporaries) {
   ASSERT_EQ(run_tcsolve({"convert", "gen:lap2d:30", d.file("m.mtx")}).status, 0);
   auto touched = run_tcsolve({"batch", jobs_with("gen:lap2d:61"), "--output-dir", out, "--resume", "--json"});
   EXPECT_EQ(status_of(touched, "b"), "skipped") << touched.err;
+  // a result of an earlier version (its checksum "fnv1a64:", FNV-1a over every byte) is still
+  // recognised as this matrix's, and a wrong one of that kind is not
+  {
+    const Csr<double> m = read_matrix(d.file("m.mtx"));
+    const std::string legacy = csr_checksum_fnv1a64(m);
+    ASSERT_EQ(legacy.rfind("fnv1a64:", 0), 0u);
+    Hdf5File::open(out + "/b.h5", true).set_attr("matrix_checksum", legacy);
+  }
+  ASSERT_EQ(run_tcsolve({"convert", "gen:lap2d:30", d.file("m.mtx")}).status, 0);  // (new time again)
+  auto legacy = run_tcsolve({"batch", jobs_with("gen:lap2d:61"), "--output-dir", out, "--resume", "--json"});
+  EXPECT_EQ(status_of(legacy, "b"), "skipped") << legacy.err;
   ASSERT_EQ(run_tcsolve({"convert", "gen:lap2d:31", d.file("m.mtx")}).status, 0);
   auto rewritten = run_tcsolve({"batch", jobs_with("gen:lap2d:61"), "--output-dir", out, "--resume", "--json"});
   EXPECT_EQ(status_of(rewritten, "a"), "skipped");
