@@ -464,7 +464,8 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                                  : s.bop || ran.method == EigsMethod::lobpcg ? solve_s
                                                                              : 0.1 * solve_s;
     const double budget = std::max(0.15 * solve_s, recheck_guess);
-    if (!plan.symbolic && guess <= budget) plan.symbolic = probes.analyze();
+    // (the analysis is a bet: kAnalysisMisguess, plan.hpp)
+    if (!plan.symbolic && kAnalysisMisguess * guess <= budget) plan.symbolic = probes.analyze();
     if (plan.symbolic) {
       const double pred = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
       use_cert = pred <= budget;
@@ -474,8 +475,8 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                  fmt("%.3g", recheck_guess) + " s)";
     } else {
       why_kind = "re-check (the certificate's analysis alone was predicted at " + fmt("%.3g", guess) +
-                 " s, above 15 % of the solve's " + fmt("%.3g", solve_s) + " s and the re-check's " +
-                 fmt("%.3g", recheck_guess) + " s)";
+                 " s, up to " + fmt("%.3g", kAnalysisMisguess * guess) + " s, above 15 % of the solve's " +
+                 fmt("%.3g", solve_s) + " s and the re-check's " + fmt("%.3g", recheck_guess) + " s)";
     }
   } else {
     why_kind = "re-check (no certificate: " + (facts.factor_why.empty() ? std::string("no factorization") : facts.factor_why) + ")";

@@ -356,13 +356,9 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       } else {
         const EngineRates& r = probes.rates();
         const double analysis_guess = r.analyze_seconds(lower_entries);
-        // The analysis is a bet: it is paid whether or not shift-invert wins. The per-entry rate
-        // comes from small model problems ordered by AMD; a large matrix is ordered by METIS as
-        // well, up to 10 times slower per entry (H200 machine: lap3d:100 11 s against a 1.1 s
-        // guess; lap2d:3000, 9M rows, 70.6 s of planning before a Chebyshev run predicted at
-        // 59.9 s). So the bet is taken only when even 10 times the guess stays within a quarter
-        // of the best iterative plan.
-        constexpr double kMisguess = 10.0, kStake = 0.25;
+        // The analysis is a bet (kAnalysisMisguess, plan.hpp): taken only when even the
+        // misguessed analysis stays within a quarter of the best iterative plan.
+        constexpr double kMisguess = kAnalysisMisguess, kStake = 0.25;
         if (kMisguess * analysis_guess > kStake * iterative_best) {
           plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
                                   secs(analysis_guess) + " to " + secs(kMisguess * analysis_guess) +

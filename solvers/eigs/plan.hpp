@@ -44,6 +44,15 @@ namespace tcsolve {
 
 enum class Transform { none, shift_invert };
 
+// The symbolic analysis (ordering) of a factorization is a bet: it is paid whether or not the
+// factorization it prices is then used. Its guess (EngineRates::analyze_seconds) comes from small
+// model problems ordered by AMD; a large matrix is ordered by METIS as well, up to 10 times slower
+// per entry (H200 machine: lap3d:100 11 s against a 1.1 s guess; lap2d:3000, 9M rows, 70.6 s of
+// planning; lap2d:2600, ~50 s in the verification, to price a certificate it then rejected). The
+// planner and the verification run it only when kAnalysisMisguess times the guess fits their
+// budget.
+constexpr double kAnalysisMisguess = 10.0;
+
 // A candidate plan and its predicted seconds.
 struct PlanEstimate {
   EigsMethod method = EigsMethod::automatic;
