@@ -540,10 +540,13 @@ struct Solved {
 // elast3d:64's ~80-entry rows 1.00 → 1.36, gen:random:1000000:6's varying diagonal 0.33 → 0.47.
 // The choice and its reason go into the result's preconditioner note.
 constexpr std::int64_t kAutoChebyshevRows = 1 << 17;
-std::string solve_precond(const JobSpec& s, Backend backend, const Csr<double>& a, JobOutcome& o) {
+// `tight`: the right-hand sides run in batches (fit_columns): the polynomial's 3 more blocks a
+// column and its copy of A would narrow them further.
+std::string solve_precond(const JobSpec& s, Backend backend, const Csr<double>& a, bool tight, JobOutcome& o) {
   if (s.task != "solve" || s.precond != "auto") return s.precond;
   const char* why = nullptr;
   if (backend != Backend::cuda) why = "the CPU";
+  else if (tight) why = "GPU memory that holds the right-hand sides only in batches";
   else if (s.reorder != "none") why = "--reorder";
   else if (a.nrows < kAutoChebyshevRows) why = "fewer than 131072 rows";
   else if (chebyshev_wants_jacobi(a)) why = "a diagonal that varies (Jacobi scaling)";
@@ -567,7 +570,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
                 JobOutcome& o, std::int64_t fit_columns = 0) {
   Timer tp;
   const Precision prec = parse_storage_precision(s.precision);
-  const std::string precond = solve_precond(s, backend, A->a, o);
+  const std::string precond = solve_precond(s, backend, A->a, fit_columns > 0, o);
   // Columns per block CG batch: all right-hand sides, or batches of (fit_columns - 1) / 8 when 8 blocks
   // of nrhs do not fit the GPU; --precond chebyshev holds 3 blocks more (A·z, an iterate, D⁻¹r)
   // and, while it is set up, its Lanczos probe's basis (up to 41 n-vectors, fewer when memory is
@@ -950,9 +953,25 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   std::string fallback_note;
   std::int64_t fit_columns = 0;
   if (backend == Backend::cuda) {
-    const double matrices = matrix_device_bytes(s, A->a) + (B ? matrix_device_bytes(s, B->a) : 0);
+    double matrices = matrix_device_bytes(s, A->a) + (B ? matrix_device_bytes(s, B->a) : 0);
     double need = device_bytes_needed(s, A->a, nrhs) + (B ? matrix_device_bytes(s, B->a) : 0);
     const double avail = static_cast<double>(device_free_bytes());
+    // Tight (a shared GPU, a cap), block CG: the matrices at what their planned kernels keep
+    // (the cost model's plan, predict_device_bytes) instead of the rough two copies, plus the
+    // polynomial preconditioner's fp32 copy of A when asked for. (eigs keeps the rough count:
+    // its driver's dense workspace and the re-check's blocks live in that margin.)
+    if (need > 0.9 * avail && s.task == "solve" && s.reorder == "none") {
+      OperatorOptions oo;
+      oo.precision = prec;
+      oo.plan_by_trial = false;
+      const double rough = matrices;
+      matrices = static_cast<double>(predict_device_bytes(A->a, plan_spmm(A->a, Backend::cuda, oo)));
+      if (B) matrices += static_cast<double>(predict_device_bytes(B->a, plan_spmm(B->a, Backend::cuda, oo)));
+      if (s.task == "solve" && s.precond == "chebyshev")  // (auto takes Jacobi when tight)
+        matrices += 8.0 * static_cast<double>(A->a.nnz()) + 8.0 * static_cast<double>(n + 1);
+      matrices = std::min(matrices, rough);
+      need += matrices - rough;
+    }
     const double cols = n > 0 ? std::floor((0.9 * avail - matrices) / (8.0 * static_cast<double>(n))) : 0;
     if (need > 0.9 * avail && cols >= (s.task == "solve" ? 9.0 : 1.0)) {
       fit_columns = static_cast<std::int64_t>(cols);

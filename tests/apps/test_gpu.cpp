@@ -81,7 +81,8 @@ TEST(AppsGpu, FitsTheBlocksToTheMemoryLeft) {
                                      "cuda", "--out", d.file("s.h5"), "--json"});
   ASSERT_EQ(s.status, 0) << s.err << s.out;
   // (7 when nothing else is held; the dense ops' workspace kept from the start-up warm-up, which
-  // the solve allocates anyway, counts against the cap: 6 then)
+  // the solve allocates anyway, counts against the cap: 6 then; 8 since a tight fit counts the
+  // matrix at its planned kernel's bytes, 2.4 MB, instead of two rough copies)
   {
     const auto at = s.out.find("right-hand sides solved in ");
     ASSERT_NE(at, std::string::npos) << s.out;
@@ -89,7 +90,7 @@ TEST(AppsGpu, FitsTheBlocksToTheMemoryLeft) {
     ASSERT_EQ(std::sscanf(s.out.c_str() + at, "right-hand sides solved in %ld batches of up to %ld columns",
                           &batches, &width), 2) << s.out.substr(at, 80);
     EXPECT_GE(width, 6);
-    EXPECT_LE(width, 7);
+    EXPECT_LE(width, 8);
     EXPECT_EQ(batches, (64 + width - 1) / width);
   }
   EXPECT_LE(json_number(s.out, "peak_device_bytes"), 20e6) << s.out;
@@ -248,6 +249,9 @@ TEST(AppsGpu, MemoryCapHoldsOutsideTheProcess) {
                                         "--json"});
   ASSERT_EQ(capped.run.status, 0) << capped.run.err << capped.run.out;
   EXPECT_NE(capped.run.out.find("batches of up to"), std::string::npos) << capped.run.out;
+  // (216,000 rows would take the polynomial; in batches --precond auto keeps to Jacobi)
+  EXPECT_NE(capped.run.out.find("jacobi (auto: not the Chebyshev polynomial, for GPU memory"), std::string::npos)
+      << capped.run.out;
   const double process = json_number(capped.run.out, "process_device_bytes");
   std::printf("footprint: trivial run %.1f MB, capped solve %.1f MB (cap %.1f MB); the solve's own "
               "report: process %.1f MB, tcsolve's allocations %.1f MB\n",
