@@ -12,7 +12,8 @@
 #   pybench   the Python rows of the end-to-end benchmark (bench/e2e/python_rows.py gpu)
 #   bench     the end-to-end benchmark (bench/e2e/run_e2e.py; ROWS narrows it)
 #   extras    issue 18 on the GPU: the device-memory cap on a 1M-row solve with 128 right-hand
-#             sides (peak against the cap, time against no cap), Ctrl-C (SIGINT) of a long solve
+#             sides (peak against the cap, time against no cap), Ctrl-C (SIGINT) of a long solve,
+#             SIGTERM of eigs and solve (partial results read by h5py)
 #   checkpoint  issue 18: bench/checkpoint_cost.py (kill -9 and --resume-from, lap3d:200 k = 16,
 #             CK_EVERY s), then a Chebyshev run of ~CK_LONG s (lap2d sized from a calibration run)
 #             with and without --checkpoint at the default interval
@@ -109,23 +110,39 @@ if has extras; then
   echo "interrupt rc=$? (130 expected)"; tail -2 "$OUT/interrupt.err"
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['status'], d['iterations'], d['message'][:200])" "$OUT/interrupt.json"
   ls -la "$OUT"/interrupted.h5* 2>&1 | head -3
+  # SIGTERM (a scheduler's stop) of eigs and solve: exit 143 and a partial result h5py reads
+  for cmd in "eigs gen:lap3d:160 --k 32 --which largest --method chebyshev --tol 1e-13" \
+             "solve gen:lap3d:200 --rhs random:64 --tol 1e-13 --precond jacobi"; do
+    step "SIGTERM after 4 s: $cmd"
+    timeout --preserve-status -s TERM 4 $T $cmd --out /tmp/s4/term.h5 --json > /tmp/s4/term.json 2> /tmp/s4/term.err
+    echo "rc=$? (143 expected)"; tail -1 /tmp/s4/term.err | cut -c1-300
+    python3 -c "
+import sys, h5py
+with h5py.File(sys.argv[1], 'r') as f:
+    a = dict(f.attrs); print({k: a[k] for k in ('status', 'task', 'iterations') if k in a}, {k: f[k].shape for k in f.keys() if hasattr(f[k], 'shape')})
+" /tmp/s4/term.h5 2>&1 | tail -1
+    echo "temporaries left: $(ls /tmp/s4 | grep -c 'tmp-')"; rm -f /tmp/s4/term.h5
+  done
 fi
 if has checkpoint; then
   step "checkpoint: kill -9 and resume, lap3d:200 k = 16 largest, every ${CK_EVERY:-3} s"
   python3 bench/checkpoint_cost.py "$T" /tmp/s4/ck 200 16 ${CK_EVERY:-3} 0.6 > "$OUT/checkpoint_kill.json" 2> "$OUT/checkpoint_kill.err"
   echo "rc=$?"; tail -3 "$OUT/checkpoint_kill.err"
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({k: d[k] for k in ('plain','checkpointed','killed','resumed','lost_seconds')})[:1500])" "$OUT/checkpoint_kill.json"
-  if [ -n "${CK_LONG:-}" ]; then
-    step "checkpoint at the default interval (60 s): a ~${CK_LONG} s Chebyshev solve"
-    t=$($T eigs gen:lap2d:2000 --k 32 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['seconds']['solve'])")
-    side=$(python3 -c "print(min(5000, int(round(2000*($CK_LONG/$t)**(1/3)/100))*100))")
-    echo "calibration: lap2d:2000 k 32 solve $t s -> lap2d:$side"
+  if [ -n "${CK_LONG:-}${CK_SIDE:-}" ]; then
+    step "checkpoint at the default interval (60 s): a ~${CK_LONG:-?} s Chebyshev solve"
+    side=${CK_SIDE:-}
+    if [ -z "$side" ]; then
+      t=$($T eigs gen:lap2d:2000 --k 32 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['seconds']['solve'])")
+      side=$(python3 -c "print(min(5000, int(round(2000*($CK_LONG/$t)**(1/3)/100))*100))")
+      echo "calibration: lap2d:2000 k 32 solve $t s -> lap2d:$side"
+    fi
     rm -rf /tmp/s4/ckl; mkdir -p /tmp/s4/ckl
     for mode in plain checkpointed; do
       extra=""; [ $mode = checkpointed ] && extra="--checkpoint /tmp/s4/ckl/ck.h5"
       timeout 280 $T eigs gen:lap2d:$side --k 32 --json $extra > "$OUT/ck_long_$mode.json" 2> "$OUT/ck_long_$mode.err"
       echo "$mode rc=$?"; tail -2 "$OUT/ck_long_$mode.err"
-      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['status'], d['iterations'], d['seconds'], d.get('checkpoints'))" "$OUT/ck_long_$mode.json"
+      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['status'], d['iterations'], d['seconds'], d.get('checkpoints'), d['method_reason'][:300])" "$OUT/ck_long_$mode.json"
     done
     ls -la /tmp/s4/ckl
   fi
