@@ -13,6 +13,7 @@
 #include "apps/matrix_summary.hpp"
 #include "apps/svg_plot.hpp"
 #include "core/device.hpp"
+#include "core/finite.hpp"
 #include "core/host_memory.hpp"
 #include "core/parallel.hpp"
 #include "core/trace.hpp"
@@ -71,20 +72,10 @@ std::vector<double> read_columns(const std::string& file, const std::string& dat
                                      "(expected [s][%lld] or [%lld])", dataset.c_str(), what,
                                      (long long)len, (long long)n, (long long)n, (long long)n));
   if (s < 1) throw InputError(file, 0, format("/%s: no %s", dataset.c_str(), what));
-  // the first non-finite value, on all host threads (a checkpoint holds GBs)
-  const std::int64_t total = static_cast<std::int64_t>(data.size()), chunk = 1 << 20;
-  std::vector<std::int64_t> first((total + chunk - 1) / chunk, -1);
-  parallel_for(static_cast<std::int64_t>(first.size()), [&](std::int64_t c) {
-    for (std::int64_t i = c * chunk, e = std::min(total, i + chunk); i < e; ++i)
-      if (!std::isfinite(data[i])) {
-        first[c] = i;
-        return;
-      }
-  }, 1);
-  for (const std::int64_t i : first)
-    if (i >= 0)
-      throw InputError(file, 0, format("/%s: non-finite value in the %s at column %lld, row %lld",
-                                       dataset.c_str(), what, (long long)(i / len), (long long)(i % len)));
+  // (a checkpoint holds GBs: checked on all host threads)
+  if (const std::int64_t i = first_non_finite(data.data(), static_cast<std::int64_t>(data.size())); i >= 0)
+    throw InputError(file, 0, format("/%s: non-finite value in the %s at column %lld, row %lld",
+                                     dataset.c_str(), what, (long long)(i / len), (long long)(i % len)));
   *s_out = s;
   return data;  // [s][n] row-major == n × s column-major
 }

@@ -9,8 +9,8 @@
 
 #include "core/cuda_check.cuh"
 #include "core/device.hpp"
-#include "core/trace.hpp"
 #include "core/process_memory.hpp"
+#include "core/trace.hpp"
 
 namespace tcsolve {
 

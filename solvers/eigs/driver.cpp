@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-#include "core/parallel.hpp"
+#include "core/finite.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/host_memory.hpp"
@@ -83,21 +83,10 @@ void validate(const EigsOptions& opt, std::int64_t n) {
     if (opt.v0.size() % static_cast<std::size_t>(n) != 0)
       throw InvalidArgument("v0: " + std::to_string(opt.v0.size()) + " values is not a whole number of "
                             "columns of n = " + std::to_string(n));
-    // the first non-finite value, on all host threads (a resumed run's block is GBs)
-    const double* v = opt.v0.data();
-    const std::int64_t total = static_cast<std::int64_t>(opt.v0.size()), chunk = 1 << 20;
-    std::vector<std::int64_t> first((total + chunk - 1) / chunk, -1);
-    parallel_for(static_cast<std::int64_t>(first.size()), [&](std::int64_t c) {
-      for (std::int64_t i = c * chunk, e = std::min(total, i + chunk); i < e; ++i)
-        if (!std::isfinite(v[i])) {
-          first[c] = i;
-          return;
-        }
-    }, 1);
-    for (const std::int64_t i : first)
-      if (i >= 0)
-        throw InvalidArgument("v0: non-finite value at row " + std::to_string(i % n) + ", column " +
-                              std::to_string(i / n));
+    // (a resumed run's block is GBs: checked on all host threads)
+    if (const std::int64_t i = first_non_finite(opt.v0.data(), static_cast<std::int64_t>(opt.v0.size())); i >= 0)
+      throw InvalidArgument("v0: non-finite value at row " + std::to_string(i % n) + ", column " +
+                            std::to_string(i / n));
   }
 }
 
