@@ -160,6 +160,24 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
 // Iterative run on A (or the deflated A') without a factorization: block Lanczos or LOBPCG with
 // the chosen convergence test mapped into the solvers' formula; then B-normalized pairs with
 // Rayleigh quotients and true residuals.
+std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOperator<double>& a,
+                                               const EigsOptions& opt) {
+  const char* fs = std::getenv("TCSOLVE_FUSED_STEP");
+  if (fs && std::string(fs) == "0") return nullptr;
+  if (!s.a || &a != s.aop || s.foreign_operator || s.global_n() != s.n) return nullptr;
+  if (s.a->nnz() > 16 * std::max<std::int64_t>(s.n, 1)) return nullptr;
+  if (opt.precision != Precision::fp64 && opt.precision != Precision::fp32) return nullptr;
+  DenseBlockOps& ops = *s.ops;
+  const double step_bytes = 12.0 * static_cast<double>(s.a->nnz()) + 8.0 * static_cast<double>(s.n + 1);
+  if (ops.space() == Space::device && step_bytes > 0.1 * static_cast<double>(device_free_bytes()))
+    return nullptr;
+  try {
+    return make_chebyshev_step(*s.a, ops.backend(), opt.precision, ops.stream());
+  } catch (const std::exception&) {
+    return nullptr;  // no room for the step's copy of A (memory cap): the unfused step is the same math
+  }
+}
+
 RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
                      const EigsOptions& opt, Which which, std::int64_t k, std::uint64_t seed,
                      const LinearOperator<double>* precond, const ChebyshevHooks& hooks) {
@@ -206,31 +224,15 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
       co.bounds = hooks.bounds;
       co.keep_going = hooks.keep_going;
       co.stats = hooks.stats;
-      // The filter's steps fused with the product (spmm/chebyshev_step) when A is the matrix's own
-      // operator with short rows (≤ 16 per row on average: the row-split kernel's case; longer
-      // rows keep the operator's tuned kernel), stored as the operator stores it.
-      // TCSOLVE_FUSED_STEP=0 turns it off (for same-run A/B benchmarks, docs/performance.md).
-      std::unique_ptr<ChebyshevStep> fused;
-      const char* fs = std::getenv("TCSOLVE_FUSED_STEP");
-      const bool fused_ok = !(fs && std::string(fs) == "0");
-      // Its copy of A (nnz·(4 + 8) + 8·(n + 1) bytes) is made only when it takes at most a tenth
-      // of the device memory left after the solver's workspace (a memory cap stays honoured).
-      const double step_bytes = 12.0 * static_cast<double>(s.a ? s.a->nnz() : 0) + 8.0 * (s.n + 1);
-      const bool room = ops.space() == Space::host ||
-                        step_bytes <= 0.1 * static_cast<double>(device_free_bytes());
-      if (fused_ok && room && s.a && &a == s.aop && !s.foreign_operator &&
-          s.a->nnz() <= 16 * std::max<std::int64_t>(s.n, 1) &&
-          (opt.precision == Precision::fp64 || opt.precision == Precision::fp32)) {
-        try {
-          fused = make_chebyshev_step(*s.a, ops.backend(), opt.precision, ops.stream());
-          co.fused_step = fused.get();
-          // The ladder's fp32 rung on the GPU only: the host step gains nothing on the CPU
-          // (lap3d:40, k = 16, 2 cores: 0.30 ms per column-step on the fp32 rung, 0.27 ms in fp64).
-          if (opt.ladder && opt.precision == Precision::fp64 && ops.space() == Space::device)
-            co.filter_precision = Precision::fp32;
-        } catch (const std::exception&) {
-          // no room for the step's copy of A (memory cap): the unfused filter is the same math
-        }
+      // The filter's steps fused with the product (make_fused_step), stored as the operator
+      // stores A.
+      std::unique_ptr<ChebyshevStep> fused = make_fused_step(s, a, opt);
+      if (fused) {
+        co.fused_step = fused.get();
+        // The ladder's fp32 rung on the GPU only: the host step gains nothing on the CPU
+        // (lap3d:40, k = 16, 2 cores: 0.30 ms per column-step on the fp32 rung, 0.27 ms in fp64).
+        if (opt.ladder && opt.precision == Precision::fp64 && ops.space() == Space::device)
+          co.filter_precision = Precision::fp32;
       }
       if (!co.fused_step && opt.fused_step && &a == s.aop) {
         co.fused_step = opt.fused_step;  // operator form: the caller's step (distributed/)

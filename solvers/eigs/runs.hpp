@@ -6,11 +6,13 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "solvers/chebyshev.hpp"
 #include "solvers/eigs/pairs.hpp"
+#include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve::eigs_detail {
 
@@ -44,6 +46,15 @@ struct ChebyshevHooks {
 RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
                      const EigsOptions& opt, Which which, std::int64_t k, std::uint64_t seed,
                      const LinearOperator<double>* precond, const ChebyshevHooks& hooks = {});
+
+// The Chebyshev step fused with the product (spmm/chebyshev_step) for the matrix's own operator
+// `a` (== s.aop), or nullptr where it does not pay or fit: rows longer than 16 on average (the
+// row-split kernel's case; longer rows keep the operator's tuned kernel), a foreign or distributed
+// operator, a storage precision other than fp64/fp32, its copy of A (nnz·(4 + 8) + 8·(n + 1)
+// bytes) above a tenth of the free device memory (a memory cap stays honoured), or
+// TCSOLVE_FUSED_STEP=0 (same-run A/B benchmarks). Used by the solve's filter and the re-check's.
+std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOperator<double>& a,
+                                               const EigsOptions& opt);
 
 // Dense solve (Eigen) for small problems: all eigenvalues, the k wanted returned.
 RunOut run_dense(const Problem& s, const EigsOptions& opt);
