@@ -651,12 +651,11 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     std::vector<double> done = wait_for_writer();
     if (!checkpoint_error.empty()) return;
     std::vector<double> block = std::move(c.block);
-    c.block = std::move(done);  // the next checkpoint's copy goes there
     if (merge) merge(block, c);
     ++o.checkpoints;
     o.checkpoint_bytes = 8.0 * static_cast<double>(block.size());
-    SolverCheckpoint meta = c;  // (without the blocks: attributes only)
-    meta.block = {};
+    const SolverCheckpoint meta = c;  // (attributes only: c.block is empty here)
+    c.block = std::move(done);        // the next checkpoint's copy goes there
     writing = std::async(std::launch::async, [&s, &A, perm, n, meta, b = std::move(block)]() mutable {
       if (!perm || n == 0) {
         write_checkpoint(s, *A, meta, b);
@@ -958,7 +957,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       const double rough = matrices;
       matrices = static_cast<double>(predict_device_bytes(A->a, plan_spmm(A->a, Backend::cuda, oo)));
       if (B) matrices += static_cast<double>(predict_device_bytes(B->a, plan_spmm(B->a, Backend::cuda, oo)));
-      if (s.task == "solve" && s.precond == "chebyshev")  // (auto takes Jacobi when tight)
+      if (s.precond == "chebyshev")  // (auto takes Jacobi when tight)
         matrices += 8.0 * static_cast<double>(A->a.nnz()) + 8.0 * static_cast<double>(n + 1);
       matrices = std::min(matrices, rough);
       need += matrices - rough;

@@ -79,10 +79,9 @@ Nvml& nvml() {
   return *n;
 }
 
-// This process's bytes on d from NVML's compute-process list: true and *bytes when listed; false
-// with *listed = false when the list was read and this process is not in it.
-bool self_usage(Nvml& n, nvml_device d, unsigned long long* bytes, bool* read) {
-  *read = false;
+// This process's bytes on d from NVML's compute-process list: true and *bytes when listed, false
+// when it is not (or the list cannot be read).
+bool self_usage(Nvml& n, nvml_device d, unsigned long long* bytes) {
   std::vector<NvmlProcessInfo> list(16);
   for (int tries = 0; tries < 4; ++tries) {
     unsigned int cnt = static_cast<unsigned int>(list.size());
@@ -92,7 +91,6 @@ bool self_usage(Nvml& n, nvml_device d, unsigned long long* bytes, bool* read) {
       continue;
     }
     if (e != 0) return false;
-    *read = true;
     const auto self = static_cast<unsigned int>(::getpid());
     for (unsigned int i = 0; i < cnt; ++i)
       if (list[i].pid == self && list[i].used_gpu_memory != kNotAvailable) {
@@ -119,8 +117,7 @@ void note_device_baseline() {
     NvmlMemory mem{};
     if (n.by_index(i, &d) != 0 || n.memory(d, &mem) != 0) continue;
     unsigned long long self = 0;
-    bool read = false;
-    if (!self_usage(n, d, &self, &read)) self = 0;
+    if (!self_usage(n, d, &self)) self = 0;
     n.baseline.push_back({d, mem.used, self});
   }
 }
@@ -139,8 +136,7 @@ ProcessDeviceMemory process_device_memory(const std::string& pci_bus_id) {
   }
   // 1. this process id in the device's compute-process list
   unsigned long long self = 0;
-  bool read = false;
-  const bool listed = self_usage(n, d, &self, &read);
+  const bool listed = self_usage(n, d, &self);
   NvmlMemory mem{};
   const bool have_mem = n.memory(d, &mem) == 0;
   std::lock_guard<std::mutex> lock(n.m);

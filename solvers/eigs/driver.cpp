@@ -18,9 +18,9 @@
 #include <optional>
 #include <string>
 
-#include "core/finite.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/host_memory.hpp"
 #include "core/trace.hpp"
 #include "factor/shift_invert.hpp"

@@ -109,7 +109,6 @@ class StartBlock {
   bool empty() const { return !v_ || v_->empty(); }
   std::size_t size() const { return v_ ? v_->size() : 0; }
   const double* data() const { return v_ ? v_->data() : nullptr; }
-  double operator[](std::size_t i) const { return (*v_)[i]; }
   void clear() { v_.reset(); }
 
  private:

@@ -358,10 +358,10 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
         const double analysis_guess = r.analyze_seconds(lower_entries);
         // The analysis is a bet (kAnalysisMisguess, plan.hpp): taken only when even the
         // misguessed analysis stays within a quarter of the best iterative plan.
-        constexpr double kMisguess = kAnalysisMisguess, kStake = 0.25;
-        if (kMisguess * analysis_guess > kStake * iterative_best) {
+        constexpr double kStake = 0.25;
+        if (kAnalysisMisguess * analysis_guess > kStake * iterative_best) {
           plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
-                                  secs(analysis_guess) + " to " + secs(kMisguess * analysis_guess) +
+                                  secs(analysis_guess) + " to " + secs(kAnalysisMisguess * analysis_guess) +
                                   ") would cost more than a quarter of the whole " + cands.front().name() +
                                   " plan (" + secs(iterative_best) + ")");
         } else {

@@ -157,9 +157,6 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   return out;
 }
 
-// Iterative run on A (or the deflated A') without a factorization: block Lanczos or LOBPCG with
-// the chosen convergence test mapped into the solvers' formula; then B-normalized pairs with
-// Rayleigh quotients and true residuals.
 std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOperator<double>& a,
                                                const EigsOptions& opt) {
   const char* fs = std::getenv("TCSOLVE_FUSED_STEP");
@@ -178,6 +175,9 @@ std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOpe
   }
 }
 
+// Iterative run on A (or the deflated A') without a factorization: block Lanczos or LOBPCG with
+// the chosen convergence test mapped into the solvers' formula; then B-normalized pairs with
+// Rayleigh quotients and true residuals.
 RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
                      const EigsOptions& opt, Which which, std::int64_t k, std::uint64_t seed,
                      const LinearOperator<double>* precond, const ChebyshevHooks& hooks) {

@@ -52,7 +52,7 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
 // row-split kernel's case; longer rows keep the operator's tuned kernel), a foreign or distributed
 // operator, a storage precision other than fp64/fp32, its copy of A (nnz·(4 + 8) + 8·(n + 1)
 // bytes) above a tenth of the free device memory (a memory cap stays honoured), or
-// TCSOLVE_FUSED_STEP=0 (same-run A/B benchmarks). Used by the solve's filter and the re-check's.
+// TCSOLVE_FUSED_STEP=0 (same-run A/B benchmarks).
 std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOperator<double>& a,
                                                const EigsOptions& opt);
 
