@@ -265,6 +265,10 @@ SymbolicAnalysis cholmod_symbolic(const LowerCsc& s) {
   a.dtype = CHOLMOD_DOUBLE;
   a.sorted = 1;
   a.packed = 1;
+  // AMD alone (postordered, as in the default strategy's first method).
+  h.c.nmethods = 1;
+  h.c.method[0].ordering = CHOLMOD_AMD;
+  h.c.postorder = 1;
   const double t0 = now();
   h.l = cholmod_l_analyze(&a, &h.c);
   if (!h.l)
@@ -274,6 +278,10 @@ SymbolicAnalysis cholmod_symbolic(const LowerCsc& s) {
   out.factor_entries = h.c.lnz;
   out.flops = h.c.fl;
   out.ordering = h.c.selected >= 0 ? cholmod_ordering_name(h.c.method[h.c.selected].ordering) : "?";
+  // CHOLMOD's default strategy (nmethods = 0, cholmod_core.h) tries METIS after AMD unless
+  // fl/lnz < 500 or lnz/anz < 5 (anz: entries of the stored triangle).
+  const double anz = static_cast<double>(s.values.size());
+  out.metis_follows = h.c.lnz > 0 && h.c.fl >= 500.0 * h.c.lnz && h.c.lnz >= 5.0 * anz;
   return out;
 }
 

@@ -31,7 +31,8 @@ double factor_memory_limit(const FactorOptions& opt);
 // is not positive definite; throws FactorTooLarge before the numeric factorization.
 std::unique_ptr<SparseFactor> cholmod_factor(const LowerCsc& s, double sigma,
                                              const FactorOptions& opt, std::int64_t* minor);
-// CHOLMOD's symbolic analysis only (cholmod_l_analyze on S's pattern).
+// CHOLMOD's symbolic analysis only (cholmod_l_analyze on S's pattern, AMD alone:
+// SymbolicAnalysis, sparse_factor.hpp).
 SymbolicAnalysis cholmod_symbolic(const LowerCsc& s);
 // MUMPS LDLᵀ with pivoting; with_solve = false keeps only the inertia (no factors kept for
 // solves). Throws SingularShift, FactorTooLarge.

@@ -119,14 +119,19 @@ std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<dou
 Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
                    const FactorOptions& opt = {});
 
-// CHOLMOD's symbolic analysis of the pattern of A − σB (the ordering the factorization would
-// use: AMD, METIS when AMD fills in much): the factor's entries and the flops of its numeric LLᵀ,
-// before any numeric work. The planner (solvers/eigs/plan.hpp) prices shift-invert with it.
+// CHOLMOD's symbolic analysis of the pattern of A − σB with AMD alone: the factor's entries and
+// the flops of its numeric LLᵀ under AMD's ordering, before any numeric work. The planner
+// (solvers/eigs/plan.hpp) prices shift-invert with it. AMD alone because its cost is predictable
+// (EngineRates::analyze_seconds): the factorization's own analysis (CHOLMOD's default strategy)
+// also tries METIS when AMD fills in much (fl/lnz ≥ 500 and lnz/anz ≥ 5), which costs up to ten
+// times more (kMetisOverAmd, solvers/eigs/plan.hpp) and keeps whichever fills in less, so
+// AMD's entries and flops bound the factorization's from above.
 struct SymbolicAnalysis {
-  double factor_entries = 0.0;  // nnz(L)
-  double flops = 0.0;           // of the numeric factorization
+  double factor_entries = 0.0;  // nnz(L) under AMD
+  double flops = 0.0;           // of the numeric factorization under AMD
   double seconds = 0.0;         // of this analysis (the ordering dominates)
-  std::string ordering;         // amd | metis | ...
+  std::string ordering;         // amd
+  bool metis_follows = false;   // the factorization's analysis will try METIS as well
 };
 SymbolicAnalysis analyze_factor(const Csr<double>& a, const Csr<double>* b);
 

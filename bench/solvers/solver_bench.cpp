@@ -19,6 +19,10 @@
 //   solver_bench cg   SPEC NRHS TOL cpu|cuda [jacobi|none] [REPEAT] [key=value...]
 //        keys: order=..., breakdown=1, permuted=1.
 //   solver_bench copy cpu|cuda   (just the copy bandwidth)
+//   solver_bench analysis SPEC [factor=1]   the planner's analysis (CHOLMOD, AMD alone) against
+//        the engine rates' guess, whether METIS follows, and with factor=1 the factorization's
+//        own analysis (default strategy) of A − σI, σ below the spectrum (Gershgorin): the
+//        evidence for kAmdMisguess / kMetisOverAmd (solvers/eigs/plan.hpp).
 // Times exclude reading the matrix and building the operator (done once), include everything
 // from the solver call to the host copy of the result; the best of REPEAT runs (default 2).
 #include <Eigen/Dense>
@@ -32,6 +36,8 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "factor/engine_rates.hpp"
+#include "factor/sparse_factor.hpp"
 #include "io/matrix_io.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/chebyshev.hpp"
@@ -115,6 +121,26 @@ int main(int argc, char** argv) {
     if (mode == "copy") {
       auto ops = make_dense_ops(std::string(argv[2]) == "cuda" ? Backend::cuda : Backend::cpu);
       std::printf("copy bandwidth %.1f GB/s\n", copy_bandwidth(*ops) * 1e-9);
+      return 0;
+    }
+    if (mode == "analysis") {
+      const std::string spec = argv[2];
+      const bool with_factor = argc > 3 && std::string(argv[3]) == "factor=1";
+      Csr<double> a = read_matrix(spec, {false, true});
+      const double lower = 0.5 * static_cast<double>(a.nnz() + a.nrows);
+      const EngineRates& r = engine_rates();
+      const SymbolicAnalysis sym = analyze_factor(a, nullptr);
+      const double guess = r.analyze_seconds(lower);
+      std::printf("%s n=%lld lower=%.4g guess=%.4g amd=%.4g ratio=%.3g metis_follows=%d lnz=%.4g fl=%.4g",
+                  spec.c_str(), static_cast<long long>(a.nrows), lower, guess, sym.seconds,
+                  sym.seconds / guess, sym.metis_follows ? 1 : 0, sym.factor_entries, sym.flops);
+      if (with_factor) {
+        const double sigma = -1e-3 * csr_inf_norm(a);
+        auto f = factor_shifted(a, nullptr, sigma);
+        std::printf(" factor_analysis=%.4g ratio=%.3g (%s)", f->analyze_seconds(),
+                    f->analyze_seconds() / guess, f->describe().c_str());
+      }
+      std::printf("\n");
       return 0;
     }
     if (argc < 6) {

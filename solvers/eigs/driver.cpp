@@ -453,8 +453,9 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                                  : s.bop || ran.method == EigsMethod::lobpcg ? solve_s
                                                                              : 0.1 * solve_s;
     const double budget = std::max(0.15 * solve_s, recheck_guess);
-    // (the analysis is a bet: kAnalysisMisguess, plan.hpp)
-    if (!plan.symbolic && kAnalysisMisguess * guess <= budget) plan.symbolic = probes.analyze();
+    // (the analysis, AMD alone, is a bet: kAmdMisguess, plan.hpp)
+    const double amd_guess = r.analyze_seconds(lower_entries);
+    if (!plan.symbolic && kAmdMisguess * amd_guess <= budget) plan.symbolic = probes.analyze();
     if (plan.symbolic) {
       const double pred = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
       use_cert = pred <= budget;
@@ -464,7 +465,8 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                  fmt("%.3g", recheck_guess) + " s)";
     } else {
       why_kind = "re-check (the certificate's analysis alone was predicted at " + fmt("%.3g", guess) +
-                 " s, up to " + fmt("%.3g", kAnalysisMisguess * guess) + " s, above 15 % of the solve's " +
+                 " s; the ordering that would price it, up to " + fmt("%.3g", kAmdMisguess * amd_guess) +
+                 " s, is above 15 % of the solve's " +
                  fmt("%.3g", solve_s) + " s and the re-check's " + fmt("%.3g", recheck_guess) + " s)";
     }
   } else {

@@ -192,8 +192,10 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
 
 double predict_certificate_seconds(const SymbolicAnalysis& sym, double lower_entries,
                                    const EngineRates& r) {
-  // One LDLᵀ count; a second when the k-th value has copies (about one case in three).
-  return 1.3 * r.inertia_seconds(sym, lower_entries);
+  // One LDLᵀ count; a second when the k-th value has copies (about one case in three). MUMPS
+  // orders by METIS where CHOLMOD would try it (its automatic choice on such fill).
+  const double metis = sym.metis_follows ? (kMetisOverAmd - 1.0) * r.analyze_seconds(lower_entries) : 0.0;
+  return 1.3 * (r.inertia_seconds(sym, lower_entries) + r.inertia_ratio * metis);
 }
 
 std::int64_t workspace_vectors(EigsMethod method, std::int64_t n, std::int64_t k,
@@ -356,12 +358,12 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       } else {
         const EngineRates& r = probes.rates();
         const double analysis_guess = r.analyze_seconds(lower_entries);
-        // The analysis is a bet (kAnalysisMisguess, plan.hpp): taken only when even the
+        // The analysis is a bet (kAmdMisguess, plan.hpp): taken only when even the
         // misguessed analysis stays within a quarter of the best iterative plan.
         constexpr double kStake = 0.25;
-        if (kAnalysisMisguess * analysis_guess > kStake * iterative_best) {
+        if (kAmdMisguess * analysis_guess > kStake * iterative_best) {
           plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
-                                  secs(analysis_guess) + " to " + secs(kAnalysisMisguess * analysis_guess) +
+                                  secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
                                   ") would cost more than a quarter of the whole " + cands.front().name() +
                                   " plan (" + secs(iterative_best) + ")");
         } else {
@@ -372,8 +374,9 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
           e.verification = default_verification;
           predict_shift_invert_seconds(n, k, *plan.symbolic, lower_entries, r, am, f.backend,
                                        &e.setup_s, &e.solve_s, &e.detail);
-          e.setup_s -= r.analyze_seconds(lower_entries);  // the ordering is redone: measured instead
-          e.setup_s += plan.symbolic->seconds;
+          // The ordering is redone by the factorization: AMD's as measured, METIS's priced.
+          e.setup_s -= r.analyze_seconds(lower_entries);
+          e.setup_s += factor_analysis_seconds(*plan.symbolic);
           const double cert = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
           if (default_verification == Verification::recheck && cert <= 0.15 * e.solve_s)
             e.verification = Verification::certificate;

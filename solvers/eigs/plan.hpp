@@ -45,13 +45,23 @@ namespace tcsolve {
 enum class Transform { none, shift_invert };
 
 // The symbolic analysis (ordering) of a factorization is a bet: it is paid whether or not the
-// factorization it prices is then used. Its guess (EngineRates::analyze_seconds) comes from small
-// model problems ordered by AMD; a large matrix is ordered by METIS as well, up to 10 times slower
-// per entry (H200 machine: lap3d:100 11 s against a 1.1 s guess; lap2d:3000, 9M rows, 70.6 s of
-// planning; lap2d:2600, ~50 s in the verification, to price a certificate it then rejected). The
-// planner and the verification run it only when kAnalysisMisguess times the guess fits their
-// budget.
-constexpr double kAnalysisMisguess = 10.0;
+// factorization it prices is then used. The planner and the verification run CHOLMOD's analysis
+// with AMD alone (analyze_factor, factor/sparse_factor.hpp) and take the bet only when
+// kAmdMisguess times its guess (EngineRates::analyze_seconds, calibrated on small AMD-ordered
+// problems) fits their budget. Measured against the guess (2-core CPU, `solver_bench analysis`,
+// docs/performance.md): 0.44–1.6× up to 250k rows, 2.4× on lap2d:1000 (it grows with n).
+// The factorization's own analysis tries METIS after AMD where AMD fills in much
+// (SymbolicAnalysis::metis_follows): priced at kMetisOverAmd times AMD's measured analysis (the
+// same CPU: 4.3× on lap3d:30 and lap3d:50, 1.6× on elast3d:16; H200 machine: lap3d:100 11 s
+// against a 1.1 s guess, and 70.6 s of planning on lap2d:3000 when the whole default analysis
+// ran speculatively).
+constexpr double kAmdMisguess = 4.0;
+constexpr double kMetisOverAmd = 5.0;
+
+// Seconds of the factorization's own analysis, from the planner's AMD-only one.
+inline double factor_analysis_seconds(const SymbolicAnalysis& sym) {
+  return sym.metis_follows ? kMetisOverAmd * sym.seconds : sym.seconds;
+}
 
 // A candidate plan and its predicted seconds.
 struct PlanEstimate {

@@ -162,6 +162,36 @@ TEST(Factor, SimplicialBelowTenMegaflopsSupernodalAboveBothSolve) {
   EXPECT_EQ(f->inertia().negative, static_cast<std::int64_t>(q + 1));
 }
 
+// The planner's analysis is AMD alone, and it says when the factorization's own (CHOLMOD's
+// default strategy) will try METIS too: AMD's fill bounds the factor's from above.
+TEST(Factor, PlannersAnalysisIsAmdAndSaysWhenMetisFollows) {
+  SKIP_WITHOUT_FACTOR();
+  // 2D grid: little fill under AMD (lnz/anz < 5 or fl/lnz < 500): no METIS.
+  const Csr<double> a2 = [] {
+    std::vector<Triplet<double>> t;
+    const int nx = 60;
+    for (int i = 0; i < nx; ++i)
+      for (int j = 0; j < nx; ++j) {
+        const int r = i * nx + j;
+        t.push_back({r, r, 4.0 + 0.1 * random_entry(3, r, 0)});
+        if (i > 0) t.push_back({r, r - nx, -1.0}), t.push_back({r - nx, r, -1.0});
+        if (j > 0) t.push_back({r, r - 1, -1.0}), t.push_back({r - 1, r, -1.0});
+      }
+    return csr_from_triplets<double>(nx * nx, nx * nx, t, Symmetry::symmetric);
+  }();
+  const SymbolicAnalysis s2 = analyze_factor(a2, nullptr);
+  EXPECT_EQ(s2.ordering, "amd");
+  EXPECT_FALSE(s2.metis_follows) << s2.factor_entries << " entries, " << s2.flops << " flops";
+  // 3D grid of 26³: AMD fills in (lnz/anz ≥ 5, fl/lnz ≥ 500): METIS follows, and the
+  // factorization (default strategy) keeps at most AMD's fill.
+  Csr<double> a3 = scaled_laplacian3d(26, 1.0, 0.05);
+  const SymbolicAnalysis s3 = analyze_factor(a3, nullptr);
+  EXPECT_EQ(s3.ordering, "amd");
+  EXPECT_TRUE(s3.metis_follows) << s3.factor_entries << " entries, " << s3.flops << " flops";
+  auto f = factor_shifted(a3, nullptr, -0.25);
+  EXPECT_LE(f->factor_entries(), s3.factor_entries * (1 + 1e-12)) << f->describe();
+}
+
 TEST(Factor, ExactlySingularShiftNamesSigmaAndSuggestsAnother) {
   SKIP_WITHOUT_FACTOR();
   Csr<double> a = constrained_dofs(5, 4);  // eigenvalue 1.0 exactly (rows with a lone 1)
