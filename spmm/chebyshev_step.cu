@@ -14,10 +14,12 @@ namespace tcsolve {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kCols = 8;  // columns per pass, held in registers
 
-// Thread = row; per pass kCols columns. A's row is re-read (from L1) for each further pass.
-template <class TA>
+// Thread = (row, column group): blockDim = (kThreads/G rows, G groups); a warp holds 32
+// consecutive rows of one group (coalesced per column). Each thread runs the passes of KC columns
+// at c0 = threadIdx.y·KC, + G·KC, … holding KC accumulators in registers; A's row is re-read
+// (from L1) for each pass. G = 1: one thread per row, every pass in sequence.
+template <class TA, int KC, int G>
 __global__ void __launch_bounds__(kThreads)
     chebyshev_step_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
                           const std::int32_t* __restrict__ ci, const TA* __restrict__ v, double a,
@@ -25,26 +27,26 @@ __global__ void __launch_bounds__(kThreads)
                           double* __restrict__ next, std::int64_t ldn, double e,
                           const double* __restrict__ r, std::int64_t ldr,
                           const double* __restrict__ d, int ncols) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x;
   if (row >= m) return;
   const std::int64_t p0 = rp[row], p1 = rp[row + 1];
   const double ad = d ? a * d[row] : a;
-  for (int c0 = 0; c0 < ncols; c0 += kCols) {
-    const int nc = min(kCols, ncols - c0);
+  for (int c0 = static_cast<int>(threadIdx.y) * KC; c0 < ncols; c0 += G * KC) {
+    const int nc = min(KC, ncols - c0);
     const double* xc = cur + static_cast<std::int64_t>(c0) * ldc;
-    double acc[kCols];
+    double acc[KC];
 #pragma unroll
-    for (int j = 0; j < kCols; ++j) acc[j] = 0.0;
+    for (int j = 0; j < KC; ++j) acc[j] = 0.0;
 #pragma unroll 4
     for (std::int64_t p = p0; p < p1; ++p) {
       const double av = static_cast<double>(v[p]);
       const std::int64_t col = ci[p];
 #pragma unroll
-      for (int j = 0; j < kCols; ++j)
+      for (int j = 0; j < KC; ++j)
         if (j < nc) acc[j] = fma(av, __ldg(xc + col + j * ldc), acc[j]);
     }
 #pragma unroll
-    for (int j = 0; j < kCols; ++j) {
+    for (int j = 0; j < KC; ++j) {
       if (j < nc) {
         const std::int64_t cj = c0 + j;
         double out = ad * acc[j] + b * xc[row + j * ldc];
@@ -59,8 +61,9 @@ __global__ void __launch_bounds__(kThreads)
 // The fp32 rung's step: fp32 blocks and fp32 accumulation (the residual form's Z carries the
 // error relative to itself, chebyshev.hpp) and at most 48 registers (10 blocks of 128 per SM):
 // ncu on the H200 (lap3d:100, 24 columns) found the fp64-accumulating kernel latency-bound at
-// 60 registers, 47 % occupancy, 36 % of DRAM bandwidth, as slow as the fp64 step.
-template <class TA>
+// 60 registers, 47 % occupancy, 36 % of DRAM bandwidth, as slow as the fp64 step. Threads as in
+// chebyshev_step_kernel.
+template <class TA, int KC, int G>
 __global__ void __launch_bounds__(kThreads, 10)
     chebyshev_step32_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
                             const std::int32_t* __restrict__ ci, const TA* __restrict__ v, float a,
@@ -68,25 +71,25 @@ __global__ void __launch_bounds__(kThreads, 10)
                             float* __restrict__ next, std::int64_t ldn,
                             const float* __restrict__ r, std::int64_t ldr,
                             const double* __restrict__ f, int ncols) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x;
   if (row >= m) return;
   const std::int64_t p0 = rp[row], p1 = rp[row + 1];
-  for (int c0 = 0; c0 < ncols; c0 += kCols) {
-    const int nc = min(kCols, ncols - c0);
+  for (int c0 = static_cast<int>(threadIdx.y) * KC; c0 < ncols; c0 += G * KC) {
+    const int nc = min(KC, ncols - c0);
     const float* xc = cur + static_cast<std::int64_t>(c0) * ldc;
-    float acc[kCols];
+    float acc[KC];
 #pragma unroll
-    for (int j = 0; j < kCols; ++j) acc[j] = 0.0f;
+    for (int j = 0; j < KC; ++j) acc[j] = 0.0f;
 #pragma unroll 2
     for (std::int64_t p = p0; p < p1; ++p) {
       const float av = static_cast<float>(v[p]);
       const std::int64_t col = ci[p];
 #pragma unroll
-      for (int j = 0; j < kCols; ++j)
+      for (int j = 0; j < KC; ++j)
         if (j < nc) acc[j] = fmaf(av, __ldg(xc + col + j * ldc), acc[j]);
     }
 #pragma unroll
-    for (int j = 0; j < kCols; ++j) {
+    for (int j = 0; j < KC; ++j) {
       if (j < nc) {
         const std::int64_t cj = c0 + j;
         float out = a * acc[j] + b * xc[row + j * ldc];
@@ -98,15 +101,60 @@ __global__ void __launch_bounds__(kThreads, 10)
   }
 }
 
-unsigned row_blocks(std::int64_t n) {
-  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
+unsigned row_blocks(std::int64_t n, int rows_per_block = kThreads) {
+  const std::int64_t blocks = (n + rows_per_block - 1) / rows_per_block;
   TCSOLVE_REQUIRE(blocks <= 2147483647, "chebyshev step: more rows than one grid's x dimension holds");
   return static_cast<unsigned>(blocks);
 }
 
+// The step kernels' shapes (columns per pass KC, threads per row G): the defaults, and the ones
+// bench/step_bench.cu compares (detail::launch_step_shape). H200, 2026-11-25, median of 30 steps,
+// % of the copy bandwidth measured in the same run (docs/performance.md):
+//   fp64 (4, 2): lap2d:1000 at 48 / 32 columns 68 / 68 %, lap3d:100 at 24 / 32 columns 64 / 63 %;
+//        (8, 1), the earlier default: 62 / 63 %, 60 / 59 % (fewer live accumulators, more warps).
+//   fp32 (8, 1): 52 / 53 %, 50 / 49 %; (4, 2) and (8, 2) within ±3 % of it, either way.
+struct StepShape {
+  int kc = 8, g = 1;
+};
+constexpr StepShape kStep64{4, 2}, kStep32{8, 1};
+
+template <class TA, int KC, int G, class... Args>
+void launch_step64_as(std::int64_t n, cudaStream_t st, Args... args) {
+  chebyshev_step_kernel<TA, KC, G><<<row_blocks(n, kThreads / G), dim3(kThreads / G, G), 0, st>>>(n, args...);
+}
+template <class TA, int KC, int G, class... Args>
+void launch_step32_as(std::int64_t n, cudaStream_t st, Args... args) {
+  chebyshev_step32_kernel<TA, KC, G><<<row_blocks(n, kThreads / G), dim3(kThreads / G, G), 0, st>>>(n, args...);
+}
+
+// One instance per shape the bench offers; InvalidArgument for others.
+template <class TA, class... Args>
+void dispatch_step64(StepShape sh, std::int64_t n, cudaStream_t st, Args... args) {
+  if (sh.kc == 8 && sh.g == 1) return launch_step64_as<TA, 8, 1>(n, st, args...);
+  if (sh.kc == 4 && sh.g == 1) return launch_step64_as<TA, 4, 1>(n, st, args...);
+  if (sh.kc == 4 && sh.g == 2) return launch_step64_as<TA, 4, 2>(n, st, args...);
+  if (sh.kc == 8 && sh.g == 2) return launch_step64_as<TA, 8, 2>(n, st, args...);
+  if (sh.kc == 4 && sh.g == 4) return launch_step64_as<TA, 4, 4>(n, st, args...);
+  if (sh.kc == 2 && sh.g == 1) return launch_step64_as<TA, 2, 1>(n, st, args...);
+  throw InvalidArgument("chebyshev step: no kernel with " + std::to_string(sh.kc) +
+                        " columns per pass and " + std::to_string(sh.g) + " threads per row");
+}
+template <class TA, class... Args>
+void dispatch_step32(StepShape sh, std::int64_t n, cudaStream_t st, Args... args) {
+  if (sh.kc == 8 && sh.g == 1) return launch_step32_as<TA, 8, 1>(n, st, args...);
+  if (sh.kc == 4 && sh.g == 1) return launch_step32_as<TA, 4, 1>(n, st, args...);
+  if (sh.kc == 4 && sh.g == 2) return launch_step32_as<TA, 4, 2>(n, st, args...);
+  if (sh.kc == 8 && sh.g == 2) return launch_step32_as<TA, 8, 2>(n, st, args...);
+  if (sh.kc == 4 && sh.g == 4) return launch_step32_as<TA, 4, 4>(n, st, args...);
+  if (sh.kc == 2 && sh.g == 1) return launch_step32_as<TA, 2, 1>(n, st, args...);
+  throw InvalidArgument("chebyshev step: no kernel with " + std::to_string(sh.kc) +
+                        " columns per pass and " + std::to_string(sh.g) + " threads per row");
+}
+
 void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci, const void* v,
                  Precision storage, double a, MvView<const double> cur, double b, double c,
-                 MvView<double> next, double e, MvView<const double> r, const double* d, void* stream) {
+                 MvView<double> next, double e, MvView<const double> r, const double* d, void* stream,
+                 StepShape sh = kStep64) {
   const std::int64_t s = cur.cols;
   TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && next.cols == s &&
                       (e == 0.0 || (r.rows == n && r.cols == s)),
@@ -114,13 +162,11 @@ void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
   if (n == 0 || s == 0) return;
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   if (storage == Precision::fp32)
-    chebyshev_step_kernel<float><<<row_blocks(n), kThreads, 0, st>>>(
-        n, rp, ci, static_cast<const float*>(v), a, cur.data, cur.ld, b, c, next.data, next.ld, e,
-        r.data, r.ld, d, static_cast<int>(s));
+    dispatch_step64<float>(sh, n, st, rp, ci, static_cast<const float*>(v), a, cur.data, cur.ld, b, c,
+                           next.data, next.ld, e, r.data, r.ld, d, static_cast<int>(s));
   else
-    chebyshev_step_kernel<double><<<row_blocks(n), kThreads, 0, st>>>(
-        n, rp, ci, static_cast<const double*>(v), a, cur.data, cur.ld, b, c, next.data, next.ld, e,
-        r.data, r.ld, d, static_cast<int>(s));
+    dispatch_step64<double>(sh, n, st, rp, ci, static_cast<const double*>(v), a, cur.data, cur.ld, b,
+                            c, next.data, next.ld, e, r.data, r.ld, d, static_cast<int>(s));
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -169,7 +215,7 @@ struct Rung32 {
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
   void step(double a, MvView<const float> cur, double b, double c, MvView<float> next,
-            MvView<const float> r, const double* f) const {
+            MvView<const float> r, const double* f, StepShape sh = kStep32) const {
     const std::int64_t q = cur.cols;
     TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && next.cols == q &&
                         (!f || (r.rows == n && r.cols == q)),
@@ -180,13 +226,11 @@ struct Rung32 {
     const float* rd = f ? r.data : nullptr;
     const std::int64_t ldr = f ? r.ld : 0;
     if (storage == Precision::fp32)
-      chebyshev_step32_kernel<float><<<row_blocks(n), kThreads, 0, st>>>(
-          n, rp, ci, static_cast<const float*>(v), fa, cur.data, cur.ld, fb, fc, next.data, next.ld,
-          rd, ldr, f, static_cast<int>(q));
+      dispatch_step32<float>(sh, n, st, rp, ci, static_cast<const float*>(v), fa, cur.data, cur.ld, fb,
+                             fc, next.data, next.ld, rd, ldr, f, static_cast<int>(q));
     else
-      chebyshev_step32_kernel<double><<<row_blocks(n), kThreads, 0, st>>>(
-          n, rp, ci, static_cast<const double*>(v), fa, cur.data, cur.ld, fb, fc, next.data, next.ld,
-          rd, ldr, f, static_cast<int>(q));
+      dispatch_step32<double>(sh, n, st, rp, ci, static_cast<const double*>(v), fa, cur.data, cur.ld,
+                              fb, fc, next.data, next.ld, rd, ldr, f, static_cast<int>(q));
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
   void combine(MvView<const double> x, const double* q, MvView<const float> z, MvView<double> y) const {
@@ -292,6 +336,20 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t n, const st
 }
 
 namespace detail {
+void launch_step_shape(int kc, int g, std::int64_t n, const std::int64_t* row_ptr,
+                       const std::int32_t* col, const double* values, double a,
+                       MvView<const double> cur, double b, double c, MvView<double> next,
+                       void* stream) {
+  launch_step(n, row_ptr, col, values, Precision::fp64, a, cur, b, c, next, 0.0, {}, nullptr, stream,
+              StepShape{kc, g});
+}
+void launch_step32_shape(int kc, int g, std::int64_t n, const std::int64_t* row_ptr,
+                         const std::int32_t* col, const double* values, double a,
+                         MvView<const float> cur, double b, double c, MvView<float> next,
+                         void* stream) {
+  Rung32{n, row_ptr, col, values, Precision::fp64, stream}.step(a, cur, b, c, next, {}, nullptr,
+                                                               StepShape{kc, g});
+}
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
                                                         void* stream) {
   return std::make_unique<CudaChebyshevStep>(a, storage, stream);

@@ -11,7 +11,8 @@
 // per-column r coefficient (step32, and residual32 / combine32 around it).
 //
 // Host: chebyshev_step.cpp (the reference, rows over threads). CUDA: chebyshev_step.cu, a
-// row-split kernel (one thread per row, 8 columns per pass in registers) on its own copy of A
+// row-split kernel (fp64: two threads per row, each 4 columns per pass in registers; fp32 rung:
+// one thread per row, 8 columns per pass) on its own copy of A
 // with values stored in `storage` (fp64 or fp32; accumulation in fp64). The rounded copy is only
 // used inside a preconditioner, where it changes M, not the answer.
 #pragma once
@@ -67,6 +68,17 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t n, const st
 namespace detail {
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
                                                         void* stream);
+// For bench/step_bench.cu: the fp64 step (e = 0, no d) and the fp32 rung's step (no r) on device
+// CSR arrays with kc columns per pass and g threads per row (kc, g in {8,1}, {4,1},
+// {2,1}, {4,2}, {8,2}, {4,4}; InvalidArgument otherwise). CUDA builds only.
+void launch_step_shape(int kc, int g, std::int64_t n, const std::int64_t* row_ptr,
+                       const std::int32_t* col, const double* values, double a,
+                       MvView<const double> cur, double b, double c, MvView<double> next,
+                       void* stream);
+void launch_step32_shape(int kc, int g, std::int64_t n, const std::int64_t* row_ptr,
+                         const std::int32_t* col, const double* values, double a,
+                         MvView<const float> cur, double b, double c, MvView<float> next,
+                         void* stream);
 }
 
 }  // namespace tcsolve

@@ -17,6 +17,7 @@
 #include "preprocess/bcsr_build.hpp"
 #include "spmm/bcsr_spmm.hpp"
 #include "spmm/bcsr_spmm_cuda.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "spmm/csr_spmm_cuda.hpp"
 #include "spmm/device_buffer.hpp"
 #include "spmm/device_csr_view.hpp"
@@ -669,6 +670,117 @@ TEST(DeviceArraysGpu, CheckFindsTheFirstUnsortedRow) {
   EXPECT_EQ(run(b).unsorted_row, r1);
   b.col_idx[b.row_ptr[r0] + 1] = b.col_idx[b.row_ptr[r0]];
   EXPECT_EQ(run(b).unsorted_row, r0);
+}
+
+// ---- The fused Chebyshev step (spmm/chebyshev_step.cu) against the host reference
+// (chebyshev_step.cpp): every kernel shape (columns per pass × threads per row), fp64 and the fp32
+// rung, random values, column counts that are not multiples of the passes, rows not a multiple of
+// a block, empty and long rows; with c = 0 `next` is not read: it starts NaN-poisoned and must be
+// written everywhere.
+struct StepCase {
+  double a, b, c, e;
+  bool with_d;
+};
+
+void check_step(const Csr<double>& a, std::int64_t s, unsigned seed) {
+  const std::int64_t n = a.nrows;
+  auto host = make_chebyshev_step(a, Backend::cpu, Precision::fp64, nullptr);
+  auto dev = make_chebyshev_step(a, Backend::cuda, Precision::fp64, nullptr);
+  const std::vector<double> cur = test::random_vector(static_cast<std::size_t>(n * s), seed);
+  const std::vector<double> prev = test::random_vector(static_cast<std::size_t>(n * s), seed + 1);
+  const std::vector<double> r = test::random_vector(static_cast<std::size_t>(n * s), seed + 2);
+  std::vector<double> d = test::random_vector(static_cast<std::size_t>(n), seed + 3);
+  for (double& x : d) x = 1.0 + 0.5 * x;
+  DeviceArray<double> cur_d(cur), r_d(r), d_d(d), next_d(static_cast<std::size_t>(n * s));
+  DeviceArray<std::int64_t> rp(a.row_ptr);
+  DeviceArray<std::int32_t> ci(a.col_idx);
+  DeviceArray<double> v(a.values);
+  auto hv = [&](const std::vector<double>& x) { return MvView<const double>{x.data(), n, s, n, Space::host}; };
+  auto dv = [&](const DeviceArray<double>& x) { return MvView<const double>{x.get(), n, s, n, Space::device}; };
+  const StepCase cases[] = {{0.7, -0.3, 0.0, 0.0, false}, {1.9, 0.4, -0.8, 0.0, false}, {-0.6, 1.1, 0.5, 0.25, true}};
+  for (const StepCase& k : cases) {
+    std::vector<double> want = k.c == 0.0 ? std::vector<double>(prev.size(), 0.0) : prev;
+    host->step(k.a, hv(cur), k.b, k.c, MvView<double>{want.data(), n, s, n, Space::host}, k.e, hv(r),
+               k.with_d ? d.data() : nullptr);
+    const double scale = test::frobenius(want.data(), n, static_cast<int>(s), n);
+    auto compare = [&](const char* what, int kc, int g) {
+      std::vector<double> got(prev.size());
+      copy_bytes(got.data(), Space::host, next_d.get(), Space::device, got.size() * 8);
+      double diff = 0;
+      std::int64_t nan = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(got[i])) ++nan;
+        else diff += (got[i] - want[i]) * (got[i] - want[i]);
+      }
+      EXPECT_EQ(nan, 0) << what << " kc " << kc << " g " << g << " s " << s << " n " << n;
+      EXPECT_LT(std::sqrt(diff), 1e-14 * scale) << what << " kc " << kc << " g " << g << " s " << s;
+    };
+    auto load_next = [&] {
+      std::vector<double> init = k.c == 0.0 ? std::vector<double>(prev.size(), kNaN) : prev;
+      copy_bytes(next_d.get(), Space::device, init.data(), Space::host, init.size() * 8);
+    };
+    load_next();
+    dev->step(k.a, dv(cur_d), k.b, k.c, MvView<double>{next_d.get(), n, s, n, Space::device}, k.e,
+              dv(r_d), k.with_d ? d_d.get() : nullptr);
+    device_synchronize();
+    compare("default", 0, 0);
+    if (k.e != 0.0 || k.with_d) continue;  // the shapes' hook takes neither
+    for (auto [kc, g] : {std::pair{8, 1}, {4, 1}, {2, 1}, {8, 2}, {4, 2}, {4, 4}}) {
+      load_next();
+      detail::launch_step_shape(kc, g, n, rp.get(), ci.get(), v.get(), k.a, dv(cur_d), k.b, k.c,
+                                MvView<double>{next_d.get(), n, s, n, Space::device}, nullptr);
+      device_synchronize();
+      compare("shape", kc, g);
+    }
+  }
+  // The fp32 rung's step: fp32 blocks, fp32 sums (relative tolerance of a few fp32 roundings
+  // over the row), against the host's fp32 step; r weighted per column by f.
+  std::vector<float> cur32(cur.begin(), cur.end()), prev32(prev.begin(), prev.end()), r32(r.begin(), r.end());
+  std::vector<double> f = test::random_vector(static_cast<std::size_t>(s), seed + 4);
+  DeviceArray<float> cur32_d(cur32), r32_d(r32), next32_d(prev32.size());
+  DeviceArray<double> f_d(f);
+  std::vector<float> want32 = prev32;
+  host->step32(1.3, MvView<const float>{cur32.data(), n, s, n, Space::host}, -0.2, 0.6,
+               MvView<float>{want32.data(), n, s, n, Space::host},
+               MvView<const float>{r32.data(), n, s, n, Space::host}, f.data());
+  auto run32 = [&](int kc, int g) {
+    copy_bytes(next32_d.get(), Space::device, prev32.data(), Space::host, prev32.size() * 4);
+    MvView<const float> c32{cur32_d.get(), n, s, n, Space::device};
+    MvView<float> n32{next32_d.get(), n, s, n, Space::device};
+    if (kc == 0) dev->step32(1.3, c32, -0.2, 0.6, n32, MvView<const float>{r32_d.get(), n, s, n, Space::device}, f_d.get());
+    else detail::launch_step32_shape(kc, g, n, rp.get(), ci.get(), v.get(), 1.3, c32, -0.2, 0.6, n32, nullptr);
+    device_synchronize();
+    std::vector<float> got(prev32.size());
+    copy_bytes(got.data(), Space::host, next32_d.get(), Space::device, got.size() * 4);
+    return got;
+  };
+  auto rel32 = [&](const std::vector<float>& got, const std::vector<float>& ref) {
+    double diff = 0, nr = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      diff += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]), nr += double(ref[i]) * ref[i];
+    return std::sqrt(diff / std::max(nr, 1e-300));
+  };
+  EXPECT_LT(rel32(run32(0, 0), want32), 2e-6) << "fp32 default, s " << s;
+  // Without r (the shapes' hook): against the host without r.
+  std::vector<float> want32b = prev32;
+  host->step32(1.3, MvView<const float>{cur32.data(), n, s, n, Space::host}, -0.2, 0.6,
+               MvView<float>{want32b.data(), n, s, n, Space::host}, MvView<const float>{}, nullptr);
+  for (auto [kc, g] : {std::pair{8, 1}, {4, 1}, {2, 1}, {8, 2}, {4, 2}, {4, 4}})
+    EXPECT_LT(rel32(run32(kc, g), want32b), 2e-6) << "fp32 kc " << kc << " g " << g << " s " << s;
+}
+
+TEST(ChebyshevStepKernel, EveryShapeMatchesTheHostReference) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  // 4999 rows (not a multiple of 32, 64 or 128), mean 7 entries, 5 rows of 300, every 97th empty.
+  const Csr<double> a = test::random_skewed(4999, 4999, 7, 5, 300, 97, 21);
+  for (std::int64_t s : {1, 3, 5, 11, 24}) check_step(a, s, 100 + static_cast<unsigned>(s));
+}
+
+TEST(ChebyshevStepKernel, PastTwoToTheTwentyOneRows) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const std::int64_t n = (std::int64_t(1) << 21) + 37;
+  const Csr<double> a = test::random_skewed(n, n, 4, 0, 0, 0, 22);
+  check_step(a, 3, 7);
 }
 
 }  // namespace
