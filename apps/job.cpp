@@ -420,13 +420,18 @@ void validate_job(const JobSpec& s) {
     throw UsageError("--plot '" + s.plot + "': the plot file must end in .svg");
 }
 
-void check_job_outputs(const JobSpec& s) {
+std::vector<std::string> job_input_files(const JobSpec& s) {
   std::vector<std::string> inputs;
   for (const std::string* spec : {&s.matrix, &s.mass})
     if (!spec->empty() && !matrix_spec_file(*spec).empty()) inputs.push_back(matrix_spec_file(*spec));
   if (s.task == "solve" && s.rhs.rfind("random:", 0) != 0 && s.rhs.rfind(':') != std::string::npos)
     inputs.push_back(s.rhs.substr(0, s.rhs.rfind(':')));
   if (!s.start.empty()) inputs.push_back(split_start(s.start, "").first);
+  return inputs;
+}
+
+void check_job_outputs(const JobSpec& s) {
+  std::vector<std::string> inputs = job_input_files(s);
   // (the checkpoint may be the file resumed from: it is read before the first checkpoint)
   if (!s.checkpoint.empty()) check_output_path("--checkpoint '" + s.checkpoint + "'", s.checkpoint, inputs);
   if (!s.resume_from.empty()) inputs.push_back(s.resume_from);
@@ -834,7 +839,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
 }  // namespace
 
 JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progress,
-                   const std::string& command) {
+                   const std::string& command, bool defer_write) {
   Timer total;
   trace_mark("job: start");
   JobOutcome o;
@@ -1026,7 +1031,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   trace_mark("job: solved");
   Timer tw;
   if (!s.out.empty()) {
-    AtomicFile af(s.out);
+    auto af = std::make_shared<AtomicFile>(s.out);
     trace_mark("write: temporary file");
     {
       // The datasets' bytes (vectors or solutions dominate): small results are built in memory.
@@ -1034,7 +1039,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
           8.0 * static_cast<double>(n) *
               static_cast<double>(r.eigs ? r.er.values.size() : static_cast<std::size_t>(nrhs)) +
           1e6;
-      Hdf5File f = Hdf5File::create(af.temp_path(), data_bytes);
+      Hdf5File f = Hdf5File::create(af->temp_path(), data_bytes);
       trace_mark("write: file created");
       set_common_attrs(f, s, command);
       trace_mark("write: common attributes");
@@ -1106,10 +1111,20 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       f.set_attr("time_setup", o.setup_s);
       f.set_attr("time_solve", o.solve_s);
       f.set_attr("time_write", tw.seconds());  // up to here: datasets and attributes
-      f.close();
-      trace_mark("write: closed");
+      if (defer_write && f.in_memory()) {
+        // The bytes, fsync and rename later (no HDF5 call left): the caller's finish_write.
+        auto image = std::make_shared<const std::vector<char>>(f.take_image());
+        trace_mark("write: image built");
+        o.finish_write = [af, image] {
+          write_file_image(af->temp_path(), *image);
+          af->commit();
+        };
+      } else {
+        f.close();
+        trace_mark("write: closed");
+      }
     }
-    af.commit();
+    if (!o.finish_write) af->commit();
     o.wrote_output = true;
   }
   if (!s.plot.empty())

@@ -165,6 +165,11 @@ struct JobOutcome {
   double process_device_bytes = 0;
   std::vector<double> error_bounds;
   bool wrote_output = false;
+  // run_job(..., defer_write = true): the result file was built in memory and its bytes still
+  // have to reach the disk: call finish_write (on any thread; it makes no HDF5 call) to write,
+  // fsync and rename it into place; it throws OutputError as the write would have. Empty when
+  // the file was written before run_job returned (or there is none).
+  std::function<void()> finish_write;
   // 0 converged; 128 + signal when interrupted (130 SIGINT, 143 SIGTERM); 1 otherwise.
   int exit_code() const {
     if (status == "interrupted") return 128 + (interrupt_signal() > 0 ? interrupt_signal() : 2);
@@ -191,11 +196,16 @@ void check_distributed_job(const JobSpec& spec, int ranks);
 JobOutcome run_distributed_job(const JobSpec& spec, Communicator& comm, const ProgressFn& progress,
                                const std::string& command);
 
+// The files a job reads (matrix, mass, right-hand sides, start vectors; not --resume-from).
+std::vector<std::string> job_input_files(const JobSpec& spec);
+
 // Runs a job: reads (through the cache), checks, solves, writes spec.out (atomically) and the
 // plot. Input and usage errors propagate as exceptions (the caller records them); solver
 // non-convergence and breakdown are outcomes. `command` is stored in the output's attributes.
+// defer_write: a result file built in memory (up to Hdf5File::kInMemoryBytes) is not put on
+// disk here but handed back as JobOutcome::finish_write (batch overlaps it with the next job).
 JobOutcome run_job(const JobSpec& spec, MatrixCache& cache, const ProgressFn& progress,
-                   const std::string& command);
+                   const std::string& command, bool defer_write = false);
 
 // Writes a result file holding only the failure (attributes status = "failed", error, task,
 // matrix, job): what a batch leaves for a job that could not run.

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     std::printf("%s n=%lld nnz=%lld cols=%lld copy %.0f GB/s\n", spec.c_str(), static_cast<long long>(n),
                 static_cast<long long>(nnz), static_cast<long long>(s), copy_bw * 1e-9);
 
-    const int shapes[][2] = {{8, 1}, {4, 1}, {2, 1}, {8, 2}, {4, 2}, {4, 4}};
+    const int shapes[][2] = {{8, 1}, {4, 1}, {2, 1}, {8, 2}, {4, 2}, {4, 4}, {2, 2}, {16, 1}, {16, 2}};
     const double a_ = 0.7, b_ = -0.3, c_ = 0.2;
     for (int prec = 64; prec >= 32; prec -= 32) {
       const double bytes = (prec == 64 ? 24.0 : 12.0) * static_cast<double>(n * s) + a_bytes;

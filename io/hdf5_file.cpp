@@ -610,8 +610,10 @@ std::string write_error(int e, const std::string& path, double bytes) {
   return std::string(std::strerror(e)) + " writing " + shown_name(path) + b;
 }
 
+}  // namespace
+
 // Plain writes of a whole buffer (the in-memory file's image) to `path`, truncating it.
-void write_image(const std::string& path, const std::vector<char>& img) {
+void write_file_image(const std::string& path, const std::vector<char>& img) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw OutputError(write_error(errno, path, static_cast<double>(img.size())));
   std::size_t off = 0;
@@ -627,8 +629,6 @@ void write_image(const std::string& path, const std::vector<char>& img) {
   }
   if (::close(fd) != 0) throw OutputError(write_error(errno, path, static_cast<double>(img.size())));
 }
-
-}  // namespace
 
 Hdf5File Hdf5File::create(const std::string& path, double expected_bytes) {
   quiet();
@@ -675,29 +675,41 @@ Hdf5File Hdf5File::create(const std::string& path, double expected_bytes) {
   return Hdf5File(ctx, std::make_shared<Hdf5Handle>(f, H5Fclose), "/");
 }
 
-void Hdf5File::close() {
-  if (!h_ || h_->id < 0) return;
+bool Hdf5File::in_memory() const { return ctx_ && ctx_->in_memory; }
+
+std::vector<char> Hdf5File::take_image() {
+  if (!in_memory()) throw Error("HDF5: " + file_name() + ": not an in-memory file (no image to take)");
+  if (!h_ || h_->id < 0) throw Error("HDF5: " + shown_name(file_name()) + ": already closed");
   quiet();
   const hid_t f = h_->id;
   h_->id = -1;
+  // The image, then a close that touches no disk.
+  std::vector<char> img;
+  bool got = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
+  const ssize_t size = got ? H5Fget_file_image(f, nullptr, 0) : -1;
+  if (size > 0) {
+    img.resize(static_cast<std::size_t>(size));
+    got = H5Fget_file_image(f, img.data(), img.size()) == size;
+  } else {
+    got = false;
+  }
+  const std::string detail = got ? "" : hdf5_detail();
+  H5Fclose(f);
+  h_.reset();
+  if (!got) throw Error("HDF5: " + shown_name(file_name()) + ": cannot build the file image" + detail);
+  return img;
+}
+
+void Hdf5File::close() {
+  if (!h_ || h_->id < 0) return;
   if (ctx_->in_memory) {
-    // The image, then a close that touches no disk, then our own writes.
-    std::vector<char> img;
-    bool got = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
-    const ssize_t size = got ? H5Fget_file_image(f, nullptr, 0) : -1;
-    if (size > 0) {
-      img.resize(static_cast<std::size_t>(size));
-      got = H5Fget_file_image(f, img.data(), img.size()) == size;
-    } else {
-      got = false;
-    }
-    const std::string detail = got ? "" : hdf5_detail();
-    H5Fclose(f);
-    h_.reset();
-    if (!got) throw Error("HDF5: " + shown_name(file_name()) + ": cannot build the file image" + detail);
-    write_image(file_name(), img);
+    const std::string path = file_name();
+    write_file_image(path, take_image());  // then our own writes
     return;
   }
+  quiet();
+  const hid_t f = h_->id;
+  h_->id = -1;
   const bool flushed = ctx_->read_only || H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
   const std::string flush_detail = flushed ? "" : hdf5_detail();
   const bool closed = H5Fclose(f) >= 0;

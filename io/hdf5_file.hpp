@@ -162,9 +162,18 @@ class Hdf5File : public Hdf5Group {
   // failure. Further use of this object is invalid; groups still open keep the file alive until
   // they go away. The destructor closes silently (an in-memory file is then discarded).
   void close();
+  // In-memory files only (in_memory()): flushes and closes without touching the disk and returns
+  // the file's image, for write_file_image() later, on any thread (no HDF5 call is left to make:
+  // this HDF5 build is not thread-safe). Error for a file written directly.
+  std::vector<char> take_image();
+  bool in_memory() const;
 
  private:
   using Hdf5Group::Hdf5Group;
 };
+
+// Writes an image from Hdf5File::take_image() to `path` (truncating it) with plain writes.
+// OutputError with a plain message ("no space left on device writing r.h5") on failure.
+void write_file_image(const std::string& path, const std::vector<char>& image);
 
 }  // namespace tcsolve

@@ -113,10 +113,16 @@ unsigned row_blocks(std::int64_t n, int rows_per_block = kThreads) {
 //   fp64 (4, 2): lap2d:1000 at 48 / 32 columns 68 / 68 %, lap3d:100 at 24 / 32 columns 64 / 63 %;
 //        (8, 1), the earlier default: 62 / 63 %, 60 / 59 % (fewer live accumulators, more warps).
 //   fp32 (8, 1): 52 / 53 %, 50 / 49 %; (4, 2) and (8, 2) within ±3 % of it, either way.
+// Blocks of at most 4 columns (late filters with few active columns, block CG's last columns, one
+// right-hand side from Python) take 2 columns per pass so that the second thread of a row has
+// work: (2, 2) for 3–4 columns, (2, 1) for 1–2.
 struct StepShape {
   int kc = 8, g = 1;
 };
-constexpr StepShape kStep64{4, 2}, kStep32{8, 1};
+constexpr StepShape kStep32{8, 1};
+constexpr StepShape step64_shape(std::int64_t cols) {
+  return cols > 4 ? StepShape{4, 2} : cols > 2 ? StepShape{2, 2} : StepShape{2, 1};
+}
 
 template <class TA, int KC, int G, class... Args>
 void launch_step64_as(std::int64_t n, cudaStream_t st, Args... args) {
@@ -136,6 +142,9 @@ void dispatch_step64(StepShape sh, std::int64_t n, cudaStream_t st, Args... args
   if (sh.kc == 8 && sh.g == 2) return launch_step64_as<TA, 8, 2>(n, st, args...);
   if (sh.kc == 4 && sh.g == 4) return launch_step64_as<TA, 4, 4>(n, st, args...);
   if (sh.kc == 2 && sh.g == 1) return launch_step64_as<TA, 2, 1>(n, st, args...);
+  if (sh.kc == 2 && sh.g == 2) return launch_step64_as<TA, 2, 2>(n, st, args...);
+  if (sh.kc == 16 && sh.g == 1) return launch_step64_as<TA, 16, 1>(n, st, args...);
+  if (sh.kc == 16 && sh.g == 2) return launch_step64_as<TA, 16, 2>(n, st, args...);
   throw InvalidArgument("chebyshev step: no kernel with " + std::to_string(sh.kc) +
                         " columns per pass and " + std::to_string(sh.g) + " threads per row");
 }
@@ -147,6 +156,9 @@ void dispatch_step32(StepShape sh, std::int64_t n, cudaStream_t st, Args... args
   if (sh.kc == 8 && sh.g == 2) return launch_step32_as<TA, 8, 2>(n, st, args...);
   if (sh.kc == 4 && sh.g == 4) return launch_step32_as<TA, 4, 4>(n, st, args...);
   if (sh.kc == 2 && sh.g == 1) return launch_step32_as<TA, 2, 1>(n, st, args...);
+  if (sh.kc == 2 && sh.g == 2) return launch_step32_as<TA, 2, 2>(n, st, args...);
+  if (sh.kc == 16 && sh.g == 1) return launch_step32_as<TA, 16, 1>(n, st, args...);
+  if (sh.kc == 16 && sh.g == 2) return launch_step32_as<TA, 16, 2>(n, st, args...);
   throw InvalidArgument("chebyshev step: no kernel with " + std::to_string(sh.kc) +
                         " columns per pass and " + std::to_string(sh.g) + " threads per row");
 }
@@ -154,12 +166,13 @@ void dispatch_step32(StepShape sh, std::int64_t n, cudaStream_t st, Args... args
 void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci, const void* v,
                  Precision storage, double a, MvView<const double> cur, double b, double c,
                  MvView<double> next, double e, MvView<const double> r, const double* d, void* stream,
-                 StepShape sh = kStep64) {
+                 StepShape sh = {0, 0}) {
   const std::int64_t s = cur.cols;
   TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && next.cols == s &&
                       (e == 0.0 || (r.rows == n && r.cols == s)),
                   "chebyshev step: block shapes differ");
   if (n == 0 || s == 0) return;
+  if (sh.kc == 0) sh = step64_shape(s);
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   if (storage == Precision::fp32)
     dispatch_step64<float>(sh, n, st, rp, ci, static_cast<const float*>(v), a, cur.data, cur.ld, b, c,

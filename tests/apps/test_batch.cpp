@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "core/csr.hpp"
@@ -79,6 +80,36 @@ TEST(AppsBatch, BrokenJobIsRecordedAndOthersComplete) {
       EXPECT_EQ(Hdf5File::open(out + "/high.h5").attr_double("time_read"), 0.0);
   }
   EXPECT_TRUE(temp_files(out).empty());
+}
+
+// A job's result file goes to disk while the next job runs (batch's deferred write); a job that
+// starts from an earlier job's eigenvectors waits for that file, and every file is complete and
+// in place when the batch ends.
+TEST(AppsBatch, AJobReadsTheResultThePreviousJobIsStillWriting) {
+  ScratchDir d;
+  const std::string out = d.file("out");
+  const std::string jobs = d.write("jobs.ini",
+                                   "[defaults]\ndevice = cpu\nmatrix = gen:lap2d:60\nk = 6\n\n"
+                                   "[job.first]\ntask = eigs\n\n"
+                                   "[job.warm]\ntask = eigs\nstart = " + out + "/first.h5\n\n"
+                                   "[job.third]\ntask = eigs\nwhich = largest\n\n"
+                                   "[job.fourth]\ntask = solve\nrhs = random:3\n");
+  auto r = run_tcsolve({"batch", jobs, "--output-dir", out});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* name : {"first", "warm", "third", "fourth"}) {
+    Hdf5File f = Hdf5File::open(out + "/" + std::string(name) + ".h5");
+    EXPECT_EQ(f.attr_string("status"), "converged") << name;
+  }
+  Hdf5File w = Hdf5File::open(out + "/warm.h5");
+  EXPECT_EQ(w.attr_string("start"), out + "/first.h5");
+  // the warm start began from the converged vectors: fewer iterations than the cold run
+  EXPECT_LE(w.attr_int64("iterations"), Hdf5File::open(out + "/first.h5").attr_int64("iterations"));
+  const auto e1 = Hdf5File::open(out + "/first.h5").read_doubles("eigenvalues");
+  const auto e2 = w.read_doubles("eigenvalues");
+  ASSERT_EQ(e1.size(), e2.size());
+  for (std::size_t j = 0; j < e1.size(); ++j) EXPECT_NEAR(e2[j], e1[j], 1e-10 * std::abs(e1[j])) << j;
+  EXPECT_TRUE(temp_files(out).empty());
+  EXPECT_EQ(files_in(out), (std::vector<std::string>{"first.h5", "fourth.h5", "third.h5", "warm.h5"}));
 }
 
 TEST(AppsBatch, BadJobFileIsRefusedWithLineBeforeRunning) {

@@ -725,7 +725,7 @@ void check_step(const Csr<double>& a, std::int64_t s, unsigned seed) {
     device_synchronize();
     compare("default", 0, 0);
     if (k.e != 0.0 || k.with_d) continue;  // the shapes' hook takes neither
-    for (auto [kc, g] : {std::pair{8, 1}, {4, 1}, {2, 1}, {8, 2}, {4, 2}, {4, 4}}) {
+    for (auto [kc, g] : {std::pair{8, 1}, {4, 1}, {2, 1}, {8, 2}, {4, 2}, {4, 4}, {2, 2}, {16, 1}, {16, 2}}) {
       load_next();
       detail::launch_step_shape(kc, g, n, rp.get(), ci.get(), v.get(), k.a, dv(cur_d), k.b, k.c,
                                 MvView<double>{next_d.get(), n, s, n, Space::device}, nullptr);
@@ -765,7 +765,7 @@ void check_step(const Csr<double>& a, std::int64_t s, unsigned seed) {
   std::vector<float> want32b = prev32;
   host->step32(1.3, MvView<const float>{cur32.data(), n, s, n, Space::host}, -0.2, 0.6,
                MvView<float>{want32b.data(), n, s, n, Space::host}, MvView<const float>{}, nullptr);
-  for (auto [kc, g] : {std::pair{8, 1}, {4, 1}, {2, 1}, {8, 2}, {4, 2}, {4, 4}})
+  for (auto [kc, g] : {std::pair{8, 1}, {4, 1}, {2, 1}, {8, 2}, {4, 2}, {4, 4}, {2, 2}, {16, 1}, {16, 2}})
     EXPECT_LT(rel32(run32(kc, g), want32b), 2e-6) << "fp32 kc " << kc << " g " << g << " s " << s;
 }
 
