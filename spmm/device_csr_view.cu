@@ -146,7 +146,7 @@ DeviceCsrCheck check_device_csr(std::int64_t n, std::int64_t nnz, const std::int
                   "device CSR check: null arrays");
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   const std::size_t un = static_cast<std::size_t>(n);
-  DeviceArray<double> sum(un), mx(un), def(un), d_own(diag ? 0 : un), res(4);
+  DeviceArray<double> sum(un), mx(un), def(un), d_own(diag ? 0 : un), res(4);  // res[3]: max diag
   DeviceArray<std::int64_t> bad(un), bad_min(1), unsorted(un), unsorted_min(1);
   DeviceArray<cub::KeyValuePair<int, double>> arg(1);
   double* d = diag ? diag : d_own.get();
@@ -167,10 +167,11 @@ DeviceCsrCheck check_device_csr(std::int64_t n, std::int64_t nnz, const std::int
   TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Max(tmp.get(), bytes, sum.get(), res.get() + 0, ni, st));
   TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Max(tmp.get(), bytes, mx.get(), res.get() + 1, ni, st));
   TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Max(tmp.get(), bytes, def.get(), res.get() + 2, ni, st));
+  TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Max(tmp.get(), bytes, d, res.get() + 3, ni, st));
   TCSOLVE_CUDA_CHECK(cub::DeviceReduce::ArgMin(tmp.get(), bytes, d, arg.get(), ni, st));
   TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Min(tmp.get(), bytes, bad.get(), bad_min.get(), ni, st));
   TCSOLVE_CUDA_CHECK(cub::DeviceReduce::Min(tmp.get(), bytes, unsorted.get(), unsorted_min.get(), ni, st));
-  double r[3];
+  double r[4];
   cub::KeyValuePair<int, double> am;
   std::int64_t bm = nnz, um = n;
   TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(r, res.get(), sizeof r, cudaMemcpyDeviceToHost, st));
@@ -183,6 +184,7 @@ DeviceCsrCheck check_device_csr(std::int64_t n, std::int64_t nnz, const std::int
   out.symmetry_defect = r[2];
   out.min_diag = am.value;
   out.min_diag_row = am.key;
+  out.max_diag = r[3];
   out.nonfinite_at = bm < nnz ? bm : -1;
   out.unsorted_row = um < n ? um : -1;
   return out;

@@ -33,7 +33,7 @@ std::unique_ptr<LinearOperator<double>> make_device_csr_view(std::int64_t nrows,
 //   symmetry_defect  max |a_ij − a_ji| (a_ji looked up in row j by binary search; missing: 0);
 //   inf_norm         ‖A‖∞ = max_i Σ_j |a_ij|;
 //   diag             the stored diagonal into `diag` (n doubles on the device; may be null), and
-//                    its smallest entry with the row (−1 when n = 0);
+//                    its smallest entry with the row (−1 when n = 0) and its largest;
 //   nonfinite_at     the first entry index (in storage order) holding NaN/Inf, −1 when none;
 //   unsorted_row     the first row whose column indices are not strictly increasing (unsorted or
 //                    duplicated: not canonical, and then symmetry_defect is not meaningful), −1
@@ -41,7 +41,7 @@ std::unique_ptr<LinearOperator<double>> make_device_csr_view(std::int64_t nrows,
 // Runs on `stream` and waits for it. Reads 12·nnz + 8·n bytes plus the looked-up entries (in L2).
 // CPU twin: is_symmetric / csr_inf_norm / csr_diagonal (core/csr.hpp).
 struct DeviceCsrCheck {
-  double max_abs = 0.0, symmetry_defect = 0.0, inf_norm = 0.0, min_diag = 0.0;
+  double max_abs = 0.0, symmetry_defect = 0.0, inf_norm = 0.0, min_diag = 0.0, max_diag = 0.0;
   std::int64_t min_diag_row = -1, nonfinite_at = -1, unsorted_row = -1;
 };
 DeviceCsrCheck check_device_csr(std::int64_t n, std::int64_t nnz, const std::int64_t* row_ptr,

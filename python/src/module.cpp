@@ -664,6 +664,7 @@ py::dict device_csr_check(std::int64_t n, std::int64_t nnz, const py::tuple& pa)
   d["inf_norm"] = c.inf_norm;
   d["min_diag"] = c.min_diag;
   d["min_diag_row"] = c.min_diag_row;
+  d["max_diag"] = c.max_diag;
   d["nonfinite_at"] = c.nonfinite_at;
   d["unsorted_row"] = c.unsorted_row;
   return d;

@@ -897,8 +897,10 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     used: the smallest over the columns, so no column is solved less accurately than asked).
     ``tol`` is the older SciPy name of ``rtol``. M: preconditioner as a matrix or LinearOperator
     (CPU), or 'jacobi' / 'chebyshev' (a Chebyshev polynomial in A, degree from Lanczos bounds of the
-    spectrum; fewer iterations for more products with A) / 'none'; M=None means Jacobi (as the command line's default; CG's answer
-    does not depend on it, only its iteration count). maxiter: default 5000. block_size: solve
+    spectrum; fewer iterations for more products with A) / 'none' / 'auto'; M=None means 'auto', as
+    the command line's default: the polynomial on the GPU for matrices of at least 131072 rows
+    with short rows and a constant diagonal, else Jacobi (reported in ``Result.preconditioner``;
+    CG's answer does not depend on it, only its iteration count). maxiter: default 5000. block_size: solve
     the columns in groups of at most this many (default: all at once). callback(xk): called after
     every iteration with the current iterate, of b's shape (1-D for a 1-D b, else the n × s
     block); it costs one copy of the block per iteration (on the GPU a device-to-host copy and a
@@ -938,9 +940,9 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         x = x.copy(order="F")
     else:
         x = xp.zeros((n, s), dtype=xp.float64, order="F")
-    precond, precond_op = "jacobi", None
+    precond, precond_op, precond_note = ("auto" if M is None or isinstance(M, str) else "jacobi"), None, ""
     if isinstance(M, str):
-        precond = _choice(M, "M", ("jacobi", "chebyshev", "none"))
+        precond = _choice(M, "M", ("auto", "jacobi", "chebyshev", "none"))
     elif M is not None:
         precond_op = _inputs.as_matrix(M, "M")
         if precond_op.n != n:
@@ -961,6 +963,8 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             i = int(bad[0])
             raise ValueError(f"A is not positive definite (a_ii = {float(dh[i]):g} at row {i}): block CG "
                              "needs a symmetric positive definite matrix")
+    if precond == "auto":
+        precond, precond_note = _auto_precond(a, backend, dh if a.kind == "csr" else None)
     nz = [int(j) for j in _np.flatnonzero(norms > 0)]
     if atol > 0 and nz:
         # SciPy's test ‖r_j‖ ≤ max(rtol·‖b_j‖, atol) as one relative tolerance: the strictest column's.
@@ -1033,6 +1037,8 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     fields.update(res)
     if a.kind == "csr":
         fields["matrix_checksum"] = _Lazy(lambda: _tcsolve.csr_checksum(n, a.indptr, a.indices, a.data))
+    if precond_note:
+        fields["preconditioner"] = f"{fields.get('preconditioner', precond)} ({precond_note})"
     fields["time_preprocess"] = max(0.0, total - res.get("time_solve", 0.0))
     info_obj = Result(fields)
     info = 0 if info_obj.status == "converged" else max(1, int(info_obj.iterations))
@@ -1042,6 +1048,38 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             info_obj.solution = x  # CuPy; .save() needs .get()
         return xout, info, info_obj
     return xout, info
+
+
+# M='auto' (and M=None): the command line's `solve --precond auto` rule (apps/job.cpp,
+# solve_precond): the Chebyshev polynomial on the GPU for a matrix of at least 131072 rows with
+# short rows (its steps fuse: at most 16 non-zeros a row on average) and a constant diagonal (no
+# Jacobi scaling); Jacobi elsewhere. H200 (docs/performance.md): lap3d:80, 32 columns, CuPy input,
+# warm 0.335 s with Jacobi, 0.165 s with the polynomial.
+_AUTO_CHEBYSHEV_ROWS = 1 << 17
+
+
+def _auto_precond(a, backend, host_diagonal):
+    """(preconditioner, why) for M='auto'; the result reports both."""
+    why = None
+    if backend != "cuda":
+        why = "the CPU"
+    elif a.kind not in ("csr", "device"):
+        why = "A given as an operator"
+    elif a.n < _AUTO_CHEBYSHEV_ROWS:
+        why = "fewer than 131072 rows"
+    elif a.nnz > 16 * a.n:
+        why = "rows too long to fuse its steps"
+    else:
+        if a.kind == "device":
+            c = a.check()
+            lo, hi = float(c["min_diag"]), float(c["max_diag"])
+        else:
+            lo, hi = float(host_diagonal.min()), float(host_diagonal.max())
+        if lo != hi:
+            why = "a diagonal that varies (Jacobi scaling)"
+    if why:
+        return "jacobi", f"auto: not the Chebyshev polynomial, for {why}"
+    return "chebyshev", "auto: short rows, a constant diagonal, on the GPU"
 
 
 def _merge_solve(results, s, opt, rtol):

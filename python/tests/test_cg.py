@@ -103,6 +103,20 @@ def test_indefinite_matrix_is_refused():
         tcsolve.cg(a.tocsr(), np.ones(100))
 
 
+def test_default_preconditioner_is_auto_and_says_why():
+    # M=None is M='auto' (the command line's rule): on the CPU always Jacobi, with the reason.
+    a = lap2d(30)
+    b = np.random.default_rng(23).standard_normal((a.shape[0], 2))
+    for m in (None, "auto"):
+        x, info, r = tcsolve.cg(a, b, rtol=1e-10, M=m, device="cpu", return_info=True)
+        assert info == 0
+        assert r.preconditioner == "jacobi (auto: not the Chebyshev polynomial, for the CPU)", r.preconditioner
+    x, info, r = tcsolve.cg(a, b, rtol=1e-10, M="jacobi", device="cpu", return_info=True)
+    assert r.preconditioner == "jacobi"
+    with pytest.raises(ValueError, match="M='automatic'"):
+        tcsolve.cg(a, b, M="automatic")
+
+
 def test_chebyshev_polynomial_preconditioner():
     # M='chebyshev': a Chebyshev polynomial in A (degree from Lanczos bounds); the same answer in
     # fewer iterations, its products with A counted in operator_applies.

@@ -156,6 +156,31 @@ def test_cupy_input_not_canonical_and_nonfinite_blocks(cp, csp):
 
 
 @pytest.mark.gpu
+def test_cg_default_preconditioner_on_the_gpu(cp, csp):
+    # M=None is 'auto': the polynomial for a large matrix with short rows and a constant diagonal
+    # (lap3d:51, 132651 rows), Jacobi below 131072 rows or with a varying diagonal.
+    n = 51
+    t = sp.diags([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1], format="csr")
+    i = sp.identity(n, format="csr")
+    a = (sp.kron(sp.kron(t, i), i) + sp.kron(sp.kron(i, t), i) + sp.kron(sp.kron(i, i), t)).tocsr()
+    assert a.shape[0] >= 131072
+    b = np.random.default_rng(24).standard_normal((a.shape[0], 2))
+    x, info, r = tcsolve.cg(csp.csr_matrix(a), cp.asarray(b), rtol=1e-9, return_info=True)
+    assert info == 0 and r.preconditioner.startswith("chebyshev degree "), r.preconditioner
+    assert r.preconditioner.endswith("(auto: short rows, a constant diagonal, on the GPU)")
+    res = np.linalg.norm(b - a @ x.get(), axis=0) / np.linalg.norm(b, axis=0)
+    assert np.all(res <= 1e-9)
+    x, info, r = tcsolve.cg(a, b, rtol=1e-9, device="cuda", return_info=True)  # SciPy input, GPU
+    assert info == 0 and r.preconditioner.startswith("chebyshev degree "), r.preconditioner
+    d = a.copy()
+    d.setdiag(a.diagonal() * (1.0 + 0.1 * np.random.default_rng(25).random(a.shape[0])))
+    x, info, r = tcsolve.cg(csp.csr_matrix(d), cp.asarray(b), rtol=1e-9, return_info=True)
+    assert r.preconditioner == "jacobi (auto: not the Chebyshev polynomial, for a diagonal that varies (Jacobi scaling))"
+    x, info, r = tcsolve.cg(csp.csr_matrix(lap2d(80)), cp.ones(6400), rtol=1e-9, return_info=True)
+    assert r.preconditioner == "jacobi (auto: not the Chebyshev polynomial, for fewer than 131072 rows)"
+
+
+@pytest.mark.gpu
 def test_cg_cupy_chebyshev_preconditioner(cp, csp):
     a = lap2d(80)
     b = np.random.default_rng(22).standard_normal((a.shape[0], 3))

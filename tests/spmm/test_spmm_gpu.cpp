@@ -655,6 +655,14 @@ TEST(DeviceArraysGpu, CheckFindsTheFirstUnsortedRow) {
     return check_device_csr(m.nrows, m.nnz(), rp.get(), ci.get(), v.get(), nullptr, nullptr);
   };
   EXPECT_EQ(run(a).unsorted_row, -1);
+  {  // the diagonal's extremes against the host's
+    const std::vector<double> d = csr_diagonal(a);
+    const DeviceCsrCheck c = run(a);
+    const auto mn = std::min_element(d.begin(), d.end());
+    EXPECT_EQ(c.min_diag, *mn);
+    EXPECT_EQ(c.min_diag_row, mn - d.begin());
+    EXPECT_EQ(c.max_diag, *std::max_element(d.begin(), d.end()));
+  }
   // rows 700 (swapped pair) and 400 (a duplicated column): the first is 400
   Csr<double> b = a;
   auto row_with = [&](std::int64_t from) {
