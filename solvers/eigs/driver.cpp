@@ -449,7 +449,7 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
     // The certificate when it costs at most 15 % of the solve, or less than the re-check would:
     // the shift-invert re-check converges one more pair of T (measured 0.3–1.5× the solve on
     // small factors), the deflated LOBPCG re-check about a solve, the filter re-check ~10 %.
-    const double recheck_guess = fz && ran.transform == Transform::shift_invert ? 0.5 * solve_s
+    const double recheck_guess = fz && ran.transform == Transform::shift_invert ? kShiftInvertRecheckShare * solve_s
                                  : s.bop || ran.method == EigsMethod::lobpcg ? solve_s
                                                                              : 0.1 * solve_s;
     const double budget = std::max(0.15 * solve_s, recheck_guess);

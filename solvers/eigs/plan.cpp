@@ -378,10 +378,13 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
           e.setup_s -= r.analyze_seconds(lower_entries);
           e.setup_s += factor_analysis_seconds(*plan.symbolic);
           const double cert = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
-          if (default_verification == Verification::recheck && cert <= 0.15 * e.solve_s)
+          // As the verification decides (driver.cpp): the certificate when it costs at most 15 %
+          // of the solve or less than the re-check would.
+          if (default_verification == Verification::recheck &&
+              cert <= std::max(0.15, kShiftInvertRecheckShare) * e.solve_s)
             e.verification = Verification::certificate;
           e.verify_s = e.verification == Verification::certificate ? cert
-                       : e.verification == Verification::recheck ? 0.15 * e.solve_s : 0.0;
+                       : e.verification == Verification::recheck ? kShiftInvertRecheckShare * e.solve_s : 0.0;
           const double need = 12.0 * plan.symbolic->factor_entries;
           FactorOptions fo;
           fo.memory_limit_bytes = opt.factor_memory_limit;

@@ -58,6 +58,11 @@ enum class Transform { none, shift_invert };
 constexpr double kAmdMisguess = 4.0;
 constexpr double kMetisOverAmd = 5.0;
 
+// The shift-invert re-check (a fresh block of 2 against the deflated found pairs, solves through
+// the same factor) as a share of the shift-invert solve: measured 0.3–1.5× on small factors
+// (H200 machine, luxembourg's Laplacian, k = 8: 0.095–0.100 s against a 0.22–0.24 s solve).
+constexpr double kShiftInvertRecheckShare = 0.5;
+
 // Seconds of the factorization's own analysis, from the planner's AMD-only one.
 inline double factor_analysis_seconds(const SymbolicAnalysis& sym) {
   return sym.metis_follows ? kMetisOverAmd * sym.seconds : sym.seconds;
