@@ -164,17 +164,25 @@ double predict_dense_seconds(std::int64_t n, const EngineRates& r) {
   return 10.0 * nn * nn * nn * 5.0 * r.factor_s_per_flop;
 }
 
+ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host) {
+  const std::int64_t b8 = default_lanczos_block(k);
+  ShiftInvertShape sh;
+  sh.big_factor = factor_entries > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b8, 6 * b8));
+  sh.block = sh.big_factor ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16)
+                           : host ? std::min<std::int64_t>(b8, 4) : b8;
+  sh.block = std::min<std::int64_t>(sh.block, n / 4 > 0 ? n / 4 : 1);
+  const std::int64_t b = sh.block;
+  sh.basis = b * ((std::max(2 * k + 2 * b, (sh.big_factor ? 12 : 6) * b) + b - 1) / b);
+  return sh;
+}
+
 void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,
                                   double lower_entries, const EngineRates& r, const ApplyModel& m,
                                   Backend backend, double* setup_s, double* solve_s,
                                   std::string* detail) {
   const double lnz = sym.factor_entries;
-  // runs.cpp: blocks of up to 16 with a 12-block basis for large factors, else blocks of up to
-  // 8 with a 6-block basis.
-  const std::int64_t b_small = default_lanczos_block(k);
-  const bool big = lnz > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b_small, 6 * b_small));
-  const std::int64_t b = big ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16) : b_small;
-  const std::int64_t basis = std::max(2 * k + 2 * b, (big ? 12 : 6) * b);
+  const ShiftInvertShape sh = shift_invert_shape(n, k, lnz, backend != Backend::cuda);
+  const std::int64_t b = sh.block, basis = sh.basis;
   const double solves = 2.0 * static_cast<double>(basis) / static_cast<double>(b) + 2.0;
   double per_solve = r.solve_seconds(lnz, static_cast<double>(b));
   if (backend == Backend::cuda) per_solve += 16.0 * static_cast<double>(n * b) / 12e9;  // staged

@@ -63,6 +63,20 @@ constexpr double kMetisOverAmd = 5.0;
 // (H200 machine, luxembourg's Laplacian, k = 8: 0.095–0.100 s against a 0.22–0.24 s solve).
 constexpr double kShiftInvertRecheckShare = 0.5;
 
+// Block and basis of shift-invert Lanczos (runs.cpp; the planner prices the same). A block solve
+// reads the factor (≈ 16·nnz(L) bytes, about the same for 4 or 16 columns); an expansion step's
+// dense work reads the basis (≈ 32·n·m bytes). Large factors (nnz(L) > n·m): blocks of up to 16
+// and a 12-block basis, fewest solves (gen:elast3d:14 with a lumped mass, k = 10: 43 block solves
+// at b = 16, basis 192; 59 at b = 8; 73 at b = 4). Small factors: the dense work is the cost,
+// basis max(2k + 2b, 6b) with blocks of up to 8 on the GPU (launches), of up to 4 on the CPU
+// (2-core CPU, k = 10, Python eigsh: bcsstk10 17.1 → 11.8 ms, bcsstk19 6.5 → 4.7 ms, bcsstk21
+// 38.3 → 27.3 ms; basis 48 → 28 columns).
+struct ShiftInvertShape {
+  std::int64_t block = 0, basis = 0;
+  bool big_factor = false;
+};
+ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host);
+
 // Seconds of the factorization's own analysis, from the planner's AMD-only one.
 inline double factor_analysis_seconds(const SymbolicAnalysis& sym) {
   return sym.metis_follows ? kMetisOverAmd * sym.seconds : sym.seconds;

@@ -11,6 +11,7 @@
 
 #include "core/device.hpp"
 #include "factor/sparse_factor.hpp"
+#include "solvers/eigs/plan.hpp"
 #include "solvers/lanczos_core.hpp"
 
 namespace tcsolve::eigs_detail {
@@ -29,19 +30,10 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   DenseBlockOps& ops = *s.ops;
   const std::int64_t n = s.n;
   const bool with_b = s.bop != nullptr;
-  // Two regimes. A block solve reads the factor (≈ 16·nnz(L) bytes, about the same for 4 or 16
-  // columns); an expansion step's dense work reads the basis (≈ 32·n·m bytes). Large factors
-  // (nnz(L) > n·m): blocks of up to 16 and a 12-block basis, fewest solves (gen:elast3d:14 with a
-  // lumped mass, k = 10: 43 block solves at b = 16, basis 192; 59 at b = 8, basis 128; 73 at b = 4).
-  // Small factors (bcsstk21, nnz(L) = 0.1 M, n·m = 0.7 M): blocks of up to 8, basis
-  // max(2k + 2b, 6b), where the dense work, not the solves, is the cost.
-  const std::int64_t b_small = default_lanczos_block(k);
-  const bool big_factor =
-      factor_entries > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b_small, 6 * b_small));
-  const std::int64_t bs = std::min<std::int64_t>(
-      opt.block_size > 0 ? opt.block_size
-                         : big_factor ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16) : b_small,
-      n / 4 > 0 ? n / 4 : 1);
+  // Block and basis: shift_invert_shape (plan.hpp), which the planner prices.
+  const ShiftInvertShape shape = shift_invert_shape(n, k, factor_entries, ops.space() == Space::host);
+  const std::int64_t bs = std::min<std::int64_t>(opt.block_size > 0 ? opt.block_size : shape.block,
+                                                 n / 4 > 0 ? n / 4 : 1);
   // T = S⁻¹·B (or S⁻¹) on blocks, optionally deflated: T' = T − Y·diag(ν_Y)·(BY)ᵀ.
   MultiVector<double> by;
   std::unique_ptr<LowRankUpdate> tdef;
@@ -137,7 +129,7 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   // 73 at b = 4, basis 128 — bench notes in docs/performance.md).
   eo.block_size = bs;
   eo.max_basis = opt.basis > 0 ? opt.basis
-                 : bs * ((std::max(2 * k + 2 * bs, (big_factor ? 12 : 6) * bs) + bs - 1) / bs);
+                 : bs * ((std::max(2 * k + 2 * bs, (shape.big_factor ? 12 : 6) * bs) + bs - 1) / bs);
   eo.on_iteration = opt.on_iteration;
   if (!deflate) eo.checkpoint_every = opt.checkpoint_every, eo.on_checkpoint = opt.on_checkpoint;
   if (!opt.v0.empty() && !deflate) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
