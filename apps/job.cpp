@@ -528,26 +528,18 @@ struct Solved {
   std::int64_t wanted = 0;
 };
 
-// solve --precond auto (the default): the Chebyshev polynomial where it was measured to win —
-// on the GPU, its steps fused (rows of ≤ 16 non-zeros on average), no Jacobi scaling (a constant
-// diagonal), the matrix in its own order, and at least kAutoChebyshevRows rows. H200, 32
-// right-hand sides, seconds.total Jacobi → polynomial (docs/performance.md): lap3d:40 (64k rows)
-// 0.070 → 0.073, lap3d:52 (141k) 0.140 → 0.106, lap3d:100 0.43 → 0.26; else Jacobi:
-// elast3d:64's ~80-entry rows 1.00 → 1.36, gen:random:1000000:6's varying diagonal 0.33 → 0.47.
-// The choice and its reason go into the result's preconditioner note.
-constexpr std::int64_t kAutoChebyshevRows = 1 << 17;
-// `tight`: the right-hand sides run in batches (fit_columns): the polynomial's 3 more blocks a
-// column and its copy of A would narrow them further.
+// solve --precond auto (the default): auto_precond_refusal (solvers/chebyshev_precond.hpp). The
+// choice and its reason go into the result's preconditioner note. `tight`: the right-hand sides
+// run in batches (fit_columns).
 std::string solve_precond(const JobSpec& s, Backend backend, const Csr<double>& a, bool tight, JobOutcome& o) {
   if (s.task != "solve" || s.precond != "auto") return s.precond;
-  const char* why = nullptr;
-  if (backend != Backend::cuda) why = "the CPU";
-  else if (tight) why = "GPU memory that holds the right-hand sides only in batches";
-  else if (s.reorder != "none") why = "--reorder";
-  else if (a.nrows < kAutoChebyshevRows) why = "fewer than 131072 rows";
-  else if (chebyshev_wants_jacobi(a)) why = "a diagonal that varies (Jacobi scaling)";
-  else if (!chebyshev_step_fuses(a, Space::device, Precision::fp32))  // (the GPU's step stores A in fp32)
-    why = "rows too long to fuse its steps, or no room for its copy of A";
+  AutoPrecondFacts f;
+  f.gpu = backend == Backend::cuda;
+  f.tight = tight;
+  f.reordered = s.reorder != "none";
+  f.n = a.nrows, f.nnz = a.nnz();
+  f.diagonal_varies = f.gpu && chebyshev_wants_jacobi(a);
+  const char* why = auto_precond_refusal(f);
   if (why) {
     o.precond_note = std::string("jacobi (auto: not the Chebyshev polynomial, for ") + why + ")";
     return "jacobi";

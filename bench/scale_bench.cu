@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/event_timing.cuh"
 #include "core/csr.hpp"
 #include "core/device.hpp"
 #include "io/matrix_io.hpp"
@@ -58,28 +59,7 @@ double rss_gb() {
   return static_cast<double>(u.ru_maxrss) * 1024.0 / 1e9;  // ru_maxrss is in KiB on Linux
 }
 
-double median_ms(const std::function<void()>& f) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  CK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  for (int i = 0; i < g_reps; ++i) {
-    CK(cudaEventRecord(a));
-    f();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CK(cudaGetLastError());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+double median_ms(const std::function<void()>& f) { return timing::median_event_ms(f, g_reps); }
 
 // x[i] = uniform in [-1, 1) from a hash of i (never zero-filled: the bench times real data)
 __global__ void fill_kernel(double* x, std::int64_t n, unsigned long long seed) {

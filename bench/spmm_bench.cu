@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/event_timing.cuh"
 #include "core/csr.hpp"
 #include "core/device.hpp"
 #include "io/matrix_io.hpp"
@@ -59,34 +60,13 @@ const int kWarm = 3;
 // Median time (ms) of f() over g_reps runs after kWarm warm-ups, CUDA events on stream 0.
 // Returns NaN when f throws (e.g. an unsupported library configuration).
 double time_ms(const std::function<void()>& f) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> t;
   try {
-    for (int i = 0; i < kWarm; ++i) f();
-    CK(cudaDeviceSynchronize());
-    for (int i = 0; i < g_reps; ++i) {
-      CK(cudaEventRecord(a));
-      f();
-      CK(cudaEventRecord(b));
-      CK(cudaEventSynchronize(b));
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, a, b));
-      t.push_back(ms);
-    }
+    return timing::median_event_ms(f, g_reps, kWarm);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "  (skipped: %s)\n", e.what());
     cudaGetLastError();
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
     return std::nan("");
   }
-  CK(cudaGetLastError());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 struct Lib : std::runtime_error {

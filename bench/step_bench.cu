@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "bench/event_timing.cuh"
 #include "core/cuda_check.cuh"
 #include "io/matrix_io.hpp"
 #include "spmm/chebyshev_step.hpp"
@@ -23,31 +25,7 @@ using namespace tcsolve;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <class F>
-double time_ms(F&& f, int reps) {
-  cudaEvent_t e0, e1;
-  TCSOLVE_CUDA_CHECK(cudaEventCreate(&e0));
-  TCSOLVE_CUDA_CHECK(cudaEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    TCSOLVE_CUDA_CHECK(cudaEventRecord(e0));
-    f();
-    TCSOLVE_CUDA_CHECK(cudaEventRecord(e1));
-    TCSOLVE_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    TCSOLVE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  return median(t);
-}
+double time_ms(const std::function<void()>& f, int reps) { return timing::median_event_ms(f, reps); }
 
 }  // namespace
 

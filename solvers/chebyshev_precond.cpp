@@ -222,14 +222,25 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
   return pc;
 }
 
-bool chebyshev_step_fuses(const Csr<double>& a, Space space, Precision storage) {
+bool chebyshev_step_fuses(std::int64_t n, std::int64_t nnz, Space space, Precision storage) {
   // The fused row-split step pays for short rows (a 7-point Laplacian); with long rows (3D
   // elasticity, ~80 per row) the operator's own kernel (BCSR/DMMA) is faster: not fused. Its
   // copy of A is made only when it takes at most a tenth of the free device memory.
-  const double step_bytes = (storage == Precision::fp32 ? 8.0 : 12.0) * static_cast<double>(a.nnz()) +
-                            8.0 * static_cast<double>(a.nrows + 1);
-  const bool room = space == Space::host || step_bytes <= 0.1 * static_cast<double>(device_free_bytes());
-  return room && a.nnz() <= 16 * std::max<std::int64_t>(a.nrows, 1);
+  if (nnz > 16 * std::max<std::int64_t>(n, 1)) return false;
+  const double step_bytes = (storage == Precision::fp32 ? 8.0 : 12.0) * static_cast<double>(nnz) +
+                            8.0 * static_cast<double>(n + 1);
+  return space == Space::host || step_bytes <= 0.1 * static_cast<double>(device_free_bytes());
+}
+
+const char* auto_precond_refusal(const AutoPrecondFacts& f) {
+  if (!f.gpu) return "the CPU";
+  if (f.tight) return "GPU memory that holds the right-hand sides only in batches";
+  if (f.reordered) return "--reorder";
+  if (f.n < kAutoChebyshevRows) return "fewer than 131072 rows";
+  if (f.diagonal_varies) return "a diagonal that varies (Jacobi scaling)";
+  if (!chebyshev_step_fuses(f.n, f.nnz, Space::device, Precision::fp32))  // (the GPU's step stores A in fp32)
+    return "rows too long to fuse its steps, or no room for its copy of A";
+  return nullptr;
 }
 
 }  // namespace tcsolve

@@ -116,6 +116,25 @@ bool chebyshev_wants_jacobi(const Csr<double>& a);
 // Whether make_chebyshev_preconditioner fuses each polynomial step into one kernel for A: rows of
 // at most 16 non-zeros on average (longer rows: the operator's own kernel is faster) and, on the
 // device, A's copy in `storage` within a tenth of the free memory.
-bool chebyshev_step_fuses(const Csr<double>& a, Space space, Precision storage);
+bool chebyshev_step_fuses(std::int64_t n, std::int64_t nnz, Space space, Precision storage);
+inline bool chebyshev_step_fuses(const Csr<double>& a, Space space, Precision storage) {
+  return chebyshev_step_fuses(a.nrows, a.nnz(), space, storage);
+}
+
+// Block CG's automatic preconditioner (`solve --precond auto`, Python `cg(M='auto')`): the
+// Chebyshev polynomial where it was measured to win — on the GPU, its steps fused (fp32 copy of A,
+// chebyshev_step_fuses), no Jacobi scaling (a constant diagonal), the matrix in its own order, at
+// least kAutoChebyshevRows rows, and the right-hand sides not in batches (`tight`: the
+// polynomial's 3 more blocks a column and its copy of A would narrow them further). H200, 32
+// right-hand sides, seconds.total Jacobi → polynomial (docs/performance.md): lap3d:40 (64k rows)
+// 0.070 → 0.073, lap3d:52 (141k) 0.140 → 0.106, lap3d:100 0.43 → 0.26; else Jacobi: elast3d:64's
+// ~80-entry rows 1.00 → 1.36, gen:random:1000000:6's varying diagonal 0.33 → 0.47.
+constexpr std::int64_t kAutoChebyshevRows = 1 << 17;
+struct AutoPrecondFacts {
+  bool gpu = false, tight = false, reordered = false, diagonal_varies = false;
+  std::int64_t n = 0, nnz = 0;
+};
+// nullptr: the polynomial; else why Jacobi ("the CPU", "fewer than 131072 rows", ...).
+const char* auto_precond_refusal(const AutoPrecondFacts& f);
 
 }  // namespace tcsolve

@@ -124,41 +124,28 @@ constexpr StepShape step64_shape(std::int64_t cols) {
   return cols > 4 ? StepShape{4, 2} : cols > 2 ? StepShape{2, 2} : StepShape{2, 1};
 }
 
-template <class TA, int KC, int G, class... Args>
-void launch_step64_as(std::int64_t n, cudaStream_t st, Args... args) {
-  chebyshev_step_kernel<TA, KC, G><<<row_blocks(n, kThreads / G), dim3(kThreads / G, G), 0, st>>>(n, args...);
-}
-template <class TA, int KC, int G, class... Args>
-void launch_step32_as(std::int64_t n, cudaStream_t st, Args... args) {
-  chebyshev_step32_kernel<TA, KC, G><<<row_blocks(n, kThreads / G), dim3(kThreads / G, G), 0, st>>>(n, args...);
+// Bits = 64: chebyshev_step_kernel, 32: the fp32 rung's chebyshev_step32_kernel.
+template <int Bits, class TA, int KC, int G, class... Args>
+void launch_step_as(std::int64_t n, cudaStream_t st, Args... args) {
+  const dim3 grid(row_blocks(n, kThreads / G)), block(kThreads / G, G);
+  if constexpr (Bits == 64)
+    chebyshev_step_kernel<TA, KC, G><<<grid, block, 0, st>>>(n, args...);
+  else
+    chebyshev_step32_kernel<TA, KC, G><<<grid, block, 0, st>>>(n, args...);
 }
 
 // One instance per shape the bench offers; InvalidArgument for others.
-template <class TA, class... Args>
-void dispatch_step64(StepShape sh, std::int64_t n, cudaStream_t st, Args... args) {
-  if (sh.kc == 8 && sh.g == 1) return launch_step64_as<TA, 8, 1>(n, st, args...);
-  if (sh.kc == 4 && sh.g == 1) return launch_step64_as<TA, 4, 1>(n, st, args...);
-  if (sh.kc == 4 && sh.g == 2) return launch_step64_as<TA, 4, 2>(n, st, args...);
-  if (sh.kc == 8 && sh.g == 2) return launch_step64_as<TA, 8, 2>(n, st, args...);
-  if (sh.kc == 4 && sh.g == 4) return launch_step64_as<TA, 4, 4>(n, st, args...);
-  if (sh.kc == 2 && sh.g == 1) return launch_step64_as<TA, 2, 1>(n, st, args...);
-  if (sh.kc == 2 && sh.g == 2) return launch_step64_as<TA, 2, 2>(n, st, args...);
-  if (sh.kc == 16 && sh.g == 1) return launch_step64_as<TA, 16, 1>(n, st, args...);
-  if (sh.kc == 16 && sh.g == 2) return launch_step64_as<TA, 16, 2>(n, st, args...);
-  throw InvalidArgument("chebyshev step: no kernel with " + std::to_string(sh.kc) +
-                        " columns per pass and " + std::to_string(sh.g) + " threads per row");
-}
-template <class TA, class... Args>
-void dispatch_step32(StepShape sh, std::int64_t n, cudaStream_t st, Args... args) {
-  if (sh.kc == 8 && sh.g == 1) return launch_step32_as<TA, 8, 1>(n, st, args...);
-  if (sh.kc == 4 && sh.g == 1) return launch_step32_as<TA, 4, 1>(n, st, args...);
-  if (sh.kc == 4 && sh.g == 2) return launch_step32_as<TA, 4, 2>(n, st, args...);
-  if (sh.kc == 8 && sh.g == 2) return launch_step32_as<TA, 8, 2>(n, st, args...);
-  if (sh.kc == 4 && sh.g == 4) return launch_step32_as<TA, 4, 4>(n, st, args...);
-  if (sh.kc == 2 && sh.g == 1) return launch_step32_as<TA, 2, 1>(n, st, args...);
-  if (sh.kc == 2 && sh.g == 2) return launch_step32_as<TA, 2, 2>(n, st, args...);
-  if (sh.kc == 16 && sh.g == 1) return launch_step32_as<TA, 16, 1>(n, st, args...);
-  if (sh.kc == 16 && sh.g == 2) return launch_step32_as<TA, 16, 2>(n, st, args...);
+template <int Bits, class TA, class... Args>
+void dispatch_step(StepShape sh, std::int64_t n, cudaStream_t st, Args... args) {
+  if (sh.kc == 8 && sh.g == 1) return launch_step_as<Bits, TA, 8, 1>(n, st, args...);
+  if (sh.kc == 4 && sh.g == 1) return launch_step_as<Bits, TA, 4, 1>(n, st, args...);
+  if (sh.kc == 4 && sh.g == 2) return launch_step_as<Bits, TA, 4, 2>(n, st, args...);
+  if (sh.kc == 8 && sh.g == 2) return launch_step_as<Bits, TA, 8, 2>(n, st, args...);
+  if (sh.kc == 4 && sh.g == 4) return launch_step_as<Bits, TA, 4, 4>(n, st, args...);
+  if (sh.kc == 2 && sh.g == 1) return launch_step_as<Bits, TA, 2, 1>(n, st, args...);
+  if (sh.kc == 2 && sh.g == 2) return launch_step_as<Bits, TA, 2, 2>(n, st, args...);
+  if (sh.kc == 16 && sh.g == 1) return launch_step_as<Bits, TA, 16, 1>(n, st, args...);
+  if (sh.kc == 16 && sh.g == 2) return launch_step_as<Bits, TA, 16, 2>(n, st, args...);
   throw InvalidArgument("chebyshev step: no kernel with " + std::to_string(sh.kc) +
                         " columns per pass and " + std::to_string(sh.g) + " threads per row");
 }
@@ -175,10 +162,10 @@ void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
   if (sh.kc == 0) sh = step64_shape(s);
   cudaStream_t st = static_cast<cudaStream_t>(stream);
   if (storage == Precision::fp32)
-    dispatch_step64<float>(sh, n, st, rp, ci, static_cast<const float*>(v), a, cur.data, cur.ld, b, c,
+    dispatch_step<64, float>(sh, n, st, rp, ci, static_cast<const float*>(v), a, cur.data, cur.ld, b, c,
                            next.data, next.ld, e, r.data, r.ld, d, static_cast<int>(s));
   else
-    dispatch_step64<double>(sh, n, st, rp, ci, static_cast<const double*>(v), a, cur.data, cur.ld, b,
+    dispatch_step<64, double>(sh, n, st, rp, ci, static_cast<const double*>(v), a, cur.data, cur.ld, b,
                             c, next.data, next.ld, e, r.data, r.ld, d, static_cast<int>(s));
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
@@ -239,10 +226,10 @@ struct Rung32 {
     const float* rd = f ? r.data : nullptr;
     const std::int64_t ldr = f ? r.ld : 0;
     if (storage == Precision::fp32)
-      dispatch_step32<float>(sh, n, st, rp, ci, static_cast<const float*>(v), fa, cur.data, cur.ld, fb,
+      dispatch_step<32, float>(sh, n, st, rp, ci, static_cast<const float*>(v), fa, cur.data, cur.ld, fb,
                              fc, next.data, next.ld, rd, ldr, f, static_cast<int>(q));
     else
-      dispatch_step32<double>(sh, n, st, rp, ci, static_cast<const double*>(v), fa, cur.data, cur.ld,
+      dispatch_step<32, double>(sh, n, st, rp, ci, static_cast<const double*>(v), fa, cur.data, cur.ld,
                               fb, fc, next.data, next.ld, rd, ldr, f, static_cast<int>(q));
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }

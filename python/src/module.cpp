@@ -739,6 +739,14 @@ PYBIND11_MODULE(_tcsolve, m) {
   m.def("device_to_column_major", &device_to_column_major);
   m.def("device_column_norms", &device_column_norms);
   // The results' matrix_checksum (core/csr.hpp), computed when a Result asks for it.
+  m.def("auto_precond_refusal",
+        [](bool gpu, std::int64_t n, std::int64_t nnz, bool diagonal_varies) -> py::object {
+          AutoPrecondFacts f;
+          f.gpu = gpu, f.n = n, f.nnz = nnz, f.diagonal_varies = diagonal_varies;
+          const char* why = auto_precond_refusal(f);
+          return why ? py::object(py::str(why)) : py::object(py::none());
+        },
+        "Why cg(M='auto') takes Jacobi (None: the Chebyshev polynomial): solve --precond auto's rule.");
   m.def("csr_checksum", [](std::int64_t n, const I64Array& indptr, const I32Array& indices,
                            const D1Array& data) {
     Csr<double> a = csr_from_arrays(n, indptr, indices, data);

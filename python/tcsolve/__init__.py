@@ -1050,33 +1050,22 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     return xout, info
 
 
-# M='auto' (and M=None): the command line's `solve --precond auto` rule (apps/job.cpp,
-# solve_precond): the Chebyshev polynomial on the GPU for a matrix of at least 131072 rows with
-# short rows (its steps fuse: at most 16 non-zeros a row on average) and a constant diagonal (no
-# Jacobi scaling); Jacobi elsewhere. H200 (docs/performance.md): lap3d:80, 32 columns, CuPy input,
+# M='auto' (and M=None): the command line's `solve --precond auto` rule (auto_precond_refusal,
+# solvers/chebyshev_precond.hpp). H200 (docs/performance.md): lap3d:80, 32 columns, CuPy input,
 # warm 0.335 s with Jacobi, 0.165 s with the polynomial.
-_AUTO_CHEBYSHEV_ROWS = 1 << 17
-
-
 def _auto_precond(a, backend, host_diagonal):
     """(preconditioner, why) for M='auto'; the result reports both."""
-    why = None
-    if backend != "cuda":
-        why = "the CPU"
-    elif a.kind not in ("csr", "device"):
-        why = "A given as an operator"
-    elif a.n < _AUTO_CHEBYSHEV_ROWS:
-        why = "fewer than 131072 rows"
-    elif a.nnz > 16 * a.n:
-        why = "rows too long to fuse its steps"
+    if a.kind not in ("csr", "device"):
+        why = "A given as an operator" if backend == "cuda" else "the CPU"
     else:
-        if a.kind == "device":
-            c = a.check()
-            lo, hi = float(c["min_diag"]), float(c["max_diag"])
-        else:
-            lo, hi = float(host_diagonal.min()), float(host_diagonal.max())
-        if lo != hi:
-            why = "a diagonal that varies (Jacobi scaling)"
+        varies = False
+        if backend == "cuda":
+            if a.kind == "device":
+                c = a.check()
+                varies = float(c["min_diag"]) != float(c["max_diag"])
+            else:
+                varies = float(host_diagonal.min()) != float(host_diagonal.max())
+        why = _tcsolve.auto_precond_refusal(backend == "cuda", a.n, a.nnz, varies)
     if why:
         return "jacobi", f"auto: not the Chebyshev polynomial, for {why}"
     return "chebyshev", "auto: short rows, a constant diagonal, on the GPU"

@@ -164,12 +164,14 @@ double predict_dense_seconds(std::int64_t n, const EngineRates& r) {
   return 10.0 * nn * nn * nn * 5.0 * r.factor_s_per_flop;
 }
 
-ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host) {
+ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host,
+                                    std::int64_t block) {
   const std::int64_t b8 = default_lanczos_block(k);
   ShiftInvertShape sh;
   sh.big_factor = factor_entries > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b8, 6 * b8));
-  sh.block = sh.big_factor ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16)
-                           : host ? std::min<std::int64_t>(b8, 4) : b8;
+  sh.block = block > 0 ? block
+             : sh.big_factor ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16)
+             : host ? std::min<std::int64_t>(b8, 4) : b8;
   sh.block = std::min<std::int64_t>(sh.block, n / 4 > 0 ? n / 4 : 1);
   const std::int64_t b = sh.block;
   sh.basis = b * ((std::max(2 * k + 2 * b, (sh.big_factor ? 12 : 6) * b) + b - 1) / b);

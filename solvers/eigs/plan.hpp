@@ -75,7 +75,9 @@ struct ShiftInvertShape {
   std::int64_t block = 0, basis = 0;
   bool big_factor = false;
 };
-ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host);
+// block > 0: that block (the caller's --block-size), clamped and with its basis.
+ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host,
+                                    std::int64_t block = 0);
 
 // Seconds of the factorization's own analysis, from the planner's AMD-only one.
 inline double factor_analysis_seconds(const SymbolicAnalysis& sym) {

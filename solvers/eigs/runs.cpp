@@ -31,9 +31,9 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   const std::int64_t n = s.n;
   const bool with_b = s.bop != nullptr;
   // Block and basis: shift_invert_shape (plan.hpp), which the planner prices.
-  const ShiftInvertShape shape = shift_invert_shape(n, k, factor_entries, ops.space() == Space::host);
-  const std::int64_t bs = std::min<std::int64_t>(opt.block_size > 0 ? opt.block_size : shape.block,
-                                                 n / 4 > 0 ? n / 4 : 1);
+  const ShiftInvertShape shape =
+      shift_invert_shape(n, k, factor_entries, ops.space() == Space::host, opt.block_size);
+  const std::int64_t bs = shape.block;
   // T = S⁻¹·B (or S⁻¹) on blocks, optionally deflated: T' = T − Y·diag(ν_Y)·(BY)ᵀ.
   MultiVector<double> by;
   std::unique_ptr<LowRankUpdate> tdef;
@@ -123,13 +123,8 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   eo.tol = opt.tol;
   eo.max_iterations = opt.max_iterations > 0 ? opt.max_iterations : 300;
   eo.seed = seed;
-  // A solve costs about the same for 4 or 16 columns (the factor's traffic dominates), so blocks
-  // of up to 16 and a basis of max(2k + 2b, 12b) minimize the number of block solves (gen:elast3d:14
-  // with a lumped mass, k = 10: 43 block solves at b = 16, basis 192; 59 at b = 8, basis 128;
-  // 73 at b = 4, basis 128 — bench notes in docs/performance.md).
   eo.block_size = bs;
-  eo.max_basis = opt.basis > 0 ? opt.basis
-                 : bs * ((std::max(2 * k + 2 * bs, (shape.big_factor ? 12 : 6) * bs) + bs - 1) / bs);
+  eo.max_basis = opt.basis > 0 ? opt.basis : shape.basis;
   eo.on_iteration = opt.on_iteration;
   if (!deflate) eo.checkpoint_every = opt.checkpoint_every, eo.on_checkpoint = opt.on_checkpoint;
   if (!opt.v0.empty() && !deflate) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
