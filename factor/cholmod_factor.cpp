@@ -46,8 +46,8 @@ struct CholmodHandles {
   CholmodHandles& operator=(const CholmodHandles&) = delete;
 };
 
-// Below this many flops a simplicial factorization beats the supernodal one (see the constructor).
-constexpr double kSimplicialBelowFlops = 1e7;
+const char* cholmod_ordering_name(int ordering);
+
 
 class CholmodFactor final : public SparseFactor {
  public:
@@ -79,11 +79,29 @@ class CholmodFactor final : public SparseFactor {
     // 8 → 1 ms). LLᵀ either way (final_ll): a non-positive pivot still fails the factorization.
     c_.supernodal = CHOLMOD_AUTO;
     c_.final_ll = 1;
-    l_ = cholmod_l_analyze(&a, &c_);
-    if (l_ && l_->is_super && c_.fl < kSimplicialBelowFlops) {
-      cholmod_l_free_factor(&l_, &c_);
-      c_.supernodal = CHOLMOD_SIMPLICIAL;
+    const SymbolicAnalysis* given = opt.analysis.get();
+    if (given && (!given->perm || static_cast<std::int64_t>(given->perm->size()) != n_))
+      throw InvalidArgument("factor: the given analysis is of a matrix with " +
+                            std::to_string(given->perm ? given->perm->size() : 0) + " rows, S has " +
+                            std::to_string(n_));
+    if (given) {
+      // The ordering is known: the analysis is the elimination tree and the counts only, and
+      // the form is chosen from the given flops up front (one symbolic pass).
+      if (given->flops < kSimplicialBelowFlops) c_.supernodal = CHOLMOD_SIMPLICIAL;
+      analyze_given(&a, given->perm->data());
+      ordering_name_ = given->ordering + " (the plan's)";
+    } else {
       l_ = cholmod_l_analyze(&a, &c_);
+      ordering_ = c_.selected >= 0 ? c_.method[c_.selected].ordering : -1;
+      if (l_ && l_->is_super && c_.fl < kSimplicialBelowFlops) {
+        // Simplicial after all: the same permutation again, without ordering twice.
+        std::vector<SuiteSparse_long> perm(static_cast<const SuiteSparse_long*>(l_->Perm),
+                                           static_cast<const SuiteSparse_long*>(l_->Perm) + n_);
+        cholmod_l_free_factor(&l_, &c_);
+        c_.supernodal = CHOLMOD_SIMPLICIAL;
+        analyze_given(&a, perm.data());
+      }
+      ordering_name_ = cholmod_ordering_name(ordering_);
     }
     if (!l_) fail("cholmod_l_analyze");
     analyze_s_ = now() - t0;
@@ -96,7 +114,6 @@ class CholmodFactor final : public SparseFactor {
     const double limit = factor_memory_limit(opt);
     if (est_bytes_ > limit)
       throw FactorTooLarge(est_bytes_, limit, "CHOLMOD LL^T of A - sigma*B (" + entries_str(c_.lnz) + ")");
-    ordering_ = c_.selected >= 0 ? c_.method[c_.selected].ordering : -1;
     t0 = now();
     cholmod_l_factorize(&a, l_, &c_);
     factor_s_ = now() - t0;
@@ -141,7 +158,7 @@ class CholmodFactor final : public SparseFactor {
   std::string describe() const override {
     char b[200];
     std::snprintf(b, sizeof b, "cholmod LL^T (%s, %s), %s entries, analyze %.3f s, factor %.3f s%s",
-                  l_ && l_->is_super ? "supernodal" : "simplicial", ordering_name(), entries_str(entries_).c_str(),
+                  l_ && l_->is_super ? "supernodal" : "simplicial", ordering_name_.c_str(), entries_str(entries_).c_str(),
                   analyze_s_, factor_s_,
                   exported_.n ? (", export " + std::to_string(export_s_).substr(0, 5) + " s").c_str() : "");
     return b;
@@ -178,16 +195,14 @@ class CholmodFactor final : public SparseFactor {
     else std::snprintf(b, sizeof b, "%.0f", e);
     return b;
   }
-  const char* ordering_name() const {
-    switch (ordering_) {
-      case CHOLMOD_NATURAL: return "natural";
-      case CHOLMOD_GIVEN: return "given";
-      case CHOLMOD_AMD: return "amd";
-      case CHOLMOD_METIS: return "metis";
-      case CHOLMOD_NESDIS: return "nesdis";
-      case CHOLMOD_COLAMD: return "colamd";
-      default: return "?";
-    }
+  // cholmod_l_analyze_p with perm (S's rows in elimination order) as the only method; the
+  // perm is postordered again (a no-op for a postordered one).
+  void analyze_given(cholmod_sparse* a, const std::int64_t* perm) {
+    c_.nmethods = 1;
+    c_.method[0].ordering = CHOLMOD_GIVEN;
+    c_.postorder = 1;
+    l_ = cholmod_l_analyze_p(a, const_cast<SuiteSparse_long*>(reinterpret_cast<const SuiteSparse_long*>(perm)),
+                             nullptr, 0, &c_);
   }
   [[noreturn]] void fail(const char* call) const {
     const int st = c_.status;
@@ -229,6 +244,7 @@ class CholmodFactor final : public SparseFactor {
   bool positive_ = false;
   double entries_ = 0, est_bytes_ = 0, analyze_s_ = 0, factor_s_ = 0, export_s_ = 0, flops_ = 0, rcond_ = 0;
   int ordering_ = -1;
+  std::string ordering_name_;
   ExportedFactor exported_;
 };
 
@@ -282,6 +298,8 @@ SymbolicAnalysis cholmod_symbolic(const LowerCsc& s) {
   // fl/lnz < 500 or lnz/anz < 5 (anz: entries of the stored triangle).
   const double anz = static_cast<double>(s.values.size());
   out.metis_follows = h.c.lnz > 0 && h.c.fl >= 500.0 * h.c.lnz && h.c.lnz >= 5.0 * anz;
+  const auto* p = static_cast<const SuiteSparse_long*>(h.l->Perm);
+  out.perm = std::make_shared<const std::vector<std::int64_t>>(p, p + s.n);
   return out;
 }
 

@@ -49,7 +49,10 @@ Csr<double> model_laplacian(int nx, int d) {
 
 struct Sample {
   double lower_entries = 0, entries = 0, flops = 0;
-  double analyze_s = 0, factor_s = 0, solve_s = 0, inertia_s = 0;
+  double analyze_s = 0, factor_s = 0, solve1_s = 0, solve16_s = 0, inertia_s = 0;
+  // t(cols) = entries·(per_entry + cols·per_entry_col) through the solves of 1 and 16 columns.
+  double per_entry_col() const { return std::max(0.0, (solve16_s - solve1_s) / (15.0 * entries)); }
+  double per_entry() const { return std::max(0.0, solve1_s / entries - per_entry_col()); }
 };
 
 Sample sample(const Csr<double>& a, bool with_inertia) {
@@ -70,14 +73,18 @@ Sample sample(const Csr<double>& a, bool with_inertia) {
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * static_cast<double>(i) + 1.0);
   MvView<const double> xv{x.data(), n, cols, n, Space::host};
   MvView<double> yv{y.data(), n, cols, n, Space::host};
-  f->solve(xv, yv);  // warm
-  double best = INFINITY;
-  for (int r = 0; r < 3; ++r) {
-    const double t0 = now();
-    f->solve(xv, yv);
-    best = std::min(best, now() - t0);
+  for (std::int64_t c : {std::int64_t(1), cols}) {
+    MvView<const double> xc = xv.columns(0, c);
+    MvView<double> yc = yv.columns(0, c);
+    f->solve(xc, yc);  // warm
+    double best = INFINITY;
+    for (int r = 0; r < 5; ++r) {
+      const double t0 = now();
+      f->solve(xc, yc);
+      best = std::min(best, now() - t0);
+    }
+    (c == 1 ? s.solve1_s : s.solve16_s) = best;
   }
-  s.solve_s = best;
   if (with_inertia) {
     const double t0 = now();
     inertia_at(a, nullptr, -1.0);
@@ -106,7 +113,7 @@ std::string machine_key() {
   return k;
 }
 
-constexpr const char* kCacheFile = "engine-rates-v2.txt";
+constexpr const char* kCacheFile = "engine-rates-v3.txt";
 
 bool read_cache(const std::string& file, const std::string& key, EngineRates& r) {
   std::ifstream in(file);
@@ -116,11 +123,13 @@ bool read_cache(const std::string& file, const std::string& key, EngineRates& r)
     std::string k;
     EngineRates c;
     if (!(ls >> k >> c.analyze_s_per_entry >> c.factor_s_per_flop >> c.factor_s_per_entry >>
-          c.solve_s_per_entry >> c.solve_s_per_entry_col >> c.inertia_ratio))
+          c.solve_s_per_entry >> c.solve_s_per_entry_col >> c.simplicial_solve_s_per_entry >>
+          c.simplicial_solve_s_per_entry_col >> c.inertia_ratio))
       continue;
     if (k != key) continue;
     const double v[] = {c.analyze_s_per_entry, c.factor_s_per_flop, c.factor_s_per_entry,
-                        c.solve_s_per_entry, c.solve_s_per_entry_col, c.inertia_ratio};
+                        c.solve_s_per_entry, c.solve_s_per_entry_col, c.simplicial_solve_s_per_entry,
+                        c.simplicial_solve_s_per_entry_col, c.inertia_ratio};
     if (!std::all_of(std::begin(v), std::end(v), [](double x) { return std::isfinite(x) && x >= 0; }))
       continue;
     c.source = "cached in " + file;
@@ -147,9 +156,10 @@ void write_cache(const std::string& dir, const std::string& file, const std::str
     if (!out) return;
     for (const auto& l : keep) out << l << "\n";
     char b[512];
-    std::snprintf(b, sizeof b, "%s %.6g %.6g %.6g %.6g %.6g %.6g\n", key.c_str(),
+    std::snprintf(b, sizeof b, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n", key.c_str(),
                   r.analyze_s_per_entry, r.factor_s_per_flop, r.factor_s_per_entry,
-                  r.solve_s_per_entry, r.solve_s_per_entry_col, r.inertia_ratio);
+                  r.solve_s_per_entry, r.solve_s_per_entry_col, r.simplicial_solve_s_per_entry,
+                  r.simplicial_solve_s_per_entry_col, r.inertia_ratio);
     out << b;
     if (!out) {
       std::filesystem::remove(tmp, ec);
@@ -164,9 +174,11 @@ void write_cache(const std::string& dir, const std::string& file, const std::str
 
 EngineRates measure_engine_rates() {
   const double t0 = now();
-  // A 2D problem (entries dominate: small supernodes) and a 3D one (flops dominate).
+  // A 2D problem (entries dominate: small supernodes) and a 3D one (flops dominate), both
+  // supernodal; a small 2D one, simplicial (its solves only).
   const Sample s2 = sample(model_laplacian(160, 2), false);
   const Sample s3 = sample(model_laplacian(22, 3), true);
+  const Sample ss = sample(model_laplacian(60, 2), false);
   EngineRates r;
   r.analyze_s_per_entry = std::max(s2.analyze_s / s2.lower_entries, s3.analyze_s / s3.lower_entries);
   // factor_s = flops·a + entries·b: two equations; keep both coefficients non-negative.
@@ -179,10 +191,12 @@ EngineRates measure_engine_rates() {
   }
   r.factor_s_per_flop = a;
   r.factor_s_per_entry = b;
-  // One block solve of 16 columns, split evenly between the per-entry sweep and the columns.
-  const double per_entry16 = std::max(s2.solve_s / s2.entries, s3.solve_s / s3.entries);
-  r.solve_s_per_entry = 0.5 * per_entry16;
-  r.solve_s_per_entry_col = 0.5 * per_entry16 / 16.0;
+  // Block solves: the slower of the two supernodal problems in each coefficient; the small one
+  // for the simplicial factors.
+  r.solve_s_per_entry = std::max(s2.per_entry(), s3.per_entry());
+  r.solve_s_per_entry_col = std::max(s2.per_entry_col(), s3.per_entry_col());
+  r.simplicial_solve_s_per_entry = ss.per_entry();
+  r.simplicial_solve_s_per_entry_col = ss.per_entry_col();
   r.inertia_ratio = std::max(0.5, s3.inertia_s / std::max(1e-6, s3.analyze_s + s3.factor_s));
   char b2[96];
   std::snprintf(b2, sizeof b2, "measured in %.2f s", now() - t0);

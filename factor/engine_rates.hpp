@@ -2,15 +2,17 @@
 // (solvers/eigs/plan.hpp) needs to price shift-invert (analysis, factorization, block solves) and
 // the Sylvester certificate (a MUMPS LDLᵀ) before doing any of them.
 //
-// Model (fitted on two generated problems, a 2D and a 3D Laplacian, ~0.2–0.5 s once):
+// Model (fitted on three generated problems, a small 2D, a 2D and a 3D Laplacian, ~0.2–0.5 s once):
 //   analysis  t = entries(lower S) · analyze_s_per_entry
 //   factor    t = flops · factor_s_per_flop + nnz(L) · factor_s_per_entry   (CHOLMOD LLᵀ)
-//   solve     t = nnz(L) · (solve_s_per_entry + cols · solve_s_per_entry_col) (one block of cols)
+//   solve     t = nnz(L) · (solve_s_per_entry + cols · solve_s_per_entry_col) (one block of cols;
+//             coefficients of their own for the simplicial factors below kSimplicialBelowFlops,
+//             each pair fitted to solves of 1 and of 16 columns)
 //   inertia   t = inertia_ratio · (analysis + factor)                       (MUMPS, factors dropped)
 // flops and nnz(L) come from analyze_factor() (factor/sparse_factor.hpp).
 //
 // Cache: measured once per machine and kept in $TCSOLVE_CACHE_DIR, else $XDG_CACHE_HOME/tcsolve,
-// else $HOME/.cache/tcsolve (file engine-rates-v2.txt, one line per machine key: host name, cores
+// else $HOME/.cache/tcsolve (file engine-rates-v3.txt, one line per machine key: host name, cores
 // and the engines' thread settings). TCSOLVE_NO_RATE_CACHE=1 measures in every process and writes
 // nothing. A cache that cannot be read or written is ignored (the rates are then measured).
 #pragma once
@@ -26,6 +28,8 @@ struct EngineRates {
   double factor_s_per_entry = 2e-8;
   double solve_s_per_entry = 2e-9;
   double solve_s_per_entry_col = 5e-10;
+  double simplicial_solve_s_per_entry = 1e-9;
+  double simplicial_solve_s_per_entry_col = 5e-10;
   double inertia_ratio = 2.0;
   std::string source = "defaults (not measured)";
 
@@ -33,8 +37,12 @@ struct EngineRates {
   double factor_seconds(const SymbolicAnalysis& s) const {
     return s.flops * factor_s_per_flop + s.factor_entries * factor_s_per_entry;
   }
-  double solve_seconds(double factor_entries, double cols) const {
-    return factor_entries * (solve_s_per_entry + cols * solve_s_per_entry_col);
+  // One block solve of `cols` columns through a factor of these entries whose factorization
+  // costs `flops` (which decides its form).
+  double solve_seconds(double factor_entries, double cols, double flops) const {
+    return flops < kSimplicialBelowFlops
+               ? factor_entries * (simplicial_solve_s_per_entry + cols * simplicial_solve_s_per_entry_col)
+               : factor_entries * (solve_s_per_entry + cols * solve_s_per_entry_col);
   }
   double inertia_seconds(const SymbolicAnalysis& s, double lower_entries) const {
     return inertia_ratio * (analyze_seconds(lower_entries) + factor_seconds(s));

@@ -60,6 +60,13 @@ struct Inertia {
   std::int64_t negative = 0, zero = 0, positive = 0;
 };
 
+struct SymbolicAnalysis;  // below
+
+// CHOLMOD: below this many flops the factorization is simplicial (up-looking by rows), at and
+// above it supernodal where CHOLMOD's own switch says so: small supernodes gain nothing from
+// BLAS-3 (2-core CPU, 2026-11-24: bcsstk21, 4.2e6 flops, 22 → 6 ms; dwt_2680 8 → 1 ms).
+constexpr double kSimplicialBelowFlops = 1e7;
+
 struct FactorOptions {
   FactorEngine engine = FactorEngine::automatic;
   // Refuse a factorization whose estimated size (factor entries, indices, workspace) exceeds this;
@@ -67,6 +74,12 @@ struct FactorOptions {
   double memory_limit_bytes = 0;
   // CHOLMOD: keep the factor's simplicial LLᵀ copy in CSC form for export (export_lower()).
   bool exportable = false;
+  // CHOLMOD: an analysis of S's pattern (analyze_factor) whose permutation is used instead of
+  // ordering again, and whose flops choose the simplicial or supernodal form before the
+  // factorization's own symbolic pass (which then costs the elimination tree and the counts
+  // only). Null: CHOLMOD's default strategy orders S. The caller vouches for the pattern: the
+  // permutation must have S's size (checked), and any permutation gives a correct factor.
+  std::shared_ptr<const SymbolicAnalysis> analysis;
 };
 
 // L in compressed sparse column form with S(p, p) = L·Lᵀ (CHOLMOD, positive definite S):
@@ -132,6 +145,10 @@ struct SymbolicAnalysis {
   double seconds = 0.0;         // of this analysis (the ordering dominates)
   std::string ordering;         // amd
   bool metis_follows = false;   // the factorization's analysis will try METIS as well
+  // AMD's fill-reducing permutation (postordered; perm[i] = the row of S placed i-th): a
+  // factorization of the same pattern may take it (FactorOptions::ordering) instead of ordering
+  // again. Shared, since plans and memos copy the analysis.
+  std::shared_ptr<const std::vector<std::int64_t>> perm;
 };
 SymbolicAnalysis analyze_factor(const Csr<double>& a, const Csr<double>* b);
 

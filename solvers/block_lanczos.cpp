@@ -274,36 +274,22 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
   detail::Checkpointer checkpoint(opt.checkpoint_every, opt.on_checkpoint);
   std::vector<double> yk(cap * cap);
 
-  for (;; ++restart) {
-    detail::IterationTimer timer(clock);
-    IterationRecord rec;
-    rec.iteration = restart;
-    // Expand until the basis holds up to L columns before the newest block.
-    OrthoBranch worst = OrthoBranch::none;
-    while (c + bs <= L) {
-      worst = std::max(worst, expand(c));
-      c += bs;
-    }
-    rec.ortho = worst;
-    // Rayleigh-Ritz on the first p = c columns.
-    const std::int64_t p = c;
+  // Rayleigh–Ritz on the first p columns: the wanted Ritz values and vectors (ysel, theta_keep),
+  // the coupling E·Y of the newest block (ey), and the estimated residuals ‖E·y_j‖ of the k
+  // wanted (rec); returns how many of them pass. O(p³) on the host.
+  auto rayleigh_ritz = [&](std::int64_t p, IterationRecord& rec) -> std::int64_t {
     hp.resize(p, p);
     hp = 0.5 * (H.topLeftCorner(p, p) + H.topLeftCorner(p, p).transpose());
     es.compute(hp);
-    if (es.info() != Eigen::Success) {
-      status = SolverStatus::breakdown;
-      reason = "projected eigenproblem failed";
-      break;
-    }
+    if (es.info() != Eigen::Success) return -1;
     wanted_order(es.eigenvalues(), p, prob.which, order);
-    const std::int64_t nsel = std::max(keep, k);
+    const std::int64_t nsel = std::min(std::max(keep, k), p);
     for (std::int64_t j = 0; j < nsel; ++j) {
       ysel.col(j).head(p) = es.eigenvectors().col(order[j]);
       theta_keep[j] = es.eigenvalues()(order[j]);
     }
     // E·Y (bs × nsel); E = H(p:p+bs, 0:p) is non-zero only in its last bs columns.
-    ey.leftCols(nsel).noalias() =
-        H.block(p, p - bs, bs, bs) * ysel.block(p - bs, 0, bs, nsel);
+    ey.leftCols(nsel).noalias() = H.block(p, p - bs, bs, bs) * ysel.block(p - bs, 0, bs, nsel);
     std::int64_t nconv = 0;
     rec.residual_norms.resize(k);
     for (std::int64_t j = 0; j < k; ++j) {
@@ -314,15 +300,59 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
     }
     rec.converged = nconv;
     rec.active = k - nconv;
+    return nconv;
+  };
+  // Ritz vectors X = V(:, 0:p)·Y_k into tmp.
+  auto ritz_vectors = [&](std::int64_t p) {
+    for (std::int64_t j = 0; j < k; ++j)
+      std::copy(ysel.col(j).data(), ysel.col(j).data() + p, yk.data() + j * p);
+    ops.gemm(1.0, v.columns(0, p), yk.data(), p, 0.0, tmp.columns(0, k));
+  };
+  auto round_up = [&](std::int64_t x) { return bs * ((x + bs - 1) / bs); };
+
+  for (;; ++restart) {
+    detail::IterationTimer timer(clock);
+    IterationRecord rec;
+    rec.iteration = restart;
+    // Expand until the basis holds up to L columns before the newest block. In the first pass
+    // a look (Rayleigh–Ritz) also at k + 2b columns and then at every quarter of growth: an
+    // easy problem (shift-invert, a well-separated end) stops once every wanted pair passes,
+    // without filling the basis. The looks cost a geometric series of O(p³), at most about
+    // twice the Rayleigh–Ritz of the last one; a look whose explicit check fails goes on
+    // expanding (the check's applies are the only other cost).
+    OrthoBranch worst = OrthoBranch::none;
+    std::int64_t next_look = opt.early_stop && restart == 0 ? round_up(k + 2 * bs) : L + 1;
+    bool early = false;
+    while (c + bs <= L) {
+      worst = std::max(worst, expand(c));
+      c += bs;
+      if (c < next_look || c + bs > L) continue;
+      next_look = round_up(std::max(c + bs, c + c / 4));
+      if (rayleigh_ritz(c, rec) != k) continue;
+      ritz_vectors(c);
+      res.values.clear();
+      if (prob.verify(clock, tmp.columns(0, k), theta, false, res)) {
+        early = true;
+        break;
+      }
+      next_look = L + 1;  // the estimates ran ahead of the true residuals: no more looks
+    }
+    rec.ortho = worst;
+    const std::int64_t p = c;
+    std::int64_t nconv = k;
+    if (!early) {
+      // Rayleigh–Ritz on the full basis.
+      nconv = rayleigh_ritz(p, rec);
+      if (nconv < 0) {
+        status = SolverStatus::breakdown;
+        reason = "projected eigenproblem failed";
+        break;
+      }
+    }
     const bool stop = nconv < k && interrupt_requested();
     const bool last = restart + 1 >= opt.max_iterations || stop;
-    const bool check = nconv == k || last;
-    if (check) {
-      // Ritz vectors X = V(:, 0:p)·Y_k into tmp.
-      for (std::int64_t j = 0; j < k; ++j)
-        std::copy(ysel.col(j).data(), ysel.col(j).data() + p, yk.data() + j * p);
-      ops.gemm(1.0, v.columns(0, p), yk.data(), p, 0.0, tmp.columns(0, k));
-    }
+    const bool check = !early && (nconv == k || last);
+    if (check) ritz_vectors(p);
     ops.synchronize();
     {
       auto [ap, de] = timer.split();
@@ -330,11 +360,14 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
     }
     if (opt.on_iteration) opt.on_iteration(rec);
     if (opt.keep_history) res.history.push_back(std::move(rec));
-    if (check) {
+    if (check || early) {
       // The explicit check decides; if it fails and iterations remain, go on.
       res.iterations = restart + 1;
-      res.values.clear();
-      const bool ok = prob.verify(clock, tmp.columns(0, k), theta, last, res);
+      bool ok = early;
+      if (!early) {
+        res.values.clear();
+        ok = prob.verify(clock, tmp.columns(0, k), theta, last, res);
+      }
       // Estimates that keep passing while the explicit check keeps failing: the residuals sit
       // at a level the iteration cannot lower (rounding, an inexact Op). Stop and say so.
       const bool stagnant = !ok && ++failed_checks >= 8;

@@ -67,6 +67,11 @@ struct EigenOptions {
   std::int64_t block_size = 0;
   std::int64_t max_basis = 0;
   std::int64_t restart_keep = 0;
+  // Block Lanczos, first pass only: Rayleigh–Ritz also before the basis is full (at k + 2b
+  // columns, then each time the basis grew by a quarter), and a stop once every wanted pair
+  // passes its explicit check. Off for the eigs re-checks, whose "nothing missed" rests on the
+  // Krylov space of the full basis.
+  bool early_stop = true;
   const LinearOperator<double>* b_inverse = nullptr;
 
   // Optional start block (host, n × start_cols, column-major; SciPy's v0 / X): its columns

@@ -298,10 +298,16 @@ struct Factorized {
 };
 
 Factorized factorize(const Problem& s, const EigsOptions& opt,
-                     const std::function<const SpectralProbe*()>& get_probe) {
+                     const std::function<const SpectralProbe*()>& get_probe,
+                     const std::optional<SymbolicAnalysis>& analysis) {
   Factorized out;
   FactorOptions fo;
   fo.memory_limit_bytes = opt.factor_memory_limit;
+  // The plan's AMD analysis of this pattern: its ordering is the factorization's own choice
+  // unless METIS follows (CHOLMOD's default strategy), so it is not computed again (one AMD
+  // pass fewer per factorization; every shift tried below shares it).
+  if (analysis && analysis->perm && !analysis->metis_follows)
+    fo.analysis = std::make_shared<const SymbolicAnalysis>(*analysis);
   // GPU triangular solves (cuSPARSE SpSM) lost their one-time trial to the host engine on every
   // factor measured (elast3d:24/40 on the H200: 1.2–2.3 s vs 0.8 s per 16-column block), and
   // the export and the trial cost seconds: host solves, staged through pinned memory.
@@ -591,7 +597,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   Factorized fz;
   const bool needs_factor = ran.transform == Transform::shift_invert || ran.lobpcg_factor;
   if (needs_factor) {
-    fz = factorize(s, opt, get_probe);
+    fz = factorize(s, opt, get_probe, plan.symbolic);
     why += fz.why;
   }
   double setup_s = detail::now_seconds() - t_setup0;
@@ -628,7 +634,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
       // The measured convergence predicted more than the fallback plan: switch to it.
       const double spent = detail::now_seconds() - t_solve0;
       const double t_f = detail::now_seconds();
-      fz = factorize(s, opt, get_probe);
+      fz = factorize(s, opt, get_probe, plan.symbolic);
       setup_s += detail::now_seconds() - t_f;
       ran = *plan.fallback;
       why += "; switched after " + fmt("%.3g", spent) + " s of chebyshev (its measured convergence "

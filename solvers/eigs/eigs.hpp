@@ -128,6 +128,9 @@ struct EigsOptions {
   std::int64_t max_iterations = 0;  // 0 = the method's default
   std::int64_t block_size = 0;      // Lanczos block size (0 = automatic)
   std::int64_t basis = 0;           // Lanczos basis columns before a restart (SciPy's ncv; 0 = auto)
+  // Block Lanczos may stop before its first basis is full once every wanted pair passes
+  // (EigenOptions::early_stop); the re-checks turn it off (solvers/eigs/recheck.cpp).
+  bool lanczos_early_stop = true;
   EigsPrecond precond = EigsPrecond::automatic;  // LOBPCG
   // LOBPCG preconditioner T ≈ (A − σB)⁻¹ given as an operator in the ops' space (SciPy lobpcg's
   // M); takes precedence over `precond` and needs method lobpcg (or automatic: then lobpcg).

@@ -171,7 +171,7 @@ ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double facto
   sh.big_factor = factor_entries > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b8, 6 * b8));
   sh.block = block > 0 ? block
              : sh.big_factor ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16)
-             : host ? std::min<std::int64_t>(b8, 4) : b8;
+             : host ? 1 : b8;
   sh.block = std::min<std::int64_t>(sh.block, n / 4 > 0 ? n / 4 : 1);
   const std::int64_t b = sh.block;
   sh.basis = b * ((std::max(2 * k + 2 * b, (sh.big_factor ? 12 : 6) * b) + b - 1) / b);
@@ -186,12 +186,23 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
   const ShiftInvertShape sh = shift_invert_shape(n, k, lnz, backend != Backend::cuda);
   const std::int64_t b = sh.block, basis = sh.basis;
   const double solves = 2.0 * static_cast<double>(basis) / static_cast<double>(b) + 2.0;
-  double per_solve = r.solve_seconds(lnz, static_cast<double>(b));
+  double per_solve = r.solve_seconds(lnz, static_cast<double>(b), sym.flops);
   if (backend == Backend::cuda) per_solve += 16.0 * static_cast<double>(n * b) / 12e9;  // staged
-  // Dense Lanczos work per block step: two passes over the basis (≈ 4·basis column units).
-  const double dense = 4.0 * static_cast<double>(basis) * m.t_col + m.t_outer;
   *setup_s = r.analyze_seconds(lower_entries) + r.factor_seconds(sym);
-  *solve_s = solves * (per_solve + dense);
+  if (backend == Backend::cuda || !(m.t_word > 0)) {
+    // Dense Lanczos work per block step: two passes over the basis (≈ 4·basis column units).
+    const double dense = 4.0 * static_cast<double>(basis) * m.t_col + m.t_outer;
+    *solve_s = solves * (per_solve + dense);
+  } else {
+    // Host: a step's two projection passes read the basis four times (4·basis·n words at the
+    // probe's rate); each pass of the basis ends in a Rayleigh–Ritz and a thick restart, which
+    // rewrites the basis (≈ 2·basis·n words) plus the small eigenproblem.
+    const double words = static_cast<double>(basis) * static_cast<double>(n);
+    const std::int64_t keep = std::min(k + std::max(b, (basis - k) / 2), basis - b);
+    const double passes = 1.0 + std::max(0.0, solves * static_cast<double>(b) - static_cast<double>(basis)) /
+                                    static_cast<double>(std::max<std::int64_t>(b, basis - keep));
+    *solve_s = solves * (per_solve + 4.0 * words * m.t_word) + passes * (2.0 * words * m.t_word + 1e-4);
+  }
   if (detail) {
     char bf[200];
     std::snprintf(bf, sizeof bf, "factor %.3g M entries, %.3g GFLOP (%s); %.0f block solves of %lld",
@@ -319,6 +330,11 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
     const double t1 = plan.probe->apply_seconds / std::max(1, plan.probe->steps);
     const double tw = probes.apply_seconds(w);
     plan.applies = apply_model(t1, tw, w, f.backend, n);
+    if (f.backend == Backend::cpu && plan.probe->steps > 0) {
+      const double s = plan.probe->steps;
+      plan.applies->t_word = std::max(0.0, plan.probe->seconds - plan.probe->apply_seconds) /
+                             (2.0 * static_cast<double>(n) * s * (s + 1.0));
+    }
     const ApplyModel& am = *plan.applies;
     const double sgn = opt.which == Which::largest ? -1.0 : 1.0;
     const std::int64_t m = f.generalized ? width : chebyshev_block(n, k, -1);

@@ -68,9 +68,13 @@ constexpr double kShiftInvertRecheckShare = 0.5;
 // dense work reads the basis (≈ 32·n·m bytes). Large factors (nnz(L) > n·m): blocks of up to 16
 // and a 12-block basis, fewest solves (gen:elast3d:14 with a lumped mass, k = 10: 43 block solves
 // at b = 16, basis 192; 59 at b = 8; 73 at b = 4). Small factors: the dense work is the cost,
-// basis max(2k + 2b, 6b) with blocks of up to 8 on the GPU (launches), of up to 4 on the CPU
-// (2-core CPU, k = 10, Python eigsh: bcsstk10 17.1 → 11.8 ms, bcsstk19 6.5 → 4.7 ms, bcsstk21
-// 38.3 → 27.3 ms; basis 48 → 28 columns).
+// basis max(2k + 2b, 6b) with blocks of up to 8 on the GPU (launches), and single vectors on
+// the CPU, as ARPACK: a solve through a small simplicial factor costs nearly per column, and a
+// block needs more columns to converge (2-core CPU, k = 10, solve seconds of Python eigsh at
+// b = 4 → 1: bcsstk21 9.8 → 5.5 ms (88 → 58 solve columns), dwt_2680 9.8 → 5.0 ms, bcsstk10
+// 2.5 → 1.4 ms; k = 8 graph Laplacians crack 22 → 10 ms, fe_4elt2 32 → 20 ms, 3elt 9.8 →
+// 4.9 ms; earlier b = 8 → 4 on bcsstk21 38.3 → 27.3 ms in all). Copies of a repeated eigenvalue
+// beyond the block come from rounding or from the verification's rounds (recheck.hpp).
 struct ShiftInvertShape {
   std::int64_t block = 0, basis = 0;
   bool big_factor = false;
@@ -79,9 +83,15 @@ struct ShiftInvertShape {
 ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host,
                                     std::int64_t block = 0);
 
+// The factorization's analysis when it reuses the planner's AMD ordering (driver.cpp passes it
+// unless METIS follows): the elimination tree and the counts, as a share of the AMD analysis
+// (2-core CPU, `solver_bench analysis SPEC factor=1`: 0.28–0.41 on bcsstk10/19/21, lap2d:160/400,
+// lap3d:22, elast3d:8).
+constexpr double kGivenOrderingShare = 0.4;
+
 // Seconds of the factorization's own analysis, from the planner's AMD-only one.
 inline double factor_analysis_seconds(const SymbolicAnalysis& sym) {
-  return sym.metis_follows ? kMetisOverAmd * sym.seconds : sym.seconds;
+  return sym.metis_follows ? kMetisOverAmd * sym.seconds : kGivenOrderingShare * sym.seconds;
 }
 
 // A candidate plan and its predicted seconds.
@@ -123,6 +133,10 @@ struct ApplyModel {
   double t_col = 0.0;     // one more column (≈ 16·n bytes of X and Y)
   double t_outer = 0.0;   // fixed latency of one outer iteration (launches, small solves, fetch)
   double t_step = 0.0;    // fixed latency of one filter step beyond the apply (recurrence launch)
+  // Host only: seconds per word of single-column dense work against a basis (the spectral
+  // probe's Gram–Schmidt, measured: its seconds beyond the applies over its 2·n·s·(s + 1) words);
+  // 0 = not measured.
+  double t_word = 0.0;
 };
 ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, std::int64_t n);
 

@@ -193,6 +193,7 @@ RecheckOutcome shift_invert_recheck(const Problem& s, const EigsOptions& opt,
     ro.v0.clear();
     ro.block_size = 2;
     ro.basis = 0;
+    ro.lanczos_early_stop = false;  // "nothing nearer" rests on the full Krylov space
     RunOut rr = run_shift_invert(s, sinv, sigma, ro, 1, opt.seed * 7919 + 31 * (round + 1), &p,
                                  factor_entries);
     const std::int64_t nr = static_cast<std::int64_t>(rr.pairs.values.size());
@@ -276,6 +277,7 @@ RecheckOutcome deflated_recheck(const Problem& s, const EigsOptions& opt, EigsMe
     ro.on_checkpoint = nullptr;
     ro.v0.clear();  // a fresh random block, never the caller's start
     ro.block_size = kr;
+    ro.lanczos_early_stop = false;  // "nothing beyond" rests on the full Krylov space
     if (method == EigsMethod::chebyshev) ro.basis = std::max<std::int64_t>(kr + 8, 16);
     RunOut rr = run_iterative(s, adef, method, ro, opt.which, 1, opt.seed * 1000003 + 7 + round,
                               nullptr);

@@ -125,6 +125,7 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   eo.seed = seed;
   eo.block_size = bs;
   eo.max_basis = opt.basis > 0 ? opt.basis : shape.basis;
+  eo.early_stop = opt.lanczos_early_stop;
   eo.on_iteration = opt.on_iteration;
   if (!deflate) eo.checkpoint_every = opt.checkpoint_every, eo.on_checkpoint = opt.on_checkpoint;
   if (!opt.v0.empty() && !deflate) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
@@ -185,6 +186,7 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
   eo.floor_b = floor_b(s);
   eo.block_size = opt.block_size;
   eo.max_basis = opt.basis;
+  eo.early_stop = opt.lanczos_early_stop;
   eo.on_iteration = opt.on_iteration;
   eo.checkpoint_every = opt.checkpoint_every;
   eo.on_checkpoint = opt.on_checkpoint;

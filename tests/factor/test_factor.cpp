@@ -192,6 +192,39 @@ TEST(Factor, PlannersAnalysisIsAmdAndSaysWhenMetisFollows) {
   EXPECT_LE(f->factor_entries(), s3.factor_entries * (1 + 1e-12)) << f->describe();
 }
 
+// The planner's AMD analysis handed to the factorization (FactorOptions::analysis): the same
+// factor (entries, solves) without ordering again; an analysis of another matrix size is refused.
+TEST(Factor, ReusesTheGivenAnalysisOrdering) {
+  SKIP_WITHOUT_FACTOR();
+  Csr<double> a = scaled_laplacian3d(12, 1.0, 0.05);
+  const SymbolicAnalysis sym = analyze_factor(a, nullptr);
+  ASSERT_TRUE(sym.perm);
+  ASSERT_EQ(static_cast<std::int64_t>(sym.perm->size()), a.nrows);
+  FactorOptions o;
+  o.engine = FactorEngine::cholmod;
+  auto plain = factor_shifted(a, nullptr, -0.1, o);
+  o.analysis = std::make_shared<const SymbolicAnalysis>(sym);
+  auto given = factor_shifted(a, nullptr, -0.1, o);
+  EXPECT_NE(given->describe().find("the plan's"), std::string::npos) << given->describe();
+  EXPECT_DOUBLE_EQ(given->factor_entries(), sym.factor_entries);
+  EXPECT_LE(given->factor_entries(), plain->factor_entries() * 1.05 + 1);
+  const std::int64_t n = a.nrows;
+  std::vector<double> x(n * 3), b(n * 3), y(n * 3);
+  for (std::int64_t i = 0; i < n * 3; ++i) x[i] = random_entry(21, i, 0);
+  for (int c = 0; c < 3; ++c)
+    for (std::int64_t i = 0; i < n; ++i) {
+      double s = 0.1 * x[c * n + i];  // (A − σI)·x, σ = −0.1
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) s += a.values[p] * x[c * n + a.col_idx[p]];
+      b[c * n + i] = s;
+    }
+  given->solve(MvView<const double>{b.data(), n, 3, n, Space::host}, MvView<double>{y.data(), n, 3, n, Space::host});
+  double err = 0;
+  for (std::int64_t i = 0; i < n * 3; ++i) err = std::max(err, std::abs(y[i] - x[i]));
+  EXPECT_LT(err, 1e-10);
+  Csr<double> other = scaled_laplacian3d(10, 1.0, 0.05);
+  EXPECT_THROW(factor_shifted(other, nullptr, -0.1, o), InvalidArgument);
+}
+
 TEST(Factor, ExactlySingularShiftNamesSigmaAndSuggestsAnother) {
   SKIP_WITHOUT_FACTOR();
   Csr<double> a = constrained_dofs(5, 4);  // eigenvalue 1.0 exactly (rows with a lone 1)
