@@ -616,6 +616,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
     run = run_shift_invert(s, *fz.sinv, fz.sigma, opt, k, opt.seed, nullptr,
                            fz.factor->factor_entries());
   } else {
+    if (ran.method == EigsMethod::lanczos && ran.block > 0 && fit.block_size <= 0) fit.block_size = ran.block;
     fit_workspace(ran.method, s.global_n(), k, fit, why);
     ChebyshevHooks hooks;
     hooks.stats = &cheb;

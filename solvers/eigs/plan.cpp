@@ -95,6 +95,7 @@ std::string secs(double s) {
 std::string PlanEstimate::name() const {
   if (transform == Transform::shift_invert) return "shift-invert lanczos";
   if (lobpcg_factor) return "lobpcg preconditioned by the factorization";
+  if (method == EigsMethod::lanczos && block == 1) return "lanczos (single vector)";
   return to_string(method);
 }
 
@@ -143,6 +144,29 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
     std::snprintf(b, sizeof b, "relative gap %.2g: %.0f filter steps on %lld columns, %.0f outer "
                   "iterations", rel_gap, c.total_degree, static_cast<long long>(c.block),
                   c.outer_iterations);
+    *detail = b;
+  }
+  return t;
+}
+
+double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                double rel_gap, bool power_law_fits, const ApplyModel& m,
+                                std::string* detail) {
+  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
+  const double applies = (power_law_fits ? 8.0 : 0.7) * c.total_degree + 2.0 * static_cast<double>(k);
+  const std::int64_t basis = default_lanczos_basis(k, 1);
+  const std::int64_t keep = std::min(k + std::max<std::int64_t>(1, (basis - k) / 2), basis - 1);
+  const double words = static_cast<double>(basis) * static_cast<double>(n);
+  const double restarts = applies / static_cast<double>(std::max<std::int64_t>(1, basis - keep));
+  // Per apply: A on one column and two Gram–Schmidt passes (4·basis·n words); per restart a
+  // Rayleigh–Ritz and the basis rewritten (2·basis·n words).
+  const double t = applies * (m.t_a + m.t_col + 4.0 * words * m.t_word) +
+                   restarts * (2.0 * words * m.t_word + 1e-4);
+  if (detail) {
+    char b[160];
+    std::snprintf(b, sizeof b, "relative gap %.2g (%s): about %.0f single-column applies, basis %lld",
+                  rel_gap, power_law_fits ? "power law" : "no power law", applies,
+                  static_cast<long long>(basis));
     *detail = b;
   }
   return t;
@@ -356,6 +380,21 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
                        ? predict_filter_recheck_seconds(n, k, plan.rel_gap, am) : 0.0;
       e.priced = true;
       cands.push_back(e);
+      // Host: single-vector Lanczos (ARPACK's method), which wins where the wanted end holds
+      // isolated eigenvalues; its re-check is priced as the filter's.
+      if (f.backend == Backend::cpu && am.t_word > 0 && n > default_lanczos_basis(k, 1) + 1) {
+        PlanEstimate l;
+        l.method = EigsMethod::lanczos;
+        l.block = 1;
+        l.verification = e.verification;
+        // "Power law": the probe's model gives a gap in (0, 1) (relative_gap's fallback otherwise).
+        const bool modelled = std::isfinite(plan.probe->relative_gap(sgn, k, m, std::nan("")));
+        l.solve_s = predict_lanczos1_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, modelled, am,
+                                             &l.detail);
+        l.verify_s = e.verify_s;
+        l.priced = true;
+        cands.push_back(l);
+      }
     } else {
       PlanEstimate e;
       e.method = EigsMethod::lobpcg;
@@ -374,7 +413,9 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       e.priced = true;
       cands.push_back(e);
     }
-    const double iterative_best = cands.front().total();
+    const PlanEstimate& best_iterative = *std::min_element(
+        cands.begin(), cands.end(), [](const PlanEstimate& a, const PlanEstimate& b) { return a.total() < b.total(); });
+    const double iterative_best = best_iterative.total();
 
     // Shift-invert for the smallest: priced from the symbolic analysis, which is run only when
     // it could pay.
@@ -390,7 +431,7 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
         if (kAmdMisguess * analysis_guess > kStake * iterative_best) {
           plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
                                   secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
-                                  ") would cost more than a quarter of the whole " + cands.front().name() +
+                                  ") would cost more than a quarter of the whole " + best_iterative.name() +
                                   " plan (" + secs(iterative_best) + ")");
         } else {
           plan.symbolic = probes.analyze();

@@ -100,6 +100,7 @@ struct PlanEstimate {
   Transform transform = Transform::none;
   Verification verification = Verification::recheck;
   bool lobpcg_factor = false;  // LOBPCG preconditioned by the factorization of A − σB
+  std::int64_t block = 0;      // block Lanczos without a transform: its block (0 = the default)
   bool feasible = true;
   bool priced = false;         // setup_s/solve_s/verify_s hold a prediction
   double setup_s = 0.0, solve_s = 0.0, verify_s = 0.0;
@@ -145,6 +146,15 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
                                  double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m);
+// Single-vector thick-restart Lanczos on A (host, basis 2k + 2), priced from the Chebyshev
+// degree D of the same gap: its applies were 4–15·D on the end of a spectrum that follows the
+// probe's power law (PDE-like: the small basis restarts through clustered eigenvalues; gen:lap2d:100,
+// lap3d:20/30, crack, bcsstk21 largest) and 0.2–0.6·D where no power law fits (isolated extreme
+// eigenvalues: 1138_bus, 662_bus, dwt_2680 largest, where the probe's model gives no gap in
+// (0, 1)); priced at 8·D and 0.7·D (2-core CPU, k = 10).
+double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                double rel_gap, bool power_law_fits, const ApplyModel& m,
+                                std::string* detail = nullptr);
 double predict_dense_seconds(std::int64_t n, const EngineRates& r);
 // Setup (analysis + factorization) and solve (block solves, dense Lanczos work) of shift-invert.
 void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,

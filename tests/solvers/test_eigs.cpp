@@ -292,6 +292,32 @@ TEST(Eigs, ConstrainedDofsAllCopiesOfTheRepeatedValue) {
   }
 }
 
+// The same trap past the dense limit (729 rows, 146 copies of 1.0), on the auto path: on the
+// CPU shift-invert Lanczos runs single vectors (plan.hpp), so the copies beyond the first come
+// from rounding or from the verification's rounds; every copy must be there, or the status must
+// not say converged. With --certify the count proves the set.
+TEST(Eigs, ManyCopiesPastTheDenseLimitOnTheAutoPath) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  SKIP_WITHOUT_FACTOR();
+  std::int64_t m = 0;
+  Csr<double> a = constrained_dofs(9, 5, 1e9, 1e-6, &m);
+  ASSERT_GT(a.nrows, 400);
+  ASSERT_GT(m, 40);
+  for (std::int64_t k : {10, 40})
+    for (bool certify : {false, true}) {
+      SCOPED_TRACE("k = " + std::to_string(k) + (certify ? ", certify" : ""));
+      EigsOptions o = base_options(k);
+      o.certify = certify;
+      auto r = eigs(a, nullptr, o);
+      EXPECT_EQ(r.transform, "shift-invert") << r.why;
+      if (r.status == SolverStatus::converged) {
+        for (double v : r.values) EXPECT_NEAR(v, 1.0, 1e-12);
+        check_pairs(r, a, nullptr);
+      }
+      EXPECT_EQ(r.status, SolverStatus::converged) << describe(r);
+    }
+}
+
 TEST(Eigs, HundredFoldEigenvalueWithAndWithoutFactorization) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Csr<double> a = repeated_blocks(100, 3, 40);  // 340 rows: three eigenvalues × 100, 40 distinct

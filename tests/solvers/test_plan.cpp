@@ -119,6 +119,42 @@ TEST(Plan, ThreeDLaplacianOnTheGpuPicksTheFilter) {
   EXPECT_EQ(in2.analyze_calls, 0);
 }
 
+// Isolated largest eigenvalues (a 2D Laplacian, spectrum in [0, 8], beside 12 decoupled rows
+// 50, 55, …, 105): the probe's power law gives no gap there, and on the host single-vector
+// Lanczos (ARPACK's method) is priced below the filter and chosen, with block 1; on the GPU the
+// filter stays the choice (no single-vector candidate there).
+TEST(Plan, IsolatedLargestOnTheHostPicksSingleVectorLanczos) {
+  const auto lap = laplacian(40, 40);
+  std::vector<Triplet<double>> t;
+  for (std::int64_t i = 0; i < lap.nrows; ++i)
+    for (std::int64_t p = lap.row_ptr[i]; p < lap.row_ptr[i + 1]; ++p)
+      t.push_back({static_cast<std::int32_t>(i), lap.col_idx[p], lap.values[p]});
+  const std::int32_t n0 = static_cast<std::int32_t>(lap.nrows);
+  for (std::int32_t j = 0; j < 12; ++j) t.push_back({n0 + j, n0 + j, 50.0 + 5.0 * j});
+  for (Backend backend : {Backend::cpu, Backend::cuda}) {
+    Inputs in;
+    in.a = csr_from_triplets<double>(n0 + 12, n0 + 12, t, Symmetry::symmetric);
+    PlanProbes pr = probes_of(in);
+    const std::int64_t n = in.a.nrows;
+    auto base = pr.probe;
+    pr.probe = [base, n] {  // a fixed dense rate: 1 ns a word of Gram–Schmidt
+      SpectralProbe p = base();
+      p.seconds = p.apply_seconds + 2.0 * static_cast<double>(n) * 30.0 * 31.0 * 1e-9;
+      return p;
+    };
+    const EigsPlan p = plan_eigs(facts_of(in, backend), opts(10, Which::largest), pr);
+    if (backend == Backend::cpu) {
+      EXPECT_EQ(p.chosen.method, EigsMethod::lanczos) << show(p);
+      EXPECT_EQ(p.chosen.block, 1) << show(p);
+      EXPECT_NE(p.reason.find("single vector"), std::string::npos) << show(p);
+      EXPECT_NE(p.reason.find("no power law"), std::string::npos) << show(p);
+    } else {
+      EXPECT_EQ(p.chosen.method, EigsMethod::chebyshev) << show(p);
+      EXPECT_EQ(p.reason.find("single vector"), std::string::npos) << show(p);
+    }
+  }
+}
+
 // κ ≈ 1e10 (D·L·D, D over 5 decades), n = 4900 > the dense limit's 400: the filter would need
 // ~1e5 steps; shift-invert must be chosen.
 TEST(Plan, KappaTenToTheTenPicksShiftInvert) {
