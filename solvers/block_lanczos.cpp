@@ -245,8 +245,12 @@ EigenResult lanczos_core(const LanczosProblem& prob, DenseBlockOps& ops, const E
         ops.multiply_inplace(W, tfac.data(), bs, bs);
         rtmp.noalias() = rfac * racc;
         racc = rtmp;
-        // After a second pass W·R⁻¹ is orthonormal to O(eps·κ²) with κ² ≤ 10 here.
-        done = pass >= 1 && piv >= 0.1;
+        // After a second pass W·R⁻¹ is orthonormal to O(eps·κ²) with κ² ≤ 10 here. A single
+        // column may stop after one pass when it kept at least 1/√2 of its norm (S/Gww =
+        // ‖w'‖²/‖w‖² ≥ 1/2: the Daniel–Gragg–Kaufman–Stewart criterion, ARPACK's): the pass then
+        // lost less than one digit to cancellation and w' is orthogonal to the basis to O(eps).
+        const bool dgks = bs == 1 && sgram(0, 0) >= 0.5 * gww(0, 0);
+        done = (pass >= 1 && piv >= 0.1) || (pass == 0 && dgks);
       }
       if (done) {
         mblk = racc;
