@@ -299,7 +299,7 @@ struct Factorized {
 
 Factorized factorize(const Problem& s, const EigsOptions& opt,
                      const std::function<const SpectralProbe*()>& get_probe,
-                     const std::optional<SymbolicAnalysis>& analysis) {
+                     const std::optional<SymbolicAnalysis>& analysis, const SpectralProbe* known_probe) {
   Factorized out;
   FactorOptions fo;
   fo.memory_limit_bytes = opt.factor_memory_limit;
@@ -316,7 +316,17 @@ Factorized factorize(const Problem& s, const EigsOptions& opt,
     double sigma = 0.0;
     std::string tried;
     const double scale = s.a_norm * s.binv_norm;  // λ_min ≥ −‖A‖·‖B⁻¹‖
-    for (int attempt = 0; attempt < 8; ++attempt) {
+    int first = 0;
+    // The plan's probe already holds a Ritz value of A below −1e-8·‖A‖ (far beyond rounding):
+    // λmin < 0 is proven and the Cholesky factorization at σ = 0 would fail; start below the
+    // probe's bound instead (as the loop does after that failure).
+    if (known_probe && !s.b && known_probe->lower < -1e-8 * scale) {
+      const double width = known_probe->upper_bound - known_probe->lower_bound;
+      sigma = std::max(std::min(known_probe->lower_bound - 0.01 * width, -1e-8 * scale), -2.0 * scale);
+      tried = " 0 (skipped: the probe's Ritz value " + g17(known_probe->lower) + " < 0 proves A indefinite)";
+      first = 1;
+    }
+    for (int attempt = first; attempt < 8; ++attempt) {
       bool indefinite = false;
       try {
         FactorOptions f2 = fo;
@@ -597,7 +607,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   Factorized fz;
   const bool needs_factor = ran.transform == Transform::shift_invert || ran.lobpcg_factor;
   if (needs_factor) {
-    fz = factorize(s, opt, get_probe, plan.symbolic);
+    fz = factorize(s, opt, get_probe, plan.symbolic, plan.probe ? &*plan.probe : nullptr);
     why += fz.why;
   }
   double setup_s = detail::now_seconds() - t_setup0;
@@ -635,7 +645,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
       // The measured convergence predicted more than the fallback plan: switch to it.
       const double spent = detail::now_seconds() - t_solve0;
       const double t_f = detail::now_seconds();
-      fz = factorize(s, opt, get_probe, plan.symbolic);
+      fz = factorize(s, opt, get_probe, plan.symbolic, plan.probe ? &*plan.probe : nullptr);
       setup_s += detail::now_seconds() - t_f;
       ran = *plan.fallback;
       why += "; switched after " + fmt("%.3g", spent) + " s of chebyshev (its measured convergence "

@@ -426,13 +426,16 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
         const EngineRates& r = probes.rates();
         const double analysis_guess = r.analyze_seconds(lower_entries);
         // The analysis is a bet (kAmdMisguess, plan.hpp): taken only when even the
-        // misguessed analysis stays within a quarter of the best iterative plan.
-        constexpr double kStake = 0.25;
-        if (kAmdMisguess * analysis_guess > kStake * iterative_best) {
+        // misguessed analysis stays within a quarter of the best iterative plan, or within a
+        // few milliseconds (kStakeFloor): a small matrix's analysis is worth a look whatever the
+        // iterative price (2-core CPU: dwt_2680's 2 ms analysis against a 38 ms plan flipped
+        // with the noise of the timed applies, and shift-invert is 2-3x faster there).
+        constexpr double kStake = 0.25, kStakeFloor = 5e-3;
+        if (kAmdMisguess * analysis_guess > std::max(kStake * iterative_best, kStakeFloor)) {
           plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
                                   secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
                                   ") would cost more than a quarter of the whole " + best_iterative.name() +
-                                  " plan (" + secs(iterative_best) + ")");
+                                  " plan (" + secs(iterative_best) + ") and more than " + secs(kStakeFloor));
         } else {
           plan.symbolic = probes.analyze();
           PlanEstimate e;

@@ -318,6 +318,27 @@ TEST(Eigs, ManyCopiesPastTheDenseLimitOnTheAutoPath) {
     }
 }
 
+// An indefinite A (a 2D Laplacian minus 3·I: eigenvalues from about −3 to 5), its smallest on
+// the auto path: where shift-invert runs, its σ lies below the spectrum (the plan's probe proves
+// λmin < 0, so σ = 0 is not tried), and every value matches the closed form.
+TEST(Eigs, IndefiniteSmallestOnTheAutoPath) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Csr<double> a = laplacian(40, 40);
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      if (a.col_idx[p] == i) a.values[p] -= 3.0;
+  auto spec = laplacian_spectrum(40, 40);
+  EigsOptions o = base_options(8);
+  auto r = eigs(a, nullptr, o);
+  ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+  for (int j = 0; j < 8; ++j) EXPECT_NEAR(r.values[j], spec[j] - 3.0, 1e-9) << "value " << j;
+  if (r.transform == "shift-invert") {
+    EXPECT_LT(r.sigma, spec[0] - 3.0) << r.why;
+    EXPECT_NE(r.why.find("sigma = -"), std::string::npos) << r.why;
+  }
+  check_pairs(r, a, nullptr);
+}
+
 TEST(Eigs, HundredFoldEigenvalueWithAndWithoutFactorization) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Csr<double> a = repeated_blocks(100, 3, 40);  // 340 rows: three eigenvalues × 100, 40 distinct
