@@ -413,7 +413,8 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       e.priced = true;
       cands.push_back(e);
     }
-    const PlanEstimate& best_iterative = *std::min_element(
+    // The cheapest iterative plan (copied: cands grows below).
+    const PlanEstimate best_iterative = *std::min_element(
         cands.begin(), cands.end(), [](const PlanEstimate& a, const PlanEstimate& b) { return a.total() < b.total(); });
     const double iterative_best = best_iterative.total();
 
