@@ -463,9 +463,11 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
     const double lower_entries = 0.5 * static_cast<double>(facts.nnz_a + facts.nnz_b + s.n);
     const double guess = r.inertia_ratio * r.analyze_seconds(lower_entries);
     // The certificate when it costs at most 15 % of the solve, or less than the re-check would:
-    // the shift-invert re-check converges one more pair of T (measured 0.3–1.5× the solve on
-    // small factors), the deflated LOBPCG re-check about a solve, the filter re-check ~10 %.
-    const double recheck_guess = fz && ran.transform == Transform::shift_invert ? kShiftInvertRecheckShare * solve_s
+    // the shift-invert re-check converges one more pair of T (plan.hpp: about half the solve on
+    // the GPU, 0.9 of it on the host), the deflated LOBPCG re-check about a solve, the filter
+    // re-check ~10 %.
+    const double recheck_guess = fz && ran.transform == Transform::shift_invert
+                                     ? shift_invert_recheck_share(facts.backend) * solve_s
                                  : s.bop || ran.method == EigsMethod::lobpcg ? solve_s
                                                                              : 0.1 * solve_s;
     const double budget = std::max(0.15 * solve_s, recheck_guess);

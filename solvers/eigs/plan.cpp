@@ -452,10 +452,10 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
           // As the verification decides (driver.cpp): the certificate when it costs at most 15 %
           // of the solve or less than the re-check would.
           if (default_verification == Verification::recheck &&
-              cert <= std::max(0.15, kShiftInvertRecheckShare) * e.solve_s)
+              cert <= std::max(0.15, shift_invert_recheck_share(f.backend)) * e.solve_s)
             e.verification = Verification::certificate;
           e.verify_s = e.verification == Verification::certificate ? cert
-                       : e.verification == Verification::recheck ? kShiftInvertRecheckShare * e.solve_s : 0.0;
+                       : e.verification == Verification::recheck ? shift_invert_recheck_share(f.backend) * e.solve_s : 0.0;
           const double need = 12.0 * plan.symbolic->factor_entries;
           FactorOptions fo;
           fo.memory_limit_bytes = opt.factor_memory_limit;

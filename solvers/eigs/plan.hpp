@@ -59,9 +59,15 @@ constexpr double kAmdMisguess = 4.0;
 constexpr double kMetisOverAmd = 5.0;
 
 // The shift-invert re-check (a fresh block of 2 against the deflated found pairs, solves through
-// the same factor) as a share of the shift-invert solve: measured 0.3–1.5× on small factors
-// (H200 machine, luxembourg's Laplacian, k = 8: 0.095–0.100 s against a 0.22–0.24 s solve).
+// the same factor) as a share of the shift-invert solve. GPU (blocks of 8 in the solve): measured
+// 0.3–1.5× on small factors (H200 machine, luxembourg's Laplacian, k = 8: 0.095–0.100 s against
+// a 0.22–0.24 s solve). Host (single vectors in the solve, so the re-check's block of 2 weighs
+// more): 0.75–0.93× (2-core CPU, k = 10: bcsstk10, bcsstk21, dwt_2680, gen:lap2d:300).
 constexpr double kShiftInvertRecheckShare = 0.5;
+constexpr double kHostShiftInvertRecheckShare = 0.9;
+inline double shift_invert_recheck_share(Backend backend) {
+  return backend == Backend::cuda ? kShiftInvertRecheckShare : kHostShiftInvertRecheckShare;
+}
 
 // Block and basis of shift-invert Lanczos (runs.cpp; the planner prices the same). A block solve
 // reads the factor (≈ 16·nnz(L) bytes, about the same for 4 or 16 columns); an expansion step's

@@ -310,6 +310,9 @@ TEST(Plan, HostShiftInvertShapeAndPrice) {
   slow.t_word = 3e-9;
   predict_shift_invert_seconds(3600, 10, simp, 2e4, r, slow, Backend::cpu, &su, &s_dense);
   EXPECT_GT(s_dense, s_simp + 46 * 4 * 22 * 3600 * 2.6e-9);
+  // The re-check's block of 2 weighs more against a single-vector solve (host) than against
+  // blocks of 8 (GPU): the certificate is preferred sooner on the host.
+  EXPECT_GT(shift_invert_recheck_share(Backend::cpu), shift_invert_recheck_share(Backend::cuda));
 }
 
 // Names: one list, parsed and printed the same way everywhere.
