@@ -155,6 +155,26 @@ TEST(Plan, IsolatedLargestOnTheHostPicksSingleVectorLanczos) {
   }
 }
 
+// A PDE-like end (the probe's power law fits) with symmetric multiplicities: no single-vector
+// candidate on the host, whatever the timings (a single vector misses copies in exact arithmetic).
+TEST(Plan, PowerLawEndOnTheHostOffersNoSingleVectorLanczos) {
+  for (Which w : {Which::largest, Which::smallest}) {
+    Inputs in;
+    in.a = read_matrix("gen:lap3d:21", {});
+    PlanProbes pr = probes_of(in);
+    const std::int64_t n = in.a.nrows;
+    auto base = pr.probe;
+    pr.probe = [base, n] {  // a dense rate that would make single vectors cheap: 0.01 ns a word
+      SpectralProbe p = base();
+      p.seconds = p.apply_seconds + 2.0 * static_cast<double>(n) * 30.0 * 31.0 * 1e-11;
+      return p;
+    };
+    const EigsPlan p = plan_eigs(facts_of(in, Backend::cpu, /*can_factor=*/false), opts(6, w), pr);
+    EXPECT_EQ(p.chosen.method, EigsMethod::chebyshev) << show(p);
+    EXPECT_EQ(p.reason.find("single vector"), std::string::npos) << show(p);
+  }
+}
+
 // κ ≈ 1e10 (D·L·D, D over 5 decades), n = 4900 > the dense limit's 400: the filter would need
 // ~1e5 steps; shift-invert must be chosen.
 TEST(Plan, KappaTenToTheTenPicksShiftInvert) {
