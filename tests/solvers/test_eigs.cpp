@@ -401,6 +401,35 @@ TEST(Eigs, ReCheckAddsTheCopiesSingleVectorLanczosMissed) {
     EXPECT_EQ(r5.status, SolverStatus::unverified) << describe(r5);
 }
 
+// A re-check that cannot finish (single-vector Lanczos on A misses 7 of 8 wanted copies of 1.0;
+// the re-check adds one a round, three rounds) hands over to the certificate where a factorization
+// is possible: its count then decides, and says how many are missing. Without a factorization the
+// set stays unverified (the test above). Never converged unless certified.
+TEST(Eigs, ReCheckThatCannotFinishHandsOverToTheCertificate) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  SKIP_WITHOUT_FACTOR();
+  Csr<double> a = repeated_blocks(100, 3, 40);  // smallest eigenvalue 1 with multiplicity 100
+  EigsOptions o = base_options(8);
+  o.method = parse_eigs_method("lanczos");
+  o.block_size = 1;
+  o.allow_factor = false;
+  auto plain = eigs(a, nullptr, o);
+  ASSERT_NE(plain.status, SolverStatus::converged) << describe(plain);  // the trap is real
+  EXPECT_EQ(plain.certificate.find("then the certificate"), std::string::npos) << plain.certificate;
+  o.allow_factor = true;
+  auto r = eigs(a, nullptr, o);
+  EXPECT_NE(r.certificate.find("then the certificate"), std::string::npos) << r.certificate;
+  EXPECT_EQ(r.verification, Verification::certificate) << r.certificate;
+  if (r.status == SolverStatus::converged) {
+    EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
+    for (double v : r.values) EXPECT_NEAR(v, 1.0, 1e-12);
+    check_pairs(r, a, nullptr);
+  } else {
+    EXPECT_EQ(r.certified, Certified::no) << r.certificate;
+    EXPECT_NE(r.certificate.find("missing"), std::string::npos) << r.certificate;
+  }
+}
+
 // A start block (SciPy's v0 / X) is used: the exact eigenvectors converge at once, where a random
 // block needs many rounds; a malformed one is refused.
 TEST(Eigs, StartBlockIsUsed) {
