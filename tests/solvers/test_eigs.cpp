@@ -418,8 +418,11 @@ TEST(Eigs, ReCheckThatCannotFinishHandsOverToTheCertificate) {
   EXPECT_EQ(plain.certificate.find("then the certificate"), std::string::npos) << plain.certificate;
   o.allow_factor = true;
   auto r = eigs(a, nullptr, o);
-  EXPECT_NE(r.certificate.find("then the certificate"), std::string::npos) << r.certificate;
+  // The certificate decides: after the re-check failed, or at once where the planner found it
+  // cheap against the measured solve (slow builds: ASan makes the solve 15x longer).
   EXPECT_EQ(r.verification, Verification::certificate) << r.certificate;
+  EXPECT_TRUE(r.certificate.find("then the certificate") != std::string::npos ||
+              r.certificate.rfind("certificate (predicted", 0) == 0) << r.certificate;
   if (r.status == SolverStatus::converged) {
     EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
     for (double v : r.values) EXPECT_NEAR(v, 1.0, 1e-12);
