@@ -48,7 +48,6 @@ struct CholmodHandles {
 
 const char* cholmod_ordering_name(int ordering);
 
-
 class CholmodFactor final : public SparseFactor {
  public:
   CholmodFactor(const LowerCsc& s, double sigma, const FactorOptions& opt, std::int64_t* minor)
@@ -92,7 +91,7 @@ class CholmodFactor final : public SparseFactor {
       ordering_name_ = given->ordering + " (the plan's)";
     } else {
       l_ = cholmod_l_analyze(&a, &c_);
-      ordering_ = c_.selected >= 0 ? c_.method[c_.selected].ordering : -1;
+      const int ordering = c_.selected >= 0 ? c_.method[c_.selected].ordering : -1;
       if (l_ && l_->is_super && c_.fl < kSimplicialBelowFlops) {
         // Simplicial after all: the same permutation again, without ordering twice.
         std::vector<SuiteSparse_long> perm(static_cast<const SuiteSparse_long*>(l_->Perm),
@@ -101,7 +100,7 @@ class CholmodFactor final : public SparseFactor {
         c_.supernodal = CHOLMOD_SIMPLICIAL;
         analyze_given(&a, perm.data());
       }
-      ordering_name_ = cholmod_ordering_name(ordering_);
+      ordering_name_ = cholmod_ordering_name(ordering);
     }
     if (!l_) fail("cholmod_l_analyze");
     analyze_s_ = now() - t0;
@@ -243,7 +242,6 @@ class CholmodFactor final : public SparseFactor {
   std::vector<SuiteSparse_long> col_ptr_, row_idx_;
   bool positive_ = false;
   double entries_ = 0, est_bytes_ = 0, analyze_s_ = 0, factor_s_ = 0, export_s_ = 0, flops_ = 0, rcond_ = 0;
-  int ordering_ = -1;
   std::string ordering_name_;
   ExportedFactor exported_;
 };

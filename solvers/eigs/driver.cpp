@@ -453,14 +453,21 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
     return v;
   }
   const bool cert_possible = facts.can_factor && s.a;
+  const EngineRates* rates = cert_possible ? &probes.rates() : nullptr;
+  const double lower_entries = 0.5 * static_cast<double>(facts.nnz_a + facts.nnz_b + s.n);
+  // The certificate's predicted seconds, or infinity where its analysis is not known and would
+  // cost more than the budget (the analysis, AMD alone, is a bet: kAmdMisguess, plan.hpp).
+  auto certificate_seconds = [&](double budget) {
+    if (!plan.symbolic && kAmdMisguess * rates->analyze_seconds(lower_entries) <= budget)
+      plan.symbolic = probes.analyze();
+    return plan.symbolic ? predict_certificate_seconds(*plan.symbolic, lower_entries, *rates) : INFINITY;
+  };
   std::string why_kind;
   bool use_cert = opt.certify;
   if (opt.certify) {
     why_kind = "certificate (asked for)";
   } else if (cert_possible) {
-    // The certificate when it costs at most 15 % of the measured solve.
-    const EngineRates& r = probes.rates();
-    const double lower_entries = 0.5 * static_cast<double>(facts.nnz_a + facts.nnz_b + s.n);
+    const EngineRates& r = *rates;
     const double guess = r.inertia_ratio * r.analyze_seconds(lower_entries);
     // The certificate when it costs at most 15 % of the solve, or less than the re-check would:
     // the shift-invert re-check converges one more pair of T (plan.hpp: about half the solve on
@@ -471,11 +478,9 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                                  : s.bop || ran.method == EigsMethod::lobpcg ? solve_s
                                                                              : 0.1 * solve_s;
     const double budget = std::max(0.15 * solve_s, recheck_guess);
-    // (the analysis, AMD alone, is a bet: kAmdMisguess, plan.hpp)
     const double amd_guess = r.analyze_seconds(lower_entries);
-    if (!plan.symbolic && kAmdMisguess * amd_guess <= budget) plan.symbolic = probes.analyze();
-    if (plan.symbolic) {
-      const double pred = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
+    const double pred = certificate_seconds(budget);
+    if (std::isfinite(pred)) {
       use_cert = pred <= budget;
       why_kind = (use_cert ? "certificate (predicted " : "re-check (the certificate was predicted at ") +
                  fmt("%.3g", pred) + " s, " + fmt("%.0f", 100.0 * pred / std::max(solve_s, 1e-9)) +
@@ -564,11 +569,19 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
   v.verified = rc.verified;
   v.line = why_kind + ": " + rc.detail;
   // A re-check that could not verify the set (it kept finding missed copies, or did not converge)
-  // hands over to the certificate where one is possible: its count says how many are missing
-  // and its rounds find them (gen:lap3d:12, k = 20, single-vector shift-invert on the CPU: three
-  // copies added in three rounds, still unverified; certified after the hand-over). Paid only here.
-  if (!rc.verified && cert_possible && !interrupt_requested())
-    return certify(why_kind + ": " + rc.detail + "; then the certificate");
+  // hands over to the certificate where one is possible and predicted at most twice the solve
+  // (the alternative is an unverified set; a 3D factorization on the host can cost 100 solves):
+  // its count says how many are missing and its rounds find them (gen:lap3d:12, k = 20,
+  // single-vector shift-invert on the CPU: three copies added in three rounds, still unverified;
+  // certified after the hand-over).
+  if (!rc.verified && cert_possible && !interrupt_requested()) {
+    const double pred = certificate_seconds(2.0 * solve_s);
+    if (pred <= 2.0 * solve_s)
+      return certify(why_kind + ": " + rc.detail + "; then the certificate (predicted " + fmt("%.3g", pred) + " s)");
+    v.line += "; no certificate after it (predicted " +
+              (std::isfinite(pred) ? fmt("%.3g", pred) + " s" : std::string("above its analysis' budget")) +
+              ", more than twice the solve's " + fmt("%.3g", solve_s) + " s)";
+  }
   return v;
 }
 

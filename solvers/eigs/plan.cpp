@@ -150,10 +150,9 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
 }
 
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                double rel_gap, bool power_law_fits, const ApplyModel& m,
-                                std::string* detail) {
+                                double rel_gap, const ApplyModel& m, std::string* detail) {
   const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
-  const double applies = (power_law_fits ? 8.0 : 0.7) * c.total_degree + 2.0 * static_cast<double>(k);
+  const double applies = 0.7 * c.total_degree + 2.0 * static_cast<double>(k);
   const std::int64_t basis = default_lanczos_basis(k, 1);
   const std::int64_t keep = std::min(k + std::max<std::int64_t>(1, (basis - k) / 2), basis - 1);
   const double words = static_cast<double>(basis) * static_cast<double>(n);
@@ -164,9 +163,8 @@ double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k
                    restarts * (2.0 * words * m.t_word + 1e-4);
   if (detail) {
     char b[160];
-    std::snprintf(b, sizeof b, "relative gap %.2g (%s): about %.0f single-column applies, basis %lld",
-                  rel_gap, power_law_fits ? "power law" : "no power law", applies,
-                  static_cast<long long>(basis));
+    std::snprintf(b, sizeof b, "relative gap %.2g (no power law): about %.0f single-column applies, basis %lld",
+                  rel_gap, applies, static_cast<long long>(basis));
     *detail = b;
   }
   return t;
@@ -393,8 +391,7 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
         l.method = EigsMethod::lanczos;
         l.block = 1;
         l.verification = e.verification;
-        l.solve_s = predict_lanczos1_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, modelled, am,
-                                             &l.detail);
+        l.solve_s = predict_lanczos1_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, &l.detail);
         l.verify_s = e.verify_s;
         l.priced = true;
         cands.push_back(l);

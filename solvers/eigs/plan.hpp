@@ -152,15 +152,13 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
                                  double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m);
-// Single-vector thick-restart Lanczos on A (host, basis 2k + 2), priced from the Chebyshev
-// degree D of the same gap: its applies were 4–15·D on the end of a spectrum that follows the
-// probe's power law (PDE-like: the small basis restarts through clustered eigenvalues; gen:lap2d:100,
-// lap3d:20/30, crack, bcsstk21 largest) and 0.2–0.6·D where no power law fits (isolated extreme
-// eigenvalues: 1138_bus, 662_bus, dwt_2680 largest, where the probe's model gives no gap in
-// (0, 1)); priced at 8·D and 0.7·D (2-core CPU, k = 10).
+// Single-vector thick-restart Lanczos on A (host, basis 2k + 2), offered where the probe's power
+// law gives no gap (isolated extreme eigenvalues) and priced there at 0.7·D applies, D the
+// Chebyshev degree of the same (fallback) gap: measured 0.2–0.6·D on 1138_bus, 662_bus and
+// dwt_2680 largest, against 4–15·D on PDE-like ends (gen:lap2d:100, lap3d:20/30, crack,
+// bcsstk21 largest), where it is not offered (2-core CPU, k = 10).
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                double rel_gap, bool power_law_fits, const ApplyModel& m,
-                                std::string* detail = nullptr);
+                                double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
 double predict_dense_seconds(std::int64_t n, const EngineRates& r);
 // Setup (analysis + factorization) and solve (block solves, dense Lanczos work) of shift-invert.
 void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,
