@@ -1,6 +1,7 @@
 // The eigs planner (solvers/eigs/plan.hpp) and the names of methods, preconditioners and
 // verifications.
 #include "solvers/eigs/plan.hpp"
+#include "solvers/eigs/pairs.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -414,6 +415,26 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       e.priced = true;
       cands.push_back(e);
     }
+    // The rel test at the wanted end can be out of reach without a transformation: a positive
+    // θ_min (≥ λ_min > 0 then, as the wanted values) with tol·θ_min below the rounding floor
+    // u·‖A‖ (θ_max stands in for ‖A‖). No iteration on A in double gets its residuals under
+    // that (driver.cpp's at-the-floor reason), so where a factorization can be had these plans
+    // are kept only as the last resort (stiffness matrices with constrained or very stiff
+    // dofs: the H200 priced the filter at half of shift-invert and then ended not_converged).
+    const bool rel_out_of_reach =
+        !f.generalized && opt.which == Which::smallest && opt.conv == ConvTest::rel &&
+        plan.probe->lower > 0 &&
+        opt.tol * plan.probe->lower < eigs_detail::kUnitRoundoff * std::max(std::abs(plan.probe->upper), plan.probe->lower);
+    if (rel_out_of_reach && f.can_factor) {
+      for (auto& ce : cands) ce.feasible = false;
+      char b[300];
+      std::snprintf(b, sizeof b, "%s without a transformation: last resort, the rel test asks for "
+                    "tol*lambda_min <= %.2g, below the rounding floor u*|A| = %.2g of any "
+                    "iteration on A (--conv norm would allow it)",
+                    cands.front().name().c_str(), opt.tol * plan.probe->lower,
+                    eigs_detail::kUnitRoundoff * plan.probe->upper);
+      plan.unpriced.push_back(b);
+    }
     // The cheapest iterative plan (copied: cands grows below).
     const PlanEstimate best_iterative = *std::min_element(
         cands.begin(), cands.end(), [](const PlanEstimate& a, const PlanEstimate& b) { return a.total() < b.total(); });
@@ -433,7 +454,8 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
         // iterative price (2-core CPU: dwt_2680's 2 ms analysis against a 38 ms plan flipped
         // with the noise of the timed applies, and shift-invert is 2-3x faster there).
         constexpr double kStake = 0.25, kStakeFloor = 5e-3;
-        if (kAmdMisguess * analysis_guess > std::max(kStake * iterative_best, kStakeFloor)) {
+        if (!rel_out_of_reach &&
+            kAmdMisguess * analysis_guess > std::max(kStake * iterative_best, kStakeFloor)) {
           plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
                                   secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
                                   ") would cost more than a quarter of the whole " + best_iterative.name() +
@@ -490,8 +512,10 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       e.priced = true;
       cands.push_back(e);
     }
-    std::stable_sort(cands.begin(), cands.end(),
-                     [](const PlanEstimate& a, const PlanEstimate& b) { return a.total() < b.total(); });
+    // Possible plans first, then by predicted seconds.
+    std::stable_sort(cands.begin(), cands.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
+      return a.feasible != b.feasible ? a.feasible : a.total() < b.total();
+    });
     c = cands.front();
     plan.rejected.assign(cands.begin() + 1, cands.end());
     plan.reason = "auto: " + c.describe();

@@ -335,6 +335,40 @@ TEST(Plan, HostShiftInvertShapeAndPrice) {
   EXPECT_GT(shift_invert_recheck_share(Backend::cpu), shift_invert_recheck_share(Backend::cuda));
 }
 
+// The rel test below the rounding floor (tests/traps.hpp constrained_dofs: 146 copies of 1.0
+// beside a stiffness part of norm ≈ 1e9, tol 1e-10): no iteration on A gets a residual under
+// tol·1.0 = 1e-10 against u·‖A‖ ≈ 1e-7, however cheap its applies (here GPU-like and fast, the
+// filter priced below shift-invert). The plan must take shift-invert where it can factor; with
+// --conv norm the filter is possible and cheapest; without a factorization it stays, saying why.
+TEST(Plan, RelTestBelowTheRoundingFloorNeedsShiftInvert) {
+  if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";
+  std::int64_t m = 0;
+  for (Backend backend : {Backend::cuda, Backend::cpu}) {
+    SCOPED_TRACE(backend == Backend::cuda ? "cuda" : "cpu");
+    Inputs in;
+    in.a = constrained_dofs(9, 5, 1e9, 1e-6, &m);
+    in.t0 = 1e-7, in.tc = 1e-9;
+    EigsOptions o = opts(40);
+    o.tol = 1e-10;
+    const EigsPlan p = plan_eigs(facts_of(in, backend), o, probes_of(in));
+    EXPECT_EQ(p.chosen.transform, Transform::shift_invert) << show(p);
+    EXPECT_NE(p.reason.find("below the rounding floor"), std::string::npos) << show(p);
+    Inputs in2;
+    in2.a = in.a;
+    in2.t0 = in.t0, in2.tc = in.tc;
+    o.conv = ConvTest::norm;
+    const EigsPlan q = plan_eigs(facts_of(in2, backend), o, probes_of(in2));
+    EXPECT_EQ(q.chosen.transform, Transform::none) << show(q);
+    EXPECT_EQ(q.reason.find("below the rounding floor"), std::string::npos) << show(q);
+    Inputs in3;
+    in3.a = in.a;
+    in3.t0 = in.t0, in3.tc = in.tc;
+    o.conv = ConvTest::rel;
+    const EigsPlan r = plan_eigs(facts_of(in3, backend, /*can_factor=*/false), o, probes_of(in3));
+    EXPECT_EQ(r.chosen.transform, Transform::none) << show(r);
+  }
+}
+
 // Names: one list, parsed and printed the same way everywhere.
 TEST(Plan, MethodAndPreconditionerNames) {
   for (const std::string& s : eigs_method_names()) EXPECT_EQ(to_string(parse_eigs_method(s)), s);
