@@ -26,21 +26,21 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// d-dimensional Dirichlet Laplacian on an nx^d grid (d = 2 or 3): the model problems.
+// d-dimensional Dirichlet Laplacian on an nx^d grid (d = 1, 2 or 3): the model problems.
 Csr<double> model_laplacian(int nx, int d) {
-  const std::int64_t n = d == 2 ? std::int64_t(nx) * nx : std::int64_t(nx) * nx * nx;
+  const std::int64_t n = d == 1 ? std::int64_t(nx) : d == 2 ? std::int64_t(nx) * nx : std::int64_t(nx) * nx * nx;
   std::vector<Triplet<double>> t;
   t.reserve(static_cast<std::size_t>(n) * (2 * d + 1));
   for (std::int64_t r = 0; r < n; ++r) {
-    const std::int64_t i = r % nx, j = (r / nx) % nx, l = d == 3 ? r / (std::int64_t(nx) * nx) : 0;
+    const std::int64_t i = r % nx, j = d >= 2 ? (r / nx) % nx : 0, l = d == 3 ? r / (std::int64_t(nx) * nx) : 0;
     const auto id = [&](std::int64_t a, std::int64_t b, std::int64_t c) {
       return static_cast<std::int32_t>(a + nx * (b + std::int64_t(nx) * c));
     };
     t.push_back({static_cast<std::int32_t>(r), static_cast<std::int32_t>(r), 2.0 * d});
     if (i > 0) t.push_back({static_cast<std::int32_t>(r), id(i - 1, j, l), -1.0});
     if (i + 1 < nx) t.push_back({static_cast<std::int32_t>(r), id(i + 1, j, l), -1.0});
-    if (j > 0) t.push_back({static_cast<std::int32_t>(r), id(i, j - 1, l), -1.0});
-    if (j + 1 < nx) t.push_back({static_cast<std::int32_t>(r), id(i, j + 1, l), -1.0});
+    if (d >= 2 && j > 0) t.push_back({static_cast<std::int32_t>(r), id(i, j - 1, l), -1.0});
+    if (d >= 2 && j + 1 < nx) t.push_back({static_cast<std::int32_t>(r), id(i, j + 1, l), -1.0});
     if (d == 3 && l > 0) t.push_back({static_cast<std::int32_t>(r), id(i, j, l - 1), -1.0});
     if (d == 3 && l + 1 < nx) t.push_back({static_cast<std::int32_t>(r), id(i, j, l + 1), -1.0});
   }
@@ -48,7 +48,7 @@ Csr<double> model_laplacian(int nx, int d) {
 }
 
 struct Sample {
-  double lower_entries = 0, entries = 0, flops = 0;
+  double n = 0, lower_entries = 0, entries = 0, flops = 0;
   double analyze_s = 0, factor_s = 0, solve1_s = 0, solve16_s = 0, inertia_s = 0;
   // t(cols) = entries·(per_entry + cols·per_entry_col) through the solves of 1 and 16 columns.
   double per_entry_col() const { return std::max(0.0, (solve16_s - solve1_s) / (15.0 * entries)); }
@@ -57,6 +57,7 @@ struct Sample {
 
 Sample sample(const Csr<double>& a, bool with_inertia) {
   Sample s;
+  s.n = static_cast<double>(a.nrows);
   s.lower_entries = 0.5 * static_cast<double>(a.nnz() + a.nrows);
   const SymbolicAnalysis sym = analyze_factor(a, nullptr);
   s.analyze_s = sym.seconds;
@@ -113,7 +114,7 @@ std::string machine_key() {
   return k;
 }
 
-constexpr const char* kCacheFile = "engine-rates-v3.txt";
+constexpr const char* kCacheFile = "engine-rates-v4.txt";
 
 bool read_cache(const std::string& file, const std::string& key, EngineRates& r) {
   std::ifstream in(file);
@@ -124,12 +125,14 @@ bool read_cache(const std::string& file, const std::string& key, EngineRates& r)
     EngineRates c;
     if (!(ls >> k >> c.analyze_s_per_entry >> c.factor_s_per_flop >> c.factor_s_per_entry >>
           c.solve_s_per_entry >> c.solve_s_per_entry_col >> c.simplicial_solve_s_per_entry >>
-          c.simplicial_solve_s_per_entry_col >> c.inertia_ratio))
+          c.simplicial_solve_s_per_entry_col >> c.simplicial_solve_s_per_row >>
+          c.simplicial_solve_s_per_row_col >> c.inertia_ratio))
       continue;
     if (k != key) continue;
     const double v[] = {c.analyze_s_per_entry, c.factor_s_per_flop, c.factor_s_per_entry,
                         c.solve_s_per_entry, c.solve_s_per_entry_col, c.simplicial_solve_s_per_entry,
-                        c.simplicial_solve_s_per_entry_col, c.inertia_ratio};
+                        c.simplicial_solve_s_per_entry_col, c.simplicial_solve_s_per_row,
+                        c.simplicial_solve_s_per_row_col, c.inertia_ratio};
     if (!std::all_of(std::begin(v), std::end(v), [](double x) { return std::isfinite(x) && x >= 0; }))
       continue;
     c.source = "cached in " + file;
@@ -156,10 +159,11 @@ void write_cache(const std::string& dir, const std::string& file, const std::str
     if (!out) return;
     for (const auto& l : keep) out << l << "\n";
     char b[512];
-    std::snprintf(b, sizeof b, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n", key.c_str(),
+    std::snprintf(b, sizeof b, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n", key.c_str(),
                   r.analyze_s_per_entry, r.factor_s_per_flop, r.factor_s_per_entry,
                   r.solve_s_per_entry, r.solve_s_per_entry_col, r.simplicial_solve_s_per_entry,
-                  r.simplicial_solve_s_per_entry_col, r.inertia_ratio);
+                  r.simplicial_solve_s_per_entry_col, r.simplicial_solve_s_per_row,
+                  r.simplicial_solve_s_per_row_col, r.inertia_ratio);
     out << b;
     if (!out) {
       std::filesystem::remove(tmp, ec);
@@ -179,6 +183,7 @@ EngineRates measure_engine_rates() {
   const Sample s2 = sample(model_laplacian(160, 2), false);
   const Sample s3 = sample(model_laplacian(22, 3), true);
   const Sample ss = sample(model_laplacian(60, 2), false);
+  const Sample s1 = sample(model_laplacian(200000, 1), false);
   EngineRates r;
   r.analyze_s_per_entry = std::max(s2.analyze_s / s2.lower_entries, s3.analyze_s / s3.lower_entries);
   // factor_s = flops·a + entries·b: two equations; keep both coefficients non-negative.
@@ -195,8 +200,18 @@ EngineRates measure_engine_rates() {
   // for the simplicial factors.
   r.solve_s_per_entry = std::max(s2.per_entry(), s3.per_entry());
   r.solve_s_per_entry_col = std::max(s2.per_entry_col(), s3.per_entry_col());
-  r.simplicial_solve_s_per_entry = ss.per_entry();
-  r.simplicial_solve_s_per_entry_col = ss.per_entry_col();
+  // Simplicial: t = E·(e + cols·ec) + n·(q + cols·qc) through the 2D sample (E ≈ 12n) and the
+  // chain (E = 2n − 1); each pair from two equations, non-negative (else nnz(L) alone, as before).
+  const auto fit = [&](double t2, double t1, double* e, double* q) {
+    const double det = ss.entries * s1.n - s1.entries * ss.n;
+    *e = det != 0 ? (t2 * s1.n - t1 * ss.n) / det : -1;
+    *q = det != 0 ? (ss.entries * t1 - s1.entries * t2) / det : -1;
+    if (!(*e >= 0) || !(*q >= 0)) *e = t2 / ss.entries, *q = 0;
+  };
+  const auto col = [](const Sample& s) { return std::max(0.0, (s.solve16_s - s.solve1_s) / 15.0); };
+  fit(col(ss), col(s1), &r.simplicial_solve_s_per_entry_col, &r.simplicial_solve_s_per_row_col);
+  fit(std::max(0.0, ss.solve1_s - col(ss)), std::max(0.0, s1.solve1_s - col(s1)),
+      &r.simplicial_solve_s_per_entry, &r.simplicial_solve_s_per_row);
   r.inertia_ratio = std::max(0.5, s3.inertia_s / std::max(1e-6, s3.analyze_s + s3.factor_s));
   char b2[96];
   std::snprintf(b2, sizeof b2, "measured in %.2f s", now() - t0);

@@ -6,13 +6,17 @@
 //   analysis  t = entries(lower S) · analyze_s_per_entry
 //   factor    t = flops · factor_s_per_flop + nnz(L) · factor_s_per_entry   (CHOLMOD LLᵀ)
 //   solve     t = nnz(L) · (solve_s_per_entry + cols · solve_s_per_entry_col) (one block of cols;
-//             coefficients of their own for the simplicial factors below kSimplicialBelowFlops,
-//             each pair fitted to solves of 1 and of 16 columns)
+//             each pair fitted to solves of 1 and of 16 columns). Simplicial factors (below
+//             kSimplicialBelowFlops) have coefficients of their own and a per-row part,
+//             n · (per_row + cols · per_row_col): the permutation, the diagonal and the copies of
+//             the block, which dominate thin factors (graphs of roads: nnz(L) ≈ 3n; luxembourg's
+//             Laplacian, 2-core CPU: 1.28 ms for one column against 0.27 ms from nnz(L) alone).
+//             Fitted on two simplicial problems, a small 2D Laplacian and a long 1D chain.
 //   inertia   t = inertia_ratio · (analysis + factor)                       (MUMPS, factors dropped)
 // flops and nnz(L) come from analyze_factor() (factor/sparse_factor.hpp).
 //
 // Cache: measured once per machine and kept in $TCSOLVE_CACHE_DIR, else $XDG_CACHE_HOME/tcsolve,
-// else $HOME/.cache/tcsolve (file engine-rates-v3.txt, one line per machine key: host name, cores
+// else $HOME/.cache/tcsolve (file engine-rates-v4.txt, one line per machine key: host name, cores
 // and the engines' thread settings). TCSOLVE_NO_RATE_CACHE=1 measures in every process and writes
 // nothing. A cache that cannot be read or written is ignored (the rates are then measured).
 #pragma once
@@ -30,6 +34,8 @@ struct EngineRates {
   double solve_s_per_entry_col = 5e-10;
   double simplicial_solve_s_per_entry = 1e-9;
   double simplicial_solve_s_per_entry_col = 5e-10;
+  double simplicial_solve_s_per_row = 0.0;
+  double simplicial_solve_s_per_row_col = 0.0;
   double inertia_ratio = 2.0;
   std::string source = "defaults (not measured)";
 
@@ -37,11 +43,12 @@ struct EngineRates {
   double factor_seconds(const SymbolicAnalysis& s) const {
     return s.flops * factor_s_per_flop + s.factor_entries * factor_s_per_entry;
   }
-  // One block solve of `cols` columns through a factor of these entries whose factorization
-  // costs `flops` (which decides its form).
-  double solve_seconds(double factor_entries, double cols, double flops) const {
+  // One block solve of `cols` columns through a factor of n rows and these entries whose
+  // factorization costs `flops` (which decides its form).
+  double solve_seconds(double factor_entries, double cols, double flops, double n) const {
     return flops < kSimplicialBelowFlops
-               ? factor_entries * (simplicial_solve_s_per_entry + cols * simplicial_solve_s_per_entry_col)
+               ? factor_entries * (simplicial_solve_s_per_entry + cols * simplicial_solve_s_per_entry_col) +
+                     n * (simplicial_solve_s_per_row + cols * simplicial_solve_s_per_row_col)
                : factor_entries * (solve_s_per_entry + cols * solve_s_per_entry_col);
   }
   double inertia_seconds(const SymbolicAnalysis& s, double lower_entries) const {

@@ -161,7 +161,8 @@ int main(int argc, char** argv) {
             if (rep > 0) best = std::min(best, t);
           }
           std::printf(" solve%lld=%.3g (model %.3g)", static_cast<long long>(cols), best,
-                      r.solve_seconds(f->factor_entries(), static_cast<double>(cols), f->factor_flops()));
+                      r.solve_seconds(f->factor_entries(), static_cast<double>(cols), f->factor_flops(),
+                                    static_cast<double>(n)));
         }
       }
       std::printf("\n");

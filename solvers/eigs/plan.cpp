@@ -209,7 +209,7 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
   const ShiftInvertShape sh = shift_invert_shape(n, k, lnz, backend != Backend::cuda);
   const std::int64_t b = sh.block, basis = sh.basis;
   const double solves = 2.0 * static_cast<double>(basis) / static_cast<double>(b) + 2.0;
-  double per_solve = r.solve_seconds(lnz, static_cast<double>(b), sym.flops);
+  double per_solve = r.solve_seconds(lnz, static_cast<double>(b), sym.flops, static_cast<double>(n));
   if (backend == Backend::cuda) per_solve += 16.0 * static_cast<double>(n * b) / 12e9;  // staged
   *setup_s = r.analyze_seconds(lower_entries) + r.factor_seconds(sym);
   if (backend == Backend::cuda || !(m.t_word > 0)) {
