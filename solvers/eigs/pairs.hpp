@@ -3,6 +3,7 @@
 // the tests and the rounding floors).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct Problem {
   std::vector<double> diag_a_own, diag_b;
   // Operators that are not ours (a Python LinearOperator) may launch on any stream.
   bool foreign_operator = false;
+  // The fused Chebyshev step of A (runs.hpp fused_step_for), built at the first need and kept
+  // for the re-check (its copy of A is made once).
+  mutable std::shared_ptr<const ChebyshevStep> fused_own;
+  mutable bool fused_tried = false;
 };
 
 // The convergence test as the solvers' formula ‖r‖ ≤ tol·(a_eff + |θ|·b_eff)·‖x‖:

@@ -163,6 +163,16 @@ std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOpe
   }
 }
 
+const ChebyshevStep* fused_step_for(const Problem& s, const LinearOperator<double>& a,
+                                    const EigsOptions& opt) {
+  if (&a != s.aop) return nullptr;
+  if (!s.fused_tried) {
+    s.fused_tried = true;
+    s.fused_own = make_fused_step(s, a, opt);
+  }
+  return s.fused_own ? s.fused_own.get() : opt.fused_step;
+}
+
 // Iterative run on A (or the deflated A') without a factorization: block Lanczos or LOBPCG with
 // the chosen convergence test mapped into the solvers' formula; then B-normalized pairs with
 // Rayleigh quotients and true residuals.
@@ -215,16 +225,11 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
       co.stats = hooks.stats;
       // The filter's steps fused with the product (make_fused_step), stored as the operator
       // stores A.
-      std::unique_ptr<ChebyshevStep> fused = make_fused_step(s, a, opt);
-      if (fused) {
-        co.fused_step = fused.get();
+      // The caller's step in operator form (distributed/) where A's own does not apply.
+      if (const ChebyshevStep* fused = fused_step_for(s, a, opt)) {
+        co.fused_step = fused;
         // The ladder's fp32 rung on the GPU only: the host step gains nothing on the CPU
         // (lap3d:40, k = 16, 2 cores: 0.30 ms per column-step on the fp32 rung, 0.27 ms in fp64).
-        if (opt.ladder && opt.precision == Precision::fp64 && ops.space() == Space::device)
-          co.filter_precision = Precision::fp32;
-      }
-      if (!co.fused_step && opt.fused_step && &a == s.aop) {
-        co.fused_step = opt.fused_step;  // operator form: the caller's step (distributed/)
         if (opt.ladder && opt.precision == Precision::fp64 && ops.space() == Space::device)
           co.filter_precision = Precision::fp32;
       }

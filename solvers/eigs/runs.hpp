@@ -55,6 +55,11 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
 // TCSOLVE_FUSED_STEP=0 (same-run A/B benchmarks).
 std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOperator<double>& a,
                                                const EigsOptions& opt);
+// The step to use for `a`: A's own (make_fused_step, built once per problem and kept in
+// s.fused_own), else the caller's (opt.fused_step, operator form: distributed/) when a is
+// s.aop; nullptr when neither applies.
+const ChebyshevStep* fused_step_for(const Problem& s, const LinearOperator<double>& a,
+                                    const EigsOptions& opt);
 
 // Dense solve (Eigen) for small problems: all eigenvalues, the k wanted returned.
 RunOut run_dense(const Problem& s, const EigsOptions& opt);
