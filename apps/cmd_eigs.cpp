@@ -1,5 +1,6 @@
 // tcsolve eigs MATRIX and tcsolve solve MATRIX: one problem from the command line, with a live
 // progress line on a terminal, a final table (or --json, or --quiet) and an HDF5 result file.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include "apps/job.hpp"
 #include "core/error.hpp"
 #include "core/trace.hpp"
+#include "io/matrix_io.hpp"
 
 namespace tcsolve::app {
 
@@ -30,6 +32,7 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
   std::cout << format("%s: %s after %lld iterations (%s, %s on %s, kernel %s)\n", o.method.c_str(),
                       o.status.c_str(), (long long)o.iterations, s.precision.c_str(),
                       o.backend.c_str(), o.device.c_str(), o.kernel.c_str());
+  if (!o.device_reason.empty()) std::cout << "device: " << o.device_reason << "\n";
   if (s.task == "eigs" && !o.precision.empty() && o.precision != "fp64")
     std::cout << "precision: " << o.precision << "\n";
   std::cout << format("time: read %s, preprocess %s, %ssetup %s, solve %s, %swrite %s; total %s\n",
@@ -61,12 +64,44 @@ std::string json_array(const std::vector<double>& v) {
   return out + "]";
 }
 
+// --device auto for one eigs problem in this process: a small one runs on the host, which ends
+// before a GPU would have started. The GPU's start-up (CUDA context, library handles, paid once
+// per process) is 0.2-0.3 s on the H200 machine; there the 16-core host's whole eigs run
+// (seconds.total) was 4-100 ms on the shared matrices up to 77k entries (bcsstk21 0.029-0.038 s,
+// fe_4elt2's Laplacian 0.15-0.18 s at k = 8; process wall 0.07-0.28 s against 0.41-0.56 s on the
+// GPU), and tied at gen:lap2d:150 (112k entries, k = 16: wall 0.43-0.50 s both).
+// Decided from the Matrix Market size line (io/matrix_io.hpp matrix_size_hint) before the CUDA
+// start-up begins; other sources keep the GPU. Entries scale with k beyond 16 (the work grows
+// with the block). Not for batch (one start-up for many jobs) nor the Python module (one per
+// process), nor a storage precision that needs the GPU.
+constexpr std::int64_t kHostEigsEntries = 100000;
+
+void choose_small_eigs_device(JobSpec& s) {
+  if (s.task != "eigs" || s.device != "auto") return;
+  if (s.precision != "auto" && s.precision != "fp64" && s.precision != "fp32") return;
+  const auto a = matrix_size_hint(s.matrix);
+  if (!a) return;
+  std::int64_t entries = a->entries;
+  if (!s.mass.empty()) {
+    const auto b = matrix_size_hint(s.mass);
+    if (!b) return;
+    entries += b->entries;
+  }
+  const double work = static_cast<double>(entries) * static_cast<double>(std::max<std::int64_t>(s.k, 16)) / 16.0;
+  if (work > static_cast<double>(kHostEigsEntries)) return;
+  s.device = "cpu";
+  s.device_reason = format("auto: the host (%lld rows, %lld entries%s: a problem this small ends on "
+                           "the host before a GPU would have started; --device cuda runs it there)",
+                           (long long)a->rows, (long long)entries, s.mass.empty() ? "" : " with the mass");
+}
+
 void print_json(const JobSpec& s, const JobOutcome& o) {
   std::cout << "{\"task\": " << json_string(s.task) << ", \"matrix\": " << json_string(s.matrix)
             << ", \"n\": " << o.n << ", \"status\": " << json_string(o.status)
             << ", \"message\": " << json_string(o.message) << ", \"method\": " << json_string(o.method)
             << ", \"iterations\": " << o.iterations << ", \"backend\": " << json_string(o.backend)
-            << ", \"device\": " << json_string(o.device) << ", \"kernel\": " << json_string(o.kernel)
+            << ", \"device\": " << json_string(o.device) << ", \"device_reason\": " << json_string(o.device_reason)
+            << ", \"kernel\": " << json_string(o.kernel)
             << ", \"kernel_reason\": " << json_string(o.kernel_reason)
             << ", \"peak_device_bytes\": " << json_number(o.peak_device_bytes)
             << ", \"process_device_bytes\": " << json_number(o.process_device_bytes)
@@ -153,6 +188,7 @@ int run_task(const std::string& task, const Args& args) {
     if (comm->size() == 1 && !force) comm.reset();
   }
   const bool rank0 = !comm || comm->rank() == 0;
+  if (!comm) choose_small_eigs_device(s);
   // SIGINT/SIGTERM: the solve stops at its next iteration's end and the partial result is
   // written (status interrupted, exit 130/143); a second signal exits at once (core/interrupt.hpp).
   // Not under mpirun with several ranks: a signal reaches the ranks at different iterations, and

@@ -623,6 +623,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   o.kernel_reason = aop.plan().reason;
   o.backend = to_string(backend);
   o.device = backend == Backend::cuda ? device_name() : "cpu";
+  o.device_reason = s.device_reason;
 
   // --checkpoint: the solver's block (in the input order) written atomically by a writer thread,
   // so that the solve waits only for the copy to the host (into a buffer of an earlier checkpoint,

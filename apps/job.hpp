@@ -47,6 +47,7 @@ struct JobSpec {
   std::int64_t block_size = 0;  // Lanczos block size (0: automatic)
   std::string precision = "auto";
   std::string device = "auto";
+  std::string device_reason;    // set by the command when auto chose (not a job option)
   bool cpu_fallback = false;    // run on the CPU when the GPU lacks memory
   int precond_degree = 0;         // solve --precond chebyshev: 0 = from the spectral bounds
   std::string precond = "auto";  // eigs: auto|none|jacobi|factor; solve: auto|none|jacobi|chebyshev
@@ -138,6 +139,7 @@ struct JobOutcome {
   double read_s = 0, preprocess_s = 0, plan_s = 0, setup_s = 0, solve_s = 0, verify_s = 0,
          write_s = 0, init_s = 0, process_s = 0;
   std::string backend, device, method, kernel;
+  std::string device_reason;  // why auto ran where it did ("" when not decided by size)
   std::string kernel_reason;  // why the SpMM kernel (the model's choice, or the trial's times)
   std::string reorder;  // --reorder symmetric: what was done ("" when not asked)
   std::string batch_note;

@@ -11,6 +11,7 @@
 #include "io/hdf5_matrix.hpp"
 #include "io/matrix_market.hpp"
 #include "io/rutherford_boeing.hpp"
+#include "io/text_input.hpp"
 
 namespace tcsolve {
 namespace {
@@ -66,6 +67,22 @@ void check_readable_file(const std::string& path) {
 }
 
 }  // namespace
+
+std::optional<MatrixSizeHint> matrix_size_hint(const std::string& spec) {
+  if (is_generator_spec(spec) || format_of(spec) != Format::matrix_market) return std::nullopt;
+  try {
+    const std::string head = read_text_prefix(spec, std::size_t(1) << 16);
+    if (head.empty()) return std::nullopt;
+    const MatrixMarketHeader h = parse_matrix_market_header(head.data(), head.size(), spec);
+    if (!h.coordinate || h.nrows <= 0 || h.stored < 0) return std::nullopt;
+    MatrixSizeHint m;
+    m.rows = h.nrows;
+    m.entries = h.symmetry == Symmetry::general ? h.stored : 2 * h.stored - std::min(h.stored, h.nrows);
+    return m;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a header that does not parse (or does not fit the prefix)
+  }
+}
 
 std::string matrix_spec_file(const std::string& spec) {
   if (is_generator_spec(spec)) return {};

@@ -8,6 +8,8 @@
 // declaration; whether the VALUES are symmetric is the caller's check (is_symmetric).
 // write_matrix() replaces `path` atomically (temporary file + rename) or leaves it as it was.
 #pragma once
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/csr.hpp"
@@ -34,6 +36,15 @@ Csr<double> read_matrix(const std::string& spec, const ReadOptions& opt = {});
 Csr<double> read_matrix_rows(const std::string& spec, std::int64_t r0, std::int64_t r1,
                              const ReadOptions& opt = {}, std::int64_t* total_rows = nullptr);
 bool reads_row_ranges(const std::string& spec);
+
+// What a cheap look at a spec tells of its size, without reading the matrix: Matrix Market files
+// (plain or gzip) from their size line; nothing for other sources (nullopt), nor on any error
+// (the reader reports those). entries: the stored entries with a symmetric file's upper
+// triangle counted (2·stored − rows: the diagonal is assumed full).
+struct MatrixSizeHint {
+  std::int64_t rows = 0, entries = 0;
+};
+std::optional<MatrixSizeHint> matrix_size_hint(const std::string& spec);
 
 // The file a spec reads ("FILE.h5:GROUP" -> "FILE.h5"); "" for a generator spec.
 std::string matrix_spec_file(const std::string& spec);

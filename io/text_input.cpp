@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -138,6 +139,34 @@ struct Fd {
 };
 
 }  // namespace
+
+std::string read_text_prefix(const std::string& path, std::size_t max_bytes) {
+  // Regular files only, checked before opening: opening a FIFO for reading blocks until a writer
+  // comes (O_NONBLOCK as well, should it become one in between).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return "";
+  std::string raw(max_bytes, '\0');
+  ssize_t got = 0;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) got = ::pread(fd, raw.data(), max_bytes, 0);
+  ::close(fd);
+  if (got <= 0) return "";
+  raw.resize(static_cast<std::size_t>(got));
+  if (!is_gzip(raw.data(), raw.size())) return raw;
+  Inflater inf;
+  if (inflateInit2(&inf.zs, 16 + MAX_WBITS) != Z_OK) return "";
+  inf.open = true;
+  std::string out(max_bytes, '\0');
+  inf.zs.next_in = reinterpret_cast<Bytef*>(raw.data());
+  inf.zs.avail_in = static_cast<uInt>(raw.size());
+  inf.zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  inf.zs.avail_out = static_cast<uInt>(out.size());
+  const int rc = inflate(&inf.zs, Z_SYNC_FLUSH);  // a prefix: the input may end mid-stream
+  if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) return "";
+  out.resize(out.size() - inf.zs.avail_out);
+  return out;
+}
 
 TextBuffer read_text_file(const std::string& path) {
   Fd f;

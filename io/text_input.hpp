@@ -55,6 +55,10 @@ TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& na
 // Reads the file at `path` (gunzipping when it is gzip). Missing/unreadable files throw InputError.
 TextBuffer read_text_file(const std::string& path);
 
+// Up to `max_bytes` of the text at the start of a regular file (inflated when it is gzip), for a
+// cheap look at a header; "" for anything else (a pipe must not be consumed) or on any error.
+std::string read_text_prefix(const std::string& path, std::size_t max_bytes);
+
 // For error messages: up to `max` characters from p to the end of its line, quoted, with
 // non-printable bytes escaped ("'1.5x'", "end of line", "end of file").
 std::string quote_text(const char* p, const char* end, std::size_t max = 24);

@@ -11,6 +11,7 @@
 
 #include "core/device.hpp"
 #include "io/generators.hpp"
+#include "io/matrix_io.hpp"
 #include "io/hdf5_file.hpp"
 #include "tests/apps/reorder_check.hpp"
 #include "tests/apps/run_tcsolve.hpp"
@@ -80,6 +81,29 @@ TEST(AppsEigs, SmallestOfLaplacianWithOutputAndPlot) {
   EXPECT_GE(std::count(svg.begin(), svg.end(), '\n'), 10);
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+// --device auto: a small Matrix Market problem runs on the host and says why (the GPU's start-up
+// would cost more than the whole run); asked for, a GPU is still used (AppsGpu); a larger one,
+// a generator spec or an explicit device leave the choice as it was (no reason printed).
+TEST(AppsEigs, SmallProblemsRunOnTheHostByDefault) {
+  ScratchDir d;
+  write_matrix(d.file("small.mtx"), generate("gen:lap2d:40x30"));  // 1200 rows, 5860 entries
+  auto r = run_tcsolve({"eigs", d.file("small.mtx"), "--k", "4", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"device\": \"cpu\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"device_reason\": \"auto: the host (1200 rows, 5860 entries"), std::string::npos) << r.out;
+  auto t = run_tcsolve({"eigs", d.file("small.mtx"), "--k", "4"});
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(t.out.find("device: auto: the host"), std::string::npos) << t.out;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"eigs", d.file("small.mtx"), "--k", "4", "--device", "cpu", "--json"},
+        std::vector<std::string>{"eigs", d.file("small.mtx"), "--k", "300", "--json"},  // 5860·300/16 entries of work
+        std::vector<std::string>{"eigs", "gen:lap2d:40x30", "--k", "4", "--json"}}) {
+    auto q = run_tcsolve(args);
+    ASSERT_EQ(q.status, 0) << q.err;
+    EXPECT_NE(q.out.find("\"device_reason\": \"\""), std::string::npos) << args[3] << q.out;
+  }
 }
 
 TEST(AppsEigs, LargestByLanczosJson) {

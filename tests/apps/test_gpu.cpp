@@ -11,7 +11,9 @@
 #include <string>
 
 #include "core/device.hpp"
+#include "io/generators.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/matrix_io.hpp"
 #include "tests/apps/reorder_check.hpp"
 #include "tests/apps/run_tcsolve.hpp"
 #include "tests/test_paths.hpp"
@@ -56,6 +58,22 @@ TEST(AppsGpu, EigsAndSolveOnTheDevice) {
                         "1e-3", "--device", "cuda", "--json"});
   EXPECT_NE(h.status, 2) << h.err;
   EXPECT_NE(h.out.find("\"backend\": \"cuda\""), std::string::npos) << h.out;
+}
+
+// With a GPU present, --device auto runs a small Matrix Market problem on the host (its start-up
+// would cost more than the run) and says so; --device cuda still runs it on the GPU.
+TEST(AppsGpu, SmallProblemOnTheHostUnlessTheGpuIsAsked) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  ScratchDir d;
+  write_matrix(d.file("small.mtx"), generate("gen:lap2d:40x30"));
+  auto r = run_tcsolve({"eigs", d.file("small.mtx"), "--k", "4", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"backend\": \"cpu\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"device_reason\": \"auto: the host"), std::string::npos) << r.out;
+  auto g = run_tcsolve({"eigs", d.file("small.mtx"), "--k", "4", "--device", "cuda", "--json"});
+  ASSERT_EQ(g.status, 0) << g.err;
+  EXPECT_NE(g.out.find("\"backend\": \"cuda\""), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("\"device_reason\": \"\""), std::string::npos) << g.out;
 }
 
 // --reorder symmetric with the device operator of B = P·A·Pᵀ (twin of the CPU test).

@@ -1,6 +1,7 @@
 // read_matrix / write_matrix: dispatch by spec and extension, require_square for every source,
 // atomic writes, and the exact .mtx -> .h5 -> .mtx round trip on every SuiteSparse matrix.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -93,6 +94,48 @@ TEST(MatrixIo, WriteThenReadEveryFormat) {
   EXPECT_TRUE(same(read_matrix(tmp / "z.mtx.gz"), sym));
   // No temporary files left behind.
   for (const auto& f : tmp.files()) EXPECT_EQ(f.find(".tmp-"), std::string::npos) << f;
+}
+
+// The size hint (the command's host-or-GPU choice): the Matrix Market size line alone, plain or
+// gzip, with a symmetric file's other triangle counted; nothing for other sources, a missing or
+// malformed file or a pipe (which must not be consumed).
+TEST(MatrixIo, SizeHintFromTheMatrixMarketSizeLine) {
+  TempDir tmp;
+  const std::string sym = "%%MatrixMarket matrix coordinate real symmetric\n% a comment\n5 5 8\n";
+  std::ofstream(tmp / "s.mtx") << sym << "this body is never read\n";
+  auto h = matrix_size_hint(tmp / "s.mtx");
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->rows, 5);
+  EXPECT_EQ(h->entries, 2 * 8 - 5);
+  std::ofstream(tmp / "g.mtx") << "%%MatrixMarket matrix coordinate real general\n7 7 19\n1 1 2.5\n";
+  h = matrix_size_hint(tmp / "g.mtx");
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->rows, 7);
+  EXPECT_EQ(h->entries, 19);
+  {
+    gzFile gz = gzopen((tmp / "z.mtx.gz").c_str(), "wb");
+    ASSERT_NE(gz, nullptr);
+    std::string text = sym;
+    for (int i = 0; i < 20000; ++i) text += std::to_string(i % 5 + 1) + " 1 " + std::to_string(0.001 * i) + "\n";
+    ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+    gzclose(gz);
+  }
+  h = matrix_size_hint(tmp / "z.mtx.gz");
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->rows, 5);
+  EXPECT_EQ(h->entries, 11);
+  std::ofstream(tmp / "a.mtx") << "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n";
+  EXPECT_FALSE(matrix_size_hint(tmp / "a.mtx").has_value());
+  std::ofstream(tmp / "bad.mtx") << "not a header\n";
+  EXPECT_FALSE(matrix_size_hint(tmp / "bad.mtx").has_value());
+  EXPECT_FALSE(matrix_size_hint(tmp / "absent.mtx").has_value());
+  EXPECT_FALSE(matrix_size_hint("gen:lap2d:10").has_value());
+  write_matrix(tmp / "m.h5", generate("gen:lap2d:4"));
+  EXPECT_FALSE(matrix_size_hint(tmp / "m.h5").has_value());
+  // A FIFO is not read (the solver's read would find it empty).
+  const std::string fifo = tmp / "p.mtx";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(matrix_size_hint(fifo).has_value());
 }
 
 TEST(MatrixIo, BadSpecsAndMissingFiles) {
