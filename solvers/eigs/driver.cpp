@@ -297,6 +297,18 @@ struct Factorized {
   std::string desc, why;
 };
 
+// Whether A·1 = 0 to rounding: each row's sum within 8u·Σ|a_ij| of zero (a graph Laplacian's
+// rows sum to exactly 0 for integer weights). An empty matrix does not count.
+bool rows_sum_to_zero(const Csr<double>& a) {
+  if (a.nrows == 0) return false;
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    double sum = 0.0, mag = 0.0;
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) sum += a.values[p], mag += std::abs(a.values[p]);
+    if (!(std::abs(sum) <= 8.0 * kUnitRoundoff * mag)) return false;
+  }
+  return true;
+}
+
 Factorized factorize(const Problem& s, const EigsOptions& opt,
                      const std::function<const SpectralProbe*()>& get_probe,
                      const std::optional<SymbolicAnalysis>& analysis, const SpectralProbe* known_probe) {
@@ -324,6 +336,15 @@ Factorized factorize(const Problem& s, const EigsOptions& opt,
       const double width = known_probe->upper_bound - known_probe->lower_bound;
       sigma = std::max(std::min(known_probe->lower_bound - 0.01 * width, -1e-8 * scale), -2.0 * scale);
       tried = " 0 (skipped: the probe's Ritz value " + g17(known_probe->lower) + " < 0 proves A indefinite)";
+      first = 1;
+    }
+    // Every row of A sums to 0 (graph Laplacians, pure Neumann problems): A·1 = 0, so A − 0·B is
+    // singular and a factorization at σ = 0 would be thrown away (fails or rcond < 1e-12). Start
+    // just below 0, where the loop goes after that failure (crack's Laplacian on the 16-core
+    // H200 host: the factorization at 0 was a third of its set-up).
+    if (first == 0 && s.a && rows_sum_to_zero(*s.a)) {
+      sigma = -1e-8 * scale;
+      tried = " 0 (skipped: every row of A sums to 0, so A*1 = 0 and A is singular)";
       first = 1;
     }
     for (int attempt = first; attempt < 8; ++attempt) {
@@ -370,7 +391,8 @@ Factorized factorize(const Problem& s, const EigsOptions& opt,
       throw Error("no shift below the spectrum found (tried" + tried +
                   "); give --sigma, or --no-factor for an iterative method");
     out.sigma = sigma;
-    out.why = "; sigma = " + g17(sigma) + " (A - sigma*B positive definite)";
+    out.why = "; sigma = " + g17(sigma) + " (A - sigma*B positive definite)" +
+              (tried.empty() ? "" : "; not at" + tried);
   } else {
     out.sigma = opt.has_sigma ? opt.sigma : 0.0;
     fo.engine = opt.which == Which::nearest ? FactorEngine::automatic : FactorEngine::cholmod;

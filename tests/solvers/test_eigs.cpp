@@ -977,6 +977,28 @@ TEST(Eigs, NullVectorOfANeumannLaplacian) {
   }
 }
 
+// A singular A whose rows sum to 0 (a Neumann Laplacian, as every graph Laplacian): the shift
+// search starts just below 0 instead of factorizing at σ = 0 first (that factorization was always
+// thrown away); the values are the closed form's. A Dirichlet Laplacian still factors at 0.
+TEST(Eigs, RowsSummingToZeroSkipTheFactorizationAtZero) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  SKIP_WITHOUT_FACTOR();
+  const Csr<double> a = neumann_laplacian(70, 60);
+  const auto ref = neumann_spectrum(70, 60);
+  EigsOptions o = base_options(4);
+  o.method = EigsMethod::lobpcg;
+  o.precond = EigsPrecond::factor;
+  auto r = eigs(a, nullptr, o);
+  ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+  EXPECT_NE(r.why.find("not at 0 (skipped: every row of A sums to 0"), std::string::npos) << r.why;
+  EXPECT_LT(r.sigma, 0.0);
+  for (int j = 0; j < 4; ++j) EXPECT_NEAR(r.values[j], ref[j], 1e-9 * 8) << j;
+  auto d = eigs(laplacian(70, 60), nullptr, o);
+  ASSERT_EQ(d.status, SolverStatus::converged) << describe(d);
+  EXPECT_EQ(d.why.find("skipped"), std::string::npos) << d.why;
+  EXPECT_EQ(d.sigma, 0.0) << d.why;
+}
+
 // A mass matrix with a positive diagonal that is not positive definite is refused by name, with
 // or without a factorization, on the dense path and the iterative one (LOBPCG said only
 // "breakdown").
