@@ -1,10 +1,18 @@
-// Minimal host parallelism: a static split of [0, n) over hardware threads (std::thread).
+// Minimal host parallelism: a static split of [0, n) over hardware threads (persistent
+// std::thread workers).
 // Used by CPU reference kernels and preprocessing; no dependency beyond the standard library.
 #pragma once
 #ifdef __linux__
 #include <sched.h>
 #endif
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <cstdint>
 #include <exception>
 #include <thread>
@@ -27,8 +35,115 @@ inline int host_threads() {
   return h == 0 ? 1 : static_cast<int>(h);
 }
 
-// Calls body(i) for every i in [0, n), in contiguous chunks, one per thread. Below `grain`
-// items per thread it runs inline. Exceptions from body are rethrown on the caller's thread.
+namespace detail {
+
+// Persistent host workers for parallel_for: starting threads for every loop cost 70 µs a call on
+// the 2-core development machine (more on 16 cores), against ~20 µs of SpMV on a 10k-row graph
+// Laplacian. One loop at a time; the caller runs chunk 0. Created at the first parallel loop
+// with host_threads() − 1 workers; never destroyed (the workers wait on a condition variable
+// until the process ends). run() declines — and the caller then runs every chunk itself — when
+// another thread's loop holds the pool, when called from a worker (a nested loop), and in a
+// child process after fork() (the workers stayed in the parent).
+class HostPool {
+ public:
+  static HostPool& instance() {
+    static HostPool* pool = new HostPool(std::max(0, host_threads() - 1));
+    return *pool;
+  }
+  int workers() const { return workers_; }
+  // task(t) for t in [0, nt), nt ≤ workers() + 1; task must not throw. Called from a worker or
+  // from inside another run() on this thread, it declines (in_worker()).
+  bool run(int nt, const std::function<void(int)>& task) {
+    if (nt <= 1 || in_worker() || ::getpid() != pid_ || nt > workers_ + 1) return false;
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    // The caller's own chunk may hold a nested loop: it runs inline (as in a worker), never
+    // trying busy_ again from this thread.
+    struct Mark {
+      Mark() { in_worker() = true; }
+      ~Mark() { in_worker() = false; }
+    } mark;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      task_ = &task;
+      nt_ = nt;
+      pending_.store(nt - 1, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    task(0);
+    // The workers are usually done by now: spin briefly before sleeping.
+    spin_while([&] { return pending_.load(std::memory_order_acquire) != 0; });
+    if (pending_.load(std::memory_order_acquire) != 0) {
+      std::unique_lock<std::mutex> lk(m_);
+      done_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    }
+    return true;
+  }
+
+ private:
+  // Up to 50 µs of spinning before sleeping: the loops of an iteration follow each other
+  // closely, and waking a sleeping thread takes ~30 µs (with the condition variable alone a loop
+  // cost 35 µs on the 2-core machine; spinning first, 5 µs).
+  template <class Pred>
+  static void spin_while(Pred busy) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    for (int i = 1; busy(); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#else
+      std::this_thread::yield();
+#endif
+      if ((i & 255) == 0 && std::chrono::steady_clock::now() > until) return;
+    }
+  }
+  explicit HostPool(int workers) : pid_(::getpid()), workers_(workers) {
+    for (int w = 0; w < workers_; ++w) std::thread([this, w] { loop(w + 1); }).detach();
+  }
+  static bool& in_worker() {
+    static thread_local bool flag = false;
+    return flag;
+  }
+  void loop(int t) {
+    in_worker() = true;
+    std::uint64_t seen = 0;
+    for (;;) {
+      spin_while([&] { return generation_.load(std::memory_order_acquire) == seen; });
+      if (generation_.load(std::memory_order_acquire) == seen) {
+        std::unique_lock<std::mutex> lk(m_);
+        wake_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      }
+      const std::function<void(int)>* task;
+      int nt;
+      {
+        std::lock_guard<std::mutex> lk(m_);  // task_ and nt_ of the newest loop
+        seen = generation_.load(std::memory_order_acquire);
+        task = task_;
+        nt = nt_;
+      }
+      if (t >= nt) continue;  // not needed in this loop
+      (*task)(t);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lk(m_);
+        done_.notify_one();
+      }
+    }
+  }
+  std::mutex busy_, m_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* task_ = nullptr;
+  int nt_ = 0;
+  std::atomic<int> pending_{0};
+  std::atomic<std::uint64_t> generation_{0};
+  const pid_t pid_;
+  const int workers_;
+};
+
+}  // namespace detail
+
+// Calls body(i) for every i in [0, n), in contiguous chunks, one per thread (the persistent
+// workers of detail::HostPool). Below `grain` items per thread it runs inline. Exceptions from
+// body are rethrown on the caller's thread.
 template <class F>
 void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
   int nt = static_cast<int>(std::min<std::int64_t>(host_threads(), std::max<std::int64_t>(1, n / grain)));
@@ -36,19 +151,19 @@ void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
     for (std::int64_t i = 0; i < n; ++i) body(i);
     return;
   }
-  std::vector<std::thread> pool;
-  std::vector<std::exception_ptr> err(nt);
-  for (int t = 0; t < nt; ++t) {
-    pool.emplace_back([&, t] {
-      try {
-        std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
-        for (std::int64_t i = b; i < e; ++i) body(i);
-      } catch (...) {
-        err[t] = std::current_exception();
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
+  detail::HostPool& pool = detail::HostPool::instance();
+  nt = std::min(nt, pool.workers() + 1);
+  std::vector<std::exception_ptr> err(static_cast<std::size_t>(std::max(nt, 1)));
+  const std::function<void(int)> chunk = [&](int t) {
+    try {
+      const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
+      for (std::int64_t i = b; i < e; ++i) body(i);
+    } catch (...) {
+      err[static_cast<std::size_t>(t)] = std::current_exception();
+    }
+  };
+  if (!pool.run(nt, chunk))
+    for (int t = 0; t < nt; ++t) chunk(t);  // the pool is busy, nested, forked away or absent
   for (auto& e : err)
     if (e) std::rethrow_exception(e);
 }

@@ -1,0 +1,71 @@
+// parallel_for on the persistent host workers (core/parallel.hpp): every index once, exceptions
+// rethrown on the caller, nested loops and loops from two threads at once (both run inline when
+// the pool is taken), and a child process after fork() (its pool's workers stayed in the parent).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "core/parallel.hpp"
+
+namespace tcsolve {
+namespace {
+
+std::int64_t checksum(std::int64_t n, std::int64_t grain) {
+  std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+  parallel_for(n, [&](std::int64_t i) { hits[static_cast<std::size_t>(i)].fetch_add(1); }, grain);
+  std::int64_t bad = 0;
+  for (auto& h : hits) bad += h.load() != 1;
+  return bad;
+}
+
+TEST(Parallel, EveryIndexOnceOverManyLoops) {
+  for (int rep = 0; rep < 200; ++rep)
+    for (std::int64_t n : {0, 1, 7, 4095, 4096, 8193, 40001}) ASSERT_EQ(checksum(n, 1 + rep % 3 * 2048), 0) << n;
+}
+
+TEST(Parallel, ExceptionsReachTheCaller) {
+  for (int rep = 0; rep < 20; ++rep) {
+    std::atomic<std::int64_t> done{0};
+    EXPECT_THROW(parallel_for(100000, [&](std::int64_t i) {
+      if (i == 99999 - rep) throw std::runtime_error("row");
+      done.fetch_add(1);
+    }, 16), std::runtime_error);
+    EXPECT_GE(done.load(), 1);
+    EXPECT_EQ(checksum(50000, 16), 0);  // the pool works after a throw
+  }
+}
+
+TEST(Parallel, NestedAndConcurrentLoops) {
+  std::atomic<std::int64_t> total{0};
+  parallel_for(64, [&](std::int64_t) {
+    parallel_for(1000, [&](std::int64_t) { total.fetch_add(1); }, 10);
+  }, 1);
+  EXPECT_EQ(total.load(), 64000);
+  std::atomic<std::int64_t> bad{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 50; ++rep) bad.fetch_add(checksum(20000, 64));
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(Parallel, ChildProcessAfterFork) {
+  ASSERT_EQ(checksum(50000, 16), 0);  // the pool exists in this process
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) ::_exit(checksum(50000, 16) == 0 ? 0 : 3);  // would hang on the parent's workers
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace tcsolve
