@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Issue 17 on the two-GPU kind: the distributed GPU tests under mpirun -np 2, then
+# `eigs gen:lap3d:200 --k 16 --which largest` on one GPU and on two (2 runs each, alternating)
+# with the solve's steps (rank 0's solve_steps) and the ladder's line, and one profiled 2-GPU run.
+#   bash scripts/device_session.sh stage; run(kind="nvidia-h200-x2", carry=[".device-data/s4"],
+#     command="bash bench/distributed/steps_two_gpus.sh")
+D=${D:-.device-data/s4}; T=$D/tcsolve; OUT=${OUT:-/tmp}
+mkdir -p /tmp/deps /tmp/s4; tar -xJf $D/deps.tar.xz -C /tmp/deps
+export LD_LIBRARY_PATH=/tmp/deps TCSOLVE_CACHE_DIR=/tmp/s4/cache NCCL_NVLS_ENABLE=0
+MPI="mpirun --allow-run-as-root -np 2 -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x TCSOLVE_CACHE_DIR -x TCSOLVE_COMM_PROFILE"
+nvidia-smi --query-gpu=name --format=csv,noheader
+if [ -z "${NO_TESTS:-}" ]; then
+  timeout 240 $MPI $D/tests/test_distributed_gpu > $OUT/test_distributed_gpu.log 2>&1; echo "test_distributed_gpu rc=$?"
+  grep -E "^\[  (PASSED|FAILED)" $OUT/test_distributed_gpu.log | head
+fi
+show() { python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); s=d['seconds']
+print(sys.argv[2], d['status'], 'solve %.3f total %.3f it %s' % (s['solve'], s['total'], d['iterations']))
+print('   steps:', d.get('solve_steps','')[:600])
+print('   precision:', d.get('precision','')[:300])
+if d.get('distributed'): print('   dist:', d['distributed'][:900])
+" "$@"; }
+$T eigs gen:lap3d:60 --k 4 -q > /dev/null 2>&1
+for r in 1 2; do
+  $T eigs gen:lap3d:200 --k 16 --which largest --json > /tmp/s4/e1.json 2>/dev/null; show /tmp/s4/e1.json "1 GPU"
+  $MPI $T eigs gen:lap3d:200 --k 16 --which largest --json > /tmp/s4/e2.json 2>/tmp/s4/e2.err; show /tmp/s4/e2.json "2 GPUs"
+done
+TCSOLVE_COMM_PROFILE=1 $MPI $T eigs gen:lap3d:200 --k 16 --which largest --json > /tmp/s4/e3.json 2>/dev/null
+show /tmp/s4/e3.json "2 GPUs profiled"
