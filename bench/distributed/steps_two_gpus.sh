@@ -18,6 +18,7 @@ import json,sys; d=json.load(open(sys.argv[1])); s=d['seconds']
 print(sys.argv[2], d['status'], 'solve %.3f total %.3f it %s' % (s['solve'], s['total'], d['iterations']))
 print('   steps:', d.get('solve_steps','')[:600])
 print('   precision:', d.get('precision','')[:300])
+print('   init %.3f read %.3f setup %.3f' % (s.get('init',0), s.get('read',0), s.get('setup',0)))
 if d.get('distributed'): print('   dist:', d['distributed'][:900])
 " "$@"; }
 $T eigs gen:lap3d:60 --k 4 -q > /dev/null 2>&1
@@ -27,3 +28,14 @@ for r in 1 2; do
 done
 TCSOLVE_COMM_PROFILE=1 $MPI $T eigs gen:lap3d:200 --k 16 --which largest --json > /tmp/s4/e3.json 2>/dev/null
 show /tmp/s4/e3.json "2 GPUs profiled"
+if [ -n "${AB_WARMUP:-}" ]; then  # the communicator's warm-up off (TCSOLVE_NCCL_WARMUP=0), same call
+  TCSOLVE_NCCL_WARMUP=0 $MPI -x TCSOLVE_NCCL_WARMUP $T eigs gen:lap3d:200 --k 16 --which largest --json > /tmp/s4/e4.json 2>/dev/null
+  show /tmp/s4/e4.json "2 GPUs, NCCL not warmed"
+fi
+if [ -n "${SOLVE:-}" ]; then
+  for r in 1 2; do
+    $T solve gen:lap3d:200 --rhs random:32 --json > /tmp/s4/s1.json 2>/dev/null; show /tmp/s4/s1.json "solve 1 GPU"
+    $MPI $T solve gen:lap3d:200 --rhs random:32 --json > /tmp/s4/s2.json 2>/dev/null; show /tmp/s4/s2.json "solve 2 GPUs"
+  done
+fi
+[ -n "${BATCH:-}" ] && REPS=1 ROWS=batch8 T=$T OUT=$OUT bash bench/distributed/scaling.sh

@@ -103,6 +103,24 @@ assert a["status"] == b["status"] == "converged"
 assert abs(a["iterations"] - b["iterations"]) <= 1, (a["iterations"], b["iterations"])
 print("Jacobi as one process:", a["iterations"], "and", b["iterations"], "iterations")
 PY
+# --precond chebyshev: the polynomial on the distributed fused step, the same degree and bounds
+# (from the global probe), iterations and residuals as one process (an uneven 3-rank split too).
+"$T" solve gen:lap3d:19 --rhs random:4 --device cpu --precond chebyshev --json > "$W/cp1.json" ||
+  fail "one process solve --precond chebyshev"
+run_mpi "$@" "$T" solve gen:lap3d:19 --rhs random:4 --device cpu --precond chebyshev --json > "$W/cpN.json" ||
+  fail "solve --precond chebyshev under mpirun"
+$PY - "$W" <<'PY' || fail "the polynomial differs between one process and the ranks"
+import sys, json
+w = sys.argv[1]
+a, b = json.load(open(f"{w}/cp1.json")), json.load(open(f"{w}/cpN.json"))
+assert a["status"] == b["status"] == "converged", (a["status"], b["status"])
+poly = lambda d: d["message"].split(" on [")[0]
+assert "chebyshev degree" in a["message"] and poly(a) == poly(b), (a["message"], b["message"])
+assert a["iterations"] == b["iterations"], (a["iterations"], b["iterations"])
+assert "distributed (interior" in b["message"], b["message"]
+assert max(b["residual_norms"]) <= 1e-8, b["residual_norms"]
+print("polynomial as one process:", poly(b), a["iterations"], "iterations")
+PY
 run_mpi "$@" "$T" eigs gen:lap3d:8 --k 2 --partition bogus --device cpu 2> "$W/pe.txt" > /dev/null
 rc=$?; [ $rc -eq 2 ] || fail "--partition bogus: exit $rc (want 2)"
 $PY - "$W/ns.h5" <<'PY' || fail "writing the non-symmetric matrix"
