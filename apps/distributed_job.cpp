@@ -201,7 +201,7 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
       for (std::int64_t e = mine.row_ptr[i]; e < mine.row_ptr[i + 1]; ++e)
         if (mine.col_idx[e] == part.starts[me] + i) diag[i] = mine.values[e];
   }
-  const std::int64_t nnz_global = comm.allreduce_sum_int(mine.nnz());
+  const std::int64_t nnz_local = mine.nnz(), nnz_global = comm.allreduce_sum_int(nnz_local);
   LocalParts lp = build_local_parts(mine, part, comm);
   mine = Csr<double>();  // the pieces hold it now
   auto local_ops = make_dense_ops(backend);
@@ -321,6 +321,16 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
       f.n = n, f.nnz = nnz_global;
       f.diagonal_varies = f.gpu && positive && !co.jacobi_diagonal.empty();  // not constant (above)
       const char* why = auto_precond_refusal(f);
+      // Memory on the fullest GPU: the fused step's copy of this rank's rows (12 bytes a
+      // non-zero), three fp32 blocks and the probe's shortest basis (9 n-vectors) within half of
+      // what is free (one process: chebyshev_step_fuses and fit_columns decide the same).
+      if (!why && f.gpu) {
+        const double need = 12.0 * static_cast<double>(nnz_local) +
+                            static_cast<double>(nl) * (8.0 + 12.0 * static_cast<double>(rhs_cols) + 72.0);
+        const double room = 0.5 * static_cast<double>(device_free_bytes());
+        if (comm.allreduce_max(need > room ? 1.0 : 0.0) > 0.0)
+          why = "the GPU memory: the polynomial's copy of A and its blocks would not fit beside block CG's";
+      }
       precond = why ? "jacobi" : "chebyshev";
       o.precond_note = why ? std::string("jacobi (auto: not the Chebyshev polynomial, for ") + why + ")"
                            : std::string(" (auto: short rows, a constant diagonal, on the GPU)");

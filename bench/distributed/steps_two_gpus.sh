@@ -39,3 +39,10 @@ if [ -n "${SOLVE:-}" ]; then
   done
 fi
 [ -n "${BATCH:-}" ] && REPS=1 ROWS=batch8 T=$T OUT=$OUT bash bench/distributed/scaling.sh
+if [ -n "${LAUNCH:-}" ]; then  # what mpirun's start and a rank's exit cost, without a job
+  for c in "true" "$T --version"; do
+    t0=$(date +%s.%N); $MPI $c > /dev/null 2>&1; t1=$(date +%s.%N)
+    t2=$(date +%s.%N); $c > /dev/null 2>&1; t3=$(date +%s.%N)
+    python3 -c "print('mpirun -np 2 $c: %.3f s; one process: %.3f s' % ($t1 - $t0, $t3 - $t2))"
+  done
+fi
