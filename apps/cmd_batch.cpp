@@ -27,6 +27,7 @@
 #include "apps/commands.hpp"
 #include "apps/job.hpp"
 #include "core/device.hpp"
+#include "core/trace.hpp"
 #include "distributed/comm.hpp"
 #include "io/hdf5_file.hpp"
 
@@ -349,12 +350,14 @@ int run_batch(const Args& args) {
   if (launched_by_mpi()) {
     comm = make_communicator();
     if (comm->size() == 1) comm.reset();
+    trace_mark("batch: communicator ready");
   }
   const int np = comm ? comm->size() : 1, me = comm ? comm->rank() : 0;
   if (comm) {
     bool gpu = false;
     for (const JobSpec& s : jobs) gpu = gpu || s.device != "cpu";
     if (gpu && device_count() > 0) select_local_gpu(*comm);
+    trace_mark("batch: GPU selected");
   }
   // SIGINT/SIGTERM: the running job stops at its next iteration's end and writes its partial
   // result; no further job starts; the summary is printed; exit 130/143 (core/interrupt.hpp).
@@ -521,10 +524,12 @@ int run_batch(const Args& args) {
   }
 
   finish_pending();
+  trace_mark("batch: jobs done");
   if (comm) {
     // Every rank's rows on rank 0, in the file's order; one exit status for all.
     const std::vector<std::string> parts = comm->gather_strings_to_root(pack_rows(rows));
     const bool ok_everywhere = comm->allreduce_max(all_ok ? 0.0 : 1.0) == 0.0;
+    trace_mark("batch: rows gathered");
     if (me != 0) return ok_everywhere ? exit_ok : exit_failed;
     rows.clear();
     for (const std::string& p : parts)
