@@ -4,7 +4,7 @@
 D=${D:-.device-data/s4}; T=$D/tcsolve; W=/tmp/s4/bt
 mkdir -p /tmp/deps /tmp/s4 $W; tar -xJf $D/deps.tar.xz -C /tmp/deps
 export LD_LIBRARY_PATH=/tmp/deps TCSOLVE_CACHE_DIR=/tmp/s4/cache NCCL_NVLS_ENABLE=0
-MPI="mpirun --allow-run-as-root -np 2 -x LD_LIBRARY_PATH -x TCSOLVE_CACHE_DIR -x TCSOLVE_TRACE"
+MPI="mpirun --allow-run-as-root --tag-output -np 2 -x LD_LIBRARY_PATH -x TCSOLVE_CACHE_DIR -x TCSOLVE_TRACE"
 for n in 1 2; do
   : > $W/jobs$n.ini
   for j in $(seq 1 $n); do
