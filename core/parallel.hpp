@@ -85,9 +85,11 @@ class HostPool {
 
  private:
   // The caller spins up to 50 µs for the workers before sleeping. The workers themselves sleep
-  // at once: spinning workers (50 µs after every loop) cut a loop to 1.8 µs on the 2-core machine,
-  // but on the 16-core H200 host they took the CPUs from CHOLMOD and OpenBLAS (host shift-invert
-  // on gen:lap2d:200 0.59 -> 1.27 s, host block CG on gen:lap3d:30 1.7 -> 3.3-3.9 s).
+  // at once (a loop: 11 µs on the 2-core machine). Workers that also spun 50 µs after every loop
+  // cut it to 1.8 µs, but would hold up to 15 CPUs of the 16-core H200 host between loops while
+  // CHOLMOD and OpenBLAS want them; the one run with them there was 2x slower on host
+  // shift-invert and block CG, though that machine proved slower with the pool off as well
+  // (docs/performance.md), so the cause was not shown. Sleeping workers cannot do that.
   template <class Pred>
   static void spin_while(Pred busy) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
