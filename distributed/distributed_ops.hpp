@@ -129,6 +129,7 @@ class DistributedDenseOps final : public DenseBlockOps {
   std::int64_t global_rows(std::int64_t local_rows) const override {
     return local_rows == local_rows_ ? global_rows_ : local_rows;
   }
+  double global_min(double v) override { return -comm_.allreduce_max(-v); }
 
   std::int64_t reductions() const { return reductions_; }
   std::int64_t reduced_doubles() const { return reduced_doubles_; }

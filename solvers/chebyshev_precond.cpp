@@ -183,10 +183,14 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
   }
   // Probe steps: 40, fewer when its basis (steps + 1 n-vectors) would take more than a quarter of
   // the free device memory (at least 8: the lower end only shapes the polynomial).
-  int probe_steps = static_cast<int>(std::min<std::int64_t>(40, n));
+  // The same on every rank of a distributed block (its collectives run step by step): from the
+  // global rows, and the memory of the fullest GPU (an uneven split of 64 rows over 3 ranks,
+  // 22/21/21, took 22 and 21 steps and hung).
+  const std::int64_t ng = ops.global_rows(n);
+  int probe_steps = static_cast<int>(std::min<std::int64_t>(40, ng));
   if (ops.space() == Space::device) {
-    const double vecs = 0.25 * static_cast<double>(device_free_bytes()) / (8.0 * static_cast<double>(n));
-    probe_steps = static_cast<int>(std::max<double>(std::min<double>(probe_steps, vecs - 1), std::min<std::int64_t>(8, n)));
+    const double vecs = ops.global_min(0.25 * static_cast<double>(device_free_bytes()) / (8.0 * static_cast<double>(n)));
+    probe_steps = static_cast<int>(std::max<double>(std::min<double>(probe_steps, vecs - 1), std::min<std::int64_t>(8, ng)));
   }
   // The probe on the symmetric operator whose spectrum the polynomial covers: A, or
   // D^{-1/2}·A·D^{-1/2} (the spectrum of D⁻¹A).

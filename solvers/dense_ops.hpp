@@ -194,6 +194,9 @@ class DenseBlockOps {
   // same on one process; the sum over the ranks for distributed ops (distributed/). Solvers size
   // their choices (block width, n/2 limits) by it, so that every rank chooses alike.
   virtual std::int64_t global_rows(std::int64_t local_rows) const { return local_rows; }
+  // The least of v over the processes sharing the block (v on one process): a choice made from
+  // one process's own numbers (its free memory, its rows) made alike on every rank. Collective.
+  virtual double global_min(double v) { return v; }
 };
 
 // How a solver orders operator applies against the dense ops' stream.

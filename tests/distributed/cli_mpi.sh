@@ -121,6 +121,11 @@ assert "distributed (interior" in b["message"], b["message"]
 assert max(b["residual_norms"]) <= 1e-8, b["residual_norms"]
 print("polynomial as one process:", poly(b), a["iterations"], "iterations")
 PY
+# A tiny, unevenly split matrix (64 rows: 32/32 on 2 ranks, 22/21/21 on 3): the polynomial's
+# probe length must be the same on every rank (it followed each rank's rows and hung on 3 ranks).
+timeout 120 "$MPI" -np "$NP" "$@" "$T" solve gen:lap3d:4 --rhs random:2 --device cpu --precond chebyshev --json > "$W/tiny.json" ||
+  fail "tiny solve --precond chebyshev under mpirun (exit $?; 124 = hung)"
+grep -q '"status": "converged"' "$W/tiny.json" || fail "tiny solve: $(head -c 300 "$W/tiny.json")"
 run_mpi "$@" "$T" eigs gen:lap3d:8 --k 2 --partition bogus --device cpu 2> "$W/pe.txt" > /dev/null
 rc=$?; [ $rc -eq 2 ] || fail "--partition bogus: exit $rc (want 2)"
 $PY - "$W/ns.h5" <<'PY' || fail "writing the non-symmetric matrix"
