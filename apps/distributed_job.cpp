@@ -331,9 +331,7 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
         if (comm.allreduce_max(need > room ? 1.0 : 0.0) > 0.0)
           why = "the GPU memory: the polynomial's copy of A and its blocks would not fit beside block CG's";
       }
-      precond = why ? "jacobi" : "chebyshev";
-      o.precond_note = why ? std::string("jacobi (auto: not the Chebyshev polynomial, for ") + why + ")"
-                           : std::string(" (auto: short rows, a constant diagonal, on the GPU)");
+      precond = auto_precond_choice(f, o, why);
     }
     std::unique_ptr<ChebyshevPreconditioner> cheb;
     if (precond == "chebyshev") {

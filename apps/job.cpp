@@ -211,6 +211,16 @@ std::string cg_solve_steps(const SolveResult& r, double solve_s) {
 
 }  // namespace
 
+std::string auto_precond_choice(const AutoPrecondFacts& facts, JobOutcome& o, const char* refusal) {
+  const char* why = refusal ? refusal : auto_precond_refusal(facts);
+  if (why) {
+    o.precond_note = std::string("jacobi (auto: not the Chebyshev polynomial, for ") + why + ")";
+    return "jacobi";
+  }
+  o.precond_note = " (auto: short rows, a constant diagonal, on the GPU)";
+  return "chebyshev";
+}
+
 void take_eigs_result(const EigsResult& er, JobOutcome& o) {
   o.method = er.method;
   o.certified = to_string(er.certified);
@@ -539,13 +549,7 @@ std::string solve_precond(const JobSpec& s, Backend backend, const Csr<double>& 
   f.reordered = s.reorder != "none";
   f.n = a.nrows, f.nnz = a.nnz();
   f.diagonal_varies = f.gpu && chebyshev_wants_jacobi(a);
-  const char* why = auto_precond_refusal(f);
-  if (why) {
-    o.precond_note = std::string("jacobi (auto: not the Chebyshev polynomial, for ") + why + ")";
-    return "jacobi";
-  }
-  o.precond_note = " (auto: short rows, a constant diagonal, on the GPU)";
-  return "chebyshev";
+  return auto_precond_choice(f, o);
 }
 
 // fit_columns (GPU runs; 0 = no limit): the n-vectors that fit beside the matrices. eigs passes it

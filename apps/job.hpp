@@ -15,6 +15,7 @@
 #include "io/hdf5_file.hpp"
 #include "core/csr.hpp"
 #include "core/types.hpp"
+#include "solvers/chebyshev_precond.hpp"
 #include "solvers/dense_ops.hpp"
 #include "solvers/eigs/plan.hpp"
 #include "solvers/result.hpp"
@@ -182,6 +183,12 @@ struct JobOutcome {
 // What an eigs result tells the outcome: method, plan, verification, precision, phases (not the
 // status, values and residuals, nor the setup seconds, which the callers account for).
 void take_eigs_result(const EigsResult& er, JobOutcome& o);
+
+// solve --precond auto (the default), for one process or the ranks of an MPI launch:
+// "chebyshev" or "jacobi" as auto_precond_refusal (solvers/chebyshev_precond.hpp) decides for
+// `facts`, or "jacobi" for `refusal` when the caller has its own reason; the choice and why go
+// into o.precond_note.
+std::string auto_precond_choice(const AutoPrecondFacts& facts, JobOutcome& o, const char* refusal = nullptr);
 
 // The attributes every result file carries (task, job, matrix, inputs, version, command,
 // job_options, input_stamps).

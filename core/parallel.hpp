@@ -164,24 +164,9 @@ void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
     for (std::int64_t i = 0; i < n; ++i) body(i);
     return;
   }
+  const bool pooled = detail::host_pool_enabled();
+  if (pooled) nt = std::min(nt, detail::HostPool::instance().workers() + 1);
   std::vector<std::exception_ptr> err(static_cast<std::size_t>(nt));
-  if (!detail::host_pool_enabled()) {  // TCSOLVE_HOST_POOL=0: a thread per chunk and loop (A/B)
-    std::vector<std::thread> threads;
-    for (int t = 0; t < nt; ++t)
-      threads.emplace_back([&, t] {
-        try {
-          for (std::int64_t i = n * t / nt; i < n * (t + 1) / nt; ++i) body(i);
-        } catch (...) {
-          err[static_cast<std::size_t>(t)] = std::current_exception();
-        }
-      });
-    for (auto& th : threads) th.join();
-    for (auto& e : err)
-      if (e) std::rethrow_exception(e);
-    return;
-  }
-  detail::HostPool& pool = detail::HostPool::instance();
-  nt = std::min(nt, pool.workers() + 1);
   const std::function<void(int)> chunk = [&](int t) {
     try {
       const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
@@ -190,8 +175,13 @@ void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
       err[static_cast<std::size_t>(t)] = std::current_exception();
     }
   };
-  if (!pool.run(nt, chunk))
-    for (int t = 0; t < nt; ++t) chunk(t);  // the pool is busy, nested, forked away or absent
+  if (!pooled) {  // TCSOLVE_HOST_POOL=0: a thread per chunk and loop (A/B)
+    std::vector<std::thread> threads;
+    for (int t = 0; t < nt; ++t) threads.emplace_back(chunk, t);
+    for (auto& th : threads) th.join();
+  } else if (!detail::HostPool::instance().run(nt, chunk)) {
+    for (int t = 0; t < nt; ++t) chunk(t);  // the pool is busy, nested or forked away
+  }
   for (auto& e : err)
     if (e) std::rethrow_exception(e);
 }

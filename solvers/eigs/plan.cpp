@@ -417,14 +417,14 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
     }
     // The rel test at the wanted end can be out of reach without a transformation: a positive
     // θ_min (≥ λ_min > 0 then, as the wanted values) with tol·θ_min below the rounding floor
-    // u·‖A‖ (θ_max stands in for ‖A‖). No iteration on A in double gets its residuals under
+    // u·‖A‖ (θ_max ≥ θ_min > 0 stands in for ‖A‖). No iteration on A in double gets its residuals under
     // that (driver.cpp's at-the-floor reason), so where a factorization can be had these plans
     // are kept only as the last resort (stiffness matrices with constrained or very stiff
     // dofs: the H200 priced the filter at half of shift-invert and then ended not_converged).
     const bool rel_out_of_reach =
         !f.generalized && opt.which == Which::smallest && opt.conv == ConvTest::rel &&
         plan.probe->lower > 0 &&
-        opt.tol * plan.probe->lower < eigs_detail::kUnitRoundoff * std::max(std::abs(plan.probe->upper), plan.probe->lower);
+        opt.tol * plan.probe->lower < eigs_detail::kUnitRoundoff * plan.probe->upper;
     if (rel_out_of_reach && f.can_factor) {
       for (auto& ce : cands) ce.feasible = false;
       char b[300];

@@ -343,28 +343,25 @@ TEST(Plan, HostShiftInvertShapeAndPrice) {
 TEST(Plan, RelTestBelowTheRoundingFloorNeedsShiftInvert) {
   if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";
   std::int64_t m = 0;
+  const Csr<double> a = constrained_dofs(9, 5, 1e9, 1e-6, &m);
   for (Backend backend : {Backend::cuda, Backend::cpu}) {
     SCOPED_TRACE(backend == Backend::cuda ? "cuda" : "cpu");
-    Inputs in;
-    in.a = constrained_dofs(9, 5, 1e9, 1e-6, &m);
-    in.t0 = 1e-7, in.tc = 1e-9;
-    EigsOptions o = opts(40);
-    o.tol = 1e-10;
-    const EigsPlan p = plan_eigs(facts_of(in, backend), o, probes_of(in));
+    auto plan_for = [&](ConvTest conv, bool can_factor) {
+      Inputs in;  // fresh probes (each is called once per plan)
+      in.a = a;
+      in.t0 = 1e-7, in.tc = 1e-9;
+      EigsOptions o = opts(40);
+      o.tol = 1e-10;
+      o.conv = conv;
+      return plan_eigs(facts_of(in, backend, can_factor), o, probes_of(in));
+    };
+    const EigsPlan p = plan_for(ConvTest::rel, true);
     EXPECT_EQ(p.chosen.transform, Transform::shift_invert) << show(p);
     EXPECT_NE(p.reason.find("below the rounding floor"), std::string::npos) << show(p);
-    Inputs in2;
-    in2.a = in.a;
-    in2.t0 = in.t0, in2.tc = in.tc;
-    o.conv = ConvTest::norm;
-    const EigsPlan q = plan_eigs(facts_of(in2, backend), o, probes_of(in2));
+    const EigsPlan q = plan_for(ConvTest::norm, true);
     EXPECT_EQ(q.chosen.transform, Transform::none) << show(q);
     EXPECT_EQ(q.reason.find("below the rounding floor"), std::string::npos) << show(q);
-    Inputs in3;
-    in3.a = in.a;
-    in3.t0 = in.t0, in3.tc = in.tc;
-    o.conv = ConvTest::rel;
-    const EigsPlan r = plan_eigs(facts_of(in3, backend, /*can_factor=*/false), o, probes_of(in3));
+    const EigsPlan r = plan_for(ConvTest::rel, false);
     EXPECT_EQ(r.chosen.transform, Transform::none) << show(r);
   }
 }
