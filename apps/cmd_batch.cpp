@@ -22,6 +22,8 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
@@ -29,6 +31,7 @@
 #include "core/device.hpp"
 #include "core/trace.hpp"
 #include "distributed/comm.hpp"
+#include "distributed/comm_thread.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace tcsolve::app {
@@ -346,23 +349,35 @@ int run_batch(const Args& args) {
 
   // Under mpirun: job i runs on rank i mod N, each rank on its own GPU (jobs are independent: no
   // NCCL), rank 0 gathers the rows and prints the summary. Every rank checked the file above.
-  std::unique_ptr<Communicator> comm;
+  // Where the launcher's environment places the rank, nothing waits for MPI: MPI_Init runs on
+  // the communicator's own thread, the rank's GPU and CUDA context come up on another (the first
+  // job's start-up waits for them while it reads its matrix), and the jobs start at once. MPI is
+  // needed only for the rows at the end (2 x H200: each rank started its first job at 0.55-0.60 s,
+  // after MPI_Init 0.25 s and the GPU's context 0.3 s, one after the other).
+  std::unique_ptr<CommunicatorThread> mpi;
+  int np = 1, me = 0;
   if (launched_by_mpi()) {
-    comm = make_communicator();
-    if (comm->size() == 1) comm.reset();
-    trace_mark("batch: communicator ready");
-  }
-  const int np = comm ? comm->size() : 1, me = comm ? comm->rank() : 0;
-  if (comm) {
     bool gpu = false;
     for (const JobSpec& s : jobs) gpu = gpu || s.device != "cpu";
-    if (gpu && device_count() > 0) select_local_gpu(*comm);
-    trace_mark("batch: GPU selected");
+    const LaunchPlace place = launch_place_from_env();
+    if (place.known && gpu) start_local_gpu_selection(place);
+    mpi = std::make_unique<CommunicatorThread>([] { return make_communicator(); });
+    if (place.known) {
+      np = place.size, me = place.rank;
+    } else {  // the rank from MPI itself: wait for it (and choose the GPU after it, as before)
+      std::tie(np, me) = mpi->run([gpu](Communicator& c) {
+        if (c.size() > 1 && gpu && device_count() > 0) select_local_gpu(c);
+        return std::make_pair(c.size(), c.rank());
+      });
+    }
+    if (np == 1) mpi.reset();
+    trace_mark("batch: jobs may start");
   }
+  const bool distributed = mpi != nullptr;
   // SIGINT/SIGTERM: the running job stops at its next iteration's end and writes its partial
   // result; no further job starts; the summary is printed; exit 130/143 (core/interrupt.hpp).
   // (Not under mpirun: mpirun ends every rank on Ctrl-C; --resume reruns what was cut.)
-  if (!comm) install_interrupt_handlers();
+  if (!distributed) install_interrupt_handlers();
   MatrixCache cache;
   ProgressLine line(!quiet && !json && me == 0);
   std::vector<Row> rows;
@@ -400,7 +415,7 @@ int run_batch(const Args& args) {
       }
       line.clear();
       if (!quiet && !json)
-        std::cerr << format("%s[%zu/%zu] %s: failed: %s\n", comm ? format("rank %d: ", me).c_str() : "",
+        std::cerr << format("%s[%zu/%zu] %s: failed: %s\n", distributed ? format("rank %d: ", me).c_str() : "",
                             row.index + 1, jobs.size(), row.job.c_str(), row.message.c_str());
     }
   };
@@ -501,7 +516,7 @@ int run_batch(const Args& args) {
     if (row.status != "converged" && row.status != "skipped") all_ok = false;
     line.clear();
     if (!quiet && !json)
-      std::cerr << format("%s%s: %s (%s)%s\n", comm ? format("rank %d: ", me).c_str() : "",
+      std::cerr << format("%s%s: %s (%s)%s\n", distributed ? format("rank %d: ", me).c_str() : "",
                           head.c_str(), row.status.c_str(),
                           format_seconds(row.seconds).c_str(),
                           row.status == "failed" ? (": " + row.message).c_str() : "");
@@ -525,10 +540,23 @@ int run_batch(const Args& args) {
 
   finish_pending();
   trace_mark("batch: jobs done");
-  if (comm) {
-    // Every rank's rows on rank 0, in the file's order; one exit status for all.
-    const std::vector<std::string> parts = comm->gather_strings_to_root(pack_rows(rows));
-    const bool ok_everywhere = comm->allreduce_max(all_ok ? 0.0 : 1.0) == 0.0;
+  if (distributed) {
+    // Every rank's rows on rank 0, in the file's order; one exit status for all. The place the
+    // jobs were dealt by must be MPI's.
+    const std::string mine = pack_rows(rows);
+    std::vector<std::string> parts;
+    bool ok_everywhere = false;
+    mpi->run([&](Communicator& c) {
+      if (c.rank() != me || c.size() != np) {  // every rank ends: none waits in the gather
+        std::cerr << format("tcsolve batch: the launcher's environment placed this process as rank "
+                            "%d of %d, MPI as rank %d of %d: the jobs were dealt by the wrong place\n",
+                            me, np, c.rank(), c.size());
+        c.abort(exit_failed);
+      }
+      parts = c.gather_strings_to_root(mine);
+      ok_everywhere = c.allreduce_max(all_ok ? 0.0 : 1.0) == 0.0;
+      return 0;
+    });
     trace_mark("batch: rows gathered");
     if (me != 0) return ok_everywhere ? exit_ok : exit_failed;
     rows.clear();
@@ -546,7 +574,7 @@ int run_batch(const Args& args) {
                 << ", \"seconds\": " << json_number(r.seconds) << ", \"iterations\": "
                 << r.iterations << ", \"max_residual\": " << json_number(r.residual)
                 << ", \"out\": " << json_string(r.out) << ", \"message\": " << json_string(r.message)
-                << (comm ? ", \"rank\": " + std::to_string(r.rank) : std::string()) << "}";
+                << (distributed ? ", \"rank\": " + std::to_string(r.rank) : std::string()) << "}";
     }
     std::cout << "], \"ok\": " << (all_ok ? "true" : "false") << "}\n";
   } else if (!quiet) {

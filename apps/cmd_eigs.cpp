@@ -184,6 +184,9 @@ int run_task(const std::string& task, const Args& args) {
   const bool force = force_env && std::string(force_env) == "1";
   std::unique_ptr<Communicator> comm;
   if (launched_by_mpi() || force) {
+    // The rank's GPU and CUDA context come up on a helper thread while MPI_Init runs (where the
+    // launcher's environment places the rank); run_distributed_job's select_local_gpu waits for it.
+    if (s.device != "cpu") start_local_gpu_selection(launch_place_from_env());
     comm = make_communicator();
     if (comm->size() == 1 && !force) comm.reset();
   }

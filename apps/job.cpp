@@ -844,10 +844,11 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   check_job_outputs(s);
   // The CUDA context and the dense ops' library handles (cuBLAS, cuSOLVER: 0.1–0.5 s) come up on
   // a helper thread while this one reads the matrix.
-  // The helper uses this thread's GPU (a rank of `mpirun ... batch` runs on its own).
-  const int gpu = s.device == "cpu" ? -1 : selected_gpu();
-  std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device, gpu] {
-    use_gpu(gpu);
+  // The helper uses this process's GPU (a rank of `mpirun ... batch` runs on its own, chosen and
+  // its context made on a thread started before MPI_Init: selected_gpu() waits for that here).
+  const bool on_gpu = s.device != "cpu";
+  std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device, on_gpu] {
+    if (on_gpu) use_gpu(selected_gpu());
     const Backend b = resolve_backend(device);
     trace_mark("start-up: backend resolved");
     if (b == Backend::cuda) {
@@ -873,6 +874,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   trace_mark("job: matrix read and checked");
   Timer init_wait;
   Backend backend = warm.get();
+  if (on_gpu) use_gpu(selected_gpu());  // this thread's too (done: no wait)
   o.init_s = init_wait.seconds();
   trace_mark("job: CUDA context and handles ready");
   if (backend == Backend::cpu && prec != Precision::fp64 && prec != Precision::fp32)

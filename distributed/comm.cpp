@@ -70,6 +70,25 @@ int local_size(const Communicator& comm) {
                  env_int("MPI_LOCALNRANKS", env_int("SLURM_NTASKS_PER_NODE", comm.size())));
 }
 
+LaunchPlace launch_place_from_env() {
+  struct Names {
+    const char *rank, *size, *local_rank, *local_size;
+  };
+  for (const Names& v : {Names{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                               "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                         Names{"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+                         Names{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}}) {
+    if (!env_set(v.rank) || !env_set(v.size) || !env_set(v.local_rank) || !env_set(v.local_size)) continue;
+    LaunchPlace p;
+    p.rank = env_int(v.rank, -1), p.size = env_int(v.size, 0);
+    p.local_rank = env_int(v.local_rank, -1), p.local_size = env_int(v.local_size, 0);
+    p.known = p.rank >= 0 && p.rank < p.size && p.local_rank >= 0 && p.local_rank < p.local_size &&
+              p.local_size <= p.size;
+    return p.known ? p : LaunchPlace{};
+  }
+  return {};
+}
+
 bool launched_by_mpi() {
   // Open MPI (mpirun), MPICH/Hydra and PMI-2, PMIx (Slurm srun --mpi=pmix). A launch of one
   // process (size 1) is a plain run: it needs no MPI (and works in a build without it).

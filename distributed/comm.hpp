@@ -86,6 +86,17 @@ class Communicator {
 int local_rank(const Communicator& comm);
 int local_size(const Communicator& comm);
 
+// This rank's place as the launcher's environment gives it, readable before MPI_Init: Open MPI
+// (OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE), MPICH/Hydra (PMI_RANK, PMI_SIZE,
+// MPI_LOCALRANKID, MPI_LOCALNRANKS), Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+// SLURM_NTASKS_PER_NODE). `known` is false unless one launcher's four values are all present and
+// consistent (0 <= rank < size, 0 <= local rank < local size <= size).
+struct LaunchPlace {
+  bool known = false;
+  int rank = 0, size = 1, local_rank = 0, local_size = 1;
+};
+LaunchPlace launch_place_from_env();
+
 // The GPU of this rank: (local rank) mod (visible GPUs), selected with cudaSetDevice (not with a
 // per-rank CUDA_VISIBLE_DEVICES, which breaks CUDA IPC); the local rank comes from the launcher
 // (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID; else the rank). Refuses (throws
@@ -93,7 +104,17 @@ int local_size(const Communicator& comm);
 // NCCL communicator. Returns the ordinal. Throws NotCompiled without CUDA, DeviceError with none.
 int select_local_gpu(const Communicator& comm);
 
-// The GPU select_local_gpu chose in this process (-1 when it was not called; no CUDA call), and
+// Starts select_local_gpu's work for `place` (known) on a helper thread: cuInit, the device count
+// and the rank's CUDA context (0.2–0.3 s on an H200 host), so that it overlaps MPI_Init (0.25 s)
+// or a batch's first matrix. Widens the launcher's binding first (widen_launcher_binding: the
+// helper's and the CUDA runtime's threads inherit the mask). select_local_gpu and selected_gpu()
+// then wait for it and rethrow its error (more ranks on the node than GPUs). No GPU visible: the
+// selection is -1 (nothing selected). Call at most once, before any other CUDA call. Without
+// CUDA: only the widening.
+void start_local_gpu_selection(const LaunchPlace& place);
+
+// The GPU select_local_gpu chose in this process (-1 when it was not called; no CUDA call; waits
+// for a selection started by start_local_gpu_selection and rethrows its error), and
 // making `device` the calling thread's (a helper thread starts on device 0: threads that create
 // CUDA objects for a rank's GPU call use_gpu(selected_gpu()) first; -1: nothing). Without CUDA:
 // -1, and a no-op.

@@ -9,12 +9,14 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "core/device.hpp"
 #include "core/parallel.hpp"
 #include "distributed/affinity.hpp"
 #include "distributed/comm.hpp"
+#include "distributed/comm_thread.hpp"
 #include "distributed/distributed_operator.hpp"
 #include "distributed/distributed_ops.hpp"
 #include "distributed/partition.hpp"
@@ -226,6 +228,95 @@ TEST(Affinity, CpuListsParseAndFormat) {
   if (!launcher_binding_note().empty() &&
       launcher_binding_note().find("refused") == std::string::npos)
     EXPECT_GT(host_threads(), 1) << launcher_binding_note();
+}
+
+// The rank's place before MPI_Init: under mpirun it is MPI's own; without a launcher, Slurm's
+// variables alone place it, and inconsistent values place nothing.
+TEST(Launch, PlaceFromTheEnvironment) {
+  const LaunchPlace p = launch_place_from_env();
+  if (launched_by_mpi()) {
+    ASSERT_TRUE(p.known) << "mpirun's environment should place the rank";
+    EXPECT_EQ(p.rank, g_comm->rank());
+    EXPECT_EQ(p.size, g_comm->size());
+    EXPECT_EQ(p.local_rank, local_rank(*g_comm));
+    EXPECT_EQ(p.local_size, local_size(*g_comm));
+    return;
+  }
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (std::getenv(v)) GTEST_SKIP() << v << " is set by this run's launcher";
+  auto set_slurm = [](const char* rank, const char* size, const char* local, const char* nlocal) {
+    setenv("SLURM_PROCID", rank, 1), setenv("SLURM_NTASKS", size, 1);
+    setenv("SLURM_LOCALID", local, 1), setenv("SLURM_NTASKS_PER_NODE", nlocal, 1);
+  };
+  set_slurm("5", "8", "1", "4");
+  const LaunchPlace q = launch_place_from_env();
+  EXPECT_TRUE(q.known);
+  EXPECT_EQ(q.rank, 5);
+  EXPECT_EQ(q.size, 8);
+  EXPECT_EQ(q.local_rank, 1);
+  EXPECT_EQ(q.local_size, 4);
+  set_slurm("8", "8", "1", "4");  // rank past the size
+  EXPECT_FALSE(launch_place_from_env().known);
+  set_slurm("5", "8", "4", "4");  // local rank past the local size
+  EXPECT_FALSE(launch_place_from_env().known);
+  set_slurm("5", "8", "1", "9");  // more ranks on the node than in the job
+  EXPECT_FALSE(launch_place_from_env().known);
+  set_slurm("5", "8", "1", "");   // one missing
+  EXPECT_FALSE(launch_place_from_env().known);
+  for (const char* v : {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}) unsetenv(v);
+  EXPECT_FALSE(launch_place_from_env().known);
+}
+
+// batch's communicator lives on its own thread: made there, every call there, the maker's error
+// and a call's error come back to the caller, destroyed there.
+TEST(CommunicatorThread, CallsRunOnItsThreadAndErrorsComeBack) {
+  struct Probe final : public Communicator {
+    explicit Probe(std::thread::id* gone) : gone_(gone) {}
+    ~Probe() override { *gone_ = std::this_thread::get_id(); }
+    int rank() const override { return 0; }
+    int size() const override { return 1; }
+    std::string describe() const override { return "probe"; }
+    void allreduce_sum(double*, std::int64_t, Space, void*) override {}
+    void exchange_start(const std::vector<Transfer>&, const std::vector<Transfer>&, Space, void*) override {}
+    void exchange_wait(void*) override {}
+    void barrier() override {}
+    double allreduce_max(double v) override { return v; }
+    std::int64_t allreduce_sum_int(std::int64_t v) override { return v; }
+    std::vector<std::vector<std::int64_t>> alltoall_lists(const std::vector<std::vector<std::int64_t>>& l) override {
+      return l;
+    }
+    std::vector<double> gather_to_root(const std::vector<double>& l) override { return l; }
+    std::vector<std::int64_t> allgather(std::int64_t v) override { return {v}; }
+    void send_bytes(int, const void*, std::int64_t) override {}
+    void recv_bytes(int, void*, std::int64_t) override {}
+    std::vector<std::string> gather_strings_to_root(const std::string& l) override { return {l}; }
+    void broadcast(std::string&, int) override {}
+    void enable_device(int) override {}
+    bool device_enabled() const override { return false; }
+    [[noreturn]] void abort(int code) override { std::exit(code); }
+    double host_comm_seconds() const override { return 0; }
+    std::thread::id* gone_;
+  };
+  std::thread::id made, gone;
+  {
+    CommunicatorThread t([&] {
+      made = std::this_thread::get_id();
+      return std::make_unique<Probe>(&gone);
+    });
+    const std::thread::id ran = t.run([](Communicator& c) {
+      EXPECT_EQ(c.describe(), "probe");
+      return std::this_thread::get_id();
+    });
+    EXPECT_EQ(ran, made);
+    EXPECT_NE(ran, std::this_thread::get_id());
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(t.run([i](Communicator& c) { return c.allreduce_max(i); }), i);
+    EXPECT_THROW(t.run([](Communicator&) -> int { throw InvalidArgument("from the call"); }), InvalidArgument);
+    EXPECT_EQ(t.run([](Communicator& c) { return c.size(); }), 1);  // still serving
+  }
+  EXPECT_EQ(gone, made);
+  CommunicatorThread broken([]() -> std::unique_ptr<Communicator> { throw NotCompiled("no MPI here"); });
+  EXPECT_THROW(broken.run([](Communicator& c) { return c.size(); }), NotCompiled);
+  EXPECT_THROW(broken.run([](Communicator& c) { return c.rank(); }), NotCompiled);
 }
 
 TEST(Generators, RowsEqualTheWholeMatrixSlice) {
@@ -540,6 +631,10 @@ TEST(DistributedSolvers, RankWithoutBoundary) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+#ifdef TCSOLVE_TEST_BACKEND_CUDA
+  // The rank's GPU comes up while MPI_Init runs, as the command's ranks do (select_local_gpu waits).
+  tcsolve::start_local_gpu_selection(tcsolve::launch_place_from_env());
+#endif
   auto comm = tcsolve::make_communicator();
   tcsolve::g_comm = comm.get();
 #ifdef TCSOLVE_TEST_BACKEND_CUDA
