@@ -38,7 +38,7 @@ if [ -n "${SOLVE:-}" ]; then
     $MPI $T solve gen:lap3d:200 --rhs random:32 --json > /tmp/s4/s2.json 2>/dev/null; show /tmp/s4/s2.json "solve 2 GPUs"
   done
 fi
-[ -n "${BATCH:-}" ] && REPS=1 ROWS=batch8 T=$T OUT=$OUT bash bench/distributed/scaling.sh
+[ -n "${BATCH:-}" ] && REPS=${BATCH_REPS:-1} ROWS=batch8 T=$T OUT=$OUT bash bench/distributed/scaling.sh
 if [ -n "${LAUNCH:-}" ]; then  # what mpirun's start and a rank's exit cost, without a job
   for c in "true" "$T --version"; do
     t0=$(date +%s.%N); $MPI $c > /dev/null 2>&1; t1=$(date +%s.%N)
