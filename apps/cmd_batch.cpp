@@ -21,7 +21,9 @@
 #include <future>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -222,6 +224,7 @@ struct Row {
   std::int64_t iterations = 0;
   std::size_t index = 0;  // the job's place in the file
   int rank = 0;           // the MPI rank that ran it
+  int gpu = -1;           // the GPU of the worker that ran it (one worker per GPU; -1: one worker)
 };
 
 // Rows as text for the gather to rank 0 (unit and record separators: no field holds them).
@@ -264,12 +267,72 @@ std::vector<Row> unpack_rows(const std::string& s) {
   return rows;
 }
 
+// Which of `workers` (ranks × workers per rank) runs each job. A job that reads another job's
+// output (its matrix, mass, right-hand sides, start block or --resume-from file) goes with that
+// job, so that the two run in the file's order as in one process; the groups so joined are dealt
+// round robin in the order of their first jobs. Independent jobs: job i to worker i mod workers.
+std::vector<int> deal_jobs(const std::vector<JobSpec>& jobs, int workers) {
+  const std::size_t n = jobs.size();
+  std::vector<std::size_t> parent(n);
+  for (std::size_t i = 0; i < n; ++i) parent[i] = i;
+  auto find = [&](std::size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  auto key = [](const std::string& f) {
+    std::error_code ec;
+    const fs::path p = fs::weakly_canonical(f, ec);
+    return ec ? fs::absolute(f).lexically_normal().string() : p.string();
+  };
+  std::map<std::string, std::size_t> writer;  // output file -> its job
+  for (std::size_t i = 0; i < n; ++i)
+    if (!jobs[i].out.empty()) writer[key(jobs[i].out)] = i;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::string> in = job_input_files(jobs[i]);
+    if (!jobs[i].resume_from.empty()) in.push_back(jobs[i].resume_from);
+    for (const std::string& f : in) {
+      const auto it = writer.find(key(f));
+      if (it != writer.end()) parent[find(i)] = find(it->second);
+    }
+  }
+  std::vector<int> owner(n, -1);
+  std::map<std::size_t, int> group_owner;  // a group's root -> its worker
+  int next = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto [it, fresh] = group_owner.try_emplace(find(i), next);
+    if (fresh) next = (next + 1) % std::max(workers, 1);
+    owner[i] = it->second;
+  }
+  return owner;
+}
+
+// Workers in this process: one per GPU (--gpus N|all, default all visible GPUs) when some job
+// may run on a GPU, not under mpirun (a rank has one GPU), and not under a device-memory cap
+// (TCSOLVE_DEVICE_MEMORY_LIMIT: the cap's accounting is the process's); else one.
+int batch_workers(const std::vector<JobSpec>& jobs, const std::string& gpus, bool distributed) {
+  int want = 0;  // 0: all
+  if (gpus != "all") {
+    char* end = nullptr;
+    const long v = std::strtol(gpus.c_str(), &end, 10);
+    if (gpus.empty() || *end != '\0' || v < 1 || v > 1024)
+      throw UsageError("--gpus " + gpus + ": expected a number of GPUs (1 or more) or 'all'");
+    want = static_cast<int>(v);
+  }
+  if (distributed || want == 1) return 1;
+  bool gpu_jobs = false;
+  for (const JobSpec& s : jobs) gpu_jobs = gpu_jobs || s.device != "cpu";
+  if (!gpu_jobs || device_memory_limit() > 0) return 1;
+  const int visible = device_count();
+  return std::max(1, want == 0 ? visible : std::min(want, visible));
+}
+
 }  // namespace
 
 int run_batch(const Args& args) {
   CommandSpec spec{
       "batch", "batch JOBFILE [options]",
-      "Runs the eigs/solve jobs of a job file one after another and writes one HDF5 result per job.",
+      "Runs the eigs/solve jobs of a job file, one after another on each GPU (every visible GPU by\n"
+      "default: --gpus), and writes one HDF5 result per job.",
       "JOBFILE uses Boost.Program_options' config syntax: a [defaults] section and one [job.NAME]\n"
       "section per job, 'key = value' lines, '#' comments. Keys: task = eigs|solve, matrix, mass,\n"
       "rhs, out (default NAME.h5), plot, and the long options of 'tcsolve eigs' / 'tcsolve solve'\n"
@@ -288,11 +351,14 @@ int run_batch(const Args& args) {
       "with status interrupted and --resume runs it again) and start no further job.\n"
       "Exit status: 0 every job converged (or was skipped), 1 some job failed or did not converge,\n"
       "130/143 interrupted (SIGINT/SIGTERM), 2 bad job file or usage.\n"
-      "Under mpirun -np N the jobs are spread over the ranks (job i on rank i mod N), one GPU per\n"
-      "rank; each job still writes its own result atomically, and rank 0 prints the summary.\n",
+      "With more than one GPU the jobs are spread over them (job i on GPU i mod N), one job at a\n"
+      "time on each; a job that reads another job's output (matrix, right-hand sides, start, resume)\n"
+      "runs after it on the same GPU. Under mpirun -np N they are spread over the ranks the same\n"
+      "way, one GPU per rank; each job still writes its own result atomically, and rank 0 prints\n"
+      "the summary.\n",
       {"JOBFILE"}};
   bool resume = false, quiet = false, json = false;
-  std::string outdir;
+  std::string outdir, gpus_opt = "all";
   double checkpoint_every = 60.0;
   po::options_description opts = option_table();
   opts.add_options()
@@ -303,6 +369,9 @@ int run_batch(const Args& args) {
        "run, so that a long job that is killed loses at most that much (default 60: shorter jobs "
        "write none); it is removed when the job's result is written")
       ("output-dir", po::value(&outdir)->value_name("DIR"), "folder for relative output paths (created if missing)")
+      ("gpus", po::value(&gpus_opt)->value_name("N|all"),
+       "GPUs to spread the jobs over in this process, one worker each (default all visible GPUs; "
+       "1: one job at a time). Under mpirun each rank takes one GPU instead")
       ("quiet,q", po::bool_switch(&quiet), "no progress line and no summary table")
       ("json", po::bool_switch(&json), "print the summary as JSON");
   po::variables_map vm;
@@ -338,12 +407,6 @@ int run_batch(const Args& args) {
     }
   }
 
-  // Last job using each matrix, so that it can be dropped afterwards.
-  std::map<std::string, std::size_t> last_use;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    last_use[jobs[i].matrix] = i;
-    if (!jobs[i].mass.empty()) last_use[jobs[i].mass] = i;
-  }
   // Test hook: the process is killed (SIGKILL) right after this job, as by an interruption.
   const char* abort_after = std::getenv("TCSOLVE_TEST_ABORT_AFTER_JOB");
 
@@ -378,22 +441,37 @@ int run_batch(const Args& args) {
   // result; no further job starts; the summary is printed; exit 130/143 (core/interrupt.hpp).
   // (Not under mpirun: mpirun ends every rank on Ctrl-C; --resume reruns what was cut.)
   if (!distributed) install_interrupt_handlers();
-  MatrixCache cache;
+  // One worker per GPU in this process (--gpus; one under mpirun: a rank has one GPU), each with
+  // its own matrices, operators, library handles and write in flight; the jobs are dealt to them
+  // as to the ranks (deal_jobs). Workers share the progress line and stderr (out_mu).
+  const int nworkers = std::min<int>(batch_workers(jobs, gpus_opt, distributed), static_cast<int>(jobs.size()));
+  const std::vector<int> owner = deal_jobs(jobs, np * std::max(nworkers, 1));
   ProgressLine line(!quiet && !json && me == 0);
-  std::vector<Row> rows;
-  bool all_ok = true;
+  std::mutex out_mu;
+  struct Worker {
+    std::unique_ptr<MatrixCache> cache = std::make_unique<MatrixCache>();  // freed on its thread
+    std::vector<Row> rows;
+    bool all_ok = true;
+    int gpu = -1;  // this worker's GPU (-1: the process's)
   // A job's result file goes to disk (bytes, fsync, rename: 7–9 ms for 5 MB on the H200 machine)
   // while the next job runs (run_job's finish_write: built in memory on this thread, no HDF5
   // call on the writer's). One write in flight at a time; a job that reads the file being
   // written waits for it. A write that fails turns its row into a failure, as before.
-  struct PendingWrite {
-    std::future<void> done;
-    std::size_t row = 0;
-    JobSpec spec;
-    std::string checkpoint;  // the job's automatic checkpoint, removed once its result is on disk
-    std::string command;
-  } pending;
-  auto finish_pending = [&] {
+    struct PendingWrite {
+      std::future<void> done;
+      std::size_t row = 0;
+      JobSpec spec;
+      std::string checkpoint;  // the job's automatic checkpoint, removed once its result is on disk
+      std::string command;
+    } pending;
+  };
+  // "rank 1: " under mpirun, "GPU 1: " with a worker per GPU, else "".
+  auto who = [&](const Worker& w) {
+    return distributed ? format("rank %d: ", me) : nworkers > 1 ? format("GPU %d: ", w.gpu) : std::string();
+  };
+  auto finish_pending = [&](Worker& w) {
+    auto& pending = w.pending;
+    auto& rows = w.rows;
     if (!pending.done.valid()) return;
     Row& row = rows[pending.row];
     try {
@@ -407,19 +485,21 @@ int run_batch(const Args& args) {
       row.message = e.what();
       for (char& c : row.message)
         if (c == '\n') c = ' ';
-      all_ok = false;
+      w.all_ok = false;
       try {
         write_failure_file(pending.spec, row.message, pending.command);
       } catch (const std::exception& e2) {
         row.message += std::string(" (and the failure record could not be written: ") + e2.what() + ")";
       }
+      std::lock_guard<std::mutex> lock(out_mu);
       line.clear();
       if (!quiet && !json)
-        std::cerr << format("%s[%zu/%zu] %s: failed: %s\n", distributed ? format("rank %d: ", me).c_str() : "",
+        std::cerr << format("%s[%zu/%zu] %s: failed: %s\n", who(w).c_str(),
                             row.index + 1, jobs.size(), row.job.c_str(), row.message.c_str());
     }
   };
-  auto reads_pending_output = [&](const JobSpec& s) {
+  auto reads_pending_output = [&](const Worker& w, const JobSpec& s) {
+    const auto& pending = w.pending;
     if (!pending.done.valid()) return false;
     std::error_code ec;
     const fs::path out = fs::weakly_canonical(pending.spec.out, ec);
@@ -431,114 +511,177 @@ int run_batch(const Args& args) {
     }
     return false;
   };
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (static_cast<int>(i % np) != me) continue;  // another rank's job
-    JobSpec s = jobs[i];
-    if (reads_pending_output(s)) finish_pending();
-    Row row{s.name, s.task, "", "", s.out};
-    row.index = i, row.rank = me;
-    // Automatic checkpoints of a job that asked for none: OUT.checkpoint.h5, the first after
-    // checkpoint_every seconds of its solve.
-    const std::string auto_checkpoint =
-        s.checkpoint.empty() && !s.out.empty() ? checkpoint_path_for(s.out) : std::string();
-    if (!auto_checkpoint.empty()) s.checkpoint = auto_checkpoint, s.checkpoint_every = checkpoint_every;
-    const std::string head = format("[%zu/%zu] %s", i + 1, jobs.size(), s.name.c_str());
-    line.update(head + ": starting", true);
-    Timer t;
-    std::string stale;
-    if (resume && !stored_result_stands(s, cache, stale) && result_is_complete(s.out) && !quiet)
-      std::cerr << head << ": running again: " << stale << "\n";
-    if (resume && stale.empty()) {
-      row.status = "skipped";
-      row.message = "output already complete (--resume)";
-      try {  // show what the earlier run found
-        Hdf5File f = Hdf5File::open(s.out);
-        row.iterations = f.attr_int64("iterations");
-        double mx = 0;
-        for (double v : f.read_doubles("residual_norms")) mx = std::max(mx, v);
-        row.residual = mx;
-      } catch (const Error&) {
+  // Worker `wi`'s jobs, in the file's order.
+  auto run_worker = [&](Worker& w, int wi) {
+    const int me_w = me * std::max(nworkers, 1) + wi;
+    MatrixCache& cache = *w.cache;
+    auto& rows = w.rows;
+    auto& pending = w.pending;
+    if (w.gpu >= 0) use_gpu(w.gpu);
+    // The last of this worker's jobs using each matrix, so that it can be dropped afterwards.
+    std::map<std::string, std::size_t> last_use;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (owner[i] != me_w) continue;
+      last_use[jobs[i].matrix] = i;
+      if (!jobs[i].mass.empty()) last_use[jobs[i].mass] = i;
+    }
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (owner[i] != me_w) continue;  // another rank's or worker's job
+      JobSpec s = jobs[i];
+      if (reads_pending_output(w, s)) finish_pending(w);
+      Row row{s.name, s.task, "", "", s.out};
+      row.index = i, row.rank = me, row.gpu = nworkers > 1 ? w.gpu : -1;
+      // Automatic checkpoints of a job that asked for none: OUT.checkpoint.h5, the first after
+      // checkpoint_every seconds of its solve.
+      const std::string auto_checkpoint =
+          s.checkpoint.empty() && !s.out.empty() ? checkpoint_path_for(s.out) : std::string();
+      if (!auto_checkpoint.empty()) s.checkpoint = auto_checkpoint, s.checkpoint_every = checkpoint_every;
+      const std::string head = format("[%zu/%zu] %s", i + 1, jobs.size(), s.name.c_str());
+      {
+        std::lock_guard<std::mutex> lock(out_mu);
+        line.update(head + ": starting", true);
       }
-    } else {
-      const std::string command = "tcsolve batch " + path + " (job " + s.name + ")";
-      // --resume: continue from the job's checkpoint when it is this job's (else it is stale)
-      std::error_code ec;
-      if (resume && s.resume_from.empty() && !s.checkpoint.empty() && fs::exists(s.checkpoint, ec)) {
-        std::string why;
-        if (checkpoint_fits(s, s.checkpoint, why)) {
-          s.resume_from = s.checkpoint;
-        } else {
-          if (!quiet) std::cerr << head << ": checkpoint " << s.checkpoint << " not used: " << why << "\n";
-          if (!auto_checkpoint.empty()) fs::remove(s.checkpoint, ec);
-        }
+      Timer t;
+      std::string stale;
+      if (resume && !stored_result_stands(s, cache, stale) && result_is_complete(s.out) && !quiet) {
+        std::lock_guard<std::mutex> lock(out_mu);
+        std::cerr << head << ": running again: " << stale << "\n";
       }
-      try {
-        JobOutcome o = run_job(
-            s, cache,
-            [&](std::int64_t it, std::int64_t conv, std::int64_t wanted, double res, double secs) {
-              line.update(format("%s: %s iteration %lld, %lld/%lld, max residual %.2e, %s",
-                                 head.c_str(), s.task.c_str(), (long long)it, (long long)conv,
-                                 (long long)wanted, res, format_seconds(secs).c_str()));
-            },
-            command, /*defer_write=*/true);
-        if (o.finish_write) {
-          finish_pending();  // the previous job's file first: one write in flight
-          pending.done = std::async(std::launch::async, std::move(o.finish_write));
-          pending.row = rows.size();
-          pending.spec = s;
-          pending.command = command;
-          pending.checkpoint = o.status == "interrupted" ? std::string() : auto_checkpoint;
+      if (resume && stale.empty()) {
+        row.status = "skipped";
+        row.message = "output already complete (--resume)";
+        try {  // show what the earlier run found
+          Hdf5File f = Hdf5File::open(s.out);
+          row.iterations = f.attr_int64("iterations");
+          double mx = 0;
+          for (double v : f.read_doubles("residual_norms")) mx = std::max(mx, v);
+          row.residual = mx;
+        } catch (const Error&) {
         }
-        row.status = o.status;
-        row.message = o.message;
-        row.iterations = o.iterations;
-        row.residual = o.max_residual;
-      } catch (const std::exception& e) {
-        row.status = "failed";
-        row.message = e.what();
-        for (char& c : row.message)
-          if (c == '\n') c = ' ';
+      } else {
+        const std::string command = "tcsolve batch " + path + " (job " + s.name + ")";
+        // --resume: continue from the job's checkpoint when it is this job's (else it is stale)
+        std::error_code ec;
+        if (resume && s.resume_from.empty() && !s.checkpoint.empty() && fs::exists(s.checkpoint, ec)) {
+          std::string why;
+          if (checkpoint_fits(s, s.checkpoint, why)) {
+            s.resume_from = s.checkpoint;
+          } else {
+            if (!quiet) {
+              std::lock_guard<std::mutex> lock(out_mu);
+              std::cerr << head << ": checkpoint " << s.checkpoint << " not used: " << why << "\n";
+            }
+            if (!auto_checkpoint.empty()) fs::remove(s.checkpoint, ec);
+          }
+        }
         try {
-          write_failure_file(s, row.message, command);
-        } catch (const std::exception& e2) {
-          row.message += std::string(" (and the failure record could not be written: ") + e2.what() + ")";
+          JobOutcome o = run_job(
+              s, cache,
+              [&](std::int64_t it, std::int64_t conv, std::int64_t wanted, double res, double secs) {
+                std::lock_guard<std::mutex> lock(out_mu);
+                line.update(format("%s: %s iteration %lld, %lld/%lld, max residual %.2e, %s",
+                                   head.c_str(), s.task.c_str(), (long long)it, (long long)conv,
+                                   (long long)wanted, res, format_seconds(secs).c_str()));
+              },
+              command, /*defer_write=*/true, w.gpu);
+          if (o.finish_write) {
+            finish_pending(w);  // the previous job's file first: one write in flight
+            pending.done = std::async(std::launch::async, std::move(o.finish_write));
+            pending.row = rows.size();
+            pending.spec = s;
+            pending.command = command;
+            pending.checkpoint = o.status == "interrupted" ? std::string() : auto_checkpoint;
+          }
+          row.status = o.status;
+          row.message = o.message;
+          row.iterations = o.iterations;
+          row.residual = o.max_residual;
+        } catch (const std::exception& e) {
+          row.status = "failed";
+          row.message = e.what();
+          for (char& c : row.message)
+            if (c == '\n') c = ' ';
+          try {
+            write_failure_file(s, row.message, command);
+          } catch (const std::exception& e2) {
+            row.message += std::string(" (and the failure record could not be written: ") + e2.what() + ")";
+          }
         }
       }
+      row.seconds = t.seconds();
+      // The automatic checkpoint goes once the job has an answer (kept when it was interrupted),
+      // on disk (a result still being written removes it when it is: finish_pending).
+      const bool written_later = pending.done.valid() && pending.row == rows.size();
+      if (!auto_checkpoint.empty() && row.status != "interrupted" && row.status != "skipped" && !written_later) {
+        std::error_code ec;
+        fs::remove(auto_checkpoint, ec);
+      }
+      if (row.status != "converged" && row.status != "skipped") w.all_ok = false;
+      {
+        std::lock_guard<std::mutex> lock(out_mu);
+        line.clear();
+        if (!quiet && !json)
+          std::cerr << format("%s%s: %s (%s)%s\n", who(w).c_str(),
+                            head.c_str(), row.status.c_str(),
+                            format_seconds(row.seconds).c_str(),
+                            row.status == "failed" ? (": " + row.message).c_str() : "");
+      }
+      rows.push_back(row);
+      for (const auto& [m, last] : last_use)
+        if (last == i) cache.drop(m);
+      if (abort_after && s.name == abort_after) {
+        finish_pending(w);  // the job is complete, its file on disk
+        ::kill(::getpid(), SIGKILL);  // as if killed
+      }
+      if (interrupt_requested()) {
+        finish_pending(w);
+        // The job that ran is recorded (its partial result says interrupted; --resume runs it
+        // again); the rest of this worker's are listed as not run.
+        for (std::size_t j = i + 1; j < jobs.size(); ++j) {
+          if (owner[j] != me_w) continue;
+          rows.push_back(Row{jobs[j].name, jobs[j].task, "not run", "interrupted before it started", jobs[j].out});
+          rows.back().index = j, rows.back().rank = me;
+        }
+        w.all_ok = false;
+        break;
+      }
     }
-    row.seconds = t.seconds();
-    // The automatic checkpoint goes once the job has an answer (kept when it was interrupted),
-    // on disk (a result still being written removes it when it is: finish_pending).
-    const bool written_later = pending.done.valid() && pending.row == rows.size();
-    if (!auto_checkpoint.empty() && row.status != "interrupted" && row.status != "skipped" && !written_later) {
-      std::error_code ec;
-      fs::remove(auto_checkpoint, ec);
-    }
-    if (row.status != "converged" && row.status != "skipped") all_ok = false;
-    line.clear();
-    if (!quiet && !json)
-      std::cerr << format("%s%s: %s (%s)%s\n", distributed ? format("rank %d: ", me).c_str() : "",
-                          head.c_str(), row.status.c_str(),
-                          format_seconds(row.seconds).c_str(),
-                          row.status == "failed" ? (": " + row.message).c_str() : "");
-    rows.push_back(row);
-    for (const auto& [m, last] : last_use)
-      if (last == i) cache.drop(m);
-    if (abort_after && s.name == abort_after) {
-      finish_pending();  // the job is complete, its file on disk
-      ::kill(::getpid(), SIGKILL);  // as if killed
-    }
-    if (interrupt_requested()) {
-      finish_pending();
-      // The job that ran is recorded (its partial result says interrupted; --resume runs it
-      // again); the rest are listed as not run.
-      for (std::size_t j = i + 1; j < jobs.size(); ++j)
-        rows.push_back(Row{jobs[j].name, jobs[j].task, "not run", "interrupted before it started", jobs[j].out});
-      all_ok = false;
-      break;
-    }
-  }
+    finish_pending(w);
+    w.cache.reset();  // its GPU's operators and handles, on the thread that uses that GPU
+  };
 
-  finish_pending();
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int wi = 0; wi < std::max(nworkers, 1); ++wi) {
+    workers.push_back(std::make_unique<Worker>());
+    if (nworkers > 1) workers.back()->gpu = wi;
+  }
+  if (workers.size() == 1) {
+    run_worker(*workers[0], 0);
+  } else {
+    trace_mark("batch: one worker per GPU");
+    // A worker's error outside its jobs (the jobs' own are rows) ends the batch once all joined.
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nworkers));
+    auto guarded = [&](int wi) {
+      try {
+        run_worker(*workers[wi], wi);
+      } catch (...) {
+        errors[wi] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int wi = 1; wi < nworkers; ++wi) threads.emplace_back(guarded, wi);
+    guarded(0);
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+  std::vector<Row> rows;
+  bool all_ok = true;
+  for (auto& w : workers) {
+    for (Row& r : w->rows) rows.push_back(std::move(r));
+    all_ok = all_ok && w->all_ok;
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.index < y.index; });
   trace_mark("batch: jobs done");
   if (distributed) {
     // Every rank's rows on rank 0, in the file's order; one exit status for all. The place the
@@ -574,7 +717,8 @@ int run_batch(const Args& args) {
                 << ", \"seconds\": " << json_number(r.seconds) << ", \"iterations\": "
                 << r.iterations << ", \"max_residual\": " << json_number(r.residual)
                 << ", \"out\": " << json_string(r.out) << ", \"message\": " << json_string(r.message)
-                << (distributed ? ", \"rank\": " + std::to_string(r.rank) : std::string()) << "}";
+                << (distributed ? ", \"rank\": " + std::to_string(r.rank) : std::string())
+                << (r.gpu >= 0 ? ", \"gpu\": " + std::to_string(r.gpu) : std::string()) << "}";
     }
     std::cout << "], \"ok\": " << (all_ok ? "true" : "false") << "}\n";
   } else if (!quiet) {

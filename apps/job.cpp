@@ -836,7 +836,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
 }  // namespace
 
 JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progress,
-                   const std::string& command, bool defer_write) {
+                   const std::string& command, bool defer_write, int gpu) {
   Timer total;
   trace_mark("job: start");
   JobOutcome o;
@@ -847,8 +847,9 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   // The helper uses this process's GPU (a rank of `mpirun ... batch` runs on its own, chosen and
   // its context made on a thread started before MPI_Init: selected_gpu() waits for that here).
   const bool on_gpu = s.device != "cpu";
-  std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device, on_gpu] {
-    if (on_gpu) use_gpu(selected_gpu());
+  auto job_gpu = [gpu] { return gpu >= 0 ? gpu : selected_gpu(); };
+  std::future<Backend> warm = std::async(std::launch::async, [&cache, device = s.device, on_gpu, job_gpu] {
+    if (on_gpu) use_gpu(job_gpu());
     const Backend b = resolve_backend(device);
     trace_mark("start-up: backend resolved");
     if (b == Backend::cuda) {
@@ -874,7 +875,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   trace_mark("job: matrix read and checked");
   Timer init_wait;
   Backend backend = warm.get();
-  if (on_gpu) use_gpu(selected_gpu());  // this thread's too (done: no wait)
+  if (on_gpu) use_gpu(job_gpu());  // this thread's too (done: no wait)
   o.init_s = init_wait.seconds();
   trace_mark("job: CUDA context and handles ready");
   if (backend == Backend::cpu && prec != Precision::fp64 && prec != Precision::fp32)

@@ -213,8 +213,10 @@ std::vector<std::string> job_input_files(const JobSpec& spec);
 // non-convergence and breakdown are outcomes. `command` is stored in the output's attributes.
 // defer_write: a result file built in memory (up to Hdf5File::kInMemoryBytes) is not put on
 // disk here but handed back as JobOutcome::finish_write (batch overlaps it with the next job).
+// gpu: the ordinal the job runs on (batch's worker per GPU; `cache` belongs to that GPU), or -1
+// for this process's (selected_gpu(): under mpirun the rank's, waited for here).
 JobOutcome run_job(const JobSpec& spec, MatrixCache& cache, const ProgressFn& progress,
-                   const std::string& command, bool defer_write = false);
+                   const std::string& command, bool defer_write = false, int gpu = -1);
 
 // Writes a result file holding only the failure (attributes status = "failed", error, task,
 // matrix, job): what a batch leaves for a job that could not run.

@@ -49,17 +49,33 @@ std::string device_name() {
 }
 
 namespace {
-// Size of every live device_malloc block, the running total and its peak. Allocations happen
+// Size and GPU of every live device_malloc block, and per GPU the running total and its peak
+// (a batch runs one job per GPU at once: each job's peak is its own GPU's). Allocations happen
 // at setup (operators, solver workspaces), never per iteration, so one mutex costs nothing.
 // Heap-allocated and never destroyed: device_free may still run from static destructors.
 struct DeviceAccounting {
+  struct Block {
+    std::size_t bytes = 0;
+    int device = 0;
+  };
+  struct Totals {
+    std::size_t current = 0, peak = 0;
+  };
   std::mutex m;
-  std::unordered_map<void*, std::size_t> sizes;
-  std::size_t current = 0, peak = 0;
+  std::unordered_map<void*, Block> blocks;
+  std::unordered_map<int, Totals> per_device;
 };
 DeviceAccounting& accounting() {
   static DeviceAccounting* a = new DeviceAccounting;
   return *a;
+}
+int current_device() {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    dev = 0;
+  }
+  return dev;
 }
 }  // namespace
 
@@ -141,17 +157,19 @@ void* device_malloc(std::size_t bytes) {
   }
   TCSOLVE_CUDA_CHECK(e);
   if (p) {
+    const int dev = current_device();
     DeviceAccounting& a = accounting();
     std::lock_guard<std::mutex> lock(a.m);
     // An address handed out again after a cudaFree that bypassed device_free replaces the stale
     // entry instead of being counted twice.
-    auto [it, fresh] = a.sizes.try_emplace(p, bytes);
+    auto [it, fresh] = a.blocks.try_emplace(p, DeviceAccounting::Block{bytes, dev});
     if (!fresh) {
-      a.current -= it->second;
-      it->second = bytes;
+      a.per_device[it->second.device].current -= it->second.bytes;
+      it->second = DeviceAccounting::Block{bytes, dev};
     }
-    a.current += bytes;
-    a.peak = std::max(a.peak, a.current);
+    DeviceAccounting::Totals& t = a.per_device[dev];
+    t.current += bytes;
+    t.peak = std::max(t.peak, t.current);
   }
   return p;
 }
@@ -161,31 +179,35 @@ void device_free(void* p) noexcept {
   {
     DeviceAccounting& a = accounting();
     std::lock_guard<std::mutex> lock(a.m);
-    auto it = a.sizes.find(p);
-    if (it != a.sizes.end()) {
-      a.current -= it->second;
-      a.sizes.erase(it);
+    auto it = a.blocks.find(p);
+    if (it != a.blocks.end()) {
+      a.per_device[it->second.device].current -= it->second.bytes;
+      a.blocks.erase(it);
     }
   }
   cudaFree(p);
 }
 
 std::size_t device_allocated_bytes() {
+  const int dev = current_device();
   DeviceAccounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.m);
-  return a.current;
+  return a.per_device[dev].current;
 }
 
 std::size_t device_peak_bytes() {
+  const int dev = current_device();
   DeviceAccounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.m);
-  return a.peak;
+  return a.per_device[dev].peak;
 }
 
 void reset_device_peak() {
+  const int dev = current_device();
   DeviceAccounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.m);
-  a.peak = a.current;
+  DeviceAccounting::Totals& t = a.per_device[dev];
+  t.peak = t.current;
 }
 
 void copy_bytes(void* dst, Space dst_space, const void* src, Space src_space, std::size_t bytes) {
@@ -201,5 +223,6 @@ void copy_bytes(void* dst, Space dst_space, const void* src, Space src_space, st
 }
 
 void device_synchronize() { TCSOLVE_CUDA_CHECK(cudaDeviceSynchronize()); }
+void use_device(int device) { TCSOLVE_CUDA_CHECK(cudaSetDevice(device)); }
 
 }  // namespace tcsolve

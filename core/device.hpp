@@ -62,9 +62,9 @@ DeviceFootprint device_footprint();
 void* device_malloc(std::size_t bytes);
 void device_free(void* p) noexcept;
 
-// Accounting of the memory above, process-wide (all threads, all streams): bytes allocated by
-// device_malloc and not yet released by device_free, and the most there were at once since the
-// start or the last reset_device_peak(). Exact for what goes through these two calls; memory
+// Accounting of the memory above, per GPU (the calling thread's current device; all threads and
+// streams on it): bytes allocated by device_malloc and not yet released by device_free, and the
+// most there were at once since the start or the last reset_device_peak(). Exact for what goes through these two calls; memory
 // taken by libraries (cuBLAS workspaces, the CUDA context) or by direct cudaMalloc is not
 // counted: compare with cudaMemGetInfo for the whole card. CPU-only builds report 0.
 // Typical use: reset_device_peak() before a solve, device_peak_bytes() after it
@@ -75,5 +75,7 @@ void reset_device_peak();  // peak := bytes allocated now
 // Copies bytes between any two spaces (synchronous).
 void copy_bytes(void* dst, Space dst_space, const void* src, Space src_space, std::size_t bytes);
 void device_synchronize();
+// Makes GPU `device` the calling thread's (cudaSetDevice; DeviceError when it fails).
+void use_device(int device);
 
 }  // namespace tcsolve

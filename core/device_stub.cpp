@@ -29,5 +29,6 @@ void copy_bytes(void* dst, Space dst_space, const void* src, Space src_space, st
   if (bytes) std::memcpy(dst, src, bytes);
 }
 void device_synchronize() { no_cuda(); }
+void use_device(int) { no_cuda(); }
 
 }  // namespace tcsolve

@@ -759,6 +759,7 @@ class CudaDenseOps final : public DenseBlockOps {
     TCSOLVE_CUDA_CHECK(cudaGetDevice(&dev));
     TCSOLVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     sms_ = std::max(sms, 1);
+    device_ = dev;
     pending_.reserve(16);
     reserve(0, 0, 64 * 64);
     TCSOLVE_CUSOLVER_CHECK(cusolverDnCreate(&solver_));
@@ -1401,13 +1402,19 @@ class CudaDenseOps final : public DenseBlockOps {
     }
   }
 
+  // Called on helper threads (HostResult), which start on device 0: this GPU first (a batch
+  // worker or an mpirun rank on GPU 1 would otherwise make a context on GPU 0 for the lock).
   bool pin_host(void* p, std::size_t bytes) override {
-    if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess) return true;
+    if (cudaSetDevice(device_) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess) return true;
     cudaGetLastError();  // not fatal: the copy is pageable then
     return false;
   }
   void unpin_host(void* p) override {
-    if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+    if (cudaSetDevice(device_) != cudaSuccess || cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
   }
 
   void external_begin() override {
@@ -1588,6 +1595,7 @@ class CudaDenseOps final : public DenseBlockOps {
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t handle_ = nullptr;
+  int device_ = 0;  // the GPU current at construction: every call is for it
   int sms_ = 1;
   double* scratch_ = nullptr;
   std::size_t scratch_elems_ = 0;

@@ -19,4 +19,7 @@ for rep in 1 2; do
   t0=$(date +%s.%N); TCSOLVE_TRACE=1 $MPI $T batch $W/jobs2.ini -q 2> $W/t2.err; t1=$(date +%s.%N)
   echo "mpirun -np 2, a job each: wall $(python3 -c "print(round($t1 - $t0, 3))")"
   grep -E "main|batch:|job: start|ready|solve starts|eigs: finished|command" $W/t2.err | head -24
+  t0=$(date +%s.%N); TCSOLVE_TRACE=1 $T batch $W/jobs2.ini -q 2> $W/t3.err; t1=$(date +%s.%N)
+  echo "one process, a worker per GPU, a job each: wall $(python3 -c "print(round($t1 - $t0, 3))")"
+  grep -E "main|batch:|job: start|ready|solve starts|eigs: finished|command" $W/t3.err | head -24
 done

@@ -81,11 +81,16 @@ for row in $ROWS; do
         printf '[job.j%d]\ntask = eigs\nmatrix = %s\nk = 16\nwhich = largest\nseed = %d\nout = %s/j%d.h5\n\n' "$s" "$B" "$s" "$OUTD" "$s" >> "$OUTD/jobs8.ini"
       done
       for r in $(seq "$REPS"); do
-        for mode in one two; do
+        # one: one GPU (--gpus 1); two: one process, a worker per GPU (the default with two
+        # visible); mpi: mpirun -np 2, a GPU per rank
+        for mode in one two mpi; do
           rm -f "$OUTD"/j*.h5
           t0=$(date +%s.%N)
-          if [ $mode = one ]; then "$T" batch "$OUTD/jobs8.ini" --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err"
-          else $MPI "$T" batch "$OUTD/jobs8.ini" --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err"; fi
+          case $mode in
+            one) "$T" batch "$OUTD/jobs8.ini" --gpus 1 --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err" ;;
+            two) "$T" batch "$OUTD/jobs8.ini" --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err" ;;
+            mpi) $MPI "$T" batch "$OUTD/jobs8.ini" --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err" ;;
+          esac
           rc=$?; t1=$(date +%s.%N)
           $PY - "$OUTD/b8.$mode.json" "$mode" "$rc" "$t0" "$t1" <<'PY'
 import json, sys
@@ -95,11 +100,12 @@ try:
     d = json.load(open(f))
     jobs = d.get("jobs", d if isinstance(d, list) else [])
     st = [j.get("status") for j in jobs]
-    ranks = sorted({j.get("rank", 0) for j in jobs})
-    per = {r: sum(j.get("seconds", 0.0) for j in jobs if j.get("rank", 0) == r) for r in ranks}
-    print(f"batch8 {mode:3s} rc {rc} wall {wall:7.2f} s  jobs {len(jobs)} statuses {sorted(set(st))} ranks {ranks}"
-          f"  job seconds per rank {', '.join(f'{r}: {v:.2f}' for r, v in per.items())}"
-          f"  (wall - busiest rank {wall - max(per.values()):.2f} s: start, context, gather, exit)")
+    where = lambda j: j.get("rank", j.get("gpu", 0))
+    ranks = sorted({where(j) for j in jobs})
+    per = {r: sum(j.get("seconds", 0.0) for j in jobs if where(j) == r) for r in ranks}
+    print(f"batch8 {mode:3s} rc {rc} wall {wall:7.2f} s  jobs {len(jobs)} statuses {sorted(set(st))} ranks/GPUs {ranks}"
+          f"  job seconds per rank/GPU {', '.join(f'{r}: {v:.2f}' for r, v in per.items())}"
+          f"  (wall - busiest {wall - max(per.values()):.2f} s: start, context, gather, exit)")
 except Exception as e:
     print(f"batch8 {mode:3s} rc {rc} wall {wall:7.2f} s  (no JSON: {e})")
 PY

@@ -112,6 +112,25 @@ TEST(AppsBatch, AJobReadsTheResultThePreviousJobIsStillWriting) {
   EXPECT_EQ(files_in(out), (std::vector<std::string>{"first.h5", "fourth.h5", "third.h5", "warm.h5"}));
 }
 
+// --gpus N|all: a count that is not one is refused before any job runs; CPU jobs run in one
+// worker whatever the count (no "gpu" in the rows).
+TEST(AppsBatch, GpusOptionIsCheckedAndCpuJobsRunInOneWorker) {
+  ScratchDir d;
+  const std::string jobs = d.write("jobs.ini",
+                                   "[defaults]\ndevice = cpu\nmatrix = gen:lap2d:20\nk = 2\n\n"
+                                   "[job.a]\ntask = eigs\n\n[job.b]\ntask = eigs\nwhich = largest\n");
+  for (const char* bad : {"0", "-1", "two", "2x", ""}) {
+    auto r = run_tcsolve({"batch", jobs, "--gpus", bad, "--output-dir", d.file("bad")});
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(d.file("bad") + "/a.h5")) << bad;
+  }
+  auto r = run_tcsolve({"batch", jobs, "--gpus", "4", "--output-dir", d.file("out"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("\"gpu\":"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"job\": \"b\""), std::string::npos) << r.out;
+}
+
 TEST(AppsBatch, BadJobFileIsRefusedWithLineBeforeRunning) {
   ScratchDir d;
   const std::string out = d.file("out");

@@ -186,5 +186,36 @@ print("batch over", np_, "ranks: summary and results right")
 PY
 (cd "$W/b" && run_mpi "$@" "$T" batch jobs.ini --resume --json > again.json 2>/dev/null)
 grep -q '"job": "a", "task": "eigs", "status": "skipped"' "$W/b/again.json" || fail "--resume did not skip: $(cat "$W/b/again.json")"
+# A job that starts from another job's output runs after it, on its rank (dealt with it); the
+# other jobs are dealt round robin (dealt i mod N, 'then' could start before 'first' wrote).
+mkdir -p "$W/chain"
+cat > "$W/chain/jobs.ini" <<'INI'
+[defaults]
+device = cpu
+task = eigs
+k = 3
+which = largest
+[job.first]
+matrix = gen:lap2d:40
+[job.free]
+matrix = gen:lap2d:21
+[job.then]
+matrix = gen:lap2d:40
+start = first.h5
+[job.last]
+matrix = gen:lap2d:22
+INI
+(cd "$W/chain" && run_mpi "$@" "$T" batch jobs.ini --json > out.json 2> err.txt)
+rc=$?; [ $rc -eq 0 ] || fail "batch with a chained job: exit $rc: $(cat "$W/chain/err.txt")"
+$PY - "$W/chain" "$NP" <<'PY' || fail "chained batch"
+import sys, json
+w, np_ = sys.argv[1], int(sys.argv[2])
+d = json.load(open(f"{w}/out.json"))
+rank = {j["job"]: j["rank"] for j in d["jobs"]}
+assert all(j["status"] == "converged" for j in d["jobs"]), d["jobs"]
+want = {"first": 0, "free": 1 % np_, "then": 0, "last": 2 % np_}
+assert rank == want, (rank, want)
+print("chained batch over", np_, "ranks: dealt with its input's job")
+PY
 ls -R "$W" | grep -q "\.tmp" && fail "temporary file left: $(ls -R "$W")"
 echo "cli_mpi: np $NP passed"

@@ -218,6 +218,27 @@ TEST(DeviceAccounting, CountsAllocationsAndPeak) {
   EXPECT_EQ(device_allocated_bytes(), before);
 }
 
+// Per GPU: a batch runs a job on each GPU at once, and each job's peak is its own GPU's. A block
+// allocated on GPU 1 counts there, not on GPU 0, and is taken off GPU 1 even when freed with
+// GPU 0 current.
+TEST(DeviceAccounting, EachGpuCountsItsOwn) {
+  if (!built_with_cuda() || device_count() < 2) GTEST_SKIP() << "needs two GPUs";
+  use_device(0);
+  const std::size_t before0 = device_allocated_bytes();
+  use_device(1);
+  const std::size_t before1 = device_allocated_bytes();
+  reset_device_peak();
+  void* p = device_malloc(2 << 20);
+  EXPECT_EQ(device_allocated_bytes(), before1 + (2u << 20));
+  EXPECT_EQ(device_peak_bytes(), before1 + (2u << 20));
+  use_device(0);
+  EXPECT_EQ(device_allocated_bytes(), before0);
+  device_free(p);
+  use_device(1);
+  EXPECT_EQ(device_allocated_bytes(), before1);
+  use_device(0);
+}
+
 // The CPU operator has no device bytes; the prediction for a CPU plan is 0 and for CUDA plans
 // it grows with the matrix as the formulas say (checked against the built operators on a GPU in
 // test_spmm_gpu).
