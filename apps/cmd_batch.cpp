@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <atomic>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -31,6 +32,7 @@
 #include "apps/commands.hpp"
 #include "apps/job.hpp"
 #include "core/device.hpp"
+#include "core/parallel.hpp"
 #include "core/trace.hpp"
 #include "distributed/comm.hpp"
 #include "distributed/comm_thread.hpp"
@@ -267,11 +269,11 @@ std::vector<Row> unpack_rows(const std::string& s) {
   return rows;
 }
 
-// Which of `workers` (ranks × workers per rank) runs each job. A job that reads another job's
-// output (its matrix, mass, right-hand sides, start block or --resume-from file) goes with that
-// job, so that the two run in the file's order as in one process; the groups so joined are dealt
-// round robin in the order of their first jobs. Independent jobs: job i to worker i mod workers.
-std::vector<int> deal_jobs(const std::vector<JobSpec>& jobs, int workers) {
+// The jobs in groups that must run in order on one worker: a job that reads another job's output
+// (its matrix, mass, right-hand sides, start block or --resume-from file) joins that job's group,
+// so that the two run in the file's order as in one process. Groups in the order of their first
+// jobs, each in the file's order; independent jobs are groups of one.
+std::vector<std::vector<std::size_t>> job_groups(const std::vector<JobSpec>& jobs) {
   const std::size_t n = jobs.size();
   std::vector<std::size_t> parent(n);
   for (std::size_t i = 0; i < n; ++i) parent[i] = i;
@@ -295,21 +297,20 @@ std::vector<int> deal_jobs(const std::vector<JobSpec>& jobs, int workers) {
       if (it != writer.end()) parent[find(i)] = find(it->second);
     }
   }
-  std::vector<int> owner(n, -1);
-  std::map<std::size_t, int> group_owner;  // a group's root -> its worker
-  int next = 0;
+  std::vector<std::vector<std::size_t>> groups;
+  std::map<std::size_t, std::size_t> at;  // a group's root -> its place in groups
   for (std::size_t i = 0; i < n; ++i) {
-    const auto [it, fresh] = group_owner.try_emplace(find(i), next);
-    if (fresh) next = (next + 1) % std::max(workers, 1);
-    owner[i] = it->second;
+    const auto [it, fresh] = at.try_emplace(find(i), groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i);
   }
-  return owner;
+  return groups;
 }
 
-// Workers in this process: one per GPU (--gpus N|all, default all visible GPUs) when some job
-// may run on a GPU, not under mpirun (a rank has one GPU), and not under a device-memory cap
-// (TCSOLVE_DEVICE_MEMORY_LIMIT: the cap's accounting is the process's); else one.
-int batch_workers(const std::vector<JobSpec>& jobs, const std::string& gpus, bool distributed) {
+// GPUs to spread over in this process (--gpus N|all: N, or 0 for every visible one); 1 when the
+// jobs cannot spread: under mpirun (a rank has one GPU), no job that may run on a GPU, or a
+// device-memory cap (TCSOLVE_DEVICE_MEMORY_LIMIT: its accounting is the process's).
+int gpus_wanted(const std::vector<JobSpec>& jobs, const std::string& gpus, bool distributed) {
   int want = 0;  // 0: all
   if (gpus != "all") {
     char* end = nullptr;
@@ -318,12 +319,10 @@ int batch_workers(const std::vector<JobSpec>& jobs, const std::string& gpus, boo
       throw UsageError("--gpus " + gpus + ": expected a number of GPUs (1 or more) or 'all'");
     want = static_cast<int>(v);
   }
-  if (distributed || want == 1) return 1;
   bool gpu_jobs = false;
   for (const JobSpec& s : jobs) gpu_jobs = gpu_jobs || s.device != "cpu";
-  if (!gpu_jobs || device_memory_limit() > 0) return 1;
-  const int visible = device_count();
-  return std::max(1, want == 0 ? visible : std::min(want, visible));
+  if (distributed || !gpu_jobs || device_memory_limit() > 0) return 1;
+  return want;
 }
 
 }  // namespace
@@ -441,11 +440,29 @@ int run_batch(const Args& args) {
   // result; no further job starts; the summary is printed; exit 130/143 (core/interrupt.hpp).
   // (Not under mpirun: mpirun ends every rank on Ctrl-C; --resume reruns what was cut.)
   if (!distributed) install_interrupt_handlers();
-  // One worker per GPU in this process (--gpus; one under mpirun: a rank has one GPU), each with
-  // its own matrices, operators, library handles and write in flight; the jobs are dealt to them
-  // as to the ranks (deal_jobs). Workers share the progress line and stderr (out_mu).
-  const int nworkers = std::min<int>(batch_workers(jobs, gpus_opt, distributed), static_cast<int>(jobs.size()));
-  const std::vector<int> owner = deal_jobs(jobs, np * std::max(nworkers, 1));
+  // The groups of jobs this process runs (job_groups): under mpirun the groups are dealt round
+  // robin over the ranks (independent jobs: job i on rank i mod N). In this process a worker per
+  // GPU (--gpus; one under mpirun) takes the next group from a queue; each worker has its own
+  // matrices, operators, library handles, host threads and write in flight. Worker 0 starts at
+  // once on this thread (the process's GPU, 0); the others once the GPUs are counted (cuInit,
+  // 0.1–0.25 s, not waited for). Workers share the progress line and stderr (out_mu).
+  const int wanted_gpus = gpus_wanted(jobs, gpus_opt, distributed);
+  std::vector<std::vector<std::size_t>> groups;
+  {
+    const std::vector<std::vector<std::size_t>> all = job_groups(jobs);
+    for (std::size_t g = 0; g < all.size(); ++g)
+      if (static_cast<int>(g % static_cast<std::size_t>(np)) == me) groups.push_back(all[g]);
+  }
+  std::atomic<std::size_t> next_group{0};
+  std::atomic<int> nworkers{1};  // known once the GPUs are counted (labels)
+  // The last group of this process using each matrix: a worker drops a matrix once no group it
+  // could still take uses it.
+  std::map<std::string, std::size_t> last_group;
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t i : groups[g]) {
+      last_group[jobs[i].matrix] = g;
+      if (!jobs[i].mass.empty()) last_group[jobs[i].mass] = g;
+    }
   ProgressLine line(!quiet && !json && me == 0);
   std::mutex out_mu;
   struct Worker {
@@ -467,7 +484,12 @@ int run_batch(const Args& args) {
   };
   // "rank 1: " under mpirun, "GPU 1: " with a worker per GPU, else "".
   auto who = [&](const Worker& w) {
-    return distributed ? format("rank %d: ", me) : nworkers > 1 ? format("GPU %d: ", w.gpu) : std::string();
+    return distributed ? format("rank %d: ", me)
+                       : nworkers.load() > 1 ? format("GPU %d: ", std::max(w.gpu, 0)) : std::string();
+  };
+  auto not_run = [&](std::vector<Row>& rows, std::size_t j) {
+    rows.push_back(Row{jobs[j].name, jobs[j].task, "not run", "interrupted before it started", jobs[j].out});
+    rows.back().index = j, rows.back().rank = me;
   };
   auto finish_pending = [&](Worker& w) {
     auto& pending = w.pending;
@@ -511,26 +533,27 @@ int run_batch(const Args& args) {
     }
     return false;
   };
-  // Worker `wi`'s jobs, in the file's order.
-  auto run_worker = [&](Worker& w, int wi) {
-    const int me_w = me * std::max(nworkers, 1) + wi;
+  // A worker's jobs: the next group from the queue, in the file's order, until none is left.
+  auto run_worker = [&](Worker& w) {
     MatrixCache& cache = *w.cache;
     auto& rows = w.rows;
     auto& pending = w.pending;
-    if (w.gpu >= 0) use_gpu(w.gpu);
-    // The last of this worker's jobs using each matrix, so that it can be dropped afterwards.
-    std::map<std::string, std::size_t> last_use;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (owner[i] != me_w) continue;
-      last_use[jobs[i].matrix] = i;
-      if (!jobs[i].mass.empty()) last_use[jobs[i].mass] = i;
-    }
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (owner[i] != me_w) continue;  // another rank's or worker's job
+    std::vector<std::size_t> mine;  // the group this worker runs
+    std::size_t at = 0;              // the job of it running now
+    auto next_job = [&]() -> bool {
+      if (!mine.empty() && ++at < mine.size()) return true;
+      const std::size_t g = next_group.fetch_add(1);
+      if (g >= groups.size()) return false;
+      mine = groups[g];
+      at = 0;
+      return true;
+    };
+    while (next_job()) {
+      const std::size_t i = mine[at];
       JobSpec s = jobs[i];
       if (reads_pending_output(w, s)) finish_pending(w);
       Row row{s.name, s.task, "", "", s.out};
-      row.index = i, row.rank = me, row.gpu = nworkers > 1 ? w.gpu : -1;
+      row.index = i, row.rank = me, row.gpu = w.gpu;  // (worker 0's -1 is set at the end)
       // Automatic checkpoints of a job that asked for none: OUT.checkpoint.h5, the first after
       // checkpoint_every seconds of its solve.
       const std::string auto_checkpoint =
@@ -627,8 +650,13 @@ int run_batch(const Args& args) {
                             row.status == "failed" ? (": " + row.message).c_str() : "");
       }
       rows.push_back(row);
-      for (const auto& [m, last] : last_use)
-        if (last == i) cache.drop(m);
+      // Matrices no later job of this group and no group still in the queue uses.
+      for (const auto& [m, last] : last_group) {
+        bool later = last >= next_group.load();
+        for (std::size_t k = at + 1; k < mine.size() && !later; ++k)
+          later = jobs[mine[k]].matrix == m || jobs[mine[k]].mass == m;
+        if (!later) cache.drop(m);
+      }
       if (abort_after && s.name == abort_after) {
         finish_pending(w);  // the job is complete, its file on disk
         ::kill(::getpid(), SIGKILL);  // as if killed
@@ -636,45 +664,73 @@ int run_batch(const Args& args) {
       if (interrupt_requested()) {
         finish_pending(w);
         // The job that ran is recorded (its partial result says interrupted; --resume runs it
-        // again); the rest of this worker's are listed as not run.
-        for (std::size_t j = i + 1; j < jobs.size(); ++j) {
-          if (owner[j] != me_w) continue;
-          rows.push_back(Row{jobs[j].name, jobs[j].task, "not run", "interrupted before it started", jobs[j].out});
-          rows.back().index = j, rows.back().rank = me;
-        }
+        // again); the rest of its group is listed as not run (and, below, the groups no worker
+        // took).
+        for (std::size_t k = at + 1; k < mine.size(); ++k) not_run(rows, mine[k]);
         w.all_ok = false;
         break;
       }
     }
     finish_pending(w);
+    if (w.gpu >= 0) use_gpu(w.gpu);  // (set by its jobs; not when the first failed early)
     w.cache.reset();  // its GPU's operators and handles, on the thread that uses that GPU
   };
 
+  // Worker 0 here, at once; the others (one per further GPU) from a thread that counts the GPUs
+  // first. A worker's error outside its jobs (the jobs' own are rows) ends the batch once all
+  // are joined.
   std::vector<std::unique_ptr<Worker>> workers;
-  for (int wi = 0; wi < std::max(nworkers, 1); ++wi) {
-    workers.push_back(std::make_unique<Worker>());
-    if (nworkers > 1) workers.back()->gpu = wi;
-  }
-  if (workers.size() == 1) {
-    run_worker(*workers[0], 0);
-  } else {
-    trace_mark("batch: one worker per GPU");
-    // A worker's error outside its jobs (the jobs' own are rows) ends the batch once all joined.
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(nworkers));
-    auto guarded = [&](int wi) {
+  workers.push_back(std::make_unique<Worker>());
+  std::vector<std::unique_ptr<Worker>> more;
+  std::vector<std::exception_ptr> errors;
+  std::thread spawner;
+  if (wanted_gpus != 1 && groups.size() > 1) {
+    spawner = std::thread([&] {
       try {
-        run_worker(*workers[wi], wi);
+        const int visible = device_count();
+        const int n = static_cast<int>(std::min<std::size_t>(
+            groups.size(), static_cast<std::size_t>(wanted_gpus == 0 ? visible : std::min(wanted_gpus, visible))));
+        if (n <= 1) return;
+        nworkers = n;
+        trace_mark("batch: a worker per GPU");
+        errors.resize(static_cast<std::size_t>(n));
+        std::vector<std::thread> threads;
+        for (int wi = 1; wi < n; ++wi) {
+          more.push_back(std::make_unique<Worker>());
+          more.back()->gpu = wi;
+          threads.emplace_back([&, wi, &w = *more.back()] {
+            try {
+              // (No cudaSetDevice here: it would make the GPU's context before the first matrix
+              // is read; run_job makes it on a helper meanwhile and then sets this thread's GPU.)
+              HostShare share(std::max(1, host_threads() / n));
+              run_worker(w);
+            } catch (...) {
+              errors[static_cast<std::size_t>(wi)] = std::current_exception();
+            }
+          });
+        }
+        for (std::thread& t : threads) t.join();
       } catch (...) {
-        errors[wi] = std::current_exception();
+        errors.assign(1, std::current_exception());
       }
-    };
-    std::vector<std::thread> threads;
-    for (int wi = 1; wi < nworkers; ++wi) threads.emplace_back(guarded, wi);
-    guarded(0);
-    for (std::thread& t : threads) t.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+    });
   }
+  std::exception_ptr first;
+  try {
+    run_worker(*workers[0]);
+  } catch (...) {
+    first = std::current_exception();
+  }
+  if (spawner.joinable()) spawner.join();
+  if (first) std::rethrow_exception(first);
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (auto& w : more) workers.push_back(std::move(w));
+  if (nworkers.load() > 1)
+    for (Row& r : workers[0]->rows) r.gpu = 0;
+  // Groups no worker took (an interrupt): not run.
+  for (std::size_t g = next_group.load(); g < groups.size(); ++g)
+    for (std::size_t i : groups[g]) not_run(workers[0]->rows, i);
   std::vector<Row> rows;
   bool all_ok = true;
   for (auto& w : workers) {

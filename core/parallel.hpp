@@ -52,6 +52,14 @@ class HostPool {
     static HostPool* pool = new HostPool(std::max(0, host_threads() - 1));
     return *pool;
   }
+  // The pool of the calling thread's loops: its own (HostShare) or the process's.
+  static HostPool& for_this_thread() {
+    HostPool* p = own();
+    return p ? *p : instance();
+  }
+  // A pool of its own for the calling thread (never destroyed, like the process's).
+  static void own_pool(int workers) { own() = new HostPool(std::max(0, workers)); }
+  static void drop_own_pool() { own() = nullptr; }
   int workers() const { return workers_; }
   // task(t) for t in [0, nt), nt ≤ workers() + 1; task must not throw. Called from a worker or
   // from inside another run() on this thread, it declines (in_worker()).
@@ -109,6 +117,10 @@ class HostPool {
     static thread_local bool flag = false;
     return flag;
   }
+  static HostPool*& own() {
+    static thread_local HostPool* pool = nullptr;
+    return pool;
+  }
   void loop(int t) {
     in_worker() = true;
     std::uint64_t seen = 0;
@@ -154,6 +166,18 @@ inline bool host_pool_enabled() {
 
 }  // namespace detail
 
+// For its scope, the calling thread's parallel loops run on a pool of their own of `threads`
+// CPUs (the caller and threads − 1 workers; the workers stay, asleep, until the process ends).
+// batch runs a job per GPU at once: with one pool, the second job's loops found it busy and ran
+// on one CPU each. Threads the caller starts keep the process's pool.
+class HostShare {
+ public:
+  explicit HostShare(int threads) { detail::HostPool::own_pool(threads - 1); }
+  ~HostShare() { detail::HostPool::drop_own_pool(); }
+  HostShare(const HostShare&) = delete;
+  HostShare& operator=(const HostShare&) = delete;
+};
+
 // Calls body(i) for every i in [0, n), in contiguous chunks, one per thread (the persistent
 // workers of detail::HostPool). Below `grain` items per thread it runs inline. Exceptions from
 // body are rethrown on the caller's thread.
@@ -165,7 +189,7 @@ void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
     return;
   }
   const bool pooled = detail::host_pool_enabled();
-  if (pooled) nt = std::min(nt, detail::HostPool::instance().workers() + 1);
+  if (pooled) nt = std::min(nt, detail::HostPool::for_this_thread().workers() + 1);
   std::vector<std::exception_ptr> err(static_cast<std::size_t>(nt));
   const std::function<void(int)> chunk = [&](int t) {
     try {
@@ -179,7 +203,7 @@ void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
     std::vector<std::thread> threads;
     for (int t = 0; t < nt; ++t) threads.emplace_back(chunk, t);
     for (auto& th : threads) th.join();
-  } else if (!detail::HostPool::instance().run(nt, chunk)) {
+  } else if (!detail::HostPool::for_this_thread().run(nt, chunk)) {
     for (int t = 0; t < nt; ++t) chunk(t);  // the pool is busy, nested or forked away
   }
   for (auto& e : err)
