@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -54,6 +57,42 @@ TEST(Parallel, NestedAndConcurrentLoops) {
     });
   for (auto& t : callers) t.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+// Two threads, each with its own share (HostShare, as batch's workers per GPU), both run their
+// overlapping loops on more than one thread; with the one process pool the second would run
+// inline. Each loop's body waits until the other loop has started, so the two overlap.
+TEST(Parallel, EachThreadsShareRunsItsLoopsInParallel) {
+  if (host_threads() < 2) GTEST_SKIP() << "one CPU";
+  std::atomic<int> started{0};
+  std::vector<int> threads_seen(2, 0);
+  auto loop = [&](int who) {
+    HostShare share(2);
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    bool counted = false;
+    parallel_for(
+        64,
+        [&](std::int64_t) {
+          {
+            std::lock_guard<std::mutex> lock(m);
+            ids.insert(std::this_thread::get_id());
+            if (!counted) counted = true, started.fetch_add(1);
+          }
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          while (started.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        },
+        /*grain=*/1);
+    threads_seen[who] = static_cast<int>(ids.size());
+  };
+  std::thread a(loop, 0), b(loop, 1);
+  a.join();
+  b.join();
+  EXPECT_EQ(threads_seen[0], 2);
+  EXPECT_EQ(threads_seen[1], 2);
+  // After the share, the thread's loops are the process pool's again (still right).
+  EXPECT_EQ(checksum(100000, 1000), 0);
 }
 
 TEST(Parallel, ChildProcessAfterFork) {
