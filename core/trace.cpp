@@ -1,5 +1,6 @@
 #include "core/trace.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,13 +34,16 @@ bool trace_enabled() {
 void trace_mark(const char* what) {
   if (!trace_enabled()) return;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - kStart).count();
+  // The thread, numbered in the order threads first mark (a batch runs a worker per GPU).
+  static std::atomic<int> threads{0};
+  thread_local const int thread = threads.fetch_add(1);
   if (!trace_memory() || device_count() == 0) {
-    std::fprintf(stderr, "tcsolve trace %10.3f ms  %s\n", ms, what);
+    std::fprintf(stderr, "tcsolve trace %10.3f ms t%d  %s\n", ms, thread, what);
     return;
   }
   const DeviceFootprint f = device_footprint();
-  std::fprintf(stderr, "tcsolve trace %10.3f ms  %s  [device: process %.1f MB (%s), tcsolve %.1f MB]\n", ms,
-               what, f.known ? f.process / 1e6 : -1.0, f.how.c_str(), f.held / 1e6);
+  std::fprintf(stderr, "tcsolve trace %10.3f ms t%d  %s  [device: process %.1f MB (%s), tcsolve %.1f MB]\n", ms,
+               thread, what, f.known ? f.process / 1e6 : -1.0, f.how.c_str(), f.held / 1e6);
 }
 
 }  // namespace tcsolve
