@@ -1113,7 +1113,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
       f.set_attr("time_write", tw.seconds());  // up to here: datasets and attributes
       if (defer_write && f.in_memory()) {
         // The bytes, fsync and rename later (no HDF5 call left): the caller's finish_write.
-        auto image = std::make_shared<const std::vector<char>>(f.take_image());
+        auto image = std::make_shared<const FileImage>(f.take_image());
         trace_mark("write: image built");
         o.finish_write = [af, image] {
           write_file_image(af->temp_path(), *image);

@@ -3,11 +3,13 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <sys/mman.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -612,8 +614,69 @@ std::string write_error(int e, const std::string& path, double bytes) {
 
 }  // namespace
 
+FileImage::~FileImage() { std::free(data_); }
+
+FileImage& FileImage::operator=(FileImage&& o) noexcept {
+  if (this != &o) {
+    std::free(data_);
+    data_ = o.data_, size_ = o.size_;
+    o.data_ = nullptr, o.size_ = 0;
+  }
+  return *this;
+}
+
+namespace detail {
+// The core driver's buffer through HDF5's file image callbacks: malloc/realloc (the large
+// interior advised onto huge pages: the driver zero-fills each extension, one fault per 2 MiB
+// instead of per 4 KiB) and, at the close take_image makes, kept instead of freed.
+struct CoreImage {
+  bool keep = false;      // set by take_image just before its close
+  void* kept = nullptr;   // the buffer the close handed over
+};
+}  // namespace detail
+
+namespace {
+
+void advise_huge(void* p, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t start = (a + huge - 1) & ~(huge - 1), end = (a + bytes) & ~(huge - 1);
+  if (bytes >= 2 * huge && end > start) (void)::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+void* image_malloc(std::size_t size, H5FD_file_image_op_t, void*) {
+  void* p = std::malloc(size);
+  if (p) advise_huge(p, size);
+  return p;
+}
+void* image_memcpy(void* dest, const void* src, std::size_t size, H5FD_file_image_op_t, void*) {
+  return std::memcpy(dest, src, size);
+}
+void* image_realloc(void* ptr, std::size_t size, H5FD_file_image_op_t, void*) {
+  void* p = std::realloc(ptr, size);
+  if (p) advise_huge(p, size);
+  return p;
+}
+herr_t image_free(void* ptr, H5FD_file_image_op_t op, void* udata) {
+  auto* st = static_cast<detail::CoreImage*>(udata);
+  if (st && st->keep && op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && !st->kept) {
+    st->kept = ptr;
+    return 0;
+  }
+  std::free(ptr);
+  return 0;
+}
+void* udata_copy(void* udata) { return udata; }  // shared: the context owns the state
+herr_t udata_free(void*) { return 0; }
+
+}  // namespace
+
 // Plain writes of a whole buffer (the in-memory file's image) to `path`, truncating it.
-void write_file_image(const std::string& path, const std::vector<char>& img) {
+void write_file_image(const std::string& path, const FileImage& img) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) throw OutputError(write_error(errno, path, static_cast<double>(img.size())));
   std::size_t off = 0;
@@ -634,6 +697,7 @@ Hdf5File Hdf5File::create(const std::string& path, double expected_bytes) {
   quiet();
   const bool in_memory = !(expected_bytes > kInMemoryBytes);
   hid_t f = -1;
+  std::shared_ptr<detail::CoreImage> image;
   if (in_memory) {
     // Core driver without a backing store: nothing touches the disk until close(). A folder that
     // is missing or not writable is refused now, as H5Fcreate would, not after the work is done.
@@ -651,7 +715,11 @@ Hdf5File Hdf5File::create(const std::string& path, double expected_bytes) {
     const std::size_t mib = std::size_t(1) << 20;
     const std::size_t increment = std::max<std::size_t>(
         mib, (static_cast<std::size_t>(std::max(expected_bytes, 0.0)) + mib - 1) / mib * mib);
-    if (fapl.id < 0 || H5Pset_fapl_core(fapl.id, increment, 0) < 0)
+    image = std::make_shared<detail::CoreImage>();
+    H5FD_file_image_callbacks_t cb{image_malloc, image_memcpy, image_realloc, image_free,
+                                   udata_copy,   udata_free,   image.get()};
+    if (fapl.id < 0 || H5Pset_fapl_core(fapl.id, increment, 0) < 0 ||
+        H5Pset_file_image_callbacks(fapl.id, &cb) < 0)
       throw Error("HDF5: " + path + ": cannot set up the in-memory file" + hdf5_detail());
     f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id);
   } else {
@@ -671,31 +739,42 @@ Hdf5File Hdf5File::create(const std::string& path, double expected_bytes) {
   if (f < 0) throw OutputError("HDF5: " + path + ": cannot create file" + hdf5_detail());
   detail::Hdf5Context c{path, false};
   c.in_memory = in_memory;
+  c.image = image;
   auto ctx = std::make_shared<const detail::Hdf5Context>(c);
   return Hdf5File(ctx, std::make_shared<Hdf5Handle>(f, H5Fclose), "/");
 }
 
 bool Hdf5File::in_memory() const { return ctx_ && ctx_->in_memory; }
 
-std::vector<char> Hdf5File::take_image() {
+FileImage Hdf5File::take_image() {
   if (!in_memory()) throw Error("HDF5: " + file_name() + ": not an in-memory file (no image to take)");
   if (!h_ || h_->id < 0) throw Error("HDF5: " + shown_name(file_name()) + ": already closed");
   quiet();
   const hid_t f = h_->id;
   h_->id = -1;
-  // The image, then a close that touches no disk.
-  std::vector<char> img;
+  // The image's size, then a close that touches no disk and hands over the driver's buffer;
+  // where other objects of the file are open (the close would wait for them), a copy.
   bool got = H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0;
   const ssize_t size = got ? H5Fget_file_image(f, nullptr, 0) : -1;
-  if (size > 0) {
-    img.resize(static_cast<std::size_t>(size));
-    got = H5Fget_file_image(f, img.data(), img.size()) == size;
-  } else {
-    got = false;
+  got = size > 0;
+  FileImage img;
+  detail::CoreImage* st = ctx_->image.get();
+  const bool alone = got && H5Fget_obj_count(f, H5F_OBJ_ALL | H5F_OBJ_LOCAL) == 1;
+  if (got && !(alone && st)) {
+    char* copy = static_cast<char*>(std::malloc(static_cast<std::size_t>(size)));
+    got = copy && H5Fget_file_image(f, copy, static_cast<std::size_t>(size)) == size;
+    img = FileImage(copy, got ? static_cast<std::size_t>(size) : 0);
   }
   const std::string detail = got ? "" : hdf5_detail();
+  if (got && alone && st) st->keep = true;
   H5Fclose(f);
   h_.reset();
+  if (got && alone && st) {
+    st->keep = false;
+    if (!st->kept) throw Error("HDF5: " + shown_name(file_name()) + ": the closed file gave back no image");
+    img = FileImage(static_cast<char*>(st->kept), static_cast<std::size_t>(size));
+    st->kept = nullptr;
+  }
   if (!got) throw Error("HDF5: " + shown_name(file_name()) + ": cannot build the file image" + detail);
   return img;
 }
