@@ -447,6 +447,9 @@ int run_batch(const Args& args) {
   // once on this thread (the process's GPU, 0); the others once the GPUs are counted (cuInit,
   // 0.1–0.25 s, not waited for). Workers share the progress line and stderr (out_mu).
   const int wanted_gpus = gpus_wanted(jobs, gpus_opt, distributed);
+  // Test hook: this many workers without GPUs (the CPU tests run the concurrent path with it).
+  const char* cpu_workers_env = std::getenv("TCSOLVE_TEST_BATCH_WORKERS");
+  const int cpu_workers = cpu_workers_env && !distributed ? std::max(0, std::atoi(cpu_workers_env)) : 0;
   std::vector<std::vector<std::size_t>> groups;
   {
     const std::vector<std::vector<std::size_t>> all = job_groups(jobs);
@@ -469,7 +472,8 @@ int run_batch(const Args& args) {
     std::unique_ptr<MatrixCache> cache = std::make_unique<MatrixCache>();  // freed on its thread
     std::vector<Row> rows;
     bool all_ok = true;
-    int gpu = -1;  // this worker's GPU (-1: the process's)
+    int gpu = -1;    // this worker's GPU (-1: the process's)
+    int index = 0;   // its place among the workers (labels)
   // A job's result file goes to disk (bytes, fsync, rename: 7–9 ms for 5 MB on the H200 machine)
   // while the next job runs (run_job's finish_write: built in memory on this thread, no HDF5
   // call on the writer's). One write in flight at a time; a job that reads the file being
@@ -485,7 +489,8 @@ int run_batch(const Args& args) {
   // "rank 1: " under mpirun, "GPU 1: " with a worker per GPU, else "".
   auto who = [&](const Worker& w) {
     return distributed ? format("rank %d: ", me)
-                       : nworkers.load() > 1 ? format("GPU %d: ", std::max(w.gpu, 0)) : std::string();
+           : nworkers.load() > 1 ? format(cpu_workers > 0 ? "worker %d: " : "GPU %d: ", w.index)
+                                 : std::string();
   };
   auto not_run = [&](std::vector<Row>& rows, std::size_t j) {
     rows.push_back(Row{jobs[j].name, jobs[j].task, "not run", "interrupted before it started", jobs[j].out});
@@ -684,12 +689,13 @@ int run_batch(const Args& args) {
   std::vector<std::unique_ptr<Worker>> more;
   std::vector<std::exception_ptr> errors;
   std::thread spawner;
-  if (wanted_gpus != 1 && groups.size() > 1) {
+  if ((wanted_gpus != 1 || cpu_workers > 1) && groups.size() > 1) {
     spawner = std::thread([&] {
       try {
-        const int visible = device_count();
+        const int visible = cpu_workers > 1 ? cpu_workers : device_count();
         const int n = static_cast<int>(std::min<std::size_t>(
-            groups.size(), static_cast<std::size_t>(wanted_gpus == 0 ? visible : std::min(wanted_gpus, visible))));
+            groups.size(), static_cast<std::size_t>(wanted_gpus == 0 || cpu_workers > 1 ? visible
+                                                                                      : std::min(wanted_gpus, visible))));
         if (n <= 1) return;
         nworkers = n;
         trace_mark("batch: a worker per GPU");
@@ -697,7 +703,8 @@ int run_batch(const Args& args) {
         std::vector<std::thread> threads;
         for (int wi = 1; wi < n; ++wi) {
           more.push_back(std::make_unique<Worker>());
-          more.back()->gpu = wi;
+          more.back()->gpu = cpu_workers > 1 ? -1 : wi;
+          more.back()->index = wi;
           threads.emplace_back([&, wi, &w = *more.back()] {
             try {
               // (No cudaSetDevice here: it would make the GPU's context before the first matrix
@@ -726,7 +733,7 @@ int run_batch(const Args& args) {
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   for (auto& w : more) workers.push_back(std::move(w));
-  if (nworkers.load() > 1)
+  if (nworkers.load() > 1 && cpu_workers <= 1)
     for (Row& r : workers[0]->rows) r.gpu = 0;
   // Groups no worker took (an interrupt): not run.
   for (std::size_t g = next_group.load(); g < groups.size(); ++g)

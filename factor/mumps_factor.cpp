@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,16 @@ inline int& icntl(DMUMPS_STRUC_C& id, int i) { return id.icntl[i - 1]; }
 inline int infog(const DMUMPS_STRUC_C& id, int i) { return id.infog[i - 1]; }
 inline int info(const DMUMPS_STRUC_C& id, int i) { return id.info[i - 1]; }
 
+// Every MUMPS call, one at a time in the process. Sequential MUMPS (its MPI stubs, its orderings'
+// Fortran state) is not safe for calls at once, even on separate instances: a batch running a
+// job per worker crashed in mumps_sort_step_ with two analyses at once (test
+// AppsBatch.ConcurrentWorkersRunEveryJobOnce). Instances stay separate; their calls take turns.
+void call_mumps(DMUMPS_STRUC_C& id) {
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  dmumps_c(&id);
+}
+
 // One MUMPS instance; terminated (job = −2) by the destructor, also when a constructor throws.
 struct MumpsInstance {
   DMUMPS_STRUC_C id{};
@@ -44,13 +55,13 @@ struct MumpsInstance {
     id.par = 1;
     id.sym = 2;  // general symmetric: LDLᵀ with pivoting
     id.job = -1;
-    dmumps_c(&id);
+    call_mumps(id);
     initialized = true;
   }
   ~MumpsInstance() {
     if (!initialized) return;
     id.job = -2;
-    dmumps_c(&id);
+    call_mumps(id);
   }
   MumpsInstance(const MumpsInstance&) = delete;
   MumpsInstance& operator=(const MumpsInstance&) = delete;
@@ -89,7 +100,7 @@ class MumpsFactor final : public SparseFactor {
     id.a = a_.data();
     double t0 = now();
     id.job = 1;
-    dmumps_c(&id);
+    call_mumps(id);
     analyze_s_ = now() - t0;
     check("analysis");
     // INFOG(17): estimated total MB for the in-core factorization.
@@ -100,7 +111,7 @@ class MumpsFactor final : public SparseFactor {
     t0 = now();
     for (int attempt = 0;; ++attempt) {
       id.job = 2;
-      dmumps_c(&id);
+      call_mumps(id);
       const int e = info(id, 1);
       if ((e == -8 || e == -9 || e == -14 || e == -15 || e == -17) && attempt < 3) {
         icntl(id, 14) *= 2;  // workspace estimate too small: more relaxation, try again
@@ -155,7 +166,7 @@ class MumpsFactor final : public SparseFactor {
     id.nrhs = static_cast<int>(rhs.cols);
     id.lrhs = static_cast<int>(n_);
     id.job = 3;
-    dmumps_c(&id);
+    call_mumps(id);
     if (info(id, 1) < 0)
       throw Error("MUMPS solve failed (INFO(1) = " + std::to_string(info(id, 1)) + ", INFO(2) = " +
                   std::to_string(info(id, 2)) + ")");

@@ -131,6 +131,61 @@ TEST(AppsBatch, GpusOptionIsCheckedAndCpuJobsRunInOneWorker) {
   EXPECT_NE(r.out.find("\"job\": \"b\""), std::string::npos) << r.out;
 }
 
+// The concurrent path (a worker per GPU) on the CPU, through the test hook's workers: every job
+// runs once and right (closed forms), the chained job after its input on the same worker, a
+// failing job fails alone, the summary is in the file's order, --resume skips what is done.
+TEST(AppsBatch, ConcurrentWorkersRunEveryJobOnce) {
+  ScratchDir d;
+  const std::string out = d.file("out");
+  std::string ini = "[defaults]\ndevice = cpu\ntask = eigs\nk = 3\nwhich = largest\n\n";
+  const int sizes[] = {31, 29, 31, 27, 25, 23};
+  for (int j = 0; j < 6; ++j)
+    ini += "[job.j" + std::to_string(j) + "]\nmatrix = gen:lap2d:" + std::to_string(sizes[j]) + "\n" +
+           (j == 2 ? "start = " + out + "/j0.h5\n" : std::string()) + "\n";
+  ini += "[job.bad]\nmatrix = no_such.mtx\n\n[job.cg]\ntask = solve\nmatrix = gen:lap2d:30\nrhs = random:2\n";
+  const std::string jobs = d.write("jobs.ini", ini);
+  auto r = run_tcsolve_env({"TCSOLVE_TEST_BATCH_WORKERS=3"}, {"batch", jobs, "--output-dir", out});
+  EXPECT_EQ(r.status, 1) << r.err;  // the bad job
+  for (int j = 0; j < 6; ++j) {
+    SCOPED_TRACE(j);
+    Hdf5File f = Hdf5File::open(out + "/j" + std::to_string(j) + ".h5");
+    ASSERT_EQ(f.attr_string("status"), "converged");
+    const std::vector<double> exact = lap2d_eigenvalues(sizes[j], sizes[j]);
+    const auto vals = f.read_doubles("eigenvalues");
+    ASSERT_EQ(vals.size(), 3u);
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(vals[i], exact[exact.size() - 1 - i], 1e-7) << i;
+  }
+  EXPECT_EQ(Hdf5File::open(out + "/bad.h5").attr_string("status"), "failed");
+  EXPECT_EQ(Hdf5File::open(out + "/cg.h5").attr_string("status"), "converged");
+  // Every job once, in the file's order in the summary (header + 8 rows).
+  EXPECT_EQ(count_lines(r.out), 9) << r.out;
+  std::size_t at = 0;
+  for (const char* name : {"j0", "j1", "j2", "j3", "j4", "j5", "bad", "cg"}) {
+    const auto p = r.out.find(std::string("\n") + name + " ", at);
+    ASSERT_NE(p, std::string::npos) << name << " after " << at << ": " << r.out;
+    at = p + 1;
+  }
+  // More than one worker ran jobs; j2 (start = j0's result) ran on j0's worker.
+  auto worker_of = [&](const std::string& job) {
+    const auto p = r.err.find("] " + job + ": ");
+    if (p == std::string::npos) return std::string("?");
+    const auto line = r.err.rfind('\n', p);
+    const std::string head = r.err.substr(line == std::string::npos ? 0 : line + 1, p - (line == std::string::npos ? 0 : line + 1));
+    return head.substr(0, head.find(':'));
+  };
+  EXPECT_EQ(worker_of("j2"), worker_of("j0")) << r.err;
+  EXPECT_NE(r.err.find("worker 1: "), std::string::npos) << r.err;
+  EXPECT_TRUE(temp_files(out).empty());
+  auto again = run_tcsolve_env({"TCSOLVE_TEST_BATCH_WORKERS=3"}, {"batch", jobs, "--output-dir", out, "--resume"});
+  EXPECT_EQ(again.status, 1) << again.err;  // bad runs again and fails again
+  EXPECT_EQ(count_lines(again.out), 9) << again.out;  // header + the 8 jobs
+  for (const char* name : {"j0", "j1", "j2", "j3", "j4", "j5", "cg"}) {
+    const auto p = again.out.find(std::string("\n") + name + " ");
+    ASSERT_NE(p, std::string::npos) << again.out;
+    EXPECT_NE(again.out.substr(p, again.out.find('\n', p + 1) - p).find("skipped"), std::string::npos) << name;
+  }
+}
+
 TEST(AppsBatch, BadJobFileIsRefusedWithLineBeforeRunning) {
   ScratchDir d;
   const std::string out = d.file("out");
