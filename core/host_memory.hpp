@@ -14,18 +14,24 @@
 
 namespace tcsolve {
 
+// Advises the whole 2 MiB pages inside [p, p + bytes) onto huge pages (nothing below 4 MiB).
+inline void advise_huge_pages(void* p, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t start = (a + huge - 1) & ~(huge - 1);
+  const std::uintptr_t end = (a + bytes) & ~(huge - 1);
+  if (bytes >= 2 * huge && end > start)
+    (void)::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 template <class T, class A>
 void resize_huge(std::vector<T, A>& v, std::size_t n) {
   v.reserve(n);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
-  const std::size_t bytes = n * sizeof(T);
-  const auto p = reinterpret_cast<std::uintptr_t>(v.data());
-  const std::uintptr_t start = (p + huge - 1) & ~(huge - 1);
-  const std::uintptr_t end = (p + bytes) & ~(huge - 1);
-  if (bytes >= 2 * huge && end > start)
-    (void)::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
-#endif
+  advise_huge_pages(v.data(), n * sizeof(T));
   v.resize(n);
 }
 

@@ -647,16 +647,6 @@ struct CoreImage {
 
 namespace {
 
-void advise_huge(void* p, std::size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t huge = std::uintptr_t(2) << 20;
-  const auto a = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t start = (a + huge - 1) & ~(huge - 1), end = (a + bytes) & ~(huge - 1);
-  if (bytes >= 2 * huge && end > start) (void)::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
-#else
-  (void)p, (void)bytes;
-#endif
-}
 
 // The prepared buffer when it is large enough, once; else malloc.
 void* take_ready(detail::CoreImage* st, std::size_t size) {
@@ -669,7 +659,7 @@ void* take_ready(detail::CoreImage* st, std::size_t size) {
 void* image_malloc(std::size_t size, H5FD_file_image_op_t, void* udata) {
   if (void* p = take_ready(static_cast<detail::CoreImage*>(udata), size)) return p;
   void* p = std::malloc(size);
-  if (p) advise_huge(p, size);
+  if (p) advise_huge_pages(p, size);
   return p;
 }
 void* image_memcpy(void* dest, const void* src, std::size_t size, H5FD_file_image_op_t, void*) {
@@ -682,7 +672,7 @@ void* image_realloc(void* ptr, std::size_t size, H5FD_file_image_op_t, void* uda
   if (ptr && st && st->held_bytes >= size) return ptr;  // within the prepared buffer
   if (st) st->held_bytes = 0;
   void* p = std::realloc(ptr, size);
-  if (p) advise_huge(p, size);
+  if (p) advise_huge_pages(p, size);
   return p;
 }
 herr_t image_free(void* ptr, H5FD_file_image_op_t op, void* udata) {
@@ -744,7 +734,7 @@ Hdf5File Hdf5File::create(const std::string& path, double expected_bytes) {
       image->ready = std::malloc(increment);
       if (image->ready) {
         image->ready_bytes = increment;
-        advise_huge(image->ready, increment);
+        advise_huge_pages(image->ready, increment);
         char* b = static_cast<char*>(image->ready);
         const std::int64_t pages = static_cast<std::int64_t>((increment + (1 << 21) - 1) >> 21);
         parallel_for(pages, [&](std::int64_t i) {
