@@ -474,10 +474,10 @@ int run_batch(const Args& args) {
     bool all_ok = true;
     int gpu = -1;    // this worker's GPU (-1: the process's)
     int index = 0;   // its place among the workers (labels)
-  // A job's result file goes to disk (bytes, fsync, rename: 7–9 ms for 5 MB on the H200 machine)
-  // while the next job runs (run_job's finish_write: built in memory on this thread, no HDF5
-  // call on the writer's). One write in flight at a time; a job that reads the file being
-  // written waits for it. A write that fails turns its row into a failure, as before.
+    // A job's result file goes to disk (bytes, fsync, rename: 7–9 ms for 5 MB on the H200
+    // machine) while the worker's next job runs (run_job's finish_write: built in memory on the
+    // job's thread, no HDF5 call on the writer's). One write in flight per worker; a job that
+    // reads the file being written waits for it. A write that fails turns its row into a failure.
     struct PendingWrite {
       std::future<void> done;
       std::size_t row = 0;
