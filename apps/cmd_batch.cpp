@@ -699,8 +699,15 @@ int run_batch(const Args& args) {
         if (n <= 1) return;
         nworkers = n;
         trace_mark("batch: a worker per GPU");
-        errors.resize(static_cast<std::size_t>(n));
+        errors.resize(static_cast<std::size_t>(n) + 1);  // [n]: this thread's own error
         std::vector<std::thread> threads;
+        struct JoinAll {  // the workers started are joined also when starting another fails
+          std::vector<std::thread>& t;
+          ~JoinAll() {
+            for (std::thread& x : t)
+              if (x.joinable()) x.join();
+          }
+        } join_all{threads};
         for (int wi = 1; wi < n; ++wi) {
           more.push_back(std::make_unique<Worker>());
           more.back()->gpu = cpu_workers > 1 ? -1 : wi;
@@ -716,9 +723,9 @@ int run_batch(const Args& args) {
             }
           });
         }
-        for (std::thread& t : threads) t.join();
       } catch (...) {
-        errors.assign(1, std::current_exception());
+        if (errors.empty()) errors.resize(1);
+        errors.back() = std::current_exception();
       }
     });
   }
