@@ -120,5 +120,39 @@ TEST(AppsInterrupt, BatchRecordsTheInterruptedJobAndResumeRunsItAgain) {
       << again.out;
 }
 
+// Workers at once (the test hook's CPU workers, as a worker per GPU runs): SIGTERM stops every
+// running job at its next iteration (each recorded as interrupted, its partial result written),
+// the jobs no worker took are listed as not run, and every job appears once, in the file's order.
+TEST(AppsInterrupt, ConcurrentWorkersEachRecordTheirInterruptedJob) {
+  ScratchDir d;
+  const std::string jobs = d.write("jobs.ini",
+                                   "[defaults]\ndevice = cpu\ntask = eigs\nk = 8\nno-factor = true\n\n"
+                                   "[job.long1]\nmatrix = gen:lap2d:500\n\n"
+                                   "[job.long2]\nmatrix = gen:lap2d:501\n\n"
+                                   "[job.next1]\nmatrix = gen:lap2d:21x17\nk = 3\n\n"
+                                   "[job.next2]\nmatrix = gen:lap2d:23x17\nk = 3\n");
+  const std::string out = d.file("out");
+  auto r = run_tcsolve_shell({"TCSOLVE_TEST_BATCH_WORKERS=2"}, signal_after("TERM", 2.0),
+                             {"batch", jobs, "--output-dir", out, "--json"});
+  EXPECT_EQ(r.status, 143) << r.err;
+  for (const char* job : {"long1", "long2"})
+    EXPECT_NE(r.out.find(std::string("{\"job\": \"") + job + "\", \"task\": \"eigs\", \"status\": \"interrupted\""),
+              std::string::npos)
+        << job << ": " << r.out;
+  for (const char* job : {"next1", "next2"})
+    EXPECT_NE(r.out.find(std::string("{\"job\": \"") + job + "\", \"task\": \"eigs\", \"status\": \"not run\""),
+              std::string::npos)
+        << job << ": " << r.out;
+  std::size_t at = 0;
+  for (const char* job : {"long1", "long2", "next1", "next2"}) {
+    const auto p = r.out.find(std::string("\"job\": \"") + job + "\"", at);
+    ASSERT_NE(p, std::string::npos) << job << " out of order: " << r.out;
+    at = p;
+  }
+  EXPECT_EQ(files_in(out), (std::vector<std::string>{"long1.h5", "long2.h5"}));
+  for (const char* job : {"long1", "long2"})
+    EXPECT_EQ(Hdf5File::open(out + "/" + job + ".h5").attr_string("status"), "interrupted") << job;
+}
+
 }  // namespace
 }  // namespace tcsolve::test
