@@ -370,7 +370,8 @@ int run_batch(const Args& args) {
       ("output-dir", po::value(&outdir)->value_name("DIR"), "folder for relative output paths (created if missing)")
       ("gpus", po::value(&gpus_opt)->value_name("N|all"),
        "GPUs to spread the jobs over in this process, one worker each (default all visible GPUs; "
-       "1: one job at a time). Under mpirun each rank takes one GPU instead")
+       "1: one job at a time). Under mpirun each rank takes one GPU instead; under "
+       "TCSOLVE_DEVICE_MEMORY_LIMIT the jobs run one at a time")
       ("quiet,q", po::bool_switch(&quiet), "no progress line and no summary table")
       ("json", po::bool_switch(&json), "print the summary as JSON");
   po::variables_map vm;
