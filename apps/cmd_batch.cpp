@@ -559,7 +559,7 @@ int run_batch(const Args& args) {
       JobSpec s = jobs[i];
       if (reads_pending_output(w, s)) finish_pending(w);
       Row row{s.name, s.task, "", "", s.out};
-      row.index = i, row.rank = me, row.gpu = w.gpu;  // (worker 0's -1 is set at the end)
+      row.index = i, row.rank = me;
       // Automatic checkpoints of a job that asked for none: OUT.checkpoint.h5, the first after
       // checkpoint_every seconds of its solve.
       const std::string auto_checkpoint =
@@ -741,8 +741,10 @@ int run_batch(const Args& args) {
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   for (auto& w : more) workers.push_back(std::move(w));
+  // With a worker per GPU, each row names its worker's GPU (worker i runs on GPU i).
   if (nworkers.load() > 1 && cpu_workers <= 1)
-    for (Row& r : workers[0]->rows) r.gpu = 0;
+    for (auto& w : workers)
+      for (Row& r : w->rows) r.gpu = w->index;
   // Groups no worker took (an interrupt): not run.
   for (std::size_t g = next_group.load(); g < groups.size(); ++g)
     for (std::size_t i : groups[g]) not_run(workers[0]->rows, i);

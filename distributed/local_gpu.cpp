@@ -6,6 +6,7 @@
 #include <future>
 #include <string>
 
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/trace.hpp"
 #include "distributed/affinity.hpp"
@@ -46,11 +47,7 @@ int selected_gpu() {
 }
 
 void use_gpu(int device) {
-  if (device < 0) return;
-  const cudaError_t e = cudaSetDevice(device);
-  if (e != cudaSuccess)
-    throw DeviceError("cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(e),
-                      __FILE__, __LINE__);
+  if (device >= 0) use_device(device);
 }
 
 void start_local_gpu_selection(const LaunchPlace& place) {
