@@ -122,6 +122,14 @@ void DistributedDenseOps::cg_residual_update(MvView<const double> q, MvView<cons
   reduce({g.data, q.cols + r.cols, r.cols, g.ld, g.space});
 }
 
+void DistributedDenseOps::cg_residual_update_jacobi(MvView<const double> q,
+                                                    MvView<const double> alpha, const double* d,
+                                                    MvView<double> r, MvView<double> z,
+                                                    MvView<double> g) {
+  local_->cg_residual_update_jacobi(q, alpha, d, r, z, g);
+  reduce({g.data, q.cols + r.cols + 1, r.cols, g.ld, g.space});
+}
+
 void DistributedDenseOps::gram_deferred(MvView<const double> x, MvView<const double> y, double* g,
                                         std::int64_t ldg) {
   MvView<double> s = scratch(x.cols, y.cols);

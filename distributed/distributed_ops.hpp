@@ -2,8 +2,8 @@
 // tall block is this rank's rows, every small matrix is replicated. The wrapped ops of the
 // rank's backend do all the arithmetic; this class adds one all-reduce wherever a result sums
 // over rows:
-//   gram_into, column_dots_into, cg_residual_update's G, the squared norms under
-//   residual_norms_into / normalize_columns / column_norms, and the deferred host products
+//   gram_into, column_dots_into, cg_residual_update's (and its Jacobi twin's) G, the squared
+//   norms under residual_norms_into / normalize_columns / column_norms, the deferred host products
 //   (gram_deferred, column_dots_deferred: formed in a backend scratch, all-reduced, then
 //   downloaded, so a fetch still costs one host round trip).
 // On the GPU the all-reduce is NCCL on the ops' stream, in stream order: an iteration still
@@ -111,6 +111,9 @@ class DistributedDenseOps final : public DenseBlockOps {
   }
   void cg_residual_update(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
                           MvView<double> g) override;
+  void cg_residual_update_jacobi(MvView<const double> q, MvView<const double> alpha,
+                                 const double* d, MvView<double> r, MvView<double> z,
+                                 MvView<double> g) override;
   void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
                            MvView<const double> z, MvView<double> p, MvView<double> x) override {
     local_->cg_direction_update(alpha, beta, z, p, x);

@@ -31,8 +31,8 @@ struct BlockCg::Impl {
   // (preconditioned residual; scratch), dinv (Jacobi).
   MultiVector<double> xa, qr, p, z, dinv;
   // Small backend matrices: g1 = Pᵀ[Q R] (s × 2s), f = scaled Cholesky factor (s × (s + 1)),
-  // alpha, beta (s × s), g2 = [Q R]ᵀZ (2s × s), rz (s × s: ZᵀR for the next α), nrm2 (‖r_j‖²),
-  // st (factor status).
+  // alpha, beta (s × s), g2 = [Q R]ᵀZ ((2s + 1) × s: Jacobi puts ‖r_j‖² in the row after),
+  // rz (s × s: ZᵀR for the next α), nrm2 (‖r_j‖²), st (factor status).
   MultiVector<double> g1, f, alpha, beta, g2, rz, nrm2, st;
   OrthoWorkspace ows;
   // Host workspace, sized once.
@@ -68,7 +68,7 @@ struct BlockCg::Impl {
     xa = ops.allocate(n, s), qr = ops.allocate(n, 2 * s), z = ops.allocate(n, s);
     p = ops.allocate(n, s);
     g1 = ops.allocate(s, 2 * s), f = ops.allocate(s, s + 1), alpha = ops.allocate(s, s);
-    beta = ops.allocate(s, s), g2 = ops.allocate(2 * s, s), rz = ops.allocate(s, s);
+    beta = ops.allocate(s, s), g2 = ops.allocate(2 * s + 1, s), rz = ops.allocate(s, s);
     nrm2 = ops.allocate(s, 1), st = ops.allocate(1, 1);
     if (!opt.preconditioner && !opt.jacobi_diagonal.empty()) {
       auto inv = detail::jacobi_inverse(opt.jacobi_diagonal, {}, 0.0, n);
@@ -154,6 +154,16 @@ struct BlockCg::Impl {
       // ‖r_j‖² = diagonal of RᵀR: a strided view (ld + 1).
       MvView<const double> dg{g2.data() + rk, 1, na, g2.rows() + 1, ops.space()};
       ops.copy(dg, MvView<double>{nrm2.data(), 1, na, 1, ops.space()});
+    } else if (!opt.preconditioner) {
+      // Jacobi: R −= Q·α, Z = D⁻¹R, G2 = [Q R]ᵀZ and ‖r_j‖² (its last row) in one pass.
+      Z = z.columns(0, na);
+      auto G2 = small(g2, 0, rk + na + 1, 0, na);
+      ops.cg_residual_update_jacobi(Q, A_, dinv.data(), R, Z, G2);
+      budget_words += n * (rk + 3.0 * na + 1.0);
+      ops.spd_solve(F, small(g2, 0, rk, 0, na), -1.0, S, B_);
+      ops.copy(small(g2, rk, na, 0, na), small(rz, 0, na, 0, na));
+      MvView<const double> nr{g2.data() + rk + na, 1, na, g2.rows(), ops.space()};
+      ops.copy(nr, MvView<double>{nrm2.data(), 1, na, 1, ops.space()});
     } else {
       ops.gemm_into(-1.0, Q, A_, 1.0, R);
       Z = z.columns(0, na);

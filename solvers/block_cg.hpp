@@ -22,12 +22,15 @@
 //   ‖r_j‖² = diag(RᵀR) → host                 fetch_async (no wait)
 // = 10 passes over n × s blocks (80·n·s bytes) plus the apply, and no host synchronization: the
 // host waits for iteration t − 1's norms only after queuing iteration t, so the GPU never idles
-// (a column converged at t − 1 leaves the block at t + 1). With Jacobi: R −= Q·α (3), Z = D·R (3),
-// [Q R]ᵀZ (4), ‖r_j‖² (1) instead of the fused residual pass: 15 passes. When PᵀQ is not safely
-// positive definite (scaled pivot² < 1e-10: the block is losing rank) the iteration still uses
-// the factor; when it is not positive definite at all the device zeroes α and β (X, R unchanged,
-// P = Z). When the host sees either flag it drains the stream and, if the factor queued next is
-// flagged too, takes the rank-revealing path: P = orth(P) (SVQB with dropping), Q = A·P again;
+// (a column converged at t − 1 leaves the block at t + 1). With Jacobi the residual pass also
+// writes Z = D·R and forms [Q R]ᵀZ and ‖r_j‖² (cg_residual_update_jacobi: reads Q, R, D, writes
+// R, Z: 4 passes), and the direction pass reads Z for R: 11 passes. Any other preconditioner:
+// R −= Q·α (3), Z = M·R (apply), [Q R]ᵀZ (4), ‖r_j‖² (1), then the direction pass.
+// When PᵀQ is not safely positive definite (scaled pivot² < 1e-10: the block is losing rank)
+// the iteration still uses the factor; when it is not positive definite at all the device zeroes
+// α and β (X, R unchanged, P = Z). When the host sees either flag it drains the stream and, if
+// the factor queued next is flagged too, takes the rank-revealing path: P = orth(P) (SVQB with
+// dropping), Q = A·P again;
 // if PᵀQ of the orthonormal block still fails: breakdown (A not positive definite). (X and R
 // stay consistent whatever α is: R −= Q·α and X += P·α use the same α.) After the first flag
 // the rest of the cycle runs synchronously (the host checks every factor before queuing the

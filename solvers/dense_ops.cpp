@@ -337,6 +337,23 @@ class CpuDenseOps final : public DenseBlockOps {
     gm.bottomRows(r.cols).noalias() = rm.transpose() * rm;
   }
 
+  void cg_residual_update_jacobi(MvView<const double> q, MvView<const double> alpha,
+                                 const double* d, MvView<double> r, MvView<double> z,
+                                 MvView<double> g) override {
+    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
+                        z.rows == r.rows && z.cols == r.cols &&
+                        g.rows == q.cols + r.cols + 1 && g.cols == r.cols,
+                    "cg_residual_update_jacobi: shapes");
+    auto rm = map(r);
+    if (q.cols > 0) rm.noalias() -= map(q) * map(alpha);
+    auto zm = map(z);
+    zm = Eigen::Map<const Eigen::VectorXd>(d, r.rows).asDiagonal() * rm;
+    auto gm = map(g);
+    if (q.cols > 0) gm.topRows(q.cols).noalias() = map(q).transpose() * zm;
+    gm.middleRows(q.cols, r.cols).noalias() = rm.transpose() * zm;
+    gm.row(q.cols + r.cols) = rm.colwise().squaredNorm();
+  }
+
   void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
                            MvView<const double> z, MvView<double> p, MvView<double> x) override {
     const std::int64_t qn = alpha.rows, rn = z.cols;

@@ -80,7 +80,7 @@ __global__ void scale_rows_kernel(const double* d, const double* x, long long ld
 
 // out[j] += Σ_i x_ij·y_ij over this block's rows (block reduction, one atomic per block).
 __global__ void column_dot_kernel(const double* x, long long ldx, const double* y, long long ldy,
-                                  long long rows, double* out) {
+                                  long long rows, double* out, long long out_stride) {
   __shared__ double part[256 / 32];
   const double* xs = x + blockIdx.y * ldx;
   const double* ys = y + blockIdx.y * ldy;
@@ -93,7 +93,7 @@ __global__ void column_dot_kernel(const double* x, long long ldx, const double* 
   if (threadIdx.x < 32) {
     s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0;
     for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if (threadIdx.x == 0) atomicAdd(out + blockIdx.y, s);
+    if (threadIdx.x == 0) atomicAdd(out + blockIdx.y * out_stride, s);
   }
 }
 
@@ -199,24 +199,13 @@ __global__ void scale_by_inverse_kernel(double* x, long long ldx, long long rows
 // small problem. Below kSmallDim these kernels, in tcsolve's own module, do the same work.
 constexpr int kSmallDim = 64;
 
-// In-place lower Cholesky a = L·Lᵀ of the n × n matrix a (lower triangle read and written),
-// n ≤ kSmallDim, right-looking in shared memory. info: 0, or j + 1 for the first pivot that is
-// not positive and finite (as potrf: the columns from j on are then not a factor).
-__global__ void small_cholesky_kernel(double* a, long long lda, int n, int* info) {
-  __shared__ double s[kSmallDim * kSmallDim];
-  __shared__ int bad;
-  for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
-    const int i = e % n, j = e / n;
-    s[e] = i >= j ? a[i + j * lda] : 0.0;
-  }
-  if (threadIdx.x == 0) bad = 0;
-  __syncthreads();
+// Right-looking lower Cholesky of the n × n matrix s (ld n, lower triangle) in shared memory by
+// the whole block; returns 0, or j + 1 for the first pivot that is not positive and finite (the
+// columns from j on are then not a factor). Every thread returns the same value.
+__device__ int block_cholesky_shared(double* s, int n) {
   for (int j = 0; j < n; ++j) {
     const double d = s[j + j * n];  // the same value in every thread: a uniform branch
-    if (!(d > 0.0) || !isfinite(d)) {
-      if (threadIdx.x == 0) bad = j + 1;
-      break;
-    }
+    if (!(d > 0.0) || !isfinite(d)) return j + 1;
     const double r = sqrt(d);
     __syncthreads();  // (every thread has read d)
     if (threadIdx.x == 0) s[j + j * n] = r;
@@ -230,6 +219,19 @@ __global__ void small_cholesky_kernel(double* a, long long lda, int n, int* info
     }
     __syncthreads();
   }
+  return 0;
+}
+
+// In-place lower Cholesky a = L·Lᵀ of the n × n matrix a (lower triangle read and written),
+// n ≤ kSmallDim. info: 0, or j + 1 for the first pivot that is not positive and finite (as potrf).
+__global__ void small_cholesky_kernel(double* a, long long lda, int n, int* info) {
+  __shared__ double s[kSmallDim * kSmallDim];
+  for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
+    const int i = e % n, j = e / n;
+    s[e] = i >= j ? a[i + j * lda] : 0.0;
+  }
+  __syncthreads();
+  const int bad = block_cholesky_shared(s, n);
   __syncthreads();
   for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
     const int i = e % n, j = e / n;
@@ -258,23 +260,104 @@ __global__ void small_lower_inverse_t_kernel(const double* a, long long lda, int
   }
 }
 
-// X ← (L·Lᵀ)⁻¹·X for the lower triangular L in a (n ≤ kSmallDim) and the n × cols block X:
-// one thread per column, forward then backward substitution in place (potrs).
-__global__ void small_cholesky_solve_kernel(const double* a, long long lda, int n, double* x,
-                                            long long ldx, int cols) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+// spd_factor in one launch for r ≤ kSmallDim (one block; replaces spd_scale → Cholesky →
+// spd_status, three launches): F(:, r) = D = diag(G)^(-1/2) (1 where a diagonal entry is not
+// positive and finite), F(:, 0:r) = D·sym(G)·D with its lower triangle overwritten by the
+// Cholesky factor (right-looking, in shared memory). status: 2 for a bad diagonal entry or a
+// pivot that is not positive and finite, 1 when the smallest pivot² < piv_tol, else 0.
+__global__ void small_spd_factor_kernel(const double* g, long long ldg, int r, double* f,
+                                        long long ldf, double piv_tol, double* status) {
+  __shared__ double s[kSmallDim * kSmallDim];
+  __shared__ double dv[kSmallDim];
+  __shared__ int bad_diag;
+  if (threadIdx.x == 0) bad_diag = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < r; i += blockDim.x) {
+    const double d = g[i + i * ldg];
+    const bool ok = d > 0.0 && isfinite(d);
+    if (!ok) bad_diag = 1;
+    dv[i] = ok ? rsqrt(d) : 1.0;
+    f[i + r * ldf] = dv[i];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < r * r; e += blockDim.x) {
+    const int i = e % r, j = e / r;
+    const double v = dv[i] * 0.5 * (g[i + j * ldg] + g[j + i * ldg]) * dv[j];
+    s[e] = v;
+    if (i < j) f[i + j * ldf] = v;  // the strict upper triangle keeps D·sym(G)·D
+  }
+  __syncthreads();
+  const int bad_pivot = block_cholesky_shared(s, r);
+  __syncthreads();
+  for (int e = threadIdx.x; e < r * r; e += blockDim.x) {
+    const int i = e % r, j = e / r;
+    if (i >= j) f[i + j * ldf] = s[e];
+  }
+  if (threadIdx.x == 0) {
+    double piv = 1e300;
+    for (int i = 0; i < r; ++i) piv = fmin(piv, s[i + i * r]);
+    status[0] = bad_diag || bad_pivot || !(piv > 0.0) || !isfinite(piv)
+                    ? 2.0
+                    : (piv * piv < piv_tol ? 1.0 : 0.0);
+  }
+}
+
+// spd_solve in one launch for r ≤ kSmallDim: out = sign·D·(Lc·Lcᵀ)⁻¹·D·B, zero when status = 2.
+// One warp per column of B (lane i holds rows i and i + 32 in registers): forward then backward
+// substitution, each step a shuffle broadcast of the finished entry and one fma per lane; L in
+// shared memory with its reciprocal diagonal. (The former one-thread-per-column solve walked
+// its column serially: 95 µs a call for r = 32 under ncu.) out may alias B: a warp reads its
+// column before writing it, and columns are disjoint.
+__global__ void small_spd_solve_kernel(const double* f, long long ldf, int r, const double* b,
+                                       long long ldb, int cols, double sign,
+                                       const double* status, double* out, long long ldo) {
+  extern __shared__ double sl[];  // L (r × r, ld r), then 1/L_kk (r), then D (r)
+  double* idiag = sl + r * r;
+  double* dv = idiag + r;
+  const bool zero = status[0] == 2.0;
+  if (!zero) {
+    for (int e = threadIdx.x; e < r * r; e += blockDim.x) {
+      const int i = e % r, j = e / r;
+      sl[e] = i >= j ? f[i + j * ldf] : 0.0;
+    }
+    for (int i = threadIdx.x; i < r; i += blockDim.x) {
+      idiag[i] = 1.0 / f[i + i * ldf];
+      dv[i] = f[i + r * ldf];
+    }
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const int c = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (c >= cols) return;
-  double* xc = x + c * ldx;
-  for (int i = 0; i < n; ++i) {
-    double v = xc[i];
-    for (int k = 0; k < i; ++k) v = fma(-a[i + k * lda], xc[k], v);
-    xc[i] = v / a[i + i * lda];
+  const int i0 = lane, i1 = lane + 32;
+  const bool v0 = i0 < r, v1 = i1 < r;
+  double x0 = 0.0, x1 = 0.0;
+  if (!zero) {
+    x0 = v0 ? sign * dv[i0] * b[i0 + c * ldb] : 0.0;
+    x1 = v1 ? sign * dv[i1] * b[i1 + c * ldb] : 0.0;
+    // L·y = x: entry k final, then rows i > k subtract L_ik·y_k.
+    for (int k = 0; k < r; ++k) {
+      const double own = k < 32 ? x0 : x1;
+      const double yk = __shfl_sync(0xffffffffu, own, k & 31) * idiag[k];
+      if (k < 32 && lane == k) x0 = yk;
+      if (k >= 32 && lane == k - 32) x1 = yk;
+      if (v0 && i0 > k) x0 = fma(-sl[i0 + k * r], yk, x0);
+      if (v1 && i1 > k) x1 = fma(-sl[i1 + k * r], yk, x1);
+    }
+    // Lᵀ·x = y: entry k final, then rows i < k subtract L_ki·x_k.
+    for (int k = r - 1; k >= 0; --k) {
+      const double own = k < 32 ? x0 : x1;
+      const double xk = __shfl_sync(0xffffffffu, own, k & 31) * idiag[k];
+      if (k < 32 && lane == k) x0 = xk;
+      if (k >= 32 && lane == k - 32) x1 = xk;
+      if (i0 < k) x0 = fma(-sl[k + i0 * r], xk, x0);
+      if (v1 && i1 < k) x1 = fma(-sl[k + i1 * r], xk, x1);
+    }
+    x0 = v0 ? dv[i0] * x0 : 0.0;
+    x1 = v1 ? dv[i1] * x1 : 0.0;
   }
-  for (int i = n - 1; i >= 0; --i) {
-    double v = xc[i];
-    for (int k = i + 1; k < n; ++k) v = fma(-a[k + i * lda], xc[k], v);
-    xc[i] = v / a[i + i * lda];
-  }
+  if (v0) out[i0 + c * ldo] = x0;
+  if (v1) out[i1 + c * ldo] = x1;
 }
 
 // S (w × w, ld w) −= CᵀC for C = g(0:l, 0:w) (pip_factor's Pythagorean Gram; w ≤ kSmallDim).
@@ -435,7 +518,12 @@ __host__ __device__ constexpr int frag_ld(int cols) { return ((cols + 15) / 16) 
 // registers (2·MT·NT doubles per lane); fragments come straight from global memory (a warp's load
 // is 8 columns × 4 consecutive rows: whole 32-byte sectors). The warps' tiles are summed in
 // shared memory, then written as block partial b (p × q, compact) for gram_finish_kernel.
-template <int MT, int NT>
+// V (X and Y 16-byte aligned, even leading dimensions): 16 rows a step (8 for more than 8 tiles),
+// each lane loading a double2 (rows 2t, 2t + 1, then 8 + 2t, 9 + 2t) per column tile, so that a
+// warp's step reads 128 (64) contiguous bytes of each column in half the load instructions. The
+// k-steps then take rows {2t}, {2t + 1}, {8 + 2t}, {9 + 2t}: the same row for X's and Y's
+// fragment, so the sum over rows is unchanged (only its order).
+template <int MT, int NT, bool V>
 __global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q, const double* x,
                                                       long long ldx, const double* y,
                                                       long long ldy, double* partial) {
@@ -449,26 +537,56 @@ __global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q,
     for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
   const long long gw = static_cast<long long>(blockIdx.x) * nw + warp;
   const long long tw = static_cast<long long>(gridDim.x) * nw;
-  // Two k-steps (8 rows) per iteration: all 2·(MT + NT) loads issued before the first mma.
-  for (long long k0 = 8 * gw; k0 < n; k0 += 8 * tw) {
-    double af[2][MT], bf[2][NT];
+  // KS k-steps (4·KS rows) per iteration: all KS·(MT + NT) loads issued before the first mma.
+  constexpr int KS = V && MT + NT <= 8 ? 4 : 2;  // (the 8 × 4 tiles' registers allow 2)
+  for (long long k0 = 4 * KS * gw; k0 < n; k0 += 4 * KS * tw) {
+    double af[KS][MT], bf[KS][NT];
+    if (V) {
+      const bool full = k0 + 4 * KS <= n;
+      auto pair = [&](const double* col, long long row, double& lo, double& hi) {
+        if (full) {
+          const double2 v = *reinterpret_cast<const double2*>(col + row);
+          lo = v.x, hi = v.y;
+        } else {
+          lo = row < n ? col[row] : 0.0;
+          hi = row + 1 < n ? col[row + 1] : 0.0;
+        }
+      };
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const long long row = k0 + 4 * h + t;
-      const bool rv = row < n;
+      for (int u = 0; u < KS / 2; ++u) {
+        const long long row = k0 + 8 * u + 2 * t;
 #pragma unroll
-      for (int i = 0; i < MT; ++i) {
-        const int c = 8 * i + g;
-        af[h][i] = rv && c < p ? x[row + c * ldx] : 0.0;
+        for (int i = 0; i < MT; ++i) {
+          const int c = 8 * i + g;
+          af[2 * u][i] = af[2 * u + 1][i] = 0.0;
+          if (c < p) pair(x + c * ldx, row, af[2 * u][i], af[2 * u + 1][i]);
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int c = 8 * j + g;
+          bf[2 * u][j] = bf[2 * u + 1][j] = 0.0;
+          if (c < q) pair(y + c * ldy, row, bf[2 * u][j], bf[2 * u + 1][j]);
+        }
       }
+    } else {
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const int c = 8 * j + g;
-        bf[h][j] = rv && c < q ? y[row + c * ldy] : 0.0;
+      for (int h = 0; h < KS; ++h) {
+        const long long row = k0 + 4 * h + t;
+        const bool rv = row < n;
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+          const int c = 8 * i + g;
+          af[h][i] = rv && c < p ? x[row + c * ldx] : 0.0;
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int c = 8 * j + g;
+          bf[h][j] = rv && c < q ? y[row + c * ldy] : 0.0;
+        }
       }
     }
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < KS; ++h)
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -528,12 +646,17 @@ __global__ void gram_finish_kernel(const double* partial, int nblocks, int p, in
 // Each output tile belongs to one warp, so the block partial (G rows: Q part 0:q, R part q:q+r)
 // is written without a block reduction; gram_finish_kernel sums the blocks.
 // Traffic: reads Q and R, writes R (3 passes); 2·(q + 2r)·r flops per row on the tensor cores.
-template <int QT, int RT>
+// JAC (Jacobi-preconditioned CG, cg_residual_update_jacobi): also Zn = diag(d)·Rn, written to Z,
+// the Gram's B side is Zn (G = [Q Rn]ᵀ·Zn: the tile's row scale d applied as B is read), and
+// ‖Rn_j‖² accumulates per lane and is summed into partial row q + r. Traffic: reads Q, R, d;
+// writes R, Z (4 passes + n doubles), instead of the 9 of gemm + scale + Gram + dots.
+template <int QT, int RT, bool JAC>
 __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, int r,
                                                           const double* alpha, long long lda,
                                                           const double* qm, long long ldq,
                                                           double* rm, long long ldr,
-                                                          double* partial) {
+                                                          const double* dj, double* zm,
+                                                          long long ldz, double* partial) {
   constexpr int LDA = frag_ld(8 * RT);
   constexpr int TC = 8 * QT + 8 * RT;
   constexpr int LDT = frag_ld(TC);
@@ -542,6 +665,7 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
   extern __shared__ double smem[];
   double* as = smem;                     // α, 8QT × LDA (zero-padded)
   double* ts = smem + 8 * QT * LDA;      // T, 32 × LDT
+  double* ds = ts + 32 * LDT;            // JAC: d over the tile's 32 rows
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
@@ -555,10 +679,14 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
   const int srow = 8 * warp + g;  // this lane's row in the tile (A- and C-fragment row g)
   // Fragments of the strip: −Q (all k-steps) and R (every 8-column tile), loaded one tile ahead
   // so that the loads of tile i + 1 are in flight during tile i's Gram step.
-  double af[2 * QT], rf[RT][2];
+  double af[2 * QT], rf[RT][2], dvf = 0.0;
+  double nacc[RT][2];  // JAC: this lane's share of ‖Rn_j‖²
+#pragma unroll
+  for (int ct = 0; ct < RT; ++ct) nacc[ct][0] = nacc[ct][1] = 0.0;
   auto load = [&](long long tile) {
     const long long row = tile + srow;
     const bool rv = row < n;
+    if (JAC) dvf = rv ? dj[row] : 0.0;
 #pragma unroll
     for (int ks = 0; ks < 2 * QT; ++ks) {
       const int k = 4 * ks + t;
@@ -587,9 +715,16 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
       for (int ks = 0; ks < 2 * QT; ++ks) dmma(d0, d1, af[ks], as[(4 * ks + t) * LDA + 8 * ct + g]);
       if (rv && c0 < r) rm[row + c0 * ldr] = d0;
       if (rv && c0 + 1 < r) rm[row + (c0 + 1) * ldr] = d1;
+      if (JAC) {
+        if (rv && c0 < r) zm[row + c0 * ldz] = dvf * d0;
+        if (rv && c0 + 1 < r) zm[row + (c0 + 1) * ldz] = dvf * d1;
+        nacc[ct][0] = fma(d0, d0, nacc[ct][0]);
+        nacc[ct][1] = fma(d1, d1, nacc[ct][1]);
+      }
       ts[srow * LDT + 8 * QT + c0] = d0;
       ts[srow * LDT + 8 * QT + c0 + 1] = d1;
     }
+    if (JAC && t == 0) ds[srow] = dvf;
     const long long next = tile0 + 32LL * gridDim.x;
     if (next < n) load(next);
     __syncthreads();
@@ -602,16 +737,34 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
 #pragma unroll
         for (int ks = 0; ks < 8; ++ks) {
           const double a = ts[(4 * ks + t) * LDT + 8 * ti + g];
-          const double b = ts[(4 * ks + t) * LDT + 8 * QT + 8 * tj + g];
+          double b = ts[(4 * ks + t) * LDT + 8 * QT + 8 * tj + g];
+          if (JAC) b *= ds[4 * ks + t];
           dmma(gacc[s2][0], gacc[s2][1], a, b);
         }
       }
     }
     __syncthreads();
   }
-  // Block partial: (q + r) × r, compact.
-  const int gr = q + r;
+  // Block partial: (q + r [+ 1]) × r, compact.
+  const int gr = q + r + (JAC ? 1 : 0);
   double* out = partial + static_cast<long long>(blockIdx.x) * gr * r;
+  if (JAC) {
+    // ‖Rn_j‖²: sum over the 8 row groups g of a warp (lanes t, t + 4, …), then over the 4 warps
+    // in warp order (deterministic) through the free T tile (the loop ended on a barrier).
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        double v = nacc[ct][h];
+        v += __shfl_xor_sync(0xffffffffu, v, 4);
+        v += __shfl_xor_sync(0xffffffffu, v, 8);
+        v += __shfl_xor_sync(0xffffffffu, v, 16);
+        if (g == 0) ts[warp * 8 * RT + 8 * ct + 2 * t + h] = v;
+      }
+    __syncthreads();
+    for (int c = threadIdx.x; c < r; c += blockDim.x)
+      out[q + r + c * gr] = ts[c] + ts[8 * RT + c] + ts[16 * RT + c] + ts[24 * RT + c];
+  }
 #pragma unroll
   for (int s2 = 0; s2 < SLOTS; ++s2) {
     const int tid = warp + 4 * s2;
@@ -950,14 +1103,24 @@ class CudaDenseOps final : public DenseBlockOps {
     const std::int64_t c = x.cols;
     if (c == 0) return;
     const std::size_t off = stage(static_cast<std::size_t>(c));
-    TCSOLVE_CUDA_CHECK(cudaMemsetAsync(small_ + off, 0, sizeof(double) * c, stream_));
+    column_dots_to(x, y, small_ + off, 1);
+    pending_.push_back({off, c, 1, out, c});
+  }
+  // out[j·stride] = X_jᵀY_j (device), zeroed first.
+  void column_dots_to(MvView<const double> x, MvView<const double> y, double* out,
+                      long long stride) {
+    const std::int64_t c = x.cols;
+    if (stride == 1)
+      TCSOLVE_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double) * c, stream_));
+    else
+      TCSOLVE_CUDA_CHECK(cudaMemset2DAsync(out, sizeof(double) * stride, 0, sizeof(double), c,
+                                           stream_));
     for (std::int64_t c0 = 0; c0 < c && x.rows > 0; c0 += 65535) {
       std::int64_t nc = std::min<std::int64_t>(65535, c - c0);
       column_dot_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, y.col(c0), y.ld,
-                                                               x.rows, small_ + off + c0);
+                                                               x.rows, out + c0 * stride, stride);
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
-    pending_.push_back({off, c, 1, out, c});
   }
 
   void fill_random_rows(MvView<double> x, std::uint64_t seed, std::int64_t row0) override {
@@ -1160,15 +1323,8 @@ class CudaDenseOps final : public DenseBlockOps {
                         MvView<double> out) override {
     TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols && out.rows >= x.cols,
                     "column_dots_into: shapes");
-    const std::int64_t c = x.cols;
-    if (c == 0) return;
-    TCSOLVE_CUDA_CHECK(cudaMemsetAsync(out.data, 0, sizeof(double) * c, stream_));
-    for (std::int64_t c0 = 0; c0 < c && x.rows > 0; c0 += 65535) {
-      std::int64_t nc = std::min<std::int64_t>(65535, c - c0);
-      column_dot_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, y.col(c0), y.ld,
-                                                               x.rows, out.data + c0);
-      TCSOLVE_CUDA_CHECK_LAUNCH();
-    }
+    if (x.cols == 0) return;
+    column_dots_to(x, y, out.data, 1);
   }
 
   void normalize_columns(MvView<double> x, MvView<double> norms) override {
@@ -1265,17 +1421,18 @@ class CudaDenseOps final : public DenseBlockOps {
     TCSOLVE_REQUIRE(g.cols == r && f.rows == r && f.cols == r + 1 && status.rows >= 1,
                     "spd_factor: shapes");
     if (r == 0) return;
-    reserve_small(r);
     const int ri = static_cast<int>(r);
+    if (r <= kSmallDim) {
+      small_spd_factor_kernel<<<1, 256, 0, stream_>>>(g.data, g.ld, ri, f.data, f.ld, piv_tol,
+                                                      status.data);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    reserve_small(r);
     spd_scale_kernel<<<1, 256, 0, stream_>>>(g.data, g.ld, ri, f.data, f.ld, status.data);
     TCSOLVE_CUDA_CHECK_LAUNCH();
-    if (r <= kSmallDim) {
-      small_cholesky_kernel<<<1, 256, 0, stream_>>>(f.data, f.ld, ri, info_);
-      TCSOLVE_CUDA_CHECK_LAUNCH();
-    } else {
-      TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, ri, f.data,
-                                              int(f.ld), solver_work_, solver_lwork_, info_));
-    }
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, ri, f.data,
+                                            int(f.ld), solver_work_, solver_lwork_, info_));
     spd_status_kernel<<<1, 32, 0, stream_>>>(f.data, f.ld, ri, info_, piv_tol, status.data);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
@@ -1287,18 +1444,20 @@ class CudaDenseOps final : public DenseBlockOps {
                     "spd_solve: shapes");
     if (r == 0 || b.cols == 0) return;
     const int ri = static_cast<int>(r), c = static_cast<int>(b.cols);
+    if (r <= kSmallDim) {
+      // 4 warps a block, a warp per column; L, 1/diag(L) and D in shared memory.
+      const int smem = static_cast<int>(sizeof(double)) * (ri * ri + 2 * ri);
+      small_spd_solve_kernel<<<static_cast<unsigned>((c + 3) / 4), 128, smem, stream_>>>(
+          f.data, f.ld, ri, b.data, b.ld, c, sign, status.data, out.data, out.ld);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
     const unsigned nb = static_cast<unsigned>(std::min<long long>((r * c + 255) / 256, 256));
     spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, f.ld, ri, b.data, b.ld, c, sign,
                                                  status.data, out.data, out.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
-    if (r <= kSmallDim) {
-      small_cholesky_solve_kernel<<<static_cast<unsigned>((c + 63) / 64), 64, 0, stream_>>>(
-          f.data, f.ld, ri, out.data, out.ld, c);
-      TCSOLVE_CUDA_CHECK_LAUNCH();
-    } else {
-      TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrs(solver_, CUBLAS_FILL_MODE_LOWER, ri, c, f.data,
-                                              int(f.ld), out.data, int(out.ld), info_ + 1));
-    }
+    TCSOLVE_CUSOLVER_CHECK(cusolverDnDpotrs(solver_, CUBLAS_FILL_MODE_LOWER, ri, c, f.data,
+                                            int(f.ld), out.data, int(out.ld), info_ + 1));
     spd_rowscale_kernel<<<nb, 256, 0, stream_>>>(f.data, f.ld, ri, out.data, out.ld, c, 1.0,
                                                  status.data, out.data, out.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -1312,8 +1471,8 @@ class CudaDenseOps final : public DenseBlockOps {
     const std::int64_t qc = q.cols, rc = r.cols, n = r.rows;
     if (rc == 0) return;
     if (fused_ && qc <= 64 && rc <= 64 && n >= 4096) {
-      const int nb = qc <= 32 && rc <= 32 ? launch_cg_residual<4, 4>(q, alpha, r)
-                                          : launch_cg_residual<8, 8>(q, alpha, r);
+      const int nb = qc <= 32 && rc <= 32 ? launch_cg_residual<4, 4, false>(q, alpha, r, nullptr, r)
+                                          : launch_cg_residual<8, 8, false>(q, alpha, r, nullptr, r);
       gram_finish_kernel<<<static_cast<unsigned>(((qc + rc) * rc + 31) / 32), 256, 0, stream_>>>(
           partial_, nb, static_cast<int>(qc + rc), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
       TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -1329,6 +1488,33 @@ class CudaDenseOps final : public DenseBlockOps {
     if (qc > 0) gram_into(1.0, q, r, 0.0, MvView<double>{g.data, qc, rc, g.ld, g.space});
     MvView<double> gb{g.data + qc, rc, rc, g.ld, g.space};
     gram_into(1.0, r, r, 0.0, gb);
+  }
+
+  void cg_residual_update_jacobi(MvView<const double> q, MvView<const double> alpha,
+                                 const double* d, MvView<double> r, MvView<double> z,
+                                 MvView<double> g) override {
+    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
+                        z.rows == r.rows && z.cols == r.cols &&
+                        g.rows == q.cols + r.cols + 1 && g.cols == r.cols,
+                    "cg_residual_update_jacobi: shapes");
+    const std::int64_t qc = q.cols, rc = r.cols, n = r.rows;
+    if (rc == 0) return;
+    if (fused_ && qc <= 64 && rc <= 64 && n >= 4096) {
+      const int nb = qc <= 32 && rc <= 32 ? launch_cg_residual<4, 4, true>(q, alpha, r, d, z)
+                                          : launch_cg_residual<8, 8, true>(q, alpha, r, d, z);
+      const std::int64_t gr = qc + rc + 1;
+      gram_finish_kernel<<<static_cast<unsigned>((gr * rc + 31) / 32), 256, 0, stream_>>>(
+          partial_, nb, static_cast<int>(gr), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    // Composite: R −= Q·α, Z = diag(d)·R, G = [Q R]ᵀ·Z, then the norms into G's last row.
+    gemm_into(-1.0, q, alpha, 1.0, r);
+    scale_rows(d, r, z);
+    if (qc > 0) gram_into(1.0, q, z, 0.0, MvView<double>{g.data, qc, rc, g.ld, g.space});
+    gram_into(1.0, r, z, 0.0, MvView<double>{g.data + qc, rc, rc, g.ld, g.space});
+    if (n > 0) column_dots_to(r, r, g.data + qc + rc, g.ld);
+    else fill_zero(MvView<double>{g.data + qc + rc, 1, rc, g.ld, g.space});
   }
 
   void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
@@ -1470,18 +1656,22 @@ class CudaDenseOps final : public DenseBlockOps {
     auto allow = [](const void* f, int bytes) {
       TCSOLVE_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     };
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8>), cg_residual_smem(8, 8));
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4>), cg_residual_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8, false>), cg_residual_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, false>), cg_residual_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8, true>), cg_residual_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, true>), cg_residual_smem(4, 4));
     allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8>), cg_direction_smem(8, 8));
     allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4>), cg_direction_smem(4, 4));
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4>), tall_gemm_smem(4, 4));
     if (const char* ev = std::getenv("TCSOLVE_NO_FUSED")) fused_ = std::atoi(ev) == 0;
     // TCSOLVE_TALL_GEMM=0: gemm_into through cuBLAS only (A/B of tall_gemm_kernel)
     if (const char* ev = std::getenv("TCSOLVE_TALL_GEMM")) tall_gemm_ = std::atoi(ev) != 0;
+    // TCSOLVE_GRAM_VEC=0: the Gram kernel's 8-byte loads only (A/B of its double2 loads)
+    if (const char* ev = std::getenv("TCSOLVE_GRAM_VEC")) gram_vec_ = std::atoi(ev) != 0;
   }
-  static int cg_residual_smem(int qt, int rt) {
+  static int cg_residual_smem(int qt, int rt) {  // α, the T tile, the tile's 32 Jacobi scales
     return static_cast<int>(sizeof(double)) *
-           (8 * qt * frag_ld(8 * rt) + 32 * frag_ld(8 * qt + 8 * rt));
+           (8 * qt * frag_ld(8 * rt) + 32 * frag_ld(8 * qt + 8 * rt) + 32);
   }
   static int tall_gemm_smem(int qt, int rt) {
     return static_cast<int>(sizeof(double)) * 8 * qt * frag_ld(8 * rt);
@@ -1489,16 +1679,18 @@ class CudaDenseOps final : public DenseBlockOps {
   static int cg_direction_smem(int qt, int rt) {
     return static_cast<int>(sizeof(double)) * 2 * 8 * qt * frag_ld(8 * rt);
   }
-  template <int QT, int RT>
-  int launch_cg_residual(MvView<const double> q, MvView<const double> alpha, MvView<double> r) {
+  template <int QT, int RT, bool JAC>
+  int launch_cg_residual(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
+                         const double* d, MvView<double> z) {
     const int smem = cg_residual_smem(QT, RT);
     const int nb = static_cast<int>(std::min<std::int64_t>(
-        resident_blocks(reinterpret_cast<const void*>(&cg_residual_kernel<QT, RT>), 128, smem),
+        resident_blocks(reinterpret_cast<const void*>(&cg_residual_kernel<QT, RT, JAC>), 128, smem),
         (r.rows + 31) / 32));
-    ensure_partial(nb, static_cast<std::size_t>((q.cols + r.cols) * r.cols));
-    cg_residual_kernel<QT, RT><<<nb, 128, smem, stream_>>>(
+    ensure_partial(nb, static_cast<std::size_t>((q.cols + r.cols + (JAC ? 1 : 0)) * r.cols));
+    cg_residual_kernel<QT, RT, JAC><<<nb, 128, smem, stream_>>>(
         r.rows, static_cast<int>(q.cols), static_cast<int>(r.cols), alpha.data, alpha.ld,
-        q.cols > 0 ? q.data : r.data, q.cols > 0 ? q.ld : r.ld, r.data, r.ld, partial_);
+        q.cols > 0 ? q.data : r.data, q.cols > 0 ? q.ld : r.ld, r.data, r.ld, d, z.data, z.ld,
+        partial_);
     TCSOLVE_CUDA_CHECK_LAUNCH();
     return nb;
   }
@@ -1514,21 +1706,28 @@ class CudaDenseOps final : public DenseBlockOps {
         beta.data, beta.ld, z.data, z.ld, p.data, p.ld, x.data, x.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
+  template <int M, int N, bool V>
+  int launch_gram_instance(std::size_t sh, MvView<const double> x, MvView<const double> y) {
+    const int p = static_cast<int>(x.cols), q = static_cast<int>(y.cols);
+    const int nb = static_cast<int>(std::min<std::int64_t>(
+        resident_blocks(reinterpret_cast<const void*>(&gram_tn_kernel<M, N, V>), 128, sh),
+        (x.rows + 255) / 256));
+    ensure_partial(nb, static_cast<std::size_t>(p) * q);
+    gram_tn_kernel<M, N, V><<<nb, 128, sh, stream_>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld,
+                                                      partial_);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    return nb;
+  }
   // The Gram kernel instance with the fewest tiles covering mt × nt; returns its block count.
   int launch_gram_tn(int mt, int nt, std::size_t sh, MvView<const double> x,
                      MvView<const double> y) {
-    const int p = static_cast<int>(x.cols), q = static_cast<int>(y.cols);
-#define TCSOLVE_GRAM_CASE(M, N)                                                                 \
-  if (mt <= M && nt <= N) {                                                                     \
-    const int nb = static_cast<int>(std::min<std::int64_t>(                                     \
-        resident_blocks(reinterpret_cast<const void*>(&gram_tn_kernel<M, N>), 128, sh),         \
-        (x.rows + 255) / 256));                                                                  \
-    ensure_partial(nb, static_cast<std::size_t>(p) * q);                                        \
-    gram_tn_kernel<M, N><<<nb, 128, sh, stream_>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld,  \
-                                                   partial_);                                   \
-    TCSOLVE_CUDA_CHECK_LAUNCH();                                                                \
-    return nb;                                                                                  \
-  }
+    const bool vec = gram_vec_ && x.ld % 2 == 0 && y.ld % 2 == 0 &&
+                     (reinterpret_cast<std::uintptr_t>(x.data) |
+                      reinterpret_cast<std::uintptr_t>(y.data)) % 16 == 0;
+#define TCSOLVE_GRAM_CASE(M, N)                                                  \
+  if (mt <= M && nt <= N)                                                        \
+    return vec ? launch_gram_instance<M, N, true>(sh, x, y)                      \
+               : launch_gram_instance<M, N, false>(sh, x, y);
     TCSOLVE_GRAM_CASE(1, 1)
     TCSOLVE_GRAM_CASE(2, 2)
     TCSOLVE_GRAM_CASE(4, 4)
@@ -1627,6 +1826,7 @@ class CudaDenseOps final : public DenseBlockOps {
   std::size_t partial_elems_ = 0;
   std::vector<std::pair<const void*, int>> occupancy_;
   bool fused_ = true;          // fused tensor-core kernels (TCSOLVE_NO_FUSED=1: cuBLAS composites)
+  bool gram_vec_ = true;       // gram_tn_kernel's double2 loads where aligned (TCSOLVE_GRAM_VEC=0: off)
   bool tall_gemm_ = true;      // gemm_into's own kernel for p, q ≤ 32 (TCSOLVE_TALL_GEMM=0: cuBLAS)
   struct Slot {                // pinned staging of one fetch_async ticket
     double* pinned = nullptr;

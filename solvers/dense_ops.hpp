@@ -161,6 +161,12 @@ class DenseBlockOps {
   // Q and R (reads Q, R; writes R). Q n × q, α (q × r) and G ((q + r) × r) backend, R n × r.
   virtual void cg_residual_update(MvView<const double> q, MvView<const double> alpha,
                                   MvView<double> r, MvView<double> g) = 0;
+  // Its Jacobi-preconditioned twin: R ← R − Q·α, Z ← diag(d)·R (d: n doubles, backend), and
+  // G ((q + r + 1) × r) = [Q R]ᵀ·Z in rows 0:q+r with ‖R_j‖² in row q + r, all with the updated
+  // R, in one pass (reads Q, R, d; writes R, Z). Z must not alias Q or R.
+  virtual void cg_residual_update_jacobi(MvView<const double> q, MvView<const double> alpha,
+                                         const double* d, MvView<double> r, MvView<double> z,
+                                         MvView<double> g) = 0;
   // Block CG direction pass, in place: X ← X + P(:, 0:q)·α and P(:, 0:r) ← Z + P(:, 0:q)·β
   // (α, β q × r backend; X, Z n × r; the view P has max(q, r) columns: q before, r after).
   // Reads P, Z, X; writes P, X. Z must not alias P.

@@ -169,14 +169,26 @@ Mat symmetric_random(std::int64_t m, std::uint64_t seed) {
 TEST(DenseOpsDevice, GramIntoAndGemmIntoMatchEigen) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
+  // Even n: the double2 loads (16 rows a step; 5006 and 4102 end in a partial step); odd n, or
+  // a view one row in (misaligned): the 8-byte loads.
   for (auto [n, p, q] : {std::array<std::int64_t, 3>{5003, 7, 13}, {5003, 33, 64}, {4099, 64, 29},
-                         {8191, 1, 1}, {5003, 70, 9}, {1001, 12, 12}}) {
+                         {8191, 1, 1}, {5003, 70, 9}, {1001, 12, 12}, {5006, 7, 13},
+                         {5006, 33, 64}, {4102, 32, 32}, {8200, 1, 1}, {4102, 64, 29}}) {
     f.ops->reserve(n, std::max(p, q), p * q);
     Mat X = random_mat(n, p, 100 + p), Y = random_mat(n, q, 200 + q), G0 = random_mat(p, q, 7);
     auto x = f.put(X), y = f.put(Y), g = f.put(G0);
     f.ops->gram_into(1.5, x.view(), y.view(), -0.5, g.view());
     Mat ref = 1.5 * X.transpose() * Y - 0.5 * G0;
     EXPECT_LT((f.get(g.view()) - ref).cwiseAbs().maxCoeff(), 1e-10 * n) << n << " " << p << " " << q;
+    for (std::int64_t r0 : {1, 2}) {  // rows r0..n-1: misaligned (1), aligned with a tail (2)
+      const std::int64_t m = n - r0;
+      MvView<const double> xs{x.data() + r0, m, p, x.ld(), f.ops->space()};
+      MvView<const double> ys{y.data() + r0, m, q, y.ld(), f.ops->space()};
+      auto gs = f.put(Mat::Constant(p, q, std::nan("")));
+      f.ops->gram_into(1.0, xs, ys, 0.0, gs.view());
+      const Mat sub = X.bottomRows(m).transpose() * Y.bottomRows(m);
+      EXPECT_LT((f.get(gs.view()) - sub).cwiseAbs().maxCoeff(), 1e-10 * n) << n << " rows from " << r0;
+    }
     // β = 0 must not read G (NaN there).
     Mat nan = Mat::Constant(p, q, std::nan(""));
     auto g2 = f.put(nan);
@@ -442,6 +454,36 @@ TEST(DenseOpsDevice, BlockCgPassesMatchEigen) {
     Mat Pg = f.get(pd.view());
     EXPECT_LT((Pg.leftCols(r) - (Z + P * Be)).cwiseAbs().maxCoeff(), 1e-12 * q);
     EXPECT_EQ((Pg.rightCols(q - r) - P.rightCols(q - r)).norm(), 0.0);
+  }
+}
+
+TEST(DenseOpsDevice, JacobiResidualPassMatchesEigen) {
+  // R −= Q·α, Z = diag(d)·R, G = [[QᵀZ]; [RᵀZ]; ‖R_j‖²] on both sides of the fused kernel's
+  // limits (n ≥ 4096, ≤ 64 columns; 32: the 4 × 4-tile instance), rows not multiples of the
+  // 32-row tiles, Z and G poisoned with NaN, and past 2²¹ rows.
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto [n, q, r] : {std::array<std::int64_t, 3>{5003, 7, 5}, {5003, 32, 32}, {6007, 40, 33},
+                         {4099, 64, 64}, {1001, 9, 9}, {4099, 70, 66}, {4099, 0, 12},
+                         {(std::int64_t{1} << 21) + 37, 8, 8}}) {
+    SCOPED_TRACE("n = " + std::to_string(n) + ", q = " + std::to_string(q) + ", r = " + std::to_string(r));
+    f.ops->reserve(n, std::max(q, r), 2 * q * q + 1);
+    Mat Q = random_mat(n, q, 180), R = random_mat(n, r, 181), Al = random_mat(q, r, 182);
+    Eigen::VectorXd d = (random_mat(n, 1, 183).array().abs() + 0.1).matrix();
+    auto qd = f.put(Q), rd = f.put(R), al = f.put(Al), dd = f.put(d);
+    auto zd = f.put(Mat::Constant(n, r, nan)), g = f.put(Mat::Constant(q + r + 1, r, nan));
+    f.ops->cg_residual_update_jacobi(qd.view(), al.view(), dd.data(), rd.view(), zd.view(), g.view());
+    const Mat Rn = R - Q * Al;
+    const Mat Zn = d.asDiagonal() * Rn;
+    EXPECT_LT((f.get(rd.view()) - Rn).cwiseAbs().maxCoeff(), 1e-12 * (1 + q));
+    EXPECT_LT((f.get(zd.view()) - Zn).cwiseAbs().maxCoeff(), 1e-12 * (1 + q));
+    Mat Gref(q + r + 1, r);
+    Gref << Q.transpose() * Zn, Rn.transpose() * Zn, Rn.colwise().squaredNorm();
+    const Mat Gg = f.get(g.view());
+    ASSERT_TRUE(Gg.allFinite());
+    // Relative to the entries' scale (n·q for the sums of n products of O(q) values).
+    EXPECT_LT((Gg - Gref).cwiseAbs().maxCoeff(), 1e-12 * n * (1 + q)) << (Gg - Gref).cwiseAbs().maxCoeff();
   }
 }
 
