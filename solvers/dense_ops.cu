@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -513,6 +515,29 @@ __device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b)
 // hit 16 different 8-byte bank pairs.
 __host__ __device__ constexpr int frag_ld(int cols) { return ((cols + 15) / 16) * 16 + 4; }
 
+// Rows row, row + 1 of a column (lo, hi): one double2 when the whole step is inside the block
+// (full; col + row 16-byte aligned), else guarded 8-byte loads (0 past n).
+__device__ __forceinline__ void load_pair(const double* col, long long row, long long n, bool full,
+                                          double& lo, double& hi) {
+  if (full) {
+    const double2 v = *reinterpret_cast<const double2*>(col + row);
+    lo = v.x, hi = v.y;
+  } else {
+    lo = row < n ? col[row] : 0.0;
+    hi = row + 1 < n ? col[row + 1] : 0.0;
+  }
+}
+__device__ __forceinline__ void store_pair(double* col, long long row, long long n, bool full,
+                                           double lo, double hi) {
+  if (full) {
+    *reinterpret_cast<double2*>(col + row) = make_double2(lo, hi);
+  } else {
+    if (row < n) col[row] = lo;
+    if (row + 1 < n) col[row + 1] = hi;
+  }
+}
+
+
 // Partial Gram products G_b = X(rows of b)ᵀ·Y(rows of b), X n × p, Y n × q, p ≤ 8·MT, q ≤ 8·NT.
 // Each warp walks 4-row k-steps (grid-stride over all warps) holding every 8 × 8 output tile in
 // registers (2·MT·NT doubles per lane); fragments come straight from global memory (a warp's load
@@ -543,15 +568,6 @@ __global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q,
     double af[KS][MT], bf[KS][NT];
     if (V) {
       const bool full = k0 + 4 * KS <= n;
-      auto pair = [&](const double* col, long long row, double& lo, double& hi) {
-        if (full) {
-          const double2 v = *reinterpret_cast<const double2*>(col + row);
-          lo = v.x, hi = v.y;
-        } else {
-          lo = row < n ? col[row] : 0.0;
-          hi = row + 1 < n ? col[row + 1] : 0.0;
-        }
-      };
 #pragma unroll
       for (int u = 0; u < KS / 2; ++u) {
         const long long row = k0 + 8 * u + 2 * t;
@@ -559,13 +575,13 @@ __global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q,
         for (int i = 0; i < MT; ++i) {
           const int c = 8 * i + g;
           af[2 * u][i] = af[2 * u + 1][i] = 0.0;
-          if (c < p) pair(x + c * ldx, row, af[2 * u][i], af[2 * u + 1][i]);
+          if (c < p) load_pair(x + c * ldx, row, n, full, af[2 * u][i], af[2 * u + 1][i]);
         }
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
           const int c = 8 * j + g;
           bf[2 * u][j] = bf[2 * u + 1][j] = 0.0;
-          if (c < q) pair(y + c * ldy, row, bf[2 * u][j], bf[2 * u + 1][j]);
+          if (c < q) load_pair(y + c * ldy, row, n, full, bf[2 * u][j], bf[2 * u + 1][j]);
         }
       }
     } else {
@@ -728,19 +744,21 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
     const long long next = tile0 + 32LL * gridDim.x;
     if (next < n) load(next);
     __syncthreads();
-    // ---- 2. G += Tᵀ·T(:, 8QT:) over the tile's 32 rows
+    // ---- 2. G += Tᵀ·T(:, 8QT:) over the tile's 32 rows. Tile tid = warp + 4·s2 of this warp
+    // is (ti, tj) = (tid / RT, tid % RT) = (s2 / (RT/4), warp + 4·(s2 % (RT/4))): k-steps outer,
+    // so that the B fragment (and the Jacobi scale) of a k-step is read from shared memory once
+    // for the tiles that share tj, not once per tile.
+    static_assert(RT % 4 == 0, "cg_residual_kernel: RT a multiple of the 4 warps");
 #pragma unroll
-    for (int s2 = 0; s2 < SLOTS; ++s2) {
-      const int tid = warp + 4 * s2;
-      if (tid < NTILE) {
-        const int ti = tid / RT, tj = tid % RT;
+    for (int ks = 0; ks < 8; ++ks) {
+      const double sc = JAC ? ds[4 * ks + t] : 1.0;
 #pragma unroll
-        for (int ks = 0; ks < 8; ++ks) {
-          const double a = ts[(4 * ks + t) * LDT + 8 * ti + g];
-          double b = ts[(4 * ks + t) * LDT + 8 * QT + 8 * tj + g];
-          if (JAC) b *= ds[4 * ks + t];
-          dmma(gacc[s2][0], gacc[s2][1], a, b);
-        }
+      for (int s2 = 0; s2 < SLOTS; ++s2) {
+        const int ti = s2 / (RT / 4), tj = warp + 4 * (s2 % (RT / 4));
+        const double a = ts[(4 * ks + t) * LDT + 8 * ti + g];
+        double b = ts[(4 * ks + t) * LDT + 8 * QT + 8 * tj + g];
+        if (JAC) b *= sc;
+        dmma(gacc[s2][0], gacc[s2][1], a, b);
       }
     }
     __syncthreads();
@@ -782,10 +800,17 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
   }
 }
 
+// Row-pair strips (V) of the tall-skinny update kernels below: a warp's step takes 16 rows, lane
+// (g, t) loading rows s0 + 2g and s0 + 2g + 1 of a column as one double2, the even rows forming
+// one 8-row m-tile (u = 0) and the odd rows another (u = 1). Rows are independent in these
+// products, so any row order within the step is the same computation; a warp instruction then
+// reads or writes 128 contiguous bytes of each of its 4 columns (whole lines) instead of 64.
+// Without V (a misaligned view, odd leading dimension): 8-row strips of 8-byte accesses.
+
 // Block CG direction pass (cg_direction_update), in place, q ≤ 8·QT, r ≤ 8·RT: one warp per
-// 8-row strip (grid-stride): A = P strip fragments (all q columns, in registers before anything
+// strip (grid-stride): A = P strip fragments (all q columns, in registers before anything
 // is stored), X += P·α and P(:, 0:r) = Z + P·β per 8-column tile. Reads P, Z, X; writes P, X.
-template <int QT, int RT>
+template <int QT, int RT, bool V>
 __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, int r,
                                                            const double* alpha, long long lda,
                                                            const double* beta, long long ldb,
@@ -793,6 +818,7 @@ __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, i
                                                            double* pm, long long ldp, double* xm,
                                                            long long ldx) {
   constexpr int LDA = frag_ld(8 * RT);
+  constexpr int U = V ? 2 : 1;  // m-tiles per strip
   extern __shared__ double smem[];
   double* as = smem;                 // α, 8QT × LDA
   double* bs = smem + 8 * QT * LDA;  // β
@@ -805,57 +831,82 @@ __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, i
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  for (long long s0 = 8 * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
-       s0 += 8LL * gridDim.x * nw) {
-    const long long row = s0 + g;
-    const bool rv = row < n;
+  for (long long s0 = 8 * U * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
+       s0 += 8LL * U * gridDim.x * nw) {
     // Every load of the strip (P, X, Z) before the first mma and store: the stores to P and X
     // could alias later loads as far as the compiler knows, so it would not hoist them itself.
-    double af[2 * QT], xf[RT][2], pf[RT][2];
+    double af[U][2 * QT], xf[U][RT][2], pf[U][RT][2];
+    const bool full = s0 + 16 <= n;
+    const long long row = V ? s0 + 2 * g : s0 + g;  // V: rows row (u = 0) and row + 1 (u = 1)
+    const bool rv = row < n;
 #pragma unroll
     for (int ks = 0; ks < 2 * QT; ++ks) {
       const int k = 4 * ks + t;
-      af[ks] = rv && k < q ? pm[row + k * ldp] : 0.0;
+      if (V) {
+        af[0][ks] = af[U - 1][ks] = 0.0;
+        if (k < q) load_pair(pm + k * ldp, row, n, full, af[0][ks], af[U - 1][ks]);
+      } else {
+        af[0][ks] = rv && k < q ? pm[row + k * ldp] : 0.0;
+      }
     }
 #pragma unroll
-    for (int ct = 0; ct < RT; ++ct) {
-      const int c0 = 8 * ct + 2 * t;
-      const bool v0 = rv && c0 < r, v1 = rv && c0 + 1 < r;
-      xf[ct][0] = v0 ? xm[row + c0 * ldx] : 0.0;
-      xf[ct][1] = v1 ? xm[row + (c0 + 1) * ldx] : 0.0;
-      pf[ct][0] = v0 ? zm[row + c0 * ldz] : 0.0;
-      pf[ct][1] = v1 ? zm[row + (c0 + 1) * ldz] : 0.0;
-    }
+    for (int ct = 0; ct < RT; ++ct)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = 8 * ct + 2 * t + h;
+        if (V) {
+          xf[0][ct][h] = xf[U - 1][ct][h] = pf[0][ct][h] = pf[U - 1][ct][h] = 0.0;
+          if (c < r) {
+            load_pair(xm + c * ldx, row, n, full, xf[0][ct][h], xf[U - 1][ct][h]);
+            load_pair(zm + c * ldz, row, n, full, pf[0][ct][h], pf[U - 1][ct][h]);
+          }
+        } else {
+          xf[0][ct][h] = rv && c < r ? xm[row + c * ldx] : 0.0;
+          pf[0][ct][h] = rv && c < r ? zm[row + c * ldz] : 0.0;
+        }
+      }
 #pragma unroll
     for (int ct = 0; ct < RT; ++ct) {
 #pragma unroll
       for (int ks = 0; ks < 2 * QT; ++ks) {
         const int ai = (4 * ks + t) * LDA + 8 * ct + g;
-        dmma(xf[ct][0], xf[ct][1], af[ks], as[ai]);
-        dmma(pf[ct][0], pf[ct][1], af[ks], bs[ai]);
+        const double a = as[ai], b = bs[ai];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          dmma(xf[u][ct][0], xf[u][ct][1], af[u][ks], a);
+          dmma(pf[u][ct][0], pf[u][ct][1], af[u][ks], b);
+        }
       }
     }
 #pragma unroll
-    for (int ct = 0; ct < RT; ++ct) {
-      const int c0 = 8 * ct + 2 * t;
-      const bool v0 = rv && c0 < r, v1 = rv && c0 + 1 < r;
-      if (v0) xm[row + c0 * ldx] = xf[ct][0], pm[row + c0 * ldp] = pf[ct][0];
-      if (v1) xm[row + (c0 + 1) * ldx] = xf[ct][1], pm[row + (c0 + 1) * ldp] = pf[ct][1];
-    }
+    for (int ct = 0; ct < RT; ++ct)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = 8 * ct + 2 * t + h;
+        if (c >= r) continue;
+        if (V) {
+          store_pair(xm + c * ldx, row, n, full, xf[0][ct][h], xf[U - 1][ct][h]);
+          store_pair(pm + c * ldp, row, n, full, pf[0][ct][h], pf[U - 1][ct][h]);
+        } else if (rv) {
+          xm[row + c * ldx] = xf[0][ct][h];
+          pm[row + c * ldp] = pf[0][ct][h];
+        }
+      }
   }
 }
 
 // Y = α·X·C + β·Y (gemm_into) for X n × p (p ≤ 8·QT) and a small C p × q (q ≤ 8·RT), the
-// pattern of cg_direction_kernel: one warp per 8-row strip (grid-stride), the strip's X
-// fragments in registers, C in shared memory, DMMA m8n8k4. Reads X once (and Y when β ≠ 0),
-// writes Y once: (p + q [+ q])·8 bytes a row. Y must not alias X. (Instead of cuBLAS, whose
-// kernel for each new shape loads on first use: 13 ms on an H200, bench/first_use.)
-template <int QT, int RT>
+// pattern of cg_direction_kernel: one warp per strip (grid-stride), the strip's X fragments in
+// registers, C in shared memory, DMMA m8n8k4. Reads X once (and Y when β ≠ 0), writes Y once:
+// (p + q [+ q])·8 bytes a row. Y must not alias X. (Instead of cuBLAS, whose kernel for each new
+// shape loads on first use: 13 ms on an H200, bench/first_use.)
+template <int QT, int RT, bool V>
 __global__ void __launch_bounds__(128) tall_gemm_kernel(long long n, int p, int q, double alpha,
                                                         const double* xm, long long ldx,
                                                         const double* cm, long long ldc,
                                                         double beta, double* ym, long long ldy) {
   constexpr int LDA = frag_ld(8 * RT);
+  constexpr int U = V ? 2 : 1;
   extern __shared__ double smem[];
   double* cs = smem;  // C, 8QT × LDA (row k at k·LDA)
   for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
@@ -865,32 +916,55 @@ __global__ void __launch_bounds__(128) tall_gemm_kernel(long long n, int p, int 
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  for (long long s0 = 8 * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
-       s0 += 8LL * gridDim.x * nw) {
-    const long long row = s0 + g;
+  for (long long s0 = 8 * U * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
+       s0 += 8LL * U * gridDim.x * nw) {
+    const bool full = s0 + 16 <= n;
+    const long long row = V ? s0 + 2 * g : s0 + g;
     const bool rv = row < n;
-    double af[2 * QT], yf[RT][2];
+    double af[U][2 * QT], yf[U][RT][2];
 #pragma unroll
     for (int ks = 0; ks < 2 * QT; ++ks) {
       const int k = 4 * ks + t;
-      af[ks] = rv && k < p ? xm[row + k * ldx] : 0.0;
+      if (V) {
+        af[0][ks] = af[U - 1][ks] = 0.0;
+        if (k < p) load_pair(xm + k * ldx, row, n, full, af[0][ks], af[U - 1][ks]);
+      } else {
+        af[0][ks] = rv && k < p ? xm[row + k * ldx] : 0.0;
+      }
     }
 #pragma unroll
-    for (int ct = 0; ct < RT; ++ct) yf[ct][0] = yf[ct][1] = 0.0;
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int ct = 0; ct < RT; ++ct) yf[u][ct][0] = yf[u][ct][1] = 0.0;
 #pragma unroll
     for (int ct = 0; ct < RT; ++ct) {
 #pragma unroll
-      for (int ks = 0; ks < 2 * QT; ++ks)
-        dmma(yf[ct][0], yf[ct][1], af[ks], cs[(4 * ks + t) * LDA + 8 * ct + g]);
+      for (int ks = 0; ks < 2 * QT; ++ks) {
+        const double cf = cs[(4 * ks + t) * LDA + 8 * ct + g];
+#pragma unroll
+        for (int u = 0; u < U; ++u) dmma(yf[u][ct][0], yf[u][ct][1], af[u][ks], cf);
+      }
     }
 #pragma unroll
     for (int ct = 0; ct < RT; ++ct) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int c = 8 * ct + 2 * t + h;
-        if (!rv || c >= q) continue;
-        double* yp = ym + row + c * ldy;
-        *yp = beta == 0.0 ? alpha * yf[ct][h] : fma(alpha, yf[ct][h], beta * *yp);
+        if (c >= q) continue;
+        double* yc = ym + c * ldy;
+        if (V) {
+          double lo = alpha * yf[0][ct][h], hi = alpha * yf[U - 1][ct][h];
+          if (beta != 0.0) {
+            double y0, y1;
+            load_pair(yc, row, n, full, y0, y1);
+            lo = fma(alpha, yf[0][ct][h], beta * y0);
+            hi = fma(alpha, yf[U - 1][ct][h], beta * y1);
+          }
+          store_pair(yc, row, n, full, lo, hi);
+        } else if (rv) {
+          double* yp = yc + row;
+          *yp = beta == 0.0 ? alpha * yf[0][ct][h] : fma(alpha, yf[0][ct][h], beta * *yp);
+        }
       }
     }
   }
@@ -1240,14 +1314,28 @@ class CudaDenseOps final : public DenseBlockOps {
                                      &alpha, x.data, int(x.ld), c.data, int(c.ld), &beta, y.data,
                                      int(y.ld)));
   }
+  // Row-pair strips (double2 accesses) when every tall block is 16-byte aligned with an even
+  // leading dimension (TCSOLVE_PAIR_ROWS=0: never).
+  bool pairs_ok(std::initializer_list<MvView<const double>> blocks) const {
+    if (!pair_rows_) return false;
+    for (const auto& b : blocks)
+      if (b.ld % 2 != 0 || reinterpret_cast<std::uintptr_t>(b.data) % 16 != 0) return false;
+    return true;
+  }
   template <int QT, int RT>
   void launch_tall_gemm(double alpha, MvView<const double> x, MvView<const double> c, double beta,
                         MvView<double> y) {
+    if (pairs_ok({x, y})) launch_tall_gemm_instance<QT, RT, true>(alpha, x, c, beta, y);
+    else launch_tall_gemm_instance<QT, RT, false>(alpha, x, c, beta, y);
+  }
+  template <int QT, int RT, bool V>
+  void launch_tall_gemm_instance(double alpha, MvView<const double> x, MvView<const double> c,
+                                 double beta, MvView<double> y) {
     const int smem = tall_gemm_smem(QT, RT);
     const int nb = static_cast<int>(std::min<std::int64_t>(
-        resident_blocks(reinterpret_cast<const void*>(&tall_gemm_kernel<QT, RT>), 128, smem),
+        resident_blocks(reinterpret_cast<const void*>(&tall_gemm_kernel<QT, RT, V>), 128, smem),
         (y.rows + 31) / 32));
-    tall_gemm_kernel<QT, RT><<<nb, 128, smem, stream_>>>(
+    tall_gemm_kernel<QT, RT, V><<<nb, 128, smem, stream_>>>(
         y.rows, static_cast<int>(x.cols), static_cast<int>(y.cols), alpha, x.data, x.ld, c.data,
         c.ld, beta, y.data, y.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -1660,14 +1748,19 @@ class CudaDenseOps final : public DenseBlockOps {
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, false>), cg_residual_smem(4, 4));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8, true>), cg_residual_smem(8, 8));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, true>), cg_residual_smem(4, 4));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8>), cg_direction_smem(8, 8));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4>), cg_direction_smem(4, 4));
-    allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4>), tall_gemm_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8, false>), cg_direction_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4, false>), cg_direction_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8, true>), cg_direction_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4, true>), cg_direction_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4, false>), tall_gemm_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4, true>), tall_gemm_smem(4, 4));
     if (const char* ev = std::getenv("TCSOLVE_NO_FUSED")) fused_ = std::atoi(ev) == 0;
     // TCSOLVE_TALL_GEMM=0: gemm_into through cuBLAS only (A/B of tall_gemm_kernel)
     if (const char* ev = std::getenv("TCSOLVE_TALL_GEMM")) tall_gemm_ = std::atoi(ev) != 0;
     // TCSOLVE_GRAM_VEC=0: the Gram kernel's 8-byte loads only (A/B of its double2 loads)
     if (const char* ev = std::getenv("TCSOLVE_GRAM_VEC")) gram_vec_ = std::atoi(ev) != 0;
+    // TCSOLVE_PAIR_ROWS=0: the update kernels' 8-row strips only (A/B of the row-pair strips)
+    if (const char* ev = std::getenv("TCSOLVE_PAIR_ROWS")) pair_rows_ = std::atoi(ev) != 0;
   }
   static int cg_residual_smem(int qt, int rt) {  // α, the T tile, the tile's 32 Jacobi scales
     return static_cast<int>(sizeof(double)) *
@@ -1697,11 +1790,17 @@ class CudaDenseOps final : public DenseBlockOps {
   template <int QT, int RT>
   void launch_cg_direction(MvView<const double> alpha, MvView<const double> beta,
                            MvView<const double> z, MvView<double> p, MvView<double> x) {
+    if (pairs_ok({z, p, x})) launch_cg_direction_instance<QT, RT, true>(alpha, beta, z, p, x);
+    else launch_cg_direction_instance<QT, RT, false>(alpha, beta, z, p, x);
+  }
+  template <int QT, int RT, bool V>
+  void launch_cg_direction_instance(MvView<const double> alpha, MvView<const double> beta,
+                                    MvView<const double> z, MvView<double> p, MvView<double> x) {
     const int smem = cg_direction_smem(QT, RT);
     const int nb = static_cast<int>(std::min<std::int64_t>(
-        resident_blocks(reinterpret_cast<const void*>(&cg_direction_kernel<QT, RT>), 128, smem),
+        resident_blocks(reinterpret_cast<const void*>(&cg_direction_kernel<QT, RT, V>), 128, smem),
         (p.rows + 31) / 32));
-    cg_direction_kernel<QT, RT><<<nb, 128, smem, stream_>>>(
+    cg_direction_kernel<QT, RT, V><<<nb, 128, smem, stream_>>>(
         p.rows, static_cast<int>(alpha.rows), static_cast<int>(z.cols), alpha.data, alpha.ld,
         beta.data, beta.ld, z.data, z.ld, p.data, p.ld, x.data, x.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -1826,6 +1925,7 @@ class CudaDenseOps final : public DenseBlockOps {
   std::size_t partial_elems_ = 0;
   std::vector<std::pair<const void*, int>> occupancy_;
   bool fused_ = true;          // fused tensor-core kernels (TCSOLVE_NO_FUSED=1: cuBLAS composites)
+  bool pair_rows_ = true;      // update kernels' row-pair strips where aligned (TCSOLVE_PAIR_ROWS=0: off)
   bool gram_vec_ = true;       // gram_tn_kernel's double2 loads where aligned (TCSOLVE_GRAM_VEC=0: off)
   bool tall_gemm_ = true;      // gemm_into's own kernel for p, q ≤ 32 (TCSOLVE_TALL_GEMM=0: cuBLAS)
   struct Slot {                // pinned staging of one fetch_async ticket

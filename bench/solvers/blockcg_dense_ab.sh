@@ -5,7 +5,7 @@
 # profile of the benchmark's kernels. Staged by scripts/device_session.sh stage plus
 #   cp OLD_BUILD/apps/tcsolve $D/tcsolve_old; cp build/bench/dense_bench $D/
 # Run: run(command="OUT=$OUT bash bench/solvers/blockcg_dense_ab.sh", carry=[".device-data/s4"])
-# Env: REPS (solve runs per binary, default 3), ROWS (default: the three rows below), NCU=1.
+# Env: REPS (runs per binary, default 3), ROWS (default: three solve rows), ENV_B, NCU=1.
 set -u -o pipefail
 D=${D:-.device-data/s4}
 OUT=${OUT:-device-out}
@@ -18,23 +18,30 @@ date -u +%FT%TZ
 echo "== dense_bench"
 for nn in 786432 1000000; do
   "$D/dense_bench" $nn 32 30 | tee "$OUT/dense_bench_${nn}.txt"
-  TCSOLVE_GRAM_VEC=0 "$D/dense_bench" $nn 32 30 | grep gram_into | sed 's/^/GRAM_VEC=0 /'
+  TCSOLVE_GRAM_VEC=0 TCSOLVE_PAIR_ROWS=0 "$D/dense_bench" $nn 32 30 | grep -E "gram_into|gemm_into|direction" |
+    sed 's/^/GRAM_VEC=0 PAIR_ROWS=0 /'
 done
 
-echo "== solves (seconds.solve, iterations, solve_steps)"
-ROWS=${ROWS:-"gen:elast3d:64:32 gen:lap3d:100:32 gen:lap3d:100:128"}
+echo "== tcsolve rows (seconds.solve, iterations, steps)"
+# A row: solve,SPEC,RHS or eigs,SPEC,K,WHICH; ENV_B: extra environment for the new binary only.
+ROWS=${ROWS:-"solve,gen:elast3d:64,32 solve,gen:lap3d:100,32 solve,gen:lap3d:100,128"}
 for rep in $(seq 1 "${REPS:-3}"); do
   for row in $ROWS; do
-    spec=${row%:*}; k=${row##*:}
+    IFS=, read -r task spec k which <<< "$row"
+    if [ "$task" = solve ]; then args=(solve "$spec" --rhs "random:$k")
+    else args=(eigs "$spec" --k "$k" --which "$which"); fi
     for b in tcsolve_old tcsolve; do
-      "$D/$b" solve "$spec" --rhs random:$k --json > "$OUT/solve_${b}_${spec//:/_}_${k}_$rep.json" 2> "$OUT/solve_err.txt"
-      python3 - "$OUT/solve_${b}_${spec//:/_}_${k}_$rep.json" "$b" "$row" <<'E'
+      f="$OUT/${task}_${b}_${spec//:/_}_${k}${which:+_$which}_$rep.json"
+      if [ "$b" = tcsolve ]; then env ${ENV_B:-} "$D/$b" "${args[@]}" --json > "$f" 2> "$OUT/row_err.txt"
+      else "$D/$b" "${args[@]}" --json > "$f" 2> "$OUT/row_err.txt"; fi
+      python3 - "$f" "$b" "$row" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = d.get("residual_norms") or [0]
-print(f"{sys.argv[2]:12s} {sys.argv[3]:22s} solve {d['seconds']['solve']:.4f} total {d['seconds']['total']:.4f} "
-      f"it {d['iterations']} max_res {max(r):.2e} {d['status']} | {d['solve_steps']} | {d['message'][:80]}")
-E
+steps = d.get("solve_steps") or d.get("method", "")
+print(f"{sys.argv[2]:12s} {sys.argv[3]:34s} solve {d['seconds']['solve']:.4f} total {d['seconds']['total']:.4f} "
+      f"it {d.get('iterations')} max_res {max(r):.2e} {d['status']} | {str(steps)[:150]} | {d.get('message', '')[:60]}")
+PY
     done
   done
 done

@@ -423,6 +423,17 @@ TEST(DenseOpsDevice, GemmIntoMatchesEigen) {
       if (beta != 0.0) EXPECT_EQ((got.row(0) - Y0.row(0)).cwiseAbs().maxCoeff(), 0.0);
     }
   }
+  // Whole blocks with even n (aligned: the row-pair strips), a partial last step, NaN-poisoned Y
+  // for β = 0.
+  for (auto [n, p, q] : {std::array<std::int64_t, 3>{4102, 32, 32}, {5006, 7, 5}, {4102, 1, 1}, {18, 9, 3}}) {
+    SCOPED_TRACE("aligned n = " + std::to_string(n) + ", p = " + std::to_string(p) + ", q = " + std::to_string(q));
+    Mat X = random_mat(n, p, 97), C = random_mat(p, q, 98), Y0 = random_mat(n, q, 99);
+    auto x = f.put(X), c = f.put(C), y = f.put(Y0), y2 = f.put(Mat::Constant(n, q, nan));
+    f.ops->gemm_into(0.6, x.view(), c.view(), -1.1, y.view());
+    EXPECT_LT((f.get(y.view()) - (0.6 * X * C - 1.1 * Y0)).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + p));
+    f.ops->gemm_into(1.0, x.view(), c.view(), 0.0, y2.view());
+    EXPECT_LT((f.get(y2.view()) - X * C).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + p));
+  }
   // Past 2²¹ rows (launch limits): one column block of 8.
   const std::int64_t n = (std::int64_t{1} << 21) + 37;
   Mat X = random_mat(n, 8, 95), C = random_mat(8, 8, 96);
@@ -434,8 +445,13 @@ TEST(DenseOpsDevice, GemmIntoMatchesEigen) {
 TEST(DenseOpsDevice, BlockCgPassesMatchEigen) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
+  // Odd n (odd leading dimensions): 8-row strips; even n: the row-pair strips (double2), with a
+  // partial last step (4102, 5006, 6010 are not multiples of 16); past 2²¹ rows.
   for (auto [n, q, r] : {std::array<std::int64_t, 3>{5003, 7, 5}, {5003, 32, 32}, {6007, 40, 33},
-                         {4099, 64, 64}, {1001, 9, 9}, {4099, 70, 66}, {4099, 12, 1}}) {
+                         {4099, 64, 64}, {1001, 9, 9}, {4099, 70, 66}, {4099, 12, 1},
+                         {4102, 7, 5}, {5006, 32, 32}, {6010, 40, 33}, {4102, 12, 1},
+                         {(std::int64_t{1} << 21) + 38, 8, 8}}) {
+    SCOPED_TRACE("n = " + std::to_string(n) + ", q = " + std::to_string(q) + ", r = " + std::to_string(r));
     f.ops->reserve(n, std::max(q, r), 2 * q * q);
     Mat Q = random_mat(n, q, 80), R = random_mat(n, r, 81), Al = random_mat(q, r, 82);
     auto qd = f.put(Q), rd = f.put(R), al = f.put(Al), g = f.ops->allocate(q + r, r);
