@@ -666,13 +666,15 @@ __global__ void gram_finish_kernel(const double* partial, int nblocks, int p, in
 // the Gram's B side is Zn (G = [Q Rn]ᵀ·Zn: the tile's row scale d applied as B is read), and
 // ‖Rn_j‖² accumulates per lane and is summed into partial row q + r. Traffic: reads Q, R, d;
 // writes R, Z (4 passes + n doubles), instead of the 9 of gemm + scale + Gram + dots.
-template <int QT, int RT, bool JAC>
+template <int QT, int RT, bool JAC, bool V>
 __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, int r,
                                                           const double* alpha, long long lda,
                                                           const double* qm, long long ldq,
                                                           double* rm, long long ldr,
                                                           const double* dj, double* zm,
                                                           long long ldz, double* partial) {
+  constexpr int U = V ? 2 : 1;     // m-tiles per warp strip (row pairs, see load_pair)
+  constexpr int TR = 32 * U;       // rows of a block tile
   constexpr int LDA = frag_ld(8 * RT);
   constexpr int TC = 8 * QT + 8 * RT;
   constexpr int LDT = frag_ld(TC);
@@ -680,8 +682,8 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
   constexpr int SLOTS = (NTILE + 3) / 4;
   extern __shared__ double smem[];
   double* as = smem;                     // α, 8QT × LDA (zero-padded)
-  double* ts = smem + 8 * QT * LDA;      // T, 32 × LDT
-  double* ds = ts + 32 * LDT;            // JAC: d over the tile's 32 rows
+  double* ts = smem + 8 * QT * LDA;      // T, TR × LDT
+  double* ds = ts + TR * LDT;            // JAC: d over the tile's TR rows
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
@@ -692,65 +694,101 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
 #pragma unroll
   for (int s2 = 0; s2 < SLOTS; ++s2) gacc[s2][0] = gacc[s2][1] = 0.0;
   __syncthreads();
-  const int srow = 8 * warp + g;  // this lane's row in the tile (A- and C-fragment row g)
+  // This lane's first row in the tile; m-tile u holds row srow + u (V: rows 2g, 2g + 1 of the
+  // warp's 16) or srow (8 rows a warp). T keeps the rows in that physical order.
+  const int srow = V ? 16 * warp + 2 * g : 8 * warp + g;
   // Fragments of the strip: −Q (all k-steps) and R (every 8-column tile), loaded one tile ahead
   // so that the loads of tile i + 1 are in flight during tile i's Gram step.
-  double af[2 * QT], rf[RT][2], dvf = 0.0;
+  double af[U][2 * QT], rf[U][RT][2], dvf[U];
   double nacc[RT][2];  // JAC: this lane's share of ‖Rn_j‖²
 #pragma unroll
   for (int ct = 0; ct < RT; ++ct) nacc[ct][0] = nacc[ct][1] = 0.0;
   auto load = [&](long long tile) {
     const long long row = tile + srow;
-    const bool rv = row < n;
-    if (JAC) dvf = rv ? dj[row] : 0.0;
+    const bool full = tile + TR <= n, rv = row < n;
+#pragma unroll
+    for (int u = 0; u < U; ++u) dvf[u] = 0.0;
+    if (JAC) {
+      if (V) load_pair(dj, row, n, full, dvf[0], dvf[U - 1]);
+      else dvf[0] = rv ? dj[row] : 0.0;
+    }
 #pragma unroll
     for (int ks = 0; ks < 2 * QT; ++ks) {
       const int k = 4 * ks + t;
-      af[ks] = rv && k < q ? -qm[row + k * ldq] : 0.0;
+      af[0][ks] = af[U - 1][ks] = 0.0;
+      if (k < q) {
+        if (V) load_pair(qm + k * ldq, row, n, full, af[0][ks], af[U - 1][ks]);
+        else if (rv) af[0][ks] = qm[row + k * ldq];
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) af[u][ks] = -af[u][ks];
     }
 #pragma unroll
-    for (int ct = 0; ct < RT; ++ct) {
-      const int c0 = 8 * ct + 2 * t;
-      rf[ct][0] = rv && c0 < r ? rm[row + c0 * ldr] : 0.0;
-      rf[ct][1] = rv && c0 + 1 < r ? rm[row + (c0 + 1) * ldr] : 0.0;
-    }
+    for (int ct = 0; ct < RT; ++ct)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = 8 * ct + 2 * t + h;
+        rf[0][ct][h] = rf[U - 1][ct][h] = 0.0;
+        if (c < r) {
+          if (V) load_pair(rm + c * ldr, row, n, full, rf[0][ct][h], rf[U - 1][ct][h]);
+          else if (rv) rf[0][ct][h] = rm[row + c * ldr];
+        }
+      }
   };
-  long long tile0 = 32LL * blockIdx.x;
+  long long tile0 = static_cast<long long>(TR) * blockIdx.x;
   if (tile0 < n) load(tile0);
-  for (; tile0 < n; tile0 += 32LL * gridDim.x) {
+  for (; tile0 < n; tile0 += static_cast<long long>(TR) * gridDim.x) {
     // ---- 1. this warp's strip
     const long long row = tile0 + srow;
-    const bool rv = row < n;
+    const bool full = tile0 + TR <= n, rv = row < n;
 #pragma unroll
-    for (int ks = 0; ks < 2 * QT; ++ks) ts[srow * LDT + 4 * ks + t] = -af[ks];
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int ks = 0; ks < 2 * QT; ++ks) ts[(srow + u) * LDT + 4 * ks + t] = -af[u][ks];
 #pragma unroll
     for (int ct = 0; ct < RT; ++ct) {
       const int c0 = 8 * ct + 2 * t;
-      double d0 = rf[ct][0], d1 = rf[ct][1];
+      double d[U][2];
 #pragma unroll
-      for (int ks = 0; ks < 2 * QT; ++ks) dmma(d0, d1, af[ks], as[(4 * ks + t) * LDA + 8 * ct + g]);
-      if (rv && c0 < r) rm[row + c0 * ldr] = d0;
-      if (rv && c0 + 1 < r) rm[row + (c0 + 1) * ldr] = d1;
-      if (JAC) {
-        if (rv && c0 < r) zm[row + c0 * ldz] = dvf * d0;
-        if (rv && c0 + 1 < r) zm[row + (c0 + 1) * ldz] = dvf * d1;
-        nacc[ct][0] = fma(d0, d0, nacc[ct][0]);
-        nacc[ct][1] = fma(d1, d1, nacc[ct][1]);
+      for (int u = 0; u < U; ++u) d[u][0] = rf[u][ct][0], d[u][1] = rf[u][ct][1];
+#pragma unroll
+      for (int ks = 0; ks < 2 * QT; ++ks) {
+        const double al = as[(4 * ks + t) * LDA + 8 * ct + g];
+#pragma unroll
+        for (int u = 0; u < U; ++u) dmma(d[u][0], d[u][1], af[u][ks], al);
       }
-      ts[srow * LDT + 8 * QT + c0] = d0;
-      ts[srow * LDT + 8 * QT + c0 + 1] = d1;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = c0 + h;
+        if (c < r) {
+          if (V) {
+            store_pair(rm + c * ldr, row, n, full, d[0][h], d[U - 1][h]);
+            if (JAC) store_pair(zm + c * ldz, row, n, full, dvf[0] * d[0][h], dvf[U - 1] * d[U - 1][h]);
+          } else if (rv) {
+            rm[row + c * ldr] = d[0][h];
+            if (JAC) zm[row + c * ldz] = dvf[0] * d[0][h];
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          if (JAC) nacc[ct][h] = fma(d[u][h], d[u][h], nacc[ct][h]);
+          ts[(srow + u) * LDT + 8 * QT + c] = d[u][h];
+        }
+      }
     }
-    if (JAC && t == 0) ds[srow] = dvf;
-    const long long next = tile0 + 32LL * gridDim.x;
+    if (JAC && t == 0)
+#pragma unroll
+      for (int u = 0; u < U; ++u) ds[srow + u] = dvf[u];
+    const long long next = tile0 + static_cast<long long>(TR) * gridDim.x;
     if (next < n) load(next);
     __syncthreads();
-    // ---- 2. G += Tᵀ·T(:, 8QT:) over the tile's 32 rows. Tile tid = warp + 4·s2 of this warp
+    // ---- 2. G += Tᵀ·T(:, 8QT:) over the tile's TR rows. Tile tid = warp + 4·s2 of this warp
     // is (ti, tj) = (tid / RT, tid % RT) = (s2 / (RT/4), warp + 4·(s2 % (RT/4))): k-steps outer,
     // so that the B fragment (and the Jacobi scale) of a k-step is read from shared memory once
     // for the tiles that share tj, not once per tile.
     static_assert(RT % 4 == 0, "cg_residual_kernel: RT a multiple of the 4 warps");
 #pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
+    for (int ks = 0; ks < TR / 4; ++ks) {
       const double sc = JAC ? ds[4 * ks + t] : 1.0;
 #pragma unroll
       for (int s2 = 0; s2 < SLOTS; ++s2) {
@@ -1744,10 +1782,12 @@ class CudaDenseOps final : public DenseBlockOps {
     auto allow = [](const void* f, int bytes) {
       TCSOLVE_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     };
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8, false>), cg_residual_smem(8, 8));
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, false>), cg_residual_smem(4, 4));
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8, true>), cg_residual_smem(8, 8));
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, true>), cg_residual_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8, false, false>), cg_residual_smem(8, 8, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8, true, false>), cg_residual_smem(8, 8, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, false, false>), cg_residual_smem(4, 4, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, true, false>), cg_residual_smem(4, 4, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, false, true>), cg_residual_smem(4, 4, true));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, true, true>), cg_residual_smem(4, 4, true));
     allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8, false>), cg_direction_smem(8, 8));
     allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4, false>), cg_direction_smem(4, 4));
     allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8, true>), cg_direction_smem(8, 8));
@@ -1762,9 +1802,11 @@ class CudaDenseOps final : public DenseBlockOps {
     // TCSOLVE_PAIR_ROWS=0: the update kernels' 8-row strips only (A/B of the row-pair strips)
     if (const char* ev = std::getenv("TCSOLVE_PAIR_ROWS")) pair_rows_ = std::atoi(ev) != 0;
   }
-  static int cg_residual_smem(int qt, int rt) {  // α, the T tile, the tile's 32 Jacobi scales
+  // α, the T tile, the tile's Jacobi scales (tiles of 32 rows, 64 with row pairs).
+  static int cg_residual_smem(int qt, int rt, bool pairs) {
+    const int tr = pairs ? 64 : 32;
     return static_cast<int>(sizeof(double)) *
-           (8 * qt * frag_ld(8 * rt) + 32 * frag_ld(8 * qt + 8 * rt) + 32);
+           (8 * qt * frag_ld(8 * rt) + tr * frag_ld(8 * qt + 8 * rt) + tr);
   }
   static int tall_gemm_smem(int qt, int rt) {
     return static_cast<int>(sizeof(double)) * 8 * qt * frag_ld(8 * rt);
@@ -1772,15 +1814,25 @@ class CudaDenseOps final : public DenseBlockOps {
   static int cg_direction_smem(int qt, int rt) {
     return static_cast<int>(sizeof(double)) * 2 * 8 * qt * frag_ld(8 * rt);
   }
+  // Row pairs for the 4 × 4-tile instance only (the 8 × 8 one has no registers to spare).
   template <int QT, int RT, bool JAC>
   int launch_cg_residual(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
                          const double* d, MvView<double> z) {
-    const int smem = cg_residual_smem(QT, RT);
+    const MvView<const double> dv{d, r.rows, 1, r.rows, r.space};
+    if (QT <= 4 && pairs_ok({q.cols > 0 ? q : r, r, JAC ? z : r, JAC ? dv : r}))
+      return launch_cg_residual_instance<QT, RT, JAC, QT <= 4>(q, alpha, r, d, z);
+    return launch_cg_residual_instance<QT, RT, JAC, false>(q, alpha, r, d, z);
+  }
+  template <int QT, int RT, bool JAC, bool V>
+  int launch_cg_residual_instance(MvView<const double> q, MvView<const double> alpha,
+                                  MvView<double> r, const double* d, MvView<double> z) {
+    const int smem = cg_residual_smem(QT, RT, V);
+    const int tr = V ? 64 : 32;
     const int nb = static_cast<int>(std::min<std::int64_t>(
-        resident_blocks(reinterpret_cast<const void*>(&cg_residual_kernel<QT, RT, JAC>), 128, smem),
-        (r.rows + 31) / 32));
+        resident_blocks(reinterpret_cast<const void*>(&cg_residual_kernel<QT, RT, JAC, V>), 128, smem),
+        (r.rows + tr - 1) / tr));
     ensure_partial(nb, static_cast<std::size_t>((q.cols + r.cols + (JAC ? 1 : 0)) * r.cols));
-    cg_residual_kernel<QT, RT, JAC><<<nb, 128, smem, stream_>>>(
+    cg_residual_kernel<QT, RT, JAC, V><<<nb, 128, smem, stream_>>>(
         r.rows, static_cast<int>(q.cols), static_cast<int>(r.cols), alpha.data, alpha.ld,
         q.cols > 0 ? q.data : r.data, q.cols > 0 ? q.ld : r.ld, r.data, r.ld, d, z.data, z.ld,
         partial_);

@@ -5,7 +5,9 @@
 # profile of the benchmark's kernels. Staged by scripts/device_session.sh stage plus
 #   cp OLD_BUILD/apps/tcsolve $D/tcsolve_old; cp build/bench/dense_bench $D/
 # Run: run(command="OUT=$OUT bash bench/solvers/blockcg_dense_ab.sh", carry=[".device-data/s4"])
-# Env: REPS (runs per binary, default 3), ROWS (default: three solve rows), ENV_B, NCU=1.
+# Env: REPS (runs per binary, default 3), ROWS (default: three solve rows), ENV_B, NCU=1,
+# STEP_NCU=1 (ncu of the fp32 Chebyshev step inside eigs lap3d:100 k = 16 largest and inside
+# block CG's polynomial preconditioner on lap3d:100, 32 right-hand sides).
 set -u -o pipefail
 D=${D:-.device-data/s4}
 OUT=${OUT:-device-out}
@@ -53,4 +55,15 @@ if [ -n "${NCU:-}" ]; then
     --launch-count 40 --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
     --section WarpStateStats --csv "$D/dense_bench" 786432 32 1 > "$OUT/ncu_dense_bench.csv" 2> "$OUT/ncu_err.txt"
   echo "ncu rc=$?"; tail -3 "$OUT/ncu_err.txt"
+fi
+
+if [ -n "${STEP_NCU:-}" ]; then
+  echo "== ncu of the fp32 Chebyshev step"
+  secs="--section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section Occupancy --section LaunchStats --section SchedulerStats"
+  timeout 200 ncu --kernel-name regex:step32 --launch-skip 30 --launch-count 2 $secs --csv \
+    "$D/tcsolve" eigs gen:lap3d:100 --k 16 --which largest --quiet > "$OUT/ncu_step32_eigs.csv" 2> "$OUT/ncu_step32_err.txt"
+  echo "ncu eigs rc=$?"
+  timeout 200 ncu --kernel-name regex:step32 --launch-skip 30 --launch-count 2 $secs --csv \
+    "$D/tcsolve" solve gen:lap3d:100 --rhs random:32 --quiet > "$OUT/ncu_step32_cg.csv" 2>> "$OUT/ncu_step32_err.txt"
+  echo "ncu cg rc=$?"; tail -3 "$OUT/ncu_step32_err.txt"
 fi

@@ -476,13 +476,15 @@ TEST(DenseOpsDevice, BlockCgPassesMatchEigen) {
 TEST(DenseOpsDevice, JacobiResidualPassMatchesEigen) {
   // R −= Q·α, Z = diag(d)·R, G = [[QᵀZ]; [RᵀZ]; ‖R_j‖²] on both sides of the fused kernel's
   // limits (n ≥ 4096, ≤ 64 columns; 32: the 4 × 4-tile instance), rows not multiples of the
-  // 32-row tiles, Z and G poisoned with NaN, and past 2²¹ rows.
+  // 32-row tiles (even n: the 64-row tiles of row pairs), Z and G poisoned with NaN, and past
+  // 2²¹ rows.
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (auto [n, q, r] : {std::array<std::int64_t, 3>{5003, 7, 5}, {5003, 32, 32}, {6007, 40, 33},
                          {4099, 64, 64}, {1001, 9, 9}, {4099, 70, 66}, {4099, 0, 12},
-                         {(std::int64_t{1} << 21) + 37, 8, 8}}) {
+                         {5006, 32, 32}, {4102, 7, 5}, {4102, 0, 12}, {6010, 40, 33},
+                         {(std::int64_t{1} << 21) + 37, 8, 8}, {(std::int64_t{1} << 21) + 38, 8, 8}}) {
     SCOPED_TRACE("n = " + std::to_string(n) + ", q = " + std::to_string(q) + ", r = " + std::to_string(r));
     f.ops->reserve(n, std::max(q, r), 2 * q * q + 1);
     Mat Q = random_mat(n, q, 180), R = random_mat(n, r, 181), Al = random_mat(q, r, 182);
