@@ -19,7 +19,7 @@ constexpr int kThreads = 128;
 // consecutive rows of one group (coalesced per column). Each thread runs the passes of KC columns
 // at c0 = threadIdx.y·KC, + G·KC, … holding KC accumulators in registers; A's row is re-read
 // (from L1) for each pass. G = 1: one thread per row, every pass in sequence.
-template <class TA, int KC, int G, int CH>
+template <class TA, int KC, int G>
 __global__ void __launch_bounds__(kThreads)
     chebyshev_step_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
                           const std::int32_t* __restrict__ ci, const TA* __restrict__ v, double a,
@@ -27,35 +27,32 @@ __global__ void __launch_bounds__(kThreads)
                           double* __restrict__ next, std::int64_t ldn, double e,
                           const double* __restrict__ r, std::int64_t ldr,
                           const double* __restrict__ d, int ncols) {
-  for (int chunk = 0; chunk < CH; ++chunk) {
-    const std::int64_t row =
-        (static_cast<std::int64_t>(blockIdx.x) * CH + chunk) * (kThreads / G) + threadIdx.x;
-    if (row >= m) return;
-    const std::int64_t p0 = rp[row], p1 = rp[row + 1];
-    const double ad = d ? a * d[row] : a;
-    for (int c0 = static_cast<int>(threadIdx.y) * KC; c0 < ncols; c0 += G * KC) {
-      const int nc = min(KC, ncols - c0);
-      const double* xc = cur + static_cast<std::int64_t>(c0) * ldc;
-      double acc[KC];
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x;
+  if (row >= m) return;
+  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
+  const double ad = d ? a * d[row] : a;
+  for (int c0 = static_cast<int>(threadIdx.y) * KC; c0 < ncols; c0 += G * KC) {
+    const int nc = min(KC, ncols - c0);
+    const double* xc = cur + static_cast<std::int64_t>(c0) * ldc;
+    double acc[KC];
 #pragma unroll
-      for (int j = 0; j < KC; ++j) acc[j] = 0.0;
+    for (int j = 0; j < KC; ++j) acc[j] = 0.0;
 #pragma unroll 4
-      for (std::int64_t p = p0; p < p1; ++p) {
-        const double av = static_cast<double>(v[p]);
-        const std::int64_t col = ci[p];
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const double av = static_cast<double>(v[p]);
+      const std::int64_t col = ci[p];
 #pragma unroll
-        for (int j = 0; j < KC; ++j)
-          if (j < nc) acc[j] = fma(av, __ldg(xc + col + j * ldc), acc[j]);
-      }
+      for (int j = 0; j < KC; ++j)
+        if (j < nc) acc[j] = fma(av, __ldg(xc + col + j * ldc), acc[j]);
+    }
 #pragma unroll
-      for (int j = 0; j < KC; ++j) {
-        if (j < nc) {
-          const std::int64_t cj = c0 + j;
-          double out = ad * acc[j] + b * xc[row + j * ldc];
-          if (e != 0.0) out += e * r[row + cj * ldr];
-          if (c != 0.0) out += c * next[row + cj * ldn];
-          next[row + cj * ldn] = out;
-        }
+    for (int j = 0; j < KC; ++j) {
+      if (j < nc) {
+        const std::int64_t cj = c0 + j;
+        double out = ad * acc[j] + b * xc[row + j * ldc];
+        if (e != 0.0) out += e * r[row + cj * ldr];
+        if (c != 0.0) out += c * next[row + cj * ldn];
+        next[row + cj * ldn] = out;
       }
     }
   }
@@ -66,7 +63,7 @@ __global__ void __launch_bounds__(kThreads)
 // ncu on the H200 (lap3d:100, 24 columns) found the fp64-accumulating kernel latency-bound at
 // 60 registers, 47 % occupancy, 36 % of DRAM bandwidth, as slow as the fp64 step. Threads as in
 // chebyshev_step_kernel.
-template <class TA, int KC, int G, int CH>
+template <class TA, int KC, int G>
 __global__ void __launch_bounds__(kThreads, 10)
     chebyshev_step32_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
                             const std::int32_t* __restrict__ ci, const TA* __restrict__ v, float a,
@@ -74,34 +71,31 @@ __global__ void __launch_bounds__(kThreads, 10)
                             float* __restrict__ next, std::int64_t ldn,
                             const float* __restrict__ r, std::int64_t ldr,
                             const double* __restrict__ f, int ncols) {
-  for (int chunk = 0; chunk < CH; ++chunk) {
-    const std::int64_t row =
-        (static_cast<std::int64_t>(blockIdx.x) * CH + chunk) * (kThreads / G) + threadIdx.x;
-    if (row >= m) return;
-    const std::int64_t p0 = rp[row], p1 = rp[row + 1];
-    for (int c0 = static_cast<int>(threadIdx.y) * KC; c0 < ncols; c0 += G * KC) {
-      const int nc = min(KC, ncols - c0);
-      const float* xc = cur + static_cast<std::int64_t>(c0) * ldc;
-      float acc[KC];
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x;
+  if (row >= m) return;
+  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
+  for (int c0 = static_cast<int>(threadIdx.y) * KC; c0 < ncols; c0 += G * KC) {
+    const int nc = min(KC, ncols - c0);
+    const float* xc = cur + static_cast<std::int64_t>(c0) * ldc;
+    float acc[KC];
 #pragma unroll
-      for (int j = 0; j < KC; ++j) acc[j] = 0.0f;
+    for (int j = 0; j < KC; ++j) acc[j] = 0.0f;
 #pragma unroll 2
-      for (std::int64_t p = p0; p < p1; ++p) {
-        const float av = static_cast<float>(v[p]);
-        const std::int64_t col = ci[p];
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const float av = static_cast<float>(v[p]);
+      const std::int64_t col = ci[p];
 #pragma unroll
-        for (int j = 0; j < KC; ++j)
-          if (j < nc) acc[j] = fmaf(av, __ldg(xc + col + j * ldc), acc[j]);
-      }
+      for (int j = 0; j < KC; ++j)
+        if (j < nc) acc[j] = fmaf(av, __ldg(xc + col + j * ldc), acc[j]);
+    }
 #pragma unroll
-      for (int j = 0; j < KC; ++j) {
-        if (j < nc) {
-          const std::int64_t cj = c0 + j;
-          float out = a * acc[j] + b * xc[row + j * ldc];
-          if (f) out = fmaf(static_cast<float>(f[cj]), r[row + cj * ldr], out);
-          if (c != 0.0f) out = fmaf(c, next[row + cj * ldn], out);
-          next[row + cj * ldn] = out;
-        }
+    for (int j = 0; j < KC; ++j) {
+      if (j < nc) {
+        const std::int64_t cj = c0 + j;
+        float out = a * acc[j] + b * xc[row + j * ldc];
+        if (f) out = fmaf(static_cast<float>(f[cj]), r[row + cj * ldr], out);
+        if (c != 0.0f) out = fmaf(c, next[row + cj * ldn], out);
+        next[row + cj * ldn] = out;
       }
     }
   }
@@ -122,36 +116,27 @@ unsigned row_blocks(std::int64_t n, int rows_per_block = kThreads) {
 // Blocks of at most 4 columns (late filters with few active columns, block CG's last columns, one
 // right-hand side from Python) take 2 columns per pass so that the second thread of a row has
 // work: (2, 2) for 3–4 columns, (2, 1) for 1–2.
-// ch: consecutive row chunks (of kThreads/g rows) per block, one after the other, so that X's
-// lines of one chunk's neighbours stay in the SM's L1 for the next chunk.
 struct StepShape {
-  int kc = 8, g = 1, ch = 1;
+  int kc = 8, g = 1;
 };
-constexpr StepShape kStep32{8, 1, 1};
+constexpr StepShape kStep32{8, 1};
 constexpr StepShape step64_shape(std::int64_t cols) {
   return cols > 4 ? StepShape{4, 2} : cols > 2 ? StepShape{2, 2} : StepShape{2, 1};
 }
 
 // Bits = 64: chebyshev_step_kernel, 32: the fp32 rung's chebyshev_step32_kernel.
-template <int Bits, class TA, int KC, int G, int CH = 1, class... Args>
+template <int Bits, class TA, int KC, int G, class... Args>
 void launch_step_as(std::int64_t n, cudaStream_t st, Args... args) {
-  const dim3 grid(row_blocks(n, CH * kThreads / G)), block(kThreads / G, G);
+  const dim3 grid(row_blocks(n, kThreads / G)), block(kThreads / G, G);
   if constexpr (Bits == 64)
-    chebyshev_step_kernel<TA, KC, G, CH><<<grid, block, 0, st>>>(n, args...);
+    chebyshev_step_kernel<TA, KC, G><<<grid, block, 0, st>>>(n, args...);
   else
-    chebyshev_step32_kernel<TA, KC, G, CH><<<grid, block, 0, st>>>(n, args...);
+    chebyshev_step32_kernel<TA, KC, G><<<grid, block, 0, st>>>(n, args...);
 }
 
 // One instance per shape the bench offers; InvalidArgument for others.
 template <int Bits, class TA, class... Args>
 void dispatch_step(StepShape sh, std::int64_t n, cudaStream_t st, Args... args) {
-  if (sh.ch == 4 && sh.kc == 8 && sh.g == 1) return launch_step_as<Bits, TA, 8, 1, 4>(n, st, args...);
-  if (sh.ch == 8 && sh.kc == 8 && sh.g == 1) return launch_step_as<Bits, TA, 8, 1, 8>(n, st, args...);
-  if (sh.ch == 4 && sh.kc == 4 && sh.g == 2) return launch_step_as<Bits, TA, 4, 2, 4>(n, st, args...);
-  if (sh.ch == 8 && sh.kc == 4 && sh.g == 2) return launch_step_as<Bits, TA, 4, 2, 8>(n, st, args...);
-  if (sh.ch != 1)
-    throw InvalidArgument("chebyshev step: no kernel with " + std::to_string(sh.ch) +
-                          " row chunks per block for this shape");
   if (sh.kc == 8 && sh.g == 1) return launch_step_as<Bits, TA, 8, 1>(n, st, args...);
   if (sh.kc == 4 && sh.g == 1) return launch_step_as<Bits, TA, 4, 1>(n, st, args...);
   if (sh.kc == 4 && sh.g == 2) return launch_step_as<Bits, TA, 4, 2>(n, st, args...);
@@ -354,16 +339,16 @@ namespace detail {
 void launch_step_shape(int kc, int g, std::int64_t n, const std::int64_t* row_ptr,
                        const std::int32_t* col, const double* values, double a,
                        MvView<const double> cur, double b, double c, MvView<double> next,
-                       void* stream, int ch) {
+                       void* stream) {
   launch_step(n, row_ptr, col, values, Precision::fp64, a, cur, b, c, next, 0.0, {}, nullptr, stream,
-              StepShape{kc, g, ch});
+              StepShape{kc, g});
 }
 void launch_step32_shape(int kc, int g, std::int64_t n, const std::int64_t* row_ptr,
                          const std::int32_t* col, const double* values, double a,
                          MvView<const float> cur, double b, double c, MvView<float> next,
-                         void* stream, int ch) {
+                         void* stream) {
   Rung32{n, row_ptr, col, values, Precision::fp64, stream}.step(a, cur, b, c, next, {}, nullptr,
-                                                               StepShape{kc, g, ch});
+                                                               StepShape{kc, g});
 }
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
                                                         void* stream) {

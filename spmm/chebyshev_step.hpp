@@ -70,16 +70,15 @@ std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Pr
                                                         void* stream);
 // For bench/step_bench.cu: the fp64 step (e = 0, no d) and the fp32 rung's step (no r) on device
 // CSR arrays with kc columns per pass and g threads per row (kc, g in {8,1}, {4,1},
-// {2,1}, {4,2}, {8,2}, {4,4}, {2,2}, {16,1}, {16,2}; InvalidArgument otherwise), and ch
-// consecutive row chunks per block (1; or 4, 8 with {8,1} and {4,2}). CUDA builds only.
+// {2,1}, {4,2}, {8,2}, {4,4}, {2,2}, {16,1}, {16,2}; InvalidArgument otherwise). CUDA builds only.
 void launch_step_shape(int kc, int g, std::int64_t n, const std::int64_t* row_ptr,
                        const std::int32_t* col, const double* values, double a,
                        MvView<const double> cur, double b, double c, MvView<double> next,
-                       void* stream, int ch = 1);
+                       void* stream);
 void launch_step32_shape(int kc, int g, std::int64_t n, const std::int64_t* row_ptr,
                          const std::int32_t* col, const double* values, double a,
                          MvView<const float> cur, double b, double c, MvView<float> next,
-                         void* stream, int ch = 1);
+                         void* stream);
 }
 
 }  // namespace tcsolve
