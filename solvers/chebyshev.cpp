@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -539,9 +540,10 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   std::vector<double> sel_theta(k), tr(k), bound(k);
   MultiVector<double> theta_sel = ops.allocate(k, 1);
   // The host eigenvector buffer is sized and page-locked on a helper thread while the GPU
-  // iterates (solvers/host_result.hpp).
+  // iterates (solvers/host_result.hpp), unless the vectors stay in ops.space() (vectors_out).
   std::vector<double> vecs;
-  detail::HostResult prep(ops, vecs, n * k);
+  std::optional<detail::HostResult> prep;
+  if (!opt.vectors_out) prep.emplace(ops, vecs, n * k);
   auto finish = [&](std::int64_t w, bool last) -> bool {
     std::vector<std::pair<double, std::int64_t>> cand;
     for (std::int64_t j = 0; j < nl; ++j) cand.push_back({lock_theta[j], j});
@@ -575,10 +577,15 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
       for (std::int64_t j = 0; j < k; ++j) res.values[j] = sgn * sel_theta[j];
       res.residual_norms.assign(tr.begin(), tr.end());
       res.residual_bounds.assign(bound.begin(), bound.end());
-      prep.wait();
-      ops.to_host(X, vecs.data(), n);
-      prep.release();
-      res.vectors = std::move(vecs);
+      if (opt.vectors_out) {
+        *opt.vectors_out = ops.allocate(n, k);
+        ops.copy(X, opt.vectors_out->view());
+      } else {
+        prep->wait();
+        ops.to_host(X, vecs.data(), n);
+        prep->release();
+        res.vectors = std::move(vecs);
+      }
       return ok;
     }
     // Unlock from first_bad on: those columns become active again (their order in buf[cur]

@@ -78,6 +78,13 @@ struct EigenOptions {
   // replace the first ones of the random initial block (the rest stay random). nullptr: random.
   const double* start = nullptr;
   std::int64_t start_cols = 0;
+
+  // Chebyshev only: where the final Ritz vectors go. nullptr: to the host (EigenResult::vectors).
+  // Else the solver allocates this block n × k in ops.space() and leaves them there, and
+  // EigenResult::vectors stays empty: no device → host → device round trip (and no page-locked
+  // host buffer) when the caller goes on with them on the device, as the eigs driver's
+  // verification does (lap3d:100, k = 16: 128 MB each way, ~25 ms on the H200).
+  MultiVector<double>* vectors_out = nullptr;
 };
 
 // Defaults of the block sizes, in one place (the solvers, the eigs planner, the apps' memory

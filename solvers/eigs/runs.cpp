@@ -244,16 +244,24 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
   // a run that reports converged but fails the final test continues from its vectors with the
   // tolerance tightened by the worst ratio (at most 2 more runs; the iteration limit is shared).
   for (int attempt = 0;; ++attempt) {
-    EigenResult er = solve(eo);
+    // Chebyshev leaves its vectors in the ops space (no round trip through the host).
+    MultiVector<double> kept;
+    EigenOptions eo_run = eo;
+    if (method == EigsMethod::chebyshev) eo_run.vectors_out = &kept;
+    EigenResult er = solve(eo_run);
     out.status = er.status;
     out.reason = er.reason;
     out.iterations += er.iterations;
     out.applies += er.operator_applies;
     for (auto& h : er.history) out.history.push_back(std::move(h));
-    // Pairs back in the ops space, re-verified against the real A (not the deflated one).
+    // Pairs in the ops space, re-verified against the real A (not the deflated one).
     const std::int64_t m = static_cast<std::int64_t>(er.values.size());
-    out.pairs.x = ops.allocate(s.n, m);
-    ops.from_host(er.vectors.data(), s.n, out.pairs.x.view());
+    if (kept.rows() == s.n && kept.cols() == m) {
+      out.pairs.x = std::move(kept);
+    } else {
+      out.pairs.x = ops.allocate(s.n, m);
+      ops.from_host(er.vectors.data(), s.n, out.pairs.x.view());
+    }
     ax = ops.allocate(s.n, m);
     if (s.bop) bx = ops.allocate(s.n, m);
     detail::ApplyClock clock(ops);
@@ -277,6 +285,10 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
     if (!(ratio > 1e-8)) break;  // far off: not a test mismatch
     eo.tol *= 0.5 * ratio;
     eo.max_iterations = left;
+    if (er.vectors.empty() && m > 0) {  // (kept on the device above)
+      er.vectors.resize(static_cast<std::size_t>(s.n * m));
+      ops.to_host(out.pairs.x.view(), er.vectors.data(), s.n);
+    }
     start_block = std::move(er.vectors);
     eo.start = start_block.data();
     eo.start_cols = m;
