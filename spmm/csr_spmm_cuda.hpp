@@ -40,6 +40,11 @@ class CsrSpmmDevice {
   std::int64_t segments() const { return nseg_; }
   int stage_cols() const { return stage_cols_; }
   std::size_t device_bytes() const;
+  // A's arrays as uploaded (row order and values as given; values in precision()).
+  const std::int64_t* row_ptr() const { return row_ptr_.get(); }
+  const std::int32_t* col_idx() const { return col_.get(); }
+  const void* values() const { return values_.get(); }
+  Precision precision() const { return precision_; }
 
  private:
   std::int64_t rows_ = 0, cols_ = 0, nnz_ = 0;

@@ -70,6 +70,10 @@ class CudaSparseOperator final : public SparseOperator {
   std::size_t device_bytes() const override {
     return (csr_ ? csr_->device_bytes() : 0) + (bcsr_ ? bcsr_->device_bytes() : 0) + xlow_.bytes();
   }
+  DeviceCsr device_csr() const override {
+    if (!csr_ || csr_->precision() != Precision::fp64) return {};
+    return {csr_->row_ptr(), csr_->col_idx(), static_cast<const double*>(csr_->values())};
+  }
   // fp64 BCSR with a staging workspace: read X staged (true) or column-major (false).
   bool can_toggle_staging() const {
     return bcsr_ && plan_.precision == Precision::fp64 && bcsr_->stage_cols() > 0;

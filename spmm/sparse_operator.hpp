@@ -174,6 +174,16 @@ class SparseOperator : public LinearOperator<double> {
   // asynchronous on the operator's stream, like apply().
   virtual void to_permuted(MvView<const double> x, MvView<double> xt) const;
   virtual void from_permuted(MvView<const double> xt, MvView<double> x) const;
+  // A's CSR arrays in device memory as this operator holds them (CUDA, a CSR kernel, fp64
+  // values, A itself: rows in their given order), for kernels that read A on their own (the
+  // eigensolver's fused Chebyshev step, without a second upload); all nullptr otherwise. Valid
+  // for the operator's lifetime.
+  struct DeviceCsr {
+    const std::int64_t* row_ptr = nullptr;
+    const std::int32_t* col_idx = nullptr;
+    const double* values = nullptr;
+  };
+  virtual DeviceCsr device_csr() const { return {}; }
 
  protected:
   // The factory records setup times and notes in the plan after construction.

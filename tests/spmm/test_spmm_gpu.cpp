@@ -179,6 +179,40 @@ TEST(SpmmGpu, Fp16ErrorIsAtHalfPrecisionLevel) {
   EXPECT_LT(c.rel_err, 5e-3);
 }
 
+// device_csr(): A's arrays exactly as uploaded, for a CSR kernel in fp64 (the eigensolver's
+// fused step reads them in place); nothing for BCSR or rounded values.
+TEST(SpmmGpu, DeviceCsrIsTheOperatorsOwnCopyOfA) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const auto& a = mats().band;
+  for (auto [kern, prec] : {std::pair{SpmmKernel::csr_row, Precision::fp64},
+                            {SpmmKernel::csr_segment, Precision::fp64},
+                            {SpmmKernel::csr_row, Precision::fp32},
+                            {SpmmKernel::bcsr_dmma, Precision::fp64}}) {
+    SCOPED_TRACE(std::string(to_string(kern)) + " " + to_string(prec));
+    OperatorOptions opt;
+    opt.precision = prec;
+    opt.kernel = kern;
+    auto op = make_sparse_operator(a, Backend::cuda, opt);
+    const SparseOperator::DeviceCsr d = op->device_csr();
+    const bool expect = prec == Precision::fp64 && kern != SpmmKernel::bcsr_dmma;
+    ASSERT_EQ(d.row_ptr != nullptr, expect);
+    if (!expect) {
+      EXPECT_EQ(d.col_idx, nullptr);
+      EXPECT_EQ(d.values, nullptr);
+      continue;
+    }
+    std::vector<std::int64_t> rp(a.row_ptr.size());
+    std::vector<std::int32_t> ci(a.col_idx.size());
+    std::vector<double> v(a.values.size());
+    copy_bytes(rp.data(), Space::host, d.row_ptr, Space::device, rp.size() * 8);
+    copy_bytes(ci.data(), Space::host, d.col_idx, Space::device, ci.size() * 4);
+    copy_bytes(v.data(), Space::host, d.values, Space::device, v.size() * 8);
+    EXPECT_EQ(rp, a.row_ptr);
+    EXPECT_EQ(ci, a.col_idx);
+    EXPECT_EQ(v, a.values);
+  }
+}
+
 // --- permutation folded into the output write (BCSR of P·A) -------------------------------
 
 TEST(SpmmGpu, BcsrPermutationWritesOriginalRowOrder) {
