@@ -24,7 +24,6 @@ if [ -z "${NO_DENSE:-}" ]; then
     "$D/dense_bench" $nn 32 30 | tee "$OUT/dense_bench_${nn}.txt"
     TCSOLVE_GRAM_VEC=0 TCSOLVE_PAIR_ROWS=0 "$D/dense_bench" $nn 32 30 | grep -E "gram_into|gemm_into|direction" |
       sed 's/^/GRAM_VEC=0 PAIR_ROWS=0 /'
-    TCSOLVE_GRAM_VEC=1 "$D/dense_bench" $nn 32 30 | grep -E "gram_into" | sed 's/^/GRAM_VEC=1 /'
   done
 fi
 
