@@ -518,12 +518,16 @@ TEST(DistributedDenseOps, ReductionsEqualTheWholeBlock) {
   }
 }
 
-// Block CG on the distributed operator gives the single-process solutions and iterations.
+// Block CG on the distributed operator gives the single-process solutions and iterations; also
+// Jacobi-preconditioned ("random+jacobi": a varying diagonal, each rank its rows of D, the fused
+// residual pass's Gram and norms summed over the ranks).
 TEST(DistributedSolvers, BlockCgEqualsOneProcess) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  for (const char* spec : {"gen:lap3d:13", "random"}) {
-    const Csr<double> a = std::string(spec) == "random" ? random_spd(1500, 4, 9) : generate(spec);
+  for (const std::string spec : {"gen:lap3d:13", "random", "random+jacobi"}) {
+    const bool jacobi = spec == "random+jacobi";
+    const Csr<double> a = spec != "gen:lap3d:13" ? random_spd(1500, 4, 9) : generate(spec);
     const std::int64_t n = a.nrows, s = 5;
+    const std::vector<double> diag = jacobi ? csr_diagonal(a) : std::vector<double>{};
     auto ref_ops = make_dense_ops(kBackend);
     OperatorOptions oo;
     oo.stream = ref_ops->stream();
@@ -532,10 +536,12 @@ TEST(DistributedSolvers, BlockCgEqualsOneProcess) {
     CgOptions co;
     co.tol = 1e-10;
     co.apply_order = ApplyOrder::same_stream;
+    co.jacobi_diagonal = diag;
     const SolveResult ref = block_cg_random(*ref_op, 21, s, *ref_ops, co, true);
     ASSERT_EQ(ref.status, SolverStatus::converged);
     for (const RowPartition& part : partitions(n)) {
       Share d = distribute(a, part, s);
+      if (jacobi) co.jacobi_diagonal.assign(diag.begin() + d.r0, diag.begin() + d.r0 + d.nl);
       const SolveResult r = block_cg_random(*d.op, 21, s, *d.ops, co, true);
       EXPECT_EQ(r.status, SolverStatus::converged) << spec;
       EXPECT_NEAR(static_cast<double>(r.iterations), static_cast<double>(ref.iterations), 1.0) << spec;
