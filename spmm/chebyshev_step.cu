@@ -50,9 +50,11 @@ __global__ void __launch_bounds__(kThreads)
       if (j < nc) {
         const std::int64_t cj = c0 + j;
         double out = ad * acc[j] + b * xc[row + j * ldc];
-        if (e != 0.0) out += e * r[row + cj * ldr];
-        if (c != 0.0) out += c * next[row + cj * ldn];
-        next[row + cj * ldn] = out;
+        // r and next are touched once: streamed past L1 (evict-first), which keeps L1 for X's
+        // gathered lines.
+        if (e != 0.0) out += e * __ldcs(r + row + cj * ldr);
+        if (c != 0.0) out += c * __ldcs(next + row + cj * ldn);
+        __stcs(next + row + cj * ldn, out);
       }
     }
   }
@@ -93,9 +95,10 @@ __global__ void __launch_bounds__(kThreads, 10)
       if (j < nc) {
         const std::int64_t cj = c0 + j;
         float out = a * acc[j] + b * xc[row + j * ldc];
-        if (f) out = fmaf(static_cast<float>(f[cj]), r[row + cj * ldr], out);
-        if (c != 0.0f) out = fmaf(c, next[row + cj * ldn], out);
-        next[row + cj * ldn] = out;
+        // r and next streamed past L1 (as in chebyshev_step_kernel).
+        if (f) out = fmaf(static_cast<float>(f[cj]), __ldcs(r + row + cj * ldr), out);
+        if (c != 0.0f) out = fmaf(c, __ldcs(next + row + cj * ldn), out);
+        __stcs(next + row + cj * ldn, out);
       }
     }
   }
