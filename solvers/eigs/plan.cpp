@@ -133,11 +133,12 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
   const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
   const double mb = static_cast<double>(c.block);
   const double filt_cols = (c.column_applies - c.outer_iterations * mb - static_cast<double>(k) - 25.0);
-  // Filter: D applies of A, per column-step 1 column unit in the SpMM and 2 in the recurrence;
+  // Filter: D applies of A, per column-step 1 column unit in the SpMM and 2 in the recurrence
+  // (m.step_col = 3; 1.5 for the GPU's fused step);
   // Rayleigh-Ritz per outer iteration: one apply of m columns and 10·m column units of dense
   // passes (two BCGS-PIP passes, the projections); the final check: k columns.
   const double t = (c.total_degree + c.outer_iterations + 1.0) * m.t_a +
-                   std::max(0.0, filt_cols) * 3.0 * m.t_col +
+                   std::max(0.0, filt_cols) * m.step_col * m.t_col +
                    c.outer_iterations * (11.0 * mb * m.t_col + m.t_outer) +
                    c.total_degree * m.t_step + static_cast<double>(k) * m.t_col;
   if (detail) {
@@ -177,7 +178,7 @@ double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel
   const double g = std::clamp(rel_gap, 1e-14, 0.5);
   const double amp = std::sqrt(2.0 / g) * std::sqrt(static_cast<double>(n)) / 1e-3;
   const double d = std::acosh(amp) / std::acosh(1.0 + 2.0 * g);
-  return d * (m.t_a + 6.0 * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_outer;
+  return d * (m.t_a + 2.0 * m.step_col * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_outer;
 }
 
 double predict_dense_seconds(std::int64_t n, const EngineRates& r) {
@@ -353,6 +354,9 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
     const double t1 = plan.probe->apply_seconds / std::max(1, plan.probe->steps);
     const double tw = probes.apply_seconds(w);
     plan.applies = apply_model(t1, tw, w, f.backend, n);
+    // The filter's steps fuse on the GPU where rows are short (eigs_detail::make_fused_step).
+    if (f.backend == Backend::cuda && f.nnz_a <= 16 * std::max<std::int64_t>(n, 1))
+      plan.applies->step_col = 1.5;
     if (f.backend == Backend::cpu && plan.probe->steps > 0) {
       const double s = plan.probe->steps;
       plan.applies->t_word = std::max(0.0, plan.probe->seconds - plan.probe->apply_seconds) /
