@@ -668,6 +668,9 @@ __global__ void gram_finish_kernel(const double* partial, int nblocks, int p, in
 // the Gram's B side is Zn (G = [Q Rn]ᵀ·Zn: the tile's row scale d applied as B is read), and
 // ‖Rn_j‖² accumulates per lane and is summed into partial row q + r. Traffic: reads Q, R, d;
 // writes R, Z (4 passes + n doubles), instead of the 9 of gemm + scale + Gram + dots.
+// V (every block 16-byte aligned, even leading dimensions; the 4 × 4-tile instance): tiles of 64
+// rows, each warp's strip 16 rows as row pairs (load_pair/store_pair: m-tile 0 the even rows,
+// m-tile 1 the odd ones), T holding the rows in their physical order; 16 k-steps in step 2.
 template <int QT, int RT, bool JAC, bool V>
 __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, int r,
                                                           const double* alpha, long long lda,
