@@ -130,5 +130,6 @@ int main(int argc, char** argv) {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
+  tcsolve::trace_mark("exit");
   std::_Exit(code);
 }

@@ -33,6 +33,14 @@ bool trace_enabled() {
 
 void trace_mark(const char* what) {
   if (!trace_enabled()) return;
+  // Once: where the trace's zero lies on CLOCK_MONOTONIC (steady_clock), so that a harness that
+  // starts the process can split its wall time into before the zero, marks, and after the last.
+  static const bool clock_printed = [] {
+    std::fprintf(stderr, "tcsolve trace clock %.6f s\n",
+                 std::chrono::duration<double>(kStart.time_since_epoch()).count());
+    return true;
+  }();
+  (void)clock_printed;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - kStart).count();
   // The thread, numbered in the order threads first mark (a batch runs a worker per GPU).
   static std::atomic<int> threads{0};

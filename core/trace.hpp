@@ -7,7 +7,9 @@
 namespace tcsolve {
 
 bool trace_enabled();
-// Prints "tcsolve trace  <ms>  <what>" when TCSOLVE_TRACE is set (not to an empty or "0" value).
+// Prints "tcsolve trace  <ms>  <what>" when TCSOLVE_TRACE is set (not to an empty or "0" value);
+// the first mark also prints "tcsolve trace clock <s>", the zero's steady_clock (CLOCK_MONOTONIC)
+// reading.
 void trace_mark(const char* what);
 
 }  // namespace tcsolve
