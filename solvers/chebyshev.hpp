@@ -114,11 +114,15 @@ struct ChebyshevOptions {
   // Block width m (k wanted + guard columns). 0: k + opt.guard when opt.guard ≥ 0, else
   // k + max(8, ⌈k/2⌉), rounded up to a multiple of 8 and capped at n/2.
   std::int64_t block = 0;
-  int max_degree = 36;   // cap of the per-column degree near convergence (even)
-  // Cap while the slowest wanted column still needs more than 4·max_degree_long steps: the cap
-  // is (steps still needed)/2 between max_degree and max_degree_long (long filters early,
-  // fewer Rayleigh-Ritz rounds; short ones at the end, little overshoot).
-  int max_degree_long = 100;
+  // Cap of the per-column degree near convergence (even). Cap while the slowest wanted column
+  // still needs more than 4·max_degree_long steps: (steps still needed)/2 between max_degree and
+  // max_degree_long (long filters early, fewer Rayleigh-Ritz rounds; short ones at the end,
+  // little overshoot). 48/150 (was 36/100), swept on the H200 over eight eigs rows
+  // (docs/performance.md, 2026-11-26): lap3d:100 k = 16 largest 0.165 → 0.143 s (19 → 13 outer
+  // iterations, every filter still on the fp32 rung), lap2d:1000 k = 32 2.28 → 1.94 s, no row
+  // slower beyond noise; 44 gave 0.153 s there, 64 0.212 s (its filters leave the fp32 rung).
+  int max_degree = 48;
+  int max_degree_long = 150;
   int min_degree = 4;    // floor (even)
   int lanczos_steps = 25;
   // Multiplies the degree the residual model asks for (> 1: fewer outer iterations, a little

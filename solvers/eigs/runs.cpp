@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/device.hpp"
+#include "core/error.hpp"
 #include "factor/sparse_factor.hpp"
 #include "solvers/eigs/plan.hpp"
 #include "solvers/lanczos_core.hpp"
@@ -232,6 +233,25 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
       co.bounds = hooks.bounds;
       co.keep_going = hooks.keep_going;
       co.stats = hooks.stats;
+      // Tuning knob (bench only; docs/performance.md): TCSOLVE_CHEB_TUNE="block,max_degree,
+      // max_degree_long,overshoot,degree_margin", empty fields keep the defaults.
+      if (const char* tv = std::getenv("TCSOLVE_CHEB_TUNE")) {
+        std::vector<std::string> f(1);
+        for (const char* c = tv; *c; ++c) {
+          if (*c == ',') f.emplace_back();
+          else f.back().push_back(*c);
+        }
+        f.resize(5);
+        try {
+          if (!f[0].empty()) co.block = std::stoll(f[0]);
+          if (!f[1].empty()) co.max_degree = std::stoi(f[1]);
+          if (!f[2].empty()) co.max_degree_long = std::stoi(f[2]);
+          if (!f[3].empty()) co.overshoot = std::stod(f[3]);
+          if (!f[4].empty()) co.degree_margin = std::stod(f[4]);
+        } catch (const std::exception&) {
+          throw InvalidArgument(std::string("TCSOLVE_CHEB_TUNE: not five comma-separated numbers: '") + tv + "'");
+        }
+      }
       // The filter's steps fused with the product (make_fused_step), stored as the operator
       // stores A.
       // The caller's step in operator form (distributed/) where A's own does not apply.
