@@ -26,6 +26,14 @@
 
 namespace tcsolve {
 
+// A floor under any host's AMD ordering: seconds per entry of the lower triangle at 1e8 entries a
+// second. The measured rates are 1.2–1.5e-7 (2-core development VM) and 2.6–3.1e-7 (the H200
+// machine's host), and the ordering has come in at 0.44–2.4× its calibrated guess
+// (solvers/eigs/plan.hpp), so the floor is 5× below the fastest seen. A decision that rejects an
+// analysis even at this speed needs no measured rates: the planner and the verification then
+// skip the one-time measurement (~1 s on a fresh machine's first run).
+constexpr double kFastestAnalyzeSecondsPerEntry = 1e-8;
+
 struct EngineRates {
   double analyze_s_per_entry = 5e-8;
   double factor_s_per_flop = 1e-10;

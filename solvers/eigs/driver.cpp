@@ -475,22 +475,19 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
     return v;
   }
   const bool cert_possible = facts.can_factor && s.a;
-  const EngineRates* rates = cert_possible ? &probes.rates() : nullptr;
   const double lower_entries = 0.5 * static_cast<double>(facts.nnz_a + facts.nnz_b + s.n);
   // The certificate's predicted seconds, or infinity where its analysis is not known and would
   // cost more than the budget (the analysis, AMD alone, is a bet: kAmdMisguess, plan.hpp).
-  auto certificate_seconds = [&](double budget) {
-    if (!plan.symbolic && kAmdMisguess * rates->analyze_seconds(lower_entries) <= budget)
+  auto certificate_seconds = [&](const EngineRates& rates, double budget) {
+    if (!plan.symbolic && kAmdMisguess * rates.analyze_seconds(lower_entries) <= budget)
       plan.symbolic = probes.analyze();
-    return plan.symbolic ? predict_certificate_seconds(*plan.symbolic, lower_entries, *rates) : INFINITY;
+    return plan.symbolic ? predict_certificate_seconds(*plan.symbolic, lower_entries, rates) : INFINITY;
   };
   std::string why_kind;
   bool use_cert = opt.certify;
   if (opt.certify) {
     why_kind = "certificate (asked for)";
   } else if (cert_possible) {
-    const EngineRates& r = *rates;
-    const double guess = r.inertia_ratio * r.analyze_seconds(lower_entries);
     // The certificate when it costs at most 15 % of the solve, or less than the re-check would:
     // the shift-invert re-check converges one more pair of T (plan.hpp: about half the solve on
     // the GPU, 0.9 of it on the host), the deflated LOBPCG re-check about a solve, the filter
@@ -500,15 +497,26 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                                  : s.bop || ran.method == EigsMethod::lobpcg ? solve_s
                                                                              : 0.1 * solve_s;
     const double budget = std::max(0.15 * solve_s, recheck_guess);
-    const double amd_guess = r.analyze_seconds(lower_entries);
-    const double pred = certificate_seconds(budget);
-    if (std::isfinite(pred)) {
+    // Without an analysis at hand, an ordering over budget even at the fastest any host has
+    // (kFastestAnalyzeSecondsPerEntry) decides for the re-check without the host's measured
+    // rates (a fresh machine's first run would measure them: ~1 s).
+    const double analysis_floor = kFastestAnalyzeSecondsPerEntry * lower_entries;
+    const bool over_at_any_rate = !plan.symbolic && kAmdMisguess * analysis_floor > budget;
+    const EngineRates* rates = over_at_any_rate ? nullptr : &probes.rates();
+    const double pred = rates ? certificate_seconds(*rates, budget) : INFINITY;
+    if (!rates) {
+      why_kind = "re-check (the certificate's ordering alone, at least " + fmt("%.3g", analysis_floor) +
+                 " s at 1e8 entries a second, is above 15 % of the solve's " + fmt("%.3g", solve_s) +
+                 " s and the re-check's " + fmt("%.3g", recheck_guess) + " s)";
+    } else if (std::isfinite(pred)) {
       use_cert = pred <= budget;
       why_kind = (use_cert ? "certificate (predicted " : "re-check (the certificate was predicted at ") +
                  fmt("%.3g", pred) + " s, " + fmt("%.0f", 100.0 * pred / std::max(solve_s, 1e-9)) +
                  " % of the solve's " + fmt("%.3g", solve_s) + " s; the re-check about " +
                  fmt("%.3g", recheck_guess) + " s)";
     } else {
+      const double amd_guess = rates->analyze_seconds(lower_entries);
+      const double guess = rates->inertia_ratio * amd_guess;
       why_kind = "re-check (the certificate's analysis alone was predicted at " + fmt("%.3g", guess) +
                  " s; the ordering that would price it, up to " + fmt("%.3g", kAmdMisguess * amd_guess) +
                  " s, is above 15 % of the solve's " +
@@ -597,8 +605,11 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
   // single-vector shift-invert on the CPU: three copies added in three rounds, still unverified;
   // certified after the hand-over).
   if (!rc.verified && cert_possible && !interrupt_requested()) {
-    const double pred = certificate_seconds(2.0 * solve_s);
-    if (pred <= 2.0 * solve_s)
+    const double cap = 2.0 * solve_s;
+    const bool over_at_any_rate =
+        !plan.symbolic && kAmdMisguess * kFastestAnalyzeSecondsPerEntry * lower_entries > cap;
+    const double pred = over_at_any_rate ? INFINITY : certificate_seconds(probes.rates(), cap);
+    if (pred <= cap)
       return certify(why_kind + ": " + rc.detail + "; then the certificate (predicted " + fmt("%.3g", pred) + " s)");
     v.line += "; no certificate after it (predicted " +
               (std::isfinite(pred) ? fmt("%.3g", pred) + " s" : std::string("above its analysis' budget")) +

@@ -447,19 +447,30 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
     // Shift-invert for the smallest: priced from the symbolic analysis, which is run only when
     // it could pay.
     if (opt.which == Which::smallest) {
+      // The analysis is a bet (kAmdMisguess, plan.hpp): taken only when even the misguessed
+      // analysis stays within a quarter of the best iterative plan, or within a few milliseconds
+      // (kStakeFloor): a small matrix's analysis is worth a look whatever the iterative price
+      // (2-core CPU: dwt_2680's 2 ms analysis against a 38 ms plan flipped with the noise of the
+      // timed applies, and shift-invert is 2-3x faster there).
+      constexpr double kStake = 0.25, kStakeFloor = 5e-3;
+      const double stake = std::max(kStake * iterative_best, kStakeFloor);
+      // Rejected even at the fastest ordering any host has (kFastestAnalyzeSecondsPerEntry):
+      // decided without the host's measured rates, which a fresh machine measures once (~1 s).
+      const double analysis_floor = kFastestAnalyzeSecondsPerEntry * lower_entries;
       if (!f.can_factor) {
         plan.unpriced.push_back("shift-invert lanczos: no factorization (" + f.factor_why + ")");
+      } else if (!rel_out_of_reach && kAmdMisguess * analysis_floor > stake) {
+        plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (at least " +
+                                secs(analysis_floor) + " at 1e8 entries a second, up to " +
+                                secs(kAmdMisguess * analysis_floor) +
+                                " misguessed) would cost more than a quarter of the whole " +
+                                best_iterative.name() + " plan (" + secs(iterative_best) +
+                                ") and more than " + secs(kStakeFloor) +
+                                " (decided without measuring the host's engine rates)");
       } else {
         const EngineRates& r = probes.rates();
         const double analysis_guess = r.analyze_seconds(lower_entries);
-        // The analysis is a bet (kAmdMisguess, plan.hpp): taken only when even the
-        // misguessed analysis stays within a quarter of the best iterative plan, or within a
-        // few milliseconds (kStakeFloor): a small matrix's analysis is worth a look whatever the
-        // iterative price (2-core CPU: dwt_2680's 2 ms analysis against a 38 ms plan flipped
-        // with the noise of the timed applies, and shift-invert is 2-3x faster there).
-        constexpr double kStake = 0.25, kStakeFloor = 5e-3;
-        if (!rel_out_of_reach &&
-            kAmdMisguess * analysis_guess > std::max(kStake * iterative_best, kStakeFloor)) {
+        if (!rel_out_of_reach && kAmdMisguess * analysis_guess > stake) {
           plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
                                   secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
                                   ") would cost more than a quarter of the whole " + best_iterative.name() +

@@ -37,7 +37,7 @@ struct Inputs {
   std::unique_ptr<DenseBlockOps> ops = make_dense_ops(Backend::cpu);
   std::unique_ptr<SparseOperator> op;
   EngineRates rates = fixed_rates();
-  int probe_calls = 0, analyze_calls = 0, apply_calls = 0;
+  int probe_calls = 0, analyze_calls = 0, apply_calls = 0, rates_calls = 0;
   // Apply time model: t(c) = t0 + c·tc (seconds).
   double t0 = 2e-5, tc = 2e-6;
 };
@@ -73,7 +73,10 @@ PlanProbes probes_of(Inputs& in) {
     ++in.analyze_calls;
     return analyze_factor(in.a, in.generalized ? &in.b : nullptr);
   };
-  p.rates = [&in]() -> const EngineRates& { return in.rates; };
+  p.rates = [&in]() -> const EngineRates& {
+    ++in.rates_calls;
+    return in.rates;
+  };
   return p;
 }
 
@@ -117,6 +120,30 @@ TEST(Plan, ThreeDLaplacianOnTheGpuPicksTheFilter) {
   const EigsPlan q = plan_eigs(facts_of(in2, Backend::cuda), opts(16, Which::largest), probes_of(in2));
   EXPECT_EQ(q.chosen.method, EigsMethod::chebyshev) << show(q);
   EXPECT_EQ(in2.analyze_calls, 0);
+}
+
+// A fresh machine measures the host's engine rates once (~1 s). Where shift-invert's ordering
+// is over the planner's stake even at the fastest ordering any host has
+// (kFastestAnalyzeSecondsPerEntry), the plan is made without them; on a smaller matrix, where
+// only the measured rates can tell, they are asked for.
+TEST(Plan, OrderingOverTheStakeAtAnyRateNeedsNoMeasuredRates) {
+  if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";
+  Inputs big;
+  big.a = read_matrix("gen:lap3d:80", {});
+  big.t0 = 3e-5, big.tc = 4e-6;
+  const EigsPlan p = plan_eigs(facts_of(big, Backend::cuda), opts(16), probes_of(big));
+  EXPECT_EQ(p.chosen.method, EigsMethod::chebyshev) << show(p);
+  EXPECT_EQ(big.rates_calls, 0) << show(p);
+  EXPECT_EQ(big.analyze_calls, 0);
+  bool said = false;
+  for (const auto& u : p.unpriced) said = said || u.find("without measuring the host's engine rates") != std::string::npos;
+  EXPECT_TRUE(said) << show(p);
+
+  Inputs small;
+  small.a = read_matrix("gen:lap3d:20", {});
+  small.t0 = 3e-5, small.tc = 4e-6;
+  const EigsPlan q = plan_eigs(facts_of(small, Backend::cuda), opts(16), probes_of(small));
+  EXPECT_EQ(small.rates_calls, 1) << show(q);
 }
 
 // Isolated largest eigenvalues (a 2D Laplacian, spectrum in [0, 8], beside 12 decoupled rows
