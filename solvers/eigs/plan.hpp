@@ -158,10 +158,12 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m);
 // Single-vector thick-restart Lanczos on A (host, basis 2k + 2), offered where the probe's power
-// law gives no gap (isolated extreme eigenvalues) and priced there at 0.7·D applies, D the
+// law gives no gap (isolated extreme eigenvalues) and priced there at 0.35·D applies, D the
 // Chebyshev degree of the same (fallback) gap: measured 0.2–0.6·D on 1138_bus, 662_bus and
-// dwt_2680 largest, against 4–15·D on PDE-like ends (gen:lap2d:100, lap3d:20/30, crack,
-// bcsstk21 largest), where it is not offered (2-core CPU, k = 10).
+// dwt_2680 largest (0.35: their geometric middle; 0.7 until 2026-11-26 priced every one of the
+// bus matrices 3.5–11× over their measured solve), against 4–15·D on PDE-like ends
+// (gen:lap2d:100, lap3d:20/30, crack, bcsstk21 largest), where it is not offered (2-core CPU,
+// k = 10).
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                 double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
 double predict_dense_seconds(std::int64_t n, const EngineRates& r);
