@@ -201,6 +201,14 @@ __global__ void scale_by_inverse_kernel(double* x, long long ldx, long long rows
 // small problem. Below kSmallDim these kernels, in tcsolve's own module, do the same work.
 constexpr int kSmallDim = 64;
 
+// The n × n lower triangle of a (ld lda) into shared s (ld n), zeros above it; the whole block.
+__device__ void load_lower_shared(const double* a, long long lda, int n, double* s) {
+  for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
+    const int i = e % n, j = e / n;
+    s[e] = i >= j ? a[i + j * lda] : 0.0;
+  }
+}
+
 // Right-looking lower Cholesky of the n × n matrix s (ld n, lower triangle) in shared memory by
 // the whole block; returns 0, or j + 1 for the first pivot that is not positive and finite (the
 // columns from j on are then not a factor). Every thread returns the same value.
@@ -228,10 +236,7 @@ __device__ int block_cholesky_shared(double* s, int n) {
 // n ≤ kSmallDim. info: 0, or j + 1 for the first pivot that is not positive and finite (as potrf).
 __global__ void small_cholesky_kernel(double* a, long long lda, int n, int* info) {
   __shared__ double s[kSmallDim * kSmallDim];
-  for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
-    const int i = e % n, j = e / n;
-    s[e] = i >= j ? a[i + j * lda] : 0.0;
-  }
+  load_lower_shared(a, lda, n, s);
   __syncthreads();
   const int bad = block_cholesky_shared(s, n);
   __syncthreads();
@@ -246,10 +251,7 @@ __global__ void small_cholesky_kernel(double* a, long long lda, int n, int* info
 // a (n ≤ kSmallDim). Thread c: column c of L⁻¹ by forward substitution, stored as row c of T.
 __global__ void small_lower_inverse_t_kernel(const double* a, long long lda, int n, double* t) {
   __shared__ double s[kSmallDim * kSmallDim];
-  for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
-    const int i = e % n, j = e / n;
-    s[e] = i >= j ? a[i + j * lda] : 0.0;
-  }
+  load_lower_shared(a, lda, n, s);
   __syncthreads();
   for (int c = threadIdx.x; c < n; c += blockDim.x) {
     for (int i = 0; i < c; ++i) t[c + i * n] = 0.0;
@@ -318,10 +320,7 @@ __global__ void small_spd_solve_kernel(const double* f, long long ldf, int r, co
   double* dv = idiag + r;
   const bool zero = status[0] == 2.0;
   if (!zero) {
-    for (int e = threadIdx.x; e < r * r; e += blockDim.x) {
-      const int i = e % r, j = e / r;
-      sl[e] = i >= j ? f[i + j * ldf] : 0.0;
-    }
+    load_lower_shared(f, ldf, r, sl);
     for (int i = threadIdx.x; i < r; i += blockDim.x) {
       idiag[i] = 1.0 / f[i + i * ldf];
       dv[i] = f[i + r * ldf];
