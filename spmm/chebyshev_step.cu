@@ -248,18 +248,39 @@ struct Rung32 {
   }
 };
 
-// On the caller's device arrays (no copy).
+__global__ void round_to_float_kernel(std::int64_t n, const double* __restrict__ in,
+                                      float* __restrict__ out) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = static_cast<float>(in[i]);
+}
+
+// On the caller's device arrays (no copy); storage fp32: the values rounded into a copy of ours.
 class CudaChebyshevStepView final : public ChebyshevStep {
  public:
   CudaChebyshevStepView(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
                         const double* v, void* stream)
       : n_(n), rp_(rp), ci_(ci), v_(v), stream_(stream) {}
+  CudaChebyshevStepView(std::int64_t n, std::int64_t nnz, const std::int64_t* rp,
+                        const std::int32_t* ci, const double* v, void* stream)
+      : n_(n), rp_(rp), ci_(ci), v_(v), stream_(stream), storage_(Precision::fp32),
+        vals32_(static_cast<std::size_t>(nnz)) {
+    TCSOLVE_REQUIRE(nnz >= 0, "chebyshev step: negative number of entries");
+    if (nnz > 0) {
+      const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((nnz + 255) / 256, 65535));
+      round_to_float_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(nnz, v, vals32_.get());
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+  }
   Space space() const override { return Space::device; }
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
             MvView<const double> r, const double* d) const override {
-    launch_step(n_, rp_, ci_, v_, Precision::fp64, a, cur, b, c, next, e, r, d, stream_);
+    launch_step(n_, rp_, ci_, values(), storage_, a, cur, b, c, next, e, r, d, stream_);
   }
-  std::string describe() const override { return "fused CSR step on the GPU, on the caller's arrays"; }
+  std::string describe() const override {
+    return storage_ == Precision::fp32 ? "fused CSR step on the GPU, on the caller's arrays, A's values in fp32"
+                                       : "fused CSR step on the GPU, on the caller's arrays";
+  }
   void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
                   double g, MvView<float> r, MvView<float> z) const override {
     rung().residual(s, ax, x, theta, g, r, z);
@@ -279,7 +300,12 @@ class CudaChebyshevStepView final : public ChebyshevStep {
   const std::int32_t* ci_;
   const double* v_;
   void* stream_;
-  Rung32 rung() const { return {n_, rp_, ci_, v_, Precision::fp64, stream_}; }
+  Precision storage_ = Precision::fp64;
+  DeviceArray<float> vals32_;
+  const void* values() const {
+    return storage_ == Precision::fp32 ? static_cast<const void*>(vals32_.get()) : static_cast<const void*>(v_);
+  }
+  Rung32 rung() const { return {n_, rp_, ci_, values(), storage_, stream_}; }
 };
 
 class CudaChebyshevStep final : public ChebyshevStep {
@@ -337,6 +363,13 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t n, const st
                                                         const std::int32_t* col, const double* values,
                                                         void* stream) {
   return std::make_unique<CudaChebyshevStepView>(n, row_ptr, col, values, stream);
+}
+
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_view32(std::int64_t n, std::int64_t nnz,
+                                                          const std::int64_t* row_ptr,
+                                                          const std::int32_t* col, const double* values,
+                                                          void* stream) {
+  return std::make_unique<CudaChebyshevStepView>(n, nnz, row_ptr, col, values, stream);
 }
 
 namespace detail {

@@ -65,6 +65,14 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t n, const st
                                                         const std::int32_t* col, const double* values,
                                                         void* stream);
 
+// The same on A's values rounded to fp32 on the device (a copy of the nnz values only, 4·nnz
+// bytes; row_ptr and col stay the caller's): the preconditioner's fp32 step without a second
+// upload of A (H200, lap3d:100: 26–36 ms of host rounding and upload of 64 MB before). nnz =
+// row_ptr[n]. NotCompiled without CUDA.
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_view32(std::int64_t n, std::int64_t nnz,
+                                                          const std::int64_t* row_ptr,
+                                                          const std::int32_t* col, const double* values,
+                                                          void* stream);
 namespace detail {
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
                                                         void* stream);

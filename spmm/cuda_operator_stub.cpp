@@ -34,4 +34,8 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t, const std:
                                                         const std::int32_t*, const double*, void*) {
   throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");
 }
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_view32(std::int64_t, std::int64_t, const std::int64_t*,
+                                                          const std::int32_t*, const double*, void*) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");
+}
 }  // namespace tcsolve
