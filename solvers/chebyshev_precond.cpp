@@ -190,6 +190,8 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
   // 22/21/21, took 22 and 21 steps and hung).
   const std::int64_t ng = ops.global_rows(n);
   int probe_steps = static_cast<int>(std::min<std::int64_t>(40, ng));
+  if (const char* ps = std::getenv("TCSOLVE_PRECOND_PROBE_STEPS"))  // bench knob (A/B only)
+    probe_steps = static_cast<int>(std::min<std::int64_t>(std::max(2, std::atoi(ps)), ng));
   if (ops.space() == Space::device) {
     const double vecs = ops.global_min(0.25 * static_cast<double>(device_free_bytes()) / (8.0 * static_cast<double>(n)));
     probe_steps = static_cast<int>(std::max<double>(std::min<double>(probe_steps, vecs - 1), std::min<std::int64_t>(8, ng)));
