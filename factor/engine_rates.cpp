@@ -17,6 +17,7 @@
 
 #include "core/csr.hpp"
 #include "core/error.hpp"
+#include "core/trace.hpp"
 
 namespace tcsolve {
 
@@ -181,9 +182,13 @@ EngineRates measure_engine_rates() {
   // A 2D problem (entries dominate: small supernodes) and a 3D one (flops dominate), both
   // supernodal; a small 2D one, simplicial (its solves only).
   const Sample s2 = sample(model_laplacian(160, 2), false);
+  trace_mark("rates: 2D sample");
   const Sample s3 = sample(model_laplacian(22, 3), true);
+  trace_mark("rates: 3D sample with inertia");
   const Sample ss = sample(model_laplacian(60, 2), false);
+  trace_mark("rates: small 2D sample");
   const Sample s1 = sample(model_laplacian(200000, 1), false);
+  trace_mark("rates: chain sample");
   EngineRates r;
   r.analyze_s_per_entry = std::max(s2.analyze_s / s2.lower_entries, s3.analyze_s / s3.lower_entries);
   // factor_s = flops·a + entries·b: two equations; keep both coefficients non-negative.
