@@ -68,6 +68,12 @@ struct EngineRates {
 // first call pays the measurement. Throws NotCompiled in a build without the engines.
 const EngineRates& engine_rates();
 
+// analyze_s_per_entry alone, for decisions that need only the ordering's price (the planner's and
+// the verification's bets on an analysis): from the cached full rates, else from its own cache
+// entry (key "<machine>|analysis"), else measured on the full measurement's two supernodal samples'
+// AMD analyses alone (~10–30 ms against ~0.5–1.1 s for all the rates) and cached.
+double engine_analyze_rate();
+
 // Measures without the cache (the benchmark and the tests call it directly).
 EngineRates measure_engine_rates();
 

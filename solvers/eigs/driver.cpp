@@ -477,11 +477,19 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
   const bool cert_possible = facts.can_factor && s.a;
   const double lower_entries = 0.5 * static_cast<double>(facts.nnz_a + facts.nnz_b + s.n);
   // The certificate's predicted seconds, or infinity where its analysis is not known and would
-  // cost more than the budget (the analysis, AMD alone, is a bet: kAmdMisguess, plan.hpp).
-  auto certificate_seconds = [&](const EngineRates& rates, double budget) {
-    if (!plan.symbolic && kAmdMisguess * rates.analyze_seconds(lower_entries) <= budget)
+  // cost more than the budget (the analysis, AMD alone, is a bet: kAmdMisguess, plan.hpp): over
+  // it even at the fastest ordering any host has (kFastestAnalyzeSecondsPerEntry), with no rates
+  // at all; else by the analysis rate alone. The full rates (a fresh machine's first run measures
+  // them: ~1 s) only price a certificate whose analysis is at hand.
+  auto analysis_rate = [&] {
+    return probes.analyze_rate ? probes.analyze_rate() : probes.rates().analyze_s_per_entry;
+  };
+  auto certificate_seconds = [&](double budget) -> double {
+    if (!plan.symbolic && kAmdMisguess * kFastestAnalyzeSecondsPerEntry * lower_entries > budget)
+      return INFINITY;
+    if (!plan.symbolic && kAmdMisguess * analysis_rate() * lower_entries <= budget)
       plan.symbolic = probes.analyze();
-    return plan.symbolic ? predict_certificate_seconds(*plan.symbolic, lower_entries, rates) : INFINITY;
+    return plan.symbolic ? predict_certificate_seconds(*plan.symbolic, lower_entries, probes.rates()) : INFINITY;
   };
   std::string why_kind;
   bool use_cert = opt.certify;
@@ -497,14 +505,10 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                                  : s.bop || ran.method == EigsMethod::lobpcg ? solve_s
                                                                              : 0.1 * solve_s;
     const double budget = std::max(0.15 * solve_s, recheck_guess);
-    // Without an analysis at hand, an ordering over budget even at the fastest any host has
-    // (kFastestAnalyzeSecondsPerEntry) decides for the re-check without the host's measured
-    // rates (a fresh machine's first run would measure them: ~1 s).
     const double analysis_floor = kFastestAnalyzeSecondsPerEntry * lower_entries;
     const bool over_at_any_rate = !plan.symbolic && kAmdMisguess * analysis_floor > budget;
-    const EngineRates* rates = over_at_any_rate ? nullptr : &probes.rates();
-    const double pred = rates ? certificate_seconds(*rates, budget) : INFINITY;
-    if (!rates) {
+    const double pred = certificate_seconds(budget);
+    if (over_at_any_rate) {
       why_kind = "re-check (the certificate's ordering alone, at least " + fmt("%.3g", analysis_floor) +
                  " s at 1e8 entries a second, is above 15 % of the solve's " + fmt("%.3g", solve_s) +
                  " s and the re-check's " + fmt("%.3g", recheck_guess) + " s)";
@@ -515,10 +519,9 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                  " % of the solve's " + fmt("%.3g", solve_s) + " s; the re-check about " +
                  fmt("%.3g", recheck_guess) + " s)";
     } else {
-      const double amd_guess = rates->analyze_seconds(lower_entries);
-      const double guess = rates->inertia_ratio * amd_guess;
-      why_kind = "re-check (the certificate's analysis alone was predicted at " + fmt("%.3g", guess) +
-                 " s; the ordering that would price it, up to " + fmt("%.3g", kAmdMisguess * amd_guess) +
+      const double amd_guess = analysis_rate() * lower_entries;
+      why_kind = "re-check (the ordering that would price the certificate, about " + fmt("%.3g", amd_guess) +
+                 " s and up to " + fmt("%.3g", kAmdMisguess * amd_guess) +
                  " s, is above 15 % of the solve's " +
                  fmt("%.3g", solve_s) + " s and the re-check's " + fmt("%.3g", recheck_guess) + " s)";
     }
@@ -606,9 +609,7 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
   // certified after the hand-over).
   if (!rc.verified && cert_possible && !interrupt_requested()) {
     const double cap = 2.0 * solve_s;
-    const bool over_at_any_rate =
-        !plan.symbolic && kAmdMisguess * kFastestAnalyzeSecondsPerEntry * lower_entries > cap;
-    const double pred = over_at_any_rate ? INFINITY : certificate_seconds(probes.rates(), cap);
+    const double pred = certificate_seconds(cap);
     if (pred <= cap)
       return certify(why_kind + ": " + rc.detail + "; then the certificate (predicted " + fmt("%.3g", pred) + " s)");
     v.line += "; no certificate after it (predicted " +
@@ -648,6 +649,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
     return a;
   };
   probes.rates = []() -> const EngineRates& { return engine_rates(); };
+  probes.analyze_rate = [] { return engine_analyze_rate(); };
   EigsPlan plan = plan_eigs(facts, opt, probes);
   trace_mark("eigs: planned");
   PlanEstimate ran = plan.chosen;

@@ -468,54 +468,55 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
                                 best_iterative.name() + " plan (" + secs(iterative_best) +
                                 ") and more than " + secs(kStakeFloor) +
                                 " (decided without measuring the host's engine rates)");
+      } else if (const double analysis_guess =
+                     lower_entries * (probes.analyze_rate ? probes.analyze_rate()
+                                                          : probes.rates().analyze_s_per_entry);
+                 !rel_out_of_reach && kAmdMisguess * analysis_guess > stake) {
+        // Rejected on the analysis rate alone (engine_analyze_rate): the full rates not measured.
+        plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
+                                secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
+                                ") would cost more than a quarter of the whole " + best_iterative.name() +
+                                " plan (" + secs(iterative_best) + ") and more than " + secs(kStakeFloor));
       } else {
         const EngineRates& r = probes.rates();
-        const double analysis_guess = r.analyze_seconds(lower_entries);
-        if (!rel_out_of_reach && kAmdMisguess * analysis_guess > stake) {
-          plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
-                                  secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
-                                  ") would cost more than a quarter of the whole " + best_iterative.name() +
-                                  " plan (" + secs(iterative_best) + ") and more than " + secs(kStakeFloor));
+        plan.symbolic = probes.analyze();
+        PlanEstimate e;
+        e.method = EigsMethod::lanczos;
+        e.transform = Transform::shift_invert;
+        e.verification = default_verification;
+        predict_shift_invert_seconds(n, k, *plan.symbolic, lower_entries, r, am, f.backend,
+                                     &e.setup_s, &e.solve_s, &e.detail);
+        // The ordering is redone by the factorization: AMD's as measured, METIS's priced.
+        e.setup_s -= r.analyze_seconds(lower_entries);
+        e.setup_s += factor_analysis_seconds(*plan.symbolic);
+        const double cert = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
+        // As the verification decides (driver.cpp): the certificate when it costs at most 15 %
+        // of the solve or less than the re-check would.
+        if (default_verification == Verification::recheck &&
+            cert <= std::max(0.15, shift_invert_recheck_share(f.backend)) * e.solve_s)
+          e.verification = Verification::certificate;
+        e.verify_s = e.verification == Verification::certificate ? cert
+                     : e.verification == Verification::recheck ? shift_invert_recheck_share(f.backend) * e.solve_s : 0.0;
+        const double need = 12.0 * plan.symbolic->factor_entries;
+        FactorOptions fo;
+        fo.memory_limit_bytes = opt.factor_memory_limit;
+        if (need > factor_memory_budget(fo)) {
+          e.feasible = false;
+          char b[96];
+          std::snprintf(b, sizeof b, "%.1f GB", need / 1e9);
+          plan.unpriced.push_back(std::string("shift-invert lanczos: the factor needs about ") + b +
+                                  ", more than the host memory allows");
         } else {
-          plan.symbolic = probes.analyze();
-          PlanEstimate e;
-          e.method = EigsMethod::lanczos;
-          e.transform = Transform::shift_invert;
-          e.verification = default_verification;
-          predict_shift_invert_seconds(n, k, *plan.symbolic, lower_entries, r, am, f.backend,
-                                       &e.setup_s, &e.solve_s, &e.detail);
-          // The ordering is redone by the factorization: AMD's as measured, METIS's priced.
-          e.setup_s -= r.analyze_seconds(lower_entries);
-          e.setup_s += factor_analysis_seconds(*plan.symbolic);
-          const double cert = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
-          // As the verification decides (driver.cpp): the certificate when it costs at most 15 %
-          // of the solve or less than the re-check would.
-          if (default_verification == Verification::recheck &&
-              cert <= std::max(0.15, shift_invert_recheck_share(f.backend)) * e.solve_s)
-            e.verification = Verification::certificate;
-          e.verify_s = e.verification == Verification::certificate ? cert
-                       : e.verification == Verification::recheck ? shift_invert_recheck_share(f.backend) * e.solve_s : 0.0;
-          const double need = 12.0 * plan.symbolic->factor_entries;
-          FactorOptions fo;
-          fo.memory_limit_bytes = opt.factor_memory_limit;
-          if (need > factor_memory_budget(fo)) {
-            e.feasible = false;
-            char b[96];
-            std::snprintf(b, sizeof b, "%.1f GB", need / 1e9);
-            plan.unpriced.push_back(std::string("shift-invert lanczos: the factor needs about ") + b +
-                                    ", more than the host memory allows");
-          } else {
-            e.priced = true;
-            cands.push_back(e);
-          }
-          // The iterative plans' certificate, when it is cheap next to their solve.
-          for (auto& ce : cands)
-            if (ce.transform == Transform::none && default_verification == Verification::recheck &&
-                cert <= 0.15 * ce.solve_s) {
-              ce.verification = Verification::certificate;
-              ce.verify_s = cert;
-            }
+          e.priced = true;
+          cands.push_back(e);
         }
+        // The iterative plans' certificate, when it is cheap next to their solve.
+        for (auto& ce : cands)
+          if (ce.transform == Transform::none && default_verification == Verification::recheck &&
+              cert <= 0.15 * ce.solve_s) {
+            ce.verification = Verification::certificate;
+            ce.verify_s = cert;
+          }
       }
     }
     // Dense for moderate n (matrix form).

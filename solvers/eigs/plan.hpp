@@ -132,6 +132,9 @@ struct PlanProbes {
   std::function<double(std::int64_t cols)> apply_seconds;  // one apply of A to `cols` columns
   std::function<SymbolicAnalysis()> analyze;             // CHOLMOD symbolic analysis of A − σB
   std::function<const EngineRates&()> rates;             // host engine rates (cached)
+  // The analysis rate alone (engine_analyze_rate: cheap when the full rates are not cached);
+  // empty: taken from rates().
+  std::function<double()> analyze_rate;
 };
 
 // Per-apply cost model of A, from two timed applies: t(c) = t_a + c·t_col.

@@ -37,7 +37,7 @@ struct Inputs {
   std::unique_ptr<DenseBlockOps> ops = make_dense_ops(Backend::cpu);
   std::unique_ptr<SparseOperator> op;
   EngineRates rates = fixed_rates();
-  int probe_calls = 0, analyze_calls = 0, apply_calls = 0, rates_calls = 0;
+  int probe_calls = 0, analyze_calls = 0, apply_calls = 0, rates_calls = 0, analyze_rate_calls = 0;
   // Apply time model: t(c) = t0 + c·tc (seconds).
   double t0 = 2e-5, tc = 2e-6;
 };
@@ -76,6 +76,10 @@ PlanProbes probes_of(Inputs& in) {
   p.rates = [&in]() -> const EngineRates& {
     ++in.rates_calls;
     return in.rates;
+  };
+  p.analyze_rate = [&in] {
+    ++in.analyze_rate_calls;
+    return in.rates.analyze_s_per_entry;
   };
   return p;
 }
@@ -124,9 +128,10 @@ TEST(Plan, ThreeDLaplacianOnTheGpuPicksTheFilter) {
 
 // A fresh machine measures the host's engine rates once (~1 s). Where shift-invert's ordering
 // is over the planner's stake even at the fastest ordering any host has
-// (kFastestAnalyzeSecondsPerEntry), the plan is made without them; on a smaller matrix, where
-// only the measured rates can tell, they are asked for.
-TEST(Plan, OrderingOverTheStakeAtAnyRateNeedsNoMeasuredRates) {
+// (kFastestAnalyzeSecondsPerEntry), the plan is made without any rate; where the analysis rate
+// alone rejects it (engine_analyze_rate: ~10–30 ms to measure), without the full rates; only a
+// shift-invert plan that gets priced asks for them.
+TEST(Plan, RatesAreMeasuredOnlyAsFarAsTheDecisionNeeds) {
   if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";
   Inputs big;
   big.a = read_matrix("gen:lap3d:80", {});
@@ -134,16 +139,27 @@ TEST(Plan, OrderingOverTheStakeAtAnyRateNeedsNoMeasuredRates) {
   const EigsPlan p = plan_eigs(facts_of(big, Backend::cuda), opts(16), probes_of(big));
   EXPECT_EQ(p.chosen.method, EigsMethod::chebyshev) << show(p);
   EXPECT_EQ(big.rates_calls, 0) << show(p);
+  EXPECT_EQ(big.analyze_rate_calls, 0) << show(p);
   EXPECT_EQ(big.analyze_calls, 0);
   bool said = false;
   for (const auto& u : p.unpriced) said = said || u.find("without measuring the host's engine rates") != std::string::npos;
   EXPECT_TRUE(said) << show(p);
 
+  // lap3d:30 on the GPU: the floor cannot decide, the analysis rate (1e-7 s an entry) rejects.
+  Inputs mid;
+  mid.a = read_matrix("gen:lap3d:30", {});
+  mid.t0 = 3e-5, mid.tc = 4e-6;
+  const EigsPlan q = plan_eigs(facts_of(mid, Backend::cuda), opts(16), probes_of(mid));
+  EXPECT_EQ(mid.analyze_rate_calls, 1) << show(q);
+  EXPECT_EQ(mid.rates_calls, 0) << show(q);
+  EXPECT_EQ(mid.analyze_calls, 0) << show(q);
+
+  // A small matrix on the host: shift-invert is priced, with the full rates.
   Inputs small;
-  small.a = read_matrix("gen:lap3d:20", {});
-  small.t0 = 3e-5, small.tc = 4e-6;
-  const EigsPlan q = plan_eigs(facts_of(small, Backend::cuda), opts(16), probes_of(small));
-  EXPECT_EQ(small.rates_calls, 1) << show(q);
+  small.a = read_matrix("gen:lap2d:30", {});
+  const EigsPlan r = plan_eigs(facts_of(small, Backend::cpu), opts(6), probes_of(small));
+  EXPECT_EQ(small.analyze_calls, 1) << show(r);
+  EXPECT_GE(small.rates_calls, 1) << show(r);  // (the dense candidate reads them too)
 }
 
 // Isolated largest eigenvalues (a 2D Laplacian, spectrum in [0, 8], beside 12 decoupled rows
