@@ -12,7 +12,6 @@
 #include "core/trace.hpp"
 #include "solvers/solver_common.hpp"
 #include "solvers/spectral_probe.hpp"
-#include "spmm/sparse_operator.hpp"
 
 namespace tcsolve {
 
@@ -219,18 +218,10 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
       // On the GPU, the operator's own device CSR of A when it holds one (fp64, A's row order):
       // the step reads its indices in place and rounds the values there, instead of rounding
       // on the host and uploading a second copy of A (lap3d:100: 64 MB, 26–36 ms on the H200).
-      if (ops.space() == Space::device)
-        if (const auto* so = dynamic_cast<const SparseOperator*>(&a); so && !so->permutation()) {
-          const SparseOperator::DeviceCsr d = so->device_csr();
-          if (d.row_ptr && d.col_idx && d.values && so->rows() == csr->nrows)
-            fused = storage == Precision::fp64
-                        ? make_chebyshev_step_view(n, d.row_ptr, d.col_idx, d.values, ops.stream())
-                        : make_chebyshev_step_view32(n, csr->nnz(), d.row_ptr, d.col_idx, d.values,
-                                                     ops.stream());
-        }
+      if (ops.space() == Space::device) fused = make_chebyshev_step_on_operator(a, *csr, storage, ops.stream());
       if (!fused) fused = make_chebyshev_step(*csr, ops.backend(), storage, ops.stream());
       if (storage != Precision::fp64) upper *= 1.0 + 1e-6;  // |Ã − A| ≤ 2^-24·|A| elementwise
-      trace_mark("precond: fused step's copy of A made");
+      trace_mark("precond: fused step ready");
     }
   }
   // fp32 blocks in the steps where the step is fused and unscaled, and A is rounded anyway.
@@ -245,10 +236,9 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
 }
 
 bool chebyshev_step_fuses(std::int64_t n, std::int64_t nnz, Space space, Precision storage) {
-  // The fused row-split step pays for short rows (a 7-point Laplacian); with long rows (3D
-  // elasticity, ~80 per row) the operator's own kernel (BCSR/DMMA) is faster: not fused. Its
-  // copy of A is made only when it takes at most a tenth of the free device memory.
-  if (nnz > 16 * std::max<std::int64_t>(n, 1)) return false;
+  // Short rows only (chebyshev_step_pays). Its copy of A is made only when it takes at most a
+  // tenth of the free device memory.
+  if (!chebyshev_step_pays(n, nnz)) return false;
   const double step_bytes = (storage == Precision::fp32 ? 8.0 : 12.0) * static_cast<double>(nnz) +
                             8.0 * static_cast<double>(n + 1);
   return space == Space::host || step_bytes <= 0.1 * static_cast<double>(device_free_bytes());

@@ -1984,7 +1984,7 @@ class CudaDenseOps final : public DenseBlockOps {
   std::vector<std::pair<const void*, int>> occupancy_;
   bool fused_ = true;          // fused tensor-core kernels (TCSOLVE_NO_FUSED=1: cuBLAS composites)
   bool pair_rows_ = true;      // update kernels' row-pair strips where aligned (TCSOLVE_PAIR_ROWS=0: off)
-  bool gram_vec_ = true;             // gram_tn_kernel's double2 loads where aligned (TCSOLVE_GRAM_VEC=0: off)
+  bool gram_vec_ = true;       // gram_tn_kernel's double2 loads where aligned (TCSOLVE_GRAM_VEC=0: off)
   bool tall_gemm_ = true;      // gemm_into's own kernel for p, q ≤ 32 (TCSOLVE_TALL_GEMM=0: cuBLAS)
   struct Slot {                // pinned staging of one fetch_async ticket
     double* pinned = nullptr;

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "spmm/sparse_operator.hpp"
 
 namespace tcsolve {
 
@@ -94,6 +95,19 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step(const Csr<double>& a, Backend
   if (a.nrows != a.ncols) throw InvalidArgument("chebyshev step: A must be square");
   if (backend == Backend::cpu) return std::make_unique<HostChebyshevStep>(a);
   return detail::make_cuda_chebyshev_step(a, storage, stream);
+}
+
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_on_operator(const LinearOperator<double>& a,
+                                                               const Csr<double>& csr,
+                                                               Precision storage, void* stream) {
+  const auto* so = dynamic_cast<const SparseOperator*>(&a);
+  if (!so || so->permutation() || so->rows() != csr.nrows) return nullptr;
+  if (storage != Precision::fp64 && storage != Precision::fp32) return nullptr;
+  const SparseOperator::DeviceCsr d = so->device_csr();
+  if (!d.row_ptr || !d.col_idx || !d.values) return nullptr;
+  return storage == Precision::fp64
+             ? make_chebyshev_step_view(csr.nrows, d.row_ptr, d.col_idx, d.values, stream)
+             : make_chebyshev_step_view32(csr.nrows, csr.nnz(), d.row_ptr, d.col_idx, d.values, stream);
 }
 
 }  // namespace tcsolve

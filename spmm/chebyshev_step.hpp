@@ -21,6 +21,7 @@
 
 #include "core/csr.hpp"
 #include "core/multivector.hpp"
+#include "core/operator.hpp"
 #include "core/types.hpp"
 
 namespace tcsolve {
@@ -53,6 +54,13 @@ class ChebyshevStep {
                          MvView<double> y) const = 0;
 };
 
+// Where the fused row-split step pays: short rows (a 7-point Laplacian), at most 16 entries a row
+// on average. With long rows (3D elasticity, ~80 a row) the operator's own kernel (BCSR/DMMA) is
+// faster (forcing the fused step lost 2–4× on elast3d:48, docs/performance.md).
+inline bool chebyshev_step_pays(std::int64_t n, std::int64_t nnz) {
+  return nnz <= 16 * (n > 1 ? n : 1);
+}
+
 // backend cpu: host reference; cuda: the device kernel (NotCompiled without CUDA). storage:
 // fp64 or fp32 (InvalidArgument otherwise). stream: the CUDA stream to run on (cudaStream_t).
 std::unique_ptr<ChebyshevStep> make_chebyshev_step(const Csr<double>& a, Backend backend,
@@ -73,6 +81,13 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_view32(std::int64_t n, std::i
                                                           const std::int64_t* row_ptr,
                                                           const std::int32_t* col, const double* values,
                                                           void* stream);
+// The step on the device CSR that the operator `a` already holds for `csr` (a CUDA CSR operator
+// in fp64, unpermuted, of csr's size; SparseOperator::device_csr): in place for storage fp64,
+// with the values rounded on the device for fp32. nullptr where `a` holds no such copy (then
+// make_chebyshev_step uploads one).
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_on_operator(const LinearOperator<double>& a,
+                                                               const Csr<double>& csr,
+                                                               Precision storage, void* stream);
 namespace detail {
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
                                                         void* stream);

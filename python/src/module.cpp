@@ -622,7 +622,7 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
     if (precond == "chebyshev") {
       // The fused step on the CuPy arrays themselves when the rows are short (as the command's).
       std::unique_ptr<ChebyshevStep> step;
-      if (nnz <= 16 * std::max<std::int64_t>(n, 1))
+      if (chebyshev_step_pays(n, nnz))
         step = make_chebyshev_step_view(n, static_cast<const std::int64_t*>(da.indptr),
                                         static_cast<const std::int32_t*>(da.indices),
                                         static_cast<const double*>(da.data), ops->stream());

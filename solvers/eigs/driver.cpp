@@ -481,13 +481,9 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
   // it even at the fastest ordering any host has (kFastestAnalyzeSecondsPerEntry), with no rates
   // at all; else by the analysis rate alone. The full rates (a fresh machine's first run measures
   // them: ~1 s) only price a certificate whose analysis is at hand.
-  auto analysis_rate = [&] {
-    return probes.analyze_rate ? probes.analyze_rate() : probes.rates().analyze_s_per_entry;
-  };
   auto certificate_seconds = [&](double budget) -> double {
-    if (!plan.symbolic && kAmdMisguess * kFastestAnalyzeSecondsPerEntry * lower_entries > budget)
-      return INFINITY;
-    if (!plan.symbolic && kAmdMisguess * analysis_rate() * lower_entries <= budget)
+    if (!plan.symbolic && ordering_over_at_any_rate(lower_entries, budget)) return INFINITY;
+    if (!plan.symbolic && kAmdMisguess * probes.analysis_rate() * lower_entries <= budget)
       plan.symbolic = probes.analyze();
     return plan.symbolic ? predict_certificate_seconds(*plan.symbolic, lower_entries, probes.rates()) : INFINITY;
   };
@@ -506,7 +502,7 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                                                                              : 0.1 * solve_s;
     const double budget = std::max(0.15 * solve_s, recheck_guess);
     const double analysis_floor = kFastestAnalyzeSecondsPerEntry * lower_entries;
-    const bool over_at_any_rate = !plan.symbolic && kAmdMisguess * analysis_floor > budget;
+    const bool over_at_any_rate = !plan.symbolic && ordering_over_at_any_rate(lower_entries, budget);
     const double pred = certificate_seconds(budget);
     if (over_at_any_rate) {
       why_kind = "re-check (the certificate's ordering alone, at least " + fmt("%.3g", analysis_floor) +
@@ -519,7 +515,7 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                  " % of the solve's " + fmt("%.3g", solve_s) + " s; the re-check about " +
                  fmt("%.3g", recheck_guess) + " s)";
     } else {
-      const double amd_guess = analysis_rate() * lower_entries;
+      const double amd_guess = probes.analysis_rate() * lower_entries;
       why_kind = "re-check (the ordering that would price the certificate, about " + fmt("%.3g", amd_guess) +
                  " s and up to " + fmt("%.3g", kAmdMisguess * amd_guess) +
                  " s, is above 15 % of the solve's " +

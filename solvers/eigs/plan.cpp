@@ -11,6 +11,7 @@
 #include "solvers/chebyshev.hpp"
 #include "solvers/eigensolvers.hpp"
 #include "solvers/solver_common.hpp"
+#include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve {
 
@@ -356,7 +357,7 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
     const double tw = probes.apply_seconds(w);
     plan.applies = apply_model(t1, tw, w, f.backend, n);
     // The filter's steps fuse on the GPU where rows are short (eigs_detail::make_fused_step).
-    if (f.backend == Backend::cuda && f.nnz_a <= 16 * std::max<std::int64_t>(n, 1))
+    if (f.backend == Backend::cuda && chebyshev_step_pays(n, f.nnz_a))
       plan.applies->step_col = 1.5;
     if (f.backend == Backend::cpu && plan.probe->steps > 0) {
       const double s = plan.probe->steps;
@@ -460,7 +461,7 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       const double analysis_floor = kFastestAnalyzeSecondsPerEntry * lower_entries;
       if (!f.can_factor) {
         plan.unpriced.push_back("shift-invert lanczos: no factorization (" + f.factor_why + ")");
-      } else if (!rel_out_of_reach && kAmdMisguess * analysis_floor > stake) {
+      } else if (!rel_out_of_reach && ordering_over_at_any_rate(lower_entries, stake)) {
         plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (at least " +
                                 secs(analysis_floor) + " at 1e8 entries a second, up to " +
                                 secs(kAmdMisguess * analysis_floor) +
@@ -468,9 +469,7 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
                                 best_iterative.name() + " plan (" + secs(iterative_best) +
                                 ") and more than " + secs(kStakeFloor) +
                                 " (decided without measuring the host's engine rates)");
-      } else if (const double analysis_guess =
-                     lower_entries * (probes.analyze_rate ? probes.analyze_rate()
-                                                          : probes.rates().analyze_s_per_entry);
+      } else if (const double analysis_guess = lower_entries * probes.analysis_rate();
                  !rel_out_of_reach && kAmdMisguess * analysis_guess > stake) {
         // Rejected on the analysis rate alone (engine_analyze_rate): the full rates not measured.
         plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +

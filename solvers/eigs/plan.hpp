@@ -135,7 +135,14 @@ struct PlanProbes {
   // The analysis rate alone (engine_analyze_rate: cheap when the full rates are not cached);
   // empty: taken from rates().
   std::function<double()> analyze_rate;
+  double analysis_rate() const { return analyze_rate ? analyze_rate() : rates().analyze_s_per_entry; }
 };
+
+// Whether an AMD ordering of `lower_entries` misses `budget` even misguessed at the fastest rate
+// any host has (kAmdMisguess × kFastestAnalyzeSecondsPerEntry): then no rate needs measuring.
+inline bool ordering_over_at_any_rate(double lower_entries, double budget) {
+  return kAmdMisguess * kFastestAnalyzeSecondsPerEntry * lower_entries > budget;
+}
 
 // Per-apply cost model of A, from two timed applies: t(c) = t_a + c·t_col.
 struct ApplyModel {

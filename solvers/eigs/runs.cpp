@@ -14,7 +14,6 @@
 #include "factor/sparse_factor.hpp"
 #include "solvers/eigs/plan.hpp"
 #include "solvers/lanczos_core.hpp"
-#include "spmm/sparse_operator.hpp"
 
 namespace tcsolve::eigs_detail {
 
@@ -152,17 +151,13 @@ std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOpe
   const char* fs = std::getenv("TCSOLVE_FUSED_STEP");
   if (fs && std::string(fs) == "0") return nullptr;
   if (!s.a || &a != s.aop || s.foreign_operator || s.global_n() != s.n) return nullptr;
-  if (s.a->nnz() > 16 * std::max<std::int64_t>(s.n, 1)) return nullptr;
+  if (!chebyshev_step_pays(s.n, s.a->nnz())) return nullptr;
   if (opt.precision != Precision::fp64 && opt.precision != Precision::fp32) return nullptr;
   DenseBlockOps& ops = *s.ops;
   // The operator's own device copy of A when it has one (a CSR kernel in fp64): the step reads
   // it in place (no second upload: 92 MB and ~10 ms for lap3d:100 on the H200).
   if (opt.precision == Precision::fp64 && ops.space() == Space::device)
-    if (const auto* so = dynamic_cast<const SparseOperator*>(&a); so && !so->permutation()) {
-      const SparseOperator::DeviceCsr d = so->device_csr();
-      if (d.row_ptr && d.col_idx && d.values && so->rows() == s.n)
-        return make_chebyshev_step_view(s.n, d.row_ptr, d.col_idx, d.values, ops.stream());
-    }
+    if (auto view = make_chebyshev_step_on_operator(a, *s.a, Precision::fp64, ops.stream())) return view;
   const double step_bytes = 12.0 * static_cast<double>(s.a->nnz()) + 8.0 * static_cast<double>(s.n + 1);
   if (ops.space() == Space::device && step_bytes > 0.1 * static_cast<double>(device_free_bytes()))
     return nullptr;
