@@ -7,11 +7,13 @@
 // against the copy's rate, and the largest difference from the default shape's output (the same
 // sums in the same order: 0 expected).
 #include <cuda_runtime.h>
+#include <cusparse.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "io/matrix_io.hpp"
 #include "spmm/chebyshev_step.hpp"
 #include "spmm/device_buffer.hpp"
+#include "spmm/sparse_operator.hpp"
 
 using namespace tcsolve;
 
@@ -97,6 +100,137 @@ int main(int argc, char** argv) {
         std::printf("fp%d kc=%d g=%d  %.1f us  %.0f GB/s  %.0f %% of copy  max diff %.2g\n", prec, sh[0],
                     sh[1], ms * 1e3, bytes / (ms * 1e-3) * 1e-9, 100.0 * bytes / (ms * 1e-3) / copy_bw, diff);
       }
+    }
+    // ---- Long rows in natural blocks (3D elasticity): the BSR step (spmm/chebyshev_step.cu) in
+    // each shape, against the operator's own SpMM (the one the unfused filter runs: BCSR DMMA on
+    // elast3d) and cuSPARSE's BSR SpMM (A·X alone, generic API BSR_ALG1 and the legacy bsrmm).
+    const int nb_b = natural_block_size(a);
+    if (nb_b > 0) {
+      const BsrBlocks bs = to_bsr_blocks(a, nb_b);
+      const std::int64_t nb = bs.blocks(), bb = static_cast<std::int64_t>(nb_b) * nb_b;
+      auto step = make_chebyshev_step_bsr(bs, Precision::fp64, nullptr);
+      TCSOLVE_CUDA_CHECK(cudaDeviceSynchronize());
+      std::printf("BSR %dx%d: %lld blocks, fill %.3f; %s\n", nb_b, nb_b, static_cast<long long>(nb),
+                  static_cast<double>(nb * bb) / static_cast<double>(nnz), step->describe().c_str());
+      // The CSR fp64 step (default shape) is the reference for both rungs: same sums, the BSR
+      // kernel's explicit zeros add 0·x.
+      TCSOLVE_CUDA_CHECK(cudaMemcpy(next.get(), h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+      detail::launch_step_shape(4, 2, n, rp.get(), ci.get(), v.get(), a_,
+                                MvView<const double>{cur.get(), n, s, n, Space::device}, b_, c_,
+                                MvView<double>{next.get(), n, s, n, Space::device}, nullptr);
+      std::vector<double> want(h.size());
+      TCSOLVE_CUDA_CHECK(cudaMemcpy(want.data(), next.get(), want.size() * 8, cudaMemcpyDeviceToHost));
+      double scale = 0;
+      for (double w : want) scale = std::max(scale, std::abs(w));
+      const int bshapes[][2] = {{8, 1}, {4, 1}, {4, 2}, {8, 2}, {2, 2}, {12, 2}, {16, 2}};
+      for (int prec = 64; prec >= 32; prec -= 32) {
+        const double abytes = static_cast<double>(nb) * (static_cast<double>(bb) * (prec / 8) + 4.0) +
+                              8.0 * static_cast<double>(bs.mb + 1);
+        const double bytes = (prec == 64 ? 24.0 : 12.0) * static_cast<double>(n * s) + abytes;
+        for (const auto& sh : bshapes) {
+          if (nb_b != 3 && !(sh[0] == 2 && sh[1] == 2)) continue;
+          auto run = [&] {
+            if (prec == 64)
+              detail::launch_bsr_step_shape(*step, 64, sh[0], sh[1], a_, cur.get(), n, b_, c_, next.get(), n, s);
+            else
+              detail::launch_bsr_step_shape(*step, 32, sh[0], sh[1], a_, cur32.get(), n, b_, c_, next32.get(), n, s);
+          };
+          double diff = 0;
+          if (prec == 64) {
+            TCSOLVE_CUDA_CHECK(cudaMemcpy(next.get(), h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+            run();
+            std::vector<double> out(h.size());
+            TCSOLVE_CUDA_CHECK(cudaMemcpy(out.data(), next.get(), out.size() * 8, cudaMemcpyDeviceToHost));
+            for (std::size_t i = 0; i < out.size(); ++i) diff = std::max(diff, std::abs(out[i] - want[i]));
+          } else {
+            TCSOLVE_CUDA_CHECK(cudaMemcpy(next32.get(), hf.data(), hf.size() * 4, cudaMemcpyHostToDevice));
+            run();
+            std::vector<float> out(hf.size());
+            TCSOLVE_CUDA_CHECK(cudaMemcpy(out.data(), next32.get(), out.size() * 4, cudaMemcpyDeviceToHost));
+            for (std::size_t i = 0; i < out.size(); ++i) diff = std::max(diff, std::abs(static_cast<double>(out[i]) - want[i]));
+          }
+          const double ms = time_ms(run, reps);
+          std::printf("bsr fp%d kc=%d g=%d  %.1f us  %.0f GB/s  %.0f %% of copy  max diff/max %.2g\n", prec,
+                      sh[0], sh[1], ms * 1e3, bytes / (ms * 1e-3) * 1e-9, 100.0 * bytes / (ms * 1e-3) / copy_bw,
+                      diff / scale);
+        }
+      }
+      // The operator the solvers get (kernel trial as in tcsolve), A·X alone, fp64.
+      {
+        OperatorOptions oo;
+        oo.expected_cols = static_cast<int>(s);
+        auto op = make_sparse_operator(a, Backend::cuda, oo);
+        MvView<const double> x{cur.get(), n, s, n, Space::device};
+        MvView<double> y{ref.get(), n, s, n, Space::device};
+        const double ms = time_ms([&] { op->apply(x, y); }, reps);
+        std::printf("operator %s (A·X, fp64)  %.1f us\n", to_string(op->plan().kernel), ms * 1e3);
+      }
+      // cuSPARSE BSR SpMM, A·X (column-major X, Y).
+      cusparseHandle_t hs;
+      if (cusparseCreate(&hs) != CUSPARSE_STATUS_SUCCESS) throw std::runtime_error("cusparseCreate");
+      std::vector<std::int32_t> brp32(bs.row_ptr.begin(), bs.row_ptr.end());
+      DeviceArray<std::int32_t> d_brp(brp32), d_bci(std::vector<std::int32_t>(bs.col.begin(), bs.col.end()));
+      DeviceArray<double> d_bv(std::vector<double>(bs.values.begin(), bs.values.end()));
+      DeviceArray<float> d_bv32(std::vector<float>(bs.values.begin(), bs.values.end()));
+      for (int prec = 64; prec >= 32; prec -= 32) {
+        const cudaDataType vt = prec == 64 ? CUDA_R_64F : CUDA_R_32F;
+        void* vals = prec == 64 ? static_cast<void*>(d_bv.get()) : static_cast<void*>(d_bv32.get());
+        void* xd = prec == 64 ? static_cast<void*>(cur.get()) : static_cast<void*>(cur32.get());
+        void* yd = prec == 64 ? static_cast<void*>(ref.get()) : static_cast<void*>(ref32.get());
+        cusparseSpMatDescr_t ma;
+        cusparseDnMatDescr_t mx, my;
+        cusparseStatus_t st = cusparseCreateBsr(&ma, bs.mb, bs.mb, nb, nb_b, nb_b, d_brp.get(), d_bci.get(), vals,
+                                                CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                                                vt, CUSPARSE_ORDER_ROW);
+        cusparseCreateDnMat(&mx, n, s, n, xd, vt, CUSPARSE_ORDER_COL);
+        cusparseCreateDnMat(&my, n, s, n, yd, vt, CUSPARSE_ORDER_COL);
+        double one64 = 1.0, zero64 = 0.0;
+        float one32 = 1.0f, zero32 = 0.0f;
+        const void* al = prec == 64 ? static_cast<const void*>(&one64) : static_cast<const void*>(&one32);
+        const void* be = prec == 64 ? static_cast<const void*>(&zero64) : static_cast<const void*>(&zero32);
+        std::size_t wb = 0;
+        if (st == CUSPARSE_STATUS_SUCCESS)
+          st = cusparseSpMM_bufferSize(hs, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, al, ma,
+                                       mx, be, my, vt, CUSPARSE_SPMM_BSR_ALG1, &wb);
+        DeviceArray<char> wbuf(wb + 1);
+        if (st == CUSPARSE_STATUS_SUCCESS)
+          st = cusparseSpMM(hs, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, al, ma, mx, be,
+                            my, vt, CUSPARSE_SPMM_BSR_ALG1, wbuf.get());
+        if (st == CUSPARSE_STATUS_SUCCESS) {
+          const double ms = time_ms([&] {
+            cusparseSpMM(hs, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, al, ma, mx, be, my,
+                         vt, CUSPARSE_SPMM_BSR_ALG1, wbuf.get());
+          }, reps);
+          std::printf("cusparse SpMM BSR_ALG1 fp%d (A·X)  %.1f us\n", prec, ms * 1e3);
+        } else {
+          std::printf("cusparse SpMM BSR_ALG1 fp%d: %s\n", prec, cusparseGetErrorString(st));
+        }
+        cusparseMatDescr_t md;
+        cusparseCreateMatDescr(&md);
+        auto legacy = [&] {
+          return prec == 64
+                     ? cusparseDbsrmm(hs, CUSPARSE_DIRECTION_ROW, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                      CUSPARSE_OPERATION_NON_TRANSPOSE, static_cast<int>(bs.mb), static_cast<int>(s),
+                                      static_cast<int>(bs.mb), static_cast<int>(nb), &one64, md, d_bv.get(),
+                                      d_brp.get(), d_bci.get(), nb_b, cur.get(), static_cast<int>(n), &zero64,
+                                      ref.get(), static_cast<int>(n))
+                     : cusparseSbsrmm(hs, CUSPARSE_DIRECTION_ROW, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                      CUSPARSE_OPERATION_NON_TRANSPOSE, static_cast<int>(bs.mb), static_cast<int>(s),
+                                      static_cast<int>(bs.mb), static_cast<int>(nb), &one32, md, d_bv32.get(),
+                                      d_brp.get(), d_bci.get(), nb_b, cur32.get(), static_cast<int>(n), &zero32,
+                                      ref32.get(), static_cast<int>(n));
+        };
+        const cusparseStatus_t ls = legacy();
+        if (ls == CUSPARSE_STATUS_SUCCESS)
+          std::printf("cusparse bsrmm fp%d (A·X)  %.1f us\n", prec, time_ms([&] { legacy(); }, reps) * 1e3);
+        else
+          std::printf("cusparse bsrmm fp%d: %s\n", prec, cusparseGetErrorString(ls));
+        cusparseDestroyMatDescr(md);
+        cusparseDestroySpMat(ma);
+        cusparseDestroyDnMat(mx);
+        cusparseDestroyDnMat(my);
+      }
+      cusparseDestroy(hs);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -2,6 +2,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/cuda_check.cuh"
@@ -172,6 +174,146 @@ void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
     dispatch_step<64, double>(sh, n, st, rp, ci, static_cast<const double*>(v), a, cur.data, cur.ld, b,
                             c, next.data, next.ld, e, r.data, r.ld, d, static_cast<int>(s));
   TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+
+// ---- The step on b×b blocks (BSR), stored in slices of 32 block rows (SELL-32 over blocks):
+// slot k of a slice holds the k-th block of each of its 32 block rows side by side, so a warp
+// (32 consecutive block rows, one column group) reads one slot's indices and each of its b² value
+// positions as 128 contiguous bytes (fp32). A block row with fewer blocks than its slice's widest
+// is padded with zero blocks on its own block column. (With each block row's blocks contiguous
+// instead, H200, elast3d:64 at 24 columns: 624 µs, 19 % of copy, L1 thrashed by 32 lines per
+// value load.)
+// Thread = (block row, column group), blockDim (kThreads/G, G). Per slot and pass: the b·KC
+// entries of X it multiplies are gathered once into registers, then each of the block's b value
+// rows is read and applied to all KC columns. TV: vectors and accumulation (fp64 step, fp32
+// rung); TA: A's values. A row sums its entries in ascending column order, as the CSR kernels do
+// (a padded or partly empty block adds 0·x).
+__device__ __forceinline__ double mad(double x, double y, double z) { return fma(x, y, z); }
+__device__ __forceinline__ float mad(float x, float y, float z) { return fmaf(x, y, z); }
+constexpr int kSlice = 32;
+
+template <class TV, class TA, int B, int KC, int G>
+__global__ void __launch_bounds__(kThreads)
+    bsr_step_kernel(std::int64_t mb, const std::int64_t* __restrict__ sp,
+                    const std::int32_t* __restrict__ sci, const TA* __restrict__ sv, TV a,
+                    const TV* __restrict__ cur, std::int64_t ldc, TV b, TV c, TV* __restrict__ next,
+                    std::int64_t ldn, TV e, const TV* __restrict__ r, std::int64_t ldr,
+                    const double* __restrict__ d, const double* __restrict__ f, int ncols) {
+  const std::int64_t br = static_cast<std::int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x;
+  if (br >= mb) return;
+  const std::int64_t slice = br / kSlice, lane = br % kSlice;
+  const std::int64_t k0 = sp[slice], k1 = sp[slice + 1], row0 = br * B;
+  for (int c0 = static_cast<int>(threadIdx.y) * KC; c0 < ncols; c0 += G * KC) {
+    const int nc = min(KC, ncols - c0);
+    const TV* xc = cur + static_cast<std::int64_t>(c0) * ldc;
+    TV acc[B][KC];
+#pragma unroll
+    for (int i = 0; i < B; ++i)
+#pragma unroll
+      for (int j = 0; j < KC; ++j) acc[i][j] = TV(0);
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const std::int64_t col0 = static_cast<std::int64_t>(__ldg(sci + k * kSlice + lane)) * B;
+      TV x[B][KC];
+#pragma unroll
+      for (int j = 0; j < KC; ++j)
+#pragma unroll
+        for (int q = 0; q < B; ++q) x[q][j] = j < nc ? __ldg(xc + col0 + q + j * ldc) : TV(0);
+      const TA* vp = sv + k * (B * B * kSlice) + lane;
+#pragma unroll
+      for (int i = 0; i < B; ++i) {
+        TV vr[B];
+#pragma unroll
+        for (int q = 0; q < B; ++q) vr[q] = static_cast<TV>(__ldg(vp + (i * B + q) * kSlice));
+#pragma unroll
+        for (int j = 0; j < KC; ++j)
+#pragma unroll
+          for (int q = 0; q < B; ++q) acc[i][j] = mad(vr[q], x[q][j], acc[i][j]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < B; ++i) {
+      const std::int64_t row = row0 + i;
+      const TV ad = d ? static_cast<TV>(static_cast<double>(a) * d[row]) : a;
+#pragma unroll
+      for (int j = 0; j < KC; ++j) {
+        if (j < nc) {
+          const std::int64_t cj = c0 + j;
+          TV out = ad * acc[i][j] + b * xc[row + j * ldc];
+          const TV rc = f ? static_cast<TV>(f[cj]) : e;
+          if (rc != TV(0)) out = mad(rc, r[row + cj * ldr], out);
+          if (c != TV(0)) out = mad(c, next[row + cj * ldn], out);
+          next[row + cj * ldn] = out;
+        }
+      }
+    }
+  }
+}
+
+// BSR (block rows contiguous) → slices: thread = block row (all 32 lanes of the last slice, the
+// missing rows' lanes padded too, so that every slot is written).
+template <class T>
+__global__ void slice_blocks_kernel(std::int64_t mb, int bb, const std::int64_t* __restrict__ rp,
+                                    const std::int32_t* __restrict__ ci, const T* __restrict__ v,
+                                    const std::int64_t* __restrict__ sp, std::int32_t* __restrict__ sci,
+                                    T* __restrict__ sv, std::int64_t nslices) {
+  const std::int64_t br = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (br >= nslices * kSlice) return;
+  const std::int64_t slice = br / kSlice, lane = br % kSlice;
+  const std::int64_t p0 = br < mb ? rp[br] : 0, cnt = br < mb ? rp[br + 1] - p0 : 0;
+  for (std::int64_t k = 0; k < sp[slice + 1] - sp[slice]; ++k) {
+    const std::int64_t slot = sp[slice] + k;
+    const bool real = k < cnt;
+    sci[slot * kSlice + lane] = real ? ci[p0 + k] : static_cast<std::int32_t>(br < mb ? br : 0);
+    for (int q = 0; q < bb; ++q) sv[(slot * bb + q) * kSlice + lane] = real ? v[(p0 + k) * bb + q] : T(0);
+  }
+}
+
+// Shapes (KC columns per pass, G threads per block row). b = 3: two threads a block row, each
+// one pass of KC ≥ s/2 columns where that fits (KC 8, 12, 16); H200, elast3d:64, µs per step
+// fp64 / fp32 rung (bench/step_bench.cu, docs/performance.md): 16 columns (8, 2) 590 / 298,
+// 24 columns (12, 2) 804 / 390, 32 columns (16, 2) 966 / 587 (fp32 (8, 2) 579); smaller passes
+// re-read A's slice per pass: (4, 2) at 24 columns 1053 / 508. Other b: fp64 (4, 2) for b = 2,
+// (2, 2) for 4 and 6; the fp32 rung (8, 1) for b = 2, (4, 1) for 4 and 6 (not measured: no
+// generator makes them). Blocks of at most 4 columns: (2, 2).
+StepShape bsr_shape(int bits, int b, std::int64_t cols) {
+  if (cols <= 4) return {2, 2};
+  if (b == 3) return {cols <= 16 ? 8 : cols <= 24 ? 12 : 16, 2};
+  if (bits == 64) return b == 2 ? StepShape{4, 2} : StepShape{2, 2};
+  return b == 2 ? StepShape{8, 1} : StepShape{4, 1};
+}
+
+template <class TV, class TA, int B, int KC, int G, class... Args>
+void launch_bsr_as(std::int64_t mb, cudaStream_t st, Args... args) {
+  const dim3 grid(row_blocks(mb, kThreads / G)), block(kThreads / G, G);
+  bsr_step_kernel<TV, TA, B, KC, G><<<grid, block, 0, st>>>(mb, args...);
+}
+
+// b = 3 in every bench shape; b = 2, 4, 6 in their default shapes only.
+template <class TV, class TA, class... Args>
+void dispatch_bsr(int b, StepShape sh, std::int64_t mb, cudaStream_t st, Args... args) {
+  if (b == 3) {
+    if (sh.kc == 8 && sh.g == 1) return launch_bsr_as<TV, TA, 3, 8, 1>(mb, st, args...);
+    if (sh.kc == 4 && sh.g == 1) return launch_bsr_as<TV, TA, 3, 4, 1>(mb, st, args...);
+    if (sh.kc == 4 && sh.g == 2) return launch_bsr_as<TV, TA, 3, 4, 2>(mb, st, args...);
+    if (sh.kc == 8 && sh.g == 2) return launch_bsr_as<TV, TA, 3, 8, 2>(mb, st, args...);
+    if (sh.kc == 2 && sh.g == 2) return launch_bsr_as<TV, TA, 3, 2, 2>(mb, st, args...);
+    if (sh.kc == 12 && sh.g == 2) return launch_bsr_as<TV, TA, 3, 12, 2>(mb, st, args...);
+    if (sh.kc == 16 && sh.g == 2) return launch_bsr_as<TV, TA, 3, 16, 2>(mb, st, args...);
+  } else if (sh.kc == 2 && sh.g == 2) {
+    if (b == 2) return launch_bsr_as<TV, TA, 2, 2, 2>(mb, st, args...);
+    if (b == 4) return launch_bsr_as<TV, TA, 4, 2, 2>(mb, st, args...);
+    if (b == 6) return launch_bsr_as<TV, TA, 6, 2, 2>(mb, st, args...);
+  } else if (sh.kc == 4 && sh.g == (std::is_same<TV, double>::value ? 2 : 1)) {
+    if (b == 2) return launch_bsr_as<TV, TA, 2, 4, std::is_same<TV, double>::value ? 2 : 1>(mb, st, args...);
+    if (b == 4 && !std::is_same<TV, double>::value) return launch_bsr_as<TV, TA, 4, 4, 1>(mb, st, args...);
+    if (b == 6 && !std::is_same<TV, double>::value) return launch_bsr_as<TV, TA, 6, 4, 1>(mb, st, args...);
+  } else if (sh.kc == 8 && sh.g == 1 && b == 2 && !std::is_same<TV, double>::value) {
+    return launch_bsr_as<TV, TA, 2, 8, 1>(mb, st, args...);
+  }
+  throw InvalidArgument("chebyshev BSR step: no kernel for " + std::to_string(b) + "×" + std::to_string(b) +
+                        " blocks with " + std::to_string(sh.kc) + " columns per pass and " +
+                        std::to_string(sh.g) + " threads per block row");
 }
 
 // Thread = row, a loop over the columns (coalesced per column).
@@ -357,7 +499,135 @@ class CudaChebyshevStep final : public ChebyshevStep {
   }
 };
 
+
+// A's b×b blocks on the device (make_chebyshev_step_bsr). residual32/combine32 are the CSR
+// step's (no A in them).
+class CudaBsrChebyshevStep final : public ChebyshevStep {
+ public:
+  CudaBsrChebyshevStep(const BsrBlocks& a, Precision storage, void* stream)
+      : n_(a.mb * a.b), mb_(a.mb), b_(a.b), storage_(storage), stream_(stream) {
+    TCSOLVE_REQUIRE(static_cast<std::int64_t>(a.row_ptr.size()) == a.mb + 1 &&
+                        static_cast<std::int64_t>(a.col.size()) == a.blocks() &&
+                        static_cast<std::int64_t>(a.values.size()) == a.blocks() * a.b * a.b,
+                    "chebyshev BSR step: blocks and values differ in size");
+    // Slices of 32 block rows, each as wide as its widest block row.
+    const std::int64_t ns = (a.mb + kSlice - 1) / kSlice, bb = static_cast<std::int64_t>(a.b) * a.b;
+    std::vector<std::int64_t> sp(static_cast<std::size_t>(ns) + 1, 0);
+    for (std::int64_t S = 0; S < ns; ++S) {
+      std::int64_t w = 0;
+      for (std::int64_t I = S * kSlice; I < std::min(a.mb, (S + 1) * kSlice); ++I)
+        w = std::max(w, a.row_ptr[I + 1] - a.row_ptr[I]);
+      sp[S + 1] = sp[S] + w;
+    }
+    slots_ = sp.back();
+    slice_ptr_ = DeviceArray<std::int64_t>(sp);
+    col_ = DeviceArray<std::int32_t>(static_cast<std::size_t>(slots_ * kSlice));
+    vals32_ = DeviceArray<float>(static_cast<std::size_t>(slots_ * kSlice * bb));
+    if (slots_ == 0) return;
+    cudaStream_t st = static_cast<cudaStream_t>(stream);
+    const DeviceArray<std::int64_t> rp(a.row_ptr);
+    DeviceArray<std::int32_t> ci(a.col.size());
+    copy_bytes(ci.get(), Space::device, a.col.data(), Space::host, ci.bytes());
+    const unsigned grid = static_cast<unsigned>((ns * kSlice + 255) / 256);
+    if (storage == Precision::fp64) {
+      DeviceArray<double> v(a.values.size());
+      copy_bytes(v.get(), Space::device, a.values.data(), Space::host, v.bytes());
+      vals64_ = DeviceArray<double>(static_cast<std::size_t>(slots_ * kSlice * bb));
+      slice_blocks_kernel<double><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), rp.get(), ci.get(), v.get(),
+                                                        slice_ptr_.get(), col_.get(), vals64_.get(), ns);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      const std::int64_t nv = slots_ * kSlice * bb;
+      round_to_float_kernel<<<static_cast<unsigned>(std::min<std::int64_t>((nv + 255) / 256, 65535)), 256, 0, st>>>(
+          nv, vals64_.get(), vals32_.get());
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    } else {
+      const DeviceArray<float> v(std::vector<float>(a.values.begin(), a.values.end()));
+      slice_blocks_kernel<float><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), rp.get(), ci.get(), v.get(),
+                                                       slice_ptr_.get(), col_.get(), vals32_.get(), ns);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+    // The temporaries are freed on return: the kernels must be done with them.
+    TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
+  }
+  Space space() const override { return Space::device; }
+  void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
+            MvView<const double> r, const double* d) const override {
+    launch64(a, cur, b, c, next, e, r, d, bsr_shape(64, b_, cur.cols));
+  }
+  void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
+              MvView<const float> r, const double* f) const override {
+    launch32(a, cur, b, c, next, r, f, bsr_shape(32, b_, cur.cols));
+  }
+  void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
+                  double g, MvView<float> r, MvView<float> z) const override {
+    Rung32{n_, nullptr, nullptr, nullptr, Precision::fp32, stream_}.residual(s, ax, x, theta, g, r, z);
+  }
+  void combine32(MvView<const double> x, const double* q, MvView<const float> z,
+                 MvView<double> y) const override {
+    Rung32{n_, nullptr, nullptr, nullptr, Precision::fp32, stream_}.combine(x, q, z, y);
+  }
+  std::int64_t rows() const { return n_; }
+  std::string describe() const override {
+    return "fused BSR step on the GPU (" + std::to_string(b_) + "×" + std::to_string(b_) +
+           " blocks), A stored in " + to_string(storage_);
+  }
+
+  void launch64(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
+                MvView<const double> r, const double* d, StepShape sh) const {
+    const std::int64_t s = cur.cols;
+    TCSOLVE_REQUIRE(cur.rows == n_ && next.rows == n_ && next.cols == s &&
+                        (e == 0.0 || (r.rows == n_ && r.cols == s)),
+                    "chebyshev BSR step: block shapes differ");
+    if (n_ == 0 || s == 0) return;
+    cudaStream_t st = static_cast<cudaStream_t>(stream_);
+    if (storage_ == Precision::fp64)
+      dispatch_bsr<double, double>(b_, sh, mb_, st, slice_ptr_.get(), col_.get(), vals64_.get(), a, cur.data,
+                                   cur.ld, b, c, next.data, next.ld, e, e != 0.0 ? r.data : nullptr, r.ld,
+                                   d, static_cast<const double*>(nullptr), static_cast<int>(s));
+    else
+      dispatch_bsr<double, float>(b_, sh, mb_, st, slice_ptr_.get(), col_.get(),
+                                  static_cast<const float*>(vals32_.get()), a, cur.data, cur.ld, b, c,
+                                  next.data, next.ld, e, e != 0.0 ? r.data : nullptr, r.ld, d,
+                                  static_cast<const double*>(nullptr), static_cast<int>(s));
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  void launch32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
+                MvView<const float> r, const double* f, StepShape sh) const {
+    const std::int64_t q = cur.cols;
+    TCSOLVE_REQUIRE(cur.rows == n_ && next.rows == n_ && next.cols == q &&
+                        (!f || (r.rows == n_ && r.cols == q)),
+                    "chebyshev BSR step: block shapes differ");
+    if (n_ == 0 || q == 0) return;
+    dispatch_bsr<float, float>(b_, sh, mb_, static_cast<cudaStream_t>(stream_), slice_ptr_.get(), col_.get(),
+                               static_cast<const float*>(vals32_.get()), static_cast<float>(a), cur.data,
+                               cur.ld, static_cast<float>(b), static_cast<float>(c), next.data, next.ld,
+                               0.0f, f ? r.data : nullptr, f ? r.ld : std::int64_t{0},
+                               static_cast<const double*>(nullptr), f, static_cast<int>(q));
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  std::int64_t n_, mb_;
+  int b_;
+  Precision storage_;
+  void* stream_;
+  std::int64_t slots_ = 0;             // slots per lane over all slices
+  DeviceArray<std::int64_t> slice_ptr_;  // [slices + 1], in slots
+  DeviceArray<std::int32_t> col_;        // [slots · 32]
+  DeviceArray<double> vals64_;           // [slots · b² · 32] (storage fp64)
+  DeviceArray<float> vals32_;            // the same rounded (or the only copy: storage fp32)
+};
 }  // namespace
+
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const BsrBlocks& a, Precision storage,
+                                                       void* stream) {
+  if (storage != Precision::fp64 && storage != Precision::fp32)
+    throw InvalidArgument(std::string("chebyshev BSR step: storage ") + to_string(storage) +
+                          " not supported (fp64 or fp32)");
+  if (a.b != 2 && a.b != 3 && a.b != 4 && a.b != 6)
+    throw InvalidArgument("chebyshev BSR step: block size " + std::to_string(a.b) + " (2, 3, 4 or 6)");
+  return std::make_unique<CudaBsrChebyshevStep>(a, storage, stream);
+}
 
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t n, const std::int64_t* row_ptr,
                                                         const std::int32_t* col, const double* values,
@@ -386,6 +656,19 @@ void launch_step32_shape(int kc, int g, std::int64_t n, const std::int64_t* row_
                          void* stream) {
   Rung32{n, row_ptr, col, values, Precision::fp64, stream}.step(a, cur, b, c, next, {}, nullptr,
                                                                StepShape{kc, g});
+}
+void launch_bsr_step_shape(const ChebyshevStep& step, int bits, int kc, int g, double a,
+                           const void* cur, std::int64_t ldc, double b, double c, void* next,
+                           std::int64_t ldn, std::int64_t cols) {
+  const auto* bs = dynamic_cast<const CudaBsrChebyshevStep*>(&step);
+  TCSOLVE_REQUIRE(bs != nullptr, "launch_bsr_step_shape: not a BSR step");
+  const std::int64_t n = bs->rows();
+  if (bits == 64)
+    bs->launch64(a, MvView<const double>{static_cast<const double*>(cur), n, cols, ldc}, b, c,
+                 MvView<double>{static_cast<double*>(next), n, cols, ldn}, 0.0, {}, nullptr, StepShape{kc, g});
+  else
+    bs->launch32(a, MvView<const float>{static_cast<const float*>(cur), n, cols, ldc}, b, c,
+                 MvView<float>{static_cast<float*>(next), n, cols, ldn}, {}, nullptr, StepShape{kc, g});
 }
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
                                                         void* stream) {

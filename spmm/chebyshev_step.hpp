@@ -18,6 +18,8 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/csr.hpp"
 #include "core/multivector.hpp"
@@ -88,7 +90,66 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_view32(std::int64_t n, std::i
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_on_operator(const LinearOperator<double>& a,
                                                                const Csr<double>& csr,
                                                                Precision storage, void* stream);
+// ---- The step on A's natural b×b blocks (BSR), for long rows (3D elasticity: ~80 entries a row
+// in 3×3 blocks), where the CSR row-split step gathers X once per entry and loses to the BCSR
+// tensor-core operator. A thread takes one block row and KC columns: per block it gathers b
+// entries of X per column (b times fewer gathers than CSR for the same b² products) and reads b²
+// values and one index (CSR: b² indices). Bytes per step: A's blocks once (nb·(b²·sizeof(storage)
+// + 4) + 8·(n/b + 1)) and the same 4 block passes as the CSR step.
+
+// A vector whose resize leaves its elements uninitialized (the BSR arrays are written once, in
+// parallel: a value-initializing resize zero-filled 494 MB on one thread, ~0.1 s of elast3d:64's
+// 0.26 s conversion on the H200's host).
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U*) noexcept {}  // default-initialize: no zeroing
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+template <class T>
+using UninitVector = std::vector<T, UninitAllocator<T>>;
+
+// A in b×b blocks, row-major within a block, block rows of b consecutive rows (n = b·mb).
+struct BsrBlocks {
+  int b = 0;
+  std::int64_t mb = 0;                  // block rows (= block columns)
+  std::vector<std::int64_t> row_ptr;    // [mb + 1]
+  UninitVector<std::int32_t> col;       // [nb] block columns, ascending within a block row
+  UninitVector<double> values;          // [nb · b²], explicit zeros where a block is not full
+  std::int64_t blocks() const { return row_ptr.empty() ? 0 : row_ptr.back(); }
+};
+// The block size b ∈ {6, 4, 3, 2} (the largest that fits) whose b×b blocks hold A with at most
+// 1.2 stored entries per entry, judged on a sample of about 1024 block rows (O(nnz/mb·1024·b)); 0
+// where none does (b must divide n; A square).
+int natural_block_size(const Csr<double>& a);
+// A's b×b blocks (rows of blocks in parallel over the host's threads, O(nnz·b)). InvalidArgument
+// for b < 1, b ∤ n or a non-square A.
+BsrBlocks to_bsr_blocks(const Csr<double>& a, int b);
+// Where the BSR step pays: rows too long for the CSR step (!chebyshev_step_pays) and natural
+// blocks (natural_block_size > 0): returns that b, else 0.
+int chebyshev_bsr_step_block(const Csr<double>& a);
+// The CUDA step on A's blocks: storage fp64 keeps the values in fp64 for step() and an fp32 copy
+// (rounded on the device) for the fp32 rung's step32; fp32 keeps the fp32 values alone (step()
+// then reads A rounded: the preconditioner's case). NotCompiled without CUDA.
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const BsrBlocks& a, Precision storage,
+                                                       void* stream);
+
 namespace detail {
+// For bench/step_bench.cu: the BSR step at b = 3 with kc columns per pass and g threads per block
+// row ({8,1}, {4,1}, {4,2}, {8,2}, {2,2}, {12,2}, {16,2}); bits 64: step() (e = 0, no d), 32: step32 (no r).
+void launch_bsr_step_shape(const ChebyshevStep& step, int bits, int kc, int g, double a,
+                           const void* cur, std::int64_t ldc, double b, double c, void* next,
+                           std::int64_t ldn, std::int64_t cols);
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>& a, Precision storage,
                                                         void* stream);
 // For bench/step_bench.cu: the fp64 step (e = 0, no d) and the fp32 rung's step (no r) on device

@@ -26,10 +26,17 @@ std::unique_ptr<SparseOperator> make_permuted_cuda_operator(std::unique_ptr<Spar
 std::unique_ptr<ChebyshevStep> make_cuda_chebyshev_step(const Csr<double>&, Precision, void*) {
   throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");
 }
+void launch_bsr_step_shape(const ChebyshevStep&, int, int, int, double, const void*, std::int64_t,
+                           double, double, void*, std::int64_t, std::int64_t) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");
+}
 
 }  // namespace tcsolve::detail
 
 namespace tcsolve {
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const BsrBlocks&, Precision, void*) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");
+}
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t, const std::int64_t*,
                                                         const std::int32_t*, const double*, void*) {
   throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");

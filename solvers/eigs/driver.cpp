@@ -29,6 +29,7 @@
 #include "solvers/eigs/certificate.hpp"
 #include "solvers/eigs/pairs.hpp"
 #include "solvers/eigs/plan.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "solvers/eigs/recheck.hpp"
 #include "solvers/eigs/runs.hpp"
 #include "solvers/solver_common.hpp"
@@ -835,6 +836,7 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   facts.generalized = b != nullptr;
   facts.matrix_form = true;
   facts.backend = opt.backend;
+  facts.bsr_step = opt.backend == Backend::cuda && bsr_step_requested() && chebyshev_bsr_step_block(a) > 0;
   facts.can_factor = opt.allow_factor && built_with_factor();
   if (!opt.allow_factor) facts.factor_why = "--no-factor";
   else if (!built_with_factor()) facts.factor_why = "built without CHOLMOD/MUMPS";

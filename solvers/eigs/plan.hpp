@@ -124,6 +124,9 @@ struct PlanFacts {
   bool can_factor = false;   // engines built, factorization allowed, matrix form
   std::string factor_why;    // why not, when !can_factor
   Backend backend = Backend::cpu;
+  // The filter's steps on the GPU: fused on A's CSR (rows of at most 16 entries) or, when asked
+  // for (runs.hpp bsr_step_requested), on its natural b×b blocks (chebyshev_bsr_step_block > 0).
+  bool bsr_step = false;
 };
 
 // Measurements, taken only when a decision needs them (each callback is called at most once).

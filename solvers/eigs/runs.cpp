@@ -11,6 +11,7 @@
 
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/trace.hpp"
 #include "factor/sparse_factor.hpp"
 #include "solvers/eigs/plan.hpp"
 #include "solvers/lanczos_core.hpp"
@@ -146,14 +147,36 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   return out;
 }
 
+bool bsr_step_requested() {
+  const char* v = std::getenv("TCSOLVE_BSR_STEP");
+  return v && std::string(v) == "1";
+}
+
 std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOperator<double>& a,
                                                const EigsOptions& opt) {
   const char* fs = std::getenv("TCSOLVE_FUSED_STEP");
   if (fs && std::string(fs) == "0") return nullptr;
   if (!s.a || &a != s.aop || s.foreign_operator || s.global_n() != s.n) return nullptr;
-  if (!chebyshev_step_pays(s.n, s.a->nnz())) return nullptr;
   if (opt.precision != Precision::fp64 && opt.precision != Precision::fp32) return nullptr;
   DenseBlockOps& ops = *s.ops;
+  if (!chebyshev_step_pays(s.n, s.a->nnz())) {
+    // Long rows: the step on A's natural b×b blocks (3D elasticity), on the GPU only (the host
+    // step is the CSR one), and only when asked for (bsr_step_requested). Its copy of A: the
+    // blocks in fp64 and fp32, 12 bytes an entry.
+    if (ops.space() != Space::device || !bsr_step_requested()) return nullptr;
+    const int b = chebyshev_bsr_step_block(*s.a);
+    if (b == 0 || 13.0 * static_cast<double>(s.a->nnz()) > 0.1 * static_cast<double>(device_free_bytes()))
+      return nullptr;
+    try {
+      BsrBlocks blocks = to_bsr_blocks(*s.a, b);
+      trace_mark("eigs: BSR blocks on the host");
+      auto step = make_chebyshev_step_bsr(blocks, opt.precision, ops.stream());
+      trace_mark("eigs: BSR step ready");
+      return step;
+    } catch (const std::exception&) {
+      return nullptr;  // no room for the step's copy of A: the unfused step is the same math
+    }
+  }
   // The operator's own device copy of A when it has one (a CSR kernel in fp64): the step reads
   // it in place (no second upload: 92 MB and ~10 ms for lap3d:100 on the H200).
   if (opt.precision == Precision::fp64 && ops.space() == Space::device)

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <string>
 
 #include <Eigen/Dense>
 
@@ -330,6 +331,81 @@ TEST(ChebyshevLadder, StagnationClimbsToFp64) {
   EXPECT_GT(st.filters_fp64, 0);
   // After the climb no fp32 filter: the fp32 ones are those before it.
   EXPECT_LE(st.filters_fp32, st.climbed_at + 1);
+}
+
+// The BSR step (GPU only: spmm/chebyshev_step.cu on A's 3×3 blocks) under the filter, both
+// rungs: elast3d:8 (1536 rows, ~60 entries a row, the step the eigs driver gives long rows) against
+// dense LAPACK, largest and smallest; and the multiplicity trap in 3×3 blocks: T ⊗ J, T thirty
+// copies of a 1D Laplacian (every eigenvalue 30-fold), J = [[3,1,1],[1,3,1],[1,1,3]] (5, 2, 2):
+// the top eigenvalue 5·λmax(T) is 30-fold, k = 8 on a 16-column block.
+TEST(ChebyshevLadder, BsrStepKeepsTheAnswer) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  if (kBackend != Backend::cuda) GTEST_SKIP() << "the BSR step is a GPU kernel";
+  {
+    Csr<double> a = read_matrix("gen:elast3d:8", {});
+    ASSERT_EQ(natural_block_size(a), 3);
+    Eigen::VectorXd ev =
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(dense(a), Eigen::EigenvaluesOnly).eigenvalues();
+    std::vector<double> ref(ev.data(), ev.data() + ev.size());
+    auto op = make_operator(a);
+    auto ops = make_dense_ops(kBackend);
+    auto step = make_chebyshev_step_bsr(to_bsr_blocks(a, 3), Precision::fp64, ops->stream());
+    for (Which w : {Which::largest, Which::smallest})
+      for (Precision rung : {Precision::fp64, Precision::fp32}) {
+        EigenOptions o;
+        o.k = 10;
+        o.which = w;
+        o.tol = 1e-9;
+        o.max_iterations = 400;
+        ChebyshevStats st;
+        ChebyshevOptions co;
+        co.fused_step = step.get();
+        co.stats = &st;
+        co.filter_precision = rung;
+        auto r = chebyshev_subspace(*op, *ops, o, co);
+        SCOPED_TRACE(std::string(w == Which::largest ? "largest " : "smallest ") + to_string(rung));
+        check(r, a, wanted(ref, 10, w), 1e-9);
+        if (rung == Precision::fp32 && w == Which::largest) EXPECT_GT(st.steps_fp32, 0);
+        if (rung == Precision::fp64) EXPECT_EQ(st.steps_fp32, 0);
+      }
+  }
+  const std::int64_t len = 60, copies = 30;
+  std::vector<Triplet<double>> t;
+  const double jm[3][3] = {{3, 1, 1}, {1, 3, 1}, {1, 1, 3}};
+  auto put = [&](std::int64_t i, std::int64_t j, double v) {
+    for (int p = 0; p < 3; ++p)
+      for (int q = 0; q < 3; ++q)
+        t.push_back({static_cast<std::int32_t>(3 * i + p), static_cast<std::int32_t>(3 * j + q), v * jm[p][q]});
+  };
+  for (std::int64_t c = 0; c < copies; ++c)
+    for (std::int64_t i = 0; i < len; ++i) {
+      const std::int64_t r = c * len + i;
+      if (i > 0) put(r, r - 1, -1.0);
+      put(r, r, 2.0);
+      if (i + 1 < len) put(r, r + 1, -1.0);
+    }
+  const Csr<double> a = csr_from_triplets(3 * len * copies, 3 * len * copies, std::move(t));
+  ASSERT_EQ(natural_block_size(a), 3);
+  const double pi = std::acos(-1.0);
+  const double hi = 5.0 * (2.0 + 2.0 * std::cos(pi / (len + 1)));
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  auto step = make_chebyshev_step_bsr(to_bsr_blocks(a, 3), Precision::fp64, ops->stream());
+  EigenOptions o;
+  o.k = 8;
+  o.guard = 8;
+  o.which = Which::largest;
+  o.tol = 1e-10;
+  o.a_norm = 20.0;
+  o.max_iterations = 500;
+  ChebyshevStats st;
+  ChebyshevOptions co;
+  co.fused_step = step.get();
+  co.stats = &st;
+  co.filter_precision = Precision::fp32;
+  auto r = chebyshev_subspace(*op, *ops, o, co);
+  check(r, a, std::vector<double>(8, hi), 1e-10);
+  EXPECT_GT(st.steps_fp32, 0);
 }
 
 TEST(ChebyshevLadder, OtherPrecisionsAreRefused) {

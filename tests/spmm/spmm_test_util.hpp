@@ -72,6 +72,34 @@ inline Csr<double> scrambled_stencil(int nx, int ny, int nz, int dof, bool box, 
   return csr_from_triplets(n, n, std::move(t));
 }
 
+// mb·b × mb·b in b×b blocks: about `mean` random blocks per block row (and the diagonal block),
+// block rows I % long_every == 7 get `long_len` blocks, I % empty_every == 5 none (0: never);
+// each entry of a block is dropped with probability `drop` (partial blocks: the BSR copy stores
+// zeros there). Values in [-1, 1].
+inline Csr<double> random_blocked(std::int64_t mb, int b, int mean, int long_every, int long_len,
+                                  int empty_every, double drop, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> val(-1.0, 1.0), u01(0.0, 1.0);
+  std::uniform_int_distribution<std::int64_t> bcol(0, mb - 1);
+  std::vector<Triplet<double>> t;
+  std::vector<std::int64_t> cols;
+  for (std::int64_t I = 0; I < mb; ++I) {
+    if (empty_every > 0 && I % empty_every == 5) continue;
+    int k = 1 + static_cast<int>(rng() % (2 * mean));
+    if (long_every > 0 && I % long_every == 7) k = long_len;
+    cols.assign(1, I);
+    for (int q = 0; q < k; ++q) cols.push_back(bcol(rng));
+    std::sort(cols.begin(), cols.end());
+    cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+    for (std::int64_t J : cols)
+      for (int r = 0; r < b; ++r)
+        for (int c = 0; c < b; ++c)
+          if (!(drop > 0 && u01(rng) < drop))
+            t.push_back({static_cast<std::int32_t>(I * b + r), static_cast<std::int32_t>(J * b + c), val(rng)});
+  }
+  return csr_from_triplets(mb * b, mb * b, std::move(t));
+}
+
 inline std::vector<double> random_vector(std::size_t len, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> val(-1.0, 1.0);

@@ -9,11 +9,80 @@
 #include "core/csr.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "spmm/sparse_operator.hpp"
 #include "tests/spmm/spmm_test_util.hpp"
 
 namespace tcsolve {
 namespace {
+
+// ---- A's natural b×b blocks for the BSR Chebyshev step (spmm/chebyshev_step.cpp).
+// y = A·x through the BSR copy (host loop over its blocks).
+std::vector<double> bsr_times(const BsrBlocks& a, const std::vector<double>& x) {
+  const int b = a.b;
+  std::vector<double> y(static_cast<std::size_t>(a.mb * b), 0.0);
+  for (std::int64_t I = 0; I < a.mb; ++I)
+    for (std::int64_t p = a.row_ptr[I]; p < a.row_ptr[I + 1]; ++p)
+      for (int r = 0; r < b; ++r)
+        for (int c = 0; c < b; ++c)
+          y[I * b + r] += a.values[(p * b + r) * b + c] * x[a.col[p] * b + c];
+  return y;
+}
+
+TEST(BsrBlocks, NaturalBlockSizeIsTheLargestThatHoldsA) {
+  // 1001 block rows (n = 2002, 3003, 4004, 6006: no larger candidate divides n, except 6 | 6006
+  // where 6 is the answer), full blocks.
+  for (int b : {2, 3, 4, 6}) {
+    const Csr<double> a = test::random_blocked(1001, b, 9, 97, 60, 53, 0.0, 40 + b);
+    EXPECT_EQ(natural_block_size(a), b) << b;
+  }
+  // 3×3 blocks with 5 % of the entries dropped (fill ~1.05) are still 3×3 blocks; 40 % dropped
+  // (fill ~1.7) are not, nor is any smaller size there.
+  EXPECT_EQ(natural_block_size(test::random_blocked(1001, 3, 9, 0, 0, 0, 0.05, 7)), 3);
+  EXPECT_EQ(natural_block_size(test::random_blocked(1001, 3, 9, 0, 0, 0, 0.4, 7)), 0);
+  // A 6×6-block matrix is also made of 3×3 and 2×2 blocks: the largest wins.
+  EXPECT_EQ(natural_block_size(test::random_blocked(500, 6, 5, 0, 0, 0, 0.0, 8)), 6);
+  // Unstructured rows, a non-square matrix, an empty one.
+  EXPECT_EQ(natural_block_size(test::random_skewed(3000, 3000, 20, 2, 300, 11, 9)), 0);
+  EXPECT_EQ(natural_block_size(test::random_blocked(100, 3, 4, 0, 0, 0, 0.0, 9)), 3);
+  Csr<double> e;
+  e.nrows = e.ncols = 6;
+  e.row_ptr.assign(7, 0);
+  EXPECT_EQ(natural_block_size(e), 0);
+}
+
+TEST(BsrBlocks, BlocksHoldEveryEntryAndZerosElsewhere) {
+  for (int b : {2, 3, 6}) {
+    const Csr<double> a = test::random_blocked(777, b, 7, 50, 120, 31, 0.1, 60 + b);
+    const BsrBlocks bs = to_bsr_blocks(a, b);
+    ASSERT_EQ(bs.b, b);
+    ASSERT_EQ(bs.mb, 777);
+    ASSERT_EQ(static_cast<std::int64_t>(bs.values.size()), bs.blocks() * b * b);
+    std::int64_t nonzero = 0;
+    for (double v : bs.values) nonzero += v != 0.0;
+    EXPECT_EQ(nonzero, a.nnz()) << b;  // random values in (-1, 1): none is exactly 0
+    for (std::int64_t I = 0; I < bs.mb; ++I)
+      for (std::int64_t p = bs.row_ptr[I] + 1; p < bs.row_ptr[I + 1]; ++p) ASSERT_LT(bs.col[p - 1], bs.col[p]);
+    const std::vector<double> x = test::random_vector(static_cast<std::size_t>(a.nrows), 3);
+    std::vector<double> want(static_cast<std::size_t>(a.nrows));
+    csr_spmm_reference(a, x.data(), a.nrows, want.data(), a.nrows, 1);
+    const std::vector<double> got = bsr_times(bs, x);
+    for (std::int64_t i = 0; i < a.nrows; ++i) ASSERT_NEAR(got[i], want[i], 1e-12) << b << " row " << i;
+  }
+  const Csr<double> a = test::random_blocked(100, 3, 4, 0, 0, 0, 0.0, 9);
+  EXPECT_THROW(to_bsr_blocks(a, 7), InvalidArgument);   // 7 ∤ 300
+  EXPECT_THROW(to_bsr_blocks(a, 0), InvalidArgument);
+  EXPECT_THROW(to_bsr_blocks(test::random_skewed(30, 31, 3, 0, 0, 0, 1), 2), InvalidArgument);
+}
+
+TEST(BsrBlocks, TheBsrStepIsForLongRowsOnly) {
+  // ~8 blocks of 3×3 a block row: ~27 entries a row, too long for the CSR step: the BSR step.
+  EXPECT_EQ(chebyshev_bsr_step_block(test::random_blocked(2000, 3, 4, 0, 0, 0, 0.0, 11)), 3);
+  // 2×2 blocks, ~2 a block row: ~6 entries a row, the CSR step's case.
+  EXPECT_EQ(chebyshev_bsr_step_block(test::random_blocked(2000, 2, 1, 0, 0, 0, 0.0, 12)), 0);
+  // Long rows without blocks: neither.
+  EXPECT_EQ(chebyshev_bsr_step_block(test::random_skewed(3000, 3000, 40, 0, 0, 0, 13)), 0);
+}
 
 TEST(SparseOperatorCpu, MatchesReferenceWithLeadingDimensions) {
   const Csr<double> a = test::random_skewed(301, 257, 5, 2, 200, 11, 1);

@@ -825,5 +825,131 @@ TEST(ChebyshevStepKernel, PastTwoToTheTwentyOneRows) {
   check_step(a, 3, 7);
 }
 
+
+// ---- The BSR step (spmm/chebyshev_step.cu, slices of 32 block rows) against the host CSR step:
+// b = 2, 3, 4, 6; block rows not a multiple of the slice or of a thread block, empty and long
+// block rows (slices padded), partial blocks; fp64 step with c = 0 on a NaN-poisoned `next`, with
+// e and d; b = 3 in every bench shape; the fp32 rung with r and f; A stored in fp32 against the host
+// step on A's values rounded to fp32.
+double rel_diff(const std::vector<double>& got, const std::vector<double>& want) {
+  double diff = 0, nw = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) return INFINITY;
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    nw += want[i] * want[i];
+  }
+  return std::sqrt(diff / std::max(nw, 1e-300));
+}
+
+void check_bsr_step(const Csr<double>& a, int b, std::int64_t s, unsigned seed) {
+  const std::int64_t n = a.nrows;
+  const BsrBlocks bs = to_bsr_blocks(a, b);
+  auto host = make_chebyshev_step(a, Backend::cpu, Precision::fp64, nullptr);
+  auto dev = make_chebyshev_step_bsr(bs, Precision::fp64, nullptr);
+  const std::vector<double> cur = test::random_vector(static_cast<std::size_t>(n * s), seed);
+  const std::vector<double> prev = test::random_vector(static_cast<std::size_t>(n * s), seed + 1);
+  const std::vector<double> r = test::random_vector(static_cast<std::size_t>(n * s), seed + 2);
+  std::vector<double> d = test::random_vector(static_cast<std::size_t>(n), seed + 3);
+  for (double& x : d) x = 1.0 + 0.5 * x;
+  DeviceArray<double> cur_d(cur), r_d(r), d_d(d), next_d(static_cast<std::size_t>(n * s));
+  auto hv = [&](const std::vector<double>& x) { return MvView<const double>{x.data(), n, s, n, Space::host}; };
+  auto dv = [&](const DeviceArray<double>& x) { return MvView<const double>{x.get(), n, s, n, Space::device}; };
+  auto fetch = [&] {
+    std::vector<double> got(prev.size());
+    copy_bytes(got.data(), Space::host, next_d.get(), Space::device, got.size() * 8);
+    return got;
+  };
+  const StepCase cases[] = {{0.7, -0.3, 0.0, 0.0, false}, {1.9, 0.4, -0.8, 0.0, false}, {-0.6, 1.1, 0.5, 0.25, true}};
+  for (const StepCase& k : cases) {
+    std::vector<double> want = k.c == 0.0 ? std::vector<double>(prev.size(), 0.0) : prev;
+    host->step(k.a, hv(cur), k.b, k.c, MvView<double>{want.data(), n, s, n, Space::host}, k.e, hv(r),
+               k.with_d ? d.data() : nullptr);
+    auto load_next = [&] {
+      std::vector<double> init = k.c == 0.0 ? std::vector<double>(prev.size(), kNaN) : prev;
+      copy_bytes(next_d.get(), Space::device, init.data(), Space::host, init.size() * 8);
+    };
+    load_next();
+    dev->step(k.a, dv(cur_d), k.b, k.c, MvView<double>{next_d.get(), n, s, n, Space::device}, k.e,
+              dv(r_d), k.with_d ? d_d.get() : nullptr);
+    device_synchronize();
+    EXPECT_LT(rel_diff(fetch(), want), 1e-14) << "b " << b << " s " << s << " c " << k.c;
+    if (b != 3 || k.e != 0.0 || k.with_d) continue;  // the shapes' hook takes neither
+    for (auto [kc, g] : {std::pair{8, 1}, {4, 1}, {4, 2}, {8, 2}, {2, 2}, {12, 2}, {16, 2}}) {
+      load_next();
+      detail::launch_bsr_step_shape(*dev, 64, kc, g, k.a, cur_d.get(), n, k.b, k.c, next_d.get(), n, s);
+      device_synchronize();
+      EXPECT_LT(rel_diff(fetch(), want), 1e-14) << "b 3 kc " << kc << " g " << g << " s " << s;
+    }
+  }
+  // A stored in fp32 (the preconditioner's step): the host step on the rounded values.
+  {
+    Csr<double> ar = a;
+    for (double& v : ar.values) v = static_cast<double>(static_cast<float>(v));
+    auto host_r = make_chebyshev_step(ar, Backend::cpu, Precision::fp64, nullptr);
+    auto dev32 = make_chebyshev_step_bsr(bs, Precision::fp32, nullptr);
+    std::vector<double> want = prev;
+    host_r->step(1.9, hv(cur), 0.4, -0.8, MvView<double>{want.data(), n, s, n, Space::host}, 0.25, hv(r), d.data());
+    copy_bytes(next_d.get(), Space::device, prev.data(), Space::host, prev.size() * 8);
+    dev32->step(1.9, dv(cur_d), 0.4, -0.8, MvView<double>{next_d.get(), n, s, n, Space::device}, 0.25, dv(r_d),
+                d_d.get());
+    device_synchronize();
+    EXPECT_LT(rel_diff(fetch(), want), 1e-14) << "fp32 storage, b " << b << " s " << s;
+  }
+  // The fp32 rung: fp32 blocks and sums, r weighted per column by f, against the host's fp32 step.
+  std::vector<float> cur32(cur.begin(), cur.end()), prev32(prev.begin(), prev.end()), r32(r.begin(), r.end());
+  const std::vector<double> f = test::random_vector(static_cast<std::size_t>(s), seed + 4);
+  DeviceArray<float> cur32_d(cur32), r32_d(r32), next32_d(prev32.size());
+  DeviceArray<double> f_d(f);
+  auto rel32 = [&](const std::vector<float>& ref) {
+    std::vector<float> got(prev32.size());
+    copy_bytes(got.data(), Space::host, next32_d.get(), Space::device, got.size() * 4);
+    double diff = 0, nr = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(got[i])) return double(INFINITY);
+      diff += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]), nr += double(ref[i]) * ref[i];
+    }
+    return std::sqrt(diff / std::max(nr, 1e-300));
+  };
+  for (const bool with_r : {true, false}) {
+    std::vector<float> want32 = prev32;
+    host->step32(1.3, MvView<const float>{cur32.data(), n, s, n, Space::host}, -0.2, 0.6,
+                 MvView<float>{want32.data(), n, s, n, Space::host},
+                 with_r ? MvView<const float>{r32.data(), n, s, n, Space::host} : MvView<const float>{},
+                 with_r ? f.data() : nullptr);
+    copy_bytes(next32_d.get(), Space::device, prev32.data(), Space::host, prev32.size() * 4);
+    dev->step32(1.3, MvView<const float>{cur32_d.get(), n, s, n, Space::device}, -0.2, 0.6,
+                MvView<float>{next32_d.get(), n, s, n, Space::device},
+                with_r ? MvView<const float>{r32_d.get(), n, s, n, Space::device} : MvView<const float>{},
+                with_r ? f_d.get() : nullptr);
+    device_synchronize();
+    EXPECT_LT(rel32(want32), 2e-6) << "fp32 rung, b " << b << " s " << s << " r " << with_r;
+    if (b != 3 || with_r) continue;
+    for (auto [kc, g] : {std::pair{8, 1}, {4, 1}, {4, 2}, {8, 2}, {2, 2}, {12, 2}, {16, 2}}) {
+      copy_bytes(next32_d.get(), Space::device, prev32.data(), Space::host, prev32.size() * 4);
+      detail::launch_bsr_step_shape(*dev, 32, kc, g, 1.3, cur32_d.get(), n, -0.2, 0.6, next32_d.get(), n, s);
+      device_synchronize();
+      EXPECT_LT(rel32(want32), 2e-6) << "fp32 rung, b 3 kc " << kc << " g " << g << " s " << s;
+    }
+  }
+}
+
+TEST(BsrStepKernel, EveryBlockSizeMatchesTheHostReference) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  // 1237 block rows (not a multiple of 32 or 64), ~9 blocks a block row, every 97th block row 150
+  // blocks (its slice padded), every 53rd empty, 10 % of the entries dropped.
+  for (int b : {2, 3, 4, 6}) {
+    const Csr<double> a = test::random_blocked(1237, b, 9, 97, 150, 53, 0.1, 70 + static_cast<unsigned>(b));
+    for (std::int64_t s : {1, 3, 5, 11, 24, 32, 40}) check_bsr_step(a, b, s, 200 + static_cast<unsigned>(s));
+  }
+}
+
+TEST(BsrStepKernel, PastTwoToTheTwentyOneRows) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  // 699,063 block rows of 3: 2²¹ + 37 rows.
+  const Csr<double> a = test::random_blocked(699063, 3, 1, 0, 0, 0, 0.0, 23);
+  ASSERT_EQ(a.nrows, (std::int64_t(1) << 21) + 37);
+  check_bsr_step(a, 3, 3, 9);
+}
+
 }  // namespace
 }  // namespace tcsolve
