@@ -150,23 +150,55 @@ int natural_block_size(const Csr<double>& a) {
   return 0;
 }
 
-BsrBlocks to_bsr_blocks(const Csr<double>& a, int b) {
+namespace {
+// Blocks in each block row (counts[I + 1], counts[0] = 0).
+std::vector<std::int64_t> block_row_counts(const Csr<double>& a, int b) {
   if (!a.square()) throw InvalidArgument("BSR blocks: A must be square");
   if (b < 1 || b > 6 || a.nrows % b != 0)
     throw InvalidArgument("BSR blocks: block size " + std::to_string(b) + " must be 1–6 and divide " +
                           std::to_string(a.nrows) + " rows");
-  BsrBlocks out;
-  out.b = b;
-  out.mb = a.nrows / b;
-  out.row_ptr.assign(static_cast<std::size_t>(out.mb) + 1, 0);
+  const std::int64_t mb = a.nrows / b;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(mb) + 1, 0);
   with_block(b, [&](auto bc) {
-    parallel_for(out.mb, [&](std::int64_t I) {
+    parallel_for(mb, [&](std::int64_t I) {
       std::int64_t c = 0;
       merge_block_row<decltype(bc)::value>(a, I, [](std::int64_t, int, std::int64_t) {},
                                            [&](std::int64_t) { ++c; });
-      out.row_ptr[static_cast<std::size_t>(I) + 1] = c;
+      counts[static_cast<std::size_t>(I) + 1] = c;
     }, 256);
   });
+  return counts;
+}
+constexpr std::int64_t kBsrSlice = 32;  // block rows per slice (chebyshev_step.cu kSlice)
+}  // namespace
+
+BsrShape bsr_shape_of(const Csr<double>& a, int b) {
+  const std::vector<std::int64_t> c = block_row_counts(a, b);
+  const std::int64_t mb = static_cast<std::int64_t>(c.size()) - 1;
+  BsrShape sh;
+  for (std::int64_t S = 0; S * kBsrSlice < mb; ++S) {
+    std::int64_t w = 0;
+    for (std::int64_t I = S * kBsrSlice; I < std::min(mb, (S + 1) * kBsrSlice); ++I) {
+      w = std::max(w, c[I + 1]);
+      sh.blocks += c[I + 1];
+    }
+    sh.slots += w;
+  }
+  return sh;
+}
+
+std::size_t bsr_step_device_bytes(const BsrShape& shape, std::int64_t mb, int b, Precision storage) {
+  const double entries = 32.0 * static_cast<double>(shape.slots) * b * b;
+  const double values = (storage == Precision::fp64 ? 12.0 : 4.0) * entries;
+  return static_cast<std::size_t>(values + 4.0 * 32.0 * static_cast<double>(shape.slots) +
+                                  8.0 * static_cast<double>((mb + kBsrSlice - 1) / kBsrSlice + 1));
+}
+
+BsrBlocks to_bsr_blocks(const Csr<double>& a, int b) {
+  BsrBlocks out;
+  out.row_ptr = block_row_counts(a, b);
+  out.b = b;
+  out.mb = a.nrows / b;
   for (std::int64_t I = 0; I < out.mb; ++I) out.row_ptr[I + 1] += out.row_ptr[I];
   const std::int64_t nb = out.row_ptr.back(), bb = static_cast<std::int64_t>(b) * b;
   out.col.resize(static_cast<std::size_t>(nb));

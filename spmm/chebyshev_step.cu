@@ -239,7 +239,8 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < KC; ++j) {
         if (j < nc) {
           const std::int64_t cj = c0 + j;
-          TV out = ad * acc[i][j] + b * xc[row + j * ldc];
+          TV out = ad * acc[i][j];
+          if (b != TV(0)) out += b * xc[row + j * ldc];  // (b = 0: the operator's A·X)
           const TV rc = f ? static_cast<TV>(f[cj]) : e;
           if (rc != TV(0)) out = mad(rc, r[row + cj * ldr], out);
           if (c != TV(0)) out = mad(c, next[row + cj * ldn], out);
@@ -567,6 +568,9 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
     Rung32{n_, nullptr, nullptr, nullptr, Precision::fp32, stream_}.combine(x, q, z, y);
   }
   std::int64_t rows() const { return n_; }
+  std::size_t device_bytes() const override {
+    return slice_ptr_.bytes() + col_.bytes() + vals64_.bytes() + vals32_.bytes();
+  }
   std::string describe() const override {
     return "fused BSR step on the GPU (" + std::to_string(b_) + "×" + std::to_string(b_) +
            " blocks), A stored in " + to_string(storage_);

@@ -16,6 +16,7 @@
 // with values stored in `storage` (fp64 or fp32; accumulation in fp64). The rounded copy is only
 // used inside a preconditioner, where it changes M, not the answer.
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -38,6 +39,8 @@ class ChebyshevStep {
   virtual void step(double a, MvView<const double> cur, double b, double c, MvView<double> next,
                     double e, MvView<const double> r, const double* d = nullptr) const = 0;
   virtual std::string describe() const = 0;
+  // Device bytes the step keeps (its copy of A; 0 for a step on the caller's arrays or the host).
+  virtual std::size_t device_bytes() const { return 0; }
 
   // ---- The fp32 rung of the eigensolver's filter (residual form, solvers/chebyshev.cpp): blocks
   // of fp32 vectors, A as stored; step32 accumulates in fp32 (in the host
@@ -132,6 +135,16 @@ struct BsrBlocks {
 // 1.2 stored entries per entry, judged on a sample of about 1024 block rows (O(nnz/mb·1024·b)); 0
 // where none does (b must divide n; A square).
 int natural_block_size(const Csr<double>& a);
+// Blocks and slots of A's b×b blocks as make_chebyshev_step_bsr stores them (slices of 32 block
+// rows, each as wide as its widest block row; slots per lane summed over the slices): counted in
+// parallel, O(nnz·b), without building the blocks. b must divide n (A square).
+struct BsrShape {
+  std::int64_t blocks = 0, slots = 0;
+};
+BsrShape bsr_shape_of(const Csr<double>& a, int b);
+// Device bytes of make_chebyshev_step_bsr for that shape (mb block rows): indices 4·32·slots, the
+// values 32·slots·b² in fp64 and fp32 (storage fp64) or fp32 alone, the slice offsets.
+std::size_t bsr_step_device_bytes(const BsrShape& shape, std::int64_t mb, int b, Precision storage);
 // A's b×b blocks (rows of blocks in parallel over the host's threads, O(nnz·b)). InvalidArgument
 // for b < 1, b ∤ n or a non-square A.
 BsrBlocks to_bsr_blocks(const Csr<double>& a, int b);

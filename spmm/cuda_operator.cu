@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "spmm/bcsr_spmm_cuda.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "spmm/csr_spmm_cuda.hpp"
 #include "spmm/cuda_operator.hpp"
 
@@ -55,6 +56,12 @@ class CudaSparseOperator final : public SparseOperator {
         }
         break;
       }
+      case SpmmKernel::bsr_block:
+        // A's natural blocks, also the eigensolver's fused filter step (block_step()).
+        TCSOLVE_REQUIRE(plan.precision == Precision::fp64 && plan.block_h > 0,
+                        "bsr_block planned without a block size or in another precision than fp64");
+        bsr_ = make_chebyshev_step_bsr(to_bsr_blocks(a, plan.block_h), Precision::fp64, opt.stream);
+        break;
       default:
         throw InvalidArgument(std::string("CUDA operator cannot run kernel ") +
                               to_string(plan.kernel));
@@ -68,8 +75,10 @@ class CudaSparseOperator final : public SparseOperator {
   SpmmPlan& mutable_plan() override { return plan_; }
   SpmmPlan& plan_for_trial() { return plan_; }
   std::size_t device_bytes() const override {
-    return (csr_ ? csr_->device_bytes() : 0) + (bcsr_ ? bcsr_->device_bytes() : 0) + xlow_.bytes();
+    return (csr_ ? csr_->device_bytes() : 0) + (bcsr_ ? bcsr_->device_bytes() : 0) + xlow_.bytes() +
+           (bsr_ ? bsr_->device_bytes() : 0);
   }
+  const ChebyshevStep* block_step() const override { return bsr_.get(); }
   DeviceCsr device_csr() const override {
     if (!csr_ || csr_->precision() != Precision::fp64) return {};
     return {csr_->row_ptr(), csr_->col_idx(), static_cast<const double*>(csr_->values())};
@@ -103,7 +112,9 @@ class CudaSparseOperator final : public SparseOperator {
     TCSOLVE_REQUIRE(x.cols >= 1, "sparse operator: k >= 1 columns");
     TCSOLVE_REQUIRE(x.cols < (std::int64_t(1) << 31), "sparse operator: too many columns");
     const int k = static_cast<int>(x.cols);
-    if (csr_) {
+    if (bsr_) {
+      bsr_->step(1.0, x, 0.0, 0.0, y, 0.0, MvView<const double>{}, nullptr);  // Y = A·X
+    } else if (csr_) {
       csr_->apply(x.data, x.ld, y.data, y.ld, k, stream_);
     } else if (plan_.precision == Precision::fp64) {
       bcsr_->apply(x.data, x.ld, y.data, y.ld, k, stream_);
@@ -124,6 +135,7 @@ class CudaSparseOperator final : public SparseOperator {
   void* stream_;
   std::unique_ptr<CsrSpmmDevice> csr_;
   std::unique_ptr<BcsrSpmmDevice> bcsr_;
+  std::unique_ptr<ChebyshevStep> bsr_;  // bsr_block: the step on A's natural blocks
   int chunk_ = 0;
   std::int64_t ldl_ = 0;
   DeviceArray<std::uint16_t> xlow_;

@@ -1,7 +1,10 @@
 // Sparse operator factory, the plan (kernel choice by a byte cost model) and the CPU operator.
 #include "spmm/sparse_operator.hpp"
 
+#include "spmm/chebyshev_step.hpp"
+
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +29,7 @@ const char* to_string(SpmmKernel k) {
     case SpmmKernel::bcsr_dmma: return "bcsr_dmma";
     case SpmmKernel::bcsr_mma_f16: return "bcsr_mma_f16";
     case SpmmKernel::bcsr_mma_bf16: return "bcsr_mma_bf16";
+    case SpmmKernel::bsr_block: return "bsr_block";
   }
   return "?";
 }
@@ -114,6 +118,19 @@ std::string SpmmPlan::describe() const {
   return o.str();
 }
 
+// The plan's fields for the bsr_block kernel on A's natural b×b blocks.
+static void set_bsr(SpmmPlan& p, const Csr<double>& a, int b, const std::string& reason) {
+  const BsrShape sh = bsr_shape_of(a, b);
+  p.kernel = SpmmKernel::bsr_block;
+  p.block_h = p.block_w = b;
+  p.nblocks = sh.blocks;
+  p.bsr_slots = sh.slots;
+  p.fill = sh.blocks > 0 ? static_cast<double>(a.nnz()) / (static_cast<double>(sh.blocks) * b * b) : 0.0;
+  p.reordered = p.symmetric = false;
+  p.stage_x = false;
+  p.reason = reason;
+}
+
 static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const OperatorOptions& opt,
                             std::vector<std::int32_t>* perm_out) {
   SpmmPlan p;
@@ -136,6 +153,17 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
   }
   if (opt.precision == Precision::tf32)
     throw InvalidArgument("tf32 SpMM is not implemented (use fp32, fp16, bf16 or fp64)");
+
+  // A forced bsr_block (tests, benchmarks; any natural b): see choose_bsr below.
+  if (opt.kernel == SpmmKernel::bsr_block) {
+    const int b = a.square() && opt.precision == Precision::fp64 ? natural_block_size(a) : 0;
+    if (b == 0)
+      throw InvalidArgument("bsr_block needs fp64 and a square A made of natural 2x2, 3x3, 4x4 or 6x6 "
+                            "blocks (at most 1.2 stored entries per entry); A has " +
+                            std::to_string(a.nrows) + " rows and " + std::to_string(nnz) + " entries");
+    set_bsr(p, a, b, "forced by OperatorOptions::kernel");
+    return p;
+  }
 
   const double N = p.expected_cols;
   const double vs = static_cast<double>(value_bytes(opt.precision));
@@ -178,6 +206,28 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
     const double xs = opt.precision == Precision::fp64 ? 8.0 : 2.0;
     p.est_bytes_bcsr = static_cast<double>(p.nblocks) * (hw * vs + 4.0) + 8.0 * (nbr + 1) + xy +
                        xconv + kGather * static_cast<double>(p.nblocks) * p.block_w * N * xs;
+  }
+
+  // Long rows in A's natural 3×3 blocks whose 8×4 tensor-core blocks are mostly padding (3D
+  // elasticity: 81 entries a row, 8×4 fill 0.49), fp64, A in its given order: the block-row
+  // kernel of the Chebyshev step (spmm/chebyshev_step.hpp), which is also the eigensolver's fused
+  // filter step on the same copy of A. H200, elast3d:64, µs for a fused step / the DMMA kernel's
+  // A·X alone: 16 columns 590 / 589, 24 columns 804 / 835, 32 columns 966 / 880; its set-up (host
+  // blocks 0.055 s, upload 0.10 s) against the DMMA operator's 0.35–0.45 s (docs/performance.md).
+  // Above 32 columns it re-reads the blocks once per pass of 16; dense 8×4 blocks (a band) keep
+  // the tensor cores; other b are not measured (forced only). TCSOLVE_BSR_OPERATOR=0: not chosen
+  // (A/B).
+  const char* bsr_env = std::getenv("TCSOLVE_BSR_OPERATOR");
+  if (opt.kernel == SpmmKernel::automatic && tc == SpmmKernel::bcsr_dmma && opt.reorder == Reorder::none &&
+      p.expected_cols <= 32 && p.nblocks > 0 && p.fill < 0.75 && !(bsr_env && std::string(bsr_env) == "0") &&
+      a.square() && chebyshev_bsr_step_block(a) == 3) {
+    const double fill84 = p.fill;
+    set_bsr(p, a, 3, "");
+    p.reason = "rows of " + fmt("%.0f", p.mean_row_nnz) + " entries in natural 3x3 blocks (fill " +
+               fmt("%.2f", p.fill) + "; 8x4 tensor-core blocks " + fmt("%.2f", fill84) +
+               "): the block-row kernel gathers X once per block and is the Chebyshev filter's "
+               "fused step on the same copy of A";
+    return p;
   }
 
   p.csr_group = row_split ? 1 : group;
@@ -301,6 +351,10 @@ std::size_t predict_device_bytes(const Csr<double>& a, const SpmmPlan& p) {
       }
       break;
     }
+    case SpmmKernel::bsr_block:
+      bytes = static_cast<double>(bsr_step_device_bytes({p.nblocks, p.bsr_slots}, m / std::max(1, p.block_h),
+                                                        p.block_h, Precision::fp64));
+      break;
     default:
       break;
   }
@@ -490,6 +544,10 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
   //   - fp64 blocks of fill < 0.3 (8×4 blocks mostly padding): CSR whatever the byte ratio says
   //     (lap3d, fill 0.15, at N = 32: the model's ratio drops near 1.1, the DMMA kernel still
   //     loses 2–2.7×, and the trial cost 0.39 s against a 0.44 s solve).
+  if (plan.kernel == SpmmKernel::bsr_block) {  // the model's clear case: no trial, no BCSR
+    const auto tu = std::chrono::steady_clock::now();
+    return finish(detail::make_cuda_operator(a, nullptr, plan, opt), 0.0, tu);
+  }
   const double model_ratio = plan.est_bytes_csr > 0 && plan.nblocks > 0
                                  ? plan.est_bytes_bcsr / plan.est_bytes_csr : INFINITY;
   const bool rows_regular = plan.mean_row_nnz < kRowSplitMeanMax && plan.max_row_nnz <= kRowSplitMaxRow;

@@ -75,6 +75,8 @@ enum class SpmmKernel {
   bcsr_dmma,       // tensor cores, fp64 DMMA m8n8k4, 8×4 blocks
   bcsr_mma_f16,    // tensor cores, m16n8k16 fp16×fp16 → fp32, 16×16 blocks
   bcsr_mma_bf16,   // tensor cores, m16n8k16 bf16×bf16 → fp32, 16×16 blocks
+  bsr_block,       // CUDA cores, A's natural b×b blocks (b = 2, 3, 4, 6) in slices of 32 block
+                   // rows: the Chebyshev step's kernel (spmm/chebyshev_step.hpp), fp64
 };
 const char* to_string(SpmmKernel k);
 const char* to_string(Reorder r);
@@ -137,6 +139,7 @@ struct SpmmPlan {
                                     // row-major) before the kernel
   int dmma_tile_cols = 0;           // fp64 BCSR: widest column tile per warp (0 = 64)
   std::int64_t bcsr_run_blocks = 0; // BCSR: cap on the blocks of one warp run (0 = default)
+  std::int64_t bsr_slots = 0;       // bsr_block: slots per lane over all slices (block_h = b)
   std::string reason;               // one sentence: why this kernel
   bool by_trial = false;            // chosen by timing the candidates (else by the cost model)
   std::vector<SpmmTrial> trials;    // the candidates' times when by_trial
@@ -160,6 +163,7 @@ std::size_t predict_device_bytes(const Csr<double>& a, const SpmmPlan& plan);
 namespace detail {
 struct PlanAccess;
 }
+class ChebyshevStep;
 
 class SparseOperator : public LinearOperator<double> {
  public:
@@ -184,6 +188,10 @@ class SparseOperator : public LinearOperator<double> {
     const double* values = nullptr;
   };
   virtual DeviceCsr device_csr() const { return {}; }
+  // The fused Chebyshev step on the operator's own copy of A (the bsr_block kernel: A's natural
+  // blocks, fp64 with an fp32 copy for the ladder's rung), for the eigensolver's filter without a
+  // second copy of A; nullptr otherwise. Valid for the operator's lifetime, on its stream.
+  virtual const ChebyshevStep* block_step() const { return nullptr; }
 
  protected:
   // The factory records setup times and notes in the plan after construction.

@@ -836,7 +836,6 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   facts.generalized = b != nullptr;
   facts.matrix_form = true;
   facts.backend = opt.backend;
-  facts.bsr_step = opt.backend == Backend::cuda && bsr_step_requested() && chebyshev_bsr_step_block(a) > 0;
   facts.can_factor = opt.allow_factor && built_with_factor();
   if (!opt.allow_factor) facts.factor_why = "--no-factor";
   else if (!built_with_factor()) facts.factor_why = "built without CHOLMOD/MUMPS";
@@ -891,6 +890,8 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   s.bop = b ? (pre.b ? pre.b : bop.get()) : nullptr;
   s.ops = ops;
   trace_mark("eigs: operators ready");
+  // The filter's steps on the operator's own blocks (spmm bsr_block): priced as such.
+  if (const auto* so = dynamic_cast<const SparseOperator*>(s.aop)) facts.bsr_step = so->block_step() != nullptr;
   EigsResult r = run_all(s, opt, facts, pre.memo);
   r.spmm_kernel = kernel;
   r.spmm_plan = kernel_plan;

@@ -124,8 +124,8 @@ struct PlanFacts {
   bool can_factor = false;   // engines built, factorization allowed, matrix form
   std::string factor_why;    // why not, when !can_factor
   Backend backend = Backend::cpu;
-  // The filter's steps on the GPU: fused on A's CSR (rows of at most 16 entries) or, when asked
-  // for (runs.hpp bsr_step_requested), on its natural b×b blocks (chebyshev_bsr_step_block > 0).
+  // The filter's steps on the GPU: fused on A's CSR (rows of at most 16 entries) or on the
+  // operator's own natural b×b blocks (spmm's bsr_block kernel, SparseOperator::block_step).
   bool bsr_step = false;
 };
 

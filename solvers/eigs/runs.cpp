@@ -2,6 +2,7 @@
 #include "solvers/eigs/runs.hpp"
 
 #include "spmm/chebyshev_step.hpp"
+#include "spmm/sparse_operator.hpp"
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -147,11 +148,6 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   return out;
 }
 
-bool bsr_step_requested() {
-  const char* v = std::getenv("TCSOLVE_BSR_STEP");
-  return v && std::string(v) == "1";
-}
-
 std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOperator<double>& a,
                                                const EigsOptions& opt) {
   const char* fs = std::getenv("TCSOLVE_FUSED_STEP");
@@ -159,24 +155,9 @@ std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOpe
   if (!s.a || &a != s.aop || s.foreign_operator || s.global_n() != s.n) return nullptr;
   if (opt.precision != Precision::fp64 && opt.precision != Precision::fp32) return nullptr;
   DenseBlockOps& ops = *s.ops;
-  if (!chebyshev_step_pays(s.n, s.a->nnz())) {
-    // Long rows: the step on A's natural b×b blocks (3D elasticity), on the GPU only (the host
-    // step is the CSR one), and only when asked for (bsr_step_requested). Its copy of A: the
-    // blocks in fp64 and fp32, 12 bytes an entry.
-    if (ops.space() != Space::device || !bsr_step_requested()) return nullptr;
-    const int b = chebyshev_bsr_step_block(*s.a);
-    if (b == 0 || 13.0 * static_cast<double>(s.a->nnz()) > 0.1 * static_cast<double>(device_free_bytes()))
-      return nullptr;
-    try {
-      BsrBlocks blocks = to_bsr_blocks(*s.a, b);
-      trace_mark("eigs: BSR blocks on the host");
-      auto step = make_chebyshev_step_bsr(blocks, opt.precision, ops.stream());
-      trace_mark("eigs: BSR step ready");
-      return step;
-    } catch (const std::exception&) {
-      return nullptr;  // no room for the step's copy of A: the unfused step is the same math
-    }
-  }
+  // Long rows: the CSR step does not pay (the operator's own kernel runs the filter; where that
+  // is the bsr_block kernel, fused_step_for takes the operator's block step).
+  if (!chebyshev_step_pays(s.n, s.a->nnz())) return nullptr;
   // The operator's own device copy of A when it has one (a CSR kernel in fp64): the step reads
   // it in place (no second upload: 92 MB and ~10 ms for lap3d:100 on the H200).
   if (opt.precision == Precision::fp64 && ops.space() == Space::device)
@@ -194,6 +175,12 @@ std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOpe
 const ChebyshevStep* fused_step_for(const Problem& s, const LinearOperator<double>& a,
                                     const EigsOptions& opt) {
   if (&a != s.aop) return nullptr;
+  // The operator's own step on A's natural blocks (spmm bsr_block kernel): the same copy of A.
+  if (!s.foreign_operator && s.global_n() == s.n)
+    if (const auto* so = dynamic_cast<const SparseOperator*>(&a))
+      if (const ChebyshevStep* bs = so->block_step())
+        if (bs->space() == s.ops->space() && (opt.precision == Precision::fp64 || opt.precision == Precision::fp32))
+          return bs;
   if (!s.fused_tried) {
     s.fused_tried = true;
     s.fused_own = make_fused_step(s, a, opt);

@@ -53,13 +53,6 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
 // operator, a storage precision other than fp64/fp32, its copy of A (nnz·(4 + 8) + 8·(n + 1)
 // bytes) above a tenth of the free device memory (a memory cap stays honoured), or
 // TCSOLVE_FUSED_STEP=0 (same-run A/B benchmarks).
-// The filter's BSR step (spmm/chebyshev_step.hpp make_chebyshev_step_bsr) on long rows in
-// natural blocks: opt-in, TCSOLVE_BSR_STEP=1. It is built per solve, from the host CSR, beside
-// the operator's own BCSR copy: on the H200 (elast3d:64, docs/performance.md) its filters take
-// 0.086 s against 0.154 s, but building it costs 0.155 s (host blocks 0.055 s, upload and slices
-// 0.10 s), more than the filters save on every measured row. By default it pays once the
-// operator itself runs on these blocks (one copy of A, built once): not done.
-bool bsr_step_requested();
 std::unique_ptr<ChebyshevStep> make_fused_step(const Problem& s, const LinearOperator<double>& a,
                                                const EigsOptions& opt);
 // The step to use for `a`: A's own (make_fused_step, built once per problem and kept in

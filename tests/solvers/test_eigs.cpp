@@ -582,23 +582,25 @@ TEST(Eigs, LumpedMassGeneralizedPairs) {
     }
 }
 
-// Long rows in natural 3×3 blocks (elasticity): with TCSOLVE_BSR_STEP=1 the GPU filter's steps
-// run on the BSR step (eigs_detail::make_fused_step, both rungs of the ladder); by default (0)
-// on the operator's own apply. Both answers against dense LAPACK, largest and smallest.
+// Long rows in natural 3×3 blocks (elasticity): on the GPU the operator is the bsr_block kernel
+// and the filter's steps (both rungs of the ladder) run on its own blocks; TCSOLVE_BSR_OPERATOR=0
+// gives the tensor-core operator and the unfused filter. Both answers against dense LAPACK,
+// largest and smallest.
 TEST(Eigs, ChebyshevOnNaturalBlocks) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const Csr<double> a = read_matrix("gen:elast3d:9", {});  // 2187 rows, ~63 entries a row
   auto ref = dense_spectrum(a);
   for (Which w : {Which::largest, Which::smallest})
     for (const char* knob : {"1", "0"}) {
-      SCOPED_TRACE(std::string(w == Which::largest ? "largest" : "smallest") + " TCSOLVE_BSR_STEP=" + knob);
-      ::setenv("TCSOLVE_BSR_STEP", knob, 1);
+      SCOPED_TRACE(std::string(w == Which::largest ? "largest" : "smallest") + " TCSOLVE_BSR_OPERATOR=" + knob);
+      ::setenv("TCSOLVE_BSR_OPERATOR", knob, 1);
       EigsOptions o = base_options(12, w);
       o.tol = 1e-9;
       o.method = EigsMethod::chebyshev;
       auto r = eigs(a, nullptr, o);
-      ::unsetenv("TCSOLVE_BSR_STEP");
+      ::unsetenv("TCSOLVE_BSR_OPERATOR");
       ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+      if (kBackend == Backend::cuda) EXPECT_EQ(r.spmm_kernel == "bsr_block", std::string(knob) == "1") << r.spmm_kernel;
       std::vector<double> want = ref;
       if (w == Which::largest) std::reverse(want.begin(), want.end());
       EXPECT_LE(max_rel_error(r, want), 1e-8) << describe(r);

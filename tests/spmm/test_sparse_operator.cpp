@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,52 @@ TEST(BsrBlocks, TheBsrStepIsForLongRowsOnly) {
   EXPECT_EQ(chebyshev_bsr_step_block(test::random_blocked(2000, 2, 1, 0, 0, 0, 0.0, 12)), 0);
   // Long rows without blocks: neither.
   EXPECT_EQ(chebyshev_bsr_step_block(test::random_skewed(3000, 3000, 40, 0, 0, 0, 13)), 0);
+}
+
+// The plan (no GPU needed): long rows in natural 3×3 blocks whose 8×4 blocks are mostly padding
+// take the bsr_block kernel up to 32 columns; not above, not with a reordering, not when forced
+// off (TCSOLVE_BSR_OPERATOR=0), not for fp16; its predicted device bytes follow the slices.
+TEST(SparsePlan, NaturalBlocksOfLongRowsTakeTheBlockRowKernel) {
+  const Csr<double> a = test::random_blocked(3001, 3, 9, 97, 150, 53, 0.0, 90);
+  OperatorOptions opt;
+  opt.expected_cols = 24;
+  SpmmPlan p = plan_spmm(a, Backend::cuda, opt);
+  ASSERT_EQ(p.kernel, SpmmKernel::bsr_block) << p.describe();
+  EXPECT_EQ(p.block_h, 3);
+  const BsrBlocks bs = to_bsr_blocks(a, 3);
+  EXPECT_EQ(p.nblocks, bs.blocks());
+  EXPECT_NEAR(p.fill, 1.0, 1e-12);
+  // slots: each slice of 32 block rows as wide as its widest block row
+  std::int64_t slots = 0;
+  for (std::int64_t S = 0; S * 32 < bs.mb; ++S) {
+    std::int64_t w = 0;
+    for (std::int64_t I = S * 32; I < std::min<std::int64_t>(bs.mb, S * 32 + 32); ++I)
+      w = std::max(w, bs.row_ptr[I + 1] - bs.row_ptr[I]);
+    slots += w;
+  }
+  EXPECT_EQ(p.bsr_slots, slots);
+  const double want = 32.0 * slots * 9 * 12 + 4.0 * 32 * slots + 8.0 * ((bs.mb + 31) / 32 + 1);
+  EXPECT_EQ(predict_device_bytes(a, p), static_cast<std::size_t>(want));
+  opt.expected_cols = 48;
+  EXPECT_NE(plan_spmm(a, Backend::cuda, opt).kernel, SpmmKernel::bsr_block);
+  opt.expected_cols = 24;
+  opt.reorder = Reorder::symmetric;
+  EXPECT_NE(plan_spmm(a, Backend::cuda, opt).kernel, SpmmKernel::bsr_block);
+  opt.reorder = Reorder::none;
+  ::setenv("TCSOLVE_BSR_OPERATOR", "0", 1);
+  EXPECT_NE(plan_spmm(a, Backend::cuda, opt).kernel, SpmmKernel::bsr_block);
+  ::unsetenv("TCSOLVE_BSR_OPERATOR");
+  opt.precision = Precision::fp16;
+  EXPECT_NE(plan_spmm(a, Backend::cuda, opt).kernel, SpmmKernel::bsr_block);
+  // The CPU backend keeps its CSR kernel; a band (dense 8×4 blocks) keeps the tensor cores.
+  EXPECT_EQ(plan_spmm(a, Backend::cpu, {}).kernel, SpmmKernel::cpu_csr);
+  OperatorOptions ob;
+  ob.expected_cols = 16;
+  EXPECT_EQ(plan_spmm(test::random_band(2001, 40, 6), Backend::cuda, ob).kernel, SpmmKernel::bcsr_dmma);
+  // Forced: any natural block size; refused without natural blocks.
+  ob.kernel = SpmmKernel::bsr_block;
+  EXPECT_EQ(plan_spmm(test::random_blocked(500, 2, 9, 0, 0, 0, 0.0, 5), Backend::cuda, ob).block_h, 2);
+  EXPECT_THROW(plan_spmm(test::random_skewed(3000, 3000, 20, 0, 0, 0, 8), Backend::cuda, ob), InvalidArgument);
 }
 
 TEST(SparseOperatorCpu, MatchesReferenceWithLeadingDimensions) {

@@ -826,6 +826,46 @@ TEST(ChebyshevStepKernel, PastTwoToTheTwentyOneRows) {
 }
 
 
+// ---- The bsr_block operator kernel (A·X through the BSR step, b = 0 and c = 0): forced on each
+// natural block size, and chosen by the plan for 3×3 blocks of long rows; X with ld = n + 3, Y
+// NaN-poisoned with ld = m + 5 (padding rows must stay untouched); its device bytes as predicted;
+// its block step is the operator's A.
+TEST(SpmmGpu, BsrBlockOperatorIsEquivalentToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  for (int b : {2, 3, 4, 6}) {
+    const Csr<double> a = test::random_blocked(1237, b, 9, 97, 150, 53, 0.1, 80 + static_cast<unsigned>(b));
+    for (int k : kCols) {
+      OperatorOptions opt;
+      opt.kernel = SpmmKernel::bsr_block;
+      opt.expected_cols = k;
+      auto op = make_sparse_operator(a, Backend::cuda, opt);
+      ASSERT_EQ(op->plan().kernel, SpmmKernel::bsr_block);
+      ASSERT_EQ(op->plan().block_h, b);
+      ASSERT_NE(op->block_step(), nullptr);
+      EXPECT_EQ(op->device_bytes(), predict_device_bytes(a, op->plan())) << "b " << b;
+      const Check c = run_and_compare(a, k, 300 + static_cast<unsigned>(k), [&](const double* x, std::int64_t ldx,
+                                                                                 double* y, std::int64_t ldy) {
+        op->apply(MvView<const double>{x, a.ncols, k, ldx, Space::device},
+                  MvView<double>{y, a.nrows, k, ldy, Space::device});
+      });
+      expect_ok(c, 1e-13, false, "bsr_block b=" + std::to_string(b) + " N=" + std::to_string(k));
+    }
+  }
+  // The automatic plan: 3×3 blocks of ~27 entries a row (8×4 fill well below 0.75).
+  const Csr<double> a = test::random_blocked(3001, 3, 9, 0, 0, 0, 0.0, 90);
+  OperatorOptions opt;
+  opt.expected_cols = 24;
+  auto op = make_sparse_operator(a, Backend::cuda, opt);
+  EXPECT_EQ(op->plan().kernel, SpmmKernel::bsr_block) << op->plan().describe();
+  const Check c = run_and_compare(a, 24, 7, [&](const double* x, std::int64_t ldx, double* y, std::int64_t ldy) {
+    op->apply(MvView<const double>{x, a.ncols, 24, ldx, Space::device}, MvView<double>{y, a.nrows, 24, ldy, Space::device});
+  });
+  expect_ok(c, 1e-13, false, "bsr_block automatic");
+  // A matrix without natural blocks cannot be forced onto it.
+  opt.kernel = SpmmKernel::bsr_block;
+  EXPECT_THROW(make_sparse_operator(mats().skewed, Backend::cuda, opt), InvalidArgument);
+}
+
 // ---- The BSR step (spmm/chebyshev_step.cu, slices of 32 block rows) against the host CSR step:
 // b = 2, 3, 4, 6; block rows not a multiple of the slice or of a thread block, empty and long
 // block rows (slices padded), partial blocks; fp64 step with c = 0 on a NaN-poisoned `next`, with
