@@ -8,6 +8,7 @@
 
 #include "core/cuda_check.cuh"
 #include "core/error.hpp"
+#include "core/trace.hpp"
 #include "spmm/chebyshev_step.hpp"
 #include "spmm/device_buffer.hpp"
 
@@ -526,6 +527,7 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
     vals32_ = DeviceArray<float>(static_cast<std::size_t>(slots_ * kSlice * bb));
     if (slots_ == 0) return;
     cudaStream_t st = static_cast<cudaStream_t>(stream);
+    trace_mark("bsr step: slices planned");
     const DeviceArray<std::int64_t> rp(a.row_ptr);
     DeviceArray<std::int32_t> ci(a.col.size());
     copy_bytes(ci.get(), Space::device, a.col.data(), Space::host, ci.bytes());
@@ -534,6 +536,7 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
       DeviceArray<double> v(a.values.size());
       copy_bytes(v.get(), Space::device, a.values.data(), Space::host, v.bytes());
       vals64_ = DeviceArray<double>(static_cast<std::size_t>(slots_ * kSlice * bb));
+      trace_mark("bsr step: blocks uploaded");
       slice_blocks_kernel<double><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), rp.get(), ci.get(), v.get(),
                                                         slice_ptr_.get(), col_.get(), vals64_.get(), ns);
       TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -549,6 +552,7 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
     }
     // The temporaries are freed on return: the kernels must be done with them.
     TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
+    trace_mark("bsr step: sliced and rounded");
   }
   Space space() const override { return Space::device; }
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,

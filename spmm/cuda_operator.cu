@@ -14,6 +14,7 @@
 #include "core/cuda_check.cuh"
 
 #include "core/error.hpp"
+#include "core/trace.hpp"
 #include "spmm/bcsr_spmm_cuda.hpp"
 #include "spmm/chebyshev_step.hpp"
 #include "spmm/csr_spmm_cuda.hpp"
@@ -60,7 +61,11 @@ class CudaSparseOperator final : public SparseOperator {
         // A's natural blocks, also the eigensolver's fused filter step (block_step()).
         TCSOLVE_REQUIRE(plan.precision == Precision::fp64 && plan.block_h > 0,
                         "bsr_block planned without a block size or in another precision than fp64");
-        bsr_ = make_chebyshev_step_bsr(to_bsr_blocks(a, plan.block_h), Precision::fp64, opt.stream);
+        {
+          const BsrBlocks blocks = to_bsr_blocks(a, plan.block_h);
+          trace_mark("operator: BSR blocks on the host");
+          bsr_ = make_chebyshev_step_bsr(blocks, Precision::fp64, opt.stream);
+        }
         break;
       default:
         throw InvalidArgument(std::string("CUDA operator cannot run kernel ") +
