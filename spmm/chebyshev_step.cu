@@ -213,8 +213,13 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < B; ++i)
 #pragma unroll
       for (int j = 0; j < KC; ++j) acc[i][j] = TV(0);
+    // The next slot's block column is loaded one slot ahead: the gathers of X wait on it, and
+    // at 25–37 % occupancy (registers) the kernel is latency-bound (ncu, H200, elast3d:64 at
+    // 24 columns: long-scoreboard stalls, DRAM bytes at the minimum but 25 % of its bandwidth).
+    std::int64_t bcol = k0 < k1 ? __ldg(sci + k0 * kSlice + lane) : 0;
     for (std::int64_t k = k0; k < k1; ++k) {
-      const std::int64_t col0 = static_cast<std::int64_t>(__ldg(sci + k * kSlice + lane)) * B;
+      const std::int64_t col0 = bcol * B;
+      if (k + 1 < k1) bcol = __ldg(sci + (k + 1) * kSlice + lane);
       TV x[B][KC];
 #pragma unroll
       for (int j = 0; j < KC; ++j)
@@ -271,16 +276,18 @@ __global__ void slice_blocks_kernel(std::int64_t mb, int bb, const std::int64_t*
   }
 }
 
-// Shapes (KC columns per pass, G threads per block row). b = 3: two threads a block row, each
-// one pass of KC ≥ s/2 columns where that fits (KC 8, 12, 16); H200, elast3d:64, µs per step
-// fp64 / fp32 rung (bench/step_bench.cu, docs/performance.md): 16 columns (8, 2) 590 / 298,
-// 24 columns (12, 2) 804 / 390, 32 columns (16, 2) 966 / 587 (fp32 (8, 2) 579); smaller passes
-// re-read A's slice per pass: (4, 2) at 24 columns 1053 / 508. Other b: fp64 (4, 2) for b = 2,
-// (2, 2) for 4 and 6; the fp32 rung (8, 1) for b = 2, (4, 1) for 4 and 6 (not measured: no
-// generator makes them). Blocks of at most 4 columns: (2, 2).
+// Shapes (KC columns per pass, G threads per block row), b = 3, two threads a block row: fp64
+// (8, 2); the fp32 rung (12, 2) for 17–24 columns (one pass each), else (8, 2). H200, elast3d:64,
+// µs per step after the index prefetch (bench/step_bench.cu, docs/performance.md): 24 columns
+// fp64 (8, 2) 812 / (12, 2) 880, fp32 467 / 448; 32 columns fp64 (8, 2) 878 / (16, 2) 1090, fp32
+// 526 / 620. Other b: fp64 (4, 2) for b = 2, (2, 2) for 4 and 6; the fp32 rung (8, 1) for b = 2,
+// (4, 1) for 4 and 6 (not measured: no generator makes them). At most 4 columns (the re-check's
+// 2): b = 3 (4, 1), one thread a block row (elast3d:40 at 2 columns, fp64: 52 µs against 72 µs
+// for (2, 2), whose second thread has no column); other b (2, 2).
 StepShape bsr_shape(int bits, int b, std::int64_t cols) {
+  if (b == 3 && cols <= 4) return {4, 1};
   if (cols <= 4) return {2, 2};
-  if (b == 3) return {cols <= 16 ? 8 : cols <= 24 ? 12 : 16, 2};
+  if (b == 3) return {bits == 32 && cols > 16 && cols <= 24 ? 12 : 8, 2};
   if (bits == 64) return b == 2 ? StepShape{4, 2} : StepShape{2, 2};
   return b == 2 ? StepShape{8, 1} : StepShape{4, 1};
 }
