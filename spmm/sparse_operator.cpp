@@ -211,10 +211,10 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
   // Long rows in A's natural 3×3 blocks whose 8×4 tensor-core blocks are mostly padding (3D
   // elasticity: 81 entries a row, 8×4 fill 0.49), fp64, A in its given order: the block-row
   // kernel of the Chebyshev step (spmm/chebyshev_step.hpp), which is also the eigensolver's fused
-  // filter step on the same copy of A. H200, elast3d:64, µs for a fused step / the DMMA kernel's
-  // A·X alone: 16 columns 590 / 589, 24 columns 804 / 835, 32 columns 966 / 880; its set-up (host
-  // blocks 0.055 s, upload 0.10 s) against the DMMA operator's 0.35–0.45 s (docs/performance.md).
-  // Above 32 columns it re-reads the blocks once per pass of 16; dense 8×4 blocks (a band) keep
+  // filter step on the same copy of A. H200, elast3d:64, µs for its A·X / the DMMA kernel's:
+  // 16 columns 380 / 589, 24 columns 678 / 835, 32 columns 735 / 880; its set-up (host blocks
+  // 0.055 s, upload 0.10 s) against the DMMA operator's 0.35–0.45 s (docs/performance.md).
+  // Above 32 columns it re-reads the blocks once per pass; dense 8×4 blocks (a band) keep
   // the tensor cores; other b are not measured (forced only). TCSOLVE_BSR_OPERATOR=0: not chosen
   // (A/B).
   const char* bsr_env = std::getenv("TCSOLVE_BSR_OPERATOR");
