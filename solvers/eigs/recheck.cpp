@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
 
 #include "core/device.hpp"
 #include "solvers/eigs/runs.hpp"
+#include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve::eigs_detail {
 
@@ -41,7 +45,24 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
   const double w = cert_width(s, p, kth);
   double mu1 = muk;
   for (double v : p.values) mu1 = std::min(mu1, sgn * v);
-  const double upper = in.upper, lower = std::min(in.lower, mu1);
+  // On the GPU, with the operator's own CSR in device memory, the filter's steps may read A's
+  // values rounded to fp32: Ã = A + E, |E| ≤ 2^-24·|A| entrywise, so ‖E‖₂ ≤ 2^-24·‖A‖∞ (|A| is
+  // symmetric). That is sound where ‖E‖ ≤ δ/1000: a missing eigenvector v of A (eigenvalue λ) lies,
+  // up to a part of norm ‖E‖/r, in Ã's eigenvectors within r of λ, which p(Ã) amplifies as p(A)
+  // does v when r ≪ δ; the bounds widen by ‖E‖ (Ã's spectrum), and the Rayleigh-Ritz values that
+  // decide are those of A itself. The step then moves 8 bytes an entry of A instead of 12 (H200,
+  // lap3d:100 k = 16 largest: 468 steps on 2 columns, docs/performance.md). TCSOLVE_RECHECK_FP32=0:
+  // off (A/B).
+  const double e32 = std::ldexp(s.a_norm, -24);
+  const char* r32 = std::getenv("TCSOLVE_RECHECK_FP32");
+  std::unique_ptr<ChebyshevStep> fs32;
+  const ChebyshevStep* fs64 = fused_step_for(s, *s.aop, opt);
+  if (fs64 && ops.space() == Space::device && s.a && !s.bop && !s.foreign_operator &&
+      !(r32 && std::string(r32) == "0") && s.a_norm >= 1e-30 && s.a_norm <= 1e38 &&  // no fp32 overflow; underflow negligible
+      1000.0 * e32 <= std::max(in.resolution, 40.0 * w))
+    fs32 = make_chebyshev_step_on_operator(*s.aop, *s.a, Precision::fp32, ops.stream());
+  const double widen = fs32 ? e32 : 0.0;
+  const double upper = in.upper + widen, lower = std::min(in.lower, mu1) - widen;
   const double cr = muk + w;  // damped interval [cr, upper]
   const double delta = std::max(in.resolution, 40.0 * w);
   if (!(upper > cr) || !(delta > 0) || !std::isfinite(delta)) {
@@ -100,7 +121,7 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
   // (one launch and one pass a step; the re-check is launch-bound on small matrices: H200,
   // lap2d:200, 472 steps of 2 columns, SpMM + update were 12 µs a step), else the product and
   // the update.
-  const ChebyshevStep* fs = fused_step_for(s, *s.aop, opt);
+  const ChebyshevStep* fs = fs32 ? fs32.get() : fs64;
   auto step = [&](double alpha, MvView<const double> cur, double beta, double gamma, MvView<double> prev) {
     if (fs) {
       fs->step(alpha, cur, beta, gamma, prev, 0.0, cur);
@@ -159,9 +180,10 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
   char line[400];
   std::snprintf(line, sizeof line,
                 "filter re-check: %lld fresh random vectors, degree %lld on [%.6g, %.6g] (found "
-                "pairs projected out every %lld steps); resolution %.3g (%s)",
+                "pairs projected out every %lld steps%s); resolution %.3g (%s)",
                 static_cast<long long>(b), static_cast<long long>(deg), sgn * cr, sgn * upper,
-                static_cast<long long>(period), delta, in.resolution_from);
+                static_cast<long long>(period), fs32 ? "; steps on A's values rounded to fp32" : "",
+                delta, in.resolution_from);
   const double threshold = muk - std::max(0.25 * delta, 10.0 * w);
   if (!(theta_min < threshold) && std::isfinite(theta_min)) {
     out.verified = true;

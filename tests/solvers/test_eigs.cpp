@@ -770,6 +770,8 @@ TEST(Eigs, RoundingFloorStopsTheIterationAndSaysWhy) {
 // given the exact 8 smallest pairs of a 2D Laplacian it finds nothing missing; given them with the
 // 3rd pair swapped for the 9th (a set a solver could return by skipping a copy), it finds the
 // missing eigenvalue and the repair adds it. Both cheap ends of a Laplacian (smallest, largest).
+// On the GPU the filter's steps read A's values rounded to fp32 (the resolution is far above
+// 2^-24·‖A‖), and again with TCSOLVE_RECHECK_FP32=0 on A itself: both must decide the same.
 TEST(Eigs, FilterReCheckFindsAPlantedMissingPair) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   using namespace eigs_detail;
@@ -781,8 +783,10 @@ TEST(Eigs, FilterReCheckFindsAPlantedMissingPair) {
   OperatorOptions oo;
   oo.stream = ops->stream();
   auto op = make_sparse_operator(a, kBackend, oo);
+  for (const char* knob : {"1", "0"})
   for (Which w : {Which::smallest, Which::largest}) {
     SCOPED_TRACE(w == Which::smallest ? "smallest" : "largest");
+    SCOPED_TRACE(std::string("TCSOLVE_RECHECK_FP32=") + knob);
     for (bool plant : {false, true}) {
       SCOPED_TRACE(plant ? "3rd pair swapped for the 9th" : "exact set");
       std::vector<std::int64_t> idx;
@@ -813,8 +817,13 @@ TEST(Eigs, FilterReCheckFindsAPlantedMissingPair) {
       // the resolution a Lanczos run would get: the gap from the k-th value to the next distinct one
       in.resolution = 0.5 * std::abs(es.eigenvalues()(idx[k - 1]) - es.eigenvalues()(idx[k - 2]));
       in.resolution_from = "test";
+      ::setenv("TCSOLVE_RECHECK_FP32", knob, 1);
       RecheckOutcome rc = filter_recheck(s, opt, EigsMethod::lanczos, p, in);
+      ::unsetenv("TCSOLVE_RECHECK_FP32");
       EXPECT_TRUE(rc.affordable) << rc.detail;
+      EXPECT_EQ(rc.detail.find("rounded to fp32") != std::string::npos,
+                kBackend == Backend::cuda && std::string(knob) == "1")
+          << rc.detail;
       if (!plant) {
         EXPECT_TRUE(rc.verified) << rc.detail;
         EXPECT_EQ(rc.added, 0) << rc.detail;
