@@ -257,17 +257,19 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// BSR (block rows contiguous) → slices: thread = block row (all 32 lanes of the last slice, the
-// missing rows' lanes padded too, so that every slot is written).
+// BSR (block rows contiguous) → slices, for the slices [s0, s1) whose blocks were uploaded from
+// block p_base on (ci, v: that piece). Thread = block row (all 32 lanes of the last slice, the
+// missing rows' lanes padded too, so that every slot is written); rp: A's block row offsets.
 template <class T>
-__global__ void slice_blocks_kernel(std::int64_t mb, int bb, const std::int64_t* __restrict__ rp,
+__global__ void slice_blocks_kernel(std::int64_t mb, int bb, std::int64_t s0, std::int64_t s1,
+                                    std::int64_t p_base, const std::int64_t* __restrict__ rp,
                                     const std::int32_t* __restrict__ ci, const T* __restrict__ v,
                                     const std::int64_t* __restrict__ sp, std::int32_t* __restrict__ sci,
-                                    T* __restrict__ sv, std::int64_t nslices) {
-  const std::int64_t br = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (br >= nslices * kSlice) return;
+                                    T* __restrict__ sv) {
+  const std::int64_t br = s0 * kSlice + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (br >= s1 * kSlice) return;
   const std::int64_t slice = br / kSlice, lane = br % kSlice;
-  const std::int64_t p0 = br < mb ? rp[br] : 0, cnt = br < mb ? rp[br + 1] - p0 : 0;
+  const std::int64_t p0 = br < mb ? rp[br] - p_base : 0, cnt = br < mb ? rp[br + 1] - rp[br] : 0;
   for (std::int64_t k = 0; k < sp[slice + 1] - sp[slice]; ++k) {
     const std::int64_t slot = sp[slice] + k;
     const bool real = k < cnt;
@@ -535,29 +537,54 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
     if (slots_ == 0) return;
     cudaStream_t st = static_cast<cudaStream_t>(stream);
     trace_mark("bsr step: slices planned");
+    if (storage == Precision::fp64) vals64_ = DeviceArray<double>(static_cast<std::size_t>(slots_ * kSlice * bb));
+    // The blocks go up in pieces of whole slices, at most ~2^20 blocks each (76 MB of fp64 3×3
+    // blocks and their indices) unless one slice holds more: the build's peak is the sliced arrays
+    // plus one piece, not a second copy of A (predict_device_bytes counts the sliced arrays).
     const DeviceArray<std::int64_t> rp(a.row_ptr);
-    DeviceArray<std::int32_t> ci(a.col.size());
-    copy_bytes(ci.get(), Space::device, a.col.data(), Space::host, ci.bytes());
-    const unsigned grid = static_cast<unsigned>((ns * kSlice + 255) / 256);
-    if (storage == Precision::fp64) {
-      DeviceArray<double> v(a.values.size());
-      copy_bytes(v.get(), Space::device, a.values.data(), Space::host, v.bytes());
-      vals64_ = DeviceArray<double>(static_cast<std::size_t>(slots_ * kSlice * bb));
-      trace_mark("bsr step: blocks uploaded");
-      slice_blocks_kernel<double><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), rp.get(), ci.get(), v.get(),
-                                                        slice_ptr_.get(), col_.get(), vals64_.get(), ns);
+    constexpr std::int64_t kPieceBlocks = std::int64_t(1) << 20;
+    auto first_block = [&](std::int64_t S) { return a.row_ptr[std::min(a.mb, S * kSlice)]; };
+    std::vector<std::int64_t> cuts{0};
+    std::int64_t piece_max = 0;
+    for (std::int64_t S = 0; S < ns; ++S) {
+      if (S > cuts.back() && first_block(S + 1) - first_block(cuts.back()) > kPieceBlocks) {
+        piece_max = std::max(piece_max, first_block(S) - first_block(cuts.back()));
+        cuts.push_back(S);
+      }
+    }
+    piece_max = std::max(piece_max, first_block(ns) - first_block(cuts.back()));
+    cuts.push_back(ns);
+    DeviceArray<std::int32_t> ci(static_cast<std::size_t>(piece_max));
+    DeviceArray<double> v64(storage == Precision::fp64 ? static_cast<std::size_t>(piece_max * bb) : 0);
+    DeviceArray<float> v32(storage == Precision::fp64 ? 0 : static_cast<std::size_t>(piece_max * bb));
+    std::vector<float> host32;
+    for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+      const std::int64_t s0 = cuts[c], s1 = cuts[c + 1], p0 = first_block(s0), p1 = first_block(s1);
+      // the previous piece's kernel must be done with the buffers before they are overwritten
+      TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
+      copy_bytes(ci.get(), Space::device, a.col.data() + p0, Space::host, static_cast<std::size_t>(p1 - p0) * 4);
+      const unsigned grid = static_cast<unsigned>(((s1 - s0) * kSlice + 255) / 256);
+      if (storage == Precision::fp64) {
+        copy_bytes(v64.get(), Space::device, a.values.data() + p0 * bb, Space::host,
+                   static_cast<std::size_t>((p1 - p0) * bb) * 8);
+        slice_blocks_kernel<double><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), s0, s1, p0, rp.get(), ci.get(),
+                                                          v64.get(), slice_ptr_.get(), col_.get(), vals64_.get());
+      } else {
+        host32.assign(a.values.begin() + p0 * bb, a.values.begin() + p1 * bb);
+        copy_bytes(v32.get(), Space::device, host32.data(), Space::host, host32.size() * 4);
+        slice_blocks_kernel<float><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), s0, s1, p0, rp.get(), ci.get(),
+                                                         v32.get(), slice_ptr_.get(), col_.get(), vals32_.get());
+      }
       TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+    trace_mark("bsr step: blocks uploaded and sliced");
+    if (storage == Precision::fp64) {
       const std::int64_t nv = slots_ * kSlice * bb;
       round_to_float_kernel<<<static_cast<unsigned>(std::min<std::int64_t>((nv + 255) / 256, 65535)), 256, 0, st>>>(
           nv, vals64_.get(), vals32_.get());
       TCSOLVE_CUDA_CHECK_LAUNCH();
-    } else {
-      const DeviceArray<float> v(std::vector<float>(a.values.begin(), a.values.end()));
-      slice_blocks_kernel<float><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), rp.get(), ci.get(), v.get(),
-                                                       slice_ptr_.get(), col_.get(), vals32_.get(), ns);
-      TCSOLVE_CUDA_CHECK_LAUNCH();
     }
-    // The temporaries are freed on return: the kernels must be done with them.
+    // The pieces' buffers are freed on return: the kernels must be done with them.
     TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
     trace_mark("bsr step: sliced and rounded");
   }

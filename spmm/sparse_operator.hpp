@@ -158,6 +158,8 @@ SpmmPlan plan_spmm(const Csr<double>& a, Backend backend, const OperatorOptions&
 // column (perm, gather). 0 for the CPU backend. Building by trial (plan_by_trial) peaks higher
 // during construction: scratch X and Y (8·N·(rows + cols) bytes) plus at most two candidates at
 // once (the best so far and the one being timed); the counters of core/device.hpp measure it.
+// The bsr_block kernel: exact (its sliced blocks, their fp32 copy, indices and offsets); its build
+// adds one upload piece of at most ~2^20 blocks (76 MB for 3×3 in fp64) and A's block-row offsets.
 std::size_t predict_device_bytes(const Csr<double>& a, const SpmmPlan& plan);
 
 namespace detail {
