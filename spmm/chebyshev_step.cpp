@@ -169,22 +169,25 @@ std::vector<std::int64_t> block_row_counts(const Csr<double>& a, int b) {
   });
   return counts;
 }
-constexpr std::int64_t kBsrSlice = 32;  // block rows per slice (chebyshev_step.cu kSlice)
 }  // namespace
 
-BsrShape bsr_shape_of(const Csr<double>& a, int b) {
-  const std::vector<std::int64_t> c = block_row_counts(a, b);
-  const std::int64_t mb = static_cast<std::int64_t>(c.size()) - 1;
-  BsrShape sh;
-  for (std::int64_t S = 0; S * kBsrSlice < mb; ++S) {
+std::vector<std::int64_t> bsr_slice_offsets(const std::vector<std::int64_t>& row_ptr) {
+  const std::int64_t mb = static_cast<std::int64_t>(row_ptr.size()) - 1;
+  const std::int64_t ns = (std::max<std::int64_t>(mb, 0) + kBsrSlice - 1) / kBsrSlice;
+  std::vector<std::int64_t> sp(static_cast<std::size_t>(ns) + 1, 0);
+  for (std::int64_t S = 0; S < ns; ++S) {
     std::int64_t w = 0;
-    for (std::int64_t I = S * kBsrSlice; I < std::min(mb, (S + 1) * kBsrSlice); ++I) {
-      w = std::max(w, c[I + 1]);
-      sh.blocks += c[I + 1];
-    }
-    sh.slots += w;
+    for (std::int64_t I = S * kBsrSlice; I < std::min(mb, (S + 1) * kBsrSlice); ++I)
+      w = std::max(w, row_ptr[I + 1] - row_ptr[I]);
+    sp[S + 1] = sp[S] + w;
   }
-  return sh;
+  return sp;
+}
+
+BsrShape bsr_shape_of(const Csr<double>& a, int b) {
+  std::vector<std::int64_t> rp = block_row_counts(a, b);
+  for (std::size_t I = 1; I < rp.size(); ++I) rp[I] += rp[I - 1];
+  return {rp.back(), bsr_slice_offsets(rp).back()};
 }
 
 std::size_t bsr_step_device_bytes(const BsrShape& shape, std::int64_t mb, int b, Precision storage) {

@@ -177,7 +177,6 @@ void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-
 // ---- The step on b×b blocks (BSR), stored in slices of 32 block rows (SELL-32 over blocks):
 // slot k of a slice holds the k-th block of each of its 32 block rows side by side, so a warp
 // (32 consecutive block rows, one column group) reads one slot's indices and each of its b² value
@@ -192,7 +191,7 @@ void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
 // (a padded or partly empty block adds 0·x).
 __device__ __forceinline__ double mad(double x, double y, double z) { return fma(x, y, z); }
 __device__ __forceinline__ float mad(float x, float y, float z) { return fmaf(x, y, z); }
-constexpr int kSlice = 32;
+constexpr std::int64_t kSlice = kBsrSlice;
 
 template <class TV, class TA, int B, int KC, int G>
 __global__ void __launch_bounds__(kThreads)
@@ -510,7 +509,6 @@ class CudaChebyshevStep final : public ChebyshevStep {
   }
 };
 
-
 // A's b×b blocks on the device (make_chebyshev_step_bsr). residual32/combine32 are the CSR
 // step's (no A in them).
 class CudaBsrChebyshevStep final : public ChebyshevStep {
@@ -523,13 +521,7 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
                     "chebyshev BSR step: blocks and values differ in size");
     // Slices of 32 block rows, each as wide as its widest block row.
     const std::int64_t ns = (a.mb + kSlice - 1) / kSlice, bb = static_cast<std::int64_t>(a.b) * a.b;
-    std::vector<std::int64_t> sp(static_cast<std::size_t>(ns) + 1, 0);
-    for (std::int64_t S = 0; S < ns; ++S) {
-      std::int64_t w = 0;
-      for (std::int64_t I = S * kSlice; I < std::min(a.mb, (S + 1) * kSlice); ++I)
-        w = std::max(w, a.row_ptr[I + 1] - a.row_ptr[I]);
-      sp[S + 1] = sp[S] + w;
-    }
+    const std::vector<std::int64_t> sp = bsr_slice_offsets(a.row_ptr);
     slots_ = sp.back();
     slice_ptr_ = DeviceArray<std::int64_t>(sp);
     col_ = DeviceArray<std::int32_t>(static_cast<std::size_t>(slots_ * kSlice));

@@ -142,6 +142,11 @@ struct BsrShape {
   std::int64_t blocks = 0, slots = 0;
 };
 BsrShape bsr_shape_of(const Csr<double>& a, int b);
+// Block rows per slice of that layout.
+constexpr std::int64_t kBsrSlice = 32;
+// The slices' offsets in slots ([slices + 1]; the last is the slot count) for block-row offsets
+// row_ptr ([mb + 1]): each slice as wide as its widest block row.
+std::vector<std::int64_t> bsr_slice_offsets(const std::vector<std::int64_t>& row_ptr);
 // Device bytes of make_chebyshev_step_bsr for that shape (mb block rows): indices 4·32·slots, the
 // values 32·slots·b² in fp64 and fp32 (storage fp64) or fp32 alone, the slice offsets.
 std::size_t bsr_step_device_bytes(const BsrShape& shape, std::int64_t mb, int b, Precision storage);

@@ -154,7 +154,8 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
   if (opt.precision == Precision::tf32)
     throw InvalidArgument("tf32 SpMM is not implemented (use fp32, fp16, bf16 or fp64)");
 
-  // A forced bsr_block (tests, benchmarks; any natural b): see choose_bsr below.
+  // A forced bsr_block (tests, benchmarks; any natural b). The automatic choice (b = 3 only) is
+  // made below, once the tensor-core blocks' fill is known.
   if (opt.kernel == SpmmKernel::bsr_block) {
     const int b = a.square() && opt.precision == Precision::fp64 ? natural_block_size(a) : 0;
     if (b == 0)
