@@ -33,7 +33,7 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
                       o.status.c_str(), (long long)o.iterations, s.precision.c_str(),
                       o.backend.c_str(), o.device.c_str(), o.kernel.c_str());
   if (!o.device_reason.empty()) std::cout << "device: " << o.device_reason << "\n";
-  if (s.task == "eigs" && !o.precision.empty() && o.precision != "fp64")
+  if (!o.precision.empty() && o.precision != "fp64")
     std::cout << "precision: " << o.precision << "\n";
   std::cout << format("time: read %s, preprocess %s, %ssetup %s, solve %s, %swrite %s; total %s\n",
                       format_seconds(o.read_s).c_str(), format_seconds(o.preprocess_s).c_str(),
@@ -118,10 +118,10 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
               << ", \"convergence_test\": " << json_string(o.conv)
               << ", \"method_reason\": " << json_string(o.why)
               << ", \"predicted_seconds\": " << json_number(o.predicted_s)
-              << ", \"precision\": " << json_string(o.precision)
               << ", \"verification\": " << json_string(o.verification)
               << ", \"factorization\": " << json_string(o.factor);
-  std::cout << ", \"solve_steps\": " << json_string(o.solve_steps)
+  std::cout << ", \"precision\": " << json_string(o.precision)
+            << ", \"solve_steps\": " << json_string(o.solve_steps)
             << ", \"residual_norms\": " << json_array(o.residuals)
             << ", \"operator_applies\": " << o.operator_applies
             << ", \"checkpoints\": {\"count\": " << o.checkpoints << ", \"bytes\": "

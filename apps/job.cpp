@@ -755,6 +755,22 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     } else if (precond != "none") {
       co.jacobi_diagonal = perm ? gather(A->diagonal, 1) : A->diagonal;
     }
+    // --precision auto on the GPU: block CG's fp32 iterations inside fp64 refinement
+    // (solvers/block_cg.hpp; the answer is still checked on the fp64 true residuals of A, and the
+    // solve climbs to fp64 where fp32 cannot resolve A). Where A's fp32 step is at hand — the
+    // bsr_block operator's own (its fp32 copy of the blocks), or the CSR operator's device copy
+    // with its values rounded (4·nnz bytes more) — for Jacobi or no preconditioner, A in its own
+    // order and at most 32 columns a block. TCSOLVE_CG_FP32=0: fp64 only (A/B benchmarks).
+    std::unique_ptr<ChebyshevStep> step32;
+    const char* cg32 = std::getenv("TCSOLVE_CG_FP32");
+    if (s.precision == "auto" && !cheb && !perm && ops.space() == Space::device && ops.fp32_blocks() &&
+        std::min(nrhs, batch) <= kCgFp32MaxRhs && !(cg32 && std::string(cg32) == "0")) {
+      co.step32 = aop.block_step();
+      if (!co.step32) {
+        step32 = make_chebyshev_step_on_operator(aop, A->a, Precision::fp32, ops.stream());
+        co.step32 = step32.get();
+      }
+    }
     co.on_iteration = [&](const IterationRecord& r) {
       double mx = 0;
       for (double v : r.residual_norms) mx = std::max(mx, v);
@@ -770,6 +786,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     if (random_rhs && !perm && batch >= nrhs && start.empty()) {
       out.sr = block_cg_random(aop, s.seed + 1000, nrhs, ops, co, !s.out.empty());
       out.wanted = nrhs;
+      o.precision = out.sr.precision;
       if (cheb) out.sr.operator_applies += cheb->columns_applied();  // the polynomial's products too
       o.operator_applies = out.sr.operator_applies;
       finish_checkpoints();
@@ -811,6 +828,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
         all.column_iterations.insert(all.column_iterations.end(), r.column_iterations.begin(),
                                      r.column_iterations.end());
         all.iterations = std::max(all.iterations, r.iterations);
+        if (c0 == 0 || r.precision != "fp64") all.precision = r.precision;
         all.operator_applies += r.operator_applies;
         all.history.insert(all.history.end(), r.history.begin(), r.history.end());
         if (r.status != SolverStatus::converged && all.status == SolverStatus::converged) {
@@ -824,6 +842,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     }
     if (perm) scatter(out.sr.solutions);
     out.wanted = nrhs;
+    o.precision = out.sr.precision;
     if (cheb) out.sr.operator_applies += cheb->columns_applied();  // the polynomial's products too
     o.operator_applies = out.sr.operator_applies;
     finish_checkpoints();
@@ -1098,6 +1117,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
         f.set_attr("time_verify", o.verify_s);
       } else {
         f.set_attr("right_hand_sides", nrhs);
+        f.set_attr("precision_used", o.precision);
         if (static_cast<std::int64_t>(r.sr.solutions.size()) == n * nrhs)
           f.write_2d("solution", r.sr.solutions.data(), nrhs, n);
         f.write("residual_norms", r.sr.residual_norms);

@@ -34,7 +34,9 @@ struct MvView {
     return {data + first * ld, rows, count, ld, space};
   }
   // Read-only view of a writable one (only for non-const T: MvView<const T> needs no conversion).
-  template <class U = T, class = std::enable_if_t<!std::is_const_v<U>>>
+  // (U = T only: a view of doubles never converts to one of floats, so fp64 and fp32 overloads
+  // of one operation stay distinct.)
+  template <class U = T, class = std::enable_if_t<!std::is_const_v<U> && std::is_same_v<U, T>>>
   operator MvView<const U>() const {
     return {data, rows, cols, ld, space};
   }

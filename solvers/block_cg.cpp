@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <memory>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
+#include <type_traits>
 
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "solvers/host_result.hpp"
 #include "solvers/orthonormalize.hpp"
 #include "solvers/solver_common.hpp"
+#include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve {
 
@@ -21,15 +24,31 @@ using Mat = Eigen::MatrixXd;
 constexpr double kPivTol = 1e-10;  // scaled pivot² below which P is re-orthonormalized
 }  // namespace
 
-struct BlockCg::Impl {
+// One block CG on blocks of W (double: the fp64 solver; float: the fp32 inner iteration of the
+// mixed-precision solve, see block_cg.hpp). With W = float, xa holds the active columns'
+// corrections since the cycle began (x itself stays fp64 and is only read at a cycle's start and
+// added to when a column leaves), R is the fp32 image of the true residual at the cycle's start,
+// and a column leaves when its recurrence residual is below its inner target thr
+// (max(tol/2, inner_reduction·its true residual at the start), times ‖b_j‖).
+template <class W>
+struct CgImpl {
+  static constexpr bool kFp32 = std::is_same_v<W, float>;
   const LinearOperator<double>& a;
   DenseBlockOps& ops;
   std::int64_t n, smax;
   CgOptions opt;
   // Device blocks: xa (active solutions), qr = [Q | R] with Q ending and R starting at column
   // smax (so that [Q R] is one block for the fused Gram products), p (search block), z
-  // (preconditioned residual; scratch), dinv (Jacobi).
-  MultiVector<double> xa, qr, p, z, dinv;
+  // (preconditioned residual; scratch), dinv (Jacobi). fp32: r64 (true residuals) and p64 (the
+  // cycle's first search block, orthonormalized in fp64 before it is rounded).
+  MultiVector<W> xa, qr, p, z;
+  MultiVector<double> dinv, r64, p64;
+  std::vector<double> thr, rstart;  // per column: the inner target (absolute), and rn at the start
+  bool climb = false;               // fp32: the refinement stalled, or the fp32 iteration broke down
+  std::string climb_reason;
+  int refinements = 0;
+  int weak_steps = 0;  // refinement steps that cut some column's true residual by less than half
+
   // Small backend matrices: g1 = Pᵀ[Q R] (s × 2s), f = scaled Cholesky factor (s × (s + 1)),
   // alpha, beta (s × s), g2 = [Q R]ᵀZ ((2s + 1) × s: Jacobi puts ‖r_j‖² in the row after),
   // rz (s × s: ZᵀR for the next α), nrm2 (‖r_j‖²), st (factor status).
@@ -57,7 +76,12 @@ struct BlockCg::Impl {
   std::vector<std::vector<double>> spare;  // recycled norms2 buffers (no allocation once warm)
   std::vector<std::vector<ApplyMark>> spare_marks;  // recycled apply_marks buffers (likewise)
 
-  Impl(const LinearOperator<double>& a_, DenseBlockOps& ops_, std::int64_t s, CgOptions o)
+  MultiVector<W> alloc(std::int64_t rows, std::int64_t cols) {
+    if constexpr (kFp32) return ops.allocate32(rows, cols);
+    else return ops.allocate(rows, cols);
+  }
+
+  CgImpl(const LinearOperator<double>& a_, DenseBlockOps& ops_, std::int64_t s, CgOptions o)
       : a(a_), ops(ops_), n(a_.rows()), smax(s), opt(std::move(o)) {
     detail::require_operator(a, n, ops.space(), "A");
     if (opt.preconditioner) detail::require_operator(*opt.preconditioner, n, ops.space(), "M");
@@ -65,8 +89,15 @@ struct BlockCg::Impl {
     TCSOLVE_REQUIRE(opt.tol > 0, "block CG: tol must be positive");
     ops.reserve(n, s, 2 * s * s);
     ops.reserve_small(s);
-    xa = ops.allocate(n, s), qr = ops.allocate(n, 2 * s), z = ops.allocate(n, s);
-    p = ops.allocate(n, s);
+    if constexpr (kFp32) {
+      TCSOLVE_REQUIRE(opt.step32 && ops.fp32_blocks() && !opt.preconditioner && s <= kCgFp32MaxRhs,
+                      "block CG: the fp32 iteration needs A's fp32 step, dense ops with fp32 blocks, "
+                      "at most 32 right-hand sides and no preconditioner other than Jacobi");
+      TCSOLVE_REQUIRE(opt.step32->space() == ops.space(), "block CG: A's fp32 step in another memory space");
+      r64 = ops.allocate(n, s), p64 = ops.allocate(n, s);
+    }
+    xa = alloc(n, s), qr = alloc(n, 2 * s), z = alloc(n, s);
+    p = alloc(n, s);
     g1 = ops.allocate(s, 2 * s), f = ops.allocate(s, s + 1), alpha = ops.allocate(s, s);
     beta = ops.allocate(s, s), g2 = ops.allocate(2 * s + 1, s), rz = ops.allocate(s, s);
     nrm2 = ops.allocate(s, 1), st = ops.allocate(1, 1);
@@ -81,6 +112,7 @@ struct BlockCg::Impl {
       }
     }
     rn.resize(s), bn.resize(s), ones.assign(s, 1.0), neg1.assign(s, -1.0);
+    thr.resize(s), rstart.resize(s);
     hg.resize(2 * s * s), hst.resize(1);
     act.reserve(s), keep_idx.reserve(s), still.reserve(s);
     for (int i = 0; i < 4; ++i) spare.emplace_back(s + 1), spare_marks.emplace_back().reserve(4);
@@ -114,14 +146,28 @@ struct BlockCg::Impl {
     ++applies;
     if (&op == &a) columns += x.cols;
   }
+  // Q = A·P on W blocks: the operator (fp64), or A's fp32 step (step32: A as stored there, sums
+  // in fp32) on ops' stream.
+  void apply_w(MvView<const W> x, MvView<W> y) {
+    if constexpr (!kFp32) {
+      apply(a, x, y);
+    } else {
+      if (x.cols == 0) return;
+      const int m0 = apply_marks ? ops.mark() : -1;
+      opt.step32->step32(1.0, x, 0.0, 0.0, y, MvView<const float>{}, nullptr);
+      if (apply_marks) apply_marks->push_back({m0, ops.mark(), false});
+      ++applies;
+      columns += x.cols;
+    }
+  }
   void precondition(MvView<const double> in, MvView<double> out) {
     if (opt.preconditioner) apply(*opt.preconditioner, in, out);
     else if (dinv.data()) ops.scale_rows(dinv.data(), in, out);
     else ops.copy(in, out);
   }
 
-  MvView<double> qv(std::int64_t rk) { return qr.columns(smax - rk, rk); }
-  MvView<double> rv(std::int64_t na) { return qr.columns(smax, na); }
+  MvView<W> qv(std::int64_t rk) { return qr.columns(smax - rk, rk); }
+  MvView<W> rv(std::int64_t na) { return qr.columns(smax, na); }
   MvView<double> small(MultiVector<double>& m, std::int64_t r0, std::int64_t rows,
                        std::int64_t c0, std::int64_t cols) {
     return {m.data() + r0 + c0 * m.rows(), rows, cols, m.rows(), ops.space()};
@@ -144,7 +190,7 @@ struct BlockCg::Impl {
     auto Q = qv(rk);
     auto R = rv(na);
     auto P = p.columns(0, std::max(rk, na));
-    MvView<double> Z = R;
+    MvView<W> Z = R;
     if (!preconditioned()) {
       auto G2 = small(g2, 0, rk + na, 0, na);
       ops.cg_residual_update(Q, A_, R, G2);  // R −= Q·α, G2 = [Q R]ᵀR
@@ -164,7 +210,7 @@ struct BlockCg::Impl {
       ops.copy(small(g2, rk, na, 0, na), small(rz, 0, na, 0, na));
       MvView<const double> nr{g2.data() + rk + na, 1, na, g2.rows(), ops.space()};
       ops.copy(nr, MvView<double>{nrm2.data(), 1, na, 1, ops.space()});
-    } else {
+    } else if constexpr (!kFp32) {
       ops.gemm_into(-1.0, Q, A_, 1.0, R);
       Z = z.columns(0, na);
       precondition(R, Z);
@@ -182,7 +228,7 @@ struct BlockCg::Impl {
 
   // Q = A·P and the Gram products of the next α; the factor of PᵀQ into f (status st).
   void queue_gram(std::int64_t rk, std::int64_t na, bool explicit_ptr, double piv_tol) {
-    apply(a, p.columns(0, rk), qv(rk));
+    apply_w(p.columns(0, rk), qv(rk));
     if (explicit_ptr) {
       ops.gram_into(1.0, p.columns(0, rk), qr.columns(smax - rk, rk + na), 0.0,
                     small(g1, 0, rk, 0, rk + na));
@@ -226,8 +272,11 @@ struct BlockCg::Impl {
     fused_iterations = robust_steps = 0;
     apply_s = dense_s = 0.0;
     ops.column_norms(rhs, bn.data());
-    for (std::int64_t j = 0; j < r.s; ++j)
+    for (std::int64_t j = 0; j < r.s; ++j) {
       if (bn[j] == 0.0) bn[j] = 1.0;  // b = 0: absolute test, x = 0 is exact
+      thr[j] = opt.tol * bn[j];        // (fp32: each refinement sets its own)
+    }
+    climb = false, climb_reason.clear(), refinements = 0, weak_steps = 0;
     if (!use_x0) ops.fill_zero(x);
     act.clear();  // columns to (re)solve: all at first, then those whose true residual failed
     for (std::int64_t j = 0; j < r.s; ++j) act.push_back(j);
@@ -236,7 +285,9 @@ struct BlockCg::Impl {
 
   // Z (n × s, scratch) = rhs − A·x; relative norms ‖b_j − A·x_j‖/‖b_j‖ into rn.
   void true_residuals(Run& r) {
-    auto rbuf = z.columns(0, r.s);
+    MvView<double> rbuf;
+    if constexpr (kFp32) rbuf = r64.columns(0, r.s);
+    else rbuf = z.columns(0, r.s);
     apply(a, r.x, rbuf);
     ops.axpby_columns(ones.data(), r.rhs, neg1.data(), rbuf);
     ops.column_norms(rbuf, rn.data());
@@ -246,6 +297,10 @@ struct BlockCg::Impl {
   // R = (rhs − A·x)(:, act) and Xa = x(:, act); columns already below tol leave; P = orth(M·R);
   // Q = A·P and Pᵀ[Q R] with the factor of PᵀQ queued. false: nothing left, or breakdown.
   bool begin_cycle(Run& r) {
+    if constexpr (kFp32) return begin_refinement(r);
+    else return begin_cycle64(r);
+  }
+  bool begin_cycle64(Run& r) {
     const std::int64_t na0 = static_cast<std::int64_t>(act.size());
     true_residuals(r);
     ops.gather_columns(z.columns(0, r.s), act.data(), na0, rv(na0));
@@ -280,15 +335,124 @@ struct BlockCg::Impl {
     return true;
   }
 
+  // fp32: one refinement step's start. The true residuals (fp64) decide which columns go on; for
+  // those R = fp32(b − A·x), the correction xa = 0, the inner target thr, and P = fp32(orth(M·R))
+  // with the orthonormalization in fp64. false: nothing left, or no direction (breakdown).
+  bool begin_refinement(Run& r) {
+    true_residuals(r);
+    still.clear();
+    for (std::int64_t c : act) {
+      if (rn[c] <= opt.tol) {
+        if (r.res.column_iterations[c] < 0) r.res.column_iterations[c] = r.it;
+      } else {
+        still.push_back(c);
+      }
+    }
+    act.swap(still);
+    for (std::int64_t c = 0; c < r.s; ++c) rstart[c] = rn[c];
+    r.na = static_cast<std::int64_t>(act.size());
+    if (r.na == 0) return false;
+    ++refinements;
+    for (std::int64_t c : act) thr[c] = bn[c] * std::max(0.5 * opt.tol, opt.inner_reduction * rn[c]);
+    auto p0 = p64.columns(0, r.na);
+    ops.gather_columns(r64.columns(0, r.s), act.data(), r.na, p0);
+    ops.convert(p0, rv(r.na));
+    ops.fill_zero(xa.columns(0, r.na));
+    r.explicit_ptr = true;
+    r.sync_mode = false;
+    if (dinv.data()) ops.scale_rows(dinv.data(), p0, p0);
+    auto o = orthonormalize(ops, p0, MvView<double>{}, ows, opt.rank_tol, /*passes=*/1);
+    r.rk = o.rank;
+    r.branch = o.branch;
+    if (r.rk == 0) {
+      r.res.status = SolverStatus::breakdown;
+      r.res.reason = "search block lost all rank (no new directions)";
+      return false;
+    }
+    ops.convert(p64.columns(0, r.rk), p.columns(0, r.rk));
+    queue_gram(r.rk, r.na, true, kPivTol);
+    return true;
+  }
+
+  // fp32: a refinement step inside the iteration, taken when some active column's recurrence
+  // residual is below its inner target (the queue drained): x += the corrections, R = fp32(the
+  // true residuals b − A·x), columns whose true residual passes tol leave, the others get new
+  // targets, and the iteration goes on with the same search block P (α then needs Pᵀ[Q R]
+  // explicitly). Keeping P keeps the block's Krylov information ("reliable updates"): ending the
+  // iteration and restarting from orth(M·R) cost 40–70 % more iterations at 7–32 columns
+  // (laplacian(23, 19, 17), tol 1e-10). false: no column left, or the step did not halve some
+  // column's true residual (climb).
+  bool replace_residuals(Run& r) {
+    for (std::int64_t j = 0; j < r.na; ++j) write_back(r, j, act[j]);
+    true_residuals(r);
+    still.clear();
+    for (std::int64_t c : act) {
+      if (rn[c] <= opt.tol) r.res.column_iterations[c] = r.it;
+      else still.push_back(c);
+    }
+    act.swap(still);
+    r.na = static_cast<std::int64_t>(act.size());
+    if (stalled()) {
+      r.na = 0;  // (x holds every correction: nothing to write back)
+      return false;
+    }
+    if (r.na == 0) return false;
+    if (refinements >= opt.max_refinements) {
+      climb = true;
+      climb_reason = std::to_string(refinements) + " refinements did not reach the tolerance";
+      r.na = 0;
+      return false;
+    }
+    ++refinements;
+    for (std::int64_t c : act) {
+      rstart[c] = rn[c];
+      thr[c] = bn[c] * std::max(0.5 * opt.tol, opt.inner_reduction * rn[c]);
+    }
+    auto p0 = p64.columns(0, r.na);
+    ops.gather_columns(r64.columns(0, r.s), act.data(), r.na, p0);
+    ops.convert(p0, rv(r.na));
+    ops.fill_zero(xa.columns(0, r.na));
+    r.explicit_ptr = true;
+    queue_gram(r.rk, r.na, true, kPivTol);
+    return true;
+  }
+  // A refinement step must cut each active column's true residual: by 10 % at least, and by half
+  // on all but one step. One that does not is at fp32's limit for this A (the correction solves
+  // A rounded: contraction about κ·2⁻²⁴): climb (sets climb).
+  bool stalled() {
+    for (std::int64_t c : act) {
+      if (rn[c] > 0.9 * rstart[c]) return set_climb(c), true;
+      if (rn[c] > 0.5 * rstart[c] && ++weak_steps >= 2) return set_climb(c), true;
+    }
+    return false;
+  }
+  void set_climb(std::int64_t c) {
+    climb = true;
+    climb_reason = "refinement step " + std::to_string(refinements) + " took column " +
+                   std::to_string(c) + "'s relative true residual from " + fmt_g(rstart[c]) +
+                   " to " + fmt_g(rn[c]);
+  }
+
+  // x(:, c) ← the active column j's iterate: a copy (fp64), or x += its correction (fp32).
+  void write_back(Run& r, std::int64_t j, std::int64_t c) {
+    if constexpr (kFp32) ops.add_converted(xa.columns(j, 1), r.x.columns(c, 1));
+    else ops.copy(xa.columns(j, 1), r.x.columns(c, 1));
+  }
+
   // Queues iteration r.it (α, R, β, X, P; the norms and the factor status to download) and the
   // next Q = A·P with its factor, without waiting; a checkpoint first when one is due.
   void queue_iteration(Run& r, detail::Checkpointer& checkpoint) {
     // Checkpoint: X with the active columns' current iterate (xa, after the queued updates; the
     // copy waits for them) in place: a CG iterate, nothing restarted.
-    if (checkpoint.due())
-      checkpoint.write(ops, r.x, r.it, 0, [&](double* host) {
-        for (std::int64_t j = 0; j < r.na; ++j) ops.to_host(xa.columns(j, 1), host + act[j] * n, n);
-      });
+    if (checkpoint.due()) {
+      if constexpr (kFp32) {
+        checkpoint.write(ops, r.x, r.it, 0);  // x of the last refinement (the corrections are apart)
+      } else {
+        checkpoint.write(ops, r.x, r.it, 0, [&](double* host) {
+          for (std::int64_t j = 0; j < r.na; ++j) ops.to_host(xa.columns(j, 1), host + act[j] * n, n);
+        });
+      }
+    }
     Pending pd;
     pd.it = r.it;
     pd.na = r.na;
@@ -329,7 +493,7 @@ struct BlockCg::Impl {
       std::int64_t nconv = 0;
       for (std::int64_t j = 0; j < q.na; ++j) {
         rn[j] = std::sqrt(std::max(0.0, q.norms2[j]));
-        if (rn[j] <= opt.tol * bn[act[j]]) ++nconv;
+        if (rn[j] <= thr[act[j]]) ++nconv;
       }
       record(r.res, q, nconv, r.want_norms);
       recycle(q);
@@ -345,9 +509,9 @@ struct BlockCg::Impl {
   bool retire_converged(Run& r) {
     keep_idx.clear(), still.clear();
     for (std::int64_t j = 0; j < r.na; ++j) {
-      if (rn[j] <= opt.tol * bn[act[j]]) {
-        r.res.column_iterations[act[j]] = r.it;
-        ops.copy(xa.columns(j, 1), r.x.columns(act[j], 1));
+      if (rn[j] <= thr[act[j]]) {
+        if constexpr (!kFp32) r.res.column_iterations[act[j]] = r.it;  // (fp32: the next true residual decides)
+        write_back(r, j, act[j]);
       } else {
         keep_idx.push_back(j);
         still.push_back(act[j]);
@@ -399,18 +563,20 @@ struct BlockCg::Impl {
       ops.fetch_wait(q.ticket);
       std::int64_t nconv = 0;
       for (std::int64_t j = 0; j < q.na; ++j)
-        if (std::sqrt(std::max(0.0, q.norms2[j])) <= opt.tol * bn[act[j]]) ++nconv;
+        if (std::sqrt(std::max(0.0, q.norms2[j])) <= thr[act[j]]) ++nconv;
       record(r.res, q, nconv, r.want_norms);
       recycle(q);
       queue.pop_front();
     }
     ops.synchronize();
-    for (std::int64_t j = 0; j < r.na; ++j) ops.copy(xa.columns(j, 1), r.x.columns(act[j], 1));
+    for (std::int64_t j = 0; j < r.na; ++j) write_back(r, j, act[j]);
     if (r.res.status == SolverStatus::breakdown) return;
     true_residuals(r);
     act.clear();
-    for (std::int64_t j = 0; j < r.s; ++j)
+    for (std::int64_t j = 0; j < r.s; ++j) {
       if (rn[j] > opt.tol) act.push_back(j);
+      else if (r.res.column_iterations[j] < 0) r.res.column_iterations[j] = r.it;  // (fp32: here)
+    }
   }
 
   // Final true residuals, status and statistics.
@@ -452,7 +618,8 @@ struct BlockCg::Impl {
     const double t0 = detail::now_seconds();
     Run r = start(rhs, x, use_x0);
     detail::Checkpointer checkpoint(opt.checkpoint_every, opt.on_checkpoint);
-    for (int cycle = 0; cycle < opt.max_cycles && !act.empty(); ++cycle) {
+    const int cycles = kFp32 ? opt.max_refinements : opt.max_cycles;
+    for (int cycle = 0; cycle < cycles && !act.empty(); ++cycle) {
       if (!begin_cycle(r)) break;
       // Iterations are queued without waiting; the host reads iteration t − 1's norms and
       // factor status once iteration t is queued (at once in sync mode).
@@ -462,18 +629,44 @@ struct BlockCg::Impl {
         if (!read_back(r)) continue;
         ops.synchronize();  // drained: rn holds the latest norms of the na columns
         const bool bad_now = hst_status() != 0.0;
-        if (!retire_converged(r)) break;
-        if (bad_now) {
-          if (!recover_rank(r)) break;
-        } else if (r.explicit_ptr) {
-          queue_gram(r.rk, r.na, true, kPivTol);  // after a compaction: Q = A·P, Pᵀ[Q R]
+        if constexpr (kFp32) {
+          // A flagged factor: the next refinement restarts from a fresh search block.
+          if (bad_now || !replace_residuals(r)) break;
+        } else {
+          if (!retire_converged(r)) break;
+          if (bad_now) {
+            if (!recover_rank(r)) break;
+          } else if (r.explicit_ptr) {
+            queue_gram(r.rk, r.na, true, kPivTol);  // after a compaction: Q = A·P, Pᵀ[Q R]
+          }
         }
       }
       end_cycle(r);
       if (r.res.status == SolverStatus::breakdown) break;
       if (r.it >= opt.max_iterations || interrupt_requested()) break;
+      if constexpr (kFp32) {
+        // (a flagged factor ended the iteration: the same test as a refinement step's)
+        if (climb || stalled()) break;
+      }
+    }
+    if constexpr (kFp32) {
+      if (r.res.status == SolverStatus::breakdown) {
+        climb = true;
+        climb_reason = "the fp32 iteration broke down (" + r.res.reason + ")";
+        r.res.status = SolverStatus::not_converged;
+        r.res.reason.clear();
+      } else if (!act.empty() && !climb && r.it < opt.max_iterations && !interrupt_requested()) {
+        climb = true;
+        climb_reason = std::to_string(refinements) + " refinements did not reach the tolerance";
+      }
     }
     return finish(r, t0);
+  }
+
+  static std::string fmt_g(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g", v);
+    return b;
   }
 
   // The factor status of the newest queued iteration (after a synchronize).
@@ -534,6 +727,55 @@ struct BlockCg::Impl {
   // are dropped (breakdown-free block CG).
   OrthoOutcome orthonormalize_once(MvView<double> w) {
     return orthonormalize(ops, w, MvView<double>{}, ows, opt.rank_tol, /*passes=*/1);
+  }
+};
+
+// The solver's rungs: the fp32 iteration inside fp64 refinement when CgOptions::step32 is given,
+// climbing to the fp64 block CG (made on the first climb) from the current x when it must.
+struct BlockCg::Impl {
+  const LinearOperator<double>& a;
+  DenseBlockOps& ops;
+  std::int64_t smax;
+  CgOptions opt;
+  std::unique_ptr<CgImpl<float>> f32;
+  std::unique_ptr<CgImpl<double>> f64;
+
+  Impl(const LinearOperator<double>& a_, DenseBlockOps& ops_, std::int64_t s, CgOptions o)
+      : a(a_), ops(ops_), smax(s), opt(std::move(o)) {
+    if (opt.step32) f32 = std::make_unique<CgImpl<float>>(a, ops, s, opt);
+    else f64 = std::make_unique<CgImpl<double>>(a, ops, s, opt);
+  }
+
+  SolveResult solve(MvView<const double> rhs, MvView<double> x, bool use_x0) {
+    if (!f32) return f64->solve(rhs, x, use_x0);
+    SolveResult r = f32->solve(rhs, x, use_x0);
+    r.fp32_iterations = r.iterations;
+    r.refinements = f32->refinements;
+    r.precision = "fp32 iterations inside fp64 refinement (" + std::to_string(r.refinements) +
+                  (r.refinements == 1 ? " step)" : " steps)");
+    if (!f32->climb) return r;
+    // Climb: the fp64 block CG from the x reached, with the iterations left.
+    if (!f64) {
+      CgOptions o = opt;
+      o.step32 = nullptr;
+      f64 = std::make_unique<CgImpl<double>>(a, ops, smax, o);
+    }
+    f64->opt.max_iterations = std::max<std::int64_t>(1, opt.max_iterations - r.iterations);
+    SolveResult r2 = f64->solve(rhs, x, true);
+    for (std::size_t j = 0; j < r2.column_iterations.size(); ++j)
+      if (r.column_iterations[j] < 0 && r2.column_iterations[j] >= 0)
+        r.column_iterations[j] = r2.column_iterations[j] + r.iterations;
+    for (auto& h : r2.history) h.iteration += r.iterations;
+    r.history.insert(r.history.end(), std::make_move_iterator(r2.history.begin()),
+                     std::make_move_iterator(r2.history.end()));
+    r.status = r2.status;
+    r.reason = r2.reason;
+    r.residual_norms = std::move(r2.residual_norms);
+    r.iterations += r2.iterations;
+    r.operator_applies += r2.operator_applies;
+    r.seconds += r2.seconds;
+    r.precision += ", then fp64 (" + f32->climb_reason + ")";
+    return r;
   }
 };
 

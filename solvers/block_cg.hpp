@@ -41,6 +41,25 @@
 //
 // Workspace: 5·n·s doubles (X, [Q | R], P, Z) and s × 2s small matrices, allocated once in the
 // constructor.
+//
+// Mixed precision (CgOptions::step32; issue 19): the iteration above on fp32 blocks inside fp64
+// iterative refinement. Each refinement step computes the true residual r_j = b_j − A·x_j in fp64,
+// rounds it to fp32 and runs the block CG on fp32 blocks for the correction d_j (Q = A·P through
+// A's fp32 step, the passes through DenseBlockOps' fp32 blocks: every sum in fp64, the blocks
+// stored in fp32) until its recurrence residual is below max(tol/2, inner_reduction·‖r_j‖/‖b_j‖)
+// relative, then x_j += d_j in fp64. The first search block is orthonormalized in fp64. Nothing
+// is decided on an fp32 residual: a column converges only when its fp64 true residual
+// ‖b_j − A·x_j‖ passes tol·‖b_j‖ at a refinement's start (or in the final check).
+//   Contraction: the correction solves A rounded to fp32 (E = A − fl(A), ‖E‖ ≲ 2⁻²⁴·‖A‖) to
+//   inner_reduction, so each step reduces the true residual by about inner_reduction +
+//   κ(A)·2⁻²⁴. It climbs to fp64 — the fp64 block CG from the current x, its workspace allocated
+//   then — when a refinement does not halve every active column's true residual, when the fp32
+//   iteration breaks down (fl(A) need not be positive definite when κ ≳ 2²⁴), or after
+//   max_refinements. SolveResult::precision says which happened.
+//   Per fp32 iteration (no preconditioner): the 10 passes above at 4 bytes an entry (40·n·s
+//   bytes) and A's fp32 step (A as stored there, 4-byte values; X gathered in fp32); per
+//   refinement one fp64 apply of A and about 6 fp64 passes (true residual, rounding,
+//   orthonormalization).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -50,6 +69,7 @@
 #include "core/operator.hpp"
 #include "solvers/dense_ops.hpp"
 #include "solvers/result.hpp"
+#include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve {
 
@@ -84,7 +104,14 @@ struct CgOptions {
   // How applies of A and M are ordered against the dense ops' stream (solvers/dense_ops.hpp).
   ApplyOrder apply_order = ApplyOrder::events;
   CgStats* stats = nullptr;           // optional output
+  // Mixed precision (see above): A's step (spmm/chebyshev_step.hpp; its step32 is A·X on fp32
+  // blocks) on ops.stream(). Needs ops.fp32_blocks(), at most kCgFp32MaxRhs right-hand sides,
+  // and no preconditioner other than Jacobi (InvalidArgument otherwise). nullptr: fp64 only.
+  const ChebyshevStep* step32 = nullptr;
+  double inner_reduction = 1e-3;      // each refinement's target for the relative residual
+  int max_refinements = 30;
 };
+constexpr std::int64_t kCgFp32MaxRhs = 32;
 
 // Reusable solver: workspace for up to max_rhs columns allocated once.
 class BlockCg {

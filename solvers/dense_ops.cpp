@@ -3,9 +3,11 @@
 #include "solvers/dense_ops.hpp"
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -387,7 +389,97 @@ class CpuDenseOps final : public DenseBlockOps {
   }
   double elapsed_seconds(int from, int to) override { return marks_[to] - marks_[from]; }
 
+  // ---- fp32 blocks: each pass on fp64 copies of its fp32 blocks (exact), through the fp64 pass
+  // above, the written blocks rounded back once. The reference for the CUDA kernels (which keep
+  // the copies in registers); its workspace (up to three n × s fp64 blocks) grows once.
+  bool fp32_blocks() const override { return true; }
+  void gram_into(double alpha, MvView<const float> x, MvView<const float> y, double beta,
+                 MvView<double> g) override {
+    auto xd = widen(0, x), yd = widen(1, y);
+    gram_into(alpha, xd, yd, beta, g);
+  }
+  // R −= Q·α is rounded to fp32 once; Z, G and the norms are those of R as stored (as in the
+  // CUDA kernel).
+  void cg_residual_update(MvView<const float> q, MvView<const double> alpha, MvView<float> r,
+                          MvView<double> g) override {
+    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
+                        g.rows == q.cols + r.cols && g.cols == r.cols,
+                    "cg_residual_update: shapes");
+    auto qd = widen(0, q), rd = widen(1, r);
+    if (q.cols > 0) map(rd).noalias() -= map(qd) * map(alpha);
+    narrow(rd, r);
+    rd = widen(1, r);
+    auto gm = map(g);
+    if (q.cols > 0) gm.topRows(q.cols).noalias() = map(qd).transpose() * map(rd);
+    gm.bottomRows(r.cols).noalias() = map(rd).transpose() * map(rd);
+  }
+  void cg_residual_update_jacobi(MvView<const float> q, MvView<const double> alpha, const double* d,
+                                 MvView<float> r, MvView<float> z, MvView<double> g) override {
+    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
+                        z.rows == r.rows && z.cols == r.cols &&
+                        g.rows == q.cols + r.cols + 1 && g.cols == r.cols,
+                    "cg_residual_update_jacobi: shapes");
+    auto qd = widen(0, q), rd = widen(1, r);
+    if (q.cols > 0) map(rd).noalias() -= map(qd) * map(alpha);
+    narrow(rd, r);
+    rd = widen(1, r);
+    auto zd = widen(2, z);
+    map(zd) = Eigen::Map<const Eigen::VectorXd>(d, r.rows).asDiagonal() * map(rd);
+    auto gm = map(g);
+    if (q.cols > 0) gm.topRows(q.cols).noalias() = map(qd).transpose() * map(zd);
+    gm.middleRows(q.cols, r.cols).noalias() = map(rd).transpose() * map(zd);
+    gm.row(q.cols + r.cols) = map(rd).colwise().squaredNorm();
+    narrow(zd, z);
+  }
+  void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
+                           MvView<const float> z, MvView<float> p, MvView<float> x) override {
+    auto zd = widen(0, z), pd = widen(1, p), xd = widen(2, x);
+    cg_direction_update(alpha, beta, zd, pd, xd);
+    narrow(pd, p);
+    narrow(xd, x);
+  }
+  void copy(MvView<const float> x, MvView<float> y) override {
+    TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "copy: shapes differ");
+    for (std::int64_t j = 0; j < x.cols; ++j) std::copy(x.col(j), x.col(j) + x.rows, y.col(j));
+  }
+  void gather_columns(MvView<const float> x, const std::int64_t* idx, std::int64_t count,
+                      MvView<float> y) override {
+    TCSOLVE_REQUIRE(count <= y.cols && x.rows == y.rows, "gather: shapes");
+    for (std::int64_t j = 0; j < count; ++j) {
+      TCSOLVE_REQUIRE(idx[j] >= 0 && idx[j] < x.cols, "gather: index out of range");
+      std::copy(x.col(idx[j]), x.col(idx[j]) + x.rows, y.col(j));
+    }
+  }
+  void fill_zero(MvView<float> x) override {
+    for (std::int64_t j = 0; j < x.cols; ++j) std::fill(x.col(j), x.col(j) + x.rows, 0.0f);
+  }
+  void convert(MvView<const double> x, MvView<float> y) override {
+    TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "convert: shapes differ");
+    for (std::int64_t j = 0; j < x.cols; ++j)
+      for (std::int64_t i = 0; i < x.rows; ++i) y.col(j)[i] = static_cast<float>(x.col(j)[i]);
+  }
+  void add_converted(MvView<const float> x, MvView<double> y) override {
+    TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "add_converted: shapes differ");
+    for (std::int64_t j = 0; j < x.cols; ++j)
+      for (std::int64_t i = 0; i < x.rows; ++i) y.col(j)[i] += static_cast<double>(x.col(j)[i]);
+  }
+
  private:
+  // fp64 copy k (0..2) of an fp32 block (ld = rows), and the rounding back.
+  MvView<double> widen(int k, MvView<const float> v) {
+    auto& w = wide_[k];
+    const std::size_t need = static_cast<std::size_t>(v.rows) * static_cast<std::size_t>(v.cols);
+    if (w.size() < need) w.resize(need);
+    MvView<double> out{w.data(), v.rows, v.cols, v.rows, Space::host};
+    for (std::int64_t j = 0; j < v.cols; ++j)
+      for (std::int64_t i = 0; i < v.rows; ++i) out.col(j)[i] = v.col(j)[i];
+    return out;
+  }
+  static void narrow(MvView<const double> x, MvView<float> y) {
+    for (std::int64_t j = 0; j < x.cols; ++j)
+      for (std::int64_t i = 0; i < x.rows; ++i) y.col(j)[i] = static_cast<float>(x.col(j)[i]);
+  }
+  std::vector<double> wide_[3];
   std::vector<double> scratch_;
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es_;
   std::uint64_t ticket_ = 0;
@@ -396,6 +488,35 @@ class CpuDenseOps final : public DenseBlockOps {
 };
 
 }  // namespace
+
+// ---- fp32 blocks: not supported unless a backend says so.
+namespace {
+[[noreturn]] void no_fp32_blocks(const char* what) {
+  throw InvalidArgument(std::string("dense ops: ") + what + " on fp32 blocks is not supported by this backend");
+}
+}  // namespace
+void DenseBlockOps::gram_into(double, MvView<const float>, MvView<const float>, double, MvView<double>) {
+  no_fp32_blocks("gram_into");
+}
+void DenseBlockOps::cg_residual_update(MvView<const float>, MvView<const double>, MvView<float>,
+                                       MvView<double>) {
+  no_fp32_blocks("cg_residual_update");
+}
+void DenseBlockOps::cg_residual_update_jacobi(MvView<const float>, MvView<const double>, const double*,
+                                              MvView<float>, MvView<float>, MvView<double>) {
+  no_fp32_blocks("cg_residual_update_jacobi");
+}
+void DenseBlockOps::cg_direction_update(MvView<const double>, MvView<const double>, MvView<const float>,
+                                        MvView<float>, MvView<float>) {
+  no_fp32_blocks("cg_direction_update");
+}
+void DenseBlockOps::copy(MvView<const float>, MvView<float>) { no_fp32_blocks("copy"); }
+void DenseBlockOps::gather_columns(MvView<const float>, const std::int64_t*, std::int64_t, MvView<float>) {
+  no_fp32_blocks("gather_columns");
+}
+void DenseBlockOps::fill_zero(MvView<float>) { no_fp32_blocks("fill_zero"); }
+void DenseBlockOps::convert(MvView<const double>, MvView<float>) { no_fp32_blocks("convert"); }
+void DenseBlockOps::add_converted(MvView<const float>, MvView<double>) { no_fp32_blocks("add_converted"); }
 
 double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j) {
   return detail::random_entry(seed, i, j);

@@ -63,6 +63,26 @@ __global__ void gather_kernel(const double* x, long long ldx, double* y, long lo
     ys[i] = xs[i];
 }
 
+// y(:, j) = x(:, idx[j]) on fp32 blocks.
+__global__ void gather32_kernel(const float* x, long long ldx, float* y, long long ldy,
+                                long long rows, ColumnIndex ci) {
+  const float* xs = x + ci.idx[blockIdx.y] * ldx;
+  float* ys = y + blockIdx.y * ldy;
+  for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x)
+    ys[i] = xs[i];
+}
+// y = fp32(x) (ADD false) or y += x (ADD true, y fp64); grid.y = column.
+template <bool ADD>
+__global__ void convert_kernel(const void* x, long long ldx, void* y, long long ldy, long long rows) {
+  for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x) {
+    if (ADD)
+      static_cast<double*>(y)[i + blockIdx.y * ldy] += static_cast<const float*>(x)[i + blockIdx.y * ldx];
+    else
+      static_cast<float*>(y)[i + blockIdx.y * ldy] =
+          static_cast<float>(static_cast<const double*>(x)[i + blockIdx.y * ldx]);
+  }
+}
+
 __global__ void axpby_kernel(const double* x, long long ldx, double* y, long long ldy,
                              long long rows, ColumnCoef c) {
   const double a = c.a[blockIdx.y], b = c.b[blockIdx.y];
@@ -535,6 +555,27 @@ __device__ __forceinline__ void store_pair(double* col, long long row, long long
     if (row + 1 < n) col[row + 1] = hi;
   }
 }
+// The same on fp32 blocks (one float2, 8-byte aligned), converted to and from fp64: the fp32
+// inner iteration of block CG (DenseBlockOps' fp32 blocks) runs the fp64 kernels on them.
+__device__ __forceinline__ void load_pair(const float* col, long long row, long long n, bool full,
+                                          double& lo, double& hi) {
+  if (full) {
+    const float2 v = *reinterpret_cast<const float2*>(col + row);
+    lo = v.x, hi = v.y;
+  } else {
+    lo = row < n ? col[row] : 0.0;
+    hi = row + 1 < n ? col[row + 1] : 0.0;
+  }
+}
+__device__ __forceinline__ void store_pair(float* col, long long row, long long n, bool full,
+                                           double lo, double hi) {
+  if (full) {
+    *reinterpret_cast<float2*>(col + row) = make_float2(static_cast<float>(lo), static_cast<float>(hi));
+  } else {
+    if (row < n) col[row] = static_cast<float>(lo);
+    if (row + 1 < n) col[row + 1] = static_cast<float>(hi);
+  }
+}
 
 
 // Partial Gram products G_b = X(rows of b)ᵀ·Y(rows of b), X n × p, Y n × q, p ≤ 8·MT, q ≤ 8·NT.
@@ -549,9 +590,9 @@ __device__ __forceinline__ void store_pair(double* col, long long row, long long
 // blocks an SM instead of four; TCSOLVE_GRAM_VEC=0 turns V off for A/B.) The
 // k-steps then take rows {2t}, {2t + 1}, {8 + 2t}, {9 + 2t}: the same row for X's and Y's
 // fragment, so the sum over rows is unchanged (only its order).
-template <int MT, int NT, bool V>
-__global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q, const double* x,
-                                                      long long ldx, const double* y,
+template <class T, int MT, int NT, bool V>
+__global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q, const T* x,
+                                                      long long ldx, const T* y,
                                                       long long ldy, double* partial) {
   extern __shared__ double sg[];  // p × q
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -670,12 +711,12 @@ __global__ void gram_finish_kernel(const double* partial, int nblocks, int p, in
 // V (every block 16-byte aligned, even leading dimensions; the 4 × 4-tile instance): tiles of 64
 // rows, each warp's strip 16 rows as row pairs (load_pair/store_pair: m-tile 0 the even rows,
 // m-tile 1 the odd ones), T holding the rows in their physical order; 16 k-steps in step 2.
-template <int QT, int RT, bool JAC, bool V>
+template <class T, int QT, int RT, bool JAC, bool V>
 __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, int r,
                                                           const double* alpha, long long lda,
-                                                          const double* qm, long long ldq,
-                                                          double* rm, long long ldr,
-                                                          const double* dj, double* zm,
+                                                          const T* qm, long long ldq,
+                                                          T* rm, long long ldr,
+                                                          const double* dj, T* zm,
                                                           long long ldz, double* partial) {
   constexpr int U = V ? 2 : 1;     // m-tiles per warp strip (row pairs, see load_pair)
   constexpr int TR = 32 * U;       // rows of a block tile
@@ -761,6 +802,12 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
 #pragma unroll
         for (int u = 0; u < U; ++u) dmma(d[u][0], d[u][1], af[u][ks], al);
       }
+      // fp32 R: rounded here, once; Z, the Gram and the norms are then those of R as stored.
+      if (sizeof(T) < sizeof(double))
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) d[u][h] = static_cast<double>(static_cast<T>(d[u][h]));
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int c = c0 + h;
@@ -769,8 +816,8 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
             store_pair(rm + c * ldr, row, n, full, d[0][h], d[U - 1][h]);
             if (JAC) store_pair(zm + c * ldz, row, n, full, dvf[0] * d[0][h], dvf[U - 1] * d[U - 1][h]);
           } else if (rv) {
-            rm[row + c * ldr] = d[0][h];
-            if (JAC) zm[row + c * ldz] = dvf[0] * d[0][h];
+            rm[row + c * ldr] = static_cast<T>(d[0][h]);
+            if (JAC) zm[row + c * ldz] = static_cast<T>(dvf[0] * d[0][h]);
           }
         }
 #pragma unroll
@@ -852,12 +899,12 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
 // Block CG direction pass (cg_direction_update), in place, q ≤ 8·QT, r ≤ 8·RT: one warp per
 // strip (grid-stride): A = P strip fragments (all q columns, in registers before anything
 // is stored), X += P·α and P(:, 0:r) = Z + P·β per 8-column tile. Reads P, Z, X; writes P, X.
-template <int QT, int RT, bool V>
+template <class T, int QT, int RT, bool V>
 __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, int r,
                                                            const double* alpha, long long lda,
                                                            const double* beta, long long ldb,
-                                                           const double* zm, long long ldz,
-                                                           double* pm, long long ldp, double* xm,
+                                                           const T* zm, long long ldz,
+                                                           T* pm, long long ldp, T* xm,
                                                            long long ldx) {
   constexpr int LDA = frag_ld(8 * RT);
   constexpr int U = V ? 2 : 1;  // m-tiles per strip
@@ -930,8 +977,8 @@ __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, i
           store_pair(xm + c * ldx, row, n, full, xf[0][ct][h], xf[U - 1][ct][h]);
           store_pair(pm + c * ldp, row, n, full, pf[0][ct][h], pf[U - 1][ct][h]);
         } else if (rv) {
-          xm[row + c * ldx] = xf[0][ct][h];
-          pm[row + c * ldp] = pf[0][ct][h];
+          xm[row + c * ldx] = static_cast<T>(xf[0][ct][h]);
+          pm[row + c * ldp] = static_cast<T>(pf[0][ct][h]);
         }
       }
   }
@@ -1358,16 +1405,17 @@ class CudaDenseOps final : public DenseBlockOps {
   }
   // Row-pair strips (double2 accesses) when every tall block is 16-byte aligned with an even
   // leading dimension (TCSOLVE_PAIR_ROWS=0: never).
-  bool pairs_ok(std::initializer_list<MvView<const double>> blocks) const {
+  template <class T = double>
+  bool pairs_ok(std::initializer_list<MvView<const T>> blocks) const {
     if (!pair_rows_) return false;
     for (const auto& b : blocks)
-      if (b.ld % 2 != 0 || reinterpret_cast<std::uintptr_t>(b.data) % 16 != 0) return false;
+      if (b.ld % 2 != 0 || reinterpret_cast<std::uintptr_t>(b.data) % (2 * sizeof(T)) != 0) return false;
     return true;
   }
   template <int QT, int RT>
   void launch_tall_gemm(double alpha, MvView<const double> x, MvView<const double> c, double beta,
                         MvView<double> y) {
-    if (pairs_ok({x, y})) launch_tall_gemm_instance<QT, RT, true>(alpha, x, c, beta, y);
+    if (pairs_ok<double>({x, y})) launch_tall_gemm_instance<QT, RT, true>(alpha, x, c, beta, y);
     else launch_tall_gemm_instance<QT, RT, false>(alpha, x, c, beta, y);
   }
   template <int QT, int RT, bool V>
@@ -1667,6 +1715,121 @@ class CudaDenseOps final : public DenseBlockOps {
     axpbypcz(1.0, z, 1.0, tmp, 0.0, p.columns(0, rc));
   }
 
+  // ---- fp32 blocks: the fused kernels on fp32 tall blocks (≤ 32 columns of P, Q and R: the 4 × 4
+  // tile instances; fp64 small matrices and sums).
+  bool fp32_blocks() const override { return true; }
+  static void require32(std::int64_t cols, const char* what) {
+    TCSOLVE_REQUIRE(cols <= 32, std::string(what) + " on fp32 blocks: at most 32 columns");
+  }
+  void gram_into(double alpha, MvView<const float> x, MvView<const float> y, double beta,
+                 MvView<double> g) override {
+    TCSOLVE_REQUIRE(x.rows == y.rows && g.rows == x.cols && g.cols == y.cols, "gram_into: shapes");
+    const std::int64_t p = x.cols, q = y.cols;
+    if (p == 0 || q == 0) return;
+    const int mt = static_cast<int>((p + 7) / 8), nt = static_cast<int>((q + 7) / 8);
+    TCSOLVE_REQUIRE((mt <= 8 && nt <= 4) || (mt <= 4 && nt <= 8), "gram_into on fp32 blocks: at most 64 × 32 columns");
+    if (x.rows == 0) {
+      if (beta == 0.0)
+        TCSOLVE_CUDA_CHECK(cudaMemset2DAsync(g.data, g.ld * sizeof(double), 0, p * sizeof(double),
+                                             q, stream_));
+      else if (beta != 1.0) scale_columns(beta, g);
+      return;
+    }
+    const std::size_t sh = static_cast<std::size_t>(p * q) * sizeof(double);
+    const int nb = launch_gram_tn(mt, nt, sh, x, y);
+    gram_finish_kernel<<<static_cast<unsigned>((p * q + 31) / 32), 256, 0, stream_>>>(
+        partial_, nb, static_cast<int>(p), static_cast<int>(q), alpha, beta, g.data, g.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  void cg_residual_update(MvView<const float> q, MvView<const double> alpha, MvView<float> r,
+                          MvView<double> g) override {
+    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
+                        g.rows == q.cols + r.cols && g.cols == r.cols,
+                    "cg_residual_update: shapes");
+    require32(std::max(q.cols, r.cols), "cg_residual_update");
+    const std::int64_t qc = q.cols, rc = r.cols;
+    if (rc == 0) return;
+    if (r.rows == 0) return fill_zero(g);
+    const int nb = launch_cg_residual<4, 4, false, float>(q, alpha, r, nullptr, r);
+    gram_finish_kernel<<<static_cast<unsigned>(((qc + rc) * rc + 31) / 32), 256, 0, stream_>>>(
+        partial_, nb, static_cast<int>(qc + rc), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  void cg_residual_update_jacobi(MvView<const float> q, MvView<const double> alpha, const double* d,
+                                 MvView<float> r, MvView<float> z, MvView<double> g) override {
+    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
+                        z.rows == r.rows && z.cols == r.cols &&
+                        g.rows == q.cols + r.cols + 1 && g.cols == r.cols,
+                    "cg_residual_update_jacobi: shapes");
+    require32(std::max(q.cols, r.cols), "cg_residual_update_jacobi");
+    const std::int64_t qc = q.cols, rc = r.cols;
+    if (rc == 0) return;
+    if (r.rows == 0) return fill_zero(g);
+    const int nb = launch_cg_residual<4, 4, true, float>(q, alpha, r, d, z);
+    const std::int64_t gr = qc + rc + 1;
+    gram_finish_kernel<<<static_cast<unsigned>((gr * rc + 31) / 32), 256, 0, stream_>>>(
+        partial_, nb, static_cast<int>(gr), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
+                           MvView<const float> z, MvView<float> p, MvView<float> x) override {
+    const std::int64_t qc = alpha.rows, rc = z.cols, n = p.rows;
+    TCSOLVE_REQUIRE(beta.rows == qc && alpha.cols == rc && beta.cols == rc && x.cols == rc &&
+                        p.cols >= std::max(qc, rc) && z.rows == n && x.rows == n,
+                    "cg_direction_update: shapes");
+    require32(std::max(qc, rc), "cg_direction_update");
+    if (rc == 0 || n == 0) return;
+    launch_cg_direction<4, 4, float>(alpha, beta, z, p, x);
+  }
+  void copy(MvView<const float> x, MvView<float> y) override {
+    TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "copy: shapes differ");
+    if (x.rows == 0 || x.cols == 0) return;
+    TCSOLVE_CUDA_CHECK(cudaMemcpy2DAsync(y.data, y.ld * sizeof(float), x.data, x.ld * sizeof(float),
+                                         x.rows * sizeof(float), x.cols, cudaMemcpyDeviceToDevice,
+                                         stream_));
+  }
+  void gather_columns(MvView<const float> x, const std::int64_t* idx, std::int64_t count,
+                      MvView<float> y) override {
+    TCSOLVE_REQUIRE(count <= y.cols && x.rows == y.rows, "gather: shapes");
+    if (x.rows == 0) return;
+    for (std::int64_t c0 = 0; c0 < count; c0 += kMaxCols) {
+      std::int64_t nc = std::min<std::int64_t>(kMaxCols, count - c0);
+      ColumnIndex ci;
+      for (std::int64_t j = 0; j < nc; ++j) {
+        TCSOLVE_REQUIRE(idx[c0 + j] >= 0 && idx[c0 + j] < x.cols, "gather: index out of range");
+        ci.idx[j] = idx[c0 + j];
+      }
+      gather32_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.data, x.ld, y.col(c0), y.ld, x.rows, ci);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+  }
+  void fill_zero(MvView<float> x) override {
+    if (x.rows == 0 || x.cols == 0) return;
+    TCSOLVE_CUDA_CHECK(cudaMemset2DAsync(x.data, x.ld * sizeof(float), 0, x.rows * sizeof(float),
+                                         x.cols, stream_));
+  }
+  void convert(MvView<const double> x, MvView<float> y) override {
+    TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "convert: shapes differ");
+    launch_convert<false>(x.data, x.ld, y.data, y.ld, x.rows, x.cols);
+  }
+  void add_converted(MvView<const float> x, MvView<double> y) override {
+    TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "add_converted: shapes differ");
+    launch_convert<true>(x.data, x.ld, y.data, y.ld, x.rows, x.cols);
+  }
+  template <bool ADD>
+  void launch_convert(const void* x, std::int64_t ldx, void* y, std::int64_t ldy, std::int64_t rows,
+                      std::int64_t cols) {
+    if (rows == 0) return;
+    const std::size_t xs = ADD ? sizeof(float) : sizeof(double), ys = ADD ? sizeof(double) : sizeof(float);
+    for (std::int64_t c0 = 0; c0 < cols; c0 += 65535) {
+      const std::int64_t nc = std::min<std::int64_t>(65535, cols - c0);
+      convert_kernel<ADD><<<grid(rows, nc), 256, 0, stream_>>>(
+          static_cast<const char*>(x) + c0 * ldx * xs, ldx, static_cast<char*>(y) + c0 * ldy * ys,
+          ldy, rows);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+    }
+  }
+
   void download_deferred(MvView<const double> src, double* host, std::int64_t ldh) override {
     if (src.rows == 0 || src.cols == 0) return;
     const std::size_t off = stage(static_cast<std::size_t>(src.rows * src.cols));
@@ -1786,16 +1949,20 @@ class CudaDenseOps final : public DenseBlockOps {
     auto allow = [](const void* f, int bytes) {
       TCSOLVE_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     };
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8, false, false>), cg_residual_smem(8, 8, false));
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<8, 8, true, false>), cg_residual_smem(8, 8, false));
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, false, false>), cg_residual_smem(4, 4, false));
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, true, false>), cg_residual_smem(4, 4, false));
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, false, true>), cg_residual_smem(4, 4, true));
-    allow(reinterpret_cast<const void*>(&cg_residual_kernel<4, 4, true, true>), cg_residual_smem(4, 4, true));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8, false>), cg_direction_smem(8, 8));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4, false>), cg_direction_smem(4, 4));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<8, 8, true>), cg_direction_smem(8, 8));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<4, 4, true>), cg_direction_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<double, 8, 8, false, false>), cg_residual_smem(8, 8, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<double, 8, 8, true, false>), cg_residual_smem(8, 8, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<double, 4, 4, false, false>), cg_residual_smem(4, 4, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<double, 4, 4, true, false>), cg_residual_smem(4, 4, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<double, 4, 4, false, true>), cg_residual_smem(4, 4, true));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<double, 4, 4, true, true>), cg_residual_smem(4, 4, true));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 8, 8, false>), cg_direction_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 4, 4, false>), cg_direction_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 8, 8, true>), cg_direction_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 4, 4, true>), cg_direction_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, false, false>), cg_residual_smem(4, 4, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, true, false>), cg_residual_smem(4, 4, false));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, false, true>), cg_residual_smem(4, 4, true));
+    allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, true, true>), cg_residual_smem(4, 4, true));
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4, false>), tall_gemm_smem(4, 4));
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4, true>), tall_gemm_smem(4, 4));
     if (const char* ev = std::getenv("TCSOLVE_NO_FUSED")) fused_ = std::atoi(ev) == 0;
@@ -1819,70 +1986,70 @@ class CudaDenseOps final : public DenseBlockOps {
     return static_cast<int>(sizeof(double)) * 2 * 8 * qt * frag_ld(8 * rt);
   }
   // Row pairs for the 4 × 4-tile instance only (the 8 × 8 one has no registers to spare).
-  template <int QT, int RT, bool JAC>
-  int launch_cg_residual(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
-                         const double* d, MvView<double> z) {
+  template <int QT, int RT, bool JAC, class T = double>
+  int launch_cg_residual(MvView<const T> q, MvView<const double> alpha, MvView<T> r,
+                         const double* d, MvView<T> z) {
     const MvView<const double> dv{d, r.rows, 1, r.rows, r.space};
-    if (QT <= 4 && pairs_ok({q.cols > 0 ? q : r, r, JAC ? z : r, JAC ? dv : r}))
+    if (QT <= 4 && pairs_ok<T>({q.cols > 0 ? q : r, r, JAC ? z : r}) && (!JAC || pairs_ok<double>({dv})))
       return launch_cg_residual_instance<QT, RT, JAC, QT <= 4>(q, alpha, r, d, z);
     return launch_cg_residual_instance<QT, RT, JAC, false>(q, alpha, r, d, z);
   }
-  template <int QT, int RT, bool JAC, bool V>
-  int launch_cg_residual_instance(MvView<const double> q, MvView<const double> alpha,
-                                  MvView<double> r, const double* d, MvView<double> z) {
+  template <int QT, int RT, bool JAC, bool V, class T>
+  int launch_cg_residual_instance(MvView<const T> q, MvView<const double> alpha,
+                                  MvView<T> r, const double* d, MvView<T> z) {
     const int smem = cg_residual_smem(QT, RT, V);
     const int tr = V ? 64 : 32;
     const int nb = static_cast<int>(std::min<std::int64_t>(
-        resident_blocks(reinterpret_cast<const void*>(&cg_residual_kernel<QT, RT, JAC, V>), 128, smem),
+        resident_blocks(reinterpret_cast<const void*>(&cg_residual_kernel<T, QT, RT, JAC, V>), 128, smem),
         (r.rows + tr - 1) / tr));
     ensure_partial(nb, static_cast<std::size_t>((q.cols + r.cols + (JAC ? 1 : 0)) * r.cols));
-    cg_residual_kernel<QT, RT, JAC, V><<<nb, 128, smem, stream_>>>(
+    cg_residual_kernel<T, QT, RT, JAC, V><<<nb, 128, smem, stream_>>>(
         r.rows, static_cast<int>(q.cols), static_cast<int>(r.cols), alpha.data, alpha.ld,
         q.cols > 0 ? q.data : r.data, q.cols > 0 ? q.ld : r.ld, r.data, r.ld, d, z.data, z.ld,
         partial_);
     TCSOLVE_CUDA_CHECK_LAUNCH();
     return nb;
   }
-  template <int QT, int RT>
+  template <int QT, int RT, class T = double>
   void launch_cg_direction(MvView<const double> alpha, MvView<const double> beta,
-                           MvView<const double> z, MvView<double> p, MvView<double> x) {
-    if (pairs_ok({z, p, x})) launch_cg_direction_instance<QT, RT, true>(alpha, beta, z, p, x);
+                           MvView<const T> z, MvView<T> p, MvView<T> x) {
+    if (pairs_ok<T>({z, p, x})) launch_cg_direction_instance<QT, RT, true>(alpha, beta, z, p, x);
     else launch_cg_direction_instance<QT, RT, false>(alpha, beta, z, p, x);
   }
-  template <int QT, int RT, bool V>
+  template <int QT, int RT, bool V, class T>
   void launch_cg_direction_instance(MvView<const double> alpha, MvView<const double> beta,
-                                    MvView<const double> z, MvView<double> p, MvView<double> x) {
+                                    MvView<const T> z, MvView<T> p, MvView<T> x) {
     const int smem = cg_direction_smem(QT, RT);
     const int nb = static_cast<int>(std::min<std::int64_t>(
-        resident_blocks(reinterpret_cast<const void*>(&cg_direction_kernel<QT, RT, V>), 128, smem),
+        resident_blocks(reinterpret_cast<const void*>(&cg_direction_kernel<T, QT, RT, V>), 128, smem),
         (p.rows + 31) / 32));
-    cg_direction_kernel<QT, RT, V><<<nb, 128, smem, stream_>>>(
+    cg_direction_kernel<T, QT, RT, V><<<nb, 128, smem, stream_>>>(
         p.rows, static_cast<int>(alpha.rows), static_cast<int>(z.cols), alpha.data, alpha.ld,
         beta.data, beta.ld, z.data, z.ld, p.data, p.ld, x.data, x.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
-  template <int M, int N>
-  int launch_gram_case(bool vec, std::size_t sh, MvView<const double> x, MvView<const double> y) {
+  template <int M, int N, class T>
+  int launch_gram_case(bool vec, std::size_t sh, MvView<const T> x, MvView<const T> y) {
     return vec ? launch_gram_instance<M, N, true>(sh, x, y) : launch_gram_instance<M, N, false>(sh, x, y);
   }
-  template <int M, int N, bool V>
-  int launch_gram_instance(std::size_t sh, MvView<const double> x, MvView<const double> y) {
+  template <int M, int N, bool V, class T>
+  int launch_gram_instance(std::size_t sh, MvView<const T> x, MvView<const T> y) {
     const int p = static_cast<int>(x.cols), q = static_cast<int>(y.cols);
     const int nb = static_cast<int>(std::min<std::int64_t>(
-        resident_blocks(reinterpret_cast<const void*>(&gram_tn_kernel<M, N, V>), 128, sh),
+        resident_blocks(reinterpret_cast<const void*>(&gram_tn_kernel<T, M, N, V>), 128, sh),
         (x.rows + 255) / 256));
     ensure_partial(nb, static_cast<std::size_t>(p) * q);
-    gram_tn_kernel<M, N, V><<<nb, 128, sh, stream_>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld,
+    gram_tn_kernel<T, M, N, V><<<nb, 128, sh, stream_>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld,
                                                       partial_);
     TCSOLVE_CUDA_CHECK_LAUNCH();
     return nb;
   }
   // The Gram kernel instance with the fewest tiles covering mt × nt; returns its block count.
-  int launch_gram_tn(int mt, int nt, std::size_t sh, MvView<const double> x,
-                     MvView<const double> y) {
+  template <class T>
+  int launch_gram_tn(int mt, int nt, std::size_t sh, MvView<const T> x, MvView<const T> y) {
     const bool vec = gram_vec_ && x.ld % 2 == 0 && y.ld % 2 == 0 &&
                      (reinterpret_cast<std::uintptr_t>(x.data) |
-                      reinterpret_cast<std::uintptr_t>(y.data)) % 16 == 0;
+                      reinterpret_cast<std::uintptr_t>(y.data)) % (2 * sizeof(T)) == 0;
 #define TCSOLVE_GRAM_CASE(M, N) \
   if (mt <= M && nt <= N) return launch_gram_case<M, N>(vec, sh, x, y);
     TCSOLVE_GRAM_CASE(1, 1)

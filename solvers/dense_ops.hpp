@@ -196,6 +196,35 @@ class DenseBlockOps {
   // returns an id; elapsed_seconds(a, b) once b has completed (after a fetch or synchronize).
   virtual int mark() = 0;
   virtual double elapsed_seconds(int from, int to) = 0;
+  // ==== fp32 blocks (block CG's fp32 inner iteration, solvers/block_cg.hpp) ====================
+  // The same passes with the tall blocks stored in fp32 and everything else in fp64: the small
+  // matrices (α, β, G), the Jacobi scales d, and every sum (an fp32 entry converts to fp64
+  // exactly; the products and sums are those of the fp64 passes on the converted entries). A
+  // result written to an fp32 block is rounded once, at the store. Half the bytes of each pass.
+  // Default: not supported (fp32_blocks() false; the calls throw InvalidArgument). CPU (Eigen, on
+  // fp64 copies of the blocks: a reference, not fast) and CUDA (the fused kernels, ≤ 32 columns
+  // of P and R, any rows) implement them.
+  virtual bool fp32_blocks() const { return false; }
+  MultiVector<float> allocate32(std::int64_t rows, std::int64_t cols) const {
+    return MultiVector<float>(rows, cols, space());
+  }
+  virtual void gram_into(double alpha, MvView<const float> x, MvView<const float> y, double beta,
+                         MvView<double> g);
+  virtual void cg_residual_update(MvView<const float> q, MvView<const double> alpha,
+                                  MvView<float> r, MvView<double> g);
+  virtual void cg_residual_update_jacobi(MvView<const float> q, MvView<const double> alpha,
+                                         const double* d, MvView<float> r, MvView<float> z,
+                                         MvView<double> g);
+  virtual void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
+                                   MvView<const float> z, MvView<float> p, MvView<float> x);
+  virtual void copy(MvView<const float> x, MvView<float> y);
+  virtual void gather_columns(MvView<const float> x, const std::int64_t* idx, std::int64_t count,
+                              MvView<float> y);
+  virtual void fill_zero(MvView<float> x);
+  // Y = fp32(X) (rounded to nearest), and Y += X (Y fp64): one pass each.
+  virtual void convert(MvView<const double> x, MvView<float> y);
+  virtual void add_converted(MvView<const float> x, MvView<double> y);
+
   // Rows of the whole block of which a block of local_rows rows is this process's share: the
   // same on one process; the sum over the ranks for distributed ops (distributed/). Solvers size
   // their choices (block width, n/2 limits) by it, so that every rank chooses alike.

@@ -76,6 +76,12 @@ struct SolveResult {
   std::int64_t operator_applies = 0;    // columns multiplied by A
   std::vector<IterationRecord> history;
   double seconds = 0.0;
+  // Block CG's rungs: "fp64", or the mixed-precision solve's account ("fp32 iterations inside fp64
+  // refinement: ..."; "... then fp64: <why it climbed>"), with the iterations on the fp32 rung
+  // (the rest of `iterations` ran in fp64) and the refinement steps.
+  std::string precision = "fp64";
+  std::int64_t fp32_iterations = 0;
+  int refinements = 0;
 };
 
 }  // namespace tcsolve

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "solvers/block_cg.hpp"
+#include "tests/traps.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 
 namespace tcsolve::test {
@@ -34,9 +35,16 @@ Mat random_rhs(std::int64_t n, std::int64_t s, std::uint64_t seed) {
 
 // Solves, then checks status, the reported and recomputed true residuals, and the distance to
 // the direct solution (relative error ≤ cond-scaled tolerance).
-SolveResult solve_and_check(const Csr<double>& a, const Mat& b, CgOptions o, double err_tol) {
+// fp32: the mixed-precision solve (fp32 iterations on A's fp32 step inside fp64 refinement).
+SolveResult solve_and_check(const Csr<double>& a, const Mat& b, CgOptions o, double err_tol,
+                            bool fp32 = false) {
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
+  std::unique_ptr<ChebyshevStep> step;
+  if (fp32) {
+    step = make_chebyshev_step(a, kBackend, Precision::fp32, ops->stream());
+    o.step32 = step.get();
+  }
   auto r = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
   EXPECT_EQ(r.status, SolverStatus::converged) << r.reason;
   Eigen::SimplicialLLT<Eigen::SparseMatrix<double>> llt(to_eigen(a));
@@ -223,6 +231,104 @@ TEST(BlockCg, InterruptStopsAndReturnsTheCurrentIterate) {
   }
   auto again = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);  // cleared: runs to the end
   EXPECT_EQ(again.status, SolverStatus::converged) << again.reason;
+}
+
+// ---- Mixed precision: fp32 iterations inside fp64 refinement (block_cg.hpp).
+
+// The fp64 answer, from fp32 iterations: every column's fp64 true residual below tol, the
+// direct solution, and no climb on a well-conditioned A; each refinement step cuts the residual
+// by about inner_reduction, so tol 1e-10 takes at least 3 steps; the restarts cost iterations,
+// but not many (against the fp64 solve of the same block).
+TEST(BlockCgMixed, RefinementReachesTheFp64Answer) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(23, 19, 17);
+  for (std::int64_t s : {1, 7, 32}) {
+    SCOPED_TRACE("s = " + std::to_string(s));
+    CgOptions o;
+    o.tol = 1e-10;
+    const Mat b = random_rhs(a.nrows, s, 60 + s);
+    auto r64 = solve_and_check(a, b, o, 1e-7);
+    auto r = solve_and_check(a, b, o, 1e-7, /*fp32=*/true);
+    EXPECT_EQ(r.precision.rfind("fp32 iterations inside fp64 refinement", 0), 0u) << r.precision;
+    EXPECT_EQ(r.precision.find("then fp64"), std::string::npos) << r.precision;
+    EXPECT_GE(r.refinements, 3);
+    EXPECT_EQ(r.fp32_iterations, r.iterations);
+    EXPECT_EQ(r64.precision, "fp64");
+    EXPECT_LE(r.iterations, 1.5 * r64.iterations + 5) << "fp64: " << r64.iterations;
+    std::printf("s = %lld: %lld iterations in %d refinements (fp64: %lld)\n", (long long)s,
+                (long long)r.iterations, r.refinements, (long long)r64.iterations);
+  }
+}
+
+// Jacobi on a badly scaled matrix (the fused fp32 residual pass with the row scales).
+TEST(BlockCgMixed, JacobiOnABadlyScaledMatrix) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(70, 61);
+  std::vector<double> d(a.nrows);
+  for (std::int64_t i = 0; i < a.nrows; ++i) d[i] = std::pow(10.0, 1.5 * random_entry(8, i, 0));
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) a.values[p] *= d[i] * d[a.col_idx[p]];
+  CgOptions o;
+  o.tol = 1e-9;
+  o.max_iterations = 20000;
+  o.jacobi_diagonal = diagonal(a);
+  auto r = solve_and_check(a, random_rhs(a.nrows, 5, 9), o, 1e-4, true);
+  EXPECT_EQ(r.precision.find("then fp64"), std::string::npos) << r.precision;
+  EXPECT_GE(r.refinements, 2);
+}
+
+// A that fp32 cannot resolve: a graph Laplacian (A·1 = 0) plus 1e-7·I, κ ≈ 8e7. Rounded to fp32
+// the diagonal (2, 3 or 4, ulp ≥ 2.4e-7) loses the shift and fl(A) is singular, so the fp32
+// corrections cannot reduce the residual's component along 1: the solve must climb to fp64 and
+// still give the fp64 answer (which κ·2⁻⁵³ allows at tol 1e-8).
+TEST(BlockCgMixed, ClimbsToFp64WhereFp32CannotResolveA) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(13, 11);
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    double off = 0;
+    std::int64_t dp = -1;
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+      if (a.col_idx[p] == i) dp = p;
+      else off -= a.values[p];
+    }
+    a.values[dp] = off + 1e-7;  // degree + 1e-7
+  }
+  CgOptions o;
+  o.tol = 1e-8;
+  o.max_iterations = 5000;
+  Mat b = random_rhs(a.nrows, 3, 12);
+  auto r = solve_and_check(a, b, o, 1e-5, true);
+  std::printf("%s: %lld iterations, %lld in fp32\n", r.precision.c_str(), (long long)r.iterations,
+              (long long)r.fp32_iterations);
+  EXPECT_NE(r.precision.find("then fp64"), std::string::npos) << r.precision;
+  EXPECT_LT(r.fp32_iterations, r.iterations);
+}
+
+// The stiffness trap (‖A‖ ≈ 1e10, unit rows for constrained degrees of freedom, Jacobi): the
+// answer is right on whichever rung ends the solve.
+TEST(BlockCgMixed, ConstrainedStiffnessTrapGivesTheFp64Answer) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = constrained_dofs(14, 7);
+  CgOptions o;
+  o.tol = 1e-8;
+  o.max_iterations = 20000;
+  o.jacobi_diagonal = diagonal(a);
+  auto r = solve_and_check(a, random_rhs(a.nrows, 4, 21), o, 1e-3, true);
+  RecordProperty("precision", r.precision);
+}
+
+TEST(BlockCgMixed, RefusesWhatTheFp32IterationCannotRun) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(10, 10);
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  auto step = make_chebyshev_step(a, kBackend, Precision::fp32, ops->stream());
+  CgOptions o;
+  o.step32 = step.get();
+  Mat b = random_rhs(a.nrows, kCgFp32MaxRhs + 1, 1);
+  EXPECT_THROW(block_cg(*op, b.data(), a.nrows, kCgFp32MaxRhs + 1, *ops, o), InvalidArgument);
+  o.preconditioner = op.get();  // (any operator other than Jacobi)
+  EXPECT_THROW(block_cg(*op, b.data(), a.nrows, 2, *ops, o), InvalidArgument);
 }
 
 }  // namespace

@@ -505,6 +505,110 @@ TEST(DenseOpsDevice, JacobiResidualPassMatchesEigen) {
   }
 }
 
+// The fp32-block passes (block CG's fp32 inner iteration) against the reference semantics: the
+// fp64 pass on the fp32 blocks' exact fp64 values, its fp32 outputs rounded once. Random data,
+// rows not multiples of the tiles, odd leading dimensions (the 8-row strips) and even ones (float2
+// row pairs), fp32 outputs and G poisoned with NaN, past 2²¹ rows; the conversions both ways.
+TEST(DenseOpsDevice, Fp32BlockPassesMatchTheFp64PassesOnTheRoundedBlocks) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  ASSERT_TRUE(f.ops->fp32_blocks());
+  using MatF = Eigen::MatrixXf;
+  const float fnan = std::numeric_limits<float>::quiet_NaN();
+  auto put32 = [&](const MatF& m) {
+    auto v = f.ops->allocate32(m.rows(), m.cols());
+    auto d = f.put(m.cast<double>());
+    f.ops->convert(d.view(), v.view());
+    return v;
+  };
+  auto get32 = [&](MvView<const float> v) {
+    auto d = f.ops->allocate(v.rows, v.cols);
+    f.ops->fill_zero(d.view());
+    f.ops->add_converted(v, d.view());
+    return f.get(d.view());  // exact: fp32 values in fp64
+  };
+  // |a − b| ≤ one fp32 rounding of b (relative 2⁻²⁴, plus the fp64 sums' own error).
+  auto near32 = [](const Mat& a, const Mat& b) {
+    return ((a - b).array().abs() <= b.array().abs() * 6.0e-8 + 1e-12).all();
+  };
+  std::vector<std::array<std::int64_t, 3>> shapes = {{5003, 7, 5}, {5003, 32, 32}, {4102, 7, 5},
+                                                     {5006, 32, 32}, {1001, 9, 9}, {4102, 0, 12},
+                                                     {37, 3, 2}};
+  if (kBackend == Backend::cuda) shapes.push_back({(std::int64_t{1} << 21) + 38, 8, 8});
+  for (auto [n, q, r] : shapes) {
+    SCOPED_TRACE("n = " + std::to_string(n) + ", q = " + std::to_string(q) + ", r = " + std::to_string(r));
+    f.ops->reserve(n, std::max(q, r), 2 * q * q + 1);
+    const MatF Qf = random_mat(n, q, 280).cast<float>(), Rf = random_mat(n, r, 281).cast<float>();
+    const Mat Q = Qf.cast<double>(), R = Rf.cast<double>(), Al = random_mat(q, r, 282);
+    Eigen::VectorXd d = (random_mat(n, 1, 283).array().abs() + 0.1).matrix();
+    auto al = f.put(Al), dd = f.put(d);
+    // Residual pass, plain and Jacobi.
+    {
+      auto qd = put32(Qf), rd = put32(Rf);
+      auto g = f.put(Mat::Constant(q + r, r, std::nan("")));
+      f.ops->cg_residual_update(qd.view(), al.view(), rd.view(), g.view());
+      const Mat Rn = get32(rd.view());
+      EXPECT_TRUE(near32(Rn, R - Q * Al));
+      Mat Gref(q + r, r);
+      Gref << Q.transpose() * Rn, Rn.transpose() * Rn;  // the Gram of R as stored
+      const Mat Gg = f.get(g.view());
+      ASSERT_TRUE(Gg.allFinite());
+      EXPECT_LT((Gg - Gref).cwiseAbs().maxCoeff(), 1e-12 * n * (1 + q));
+    }
+    {
+      auto qd = put32(Qf), rd = put32(Rf), zd = put32(MatF::Constant(n, r, fnan));
+      auto g = f.put(Mat::Constant(q + r + 1, r, std::nan("")));
+      f.ops->cg_residual_update_jacobi(qd.view(), al.view(), dd.data(), rd.view(), zd.view(), g.view());
+      const Mat Rn = get32(rd.view()), Zn = get32(zd.view());
+      EXPECT_TRUE(near32(Rn, R - Q * Al));
+      EXPECT_TRUE(near32(Zn, d.asDiagonal() * Rn));  // Z from R as stored
+      Mat Gref(q + r + 1, r);
+      const Mat Zr = d.asDiagonal() * Rn;
+      Gref << Q.transpose() * Zr, Rn.transpose() * Zr, Rn.colwise().squaredNorm();
+      const Mat Gg = f.get(g.view());
+      ASSERT_TRUE(Gg.allFinite());
+      EXPECT_LT((Gg - Gref).cwiseAbs().maxCoeff(), 1e-12 * n * (1 + q));
+    }
+    // Gram of fp32 blocks, fp64 sums.
+    if (q > 0) {
+      auto qd = put32(Qf), rd = put32(Rf);
+      auto g = f.put(Mat::Constant(q, r, std::nan("")));
+      f.ops->gram_into(2.0, qd.view(), rd.view(), 0.0, g.view());
+      EXPECT_LT((f.get(g.view()) - 2.0 * Q.transpose() * R).cwiseAbs().maxCoeff(), 1e-12 * n);
+    }
+    // Direction pass in place: X += P·α, P(:, 0:r) = Z + P·β.
+    if (q >= r) {
+      const MatF Pf = random_mat(n, q, 283).cast<float>(), Zf = random_mat(n, r, 284).cast<float>(),
+                 Xf = random_mat(n, r, 285).cast<float>();
+      const Mat P = Pf.cast<double>(), Z = Zf.cast<double>(), X = Xf.cast<double>();
+      const Mat Be = random_mat(q, r, 286);
+      auto pd = put32(Pf), zd = put32(Zf), xd = put32(Xf);
+      auto be = f.put(Be);
+      f.ops->cg_direction_update(al.view(), be.view(), zd.view(), pd.view(), xd.view());
+      EXPECT_TRUE(near32(get32(xd.view()), X + P * Al));
+      const Mat Pg = get32(pd.view());
+      EXPECT_TRUE(near32(Pg.leftCols(r), Z + P * Be));
+      EXPECT_EQ((Pg.rightCols(q - r) - P.rightCols(q - r)).norm(), 0.0);
+    }
+    // Gather and copy keep the bits; convert rounds to nearest.
+    if (r >= 2) {
+      auto rd = put32(Rf), gd = put32(MatF::Constant(n, 2, fnan)), cd = put32(MatF::Constant(n, r, fnan));
+      const std::int64_t idx[2] = {r - 1, 0};
+      f.ops->gather_columns(rd.view(), idx, 2, gd.view());
+      f.ops->copy(MvView<const float>(rd.view()), cd.view());
+      const Mat G2 = get32(gd.view());
+      EXPECT_EQ((G2.col(0) - R.col(r - 1)).norm(), 0.0);
+      EXPECT_EQ((G2.col(1) - R.col(0)).norm(), 0.0);
+      EXPECT_EQ((get32(cd.view()) - R).norm(), 0.0);
+      const Mat D = random_mat(n, r, 287);
+      auto dd2 = f.put(D);
+      auto c32 = f.ops->allocate32(n, r);
+      f.ops->convert(dd2.view(), c32.view());
+      EXPECT_EQ((get32(c32.view()) - D.cast<float>().cast<double>()).norm(), 0.0);
+    }
+  }
+}
+
 TEST(DenseOpsDevice, AsyncFetchTicketsAndMarks) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
