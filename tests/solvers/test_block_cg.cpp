@@ -55,7 +55,9 @@ SolveResult solve_and_check(const Csr<double>& a, const Mat& b, CgOptions o, dou
   for (std::int64_t j = 0; j < b.cols(); ++j) {
     double bn = b.col(j).norm();
     double true_res = (b.col(j) - as * x.col(j)).norm() / bn;
-    EXPECT_NEAR(true_res, r.residual_norms[j], 1e-12);
+    // (what it reports is what it returns, up to the rounding of A·x: 1 % of tol where κ·2⁻⁵³
+    // is near it, as in the κ ≈ 1e8 trap)
+    EXPECT_NEAR(true_res, r.residual_norms[j], std::max(1e-12, 1e-2 * o.tol));
     EXPECT_LE(true_res, o.tol) << "column " << j;
     EXPECT_LE((x.col(j) - xref.col(j)).norm(), err_tol * xref.col(j).norm()) << "column " << j;
     EXPECT_GE(r.column_iterations[j], 0);
