@@ -755,20 +755,18 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     } else if (precond != "none") {
       co.jacobi_diagonal = perm ? gather(A->diagonal, 1) : A->diagonal;
     }
-    // TCSOLVE_CG_FP32=1 with --precision auto on the GPU: block CG's fp32 iterations inside fp64
-    // refinement (solvers/block_cg.hpp; the answer is still checked on the fp64 true residuals of
-    // A, and the solve climbs to fp64 where fp32 cannot resolve A). Where A's fp32 step is at
-    // hand — the bsr_block operator's own (its fp32 copy of the blocks), or the CSR operator's
-    // device copy with its values rounded (4·nnz bytes more) — for Jacobi or no preconditioner,
-    // A in its own order and at most 32 columns a block. Not the default: on the H200 it is slower
-    // than the fp64 block CG (elast3d:64 32 rhs 0.213 s against 0.198; lap3d:100 with no
-    // preconditioner 0.34 against 0.25): the fp32 instances of the fused dense kernels take as
-    // long per row as the fp64 ones or twice as long (docs/performance.md), which cancels the
-    // fp32 step's gain.
+    // --precision auto on the GPU: block CG's fp32 iterations inside fp64 refinement
+    // (solvers/block_cg.hpp; the answer is still checked on the fp64 true residuals of A, and the
+    // solve climbs to fp64 where fp32 cannot resolve A). Where A's fp32 step is at hand — the
+    // bsr_block operator's own (its fp32 copy of the blocks), or the CSR operator's device copy
+    // with its values rounded (4·nnz bytes more) — for Jacobi or no preconditioner, A in its own
+    // order and at most 32 columns a block. H200 (docs/performance.md): elast3d:64 with 32
+    // right-hand sides 0.150–0.156 s against 0.193–0.198 s in fp64, lap3d:100 with no
+    // preconditioner 0.205 against 0.255 s. TCSOLVE_CG_FP32=0: fp64 only (A/B benchmarks).
     std::unique_ptr<ChebyshevStep> step32;
     const char* cg32 = std::getenv("TCSOLVE_CG_FP32");
     if (s.precision == "auto" && !cheb && !perm && ops.space() == Space::device && ops.fp32_blocks() &&
-        std::min(nrhs, batch) <= kCgFp32MaxRhs && cg32 && std::string(cg32) == "1") {
+        std::min(nrhs, batch) <= kCgFp32MaxRhs && !(cg32 && std::string(cg32) == "0")) {
       co.step32 = aop.block_step();
       if (!co.step32) {
         step32 = make_chebyshev_step_on_operator(aop, A->a, Precision::fp32, ops.stream());

@@ -754,12 +754,13 @@ struct BlockCg::Impl {
     r.precision = "fp32 iterations inside fp64 refinement (" + std::to_string(r.refinements) +
                   (r.refinements == 1 ? " step)" : " steps)");
     if (!f32->climb) return r;
-    // Climb: the fp64 block CG from the x reached, with the iterations left.
-    if (!f64) {
-      CgOptions o = opt;
-      o.step32 = nullptr;
-      f64 = std::make_unique<CgImpl<double>>(a, ops, smax, o);
-    }
+    // Climb: the fp64 block CG from the x reached, with the iterations left. The fp32 workspace
+    // goes first (the fp64 one is larger), and later solves of this A stay in fp64.
+    const std::string why = f32->climb_reason;
+    f32.reset();
+    CgOptions o = opt;
+    o.step32 = nullptr;
+    f64 = std::make_unique<CgImpl<double>>(a, ops, smax, o);
     f64->opt.max_iterations = std::max<std::int64_t>(1, opt.max_iterations - r.iterations);
     SolveResult r2 = f64->solve(rhs, x, true);
     for (std::size_t j = 0; j < r2.column_iterations.size(); ++j)
@@ -774,7 +775,7 @@ struct BlockCg::Impl {
     r.iterations += r2.iterations;
     r.operator_applies += r2.operator_applies;
     r.seconds += r2.seconds;
-    r.precision += ", then fp64 (" + f32->climb_reason + ")";
+    r.precision += ", then fp64 (" + why + ")";
     return r;
   }
 };

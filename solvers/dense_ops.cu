@@ -578,6 +578,64 @@ __device__ __forceinline__ void store_pair(float* col, long long row, long long 
 }
 
 
+// Sum of the warps' Gram tiles (acc: lane (g, t) holds G(8i + g, 8j + 2t + h)) in shared memory
+// (p × q, in warp order: deterministic), written as this block's partial.
+template <int MT, int NT>
+__device__ __forceinline__ void gram_block_sum(const double (&acc)[MT][NT][2], double* sg, int p,
+                                               int q, double* partial) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  for (int w = 0; w < nw; ++w) {
+    if (warp == w) {
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = 8 * i + g, c = 8 * j + 2 * t + h;
+            if (r < p && c < q) {
+              double& dst = sg[r + c * p];
+              dst = (w == 0 ? 0.0 : dst) + acc[i][j][h];
+            }
+          }
+    }
+    __syncthreads();
+  }
+  double* out = partial + static_cast<long long>(blockIdx.x) * p * q;
+  for (int e = threadIdx.x; e < p * q; e += blockDim.x) out[e] = sg[e];
+}
+
+// fp32 rows row .. row + 3 (one float4 when the whole strip is inside the block: `full`, 16-byte
+// aligned), or row .. row + 7 (two); 0 past n or for a column that is not there (`has`).
+__device__ __forceinline__ void load_quad(const float* col, long long row, long long n, bool full,
+                                          bool has, float (&v)[4]) {
+  if (has && full) {
+    const float4 w = *reinterpret_cast<const float4*>(col + row);
+    v[0] = w.x, v[1] = w.y, v[2] = w.z, v[3] = w.w;
+  } else {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = has && row + u < n ? col[row + u] : 0.0f;
+  }
+}
+__device__ __forceinline__ void load_octet(const float* col, long long row, long long n, bool full,
+                                           bool has, float (&v)[8]) {
+  load_quad(col, row, n, full, has, reinterpret_cast<float(&)[4]>(v[0]));
+  load_quad(col, row + 4, n, full, has, reinterpret_cast<float(&)[4]>(v[4]));
+}
+__device__ __forceinline__ void store_quad(float* col, long long row, long long n, bool full,
+                                           const double (&v)[4]) {
+  if (full) {
+    *reinterpret_cast<float4*>(col + row) =
+        make_float4(static_cast<float>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2]),
+                    static_cast<float>(v[3]));
+  } else {
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (row + u < n) col[row + u] = static_cast<float>(v[u]);
+  }
+}
+
 // Partial Gram products G_b = X(rows of b)ᵀ·Y(rows of b), X n × p, Y n × q, p ≤ 8·MT, q ≤ 8·NT.
 // Each warp walks 4-row k-steps (grid-stride over all warps) holding every 8 × 8 output tile in
 // registers (2·MT·NT doubles per lane); fragments come straight from global memory (a warp's load
@@ -650,26 +708,45 @@ __global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q,
 #pragma unroll
         for (int j = 0; j < NT; ++j) dmma(acc[i][j][0], acc[i][j][1], af[h][i], bf[h][j]);
   }
-  // Sum over the warps of the block (in warp order: deterministic).
-  for (int w = 0; w < nw; ++w) {
-    if (warp == w) {
+  gram_block_sum<MT, NT>(acc, sg, p, q, partial);
+}
+
+// fp32 blocks: the same Gram with each lane's 8 k-steps on 8 consecutive rows of a column (two
+// float4: lane t rows 8t..8t + 7 of the warp's 32), so that a warp's two loads of a column cover
+// one whole 128-byte line. (The pair layout above reads 32 bytes of a column a warp instruction
+// in fp32 and ran 1.7× slower than in fp64 on elast3d:64, docs/performance.md.) The rows of
+// k-step u are {8t + u}: the sum over rows is the same, in another order. x, y 16-byte aligned
+// with leading dimensions multiple of 4 (CudaDenseOps::quads_ok).
+template <int MT, int NT>
+__global__ void __launch_bounds__(128) gram32_kernel(long long n, int p, int q, const float* x,
+                                                     long long ldx, const float* y, long long ldy,
+                                                     double* partial) {
+  extern __shared__ double sg[];  // p × q
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  double acc[MT][NT][2];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
+  const long long gw = static_cast<long long>(blockIdx.x) * nw + warp;
+  const long long tw = static_cast<long long>(gridDim.x) * nw;
+  for (long long k0 = 32 * gw; k0 < n; k0 += 32 * tw) {
+    const bool full = k0 + 32 <= n;
+    const long long row = k0 + 8 * t;
+    float af[MT][8], bf[NT][8];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) load_octet(x + (8 * i + g) * ldx, row, n, full, 8 * i + g < p, af[i]);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) load_octet(y + (8 * j + g) * ldy, row, n, full, 8 * j + g < q, bf[j]);
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = 8 * i + g, c = 8 * j + 2 * t + h;
-            if (r < p && c < q) {
-              double& dst = sg[r + c * p];
-              dst = (w == 0 ? 0.0 : dst) + acc[i][j][h];
-            }
-          }
-    }
-    __syncthreads();
+        for (int j = 0; j < NT; ++j) dmma(acc[i][j][0], acc[i][j][1], af[i][u], bf[j][u]);
   }
-  double* out = partial + static_cast<long long>(blockIdx.x) * p * q;
-  for (int e = threadIdx.x; e < p * q; e += blockDim.x) out[e] = sg[e];
+  gram_block_sum<MT, NT>(acc, sg, p, q, partial);
 }
 
 // G = α·Σ_b partial_b + β·G (β = 0: G not read). A block of 8 warps per 32 entries: lane =
@@ -692,6 +769,52 @@ __global__ void gram_finish_kernel(const double* partial, int nblocks, int p, in
   const long long i = e % p, j = e / p;
   double& dst = gout[i + j * ldg];
   dst = beta == 0.0 ? alpha * t : alpha * t + beta * dst;
+}
+
+// The block partial of the residual passes: (q + r [+ 1]) × r, compact: G's tiles (gacc, tile
+// warp + 4·s2 = (ti, tj)) and, JAC, ‖Rn_j‖² from the lanes' shares (nacc) through the free T tile.
+template <int QT, int RT, bool JAC, int SLOTS>
+__device__ __forceinline__ void cg_residual_partial(const double (&gacc)[SLOTS][2],
+                                                    double (&nacc)[RT][2], double* ts, int q,
+                                                    int r, double* partial) {
+  constexpr int NTILE = (QT + RT) * RT;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  // Block partial: (q + r [+ 1]) × r, compact.
+  const int gr = q + r + (JAC ? 1 : 0);
+  double* out = partial + static_cast<long long>(blockIdx.x) * gr * r;
+  if (JAC) {
+    // ‖Rn_j‖²: sum over the 8 row groups g of a warp (lanes t, t + 4, …), then over the 4 warps
+    // in warp order (deterministic) through the free T tile (the loop ended on a barrier).
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        double v = nacc[ct][h];
+        v += __shfl_xor_sync(0xffffffffu, v, 4);
+        v += __shfl_xor_sync(0xffffffffu, v, 8);
+        v += __shfl_xor_sync(0xffffffffu, v, 16);
+        if (g == 0) ts[warp * 8 * RT + 8 * ct + 2 * t + h] = v;
+      }
+    __syncthreads();
+    for (int c = threadIdx.x; c < r; c += blockDim.x)
+      out[q + r + c * gr] = ts[c] + ts[8 * RT + c] + ts[16 * RT + c] + ts[24 * RT + c];
+  }
+#pragma unroll
+  for (int s2 = 0; s2 < SLOTS; ++s2) {
+    const int tid = warp + 4 * s2;
+    if (tid >= NTILE) continue;
+    const int ti = tid / RT, tj = tid % RT;
+    const int a = 8 * ti + g;  // row of Tᵀ
+    int grow = -1;
+    if (a < 8 * QT) grow = a < q ? a : -1;
+    else grow = a - 8 * QT < r ? q + (a - 8 * QT) : -1;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = 8 * tj + 2 * t + h;
+      if (grow >= 0 && c < r) out[grow + c * gr] = gacc[s2][h];
+    }
+  }
 }
 
 // Block CG residual pass (cg_residual_update), q ≤ 8·QT, r ≤ 8·RT. Block = 4 warps, tiles of 32
@@ -852,41 +975,136 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
     }
     __syncthreads();
   }
-  // Block partial: (q + r [+ 1]) × r, compact.
-  const int gr = q + r + (JAC ? 1 : 0);
-  double* out = partial + static_cast<long long>(blockIdx.x) * gr * r;
-  if (JAC) {
-    // ‖Rn_j‖²: sum over the 8 row groups g of a warp (lanes t, t + 4, …), then over the 4 warps
-    // in warp order (deterministic) through the free T tile (the loop ended on a barrier).
+  cg_residual_partial<QT, RT, JAC>(gacc, nacc, ts, q, r, partial);
+}
+
+// fp32 blocks: the residual pass (cg_residual_kernel's two steps) with a lane's rows in quads, as
+// cg_direction32_kernel: a warp's strip is 32 rows (lane (g, t) rows 4g..4g + 3 of a column as one
+// float4, m-tile u the rows {4g + u}), a block tile 128 rows; T (fp64, the fp32 values exactly)
+// holds the tile for step 2's Gram, 32 k-steps. Rn is rounded to fp32 once; Z, G and the norms
+// are those of Rn as stored. Blocks 16-byte aligned, leading dimensions multiples of 4 (d: the
+// Jacobi scales, 16-byte aligned).
+template <int QT, int RT, bool JAC>
+__global__ void __launch_bounds__(128, 3) cg_residual32_kernel(long long n, int q, int r,
+                                                            const double* alpha, long long lda,
+                                                            const float* qm, long long ldq,
+                                                            float* rm, long long ldr,
+                                                            const double* dj, float* zm,
+                                                            long long ldz, double* partial) {
+  constexpr int TR = 128;
+  constexpr int LDA = frag_ld(8 * RT);
+  // T in fp32 (its values are fp32: Q, and Rn as stored), rows LDT ≡ 8 (mod 32) floats apart:
+  // step 2's fragment reads (row t, column g) hit 32 different banks.
+  constexpr int LDT = ((8 * QT + 8 * RT + 31) / 32) * 32 + 8;
+  constexpr int NTILE = (QT + RT) * RT;
+  constexpr int SLOTS = (NTILE + 3) / 4;
+  static_assert(RT % 4 == 0, "cg_residual32_kernel: RT a multiple of the 4 warps");
+  extern __shared__ double smem[];
+  double* as = smem;                 // α, 8QT × LDA (zero-padded)
+  float* ts = reinterpret_cast<float*>(smem + 8 * QT * LDA);  // T, TR × LDT
+  double* ds = smem + 8 * QT * LDA + TR * LDT / 2;             // JAC: d over the tile's rows
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
+    const int k = e / LDA, c = e % LDA;
+    as[e] = k < q && c < r ? alpha[k + c * lda] : 0.0;
+  }
+  double gacc[SLOTS][2];
+#pragma unroll
+  for (int s2 = 0; s2 < SLOTS; ++s2) gacc[s2][0] = gacc[s2][1] = 0.0;
+  double nacc[RT][2];
+#pragma unroll
+  for (int ct = 0; ct < RT; ++ct) nacc[ct][0] = nacc[ct][1] = 0.0;
+  __syncthreads();
+  const int srow = 32 * warp + 4 * g;  // this lane's first row in the tile; m-tile u: srow + u
+  float af[2 * QT][4], rf[RT][2][4];   // Q (all k-steps) and R of the strip
+  double dvf[4];
+  auto load = [&](long long tile) {
+    const long long row = tile + srow;
+    const bool full = tile + TR <= n;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) dvf[u] = 0.0;
+    if (JAC) {
+      load_pair(dj, row, n, full, dvf[0], dvf[1]);
+      load_pair(dj, row + 2, n, full, dvf[2], dvf[3]);
+    }
+#pragma unroll
+    for (int ks = 0; ks < 2 * QT; ++ks) load_quad(qm + (4 * ks + t) * ldq, row, n, full, 4 * ks + t < q, af[ks]);
 #pragma unroll
     for (int ct = 0; ct < RT; ++ct)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        double v = nacc[ct][h];
-        v += __shfl_xor_sync(0xffffffffu, v, 4);
-        v += __shfl_xor_sync(0xffffffffu, v, 8);
-        v += __shfl_xor_sync(0xffffffffu, v, 16);
-        if (g == 0) ts[warp * 8 * RT + 8 * ct + 2 * t + h] = v;
+        const int c = 8 * ct + 2 * t + h;
+        load_quad(rm + c * ldr, row, n, full, c < r, rf[ct][h]);
       }
-    __syncthreads();
-    for (int c = threadIdx.x; c < r; c += blockDim.x)
-      out[q + r + c * gr] = ts[c] + ts[8 * RT + c] + ts[16 * RT + c] + ts[24 * RT + c];
-  }
+  };
+  // (no prefetch of the next tile: its 64 registers took the kernel to 246 a thread, 2 blocks an
+  // SM; without it, and bounded to 3 blocks an SM (168 registers; the Jacobi instance spills 224
+  // bytes), more warps hide the latency)
+  for (long long tile0 = static_cast<long long>(TR) * blockIdx.x; tile0 < n;
+       tile0 += static_cast<long long>(TR) * gridDim.x) {
+    load(tile0);
+    // ---- 1. this warp's strip: Rn = R − Q·α, stored (and Z = d·Rn), and [Q Rn] into T
+    const long long row = tile0 + srow;
+    const bool full = tile0 + TR <= n;
 #pragma unroll
-  for (int s2 = 0; s2 < SLOTS; ++s2) {
-    const int tid = warp + 4 * s2;
-    if (tid >= NTILE) continue;
-    const int ti = tid / RT, tj = tid % RT;
-    const int a = 8 * ti + g;  // row of Tᵀ
-    int grow = -1;
-    if (a < 8 * QT) grow = a < q ? a : -1;
-    else grow = a - 8 * QT < r ? q + (a - 8 * QT) : -1;
+    for (int u = 0; u < 4; ++u)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int c = 8 * tj + 2 * t + h;
-      if (grow >= 0 && c < r) out[grow + c * gr] = gacc[s2][h];
+      for (int ks = 0; ks < 2 * QT; ++ks) ts[(srow + u) * LDT + 4 * ks + t] = af[ks][u];
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) {
+      double d[2][4];  // [h][u]
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int u = 0; u < 4; ++u) d[h][u] = rf[ct][h][u];
+#pragma unroll
+      for (int ks = 0; ks < 2 * QT; ++ks) {
+        const double al = -as[(4 * ks + t) * LDA + 8 * ct + g];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) dmma(d[0][u], d[1][u], af[ks][u], al);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = 8 * ct + 2 * t + h;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) d[h][u] = static_cast<double>(static_cast<float>(d[h][u]));
+        if (c < r) {
+          store_quad(rm + c * ldr, row, n, full, d[h]);
+          if (JAC) {
+            double zq[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) zq[u] = dvf[u] * d[h][u];
+            store_quad(zm + c * ldz, row, n, full, zq);
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          if (JAC) nacc[ct][h] = fma(d[h][u], d[h][u], nacc[ct][h]);
+          ts[(srow + u) * LDT + 8 * QT + c] = static_cast<float>(d[h][u]);
+        }
+      }
     }
+    if (JAC && t == 0)
+#pragma unroll
+      for (int u = 0; u < 4; ++u) ds[srow + u] = dvf[u];
+    __syncthreads();
+    // ---- 2. G += Tᵀ·T(:, 8QT:) over the tile's rows (as in cg_residual_kernel).
+#pragma unroll 4
+    for (int ks = 0; ks < TR / 4; ++ks) {
+      const double sc = JAC ? ds[4 * ks + t] : 1.0;
+#pragma unroll
+      for (int s2 = 0; s2 < SLOTS; ++s2) {
+        const int ti = s2 / (RT / 4), tj = warp + 4 * (s2 % (RT / 4));
+        const double a = ts[(4 * ks + t) * LDT + 8 * ti + g];
+        double b = ts[(4 * ks + t) * LDT + 8 * QT + 8 * tj + g];
+        if (JAC) b *= sc;
+        dmma(gacc[s2][0], gacc[s2][1], a, b);
+      }
+    }
+    __syncthreads();
   }
+  cg_residual_partial<QT, RT, JAC>(gacc, nacc, reinterpret_cast<double*>(ts), q, r, partial);
 }
 
 // Row-pair strips (V) of the tall-skinny update kernels below: a warp's step takes 16 rows, lane
@@ -981,6 +1199,76 @@ __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, i
           pm[row + c * ldp] = static_cast<T>(pf[0][ct][h]);
         }
       }
+  }
+}
+
+// fp32 blocks: the direction pass with a lane's rows in quads — lane (g, t) takes rows 4g..4g + 3
+// of a column as one float4 and m-tile u the rows {4g + u} — so that a warp instruction reads or
+// writes 32 consecutive rows (a whole 128-byte line) of each of its 4 columns. (The row-pair
+// strips of cg_direction_kernel read half lines in fp32 and ran at 0.86 TB/s, twice the fp64
+// kernel's time a row, docs/performance.md.) A warp's strip: P's q columns and X's and Z's r
+// columns loaded (fp32) before any store, then per 8-column tile X += P·α, P = Z + P·β in fp64
+// DMMA, rounded at the store. Blocks 16-byte aligned, leading dimensions multiples of 4.
+template <int QT, int RT>
+__global__ void __launch_bounds__(128) cg_direction32_kernel(long long n, int q, int r,
+                                                             const double* alpha, long long lda,
+                                                             const double* beta, long long ldb,
+                                                             const float* zm, long long ldz,
+                                                             float* pm, long long ldp, float* xm,
+                                                             long long ldx) {
+  constexpr int LDA = frag_ld(8 * RT);
+  extern __shared__ double smem[];
+  double* as = smem;                 // α, 8QT × LDA
+  double* bs = smem + 8 * QT * LDA;  // β
+  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
+    const int k = e / LDA, c = e % LDA;
+    const bool v = k < q && c < r;
+    as[e] = v ? alpha[k + c * lda] : 0.0;
+    bs[e] = v ? beta[k + c * ldb] : 0.0;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  for (long long s0 = 32 * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
+       s0 += 32LL * gridDim.x * nw) {
+    const bool full = s0 + 32 <= n;
+    const long long row = s0 + 4 * g;
+    float af[2 * QT][4], xf[RT][2][4], zf[RT][2][4];
+#pragma unroll
+    for (int ks = 0; ks < 2 * QT; ++ks) load_quad(pm + (4 * ks + t) * ldp, row, n, full, 4 * ks + t < q, af[ks]);
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = 8 * ct + 2 * t + h;
+        load_quad(xm + c * ldx, row, n, full, c < r, xf[ct][h]);
+        load_quad(zm + c * ldz, row, n, full, c < r, zf[ct][h]);
+      }
+#pragma unroll
+    for (int ct = 0; ct < RT; ++ct) {
+      double xa[2][4], pa[2][4];  // [h][u]: rows 4g + u, column 8ct + 2t + h
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int u = 0; u < 4; ++u) xa[h][u] = xf[ct][h][u], pa[h][u] = zf[ct][h][u];
+#pragma unroll
+      for (int ks = 0; ks < 2 * QT; ++ks) {
+        const int ai = (4 * ks + t) * LDA + 8 * ct + g;
+        const double a = as[ai], b = bs[ai];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          dmma(xa[0][u], xa[1][u], af[ks][u], a);
+          dmma(pa[0][u], pa[1][u], af[ks][u], b);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = 8 * ct + 2 * t + h;
+        if (c >= r) continue;
+        store_quad(xm + c * ldx, row, n, full, xa[h]);
+        store_quad(pm + c * ldp, row, n, full, pa[h]);
+      }
+    }
   }
 }
 
@@ -1736,10 +2024,53 @@ class CudaDenseOps final : public DenseBlockOps {
       return;
     }
     const std::size_t sh = static_cast<std::size_t>(p * q) * sizeof(double);
-    const int nb = launch_gram_tn(mt, nt, sh, x, y);
+    int nb = 0;
+    if (quads_ok({x, y}) && mt <= 4 && nt <= 4) {
+      nb = mt <= 1 && nt <= 1 ? launch_gram32<1, 1>(sh, x, y)
+           : mt <= 2 && nt <= 2 ? launch_gram32<2, 2>(sh, x, y) : launch_gram32<4, 4>(sh, x, y);
+    } else {
+      nb = launch_gram_tn(mt, nt, sh, x, y);
+    }
     gram_finish_kernel<<<static_cast<unsigned>((p * q + 31) / 32), 256, 0, stream_>>>(
         partial_, nb, static_cast<int>(p), static_cast<int>(q), alpha, beta, g.data, g.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
+  }
+  // fp32 quads (float4 of 4 rows): 16-byte aligned blocks with leading dimensions multiples of 4.
+  bool quads_ok(std::initializer_list<MvView<const float>> blocks) const {
+    if (!pair_rows_) return false;
+    for (const auto& b : blocks)
+      if (b.ld % 4 != 0 || reinterpret_cast<std::uintptr_t>(b.data) % 16 != 0) return false;
+    return true;
+  }
+  static int cg_residual32_smem() {
+    return static_cast<int>(sizeof(double)) * (8 * 4 * frag_ld(32) + 128) +
+           static_cast<int>(sizeof(float)) * 128 * (((64 + 31) / 32) * 32 + 8);
+  }
+  template <bool JAC>
+  int launch_cg_residual32(MvView<const float> q, MvView<const double> alpha, MvView<float> r,
+                           const double* d, MvView<float> z) {
+    const int smem = cg_residual32_smem();
+    const int nb = static_cast<int>(std::min<std::int64_t>(
+        resident_blocks(reinterpret_cast<const void*>(&cg_residual32_kernel<4, 4, JAC>), 128, smem),
+        (r.rows + 127) / 128));
+    ensure_partial(nb, static_cast<std::size_t>((q.cols + r.cols + (JAC ? 1 : 0)) * r.cols));
+    cg_residual32_kernel<4, 4, JAC><<<nb, 128, smem, stream_>>>(
+        r.rows, static_cast<int>(q.cols), static_cast<int>(r.cols), alpha.data, alpha.ld,
+        q.cols > 0 ? q.data : r.data, q.cols > 0 ? q.ld : r.ld, r.data, r.ld, d, z.data, z.ld,
+        partial_);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    return nb;
+  }
+  template <int M, int N>
+  int launch_gram32(std::size_t sh, MvView<const float> x, MvView<const float> y) {
+    const int p = static_cast<int>(x.cols), q = static_cast<int>(y.cols);
+    const int nb = static_cast<int>(std::min<std::int64_t>(
+        resident_blocks(reinterpret_cast<const void*>(&gram32_kernel<M, N>), 128, sh),
+        (x.rows + 127) / 128));
+    ensure_partial(nb, static_cast<std::size_t>(p) * q);
+    gram32_kernel<M, N><<<nb, 128, sh, stream_>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld, partial_);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    return nb;
   }
   void cg_residual_update(MvView<const float> q, MvView<const double> alpha, MvView<float> r,
                           MvView<double> g) override {
@@ -1750,7 +2081,8 @@ class CudaDenseOps final : public DenseBlockOps {
     const std::int64_t qc = q.cols, rc = r.cols;
     if (rc == 0) return;
     if (r.rows == 0) return fill_zero(g);
-    const int nb = launch_cg_residual<4, 4, false, float>(q, alpha, r, nullptr, r);
+    const int nb = quads_ok({qc > 0 ? q : r, r}) ? launch_cg_residual32<false>(q, alpha, r, nullptr, r)
+                                                 : launch_cg_residual<4, 4, false, float>(q, alpha, r, nullptr, r);
     gram_finish_kernel<<<static_cast<unsigned>(((qc + rc) * rc + 31) / 32), 256, 0, stream_>>>(
         partial_, nb, static_cast<int>(qc + rc), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -1765,7 +2097,9 @@ class CudaDenseOps final : public DenseBlockOps {
     const std::int64_t qc = q.cols, rc = r.cols;
     if (rc == 0) return;
     if (r.rows == 0) return fill_zero(g);
-    const int nb = launch_cg_residual<4, 4, true, float>(q, alpha, r, d, z);
+    const int nb = quads_ok({qc > 0 ? q : r, r, z}) && reinterpret_cast<std::uintptr_t>(d) % 16 == 0
+                       ? launch_cg_residual32<true>(q, alpha, r, d, z)
+                       : launch_cg_residual<4, 4, true, float>(q, alpha, r, d, z);
     const std::int64_t gr = qc + rc + 1;
     gram_finish_kernel<<<static_cast<unsigned>((gr * rc + 31) / 32), 256, 0, stream_>>>(
         partial_, nb, static_cast<int>(gr), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
@@ -1779,6 +2113,17 @@ class CudaDenseOps final : public DenseBlockOps {
                     "cg_direction_update: shapes");
     require32(std::max(qc, rc), "cg_direction_update");
     if (rc == 0 || n == 0) return;
+    if (quads_ok({z, p, x})) {
+      const int smem = cg_direction_smem(4, 4);
+      const int nb = static_cast<int>(std::min<std::int64_t>(
+          resident_blocks(reinterpret_cast<const void*>(&cg_direction32_kernel<4, 4>), 128, smem),
+          (n + 127) / 128));
+      cg_direction32_kernel<4, 4><<<nb, 128, smem, stream_>>>(
+          n, static_cast<int>(qc), static_cast<int>(rc), alpha.data, alpha.ld, beta.data, beta.ld,
+          z.data, z.ld, p.data, p.ld, x.data, x.ld);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      return;
+    }
     launch_cg_direction<4, 4, float>(alpha, beta, z, p, x);
   }
   void copy(MvView<const float> x, MvView<float> y) override {
@@ -1963,6 +2308,8 @@ class CudaDenseOps final : public DenseBlockOps {
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, true, false>), cg_residual_smem(4, 4, false));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, false, true>), cg_residual_smem(4, 4, true));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, true, true>), cg_residual_smem(4, 4, true));
+    allow(reinterpret_cast<const void*>(&cg_residual32_kernel<4, 4, false>), cg_residual32_smem());
+    allow(reinterpret_cast<const void*>(&cg_residual32_kernel<4, 4, true>), cg_residual32_smem());
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4, false>), tall_gemm_smem(4, 4));
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4, true>), tall_gemm_smem(4, 4));
     if (const char* ev = std::getenv("TCSOLVE_NO_FUSED")) fused_ = std::atoi(ev) == 0;

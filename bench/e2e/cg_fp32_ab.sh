@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A/B of block CG's fp32 iterations inside fp64 refinement (solvers/block_cg.hpp; `solve
-# --precision auto` on the GPU with TCSOLVE_CG_FP32=1) against the fp64 block CG (TCSOLVE_CG_FP32=0), alternating on
+# --precision auto` on the GPU) against the fp64 block CG (TCSOLVE_CG_FP32=0), alternating on
 # each row in one call, REPS runs each. Prints seconds.solve / seconds.total, iterations, the
 # largest true relative residual, status and the precision account; then solve_steps (stream time
 # of A's applies and the rest) of the last run of each.

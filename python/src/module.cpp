@@ -317,6 +317,7 @@ py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend bac
   d["operator_applies"] = r.operator_applies;
   d["history"] = history_dict(r.history);
   d["time_solve"] = r.seconds;
+  d["precision_used"] = r.precision;  // "fp64", or the fp32 iteration's refinement account
   d["tolerance"] = o.tol;
   d["max_iterations"] = o.max_iterations;
   d["preconditioner"] = precond;
@@ -480,6 +481,12 @@ CgOptions cg_options(const py::dict& d) {
   return o;
 }
 
+// Whether block CG's fp32 iteration may run (solvers/block_cg.hpp): GPU dense ops, Jacobi or no
+// preconditioner, at most kCgFp32MaxRhs columns.
+bool cg_fp32_fits(const DenseBlockOps& ops, const CgOptions& o, std::int64_t s) {
+  return ops.space() == Space::device && ops.fp32_blocks() && !o.preconditioner && s <= kCgFp32MaxRhs;
+}
+
 // rhs, x: host blocks n × s (x holds x0 when use_x0, and the solution on return). On the CUDA
 // backend they are copied to the device and back (the matrix was uploaded by the operator).
 SolveResult run_cg_host(const LinearOperator<double>& a, DenseBlockOps& ops, const double* rhs,
@@ -551,6 +558,15 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
       o.preconditioner = cheb.get();
       o.jacobi_diagonal.clear();
       precond = cheb->describe();
+    }
+    // precision='auto' on the GPU: fp32 iterations inside fp64 refinement (as the command's).
+    std::unique_ptr<ChebyshevStep> step32;
+    if (opt_get<std::string>(opt, "precision", "auto") == "auto" && cg_fp32_fits(*ops, o, s)) {
+      o.step32 = aop->block_step();
+      if (!o.step32) {
+        step32 = make_chebyshev_step_on_operator(*aop, a, Precision::fp32, ops->stream());
+        o.step32 = step32.get();
+      }
     }
     setup = seconds_since(ts);
     r = run_cg_host(*aop, *ops, rhs.data(), x.mutable_data(), n, s, use_x0, o);
@@ -630,6 +646,16 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
                                            false, std::move(step));
       o.preconditioner = cheb.get();
       precond = cheb->describe();
+    }
+    // precision='auto': fp32 iterations inside fp64 refinement on A's values rounded on the device
+    // (4·nnz bytes), for short rows (the row-split step).
+    std::unique_ptr<ChebyshevStep> step32;
+    if (opt_get<std::string>(opt, "precision", "auto") == "auto" && cg_fp32_fits(*ops, o, s) &&
+        chebyshev_step_pays(n, nnz)) {
+      step32 = make_chebyshev_step_view32(n, nnz, static_cast<const std::int64_t*>(da.indptr),
+                                          static_cast<const std::int32_t*>(da.indices),
+                                          static_cast<const double*>(da.data), ops->stream());
+      o.step32 = step32.get();
     }
     setup = seconds_since(ts);
     BlockCg cg(*aop, *ops, s, o);

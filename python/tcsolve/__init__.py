@@ -16,8 +16,10 @@ tcsolve's own keywords: ``method`` ('auto', 'lanczos', 'lobpcg', 'chebyshev', 'd
 plan with the fewest predicted seconds, named with why in ``Result.method_reason``), ``certify``
 (always verify the set by a Sylvester count; by default only when it costs at most 15 % of the
 solve, else a cheaper re-check), ``device`` ('auto', 'cpu', 'cuda'), ``precision`` ('auto': A in fp64 and, for eigsh on the GPU, the
-Chebyshev filter on fp32 blocks where safe, every answer checked in fp64 (the precision ladder,
-reported in ``Result.precision_used``); 'fp64' throughout; or A rounded for the sparse product:
+Chebyshev filter on fp32 blocks where safe, for cg on the GPU (Jacobi or no preconditioner, at most
+32 columns) block CG's iterations on fp32 blocks inside fp64 refinement; every answer checked in
+fp64 (the precision ladder, reported in ``Result.precision_used``; cg's default is 'fp64');
+'fp64' throughout; or A rounded for the sparse product:
 'fp32', GPU only 'fp16', 'bf16'), ``block_size``, ``conv`` (convergence test: 'rel', 'norm', 'abs'), ``seed`` and
 ``return_info=True``, which appends a :class:`Result` (status, iterations, true residuals, history,
 timings: the fields of ``tcsolve eigs|solve --out FILE.h5``) to what is returned.

@@ -303,7 +303,17 @@ TEST(AppsGpu, SolvePicksItsPreconditioner) {
       while (*p == ',' || *p == ' ') ++p;
     }
     EXPECT_EQ(cols, 4) << r.out.substr(at, 120);
+    // Jacobi: block CG's fp32 iterations inside fp64 refinement (--precision auto); the
+    // polynomial: fp64.
+    const bool jacobi = std::string(c.expect) != "chebyshev degree";
+    EXPECT_NE(r.out.find(jacobi ? "\"precision\": \"fp32 iterations inside fp64 refinement"
+                                : "\"precision\": \"fp64\""),
+              std::string::npos)
+        << c.matrix << ": " << r.out.substr(0, 400);
   }
+  auto r = run_tcsolve({"solve", "gen:lap3d:40", "--rhs", "random:4", "--precision", "fp64", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"precision\": \"fp64\""), std::string::npos) << r.out.substr(0, 400);
 }
 
 TEST(AppsGpu, MemoryCapHoldsOutsideTheProcess) {

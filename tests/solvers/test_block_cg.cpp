@@ -260,6 +260,12 @@ TEST(BlockCgMixed, RefinementReachesTheFp64Answer) {
     std::printf("s = %lld: %lld iterations in %d refinements (fp64: %lld)\n", (long long)s,
                 (long long)r.iterations, r.refinements, (long long)r64.iterations);
   }
+  // n a multiple of 4 (the GPU's quad kernels: float4 of 4 rows).
+  auto a4 = laplacian(24, 19, 17);
+  CgOptions o;
+  o.tol = 1e-10;
+  auto r = solve_and_check(a4, random_rhs(a4.nrows, 32, 7), o, 1e-7, true);
+  EXPECT_EQ(r.precision.find("then fp64"), std::string::npos) << r.precision;
 }
 
 // Jacobi on a badly scaled matrix (the fused fp32 residual pass with the row scales).
