@@ -535,6 +535,7 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
     precond = "operator";
   }
   const std::int64_t s = rhs.shape(1);
+  const bool mixed = opt_get<std::string>(opt, "precision", "auto") == "auto";  // (read with the GIL)
   SolveResult r;
   std::string kernel, kernel_plan;
   double setup = 0;
@@ -561,7 +562,7 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
     }
     // precision='auto' on the GPU: fp32 iterations inside fp64 refinement (as the command's).
     std::unique_ptr<ChebyshevStep> step32;
-    if (opt_get<std::string>(opt, "precision", "auto") == "auto" && cg_fp32_fits(*ops, o, s)) {
+    if (mixed && cg_fp32_fits(*ops, o, s)) {
       o.step32 = aop->block_step();
       if (!o.step32) {
         step32 = make_chebyshev_step_on_operator(*aop, a, Precision::fp32, ops->stream());
@@ -618,6 +619,7 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
   CgOptions o = cg_options(opt);
   std::string precond = opt_get<std::string>(opt, "precond", "jacobi");
   const double a_norm = opt_get<double>(opt, "a_norm", 0.0);
+  const bool mixed = opt_get<std::string>(opt, "precision", "auto") == "auto";  // (read with the GIL)
   const DevicePtrs da = device_ptrs(pa);
   SolveResult r;
   const auto ts = std::chrono::steady_clock::now();
@@ -650,8 +652,7 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
     // precision='auto': fp32 iterations inside fp64 refinement on A's values rounded on the device
     // (4·nnz bytes), for short rows (the row-split step).
     std::unique_ptr<ChebyshevStep> step32;
-    if (opt_get<std::string>(opt, "precision", "auto") == "auto" && cg_fp32_fits(*ops, o, s) &&
-        chebyshev_step_pays(n, nnz)) {
+    if (mixed && cg_fp32_fits(*ops, o, s) && chebyshev_step_pays(n, nnz)) {
       step32 = make_chebyshev_step_view32(n, nnz, static_cast<const std::int64_t*>(da.indptr),
                                           static_cast<const std::int32_t*>(da.indices),
                                           static_cast<const double*>(da.data), ops->stream());
