@@ -129,6 +129,7 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
             << ", \"seconds\": {\"read\": " << json_number(o.read_s)
             << ", \"preprocess\": " << json_number(o.preprocess_s)
             << ", \"plan\": " << json_number(o.plan_s) << ", \"setup\": " << json_number(o.setup_s)
+            << ", \"operator\": " << json_number(o.operator_s)
             << ", \"solve\": " << json_number(o.solve_s)
             << ", \"verify\": " << json_number(o.verify_s)
             << ", \"write\": " << json_number(o.write_s)

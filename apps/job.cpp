@@ -621,7 +621,8 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     xt.swap(x);
   };
   if (reorder) o.reorder = aop.plan().reason;
-  o.setup_s += tp.seconds();
+  o.operator_s = tp.seconds();
+  o.setup_s += o.operator_s;
   trace_mark("job: operator built");
   o.kernel = to_string(aop.plan().kernel);
   o.kernel_reason = aop.plan().reason;

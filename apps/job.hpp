@@ -139,6 +139,9 @@ struct JobOutcome {
   // own clock since the process started (set by the command line).
   double read_s = 0, preprocess_s = 0, plan_s = 0, setup_s = 0, solve_s = 0, verify_s = 0,
          write_s = 0, init_s = 0, process_s = 0;
+  // Of setup_s: building the operator (its kernel choice or trial, its device copy of A), which
+  // precedes eigs' plan and is priced by none of its plans.
+  double operator_s = 0;
   std::string backend, device, method, kernel;
   std::string device_reason;  // why auto ran where it did ("" when not decided by size)
   std::string kernel_reason;  // why the SpMM kernel (the model's choice, or the trial's times)

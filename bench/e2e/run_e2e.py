@@ -5,7 +5,8 @@ checked (closed forms, dense LAPACK, or an independent shift-invert run).
 
 For each row: the process wall time, the command's --json phases (read, preprocess, plan, setup,
 solve, verify, write, total), the plan it chose with its predicted seconds (the prediction is
-compared with the measured plan + setup + solve + verify), and the anchors.
+compared with the measured plan + setup + solve + verify; seconds.operator, the operator's
+build before the plan, is reported apart), and the anchors.
 
 usage: run_e2e.py TCSOLVE OUTDIR [--rows a,b,...] [--no-anchors] [--skip-reference]
   TCSOLVE   the tcsolve binary;  OUTDIR  scratch files and results (e2e.json, e2e.csv)
@@ -264,6 +265,8 @@ def eigs_row(row, out):
                verification=j["verification"], certified=j["certified"], kernel=j["kernel"],
                seconds=s, predicted=j["predicted_seconds"],
                measured=s["plan"] + s["setup"] + s["solve"] + s["verify"],
+               # (the operator's build precedes the plan and is in no plan's prediction)
+               operator_build=s.get("operator", 0.0),
                plan=j["method_reason"], certificate=j["certificate"])
     vals = np.array(j["eigenvalues"])
     rv, how = ref_values(row, out, k)
@@ -397,7 +400,7 @@ def main():
               f"total {s.get('total', 0):7.3f} (plan {s.get('plan', 0):.3f} setup {s.get('setup', 0):.3f} "
               f"solve {s.get('solve', 0):.3f} verify {s.get('verify', 0):.3f} init {s.get('init', 0):.3f} "
               f"process {s.get('process', 0):.3f}) predicted {res.get('predicted', 0):7.3f} "
-              f"measured {res.get('measured', 0):7.3f} {res.get('method', '')}/{res.get('transform', '')}/"
+              f"measured {res.get('measured', 0):7.3f} (operator {s.get('operator', 0):.3f}) {res.get('method', '')}/{res.get('transform', '')}/"
               f"{res.get('verification', '')} ok={res.get('answer_ok')} err={res.get('max_abs_error_rel')}",
               flush=True)
         with open(os.path.join(ARGS.outdir, "e2e.json"), "w") as f:
