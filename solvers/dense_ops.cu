@@ -100,9 +100,12 @@ __global__ void scale_rows_kernel(const double* d, const double* x, long long ld
     ys[i] = d[i] * xs[i];
 }
 
-// out[j] += Σ_i x_ij·y_ij over this block's rows (block reduction, one atomic per block).
+// partial[j·gridDim.x + b] = Σ_i x_ij·y_ij over block b's rows (a block reduction); column_sum_kernel
+// adds the blocks' partials in a fixed order. (Atomics made the sum's rounding depend on the
+// blocks' timing: block CG's true residuals at tol's edge then decided an extra cycle or not,
+// 115 or 139 iterations on elast3d:64 from one run to the next.)
 __global__ void column_dot_kernel(const double* x, long long ldx, const double* y, long long ldy,
-                                  long long rows, double* out, long long out_stride) {
+                                  long long rows, double* partial) {
   __shared__ double part[256 / 32];
   const double* xs = x + blockIdx.y * ldx;
   const double* ys = y + blockIdx.y * ldy;
@@ -115,8 +118,20 @@ __global__ void column_dot_kernel(const double* x, long long ldx, const double* 
   if (threadIdx.x < 32) {
     s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0;
     for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if (threadIdx.x == 0) atomicAdd(out + blockIdx.y * out_stride, s);
+    if (threadIdx.x == 0) partial[blockIdx.y * gridDim.x + blockIdx.x] = s;
   }
+}
+
+// out[j·stride] = Σ_b partial[j·nb + b]: one warp a column (8 a block), lanes over the blocks,
+// then a fixed shuffle tree (deterministic).
+__global__ void column_sum_kernel(const double* partial, int nb, int cols, double* out,
+                                  long long stride) {
+  const int j = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+  if (j >= cols) return;
+  double s = 0.0;
+  for (int b = lane; b < nb; b += 32) s += partial[static_cast<long long>(j) * nb + b];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  if (lane == 0) out[j * stride] = s;
 }
 
 __global__ void fill_random_kernel(double* x, long long ldx, long long rows, long long col0,
@@ -172,8 +187,10 @@ __global__ void axpbypcz_kernel(long long rows, double a, const double* x, long 
 }
 
 // out[j] += Σ_i (ax_ij − s·θ_j·x_ij)² over this block's rows (out zeroed before).
+// partial[j·gridDim.x + b] = Σ over block b's rows of (ax_ij − s·θ_j·x_ij)² (column_sum_kernel
+// adds them).
 __global__ void residual_sq_kernel(const double* ax, long long ldax, const double* x, long long ldx,
-                                   long long rows, const double* theta, double s, double* out) {
+                                   long long rows, const double* theta, double s, double* partial) {
   __shared__ double part[256 / 32];
   const double t = s * theta[blockIdx.y];
   const double* as = ax + blockIdx.y * ldax;
@@ -190,7 +207,7 @@ __global__ void residual_sq_kernel(const double* ax, long long ldax, const doubl
   if (threadIdx.x < 32) {
     acc = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0;
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-    if (threadIdx.x == 0) atomicAdd(out + blockIdx.y, acc);
+    if (threadIdx.x == 0) partial[blockIdx.y * gridDim.x + blockIdx.x] = acc;
   }
 }
 
@@ -1561,15 +1578,22 @@ class CudaDenseOps final : public DenseBlockOps {
   void column_dots_to(MvView<const double> x, MvView<const double> y, double* out,
                       long long stride) {
     const std::int64_t c = x.cols;
-    if (stride == 1)
-      TCSOLVE_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double) * c, stream_));
-    else
-      TCSOLVE_CUDA_CHECK(cudaMemset2DAsync(out, sizeof(double) * stride, 0, sizeof(double), c,
-                                           stream_));
-    for (std::int64_t c0 = 0; c0 < c && x.rows > 0; c0 += 65535) {
+    if (x.rows == 0) {
+      if (stride == 1)
+        TCSOLVE_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double) * c, stream_));
+      else
+        TCSOLVE_CUDA_CHECK(cudaMemset2DAsync(out, sizeof(double) * stride, 0, sizeof(double), c,
+                                             stream_));
+      return;
+    }
+    for (std::int64_t c0 = 0; c0 < c; c0 += 65535) {
       std::int64_t nc = std::min<std::int64_t>(65535, c - c0);
-      column_dot_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.col(c0), x.ld, y.col(c0), y.ld,
-                                                               x.rows, out + c0 * stride, stride);
+      const dim3 gr = grid(x.rows, nc);
+      ensure_partial(static_cast<int>(gr.x), static_cast<std::size_t>(nc));
+      column_dot_kernel<<<gr, 256, 0, stream_>>>(x.col(c0), x.ld, y.col(c0), y.ld, x.rows, partial_);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      column_sum_kernel<<<static_cast<unsigned>((nc + 7) / 8), 256, 0, stream_>>>(
+          partial_, static_cast<int>(gr.x), static_cast<int>(nc), out + c0 * stride, stride);
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
   }
@@ -1760,11 +1784,19 @@ class CudaDenseOps final : public DenseBlockOps {
                     "residual_norms_into: shapes");
     const std::int64_t c = x.cols;
     if (c == 0) return;
-    TCSOLVE_CUDA_CHECK(cudaMemsetAsync(out.data, 0, sizeof(double) * c, stream_));
-    for (std::int64_t c0 = 0; c0 < c && x.rows > 0; c0 += 65535) {
+    if (x.rows == 0) {
+      TCSOLVE_CUDA_CHECK(cudaMemsetAsync(out.data, 0, sizeof(double) * c, stream_));
+      return;
+    }
+    for (std::int64_t c0 = 0; c0 < c; c0 += 65535) {
       std::int64_t nc = std::min<std::int64_t>(65535, c - c0);
-      residual_sq_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(
-          ax.col(c0), ax.ld, x.col(c0), x.ld, x.rows, theta.data + c0, s, out.data + c0);
+      const dim3 gr = grid(x.rows, nc);
+      ensure_partial(static_cast<int>(gr.x), static_cast<std::size_t>(nc));
+      residual_sq_kernel<<<gr, 256, 0, stream_>>>(ax.col(c0), ax.ld, x.col(c0), x.ld, x.rows,
+                                                  theta.data + c0, s, partial_);
+      TCSOLVE_CUDA_CHECK_LAUNCH();
+      column_sum_kernel<<<static_cast<unsigned>((nc + 7) / 8), 256, 0, stream_>>>(
+          partial_, static_cast<int>(gr.x), static_cast<int>(nc), out.data + c0, 1);
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
   }

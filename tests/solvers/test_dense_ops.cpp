@@ -252,6 +252,32 @@ TEST(DenseOpsDevice, ResidualNormsDotsAndNormalize) {
   }
 }
 
+// Column norms, dots and residual norms are the same to the last bit on every call (the blocks'
+// partial sums are added in a fixed order, not by atomics): block CG's true residuals decide at
+// tol's edge whether to run another cycle, and a solve repeated must take the same iterations.
+TEST(DenseOpsDevice, ColumnReductionsAreBitwiseReproducible) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  const std::int64_t n = kBackend == Backend::cuda ? 1000003 : 100003, c = 5;
+  Mat X = random_mat(n, c, 14), AX = random_mat(n, c, 15), T = random_mat(c, 1, 16);
+  auto x = f.put(X), ax = f.put(AX), th = f.put(T), out = f.ops->allocate(c, 1);
+  std::vector<double> first(c), now(c), rfirst, rnow;
+  f.ops->column_norms(x.view(), first.data());
+  f.ops->residual_sq_norms_into(ax.view(), x.view(), th.view(), 1.0, out.view());
+  rfirst.resize(c), rnow.resize(c);
+  f.ops->to_host(out.view(), rfirst.data(), c);
+  for (std::int64_t j = 0; j < c; ++j) EXPECT_NEAR(first[j], X.col(j).norm(), 1e-12 * first[j]);
+  for (int rep = 0; rep < 20; ++rep) {
+    f.ops->column_norms(x.view(), now.data());
+    f.ops->residual_sq_norms_into(ax.view(), x.view(), th.view(), 1.0, out.view());
+    f.ops->to_host(out.view(), rnow.data(), c);
+    for (std::int64_t j = 0; j < c; ++j) {
+      EXPECT_EQ(now[j], first[j]) << "column " << j << ", call " << rep;
+      EXPECT_EQ(rnow[j], rfirst[j]) << "column " << j << ", call " << rep;
+    }
+  }
+}
+
 TEST(DenseOpsDevice, EighSmallMatchesEigen) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
