@@ -18,7 +18,7 @@ plan with the fewest predicted seconds, named with why in ``Result.method_reason
 solve, else a cheaper re-check), ``device`` ('auto', 'cpu', 'cuda'), ``precision`` ('auto': A in fp64 and, for eigsh on the GPU, the
 Chebyshev filter on fp32 blocks where safe, for cg on the GPU (Jacobi or no preconditioner, at most
 32 columns) block CG's iterations on fp32 blocks inside fp64 refinement; every answer checked in
-fp64 (the precision ladder, reported in ``Result.precision_used``; cg's default is 'fp64');
+fp64 (the precision ladder, reported in ``Result.precision_used``);
 'fp64' throughout; or A rounded for the sparse product:
 'fp32', GPU only 'fp16', 'bf16'), ``block_size``, ``conv`` (convergence test: 'rel', 'norm', 'abs'), ``seed`` and
 ``return_info=True``, which appends a :class:`Result` (status, iterations, true residuals, history,
@@ -890,7 +890,7 @@ class _BInverse:
 # ---- linear systems ----------------------------------------------------------------------------
 
 def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None, tol=None,
-       method="block_cg", device="auto", precision="fp64", block_size=None, conv=None, seed=None,
+       method="block_cg", device="auto", precision="auto", block_size=None, conv=None, seed=None,
        return_info=False):
     """Solves A·x = b for symmetric positive definite A, like scipy.sparse.linalg.cg -- and for
     b of shape (n, s), all s right-hand sides at once with block CG (x has b's shape).
