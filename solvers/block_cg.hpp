@@ -69,9 +69,10 @@
 #include "core/operator.hpp"
 #include "solvers/dense_ops.hpp"
 #include "solvers/result.hpp"
-#include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve {
+
+class ChebyshevStep;  // spmm/chebyshev_step.hpp
 
 // What a solve did (filled when CgOptions::stats is set), for the benchmark's budget check.
 struct CgStats {

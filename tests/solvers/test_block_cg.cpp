@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "solvers/block_cg.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "tests/traps.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 
