@@ -390,12 +390,17 @@ struct CgImpl {
       if (rn[c] <= opt.tol) r.res.column_iterations[c] = r.it;
       else still.push_back(c);
     }
-    act.swap(still);
-    r.na = static_cast<std::int64_t>(act.size());
-    if (stalled()) {
-      r.na = 0;  // (x holds every correction: nothing to write back)
+    if (stalled(still)) {
+      // A step that left a column worse than it found it is undone for that column (x −= its
+      // correction), so that the fp64 solve starts from the best x reached.
+      for (std::int64_t j = 0; j < r.na; ++j)
+        if (rn[act[j]] > rstart[act[j]]) ops.add_converted(xa.columns(j, 1), r.x.columns(act[j], 1), -1.0);
+      act.swap(still);
+      r.na = 0;  // (x holds every correction it keeps: nothing to write back)
       return false;
     }
+    act.swap(still);
+    r.na = static_cast<std::int64_t>(act.size());
     if (r.na == 0) return false;
     if (refinements >= opt.max_refinements) {
       climb = true;
@@ -419,8 +424,8 @@ struct CgImpl {
   // A refinement step must cut each active column's true residual: by 10 % at least, and by half
   // on all but one step. One that does not is at fp32's limit for this A (the correction solves
   // A rounded: contraction about κ·2⁻²⁴): climb (sets climb).
-  bool stalled() {
-    for (std::int64_t c : act) {
+  bool stalled(const std::vector<std::int64_t>& cols) {
+    for (std::int64_t c : cols) {
       if (rn[c] > 0.9 * rstart[c]) return set_climb(c), true;
       if (rn[c] > 0.5 * rstart[c] && ++weak_steps >= 2) return set_climb(c), true;
     }
@@ -435,7 +440,7 @@ struct CgImpl {
 
   // x(:, c) ← the active column j's iterate: a copy (fp64), or x += its correction (fp32).
   void write_back(Run& r, std::int64_t j, std::int64_t c) {
-    if constexpr (kFp32) ops.add_converted(xa.columns(j, 1), r.x.columns(c, 1));
+    if constexpr (kFp32) ops.add_converted(xa.columns(j, 1), r.x.columns(c, 1), 1.0);
     else ops.copy(xa.columns(j, 1), r.x.columns(c, 1));
   }
 
@@ -646,7 +651,7 @@ struct CgImpl {
       if (r.it >= opt.max_iterations || interrupt_requested()) break;
       if constexpr (kFp32) {
         // (a flagged factor ended the iteration: the same test as a refinement step's)
-        if (climb || stalled()) break;
+        if (climb || stalled(act)) break;
       }
     }
     if constexpr (kFp32) {

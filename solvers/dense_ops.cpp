@@ -458,10 +458,10 @@ class CpuDenseOps final : public DenseBlockOps {
     for (std::int64_t j = 0; j < x.cols; ++j)
       for (std::int64_t i = 0; i < x.rows; ++i) y.col(j)[i] = static_cast<float>(x.col(j)[i]);
   }
-  void add_converted(MvView<const float> x, MvView<double> y) override {
+  void add_converted(MvView<const float> x, MvView<double> y, double alpha) override {
     TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "add_converted: shapes differ");
     for (std::int64_t j = 0; j < x.cols; ++j)
-      for (std::int64_t i = 0; i < x.rows; ++i) y.col(j)[i] += static_cast<double>(x.col(j)[i]);
+      for (std::int64_t i = 0; i < x.rows; ++i) y.col(j)[i] += alpha * static_cast<double>(x.col(j)[i]);
   }
 
  private:
@@ -516,7 +516,9 @@ void DenseBlockOps::gather_columns(MvView<const float>, const std::int64_t*, std
 }
 void DenseBlockOps::fill_zero(MvView<float>) { no_fp32_blocks("fill_zero"); }
 void DenseBlockOps::convert(MvView<const double>, MvView<float>) { no_fp32_blocks("convert"); }
-void DenseBlockOps::add_converted(MvView<const float>, MvView<double>) { no_fp32_blocks("add_converted"); }
+void DenseBlockOps::add_converted(MvView<const float>, MvView<double>, double) {
+  no_fp32_blocks("add_converted");
+}
 
 double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j) {
   return detail::random_entry(seed, i, j);

@@ -71,12 +71,14 @@ __global__ void gather32_kernel(const float* x, long long ldx, float* y, long lo
   for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x)
     ys[i] = xs[i];
 }
-// y = fp32(x) (ADD false) or y += x (ADD true, y fp64); grid.y = column.
+// y = fp32(x) (ADD false) or y += α·x (ADD true, y fp64); grid.y = column.
 template <bool ADD>
-__global__ void convert_kernel(const void* x, long long ldx, void* y, long long ldy, long long rows) {
+__global__ void convert_kernel(const void* x, long long ldx, void* y, long long ldy, long long rows,
+                               double alpha) {
   for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x) {
     if (ADD)
-      static_cast<double*>(y)[i + blockIdx.y * ldy] += static_cast<const float*>(x)[i + blockIdx.y * ldx];
+      static_cast<double*>(y)[i + blockIdx.y * ldy] +=
+          alpha * static_cast<const float*>(x)[i + blockIdx.y * ldx];
     else
       static_cast<float*>(y)[i + blockIdx.y * ldy] =
           static_cast<float>(static_cast<const double*>(x)[i + blockIdx.y * ldx]);
@@ -2187,22 +2189,22 @@ class CudaDenseOps final : public DenseBlockOps {
   }
   void convert(MvView<const double> x, MvView<float> y) override {
     TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "convert: shapes differ");
-    launch_convert<false>(x.data, x.ld, y.data, y.ld, x.rows, x.cols);
+    launch_convert<false>(x.data, x.ld, y.data, y.ld, x.rows, x.cols, 1.0);
   }
-  void add_converted(MvView<const float> x, MvView<double> y) override {
+  void add_converted(MvView<const float> x, MvView<double> y, double alpha) override {
     TCSOLVE_REQUIRE(x.rows == y.rows && x.cols == y.cols, "add_converted: shapes differ");
-    launch_convert<true>(x.data, x.ld, y.data, y.ld, x.rows, x.cols);
+    launch_convert<true>(x.data, x.ld, y.data, y.ld, x.rows, x.cols, alpha);
   }
   template <bool ADD>
   void launch_convert(const void* x, std::int64_t ldx, void* y, std::int64_t ldy, std::int64_t rows,
-                      std::int64_t cols) {
+                      std::int64_t cols, double alpha) {
     if (rows == 0) return;
     const std::size_t xs = ADD ? sizeof(float) : sizeof(double), ys = ADD ? sizeof(double) : sizeof(float);
     for (std::int64_t c0 = 0; c0 < cols; c0 += 65535) {
       const std::int64_t nc = std::min<std::int64_t>(65535, cols - c0);
       convert_kernel<ADD><<<grid(rows, nc), 256, 0, stream_>>>(
           static_cast<const char*>(x) + c0 * ldx * xs, ldx, static_cast<char*>(y) + c0 * ldy * ys,
-          ldy, rows);
+          ldy, rows, alpha);
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
   }

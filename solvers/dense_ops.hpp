@@ -221,9 +221,9 @@ class DenseBlockOps {
   virtual void gather_columns(MvView<const float> x, const std::int64_t* idx, std::int64_t count,
                               MvView<float> y);
   virtual void fill_zero(MvView<float> x);
-  // Y = fp32(X) (rounded to nearest), and Y += X (Y fp64): one pass each.
+  // Y = fp32(X) (rounded to nearest), and Y += α·X (Y fp64): one pass each.
   virtual void convert(MvView<const double> x, MvView<float> y);
-  virtual void add_converted(MvView<const float> x, MvView<double> y);
+  virtual void add_converted(MvView<const float> x, MvView<double> y, double alpha);
 
   // Rows of the whole block of which a block of local_rows rows is this process's share: the
   // same on one process; the sum over the ranks for distributed ops (distributed/). Solvers size

@@ -550,7 +550,7 @@ TEST(DenseOpsDevice, Fp32BlockPassesMatchTheFp64PassesOnTheRoundedBlocks) {
   auto get32 = [&](MvView<const float> v) {
     auto d = f.ops->allocate(v.rows, v.cols);
     f.ops->fill_zero(d.view());
-    f.ops->add_converted(v, d.view());
+    f.ops->add_converted(v, d.view(), 1.0);
     return f.get(d.view());  // exact: fp32 values in fp64
   };
   // |a − b| ≤ one fp32 rounding of b (relative 2⁻²⁴, plus the fp64 sums' own error).
