@@ -24,12 +24,12 @@ using Mat = Eigen::MatrixXd;
 constexpr double kPivTol = 1e-10;  // scaled pivot² below which P is re-orthonormalized
 }  // namespace
 
-// One block CG on blocks of W (double: the fp64 solver; float: the fp32 inner iteration of the
+// One block CG on blocks of W (double: the fp64 solver; float: the fp32 iteration of the
 // mixed-precision solve, see block_cg.hpp). With W = float, xa holds the active columns'
-// corrections since the cycle began (x itself stays fp64 and is only read at a cycle's start and
-// added to when a column leaves), R is the fp32 image of the true residual at the cycle's start,
-// and a column leaves when its recurrence residual is below its inner target thr
-// (max(tol/2, inner_reduction·its true residual at the start), times ‖b_j‖).
+// corrections since the last refinement step (x itself stays fp64: read for the true residuals,
+// added to at each step), R is the fp32 image of the true residual at that step, and a step is
+// taken when some column's recurrence residual is below its inner target thr (max(tol/2,
+// inner_reduction·its true residual at the last step), times ‖b_j‖).
 template <class W>
 struct CgImpl {
   static constexpr bool kFp32 = std::is_same_v<W, float>;

@@ -43,23 +43,25 @@
 // constructor.
 //
 // Mixed precision (CgOptions::step32; issue 19): the iteration above on fp32 blocks inside fp64
-// iterative refinement. Each refinement step computes the true residual r_j = b_j − A·x_j in fp64,
-// rounds it to fp32 and runs the block CG on fp32 blocks for the correction d_j (Q = A·P through
-// A's fp32 step, the passes through DenseBlockOps' fp32 blocks: every sum in fp64, the blocks
-// stored in fp32) until its recurrence residual is below max(tol/2, inner_reduction·‖r_j‖/‖b_j‖)
-// relative, then x_j += d_j in fp64. The first search block is orthonormalized in fp64. Nothing
-// is decided on an fp32 residual: a column converges only when its fp64 true residual
-// ‖b_j − A·x_j‖ passes tol·‖b_j‖ at a refinement's start (or in the final check).
-//   Contraction: the correction solves A rounded to fp32 (E = A − fl(A), ‖E‖ ≲ 2⁻²⁴·‖A‖) to
-//   inner_reduction, so each step reduces the true residual by about inner_reduction +
-//   κ(A)·2⁻²⁴. It climbs to fp64 — the fp64 block CG from the current x, its workspace allocated
-//   then — when a refinement does not halve every active column's true residual, when the fp32
-//   iteration breaks down (fl(A) need not be positive definite when κ ≳ 2²⁴), or after
-//   max_refinements. SolveResult::precision says which happened.
+// iterative refinement ("reliable updates"). Q = A·P goes through A's fp32 step and the passes
+// through DenseBlockOps' fp32 blocks (every sum in fp64, the blocks stored in fp32); xa holds the
+// corrections d_j. When some column's recurrence residual has fallen below max(tol/2,
+// inner_reduction·‖r_j‖/‖b_j‖) relative (r_j its true residual at the last step), a refinement
+// step: x_j += d_j in fp64 for every active column, R = fp32(b − A·x) computed in fp64, columns
+// whose true residual passes tol leave, and the iteration goes on with the same search block (α
+// then needs Pᵀ[Q R] explicitly). The first search block is orthonormalized in fp64. Nothing is
+// decided on an fp32 residual: a column converges only when its fp64 true residual
+// ‖b_j − A·x_j‖ passes tol·‖b_j‖.
+//   Contraction: the corrections solve A rounded to fp32 (E = A − fl(A), ‖E‖ ≲ 2⁻²⁴·‖A‖), so each
+//   step reduces the true residual by about inner_reduction + κ(A)·2⁻²⁴. It climbs to fp64 — the
+//   fp64 block CG from the current x (a step that left a column worse undone first), its workspace
+//   allocated then and the fp32 one freed — when a step does not cut an active column's true
+//   residual by 10 % (or by half, twice), when the fp32 iteration breaks down (fl(A) need not be
+//   positive definite when κ ≳ 2²⁴), or after max_refinements. SolveResult::precision says which
+//   happened.
 //   Per fp32 iteration (no preconditioner): the 10 passes above at 4 bytes an entry (40·n·s
 //   bytes) and A's fp32 step (A as stored there, 4-byte values; X gathered in fp32); per
-//   refinement one fp64 apply of A and about 6 fp64 passes (true residual, rounding,
-//   orthonormalization).
+//   refinement step one fp64 apply of A and a few passes (the true residual, its rounding).
 #pragma once
 #include <cstdint>
 #include <functional>
