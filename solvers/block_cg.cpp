@@ -377,7 +377,7 @@ struct CgImpl {
   // fp32: a refinement step inside the iteration, taken when some active column's recurrence
   // residual is below its inner target (the queue drained): x += the corrections, R = fp32(the
   // true residuals b − A·x), columns whose true residual passes tol leave, the others get new
-  // targets, and the iteration goes on with the same search block P (α then needs Pᵀ[Q R]
+  // targets, and the iteration goes on with the same search block P (α then needs PᵀR
   // explicitly). Keeping P keeps the block's Krylov information ("reliable updates"): ending the
   // iteration and restarting from orth(M·R) cost 40–70 % more iterations at 7–32 columns
   // (laplacian(23, 19, 17), tol 1e-10). false: no column left, or the step did not halve some
@@ -417,8 +417,11 @@ struct CgImpl {
     ops.gather_columns(r64.columns(0, r.s), act.data(), r.na, p0);
     ops.convert(p0, rv(r.na));
     ops.fill_zero(xa.columns(0, r.na));
+    // Q = A·P and the factor of PᵀQ queued last are still those of P (the drained iteration
+    // queued them): only PᵀR of the new R is needed, where the explicit α reads it.
     r.explicit_ptr = true;
-    queue_gram(r.rk, r.na, true, kPivTol);
+    ops.gram_into(1.0, p.columns(0, r.rk), rv(r.na), 0.0, small(g1, 0, r.rk, r.rk, r.na));
+    budget_words += n * (r.rk + r.na);
     return true;
   }
   // A refinement step must cut each active column's true residual: by 10 % at least, and by half

@@ -29,6 +29,16 @@ void require_host(MvView<const double> v) {
   TCSOLVE_REQUIRE(v.space == Space::host, "CPU dense ops need host blocks");
 }
 
+// Y[:, j] = X[:, idx[j]], j < count (fp64 and fp32 blocks).
+template <class T>
+void gather_host(MvView<const T> x, const std::int64_t* idx, std::int64_t count, MvView<T> y) {
+  TCSOLVE_REQUIRE(count <= y.cols && x.rows == y.rows, "gather: shapes");
+  for (std::int64_t j = 0; j < count; ++j) {
+    TCSOLVE_REQUIRE(idx[j] >= 0 && idx[j] < x.cols, "gather: index out of range");
+    std::copy(x.col(idx[j]), x.col(idx[j]) + x.rows, y.col(j));
+  }
+}
+
 class CpuDenseOps final : public DenseBlockOps {
  public:
   Space space() const override { return Space::host; }
@@ -75,11 +85,7 @@ class CpuDenseOps final : public DenseBlockOps {
 
   void gather_columns(MvView<const double> x, const std::int64_t* idx, std::int64_t count,
                       MvView<double> y) override {
-    TCSOLVE_REQUIRE(count <= y.cols && x.rows == y.rows, "gather: shapes");
-    for (std::int64_t j = 0; j < count; ++j) {
-      TCSOLVE_REQUIRE(idx[j] >= 0 && idx[j] < x.cols, "gather: index out of range");
-      std::copy(x.col(idx[j]), x.col(idx[j]) + x.rows, y.col(j));
-    }
+    gather_host(x, idx, count, y);
   }
 
   void axpby_columns(const double* a, MvView<const double> x, const double* b,
@@ -329,9 +335,7 @@ class CpuDenseOps final : public DenseBlockOps {
 
   void cg_residual_update(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
                           MvView<double> g) override {
-    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
-                        g.rows == q.cols + r.cols && g.cols == r.cols,
-                    "cg_residual_update: shapes");
+    detail::check_cg_residual(q, alpha, r, g);
     auto rm = map(r);
     if (q.cols > 0) rm.noalias() -= map(q) * map(alpha);
     auto gm = map(g);
@@ -342,10 +346,7 @@ class CpuDenseOps final : public DenseBlockOps {
   void cg_residual_update_jacobi(MvView<const double> q, MvView<const double> alpha,
                                  const double* d, MvView<double> r, MvView<double> z,
                                  MvView<double> g) override {
-    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
-                        z.rows == r.rows && z.cols == r.cols &&
-                        g.rows == q.cols + r.cols + 1 && g.cols == r.cols,
-                    "cg_residual_update_jacobi: shapes");
+    detail::check_cg_residual(q, alpha, r, g, &z);
     auto rm = map(r);
     if (q.cols > 0) rm.noalias() -= map(q) * map(alpha);
     auto zm = map(z);
@@ -359,9 +360,7 @@ class CpuDenseOps final : public DenseBlockOps {
   void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
                            MvView<const double> z, MvView<double> p, MvView<double> x) override {
     const std::int64_t qn = alpha.rows, rn = z.cols;
-    TCSOLVE_REQUIRE(beta.rows == qn && alpha.cols == rn && beta.cols == rn && x.cols == rn &&
-                        p.cols >= std::max(qn, rn) && z.rows == p.rows && x.rows == p.rows,
-                    "cg_direction_update: shapes");
+    detail::check_cg_direction(alpha, beta, z, p, x);
     if (static_cast<std::int64_t>(scratch_.size()) < p.rows * rn) scratch_.resize(p.rows * rn);
     MatMap tmp(scratch_.data(), p.rows, rn, Stride(p.rows));
     MvView<const double> pq = p.columns(0, qn);
@@ -402,9 +401,7 @@ class CpuDenseOps final : public DenseBlockOps {
   // CUDA kernel).
   void cg_residual_update(MvView<const float> q, MvView<const double> alpha, MvView<float> r,
                           MvView<double> g) override {
-    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
-                        g.rows == q.cols + r.cols && g.cols == r.cols,
-                    "cg_residual_update: shapes");
+    detail::check_cg_residual(q, alpha, r, g);
     auto qd = widen(0, q), rd = widen(1, r);
     if (q.cols > 0) map(rd).noalias() -= map(qd) * map(alpha);
     narrow(rd, r);
@@ -415,10 +412,7 @@ class CpuDenseOps final : public DenseBlockOps {
   }
   void cg_residual_update_jacobi(MvView<const float> q, MvView<const double> alpha, const double* d,
                                  MvView<float> r, MvView<float> z, MvView<double> g) override {
-    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
-                        z.rows == r.rows && z.cols == r.cols &&
-                        g.rows == q.cols + r.cols + 1 && g.cols == r.cols,
-                    "cg_residual_update_jacobi: shapes");
+    detail::check_cg_residual(q, alpha, r, g, &z);
     auto qd = widen(0, q), rd = widen(1, r);
     if (q.cols > 0) map(rd).noalias() -= map(qd) * map(alpha);
     narrow(rd, r);
@@ -444,11 +438,7 @@ class CpuDenseOps final : public DenseBlockOps {
   }
   void gather_columns(MvView<const float> x, const std::int64_t* idx, std::int64_t count,
                       MvView<float> y) override {
-    TCSOLVE_REQUIRE(count <= y.cols && x.rows == y.rows, "gather: shapes");
-    for (std::int64_t j = 0; j < count; ++j) {
-      TCSOLVE_REQUIRE(idx[j] >= 0 && idx[j] < x.cols, "gather: index out of range");
-      std::copy(x.col(idx[j]), x.col(idx[j]) + x.rows, y.col(j));
-    }
+    gather_host(x, idx, count, y);
   }
   void fill_zero(MvView<float> x) override {
     for (std::int64_t j = 0; j < x.cols; ++j) std::fill(x.col(j), x.col(j) + x.rows, 0.0f);

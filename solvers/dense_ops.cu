@@ -54,23 +54,16 @@ struct ColumnCoef {
   double b[kMaxCols];
 };
 
-// y(:, j) = x(:, idx[j]); grid.y = column, grid-stride over rows.
-__global__ void gather_kernel(const double* x, long long ldx, double* y, long long ldy,
-                              long long rows, ColumnIndex ci) {
-  const double* xs = x + ci.idx[blockIdx.y] * ldx;
-  double* ys = y + blockIdx.y * ldy;
+// y(:, j) = x(:, idx[j]) (fp64 or fp32 blocks); grid.y = column, grid-stride over rows.
+template <class T>
+__global__ void gather_kernel(const T* x, long long ldx, T* y, long long ldy, long long rows,
+                              ColumnIndex ci) {
+  const T* xs = x + ci.idx[blockIdx.y] * ldx;
+  T* ys = y + blockIdx.y * ldy;
   for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x)
     ys[i] = xs[i];
 }
 
-// y(:, j) = x(:, idx[j]) on fp32 blocks.
-__global__ void gather32_kernel(const float* x, long long ldx, float* y, long long ldy,
-                                long long rows, ColumnIndex ci) {
-  const float* xs = x + ci.idx[blockIdx.y] * ldx;
-  float* ys = y + blockIdx.y * ldy;
-  for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x)
-    ys[i] = xs[i];
-}
 // y = fp32(x) (ADD false) or y += α·x (ADD true, y fp64); grid.y = column.
 template <bool ADD>
 __global__ void convert_kernel(const void* x, long long ldx, void* y, long long ldy, long long rows,
@@ -553,46 +546,41 @@ __device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b)
 // hit 16 different 8-byte bank pairs.
 __host__ __device__ constexpr int frag_ld(int cols) { return ((cols + 15) / 16) * 16 + 4; }
 
-// Rows row, row + 1 of a column (lo, hi): one double2 when the whole step is inside the block
-// (full; col + row 16-byte aligned), else guarded 8-byte loads (0 past n).
-__device__ __forceinline__ void load_pair(const double* col, long long row, long long n, bool full,
+// Rows row, row + 1 of a column (lo, hi): one double2 (fp32 blocks: one float2, converted to and
+// from fp64) when the whole step is inside the block (full; col + row aligned to the pair), else
+// guarded single loads (0 past n). The fp32 instances serve block CG's fp32 iteration
+// (DenseBlockOps' fp32 blocks) where the row quads below do not apply.
+template <class T>
+struct Pair;
+template <>
+struct Pair<double> {
+  using type = double2;
+};
+template <>
+struct Pair<float> {
+  using type = float2;
+};
+template <class T>
+__device__ __forceinline__ void load_pair(const T* col, long long row, long long n, bool full,
                                           double& lo, double& hi) {
   if (full) {
-    const double2 v = *reinterpret_cast<const double2*>(col + row);
+    const auto v = *reinterpret_cast<const typename Pair<T>::type*>(col + row);
     lo = v.x, hi = v.y;
   } else {
     lo = row < n ? col[row] : 0.0;
     hi = row + 1 < n ? col[row + 1] : 0.0;
   }
 }
-__device__ __forceinline__ void store_pair(double* col, long long row, long long n, bool full,
+template <class T>
+__device__ __forceinline__ void store_pair(T* col, long long row, long long n, bool full,
                                            double lo, double hi) {
   if (full) {
-    *reinterpret_cast<double2*>(col + row) = make_double2(lo, hi);
+    typename Pair<T>::type v;
+    v.x = static_cast<T>(lo), v.y = static_cast<T>(hi);
+    *reinterpret_cast<typename Pair<T>::type*>(col + row) = v;
   } else {
-    if (row < n) col[row] = lo;
-    if (row + 1 < n) col[row + 1] = hi;
-  }
-}
-// The same on fp32 blocks (one float2, 8-byte aligned), converted to and from fp64: the fp32
-// inner iteration of block CG (DenseBlockOps' fp32 blocks) runs the fp64 kernels on them.
-__device__ __forceinline__ void load_pair(const float* col, long long row, long long n, bool full,
-                                          double& lo, double& hi) {
-  if (full) {
-    const float2 v = *reinterpret_cast<const float2*>(col + row);
-    lo = v.x, hi = v.y;
-  } else {
-    lo = row < n ? col[row] : 0.0;
-    hi = row + 1 < n ? col[row + 1] : 0.0;
-  }
-}
-__device__ __forceinline__ void store_pair(float* col, long long row, long long n, bool full,
-                                           double lo, double hi) {
-  if (full) {
-    *reinterpret_cast<float2*>(col + row) = make_float2(static_cast<float>(lo), static_cast<float>(hi));
-  } else {
-    if (row < n) col[row] = static_cast<float>(lo);
-    if (row + 1 < n) col[row + 1] = static_cast<float>(hi);
+    if (row < n) col[row] = static_cast<T>(lo);
+    if (row + 1 < n) col[row + 1] = static_cast<T>(hi);
   }
 }
 
@@ -997,135 +985,6 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
   cg_residual_partial<QT, RT, JAC>(gacc, nacc, ts, q, r, partial);
 }
 
-// fp32 blocks: the residual pass (cg_residual_kernel's two steps) with a lane's rows in quads, as
-// cg_direction32_kernel: a warp's strip is 32 rows (lane (g, t) rows 4g..4g + 3 of a column as one
-// float4, m-tile u the rows {4g + u}), a block tile 128 rows; T (fp64, the fp32 values exactly)
-// holds the tile for step 2's Gram, 32 k-steps. Rn is rounded to fp32 once; Z, G and the norms
-// are those of Rn as stored. Blocks 16-byte aligned, leading dimensions multiples of 4 (d: the
-// Jacobi scales, 16-byte aligned).
-template <int QT, int RT, bool JAC>
-__global__ void __launch_bounds__(128, 3) cg_residual32_kernel(long long n, int q, int r,
-                                                            const double* alpha, long long lda,
-                                                            const float* qm, long long ldq,
-                                                            float* rm, long long ldr,
-                                                            const double* dj, float* zm,
-                                                            long long ldz, double* partial) {
-  constexpr int TR = 128;
-  constexpr int LDA = frag_ld(8 * RT);
-  // T in fp32 (its values are fp32: Q, and Rn as stored), rows LDT ≡ 8 (mod 32) floats apart:
-  // step 2's fragment reads (row t, column g) hit 32 different banks.
-  constexpr int LDT = ((8 * QT + 8 * RT + 31) / 32) * 32 + 8;
-  constexpr int NTILE = (QT + RT) * RT;
-  constexpr int SLOTS = (NTILE + 3) / 4;
-  static_assert(RT % 4 == 0, "cg_residual32_kernel: RT a multiple of the 4 warps");
-  extern __shared__ double smem[];
-  double* as = smem;                 // α, 8QT × LDA (zero-padded)
-  float* ts = reinterpret_cast<float*>(smem + 8 * QT * LDA);  // T, TR × LDT
-  double* ds = smem + 8 * QT * LDA + TR * LDT / 2;             // JAC: d over the tile's rows
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
-    const int k = e / LDA, c = e % LDA;
-    as[e] = k < q && c < r ? alpha[k + c * lda] : 0.0;
-  }
-  double gacc[SLOTS][2];
-#pragma unroll
-  for (int s2 = 0; s2 < SLOTS; ++s2) gacc[s2][0] = gacc[s2][1] = 0.0;
-  double nacc[RT][2];
-#pragma unroll
-  for (int ct = 0; ct < RT; ++ct) nacc[ct][0] = nacc[ct][1] = 0.0;
-  __syncthreads();
-  const int srow = 32 * warp + 4 * g;  // this lane's first row in the tile; m-tile u: srow + u
-  float af[2 * QT][4], rf[RT][2][4];   // Q (all k-steps) and R of the strip
-  double dvf[4];
-  auto load = [&](long long tile) {
-    const long long row = tile + srow;
-    const bool full = tile + TR <= n;
-#pragma unroll
-    for (int u = 0; u < 4; ++u) dvf[u] = 0.0;
-    if (JAC) {
-      load_pair(dj, row, n, full, dvf[0], dvf[1]);
-      load_pair(dj, row + 2, n, full, dvf[2], dvf[3]);
-    }
-#pragma unroll
-    for (int ks = 0; ks < 2 * QT; ++ks) load_quad(qm + (4 * ks + t) * ldq, row, n, full, 4 * ks + t < q, af[ks]);
-#pragma unroll
-    for (int ct = 0; ct < RT; ++ct)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = 8 * ct + 2 * t + h;
-        load_quad(rm + c * ldr, row, n, full, c < r, rf[ct][h]);
-      }
-  };
-  // (no prefetch of the next tile: its 64 registers took the kernel to 246 a thread, 2 blocks an
-  // SM; without it, and bounded to 3 blocks an SM (168 registers; the Jacobi instance spills 224
-  // bytes), more warps hide the latency)
-  for (long long tile0 = static_cast<long long>(TR) * blockIdx.x; tile0 < n;
-       tile0 += static_cast<long long>(TR) * gridDim.x) {
-    load(tile0);
-    // ---- 1. this warp's strip: Rn = R − Q·α, stored (and Z = d·Rn), and [Q Rn] into T
-    const long long row = tile0 + srow;
-    const bool full = tile0 + TR <= n;
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-#pragma unroll
-      for (int ks = 0; ks < 2 * QT; ++ks) ts[(srow + u) * LDT + 4 * ks + t] = af[ks][u];
-#pragma unroll
-    for (int ct = 0; ct < RT; ++ct) {
-      double d[2][4];  // [h][u]
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int u = 0; u < 4; ++u) d[h][u] = rf[ct][h][u];
-#pragma unroll
-      for (int ks = 0; ks < 2 * QT; ++ks) {
-        const double al = -as[(4 * ks + t) * LDA + 8 * ct + g];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) dmma(d[0][u], d[1][u], af[ks][u], al);
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = 8 * ct + 2 * t + h;
-#pragma unroll
-        for (int u = 0; u < 4; ++u) d[h][u] = static_cast<double>(static_cast<float>(d[h][u]));
-        if (c < r) {
-          store_quad(rm + c * ldr, row, n, full, d[h]);
-          if (JAC) {
-            double zq[4];
-#pragma unroll
-            for (int u = 0; u < 4; ++u) zq[u] = dvf[u] * d[h][u];
-            store_quad(zm + c * ldz, row, n, full, zq);
-          }
-        }
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          if (JAC) nacc[ct][h] = fma(d[h][u], d[h][u], nacc[ct][h]);
-          ts[(srow + u) * LDT + 8 * QT + c] = static_cast<float>(d[h][u]);
-        }
-      }
-    }
-    if (JAC && t == 0)
-#pragma unroll
-      for (int u = 0; u < 4; ++u) ds[srow + u] = dvf[u];
-    __syncthreads();
-    // ---- 2. G += Tᵀ·T(:, 8QT:) over the tile's rows (as in cg_residual_kernel).
-#pragma unroll 4
-    for (int ks = 0; ks < TR / 4; ++ks) {
-      const double sc = JAC ? ds[4 * ks + t] : 1.0;
-#pragma unroll
-      for (int s2 = 0; s2 < SLOTS; ++s2) {
-        const int ti = s2 / (RT / 4), tj = warp + 4 * (s2 % (RT / 4));
-        const double a = ts[(4 * ks + t) * LDT + 8 * ti + g];
-        double b = ts[(4 * ks + t) * LDT + 8 * QT + 8 * tj + g];
-        if (JAC) b *= sc;
-        dmma(gacc[s2][0], gacc[s2][1], a, b);
-      }
-    }
-    __syncthreads();
-  }
-  cg_residual_partial<QT, RT, JAC>(gacc, nacc, reinterpret_cast<double*>(ts), q, r, partial);
-}
-
 // Row-pair strips (V) of the tall-skinny update kernels below: a warp's step takes 16 rows, lane
 // (g, t) loading rows s0 + 2g and s0 + 2g + 1 of a column as one double2, the even rows forming
 // one 8-row m-tile (u = 0) and the odd rows another (u = 1). Rows are independent in these
@@ -1523,7 +1382,12 @@ class CudaDenseOps final : public DenseBlockOps {
 
   void gather_columns(MvView<const double> x, const std::int64_t* idx, std::int64_t count,
                       MvView<double> y) override {
+    gather(x, idx, count, y);
+  }
+  template <class T>
+  void gather(MvView<const T> x, const std::int64_t* idx, std::int64_t count, MvView<T> y) {
     TCSOLVE_REQUIRE(count <= y.cols && x.rows == y.rows, "gather: shapes");
+    if (x.rows == 0) return;
     for (std::int64_t c0 = 0; c0 < count; c0 += kMaxCols) {
       std::int64_t nc = std::min<std::int64_t>(kMaxCols, count - c0);
       ColumnIndex ci;
@@ -1531,7 +1395,7 @@ class CudaDenseOps final : public DenseBlockOps {
         TCSOLVE_REQUIRE(idx[c0 + j] >= 0 && idx[c0 + j] < x.cols, "gather: index out of range");
         ci.idx[j] = idx[c0 + j];
       }
-      gather_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.data, x.ld, y.col(c0), y.ld, x.rows, ci);
+      gather_kernel<T><<<grid(x.rows, nc), 256, 0, stream_>>>(x.data, x.ld, y.col(c0), y.ld, x.rows, ci);
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
   }
@@ -1965,9 +1829,7 @@ class CudaDenseOps final : public DenseBlockOps {
 
   void cg_residual_update(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
                           MvView<double> g) override {
-    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
-                        g.rows == q.cols + r.cols && g.cols == r.cols,
-                    "cg_residual_update: shapes");
+    detail::check_cg_residual(q, alpha, r, g);
     const std::int64_t qc = q.cols, rc = r.cols, n = r.rows;
     if (rc == 0) return;
     if (fused_ && qc <= 64 && rc <= 64 && n >= 4096) {
@@ -1993,10 +1855,7 @@ class CudaDenseOps final : public DenseBlockOps {
   void cg_residual_update_jacobi(MvView<const double> q, MvView<const double> alpha,
                                  const double* d, MvView<double> r, MvView<double> z,
                                  MvView<double> g) override {
-    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
-                        z.rows == r.rows && z.cols == r.cols &&
-                        g.rows == q.cols + r.cols + 1 && g.cols == r.cols,
-                    "cg_residual_update_jacobi: shapes");
+    detail::check_cg_residual(q, alpha, r, g, &z);
     const std::int64_t qc = q.cols, rc = r.cols, n = r.rows;
     if (rc == 0) return;
     if (fused_ && qc <= 64 && rc <= 64 && n >= 4096) {
@@ -2020,9 +1879,7 @@ class CudaDenseOps final : public DenseBlockOps {
   void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
                            MvView<const double> z, MvView<double> p, MvView<double> x) override {
     const std::int64_t qc = alpha.rows, rc = z.cols, n = p.rows;
-    TCSOLVE_REQUIRE(beta.rows == qc && alpha.cols == rc && beta.cols == rc && x.cols == rc &&
-                        p.cols >= std::max(qc, rc) && z.rows == n && x.rows == n,
-                    "cg_direction_update: shapes");
+    detail::check_cg_direction(alpha, beta, z, p, x);
     if (rc == 0 || n == 0) return;
     if (fused_ && qc <= 64 && rc <= 64) {
       if (qc <= 32 && rc <= 32) launch_cg_direction<4, 4>(alpha, beta, z, p, x);
@@ -2076,25 +1933,6 @@ class CudaDenseOps final : public DenseBlockOps {
       if (b.ld % 4 != 0 || reinterpret_cast<std::uintptr_t>(b.data) % 16 != 0) return false;
     return true;
   }
-  static int cg_residual32_smem() {
-    return static_cast<int>(sizeof(double)) * (8 * 4 * frag_ld(32) + 128) +
-           static_cast<int>(sizeof(float)) * 128 * (((64 + 31) / 32) * 32 + 8);
-  }
-  template <bool JAC>
-  int launch_cg_residual32(MvView<const float> q, MvView<const double> alpha, MvView<float> r,
-                           const double* d, MvView<float> z) {
-    const int smem = cg_residual32_smem();
-    const int nb = static_cast<int>(std::min<std::int64_t>(
-        resident_blocks(reinterpret_cast<const void*>(&cg_residual32_kernel<4, 4, JAC>), 128, smem),
-        (r.rows + 127) / 128));
-    ensure_partial(nb, static_cast<std::size_t>((q.cols + r.cols + (JAC ? 1 : 0)) * r.cols));
-    cg_residual32_kernel<4, 4, JAC><<<nb, 128, smem, stream_>>>(
-        r.rows, static_cast<int>(q.cols), static_cast<int>(r.cols), alpha.data, alpha.ld,
-        q.cols > 0 ? q.data : r.data, q.cols > 0 ? q.ld : r.ld, r.data, r.ld, d, z.data, z.ld,
-        partial_);
-    TCSOLVE_CUDA_CHECK_LAUNCH();
-    return nb;
-  }
   template <int M, int N>
   int launch_gram32(std::size_t sh, MvView<const float> x, MvView<const float> y) {
     const int p = static_cast<int>(x.cols), q = static_cast<int>(y.cols);
@@ -2108,32 +1946,24 @@ class CudaDenseOps final : public DenseBlockOps {
   }
   void cg_residual_update(MvView<const float> q, MvView<const double> alpha, MvView<float> r,
                           MvView<double> g) override {
-    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
-                        g.rows == q.cols + r.cols && g.cols == r.cols,
-                    "cg_residual_update: shapes");
+    detail::check_cg_residual(q, alpha, r, g);
     require32(std::max(q.cols, r.cols), "cg_residual_update");
     const std::int64_t qc = q.cols, rc = r.cols;
     if (rc == 0) return;
     if (r.rows == 0) return fill_zero(g);
-    const int nb = quads_ok({qc > 0 ? q : r, r}) ? launch_cg_residual32<false>(q, alpha, r, nullptr, r)
-                                                 : launch_cg_residual<4, 4, false, float>(q, alpha, r, nullptr, r);
+    const int nb = launch_cg_residual<4, 4, false, float>(q, alpha, r, nullptr, r);
     gram_finish_kernel<<<static_cast<unsigned>(((qc + rc) * rc + 31) / 32), 256, 0, stream_>>>(
         partial_, nb, static_cast<int>(qc + rc), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();
   }
   void cg_residual_update_jacobi(MvView<const float> q, MvView<const double> alpha, const double* d,
                                  MvView<float> r, MvView<float> z, MvView<double> g) override {
-    TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
-                        z.rows == r.rows && z.cols == r.cols &&
-                        g.rows == q.cols + r.cols + 1 && g.cols == r.cols,
-                    "cg_residual_update_jacobi: shapes");
+    detail::check_cg_residual(q, alpha, r, g, &z);
     require32(std::max(q.cols, r.cols), "cg_residual_update_jacobi");
     const std::int64_t qc = q.cols, rc = r.cols;
     if (rc == 0) return;
     if (r.rows == 0) return fill_zero(g);
-    const int nb = quads_ok({qc > 0 ? q : r, r, z}) && reinterpret_cast<std::uintptr_t>(d) % 16 == 0
-                       ? launch_cg_residual32<true>(q, alpha, r, d, z)
-                       : launch_cg_residual<4, 4, true, float>(q, alpha, r, d, z);
+    const int nb = launch_cg_residual<4, 4, true, float>(q, alpha, r, d, z);
     const std::int64_t gr = qc + rc + 1;
     gram_finish_kernel<<<static_cast<unsigned>((gr * rc + 31) / 32), 256, 0, stream_>>>(
         partial_, nb, static_cast<int>(gr), static_cast<int>(rc), 1.0, 0.0, g.data, g.ld);
@@ -2142,9 +1972,7 @@ class CudaDenseOps final : public DenseBlockOps {
   void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
                            MvView<const float> z, MvView<float> p, MvView<float> x) override {
     const std::int64_t qc = alpha.rows, rc = z.cols, n = p.rows;
-    TCSOLVE_REQUIRE(beta.rows == qc && alpha.cols == rc && beta.cols == rc && x.cols == rc &&
-                        p.cols >= std::max(qc, rc) && z.rows == n && x.rows == n,
-                    "cg_direction_update: shapes");
+    detail::check_cg_direction(alpha, beta, z, p, x);
     require32(std::max(qc, rc), "cg_direction_update");
     if (rc == 0 || n == 0) return;
     if (quads_ok({z, p, x})) {
@@ -2169,18 +1997,7 @@ class CudaDenseOps final : public DenseBlockOps {
   }
   void gather_columns(MvView<const float> x, const std::int64_t* idx, std::int64_t count,
                       MvView<float> y) override {
-    TCSOLVE_REQUIRE(count <= y.cols && x.rows == y.rows, "gather: shapes");
-    if (x.rows == 0) return;
-    for (std::int64_t c0 = 0; c0 < count; c0 += kMaxCols) {
-      std::int64_t nc = std::min<std::int64_t>(kMaxCols, count - c0);
-      ColumnIndex ci;
-      for (std::int64_t j = 0; j < nc; ++j) {
-        TCSOLVE_REQUIRE(idx[c0 + j] >= 0 && idx[c0 + j] < x.cols, "gather: index out of range");
-        ci.idx[j] = idx[c0 + j];
-      }
-      gather32_kernel<<<grid(x.rows, nc), 256, 0, stream_>>>(x.data, x.ld, y.col(c0), y.ld, x.rows, ci);
-      TCSOLVE_CUDA_CHECK_LAUNCH();
-    }
+    gather(x, idx, count, y);
   }
   void fill_zero(MvView<float> x) override {
     if (x.rows == 0 || x.cols == 0) return;
@@ -2342,8 +2159,6 @@ class CudaDenseOps final : public DenseBlockOps {
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, true, false>), cg_residual_smem(4, 4, false));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, false, true>), cg_residual_smem(4, 4, true));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, true, true>), cg_residual_smem(4, 4, true));
-    allow(reinterpret_cast<const void*>(&cg_residual32_kernel<4, 4, false>), cg_residual32_smem());
-    allow(reinterpret_cast<const void*>(&cg_residual32_kernel<4, 4, true>), cg_residual32_smem());
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4, false>), tall_gemm_smem(4, 4));
     allow(reinterpret_cast<const void*>(&tall_gemm_kernel<4, 4, true>), tall_gemm_smem(4, 4));
     if (const char* ev = std::getenv("TCSOLVE_NO_FUSED")) fused_ = std::atoi(ev) == 0;

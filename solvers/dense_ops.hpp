@@ -22,10 +22,12 @@
 // on them queues a whole iteration without waiting and reads back only a few scalars through
 // fetch_async(). The host-side calls above are unchanged and still used by LOBPCG/Lanczos.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/multivector.hpp"
 #include "core/types.hpp"
 
@@ -233,6 +235,33 @@ class DenseBlockOps {
   // one process's own numbers (its free memory, its rows) made alike on every rank. Collective.
   virtual double global_min(double v) { return v; }
 };
+
+namespace detail {
+// The shapes the block CG passes above require (one check for every backend and block type T).
+// z (Jacobi) is given for cg_residual_update_jacobi, whose G has one row more.
+template <class V>
+struct NoDeduce {  // (T is deduced from the first block; the others convert)
+  using type = V;
+};
+template <class T>
+void check_cg_residual(MvView<const T> q, MvView<const double> alpha,
+                       typename NoDeduce<MvView<const T>>::type r, MvView<const double> g,
+                       const MvView<T>* z = nullptr) {
+  TCSOLVE_REQUIRE(q.rows == r.rows && alpha.rows == q.cols && alpha.cols == r.cols &&
+                      (!z || (z->rows == r.rows && z->cols == r.cols)) &&
+                      g.rows == q.cols + r.cols + (z ? 1 : 0) && g.cols == r.cols,
+                  z ? "cg_residual_update_jacobi: shapes" : "cg_residual_update: shapes");
+}
+template <class T>
+void check_cg_direction(MvView<const double> alpha, MvView<const double> beta, MvView<const T> z,
+                        typename NoDeduce<MvView<const T>>::type p,
+                        typename NoDeduce<MvView<const T>>::type x) {
+  const std::int64_t q = alpha.rows, r = z.cols;
+  TCSOLVE_REQUIRE(beta.rows == q && alpha.cols == r && beta.cols == r && x.cols == r &&
+                      p.cols >= std::max(q, r) && z.rows == p.rows && x.rows == p.rows,
+                  "cg_direction_update: shapes");
+}
+}  // namespace detail
 
 // How a solver orders operator applies against the dense ops' stream.
 enum class ApplyOrder {

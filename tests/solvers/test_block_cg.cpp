@@ -36,6 +36,15 @@ Mat random_rhs(std::int64_t n, std::int64_t s, std::uint64_t seed) {
 
 // Solves, then checks status, the reported and recomputed true residuals, and the distance to
 // the direct solution (relative error ≤ cond-scaled tolerance).
+// D·A·D with D's entries 10^(±1.5) at random: a badly scaled SPD matrix (Jacobi's case).
+Csr<double> badly_scaled(Csr<double> a) {
+  std::vector<double> d(a.nrows);
+  for (std::int64_t i = 0; i < a.nrows; ++i) d[i] = std::pow(10.0, 1.5 * random_entry(8, i, 0));
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) a.values[p] *= d[i] * d[a.col_idx[p]];
+  return a;
+}
+
 // fp32: the mixed-precision solve (fp32 iterations on A's fp32 step inside fp64 refinement).
 SolveResult solve_and_check(const Csr<double>& a, const Mat& b, CgOptions o, double err_tol,
                             bool fp32 = false) {
@@ -110,11 +119,7 @@ TEST(BlockCg, NearlyDependentRightHandSidesTakeTheRankRevealingPath) {
 
 TEST(BlockCg, JacobiHelpsOnABadlyScaledMatrix) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  auto a = laplacian(30, 31);
-  std::vector<double> d(a.nrows);
-  for (std::int64_t i = 0; i < a.nrows; ++i) d[i] = std::pow(10.0, 1.5 * random_entry(8, i, 0));
-  for (std::int64_t i = 0; i < a.nrows; ++i)
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) a.values[p] *= d[i] * d[a.col_idx[p]];
+  auto a = badly_scaled(laplacian(30, 31));
   Mat b = random_rhs(a.nrows, 5, 9);
   CgOptions o;
   o.tol = 1e-9;
@@ -272,11 +277,7 @@ TEST(BlockCgMixed, RefinementReachesTheFp64Answer) {
 // Jacobi on a badly scaled matrix (the fused fp32 residual pass with the row scales).
 TEST(BlockCgMixed, JacobiOnABadlyScaledMatrix) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  auto a = laplacian(70, 61);
-  std::vector<double> d(a.nrows);
-  for (std::int64_t i = 0; i < a.nrows; ++i) d[i] = std::pow(10.0, 1.5 * random_entry(8, i, 0));
-  for (std::int64_t i = 0; i < a.nrows; ++i)
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) a.values[p] *= d[i] * d[a.col_idx[p]];
+  auto a = badly_scaled(laplacian(70, 61));
   CgOptions o;
   o.tol = 1e-9;
   o.max_iterations = 20000;
