@@ -9,6 +9,7 @@
 #   tests     every GPU test binary (label gpu); TEST_FILTER narrows test_solvers_gpu
 #   memcheck  compute-sanitizer memcheck on the planner/re-check/device-check paths
 #   python    compiles the module for the machine's python3, runs the pytest gpu tests
+#   pymod     only compiles the module (for scripts run after this one)
 #   pybench   the Python rows of the end-to-end benchmark (bench/e2e/python_rows.py gpu)
 #   bench     the end-to-end benchmark (bench/e2e/run_e2e.py; ROWS narrows it)
 #   extras    issue 18 on the GPU: the device-memory cap on a 1M-row solve with 128 right-hand
@@ -66,7 +67,7 @@ if has memcheck; then
     > "$OUT/memcheck_solvers.log" 2>&1
   echo "memcheck solvers rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_solvers.log" | tail -4
 fi
-if has python || has pybench; then
+if has python || has pybench || has pymod; then
   step "python module"
   PY=${PYTHON:-python3}
   PKG=/tmp/s4/pkg/tcsolve; mkdir -p "$PKG"; cp python/tcsolve/*.py "$PKG/"

@@ -451,7 +451,13 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   // amplification of the most amplified direction over the slowest wanted column, over the
   // filter's top degree, below 1e5 (fp32 rounding along it then stays below 1e-2 of the slowest
   // column), and no locked-column projection inside the filter.
-  auto fp32_fits = [&](std::int64_t w, double cut) {
+  auto fmt = [](const char* f, auto... a) {
+    char b[200];
+    std::snprintf(b, sizeof b, f, a...);
+    return std::string(b);
+  };
+  // `why` (when not null) receives the reason a filter stays on fp64, for the precision line.
+  auto fp32_fits = [&](std::int64_t w, double cut, std::string* why) {
     const FilterInterval iv(upper, cut, lower);
     auto rho = [&](double x) { return iv.rho(x); };
     const std::int64_t slow = std::max<std::int64_t>(0, std::min<std::int64_t>(w, k - nl) - 1);
@@ -459,16 +465,25 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     // not a0 (a normalization point below the spectrum).
     const double ratio = rho(lower) / std::max(rho(theta[slow]), 1.0);
     const double growth = deg[w - 1] * std::log(std::max(ratio, 1.0));
-    if (growth > std::log(1e5)) return false;
+    if (growth > std::log(1e5)) {
+      if (why) *why = fmt("amplification %.1e over the slowest wanted column in %d steps", std::exp(growth), deg[w - 1]);
+      return false;
+    }
     // The wanted end must not be small against ‖A‖: A·x of a wanted vector cancels in the fp32
     // sums by |λ|/‖A‖ (a smooth vector of a Laplacian: 6xᵢ − Σ neighbours ≈ λ·xᵢ). Measured on the
     // H200: lap3d:100's smallest end (|λ|/‖A‖ 2.4e-4 to 3.5e-3) lost ground on every fp32 filter
     // (k = 64: the cut jumped to 3.1 after a degree-100 one) while its largest end converged on
     // fp32 in as many outer iterations as fp64.
-    if (std::abs(theta[slow]) < 0.25 * bd.norm) return false;
+    if (std::abs(theta[slow]) < 0.25 * bd.norm) {
+      if (why) *why = fmt("the wanted end |theta| %.3g is below ||A||/4", std::abs(theta[slow]));
+      return false;
+    }
     if (nl > 0 && ratio > 1.0) {
       const int period = std::max(1, static_cast<int>(std::log(1e6) / std::log(ratio)));
-      if (period < deg[w - 1]) return false;
+      if (period < deg[w - 1]) {
+        if (why) *why = fmt("%lld locked columns to project out every %d steps of %d", static_cast<long long>(nl), period, deg[w - 1]);
+        return false;
+      }
     }
     return true;
   };
@@ -633,6 +648,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   double best_slow = std::numeric_limits<double>::infinity();
   bool ax_valid = true;
   std::string climb_reason;
+  std::string fp64_reason;  // why the last fp64 filter before any climb was not on fp32
   // ---- lock: the converged prefix of the active pairs moves to the locked columns.
   auto lock_converged = [&](std::int64_t w) -> std::int64_t {
     std::int64_t c = 0;
@@ -805,7 +821,9 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     const std::int64_t cols0 = ap.columns(), applies0 = ap.applies();
     // The rung of this filter (chebyshev.hpp, filter_precision) and, for the climb, the slowest
     // wanted column's residual/test ratio now.
-    const bool low = ladder && climbed_at < 0 && ax_valid && fp32_fits(w, cut);
+    std::string why;
+    const bool low = ladder && climbed_at < 0 && ax_valid && fp32_fits(w, cut, &why);
+    if (ladder && !low && climbed_at < 0) fp64_reason = ax_valid ? why : "no A*X from a Rayleigh-Ritz yet";
     double slow_before = 0.0;
     if (low)
       for (std::int64_t i = 0; i < w && nl + i < k; ++i)
@@ -870,6 +888,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     s2.seconds_filter_ortho = filter_ortho_s, s2.seconds_rayleigh_ritz = rr_s;
     s2.filters_fp32 = filters32, s2.filters_fp64 = filters64;
     s2.climbed_at = climbed_at;
+    s2.fp64_reason = fp64_reason;
     s2.climb_reason = climb_reason;
   }
   return res;

@@ -92,6 +92,7 @@ struct ChebyshevStats {
   std::int64_t filters_fp32 = 0, filters_fp64 = 0;
   std::int64_t climbed_at = -1;
   std::string climb_reason;
+  std::string fp64_reason;  // why the last fp64 filter before a climb was kept off fp32
 };
 
 // Spectrum bounds of A for the filter, when the caller already has them (a SpectralProbe): the

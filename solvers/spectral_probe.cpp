@@ -13,7 +13,8 @@
 namespace tcsolve {
 
 SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvView<double>)>& apply,
-                             DenseBlockOps& ops, std::int64_t n, int steps, std::uint64_t seed) {
+                             DenseBlockOps& ops, std::int64_t n, int steps, std::uint64_t seed,
+                             bool full_reorthogonalization) {
   const double t0 = detail::now_seconds();
   const std::int64_t ng = ops.global_rows(n);  // n is this process's share of a distributed block
   TCSOLVE_REQUIRE(ng >= 2, "spectral probe: n must be at least 2");
@@ -28,7 +29,9 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
   std::vector<std::pair<int, int>> marks;
   std::vector<double> host_step_s;
   for (std::int64_t j = 0; j < s; ++j) {
-    auto basis = v.columns(0, j + 1);
+    // The vectors w is orthogonalized against: all of v_0..v_j, or v_{j-1}, v_j (local).
+    const std::int64_t j0 = full_reorthogonalization ? 0 : std::max<std::int64_t>(0, j - 1);
+    auto basis = v.columns(j0, j + 1 - j0);
     auto w = v.columns(j + 1, 1);
     const int m0 = ops.mark();
     const double ta = detail::now_seconds();
@@ -36,8 +39,8 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
     if (ops.space() == Space::host) host_step_s.push_back(detail::now_seconds() - ta);
     marks.push_back({m0, ops.mark()});
     // Two classical Gram-Schmidt passes against the whole basis (full reorthogonalization).
-    MvView<double> h{hs.data() + j * (s + 1), j + 1, 1, s + 1, ops.space()};
-    MvView<double> h2{tmp.data(), j + 1, 1, s + 1, ops.space()};
+    MvView<double> h{hs.data() + j * (s + 1) + j0, j + 1 - j0, 1, s + 1, ops.space()};
+    MvView<double> h2{tmp.data(), j + 1 - j0, 1, s + 1, ops.space()};
     ops.gram_into(1.0, basis, w, 0.0, h);
     ops.gemm_into(-1.0, basis, h, 1.0, w);
     ops.gram_into(1.0, basis, w, 0.0, h2);

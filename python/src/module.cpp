@@ -638,13 +638,23 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
     auto aop = make_device_csr_view(n, n, nnz, da.indptr, da.indices, da.data, ops->stream());
     std::unique_ptr<ChebyshevPreconditioner> cheb;
     if (precond == "chebyshev") {
-      // The fused step on the CuPy arrays themselves when the rows are short (as the command's).
+      // The fused step on the CuPy arrays themselves when the rows are short, as the command's:
+      // A's values rounded to fp32 on the device (4·nnz bytes) and fp32 blocks in the steps (only
+      // M changes; CG's residuals are fp64 on A). Where the fp32 copy does not fit, the step
+      // reads the fp64 values in place.
       std::unique_ptr<ChebyshevStep> step;
-      if (chebyshev_step_pays(n, nnz))
+      Precision storage = Precision::fp64;
+      if (chebyshev_step_fuses(n, nnz, Space::device, Precision::fp32)) {
+        step = make_chebyshev_step_view32(n, nnz, static_cast<const std::int64_t*>(da.indptr),
+                                          static_cast<const std::int32_t*>(da.indices),
+                                          static_cast<const double*>(da.data), ops->stream());
+        storage = Precision::fp32;
+      } else if (chebyshev_step_pays(n, nnz)) {
         step = make_chebyshev_step_view(n, static_cast<const std::int64_t*>(da.indptr),
                                         static_cast<const std::int32_t*>(da.indices),
                                         static_cast<const double*>(da.data), ops->stream());
-      cheb = make_chebyshev_preconditioner(*aop, *ops, s, a_norm, 77, nullptr, 0, nullptr, Precision::fp64,
+      }
+      cheb = make_chebyshev_preconditioner(*aop, *ops, s, a_norm, 77, nullptr, 0, nullptr, storage,
                                            false, std::move(step));
       o.preconditioner = cheb.get();
       precond = cheb->describe();

@@ -185,6 +185,9 @@ def test_cg_default_preconditioner_on_the_gpu(cp, csp):
     x, info, r = tcsolve.cg(csp.csr_matrix(a), cp.asarray(b), rtol=1e-9, return_info=True)
     assert info == 0 and r.preconditioner.startswith("chebyshev degree "), r.preconditioner
     assert r.preconditioner.endswith("(auto: short rows, a constant diagonal, on the GPU)")
+    # as the command's: the polynomial's steps on A's values rounded to fp32 (on the device, the
+    # caller's index arrays in place) and fp32 blocks; CG's residuals stay fp64 on A
+    assert "on the caller's arrays, A's values in fp32, fp32 blocks" in r.preconditioner, r.preconditioner
     res = np.linalg.norm(b - a @ x.get(), axis=0) / np.linalg.norm(b, axis=0)
     assert np.all(res <= 1e-9)
     x, info, r = tcsolve.cg(a, b, rtol=1e-9, device="cuda", return_info=True)  # SciPy input, GPU

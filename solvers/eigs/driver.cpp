@@ -263,6 +263,14 @@ double time_apply(const Problem& s, std::int64_t cols) {
   return best;
 }
 
+// The planner's probe reorthogonalizes locally (spectral_probe.hpp): its bounds, quadrature and
+// the plans chosen from them were the same on 26 shared-matrix rows (CPU) and 5 GPU rows, and its
+// plan phase 2–3 ms shorter on 1M rows (H200). TCSOLVE_PROBE_FULL=1: the full one (A/B).
+bool probe_full_reorthogonalization() {
+  const char* e = std::getenv("TCSOLVE_PROBE_FULL");
+  return e && std::atoi(e) != 0;
+}
+
 SpectralProbe run_probe(const Problem& s, std::uint64_t seed) {
   DenseBlockOps& ops = *s.ops;
   return spectral_probe(
@@ -277,7 +285,7 @@ SpectralProbe run_probe(const Problem& s, std::uint64_t seed) {
           ops.external_end();
         }
       },
-      ops, s.n, kProbeSteps, seed);
+      ops, s.n, kProbeSteps, seed, probe_full_reorthogonalization());
 }
 
 ChebyshevBounds bounds_of(const SpectralProbe& p) {
@@ -434,7 +442,8 @@ std::string precision_line(const EigsOptions& opt, const ChebyshevStats* cheb) {
                   std::to_string(cheb->steps_fp32) + " column-steps, " + fmt("%.3g", cheb->seconds_fp32) +
                   " s), " + std::to_string(cheb->filters_fp64) + " on fp64 (" +
                   std::to_string(cheb->steps_fp64) + " column-steps, " + fmt("%.3g", cheb->seconds_fp64) +
-                  " s); Rayleigh-Ritz and every residual test in fp64 on the given A";
+                  " s" + (cheb->fp64_reason.empty() ? "" : "; the last fp64 one: " + cheb->fp64_reason) +
+                  "); Rayleigh-Ritz and every residual test in fp64 on the given A";
   if (cheb->climbed_at >= 0) s += "; " + cheb->climb_reason;
   return s;
 }
