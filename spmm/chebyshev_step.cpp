@@ -197,28 +197,38 @@ std::size_t bsr_step_device_bytes(const BsrShape& shape, std::int64_t mb, int b,
                                   8.0 * static_cast<double>((mb + kBsrSlice - 1) / kBsrSlice + 1));
 }
 
-BsrBlocks to_bsr_blocks(const Csr<double>& a, int b) {
-  BsrBlocks out;
-  out.row_ptr = block_row_counts(a, b);
-  out.b = b;
-  out.mb = a.nrows / b;
-  for (std::int64_t I = 0; I < out.mb; ++I) out.row_ptr[I + 1] += out.row_ptr[I];
-  const std::int64_t nb = out.row_ptr.back(), bb = static_cast<std::int64_t>(b) * b;
-  out.col.resize(static_cast<std::size_t>(nb));
-  out.values.resize(static_cast<std::size_t>(nb * bb));  // uninitialized: each block zeroed below
+std::vector<std::int64_t> bsr_block_row_ptr(const Csr<double>& a, int b) {
+  std::vector<std::int64_t> rp = block_row_counts(a, b);
+  for (std::size_t I = 1; I < rp.size(); ++I) rp[I] += rp[I - 1];
+  return rp;
+}
+
+void fill_bsr_blocks(const Csr<double>& a, int b, const std::vector<std::int64_t>& row_ptr,
+                     std::int64_t I0, std::int64_t I1, std::int32_t* col, double* values) {
+  const std::int64_t bb = static_cast<std::int64_t>(b) * b, base = row_ptr[static_cast<std::size_t>(I0)];
   with_block(b, [&](auto bc) {
     constexpr int B = decltype(bc)::value;
-    parallel_for(out.mb, [&](std::int64_t I) {
-      std::int64_t k = out.row_ptr[I];
-      std::fill(out.values.begin() + k * bb, out.values.begin() + out.row_ptr[I + 1] * bb, 0.0);
+    parallel_for(I1 - I0, [&](std::int64_t i) {
+      const std::int64_t I = I0 + i;
+      std::int64_t k = row_ptr[static_cast<std::size_t>(I)] - base;
+      std::fill(values + k * bb, values + (row_ptr[static_cast<std::size_t>(I) + 1] - base) * bb, 0.0);
       merge_block_row<B>(
           a, I,
-          [&](std::int64_t j, int q, std::int64_t p) {
-            out.values[static_cast<std::size_t>(k * bb + q * B + (a.col_idx[p] - j * B))] = a.values[p];
-          },
-          [&](std::int64_t j) { out.col[static_cast<std::size_t>(k++)] = static_cast<std::int32_t>(j); });
+          [&](std::int64_t j, int q, std::int64_t p) { values[k * bb + q * B + (a.col_idx[p] - j * B)] = a.values[p]; },
+          [&](std::int64_t j) { col[k++] = static_cast<std::int32_t>(j); });
     }, 256);
   });
+}
+
+BsrBlocks to_bsr_blocks(const Csr<double>& a, int b) {
+  BsrBlocks out;
+  out.row_ptr = bsr_block_row_ptr(a, b);
+  out.b = b;
+  out.mb = a.nrows / b;
+  const std::int64_t nb = out.row_ptr.back(), bb = static_cast<std::int64_t>(b) * b;
+  out.col.resize(static_cast<std::size_t>(nb));
+  out.values.resize(static_cast<std::size_t>(nb * bb));  // uninitialized: each block zeroed in the fill
+  fill_bsr_blocks(a, b, out.row_ptr, 0, out.mb, out.col.data(), out.values.data());
   return out;
 }
 

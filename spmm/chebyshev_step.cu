@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T>
 __global__ void slice_blocks_kernel(std::int64_t mb, int bb, std::int64_t s0, std::int64_t s1,
                                     std::int64_t p_base, const std::int64_t* __restrict__ rp,
-                                    const std::int32_t* __restrict__ ci, const T* __restrict__ v,
+                                    const std::int32_t* __restrict__ ci, const double* __restrict__ v,
                                     const std::int64_t* __restrict__ sp, std::int32_t* __restrict__ sci,
                                     T* __restrict__ sv) {
   const std::int64_t br = s0 * kSlice + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -273,7 +274,7 @@ __global__ void slice_blocks_kernel(std::int64_t mb, int bb, std::int64_t s0, st
     const std::int64_t slot = sp[slice] + k;
     const bool real = k < cnt;
     sci[slot * kSlice + lane] = real ? ci[p0 + k] : static_cast<std::int32_t>(br < mb ? br : 0);
-    for (int q = 0; q < bb; ++q) sv[(slot * bb + q) * kSlice + lane] = real ? v[(p0 + k) * bb + q] : T(0);
+    for (int q = 0; q < bb; ++q) sv[(slot * bb + q) * kSlice + lane] = real ? static_cast<T>(v[(p0 + k) * bb + q]) : T(0);
   }
 }
 
@@ -511,17 +512,46 @@ class CudaChebyshevStep final : public ChebyshevStep {
 
 // A's b×b blocks on the device (make_chebyshev_step_bsr). residual32/combine32 are the CSR
 // step's (no A in them).
+// Where A's blocks come from, a piece at a time: the block rows' offsets and fill(I0, I1, col,
+// values), which writes the blocks of block rows [I0, I1) (BsrBlocks: copies; A: builds them).
+struct BsrSource {
+  std::int64_t mb = 0;
+  int b = 0;
+  const std::vector<std::int64_t>* row_ptr = nullptr;
+  std::function<void(std::int64_t, std::int64_t, std::int32_t*, double*)> fill;
+};
+
+// Page-locked host memory (cudaMallocHost), freed on scope exit.
+struct PinnedBytes {
+  void* p = nullptr;
+  explicit PinnedBytes(std::size_t bytes) {
+    if (bytes) TCSOLVE_CUDA_CHECK(cudaMallocHost(&p, bytes));
+  }
+  ~PinnedBytes() {
+    if (p) cudaFreeHost(p);
+  }
+  PinnedBytes(const PinnedBytes&) = delete;
+  PinnedBytes& operator=(const PinnedBytes&) = delete;
+};
+struct StreamEvent {
+  cudaEvent_t e = nullptr;
+  StreamEvent() { TCSOLVE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); }
+  ~StreamEvent() {
+    if (e) cudaEventDestroy(e);
+  }
+  StreamEvent(const StreamEvent&) = delete;
+  StreamEvent& operator=(const StreamEvent&) = delete;
+};
+
 class CudaBsrChebyshevStep final : public ChebyshevStep {
  public:
-  CudaBsrChebyshevStep(const BsrBlocks& a, Precision storage, void* stream)
+  CudaBsrChebyshevStep(const BsrSource& a, Precision storage, void* stream)
       : n_(a.mb * a.b), mb_(a.mb), b_(a.b), storage_(storage), stream_(stream) {
-    TCSOLVE_REQUIRE(static_cast<std::int64_t>(a.row_ptr.size()) == a.mb + 1 &&
-                        static_cast<std::int64_t>(a.col.size()) == a.blocks() &&
-                        static_cast<std::int64_t>(a.values.size()) == a.blocks() * a.b * a.b,
-                    "chebyshev BSR step: blocks and values differ in size");
+    const std::vector<std::int64_t>& row_ptr = *a.row_ptr;
+    TCSOLVE_REQUIRE(static_cast<std::int64_t>(row_ptr.size()) == a.mb + 1, "chebyshev BSR step: block row offsets");
     // Slices of 32 block rows, each as wide as its widest block row.
     const std::int64_t ns = (a.mb + kSlice - 1) / kSlice, bb = static_cast<std::int64_t>(a.b) * a.b;
-    const std::vector<std::int64_t> sp = bsr_slice_offsets(a.row_ptr);
+    const std::vector<std::int64_t> sp = bsr_slice_offsets(row_ptr);
     slots_ = sp.back();
     slice_ptr_ = DeviceArray<std::int64_t>(sp);
     col_ = DeviceArray<std::int32_t>(static_cast<std::size_t>(slots_ * kSlice));
@@ -530,12 +560,14 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
     cudaStream_t st = static_cast<cudaStream_t>(stream);
     trace_mark("bsr step: slices planned");
     if (storage == Precision::fp64) vals64_ = DeviceArray<double>(static_cast<std::size_t>(slots_ * kSlice * bb));
-    // The blocks go up in pieces of whole slices, at most ~2^20 blocks each (76 MB of fp64 3×3
-    // blocks and their indices) unless one slice holds more: the build's peak is the sliced arrays
-    // plus one piece, not a second copy of A (predict_device_bytes counts the sliced arrays).
-    const DeviceArray<std::int64_t> rp(a.row_ptr);
-    constexpr std::int64_t kPieceBlocks = std::int64_t(1) << 20;
-    auto first_block = [&](std::int64_t S) { return a.row_ptr[std::min(a.mb, S * kSlice)]; };
+    // The blocks go up in pieces of whole slices, ~2^17 blocks each (9.4 MB of fp64 3×3 blocks)
+    // unless one slice holds more, through two page-locked host buffers: the host fills piece
+    // c + 1 while piece c is copied (cudaMemcpyAsync from pinned memory, no staging by the
+    // driver) and sliced on the device. Peak: the sliced arrays plus one piece on the device, two
+    // pieces pinned on the host; no copy of all of A's blocks anywhere.
+    const DeviceArray<std::int64_t> rp(row_ptr);
+    constexpr std::int64_t kPieceBlocks = std::int64_t(1) << 17;
+    auto first_block = [&](std::int64_t S) { return row_ptr[static_cast<std::size_t>(std::min(a.mb, S * kSlice))]; };
     std::vector<std::int64_t> cuts{0};
     std::int64_t piece_max = 0;
     for (std::int64_t S = 0; S < ns; ++S) {
@@ -546,27 +578,33 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
     }
     piece_max = std::max(piece_max, first_block(ns) - first_block(cuts.back()));
     cuts.push_back(ns);
+    const std::size_t col_bytes = static_cast<std::size_t>(piece_max) * 4;
+    const std::size_t piece_bytes = static_cast<std::size_t>(piece_max) * (4 + 8 * bb) + 8;
+    PinnedBytes host[2] = {PinnedBytes(piece_bytes), PinnedBytes(piece_bytes)};
+    StreamEvent copied[2];
     DeviceArray<std::int32_t> ci(static_cast<std::size_t>(piece_max));
-    DeviceArray<double> v64(storage == Precision::fp64 ? static_cast<std::size_t>(piece_max * bb) : 0);
-    DeviceArray<float> v32(storage == Precision::fp64 ? 0 : static_cast<std::size_t>(piece_max * bb));
-    std::vector<float> host32;
+    DeviceArray<double> v64(static_cast<std::size_t>(piece_max * bb));
+    trace_mark("bsr step: staging allocated");
     for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
       const std::int64_t s0 = cuts[c], s1 = cuts[c + 1], p0 = first_block(s0), p1 = first_block(s1);
-      // the previous piece's kernel must be done with the buffers before they are overwritten
-      TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
-      copy_bytes(ci.get(), Space::device, a.col.data() + p0, Space::host, static_cast<std::size_t>(p1 - p0) * 4);
+      char* h = static_cast<char*>(host[c % 2].p);
+      auto* hc = reinterpret_cast<std::int32_t*>(h);
+      auto* hv = reinterpret_cast<double*>(h + ((col_bytes + 7) / 8) * 8);
+      // this buffer's previous piece (c − 2) must have left it
+      if (c >= 2) TCSOLVE_CUDA_CHECK(cudaEventSynchronize(copied[c % 2].e));
+      a.fill(std::min(a.mb, s0 * kSlice), std::min(a.mb, s1 * kSlice), hc, hv);
+      // (stream order: the previous piece's kernel is done with ci and v64 before these copies)
+      TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(ci.get(), hc, static_cast<std::size_t>(p1 - p0) * 4, cudaMemcpyHostToDevice, st));
+      TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(v64.get(), hv, static_cast<std::size_t>((p1 - p0) * bb) * 8,
+                                         cudaMemcpyHostToDevice, st));
+      TCSOLVE_CUDA_CHECK(cudaEventRecord(copied[c % 2].e, st));
       const unsigned grid = static_cast<unsigned>(((s1 - s0) * kSlice + 255) / 256);
-      if (storage == Precision::fp64) {
-        copy_bytes(v64.get(), Space::device, a.values.data() + p0 * bb, Space::host,
-                   static_cast<std::size_t>((p1 - p0) * bb) * 8);
+      if (storage == Precision::fp64)
         slice_blocks_kernel<double><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), s0, s1, p0, rp.get(), ci.get(),
                                                           v64.get(), slice_ptr_.get(), col_.get(), vals64_.get());
-      } else {
-        host32.assign(a.values.begin() + p0 * bb, a.values.begin() + p1 * bb);
-        copy_bytes(v32.get(), Space::device, host32.data(), Space::host, host32.size() * 4);
+      else  // rounded to fp32 as they are sliced
         slice_blocks_kernel<float><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), s0, s1, p0, rp.get(), ci.get(),
-                                                         v32.get(), slice_ptr_.get(), col_.get(), vals32_.get());
-      }
+                                                         v64.get(), slice_ptr_.get(), col_.get(), vals32_.get());
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
     trace_mark("bsr step: blocks uploaded and sliced");
@@ -576,7 +614,7 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
           nv, vals64_.get(), vals32_.get());
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
-    // The pieces' buffers are freed on return: the kernels must be done with them.
+    // The pieces' buffers (device and pinned) are freed on return: the stream must be done with them.
     TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));
     trace_mark("bsr step: sliced and rounded");
   }
@@ -660,7 +698,46 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const BsrBlocks& a, Preci
                           " not supported (fp64 or fp32)");
   if (a.b != 2 && a.b != 3 && a.b != 4 && a.b != 6)
     throw InvalidArgument("chebyshev BSR step: block size " + std::to_string(a.b) + " (2, 3, 4 or 6)");
-  return std::make_unique<CudaBsrChebyshevStep>(a, storage, stream);
+  BsrSource src;
+  src.mb = a.mb, src.b = a.b, src.row_ptr = &a.row_ptr;
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(a.row_ptr.size()) == a.mb + 1 &&
+                      static_cast<std::int64_t>(a.col.size()) == a.blocks() &&
+                      static_cast<std::int64_t>(a.values.size()) == a.blocks() * a.b * a.b,
+                  "chebyshev BSR step: blocks and values differ in size");
+  const std::int64_t bb = static_cast<std::int64_t>(a.b) * a.b;
+  src.fill = [&a, bb](std::int64_t I0, std::int64_t I1, std::int32_t* col, double* values) {
+    const std::int64_t p0 = a.row_ptr[static_cast<std::size_t>(I0)], p1 = a.row_ptr[static_cast<std::size_t>(I1)];
+    std::copy(a.col.begin() + p0, a.col.begin() + p1, col);
+    std::copy(a.values.begin() + p0 * bb, a.values.begin() + p1 * bb, values);
+  };
+  return std::make_unique<CudaBsrChebyshevStep>(src, storage, stream);
+}
+
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const Csr<double>& a, int b, Precision storage,
+                                                       void* stream, const std::vector<std::int64_t>* given) {
+  if (storage != Precision::fp64 && storage != Precision::fp32)
+    throw InvalidArgument(std::string("chebyshev BSR step: storage ") + to_string(storage) +
+                          " not supported (fp64 or fp32)");
+  if (b != 2 && b != 3 && b != 4 && b != 6)
+    throw InvalidArgument("chebyshev BSR step: block size " + std::to_string(b) + " (2, 3, 4 or 6)");
+  if (!a.square() || a.nrows % b != 0)
+    throw InvalidArgument("chebyshev BSR step: A (" + std::to_string(a.nrows) + " x " + std::to_string(a.ncols) +
+                          ") must be square with rows a multiple of " + std::to_string(b));
+  std::vector<std::int64_t> counted;
+  if (!given) {
+    counted = bsr_block_row_ptr(a, b);
+    trace_mark("bsr step: block rows counted");
+  } else if (static_cast<std::int64_t>(given->size()) != a.nrows / b + 1) {
+    throw InvalidArgument("chebyshev BSR step: " + std::to_string(given->size()) +
+                          " block-row offsets given for " + std::to_string(a.nrows / b) + " block rows");
+  }
+  const std::vector<std::int64_t>& row_ptr = given ? *given : counted;
+  BsrSource src;
+  src.mb = a.nrows / b, src.b = b, src.row_ptr = &row_ptr;
+  src.fill = [&a, b, &row_ptr](std::int64_t I0, std::int64_t I1, std::int32_t* col, double* values) {
+    fill_bsr_blocks(a, b, row_ptr, I0, I1, col, values);
+  };
+  return std::make_unique<CudaBsrChebyshevStep>(src, storage, stream);
 }
 
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t n, const std::int64_t* row_ptr,

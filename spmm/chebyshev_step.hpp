@@ -153,6 +153,14 @@ std::size_t bsr_step_device_bytes(const BsrShape& shape, std::int64_t mb, int b,
 // A's b×b blocks (rows of blocks in parallel over the host's threads, O(nnz·b)). InvalidArgument
 // for b < 1, b ∤ n or a non-square A.
 BsrBlocks to_bsr_blocks(const Csr<double>& a, int b);
+// The pieces of that build, for a consumer that takes A's blocks in slices (the CUDA step uploads
+// them through small pinned buffers as they are made, without a host copy of all of A's blocks):
+// the block rows' offsets ([mb + 1], prefix sums), and the blocks of block rows [I0, I1) written to
+// col[0 .. row_ptr[I1] − row_ptr[I0]) and values (b² each, row-major, zeros where a block is not
+// full), in parallel over the host's threads.
+std::vector<std::int64_t> bsr_block_row_ptr(const Csr<double>& a, int b);
+void fill_bsr_blocks(const Csr<double>& a, int b, const std::vector<std::int64_t>& row_ptr,
+                     std::int64_t I0, std::int64_t I1, std::int32_t* col, double* values);
 // Where the BSR step pays: rows too long for the CSR step (!chebyshev_step_pays) and natural
 // blocks (natural_block_size > 0): returns that b, else 0.
 int chebyshev_bsr_step_block(const Csr<double>& a);
@@ -161,6 +169,13 @@ int chebyshev_bsr_step_block(const Csr<double>& a);
 // then reads A rounded: the preconditioner's case). NotCompiled without CUDA.
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const BsrBlocks& a, Precision storage,
                                                        void* stream);
+// The same, straight from A (b its natural block size): the blocks are made a piece at a time on
+// the host while the previous piece goes up (the operator's build: no 8·b²·blocks-byte host array,
+// whose page faults alone took ~0.1 s of elast3d:64's build on the H200's host).
+// row_ptr: bsr_block_row_ptr(a, b) when the caller has it (the operator's plan counted it).
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const Csr<double>& a, int b, Precision storage,
+                                                       void* stream,
+                                                       const std::vector<std::int64_t>* row_ptr = nullptr);
 
 namespace detail {
 // For bench/step_bench.cu: the BSR step at b = 3 with kc columns per pass and g threads per block

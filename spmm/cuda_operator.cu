@@ -61,11 +61,7 @@ class CudaSparseOperator final : public SparseOperator {
         // A's natural blocks, also the eigensolver's fused filter step (block_step()).
         TCSOLVE_REQUIRE(plan.precision == Precision::fp64 && plan.block_h > 0,
                         "bsr_block planned without a block size or in another precision than fp64");
-        {
-          const BsrBlocks blocks = to_bsr_blocks(a, plan.block_h);
-          trace_mark("operator: BSR blocks on the host");
-          bsr_ = make_chebyshev_step_bsr(blocks, Precision::fp64, opt.stream);
-        }
+        bsr_ = make_chebyshev_step_bsr(a, plan.block_h, Precision::fp64, opt.stream, plan.bsr_row_ptr.get());
         break;
       default:
         throw InvalidArgument(std::string("CUDA operator cannot run kernel ") +

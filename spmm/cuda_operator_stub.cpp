@@ -37,6 +37,10 @@ namespace tcsolve {
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const BsrBlocks&, Precision, void*) {
   throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");
 }
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const Csr<double>&, int, Precision, void*,
+                                                       const std::vector<std::int64_t>*) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");
+}
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t, const std::int64_t*,
                                                         const std::int32_t*, const double*, void*) {
   throw NotCompiled("tcsolve was built without CUDA: no GPU Chebyshev step");

@@ -1,6 +1,8 @@
 // Sparse operator factory, the plan (kernel choice by a byte cost model) and the CPU operator.
 #include "spmm/sparse_operator.hpp"
 
+#include "core/trace.hpp"
+
 #include "spmm/chebyshev_step.hpp"
 
 #include <algorithm>
@@ -120,7 +122,10 @@ std::string SpmmPlan::describe() const {
 
 // The plan's fields for the bsr_block kernel on A's natural b×b blocks.
 static void set_bsr(SpmmPlan& p, const Csr<double>& a, int b, const std::string& reason) {
-  const BsrShape sh = bsr_shape_of(a, b);
+  auto rp = std::make_shared<const std::vector<std::int64_t>>(bsr_block_row_ptr(a, b));
+  trace_mark("plan: natural blocks counted");
+  const BsrShape sh{rp->back(), bsr_slice_offsets(*rp).back()};
+  p.bsr_row_ptr = std::move(rp);
   p.kernel = SpmmKernel::bsr_block;
   p.block_h = p.block_w = b;
   p.nblocks = sh.blocks;
@@ -183,6 +188,7 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
     p.block_h = opt.precision == Precision::fp64 ? 8 : 16;
     p.block_w = opt.precision == Precision::fp64 ? 4 : 16;
     p.nblocks = count_blocks(a, p.block_h, p.block_w);  // multithreaded, O(nnz)
+    trace_mark("plan: tensor-core blocks counted");
     if (opt.reorder != Reorder::none) {
       // Row-only Jaccard (A' = P·A) or symmetric (A' = P·A·Pᵀ) reordering; kept only when it
       // reduces the block count.

@@ -140,6 +140,8 @@ struct SpmmPlan {
   int dmma_tile_cols = 0;           // fp64 BCSR: widest column tile per warp (0 = 64)
   std::int64_t bcsr_run_blocks = 0; // BCSR: cap on the blocks of one warp run (0 = default)
   std::int64_t bsr_slots = 0;       // bsr_block: slots per lane over all slices (block_h = b)
+  // bsr_block: A's block-row offsets ([n/b + 1]), counted once here and reused by the build.
+  std::shared_ptr<const std::vector<std::int64_t>> bsr_row_ptr;
   std::string reason;               // one sentence: why this kernel
   bool by_trial = false;            // chosen by timing the candidates (else by the cost model)
   std::vector<SpmmTrial> trials;    // the candidates' times when by_trial

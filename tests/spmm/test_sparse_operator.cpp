@@ -98,6 +98,9 @@ TEST(SparsePlan, NaturalBlocksOfLongRowsTakeTheBlockRowKernel) {
   const BsrBlocks bs = to_bsr_blocks(a, 3);
   EXPECT_EQ(p.nblocks, bs.blocks());
   EXPECT_NEAR(p.fill, 1.0, 1e-12);
+  // the block-row offsets the build reuses (counted once, by the plan)
+  ASSERT_TRUE(p.bsr_row_ptr);
+  EXPECT_EQ(*p.bsr_row_ptr, bs.row_ptr);
   // slots: each slice of 32 block rows as wide as its widest block row
   std::int64_t slots = 0;
   for (std::int64_t S = 0; S * 32 < bs.mb; ++S) {

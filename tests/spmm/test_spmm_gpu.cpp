@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -921,6 +922,26 @@ void check_bsr_step(const Csr<double>& a, int b, std::int64_t s, unsigned seed) 
       EXPECT_LT(rel_diff(fetch(), want), 1e-14) << "b 3 kc " << kc << " g " << g << " s " << s;
     }
   }
+  // The step made straight from A, a piece at a time through pinned buffers (the operator's
+  // build): bit for bit the step made from the host blocks, on a NaN-poisoned output, in both
+  // storages (PastTwoToTheTwentyOneRows: several pieces).
+  for (const Precision st : {Precision::fp64, Precision::fp32}) {
+    auto from_blocks = make_chebyshev_step_bsr(bs, st, nullptr);
+    auto from_a = make_chebyshev_step_bsr(a, b, st, nullptr);
+    std::vector<double> out[2];
+    for (int i = 0; i < 2; ++i) {
+      const std::vector<double> poison(prev.size(), kNaN);
+      copy_bytes(next_d.get(), Space::device, poison.data(), Space::host, poison.size() * 8);
+      (i ? from_a : from_blocks)->step(0.7, dv(cur_d), -0.3, 0.0, MvView<double>{next_d.get(), n, s, n, Space::device},
+                                       0.0, dv(r_d), nullptr);
+      device_synchronize();
+      out[i] = fetch();
+    }
+    EXPECT_LT(rel_diff(out[1], out[0]), 1e-300) << "from A, storage " << to_string(st) << ", b " << b << " s " << s;
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 8), 0) << "b " << b << " s " << s;
+  }
+  EXPECT_THROW(make_chebyshev_step_bsr(a, 5, Precision::fp64, nullptr), InvalidArgument);
+  EXPECT_THROW(make_chebyshev_step_bsr(a, b, Precision::fp16, nullptr), InvalidArgument);
   // A stored in fp32 (the preconditioner's step): the host step on the rounded values.
   {
     Csr<double> ar = a;
