@@ -560,6 +560,7 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
     cudaStream_t st = static_cast<cudaStream_t>(stream);
     trace_mark("bsr step: slices planned");
     if (storage == Precision::fp64) vals64_ = DeviceArray<double>(static_cast<std::size_t>(slots_ * kSlice * bb));
+    trace_mark("bsr step: sliced arrays allocated");
     // The blocks go up in pieces of whole slices, ~2^17 blocks each (9.4 MB of fp64 3×3 blocks)
     // unless one slice holds more, through two page-locked host buffers: the host fills piece
     // c + 1 while piece c is copied (cudaMemcpyAsync from pinned memory, no staging by the

@@ -136,8 +136,32 @@ static void set_bsr(SpmmPlan& p, const Csr<double>& a, int b, const std::string&
   p.reason = reason;
 }
 
+// The h×w block fill of A (nnz / (blocks·h·w)) on a sample of 1024 block rows:
+// O(1024·h·(row length)·log), against the O(nnz) exact count (count_blocks: 17–35 ms on
+// elast3d:64's 64M entries on the H200's host). The block rows are spread by the golden-ratio
+// sequence, not at a fixed stride: on a grid a stride can alias with the rows of one face
+// (elast3d:64 at stride 96 sampled only boundary nodes, whose blocks are fuller).
+static double sampled_block_fill(const Csr<double>& a, int h, int w) {
+  const std::int64_t mb = (a.nrows + h - 1) / h;
+  const std::int64_t samples = std::min<std::int64_t>(mb, 1024);
+  std::int64_t entries = 0, blocks = 0;
+  std::vector<std::int32_t> cols;
+  for (std::int64_t t = 0; t < samples; ++t) {
+    const double u = std::fmod(0.5 + 0.6180339887498949 * static_cast<double>(t), 1.0);
+    const std::int64_t I = samples == mb ? t : std::min<std::int64_t>(mb - 1, static_cast<std::int64_t>(u * static_cast<double>(mb)));
+    cols.clear();
+    const std::int64_t r0 = I * h, r1 = std::min<std::int64_t>(a.nrows, r0 + h);
+    for (std::int64_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) cols.push_back(a.col_idx[p] / w);
+    std::sort(cols.begin(), cols.end());
+    blocks += std::unique(cols.begin(), cols.end()) - cols.begin();
+    entries += a.row_ptr[r1] - a.row_ptr[r0];
+  }
+  return blocks > 0 ? static_cast<double>(entries) / (static_cast<double>(blocks) * h * w) : 0.0;
+}
+
 static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const OperatorOptions& opt,
                             std::vector<std::int32_t>* perm_out) {
+  trace_mark("plan: kernel");
   SpmmPlan p;
   p.backend = backend;
   p.precision = opt.precision;
@@ -184,6 +208,36 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
                                     "shared by lane groups";
 
   const SpmmKernel tc = tensor_kernel_for(opt.precision);
+  // Long rows in A's natural 3×3 blocks whose 8×4 tensor-core blocks are mostly padding (3D
+  // elasticity: 81 entries a row, 8×4 fill 0.49), fp64, A in its given order: the block-row
+  // kernel of the Chebyshev step (spmm/chebyshev_step.hpp), which is also the eigensolver's fused
+  // filter step on the same copy of A. H200, elast3d:64, µs for its A·X / the DMMA kernel's:
+  // 16 columns 380 / 589, 24 columns 678 / 835, 32 columns 735 / 880; its set-up (blocks made and
+  // uploaded a piece at a time: 0.08–0.095 s) against the DMMA operator's 0.35–0.45 s
+  // (docs/performance.md). Above 32 columns it re-reads the blocks once per pass; dense 8×4
+  // blocks (a band) keep the tensor cores; other b are not measured (forced only). The 8×4 fill
+  // decides against 0.75: a sample decides where it is clearly below (< 0.6), the exact count
+  // otherwise. TCSOLVE_BSR_OPERATOR=0: not chosen (A/B).
+  const char* bsr_env = std::getenv("TCSOLVE_BSR_OPERATOR");
+  const bool bsr_shape_fits = opt.kernel == SpmmKernel::automatic && tc == SpmmKernel::bcsr_dmma &&
+                              opt.reorder == Reorder::none && p.expected_cols <= 32 &&
+                              !(bsr_env && std::string(bsr_env) == "0") && a.square() &&
+                              chebyshev_bsr_step_block(a) == 3;
+  auto take_bsr = [&](double fill84, const char* how) {
+    set_bsr(p, a, 3, "");
+    p.reason = "rows of " + fmt("%.0f", p.mean_row_nnz) + " entries in natural 3x3 blocks (fill " +
+               fmt("%.2f", p.fill) + "; 8x4 tensor-core blocks " + fmt("%.2f", fill84) + how +
+               "): the block-row kernel gathers X once per block and is the Chebyshev filter's "
+               "fused step on the same copy of A";
+  };
+  if (bsr_shape_fits) {
+    const double sampled = sampled_block_fill(a, 8, 4);
+    trace_mark("plan: 8x4 fill sampled");
+    if (sampled < 0.6) {
+      take_bsr(sampled, ", sampled");
+      return p;
+    }
+  }
   if (tc != SpmmKernel::automatic) {
     p.block_h = opt.precision == Precision::fp64 ? 8 : 16;
     p.block_w = opt.precision == Precision::fp64 ? 4 : 16;
@@ -215,25 +269,8 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
                        xconv + kGather * static_cast<double>(p.nblocks) * p.block_w * N * xs;
   }
 
-  // Long rows in A's natural 3×3 blocks whose 8×4 tensor-core blocks are mostly padding (3D
-  // elasticity: 81 entries a row, 8×4 fill 0.49), fp64, A in its given order: the block-row
-  // kernel of the Chebyshev step (spmm/chebyshev_step.hpp), which is also the eigensolver's fused
-  // filter step on the same copy of A. H200, elast3d:64, µs for its A·X / the DMMA kernel's:
-  // 16 columns 380 / 589, 24 columns 678 / 835, 32 columns 735 / 880; its set-up (host blocks
-  // 0.055 s, upload 0.10 s) against the DMMA operator's 0.35–0.45 s (docs/performance.md).
-  // Above 32 columns it re-reads the blocks once per pass; dense 8×4 blocks (a band) keep
-  // the tensor cores; other b are not measured (forced only). TCSOLVE_BSR_OPERATOR=0: not chosen
-  // (A/B).
-  const char* bsr_env = std::getenv("TCSOLVE_BSR_OPERATOR");
-  if (opt.kernel == SpmmKernel::automatic && tc == SpmmKernel::bcsr_dmma && opt.reorder == Reorder::none &&
-      p.expected_cols <= 32 && p.nblocks > 0 && p.fill < 0.75 && !(bsr_env && std::string(bsr_env) == "0") &&
-      a.square() && chebyshev_bsr_step_block(a) == 3) {
-    const double fill84 = p.fill;
-    set_bsr(p, a, 3, "");
-    p.reason = "rows of " + fmt("%.0f", p.mean_row_nnz) + " entries in natural 3x3 blocks (fill " +
-               fmt("%.2f", p.fill) + "; 8x4 tensor-core blocks " + fmt("%.2f", fill84) +
-               "): the block-row kernel gathers X once per block and is the Chebyshev filter's "
-               "fused step on the same copy of A";
+  if (bsr_shape_fits && p.nblocks > 0 && p.fill < 0.75) {
+    take_bsr(p.fill, "");
     return p;
   }
 

@@ -95,6 +95,9 @@ TEST(SparsePlan, NaturalBlocksOfLongRowsTakeTheBlockRowKernel) {
   SpmmPlan p = plan_spmm(a, Backend::cuda, opt);
   ASSERT_EQ(p.kernel, SpmmKernel::bsr_block) << p.describe();
   EXPECT_EQ(p.block_h, 3);
+  // decided on a sample of the 8×4 fill (clearly below 0.75), without the exact O(nnz) count
+  EXPECT_NE(p.reason.find("8x4 tensor-core blocks"), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find(", sampled)"), std::string::npos) << p.reason;
   const BsrBlocks bs = to_bsr_blocks(a, 3);
   EXPECT_EQ(p.nblocks, bs.blocks());
   EXPECT_NEAR(p.fill, 1.0, 1e-12);
