@@ -586,27 +586,34 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
     DeviceArray<std::int32_t> ci(static_cast<std::size_t>(piece_max));
     DeviceArray<double> v64(static_cast<std::size_t>(piece_max * bb));
     trace_mark("bsr step: staging allocated");
-    for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
-      const std::int64_t s0 = cuts[c], s1 = cuts[c + 1], p0 = first_block(s0), p1 = first_block(s1);
-      char* h = static_cast<char*>(host[c % 2].p);
-      auto* hc = reinterpret_cast<std::int32_t*>(h);
-      auto* hv = reinterpret_cast<double*>(h + ((col_bytes + 7) / 8) * 8);
-      // this buffer's previous piece (c − 2) must have left it
-      if (c >= 2) TCSOLVE_CUDA_CHECK(cudaEventSynchronize(copied[c % 2].e));
-      a.fill(std::min(a.mb, s0 * kSlice), std::min(a.mb, s1 * kSlice), hc, hv);
-      // (stream order: the previous piece's kernel is done with ci and v64 before these copies)
-      TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(ci.get(), hc, static_cast<std::size_t>(p1 - p0) * 4, cudaMemcpyHostToDevice, st));
-      TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(v64.get(), hv, static_cast<std::size_t>((p1 - p0) * bb) * 8,
-                                         cudaMemcpyHostToDevice, st));
-      TCSOLVE_CUDA_CHECK(cudaEventRecord(copied[c % 2].e, st));
-      const unsigned grid = static_cast<unsigned>(((s1 - s0) * kSlice + 255) / 256);
-      if (storage == Precision::fp64)
-        slice_blocks_kernel<double><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), s0, s1, p0, rp.get(), ci.get(),
-                                                          v64.get(), slice_ptr_.get(), col_.get(), vals64_.get());
-      else  // rounded to fp32 as they are sliced
-        slice_blocks_kernel<float><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), s0, s1, p0, rp.get(), ci.get(),
-                                                         v64.get(), slice_ptr_.get(), col_.get(), vals32_.get());
-      TCSOLVE_CUDA_CHECK_LAUNCH();
+    // Copies from the pinned buffers may be in flight when something throws: the stream is drained
+    // before the buffers are freed.
+    try {
+      for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+        const std::int64_t s0 = cuts[c], s1 = cuts[c + 1], p0 = first_block(s0), p1 = first_block(s1);
+        char* h = static_cast<char*>(host[c % 2].p);
+        auto* hc = reinterpret_cast<std::int32_t*>(h);
+        auto* hv = reinterpret_cast<double*>(h + ((col_bytes + 7) / 8) * 8);
+        // this buffer's previous piece (c − 2) must have left it
+        if (c >= 2) TCSOLVE_CUDA_CHECK(cudaEventSynchronize(copied[c % 2].e));
+        a.fill(std::min(a.mb, s0 * kSlice), std::min(a.mb, s1 * kSlice), hc, hv);
+        // (stream order: the previous piece's kernel is done with ci and v64 before these copies)
+        TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(ci.get(), hc, static_cast<std::size_t>(p1 - p0) * 4, cudaMemcpyHostToDevice, st));
+        TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(v64.get(), hv, static_cast<std::size_t>((p1 - p0) * bb) * 8,
+                                           cudaMemcpyHostToDevice, st));
+        TCSOLVE_CUDA_CHECK(cudaEventRecord(copied[c % 2].e, st));
+        const unsigned grid = static_cast<unsigned>(((s1 - s0) * kSlice + 255) / 256);
+        if (storage == Precision::fp64)
+          slice_blocks_kernel<double><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), s0, s1, p0, rp.get(), ci.get(),
+                                                            v64.get(), slice_ptr_.get(), col_.get(), vals64_.get());
+        else  // rounded to fp32 as they are sliced
+          slice_blocks_kernel<float><<<grid, 256, 0, st>>>(a.mb, static_cast<int>(bb), s0, s1, p0, rp.get(), ci.get(),
+                                                           v64.get(), slice_ptr_.get(), col_.get(), vals32_.get());
+        TCSOLVE_CUDA_CHECK_LAUNCH();
+      }
+    } catch (...) {
+      cudaStreamSynchronize(st);
+      throw;
     }
     trace_mark("bsr step: blocks uploaded and sliced");
     if (storage == Precision::fp64) {
