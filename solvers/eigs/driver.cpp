@@ -691,6 +691,8 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
                            fz.factor->factor_entries());
   } else {
     if (ran.method == EigsMethod::lanczos && ran.block > 0 && fit.block_size <= 0) fit.block_size = ran.block;
+    // The ladder's rungs as the plan chose them by predicted cost (where it priced them).
+    if (facts.ladder && plan.predicted && ran.method == EigsMethod::chebyshev) fit.ladder = opt.ladder && ran.ladder;
     fit_workspace(ran.method, s.global_n(), k, fit, why);
     ChebyshevHooks hooks;
     hooks.stats = &cheb;
@@ -901,6 +903,8 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   trace_mark("eigs: operators ready");
   // The filter's steps on the operator's own blocks (spmm bsr_block): priced as such.
   if (const auto* so = dynamic_cast<const SparseOperator*>(s.aop)) facts.bsr_step = so->block_step() != nullptr;
+  facts.ladder = opt.ladder && opt.precision == Precision::fp64 && !facts.generalized && opt.backend == Backend::cuda &&
+                 (facts.bsr_step || chebyshev_step_pays(n, facts.nnz_a));
   EigsResult r = run_all(s, opt, facts, pre.memo);
   r.spmm_kernel = kernel;
   r.spmm_plan = kernel_plan;

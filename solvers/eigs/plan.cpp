@@ -152,6 +152,24 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
   return t;
 }
 
+double predict_chebyshev_ladder_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                        double rel_gap, const ApplyModel& m, double fp32_share,
+                                        double* fp64_s) {
+  const double all64 = predict_chebyshev_seconds(n, nnz, k, tol, rel_gap, m);
+  if (fp64_s) *fp64_s = all64;
+  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
+  const double mb = static_cast<double>(c.block);
+  const double filt_cols = std::max(0.0, c.column_applies - c.outer_iterations * mb - static_cast<double>(k) - 25.0);
+  const double f = std::clamp(fp32_share, 0.0, 1.0);
+  // the filter's bandwidth parts (as in predict_chebyshev_seconds) at 0.7 on the fp32 rung; the
+  // timed apply's launch latency (about two launches' worth, 2·t_step) moves no bytes
+  const double bw_a = std::max(0.0, m.t_a - 2.0 * m.t_step);
+  const double filter_bw = c.total_degree * bw_a + filt_cols * m.step_col * m.t_col;
+  const double saved = 0.3 * f * filter_bw;
+  const double overhead = f * c.outer_iterations * (2.75 * mb * m.t_col + 2.0 * m.t_step);
+  return all64 - saved + overhead;
+}
+
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                 double rel_gap, const ApplyModel& m, std::string* detail) {
   const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
@@ -380,6 +398,24 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       if (chebyshev_fits(n, k)) {
         e.method = EigsMethod::chebyshev;
         e.solve_s = predict_chebyshev_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, &e.detail);
+        if (f.ladder) {
+          // The rungs: where the wanted end is large against ‖A‖ (|λ| ≥ ‖A‖/4, the filter's own
+          // test, chebyshev.cpp), all filters but the last on fp32; else only the first (its
+          // block holds no vector near the end yet).
+          const double norm = std::max(std::abs(plan.probe->lower), std::abs(plan.probe->upper));
+          const double end = opt.which == Which::largest ? std::abs(plan.probe->upper) : std::abs(plan.probe->lower);
+          const ChebyshevCost cc = chebyshev_cost(n, f.nnz_a, k, opt.tol, plan.rel_gap);
+          const double outer = std::max(1.0, cc.outer_iterations);
+          const double share = end >= 0.25 * norm ? (outer - 1.0) / outer : 1.0 / outer;
+          double fp64_s = 0.0;
+          const double lad = predict_chebyshev_ladder_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, share, &fp64_s);
+          e.ladder = lad < fp64_s;
+          char b[200];
+          std::snprintf(b, sizeof b, "; fp32 rung on ~%.0f%% of the filters: %.3g s against %.3g s in fp64%s",
+                        100.0 * share, lad, fp64_s, e.ladder ? "" : " (not taken)");
+          e.detail += b;
+          if (e.ladder) e.solve_s = lad;
+        }
       } else {
         // The filter's block does not fit in n/2: block Lanczos, priced like a filter of the
         // same gap (no better model).

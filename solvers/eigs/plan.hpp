@@ -107,6 +107,7 @@ struct PlanEstimate {
   Verification verification = Verification::recheck;
   bool lobpcg_factor = false;  // LOBPCG preconditioned by the factorization of A − σB
   std::int64_t block = 0;      // block Lanczos without a transform: its block (0 = the default)
+  bool ladder = false;         // chebyshev: the filter's fp32 rung, chosen by predicted cost
   bool feasible = true;
   bool priced = false;         // setup_s/solve_s/verify_s hold a prediction
   double setup_s = 0.0, solve_s = 0.0, verify_s = 0.0;
@@ -127,6 +128,9 @@ struct PlanFacts {
   // The filter's steps on the GPU: fused on A's CSR (rows of at most 16 entries) or on the
   // operator's own natural b×b blocks (spmm's bsr_block kernel, SparseOperator::block_step).
   bool bsr_step = false;
+  // The precision ladder's fp32 rung is available to the filter (precision auto on an fp64 A, on
+  // the GPU, with a fused or block step): the plan prices it and chooses.
+  bool ladder = false;
 };
 
 // Measurements, taken only when a decision needs them (each callback is called at most once).
@@ -170,6 +174,16 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
                                  double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m);
+// The filter on the ladder (chebyshev.cpp): `fp32_share` of its filters on the fp32 rung, whose
+// steps move about 0.7 of the fp64 step's time in their bandwidth parts (A's values and the blocks
+// in fp32; H200: 0.63 on elast3d:64's blocks, 0.73 on lap3d:100's fused CSR step, per column-step)
+// at the same launch latency (the apply's first 2·t_step are latency, not bytes), plus two block
+// passes and two launches per fp32 filter (the
+// residual form's R̂ and the final Y = X·q(Θ) + Z). Returns seconds; `fp64_s` receives the same
+// solve all in fp64.
+double predict_chebyshev_ladder_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                        double rel_gap, const ApplyModel& m, double fp32_share,
+                                        double* fp64_s);
 // Single-vector thick-restart Lanczos on A (host, basis 2k + 2), offered where the probe's power
 // law gives no gap (isolated extreme eigenvalues) and priced there at 0.35·D applies, D the
 // Chebyshev degree of the same (fallback) gap: measured 0.2–0.6·D on 1138_bus, 662_bus and

@@ -171,6 +171,41 @@ TEST(Plan, ThreeDLaplacianOnTheGpuPicksTheFilter) {
   EXPECT_EQ(in2.analyze_calls, 0);
 }
 
+// The ladder's rungs priced by the plan (precision auto on the GPU): the largest end of a 3D
+// Laplacian (|λ| ≈ ‖A‖) runs most filters on the fp32 rung and is predicted faster than fp64; the
+// smallest end (|λ| ≪ ‖A‖) only its first filter; a latency-bound problem (the applies' times
+// almost independent of the columns and the data) declines the rung: its savings are in bytes.
+TEST(Plan, LadderRungsArePricedAndChosen) {
+  auto plan_of = [](const char* spec, Which w, double t0, double tc, bool ladder) {
+    Inputs in;
+    in.a = read_matrix(spec, {});
+    in.t0 = t0, in.tc = tc;
+    PlanFacts f = facts_of(in, Backend::cuda);
+    f.ladder = ladder;
+    return plan_eigs(f, opts(16, w), probes_of(in));
+  };
+  const EigsPlan big = plan_of("gen:lap3d:30", Which::largest, 3e-5, 4e-6, true);
+  ASSERT_EQ(big.chosen.method, EigsMethod::chebyshev) << show(big);
+  EXPECT_TRUE(big.chosen.ladder) << big.chosen.detail;
+  EXPECT_NE(big.chosen.detail.find("fp32 rung on ~"), std::string::npos) << big.chosen.detail;
+  const EigsPlan big64 = plan_of("gen:lap3d:30", Which::largest, 3e-5, 4e-6, false);
+  EXPECT_FALSE(big64.chosen.ladder);
+  EXPECT_EQ(big64.chosen.detail.find("fp32 rung"), std::string::npos);
+  EXPECT_LT(big.chosen.solve_s, big64.chosen.solve_s);
+  // the smallest end: the first filter only
+  const EigsPlan low = plan_of("gen:lap3d:30", Which::smallest, 3e-5, 4e-6, true);
+  if (low.chosen.method == EigsMethod::chebyshev) {
+    EXPECT_NE(low.chosen.detail.find("fp32 rung on ~"), std::string::npos) << low.chosen.detail;
+    EXPECT_GT(low.chosen.solve_s, 0.95 * plan_of("gen:lap3d:30", Which::smallest, 3e-5, 4e-6, false).chosen.solve_s);
+  }
+  // latency-bound: one apply costs its launch latency alone, at any width
+  const EigsPlan tiny = plan_of("gen:lap3d:30", Which::largest, 9e-6, 1e-12, true);
+  if (tiny.chosen.method == EigsMethod::chebyshev) {
+    EXPECT_FALSE(tiny.chosen.ladder) << tiny.chosen.detail;
+    EXPECT_NE(tiny.chosen.detail.find("(not taken)"), std::string::npos) << tiny.chosen.detail;
+  }
+}
+
 // A fresh machine measures the host's engine rates once (~1 s). Where shift-invert's ordering
 // is over the planner's stake even at the fastest ordering any host has
 // (kFastestAnalyzeSecondsPerEntry), the plan is made without any rate; where the analysis rate
