@@ -38,7 +38,7 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
     apply(v.columns(j, 1), w);
     if (ops.space() == Space::host) host_step_s.push_back(detail::now_seconds() - ta);
     marks.push_back({m0, ops.mark()});
-    // Two classical Gram-Schmidt passes against the whole basis (full reorthogonalization).
+    // Two classical Gram-Schmidt passes against that basis.
     MvView<double> h{hs.data() + j * (s + 1) + j0, j + 1 - j0, 1, s + 1, ops.space()};
     MvView<double> h2{tmp.data(), j + 1 - j0, 1, s + 1, ops.space()};
     ops.gram_into(1.0, basis, w, 0.0, h);

@@ -184,12 +184,6 @@ std::vector<std::int64_t> bsr_slice_offsets(const std::vector<std::int64_t>& row
   return sp;
 }
 
-BsrShape bsr_shape_of(const Csr<double>& a, int b) {
-  std::vector<std::int64_t> rp = block_row_counts(a, b);
-  for (std::size_t I = 1; I < rp.size(); ++I) rp[I] += rp[I - 1];
-  return {rp.back(), bsr_slice_offsets(rp).back()};
-}
-
 std::size_t bsr_step_device_bytes(const BsrShape& shape, std::int64_t mb, int b, Precision storage) {
   const double entries = 32.0 * static_cast<double>(shape.slots) * b * b;
   const double values = (storage == Precision::fp64 ? 12.0 : 4.0) * entries;

@@ -699,13 +699,19 @@ class CudaBsrChebyshevStep final : public ChebyshevStep {
 };
 }  // namespace
 
-std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const BsrBlocks& a, Precision storage,
-                                                       void* stream) {
+namespace {
+void check_bsr_step_args(Precision storage, int b) {
   if (storage != Precision::fp64 && storage != Precision::fp32)
     throw InvalidArgument(std::string("chebyshev BSR step: storage ") + to_string(storage) +
                           " not supported (fp64 or fp32)");
-  if (a.b != 2 && a.b != 3 && a.b != 4 && a.b != 6)
-    throw InvalidArgument("chebyshev BSR step: block size " + std::to_string(a.b) + " (2, 3, 4 or 6)");
+  if (b != 2 && b != 3 && b != 4 && b != 6)
+    throw InvalidArgument("chebyshev BSR step: block size " + std::to_string(b) + " (2, 3, 4 or 6)");
+}
+}  // namespace
+
+std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const BsrBlocks& a, Precision storage,
+                                                       void* stream) {
+  check_bsr_step_args(storage, a.b);
   BsrSource src;
   src.mb = a.mb, src.b = a.b, src.row_ptr = &a.row_ptr;
   TCSOLVE_REQUIRE(static_cast<std::int64_t>(a.row_ptr.size()) == a.mb + 1 &&
@@ -723,11 +729,7 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const BsrBlocks& a, Preci
 
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const Csr<double>& a, int b, Precision storage,
                                                        void* stream, const std::vector<std::int64_t>* given) {
-  if (storage != Precision::fp64 && storage != Precision::fp32)
-    throw InvalidArgument(std::string("chebyshev BSR step: storage ") + to_string(storage) +
-                          " not supported (fp64 or fp32)");
-  if (b != 2 && b != 3 && b != 4 && b != 6)
-    throw InvalidArgument("chebyshev BSR step: block size " + std::to_string(b) + " (2, 3, 4 or 6)");
+  check_bsr_step_args(storage, b);
   if (!a.square() || a.nrows % b != 0)
     throw InvalidArgument("chebyshev BSR step: A (" + std::to_string(a.nrows) + " x " + std::to_string(a.ncols) +
                           ") must be square with rows a multiple of " + std::to_string(b));

@@ -136,12 +136,11 @@ struct BsrBlocks {
 // where none does (b must divide n; A square).
 int natural_block_size(const Csr<double>& a);
 // Blocks and slots of A's b×b blocks as make_chebyshev_step_bsr stores them (slices of 32 block
-// rows, each as wide as its widest block row; slots per lane summed over the slices): counted in
-// parallel, O(nnz·b), without building the blocks. b must divide n (A square).
+// rows, each as wide as its widest block row; slots per lane summed over the slices): from
+// bsr_block_row_ptr (below) and bsr_slice_offsets, without building the blocks.
 struct BsrShape {
   std::int64_t blocks = 0, slots = 0;
 };
-BsrShape bsr_shape_of(const Csr<double>& a, int b);
 // Block rows per slice of that layout.
 constexpr std::int64_t kBsrSlice = 32;
 // The slices' offsets in slots ([slices + 1]; the last is the slot count) for block-row offsets

@@ -129,19 +129,29 @@ ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, st
   return m;
 }
 
-double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                 double rel_gap, const ApplyModel& m, std::string* detail) {
-  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
+namespace {
+// Column-steps of the filter proper: the cost model's column applies less Rayleigh-Ritz's (m an
+// outer iteration), the final check's (k) and the probe's.
+double filter_columns(const ChebyshevCost& c, std::int64_t k) {
+  return std::max(0.0, c.column_applies - c.outer_iterations * static_cast<double>(c.block) -
+                           static_cast<double>(k) - 25.0);
+}
+double chebyshev_seconds(const ChebyshevCost& c, std::int64_t k, const ApplyModel& m) {
   const double mb = static_cast<double>(c.block);
-  const double filt_cols = (c.column_applies - c.outer_iterations * mb - static_cast<double>(k) - 25.0);
   // Filter: D applies of A, per column-step 1 column unit in the SpMM and 2 in the recurrence
   // (m.step_col = 3; 1.5 for the GPU's fused step);
   // Rayleigh-Ritz per outer iteration: one apply of m columns and 10·m column units of dense
   // passes (two BCGS-PIP passes, the projections); the final check: k columns.
-  const double t = (c.total_degree + c.outer_iterations + 1.0) * m.t_a +
-                   std::max(0.0, filt_cols) * m.step_col * m.t_col +
-                   c.outer_iterations * (11.0 * mb * m.t_col + m.t_outer) +
-                   c.total_degree * m.t_step + static_cast<double>(k) * m.t_col;
+  return (c.total_degree + c.outer_iterations + 1.0) * m.t_a +
+         filter_columns(c, k) * m.step_col * m.t_col +
+         c.outer_iterations * (11.0 * mb * m.t_col + m.t_outer) +
+         c.total_degree * m.t_step + static_cast<double>(k) * m.t_col;
+}
+}  // namespace
+
+double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                 double rel_gap, const ApplyModel& m, std::string* detail) {
+  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
   if (detail) {
     char b[160];
     std::snprintf(b, sizeof b, "relative gap %.2g: %.0f filter steps on %lld columns, %.0f outer "
@@ -149,25 +159,28 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
                   c.outer_iterations);
     *detail = b;
   }
-  return t;
+  return chebyshev_seconds(c, k, m);
 }
 
-double predict_chebyshev_ladder_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                        double rel_gap, const ApplyModel& m, double fp32_share,
-                                        double* fp64_s) {
-  const double all64 = predict_chebyshev_seconds(n, nnz, k, tol, rel_gap, m);
-  if (fp64_s) *fp64_s = all64;
+LadderPrice price_chebyshev_ladder(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                   double rel_gap, const ApplyModel& m, bool wanted_end_large) {
   const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
-  const double mb = static_cast<double>(c.block);
-  const double filt_cols = std::max(0.0, c.column_applies - c.outer_iterations * mb - static_cast<double>(k) - 25.0);
-  const double f = std::clamp(fp32_share, 0.0, 1.0);
-  // the filter's bandwidth parts (as in predict_chebyshev_seconds) at 0.7 on the fp32 rung; the
-  // timed apply's launch latency (about two launches' worth, 2·t_step) moves no bytes
+  LadderPrice p;
+  p.fp64_s = chebyshev_seconds(c, k, m);
+  // The rungs: where the wanted end is large against ‖A‖ (|λ| ≥ ‖A‖/4, the filter's own test,
+  // chebyshev.cpp), all filters but the last on fp32; else only the first (its block holds no
+  // vector near the end yet).
+  const double outer = std::max(1.0, c.outer_iterations);
+  p.fp32_share = wanted_end_large ? (outer - 1.0) / outer : 1.0 / outer;
+  // the filter's bandwidth parts at 0.7 on the fp32 rung; the timed apply's launch latency
+  // (about two launches' worth, 2·t_step) moves no bytes
   const double bw_a = std::max(0.0, m.t_a - 2.0 * m.t_step);
-  const double filter_bw = c.total_degree * bw_a + filt_cols * m.step_col * m.t_col;
-  const double saved = 0.3 * f * filter_bw;
-  const double overhead = f * c.outer_iterations * (2.75 * mb * m.t_col + 2.0 * m.t_step);
-  return all64 - saved + overhead;
+  const double filter_bw = c.total_degree * bw_a + filter_columns(c, k) * m.step_col * m.t_col;
+  const double saved = 0.3 * p.fp32_share * filter_bw;
+  const double overhead = p.fp32_share * c.outer_iterations *
+                          (2.75 * static_cast<double>(c.block) * m.t_col + 2.0 * m.t_step);
+  p.ladder_s = p.fp64_s - saved + overhead;
+  return p;
 }
 
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
@@ -399,22 +412,15 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
         e.method = EigsMethod::chebyshev;
         e.solve_s = predict_chebyshev_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, &e.detail);
         if (f.ladder) {
-          // The rungs: where the wanted end is large against ‖A‖ (|λ| ≥ ‖A‖/4, the filter's own
-          // test, chebyshev.cpp), all filters but the last on fp32; else only the first (its
-          // block holds no vector near the end yet).
           const double norm = std::max(std::abs(plan.probe->lower), std::abs(plan.probe->upper));
           const double end = opt.which == Which::largest ? std::abs(plan.probe->upper) : std::abs(plan.probe->lower);
-          const ChebyshevCost cc = chebyshev_cost(n, f.nnz_a, k, opt.tol, plan.rel_gap);
-          const double outer = std::max(1.0, cc.outer_iterations);
-          const double share = end >= 0.25 * norm ? (outer - 1.0) / outer : 1.0 / outer;
-          double fp64_s = 0.0;
-          const double lad = predict_chebyshev_ladder_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, share, &fp64_s);
-          e.ladder = lad < fp64_s;
+          const LadderPrice lp = price_chebyshev_ladder(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, end >= 0.25 * norm);
+          e.ladder = lp.ladder_s < lp.fp64_s;
           char b[200];
           std::snprintf(b, sizeof b, "; fp32 rung on ~%.0f%% of the filters: %.3g s against %.3g s in fp64%s",
-                        100.0 * share, lad, fp64_s, e.ladder ? "" : " (not taken)");
+                        100.0 * lp.fp32_share, lp.ladder_s, lp.fp64_s, e.ladder ? "" : " (not taken)");
           e.detail += b;
-          if (e.ladder) e.solve_s = lad;
+          if (e.ladder) e.solve_s = lp.ladder_s;
         }
       } else {
         // The filter's block does not fit in n/2: block Lanczos, priced like a filter of the

@@ -174,16 +174,18 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
                                  double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m);
-// The filter on the ladder (chebyshev.cpp): `fp32_share` of its filters on the fp32 rung, whose
-// steps move about 0.7 of the fp64 step's time in their bandwidth parts (A's values and the blocks
-// in fp32; H200: 0.63 on elast3d:64's blocks, 0.73 on lap3d:100's fused CSR step, per column-step)
-// at the same launch latency (the apply's first 2·t_step are latency, not bytes), plus two block
-// passes and two launches per fp32 filter (the
-// residual form's R̂ and the final Y = X·q(Θ) + Z). Returns seconds; `fp64_s` receives the same
-// solve all in fp64.
-double predict_chebyshev_ladder_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                        double rel_gap, const ApplyModel& m, double fp32_share,
-                                        double* fp64_s);
+// The filter on the ladder (chebyshev.cpp) against the same solve all in fp64: a share of its
+// filters on the fp32 rung (all but the last where the wanted end is large against ‖A‖, the
+// first only elsewhere), whose steps take about 0.7 of the fp64 step's time in their bandwidth
+// parts (A's values and the blocks in fp32; H200: 0.63 on elast3d:64's blocks, 0.73 on
+// lap3d:100's fused CSR step, per column-step) at the same launch latency (the apply's first
+// 2·t_step are latency, not bytes), plus two block passes and two launches per fp32 filter (the
+// residual form's R̂ and the final Y = X·q(Θ) + Z).
+struct LadderPrice {
+  double fp64_s = 0.0, ladder_s = 0.0, fp32_share = 0.0;
+};
+LadderPrice price_chebyshev_ladder(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                   double rel_gap, const ApplyModel& m, bool wanted_end_large);
 // Single-vector thick-restart Lanczos on A (host, basis 2k + 2), offered where the probe's power
 // law gives no gap (isolated extreme eigenvalues) and priced there at 0.35·D applies, D the
 // Chebyshev degree of the same (fallback) gap: measured 0.2–0.6·D on 1138_bus, 662_bus and
