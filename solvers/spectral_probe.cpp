@@ -28,9 +28,13 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
   trace_mark("probe: start vector queued");
   std::vector<std::pair<int, int>> marks;
   std::vector<double> host_step_s;
+  double dense_words = 0.0;
   for (std::int64_t j = 0; j < s; ++j) {
     // The vectors w is orthogonalized against: all of v_0..v_j, or v_{j-1}, v_j (local).
     const std::int64_t j0 = full_reorthogonalization ? 0 : std::max<std::int64_t>(0, j - 1);
+    // Words moved: two passes of (Gram: basis + w; update: basis + w read and written), then the
+    // norm and the scaling of w (3 n): (4c + 9)·n for a basis of c columns.
+    dense_words += static_cast<double>(4 * (j + 1 - j0) + 9) * static_cast<double>(n);
     auto basis = v.columns(j0, j + 1 - j0);
     auto w = v.columns(j + 1, 1);
     const int m0 = ops.mark();
@@ -96,6 +100,8 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
   p.lower_bound = p.lower - std::abs(beta_last * es.eigenvectors()(len - 1, 0));
   p.upper_bound = p.upper + std::abs(beta_last * es.eigenvectors()(len - 1, len - 1));
   p.seconds = detail::now_seconds() - t0;
+  p.dense_words = dense_words;
+  p.dense_seconds = std::max(0.0, p.seconds - median_step * static_cast<double>(s));
   return p;
 }
 
@@ -140,6 +146,32 @@ SpectralProbe::EndModel SpectralProbe::end_model(double sgn) const {
     if (err < best_err) best_err = err, m.l0 = l0, m.p = p, m.log_c = lc, m.fit_ok = true;
   }
   return m;
+}
+
+double SpectralProbe::interpolated_gap(double sgn, std::int64_t k, std::int64_t m) const {
+  const std::size_t len = nodes.size();
+  if (len < 2 || k < 1 || m < k) return std::nan("");
+  // Â = sgn·A ascending; N(θ_i) ≈ n·(τ_0² + … + τ_{i−1}² + τ_i²/2), the counting function the
+  // quadrature gives at its nodes, and λ_j where the linear interpolant of N reaches j.
+  std::vector<double> th(len), cnt(len);
+  double cum = 0.0;
+  for (std::size_t i = 0; i < len; ++i) {
+    const std::size_t src = sgn > 0 ? i : len - 1 - i;
+    th[i] = sgn * nodes[src];
+    cnt[i] = static_cast<double>(n) * (cum + 0.5 * weights[src]);
+    cum += weights[src];
+  }
+  auto at = [&](double j) {
+    if (!(j <= cnt.back())) return std::nan("");
+    if (j <= cnt.front()) return th.front();
+    const std::size_t i = static_cast<std::size_t>(std::lower_bound(cnt.begin(), cnt.end(), j) - cnt.begin());
+    const double f = (j - cnt[i - 1]) / std::max(cnt[i] - cnt[i - 1], 1e-300);
+    return th[i - 1] + f * (th[i] - th[i - 1]);
+  };
+  const double lk = at(static_cast<double>(k)), lm = at(static_cast<double>(m + 1));
+  const double hi = sgn > 0 ? upper_bound : -lower_bound;
+  const double g = (lm - lk) / (hi - lm);
+  return g > 0 && g < 1 && std::isfinite(g) ? g : std::nan("");
 }
 
 double SpectralProbe::relative_gap(double sgn, std::int64_t k, std::int64_t m,

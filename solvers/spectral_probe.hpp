@@ -37,6 +37,10 @@ struct SpectralProbe {
   double upper_bound = 0.0;     // θ_max + |β_s·y_s|: above λ_max(A) unless the start missed it
   double apply_seconds = 0.0;   // of the applies (one column each): the median step × steps
   double seconds = 0.0;         // whole probe
+  // The Gram–Schmidt passes' share (the whole probe less its applies) and the 8-byte words they
+  // moved (spectral_probe.cpp): the host planner's rate of dense work against a basis.
+  double dense_seconds = 0.0;
+  double dense_words = 0.0;
 
   // Estimated eigenvalues λ_j of Â = s·A (j = 1, 2, …, counted from Â's lower end) under the
   // fitted power law; sgn = +1 for the smallest end of A, −1 for the largest.
@@ -51,6 +55,11 @@ struct SpectralProbe {
   // governs a Chebyshev filter on a block of m columns (chebyshev_cost); `fallback` when the fit
   // fails.
   double relative_gap(double sgn, std::int64_t k, std::int64_t m, double fallback = 1e-3) const;
+  // The same gap read off the quadrature's counting function itself (N(θ_i) ≈ n·Σ_{j<i} τ_j² +
+  // n·τ_i²/2, linearly interpolated) where the power law does not fit (isolated eigenvalues at the
+  // end: 1138_bus's largest, true 0.017 at k = 10, m = 24; this estimate 0.006; the fallback
+  // 1e-3). NaN where N does not reach m + 1 or the gap is not in (0, 1).
+  double interpolated_gap(double sgn, std::int64_t k, std::int64_t m) const;
 };
 
 // apply(x, y): y = A·x for n × 1 blocks in ops.space(). seed: the random start.

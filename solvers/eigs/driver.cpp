@@ -651,6 +651,7 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   probes.analyze = [&] {
     if (memo && memo->symbolic) return *memo->symbolic;
     SymbolicAnalysis a = analyze_factor(*s.a, s.b);
+    trace_mark("eigs: symbolic analysis");
     if (memo) memo->symbolic = a;
     return a;
   };

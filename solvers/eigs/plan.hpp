@@ -163,8 +163,10 @@ struct ApplyModel {
   // unfused, so the prediction was 2.7× the solve).
   double step_col = 3.0;
   // Host only: seconds per word of single-column dense work against a basis (the spectral
-  // probe's Gram–Schmidt, measured: its seconds beyond the applies over its 2·n·s·(s + 1) words);
-  // 0 = not measured.
+  // probe's Gram–Schmidt, measured: its seconds beyond the applies over the words it moved,
+  // SpectralProbe::dense_words); 0 = not measured. (Dividing by the full-reorthogonalization
+  // count 2·n·s·(s + 1) after the probe went local made it 5–10× too small: host shift-invert
+  // solves were predicted at half their time.)
   double t_word = 0.0;
 };
 ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, std::int64_t n);
@@ -193,6 +195,8 @@ LadderPrice price_chebyshev_ladder(std::int64_t n, std::int64_t nnz, std::int64_
 // bus matrices 3.5–11× over their measured solve), against 4–15·D on PDE-like ends
 // (gen:lap2d:100, lap3d:20/30, crack, bcsstk21 largest), where it is not offered (2-core CPU,
 // k = 10).
+// 8-byte words one single-vector Lanczos step's Gram–Schmidt moves on the host (plan.cpp).
+double host_lanczos_step_words(std::int64_t n, std::int64_t basis, std::int64_t keep);
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                 double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
 double predict_dense_seconds(std::int64_t n, const EngineRates& r);

@@ -10,9 +10,11 @@
 
 #include "factor/sparse_factor.hpp"
 #include "io/matrix_io.hpp"
+#include "solvers/chebyshev.hpp"
 #include "solvers/eigs/plan.hpp"
 #include "spmm/sparse_operator.hpp"
 #include "tests/solvers/solver_test_util.hpp"
+#include "tests/test_paths.hpp"
 #include "tests/traps.hpp"
 
 namespace tcsolve::test {
@@ -119,6 +121,15 @@ TEST(Plan, LocalReorthogonalizationKeepsTheProbesBounds) {
     };
     const SpectralProbe f = run(true), l = run(false);
     ASSERT_EQ(l.steps, f.steps);
+    // The words each mode's Gram–Schmidt moved ((4c + 9)·n a step against c columns), from which
+    // the host planner takes its dense rate: full, c = j + 1; local, c = min(j + 1, 2).
+    double wf = 0, wl = 0;
+    for (std::int64_t j = 0; j < 30; ++j)
+      wf += (4.0 * (j + 1) + 9.0) * c.a.nrows, wl += (4.0 * std::min<std::int64_t>(j + 1, 2) + 9.0) * c.a.nrows;
+    EXPECT_DOUBLE_EQ(f.dense_words, wf);
+    EXPECT_DOUBLE_EQ(l.dense_words, wl);
+    EXPECT_GE(f.dense_seconds, 0.0);
+    EXPECT_LE(f.dense_seconds, f.seconds);
     for (double v : l.nodes) {
       EXPECT_GE(v, lo - 1e-12 * norm);
       EXPECT_LE(v, hi + 1e-12 * norm);
@@ -136,6 +147,44 @@ TEST(Plan, LocalReorthogonalizationKeepsTheProbesBounds) {
       EXPECT_LT(gl, gf * 1.5) << "sgn " << sgn;
     }
   }
+}
+
+// The gap read off the quadrature's counting function: nodes 1..10 of A, the first nine holding
+// one eigenvalue each (weight 1/n), the last the rest. N(θ_i) = i + 1/2, so λ_j = j + 1/2 by linear
+// interpolation: at the lower end λ_3 = 3.5, λ_6 = 6.5 and the gap (6.5 − 3.5)/(20 − 6.5); at the
+// upper end (Â = −A) the nine single nodes are far from it: N reaches 7 only past the bulk node.
+TEST(Plan, InterpolatedGapReadsTheCountingFunction) {
+  SpectralProbe p;
+  p.n = 100;
+  for (int i = 0; i < 10; ++i) p.nodes.push_back(1.0 + i), p.weights.push_back(i < 9 ? 0.01 : 0.91);
+  p.lower = 1.0, p.upper = 10.0, p.lower_bound = 0.5, p.upper_bound = 20.0;
+  EXPECT_NEAR(p.interpolated_gap(1.0, 3, 5), 3.0 / 13.5, 1e-12);
+  EXPECT_TRUE(std::isnan(p.interpolated_gap(1.0, 3, 200)));  // N never reaches 201
+  EXPECT_TRUE(std::isnan(p.interpolated_gap(1.0, 5, 3)));    // m < k
+  // Â = −A ascending: −10 holds 91 of the 100 (N(−10) = 45.5): λ_3 and λ_6 both fall at the first
+  // node, so no gap in (0, 1).
+  EXPECT_TRUE(std::isnan(p.interpolated_gap(-1.0, 3, 5)));
+}
+
+// 1138_bus's largest end: isolated eigenvalues (no power law). The probe's counting function gives
+// a finite gap, and the single-vector plan's re-check is priced at it, not at the fallback 1e-3
+// (2-core CPU: priced 4.4 ms with the fallback against 0.9 ms measured; 0.7 ms with it).
+TEST(Plan, IsolatedEndPricesTheRecheckAtTheInterpolatedGap) {
+  TCSOLVE_SKIP_WITHOUT_MATRIX("1138_bus");
+  Inputs in;
+  in.a = read_matrix((test::matrices_dir() / "1138_bus.mtx").string(), {});
+  const PlanProbes pr = probes_of(in);
+  const std::int64_t n = in.a.nrows, m = chebyshev_block(n, 10, -1);
+  const EigsPlan p = plan_eigs(facts_of(in, Backend::cpu), opts(10, Which::largest), pr);
+  ASSERT_TRUE(p.probe && p.applies);
+  EXPECT_FALSE(std::isfinite(p.probe->relative_gap(-1.0, 10, m, std::nan(""))));
+  EXPECT_DOUBLE_EQ(p.rel_gap, 1e-3);  // the solves keep the fallback
+  const double ig = p.probe->interpolated_gap(-1.0, 10, m);
+  ASSERT_TRUE(std::isfinite(ig));
+  EXPECT_GT(ig, 1e-3);
+  EXPECT_EQ(p.chosen.verification, Verification::recheck) << show(p);
+  EXPECT_DOUBLE_EQ(p.chosen.verify_s, predict_filter_recheck_seconds(n, 10, ig, *p.applies)) << show(p);
+  EXPECT_LT(p.chosen.verify_s, predict_filter_recheck_seconds(n, 10, 1e-3, *p.applies));
 }
 
 // GPU-like applies of a 1M-row 3D Laplacian (lap3d:100 on the H200: ~0.1 ms at 8 columns),
@@ -262,10 +311,20 @@ TEST(Plan, IsolatedLargestOnTheHostPicksSingleVectorLanczos) {
     auto base = pr.probe;
     pr.probe = [base, n] {  // a fixed dense rate: 1 ns a word of Gram–Schmidt
       SpectralProbe p = base();
-      p.seconds = p.apply_seconds + 2.0 * static_cast<double>(n) * 30.0 * 31.0 * 1e-9;
+      p.dense_words = 2.0 * static_cast<double>(n) * 30.0 * 31.0;
+      p.dense_seconds = p.dense_words * 1e-9;
       return p;
     };
     const EigsPlan p = plan_eigs(facts_of(in, backend), opts(10, Which::largest), pr);
+    // No power law at this end: the re-check is priced at the gap read off the quadrature's
+    // counting function, the solves at the fallback.
+    ASSERT_TRUE(p.probe && p.applies);
+    const std::int64_t m = chebyshev_block(n, 10, -1);
+    EXPECT_FALSE(std::isfinite(p.probe->relative_gap(-1.0, 10, m, std::nan(""))));
+    const double ig = p.probe->interpolated_gap(-1.0, 10, m);
+    EXPECT_DOUBLE_EQ(p.chosen.verify_s,
+                     predict_filter_recheck_seconds(n, 10, std::isfinite(ig) ? ig : p.rel_gap, *p.applies))
+        << show(p);
     if (backend == Backend::cpu) {
       EXPECT_EQ(p.chosen.method, EigsMethod::lanczos) << show(p);
       EXPECT_EQ(p.chosen.block, 1) << show(p);
@@ -289,7 +348,8 @@ TEST(Plan, PowerLawEndOnTheHostOffersNoSingleVectorLanczos) {
     auto base = pr.probe;
     pr.probe = [base, n] {  // a dense rate that would make single vectors cheap: 0.01 ns a word
       SpectralProbe p = base();
-      p.seconds = p.apply_seconds + 2.0 * static_cast<double>(n) * 30.0 * 31.0 * 1e-11;
+      p.dense_words = 2.0 * static_cast<double>(n) * 30.0 * 31.0;
+      p.dense_seconds = p.dense_words * 1e-11;
       return p;
     };
     const EigsPlan p = plan_eigs(facts_of(in, Backend::cpu, /*can_factor=*/false), opts(6, w), pr);
@@ -446,13 +506,18 @@ TEST(Plan, HostShiftInvertShapeAndPrice) {
   double su = 0, s_simp = 0, s_super = 0, s_dense = 0;
   predict_shift_invert_seconds(3600, 10, simp, 2e4, r, m, Backend::cpu, &su, &s_simp);
   predict_shift_invert_seconds(3600, 10, super, 2e4, r, m, Backend::cpu, &su, &s_super);
-  // 46 steps of one column: the simplicial rates (1.4e-9 per entry) against the supernodal ones.
+  // 46 steps of one column and the explicit check's block solve of k = 10 columns: the simplicial
+  // rates (1.4e-9 per entry; 1e-9 + 10·4e-10 for the block) against the supernodal ones.
   const double per_simp = 9e4 * 1.4e-9, per_super = 9e4 * (5e-9 + 3e-10);
-  EXPECT_NEAR(s_super - s_simp, 46 * (per_super - per_simp), 1e-12);
+  const double check_simp = 9e4 * (1e-9 + 10 * 4e-10), check_super = 9e4 * (5e-9 + 10 * 3e-10);
+  EXPECT_NEAR(s_super - s_simp, 46 * (per_super - per_simp) + check_super - check_simp, 1e-12);
+  // The dense work: 46 steps of Gram–Schmidt against the basis as filled on average (keep 16 to
+  // basis 22: 1.5 passes of 2·19·n words) at the probe's rate, and the restarts' rewrites.
+  EXPECT_DOUBLE_EQ(host_lanczos_step_words(3600, 22, 16), 1.5 * (22 + 16) * 3600);
   ApplyModel slow = m;
   slow.t_word = 3e-9;
   predict_shift_invert_seconds(3600, 10, simp, 2e4, r, slow, Backend::cpu, &su, &s_dense);
-  EXPECT_GT(s_dense, s_simp + 46 * 4 * 22 * 3600 * 2.6e-9);
+  EXPECT_GT(s_dense, s_simp + 46 * host_lanczos_step_words(3600, 22, 16) * 2.7e-9);
   // The re-check's block of 2 weighs more against a single-vector solve (host) than against
   // blocks of 8 (GPU): the certificate is preferred sooner on the host.
   EXPECT_GT(shift_invert_recheck_share(Backend::cpu), shift_invert_recheck_share(Backend::cuda));
