@@ -425,11 +425,11 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
     plan.rel_gap = plan.probe->relative_gap(sgn, k, m);
     // The filter re-check's price (its degree from the resolution, recheck.cpp): where the power
     // law fails, the resolution read off the quadrature's counting function (interpolated_gap)
-    // rather than the solves' fallback 1e-3. On the 2-core CPU, single-vector Lanczos rows of the
-    // shared matrices (k = 10, largest): the re-check was priced 3–13× its measured seconds with
-    // the fallback, 0.7–2.2× with this; the solves' prices keep the fallback, with which they
-    // stay on the safe side (the interpolated gap priced them at 0.1–0.5×). TCSOLVE_PLAN_
-    // INTERPOLATED_GAP=0: the fallback for the re-check too (A/B).
+    // rather than the solves' fallback 1e-3. 2-core CPU, the shared matrices' single-vector
+    // Lanczos rows (k = 10): the re-check priced at 1.1–13× its measured seconds with the
+    // fallback, 0.2–3.0× with this; the solves stay at the fallback (priced at the interpolated
+    // gap they came out at 0.1–0.8× their seconds). TCSOLVE_PLAN_INTERPOLATED_GAP=0: the
+    // fallback for the re-check too (A/B).
     static const bool interpolate = [] {
       const char* e = std::getenv("TCSOLVE_PLAN_INTERPOLATED_GAP");
       return !(e && std::string(e) == "0");
