@@ -115,7 +115,7 @@ std::string machine_key() {
   return k;
 }
 
-constexpr const char* kCacheFile = "engine-rates-v4.txt";
+constexpr const char* kCacheFile = "engine-rates-v5.txt";
 
 bool read_cache(const std::string& file, const std::string& key, EngineRates& r) {
   std::ifstream in(file);

@@ -16,7 +16,7 @@
 // flops and nnz(L) come from analyze_factor() (factor/sparse_factor.hpp).
 //
 // Cache: measured once per machine and kept in $TCSOLVE_CACHE_DIR, else $XDG_CACHE_HOME/tcsolve,
-// else $HOME/.cache/tcsolve (file engine-rates-v4.txt, one line per machine key: host name, cores
+// else $HOME/.cache/tcsolve (file engine-rates-v5.txt, one line per machine key: host name, cores
 // and the engines' thread settings). TCSOLVE_NO_RATE_CACHE=1 measures in every process and writes
 // nothing. A cache that cannot be read or written is ignored (the rates are then measured).
 #pragma once
