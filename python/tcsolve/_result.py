@@ -67,7 +67,8 @@ class Result:
     ``tolerance``, ``max_iterations``, ``precision``, ``preconditioner``, ``backend``,
     ``device``, ``spmm_kernel``, ``matrix`` (a description of A), ``matrix_checksum`` (the same
     FNV-1a checksum the command writes), ``rows``, ``nnz``, ``seed``, ``time_read`` (0: nothing is
-    read), ``time_preprocess`` (input checks and conversion, operator setup), ``time_solve``,
+    read), ``time_preprocess`` (input checks and conversion: the call's seconds beyond the other
+    phases, which are disjoint), ``time_setup``, ``time_solve``,
     ``time_write`` (0), ``tcsolve_version``, ``command`` (the Python call), ``job`` (''),
     ``job_options`` (the Python call), ``input_stamps`` ('': the inputs are in memory).
     ``save(path)`` writes the same HDF5 file as ``tcsolve eigs|solve --out``.

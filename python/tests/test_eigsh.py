@@ -156,6 +156,28 @@ def test_result_fields():
     assert "converged" in repr(info)
 
 
+def test_phases_are_disjoint():
+    """The Result's phases add up to at most the call's own wall time (each counted once: the
+    plan and the set-up are not also in time_preprocess), for eigsh and for cg."""
+    import time
+    a = lap2d(60)
+    t0 = time.perf_counter()
+    _, _, info = tcsolve.eigsh(a, k=4, which="SA", return_info=True)
+    wall = time.perf_counter() - t0
+    phases = [info.time_read, info.time_preprocess, info.time_plan, info.time_setup, info.time_solve,
+              info.time_verify, info.time_write]
+    assert min(phases) >= 0
+    assert info.time_plan > 0 and info.time_solve > 0
+    assert sum(phases) <= wall * 1.001 + 1e-4, (phases, wall)
+    b = np.ones((a.shape[0], 3))
+    t0 = time.perf_counter()
+    _, _, res = tcsolve.cg(a, b, rtol=1e-8, return_info=True)
+    wall = time.perf_counter() - t0
+    phases = [res.time_read, res.time_preprocess, res.time_setup, res.time_solve, res.time_write]
+    assert min(phases) >= 0 and res.time_solve > 0
+    assert sum(phases) <= wall * 1.001 + 1e-4, (phases, wall)
+
+
 def test_v0_and_X_start_the_iteration():
     """A start vector / block is used: the exact eigenvectors converge in fewer operator applies."""
     import scipy.sparse as sp
