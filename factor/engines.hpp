@@ -21,7 +21,7 @@ struct LowerCsc {
 };
 LowerCsc shifted_lower(const Csr<double>& a, const Csr<double>* b, double sigma);
 
-// Caps the OpenMP and OpenBLAS pools the engines use (once per process; sparse_factor.cpp).
+// Caps the OpenMP and OpenBLAS pools the engines use (at each use; sparse_factor.cpp).
 void configure_engine_threads();
 
 // Bytes of host memory the engines may use: opt.memory_limit_bytes or 80 % of MemAvailable.

@@ -12,6 +12,9 @@ namespace {
 }  // namespace
 
 bool built_with_factor() { return false; }
+
+EngineThreadsScope::EngineThreadsScope() = default;
+EngineThreadsScope::~EngineThreadsScope() = default;
 std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>&, const Csr<double>*, double,
                                              const FactorOptions&) {
   no_factor();

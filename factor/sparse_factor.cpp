@@ -80,17 +80,39 @@ LowerCsc shifted_lower(const Csr<double>& a, const Csr<double>* b, double sigma)
 // gen:elast3d:24 took 8.1 s with those defaults, 8.8 s with OpenMP at 1 and OpenBLAS at 16, and
 // 1.4 s with both at 4 (docs/performance.md, Shift-invert). Unless the user set
 // OPENBLAS_NUM_THREADS / OMP_NUM_THREADS (or TCSOLVE_FACTOR_THREADS), both are capped at
-// min(4, cores) once, through the libraries' own setters when they are loaded.
+// min(4, cores) before the engines run, through the libraries' own setters when they are loaded
+// (an EngineThreadsScope puts the caller's counts back afterwards).
+namespace {
+using SetFn = void (*)(int);
+using GetFn = int (*)();
+struct ThreadSetters {
+  int threads = 0;  // 0: the user set the counts (environment): leave them
+  SetFn openblas_set = nullptr, omp_set = nullptr;
+  GetFn openblas_get = nullptr, omp_get = nullptr;
+};
+const ThreadSetters& thread_setters() {
+  static const ThreadSetters t = [] {
+    ThreadSetters r;
+    r.threads = static_cast<int>(std::min<unsigned>(4u, std::max(1u, std::thread::hardware_concurrency())));
+    if (const char* e = std::getenv("TCSOLVE_FACTOR_THREADS")) r.threads = std::max(1, std::atoi(e));
+    else if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS")) r.threads = 0;
+    r.openblas_set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    r.omp_set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    r.openblas_get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+    r.omp_get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    return r;
+  }();
+  return t;
+}
+}  // namespace
+
+// Applied at each use (two library calls), not once: an EngineThreadsScope may have put the
+// caller's counts back since.
 void configure_engine_threads() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    int t = static_cast<int>(std::min<unsigned>(4u, std::max(1u, std::thread::hardware_concurrency())));
-    if (const char* e = std::getenv("TCSOLVE_FACTOR_THREADS")) t = std::max(1, std::atoi(e));
-    else if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS")) return;
-    using SetFn = void (*)(int);
-    if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(t);
-    if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) f(t);
-  });
+  const ThreadSetters& t = thread_setters();
+  if (t.threads == 0) return;
+  if (t.openblas_set) t.openblas_set(t.threads);
+  if (t.omp_set) t.omp_set(t.threads);
 }
 
 }  // namespace detail
@@ -125,6 +147,18 @@ SymbolicAnalysis analyze_factor(const Csr<double>& a, const Csr<double>* b) {
 }
 
 bool built_with_factor() { return true; }
+
+EngineThreadsScope::EngineThreadsScope() {
+  const detail::ThreadSetters& t = detail::thread_setters();
+  if (t.openblas_get) openblas_ = t.openblas_get();
+  if (t.omp_get) omp_ = t.omp_get();
+}
+
+EngineThreadsScope::~EngineThreadsScope() {
+  const detail::ThreadSetters& t = detail::thread_setters();
+  if (openblas_ > 0 && t.openblas_get && t.openblas_set && t.openblas_get() != openblas_) t.openblas_set(openblas_);
+  if (omp_ > 0 && t.omp_get && t.omp_set && t.omp_get() != omp_) t.omp_set(omp_);
+}
 
 void require_positive_definite(const Csr<double>& b, const std::string& what) {
   detail::configure_engine_threads();

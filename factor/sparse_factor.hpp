@@ -159,6 +159,24 @@ double factor_memory_budget(const FactorOptions& opt = {});
 // True when this build contains the sparse direct engines.
 bool built_with_factor();
 
+// The engines run with OpenBLAS's and OpenMP's pools capped at min(4, cores) unless the user set
+// OPENBLAS_NUM_THREADS, OMP_NUM_THREADS or TCSOLVE_FACTOR_THREADS (sparse_factor.cpp: the
+// defaults oversubscribed a 16-core host, 8.1 s against 1.4 s for one factorization). Those pools
+// are the process's: in a library call (the Python module) the cap would stay on the caller's
+// own BLAS (NumPy's) afterwards. This scope puts back, when it ends, the counts it found when it
+// began, if the engines changed them in between (calling thread; nothing where the libraries are
+// not loaded or nothing changed).
+class EngineThreadsScope {
+ public:
+  EngineThreadsScope();
+  ~EngineThreadsScope();
+  EngineThreadsScope(const EngineThreadsScope&) = delete;
+  EngineThreadsScope& operator=(const EngineThreadsScope&) = delete;
+
+ private:
+  int openblas_ = -1, omp_ = -1;
+};
+
 // Checks that B is symmetric positive definite by a Cholesky factorization (CHOLMOD); throws
 // InvalidArgument naming `what` and the first column where it fails.
 void require_positive_definite(const Csr<double>& b, const std::string& what);

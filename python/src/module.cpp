@@ -32,6 +32,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
+#include "factor/sparse_factor.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/chebyshev_precond.hpp"
 #include "solvers/dense_ops.hpp"
@@ -331,6 +332,7 @@ py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend bac
 py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
                   const D1Array& data, py::object mass, py::object precond_fn,
                   const py::dict& opt) {
+  EngineThreadsScope engine_threads;  // the caller's BLAS/OpenMP counts back at the end
   const auto t0 = std::chrono::steady_clock::now();
   Csr<double> a = csr_from_arrays(n, indptr, indices, data);
   std::unique_ptr<Csr<double>> b;
@@ -366,6 +368,7 @@ py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indice
 
 py::dict eigs_operator(std::int64_t n, py::object fa, py::object fb, py::object precond_fn,
                        const py::dict& opt) {
+  EngineThreadsScope engine_threads;  // the caller's BLAS/OpenMP counts back at the end
   EigsOptions o = eigs_options(opt, n);
   if (o.backend != Backend::cpu)
     throw InvalidArgument("a LinearOperator runs on the CPU backend (device='cpu'): its matvec "
@@ -426,6 +429,7 @@ DenseBlockOps& device_ops_locked() {
 // ‖A‖∞ and ‖B‖∞ (computed by CuPy on the device).
 py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py::object pb,
                      std::int64_t nnz_b, const py::dict& opt) {
+  EngineThreadsScope engine_threads;  // the caller's BLAS/OpenMP counts back at the end
   EigsOptions o = eigs_options(opt, n);
   o.backend = Backend::cuda;
   o.on_iteration = progress_and_interrupt(opt);
@@ -515,6 +519,7 @@ void check_block(const F64Array& arr, std::int64_t n, const char* what) {
 py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
                 const D1Array& data, const F64Array& rhs, py::array_t<double, py::array::f_style> x,
                 bool use_x0, py::object precond_fn, const py::dict& opt) {
+  EngineThreadsScope engine_threads;  // the caller's BLAS/OpenMP counts back at the end
   Csr<double> a = csr_from_arrays(n, indptr, indices, data);
   check_block(rhs, n, "b");
   if (x.ndim() != 2 || x.shape(0) != n || x.shape(1) != rhs.shape(1) || !x.writeable())
@@ -585,6 +590,7 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
 py::dict cg_operator(std::int64_t n, py::object fa, const F64Array& rhs,
                      py::array_t<double, py::array::f_style> x, bool use_x0, py::object precond_fn,
                      const py::dict& opt) {
+  EngineThreadsScope engine_threads;  // the caller's BLAS/OpenMP counts back at the end
   check_block(rhs, n, "b");
   if (x.ndim() != 2 || x.shape(0) != n || x.shape(1) != rhs.shape(1) || !x.writeable())
     throw InvalidArgument("x: expected a writable n × s block");
@@ -616,6 +622,7 @@ py::dict cg_operator(std::int64_t n, py::object fa, const F64Array& rhs,
 
 py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::uintptr_t rhs_ptr,
                    std::uintptr_t x_ptr, std::int64_t s, bool use_x0, const py::dict& opt) {
+  EngineThreadsScope engine_threads;  // the caller's BLAS/OpenMP counts back at the end
   CgOptions o = cg_options(opt);
   std::string precond = opt_get<std::string>(opt, "precond", "jacobi");
   const double a_norm = opt_get<double>(opt, "a_norm", 0.0);

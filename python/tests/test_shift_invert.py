@@ -68,3 +68,39 @@ def test_sigma_on_an_eigenvalue_is_refused():
     # 4 is an eigenvalue of lap2d(40) (40 times): A - 4I is singular, the driver says so
     with pytest.raises(ValueError, match="singular at sigma = 4"):
         tcsolve.eigsh(lap2d(40), k=5, sigma=4.0)
+
+
+def _openblas():
+    """The OpenBLAS the process has loaded (NumPy's and the engines'), or None."""
+    import ctypes
+    with open("/proc/self/maps") as f:
+        paths = sorted({w for line in f for w in line.split() if w.startswith("/") and "libopenblas" in w})
+    for p in paths:
+        lib = ctypes.CDLL(p)
+        if hasattr(lib, "openblas_get_num_threads") and hasattr(lib, "openblas_set_num_threads"):
+            return lib
+    return None
+
+
+def test_engines_leave_the_callers_blas_threads():
+    """The factorization engines cap OpenBLAS's pool (min(4, cores)) while they run; afterwards the
+    caller's own count is back (NumPy shares that pool). 1 here: the cap would make it 2 or more."""
+    import os
+    if any(v in os.environ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "TCSOLVE_FACTOR_THREADS")):
+        pytest.skip("the thread counts are set in the environment: the engines leave them alone")
+    if os.cpu_count() < 2:
+        pytest.skip("one CPU: the cap is 1, as the caller's")
+    lib = _openblas()
+    if lib is None:
+        pytest.skip("no OpenBLAS loaded")
+    before = lib.openblas_get_num_threads()
+    try:
+        lib.openblas_set_num_threads(1)
+        a = lap2d(30)
+        w, _, info = tcsolve.eigsh(a, k=4, which="SA", certify=True, device="cpu", return_info=True)
+        assert info.certified == "yes" or info.verification == "certificate"
+        assert lib.openblas_get_num_threads() == 1
+        x, _ = tcsolve.cg(a, np.ones(a.shape[0]), rtol=1e-8, device="cpu")
+        assert lib.openblas_get_num_threads() == 1
+    finally:
+        lib.openblas_set_num_threads(before)
