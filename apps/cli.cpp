@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdarg>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -76,19 +75,6 @@ void ProgressLine::clear() {
   std::fprintf(stderr, "\r\x1b[K");
   std::fflush(stderr);
   shown_ = false;
-}
-
-std::string format(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = std::vsnprintf(nullptr, 0, fmt, ap);
-  va_end(ap);
-  std::string s(n > 0 ? n : 0, '\0');
-  if (n > 0) std::vsnprintf(s.data(), s.size() + 1, fmt, ap2);
-  va_end(ap2);
-  return s;
 }
 
 std::string format_bytes(double bytes) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 
 namespace tcsolve::app {
 
@@ -90,8 +91,7 @@ double process_seconds();
 std::string format_bytes(double bytes);
 // "0.012 s", "3.4 s", "2 min 05 s".
 std::string format_seconds(double s);
-// printf into a std::string.
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// format(): printf into a std::string (core/format.hpp).
 
 // Minimal JSON writing helpers for --json outputs.
 std::string json_string(const std::string& s);

@@ -17,6 +17,7 @@
 
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "solvers/host_result.hpp"
 #include "solvers/orthonormalize.hpp"
 #include "solvers/solver_common.hpp"
@@ -451,11 +452,6 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
   // amplification of the most amplified direction over the slowest wanted column, over the
   // filter's top degree, below 1e5 (fp32 rounding along it then stays below 1e-2 of the slowest
   // column), and no locked-column projection inside the filter.
-  auto fmt = [](const char* f, auto... a) {
-    char b[200];
-    std::snprintf(b, sizeof b, f, a...);
-    return std::string(b);
-  };
   // `why` (when not null) receives the reason a filter stays on fp64, for the precision line.
   auto fp32_fits = [&](std::int64_t w, double cut, std::string* why) {
     const FilterInterval iv(upper, cut, lower);
@@ -474,7 +470,7 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     const double ratio = rho(lo_seen) / std::max(rho(theta[slow]), 1.0);
     const double growth = deg[w - 1] * std::log(std::max(ratio, 1.0));
     if (growth > std::log(1e5)) {
-      if (why) *why = fmt("amplification %.1e over the slowest wanted column in %d steps", std::exp(growth), deg[w - 1]);
+      if (why) *why = format("amplification %.1e over the slowest wanted column in %d steps", std::exp(growth), deg[w - 1]);
       return false;
     }
     // The wanted end must not be small against ‖A‖: A·x of a wanted vector cancels in the fp32
@@ -483,13 +479,13 @@ EigenResult chebyshev_subspace(const LinearOperator<double>& a, DenseBlockOps& o
     // (k = 64: the cut jumped to 3.1 after a degree-100 one) while its largest end converged on
     // fp32 in as many outer iterations as fp64.
     if (std::abs(theta[slow]) < 0.25 * bd.norm) {
-      if (why) *why = fmt("the wanted end |theta| %.3g is below ||A||/4", std::abs(theta[slow]));
+      if (why) *why = format("the wanted end |theta| %.3g is below ||A||/4", std::abs(theta[slow]));
       return false;
     }
     if (nl > 0 && ratio > 1.0) {
       const int period = std::max(1, static_cast<int>(std::log(1e6) / std::log(ratio)));
       if (period < deg[w - 1]) {
-        if (why) *why = fmt("%lld locked columns to project out every %d steps of %d", static_cast<long long>(nl), period, deg[w - 1]);
+        if (why) *why = format("%lld locked columns to project out every %d steps of %d", static_cast<long long>(nl), period, deg[w - 1]);
         return false;
       }
     }

@@ -14,7 +14,6 @@ usage: python3 bench/e2e/host_rows_ab.py TCSOLVE MATRICES_DIR [OUT.json]
 """
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -22,26 +21,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-
-
-def laplacian_file(mdir, name, out):
-    path = os.path.join(out, name + "_laplacian.mtx")
-    if not os.path.exists(path):
-        import scipy.io as sio
-        from scipy.sparse.csgraph import laplacian
-        w = sio.mmread(os.path.join(mdir, name + ".mtx")).tocsr()
-        w.data[:] = 1.0
-        w = ((w + w.T) > 0).astype(float)
-        w.setdiag(0)
-        w.eliminate_zeros()
-        sio.mmwrite(path, laplacian(w).tocsr(), symmetry="symmetric")
-    return path
-
-
-def predicted_parts(reason):
-    m = re.search(r"predicted ([0-9.e+-]+) s \(setup ([0-9.e+-]+) s, solve ([0-9.e+-]+) s, verify ([0-9.e+-]+) s\)",
-                  reason or "")
-    return [float(x) for x in m.groups()] if m else [0.0] * 4
+from plan_sweep import predicted  # noqa: E402
+from run_e2e import graph_laplacian_file  # noqa: E402
 
 
 def main():
@@ -53,7 +34,7 @@ def main():
     rows = [("bcsstk21_k10", [os.path.join(mdir, "bcsstk21.mtx"), "--k", "10"]),
             ("bcsstk10_k10", [os.path.join(mdir, "bcsstk10.mtx"), "--k", "10"]),
             ("dwt2680_k10", [os.path.join(mdir, "dwt_2680.mtx"), "--k", "10"]),
-            ("crack_lap_k8", [laplacian_file(mdir, "crack", work), "--k", "8"]),
+            ("crack_lap_k8", [graph_laplacian_file("crack", work, mdir), "--k", "8"]),
             ("1138bus_k10_largest", [os.path.join(mdir, "1138_bus.mtx"), "--k", "10", "--which", "largest"])]
 
     def env_of(v):
@@ -75,7 +56,7 @@ def main():
                 d = json.loads(p.stdout)
                 s = d["seconds"]
                 runs[v].append({"plan": s["plan"], "setup": s["setup"], "solve": s["solve"], "verify": s["verify"],
-                                "total": s["total"], "pred": predicted_parts(d.get("method_reason")),
+                                "total": s["total"], "pred": predicted(d.get("method_reason")),
                                 "status": d["status"], "method": d.get("method"), "transform": d.get("transform")})
         for v in variants:
             rs = runs[v]

@@ -58,12 +58,13 @@ def matrices_dir():
     return os.path.join(HERE, "..", "..", "..", "shared", "matrices", "suitesparse")
 
 
-def graph_laplacian_file(name, out):
-    """Graph Laplacian L = D − W of a pattern matrix of the shared collection, written once."""
+def graph_laplacian_file(name, out, mdir=None):
+    """Graph Laplacian L = D − W of a pattern matrix of the shared collection (in mdir, else
+    matrices_dir()), written once."""
     path = os.path.join(out, f"{name}_laplacian.mtx")
     if not os.path.exists(path):
         from scipy.sparse.csgraph import laplacian
-        w = sio.mmread(os.path.join(matrices_dir(), name + ".mtx")).tocsr()
+        w = sio.mmread(os.path.join(mdir or matrices_dir(), name + ".mtx")).tocsr()
         w.data[:] = 1.0
         w = ((w + w.T) > 0).astype(float)
         w.setdiag(0)

@@ -434,8 +434,10 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       const char* e = std::getenv("TCSOLVE_PLAN_INTERPOLATED_GAP");
       return !(e && std::string(e) == "0");
     }();
+    // modelled: the probe's power law fits the wanted end
+    const bool modelled = std::isfinite(plan.probe->relative_gap(sgn, k, m, std::nan("")));
     double recheck_gap = plan.rel_gap;
-    if (interpolate && !std::isfinite(plan.probe->relative_gap(sgn, k, m, std::nan("")))) {
+    if (interpolate && !modelled) {
       const double g = plan.probe->interpolated_gap(sgn, k, m);
       if (std::isfinite(g)) recheck_gap = g;
     }
@@ -474,7 +476,6 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       // in exact arithmetic; the re-check adds one copy a round (three rounds), so a set missing
       // more ends unverified (gen:lap3d:21, k = 6 largest, forced: 3 copies added, unverified).
       // Its re-check is priced as the filter's.
-      const bool modelled = std::isfinite(plan.probe->relative_gap(sgn, k, m, std::nan("")));
       if (f.backend == Backend::cpu && am.t_word > 0 && !modelled && n > default_lanczos_basis(k, 1) + 1) {
         PlanEstimate l;
         l.method = EigsMethod::lanczos;

@@ -188,6 +188,8 @@ struct LadderPrice {
 };
 LadderPrice price_chebyshev_ladder(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                    double rel_gap, const ApplyModel& m, bool wanted_end_large);
+// 8-byte words one single-vector Lanczos step's Gram–Schmidt moves on the host (plan.cpp).
+double host_lanczos_step_words(std::int64_t n, std::int64_t basis, std::int64_t keep);
 // Single-vector thick-restart Lanczos on A (host, basis 2k + 2), offered where the probe's power
 // law gives no gap (isolated extreme eigenvalues) and priced there at 0.35·D applies, D the
 // Chebyshev degree of the same (fallback) gap: measured 0.2–0.6·D on 1138_bus, 662_bus and
@@ -195,8 +197,6 @@ LadderPrice price_chebyshev_ladder(std::int64_t n, std::int64_t nnz, std::int64_
 // bus matrices 3.5–11× over their measured solve), against 4–15·D on PDE-like ends
 // (gen:lap2d:100, lap3d:20/30, crack, bcsstk21 largest), where it is not offered (2-core CPU,
 // k = 10).
-// 8-byte words one single-vector Lanczos step's Gram–Schmidt moves on the host (plan.cpp).
-double host_lanczos_step_words(std::int64_t n, std::int64_t basis, std::int64_t keep);
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                 double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
 double predict_dense_seconds(std::int64_t n, const EngineRates& r);
