@@ -1,5 +1,5 @@
-// CPU backend of DenseBlockOps on Eigen (blocks are mapped, never copied), plus the backend
-// factory. The CUDA twin is dense_ops.cu.
+// CPU backend of DenseBlockOps on Eigen (blocks are mapped, never copied; GEMM shapes on OpenBLAS
+// where found, blas_gemm below), plus the backend factory. The CUDA twin is dense_ops.cu.
 #include "solvers/dense_ops.hpp"
 
 #include <Eigen/Dense>
@@ -7,12 +7,17 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "solvers/random.hpp"
+#ifdef TCSOLVE_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 
 namespace tcsolve {
 
@@ -31,6 +36,49 @@ CMatMap map(MvView<const double> v) { return CMatMap(v.data, v.rows, v.cols, Str
 // matrix at 2 columns and ~2× for the update (2-core CPU, n = 1138–100,000 rows against 10 or 24
 // columns; 1.5× and 1.0–1.2× at 4 columns; the same at 1, where Eigen takes the GEMV itself).
 constexpr std::int64_t kSkinnyCols = 3;
+
+// GEMM-shaped products (both operands wider than kSkinnyCols) on OpenBLAS where the build found
+// it, one thread: its kernels are chosen at run time for the CPU (AVX2/AVX-512), while Eigen here
+// is compiled for baseline x86-64 (SSE2). 2-core CPU (bench/dense/eigen_vs_openblas.cpp): the
+// restart's n × 23 · 23 × 17 rewrite 2.0–2.1× faster at n = 1,138–200,000, the update against 23
+// columns 1.9–2.0×, the Gram 1.4–1.5×. TCSOLVE_DENSE_BLAS=0 keeps Eigen (A/B).
+// C (m × n, ldc) = alpha·op(A)·B + beta·C with op(A) = Aᵀ (A k × m) or A (m × k); false where
+// OpenBLAS is not used (the caller then runs Eigen).
+bool blas_gemm(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+               const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta,
+               double* c, std::int64_t ldc) {
+#ifdef TCSOLVE_HAVE_OPENBLAS
+  static const bool on = [] {
+    const char* e = std::getenv("TCSOLVE_DENSE_BLAS");
+    return !(e && std::string(e) == "0");
+  }();
+  // BLAS's own argument rules (leading dimensions at least max(1, rows)) and 32-bit sizes;
+  // anything else, empty products included, stays on Eigen.
+  constexpr std::int64_t kMax = std::numeric_limits<blasint>::max();
+  const std::int64_t a_rows = trans_a ? k : m;
+  if (!on || m <= 0 || n <= 0 || k <= 0 || m > kMax || n > kMax || k > kMax ||
+      lda < std::max<std::int64_t>(1, a_rows) || ldb < std::max<std::int64_t>(1, k) ||
+      ldc < std::max<std::int64_t>(1, m) || lda > kMax || ldb > kMax || ldc > kMax)
+    return false;
+  // On the calling thread only, as Eigen ran: OpenBLAS's pool is the engines' (CHOLMOD, MUMPS:
+  // capped at 4). Its threads wait spinning after a call; woken by these products they took CPUs
+  // from the host pool and the engines (H200 host, bcsstk21: every phase ~30 % slower). The count
+  // is the process's (NO_AFFINITY builds: an assignment); another thread's BLAS call meanwhile
+  // may run on one thread too.
+  const int threads = openblas_get_num_threads();
+  if (threads > 1) openblas_set_num_threads(1);
+  cblas_dgemm(CblasColMajor, trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+              static_cast<blasint>(ldc));
+  if (threads > 1) openblas_set_num_threads(threads);
+  return true;
+#else
+  (void)trans_a, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb;
+  (void)beta, (void)c, (void)ldc;
+  return false;
+#endif
+}
 
 void require_host(MvView<const double> v) {
   TCSOLVE_REQUIRE(v.space == Space::host, "CPU dense ops need host blocks");
@@ -66,7 +114,7 @@ class CpuDenseOps final : public DenseBlockOps {
     } else if (x.cols <= kSkinnyCols) {
       for (std::int64_t i = 0; i < x.cols; ++i)
         gm.row(i).noalias() = (map(y).transpose() * map(x).col(i)).transpose();
-    } else {
+    } else if (!blas_gemm(true, x.cols, y.cols, x.rows, 1.0, x.data, x.ld, y.data, y.ld, 0.0, g, ldg)) {
       gm.noalias() = map(x).transpose() * map(y);
     }
   }
@@ -77,6 +125,9 @@ class CpuDenseOps final : public DenseBlockOps {
     TCSOLVE_REQUIRE(x.rows == y.rows, "gemm: row counts differ");
     CMatMap cm(c, x.cols, y.cols, Stride(ldc));
     auto ym = map(y);
+    if (y.cols > kSkinnyCols && x.cols > kSkinnyCols &&
+        blas_gemm(false, y.rows, y.cols, x.cols, alpha, x.data, x.ld, c, ldc, beta, y.data, y.ld))
+      return;
     if (beta != 0.0 && beta != 1.0) ym *= beta;
     if (y.cols <= kSkinnyCols) {  // a GEMV a column (skinny_products below)
       for (std::int64_t j = 0; j < y.cols; ++j) {
@@ -98,7 +149,8 @@ class CpuDenseOps final : public DenseBlockOps {
     const CMatMap mm(m, x.cols, r, Stride(ldm));
     if (r <= kSkinnyCols) {
       for (std::int64_t j = 0; j < r; ++j) tmp.col(j).noalias() = map(x) * mm.col(j);
-    } else {
+    } else if (x.cols <= kSkinnyCols ||
+               !blas_gemm(false, x.rows, r, x.cols, 1.0, x.data, x.ld, m, ldm, 0.0, scratch_.data(), x.rows)) {
       tmp.noalias() = map(x) * mm;
     }
     map(x.columns(0, r)) = tmp;
@@ -184,6 +236,9 @@ class CpuDenseOps final : public DenseBlockOps {
     require_host(y);
     TCSOLVE_REQUIRE(x.rows == y.rows && g.rows == x.cols && g.cols == y.cols, "gram_into: shapes");
     auto gm = map(g);
+    if (y.cols > kSkinnyCols && x.cols > kSkinnyCols &&
+        blas_gemm(true, x.cols, y.cols, x.rows, alpha, x.data, x.ld, y.data, y.ld, beta, g.data, g.ld))
+      return;
     if (beta != 0.0 && beta != 1.0) gm *= beta;
     if (y.cols <= kSkinnyCols) {  // a GEMV a column (skinny_products below)
       for (std::int64_t j = 0; j < y.cols; ++j) {

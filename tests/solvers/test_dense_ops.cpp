@@ -60,6 +60,61 @@ TEST(DenseOps, GramGemmAndInplaceMatchEigen) {
   EXPECT_EQ((Xg.rightCols(p - 3) - X.rightCols(p - 3)).cwiseAbs().maxCoeff(), 0.0);
 }
 
+// The GEMM-shaped products (both sides wider than the skinny GEMV path's 3 columns), which run on
+// OpenBLAS where the build found it: column sub-views of wider blocks (leading dimension above
+// the rows), padded small matrices, every beta case, and outputs poisoned with NaN where beta = 0
+// must overwrite them. Sizes not multiples of any kernel's tile.
+TEST(DenseOps, WideProductsOnSubViewsMatchEigen) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Fixture f;
+  const std::int64_t n = 1291, p = 9, q = 6, ldg = 11;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  f.ops->reserve(n, p + 4, ldg * (q + 2));
+  Mat X = random_mat(n, p + 2, 31), Y = random_mat(n, q + 3, 32), C = random_mat(ldg, q, 33);
+  auto x = f.put(X), y = f.put(Y);
+  auto xs = x.columns(1, p);  // columns 1..p of an n × (p + 2) block
+  auto ys = y.columns(2, q);
+  const Mat Xs = X.middleCols(1, p), Ys = Y.middleCols(2, q);
+  // gram into a padded (ldg) buffer full of NaN.
+  std::vector<double> g(static_cast<std::size_t>(ldg * q), nan);
+  f.ops->gram(xs, ys, g.data(), ldg);
+  const Mat G = Eigen::Map<Mat, 0, Eigen::OuterStride<>>(g.data(), p, q, Eigen::OuterStride<>(ldg));
+  EXPECT_LT((G - Xs.transpose() * Ys).cwiseAbs().maxCoeff(), 1e-11);
+  EXPECT_TRUE(std::isnan(g[p]));  // the padding rows are not written
+  // gemm, beta = 0 on a poisoned output, then beta = 1 and beta = −0.25 (C read with ld ldg).
+  const Mat Cp = C.topRows(p);
+  auto yp = f.ops->allocate(n, q + 1);
+  Mat P = Mat::Constant(n, q + 1, nan);
+  f.ops->from_host(P.data(), n, yp.view());
+  f.ops->gemm(1.5, xs, C.data(), ldg, 0.0, yp.columns(1, q));
+  Mat Yr = 1.5 * Xs * Cp;
+  Mat got = f.get(yp.view());
+  EXPECT_LT((got.middleCols(1, q) - Yr).cwiseAbs().maxCoeff(), 1e-11);
+  EXPECT_TRUE(std::isnan(got(0, 0)));  // column 0 untouched
+  f.ops->gemm(-1.0, xs, C.data(), ldg, 1.0, ys);
+  Mat Y1 = Ys - Xs * Cp;
+  EXPECT_LT((f.get(ys) - Y1).cwiseAbs().maxCoeff(), 1e-11);
+  f.ops->gemm(2.0, xs, C.data(), ldg, -0.25, ys);
+  Mat Y2 = 2.0 * Xs * Cp - 0.25 * Y1;
+  EXPECT_LT((f.get(ys) - Y2).cwiseAbs().maxCoeff(), 1e-11);
+  EXPECT_EQ((f.get(y.columns(0, 2)) - Y.leftCols(2)).cwiseAbs().maxCoeff(), 0.0);
+  // multiply_inplace with r = 5 > 3 (the restart's rewrite) on the sub-view: xs[:, 0:5] = xs·M.
+  Mat M = random_mat(ldg, 5, 34);
+  f.ops->multiply_inplace(xs, M.data(), ldg, 5);
+  Mat Xg = f.get(x.view());
+  EXPECT_LT((Xg.middleCols(1, 5) - Xs * M.topRows(p)).cwiseAbs().maxCoeff(), 1e-11);
+  EXPECT_EQ((Xg.middleCols(6, p - 5) - X.middleCols(6, p - 5)).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_EQ((Xg.col(0) - X.col(0)).cwiseAbs().maxCoeff(), 0.0);
+  // gram_into: beta = 0 over NaN, then beta = 1 accumulating, on a device-resident small block.
+  auto gs = f.ops->allocate(p, q);
+  Mat Pg = Mat::Constant(p, q, nan);
+  f.ops->from_host(Pg.data(), p, gs.view());
+  const Mat X2 = Xg.middleCols(1, p);
+  f.ops->gram_into(0.5, x.columns(1, p), ys, 0.0, gs.view());
+  f.ops->gram_into(1.0, x.columns(1, p), ys, 1.0, gs.view());
+  EXPECT_LT((f.get(gs.view()) - 1.5 * X2.transpose() * Y2).cwiseAbs().maxCoeff(), 1e-10);
+}
+
 TEST(DenseOps, ColumnOperationsMatchEigen) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
