@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
+#include <atomic>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -224,10 +226,26 @@ EngineRates measure_engine_rates() {
   return r;
 }
 
+namespace {
+std::atomic<bool> g_analyze_rate_ready{false};
+}  // namespace
+
+bool engine_analyze_rate_known() {
+  if (g_analyze_rate_ready.load(std::memory_order_acquire) || known_engine_rates()) return true;
+  if (std::getenv("TCSOLVE_NO_RATE_CACHE")) return false;
+  const std::string dir = cache_dir();
+  EngineRates r;
+  return !dir.empty() && read_cache(dir + "/" + kCacheFile, machine_key() + "|analysis", r);
+}
+
 double engine_analyze_rate() {
   static std::once_flag once;
   static double rate = 0.0;
+  struct Ready {
+    ~Ready() { g_analyze_rate_ready.store(true, std::memory_order_release); }
+  };
   std::call_once(once, [] {
+    Ready ready;
     const bool use_cache = !std::getenv("TCSOLVE_NO_RATE_CACHE");
     const std::string dir = use_cache ? cache_dir() : "";
     const std::string file = dir.empty() ? "" : dir + "/" + kCacheFile;
@@ -253,22 +271,49 @@ double engine_analyze_rate() {
   return rate;
 }
 
+namespace {
+
+// This machine's line of the cache, read once (none where TCSOLVE_NO_RATE_CACHE is set).
+const std::optional<EngineRates>& cached_engine_rates() {
+  static std::once_flag once;
+  static std::optional<EngineRates> cached;
+  std::call_once(once, [] {
+    if (std::getenv("TCSOLVE_NO_RATE_CACHE")) return;
+    const std::string dir = cache_dir();
+    EngineRates r;
+    if (!dir.empty() && read_cache(dir + "/" + kCacheFile, machine_key(), r)) cached = r;
+  });
+  return cached;
+}
+
+std::atomic<const EngineRates*> g_measured{nullptr};
+
+}  // namespace
+
 const EngineRates& engine_rates() {
   static std::once_flag once;
   static EngineRates rates;
   std::call_once(once, [] {
-    const bool use_cache = !std::getenv("TCSOLVE_NO_RATE_CACHE");
-    const std::string dir = use_cache ? cache_dir() : "";
-    const std::string file = dir.empty() ? "" : dir + "/" + kCacheFile;
-    const std::string key = machine_key();
-    if (!file.empty() && read_cache(file, key, rates)) return;
-    rates = measure_engine_rates();
-    if (!file.empty()) {
-      write_cache(dir, file, key, rates);
-      rates.source += ", cached in " + file;
+    if (const auto& c = cached_engine_rates()) {
+      rates = *c;
+    } else {
+      rates = measure_engine_rates();
+      const std::string dir = std::getenv("TCSOLVE_NO_RATE_CACHE") ? "" : cache_dir();
+      if (!dir.empty()) {
+        const std::string file = dir + "/" + kCacheFile;
+        write_cache(dir, file, machine_key(), rates);
+        rates.source += ", cached in " + file;
+      }
     }
+    g_measured.store(&rates, std::memory_order_release);
   });
   return rates;
+}
+
+const EngineRates* known_engine_rates() {
+  if (const EngineRates* r = g_measured.load(std::memory_order_acquire)) return r;
+  const auto& c = cached_engine_rates();
+  return c ? &*c : nullptr;
 }
 
 }  // namespace tcsolve

@@ -68,11 +68,19 @@ struct EngineRates {
 // first call pays the measurement. Throws NotCompiled in a build without the engines.
 const EngineRates& engine_rates();
 
+// The rates without measuring: the cache's, or those engine_rates() measured in this process;
+// null when neither is at hand (a fresh machine). Thread-safe.
+const EngineRates* known_engine_rates();
+
 // analyze_s_per_entry alone, for decisions that need only the ordering's price (the planner's and
 // the verification's bets on an analysis): from the cached full rates, else from its own cache
 // entry (key "<machine>|analysis"), else measured on the full measurement's two supernodal samples'
 // AMD analyses alone (~10–30 ms against ~0.5–1.1 s for all the rates) and cached.
 double engine_analyze_rate();
+
+// Whether engine_analyze_rate() would answer without measuring: a cached rate (full or alone), or
+// one measured in this process.
+bool engine_analyze_rate_known();
 
 // Measures without the cache (the benchmark and the tests call it directly).
 EngineRates measure_engine_rates();

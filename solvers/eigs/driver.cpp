@@ -491,11 +491,23 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
   // it even at the fastest ordering any host has (kFastestAnalyzeSecondsPerEntry), with no rates
   // at all; else by the analysis rate alone. The full rates (a fresh machine's first run measures
   // them: ~1 s) only price a certificate whose analysis is at hand.
-  auto certificate_seconds = [&](double budget) -> double {
+  // Where no cache has this machine's ordering rate, measuring it (engine_analyze_rate: two AMD
+  // analyses, 10–45 ms) to decide a budget below that cannot pay: the certificate is then not
+  // priced (1138_bus largest on a fresh machine: 20 ms measured for a 0.26 ms budget).
+  const bool rate_at_hand = !probes.analyze_rate_known || probes.analyze_rate_known();
+  auto rate_not_worth_measuring = [&](double budget) {
+    return !plan.symbolic && !rate_at_hand && budget < kAnalysisRateMeasureSeconds;
+  };
+  // `choice`: pricing the certificate against the re-check before it runs (the rule above);
+  // after a re-check that could not verify, the alternative is an unverified set: measured then.
+  auto certificate_seconds = [&](double budget, bool choice) -> double {
     if (!plan.symbolic && ordering_over_at_any_rate(lower_entries, budget)) return INFINITY;
+    if (choice && rate_not_worth_measuring(budget)) return INFINITY;
     if (!plan.symbolic && kAmdMisguess * probes.analysis_rate() * lower_entries <= budget)
       plan.symbolic = probes.analyze();
-    return plan.symbolic ? predict_certificate_seconds(*plan.symbolic, lower_entries, probes.rates()) : INFINITY;
+    return plan.symbolic ? predict_certificate_seconds(*plan.symbolic, lower_entries,
+                                                       plan.rates ? *plan.rates : probes.rates())
+                         : INFINITY;
   };
   std::string why_kind;
   bool use_cert = opt.certify;
@@ -513,7 +525,7 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
     const double budget = std::max(0.15 * solve_s, recheck_guess);
     const double analysis_floor = kFastestAnalyzeSecondsPerEntry * lower_entries;
     const bool over_at_any_rate = !plan.symbolic && ordering_over_at_any_rate(lower_entries, budget);
-    const double pred = certificate_seconds(budget);
+    const double pred = certificate_seconds(budget, true);
     if (over_at_any_rate) {
       why_kind = "re-check (the certificate's ordering alone, at least " + fmt("%.3g", analysis_floor) +
                  " s at 1e8 entries a second, is above 15 % of the solve's " + fmt("%.3g", solve_s) +
@@ -524,6 +536,11 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                  fmt("%.3g", pred) + " s, " + fmt("%.0f", 100.0 * pred / std::max(solve_s, 1e-9)) +
                  " % of the solve's " + fmt("%.3g", solve_s) + " s; the re-check about " +
                  fmt("%.3g", recheck_guess) + " s)";
+    } else if (rate_not_worth_measuring(budget)) {
+      why_kind = "re-check (the certificate not priced: measuring this machine's ordering rate, "
+                 "about " + fmt("%.2g", kAnalysisRateMeasureSeconds) + " s once, would cost more than "
+                 "the budget it decides, 15 % of the solve's " + fmt("%.3g", solve_s) +
+                 " s and the re-check's " + fmt("%.3g", recheck_guess) + " s)";
     } else {
       const double amd_guess = probes.analysis_rate() * lower_entries;
       why_kind = "re-check (the ordering that would price the certificate, about " + fmt("%.3g", amd_guess) +
@@ -615,7 +632,7 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
   // certified after the hand-over).
   if (!rc.verified && cert_possible && !interrupt_requested()) {
     const double cap = 2.0 * solve_s;
-    const double pred = certificate_seconds(cap);
+    const double pred = certificate_seconds(cap, false);
     if (pred <= cap)
       return certify(why_kind + ": " + rc.detail + "; then the certificate (predicted " + fmt("%.3g", pred) + " s)");
     v.line += "; no certificate after it (predicted " +
@@ -656,6 +673,8 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
     return a;
   };
   probes.rates = []() -> const EngineRates& { return engine_rates(); };
+  probes.known_rates = [] { return known_engine_rates(); };
+  probes.analyze_rate_known = [] { return engine_analyze_rate_known(); };
   probes.analyze_rate = [] { return engine_analyze_rate(); };
   EigsPlan plan = plan_eigs(facts, opt, probes);
   trace_mark("eigs: planned");

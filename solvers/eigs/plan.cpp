@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/trace.hpp"
 #include "solvers/chebyshev.hpp"
 #include "solvers/eigensolvers.hpp"
@@ -16,6 +17,17 @@
 #include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve {
+
+namespace {
+// TCSOLVE_PLAN_DEFAULT_RATES=0: a fresh machine always measures its engine rates (A/B).
+bool plan_default_rates_allowed() {
+  static const bool on = [] {
+    const char* e = std::getenv("TCSOLVE_PLAN_DEFAULT_RATES");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+}  // namespace
 
 // ---- names ----------------------------------------------------------------------------------
 
@@ -529,97 +541,142 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
         cands.begin(), cands.end(), [](const PlanEstimate& a, const PlanEstimate& b) { return a.total() < b.total(); });
     const double iterative_best = best_iterative.total();
 
-    // Shift-invert for the smallest: priced from the symbolic analysis, which is run only when
-    // it could pay.
-    if (opt.which == Which::smallest) {
-      // The analysis is a bet (kAmdMisguess, plan.hpp): taken only when even the misguessed
-      // analysis stays within a quarter of the best iterative plan, or within a few milliseconds
-      // (kStakeFloor): a small matrix's analysis is worth a look whatever the iterative price
-      // (2-core CPU: dwt_2680's 2 ms analysis against a 38 ms plan flipped with the noise of the
-      // timed applies, and shift-invert is 2-3x faster there).
-      constexpr double kStake = 0.25, kStakeFloor = 5e-3;
-      const double stake = std::max(kStake * iterative_best, kStakeFloor);
-      // Rejected even at the fastest ordering any host has (kFastestAnalyzeSecondsPerEntry):
-      // decided without the host's measured rates, which a fresh machine measures once (~1 s).
-      const double analysis_floor = kFastestAnalyzeSecondsPerEntry * lower_entries;
-      if (!f.can_factor) {
-        plan.unpriced.push_back("shift-invert lanczos: no factorization (" + f.factor_why + ")");
-      } else if (!rel_out_of_reach && ordering_over_at_any_rate(lower_entries, stake)) {
-        plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (at least " +
-                                secs(analysis_floor) + " at 1e8 entries a second, up to " +
-                                secs(kAmdMisguess * analysis_floor) +
-                                " misguessed) would cost more than a quarter of the whole " +
-                                best_iterative.name() + " plan (" + secs(iterative_best) +
-                                ") and more than " + secs(kStakeFloor) +
-                                " (decided without measuring the host's engine rates)");
-      } else if (const double analysis_guess = lower_entries * probes.analysis_rate();
-                 !rel_out_of_reach && kAmdMisguess * analysis_guess > stake) {
-        // Rejected on the analysis rate alone (engine_analyze_rate): the full rates not measured.
-        plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
-                                secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
-                                ") would cost more than a quarter of the whole " + best_iterative.name() +
-                                " plan (" + secs(iterative_best) + ") and more than " + secs(kStakeFloor));
-      } else {
-        const EngineRates& r = probes.rates();
-        plan.symbolic = probes.analyze();
-        PlanEstimate e;
-        e.method = EigsMethod::lanczos;
-        e.transform = Transform::shift_invert;
-        e.verification = default_verification;
-        predict_shift_invert_seconds(n, k, *plan.symbolic, lower_entries, r, am, f.backend,
-                                     &e.setup_s, &e.solve_s, &e.detail);
-        // The ordering is redone by the factorization: AMD's as measured, METIS's priced.
-        e.setup_s -= r.analyze_seconds(lower_entries);
-        e.setup_s += factor_analysis_seconds(*plan.symbolic);
-        const double cert = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
-        // As the verification decides (driver.cpp): the certificate when it costs at most 15 %
-        // of the solve or less than the re-check would.
-        if (default_verification == Verification::recheck &&
-            cert <= std::max(0.15, shift_invert_recheck_share(f.backend)) * e.solve_s)
-          e.verification = Verification::certificate;
-        e.verify_s = e.verification == Verification::certificate ? cert
-                     : e.verification == Verification::recheck ? shift_invert_recheck_share(f.backend) * e.solve_s : 0.0;
-        const double need = 12.0 * plan.symbolic->factor_entries;
-        FactorOptions fo;
-        fo.memory_limit_bytes = opt.factor_memory_limit;
-        if (need > factor_memory_budget(fo)) {
-          e.feasible = false;
-          char b[96];
-          std::snprintf(b, sizeof b, "%.1f GB", need / 1e9);
-          plan.unpriced.push_back(std::string("shift-invert lanczos: the factor needs about ") + b +
-                                  ", more than the host memory allows");
+    // The plans priced with the host engines' rates (shift-invert, dense, the certificate): the
+    // rates this machine has (cached, or measured earlier in the process), else the defaults
+    // where the plan they choose, at kPessimisticRates times its price, stays below
+    // kRateMeasurementFloorSeconds: whatever better plan measured rates might have found, the
+    // most it could save is less than measuring costs (0.5–2 s on a fresh machine, once, and in
+    // every process where no cache persists: containers, new cluster nodes). Else measured now.
+    const std::vector<PlanEstimate> iterative = cands;
+    const std::size_t unpriced_before = plan.unpriced.size();
+    bool rates_used = false;  // a candidate was priced with r
+    // The ordering rate the analysis is bet on: this machine's, unless no cache has it and the
+    // stake is below what measuring it costs (kAnalysisRateMeasureSeconds); then the default
+    // rate, whose misjudgement can cost at most about the stake itself.
+    auto bet_rate = [&](double stake) {
+      if (probes.analyze_rate_known && !probes.analyze_rate_known() && stake < kAnalysisRateMeasureSeconds)
+        return EngineRates{}.analyze_s_per_entry;
+      return probes.analysis_rate();
+    };
+    auto price_rated = [&](const EngineRates& r) {
+      rates_used = false;
+      cands = iterative;
+      plan.unpriced.resize(unpriced_before);
+      // Shift-invert for the smallest: priced from the symbolic analysis, which is run only when
+      // it could pay.
+      if (opt.which == Which::smallest) {
+        // The analysis is a bet (kAmdMisguess, plan.hpp): taken only when even the misguessed
+        // analysis stays within a quarter of the best iterative plan, or within a few milliseconds
+        // (kStakeFloor): a small matrix's analysis is worth a look whatever the iterative price
+        // (2-core CPU: dwt_2680's 2 ms analysis against a 38 ms plan flipped with the noise of the
+        // timed applies, and shift-invert is 2-3x faster there).
+        constexpr double kStake = 0.25, kStakeFloor = 5e-3;
+        const double stake = std::max(kStake * iterative_best, kStakeFloor);
+        // Rejected even at the fastest ordering any host has (kFastestAnalyzeSecondsPerEntry):
+        // decided without the host's measured rates, which a fresh machine measures once (~1 s).
+        const double analysis_floor = kFastestAnalyzeSecondsPerEntry * lower_entries;
+        if (!f.can_factor) {
+          plan.unpriced.push_back("shift-invert lanczos: no factorization (" + f.factor_why + ")");
+        } else if (!rel_out_of_reach && ordering_over_at_any_rate(lower_entries, stake)) {
+          plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (at least " +
+                                  secs(analysis_floor) + " at 1e8 entries a second, up to " +
+                                  secs(kAmdMisguess * analysis_floor) +
+                                  " misguessed) would cost more than a quarter of the whole " +
+                                  best_iterative.name() + " plan (" + secs(iterative_best) +
+                                  ") and more than " + secs(kStakeFloor) +
+                                  " (decided without measuring the host's engine rates)");
+        } else if (const double analysis_guess = rel_out_of_reach ? 0.0 : lower_entries * bet_rate(stake);
+                   !rel_out_of_reach && kAmdMisguess * analysis_guess > stake) {
+          // Rejected on the analysis rate alone (engine_analyze_rate): the full rates not measured.
+          plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
+                                  secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
+                                  ") would cost more than a quarter of the whole " + best_iterative.name() +
+                                  " plan (" + secs(iterative_best) + ") and more than " + secs(kStakeFloor));
         } else {
-          e.priced = true;
-          cands.push_back(e);
-        }
-        // The iterative plans' certificate, when it is cheap next to their solve.
-        for (auto& ce : cands)
-          if (ce.transform == Transform::none && default_verification == Verification::recheck &&
-              cert <= 0.15 * ce.solve_s) {
-            ce.verification = Verification::certificate;
-            ce.verify_s = cert;
+          if (!plan.symbolic) plan.symbolic = probes.analyze();
+          rates_used = true;
+          PlanEstimate e;
+          e.method = EigsMethod::lanczos;
+          e.transform = Transform::shift_invert;
+          e.verification = default_verification;
+          predict_shift_invert_seconds(n, k, *plan.symbolic, lower_entries, r, am, f.backend,
+                                       &e.setup_s, &e.solve_s, &e.detail);
+          // The ordering is redone by the factorization: AMD's as measured, METIS's priced.
+          e.setup_s -= r.analyze_seconds(lower_entries);
+          e.setup_s += factor_analysis_seconds(*plan.symbolic);
+          const double cert = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
+          // As the verification decides (driver.cpp): the certificate when it costs at most 15 %
+          // of the solve or less than the re-check would.
+          if (default_verification == Verification::recheck &&
+              cert <= std::max(0.15, shift_invert_recheck_share(f.backend)) * e.solve_s)
+            e.verification = Verification::certificate;
+          e.verify_s = e.verification == Verification::certificate ? cert
+                       : e.verification == Verification::recheck ? shift_invert_recheck_share(f.backend) * e.solve_s : 0.0;
+          const double need = 12.0 * plan.symbolic->factor_entries;
+          FactorOptions fo;
+          fo.memory_limit_bytes = opt.factor_memory_limit;
+          if (need > factor_memory_budget(fo)) {
+            e.feasible = false;
+            char b[96];
+            std::snprintf(b, sizeof b, "%.1f GB", need / 1e9);
+            plan.unpriced.push_back(std::string("shift-invert lanczos: the factor needs about ") + b +
+                                    ", more than the host memory allows");
+          } else {
+            e.priced = true;
+            cands.push_back(e);
           }
+          // The iterative plans' certificate, when it is cheap next to their solve.
+          for (auto& ce : cands)
+            if (ce.transform == Transform::none && default_verification == Verification::recheck &&
+                cert <= 0.15 * ce.solve_s) {
+              ce.verification = Verification::certificate;
+              ce.verify_s = cert;
+            }
+        }
+      }
+      // Dense for moderate n (matrix form).
+      if (f.matrix_form && n <= 4000) {
+        PlanEstimate e;
+        e.method = EigsMethod::dense;
+        e.verification = Verification::dense;
+        rates_used = rates_used || f.can_factor;
+        e.solve_s = f.can_factor ? predict_dense_seconds(n, r)
+                                 : predict_dense_seconds(n, EngineRates{});
+        e.priced = true;
+        cands.push_back(e);
+      }
+      std::stable_sort(cands.begin(), cands.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
+        return a.feasible != b.feasible ? a.feasible : a.total() < b.total();
+      });
+    };
+    if (const EngineRates* known = probes.known_rates ? probes.known_rates() : nullptr) {
+      plan.rates = *known;
+      price_rated(*plan.rates);
+    } else {
+      const EngineRates defaults;
+      price_rated(defaults);
+      const PlanEstimate& pick = cands.front();
+      if (!rates_used) {
+        // No candidate needed them (the factorization not priced, no dense candidate).
+      } else if (pick.feasible && kPessimisticRates * pick.total() < kRateMeasurementFloorSeconds &&
+                 plan_default_rates_allowed()) {
+        plan.rates = defaults;
+        plan.rates->source = "defaults, not measured: the plan they choose is predicted at " +
+                             secs(pick.total()) + ", under " + secs(kRateMeasurementFloorSeconds) +
+                             " even " + format("%g", kPessimisticRates) +
+                             " times slower, less than measuring the rates would cost";
+      } else {
+        plan.rates = probes.rates();
+        price_rated(*plan.rates);
       }
     }
-    // Dense for moderate n (matrix form).
-    if (f.matrix_form && n <= 4000) {
-      PlanEstimate e;
-      e.method = EigsMethod::dense;
-      e.verification = Verification::dense;
-      e.solve_s = f.can_factor ? predict_dense_seconds(n, probes.rates())
-                               : predict_dense_seconds(n, EngineRates{});
-      e.priced = true;
-      cands.push_back(e);
-    }
-    // Possible plans first, then by predicted seconds.
-    std::stable_sort(cands.begin(), cands.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
-      return a.feasible != b.feasible ? a.feasible : a.total() < b.total();
-    });
     c = cands.front();
     plan.rejected.assign(cands.begin() + 1, cands.end());
     plan.reason = "auto: " + c.describe();
     if (!plan.rejected.empty()) plan.reason += "; best rejected: " + plan.rejected.front().describe();
     for (const auto& u : plan.unpriced) plan.reason += "; " + u;
+    if (plan.rates && plan.rates->source.rfind("defaults", 0) == 0)
+      plan.reason += "; engine rates: " + plan.rates->source;
     // A filter plan with shift-invert priced behind it: the fallback.
     if (c.method == EigsMethod::chebyshev)
       for (const auto& r : plan.rejected)

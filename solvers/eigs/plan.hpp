@@ -138,12 +138,28 @@ struct PlanProbes {
   std::function<SpectralProbe()> probe;                  // Lanczos steps on A
   std::function<double(std::int64_t cols)> apply_seconds;  // one apply of A to `cols` columns
   std::function<SymbolicAnalysis()> analyze;             // CHOLMOD symbolic analysis of A − σB
-  std::function<const EngineRates&()> rates;             // host engine rates (cached)
+  std::function<const EngineRates&()> rates;             // host engine rates (cached, else measured)
+  // The rates without measuring (known_engine_rates: the cache's or the process's); null when
+  // none are known. Empty: none known.
+  std::function<const EngineRates*()> known_rates;
   // The analysis rate alone (engine_analyze_rate: cheap when the full rates are not cached);
   // empty: taken from rates().
   std::function<double()> analyze_rate;
+  // Whether analyze_rate() has its answer without measuring (cached, or measured in the
+  // process). Empty: treated as known.
+  std::function<bool()> analyze_rate_known;
   double analysis_rate() const { return analyze_rate ? analyze_rate() : rates().analyze_s_per_entry; }
 };
+
+// An automatic plan on a machine whose engine rates are not known uses the defaults when its
+// chosen plan, priced with them, costs less than kRateMeasurementFloorSeconds at
+// kPessimisticRates times that price (plan_eigs). The floor is below the measurement's cost on
+// every host seen (0.5–2 s: factor/engine_rates.cpp); the factor covers the defaults' distance
+// from the measured rates (within 3x on the 2-core CPU).
+constexpr double kRateMeasurementFloorSeconds = 0.3;
+// The least the ordering rate alone costs to measure (engine_analyze_rate: 10–45 ms seen).
+constexpr double kAnalysisRateMeasureSeconds = 0.01;
+constexpr double kPessimisticRates = 4.0;
 
 // Whether an AMD ordering of `lower_entries` misses `budget` even misguessed at the fastest rate
 // any host has (kAmdMisguess × kFastestAnalyzeSecondsPerEntry): then no rate needs measuring.
@@ -230,6 +246,9 @@ struct EigsPlan {
   std::optional<SpectralProbe> probe;
   std::optional<SymbolicAnalysis> symbolic;
   std::optional<ApplyModel> applies;
+  // The host engines' rates the plan was priced with (the verification prices its certificate
+  // with them): known, measured, or the defaults where measuring could not pay (source says).
+  std::optional<EngineRates> rates;
   double rel_gap = 0.0;                // the probe's relative gap at the wanted end (0: none)
 };
 

@@ -106,6 +106,47 @@ TEST(AppsEigs, SmallProblemsRunOnTheHostByDefault) {
   }
 }
 
+// A fresh machine (an empty rate cache) and a small job: the host engines' rates (~1 s to
+// measure) are not measured where the plan priced with the defaults is cheap even 4 times slower,
+// and the ordering rate is not measured for a verification budget below what measuring it costs.
+// TCSOLVE_PLAN_DEFAULT_RATES=0 measures, as before (the cache then holds the machine's full line).
+TEST(AppsEigs, AFreshMachineMeasuresNoRatesForASmallJob) {
+  auto full_lines = [](const std::string& dir) {
+    int n = 0;
+    for (const auto& f : files_in(dir)) {
+      const std::string text = read_file(dir + "/" + f);
+      for (std::size_t p = 0; p < text.size();) {
+        const std::size_t e = text.find('\n', p);
+        const std::string line = text.substr(p, e == std::string::npos ? std::string::npos : e - p);
+        if (!line.empty() && line.substr(0, line.find(' ')).find("|analysis") == std::string::npos) ++n;
+        p = e == std::string::npos ? text.size() : e + 1;
+      }
+    }
+    return n;
+  };
+  ScratchDir cache;
+  const std::string env = "TCSOLVE_CACHE_DIR=" + cache.path().string();
+  auto r = run_tcsolve_env({env}, {"eigs", "gen:lap2d:30", "--k", "6", "--device", "cpu", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"status\": \"converged\""), std::string::npos) << r.out;
+  if (r.out.find("shift-invert") != std::string::npos) {  // built with the engines
+    EXPECT_NE(r.out.find("engine rates: defaults, not measured"), std::string::npos) << r.out;
+    EXPECT_EQ(full_lines(cache.path().string()), 0);
+    auto m = run_tcsolve_env({env, "TCSOLVE_PLAN_DEFAULT_RATES=0"},
+                             {"eigs", "gen:lap2d:30", "--k", "6", "--device", "cpu", "--json"});
+    ASSERT_EQ(m.status, 0) << m.err;
+    EXPECT_EQ(m.out.find("engine rates: defaults"), std::string::npos) << m.out;
+    EXPECT_EQ(full_lines(cache.path().string()), 1);
+  }
+  ScratchDir cache2;
+  auto l = run_tcsolve_env({"TCSOLVE_CACHE_DIR=" + cache2.path().string()},
+                           {"eigs", "gen:lap2d:40", "--k", "6", "--which", "largest", "--device", "cpu", "--json"});
+  ASSERT_EQ(l.status, 0) << l.err;
+  EXPECT_NE(l.out.find("\"status\": \"converged\""), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("\"verification\": \"recheck\""), std::string::npos) << l.out;
+  EXPECT_TRUE(files_in(cache2.path().string()).empty());  // nothing measured, nothing cached
+}
+
 TEST(AppsEigs, LargestByLanczosJson) {
   auto r = run_tcsolve({"eigs", "gen:lap2d:11x8", "--k", "3", "--which", "largest", "--method",
                         "lanczos", "--device", "cpu", "--json"});

@@ -39,6 +39,7 @@ struct Inputs {
   std::unique_ptr<DenseBlockOps> ops = make_dense_ops(Backend::cpu);
   std::unique_ptr<SparseOperator> op;
   EngineRates rates = fixed_rates();
+  bool rates_known = true;  // the machine's rates cached (false: a fresh machine)
   int probe_calls = 0, analyze_calls = 0, apply_calls = 0, rates_calls = 0, analyze_rate_calls = 0;
   // Apply time model: t(c) = t0 + c·tc (seconds).
   double t0 = 2e-5, tc = 2e-6;
@@ -84,6 +85,7 @@ PlanProbes probes_of(Inputs& in) {
     ++in.analyze_rate_calls;
     return in.rates.analyze_s_per_entry;
   };
+  p.known_rates = [&in]() -> const EngineRates* { return in.rates_known ? &in.rates : nullptr; };
   return p;
 }
 
@@ -262,7 +264,9 @@ TEST(Plan, LadderRungsArePricedAndChosen) {
 // shift-invert plan that gets priced asks for them.
 TEST(Plan, RatesAreMeasuredOnlyAsFarAsTheDecisionNeeds) {
   if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";
+  // A fresh machine throughout: no rates known.
   Inputs big;
+  big.rates_known = false;
   big.a = read_matrix("gen:lap3d:80", {});
   big.t0 = 3e-5, big.tc = 4e-6;
   const EigsPlan p = plan_eigs(facts_of(big, Backend::cuda), opts(16), probes_of(big));
@@ -276,6 +280,7 @@ TEST(Plan, RatesAreMeasuredOnlyAsFarAsTheDecisionNeeds) {
 
   // lap3d:30 on the GPU: the floor cannot decide, the analysis rate (1e-7 s an entry) rejects.
   Inputs mid;
+  mid.rates_known = false;
   mid.a = read_matrix("gen:lap3d:30", {});
   mid.t0 = 3e-5, mid.tc = 4e-6;
   const EigsPlan q = plan_eigs(facts_of(mid, Backend::cuda), opts(16), probes_of(mid));
@@ -283,12 +288,39 @@ TEST(Plan, RatesAreMeasuredOnlyAsFarAsTheDecisionNeeds) {
   EXPECT_EQ(mid.rates_calls, 0) << show(q);
   EXPECT_EQ(mid.analyze_calls, 0) << show(q);
 
-  // A small matrix on the host: shift-invert is priced, with the full rates.
+  // A small matrix on the host: shift-invert is priced with the default rates, not measured ones:
+  // the plan they choose costs under 0.3 s even 4 times slower, less than measuring them would.
   Inputs small;
+  small.rates_known = false;
   small.a = read_matrix("gen:lap2d:30", {});
   const EigsPlan r = plan_eigs(facts_of(small, Backend::cpu), opts(6), probes_of(small));
   EXPECT_EQ(small.analyze_calls, 1) << show(r);
-  EXPECT_GE(small.rates_calls, 1) << show(r);  // (the dense candidate reads them too)
+  EXPECT_EQ(small.rates_calls, 0) << show(r);
+  ASSERT_TRUE(r.rates.has_value());
+  EXPECT_NE(r.reason.find("engine rates: defaults, not measured"), std::string::npos) << show(r);
+  EXPECT_EQ(r.chosen.transform, Transform::shift_invert) << show(r);
+
+  // The same with the rates known (cached): they price it, nothing is measured, nothing said.
+  Inputs cached;
+  cached.a = read_matrix("gen:lap2d:30", {});
+  const EigsPlan rc = plan_eigs(facts_of(cached, Backend::cpu), opts(6), probes_of(cached));
+  EXPECT_EQ(cached.rates_calls, 0) << show(rc);
+  EXPECT_EQ(rc.reason.find("engine rates:"), std::string::npos) << show(rc);
+  EXPECT_DOUBLE_EQ(rc.rates->factor_s_per_flop, fixed_rates().factor_s_per_flop);
+
+  // Where the plan the defaults choose costs more (a 90,000-row 2D Laplacian, applies 100 times
+  // slower: shift-invert priced, above 75 ms), the rates are measured and the candidates priced
+  // again with them.
+  Inputs slow;
+  slow.rates_known = false;
+  slow.a = read_matrix("gen:lap2d:300", {});
+  slow.t0 = 2e-3, slow.tc = 2e-4;
+  slow.rates.factor_s_per_flop = 1e-7;  // the measured machine: its factorization 1000x the default's
+  const EigsPlan rs = plan_eigs(facts_of(slow, Backend::cpu), opts(6), probes_of(slow));
+  EXPECT_GE(slow.rates_calls, 1) << show(rs);
+  EXPECT_EQ(rs.reason.find("engine rates:"), std::string::npos) << show(rs);
+  ASSERT_TRUE(rs.rates.has_value());
+  EXPECT_DOUBLE_EQ(rs.rates->factor_s_per_flop, 1e-7);
 }
 
 // Isolated largest eigenvalues (a 2D Laplacian, spectrum in [0, 8], beside 12 decoupled rows
