@@ -34,16 +34,19 @@ namespace tcsolve {
 // skip the one-time measurement (~1 s on a fresh machine's first run).
 constexpr double kFastestAnalyzeSecondsPerEntry = 1e-8;
 
+// The defaults (a fresh machine's small jobs are priced with them: solvers/eigs/plan.hpp) are the
+// geometric middle of the two hosts measured on 2026-11-27 (docs/performance.md): the 2-core
+// development VM and the H200 machine's 16-core host, whose rates differ by up to 5x.
 struct EngineRates {
-  double analyze_s_per_entry = 5e-8;
+  double analyze_s_per_entry = 1.6e-7;
   double factor_s_per_flop = 1e-10;
-  double factor_s_per_entry = 2e-8;
+  double factor_s_per_entry = 5e-8;
   double solve_s_per_entry = 2e-9;
-  double solve_s_per_entry_col = 5e-10;
-  double simplicial_solve_s_per_entry = 1e-9;
-  double simplicial_solve_s_per_entry_col = 5e-10;
+  double solve_s_per_entry_col = 1.2e-9;
+  double simplicial_solve_s_per_entry = 4.5e-10;
+  double simplicial_solve_s_per_entry_col = 3e-10;
   double simplicial_solve_s_per_row = 0.0;
-  double simplicial_solve_s_per_row_col = 0.0;
+  double simplicial_solve_s_per_row_col = 6e-9;
   double inertia_ratio = 2.0;
   std::string source = "defaults (not measured)";
 

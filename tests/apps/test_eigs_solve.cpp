@@ -124,13 +124,21 @@ TEST(AppsEigs, AFreshMachineMeasuresNoRatesForASmallJob) {
     }
     return n;
   };
+  // Sanitizer builds run 10-20x slower: their plans may price above the floor and measure, as
+  // they should; there only the consistency of what is said and what is cached is checked.
+#if defined(__SANITIZE_ADDRESS__)
+  const bool release_speed = false;
+#else
+  const bool release_speed = true;
+#endif
   ScratchDir cache;
   const std::string env = "TCSOLVE_CACHE_DIR=" + cache.path().string();
   auto r = run_tcsolve_env({env}, {"eigs", "gen:lap2d:30", "--k", "6", "--device", "cpu", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\"status\": \"converged\""), std::string::npos) << r.out;
-  if (r.out.find("shift-invert") != std::string::npos) {  // built with the engines
-    EXPECT_NE(r.out.find("engine rates: defaults, not measured"), std::string::npos) << r.out;
+  const bool defaults_said = r.out.find("engine rates: defaults, not measured") != std::string::npos;
+  if (r.out.find("shift-invert") != std::string::npos && (release_speed || defaults_said)) {
+    EXPECT_TRUE(defaults_said) << r.out;
     EXPECT_EQ(full_lines(cache.path().string()), 0);
     auto m = run_tcsolve_env({env, "TCSOLVE_PLAN_DEFAULT_RATES=0"},
                              {"eigs", "gen:lap2d:30", "--k", "6", "--device", "cpu", "--json"});
@@ -144,7 +152,10 @@ TEST(AppsEigs, AFreshMachineMeasuresNoRatesForASmallJob) {
   ASSERT_EQ(l.status, 0) << l.err;
   EXPECT_NE(l.out.find("\"status\": \"converged\""), std::string::npos) << l.out;
   EXPECT_NE(l.out.find("\"verification\": \"recheck\""), std::string::npos) << l.out;
-  EXPECT_TRUE(files_in(cache2.path().string()).empty());  // nothing measured, nothing cached
+  const bool not_priced = l.out.find("measuring this machine's ordering rate") != std::string::npos ||
+                          l.out.find("engine rates are not measured") != std::string::npos;
+  EXPECT_TRUE(not_priced || !release_speed) << l.out;
+  if (not_priced) EXPECT_TRUE(files_in(cache2.path().string()).empty());  // nothing measured, nothing cached
 }
 
 TEST(AppsEigs, LargestByLanczosJson) {

@@ -28,6 +28,12 @@ EngineRates fixed_rates() {
   r.factor_s_per_entry = 3e-8;
   r.solve_s_per_entry = 5e-9;
   r.solve_s_per_entry_col = 3e-10;
+  // The simplicial rates as the defaults were before 2026-11-27 (the tests' expectations use
+  // these, not whatever EngineRates' defaults are).
+  r.simplicial_solve_s_per_entry = 1e-9;
+  r.simplicial_solve_s_per_entry_col = 5e-10;
+  r.simplicial_solve_s_per_row = 0.0;
+  r.simplicial_solve_s_per_row_col = 0.0;
   r.inertia_ratio = 2.0;
   r.source = "fixed (test)";
   return r;
