@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +13,6 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
-#include <atomic>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -227,74 +227,73 @@ EngineRates measure_engine_rates() {
 }
 
 namespace {
+
+// This machine's lines of the cache, read once (none where TCSOLVE_NO_RATE_CACHE is set): the full
+// rates, else the analysis rate alone (key "<machine>|analysis").
+struct CachedRates {
+  std::optional<EngineRates> full;
+  std::optional<double> analyze_s_per_entry;
+};
+const CachedRates& cached_rates() {
+  static std::once_flag once;
+  static CachedRates cached;
+  std::call_once(once, [] {
+    if (std::getenv("TCSOLVE_NO_RATE_CACHE")) return;
+    const std::string dir = cache_dir();
+    if (dir.empty()) return;
+    const std::string file = dir + "/" + kCacheFile, key = machine_key();
+    EngineRates r;
+    if (read_cache(file, key, r)) cached.full = r;
+    if (cached.full) cached.analyze_s_per_entry = cached.full->analyze_s_per_entry;
+    else if (read_cache(file, key + "|analysis", r)) cached.analyze_s_per_entry = r.analyze_s_per_entry;
+  });
+  return cached;
+}
+
+// Set once engine_rates() / engine_analyze_rate() have their answer in this process.
+std::atomic<const EngineRates*> g_measured{nullptr};
 std::atomic<bool> g_analyze_rate_ready{false};
+
 }  // namespace
 
 bool engine_analyze_rate_known() {
-  if (g_analyze_rate_ready.load(std::memory_order_acquire) || known_engine_rates()) return true;
-  if (std::getenv("TCSOLVE_NO_RATE_CACHE")) return false;
-  const std::string dir = cache_dir();
-  EngineRates r;
-  return !dir.empty() && read_cache(dir + "/" + kCacheFile, machine_key() + "|analysis", r);
+  return g_analyze_rate_ready.load(std::memory_order_acquire) || known_engine_rates() ||
+         cached_rates().analyze_s_per_entry.has_value();
 }
 
 double engine_analyze_rate() {
   static std::once_flag once;
   static double rate = 0.0;
-  struct Ready {
-    ~Ready() { g_analyze_rate_ready.store(true, std::memory_order_release); }
-  };
   std::call_once(once, [] {
-    Ready ready;
-    const bool use_cache = !std::getenv("TCSOLVE_NO_RATE_CACHE");
-    const std::string dir = use_cache ? cache_dir() : "";
-    const std::string file = dir.empty() ? "" : dir + "/" + kCacheFile;
-    const std::string key = machine_key(), akey = key + "|analysis";
-    EngineRates r;
-    if (!file.empty() && (read_cache(file, key, r) || read_cache(file, akey, r))) {
-      rate = r.analyze_s_per_entry;
-      return;
+    if (const EngineRates* known = known_engine_rates()) {
+      rate = known->analyze_s_per_entry;
+    } else if (cached_rates().analyze_s_per_entry) {
+      rate = *cached_rates().analyze_s_per_entry;
+    } else {
+      // The full measurement's analysis rate: the same two samples' AMD analyses, nothing else.
+      auto per_entry = [](const Csr<double>& a) {
+        const SymbolicAnalysis sym = analyze_factor(a, nullptr);
+        return sym.seconds / (0.5 * static_cast<double>(a.nnz() + a.nrows));
+      };
+      rate = std::max(per_entry(model_laplacian(160, 2)), per_entry(model_laplacian(22, 3)));
+      trace_mark("rates: the analysis rate alone");
+      const std::string dir = std::getenv("TCSOLVE_NO_RATE_CACHE") ? "" : cache_dir();
+      if (!dir.empty()) {
+        EngineRates r;
+        r.analyze_s_per_entry = rate;
+        write_cache(dir, dir + "/" + kCacheFile, machine_key() + "|analysis", r);
+      }
     }
-    // The full measurement's analysis rate: the same two samples' AMD analyses, nothing else.
-    auto per_entry = [](const Csr<double>& a) {
-      const SymbolicAnalysis sym = analyze_factor(a, nullptr);
-      return sym.seconds / (0.5 * static_cast<double>(a.nnz() + a.nrows));
-    };
-    rate = std::max(per_entry(model_laplacian(160, 2)), per_entry(model_laplacian(22, 3)));
-    trace_mark("rates: the analysis rate alone");
-    if (!file.empty()) {
-      r = EngineRates{};
-      r.analyze_s_per_entry = rate;
-      write_cache(dir, file, akey, r);
-    }
+    g_analyze_rate_ready.store(true, std::memory_order_release);
   });
   return rate;
 }
-
-namespace {
-
-// This machine's line of the cache, read once (none where TCSOLVE_NO_RATE_CACHE is set).
-const std::optional<EngineRates>& cached_engine_rates() {
-  static std::once_flag once;
-  static std::optional<EngineRates> cached;
-  std::call_once(once, [] {
-    if (std::getenv("TCSOLVE_NO_RATE_CACHE")) return;
-    const std::string dir = cache_dir();
-    EngineRates r;
-    if (!dir.empty() && read_cache(dir + "/" + kCacheFile, machine_key(), r)) cached = r;
-  });
-  return cached;
-}
-
-std::atomic<const EngineRates*> g_measured{nullptr};
-
-}  // namespace
 
 const EngineRates& engine_rates() {
   static std::once_flag once;
   static EngineRates rates;
   std::call_once(once, [] {
-    if (const auto& c = cached_engine_rates()) {
+    if (const auto& c = cached_rates().full) {
       rates = *c;
     } else {
       rates = measure_engine_rates();
@@ -312,7 +311,7 @@ const EngineRates& engine_rates() {
 
 const EngineRates* known_engine_rates() {
   if (const EngineRates* r = g_measured.load(std::memory_order_acquire)) return r;
-  const auto& c = cached_engine_rates();
+  const auto& c = cached_rates().full;
   return c ? &*c : nullptr;
 }
 

@@ -43,7 +43,8 @@ constexpr std::int64_t kSkinnyCols = 3;
 // restart's n × 23 · 23 × 17 rewrite 2.0–2.1× faster at n = 1,138–200,000, the update against 23
 // columns 1.9–2.0×, the Gram 1.4–1.5×. TCSOLVE_DENSE_BLAS=0 keeps Eigen (A/B).
 // C (m × n, ldc) = alpha·op(A)·B + beta·C with op(A) = Aᵀ (A k × m) or A (m × k); false where
-// OpenBLAS is not used (the caller then runs Eigen).
+// OpenBLAS is not used (the caller then runs Eigen): skinny products (the block op(A)'s columns
+// or C's at most kSkinnyCols: the GEMV paths), no OpenBLAS, or arguments BLAS would refuse.
 bool blas_gemm(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
                const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta,
                double* c, std::int64_t ldc) {
@@ -55,8 +56,8 @@ bool blas_gemm(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, dou
   // BLAS's own argument rules (leading dimensions at least max(1, rows)) and 32-bit sizes;
   // anything else, empty products included, stays on Eigen.
   constexpr std::int64_t kMax = std::numeric_limits<blasint>::max();
-  const std::int64_t a_rows = trans_a ? k : m;
-  if (!on || m <= 0 || n <= 0 || k <= 0 || m > kMax || n > kMax || k > kMax ||
+  const std::int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+  if (!on || a_cols <= kSkinnyCols || n <= kSkinnyCols || m <= 0 || k <= 0 || m > kMax || n > kMax || k > kMax ||
       lda < std::max<std::int64_t>(1, a_rows) || ldb < std::max<std::int64_t>(1, k) ||
       ldc < std::max<std::int64_t>(1, m) || lda > kMax || ldb > kMax || ldc > kMax)
     return false;
@@ -125,9 +126,7 @@ class CpuDenseOps final : public DenseBlockOps {
     TCSOLVE_REQUIRE(x.rows == y.rows, "gemm: row counts differ");
     CMatMap cm(c, x.cols, y.cols, Stride(ldc));
     auto ym = map(y);
-    if (y.cols > kSkinnyCols && x.cols > kSkinnyCols &&
-        blas_gemm(false, y.rows, y.cols, x.cols, alpha, x.data, x.ld, c, ldc, beta, y.data, y.ld))
-      return;
+    if (blas_gemm(false, y.rows, y.cols, x.cols, alpha, x.data, x.ld, c, ldc, beta, y.data, y.ld)) return;
     if (beta != 0.0 && beta != 1.0) ym *= beta;
     if (y.cols <= kSkinnyCols) {  // a GEMV a column (skinny_products below)
       for (std::int64_t j = 0; j < y.cols; ++j) {
@@ -149,8 +148,7 @@ class CpuDenseOps final : public DenseBlockOps {
     const CMatMap mm(m, x.cols, r, Stride(ldm));
     if (r <= kSkinnyCols) {
       for (std::int64_t j = 0; j < r; ++j) tmp.col(j).noalias() = map(x) * mm.col(j);
-    } else if (x.cols <= kSkinnyCols ||
-               !blas_gemm(false, x.rows, r, x.cols, 1.0, x.data, x.ld, m, ldm, 0.0, scratch_.data(), x.rows)) {
+    } else if (!blas_gemm(false, x.rows, r, x.cols, 1.0, x.data, x.ld, m, ldm, 0.0, scratch_.data(), x.rows)) {
       tmp.noalias() = map(x) * mm;
     }
     map(x.columns(0, r)) = tmp;
@@ -236,9 +234,7 @@ class CpuDenseOps final : public DenseBlockOps {
     require_host(y);
     TCSOLVE_REQUIRE(x.rows == y.rows && g.rows == x.cols && g.cols == y.cols, "gram_into: shapes");
     auto gm = map(g);
-    if (y.cols > kSkinnyCols && x.cols > kSkinnyCols &&
-        blas_gemm(true, x.cols, y.cols, x.rows, alpha, x.data, x.ld, y.data, y.ld, beta, g.data, g.ld))
-      return;
+    if (blas_gemm(true, x.cols, y.cols, x.rows, alpha, x.data, x.ld, y.data, y.ld, beta, g.data, g.ld)) return;
     if (beta != 0.0 && beta != 1.0) gm *= beta;
     if (y.cols <= kSkinnyCols) {  // a GEMV a column (skinny_products below)
       for (std::int64_t j = 0; j < y.cols; ++j) {

@@ -500,12 +500,11 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
   };
   // A plan priced with the default engine rates (plan.hpp) keeps the re-check: the certificate
   // is not chosen on an unmeasured price (a re-check that cannot verify still hands over to it).
-  const bool default_rates = plan.rates && plan.rates->source.rfind("defaults", 0) == 0;
   // `choice`: pricing the certificate against the re-check before it runs (the rule above);
   // after a re-check that could not verify, the alternative is an unverified set: measured then.
   auto certificate_seconds = [&](double budget, bool choice) -> double {
     if (!plan.symbolic && ordering_over_at_any_rate(lower_entries, budget)) return INFINITY;
-    if (choice && (rate_not_worth_measuring(budget) || default_rates)) return INFINITY;
+    if (choice && (rate_not_worth_measuring(budget) || plan.rates_are_defaults)) return INFINITY;
     if (!plan.symbolic && kAmdMisguess * probes.analysis_rate() * lower_entries <= budget)
       plan.symbolic = probes.analyze();
     return plan.symbolic ? predict_certificate_seconds(*plan.symbolic, lower_entries,
@@ -539,7 +538,7 @@ Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts
                  fmt("%.3g", pred) + " s, " + fmt("%.0f", 100.0 * pred / std::max(solve_s, 1e-9)) +
                  " % of the solve's " + fmt("%.3g", solve_s) + " s; the re-check about " +
                  fmt("%.3g", recheck_guess) + " s)";
-    } else if (default_rates) {
+    } else if (plan.rates_are_defaults) {
       why_kind = "re-check (the certificate not priced: this machine's engine rates are not measured; "
                  "the plan's defaults do not choose a verification)";
     } else if (rate_not_worth_measuring(budget)) {

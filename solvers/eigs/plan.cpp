@@ -664,6 +664,7 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
       } else if (pick.feasible && kPessimisticRates * pick.total() < kRateMeasurementFloorSeconds &&
                  plan_default_rates_allowed()) {
         plan.rates = defaults;
+        plan.rates_are_defaults = true;
         plan.rates->source = "defaults, not measured: the plan they choose is predicted at " +
                              secs(pick.total()) + ", under " + secs(kRateMeasurementFloorSeconds) +
                              " even " + format("%g", kPessimisticRates) +
@@ -678,8 +679,7 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
     plan.reason = "auto: " + c.describe();
     if (!plan.rejected.empty()) plan.reason += "; best rejected: " + plan.rejected.front().describe();
     for (const auto& u : plan.unpriced) plan.reason += "; " + u;
-    if (plan.rates && plan.rates->source.rfind("defaults", 0) == 0)
-      plan.reason += "; engine rates: " + plan.rates->source;
+    if (plan.rates_are_defaults) plan.reason += "; engine rates: " + plan.rates->source;
     // A filter plan with shift-invert priced behind it: the fallback.
     if (c.method == EigsMethod::chebyshev)
       for (const auto& r : plan.rejected)

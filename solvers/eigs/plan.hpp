@@ -154,8 +154,8 @@ struct PlanProbes {
 // An automatic plan on a machine whose engine rates are not known uses the defaults when its
 // chosen plan, priced with them, costs less than kRateMeasurementFloorSeconds at
 // kPessimisticRates times that price (plan_eigs). The floor is below the measurement's cost on
-// every host seen (0.5–2 s: factor/engine_rates.cpp); the factor covers the defaults' distance
-// from the measured rates (within 3x on the 2-core CPU).
+// every host seen (0.6–1.3 s: docs/performance.md); the factor covers the defaults' distance
+// from the measured rates (the geometric middle of two hosts up to 5x apart: within ~2.5x of each).
 constexpr double kRateMeasurementFloorSeconds = 0.3;
 // The least the ordering rate alone costs to measure (engine_analyze_rate: 10–45 ms seen).
 constexpr double kAnalysisRateMeasureSeconds = 0.01;
@@ -249,6 +249,7 @@ struct EigsPlan {
   // The host engines' rates the plan was priced with (the verification prices its certificate
   // with them): known, measured, or the defaults where measuring could not pay (source says).
   std::optional<EngineRates> rates;
+  bool rates_are_defaults = false;     // `rates` are the built-in defaults, not this machine's
   double rel_gap = 0.0;                // the probe's relative gap at the wanted end (0: none)
 };
 
