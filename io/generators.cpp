@@ -20,86 +20,12 @@
 #include "core/error.hpp"
 #include "core/host_memory.hpp"
 #include "core/parallel.hpp"
+#include "io/generator_common.hpp"
 
 namespace tcsolve {
 namespace {
 
-using i64 = std::int64_t;
-using u64 = std::uint64_t;
-constexpr i64 max_rows = std::numeric_limits<std::int32_t>::max();  // 32-bit column indices
-
-// ---- randomness ---------------------------------------------------------------------------
-
-// splitmix64 finalizer: a bijective 64-bit mixer with good avalanche.
-inline u64 mix64(u64 z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-// Hash of (seed, stream, key): independent streams per generator role.
-inline u64 hash3(u64 seed, u64 stream, u64 key) { return mix64(mix64(seed ^ mix64(stream)) ^ key); }
-// Uniform double in [0, 1) from the top 53 bits.
-inline double unit(u64 h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
-
-// xoshiro256** sequential generator, seeded through splitmix64 (for permutations and R-MAT).
-class Xoshiro256 {
- public:
-  explicit Xoshiro256(u64 seed) {
-    u64 x = seed;
-    for (auto& w : s_) {
-      x += 0x9e3779b97f4a7c15ULL;
-      w = mix64(x);
-    }
-  }
-  u64 next() {
-    const u64 result = rotl(s_[1] * 5, 7) * 9;
-    const u64 t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
-  }
-  // Uniform integer in [0, n) (Lemire's multiply-shift; bias < n / 2^64, irrelevant here).
-  u64 below(u64 n) { return static_cast<u64>((static_cast<unsigned __int128>(next()) * n) >> 64); }
-
- private:
-  static u64 rotl(u64 x, int k) { return (x << k) | (x >> (64 - k)); }
-  u64 s_[4];
-};
-
-// Stream identifiers (arbitrary distinct constants).
-enum Stream : u64 { s_band = 11, s_band_diag, s_random_pick, s_random_val, s_random_diag, s_elast,
-                    s_elast_ghost, s_rmat, s_scramble };
-
-// ---- spec parsing -------------------------------------------------------------------------
-
-struct Spec {
-  std::string name;
-  std::vector<std::string> params;
-  bool scramble = false;
-  u64 seed = 1;
-};
-
-[[noreturn]] void bad(const std::string& spec, const std::string& what) {
-  throw InvalidArgument("generator spec '" + spec + "': " + what);
-}
-
-// Parses a decimal unsigned integer (digits only, no sign, no overflow).
-u64 parse_u64(const std::string& spec, const std::string& what, const std::string& s) {
-  if (s.empty()) bad(spec, "missing " + what);
-  u64 v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') bad(spec, what + " '" + s + "' is not a non-negative integer");
-    const u64 d = static_cast<u64>(c - '0');
-    if (v > (std::numeric_limits<u64>::max() - d) / 10) bad(spec, what + " '" + s + "' is too large");
-    v = v * 10 + d;
-  }
-  return v;
-}
+using namespace gen;
 
 Spec parse_spec(const std::string& spec) {
   if (!is_generator_spec(spec)) bad(spec, "does not start with 'gen:'");
@@ -132,36 +58,6 @@ Spec parse_spec(const std::string& spec) {
     p = q;
   }
   return out;
-}
-
-void expect_params(const std::string& spec, const Spec& s, std::size_t n, const char* usage) {
-  if (s.params.size() != n)
-    bad(spec, "'" + s.name + "' takes " + std::to_string(n) + " parameter" + (n == 1 ? "" : "s") +
-                  " (" + usage + "), got " + std::to_string(s.params.size()));
-}
-
-// A positive size parameter bounded by `limit`.
-i64 size_param(const std::string& spec, const std::string& what, const std::string& s, i64 limit) {
-  u64 v = parse_u64(spec, what, s);
-  if (v == 0) bad(spec, what + " must be positive");
-  if (v > static_cast<u64>(limit))
-    bad(spec, what + " = " + s + " is too large (at most " + std::to_string(limit) +
-                  ": row and column indices are 32-bit)");
-  return static_cast<i64>(v);
-}
-
-// Row count check for products of grid sizes.
-void check_rows(const std::string& spec, long double rows) {
-  if (rows > static_cast<long double>(max_rows))
-    bad(spec, "the matrix would have " + std::to_string(static_cast<unsigned long long>(rows)) +
-                  " rows, more than 32-bit indices allow (" + std::to_string(max_rows) + ")");
-}
-
-// Refuses sizes whose entry count alone would need terabytes (2^40 entries = 12 TiB of CSR).
-void check_entries(const std::string& spec, long double entries) {
-  if (entries > static_cast<long double>(i64(1) << 40))
-    bad(spec, "the matrix would hold about " + std::to_string(static_cast<unsigned long long>(entries)) +
-                  " entries, more than 2^40");
 }
 
 // ---- grid Laplacians ----------------------------------------------------------------------
@@ -547,7 +443,14 @@ Csr<double> generate(const std::string& spec) {
   else if (s.name == "band") a = gen_band(spec, s);
   else if (s.name == "random") a = gen_random(spec, s);
   else if (s.name == "rmat") a = gen_rmat(spec, s);
-  else bad(spec, "unknown generator '" + s.name + "' (known: lap2d, lap3d, elast3d, band, random, rmat)");
+  else if (s.name == "rgg") a = gen_rgg(spec, s);
+  else if (s.name == "neumann2d" || s.name == "neumann3d") a = gen_neumann(spec, s);
+  else if (s.name == "jump2d" || s.name == "jump3d") a = gen_jump(spec, s);
+  else if (s.name == "stiff") a = gen_stiff(spec, s);
+  else if (s.name == "convdiff2d" || s.name == "convdiff3d") a = gen_convdiff(spec, s);
+  else if (s.name == "helmholtz2d" || s.name == "helmholtz3d") a = gen_helmholtz(spec, s);
+  else bad(spec, "unknown generator '" + s.name + "' (known: lap2d, lap3d, elast3d, band, random, rmat, rgg, "
+                 "neumann2d, neumann3d, jump2d, jump3d, stiff, convdiff2d, convdiff3d, helmholtz2d, helmholtz3d)");
   if (s.scramble) a = permute_symmetric(a, random_permutation(a.nrows, s.seed));
   return a;
 }

@@ -5,10 +5,21 @@
 //   gen:band:N:B          random values within bandwidth B (|i-j| <= B), SMaT's band matrices
 //   gen:random:N:K        about K random non-zeros per row (diagonal included)
 //   gen:rmat:SCALE:EF     Laplacian of an R-MAT power-law graph (2^SCALE nodes, EF·2^SCALE edges)
+//   gen:rgg:N[:C]         Laplacian of a random geometric graph with exactly C connected
+//                         components (default 1): eigenvalue 0 with multiplicity C
+//   gen:neumann2d:NX[xNY], gen:neumann3d:N   the grid graph's Laplacian (Neumann): singular, 0 once
+//   gen:jump2d:N:CONTRAST, gen:jump3d:N:CONTRAST   −∇·(κ∇u), κ on 8^d random blocks, log-uniform
+//                         over CONTRAST (e.g. 1e6): SPD, coefficient jumps
+//   gen:stiff:N:M[:NORM]  elast3d:N scaled to ‖A‖ ≈ NORM (default 4e9) with M constrained degrees
+//                         of freedom (unit rows): the M smallest eigenvalues are exactly 1
+//   gen:convdiff2d:N:PE, gen:convdiff3d:N:PE   −Δu + PE·b·∇u, upwind: UNSYMMETRIC, nonsingular
+//   gen:helmholtz2d:N:K, gen:helmholtz3d:N:K   −Δu − K²u: symmetric INDEFINITE for K > π√d
 //   +scramble             random symmetric permutation P·A·Pᵀ (same seed -> same permutation)
 //   @SEED                 seed (default 1); "+scramble" and "@SEED" may come in either order
-// Every generated matrix is symmetric (Csr::symmetry = symmetric); all but rmat (a graph
-// Laplacian, singular) are positive definite. Same spec -> bitwise the same matrix.
+// Every generated matrix is square. All are symmetric (Csr::symmetry = symmetric) but convdiff with
+// PE > 0 (general); positive definite but the graph Laplacians rmat, rgg and neumann (singular)
+// and helmholtz (indefinite for large K). Grid families other than lap/elast use h = 1/(N + 1)
+// and scale by h² (io/generators_pde.cpp). Same spec -> bitwise the same matrix.
 //
 // Contract: generate() is a pure function of its spec string: the same spec gives bitwise the
 // same canonical Csr<double> (core/csr.hpp); a malformed spec or out-of-range parameter throws
