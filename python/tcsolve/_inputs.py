@@ -142,9 +142,15 @@ class Operator:
         return y.reshape(self.n)
 
     def matmat(self, x):
-        # x: n × k Fortran-ordered, read-only view of the solver's block. An operator built from a
-        # matvec alone gets 1-D columns, as SciPy's cg/eigsh call it (its default matmat would pass
-        # (n, 1) columns, which e.g. ``lambda x: x / d`` broadcasts to n × n).
+        """A·X for tcsolve's own Python code: the operator gets a copy of x, so what it does with
+        its input (keep it, change it) leaves x as it was."""
+        return self.matmat_owned(np.array(x, dtype=np.float64, order="F", copy=True))
+
+    def matmat_owned(self, x):
+        """A·X where x is handed over: the C++ side's call, whose x (n × k, F order) is a fresh
+        array of the operator's own (python/src/py_operator.cpp). An operator built from a matvec
+        alone gets 1-D columns, as SciPy's cg/eigsh call it (its default matmat would pass (n, 1)
+        columns, which e.g. ``lambda x: x / d`` broadcasts to n × n)."""
         if self.column_by_column:
             return np.column_stack([self._vector(x[:, j]) for j in range(x.shape[1])])
         y = self.op.matmat(x)
