@@ -58,8 +58,10 @@ def number(value, name, finite=True):
         v = float(value)
     except (TypeError, ValueError, OverflowError):
         raise TypeError(f"{name}={value!r}: expected a real number") from None
-    if math.isnan(v) or (finite and math.isinf(v)):
+    if finite and not math.isfinite(v):
         raise ValueError(f"{name}={value!r}: expected a finite number")
+    if math.isnan(v):
+        raise ValueError(f"{name}={value!r}: expected a number, not NaN")
     return v
 
 

@@ -119,8 +119,9 @@ def _largest_magnitude(a, b, opt, k):
 
 
 def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvectors, return_info,
-                 extra=()):
-    """Orders the pairs, builds the Result, raises NoConvergence or returns SciPy's tuple."""
+                 extra=(), accept=False):
+    """Orders the pairs, builds the Result, raises NoConvergence (unless `accept`: pairs that
+    were asked for as they are) or returns SciPy's tuple."""
     vals = _np.asarray(res["eigenvalues"])
     vecs = _np.asarray(res["eigenvectors"])
     idx = _np.argsort(vals, kind="stable") if order == "ascending" else _np.argsort(-vals, kind="stable")
@@ -152,7 +153,7 @@ def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvecto
     if a.kind == "device":
         import cupy
         w, v = cupy.asarray(w), cupy.asarray(v)
-    if info.status not in ("converged", "unverified"):
+    if info.status not in ("converged", "unverified") and not accept:
         n_ok = int(_np.sum(_np.asarray(info.residual_norms) <= _np.asarray(info.residual_bounds))) \
             if len(info.residual_bounds) == len(info.residual_norms) else 0
         raise NoConvergence(f"tcsolve {info.method}: {info.status} after {info.iterations} iterations "

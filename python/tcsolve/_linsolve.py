@@ -28,9 +28,14 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     block); it costs one copy of the block per iteration (on the GPU a device-to-host copy and a
     wait), and an exception it raises ends the solve and propagates.
 
+    rtol and atol as SciPy's: rtol=0 with atol > 0 is an absolute test, rtol ≥ 1 or atol=inf is
+    met at once by the start. x0='Mb' starts from M·b (D⁻¹·b for Jacobi and the polynomial).
+
     Returns ``(x, info)``: info = 0 converged, info > 0 (the iterations run) not converged, as
     SciPy's cg; with return_info=True, ``(x, info, Result)``. A matrix found not to be positive
-    definite (non-positive diagonal entry, or a CG breakdown) raises ValueError.
+    definite (non-positive diagonal entry, or a CG breakdown) raises ValueError. A matrix A is
+    checked for symmetry; a LinearOperator is not (two more products), its answer being checked
+    by the true residual like every other.
     """
     t0 = _time.perf_counter()
     if callback is not None and not callable(callback):
@@ -44,22 +49,26 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         _args.seed(seed)
     a = _inputs.as_matrix(A, "A")
     n = a.n
-    a.check_symmetric("A")
+    if a.kind != "operator":
+        # (an operator is not probed: that costs two products, and CG's answer is checked by its
+        # true residual, so a non-symmetric operator cannot give a wrong x, only no x)
+        a.check_symmetric("A")
     if M is not None and not isinstance(M, str) and device == "auto" and a.kind != "device":
         device = "cpu"  # a preconditioner operator is applied on the host
     backend = _args.backend(device, a.kind, precision)
     dev = a.kind == "device"
     rhs, one_d, norms = _inputs.as_block(b, n, "b", device=dev, with_norms=True)
-    x = _start(x0, rhs, b, n, dev)
     precond, precond_op = _preconditioner(M, n, dev)
     dh = _require_positive_diagonal(a)
     precond_note = ""
     if precond == "auto":
         precond, precond_note = _auto_precond(a, backend, dh)
+    x = _start(x0, rhs, b, a, dev, precond, precond_op, dh)
     nz = [int(j) for j in _np.flatnonzero(norms > 0)]
-    if atol > 0 and nz:
-        # SciPy's test ‖r_j‖ ≤ max(rtol·‖b_j‖, atol) as one relative tolerance: the strictest column's.
-        rtol = min(max(rtol, atol / float(norms[j])) for j in nz)
+    if nz:
+        # SciPy's test ‖r_j‖ ≤ max(rtol·‖b_j‖, atol) as one relative tolerance: the strictest
+        # column's. At or above 1 it is met by x = 0 at once (rtol ≥ 1, atol = inf); capped finite.
+        rtol = min(_TOL_CAP, min(max(rtol, atol / float(norms[j])) for j in nz))
     opt = {"tol": rtol, "device": backend, "precision": precision, "precond": precond}
     if precond == "chebyshev" and a.kind == "operator":
         raise ValueError("M='chebyshev' needs A as a matrix (its bound of the largest eigenvalue is "
@@ -91,23 +100,42 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     return xout, info
 
 
+_TOL_CAP = 1e300  # a relative tolerance this large is met by any start; inf is passed as this
+
+
 def _tolerances(rtol, atol, tol):
-    """(rtol, atol) checked; ``tol`` is the older SciPy name of rtol."""
+    """(rtol, atol) as SciPy takes them: non-negative, inf included (rtol = 0 with atol > 0 is a
+    purely absolute test; rtol ≥ 1 or atol = inf is met by x0 = 0 at once), not both 0. ``tol``
+    is the older SciPy name of rtol."""
     if tol is not None:
         rtol = tol
-    rtol = _args.tol(rtol, "rtol")
+    rtol = _args.number(rtol, "rtol", finite=False)
     atol = 0.0 if atol is None else _args.number(atol, "atol", finite=False)
-    if not (atol >= 0 and _np.isfinite(atol)):
-        raise ValueError(f"atol={atol!r}: expected a non-negative number")
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if v < 0:
+            raise ValueError(f"{name}={v!r}: expected a non-negative number")
+    if rtol == 0 and atol == 0:
+        raise ValueError("rtol=0 and atol=0: no residual can pass (give rtol > 0 or atol > 0)")
     return rtol, atol
 
 
-def _start(x0, rhs, b, n, dev):
-    """The iterate block (n × s, F order, ours: written by the solver): x0's copy or zeros."""
+def _start(x0, rhs, b, a, dev, precond, precond_op, dh):
+    """The iterate block (n × s, F order, ours: written by the solver): x0's copy, zeros, or for
+    SciPy's x0='Mb' the preconditioner applied to b (D⁻¹·b for Jacobi and for the Chebyshev
+    polynomial, whose own M·b is not computed: the start changes only the iteration count)."""
+    xp = _args.xp("device" if dev else "csr")
+    if isinstance(x0, str):
+        if x0 != "Mb":
+            raise ValueError(f"x0={x0!r}: expected an array or 'Mb' (the preconditioner applied to b)")
+        if precond_op is not None:
+            return _np.asfortranarray(precond_op.matmat(rhs), dtype=_np.float64)
+        if precond in ("jacobi", "chebyshev") and a.kind != "operator":
+            d = a.diagonal() if dev else dh
+            return xp.asfortranarray(rhs / d[:, None])
+        return rhs.copy(order="F")
     if x0 is None:
-        xp = _args.xp("device" if dev else "csr")
         return xp.zeros(rhs.shape, dtype=xp.float64, order="F")
-    x, _ = _inputs.as_block(x0, n, "x0", device=dev)
+    x, _ = _inputs.as_block(x0, a.n, "x0", device=dev)
     if x.shape != rhs.shape:
         raise ValueError(f"x0 has shape {x0.shape} but b has shape {tuple(b.shape)}")
     return x.copy(order="F")

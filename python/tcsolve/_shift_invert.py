@@ -30,8 +30,15 @@ class _Folded:
         return self._shifted(_np.asfortranarray(y))
 
 
-def _inverse_of(b, minv, tol):
-    """X -> B⁻¹·X: Minv if given (SciPy's meaning), a sparse LU of a matrix B, else CG per column."""
+# What to pass instead when CG on an operator cannot apply its inverse: Minv where SciPy takes
+# it (no sigma), else OPinv or the matrices themselves (then factorized).
+HINT_MINV = "pass Minv= (M^-1), as SciPy's eigsh takes it"
+HINT_OPINV = "pass OPinv= ((A - sigma*M)^-1), or A and M as matrices (factorized then)"
+
+
+def _inverse_of(b, minv, tol, name="M", hint=HINT_MINV):
+    """X -> B⁻¹·X: Minv if given (SciPy's meaning), a sparse LU of a matrix B, else CG per column,
+    its tolerance floored as SciPy's IterInv floors it (1000·√n·ε: below, rounding decides)."""
     import scipy.sparse.linalg as sla
     if minv is not None:
         return lambda y: _np.asarray(minv.matmat(_np.asfortranarray(y)), dtype=float)
@@ -39,27 +46,37 @@ def _inverse_of(b, minv, tol):
         solve = sla.splu(b.scipy().tocsc()).solve
         return lambda y: solve(_np.asarray(y, dtype=float))
     op = sla.LinearOperator((b.n, b.n), matvec=lambda v: b.matmat(v.reshape(-1, 1))[:, 0], dtype=float)
+    inner = max(min(tol, 1e-12) * 1e-2, 1000 * _np.sqrt(b.n) * _np.finfo(float).eps)
 
     def cg_columns(y):
         out = _np.empty_like(y, dtype=float)
         for j in range(y.shape[1]):
-            xj, info = sla.cg(op, y[:, j], tol=min(tol, 1e-12) * 1e-2, atol=0, maxiter=10 * b.n)
+            xj, info = sla.cg(op, y[:, j], tol=inner, atol=0, maxiter=10 * b.n)
             if info != 0:
-                raise ValueError(f"M: CG on M did not converge ({info}) while applying M^-1 "
-                                 "(pass Minv=, as SciPy's eigsh takes it)")
+                raise ValueError(f"{name}: CG on {name} (a LinearOperator) did not reach {inner:.2g} in "
+                                 f"{info} iterations while applying {name}^-1 ({hint})")
             out[:, j] = xj
         return out
     return cg_columns
 
 
-def _folded_nearest(a, b, opt, c, m, minv):
+def _folded_nearest(a, b, opt, c, m, minv, inverted="M", hint=HINT_MINV):
     """The m eigenpairs nearest c without a factorization (operators): the m smallest of the
-    folded operator, then Rayleigh-Ritz with (A, B) and the true residual test."""
+    folded operator, then Rayleigh-Ritz with (A, B) and the true residual test. `inverted`: the
+    user's name of B (the matrix CG inverts), `hint` what to pass instead when it cannot."""
     if a.kind == "device" or (b is not None and b.kind == "device"):
         raise NotImplementedError(f"eigenvalues nearest {c:g} of CuPy input need a factorization or a "
                                   "folded operator on the GPU, which tcsolve does not have: pass the "
                                   "matrix as SciPy/NumPy (shift-invert on the host) or use which='SA'/'LA'")
-    binv = None if b is None else _inverse_of(b, minv, opt["tol"])
+    if 3 * m >= a.n:
+        # A block method's basis [X, R, P] (3m columns) cannot stay independent in n dimensions:
+        # all n pairs by dense LAPACK (n is small here), the m nearest c kept.
+        full = _dense_all(a, b, opt)
+        if full is not None:
+            near = _np.argsort(_np.abs(_np.asarray(full["eigenvalues"]) - c), kind="stable")[:m]
+            return _spectral.take([(full, int(j)) for j in _np.sort(near)],
+                                  f"the {m} eigenvalues nearest {c:g} of all {a.n} (dense)")
+    binv = None if b is None else _inverse_of(b, minv, opt["tol"], inverted, hint)
     f = _Folded(a, b, c, binv)
     # (λ − c)² squares the scale: the folded run is tested against ‖F‖ (conv 'norm'; a relative
     # test at μ ≈ 0 would sit below rounding) at tol² floored at 1e-14, so that the Ritz pairs of
@@ -121,7 +138,7 @@ def _smallest_magnitude(a, b, opt, k, minv):
 
 def _nearest_by_operator(a, b, opt, sig, k):
     """sigma with A or M a LinearOperator and no OPinv: nearest sigma by the folded spectrum."""
-    return _folded_nearest(a, b, opt, sig, k, None)
+    return _folded_nearest(a, b, opt, sig, k, None, "M", HINT_OPINV)
 
 
 def _transformed(a, b, opt, k, sig, which, mode, opinv):
@@ -147,7 +164,7 @@ def _transformed(a, b, opt, k, sig, which, mode, opinv):
             return _opinv_nearest(pa, pb, inv, c, m, opt)
         if factorable:
             return _run_eigs(pa, pb, dict(opt, which="nearest", sigma=c, k=m))
-        return _folded_nearest(pa, pb, opt, c, m, None)
+        return _folded_nearest(pa, pb, opt, c, m, None, "A" if mode == "buckling" else "M", HINT_OPINV)
 
     picks, how = _spectral.select(which, k, alpha, beta, center, nearest,
                                   lambda kla, ksa: _ends(pa, pb, opt, kla, ksa), a.n,

@@ -254,7 +254,7 @@ RANGE_CASES = [
     ("eigsh", {"sigma": "x"}, TypeError, r"^sigma='x': expected a real number$"),
     ("eigsh", {"sigma": 1j}, TypeError, r"^sigma=1j: expected a real number$"),
     ("eigsh", {"tol": "x"}, TypeError, r"^tol='x': expected a real number$"),
-    ("eigsh", {"tol": np.nan}, ValueError, r"^tol=nan: expected a finite number$"),
+    ("eigsh", {"tol": np.nan}, ValueError, r"^tol=nan: expected a number, not NaN$"),
     ("lobpcg", {"maxiter": BIG}, ValueError, rf"^maxiter={BIG}: must be at most 9223372036854775807$"),
     ("lobpcg", {"seed": -1}, ValueError, r"^seed=-1: must be at least 0$"),
     ("lobpcg", {"seed": 2**70}, ValueError, rf"^seed={2**70}: must be at most"),
@@ -268,6 +268,10 @@ RANGE_CASES = [
     ("cg", {"rtol": "x"}, TypeError, r"^rtol='x': expected a real number$"),
     ("cg", {"atol": "x"}, TypeError, r"^atol='x': expected a real number$"),
     ("cg", {"atol": -1.0}, ValueError, r"^atol=-1.0: expected a non-negative number$"),
+    ("cg", {"rtol": -1e-3}, ValueError, r"^rtol=-0.001: expected a non-negative number$"),
+    ("cg", {"rtol": np.nan}, ValueError, r"^rtol=nan: expected a number, not NaN$"),
+    ("cg", {"rtol": 0.0, "atol": 0.0}, ValueError, r"^rtol=0 and atol=0: no residual can pass"),
+    ("cg", {"x0": "Ab"}, ValueError, r"^x0='Ab': expected an array or 'Mb'"),
 ]
 
 
