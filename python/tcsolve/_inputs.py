@@ -394,6 +394,23 @@ def as_matrix(a, name):
                     f"CuPy array, got {_type_name(a)}")
 
 
+def preconditioner(M, n, names, default):
+    """(tcsolve's preconditioner name, operator or None) for a solver's M: one of `names`, None
+    (`default`), or a matrix / LinearOperator of A's size (a host matrix as an Operator)."""
+    if isinstance(M, str):
+        if M not in names:
+            raise ValueError(f"M={M!r}: expected " + ", ".join(names[:-1]) + " or " + names[-1])
+        return M, None
+    if M is None:
+        return "auto", None
+    op = as_matrix(M, "M")
+    if op.n != n:
+        raise ValueError(f"preconditioner M is {op.n} x {op.n} but A is {n} x {n}")
+    if op.kind == "csr":
+        op = Operator(op.scipy_op(), "M")
+    return default, op
+
+
 def column_norms(block):
     """Column 2-norms of an F-ordered float64 (n, s) block as a NumPy array (NaN/Inf where a column
     holds one); CuPy blocks by tcsolve's own device pass."""

@@ -143,18 +143,10 @@ def _start(x0, rhs, b, a, dev, precond, precond_op, dh):
 
 def _preconditioner(M, n, dev):
     """(tcsolve's preconditioner name, operator or None) for cg's M."""
-    if isinstance(M, str):
-        return _args.choice(M, "M", ("auto", "jacobi", "chebyshev", "none")), None
-    if M is None:
-        return "auto", None
-    op = _inputs.as_matrix(M, "M")
-    if op.n != n:
-        raise ValueError(f"preconditioner M is {op.n} x {op.n} but A is {n} x {n}")
-    if op.kind == "device" or dev:
+    name, op = _inputs.preconditioner(M, n, ("auto", "jacobi", "chebyshev", "none"), "jacobi")
+    if op is not None and (op.kind == "device" or dev):
         raise NotImplementedError("a preconditioner M with CuPy input is not supported (use M='jacobi')")
-    if op.kind == "csr":
-        op = _inputs.Operator(op.scipy_op(), "M")
-    return "jacobi", op
+    return name, op
 
 
 def _require_positive_diagonal(a):

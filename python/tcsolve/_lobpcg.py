@@ -140,19 +140,11 @@ def _dense_small(A, B, k, n, largest):
 
 def _preconditioner(M, a, backend):
     """(tcsolve's preconditioner name, operator or None) for lobpcg's M."""
-    if isinstance(M, str):
-        return _args.choice(M, "M", ("auto", "none", "jacobi", "factor")), None
-    if M is None:
-        return "auto", None
-    op = _inputs.as_matrix(M, "M")
-    if op.n != a.n:
-        raise ValueError(f"preconditioner M is {op.n} x {op.n} but A is {a.n} x {a.n}")
-    if op.kind == "csr":
-        op = _inputs.Operator(op.scipy_op(), "M")
-    if backend != "cpu":
+    name, op = _inputs.preconditioner(M, a.n, ("auto", "none", "jacobi", "factor"), "auto")
+    if op is not None and backend != "cpu":
         raise ValueError("a preconditioner M given as a matrix or operator runs on the CPU backend "
                          "(device='cpu')")
-    return "auto", op
+    return name, op
 
 
 def _tolerance(tol, conv):
