@@ -142,9 +142,15 @@ class Operator:
         return y.reshape(self.n)
 
     def matmat(self, x):
-        # x: n × k Fortran-ordered, read-only view of the solver's block. An operator built from a
-        # matvec alone gets 1-D columns, as SciPy's cg/eigsh call it (its default matmat would pass
-        # (n, 1) columns, which e.g. ``lambda x: x / d`` broadcasts to n × n).
+        """A·X for tcsolve's own Python code: the operator gets a copy of x, so what it does with
+        its input (keep it, change it) leaves x as it was."""
+        return self.matmat_owned(np.array(x, dtype=np.float64, order="F", copy=True))
+
+    def matmat_owned(self, x):
+        """A·X where x is handed over: the C++ side's call, whose x (n × k, F order) is a fresh
+        array of the operator's own (python/src/py_operator.cpp). An operator built from a matvec
+        alone gets 1-D columns, as SciPy's cg/eigsh call it (its default matmat would pass (n, 1)
+        columns, which e.g. ``lambda x: x / d`` broadcasts to n × n)."""
         if self.column_by_column:
             return np.column_stack([self._vector(x[:, j]) for j in range(x.shape[1])])
         y = self.op.matmat(x)
@@ -386,6 +392,23 @@ def as_matrix(a, name):
         return Operator(op, name)
     raise TypeError(f"{name}: expected a scipy.sparse matrix, a NumPy array, a LinearOperator or a "
                     f"CuPy array, got {_type_name(a)}")
+
+
+def preconditioner(M, n, names, default):
+    """(tcsolve's preconditioner name, operator or None) for a solver's M: one of `names`, None
+    (`default`), or a matrix / LinearOperator of A's size (a host matrix as an Operator)."""
+    if isinstance(M, str):
+        if M not in names:
+            raise ValueError(f"M={M!r}: expected " + ", ".join(names[:-1]) + " or " + names[-1])
+        return M, None
+    if M is None:
+        return "auto", None
+    op = as_matrix(M, "M")
+    if op.n != n:
+        raise ValueError(f"preconditioner M is {op.n} x {op.n} but A is {n} x {n}")
+    if op.kind == "csr":
+        op = Operator(op.scipy_op(), "M")
+    return default, op
 
 
 def column_norms(block):

@@ -127,7 +127,7 @@ def take(picks, how):
     for key in ("iterations", "operator_applies", "time_plan", "time_setup", "time_solve", "time_verify"):
         out[key] = sum(r.get(key, 0) for r in runs)
     if len(runs) > 1:
-        from . import _concat_history
+        from ._eigs_common import _concat_history
         h = runs[0]["history"]
         for r in runs[1:]:
             h = _concat_history(h, r["history"])

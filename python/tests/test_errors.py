@@ -237,3 +237,70 @@ print("unchanged" if all(np.array_equal(a, b) for a, b in zip(saved, after)) els
     assert r.stdout.startswith("ValueError: A (scipy.sparse"), r.stdout + r.stderr
     assert re.search(msg, r.stdout), r.stdout
     assert r.stdout.rstrip().endswith("unchanged"), r.stdout
+
+
+# Integer and real arguments out of what they can be (issue 47): named, with the value, as
+# ValueError (out of range) or TypeError (not a number of that kind); pybind11's "Unable to cast
+# Python instance to C++ type" never reaches the caller.
+BIG = 10**30
+RANGE_CASES = [
+    ("eigsh", {"maxiter": BIG}, ValueError, rf"^maxiter={BIG}: must be at most 9223372036854775807$"),
+    ("eigsh", {"seed": -1}, ValueError, r"^seed=-1: must be at least 0$"),
+    ("eigsh", {"seed": 2**70}, ValueError, rf"^seed={2**70}: must be at most 18446744073709551615$"),
+    ("eigsh", {"seed": 1.5}, TypeError, r"^seed=1.5: expected an integer$"),
+    ("eigsh", {"maxiter": True}, TypeError, r"^maxiter=True: expected an integer$"),
+    ("eigsh", {"block_size": BIG}, ValueError, rf"^block_size={BIG}: must be at most 9223372036854775807$"),
+    ("eigsh", {"ncv": 7.0}, TypeError, r"^ncv=7.0: expected an integer$"),
+    ("eigsh", {"sigma": "x"}, TypeError, r"^sigma='x': expected a real number$"),
+    ("eigsh", {"sigma": 1j}, TypeError, r"^sigma=1j: expected a real number$"),
+    ("eigsh", {"tol": "x"}, TypeError, r"^tol='x': expected a real number$"),
+    ("eigsh", {"tol": np.nan}, ValueError, r"^tol=nan: expected a number, not NaN$"),
+    ("lobpcg", {"maxiter": BIG}, ValueError, rf"^maxiter={BIG}: must be at most 9223372036854775807$"),
+    ("lobpcg", {"seed": -1}, ValueError, r"^seed=-1: must be at least 0$"),
+    ("lobpcg", {"seed": 2**70}, ValueError, rf"^seed={2**70}: must be at most"),
+    ("lobpcg", {"verbosityLevel": 1.5}, TypeError, r"^verbosityLevel=1.5: expected an integer$"),
+    ("lobpcg", {"restartControl": "x"}, TypeError, r"^restartControl='x': expected an integer$"),
+    ("lobpcg", {"tol": "x"}, TypeError, r"^tol='x': expected a real number$"),
+    ("lobpcg", {"block_size": -2}, ValueError, r"^block_size=-2: must be at least 1$"),
+    ("cg", {"maxiter": BIG}, ValueError, rf"^maxiter={BIG}: must be at most 9223372036854775807$"),
+    ("cg", {"seed": -1}, ValueError, r"^seed=-1: must be at least 0$"),
+    ("cg", {"block_size": 0}, ValueError, r"^block_size=0: must be at least 1$"),
+    ("cg", {"rtol": "x"}, TypeError, r"^rtol='x': expected a real number$"),
+    ("cg", {"atol": "x"}, TypeError, r"^atol='x': expected a real number$"),
+    ("cg", {"atol": -1.0}, ValueError, r"^atol=-1.0: expected a non-negative number$"),
+    ("cg", {"rtol": -1e-3}, ValueError, r"^rtol=-0.001: expected a non-negative number$"),
+    ("cg", {"rtol": np.nan}, ValueError, r"^rtol=nan: expected a number, not NaN$"),
+    ("cg", {"rtol": 0.0, "atol": 0.0}, ValueError, r"^rtol=0 and atol=0: no residual can pass"),
+    ("cg", {"x0": "Ab"}, ValueError, r"^x0='Ab': expected an array or 'Mb'"),
+]
+
+
+@pytest.mark.parametrize("fn,kw,exc,msg", RANGE_CASES,
+                         ids=[f"{c[0]}-{next(iter(c[1]))}={next(iter(c[1].values()))!r}"[:40] for c in RANGE_CASES])
+def test_integer_and_real_arguments_are_range_checked(fn, kw, exc, msg):
+    call = {"eigsh": lambda: tcsolve.eigsh(A, k=2, which="LA", **kw),
+            "lobpcg": lambda: tcsolve.lobpcg(A, np.random.default_rng(0).standard_normal((100, 2)), **kw),
+            "cg": lambda: tcsolve.cg(A, np.ones(100), **kw)}[fn]
+    with pytest.raises(exc, match=msg):
+        call()
+
+
+def test_numpy_integers_and_the_largest_values_are_accepted():
+    w = tcsolve.eigsh(A, k=2, which="LA", maxiter=np.int64(1000), seed=np.uint64(2**64 - 1),
+                      return_eigenvectors=False)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(A.toarray())[-2:], rtol=1e-8)
+    x, info = tcsolve.cg(A, np.ones(100), maxiter=2**63 - 1, seed=0)
+    assert info == 0
+
+
+def test_the_extension_names_an_option_it_cannot_hold():
+    # The backstop behind the package's checks: the C++ side names the option and the value.
+    from tcsolve import _tcsolve
+    a = A.tocsr()
+    args = (100, a.indptr.astype(np.int64), a.indices.astype(np.int32), a.data, None, None)
+    with pytest.raises(ValueError, match=rf"^max_iterations={BIG}: expected an integer in \[-2\*\*63, 2\*\*63\)$"):
+        _tcsolve.eigs_csr(*args, {"k": 2, "max_iterations": BIG})
+    with pytest.raises(ValueError, match=r"^seed=-1: expected an integer in \[0, 2\*\*64\)$"):
+        _tcsolve.eigs_csr(*args, {"k": 2, "seed": -1})
+    with pytest.raises(ValueError, match=r"^tol='x': expected a number$"):
+        _tcsolve.eigs_csr(*args, {"k": 2, "tol": "x"})

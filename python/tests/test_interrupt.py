@@ -2,8 +2,10 @@
 moment, the interpreter stays usable (the next call answers), and on the GPU nothing stays
 allocated. Each case runs in a child interpreter that sends itself SIGINT after 0.5 s, since a
 SIGINT in the pytest process would stop the whole session."""
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -76,3 +78,146 @@ def test_ctrl_c_raises_keyboard_interrupt_on_the_gpu_and_frees_the_device(name):
     if not tcsolve.built_with_cuda() or tcsolve.device_count() == 0:
         pytest.skip("no GPU (or a CPU-only build)")
     run_child("cuda", name, 1500)
+
+
+# ---- the Python side of Ctrl-C (python/src/interrupt_bridge.cpp) -------------------------------
+# _interrupt_test_wait(seconds, poll) is C++ work without the GIL inside the bridge: poll=True
+# stops once the solvers' stop request is set (as a solver's loop does), poll=False never looks
+# (a phase that does not poll). What the bridge guarantees, apart from the solvers' own polling:
+# SIGINT sets the request at once, KeyboardInterrupt is raised as the call returns, Python's own
+# handler is back afterwards, and a second Ctrl-C ends a call that does not stop.
+
+BRIDGE = r"""
+import os, signal, sys, threading, time
+import tcsolve
+from tcsolve import _tcsolve
+
+def sigint_at(*delays):
+    for d in delays:
+        threading.Timer(d, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+
+{body}
+"""
+
+
+def run_bridge(body, timeout=120):
+    code = BRIDGE.replace("{body}", body)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+
+
+def test_sigint_sets_the_stop_request_and_raises_keyboard_interrupt_on_return():
+    r = run_bridge("""
+sigint_at(0.5)
+t0 = time.perf_counter()
+try:
+    _tcsolve._interrupt_test_wait(60.0, True)
+    print("RETURNED")
+except KeyboardInterrupt:
+    print("KeyboardInterrupt %.3f" % (time.perf_counter() - t0))
+print("handler restored", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+# Python's own Ctrl-C handling afterwards: a KeyboardInterrupt in plain Python, no exit
+sigint_at(0.3)
+try:
+    time.sleep(30)
+except KeyboardInterrupt:
+    print("plain KeyboardInterrupt")
+print("next call", _tcsolve._interrupt_test_wait(0.05, True) >= 0.05)
+""")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("KeyboardInterrupt "), r.stdout
+    assert float(lines[0].split()[1]) < 2.5  # the signal at 0.5 s, the request polled every 1 ms
+    assert lines[1:] == ["handler restored True", "plain KeyboardInterrupt", "next call True"], r.stdout
+
+
+def test_a_second_ctrl_c_ends_a_call_that_does_not_stop():
+    t0 = time.perf_counter()
+    r = run_bridge("""
+sigint_at(0.5, 1.5)
+_tcsolve._interrupt_test_wait(60.0, False)
+print("RETURNED")
+""")
+    wall = time.perf_counter() - t0
+    assert r.returncode == -signal.SIGINT, (r.returncode, r.stdout, r.stderr)
+    assert "RETURNED" not in r.stdout
+    assert "Ctrl-C again while the solver has not stopped yet: ending the process" in r.stderr
+    assert wall < 30.0  # at the second signal, not after the 60 s
+
+
+def test_one_ctrl_c_delivered_twice_at_once_is_one_request():
+    # (timeout(1) signals the child and then its process group: 0.25 s apart or less is one press)
+    r = run_bridge("""
+def twice():
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Timer(0.5, twice).start()
+try:
+    _tcsolve._interrupt_test_wait(3.0, False)
+    print("RETURNED")
+except KeyboardInterrupt:
+    print("KeyboardInterrupt")
+""")
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout.split() == ["KeyboardInterrupt"], r.stdout
+
+
+def test_a_custom_sigint_handler_runs_during_the_solve():
+    # Not default_int_handler: the solve is not stopped for it; the handler runs at iteration
+    # ends (with the GIL) and an exception it raises ends the solve.
+    r = run_bridge("""
+import numpy as np, scipy.sparse as sp
+class Stop(Exception):
+    pass
+def handler(signo, frame):
+    raise Stop("from the handler")
+signal.signal(signal.SIGINT, handler)
+n = 400
+t = sp.diags([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1])
+A = (sp.kron(sp.eye(n), t) + sp.kron(t, sp.eye(n))).tocsr()
+sigint_at(0.5)
+t0 = time.perf_counter()
+try:
+    tcsolve.cg(A, np.ones((A.shape[0], 4)), rtol=1e-14, maxiter=10**6)
+    print("RETURNED")
+except Stop as e:
+    print("Stop %.2f" % (time.perf_counter() - t0))
+""")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("Stop "), r.stdout + r.stderr
+    assert float(r.stdout.split()[1]) < 30.0
+
+
+def test_an_ignored_sigint_does_not_stop_the_solve():
+    r = run_bridge("""
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+sigint_at(0.2)
+print("ran", round(_tcsolve._interrupt_test_wait(1.0, True), 1))
+""")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.split() == ["ran", "1.0"], r.stdout
+
+
+def test_ctrl_c_during_a_linear_operator_solve():
+    # The callbacks run Python code: the KeyboardInterrupt comes from inside one, or the solver
+    # stops at its next iteration; either way within a moment.
+    r = run_bridge("""
+import numpy as np, scipy.sparse as sp, scipy.sparse.linalg as sla
+n = 200
+t = sp.diags([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1])
+A = (sp.kron(sp.eye(n), t) + sp.kron(t, sp.eye(n))).tocsr()
+op = sla.LinearOperator(A.shape, matvec=lambda x: A @ x, matmat=lambda X: A @ X, dtype=float)
+sigint_at(0.5)
+t0 = time.perf_counter()
+try:
+    tcsolve.cg(op, np.ones((A.shape[0], 4)), rtol=1e-14, maxiter=10**6)
+    print("RETURNED")
+except KeyboardInterrupt:
+    print("KeyboardInterrupt %.2f" % (time.perf_counter() - t0))
+print("handler restored", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+""")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("KeyboardInterrupt "), r.stdout
+    assert float(lines[0].split()[1]) < 30.0
+    assert lines[1] == "handler restored True"

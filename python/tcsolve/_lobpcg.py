@@ -1,0 +1,294 @@
+"""tcsolve.lobpcg: SciPy's lobpcg on tcsolve's solvers (constraints Y by a projected operator)."""
+
+import time as _time
+
+import numpy as _np
+
+from . import _args, _inputs
+from ._eigs_common import (_dense_all, _finish_eigs, _prepare_eigs, _require_independent,
+                           _ritz_from, _run_eigs)
+
+
+def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, verbosityLevel=0,
+           retLambdaHistory=False, retResidualNormsHistory=False, restartControl=20, *,
+           method="lobpcg", device="auto", precision="fp64", block_size=None, conv=None, seed=1,
+           certify=False, return_info=False):
+    """k = X.shape[1] extreme eigenpairs of A·x = λ·B·x, like scipy.sparse.linalg.lobpcg.
+
+    X (n × k) gives k and is the start block (its columns begin the initial block). B: mass matrix (SPD). M: preconditioner, as a matrix or
+    LinearOperator approximating A⁻¹, or one of tcsolve's names 'jacobi', 'none', 'factor',
+    'auto' (default: tcsolve chooses). tol: SciPy's test ‖A·x − λ·B·x‖ ≤ tol (``conv='abs'``);
+    tol=None: tcsolve's default (``conv='rel'``, 1e-8). maxiter: default tcsolve's (SciPy's 20
+    is meant for its restarts); 0 returns the Rayleigh-Ritz pairs of span(X), with SciPy's
+    UserWarning when they miss the tolerance. largest=True returns the eigenvalues in descending order, False
+    ascending (as SciPy). retResidualNormsHistory=True also returns the per-iteration residual
+    norms (a list of arrays). ``method='lanczos'`` or 'auto' lets tcsolve's driver pick instead.
+
+    Not converged: raises :class:`NoConvergence` (SciPy warns and returns instead).
+    """
+    t0 = _time.perf_counter()
+    verbosity = _args.integer(verbosityLevel, "verbosityLevel", 0)
+    _args.integer(restartControl, "restartControl", 0)  # accepted, not used (see the README)
+    a_kind_device = _inputs.is_device_array(A)
+    Xa, k, n_x = _start_block(X, a_kind_device)
+    # SciPy's lobpcg also takes A, B and M as plain functions X -> A·X.
+    A, B = _callable_operator(A, n_x, "A"), _callable_operator(B, n_x, "B")
+    if not isinstance(M, str):
+        M = _callable_operator(M, n_x, "M")
+    if k >= n_x and not a_kind_device:
+        return _dense_small(A, B, k, n_x, largest)
+    a, b = _prepare_eigs(A, B, k, "B")
+    if Y is not None:
+        a = _Constrained(a, b, Y, largest, k)
+    x, _ = _inputs.as_block(Xa, a.n, "X", device=a.kind == "device")
+    if Y is not None:
+        # X in the B-complement of span(Y) from the start, as SciPy's lobpcg applies the
+        # constraints to X (a component in span(Y) is otherwise only removed by the shift)
+        x = _np.asfortranarray(a._project(x))
+    _require_independent(x, "X", "linearly dependent initial approximations (as SciPy's lobpcg refuses)")
+    if M is not None and not isinstance(M, str) and device == "auto" and a.kind != "device":
+        device = "cpu"  # a preconditioner operator is applied on the host
+    backend = _args.backend(device, a.kind, precision)
+    _args.choice(method, "method", _args.METHODS)
+    if conv is None:
+        conv = "rel" if tol is None else "abs"
+    _args.choice(conv, "conv", _args.CONV_TESTS)
+    precond, precond_op = _preconditioner(M, a, backend)
+    if Y is not None and precond_op is not None:
+        precond_op = _ProjectedPreconditioner(a, precond_op)
+    tol_v = _tolerance(tol, conv)
+    opt = {"k": k, "which": "largest" if largest else "smallest", "method": method, "conv": conv,
+           "tol": tol_v, "device": backend, "precision": precision, "seed": _args.seed(seed),
+           "precond": precond, "v0": x.get() if a.kind == "device" else x, "certify": bool(certify)}
+    if maxiter is not None:
+        opt["max_iterations"] = _args.integer(maxiter, "maxiter", 0)
+    if block_size is not None:
+        opt["block_size"] = _args.integer(block_size, "block_size", 1)
+    command = _args.call_repr("lobpcg", B=None if B is None else "B", tol=tol, maxiter=maxiter,
+                              largest=largest, method=method, device=device, precision=precision, conv=conv)
+    if opt.get("max_iterations") == 0:
+        res = _start_pairs(a, b, x, opt)
+        extra = _histories(res, k, largest, retLambdaHistory, retResidualNormsHistory)
+        return _finish_eigs(res, a, b, t0, command, opt["which"], k, "descending" if largest else "ascending",
+                            True, return_info, extra, accept=True)
+    if verbosity:
+        print(f"tcsolve.lobpcg: {'generalized' if b is not None else 'standard'} eigenvalue problem, "
+              f"n = {a.n}, k = {k}, {'largest' if largest else 'smallest'}, tol = {tol_v:g} ({conv} test)"
+              + (f", {a.n_constraints} constraints Y" if Y is not None else ""), flush=True)
+        opt["progress"] = _progress_printer(k)
+    res = _run_eigs(a, b, opt, precond_op)
+    if verbosity:
+        print(f"tcsolve.lobpcg: {res['status']} after {res['iterations']} iterations"
+              + (f" ({res['reason']})" if res.get("reason") else ""), flush=True)
+    extra = _histories(res, k, largest, retLambdaHistory, retResidualNormsHistory)
+    return _finish_eigs(res, a, b, t0, command, opt["which"], k,
+                        "descending" if largest else "ascending", True, return_info, extra)
+
+
+def _start_pairs(a, b, x, opt):
+    """maxiter=0: the Rayleigh-Ritz pairs of (A, B) on span(X) (projected on the constraints'
+    complement first), as SciPy's lobpcg returns them, with the true residual test (_ritz_from);
+    a UserWarning, as SciPy's, when they miss the tolerance."""
+    import warnings
+    ah, bh, xh = a, b, x
+    if a.kind == "device":  # (a corner case: on the host)
+        ah = _inputs.as_matrix(a.cupy().get(), "A")
+        bh = None if b is None else _inputs.as_matrix(b.cupy().get(), "B")
+        xh = x.get()
+    if isinstance(a, _Constrained):
+        xh = a._project(_np.asarray(xh, dtype=float))
+    k = xh.shape[1]
+    run = {"eigenvectors": xh, "status": "converged", "reason": "", "method": "lobpcg",
+           "transform": "none", "iterations": 0, "operator_applies": k}
+    out = _ritz_from(ah, bh, opt, run, "maxiter=0: the Rayleigh-Ritz pairs of X, no iteration")
+    r, bound = _np.asarray(out["residual_norms"]), _np.asarray(out["residual_bounds"])
+    out["history"] = {"iteration": _np.zeros(1, dtype=_np.int64), "residual_norms": r.reshape(1, k),
+                      "values": _np.asarray(out["eigenvalues"]).reshape(1, k),
+                      "converged": _np.array([int(_np.sum(r <= bound))]),
+                      "active": _np.array([int(_np.sum(r > bound))]), "apply_seconds": _np.zeros(1),
+                      "dense_seconds": _np.zeros(1), "ortho": ["none"]}
+    if out["status"] not in ("converged", "unverified"):
+        warnings.warn(f"Exited at iteration 0 with accuracies \n{r}\nnot reaching the requested "
+                      f"tolerance {opt['tol']}.", UserWarning, stacklevel=3)
+    return out
+
+
+def _start_block(X, device):
+    """X as a 2-D array (a 1-D X is one column), k = its columns, n = its rows."""
+    Xa = _args.xp("device" if device else "csr").asarray(X)
+    if Xa.ndim == 1:
+        Xa = Xa.reshape(-1, 1)
+    if Xa.ndim != 2:
+        raise ValueError(f"X: expected the start block of shape (n, k), got {Xa.shape}")
+    k = int(Xa.shape[1])
+    if k < 1:
+        raise ValueError("X has no columns: k = X.shape[1] must be at least 1")
+    return Xa, k, int(Xa.shape[0])
+
+
+def _dense_small(A, B, k, n, largest):
+    """SciPy's lobpcg: a block as wide as the matrix goes to dense eigh, with a warning."""
+    import warnings
+    warnings.warn(f"The problem size {n} is too small relative to the block size {k}: using "
+                  "dense scipy.linalg.eigh instead of LOBPCG", UserWarning, stacklevel=3)
+    a_d, b_d = _prepare_eigs(A, B, 0, "B")
+    full = _dense_all(a_d, b_d, {"tol": _args.DEFAULT_TOL, "conv": "rel"})
+    w_all, v_all = _np.asarray(full["eigenvalues"]), _np.asarray(full["eigenvectors"])
+    idx = _np.arange(a_d.n)[::-1][:k] if largest else _np.arange(a_d.n)[:k]
+    return (w_all[idx], v_all[:, idx])
+
+
+def _preconditioner(M, a, backend):
+    """(tcsolve's preconditioner name, operator or None) for lobpcg's M."""
+    name, op = _inputs.preconditioner(M, a.n, ("auto", "none", "jacobi", "factor"), "auto")
+    if op is not None and backend != "cpu":
+        raise ValueError("a preconditioner M given as a matrix or operator runs on the CPU backend "
+                         "(device='cpu')")
+    return name, op
+
+
+def _tolerance(tol, conv):
+    """lobpcg's tol: None is tcsolve's default; SciPy's absolute test takes any positive value."""
+    if tol is None:
+        return _args.DEFAULT_TOL
+    t = _args.number(tol, "tol", finite=False)
+    if not t > 0 or not _np.isfinite(t):
+        raise ValueError(f"tol={tol!r}: expected a positive number")
+    if conv != "abs" and not t < 1:
+        raise ValueError(f"tol={tol!r}: expected 0 < tol < 1")
+    return t
+
+
+def _progress_printer(k):
+    """verbosityLevel >= 1: one line per iteration, printed while the solve runs."""
+    def progress(it, vals, rn, nconv):
+        # After every iteration (the GIL is taken for the call).
+        fmt = {"float_kind": lambda v: f"{v:.3e}"}
+        print(f"iteration {int(it)}: {int(nconv)} of {k} converged; eigenvalues "
+              f"{_np.array2string(_np.asarray(vals)[:k], precision=10)}; residual norms "
+              f"{_np.array2string(_np.asarray(rn)[:k], formatter=fmt)}", flush=True)
+    return progress
+
+
+def _histories(res, k, largest, ret_lambda, ret_residuals):
+    """SciPy's retLambdaHistory / retResidualNormsHistory lists, as extra return values."""
+    hist = res["history"]
+    extra = ()
+    order = (lambda w: _np.sort(w)[::-1]) if largest else _np.sort
+    if ret_lambda:
+        # Per iteration the k current Ritz values (SciPy's order), then the returned ones last.
+        vh = _np.asarray(hist.get("values", _np.zeros((0, k))))
+        extra += ([order(row[:k]) for row in vh if not _np.isnan(row[:k]).any()]
+                  + [order(_np.asarray(res["eigenvalues"], dtype=float))],)
+    if ret_residuals:
+        extra += ([row[:k][~_np.isnan(row[:k])] for row in _np.asarray(hist["residual_norms"])],)
+    return extra
+
+
+def _callable_operator(f, n, name):
+    """A plain function X -> f(X) (SciPy's lobpcg accepts these) as an n × n LinearOperator."""
+    if f is None or not callable(f) or hasattr(f, "shape"):
+        return f
+    from scipy.sparse.linalg import LinearOperator
+
+    def mat(x):
+        return _np.asarray(f(x), dtype=float).reshape(x.shape[0], -1) if x.ndim == 2 else _np.asarray(f(x), dtype=float).ravel()
+    return LinearOperator((n, n), matvec=mat, matmat=mat, dtype=float)
+
+
+class _Constrained:
+    """SciPy's lobpcg constraints Y: iterate in the B-orthogonal complement of span(Y).
+
+    With P = I − Y·G⁻¹·Yᵀ·B (G = Yᵀ·B·Y), the operator is Pᵀ·A·P + s·(B·Y)·G⁻¹·(B·Y)ᵀ: on the
+    complement it is the projected A (A·x − λ·B·x ⊥ Y for a returned pair), and span(Y) becomes
+    eigenvalue s, placed beyond the wanted end (s = the far end of the spectrum of (A, B) with a
+    margin), so no vector of span(Y) is returned."""
+
+    kind = "operator"
+
+    def __init__(self, a, b, Y, largest, k):
+        if a.kind == "device":
+            raise NotImplementedError("Y (constraints) with CuPy input is not supported by tcsolve "
+                                      "(pass NumPy/SciPy input: the constrained operator runs on the host)")
+        y, _ = _inputs.as_block(Y, a.n, "Y")
+        if y.shape[1] + k >= a.n:
+            raise ValueError(f"Y has {y.shape[1]} columns and k = {k}: need Y.shape[1] + k < n = {a.n}")
+        self.a, self.b, self.n = a, b, a.n
+        self.n_constraints = y.shape[1]
+        by = y if b is None else _np.asarray(b.matmat(y), dtype=float)
+        g = y.T @ by
+        _require_independent(y, "Y", "rank deficient: the constraints must be linearly independent", g)
+        self.gl = _np.linalg.cholesky((g + g.T) / 2)
+        self.y, self.by = y, by
+        self.desc = f"{a.desc} constrained to the B-complement of {y.shape[1]} columns Y"
+        self.shift = 0.0
+        # The far end of the spectrum of (A, B), for the shift of span(Y).
+        import scipy.sparse.linalg as sla
+        op = sla.LinearOperator((a.n, a.n), matvec=lambda v: self._aop(v.reshape(-1, 1))[:, 0], dtype=float)
+        bop = None if b is None else sla.LinearOperator((a.n, a.n), matvec=lambda v: _np.asarray(
+            b.matmat(_np.asfortranarray(v.reshape(-1, 1))), dtype=float)[:, 0], dtype=float)
+        far = sla.eigsh(op, k=1, M=bop, which="SA" if largest else "LA", tol=1e-3,
+                        Minv=None if b is None else _BInverse(b))[0][0] if a.n > 2 else 0.0
+        self.shift = far - (abs(far) + 1.0) if largest else far + (abs(far) + 1.0)
+
+    def _coef(self, v):
+        # G⁻¹·(B·Y)ᵀ·v
+        import scipy.linalg as sl
+        return sl.cho_solve((self.gl, True), self.by.T @ v)
+
+    def _project(self, v):  # P·v = v − Y·G⁻¹·YᵀB·v
+        return v - self.y @ self._coef(v)
+
+    def _aop(self, x):
+        return _np.asarray(self.a.matmat(_np.asfortranarray(x)), dtype=float)
+
+    def matmat(self, x):
+        px = self._project(_np.asarray(x, dtype=float))
+        apx = self._aop(px)
+        out = apx - self.by @ self._coef_t(apx)  # Pᵀ·(A·P·x)
+        if self.shift:
+            out = out + self.shift * (self.by @ self._coef(x))
+        return out
+
+    def _coef_t(self, w):
+        # Pᵀ·w = w − B·Y·G⁻¹·Yᵀ·w
+        import scipy.linalg as sl
+        return sl.cho_solve((self.gl, True), self.y.T @ w)
+
+
+class _ProjectedPreconditioner:
+    """M for the constrained operator: P·M·Pᵀ + Y·G⁻¹·Yᵀ/|s|. On the B-complement of span(Y) it
+    is M with its output kept there (SciPy's lobpcg applies the constraints to M·R); on span(Y)
+    it inverts the operator's shift s, so that what the random part of the block brings into
+    span(Y) is still driven out (without it the residuals stall: diag(1..100), M = A⁻¹, three
+    constraints, 0 of 4 pairs in 1000 iterations; M alone took 627 where 13 do without Y)."""
+
+    kind = "operator"
+
+    def __init__(self, constrained, m):
+        self.c, self.m, self.n = constrained, m, constrained.n
+        self.inv_shift = 1.0 / abs(constrained.shift) if constrained.shift else 0.0
+
+    def matmat(self, x):
+        x = _np.asarray(x, dtype=float)
+        coef = self.c._coef_t(x)  # G⁻¹·Yᵀ·x
+        w = x - self.c.by @ coef  # Pᵀ·x
+        out = self.c._project(_np.asarray(self.m.matmat(_np.asfortranarray(w)), dtype=float))
+        return out + self.inv_shift * (self.c.y @ coef)
+
+
+class _BInverse:
+    """B⁻¹ for SciPy's eigsh (Minv) while the constraint shift is estimated."""
+
+    def __init__(self, b):
+        import scipy.sparse.linalg as sla
+        self.shape, self.dtype = (b.n, b.n), _np.dtype(float)
+        if b.kind == "csr":
+            self._solve = sla.splu(b.scipy().tocsc()).solve
+        else:
+            op = sla.LinearOperator((b.n, b.n), matvec=lambda v: _np.asarray(
+                b.matmat(v.reshape(-1, 1)), dtype=float)[:, 0], dtype=float)
+            self._solve = lambda v: sla.cg(op, v, tol=1e-10, atol=0)[0]
+
+    def matvec(self, v):
+        return self._solve(_np.asarray(v, dtype=float).ravel())
