@@ -19,9 +19,9 @@
 
 #include "bench/event_timing.cuh"
 #include "core/cuda_check.cuh"
+#include "core/device_buffer.hpp"
 #include "io/matrix_io.hpp"
 #include "spmm/chebyshev_step.hpp"
-#include "spmm/device_buffer.hpp"
 #include "spmm/sparse_operator.hpp"
 
 using namespace tcsolve;

@@ -16,19 +16,14 @@
 #include <vector>
 
 #include "core/cuda_check.cuh"
+#include "core/cuda_library_check.cuh"
+#include "core/device_buffer.hpp"
 #include "core/error.hpp"
 #include "factor/triangular_solve.hpp"
-#include "spmm/device_buffer.hpp"
 
 namespace tcsolve::detail {
 
 namespace {
-
-void cusparse_check(cusparseStatus_t s, const char* call, const char* file, int line) {
-  if (s == CUSPARSE_STATUS_SUCCESS) return;
-  throw DeviceError(std::string(call) + " failed: " + cusparseGetErrorString(s), file, line);
-}
-#define TCSOLVE_CUSPARSE_CHECK(call) cusparse_check((call), #call, __FILE__, __LINE__)
 
 // z[i·s + j] = x[perm[i] + j·ldx]: rows permuted, column-major → row-major. Grid-stride over n·s.
 __global__ void gather_rows_kernel(const double* __restrict__ x, long long ldx,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/cuda_check.cuh"
+#include "core/cuda_library_check.cuh"
 #include "core/error.hpp"
 #include "solvers/dense_ops.hpp"
 #include "solvers/random.hpp"
@@ -29,20 +30,6 @@
 namespace tcsolve {
 
 namespace {
-
-void cublas_check(cublasStatus_t s, const char* call, const char* file, int line) {
-  if (s == CUBLAS_STATUS_SUCCESS) return;
-  throw DeviceError(std::string(call) + " failed: cuBLAS status " + std::to_string(int(s)), file,
-                    line);
-}
-#define TCSOLVE_CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
-
-void cusolver_check(cusolverStatus_t s, const char* call, const char* file, int line) {
-  if (s == CUSOLVER_STATUS_SUCCESS) return;
-  throw DeviceError(std::string(call) + " failed: cuSOLVER status " + std::to_string(int(s)), file,
-                    line);
-}
-#define TCSOLVE_CUSOLVER_CHECK(call) cusolver_check((call), #call, __FILE__, __LINE__)
 
 constexpr int kMaxCols = 128;  // columns per launch for kernels taking per-column parameters
 

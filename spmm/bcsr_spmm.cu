@@ -1,11 +1,9 @@
 // Tensor-core BCSR × multivector (see bcsr_spmm_cuda.hpp). CPU twin: bcsr_spmm.cpp.
 //
-// Fragment layouts (lane = 4·g + t, g = lane/4, t = lane%4):
-//   m8n8k4 f64:   A[g][t]; B[t][g]; C[g][2t], C[g][2t+1]   (measured on H200, docs gpu.md)
-//   m16n8k16 f16/bf16 → f32 (PTX ISA): A regs {A[g][2t..2t+1]}, {A[g+8][2t..]}, {A[g][2t+8..]},
-//     {A[g+8][2t+8..]}; B regs {B[2t][g], B[2t+1][g]}, {B[2t+8][g], B[2t+9][g]};
-//     C c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1].
-// Here A = one block of P·A, B = the block's X rows × 8 columns of the N tile, C = a slice of Y.
+// A block of P·A is the A operand of one MMA tile (core/mma.cuh): fp64 8×4 blocks on m8n8k4
+// DMMA, fp16/bf16 16×16 blocks on m16n8k16; B = the block's X rows × 8 columns of the N tile,
+// C = a slice of Y. The blocks are stored in fragment order (lane L's A fragment at block·32 + L),
+// so a warp reads a block with one coalesced load per lane.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -17,6 +15,7 @@
 
 #include "core/cuda_check.cuh"
 #include "core/error.hpp"
+#include "core/mma.cuh"
 #include "spmm/bcsr_spmm_cuda.hpp"
 #include "spmm/csr_spmm_cuda.hpp"
 
@@ -37,31 +36,17 @@ struct BcsrArgs {
   int nchunks;                            // column chunks of 8·NT
 };
 
-__device__ __forceinline__ void dmma_884(double& c0, double& c1, double a, double b) {
-  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
-      : "+d"(c0), "+d"(c1)
-      : "d"(a), "d"(b));
-}
-
-template <class TA>
-__device__ __forceinline__ void mma_16816(float (&c)[4], const uint4& a, unsigned b0, unsigned b1);
-
-template <>
-__device__ __forceinline__ void mma_16816<__half>(float (&c)[4], const uint4& a, unsigned b0,
-                                                  unsigned b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
-}
-
-template <>
-__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&c)[4], const uint4& a,
-                                                         unsigned b0, unsigned b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+// Block b + u's A fragment (M×K block in fragment order: 32 lanes × AFrag, 256 B for fp64 8×4,
+// 512 B for 16-bit 16×16, one coalesced load per lane) and its block column times STEP (1: the
+// block column; K: its first row of X), or zeros and −1 past the run (b + u ≥ end).
+template <class TA, int STEP = 1, class Col>
+__device__ __forceinline__ void load_block(const BcsrArgs& A, std::int64_t b, int u,
+                                           std::int64_t end, int lane,
+                                           typename MmaTile<TA>::AFrag& a, Col& col) {
+  using AFrag = typename MmaTile<TA>::AFrag;
+  const bool ok = b + u < end;
+  a = ok ? __ldg(static_cast<const AFrag*>(A.vals) + (b + u) * 32 + lane) : AFrag{};
+  col = ok ? static_cast<Col>(__ldg(A.bcol + b + u)) * STEP : Col(-1);
 }
 
 // Moves r forward to the block-row that holds block b (skipping empty block-rows).
@@ -76,29 +61,72 @@ __device__ __forceinline__ void seek_row(const BcsrArgs& A, std::int64_t b, std:
   }
 }
 
+// fp64 B fragments of block column bc (X rows 4·bc .. 4·bc + 3) for the NT 8-column tiles from
+// c0, X column-major (ldx): lane (g, t) gets B[t][g] = X[4·bc + t][c0 + 8j + g] — one full
+// 32-byte sector per column per block; zero outside X (A.ncols rows, ncols columns) or for bc < 0.
+template <int NT>
+__device__ __forceinline__ void load_x_direct(double (&xb)[NT], const BcsrArgs& A,
+                                              const double* x, std::int64_t ldx, int ncols,
+                                              const std::int32_t& bc, int c0, int g, int t) {
+  constexpr int K = MmaTile<double>::K;
+  const std::int64_t xr = static_cast<std::int64_t>(bc) * K + t;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int xc = c0 + 8 * j + g;
+    xb[j] = (bc >= 0 && xr < A.ncols && xc < ncols)
+                ? __ldg(x + xr + static_cast<std::int64_t>(xc) * ldx)
+                : 0.0;
+  }
+}
+
+// The same from X staged in fragment order (stage_fragments_kernel; W = ldx ≥ 8 staged columns):
+// for block column c the K·W doubles at x + c·K·W hold, per pair p of 8-column tiles (W ≥ 16,
+// P = 2), lane L's B[t][g] of tiles 2p and 2p + 1 at 64p + 2L; for W = 8 (P = 1) one value at L.
+// One 16-byte load per lane reads 512 contiguous bytes per warp: four full lines, no partial
+// sectors.
+template <int NT>
+__device__ __forceinline__ void load_x_staged(double (&xb)[NT], const double* x, std::int64_t ldx,
+                                              std::int32_t bc, int c0, int lane) {
+  constexpr int K = MmaTile<double>::K;
+  constexpr int P = NT >= 2 ? 2 : 1;  // 8-column tiles per staged load
+  constexpr int kPiece = 32 * P;      // doubles per staged piece of P tiles (K rows × 8P columns)
+  static_assert(32 == K * MmaTile<double>::N, "one B value a lane per 8-column tile");
+  static_assert(NT % P == 0, "8-column tiles in pairs");
+  if (bc < 0) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) xb[j] = 0.0;
+    return;
+  }
+  const double* src = x + static_cast<std::int64_t>(bc) * K * ldx + K * c0 + P * lane;
+  if constexpr (P == 2) {
+#pragma unroll
+    for (int p = 0; p < NT / 2; ++p) {
+      const double2 v = __ldg(reinterpret_cast<const double2*>(src + kPiece * p));
+      xb[2 * p] = v.x;
+      xb[2 * p + 1] = v.y;
+    }
+  } else {
+    xb[0] = __ldg(src);
+  }
+}
+
 // fp64: warp = run of K blocks [b_begin, b_end) (may span several block-rows); per block-row,
 // Y[8 rows, 8·NT cols] in registers (2·NT doubles per lane), written when the run leaves the row.
 // Per block: 256 B of A (one 8-byte load per lane, coalesced), 4 rows × 8·NT columns of X, NT
 // DMMAs. Software pipeline: the A fragments and block columns of the next U blocks are loaded
 // while the current U blocks' X fragments are in flight, so the chain bcol → X → mma costs one
 // L2 latency per U blocks instead of two (DRAM for bcol, then L2 for X).
-//
-// ST = false: X column-major (x[r + c·ldx]); lane (g, t) reads X[4·bcol + t][c0 + 8j + g]: one
-//   full 32-byte sector per column per block.
-// ST = true: X staged in fragment order (stage_fragments_kernel): for block column c the 4·W
-//   doubles at x + c·4W hold, per 16-column pair p, lane L's two B values X[4c+t][16p+g] and
-//   X[4c+t][16p+8+g] at 64p + 2L (W = ldx ≥ 16; W = 8: one value at L). One 16-byte load per
-//   lane then reads 512 contiguous bytes per warp — four full lines, no partial sectors.
+// ST = false: X column-major (load_x_direct); ST = true: X staged in fragment order
+// (load_x_staged).
 template <int NT, int U, bool ST>
 __global__ void __launch_bounds__(kThreads)
     bcsr_dmma_kernel(BcsrArgs A, const double* __restrict__ x, std::int64_t ldx,
                      double* __restrict__ y, std::int64_t ldy, int ncols) {
-  constexpr int P = NT >= 2 ? 2 : 1;  // 8-column tiles per staged load
+  using Tile = MmaTile<double>;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int chunk = blockIdx.x % A.nchunks;
   const int c0 = chunk * 8 * NT;
-  const double* __restrict__ vals = static_cast<const double*>(A.vals);
   constexpr std::int64_t kNone = INT64_MAX;
   // Persistent warps: the grid holds what fits on the GPU at once; warp w takes runs w, w + W, ...
   const std::int64_t nw = static_cast<std::int64_t>(gridDim.x / A.nchunks) * kWarpsPerCta;
@@ -113,7 +141,7 @@ __global__ void __launch_bounds__(kThreads)
     std::int64_t rb1 = A.bp[r + 1];
     std::int64_t rb2 = r + 2 <= A.nbrows ? A.bp[r + 2] : kNone;
     shared = shared || rb1 > b_end;
-    double acc[NT][2];
+    double acc[NT][Tile::kAcc];
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = 0.0;
 
@@ -138,11 +166,7 @@ __global__ void __launch_bounds__(kThreads)
     double an[U];
     std::int32_t cn[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const bool ok = b_begin + u < b_end;
-      an[u] = ok ? __ldg(vals + (b_begin + u) * 32 + lane) : 0.0;
-      cn[u] = ok ? __ldg(A.bcol + b_begin + u) : -1;
-    }
+    for (int u = 0; u < U; ++u) load_block<double>(A, b_begin, u, b_end, lane, an[u], cn[u]);
     for (std::int64_t b = b_begin; b < b_end; b += U) {
       double a[U];
       std::int32_t bc[U];
@@ -155,42 +179,12 @@ __global__ void __launch_bounds__(kThreads)
       double xb[U][NT];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        if constexpr (ST) {
-          if (bc[u] < 0) {
-#pragma unroll
-            for (int j = 0; j < NT; ++j) xb[u][j] = 0.0;
-          } else {
-            const double* src = x + static_cast<std::int64_t>(bc[u]) * 4 * ldx + 4 * c0 + P * lane;
-            if constexpr (P == 2) {
-#pragma unroll
-              for (int p = 0; p < NT / 2; ++p) {
-                const double2 v = __ldg(reinterpret_cast<const double2*>(src + 64 * p));
-                xb[u][2 * p] = v.x;
-                xb[u][2 * p + 1] = v.y;
-              }
-            } else {
-              xb[u][0] = __ldg(src);
-            }
-          }
-        } else {
-          const std::int64_t xr = static_cast<std::int64_t>(bc[u]) * 4 + t;
-#pragma unroll
-          for (int j = 0; j < NT; ++j) {
-            const int xc = c0 + 8 * j + g;
-            xb[u][j] = (bc[u] >= 0 && xr < A.ncols && xc < ncols)
-                           ? __ldg(x + xr + static_cast<std::int64_t>(xc) * ldx)
-                           : 0.0;
-          }
-        }
+        if constexpr (ST) load_x_staged<NT>(xb[u], x, ldx, bc[u], c0, lane);
+        else load_x_direct<NT>(xb[u], A, x, ldx, ncols, bc[u], c0, g, t);
       }
       // Next U blocks' A fragments and block columns (independent of the loads above).
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const std::int64_t bn = b + U + u;
-        const bool ok = bn < b_end;
-        an[u] = ok ? __ldg(vals + bn * 32 + lane) : 0.0;
-        cn[u] = ok ? __ldg(A.bcol + bn) : -1;
-      }
+      for (int u = 0; u < U; ++u) load_block<double>(A, b + U, u, b_end, lane, an[u], cn[u]);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const std::int64_t bb = b + u;
@@ -210,20 +204,25 @@ __global__ void __launch_bounds__(kThreads)
         }
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          if (c0 + 8 * j < ncols) dmma_884(acc[j][0], acc[j][1], a[u], xb[u][j]);
+          if (c0 + 8 * j < ncols) Tile::mma(acc[j], a[u], xb[u][j]);
       }
     }
     flush();
   }  // runs
 }
 
-// 16-bit: blocks 16×16 in fragment order (512 B per block, one 16-byte load per lane).
-// X pieces: rows 16·col + 2t (+1) and +8 (+9) of column c0 + 8j + g, read as 32-bit pairs when the
-// whole block column is inside X and X is 4-byte aligned with even ldx, else element by element.
+// 16-bit: blocks 16×16 in fragment order (512 B per block, one 16-byte load per lane); warp = run
+// of blocks [b_begin, b_end), one block row at a time, C tiles (16 × 8, fp32) in registers.
+// X pieces (B fragments): rows 16·col + 2t (+1) and +8 (+9) of column c0 + 8j + g, read as 32-bit
+// pairs when the whole block column is inside X and X is 4-byte aligned with even ldx, else
+// element by element. (The C-tile stores of the two kernels stay written out: through one
+// shared device function the compiler kept the four bounds of `shared` live across the block
+// loop instead of one predicate, +3 to +17 registers in the 16-bit kernel.)
 template <class TA, class TY, int NT, int U>
 __global__ void __launch_bounds__(kThreads)
     bcsr_mma16_kernel(BcsrArgs A, const TA* __restrict__ x, std::int64_t ldx, bool pairs_ok,
                       TY* __restrict__ y, std::int64_t ldy, int ncols) {
+  using Tile = MmaTile<TA>;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int chunk = blockIdx.x % A.nchunks;
@@ -233,7 +232,6 @@ __global__ void __launch_bounds__(kThreads)
   const int c0 = chunk * 8 * NT;
   const std::int64_t b_begin = w * A.per_warp;
   const std::int64_t b_end = min(b_begin + A.per_warp, A.nblocks);
-  const uint4* __restrict__ vals = static_cast<const uint4*>(A.vals);
   const unsigned short* __restrict__ xs = reinterpret_cast<const unsigned short*>(x);
   std::int64_t r = A.warp_row[w];
   std::int64_t b = b_begin;
@@ -242,19 +240,17 @@ __global__ void __launch_bounds__(kThreads)
     seek_row(A, b, r, rb0, rb1);
     const std::int64_t e = min(rb1, b_end);
     const bool shared = rb0 < b_begin || rb1 > b_end;
-    float acc[NT][4];
+    float acc[NT][Tile::kAcc];
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
     for (; b < e; b += U) {
-      uint4 a[U];
+      typename Tile::AFrag a[U];
       std::int64_t xr[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        const bool ok = b + u < e;
-        a[u] = ok ? __ldg(vals + (b + u) * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
-        xr[u] = ok ? static_cast<std::int64_t>(__ldg(A.bcol + b + u)) * 16 : -1;
+        load_block<TA, Tile::K>(A, b, u, e, lane, a[u], xr[u]);  // xr: the block's first X row
       }
-      unsigned xb[U][NT][2];
+      typename Tile::BFrag xb[U][NT];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const bool full = pairs_ok && xr[u] >= 0 && xr[u] + 16 <= A.ncols;
@@ -283,7 +279,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int u = 0; u < U; ++u) {
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          if (c0 + 8 * j < ncols) mma_16816<TA>(acc[j], a[u], xb[u][j][0], xb[u][j][1]);
+          if (c0 + 8 * j < ncols) Tile::mma(acc[j], a[u], xb[u][j]);
       }
     }
     b = e;
@@ -308,7 +304,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// xs = X[:, 0:kc] in the DMMA fragment order (see bcsr_dmma_kernel, ST): element o of block
+// xs = X[:, 0:kc] in the DMMA fragment order (see load_x_staged): element o of block
 // column c = o / 4W: with P = 2 (W ≥ 16) or 1 (W = 8), group q = rem / 32P, lane L = (rem % 32P)
 // / P = 4g + t, h = rem % P: xs[o] = X[4c + t][8(Pq + h) + g], zero outside X. One thread per
 // element of xs: writes coalesced, each warp reads 8 columns × 4 rows (8 full sectors).
@@ -630,7 +626,7 @@ void BcsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::in
     dispatch_dmma<false>(args, x, ldx, y, ldy, ncols_x, max_nt_, st);
     return;
   }
-  // Fragment-order staging, stage_cols_ columns at a time (see bcsr_dmma_kernel, ST).
+  // Fragment-order staging, stage_cols_ columns at a time (see load_x_staged).
   for (int c0 = 0; c0 < ncols_x; c0 += stage_cols_) {
     const int kc = std::min(stage_cols_, ncols_x - c0);
     const int width = staged_width(kc);

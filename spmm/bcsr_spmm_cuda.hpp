@@ -17,9 +17,9 @@
 #pragma once
 #include <cstdint>
 
+#include "core/device_buffer.hpp"
 #include "core/types.hpp"
 #include "preprocess/bcsr.hpp"
-#include "spmm/device_buffer.hpp"
 
 namespace tcsolve {
 

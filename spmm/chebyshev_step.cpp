@@ -22,18 +22,13 @@ class HostChebyshevStep final : public ChebyshevStep {
     const std::int64_t n = a_.nrows, s = cur.cols;
     TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && r.rows == n && next.cols == s && r.cols == s,
                     "chebyshev step: block shapes differ");
-    parallel_for(n, [&](std::int64_t i) {
-      const std::int64_t p0 = a_.row_ptr[i], p1 = a_.row_ptr[i + 1];
-      for (std::int64_t j = 0; j < s; ++j) {
-        const double* xc = cur.col(j);
-        double acc = 0.0;
-        for (std::int64_t p = p0; p < p1; ++p) acc += a_.values[p] * xc[a_.col_idx[p]];
-        double out = a * (d ? d[i] * acc : acc) + b * xc[i];
-        if (e != 0.0) out += e * r.col(j)[i];
-        if (c != 0.0) out += c * next.col(j)[i];
-        next.col(j)[i] = out;
-      }
-    }, 1024);
+    const auto add = [](double acc, double v, double x) { return acc + v * x; };
+    step_rows(cur, add, [&](std::int64_t i, std::int64_t j, double acc, double xi) {
+      double out = a * (d ? d[i] * acc : acc) + b * xi;
+      if (e != 0.0) out += e * r.col(j)[i];
+      if (c != 0.0) out += c * next.col(j)[i];
+      next.col(j)[i] = out;
+    });
   }
   std::string describe() const override { return "fused CSR step (host)"; }
 
@@ -59,19 +54,13 @@ class HostChebyshevStep final : public ChebyshevStep {
                     "chebyshev step: block shapes differ");
     // fp32 arithmetic, as the CUDA kernel
     const auto fa = static_cast<float>(a), fb = static_cast<float>(b), fc = static_cast<float>(c);
-    parallel_for(n, [&](std::int64_t i) {
-      const std::int64_t p0 = a_.row_ptr[i], p1 = a_.row_ptr[i + 1];
-      for (std::int64_t j = 0; j < q; ++j) {
-        const float* xc = cur.col(j);
-        float acc = 0.0f;
-        for (std::int64_t p = p0; p < p1; ++p)
-          acc = std::fma(static_cast<float>(a_.values[p]), xc[a_.col_idx[p]], acc);
-        float out = fa * acc + fb * xc[i];
-        if (f) out = std::fma(static_cast<float>(f[j]), r.col(j)[i], out);
-        if (fc != 0.0f) out = std::fma(fc, next.col(j)[i], out);
-        next.col(j)[i] = out;
-      }
-    }, 1024);
+    const auto add = [](float acc, float v, float x) { return std::fma(v, x, acc); };
+    step_rows(cur, add, [&](std::int64_t i, std::int64_t j, float acc, float xi) {
+      float out = fa * acc + fb * xi;
+      if (f) out = std::fma(static_cast<float>(f[j]), r.col(j)[i], out);
+      if (fc != 0.0f) out = std::fma(fc, next.col(j)[i], out);
+      next.col(j)[i] = out;
+    });
   }
   void combine32(MvView<const double> x, const double* q, MvView<const float> z,
                  MvView<double> y) const override {
@@ -86,6 +75,23 @@ class HostChebyshevStep final : public ChebyshevStep {
 
  private:
   const Csr<double>& a_;  // the caller's matrix (outlives the step)
+
+  // The row loop of both steps (T: double for step, float for step32, A's values rounded to T):
+  // per row i (rows in parallel) and column j, acc = add(…add(add(0, a_ip0, x_p0), a_ip1, x_p1)…)
+  // over the row's entries in order, then tail(i, j, acc, cur(i, j)) forms and stores next(i, j).
+  template <class T, class Add, class Tail>
+  void step_rows(MvView<const T> cur, Add add, Tail tail) const {
+    parallel_for(a_.nrows, [&](std::int64_t i) {
+      const std::int64_t p0 = a_.row_ptr[i], p1 = a_.row_ptr[i + 1];
+      for (std::int64_t j = 0; j < cur.cols; ++j) {
+        const T* xc = cur.col(j);
+        T acc = T(0);
+        for (std::int64_t p = p0; p < p1; ++p)
+          acc = add(acc, static_cast<T>(a_.values[p]), xc[a_.col_idx[p]]);
+        tail(i, j, acc, xc[i]);
+      }
+    }, 1024);
+  }
 };
 
 // Block row I's b×b blocks, in ascending block column: a merge of its b rows (each sorted), J =

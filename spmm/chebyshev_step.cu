@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "core/cuda_check.cuh"
+#include "core/device_buffer.hpp"
 #include "core/error.hpp"
 #include "core/trace.hpp"
 #include "spmm/chebyshev_step.hpp"
-#include "spmm/device_buffer.hpp"
+#include "spmm/csr_row_loop.cuh"
 
 namespace tcsolve {
 
@@ -21,8 +22,33 @@ constexpr int kThreads = 128;
 
 // Thread = (row, column group): blockDim = (kThreads/G rows, G groups); a warp holds 32
 // consecutive rows of one group (coalesced per column). Each thread runs the passes of KC columns
-// at c0 = threadIdx.y·KC, + G·KC, … holding KC accumulators in registers; A's row is re-read
-// (from L1) for each pass. G = 1: one thread per row, every pass in sequence.
+// at c0 = threadIdx.y·KC, + G·KC, … holding KC accumulators (TV: double for the step, float for
+// the fp32 rung) in registers; A's row is re-read (from L1) for each pass (csr_row::passes). Per
+// live column cj = c0 + j: out = ad·(A·cur)(row, cj) + b·cur(row, cj) with ad = a·d[row] (a
+// without d), then tail(cj, out) adds the precision's r and next terms and stores next(row, cj).
+// The body of both step kernels.
+template <int KC, int G, int UNROLL, class TV, class TA, class Tail>
+__device__ __forceinline__ void step_row(std::int64_t row, const std::int64_t* rp,
+                                         const std::int32_t* ci, const TA* v, TV a,
+                                         const double* d, const TV* cur, std::int64_t ldc, TV b,
+                                         int ncols, Tail&& tail) {
+  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
+  const TV ad = d ? static_cast<TV>(a * d[row]) : a;
+  const auto finish = [&](int c0, int nc, const TV* xc, const TV(&acc)[KC]) {
+#pragma unroll
+    for (int j = 0; j < KC; ++j)
+      if (j < nc) tail(static_cast<std::int64_t>(c0 + j), ad * acc[j] + b * xc[row + j * ldc]);
+  };
+  csr_row::passes<KC, UNROLL, 1>(p0, 0, p1, static_cast<int>(threadIdx.y) * KC, G * KC, ncols, cur,
+                                 ldc, csr_row::GlobalEntries<TV, TA>{v, ci}, finish);
+}
+
+template <int G>
+__device__ __forceinline__ std::int64_t step_row_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x;
+}
+
+// The fp64 step: next = a·D·A·cur + b·cur + c·next + e·r, fp64 accumulation (TA: A's storage).
 template <class TA, int KC, int G>
 __global__ void __launch_bounds__(kThreads)
     chebyshev_step_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
@@ -31,44 +57,23 @@ __global__ void __launch_bounds__(kThreads)
                           double* __restrict__ next, std::int64_t ldn, double e,
                           const double* __restrict__ r, std::int64_t ldr,
                           const double* __restrict__ d, int ncols) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x;
+  const std::int64_t row = step_row_index<G>();
   if (row >= m) return;
-  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
-  const double ad = d ? a * d[row] : a;
-  for (int c0 = static_cast<int>(threadIdx.y) * KC; c0 < ncols; c0 += G * KC) {
-    const int nc = min(KC, ncols - c0);
-    const double* xc = cur + static_cast<std::int64_t>(c0) * ldc;
-    double acc[KC];
-#pragma unroll
-    for (int j = 0; j < KC; ++j) acc[j] = 0.0;
-#pragma unroll 4
-    for (std::int64_t p = p0; p < p1; ++p) {
-      const double av = static_cast<double>(v[p]);
-      const std::int64_t col = ci[p];
-#pragma unroll
-      for (int j = 0; j < KC; ++j)
-        if (j < nc) acc[j] = fma(av, __ldg(xc + col + j * ldc), acc[j]);
-    }
-#pragma unroll
-    for (int j = 0; j < KC; ++j) {
-      if (j < nc) {
-        const std::int64_t cj = c0 + j;
-        double out = ad * acc[j] + b * xc[row + j * ldc];
-        // r and next are touched once: streamed past L1 (evict-first), which keeps L1 for X's
-        // gathered lines (H200, lap3d:100, 24 columns, shape (4, 2): 248 → 237 µs).
-        if (e != 0.0) out += e * __ldcs(r + row + cj * ldr);
-        if (c != 0.0) out += c * __ldcs(next + row + cj * ldn);
-        __stcs(next + row + cj * ldn, out);
-      }
-    }
-  }
+  const auto tail = [&](std::int64_t cj, double out) {
+    // r and next are touched once: streamed past L1 (evict-first), which keeps L1 for X's
+    // gathered lines (H200, lap3d:100, 24 columns, shape (4, 2): 248 → 237 µs).
+    if (e != 0.0) out += e * __ldcs(r + row + cj * ldr);
+    if (c != 0.0) out += c * __ldcs(next + row + cj * ldn);
+    __stcs(next + row + cj * ldn, out);
+  };
+  step_row<KC, G, 4>(row, rp, ci, v, a, d, cur, ldc, b, ncols, tail);
 }
 
 // The fp32 rung's step: fp32 blocks and fp32 accumulation (the residual form's Z carries the
 // error relative to itself, chebyshev.hpp) and at most 48 registers (10 blocks of 128 per SM):
 // ncu on the H200 (lap3d:100, 24 columns) found the fp64-accumulating kernel latency-bound at
 // 60 registers, 47 % occupancy, 36 % of DRAM bandwidth, as slow as the fp64 step. Threads as in
-// chebyshev_step_kernel.
+// chebyshev_step_kernel; next = a·A·cur + b·cur + c·next + r·diag(f).
 template <class TA, int KC, int G>
 __global__ void __launch_bounds__(kThreads, 10)
     chebyshev_step32_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
@@ -77,36 +82,17 @@ __global__ void __launch_bounds__(kThreads, 10)
                             float* __restrict__ next, std::int64_t ldn,
                             const float* __restrict__ r, std::int64_t ldr,
                             const double* __restrict__ f, int ncols) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kThreads / G) + threadIdx.x;
+  const std::int64_t row = step_row_index<G>();
   if (row >= m) return;
-  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
-  for (int c0 = static_cast<int>(threadIdx.y) * KC; c0 < ncols; c0 += G * KC) {
-    const int nc = min(KC, ncols - c0);
-    const float* xc = cur + static_cast<std::int64_t>(c0) * ldc;
-    float acc[KC];
-#pragma unroll
-    for (int j = 0; j < KC; ++j) acc[j] = 0.0f;
-#pragma unroll 2
-    for (std::int64_t p = p0; p < p1; ++p) {
-      const float av = static_cast<float>(v[p]);
-      const std::int64_t col = ci[p];
-#pragma unroll
-      for (int j = 0; j < KC; ++j)
-        if (j < nc) acc[j] = fmaf(av, __ldg(xc + col + j * ldc), acc[j]);
-    }
-#pragma unroll
-    for (int j = 0; j < KC; ++j) {
-      if (j < nc) {
-        const std::int64_t cj = c0 + j;
-        float out = a * acc[j] + b * xc[row + j * ldc];
-        // (Plain loads here: streaming r and next past L1 as the fp64 kernel does made this
-        // kernel slower, 181 → 204 µs on lap3d:100 at 24 columns, H200.)
-        if (f) out = fmaf(static_cast<float>(f[cj]), r[row + cj * ldr], out);
-        if (c != 0.0f) out = fmaf(c, next[row + cj * ldn], out);
-        next[row + cj * ldn] = out;
-      }
-    }
-  }
+  const auto tail = [&](std::int64_t cj, float out) {
+    // (Plain loads here: streaming r and next past L1 as the fp64 kernel does made this
+    // kernel slower, 181 → 204 µs on lap3d:100 at 24 columns, H200.)
+    if (f) out = fmaf(static_cast<float>(f[cj]), r[row + cj * ldr], out);
+    if (c != 0.0f) out = fmaf(c, next[row + cj * ldn], out);
+    next[row + cj * ldn] = out;
+  };
+  const double* no_scale = nullptr;  // no row scaling in the rung
+  step_row<KC, G, 2>(row, rp, ci, v, a, no_scale, cur, ldc, b, ncols, tail);
 }
 
 unsigned row_blocks(std::int64_t n, int rows_per_block = kThreads) {
@@ -190,8 +176,7 @@ void launch_step(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
 // rows is read and applied to all KC columns. TV: vectors and accumulation (fp64 step, fp32
 // rung); TA: A's values. A row sums its entries in ascending column order, as the CSR kernels do
 // (a padded or partly empty block adds 0·x).
-__device__ __forceinline__ double mad(double x, double y, double z) { return fma(x, y, z); }
-__device__ __forceinline__ float mad(float x, float y, float z) { return fmaf(x, y, z); }
+using csr_row::mad;
 constexpr std::int64_t kSlice = kBsrSlice;
 
 template <class TV, class TA, int B, int KC, int G>

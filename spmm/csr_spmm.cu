@@ -10,16 +10,12 @@
 
 #include "core/cuda_check.cuh"
 #include "core/error.hpp"
+#include "spmm/csr_row_loop.cuh"
 #include "spmm/csr_spmm_cuda.hpp"
 
 namespace tcsolve {
 
 namespace {
-
-__device__ __forceinline__ double to_f64(double v) { return v; }
-__device__ __forceinline__ double to_f64(float v) { return v; }
-__device__ __forceinline__ double to_f64(__half v) { return __half2float(v); }
-__device__ __forceinline__ double to_f64(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 constexpr int kRowThreads = 128;
 constexpr int kSegThreads = 128;
@@ -42,8 +38,17 @@ unsigned stride_grid(std::int64_t items, int threads) {
   return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(kStrideBlocks, (items + threads - 1) / threads)));
 }
 
+// Y(row, c0 + j) = acc[j] for the nc live columns of a pass.
+template <int NT>
+__device__ __forceinline__ void store_row(double* y, std::int64_t ldy, std::int64_t row,
+                                          int c0, int nc, const double (&acc)[NT]) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+    if (j < nc) y[row + (c0 + j) * ldy] = acc[j];
+}
+
 // Row-split. Thread = row; per pass NT columns [c0, c0+NT) in registers; A's row is re-read from
-// L1 for each further pass. Shapes: x n×N (ldx), y m×N (ldy).
+// L1 for each further pass (csr_row::passes). Shapes: x n×N (ldx), y m×N (ldy).
 template <class TA, int NT>
 __global__ void __launch_bounds__(kRowThreads)
     csr_row_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
@@ -52,25 +57,11 @@ __global__ void __launch_bounds__(kRowThreads)
                    std::int64_t ldy, int ncols) {
   std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= m) return;
-  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
-  for (int c0 = 0; c0 < ncols; c0 += NT) {
-    const int nc = min(NT, ncols - c0);
-    const double* xc = x + static_cast<std::int64_t>(c0) * ldx;
-    double acc[NT];
-#pragma unroll
-    for (int j = 0; j < NT; ++j) acc[j] = 0.0;
-#pragma unroll 4
-    for (std::int64_t p = p0; p < p1; ++p) {
-      const double a = to_f64(v[p]);
-      const std::int64_t c = ci[p];
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-        if (j < nc) acc[j] = fma(a, __ldg(xc + c + j * ldx), acc[j]);
-    }
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-      if (j < nc) y[row + (c0 + j) * ldy] = acc[j];
-  }
+  const auto finish = [&](int c0, int nc, const double*, const double(&acc)[NT]) {
+    store_row(y, ldy, row, c0, nc, acc);
+  };
+  csr_row::passes<NT, 4, 1>(rp[row], 0, rp[row + 1], 0, NT, ncols, x, ldx,
+                            csr_row::GlobalEntries<double, TA>{v, ci}, finish);
 }
 
 // Row-split with the CTA's slice of A staged in shared memory: the 128 rows' non-zeros
@@ -93,31 +84,44 @@ __global__ void __launch_bounds__(kRowThreads)
   const bool tiled = q1 - q0 <= kRowTile;  // CTA-uniform
   if (tiled) {
     for (std::int64_t q = q0 + threadIdx.x; q < q1; q += kRowThreads) {
-      sv[q - q0] = to_f64(v[q]);
+      sv[q - q0] = csr_row::value_as<double>(v[q]);
       sc[q - q0] = ci[q];
     }
   }
   __syncthreads();
   const std::int64_t row = r0 + threadIdx.x;
   if (row >= m) return;
-  const std::int64_t p0 = rp[row], p1 = rp[row + 1];
-  for (int c0 = 0; c0 < ncols; c0 += NT) {
-    const int nc = min(NT, ncols - c0);
-    const double* xc = x + static_cast<std::int64_t>(c0) * ldx;
-    double acc[NT];
+  // A's entries from the tile (tiled) or from global memory
+  const auto entry = [&](std::int64_t p, double& a, std::int64_t& c) {
+    a = tiled ? sv[p - q0] : csr_row::value_as<double>(v[p]);
+    c = tiled ? sc[p - q0] : ci[p];
+  };
+  const auto finish = [&](int c0, int nc, const double*, const double(&acc)[NT]) {
+    store_row(y, ldy, row, c0, nc, acc);
+  };
+  csr_row::passes<NT, 4, 1>(rp[row], 0, rp[row + 1], 0, NT, ncols, x, ldx, entry, finish);
+}
+
+// The G lanes' partial sums of a segment summed by shuffles (xor butterfly inside the group);
+// its first lane writes Y(row, c0 + j), with atomicAdd where the row is shared by segments.
+template <int NT, int G>
+__device__ __forceinline__ void reduce_store_segment(double (&acc)[NT], unsigned mask, int lg,
+                                                     bool shared, double* y,
+                                                     std::int64_t ldy, std::int64_t row, int c0,
+                                                     int nc) {
 #pragma unroll
-    for (int j = 0; j < NT; ++j) acc[j] = 0.0;
-#pragma unroll 4
-    for (std::int64_t p = p0; p < p1; ++p) {
-      const double a = tiled ? sv[p - q0] : to_f64(v[p]);
-      const std::int64_t c = tiled ? sc[p - q0] : ci[p];
+  for (int j = 0; j < NT; ++j) {
 #pragma unroll
-      for (int j = 0; j < NT; ++j)
-        if (j < nc) acc[j] = fma(a, __ldg(xc + c + j * ldx), acc[j]);
+    for (int off = G / 2; off > 0; off /= 2) acc[j] += __shfl_xor_sync(mask, acc[j], off);
+  }
+  if (lg == 0) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      if (j >= nc) continue;
+      double* dst = y + row + (c0 + j) * ldy;
+      if (shared) atomicAdd(dst, acc[j]);
+      else *dst = acc[j];
     }
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-      if (j < nc) y[row + (c0 + j) * ldy] = acc[j];
   }
 }
 
@@ -142,34 +146,18 @@ __global__ void __launch_bounds__(kSegThreads)
   const bool shared = r < 0;
   const std::int64_t row = shared ? ~r : r;
   const std::int64_t p0 = seg_begin[s], p1 = seg_end[s];
+  // (The passes are written out here rather than through csr_row::passes: inside that helper
+  // the compiler hoists p0 + lg out of the pass loop, and the register counts of the 36
+  // instances moved by up to ±8 either way; this form compiles to the same PTX as before.)
   for (int c0 = 0; c0 < ncols; c0 += NT) {
     const int nc = min(NT, ncols - c0);
     const double* xc = x + static_cast<std::int64_t>(c0) * ldx;
     double acc[NT];
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[j] = 0.0;
-#pragma unroll 2
-    for (std::int64_t p = p0 + lg; p < p1; p += G) {
-      const double a = to_f64(v[p]);
-      const std::int64_t c = ci[p];
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-        if (j < nc) acc[j] = fma(a, __ldg(xc + c + j * ldx), acc[j]);
-    }
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-#pragma unroll
-      for (int off = G / 2; off > 0; off /= 2) acc[j] += __shfl_xor_sync(mask, acc[j], off);
-    }
-    if (lg == 0) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        if (j >= nc) continue;
-        double* dst = y + row + (c0 + j) * ldy;
-        if (shared) atomicAdd(dst, acc[j]);
-        else *dst = acc[j];
-      }
-    }
+    csr_row::accumulate<2, G>(acc, p0, lg, p1, csr_row::GlobalEntries<double, TA>{v, ci},
+                              csr_row::ColumnMajorX<double>{xc, ldx, nc});
+    reduce_store_segment<NT, G>(acc, mask, lg, shared, y, ldy, row, c0, nc);
   }
 }
 
@@ -197,14 +185,8 @@ __global__ void __launch_bounds__(kSegThreads)
     double acc[CPL];
 #pragma unroll
     for (int q = 0; q < CPL; ++q) acc[q] = 0.0;
-#pragma unroll 4
-    for (std::int64_t p = p0; p < p1; ++p) {
-      const double a = to_f64(v[p]);
-      const double* xr = xs + static_cast<std::int64_t>(ci[p]) * width + c0 + l;
-#pragma unroll
-      for (int q = 0; q < CPL; ++q)
-        if (c0 + l + q * L < width) acc[q] = fma(a, __ldg(xr + q * L), acc[q]);
-    }
+    csr_row::accumulate<4, 1>(acc, p0, 0, p1, csr_row::GlobalEntries<double, TA>{v, ci},
+                              csr_row::RowMajorX<double, L>{xs, width, c0, l});
 #pragma unroll
     for (int q = 0; q < CPL; ++q) {
       const int col = c0 + l + q * L;

@@ -13,8 +13,8 @@
 #include <cstdint>
 
 #include "core/csr.hpp"
+#include "core/device_buffer.hpp"
 #include "core/types.hpp"
-#include "spmm/device_buffer.hpp"
 
 namespace tcsolve {
 

@@ -8,8 +8,9 @@
 #include <cmath>
 
 #include "core/cuda_check.cuh"
+#include "core/device_buffer.hpp"
 #include "core/error.hpp"
-#include "spmm/device_buffer.hpp"
+#include "spmm/csr_row_loop.cuh"
 #include "spmm/device_csr_view.hpp"
 
 namespace tcsolve {
@@ -18,7 +19,7 @@ namespace {
 
 constexpr int kThreads = 128;
 
-// Thread = row; NT columns [c0, c0 + NT) of X accumulated in registers.
+// Thread = row; NT columns [c0, c0 + NT) of X accumulated in registers (csr_row::accumulate).
 template <int NT>
 __global__ void __launch_bounds__(kThreads)
     csr_view_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
@@ -30,13 +31,9 @@ __global__ void __launch_bounds__(kThreads)
   double acc[NT];
 #pragma unroll
   for (int c = 0; c < NT; ++c) acc[c] = 0.0;
-  const std::int64_t p1 = rp[row + 1];
-  for (std::int64_t p = rp[row]; p < p1; ++p) {
-    const double a = v[p];
-    const double* xj = x + ci[p];
-#pragma unroll
-    for (int c = 0; c < NT; ++c) acc[c] += a * xj[c * ldx];
-  }
+  csr_row::accumulate<4, 1>(acc, rp[row], 0, rp[row + 1],
+                            csr_row::GlobalEntries<double, double>{v, ci},
+                            csr_row::ColumnMajorX<double>{x, ldx, NT});
 #pragma unroll
   for (int c = 0; c < NT; ++c) y[row + c * ldy] = acc[c];
 }

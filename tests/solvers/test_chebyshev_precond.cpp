@@ -2,10 +2,10 @@
 // polynomial applied through a dense eigendecomposition of A, and block CG with it.
 #include <gtest/gtest.h>
 
+#include "core/device_buffer.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/chebyshev_precond.hpp"
 #include "solvers/random.hpp"
-#include "spmm/device_buffer.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 
 namespace tcsolve::test {

@@ -1,5 +1,6 @@
-// Owning device allocation (RAII over core/device.hpp), used by the SpMM operators to keep the
-// uploaded matrix and their workspaces. Host-compilable: no CUDA headers.
+// Owning device allocation (RAII over core/device.hpp): the SpMM operators' uploaded matrices and
+// workspaces, the triangular solves' factors, the Chebyshev steps' copies of A. Host-compilable:
+// no CUDA headers.
 #pragma once
 #include <cstddef>
 #include <utility>
