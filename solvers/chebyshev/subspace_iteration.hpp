@@ -177,8 +177,9 @@ class SubspaceIteration {
   // k pairs locked or passing, and no active Ritz value below the k-th of them.
   bool all_found(std::int64_t w);
   // The k smallest pairs (Â) among the locked and active ones: A applied once more, true
-  // residuals tested. On success (or when `last`) the result gets values, residuals and vectors;
-  // otherwise the pairs from the first failing locked one on are unlocked (nl shrinks).
+  // residuals tested. On success (or when `last`) the result gets values, residuals and vectors
+  // (once per object); otherwise the pairs from the first failing locked one on are unlocked
+  // (nl shrinks).
   bool check(std::int64_t w, bool last);
   // The climb off the fp32 rung after a filter (three fp32 filters without progress).
   void watch_climb(std::int64_t w, const FilterPlan& plan);
