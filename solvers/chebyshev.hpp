@@ -27,6 +27,8 @@
 // on). Convergence test (as LOBPCG/Lanczos): ‖A·x − λ·x‖ ≤ tol·(‖A‖ + |λ|)·‖x‖.
 // Spectrum bounds: `lanczos_steps` steps of single-vector Lanczos with full reorthogonalization
 // (b = θmax + |βₛ·yₛ| at the unwanted end, min'd with opt.a_norm when given; a0 = θmin).
+// The code: a class of these named steps, each testable alone (bounds, filter, orthonormalize,
+// rayleigh_ritz, residuals, lock, restart, check), solvers/chebyshev/subspace_iteration.hpp.
 //
 // Host round trips: one fetch per outer iteration (Ritz values, residual norms, the
 // orthonormalization status: 3m + 6 doubles) plus one after the orthonormalization passes
