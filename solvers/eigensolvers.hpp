@@ -124,6 +124,14 @@ inline double lock_bound(const EigenOptions& o, double a, double b, double theta
 // taken from opt.start.
 void initial_block(DenseBlockOps& ops, MvView<double> x, const EigenOptions& opt);
 
+// Checks the columns initial_block() took from opt.start (the first min(x.cols, opt.start_cols)
+// of x, in ops.space()): throws InvalidArgument naming every zero or non-finite column (with the
+// row of a non-finite value) and every column that is a multiple of an earlier one or lies in the
+// span of the earlier ones (relative distance ≤ 1e-6). Nothing without opt.start.
+// solver: the message's prefix ("lobpcg", "block_lanczos").
+void check_start_block(DenseBlockOps& ops, MvView<const double> x, const EigenOptions& opt,
+                       const char* solver);
+
 // b may be nullptr (standard problem). Throws InvalidArgument for k < 1, k ≥ n, non-square or
 // mismatched operators, or operators outside ops.space().
 EigenResult lobpcg(const LinearOperator<double>& a, const LinearOperator<double>* b,
