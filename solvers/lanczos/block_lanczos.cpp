@@ -211,6 +211,7 @@ void BlockLanczos::start() {
   if (with_b_) clock_.apply(*prob_.b, v_.columns(0, bs), bv_.columns(0, bs));
   normalize_block(0, bs, mrob_);
   c_ = 0;
+  checkpoint_.emplace(opt_.checkpoint_every, opt_.on_checkpoint);
 }
 
 void BlockLanczos::apply_operator() {
@@ -412,7 +413,6 @@ bool BlockLanczos::settle(bool early, bool last, bool stop, std::int64_t nconv) 
 EigenResult BlockLanczos::run() {
   const std::int64_t k = shape_.k;
   start();
-  checkpoint_.emplace(opt_.checkpoint_every, opt_.on_checkpoint);
   for (;; ++restart_) {
     IterationTimer timer(clock_);
     IterationRecord rec;

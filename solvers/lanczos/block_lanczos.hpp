@@ -20,7 +20,8 @@
 //   check            the problem's explicit check of (θ, X) (prob.verify)
 //   restart          thick restart: keep the `keep` wanted Ritz vectors and the newest block
 // Workspace (device blocks and every host matrix) is sized in the constructor; the loop
-// allocates nothing but the history records.
+// allocates nothing but the history records (and Eigen's p × p eigensolver storage when p
+// changes: at the first pass's looks).
 #pragma once
 #include <Eigen/Dense>
 #include <cstdint>
@@ -52,6 +53,9 @@ class BlockLanczos {
   enum class Fill { full, early, interrupted };
 
   BlockLanczos(const LanczosProblem& prob, DenseBlockOps& ops, const EigenOptions& opt);
+  // The solver keeps references to prob and opt: no temporaries.
+  BlockLanczos(LanczosProblem&&, DenseBlockOps&, const EigenOptions&) = delete;
+  BlockLanczos(const LanczosProblem&, DenseBlockOps&, EigenOptions&&) = delete;
   BlockLanczos(const BlockLanczos&) = delete;
   BlockLanczos& operator=(const BlockLanczos&) = delete;
 
@@ -73,7 +77,8 @@ class BlockLanczos {
   // Expands until the basis holds L columns (see the header comment); `looks` enables the first
   // pass's early stop. rec gets the estimates of the last look.
   Fill expand_basis(bool looks, IterationRecord& rec);
-  // Rayleigh–Ritz on H(0:p, 0:p) (p ≥ k, p ≥ b; p > keep after a restart): the wanted Ritz
+  // Rayleigh–Ritz on H(0:p, 0:p) (p ≥ k, and after a restart at least one block step later: E
+  // must be the coupling of the newest block alone, not the restart's arrow): the wanted Ritz
   // values theta() and vectors (coefficients), the estimates ‖E·y_j‖ into rec. Returns how many
   // of the k pass prob.estimate_passes, or −1 when the projected eigenproblem failed. O(p³) host.
   std::int64_t ritz(std::int64_t p, IterationRecord& rec);

@@ -94,6 +94,7 @@ void Lobpcg::start() {
   clock_.apply(a_, x0, as_buf_[cur_].columns(0, m));
   ns_ = m;
   it_ = 0;
+  checkpoint_.emplace(opt_.checkpoint_every, opt_.on_checkpoint);
 }
 
 // 1–2. Rayleigh–Ritz on S; X' = S·C, AX', BX' into the next buffer's first m columns.
@@ -170,8 +171,8 @@ std::int64_t Lobpcg::lock() {
 void Lobpcg::project_out_ritz(Mat& q) {
   Eigen::Map<Mat> C(c_.data(), ns_, m_);
   pctq_.noalias() = C.transpose() * q;
-  pg_.noalias() = C * pctq_;  // (pg_ as scratch: the product is formed, then subtracted)
-  q -= pg_;
+  pcq_.noalias() = C * pctq_;  // formed, then subtracted (as Q −= C·(CᵀQ) evaluates it)
+  q -= pcq_;
 }
 
 // 4b. P' = S·Q in coefficient space.
@@ -191,8 +192,8 @@ std::int64_t Lobpcg::search_directions() {
   for (std::int64_t i = na - 1; i >= 0; --i) {
     double l = pes_.eigenvalues()(i);
     if (l > 1e-24 && l > 1e-20 * lmax) {
-      pctq_.noalias() = pq_ * pes_.eigenvectors().col(i);
-      pqo_.col(np_new++) = pctq_ / std::sqrt(l);
+      pcol_.noalias() = pq_ * pes_.eigenvectors().col(i);
+      pqo_.col(np_new++) = pcol_ / std::sqrt(l);
     }
   }
   if (np_new == 0) return 0;
@@ -259,7 +260,6 @@ void Lobpcg::stop_reason(bool done, bool stop, std::int64_t nconv) {
 // block step (one apply of A to the active columns).
 EigenResult Lobpcg::run() {
   start();
-  checkpoint_.emplace(opt_.checkpoint_every, opt_.on_checkpoint);
   for (;; ++it_) {
     IterationTimer timer(clock_);
     IterationRecord rec;

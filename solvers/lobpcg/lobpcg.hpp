@@ -37,6 +37,9 @@ class Lobpcg {
   // Checks the operators and k; estimates ‖A‖ and ‖B‖ when not given; allocates the workspace.
   Lobpcg(const LinearOperator<double>& a, const LinearOperator<double>* b, DenseBlockOps& ops,
          const EigenOptions& opt);
+  // The solver keeps a reference to opt: no temporary.
+  Lobpcg(const LinearOperator<double>&, const LinearOperator<double>*, DenseBlockOps&,
+         EigenOptions&&) = delete;
   Lobpcg(const Lobpcg&) = delete;
   Lobpcg& operator=(const Lobpcg&) = delete;
 
@@ -107,8 +110,9 @@ class Lobpcg {
   std::vector<double> h_, mg_, theta_all_, z_, c_, q_, rn_, xn_, theta_, neg_, ones_, proj_;
   std::vector<std::int64_t> act_;
   std::vector<char> conv_;
-  // The coefficient-space orthonormalization of P' (search_directions).
-  Mat pq_, pctq_, pg_, pqo_, pqk_;
+  // The coefficient-space orthonormalization of P' (search_directions): Q, CᵀQ, C·CᵀQ, QᵀQ, a
+  // column, the kept and the final Q; each keeps its storage while ns and the active count do.
+  Mat pq_, pctq_, pcq_, pg_, pcol_, pqo_, pqk_;
   Eigen::SelfAdjointEigenSolver<Mat> pes_;
   Eigen::HouseholderQR<Mat> pqr_;
 

@@ -15,22 +15,17 @@
 #include "solvers/eigensolvers.hpp"
 #include "solvers/lanczos/block_lanczos.hpp"
 #include "tests/solvers/solver_test_util.hpp"
+#include "tests/solvers/step_test_util.hpp"
 
 namespace tcsolve::test {
 namespace {
 
-using Mat = Eigen::MatrixXd;
-
-Mat to_host(DenseBlockOps& ops, MvView<const double> x) {
-  Mat h(x.rows, x.cols);
-  if (x.cols > 0) ops.to_host(x, h.data(), x.rows);
-  return h;
-}
-
-Mat apply_host(const Csr<double>& a, const Mat& x) {
-  Mat y(x.rows(), x.cols());
-  csr_spmm_reference(a, x.data(), x.rows(), y.data(), x.rows(), static_cast<int>(x.cols()));
-  return y;
+EigenOptions sized(std::int64_t k, std::int64_t block, std::int64_t basis) {
+  EigenOptions o;
+  o.k = k;
+  o.block_size = block;
+  o.max_basis = basis;
+  return o;
 }
 
 // Op = A (b null) or Op = B⁻¹·A with binv given; estimates pass below `bound`; the explicit check
@@ -57,6 +52,17 @@ struct Problem {
       return verdict;
     };
   }
+};
+
+// A standard problem (Op = A) on the backend under test.
+struct Standard {
+  Csr<double> a;
+  std::unique_ptr<LinearOperator<double>> op;
+  std::unique_ptr<DenseBlockOps> ops;
+  Problem p;
+  explicit Standard(Csr<double> m)
+      : a(std::move(m)), op(make_operator(a)), ops(make_dense_ops(kBackend)),
+        p(*op, nullptr, nullptr, Which::smallest, 0.0) {}
 };
 
 // 1D finite-element-like diagonal mass matrix with entries in [0.5, 1.5] and its inverse.
@@ -96,21 +102,17 @@ void check_expanded(detail::BlockLanczos& lz, DenseBlockOps& ops, const Csr<doub
 
 TEST(LanczosSteps, ExpandBuildsAnOrthonormalBlockKrylovBasisAndItsProjection) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  const auto a = laplacian(30, 20);
-  auto op = make_operator(a);
-  auto ops = make_dense_ops(kBackend);
-  Problem p(*op, nullptr, nullptr, Which::smallest, 0.0);
-  EigenOptions o;
-  o.k = 4;
-  o.block_size = 4;
-  o.max_basis = 40;
+  Standard s(laplacian(30, 20));
+  const Csr<double>& a = s.a;
+  DenseBlockOps* ops = s.ops.get();
+  EigenOptions o = sized(4, 4, 40);
   // A given start block: V(:, 0:b) must span it.
   Mat x0(a.nrows, 4);
   for (std::int64_t i = 0; i < a.nrows; ++i)
     for (int j = 0; j < 4; ++j) x0(i, j) = std::cos(0.01 * (i + 1) * (j + 1)) + 0.1 * random_entry(3, i, j);
   o.start = x0.data();
   o.start_cols = 4;
-  detail::BlockLanczos lz(p.prob, *ops, o);
+  detail::BlockLanczos lz(s.p.prob, *ops, o);
   lz.start();
   EXPECT_EQ(lz.current(), 0);
   const Mat V0 = to_host(*ops, lz.basis(4));
@@ -137,10 +139,7 @@ TEST(LanczosSteps, ExpandGeneralizedKeepsTheBasisBOrthonormal) {
   auto opa = make_operator(a), opb = make_operator(b), opbinv = make_operator(binv);
   auto ops = make_dense_ops(kBackend);
   Problem p(*opa, opb.get(), opbinv.get(), Which::largest, 0.0);
-  EigenOptions o;
-  o.k = 3;
-  o.block_size = 3;
-  o.max_basis = 30;
+  EigenOptions o = sized(3, 3, 30);
   detail::BlockLanczos lz(p.prob, *ops, o);
   lz.start();
   for (int step = 0; step < 5; ++step) lz.expand();
@@ -153,15 +152,11 @@ TEST(LanczosSteps, ExpandGeneralizedKeepsTheBasisBOrthonormal) {
 // path refills it with a random direction, keeping the block width).
 TEST(LanczosSteps, ReorthogonalizeSatisfiesTheCoefficientIdentity) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  const auto a = laplacian(400);
-  auto op = make_operator(a);
-  auto ops = make_dense_ops(kBackend);
-  Problem p(*op, nullptr, nullptr, Which::smallest, 0.0);
-  EigenOptions o;
-  o.k = 3;
-  o.block_size = 3;
-  o.max_basis = 30;
-  detail::BlockLanczos lz(p.prob, *ops, o);
+  Standard s(laplacian(400));
+  const Csr<double>& a = s.a;
+  DenseBlockOps* ops = s.ops.get();
+  const EigenOptions o = sized(3, 3, 30);
+  detail::BlockLanczos lz(s.p.prob, *ops, o);
   lz.start();
   lz.expand();
   lz.expand();
@@ -205,10 +200,7 @@ TEST(LanczosSteps, RitzReturnsTheEigenvalueOfAnEigenvectorInTheBasis) {
   for (bool exact : {true, false}) {
     SCOPED_TRACE(exact ? "eigenvector in the start block" : "random start");
     Problem p(*op, nullptr, nullptr, Which::smallest, 1e-12);
-    EigenOptions o;
-    o.k = 1;
-    o.block_size = 2;
-    o.max_basis = 40;
+    EigenOptions o = sized(1, 2, 40);
     if (exact) o.start = x0.data(), o.start_cols = 2;
     detail::BlockLanczos lz(p.prob, *ops, o);
     lz.start();
@@ -234,16 +226,10 @@ TEST(LanczosSteps, RitzReturnsTheEigenvalueOfAnEigenvectorInTheBasis) {
 // from there with a valid basis.
 TEST(LanczosSteps, RestartKeepsTheRitzVectorsAndAKrylovSchurRelation) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  const auto a = laplacian(24, 18);
-  auto op = make_operator(a);
-  auto ops = make_dense_ops(kBackend);
-  Problem p(*op, nullptr, nullptr, Which::smallest, 0.0);
-  EigenOptions o;
-  o.k = 4;
-  o.block_size = 2;
-  o.max_basis = 24;
+  Standard s(laplacian(24, 18));
+  EigenOptions o = sized(4, 2, 24);
   o.restart_keep = 10;
-  detail::BlockLanczos lz(p.prob, *ops, o);
+  detail::BlockLanczos lz(s.p.prob, *s.ops, o);
   lz.start();
   IterationRecord rec;
   ASSERT_EQ(lz.expand_basis(false, rec), detail::BlockLanczos::Fill::full);
@@ -251,28 +237,28 @@ TEST(LanczosSteps, RestartKeepsTheRitzVectorsAndAKrylovSchurRelation) {
   ASSERT_EQ(pfull, 24);
   ASSERT_EQ(keep, 10);
   lz.ritz(pfull, rec);
-  const Mat Vold = to_host(*ops, lz.basis(pfull + bs));
+  const Mat Vold = to_host(*s.ops, lz.basis(pfull + bs));
   const Mat xkeep = Vold.leftCols(pfull) * lz.ritz_coefficients().topLeftCorner(pfull, keep);
   std::vector<double> theta(lz.kept_theta().begin(), lz.kept_theta().begin() + keep);
   for (std::int64_t j = 1; j < keep; ++j) EXPECT_LE(theta[j - 1], theta[j]);  // wanted order
   lz.restart();
   ASSERT_EQ(lz.current(), keep);
-  const Mat V = to_host(*ops, lz.basis(keep + bs));
+  const Mat V = to_host(*s.ops, lz.basis(keep + bs));
   EXPECT_LT((V.leftCols(keep) - xkeep).cwiseAbs().maxCoeff(), 1e-12);
   EXPECT_LT((V.rightCols(bs) - Vold.rightCols(bs)).cwiseAbs().maxCoeff(), 1e-14);
   const Mat H = lz.projection().topLeftCorner(keep + bs, keep);
   for (std::int64_t j = 0; j < keep; ++j)
     for (std::int64_t i = 0; i < keep; ++i) EXPECT_EQ(H(i, j), i == j ? theta[j] : 0.0);
-  const double anorm = norm_inf(a);
-  EXPECT_LT((apply_host(a, V.leftCols(keep)) - V * H).cwiseAbs().maxCoeff(), 1e-11 * anorm);
+  const double anorm = norm_inf(s.a);
+  EXPECT_LT((apply_host(s.a, V.leftCols(keep)) - V * H).cwiseAbs().maxCoeff(), 1e-11 * anorm);
   EXPECT_LT((V.transpose() * V - Mat::Identity(keep + bs, keep + bs)).cwiseAbs().maxCoeff(), 1e-12);
   lz.expand();
   lz.expand();
   const std::int64_t c = lz.current();
-  const Mat V2 = to_host(*ops, lz.basis(c + bs));
+  const Mat V2 = to_host(*s.ops, lz.basis(c + bs));
   const Mat H2 = lz.projection().topLeftCorner(c + bs, c);
   EXPECT_LT((V2.transpose() * V2 - Mat::Identity(c + bs, c + bs)).cwiseAbs().maxCoeff(), 1e-12);
-  EXPECT_LT((apply_host(a, V2.leftCols(c)) - V2 * H2).cwiseAbs().maxCoeff(), 1e-11 * anorm);
+  EXPECT_LT((apply_host(s.a, V2.leftCols(c)) - V2 * H2).cwiseAbs().maxCoeff(), 1e-11 * anorm);
 }
 
 // The explicit check decides: estimates that pass never make a pair converged when the check
@@ -334,23 +320,11 @@ struct ClearInterrupt {
 TEST(LanczosSteps, InterruptStopsWithinABlockStep) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   ClearInterrupt guard;
-  const int n = 1500;
-  std::vector<Triplet<double>> t;
-  for (int i = 0; i < n; ++i) {
-    t.push_back({i, i, 1.0 / (i + 1.0) + 1e-4 * random_entry(11, i, 0)});
-    if (i > 0) {
-      const double e = 2e-4 * random_entry(12, i, 0);
-      t.push_back({i, i - 1, e}), t.push_back({i - 1, i, e});
-    }
-  }
-  const auto a = csr_from_triplets<double>(n, n, std::move(t), Symmetry::symmetric);
+  const auto a = inverse_index_matrix(1500);
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
-  EigenOptions o;
-  o.k = 4;
+  EigenOptions o = sized(4, 4, 200);
   o.which = Which::largest;
-  o.block_size = 4;
-  o.max_basis = 200;
   o.tol = 1e-10;
   o.a_norm = norm_inf(a);  // no norm estimate: every apply is a block step or the check
   o.early_stop = false;

@@ -11,23 +11,10 @@
 
 #include "solvers/lobpcg/lobpcg.hpp"
 #include "tests/solvers/solver_test_util.hpp"
+#include "tests/solvers/step_test_util.hpp"
 
 namespace tcsolve::test {
 namespace {
-
-using Mat = Eigen::MatrixXd;
-
-Mat to_host(DenseBlockOps& ops, MvView<const double> x) {
-  Mat h(x.rows, x.cols);
-  if (x.cols > 0) ops.to_host(x, h.data(), x.rows);
-  return h;
-}
-
-Mat apply_host(const Csr<double>& a, const Mat& x) {
-  Mat y(x.rows(), x.cols());
-  csr_spmm_reference(a, x.data(), x.rows(), y.data(), x.rows(), static_cast<int>(x.cols()));
-  return y;
-}
 
 // A 2D Laplacian with a consistent tridiagonal mass matrix (SPD, not diagonal).
 struct Pencil {
@@ -48,6 +35,13 @@ struct Pencil {
     ops = make_dense_ops(kBackend);
   }
 };
+
+EigenOptions options(std::int64_t k, double tol) {
+  EigenOptions o;
+  o.k = k;
+  o.tol = tol;
+  return o;
+}
 
 // One iteration through the steps in run()'s order (no explicit check, no stop).
 void iterate(detail::Lobpcg& lp) {
@@ -73,9 +67,7 @@ void check_basis(detail::Lobpcg& lp, DenseBlockOps& ops, const Pencil& p) {
 TEST(LobpcgSteps, StartAndOrthonormalizeGiveABOrthonormalBasis) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Pencil p;
-  EigenOptions o;
-  o.k = 5;
-  o.tol = 1e-10;
+  const EigenOptions o = options(5, 1e-10);
   detail::Lobpcg lp(*p.opa, p.opb.get(), *p.ops, o);
   lp.start();
   ASSERT_EQ(lp.width(), lp.block());
@@ -125,9 +117,8 @@ TEST(LobpcgSteps, RayleighRitzReproducesADenseEigensolveOfTheProjectedPencil) {
       EXPECT_NEAR(lp.theta()[j], ref, 1e-12 * anorm) << j;
     }
     const Mat X = to_host(*p.ops, lp.next(m));
-    const Mat AX = apply_host(p.a, X), BX = apply_host(p.b, X);
-    Mat R = AX;
-    for (std::int64_t j = 0; j < m; ++j) R.col(j) -= lp.theta()[j] * BX.col(j);
+    const Mat BX = apply_host(p.b, X);
+    const Mat R = ritz_residuals(p.a, &p.b, X, lp.theta());
     EXPECT_LT((S.transpose() * R).cwiseAbs().maxCoeff(), 1e-11 * anorm);
     EXPECT_LT((X.transpose() * BX - Mat::Identity(m, m)).cwiseAbs().maxCoeff(), 1e-12);
     lp.residuals();
@@ -144,21 +135,17 @@ TEST(LobpcgSteps, RayleighRitzReproducesADenseEigensolveOfTheProjectedPencil) {
 TEST(LobpcgSteps, LockNeverLocksAPairThatFailsTheTest) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Pencil p;
-  EigenOptions o;
-  o.k = 6;
-  o.tol = 1e-7;
+  const EigenOptions o = options(6, 1e-7);
+  bool mixed = false;
   detail::Lobpcg lp(*p.opa, p.opb.get(), *p.ops, o);
   lp.start();
-  bool mixed = false;
   for (int it = 0; it < 200 && !mixed; ++it) {
     ASSERT_TRUE(lp.rayleigh_ritz());
     lp.residuals();
     const std::int64_t na = lp.lock();
     const std::int64_t m = lp.block();
     const Mat X = to_host(*p.ops, lp.next(m));
-    const Mat BX = apply_host(p.b, X);
-    Mat R = apply_host(p.a, X);
-    for (std::int64_t j = 0; j < m; ++j) R.col(j) -= lp.theta()[j] * BX.col(j);
+    const Mat R = ritz_residuals(p.a, &p.b, X, lp.theta());
     const auto& act = lp.active();
     ASSERT_EQ(static_cast<std::int64_t>(act.size()), na);
     for (std::int64_t j = 0; j < m; ++j) {
@@ -194,8 +181,7 @@ TEST(LobpcgSteps, PreconditionAppliesJacobiToTheActiveResiduals) {
   const std::int64_t m = lp.block(), nu = m + lp.search_directions();
   lp.precondition(nu);
   const Mat X = to_host(*p.ops, lp.next(m));
-  Mat R = apply_host(p.a, X);
-  for (std::int64_t j = 0; j < m; ++j) R.col(j) -= lp.theta()[j] * X.col(j);
+  const Mat R = ritz_residuals(p.a, nullptr, X, lp.theta());
   const Mat W = to_host(*p.ops, lp.next(nu + na)).rightCols(na);
   const auto d = diagonal(p.a);
   for (std::int64_t q = 0; q < na; ++q) {
