@@ -76,6 +76,8 @@ struct EigenOptions {
 
   // Optional start block (host, n × start_cols, column-major; SciPy's v0 / X): its columns
   // replace the first ones of the random initial block (the rest stay random). nullptr: random.
+  // LOBPCG and block Lanczos refuse a block with zero, non-finite or dependent columns among
+  // those they take (InvalidArgument naming them: check_start_block below).
   const double* start = nullptr;
   std::int64_t start_cols = 0;
 
