@@ -76,6 +76,8 @@ struct EigenOptions {
 
   // Optional start block (host, n × start_cols, column-major; SciPy's v0 / X): its columns
   // replace the first ones of the random initial block (the rest stay random). nullptr: random.
+  // LOBPCG and block Lanczos refuse a block with zero, non-finite or dependent columns among
+  // those they take (InvalidArgument naming them: check_start_block below).
   const double* start = nullptr;
   std::int64_t start_cols = 0;
 
@@ -123,6 +125,14 @@ inline double lock_bound(const EigenOptions& o, double a, double b, double theta
 // The initial block x: random from opt.seed, then the first min(x.cols, opt.start_cols) columns
 // taken from opt.start.
 void initial_block(DenseBlockOps& ops, MvView<double> x, const EigenOptions& opt);
+
+// Checks the columns initial_block() took from opt.start (the first min(x.cols, opt.start_cols)
+// of x, in ops.space()): throws InvalidArgument naming every zero or non-finite column (with the
+// row of a non-finite value) and every column that is a multiple of an earlier one or lies in the
+// span of the earlier ones (relative distance ≤ 1e-6). Nothing without opt.start.
+// solver: the message's prefix ("lobpcg", "block_lanczos").
+void check_start_block(DenseBlockOps& ops, MvView<const double> x, const EigenOptions& opt,
+                       const char* solver);
 
 // b may be nullptr (standard problem). Throws InvalidArgument for k < 1, k ≥ n, non-square or
 // mismatched operators, or operators outside ops.space().

@@ -1,7 +1,8 @@
 // Internal: thick-restart block Lanczos on any operator Op that is self-adjoint in the B-inner
 // product (B = I when problem.b is null). block_lanczos() (Op = A or B⁻¹A) and the shift-invert
-// driver in solvers/eigs.cpp (Op = (A − σB)⁻¹·B) are both this one iteration with different
-// applies, selection and verification.
+// run of the eigs driver (solvers/eigs/runs.cpp, Op = (A − σB)⁻¹·B) are both this one iteration
+// with different applies, selection and verification. The iteration's steps are the class
+// detail::BlockLanczos (solvers/lanczos/block_lanczos.hpp); lanczos_core() runs it.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -40,7 +41,10 @@ struct LanczosProblem {
 };
 
 // opt: k, tol (unused here: the problem's tests decide), max_iterations, seed, block_size,
-// max_basis, restart_keep, keep_history, on_iteration. Operators live in ops.space().
+// max_basis, restart_keep, early_stop, keep_history, on_iteration, checkpoints, start (checked:
+// InvalidArgument for zero, non-finite or dependent columns). Operators live in ops.space().
+// An interrupt (core/interrupt.hpp) stops the run within one block step once the basis holds k
+// columns: status interrupted, the Ritz pairs of the basis so far after the explicit check.
 EigenResult lanczos_core(const LanczosProblem& problem, DenseBlockOps& ops, const EigenOptions& opt);
 
 }  // namespace tcsolve::detail

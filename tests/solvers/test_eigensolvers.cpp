@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "solvers/eigensolvers.hpp"
 #include "tests/solvers/solver_test_util.hpp"
+#include "tests/solvers/step_test_util.hpp"
 
 namespace tcsolve::test {
 namespace {
@@ -127,15 +128,7 @@ TEST(Lanczos, FindsEveryCopyOfDoubleEigenvaluesWithBlockSizeTwo) {
 TEST(Lanczos, EarlyStopBeforeTheBasisIsFullGivesTheSameAnswer) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const int n = 700;
-  std::vector<Triplet<double>> t;
-  for (int i = 0; i < n; ++i) {
-    t.push_back({i, i, 1.0 / (i + 1.0) + 1e-4 * random_entry(11, i, 0)});
-    if (i > 0) {
-      const double e = 2e-4 * random_entry(12, i, 0);
-      t.push_back({i, i - 1, e}), t.push_back({i - 1, i, e});
-    }
-  }
-  const auto a = csr_from_triplets<double>(n, n, std::move(t), Symmetry::symmetric);
+  const auto a = inverse_index_matrix(n);
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(dense(a), Eigen::EigenvaluesOnly);
   std::vector<double> ref(6);
   for (int j = 0; j < 6; ++j) ref[j] = es.eigenvalues()(n - 1 - j);
