@@ -216,12 +216,12 @@ bool BlockCgSolver<W>::begin_cycle(Run& r) {
   } else {
     true_residuals(r);
     r.na = static_cast<std::int64_t>(act_.size());
+    // R = the scaled true residuals of the active columns; X_a = x(:, act)/c through the scratch.
     ops_.gather_columns(scratch(r.s), act_.data(), r.na, residual_block(r.na));
-    ops_.gather_columns(r.x, act_.data(), r.na, iterate_block(r.na));
+    ops_.gather_columns(r.x, act_.data(), r.na, scratch(r.na));
     for (std::int64_t j = 0; j < r.na; ++j) ascale_[j] = inv_cs_[act_[j]];
-    ops_.axpby_columns(ascale_.data(), iterate_block(r.na), zero_.data(), iterate_block(r.na));
+    ops_.axpby_columns(ascale_.data(), scratch(r.na), zero_.data(), iterate_block(r.na));
     if (!retire_initial(r)) return false;
-    for (std::int64_t c : act_) rstart_[c] = rn_[c];
     precondition(residual_block(r.na), search_block(r.na));
     return first_search_block(r, orthonormalize_search(r.na));
   }
@@ -383,8 +383,7 @@ std::string BlockCgSolver<W>::not_converged_reason(Run& r) {
   ops_.axpby_columns(&inv_cs_[w], r.x.columns(w, 1), zero_.data(), t);
   double xn = 0.0;
   ops_.column_norms(t, &xn);
-  const double u = kUnitRoundoff;
-  const double floor = u * a_norm_ * xn / bn_[w];
+  const double floor = kUnitRoundoff * a_norm_ * xn / bn_[w];
   std::string s = worst + format(" after %d cycles, each restarted from the true residual and run until the "
                                  "recurrence residual passed max(tol, 4u)·‖b_j‖; its rounding floor "
                                  "u·‖A‖·‖x_j‖/‖b_j‖ is at least %.2g (‖A‖ ≥ %.3g)",
