@@ -15,7 +15,8 @@ template <class W>
 void BlockCgSolver<W>::queue_gram(std::int64_t rk, std::int64_t na, bool explicit_ptr, double piv_tol) {
   apply_w(search_block(rk), product_block(rk));
   if (explicit_ptr) {
-    ops_.gram_into(1.0, search_block(rk), qr_.columns(smax_ - rk, rk + na), 0.0, small(g1_, 0, rk, 0, rk + na));
+    ops_.gram_into(1.0, search_block(rk), qr_.columns(smax_ - rk, rk + na), 0.0,
+                   small(g1_, 0, rk, 0, rk + na));
     budget_words_ += n_ * (2.0 * rk + na);
   } else {
     ops_.gram_into(1.0, search_block(rk), product_block(rk), 0.0, small(g1_, 0, rk, 0, rk));
@@ -58,7 +59,8 @@ void BlockCgSolver<W>::residual_update(std::int64_t rk, std::int64_t na, bool ex
     ops_.gemm_into(-1.0, Q, A_, 1.0, R);
     auto Z = z_.columns(0, na);
     precondition(R, Z);
-    ops_.gram_into(1.0, qr_.columns(smax_ - rk, rk + na), Z, 0.0, small(g2_, 0, rk + na, 0, na));  // [QᵀZ; RᵀZ]
+    // [QᵀZ; RᵀZ]
+    ops_.gram_into(1.0, qr_.columns(smax_ - rk, rk + na), Z, 0.0, small(g2_, 0, rk + na, 0, na));
     ops_.column_dots_into(R, R, nrm2_.columns(0, 1));
     budget_words_ += n_ * (rk + 2.0 * na) + 3.0 * n_ * na + n_ * (rk + 2.0 * na) + n_ * na;
   }
@@ -194,7 +196,8 @@ bool BlockCgSolver<W>::retire_converged(Run& r) {
   keep_idx_.clear(), still_.clear();
   for (std::int64_t j = 0; j < r.na; ++j) {
     if (rn_[j] <= thr_[act_[j]]) {
-      if constexpr (!kFp32) r.res.column_iterations[act_[j]] = r.it;  // (fp32: the next true residual decides)
+      // (fp32: the next true residual decides)
+      if constexpr (!kFp32) r.res.column_iterations[act_[j]] = r.it;
       write_back(r, j, act_[j]);
     } else {
       keep_idx_.push_back(j);

@@ -28,7 +28,7 @@ bool BlockCgSolver<W>::begin_refinement(Run& r) {
   r.na = static_cast<std::int64_t>(act_.size());
   if (r.na == 0) return false;
   ++refinements_;
-  for (std::int64_t c : act_) thr_[c] = bn_[c] * std::max({0.5 * opt_.tol, opt_.inner_reduction * rn_[c], kFloorRel});
+  for (std::int64_t c : act_) set_inner_target(c);
   auto p0 = p64_.columns(0, r.na);
   ops_.gather_columns(r64_.columns(0, r.s), act_.data(), r.na, p0);
   ops_.convert(p0, residual_block(r.na));
@@ -78,7 +78,7 @@ bool BlockCgSolver<W>::replace_residuals(Run& r) {
   for (std::int64_t c : act_) {
     rstart_[c] = rn_[c];
     last_rn_[c] = rn_[c] * bn_[c];
-    thr_[c] = bn_[c] * std::max({0.5 * opt_.tol, opt_.inner_reduction * rn_[c], kFloorRel});
+    set_inner_target(c);
   }
   auto p0 = p64_.columns(0, r.na);
   ops_.gather_columns(r64_.columns(0, r.s), act_.data(), r.na, p0);
@@ -103,6 +103,13 @@ bool BlockCgSolver<W>::stalled(const std::vector<std::int64_t>& cols) {
   return false;
 }
 
+// Column c's inner target from its true residual norms()[c] (relative): max(tol/2,
+// inner_reduction·‖r_c‖/‖b_c‖, 4u)·‖b_c‖.
+template <class W>
+void BlockCgSolver<W>::set_inner_target(std::int64_t c) {
+  thr_[c] = bn_[c] * std::max({0.5 * opt_.tol, opt_.inner_reduction * rn_[c], kFloorRel});
+}
+
 template <class W>
 void BlockCgSolver<W>::set_climb(std::int64_t c) {
   climb_ = true;
@@ -116,7 +123,8 @@ void BlockCgSolver<W>::set_climb(std::int64_t c) {
   template bool BlockCgSolver<W>::begin_refinement(Run&);                          \
   template bool BlockCgSolver<W>::replace_residuals(Run&);                         \
   template bool BlockCgSolver<W>::stalled(const std::vector<std::int64_t>&);       \
-  template void BlockCgSolver<W>::set_climb(std::int64_t);
+  template void BlockCgSolver<W>::set_climb(std::int64_t);                         \
+  template void BlockCgSolver<W>::set_inner_target(std::int64_t);
 TCSOLVE_CG_REFINE_MEMBERS(float)
 #undef TCSOLVE_CG_REFINE_MEMBERS
 

@@ -185,6 +185,7 @@ class BlockCgSolver {
   void rescue_scale(MvView<const double> rhs, std::int64_t j);
   void drain_queue(Run& r);
   void set_climb(std::int64_t c);
+  void set_inner_target(std::int64_t c);
   void set_targets(double rel);
   void recycle(Pending& q);
   void record(SolveResult& res, Pending& q, std::int64_t nconv, bool want_norms);
@@ -209,7 +210,8 @@ class BlockCgSolver {
   // the cycle's start, Rayleigh quotients of the cycle's first block.
   // (ascale_: 1/c_j of the active columns; zero_: zeros.)
   // last_rn_: each column's latest recurrence residual (scaled; for kExhaustedDrop).
-  std::vector<double> rn_, bn_, cs_, inv_cs_, neg_inv_cs_, thr_, rstart_, rq_, ascale_, last_rn_, hst_, zero_;
+  std::vector<double> rn_, bn_, cs_, inv_cs_, neg_inv_cs_, thr_, rstart_, rq_, ascale_, last_rn_;
+  std::vector<double> hst_, zero_;
   std::vector<std::int64_t> act_, keep_idx_, still_;
   double a_norm_ = 0.0;        // largest Rayleigh quotient pᵀAp of a unit p seen (≤ ‖A‖)
   std::int64_t rq_count_ = 0;  // quotients in rq_ not yet absorbed into a_norm_

@@ -55,7 +55,9 @@ Mat put(DenseBlockOps& ops, const Mat& m, MvView<T> v) {
   return get(ops, v);
 }
 
-double rel_err(const Mat& got, const Mat& want) { return (got - want).norm() / std::max(want.norm(), 1e-300); }
+double rel_err(const Mat& got, const Mat& want) {
+  return (got - want).norm() / std::max(want.norm(), 1e-300);
+}
 
 // D·A·D with D's entries 10^(±0.5) (a non-constant Jacobi diagonal).
 Csr<double> scaled(Csr<double> a) {
@@ -273,7 +275,8 @@ TEST(BlockCgStep, Fp32RefinementStepAddsTheCorrectionsInFp64) {
     const double rel = want.norm() / cg.scaled_rhs_norms()[c];
     EXPECT_NEAR(cg.norms()[c], rel, 1e-12);
     EXPECT_NEAR(rel, 0.4, 1e-3);
-    EXPECT_DOUBLE_EQ(cg.target(c), cg.scaled_rhs_norms()[c] * std::max({0.5 * o.tol, o.inner_reduction * rel, cg::kFloorRel}));
+    const double want_target = std::max({0.5 * o.tol, o.inner_reduction * rel, cg::kFloorRel});
+    EXPECT_DOUBLE_EQ(cg.target(c), cg.scaled_rhs_norms()[c] * want_target);
   }
 }
 
