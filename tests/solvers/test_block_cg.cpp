@@ -418,6 +418,24 @@ TEST(BlockCgMixed, ConstrainedStiffnessTrapGivesTheFp64Answer) {
   RecordProperty("precision", r.precision);
 }
 
+// The fp32 rung on blocks as wide as A (chunks, exhausted spaces, a rank-deficient start): the
+// fp64 answer, whichever rung ends the solve.
+TEST(BlockCgMixed, BlocksAsWideAsTheMatrix) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(4, 5);  // n = 20
+  const std::int64_t n = a.nrows;
+  for (std::int64_t s : {n - 1, n, std::int64_t{30}}) {
+    SCOPED_TRACE("s = " + std::to_string(s));
+    CgOptions o;
+    o.tol = 1e-10;
+    Mat b = random_rhs(n, s, 80 + s);
+    b.col(1) = b.col(0);  // (a dependent pair)
+    auto r = solve_and_check(a, b, o, 1e-7, /*fp32=*/true);
+    EXPECT_LE(r.iterations, 40) << r.precision;
+    std::printf("s = %lld: %lld iterations, %s\n", (long long)s, (long long)r.iterations, r.precision.c_str());
+  }
+}
+
 TEST(BlockCgMixed, RefusesWhatTheFp32IterationCannotRun) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = laplacian(10, 10);

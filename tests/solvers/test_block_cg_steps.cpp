@@ -271,7 +271,7 @@ TEST(BlockCgStep, Fp32RefinementStepAddsTheCorrectionsInFp64) {
   for (int k = 0; k < 2; ++k) {
     const int c = k + 1;
     const Eigen::VectorXd want = (rhs.col(c) - t.ad * x.col(c)) / cg.scales()[c];
-    EXPECT_LE(rel_err(r.col(k), want), 1e-7);
+    EXPECT_LE(rel_err(r.col(k), want), 2e-7);  // (one fp32 rounding)
     const double rel = want.norm() / cg.scaled_rhs_norms()[c];
     EXPECT_NEAR(cg.norms()[c], rel, 1e-12);
     EXPECT_NEAR(rel, 0.4, 1e-3);
