@@ -5,7 +5,7 @@
 //   loop:  Q = A·P                                    the block no longer spans)
 //          α = (PᵀQ)⁻¹·PᵀR,  X += P·α,  R −= Q·α
 //          converged columns (‖r_j‖ ≤ tol·‖b_j‖) leave the block (X, R compacted)
-//          β = −(PᵀQ)⁻¹·QᵀZ with Z = M·R,  P = Z + P·β
+//          β = −(PᵀQ)⁻¹·QᵀZ with Z = M·R,  P = Z + P·β  (deflating: P = orth(Z + P·β))
 // In exact arithmetic PᵀR = 0 after the update, so the next PᵀR = (Z + Pβ)ᵀR = ZᵀR, which the
 // residual pass already computes: PᵀR is formed explicitly only at the start of a cycle and after
 // a compaction or a re-orthonormalization.
@@ -26,21 +26,40 @@
 // writes Z = D·R and forms [Q R]ᵀZ and ‖r_j‖² (cg_residual_update_jacobi: reads Q, R, D, writes
 // R, Z: 4 passes), and the direction pass reads Z for R: 11 passes. Any other preconditioner:
 // R −= Q·α (3), Z = M·R (apply), [Q R]ᵀZ (4), ‖r_j‖² (1), then the direction pass.
-// When PᵀQ is not safely positive definite (scaled pivot² < 1e-10: the block is losing rank)
-// the iteration still uses the factor; when it is not positive definite at all the device zeroes
-// α and β (X, R unchanged, P = Z). When the host sees either flag it drains the stream and, if
-// the factor queued next is flagged too, takes the rank-revealing path: P = orth(P) (SVQB with
-// dropping), Q = A·P again;
-// if PᵀQ of the orthonormal block still fails: breakdown (A not positive definite). (X and R
-// stay consistent whatever α is: R −= Q·α and X += P·α use the same α.) After the first flag
-// the rest of the cycle runs synchronously (the host checks every factor before queuing the
-// next iteration), which is what a block losing rank needs; healthy blocks stay queued.
-// At the end the true residuals ‖b_j − A·x_j‖/‖b_j‖ are recomputed; columns whose true residual
-// misses the tolerance restart from their current x (at most max_cycles cycles).
+// Rank (issue 47; breakdown-free block CG, Ji & Li 2017). A search block that loses rank makes
+// PᵀQ singular; its factor is flagged (spd_factor: scaled pivot² < 1e-10, or not positive
+// definite, when the device zeroes α and β: X, R unchanged, P = Z). Three rules keep the block
+// at its rank:
+//   - the cycle's first block P = orth(M·R) drops the directions R does not span (SVQB, relative
+//     singular value < 1e-7 after scaling the columns): dependent right-hand sides (copies, zero
+//     columns, combinations) start with rk < na columns;
+//   - while rk < na the cycle is deflating: after each direction update P = orth(Z + P·β) with
+//     dropping (a host Gram, synchronous), α from PᵀR formed explicitly; a flagged factor seen
+//     by the host does the same (deflate), and goes on deflating while columns are dropped;
+//   - the cycle runs synchronously (the host reads iteration t before queuing t + 1) once the
+//     directions searched plus the next block's na exceed n (Σ rk + na > n: s ≥ n/2 on a small
+//     A), since the next block then cannot have full rank and, the space exhausted, is rounding
+//     noise that a queued iteration must not use. A recurrence residual falling by 10 orders in
+//     one iteration marks an exhausted space: the cycle ends and the true residual decides.
+// PᵀAP of an orthonormalized block still not positive definite is a breakdown whose reason says
+// what was seen: a clearly negative pᵀAp (A is not positive definite), or PᵀAP singular to
+// working precision; a block with no direction left says so. (X and R stay consistent whatever
+// α is: R −= Q·α and X += P·α use the same α.)
+// Scale: each column runs as b_j/c_j and x_j/c_j with c_j the power of two that puts ‖b_j‖/c_j
+// in [0.5, 1) (exact, so the iterates are those of the unscaled block; columns of 1e200 and
+// 1e-200 converge like the others, and no Gram entry overflows). A non-finite entry of B:
+// InvalidArgument.
+// Floor: the recurrence residual is driven to max(tol, 4u)·‖b_j‖ at most; below about
+// u·‖A‖·‖x_j‖ it no longer tracks the true residual. At the end of a cycle the true residuals
+// ‖b_j − A·x_j‖/‖b_j‖ are recomputed; columns whose true residual misses the tolerance restart
+// from their current x (at most max_cycles cycles), and a column still above tol is reported with
+// its floor u·‖A‖·‖x_j‖/‖b_j‖ (‖A‖ ≥ the Rayleigh quotients of the cycles' first blocks).
+// Width: a block of s > n columns (n of the whole A) is solved in ⌈s/n⌉ chunks of at most n
+// (solvers/block_cg.cpp: chunk_width says why); the workspace holds min(s, n) columns.
 // A constant Jacobi diagonal is dropped (CG is invariant under M = c·I).
 //
-// Workspace: 5·n·s doubles (X, [Q | R], P, Z) and s × 2s small matrices, allocated once in the
-// constructor.
+// Workspace: 5·n·w doubles (X, [Q | R], P, Z) and w × 2w small matrices (w = min(s, n)),
+// allocated once in the constructor. The solver's steps: solvers/cg/block_cg_solver.hpp.
 //
 // Mixed precision (CgOptions::step32; issue 19): the iteration above on fp32 blocks inside fp64
 // iterative refinement ("reliable updates"). Q = A·P goes through A's fp32 step and the passes

@@ -1,12 +1,14 @@
 """tcsolve.cg (block CG) against scipy.sparse.linalg.cg: one and many right-hand sides, x0,
 SciPy's (x, info) convention, residuals recomputed in NumPy."""
+import time
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as sl
 
 import tcsolve
-from conftest import lap2d, scipy_cg, suitesparse
+from conftest import lap1d, lap2d, scipy_cg, suitesparse
 
 
 def rel_residuals(a, x, b):
@@ -133,3 +135,80 @@ def test_chebyshev_polynomial_preconditioner():
     np.testing.assert_allclose(x1, x0, rtol=0, atol=1e-7 * np.abs(x0).max())
     with pytest.raises(ValueError, match="M='chebyshev' needs A as a matrix"):
         tcsolve.cg(sl.aslinearoperator(a), b[:, 0], M="chebyshev")
+
+
+# ---- issue 47: blocks as wide as A, dependent columns, columns of any scale, tol below the floor
+
+def test_inverse_of_a_small_spd_matrix():
+    # cg(A, I), the usual way to get A⁻¹ of a small SPD matrix: a block as wide as A exhausts the
+    # space in one iteration (it used to go on with the rounding noise: residuals of 1e55).
+    a = lap1d(50)
+    x, info, res = tcsolve.cg(a, np.eye(50), rtol=1e-10, return_info=True)
+    assert info == 0 and res.status == "converged"
+    assert np.all(rel_residuals(a, x, np.eye(50)) <= 1e-10)
+    inv = np.linalg.inv(a.toarray())
+    np.testing.assert_allclose(x, inv, rtol=0, atol=1e-8 * np.abs(inv).max())
+    assert res.iterations <= 3
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_block_as_wide_as_the_matrix(extra):
+    # s = n - 1 (took n + 3 iterations), s = n (not_converged, residuals 7.6e72), s = n + 1.
+    a = lap2d(10)
+    b = np.random.default_rng(47).standard_normal((100, 100 + extra))
+    x, info, res = tcsolve.cg(a, b, rtol=1e-9, return_info=True)
+    assert info == 0
+    assert np.all(rel_residuals(a, x, b) <= 1e-9)
+    assert res.iterations <= 6
+
+
+def test_many_more_right_hand_sides_than_rows():
+    # s = 50·n: chunks of at most n columns (the s × s dense work grew as s³: 43 minutes and 2.8 GB
+    # for 5000 columns). Identical columns (rank 1) and random ones.
+    a = lap2d(10)
+    for b in (np.ones((100, 5000)), np.random.default_rng(48).standard_normal((100, 5000))):
+        t0 = time.perf_counter()
+        x, info = tcsolve.cg(a, b, rtol=1e-8)
+        elapsed = time.perf_counter() - t0
+        assert info == 0
+        assert np.all(rel_residuals(a, x, b) <= 1e-8)
+        assert elapsed < 60, elapsed
+
+
+def test_dependent_columns_are_deflated():
+    a = lap2d(20)
+    base = np.random.default_rng(49).standard_normal((400, 3))
+    b = np.column_stack([base, base[:, 0], np.zeros(400), base[:, 1] - 2 * base[:, 2], 3 * base[:, 2]])
+    x, info, res = tcsolve.cg(a, b, rtol=1e-10, return_info=True)
+    _, _, alone = tcsolve.cg(a, base, rtol=1e-10, return_info=True)
+    assert info == 0
+    nz = np.linalg.norm(b, axis=0) > 0
+    assert np.all(rel_residuals(a, x[:, nz], b[:, nz]) <= 1e-10) and not x[:, ~nz].any()
+    assert res.iterations <= alone.iterations + 2
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")  # (NumPy's norm of the 1e200 column)
+def test_columns_of_any_scale_converge_alike():
+    # One column scaled by 1e200 and one by 1e-150: the solve scales columns internally (by powers
+    # of two), so they converge like the others (a Gram entry of 1e400 overflowed before). (Not
+    # 1e-200: the front end's NumPy norm of such a column underflows to 0, and it is solved as a
+    # zero column.)
+    a = lap2d(30)
+    b = np.random.default_rng(50).standard_normal((900, 3))
+    scale = np.array([1.0, 1e200, 1e-150])
+    b2 = b * scale
+    x, info, r = tcsolve.cg(a, b, rtol=1e-10, M="none", return_info=True)
+    x2, info2, r2 = tcsolve.cg(a, b2, rtol=1e-10, M="none", return_info=True)
+    assert info == info2 == 0 and r2.iterations == r.iterations
+    np.testing.assert_allclose(x2 / scale, x, rtol=0, atol=1e-12 * np.abs(x).max())
+
+
+def test_tolerance_below_the_floor_ends_at_the_floor():
+    # rtol 1e-300: not attainable in fp64; the solve ends at the rounding floor, not_converged, and
+    # says so (it used to report a breakdown: "A is not positive definite").
+    a = lap2d(20)
+    b = np.random.default_rng(51).standard_normal((400, 4))
+    x, info, res = tcsolve.cg(a, b, rtol=1e-300, return_info=True)
+    assert info > 0 and res.status == "not_converged"
+    assert "rounding floor" in res.reason and "below what fp64 can attain" in res.reason, res.reason
+    assert np.all(rel_residuals(a, x, b) <= 1e-13)

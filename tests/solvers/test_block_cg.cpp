@@ -63,7 +63,7 @@ SolveResult solve_and_check(const Csr<double>& a, const Mat& b, CgOptions o, dou
   Eigen::Map<const Mat> x(r.solutions.data(), a.nrows, b.cols());
   auto as = to_eigen(a);
   for (std::int64_t j = 0; j < b.cols(); ++j) {
-    double bn = b.col(j).norm();
+    const double bn = b.col(j).norm() > 0 ? b.col(j).norm() : 1.0;  // (a zero column: absolute)
     double true_res = (b.col(j) - as * x.col(j)).norm() / bn;
     // (what it reports is what it returns, up to the rounding of A·x: 1 % of tol where κ·2⁻⁵³
     // is near it, as in the κ ≈ 1e8 trap)
@@ -115,6 +115,93 @@ TEST(BlockCg, NearlyDependentRightHandSidesTakeTheRankRevealingPath) {
   bool dropped = false;
   for (const auto& h : r.history) dropped = dropped || h.ortho == OrthoBranch::svqb_drop;
   EXPECT_TRUE(dropped) << "the search block never lost rank";
+}
+
+// Issue 47: a block as wide as A (s = n − 1, n, n + 1: the search block loses rank or exhausts
+// the space after an iteration) and far wider (s = 50·n: chunks of at most n columns) converges,
+// every column's true residual below tol, in an iteration or two per chunk; so does the inverse
+// of a small SPD matrix (B = I).
+TEST(BlockCg, BlocksAsWideAsTheMatrixConverge) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(10, 10);
+  const std::int64_t n = a.nrows;
+  for (std::int64_t s : {n - 1, n, n + 1, 50 * n}) {
+    SCOPED_TRACE("s = " + std::to_string(s));
+    CgOptions o;
+    auto r = solve_and_check(a, random_rhs(n, s, 50 + s), o, 1e-6);
+    const std::int64_t chunks = (s + n - 1) / n;
+    EXPECT_LE(r.iterations, 3 * chunks);
+    EXPECT_LT(r.seconds, 10.0);  // (it ran for 43 minutes at 5000 columns)
+    std::printf("s = %lld: %lld iterations, %.3f s\n", (long long)s, (long long)r.iterations, r.seconds);
+  }
+  auto a50 = laplacian(10, 5);
+  auto r = solve_and_check(a50, Mat::Identity(a50.nrows, a50.nrows), CgOptions{}, 1e-6);
+  EXPECT_LE(r.iterations, 3);
+}
+
+// Dependent right-hand sides (copies, a zero column, combinations: rank 4 of 10 columns) are
+// deflated: the search block keeps their rank, and the solve takes about the iterations of the
+// independent columns alone.
+TEST(BlockCg, DependentRightHandSidesAreDeflated) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(20, 20);
+  const std::int64_t n = a.nrows;
+  Mat base = random_rhs(n, 4, 91);
+  Mat b(n, 10);
+  b << base, base.col(0), base.col(1), Mat::Zero(n, 1), base.col(1) - 2.0 * base.col(2),
+      0.5 * (base.col(0) + base.col(3)), 3.0 * base.col(3);
+  CgOptions o;
+  o.tol = 1e-9;
+  auto alone = solve_and_check(a, base, o, 1e-6);
+  auto r = solve_and_check(a, b, o, 1e-6);
+  EXPECT_LE(r.iterations, alone.iterations + 2);
+  bool dropped = false;
+  for (const auto& h : r.history) dropped = dropped || h.ortho == OrthoBranch::svqb_drop;
+  EXPECT_TRUE(dropped);
+}
+
+// Issue 47 (finding 5): a tolerance below what fp64 can attain ends at the rounding floor as
+// not_converged, saying so (not a breakdown, nor a claim that A is not positive definite).
+TEST(BlockCg, ToleranceBelowTheFloorEndsAtTheFloor) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(20, 20, 20);
+  Mat b = random_rhs(a.nrows, 4, 71);
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  CgOptions o;
+  o.tol = 1e-300;
+  auto r = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
+  EXPECT_EQ(r.status, SolverStatus::not_converged) << r.reason;
+  EXPECT_NE(r.reason.find("rounding floor"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("tol 1e-300 is below"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.reason.find("positive definite"), std::string::npos) << r.reason;
+  for (double v : r.residual_norms) EXPECT_LE(v, 1e-13);
+}
+
+// Columns of very different scale (1e200, 1e-200) converge like the others: the solve runs on
+// columns scaled by powers of two, so the iterates are those of the unscaled block, scaled.
+TEST(BlockCg, ColumnsOfAnyScaleConvergeAlike) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(20, 20, 20);
+  Mat b = random_rhs(a.nrows, 4, 72);
+  Mat b2 = b;
+  b2.col(1) *= 1e200;
+  b2.col(2) *= 1e-200;
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  CgOptions o;
+  auto r1 = block_cg(*op, b.data(), b.rows(), b.cols(), *ops, o);
+  auto r2 = block_cg(*op, b2.data(), b2.rows(), b2.cols(), *ops, o);
+  ASSERT_EQ(r1.status, SolverStatus::converged) << r1.reason;
+  ASSERT_EQ(r2.status, SolverStatus::converged) << r2.reason;
+  EXPECT_EQ(r2.iterations, r1.iterations);
+  Eigen::Map<const Mat> x1(r1.solutions.data(), a.nrows, 4), x2(r2.solutions.data(), a.nrows, 4);
+  const double scale[4] = {1.0, 1e200, 1e-200, 1.0};
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_LE(r2.residual_norms[j], o.tol) << "column " << j;
+    EXPECT_NEAR(r2.residual_norms[j], r1.residual_norms[j], 1e-3 * r1.residual_norms[j]) << "column " << j;
+    EXPECT_LE((x2.col(j) / scale[j] - x1.col(j)).norm(), 1e-12 * x1.col(j).norm()) << "column " << j;
+  }
 }
 
 TEST(BlockCg, JacobiHelpsOnABadlyScaledMatrix) {
@@ -329,6 +416,24 @@ TEST(BlockCgMixed, ConstrainedStiffnessTrapGivesTheFp64Answer) {
   o.jacobi_diagonal = diagonal(a);
   auto r = solve_and_check(a, random_rhs(a.nrows, 4, 21), o, 1e-3, true);
   RecordProperty("precision", r.precision);
+}
+
+// The fp32 rung on blocks as wide as A (chunks, exhausted spaces, a rank-deficient start): the
+// fp64 answer, whichever rung ends the solve.
+TEST(BlockCgMixed, BlocksAsWideAsTheMatrix) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto a = laplacian(4, 5);  // n = 20
+  const std::int64_t n = a.nrows;
+  for (std::int64_t s : {n - 1, n, std::int64_t{30}}) {
+    SCOPED_TRACE("s = " + std::to_string(s));
+    CgOptions o;
+    o.tol = 1e-10;
+    Mat b = random_rhs(n, s, 80 + s);
+    b.col(1) = b.col(0);  // (a dependent pair)
+    auto r = solve_and_check(a, b, o, 1e-7, /*fp32=*/true);
+    EXPECT_LE(r.iterations, 40) << r.precision;
+    std::printf("s = %lld: %lld iterations, %s\n", (long long)s, (long long)r.iterations, r.precision.c_str());
+  }
 }
 
 TEST(BlockCgMixed, RefusesWhatTheFp32IterationCannotRun) {
