@@ -62,7 +62,8 @@ struct SpectralProbe {
   double interpolated_gap(double sgn, std::int64_t k, std::int64_t m) const;
 };
 
-// apply(x, y): y = A·x for n × 1 blocks in ops.space(). seed: the random start.
+// apply(x, y): y = A·x for n × 1 blocks in ops.space(). seed: the random start. An interrupt
+// (core/interrupt.hpp) requested before a step throws Interrupted.
 // full_reorthogonalization: each step's two Gram-Schmidt passes run against the whole basis
 // (≈ steps²·n words; the quadrature weights stay those of exact Lanczos). false: against the two
 // newest vectors only (local; ≈ 8·steps·n words), enough for the extreme Ritz values: in finite
