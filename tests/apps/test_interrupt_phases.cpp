@@ -157,27 +157,37 @@ void expect_nothing_returned(const PhaseRun& r, const std::string& during) {
   EXPECT_NE(r.err.find("interrupted (SIGINT) during " + during), std::string::npos) << r.err;
 }
 
-TEST(AppsInterruptPhases, SpectralProbe) {
-  // The probe stops at its next step and returns what it has (an iterative solve would then stop
-  // at its first iteration's end); here the plan's next phase, the ordering, has nothing to return.
-  const PhaseRun r = run_until("probe: step 2 queued", 0.05, kRun);
-  expect_prompt_exit(r, "the spectral probe");
-  expect_nothing_returned(r, "the symbolic analysis");
+// The phases before the solve, each signalled `delay` s after its trace mark.
+struct BeforeTheSolve {
+  const char* name;
+  const char* mark;
+  double delay;
+  const char* phase;   // for the latency line
+  const char* during;  // the message's phase
+};
+
+const BeforeTheSolve kBefore[] = {
+    // The probe stops at its next step and returns what it has (an iterative solve would then
+    // stop at its first iteration's end); here the plan's next phase, the ordering, has nothing
+    // to return.
+    {"SpectralProbe", "probe: step 2 queued", 0.05, "the spectral probe", "the symbolic analysis"},
+    // The plan times an apply, then orders S (AMD on 1M rows: 0.7-4 s here).
+    {"SymbolicAnalysis", "plan: apply model", 0.1, "the symbolic analysis", "the symbolic analysis"},
+    // CHOLMOD's numeric LLᵀ of 44.7 M entries (3.5-19 s here).
+    {"Factorization", "eigs: planned", 0.5, "the factorization", "the factorization of A - sigma*B"},
+};
+
+class AppsInterruptBeforeTheSolve : public ::testing::TestWithParam<BeforeTheSolve> {};
+
+TEST_P(AppsInterruptBeforeTheSolve, ExitsPromptlyWithThePhasesMessage) {
+  const BeforeTheSolve& c = GetParam();
+  const PhaseRun r = run_until(c.mark, c.delay, kRun);
+  expect_prompt_exit(r, c.phase);
+  expect_nothing_returned(r, c.during);
 }
 
-TEST(AppsInterruptPhases, SymbolicAnalysis) {
-  // The plan times an apply, then orders S (AMD on 1M rows: 0.7-4 s here).
-  const PhaseRun r = run_until("plan: apply model", 0.1, kRun);
-  expect_prompt_exit(r, "the symbolic analysis");
-  expect_nothing_returned(r, "the symbolic analysis");
-}
-
-TEST(AppsInterruptPhases, Factorization) {
-  // CHOLMOD's numeric LLᵀ of 44.7 M entries (3.5-19 s here).
-  const PhaseRun r = run_until("eigs: planned", 0.5, kRun);
-  expect_prompt_exit(r, "the factorization");
-  expect_nothing_returned(r, "the factorization of A - sigma*B");
-}
+INSTANTIATE_TEST_SUITE_P(AppsInterruptPhases, AppsInterruptBeforeTheSolve, ::testing::ValuesIn(kBefore),
+                         [](const ::testing::TestParamInfo<BeforeTheSolve>& i) { return std::string(i.param.name); });
 
 TEST(AppsInterruptPhases, ShiftInvertLanczos) {
   // Lanczos on T = S⁻¹: block solves of ~0.5-1.5 s each, one restart in all.
