@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <ctime>
 #include <cstring>
+#include <mutex>
 
 namespace tcsolve {
 
@@ -65,6 +67,62 @@ void install_interrupt_handlers() {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+}
+
+namespace {
+std::string signal_words(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "on request";
+}
+}  // namespace
+
+Interrupted::Interrupted(const std::string& phase)
+    : Error("interrupted (" + signal_words(interrupt_signal()) + ") during " + phase),
+      signal_(interrupt_signal()) {}
+
+void throw_if_interrupted(const std::string& phase) {
+  if (interrupt_requested()) throw Interrupted(phase);
+}
+
+namespace {
+// Never destroyed: an abandoned worker may still finish while the process runs its exit handlers.
+struct WorkerRegistry {
+  std::mutex m;
+  std::condition_variable cv;
+  int abandoned_running = 0;
+};
+WorkerRegistry& registry() {
+  static WorkerRegistry* r = new WorkerRegistry;
+  return *r;
+}
+}  // namespace
+
+void detail::WorkerTicket::abandon() {
+  WorkerRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.m);
+  if (abandoned_ || finished_) return;
+  abandoned_ = true;
+  ++r.abandoned_running;
+}
+
+void detail::WorkerTicket::finish() {
+  WorkerRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.m);
+  finished_ = true;
+  if (!abandoned_) return;
+  --r.abandoned_running;
+  r.cv.notify_all();
+}
+
+int abandoned_workers_running() {
+  WorkerRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.m);
+  return r.abandoned_running;
+}
+
+void wait_for_abandoned_workers() {
+  WorkerRegistry& r = registry();
+  std::unique_lock<std::mutex> lock(r.m);
+  r.cv.wait(lock, [&] { return r.abandoned_running == 0; });
 }
 
 TempFileGuard::TempFileGuard(const std::string& path) {

@@ -1,10 +1,13 @@
 // Measured rates of the host engines and their cache (factor/engine_rates.hpp).
 #include "factor/engine_rates.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +16,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -119,25 +123,49 @@ std::string machine_key() {
 
 constexpr const char* kCacheFile = "engine-rates-v5.txt";
 
+// The cache file's text, read without following a symbolic link and only from a regular file:
+// with TCSOLVE_CACHE_DIR in a folder another user can write, a link planted at the cache's name
+// would otherwise make us read (and, in write_rate_cache, copy into a new readable file) whatever
+// it points to. Anything else reads as empty.
+std::string read_cache_text(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return {};
+  std::string text;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (std::int64_t(1) << 20)) {
+    char buf[4096];
+    for (;;) {
+      const ssize_t got = ::read(fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      text.append(buf, static_cast<std::size_t>(got));
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+// One line of the cache: KEY and the ten rates, all finite and non-negative.
+bool parse_cache_line(const std::string& line, std::string& key, EngineRates& c) {
+  std::istringstream ls(line);
+  if (!(ls >> key >> c.analyze_s_per_entry >> c.factor_s_per_flop >> c.factor_s_per_entry >>
+        c.solve_s_per_entry >> c.solve_s_per_entry_col >> c.simplicial_solve_s_per_entry >>
+        c.simplicial_solve_s_per_entry_col >> c.simplicial_solve_s_per_row >>
+        c.simplicial_solve_s_per_row_col >> c.inertia_ratio))
+    return false;
+  const double v[] = {c.analyze_s_per_entry, c.factor_s_per_flop, c.factor_s_per_entry,
+                      c.solve_s_per_entry, c.solve_s_per_entry_col, c.simplicial_solve_s_per_entry,
+                      c.simplicial_solve_s_per_entry_col, c.simplicial_solve_s_per_row,
+                      c.simplicial_solve_s_per_row_col, c.inertia_ratio};
+  return std::all_of(std::begin(v), std::end(v), [](double x) { return std::isfinite(x) && x >= 0; });
+}
+
 bool read_cache(const std::string& file, const std::string& key, EngineRates& r) {
-  std::ifstream in(file);
-  std::string line;
+  std::istringstream in(read_cache_text(file));
+  std::string line, k;
   while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::string k;
     EngineRates c;
-    if (!(ls >> k >> c.analyze_s_per_entry >> c.factor_s_per_flop >> c.factor_s_per_entry >>
-          c.solve_s_per_entry >> c.solve_s_per_entry_col >> c.simplicial_solve_s_per_entry >>
-          c.simplicial_solve_s_per_entry_col >> c.simplicial_solve_s_per_row >>
-          c.simplicial_solve_s_per_row_col >> c.inertia_ratio))
-      continue;
-    if (k != key) continue;
-    const double v[] = {c.analyze_s_per_entry, c.factor_s_per_flop, c.factor_s_per_entry,
-                        c.solve_s_per_entry, c.solve_s_per_entry_col, c.simplicial_solve_s_per_entry,
-                        c.simplicial_solve_s_per_entry_col, c.simplicial_solve_s_per_row,
-                        c.simplicial_solve_s_per_row_col, c.inertia_ratio};
-    if (!std::all_of(std::begin(v), std::end(v), [](double x) { return std::isfinite(x) && x >= 0; }))
-      continue;
+    if (!parse_cache_line(line, k, c) || k != key) continue;
     c.source = "cached in " + file;
     r = c;
     return true;
@@ -145,39 +173,67 @@ bool read_cache(const std::string& file, const std::string& key, EngineRates& r)
   return false;
 }
 
-void write_cache(const std::string& dir, const std::string& file, const std::string& key,
-                 const EngineRates& r) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  std::vector<std::string> keep;
-  {
-    std::ifstream in(file);
-    std::string line;
-    while (std::getline(in, line))
-      if (line.rfind(key + " ", 0) != 0 && !line.empty()) keep.push_back(line);
-  }
-  const std::string tmp = file + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) return;
-    for (const auto& l : keep) out << l << "\n";
-    char b[512];
-    std::snprintf(b, sizeof b, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n", key.c_str(),
-                  r.analyze_s_per_entry, r.factor_s_per_flop, r.factor_s_per_entry,
-                  r.solve_s_per_entry, r.solve_s_per_entry_col, r.simplicial_solve_s_per_entry,
-                  r.simplicial_solve_s_per_entry_col, r.simplicial_solve_s_per_row,
-                  r.simplicial_solve_s_per_row_col, r.inertia_ratio);
-    out << b;
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      return;
+// A temporary file next to `file` that this call alone created: a random name (nothing another
+// user could plant in advance, unlike FILE.tmp-<pid>), opened with O_CREAT | O_EXCL (fails on
+// any existing name, a symbolic link included, wherever it points) and O_NOFOLLOW, as mkstemp
+// does but with the mode of a new file (0666 minus umask). Returns the descriptor (path set),
+// or -1 when the folder does not let us create one.
+int create_temporary(const std::string& file, std::string& path) {
+  static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::random_device rd;  // getrandom(2)
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    std::string name = file + ".tmp-";
+    for (int i = 0; i < 12; ++i) name += digits[rd() % 36];
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      path = name;
+      return fd;
     }
+    if (errno != EEXIST) return -1;
   }
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  return -1;
 }
 
 }  // namespace
+
+namespace detail {
+
+void write_rate_cache(const std::string& dir, const std::string& file, const std::string& key,
+                      const EngineRates& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  // The other keys' lines (those that parse as rates: nothing else is carried over).
+  std::string text;
+  {
+    std::istringstream in(read_cache_text(file));
+    std::string line, k;
+    EngineRates c;
+    while (std::getline(in, line))
+      if (parse_cache_line(line, k, c) && k != key) text += line + "\n";
+  }
+  char b[512];
+  std::snprintf(b, sizeof b, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n", key.c_str(),
+                r.analyze_s_per_entry, r.factor_s_per_flop, r.factor_s_per_entry, r.solve_s_per_entry,
+                r.solve_s_per_entry_col, r.simplicial_solve_s_per_entry, r.simplicial_solve_s_per_entry_col,
+                r.simplicial_solve_s_per_row, r.simplicial_solve_s_per_row_col, r.inertia_ratio);
+  text += b;
+  std::string tmp;
+  const int fd = create_temporary(file, tmp);
+  if (fd < 0) return;  // (a cache that cannot be written is ignored)
+  bool ok = true;
+  for (std::size_t done = 0; ok && done < text.size();) {
+    const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    ok = w > 0;
+    if (ok) done += static_cast<std::size_t>(w);
+  }
+  ok = ::close(fd) == 0 && ok;
+  // rename(2) replaces the directory entry `file` itself: a link planted there is replaced, never
+  // followed; readers see the old cache or the new one, never a partial file.
+  if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) ::unlink(tmp.c_str());
+}
+
+}  // namespace detail
 
 EngineRates measure_engine_rates() {
   const double t0 = now();
@@ -281,7 +337,7 @@ double engine_analyze_rate() {
       if (!dir.empty()) {
         EngineRates r;
         r.analyze_s_per_entry = rate;
-        write_cache(dir, dir + "/" + kCacheFile, machine_key() + "|analysis", r);
+        detail::write_rate_cache(dir, dir + "/" + kCacheFile, machine_key() + "|analysis", r);
       }
     }
     g_analyze_rate_ready.store(true, std::memory_order_release);
@@ -300,7 +356,7 @@ const EngineRates& engine_rates() {
       const std::string dir = std::getenv("TCSOLVE_NO_RATE_CACHE") ? "" : cache_dir();
       if (!dir.empty()) {
         const std::string file = dir + "/" + kCacheFile;
-        write_cache(dir, file, machine_key(), rates);
+        detail::write_rate_cache(dir, file, machine_key(), rates);
         rates.source += ", cached in " + file;
       }
     }

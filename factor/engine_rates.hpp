@@ -88,4 +88,14 @@ bool engine_analyze_rate_known();
 // Measures without the cache (the benchmark and the tests call it directly).
 EngineRates measure_engine_rates();
 
+namespace detail {
+// Replaces `key`'s line of the cache file `file` (in `dir`, created when missing) by `r`, keeping
+// the other keys' lines. Safe in a folder other users can write: the file is read without
+// following a symbolic link, the new text goes to a temporary of random name created with
+// O_CREAT | O_EXCL | O_NOFOLLOW, and rename(2) replaces the entry `file` itself (a link planted
+// there or at any temporary name never redirects the write). Failures are ignored (no cache).
+void write_rate_cache(const std::string& dir, const std::string& file, const std::string& key,
+                      const EngineRates& r);
+}  // namespace detail
+
 }  // namespace tcsolve

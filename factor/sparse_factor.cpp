@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "factor/engines.hpp"
 
 namespace tcsolve {
@@ -117,33 +118,62 @@ void configure_engine_threads() {
 
 }  // namespace detail
 
+// The engines' analyses and factorizations have no progress callback (cholmod_common and
+// DMUMPS_STRUC_C hold none): each runs through run_interruptible (core/interrupt.hpp), on a
+// worker that owns S (shared_ptr) and a copy of the options, so that an interrupt returns control
+// within kInterruptPoll while the abandoned call finishes on its own. The worker sets the engines'
+// thread counts itself: OpenMP's count is a per-thread setting.
+namespace {
+std::string of_s(std::int64_t n, double sigma) {
+  char b[96];
+  std::snprintf(b, sizeof b, "A - sigma*B (n = %lld, sigma = %.6g)", static_cast<long long>(n), sigma);
+  return b;
+}
+}  // namespace
+
 std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<double>* b,
                                              double sigma, const FactorOptions& opt) {
   if (!std::isfinite(sigma)) throw InvalidArgument("factor: sigma must be finite");
+  const std::string phase = "the factorization of " + of_s(a.nrows, sigma);
+  throw_if_interrupted(phase);
   detail::configure_engine_threads();
-  detail::LowerCsc s = detail::shifted_lower(a, b, sigma);
-  if (opt.engine != FactorEngine::mumps) {
-    std::int64_t minor = -1;
-    auto f = detail::cholmod_factor(s, sigma, opt, &minor);
-    if (f) return f;
-    if (opt.engine == FactorEngine::cholmod)
-      throw InvalidArgument("A - sigma*B is not positive definite (Cholesky failed at column " +
-                            std::to_string(minor + 1) + "): CHOLMOD needs sigma below the spectrum");
-  }
-  return detail::mumps_factor(s, sigma, opt, /*with_solve=*/true);
+  auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(a, b, sigma));
+  return run_interruptible(phase, [s, sigma, opt]() -> std::unique_ptr<SparseFactor> {
+    detail::configure_engine_threads();
+    if (opt.engine != FactorEngine::mumps) {
+      std::int64_t minor = -1;
+      auto f = detail::cholmod_factor(*s, sigma, opt, &minor);
+      if (f) return f;
+      if (opt.engine == FactorEngine::cholmod)
+        throw InvalidArgument("A - sigma*B is not positive definite (Cholesky failed at column " +
+                              std::to_string(minor + 1) + "): CHOLMOD needs sigma below the spectrum");
+    }
+    return detail::mumps_factor(*s, sigma, opt, /*with_solve=*/true);
+  });
 }
 
 Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
                    const FactorOptions& opt) {
   if (!std::isfinite(tau)) throw InvalidArgument("inertia: shift must be finite");
+  const std::string phase = "the LDL^T (MUMPS) of " + of_s(a.nrows, tau) + " for its inertia";
+  throw_if_interrupted(phase);
   detail::configure_engine_threads();
-  detail::LowerCsc s = detail::shifted_lower(a, b, tau);
-  return detail::mumps_factor(s, tau, opt, /*with_solve=*/false)->inertia();
+  auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(a, b, tau));
+  return run_interruptible(phase, [s, tau, opt] {
+    detail::configure_engine_threads();
+    return detail::mumps_factor(*s, tau, opt, /*with_solve=*/false)->inertia();
+  });
 }
 
 SymbolicAnalysis analyze_factor(const Csr<double>& a, const Csr<double>* b) {
+  const std::string phase = "the symbolic analysis (AMD ordering) of " + of_s(a.nrows, 0.0);
+  throw_if_interrupted(phase);
   detail::configure_engine_threads();
-  return detail::cholmod_symbolic(detail::shifted_lower(a, b, 0.0));
+  auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(a, b, 0.0));
+  return run_interruptible(phase, [s] {
+    detail::configure_engine_threads();
+    return detail::cholmod_symbolic(*s);
+  });
 }
 
 bool built_with_factor() { return true; }
@@ -161,12 +191,17 @@ EngineThreadsScope::~EngineThreadsScope() {
 }
 
 void require_positive_definite(const Csr<double>& b, const std::string& what) {
+  const std::string phase = "the Cholesky factorization of " + what + " (n = " + std::to_string(b.nrows) + ")";
+  throw_if_interrupted(phase);
   detail::configure_engine_threads();
-  detail::LowerCsc s = detail::shifted_lower(b, nullptr, 0.0);
-  FactorOptions o;
-  std::int64_t minor = -1;
-  auto f = detail::cholmod_factor(s, 0.0, o, &minor);
-  if (!f)
+  auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(b, nullptr, 0.0));
+  const std::int64_t minor = run_interruptible(phase, [s] {
+    detail::configure_engine_threads();
+    FactorOptions o;
+    std::int64_t m = -1;
+    return detail::cholmod_factor(*s, 0.0, o, &m) ? std::int64_t(-1) : m;
+  });
+  if (minor >= 0)
     throw InvalidArgument(what + " is not positive definite (its Cholesky factorization fails at "
                           "column " + std::to_string(minor + 1) + ")");
 }

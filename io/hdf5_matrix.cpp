@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 
@@ -104,6 +105,25 @@ bool symmetry_screen(const Csr<double>& a, double sign) {
   return ok && su == sl;
 }
 
+// The shape bounds the entries as a text header does (io/text_input.hpp, InflateLimit): more
+// stored entries than the nrows × ncols positions hold every position twice or more. scipy allows
+// duplicates (summed here), but no writer stores more than that beyond small cases, while
+// compressed datasets (accepted up to 1100:1) would let a 20 MB file of shape 2 x 2 allocate
+// 12 GiB of indices and values. Refused above kDuplicateSlack entries, before any allocation.
+template <class Fail>
+void check_entries_fit_shape(std::int64_t entries, std::int64_t nrows, std::int64_t ncols, Fail&& fail) {
+  constexpr std::int64_t kDuplicateSlack = std::int64_t(1) << 20;
+  if (entries <= kDuplicateSlack || static_cast<double>(entries) <= static_cast<double>(nrows) * static_cast<double>(ncols))
+    return;
+  char what[300];
+  std::snprintf(what, sizeof what,
+                "holds %lld entries, more than the %lld x %lld positions of the shape: refused before "
+                "allocating %.1f GiB (every position stored twice or more; a wrong shape attribute?)",
+                static_cast<long long>(entries), static_cast<long long>(nrows), static_cast<long long>(ncols),
+                12.0 * static_cast<double>(entries) / 1073741824.0);
+  fail(what);
+}
+
 }  // namespace
 
 Csr<double> read_hdf5_matrix_rows(const std::string& path, std::int64_t r0, std::int64_t r1,
@@ -181,6 +201,7 @@ Csr<double> read_hdf5_matrix_rows(const std::string& path, std::int64_t r0, std:
     fail(gp + "/indptr", "has " + std::to_string(n_indptr) + " elements, expected nrows + 1 = " + std::to_string(nrows + 1));
   if (n_indices != n_data)
     fail(gp + "/indices", "has " + std::to_string(n_indices) + " elements but data has " + std::to_string(n_data));
+  check_entries_fit_shape(n_data, nrows, ncols, [&](const std::string& what) { fail(gp + "/data", what); });
 
   // ---- indptr ----
   Csr<double> a;

@@ -459,6 +459,37 @@ Csr<double> build(Parsed&& r) {
   return csr_from_coo(r.h.nrows, r.h.ncols, std::move(r.entries), r.h.symmetry);
 }
 
+// .mtx.gz (io/text_input.hpp, InflateLimit): the text may hold the lines through the size line
+// plus kInflateBytesPerEntry per declared entry (an entry line "i j v" takes 6-60 bytes as
+// written by any tool seen; 256 leaves room for padding and long mantissas) plus the slack.
+// Undecided until the size line is complete in the prefix; a malformed header throws its own error
+// (the same as the full parse's: the header is parsed from the same lines).
+constexpr double kInflateBytesPerEntry = 256.0;
+
+InflateBound inflate_bound(const char* text, std::size_t size, const std::string& name) {
+  const char* end = text + size;
+  const char* p = static_cast<const char*>(std::memchr(text, '\n', size));  // past the banner
+  if (!p) return {};
+  ++p;
+  for (;;) {  // comment and blank lines, as parse_header skips them
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) ++p;
+    if (p == end) return {};
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+    if (!nl) return {};  // the line is not complete yet
+    if (*p != '%') {
+      const std::size_t header = static_cast<std::size_t>(nl + 1 - text);
+      const MatrixMarketHeader h = parse_matrix_market_header(text, header, name);
+      InflateBound b;
+      b.bytes = inflate_bound_bytes(header, static_cast<double>(h.stored), kInflateBytesPerEntry);
+      b.why = "the header (" + std::to_string(header) + " bytes) with the " + std::to_string(h.stored) +
+              (h.coordinate ? " entries" : " values") + " its size line declares (at most 256 bytes each, plus "
+              "16 MiB)";
+      return b;
+    }
+    p = nl + 1;
+  }
+}
+
 }  // namespace
 
 MatrixMarketHeader parse_matrix_market_header(const char* data, std::size_t size, const std::string& name) {
@@ -470,14 +501,14 @@ MatrixMarketHeader parse_matrix_market_header(const char* data, std::size_t size
 Csr<double> parse_matrix_market(const char* data, std::size_t size, const std::string& name,
                                 const ReadOptions& opt) {
   if (is_gzip(data, size)) {
-    TextBuffer t = gunzip_text(data, size, name);
+    TextBuffer t = gunzip_text(data, size, name, [&](const char* p, std::size_t n) { return inflate_bound(p, n, name); });
     return build(parse_text(t.data(), t.size(), name, opt));
   }
   return build(parse_text(data, size, name, opt));
 }
 
 Csr<double> read_matrix_market(const std::string& path, const ReadOptions& opt) {
-  TextBuffer t = read_text_file(path);
+  TextBuffer t = read_text_file(path, [&](const char* p, std::size_t n) { return inflate_bound(p, n, path); });
   Parsed r = parse_text(t.data(), t.size(), path, opt);
   t.clear();  // drop the text before the CSR build doubles the entry memory
   return build(std::move(r));

@@ -557,6 +557,31 @@ Csr<double> build(Parsed&& r) {
   return csr_from_coo(r.h.pub.nrows, r.h.pub.ncols, std::move(r.entries), r.h.pub.symmetry);
 }
 
+// .rb.gz (io/text_input.hpp, InflateLimit): the header's lines plus TOTCRD data lines, each at
+// most twice the widest format's record (per_line · width; at least an 80-column card) plus 256
+// bytes (trailing blanks), plus the slack. Undecided until five lines are complete in the prefix
+// (the header has four or five); a malformed header throws its own error.
+InflateBound inflate_bound(const char* text, std::size_t size, const std::string& name) {
+  const char* end = text;
+  for (int lines = 0; lines < 5; ++lines) {
+    const void* nl = std::memchr(end, '\n', static_cast<std::size_t>(text + size - end));
+    if (!nl) return {};
+    end = static_cast<const char*>(nl) + 1;
+  }
+  Lines in{text, end, 0, name};
+  const Header h = parse_header(in);
+  double record = 80.0;
+  for (const Format* f : {&h.ptr, &h.ind, &h.val})
+    record = std::max(record, static_cast<double>(f->per_line) * static_cast<double>(f->width));
+  const std::size_t header = static_cast<std::size_t>(in.p - text);
+  InflateBound b;
+  b.bytes = inflate_bound_bytes(header, static_cast<double>(h.totcrd), 2.0 * record + 256.0);
+  b.why = "the header (" + std::to_string(header) + " bytes) with the " + std::to_string(h.totcrd) +
+          " data lines its TOTCRD declares (at most " + std::to_string(static_cast<long long>(2.0 * record + 256.0)) +
+          " bytes each, plus 16 MiB)";
+  return b;
+}
+
 }  // namespace
 
 RutherfordBoeingHeader parse_rutherford_boeing_header(const char* data, std::size_t size, const std::string& name) {
@@ -567,14 +592,14 @@ RutherfordBoeingHeader parse_rutherford_boeing_header(const char* data, std::siz
 Csr<double> parse_rutherford_boeing(const char* data, std::size_t size, const std::string& name,
                                     const ReadOptions& opt) {
   if (is_gzip(data, size)) {
-    TextBuffer t = gunzip_text(data, size, name);
+    TextBuffer t = gunzip_text(data, size, name, [&](const char* p, std::size_t n) { return inflate_bound(p, n, name); });
     return build(parse_text(t.data(), t.size(), name, opt));
   }
   return build(parse_text(data, size, name, opt));
 }
 
 Csr<double> read_rutherford_boeing(const std::string& path, const ReadOptions& opt) {
-  TextBuffer t = read_text_file(path);
+  TextBuffer t = read_text_file(path, [&](const char* p, std::size_t n) { return inflate_bound(p, n, path); });
   Parsed r = parse_text(t.data(), t.size(), path, opt);
   t.clear();
   return build(std::move(r));

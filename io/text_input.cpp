@@ -58,23 +58,45 @@ struct Inflater {
 
 }  // namespace
 
-TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& name) {
+std::size_t inflate_bound_bytes(std::size_t header_bytes, double items, double bytes_per_item) {
+  const double b = static_cast<double>(header_bytes) + items * bytes_per_item + static_cast<double>(kInflateSlackBytes);
+  return b < 9e18 ? static_cast<std::size_t>(b) : std::size_t(9e18);
+}
+
+namespace {
+std::string mib(std::size_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+  return b;
+}
+}  // namespace
+
+TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& name, const InflateLimit& limit) {
   TextBuffer out;
-  // Text matrices typically compress 3-5x; start there and double when full.
+  // Text matrices typically compress 3-5x; start there and double when full (uninitialised: the
+  // pages are touched only as the text fills them).
   out.reserve(std::max<std::size_t>(std::size_t(1) << 16, size < (SIZE_MAX / 8) ? size * 4 : size));
   Inflater inf;
   // 16 + MAX_WBITS: gzip wrapper only (header and CRC-32/ISIZE trailer are checked by zlib).
   if (inflateInit2(&inf.zs, 16 + MAX_WBITS) != Z_OK)
     throw InputError(name, 0, "gzip: cannot initialise zlib");
   inf.open = true;
+  // The bound (InflateLimit): asked at 64 KiB, 128 KiB, ... of text until it decides.
+  InflateBound bound;
+  if (!limit) bound.bytes = SIZE_MAX;
+  std::size_t ask_at = std::size_t(1) << 16;
   const auto* in = reinterpret_cast<const Bytef*>(data);
   std::size_t in_pos = 0;
   bool member_done = false;
   for (;;) {
-    if (out.size_ == out.capacity_) out.reserve(out.capacity_ * 2);
+    // Inflate no further than one byte past the bound (which proves it exceeded), or than the next
+    // size the limit is asked at. out.size_ <= that byte count here (checked below).
+    const std::size_t stop = bound.bytes ? bound.bytes : ask_at;
+    const std::size_t stop1 = stop < SIZE_MAX ? stop + 1 : SIZE_MAX;
+    if (out.size_ == out.capacity_) out.reserve(std::min(out.capacity_ * 2, stop1));
     // zlib counts in uInt (32 bit): feed and drain at most 1 GiB per call.
     const std::size_t in_chunk = std::min<std::size_t>(size - in_pos, std::size_t(1) << 30);
-    const std::size_t out_chunk = std::min<std::size_t>(out.capacity_ - out.size_, std::size_t(1) << 30);
+    const std::size_t out_chunk = std::min({out.capacity_ - out.size_, std::size_t(1) << 30, stop1 - out.size_});
     inf.zs.next_in = const_cast<Bytef*>(in + in_pos);
     inf.zs.avail_in = static_cast<uInt>(in_chunk);
     inf.zs.next_out = reinterpret_cast<Bytef*>(out.owned_.get() + out.size_);
@@ -82,6 +104,24 @@ TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& na
     const int rc = inflate(&inf.zs, Z_NO_FLUSH);
     in_pos += in_chunk - inf.zs.avail_in;
     out.size_ += out_chunk - inf.zs.avail_out;
+    if (rc != Z_STREAM_END && rc != Z_OK && rc != Z_BUF_ERROR) {
+      const char* msg = inf.zs.msg ? inf.zs.msg : "corrupt data";
+      throw InputError(name, 0, "gzip: byte " + std::to_string(in_pos) + ": " + msg);
+    }
+    while (bound.bytes == 0 && out.size_ >= ask_at) {
+      bound = limit(out.owned_.get(), out.size_);
+      if (bound.bytes == 0 && out.size_ >= kInflateHeaderBytes)
+        throw InputError(name, 0, "gzip: " + mib(out.size_) + " inflated (from " + std::to_string(in_pos) +
+                                      " of " + std::to_string(size) + " compressed bytes) and the header is "
+                                      "still incomplete: refused before inflating more (no matrix file's "
+                                      "header with its comments comes near this; a gzip bomb?)");
+      ask_at = std::min(ask_at * 2, kInflateHeaderBytes);
+    }
+    if (bound.bytes && out.size_ > bound.bytes)
+      throw InputError(name, 0, "gzip: the text inflates to more than " + std::to_string(bound.bytes) + " bytes (" +
+                                    mib(bound.bytes) + "), the most that " + bound.why + " can take: refused at " +
+                                    "compressed byte " + std::to_string(in_pos) + " of " + std::to_string(size) +
+                                    " before inflating more (a gzip bomb, or text the header does not declare)");
     if (rc == Z_STREAM_END) {
       member_done = true;
       // Concatenated members (gzip -c a >> f) continue; trailing zero padding is ignored.
@@ -95,13 +135,8 @@ TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& na
       member_done = false;
       continue;
     }
-    if (rc == Z_BUF_ERROR || rc == Z_OK) {
-      // Z_BUF_ERROR with input left means the output is full; with no input left, truncation.
-      if (in_pos == size && inf.zs.avail_out != 0) break;
-      continue;
-    }
-    const char* msg = inf.zs.msg ? inf.zs.msg : "corrupt data";
-    throw InputError(name, 0, "gzip: byte " + std::to_string(in_pos) + ": " + msg);
+    // Z_BUF_ERROR/Z_OK with input left means the output is full; with no input left, truncation.
+    if (in_pos == size && inf.zs.avail_out != 0) break;
   }
   if (!member_done)
     throw InputError(name, 0, "gzip: truncated compressed data (stream ends at byte " +
@@ -168,7 +203,7 @@ std::string read_text_prefix(const std::string& path, std::size_t max_bytes) {
   return out;
 }
 
-TextBuffer read_text_file(const std::string& path) {
+TextBuffer read_text_file(const std::string& path, const InflateLimit& limit) {
   Fd f;
   f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (f.fd < 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
@@ -184,7 +219,7 @@ TextBuffer read_text_file(const std::string& path) {
     if (m != MAP_FAILED) {
       buf.map_ = m;
       buf.size_ = static_cast<std::size_t>(st.st_size);
-      if (is_gzip(buf.data(), buf.size())) return gunzip_text(buf.data(), buf.size(), path);
+      if (is_gzip(buf.data(), buf.size())) return gunzip_text(buf.data(), buf.size(), path, limit);
       return buf;
     }
   }
@@ -201,7 +236,7 @@ TextBuffer read_text_file(const std::string& path) {
     }
     buf.size_ += static_cast<std::size_t>(r);
   }
-  if (is_gzip(buf.data(), buf.size())) return gunzip_text(buf.data(), buf.size(), path);
+  if (is_gzip(buf.data(), buf.size())) return gunzip_text(buf.data(), buf.size(), path, limit);
   return buf;
 }
 

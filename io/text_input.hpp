@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,23 @@
 #include "core/csr.hpp"
 
 namespace tcsolve {
+
+// Gzip bombs: deflate reaches 1032:1, so a 19 MB .mtx.gz can hold 4 GiB of comment lines (26 s
+// and 4.9 GB of memory to inflate them all before the reader saw a line). A reader bounds what it
+// accepts by what its header declares: `InflateLimit` is called with the text inflated so far (a
+// prefix, at sizes doubling from 64 KiB) and answers bytes = 0 while the prefix does not decide
+// (the header is not complete), else the most bytes the whole text may have and why (for the
+// message). It may throw the reader's own header error. While undecided at most
+// kInflateHeaderBytes are inflated; beyond the bound nothing is: InputError either way, before
+// the memory is touched. Memory then stays within the bound and time proportional to it.
+struct InflateBound {
+  std::size_t bytes = 0;  // 0: not decided yet
+  std::string why;        // "the size line's 1000 entries at 256 bytes each, plus 16 MiB"
+};
+using InflateLimit = std::function<InflateBound(const char* prefix, std::size_t size)>;
+constexpr std::size_t kInflateHeaderBytes = std::size_t(64) << 20;
+// What the readers allow beyond their declared contents (trailing blank lines, comments).
+constexpr std::size_t kInflateSlackBytes = std::size_t(16) << 20;
 
 // The bytes of one input (mapped or owned). Move-only.
 class TextBuffer {
@@ -34,8 +52,9 @@ class TextBuffer {
   void clear();
 
  private:
-  friend TextBuffer read_text_file(const std::string& path);
-  friend TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& name);
+  friend TextBuffer read_text_file(const std::string& path, const InflateLimit& limit);
+  friend TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& name,
+                                const InflateLimit& limit);
   void swap(TextBuffer& o) noexcept;
   // Owned storage, uninitialised (std::string/vector would zero-fill a gigabyte first).
   void reserve(std::size_t n);
@@ -48,12 +67,18 @@ class TextBuffer {
 // True when the bytes start with the gzip magic (1f 8b).
 bool is_gzip(const char* data, std::size_t size);
 
-// Inflates a gzip stream (concatenated members allowed) into memory. Truncated or corrupt data
-// throws InputError naming `name` and the compressed byte offset.
-TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& name);
+// Bytes + the slack, saturating (a header may declare 2^62 entries).
+std::size_t inflate_bound_bytes(std::size_t header_bytes, double items, double bytes_per_item);
 
-// Reads the file at `path` (gunzipping when it is gzip). Missing/unreadable files throw InputError.
-TextBuffer read_text_file(const std::string& path);
+// Inflates a gzip stream (concatenated members allowed) into memory. Truncated or corrupt data
+// throws InputError naming `name` and the compressed byte offset; so does text beyond `limit`
+// (none: no bound).
+TextBuffer gunzip_text(const char* data, std::size_t size, const std::string& name,
+                       const InflateLimit& limit = {});
+
+// Reads the file at `path` (gunzipping when it is gzip, within `limit`). Missing/unreadable files
+// throw InputError.
+TextBuffer read_text_file(const std::string& path, const InflateLimit& limit = {});
 
 // Up to `max_bytes` of the text at the start of a regular file (inflated when it is gzip), for a
 // cheap look at a header; "" for anything else (a pipe must not be consumed) or on any error.

@@ -13,6 +13,9 @@ cmake --build "$B"
 # output files are closed by then; the OS frees the rest).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# The fuzz job is among the cpu tests: io_fuzz_mutate, at least 1000 mutated inputs over every
+# reader (Matrix Market, Rutherford-Boeing, both gzip-wrapped, HDF5) within 150 s, each under ASan
+# and UBSan here (tests/fuzz/fuzz_mutate.cpp; its memory bound is ASan's hard RSS limit).
 # Left out under the sanitizers, with the reason:
 #   *_under_ulimit: they cap the address space (ulimit -v), which ASan's shadow memory cannot live in;
 #   Eigs/RealSmallest.*: dense LAPACK references of SuiteSparse matrices through an instrumented

@@ -7,10 +7,49 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/trace.hpp"
 #include "solvers/solver_common.hpp"
 
 namespace tcsolve {
+
+namespace {
+
+// Nodes, weights and bounds from the Lanczos coefficients of `done` steps: H (ld × ld,
+// column-major) holds α_j = H(j, j) and β_{j+1} = H(j + 1, j). The tridiagonal T is cut at the
+// first (numerically) zero β: an invariant subspace.
+void gauss_quadrature(const double* hh, std::int64_t ld, std::int64_t done, SpectralProbe& p) {
+  using Mat = Eigen::MatrixXd;
+  auto H = Eigen::Map<const Mat>(hh, ld, ld);
+  std::int64_t len = done;
+  double scale = 0.0;
+  for (std::int64_t j = 0; j < done; ++j) scale = std::max(scale, std::abs(H(j, j)));
+  for (std::int64_t j = 0; j + 1 < done; ++j)
+    if (!(H(j + 1, j) > 1e-12 * std::max(scale, 1e-300))) {
+      len = j + 1;
+      break;
+    }
+  Mat t = Mat::Zero(len, len);
+  for (std::int64_t j = 0; j < len; ++j) {
+    t(j, j) = H(j, j);
+    if (j + 1 < len) t(j + 1, j) = t(j, j + 1) = H(j + 1, j);
+  }
+  const double beta_last = len == done ? H(done, done - 1) : 0.0;
+  Eigen::SelfAdjointEigenSolver<Mat> es(t);
+  p.steps = static_cast<int>(len);
+  p.nodes.resize(len);
+  p.weights.resize(len);
+  for (std::int64_t i = 0; i < len; ++i) {
+    p.nodes[i] = es.eigenvalues()(i);
+    p.weights[i] = es.eigenvectors()(0, i) * es.eigenvectors()(0, i);
+  }
+  p.lower = p.nodes.front();
+  p.upper = p.nodes.back();
+  p.lower_bound = p.lower - std::abs(beta_last * es.eigenvectors()(len - 1, 0));
+  p.upper_bound = p.upper + std::abs(beta_last * es.eigenvectors()(len - 1, len - 1));
+}
+
+}  // namespace
 
 SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvView<double>)>& apply,
                              DenseBlockOps& ops, std::int64_t n, int steps, std::uint64_t seed,
@@ -29,7 +68,17 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
   std::vector<std::pair<int, int>> marks;
   std::vector<double> host_step_s;
   double dense_words = 0.0;
+  std::int64_t done = 0;  // steps made: s, or fewer when an interrupt stopped the probe
+  bool stopped = false;
   for (std::int64_t j = 0; j < s; ++j) {
+    // An interrupt stops the probe between steps (one apply and two Gram-Schmidt passes: ~70 ms
+    // at 1M rows on the 2-core CPU), after the first: what the steps made give is returned
+    // (SpectralProbe::interrupted), so that an iterative solve still starts and ends at its first
+    // iteration with a partial result; a phase after it with nothing to return throws.
+    if (j > 0 && interrupt_requested()) {
+      stopped = true;
+      break;
+    }
     // The vectors w is orthogonalized against: all of v_0..v_j, or v_{j-1}, v_j (local).
     const std::int64_t j0 = full_reorthogonalization ? 0 : std::max<std::int64_t>(0, j - 1);
     // Words moved: two passes of (Gram: basis + w; update: basis + w read and written), then the
@@ -53,6 +102,7 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
     MvView<double> beta{hs.data() + (j + 1) + j * (s + 1), 1, 1, s + 1, ops.space()};
     ops.normalize_columns(w, beta);
     if (j < 2) trace_mark(j == 0 ? "probe: step 1 queued" : "probe: step 2 queued");
+    done = j + 1;
   }
   trace_mark("probe: every step queued");
   std::vector<double> hh((s + 1) * (s + 1));
@@ -69,39 +119,12 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
     for (auto& m : marks) step_s.push_back(ops.elapsed_seconds(m.first, m.second));
   std::sort(step_s.begin(), step_s.end());
   const double median_step = step_s.empty() ? 0.0 : step_s[step_s.size() / 2];
-  using Mat = Eigen::MatrixXd;
-  auto H = Eigen::Map<Mat>(hh.data(), s + 1, s + 1);
-  // Tridiagonal part, cut at the first (numerically) zero β: an invariant subspace.
-  std::int64_t len = s;
-  double scale = 0.0;
-  for (std::int64_t j = 0; j < s; ++j) scale = std::max(scale, std::abs(H(j, j)));
-  for (std::int64_t j = 0; j + 1 < s; ++j)
-    if (!(H(j + 1, j) > 1e-12 * std::max(scale, 1e-300))) {
-      len = j + 1;
-      break;
-    }
-  Mat t = Mat::Zero(len, len);
-  for (std::int64_t j = 0; j < len; ++j) {
-    t(j, j) = H(j, j);
-    if (j + 1 < len) t(j + 1, j) = t(j, j + 1) = H(j + 1, j);
-  }
-  const double beta_last = len == s ? H(s, s - 1) : 0.0;
-  Eigen::SelfAdjointEigenSolver<Mat> es(t);
-  p.steps = static_cast<int>(len);
-  p.apply_seconds = median_step * static_cast<double>(len);
-  p.nodes.resize(len);
-  p.weights.resize(len);
-  for (std::int64_t i = 0; i < len; ++i) {
-    p.nodes[i] = es.eigenvalues()(i);
-    p.weights[i] = es.eigenvectors()(0, i) * es.eigenvectors()(0, i);
-  }
-  p.lower = p.nodes.front();
-  p.upper = p.nodes.back();
-  p.lower_bound = p.lower - std::abs(beta_last * es.eigenvectors()(len - 1, 0));
-  p.upper_bound = p.upper + std::abs(beta_last * es.eigenvectors()(len - 1, len - 1));
+  gauss_quadrature(hh.data(), s + 1, done, p);
+  p.apply_seconds = median_step * static_cast<double>(p.steps);
   p.seconds = detail::now_seconds() - t0;
   p.dense_words = dense_words;
-  p.dense_seconds = std::max(0.0, p.seconds - median_step * static_cast<double>(s));
+  p.dense_seconds = std::max(0.0, p.seconds - median_step * static_cast<double>(done));
+  p.interrupted = stopped;
   return p;
 }
 

@@ -41,6 +41,9 @@ struct SpectralProbe {
   // moved (spectral_probe.cpp): the host planner's rate of dense work against a basis.
   double dense_seconds = 0.0;
   double dense_words = 0.0;
+  // Stopped early by an interrupt request (core/interrupt.hpp): fewer steps than asked, so the
+  // bounds are those of a shorter Lanczos run (still Ritz values, i.e. inside the spectrum).
+  bool interrupted = false;
 
   // Estimated eigenvalues λ_j of Â = s·A (j = 1, 2, …, counted from Â's lower end) under the
   // fitted power law; sgn = +1 for the smallest end of A, −1 for the largest.
@@ -62,7 +65,9 @@ struct SpectralProbe {
   double interpolated_gap(double sgn, std::int64_t k, std::int64_t m) const;
 };
 
-// apply(x, y): y = A·x for n × 1 blocks in ops.space(). seed: the random start.
+// apply(x, y): y = A·x for n × 1 blocks in ops.space(). seed: the random start. An interrupt
+// (core/interrupt.hpp) requested before a step after the first stops the probe there: it returns
+// what the steps made give, with `interrupted` set.
 // full_reorthogonalization: each step's two Gram-Schmidt passes run against the whole basis
 // (≈ steps²·n words; the quadrature weights stay those of exact Lanczos). false: against the two
 // newest vectors only (local; ≈ 8·steps·n words), enough for the extreme Ritz values: in finite

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/interrupt.hpp"
 #include "factor/sparse_factor.hpp"
 
 namespace tcsolve::eigs_detail {
@@ -27,11 +28,7 @@ std::int64_t count_below(const Problem& s, double tau, double nudge, int* factor
   }
 }
 
-
-}  // namespace
-
-Certificate certify_end(const Problem& s, const PairSet& p, bool lower) {
-  Certificate c;
+void end_counts(const Problem& s, const PairSet& p, bool lower, Certificate& c) {
   const std::int64_t k = static_cast<std::int64_t>(p.values.size());
   std::vector<std::int64_t> o(k);
   std::iota(o.begin(), o.end(), 0);
@@ -51,13 +48,13 @@ Certificate certify_end(const Problem& s, const PairSet& p, bool lower) {
     c.state = Certified::yes;
     c.detail = std::to_string(out) + " eigenvalues " + side + " tau = " + g17(tau_out) +
                " (Sylvester inertia of A - tau*B, MUMPS LDL^T)";
-    return c;
+    return;
   }
   if (out < k) {  // impossible with correct pairs: the set holds values that are not eigenvalues
     c.state = Certified::no;
     c.detail = "only " + std::to_string(out) + " eigenvalues " + side + " tau = " + g17(tau_out) +
                " for " + std::to_string(k) + " returned values";
-    return c;
+    return;
   }
   std::int64_t first = k - 1;
   while (first > 0 && sgn * (p.values[o[first - 1]] - muk) >= -wk) --first;
@@ -71,19 +68,17 @@ Certificate certify_end(const Problem& s, const PairSet& p, bool lower) {
                std::to_string(out) + " " + side + " tau_out = " + g17(tau_out) +
                ": the k-th value " + g17(muk) + " has " + std::to_string(out - in) +
                " copies, " + std::to_string(k - first) + " returned (MUMPS inertia)";
-    return c;
+    return;
   }
   c.state = Certified::no;
   c.missing = std::max<std::int64_t>(in - returned_in, 1);
   c.detail = std::to_string(in) + " eigenvalues " + side + " tau = " + g17(tau_in) + " but " +
              std::to_string(returned_in) + " returned: " + std::to_string(c.missing) +
              " missing (MUMPS inertia)";
-  return c;
 }
 
 // `nearest`: all eigenvalues within [σ − r, σ + r] must be in the set (r = max |μ − σ|).
-Certificate certify_interval(const Problem& s, const PairSet& p, double sigma) {
-  Certificate c;
+void interval_counts(const Problem& s, const PairSet& p, double sigma, Certificate& c) {
   const std::int64_t k = static_cast<std::int64_t>(p.values.size());
   double r = 0, w = 0;
   for (std::int64_t j = 0; j < k; ++j) {
@@ -97,13 +92,13 @@ Certificate certify_interval(const Problem& s, const PairSet& p, double sigma) {
     c.state = Certified::yes;
     c.detail = std::to_string(k) + " eigenvalues in [" + g17(lo_out) + ", " + g17(hi_out) +
                ") (Sylvester inertia at both ends, MUMPS LDL^T)";
-    return c;
+    return;
   }
   if (ch - cl < k) {
     c.state = Certified::no;
     c.detail = "only " + std::to_string(ch - cl) + " eigenvalues in [" + g17(lo_out) + ", " +
                g17(hi_out) + ") for " + std::to_string(k) + " returned";
-    return c;
+    return;
   }
   // More: ties at the interval's ends (|λ − σ| = r within w), or missing inside.
   const double lo_in = sigma - r + w, hi_in = sigma + r - w;
@@ -118,13 +113,38 @@ Certificate certify_interval(const Problem& s, const PairSet& p, double sigma) {
     c.detail = std::to_string(cin) + " eigenvalues strictly inside and " +
                std::to_string(ch - cl - cin) + " at distance " + g17(r) +
                " from sigma (ties; " + std::to_string(k - inside) + " returned) (MUMPS inertia)";
-    return c;
+    return;
   }
   c.state = Certified::no;
   c.missing = std::max<std::int64_t>(cin - inside, 1);
   c.detail = std::to_string(cin) + " eigenvalues inside (" + g17(lo_in) + ", " + g17(hi_in) +
              ") but " + std::to_string(inside) + " returned (MUMPS inertia)";
+}
+
+// An interrupt during a count's LDLᵀ (inertia_at returns control within core/interrupt.hpp's
+// kInterruptPoll): the set stays not certified, with the factorizations made so far; the
+// caller returns the pairs with status interrupted.
+template <class Counts>
+Certificate unless_interrupted(Counts&& counts) {
+  Certificate c;
+  try {
+    counts(c);
+  } catch (const Interrupted& e) {
+    c.state = Certified::not_checked;
+    c.missing = 0;
+    c.detail = std::string("not certified: ") + e.what();
+  }
   return c;
+}
+
+}  // namespace
+
+Certificate certify_end(const Problem& s, const PairSet& p, bool lower) {
+  return unless_interrupted([&](Certificate& c) { end_counts(s, p, lower, c); });
+}
+
+Certificate certify_interval(const Problem& s, const PairSet& p, double sigma) {
+  return unless_interrupted([&](Certificate& c) { interval_counts(s, p, sigma, c); });
 }
 
 }  // namespace tcsolve::eigs_detail

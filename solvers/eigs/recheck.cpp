@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/device.hpp"
+#include "core/interrupt.hpp"
 #include "solvers/eigs/runs.hpp"
 #include "spmm/chebyshev_step.hpp"
 
@@ -27,6 +28,15 @@ void project_out(DenseBlockOps& ops, MvView<const double> x, MvView<double> y,
     ops.gram(x, y, g.data(), m);
     ops.gemm(-1.0, x, g.data(), m, 1.0, y);
   }
+}
+
+// The outcome of a re-check stopped by an interrupt (core/interrupt.hpp): not verified; the
+// driver returns the set with status interrupted.
+RecheckOutcome interrupted(RecheckOutcome& out, double t0, const std::string& where) {
+  out.verified = false;
+  out.detail = std::string(Interrupted("the " + where).what()) + "; the set is not verified";
+  out.seconds = detail::now_seconds() - t0;
+  return out;
 }
 
 }  // namespace
@@ -137,6 +147,10 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
   MultiVector<double>* cur = &y1;   // Y_j
   MultiVector<double>* prev = &y0;  // Y_{j−1}
   for (std::int64_t j = 1; j < deg; ++j) {
+    // An interrupt ends the re-check between steps (one product with A on 2 columns): the set
+    // stays unverified and the driver returns it with status interrupted.
+    if (interrupt_requested()) return interrupted(out, t0, "filter re-check after " + std::to_string(j) + " of " +
+                                                               std::to_string(deg) + " steps");
     const double sn = 1.0 / (tau2 - sigma);
     step(sgn * 2.0 * sn / e, cur->view(), -2.0 * sn * ce / e, -sigma * sn, prev->view());
     sigma = sn;
@@ -214,6 +228,8 @@ RecheckOutcome shift_invert_recheck(const Problem& s, const EigsOptions& opt,
     return out;
   }
   for (int round = 0; round < 3; ++round) {
+    const auto where = [&] { return "shift-invert re-check (round " + std::to_string(round + 1) + ")"; };
+    if (interrupt_requested()) return interrupted(out, t0, where());
     // The farthest found value from σ, and its window.
     std::int64_t far = 0;
     for (std::int64_t j = 1; j < k; ++j)
@@ -226,8 +242,13 @@ RecheckOutcome shift_invert_recheck(const Problem& s, const EigsOptions& opt,
     ro.block_size = 2;
     ro.basis = 0;
     ro.lanczos_early_stop = false;  // "nothing nearer" rests on the full Krylov space
-    RunOut rr = run_shift_invert(s, sinv, sigma, ro, 1, opt.seed * 7919 + 31 * (round + 1), &p,
-                                 factor_entries);
+    RunOut rr;
+    try {
+      rr = run_shift_invert(s, sinv, sigma, ro, 1, opt.seed * 7919 + 31 * (round + 1), &p, factor_entries);
+    } catch (const Interrupted&) {  // (a phase inside the run with nothing to return: a block solve)
+      return interrupted(out, t0, where());
+    }
+    if (rr.status == SolverStatus::interrupted) return interrupted(out, t0, where());
     const std::int64_t nr = static_cast<std::int64_t>(rr.pairs.values.size());
     if (nr == 0 || !rr.pairs_pass) {
       out.detail = "shift-invert re-check (block of 2, found pairs deflated) did not converge" +
@@ -280,6 +301,8 @@ RecheckOutcome deflated_recheck(const Problem& s, const EigsOptions& opt, EigsMe
       s.global_n() - k - 1);
   const bool smallest = opt.which == Which::smallest;
   for (int round = 0; round < 3; ++round) {
+    const auto where = [&] { return "re-check (round " + std::to_string(round + 1) + ")"; };
+    if (interrupt_requested()) return interrupted(out, t0, where());
     if (kr < 1) {
       *detail_text = "no room for a re-check block (n too small)";
       break;
@@ -311,8 +334,13 @@ RecheckOutcome deflated_recheck(const Problem& s, const EigsOptions& opt, EigsMe
     ro.block_size = kr;
     ro.lanczos_early_stop = false;  // "nothing beyond" rests on the full Krylov space
     if (method == EigsMethod::chebyshev) ro.basis = std::max<std::int64_t>(kr + 8, 16);
-    RunOut rr = run_iterative(s, adef, method, ro, opt.which, 1, opt.seed * 1000003 + 7 + round,
-                              nullptr);
+    RunOut rr;
+    try {
+      rr = run_iterative(s, adef, method, ro, opt.which, 1, opt.seed * 1000003 + 7 + round, nullptr);
+    } catch (const Interrupted&) {
+      return interrupted(out, t0, where());
+    }
+    if (rr.status == SolverStatus::interrupted) return interrupted(out, t0, where());
     // Each pair on its own: the decisive one is the extreme (first) pair; the block's trailing
     // columns need not converge. Their Ritz values lie inside the extreme one's, so when it is
     // not beyond the k-th value nothing is.
