@@ -36,6 +36,7 @@
 #include "core/trace.hpp"
 #include "distributed/comm.hpp"
 #include "distributed/comm_thread.hpp"
+#include "io/atomic_file.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace tcsolve::app {
@@ -137,8 +138,68 @@ std::vector<std::string> tokens(const po::options_description& d, const std::str
   throw UsageError("'" + key + "' expects true or false, not '" + value + "'");
 }
 
-std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, const std::string& outdir) {
+// Where the job files' results may go: --output-dir (or the current folder), unless
+// --allow-outside-output-dir.
+struct OutputPlace {
+  std::string dir;  // --output-dir ("" : the current folder)
+  bool allow_outside = false;
+};
+
+// Whether `p` lies inside `dir`: by its name (no ".." out of it, an absolute path under it) and by
+// where its folder resolves (symbolic links on the way followed; the file's own name is not: a
+// link there is replaced by the atomic rename, never written through).
+bool inside_folder(const fs::path& p, const fs::path& dir) {
+  auto under = [](const fs::path& x, const fs::path& d) {
+    const fs::path rel = x.lexically_relative(d);
+    return !rel.empty() && rel != "." && *rel.begin() != "..";
+  };
+  const fs::path d = fs::absolute(dir).lexically_normal(), x = fs::absolute(p).lexically_normal();
+  if (!under(x, d)) return false;
+  std::error_code e1, e2;
+  const fs::path rd = fs::weakly_canonical(d, e1), rx = fs::weakly_canonical(x.parent_path(), e2);
+  return e1 || e2 || rx == rd || under(rx, rd);
+}
+
+// The key a path is compared by across jobs: the file it names (symbolic links of its folders
+// resolved), as one spelling.
+std::string path_key(const std::string& f) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(f, ec);
+  return ec ? fs::absolute(f).lexically_normal().string() : p.string();
+}
+
+// A job's written files (result, plot, checkpoint: explicit or the automatic one) with the line
+// that names each.
+struct WrittenFile {
+  std::string role, path, key;
+  std::size_t job = 0;
+  int line = 0;
+};
+
+// Every file the jobs write must be written by one job in one role: no result, plot or
+// checkpoint is another's (a checkpoint is removed once its job's result is on disk, and a
+// result replaced by a checkpoint is lost). InputError naming both jobs and the path. (Nor can
+// one be another's temporary, "PATH.tmp-PID-HOST-XXXXXX": results and checkpoints end in .h5 or
+// .hdf5, plots in .svg, a temporary in six letters and digits.)
+void check_written_files(const std::string& path, const std::vector<JobSpec>& jobs,
+                         const std::vector<WrittenFile>& files) {
+  std::map<std::string, std::size_t> first;  // key -> its first entry
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto [it, fresh] = first.try_emplace(files[i].key, i);
+    if (fresh) continue;
+    const WrittenFile &a = files[i], &b = files[it->second];
+    const std::string whose = a.job == b.job ? "its own " + b.role : "the " + b.role + " of job '" + jobs[b.job].name + "'";
+    file_error(path, a.line,
+               "job." + jobs[a.job].name + ": " + a.role + " " + a.path + " is also " + whose +
+                   format(" (line %d)", b.line) +
+                   (a.role == "automatic checkpoint" ? "; give the job another 'checkpoint = FILE.h5'" : ""));
+  }
+}
+
+std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, const OutputPlace& place) {
+  const std::string& outdir = place.dir;
   std::vector<JobSpec> jobs;
+  std::vector<WrittenFile> written;
   po::options_description all_keys;
   JobSpec scratch_e, scratch_s;
   task_options(all_keys, scratch_e, "eigs");
@@ -154,7 +215,6 @@ std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, cons
         file_error(path, e.line, "unknown key '" + k + "' (see 'tcsolve eigs --help', 'tcsolve solve --help')");
   };
   check_known(jf.defaults);
-  std::set<std::string> outputs;
   for (const JobSection& js : jf.jobs) {
     check_known(js.keys);
     const std::string where = "job." + js.name + ": ";
@@ -198,9 +258,17 @@ std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, cons
     po::notify(vm);
     if (s.matrix.empty()) file_error(path, js.line, where + "no 'matrix'");
     if (s.out.empty()) s.out = s.name + ".h5";
-    if (!outdir.empty() && fs::path(s.out).is_relative()) s.out = (fs::path(outdir) / s.out).string();
-    if (!s.plot.empty() && !outdir.empty() && fs::path(s.plot).is_relative())
-      s.plot = (fs::path(outdir) / s.plot).string();
+    // out, plot and checkpoint: relative to --output-dir, and inside it
+    auto line_of = [&](const char* key) { return merged.count(key) ? merged[key].line : js.line; };
+    for (auto [key, p] : {std::pair<const char*, std::string*>{"out", &s.out}, {"plot", &s.plot},
+                          {"checkpoint", &s.checkpoint}}) {
+      if (p->empty()) continue;
+      if (!outdir.empty() && fs::path(*p).is_relative()) *p = (fs::path(outdir) / *p).string();
+      if (!place.allow_outside && !inside_folder(*p, outdir.empty() ? "." : outdir))
+        file_error(path, line_of(key),
+                   where + key + " " + *p + " is outside the output folder " + (outdir.empty() ? "(the current folder)" : outdir) +
+                       " (--allow-outside-output-dir lets a job file write there)");
+    }
     try {
       validate_job(s);
     } catch (const UsageError& ex) {
@@ -213,10 +281,15 @@ std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, cons
       }
       file_error(path, line, where + msg);
     }
-    if (!outputs.insert(fs::absolute(s.out).lexically_normal().string()).second)
-      file_error(path, js.line, where + "output " + s.out + " is also another job's output");
+    const std::size_t j = jobs.size();
+    written.push_back({"output", s.out, path_key(s.out), j, line_of("out")});
+    if (!s.plot.empty()) written.push_back({"plot", s.plot, path_key(s.plot), j, line_of("plot")});
+    const std::string ck = s.checkpoint.empty() ? checkpoint_path_for(s.out) : s.checkpoint;
+    written.push_back({s.checkpoint.empty() ? "automatic checkpoint" : "checkpoint", ck, path_key(ck), j,
+                       s.checkpoint.empty() ? line_of("out") : line_of("checkpoint")});
     jobs.push_back(s);
   }
+  check_written_files(path, jobs, written);
   return jobs;
 }
 
@@ -325,6 +398,39 @@ int gpus_wanted(const std::vector<JobSpec>& jobs, const std::string& gpus, bool 
   return want;
 }
 
+// A batch job's checkpoint file before the job runs. --resume continues from it when it fits the
+// job; one that does not fit is left as it is, and so is any file there that is not provably the
+// job's own checkpoint: the job then writes no checkpoints (that would replace it). Returns what
+// was decided when it is worth saying ("" otherwise).
+std::string claim_checkpoint(JobSpec& s, bool resume) {
+  std::error_code ec;
+  if (s.checkpoint.empty() || !fs::exists(s.checkpoint, ec)) return {};
+  std::string why;
+  if (resume && s.resume_from.empty()) {
+    if (checkpoint_fits(s, s.checkpoint, why)) {
+      s.resume_from = s.checkpoint;
+      return {};
+    }
+    const std::string note = "checkpoint " + s.checkpoint + " not used (" + why +
+                             "): left as it is, and this run writes no checkpoints (remove it to let the job "
+                             "checkpoint again)";
+    s.checkpoint.clear();
+    return note;
+  }
+  if (s.resume_from == s.checkpoint || checkpoint_is_own(s, s.checkpoint)) return {};
+  const std::string note = "no checkpoints this run: " + s.checkpoint + " exists and is not this job's checkpoint "
+                           "(left as it is)";
+  s.checkpoint.clear();
+  return note;
+}
+
+// Removes a job's automatic checkpoint once its result is on disk, when it still is provably
+// the job's own (checkpoint_is_own).
+void remove_own_checkpoint(const JobSpec& s) {
+  std::error_code ec;
+  if (!s.checkpoint.empty() && checkpoint_is_own(s, s.checkpoint)) fs::remove(s.checkpoint, ec);
+}
+
 }  // namespace
 
 int run_batch(const Args& args) {
@@ -336,6 +442,9 @@ int run_batch(const Args& args) {
       "section per job, 'key = value' lines, '#' comments. Keys: task = eigs|solve, matrix, mass,\n"
       "rhs, out (default NAME.h5), plot, and the long options of 'tcsolve eigs' / 'tcsolve solve'\n"
       "(k, which, method, tol, maxiter, block-size, precond, reorder, precision, device, cpu-fallback, seed).\n"
+      "out, plot and checkpoint are relative to --output-dir and must stay inside it (no absolute\n"
+      "path elsewhere, no '..' out of it) unless --allow-outside-output-dir; no two jobs may write\n"
+      "the same file (results, plots, checkpoints: OUT.checkpoint.h5 by default).\n"
       "Example:\n"
       "  [defaults]\n  device = cpu\n  tol = 1e-8\n\n"
       "  [job.lap]\n  task = eigs\n  matrix = gen:lap2d:100\n  k = 4\n\n"
@@ -356,7 +465,7 @@ int run_batch(const Args& args) {
       "way, one GPU per rank; each job still writes its own result atomically, and rank 0 prints\n"
       "the summary.\n",
       {"JOBFILE"}};
-  bool resume = false, quiet = false, json = false;
+  bool resume = false, quiet = false, json = false, allow_outside = false;
   std::string outdir, gpus_opt = "all";
   double checkpoint_every = 60.0;
   po::options_description opts = option_table();
@@ -367,7 +476,12 @@ int run_batch(const Args& args) {
        "jobs write a checkpoint (OUT.checkpoint.h5 beside their output) every SECONDS while they "
        "run, so that a long job that is killed loses at most that much (default 60: shorter jobs "
        "write none); it is removed when the job's result is written")
-      ("output-dir", po::value(&outdir)->value_name("DIR"), "folder for relative output paths (created if missing)")
+      ("output-dir", po::value(&outdir)->value_name("DIR"),
+       "folder of the jobs' results, plots and checkpoints (created if missing; default the current "
+       "folder): relative paths are relative to it, and none may lead out of it")
+      ("allow-outside-output-dir", po::bool_switch(&allow_outside),
+       "let the job file write results, plots and checkpoints outside the output folder (absolute "
+       "paths, '..')")
       ("gpus", po::value(&gpus_opt)->value_name("N|all"),
        "GPUs to spread the jobs over in this process, one worker each (default all visible GPUs; "
        "1: one job at a time). Under mpirun each rank takes one GPU instead; under "
@@ -380,7 +494,7 @@ int run_batch(const Args& args) {
     throw UsageError(format("--checkpoint-every %g: expected a positive number of seconds", checkpoint_every));
   const std::string path = vm["JOBFILE"].as<std::string>();
   const JobFile jf = read_job_file(path);
-  const std::vector<JobSpec> jobs = build_jobs(path, jf, outdir);
+  const std::vector<JobSpec> jobs = build_jobs(path, jf, OutputPlace{outdir, allow_outside});
   if (!outdir.empty()) {
     std::error_code ec;
     fs::create_directories(outdir, ec);
@@ -483,7 +597,7 @@ int run_batch(const Args& args) {
       std::future<void> done;
       std::size_t row = 0;
       JobSpec spec;
-      std::string checkpoint;  // the job's automatic checkpoint, removed once its result is on disk
+      bool drop_checkpoint = false;  // remove_own_checkpoint(spec) once the result is on disk
       std::string command;
     } pending;
   };
@@ -504,10 +618,7 @@ int run_batch(const Args& args) {
     Row& row = rows[pending.row];
     try {
       pending.done.get();
-      if (!pending.checkpoint.empty()) {
-        std::error_code ec;
-        fs::remove(pending.checkpoint, ec);
-      }
+      if (pending.drop_checkpoint) remove_own_checkpoint(pending.spec);
     } catch (const std::exception& e) {
       row.status = "failed";
       row.message = e.what();
@@ -589,20 +700,14 @@ int run_batch(const Args& args) {
         }
       } else {
         const std::string command = "tcsolve batch " + path + " (job " + s.name + ")";
-        // --resume: continue from the job's checkpoint when it is this job's (else it is stale)
-        std::error_code ec;
-        if (resume && s.resume_from.empty() && !s.checkpoint.empty() && fs::exists(s.checkpoint, ec)) {
-          std::string why;
-          if (checkpoint_fits(s, s.checkpoint, why)) {
-            s.resume_from = s.checkpoint;
-          } else {
-            if (!quiet) {
-              std::lock_guard<std::mutex> lock(out_mu);
-              std::cerr << head << ": checkpoint " << s.checkpoint << " not used: " << why << "\n";
-            }
-            if (!auto_checkpoint.empty()) fs::remove(s.checkpoint, ec);
-          }
+        const std::string ck_note = claim_checkpoint(s, resume);
+        if (!ck_note.empty() && !quiet) {
+          std::lock_guard<std::mutex> lock(out_mu);
+          std::cerr << head << ": " << ck_note << "\n";
         }
+        // The automatic checkpoint is removed once the result is on disk: only one this run
+        // wrote or continued from (a job that failed keeps it; --resume continues from it).
+        bool drop_checkpoint = false;
         try {
           JobOutcome o = run_job(
               s, cache,
@@ -613,16 +718,20 @@ int run_batch(const Args& args) {
                                    (long long)wanted, res, format_seconds(secs).c_str()));
               },
               command, /*defer_write=*/true, w.gpu);
+          drop_checkpoint = !auto_checkpoint.empty() && !s.checkpoint.empty() && o.status != "interrupted" &&
+                            (o.checkpoints > 0 || s.resume_from == s.checkpoint);
           if (o.finish_write) {
             finish_pending(w);  // the previous job's file first: one write in flight
             pending.done = std::async(std::launch::async, std::move(o.finish_write));
             pending.row = rows.size();
             pending.spec = s;
             pending.command = command;
-            pending.checkpoint = o.status == "interrupted" ? std::string() : auto_checkpoint;
+            pending.drop_checkpoint = drop_checkpoint;
+            drop_checkpoint = false;  // (finish_pending does it)
           }
           row.status = o.status;
           row.message = o.message;
+          if (!ck_note.empty()) row.message += (row.message.empty() ? "" : "; ") + ck_note;
           row.iterations = o.iterations;
           row.residual = o.max_residual;
         } catch (const std::exception& e) {
@@ -636,15 +745,9 @@ int run_batch(const Args& args) {
             row.message += std::string(" (and the failure record could not be written: ") + e2.what() + ")";
           }
         }
+        if (drop_checkpoint) remove_own_checkpoint(s);
       }
       row.seconds = t.seconds();
-      // The automatic checkpoint goes once the job has an answer (kept when it was interrupted),
-      // on disk (a result still being written removes it when it is: finish_pending).
-      const bool written_later = pending.done.valid() && pending.row == rows.size();
-      if (!auto_checkpoint.empty() && row.status != "interrupted" && row.status != "skipped" && !written_later) {
-        std::error_code ec;
-        fs::remove(auto_checkpoint, ec);
-      }
       if (row.status != "converged" && row.status != "skipped") w.all_ok = false;
       {
         std::lock_guard<std::mutex> lock(out_mu);

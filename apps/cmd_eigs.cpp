@@ -47,10 +47,16 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
     std::cout << "verified by " << o.verification << ", certified: " << o.certified << " ("
               << o.certificate << "); test " << o.conv << ", tol " << format("%g", s.tol) << "\n";
   }
-  if (!s.checkpoint.empty())
-    std::cout << format("checkpoints: %lld written to %s (%s each, %s in all)\n", (long long)o.checkpoints,
-                        s.checkpoint.c_str(), format_bytes(o.checkpoint_bytes).c_str(),
-                        format_seconds(o.checkpoint_s).c_str());
+  if (!s.checkpoint.empty()) {
+    std::cout << format("checkpoints: %lld written to %s", (long long)o.checkpoints, s.checkpoint.c_str());
+    if (o.checkpoints > 0)
+      std::cout << format(" (%s each, %s in all)", format_bytes(o.checkpoint_bytes).c_str(),
+                          format_seconds(o.checkpoint_s).c_str());
+    if (o.checkpoint_failures > 0)
+      std::cout << format("; %lld failed, no more were tried (%s)", (long long)o.checkpoint_failures,
+                          o.checkpoint_note.c_str());
+    std::cout << "\n";
+  }
   if (!o.reorder.empty()) std::cout << "reorder: " << o.reorder << "\n";
   if (!o.distributed.empty()) std::cout << "distributed: " << o.distributed << "\n";
   if (!o.message.empty()) std::cout << "note: " << o.message << "\n";
@@ -124,7 +130,8 @@ void print_json(const JobSpec& s, const JobOutcome& o) {
             << ", \"solve_steps\": " << json_string(o.solve_steps)
             << ", \"residual_norms\": " << json_array(o.residuals)
             << ", \"operator_applies\": " << o.operator_applies
-            << ", \"checkpoints\": {\"count\": " << o.checkpoints << ", \"bytes\": "
+            << ", \"checkpoints\": {\"count\": " << o.checkpoints << ", \"failed\": "
+            << o.checkpoint_failures << ", \"bytes\": "
             << json_number(o.checkpoint_bytes) << ", \"seconds\": " << json_number(o.checkpoint_s) << "}"
             << ", \"seconds\": {\"read\": " << json_number(o.read_s)
             << ", \"preprocess\": " << json_number(o.preprocess_s)

@@ -107,6 +107,9 @@ void write_checkpoint(const JobSpec& s, const PreparedMatrix& a, const SolverChe
     f.set_attr("solver_seconds", c.seconds);
     f.set_attr("job_options", job_options_string(s));
     f.set_attr("tcsolve_version", TCSOLVE_VERSION);
+    // whose it is (checkpoint_is_own): a batch removes or replaces only its own job's
+    if (!s.name.empty()) f.set_attr("job", s.name);
+    if (!s.out.empty()) f.set_attr("out", s.out);
     f.write_2d("block", block.data(), static_cast<std::int64_t>(block.size()) / std::max<std::int64_t>(c.n, 1), c.n);
     f.close();
   }
@@ -144,17 +147,14 @@ std::vector<double> read_checkpoint(const JobSpec& s, const PreparedMatrix& a, s
 }
 
 // Right-hand sides, n × s column-major on the host: "random:S" or "FILE.h5:DATASET" holding
-// [s][n] (one row per right-hand side) or [n].
+// [s][n] (one row per right-hand side) or [n] (the spec checked by parse_rhs).
 // random:S: with `materialize` false only the count is returned (the solve generates them where it
 // runs: block_cg_random, the same values).
 std::vector<double> load_rhs(const std::string& rhs, std::int64_t n, std::int64_t* s_out,
                              std::uint64_t seed, bool materialize = true) {
-  if (rhs.rfind("random:", 0) == 0) {
-    const std::string cnt = rhs.substr(7);
-    char* end = nullptr;
-    long long s = std::strtoll(cnt.c_str(), &end, 10);
-    if (cnt.empty() || *end != '\0' || s < 1 || s > 4096)
-      throw UsageError("--rhs '" + rhs + "': expected random:S with 1 <= S <= 4096");
+  const RhsSpec r = parse_rhs(rhs);
+  if (r.random > 0) {
+    const std::int64_t s = r.random;
     if (!materialize) {
       *s_out = s;
       return {};
@@ -167,10 +167,7 @@ std::vector<double> load_rhs(const std::string& rhs, std::int64_t n, std::int64_
     *s_out = s;
     return b;
   }
-  const auto colon = rhs.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == rhs.size())
-    throw UsageError("--rhs '" + rhs + "': expected FILE.h5:DATASET or random:S");
-  return read_columns(rhs.substr(0, colon), rhs.substr(colon + 1), n, "right-hand sides", s_out);
+  return read_columns(r.file, r.dataset, n, "right-hand sides", s_out);
 }
 
 void write_history(Hdf5Group g, const std::vector<IterationRecord>& h) {
@@ -210,6 +207,28 @@ std::string cg_solve_steps(const SolveResult& r, double solve_s) {
 }
 
 }  // namespace
+
+RhsSpec parse_rhs(const std::string& rhs) {
+  RhsSpec r;
+  if (rhs.rfind("random:", 0) == 0) {
+    const std::string cnt = rhs.substr(7);
+    bool digits = !cnt.empty() && cnt.size() <= 9;
+    for (char c : cnt) digits = digits && c >= '0' && c <= '9';
+    r.random = digits ? std::strtoll(cnt.c_str(), nullptr, 10) : 0;
+    if (r.random < 1 || r.random > kMaxRandomRhs)
+      throw UsageError(format("--rhs '%s': expected random:S with 1 <= S <= %lld (block CG keeps 8 n x S "
+                              "blocks and S x S Gram matrices: S = %lld already takes 256 KiB a row and "
+                              "128 MiB a Gram matrix)", rhs.c_str(), (long long)kMaxRandomRhs,
+                              (long long)kMaxRandomRhs));
+    return r;
+  }
+  const auto colon = rhs.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rhs.size())
+    throw UsageError("--rhs '" + rhs + "': expected FILE.h5:DATASET or random:S");
+  r.file = rhs.substr(0, colon);
+  r.dataset = rhs.substr(colon + 1);
+  return r;
+}
 
 std::string auto_precond_choice(const AutoPrecondFacts& facts, JobOutcome& o, const char* refusal) {
   const char* why = refusal ? refusal : auto_precond_refusal(facts);
@@ -398,6 +417,7 @@ void validate_job(const JobSpec& s) {
     }
   } else {
     if (s.rhs.empty()) throw UsageError("no right-hand sides given (--rhs FILE.h5:DATASET or random:S)");
+    parse_rhs(s.rhs);
   }
   if (!(s.tol > 0 && s.tol < 1)) throw UsageError(format("--tol %g: expected 0 < T < 1", s.tol));
   if (s.maxiter < 0) throw UsageError("--maxiter must be positive");
@@ -639,13 +659,19 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
   // the solve's thread: it reads the batches' state).
   std::function<void(std::vector<double>&, const SolverCheckpoint&)> merge;
   std::future<std::vector<double>> writing;
+  double writing_bytes = 0;  // of the write in flight
   std::string checkpoint_error;
+  // A checkpoint counts once its file is committed; a failed write is counted as failed.
   auto wait_for_writer = [&]() -> std::vector<double> {
     if (!writing.valid()) return {};
     try {
-      return writing.get();
+      std::vector<double> done = writing.get();
+      ++o.checkpoints;
+      o.checkpoint_bytes = writing_bytes;
+      return done;
     } catch (const std::exception& e) {
       checkpoint_error = e.what();
+      ++o.checkpoint_failures;
     }
     return {};
   };
@@ -655,8 +681,7 @@ Solved solve_on(const JobSpec& s, Backend backend, MatrixCache& cache,
     if (!checkpoint_error.empty()) return;
     std::vector<double> block = std::move(c.block);
     if (merge) merge(block, c);
-    ++o.checkpoints;
-    o.checkpoint_bytes = 8.0 * static_cast<double>(block.size());
+    writing_bytes = 8.0 * static_cast<double>(block.size());
     const SolverCheckpoint meta = c;  // (attributes only: c.block is empty here)
     c.block = std::move(done);        // the next checkpoint's copy goes there
     writing = std::async(std::launch::async, [&s, &A, perm, n, meta, b = std::move(block)]() mutable {
@@ -1197,6 +1222,21 @@ bool checkpoint_fits(const JobSpec& s, const std::string& file, std::string& why
   }
 }
 
+bool checkpoint_is_own(const JobSpec& s, const std::string& file) {
+  namespace fs = std::filesystem;
+  try {
+    Hdf5File f = Hdf5File::open(file);
+    if (!f.has_attr("kind") || f.attr_string("kind") != "tcsolve checkpoint") return false;
+    if (!f.has_attr("job") || !f.has_attr("out"))  // (written before checkpoints named their job)
+      return f.has_attr("job_options") && f.attr_string("job_options") == job_options_string(s);
+    std::error_code e1, e2;
+    return f.attr_string("job") == s.name && !s.out.empty() &&
+           fs::weakly_canonical(f.attr_string("out"), e1) == fs::weakly_canonical(s.out, e2) && !e1 && !e2;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 std::string job_options_string(const JobSpec& s) {
   std::string o = "task=" + s.task + ";matrix=" + s.matrix + ";mass=" + s.mass + ";rhs=" + s.rhs;
   if (s.task == "eigs")
@@ -1284,24 +1324,6 @@ bool stored_result_stands(const JobSpec& s, MatrixCache& cache, std::string& why
     return false;
   }
   return true;
-}
-
-int remove_stale_temporaries(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  const std::string prefix = p.filename().string() + ".tmp-";
-  int removed = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0 &&
-        it->is_regular_file(ec)) {
-      std::error_code rm;
-      if (fs::remove(it->path(), rm)) ++removed;
-    }
-  }
-  return removed;
 }
 
 bool result_is_complete(const std::string& path) {

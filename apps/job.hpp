@@ -57,6 +57,16 @@ struct JobSpec {
   std::uint64_t seed = 1;
 };
 
+// --rhs: "random:S" (random > 0: S columns, 1 <= S <= kMaxRandomRhs) or "FILE.h5:DATASET".
+// UsageError naming the value otherwise. The bound is memory: block CG keeps 8 blocks of n × S
+// and S × S Gram matrices, 256 KiB a row and 128 MiB a Gram matrix at S = 4096.
+constexpr std::int64_t kMaxRandomRhs = 4096;
+struct RhsSpec {
+  std::int64_t random = 0;
+  std::string file, dataset;
+};
+RhsSpec parse_rhs(const std::string& rhs);
+
 // The options of a task ("eigs" or "solve") bound to `spec`: used for the command line and, key by
 // key, for the job file (the keys are the long option names).
 void add_job_options(po::options_description& opts, JobSpec& spec, const std::string& task);
@@ -146,12 +156,15 @@ struct JobOutcome {
   std::string device_reason;  // why auto ran where it did ("" when not decided by size)
   std::string kernel_reason;  // why the SpMM kernel (the model's choice, or the trial's times)
   std::string reorder;  // --reorder symmetric: what was done ("" when not asked)
-  std::string batch_note;
+  std::string batch_note;  // solve: right-hand sides run in batches to fit the GPU memory
   std::string precond_note;       // solve --precond chebyshev: degree and bounds
   std::string resume_note;        // --resume-from: where the run continued from
   std::string checkpoint_note;    // a checkpoint that could not be written (the solve went on)
-  std::int64_t checkpoints = 0;   // checkpoints written, their bytes (each) and seconds (all)
-  double checkpoint_bytes = 0, checkpoint_s = 0;  // solve: right-hand sides run in batches to fit the GPU memory
+  // Checkpoints committed to their file (a failed write is not counted: checkpoint_failures, and
+  // checkpoint_note says why; the first failure ends the checkpoints), their bytes (each) and
+  // seconds (all).
+  std::int64_t checkpoints = 0, checkpoint_failures = 0;
+  double checkpoint_bytes = 0, checkpoint_s = 0;
   std::int64_t n = 0;
   std::vector<double> values;          // eigenvalues (eigs)
   std::vector<double> residuals;       // per pair / per column
@@ -237,6 +250,11 @@ std::string job_options_string(const JobSpec& spec);
 std::string checkpoint_path_for(const std::string& out);
 // Whether FILE is a checkpoint of this job (kind, task, job_options); else `why` says what differs.
 bool checkpoint_fits(const JobSpec& s, const std::string& file, std::string& why);
+// Whether FILE is provably this job's checkpoint, current or stale: a tcsolve checkpoint whose
+// attributes `job` and `out` name this job and its output (one written before checkpoints carried
+// them: its job_options are this job's). A batch removes or replaces no other file at a
+// checkpoint's path.
+bool checkpoint_is_own(const JobSpec& s, const std::string& file);
 std::string input_stamps(const JobSpec& spec);
 
 // batch --resume: whether the stored result of `spec` can stand. It can when it is complete, was
@@ -245,8 +263,5 @@ std::string input_stamps(const JobSpec& spec);
 // `why` says what was found when it cannot.
 bool stored_result_stands(const JobSpec& spec, MatrixCache& cache, std::string& why);
 
-// Removes the temporary files an interrupted writer of `path` left ("PATH.tmp-XXXXXX", the
-// AtomicFile pattern). Returns how many.
-int remove_stale_temporaries(const std::string& path);
 
 }  // namespace tcsolve::app
