@@ -96,28 +96,6 @@ std::string format_seconds(double s) {
   return format("%ld min %02ld s", t / 60, t % 60);
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) out += format("\\u%04x", c);
-        else out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  return format("%.17g", v);
-}
-
 const char* const matrix_argument_help =
     "MATRIX is a file or a generator spec:\n"
     "  FILE.mtx, FILE.mtx.gz          Matrix Market (coordinate or array; real, integer, pattern)\n"

@@ -64,12 +64,6 @@ void print_table(const JobSpec& s, const JobOutcome& o) {
   if (!s.plot.empty()) std::cout << "wrote " << s.plot << "\n";
 }
 
-std::string json_array(const std::vector<double>& v) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + json_number(v[i]);
-  return out + "]";
-}
-
 // --device auto for one eigs problem in this process: a small one runs on the host, which ends
 // before a GPU would have started. The GPU's start-up (CUDA context, library handles, paid once
 // per process) is 0.2-0.3 s on the H200 machine; there the 16-core host's whole eigs run
@@ -102,47 +96,7 @@ void choose_small_eigs_device(JobSpec& s) {
 }
 
 void print_json(const JobSpec& s, const JobOutcome& o) {
-  std::cout << "{\"task\": " << json_string(s.task) << ", \"matrix\": " << json_string(s.matrix)
-            << ", \"n\": " << o.n << ", \"status\": " << json_string(o.status)
-            << ", \"message\": " << json_string(o.message) << ", \"method\": " << json_string(o.method)
-            << ", \"iterations\": " << o.iterations << ", \"backend\": " << json_string(o.backend)
-            << ", \"device\": " << json_string(o.device) << ", \"device_reason\": " << json_string(o.device_reason)
-            << ", \"kernel\": " << json_string(o.kernel)
-            << ", \"kernel_reason\": " << json_string(o.kernel_reason)
-            << ", \"peak_device_bytes\": " << json_number(o.peak_device_bytes)
-            << ", \"process_device_bytes\": " << json_number(o.process_device_bytes)
-            << ", \"reorder\": " << json_string(s.reorder)
-            << ", \"reorder_plan\": " << json_string(o.reorder);
-  if (!o.distributed.empty()) std::cout << ", \"distributed\": " << json_string(o.distributed);
-  if (s.task == "eigs")
-    std::cout << ", \"eigenvalues\": " << json_array(o.values)
-              << ", \"error_bounds\": " << json_array(o.error_bounds)
-              << ", \"certified\": " << json_string(o.certified)
-              << ", \"certificate\": " << json_string(o.certificate)
-              << ", \"transform\": " << json_string(o.transform)
-              << ", \"sigma\": " << json_number(o.sigma)
-              << ", \"convergence_test\": " << json_string(o.conv)
-              << ", \"method_reason\": " << json_string(o.why)
-              << ", \"predicted_seconds\": " << json_number(o.predicted_s)
-              << ", \"verification\": " << json_string(o.verification)
-              << ", \"factorization\": " << json_string(o.factor);
-  std::cout << ", \"precision\": " << json_string(o.precision)
-            << ", \"solve_steps\": " << json_string(o.solve_steps)
-            << ", \"residual_norms\": " << json_array(o.residuals)
-            << ", \"operator_applies\": " << o.operator_applies
-            << ", \"checkpoints\": {\"count\": " << o.checkpoints << ", \"failed\": "
-            << o.checkpoint_failures << ", \"bytes\": "
-            << json_number(o.checkpoint_bytes) << ", \"seconds\": " << json_number(o.checkpoint_s) << "}"
-            << ", \"seconds\": {\"read\": " << json_number(o.read_s)
-            << ", \"preprocess\": " << json_number(o.preprocess_s)
-            << ", \"plan\": " << json_number(o.plan_s) << ", \"setup\": " << json_number(o.setup_s)
-            << ", \"operator\": " << json_number(o.operator_s)
-            << ", \"solve\": " << json_number(o.solve_s)
-            << ", \"verify\": " << json_number(o.verify_s)
-            << ", \"write\": " << json_number(o.write_s)
-            << ", \"total\": " << json_number(o.seconds) << ", \"init\": " << json_number(o.init_s)
-            << ", \"process\": " << json_number(o.process_s) << "}"
-            << ", \"out\": " << (s.out.empty() ? "null" : json_string(s.out)) << "}\n";
+  std::cout << result_json(job_record(s, o, ""), s.out) << "\n";
 }
 
 std::string join_command(const std::string& task, const Args& args) {

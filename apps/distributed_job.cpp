@@ -418,43 +418,12 @@ JobOutcome run_distributed_job(const JobSpec& s, Communicator& comm, const Progr
       AtomicFile af(s.out);
       {
         Hdf5File f = Hdf5File::create(af.temp_path(), 8.0 * static_cast<double>(n * vec_cols) + 1e6);
-        set_common_attrs(f, s, command);
-        f.set_attr("status", o.status);
-        f.set_attr("reason", o.message);
-        f.set_attr("method", o.method);
-        f.set_attr("iterations", o.iterations);
-        f.set_attr("operator_applies", o.operator_applies);
-        f.set_attr("tolerance", s.tol);
-        f.set_attr("backend", o.backend);
-        f.set_attr("device", o.device);
-        f.set_attr("spmm_kernel", o.kernel);
-        f.set_attr("rows", n);
-        f.set_attr("nnz", nnz_global);
-        f.set_attr("seed", static_cast<std::int64_t>(s.seed));
-        f.set_attr("ranks", static_cast<std::int64_t>(np));
-        f.set_attr("distributed", o.distributed);
-        if (eigs_task) {
-          f.set_attr("k", s.k);
-          f.set_attr("which", s.which);
-          f.write("eigenvalues", o.values);
-          if (!all.empty()) f.write_2d("eigenvectors", all.data(), vec_cols, n);
-          f.write("residual_norms", o.residuals);
-          f.write("error_bounds", o.error_bounds);
-          f.set_attr("convergence_test", o.conv);
-          f.set_attr("certified", o.certified);
-          f.set_attr("certificate", o.certificate);
-          f.set_attr("verification", o.verification);
-          f.set_attr("method_reason", o.why);
-          f.set_attr("precision_used", o.precision);
-        } else {
-          f.set_attr("right_hand_sides", rhs_cols);
-          if (!all.empty()) f.write_2d("solution", all.data(), rhs_cols, n);
-          f.write("residual_norms", o.residuals);
-          f.write("column_iterations", o.column_iterations);
-        }
-        f.set_attr("time_read", o.read_s);
-        f.set_attr("time_setup", o.setup_s);
-        f.set_attr("time_solve", o.solve_s);
+        ResultRecord rec = job_record(s, o, command);
+        rec.nnz = nnz_global;
+        rec.ranks = np;
+        rec.right_hand_sides = rhs_cols;
+        rec.vectors = std::move(all);
+        write_result(rec, f);
         f.close();
       }
       af.commit();

@@ -170,28 +170,6 @@ std::vector<double> load_rhs(const std::string& rhs, std::int64_t n, std::int64_
   return read_columns(r.file, r.dataset, n, "right-hand sides", s_out);
 }
 
-void write_history(Hdf5Group g, const std::vector<IterationRecord>& h) {
-  std::size_t c = 0;
-  for (const auto& r : h) c = std::max(c, r.residual_norms.size());
-  std::vector<std::int64_t> it, conv, act;
-  std::vector<double> ap, de, res(h.size() * c, NAN);
-  for (std::size_t i = 0; i < h.size(); ++i) {
-    it.push_back(h[i].iteration);
-    conv.push_back(h[i].converged);
-    act.push_back(h[i].active);
-    ap.push_back(h[i].apply_seconds);
-    de.push_back(h[i].dense_seconds);
-    std::copy(h[i].residual_norms.begin(), h[i].residual_norms.end(), res.begin() + i * c);
-  }
-  g.write("iteration", it);
-  g.write("converged", conv);
-  g.write("active", act);
-  g.write("apply_seconds", ap);
-  g.write("dense_seconds", de);
-  g.write_2d("residual_norms", res.data(), static_cast<std::int64_t>(h.size()),
-             static_cast<std::int64_t>(c));
-}
-
 // JobOutcome::solve_steps of a block CG solve: the iterations' stream time (marks around each
 // iteration's queued work; solvers/block_cg.cpp) split into A's applies, the preconditioner's and
 // the rest (Gram products, updates, small factorizations), and what the solve's host clock
@@ -260,19 +238,6 @@ void take_eigs_result(const EigsResult& er, JobOutcome& o) {
   o.verify_s = er.verify_seconds;
 }
 
-void set_common_attrs(Hdf5Group& g, const JobSpec& s, const std::string& command) {
-  g.set_attr("task", s.task);
-  if (!s.name.empty()) g.set_attr("job", s.name);
-  g.set_attr("matrix", s.matrix);
-  if (!s.mass.empty()) g.set_attr("mass", s.mass);
-  if (!s.rhs.empty()) g.set_attr("rhs", s.rhs);
-  if (!s.start.empty()) g.set_attr(s.task == "eigs" ? "start" : "x0", s.start);
-  g.set_attr("tcsolve_version", TCSOLVE_VERSION);
-  g.set_attr("command", command);
-  g.set_attr("job_options", job_options_string(s));
-  g.set_attr("input_stamps", input_stamps(s));
-}
-
 namespace {
 
 std::int64_t default_maxiter(const JobSpec& s) {
@@ -280,6 +245,76 @@ std::int64_t default_maxiter(const JobSpec& s) {
 }
 
 }  // namespace
+
+ResultRecord job_record(const JobSpec& s, const JobOutcome& o, const std::string& command) {
+  ResultRecord r;
+  r.task = s.task;
+  r.job = s.name;
+  r.matrix = s.matrix;
+  r.mass = s.mass;
+  r.rhs = s.rhs;
+  r.start = s.start;
+  r.command = command;
+  r.job_options = job_options_string(s);
+  r.input_stamps = input_stamps(s);
+  r.status = o.status;
+  r.reason = o.message;
+  r.method = o.method;
+  r.iterations = o.iterations;
+  r.operator_applies = o.operator_applies;
+  r.tolerance = s.tol;
+  r.max_iterations = default_maxiter(s);
+  r.precision = s.precision;
+  r.preconditioner = o.precond_note.empty() ? s.precond : o.precond_note;
+  r.backend = o.backend;
+  r.device = o.device;
+  r.device_reason = o.device_reason;
+  r.spmm_kernel = o.kernel;
+  r.spmm_plan = o.kernel_reason;
+  r.reorder = s.reorder;
+  r.reorder_plan = o.reorder;
+  r.rows = o.n;
+  r.peak_device_bytes = o.peak_device_bytes;
+  r.process_device_bytes = o.process_device_bytes;
+  r.seed = s.seed;
+  r.checkpoint = s.checkpoint;
+  r.checkpoints = o.checkpoints;
+  r.checkpoint_failures = o.checkpoint_failures;
+  r.checkpoint_bytes = o.checkpoint_bytes;
+  r.checkpoint_seconds = o.checkpoint_s;
+  r.resumed_from = s.resume_from;
+  r.distributed = o.distributed;
+  r.k = s.k;
+  r.which = s.which;
+  r.eigenvalues = o.values;
+  r.error_bounds = o.error_bounds;
+  r.convergence_test = o.conv;
+  r.certified = o.certified;
+  r.certificate = o.certificate;
+  r.verification = o.verification;
+  r.method_reason = o.why;
+  r.transform = o.transform;
+  r.has_sigma = o.transform == "shift-invert" || !s.sigma.empty();
+  r.sigma = o.sigma;
+  r.factorization = o.factor;
+  r.predicted_seconds = o.predicted_s;
+  r.column_iterations = o.column_iterations;
+  r.residual_norms = o.residuals;
+  r.precision_used = o.precision;
+  r.solve_steps = o.solve_steps;
+  r.time_read = o.read_s;
+  r.time_preprocess = o.preprocess_s;
+  r.time_plan = o.plan_s;
+  r.time_setup = o.setup_s;
+  r.time_operator = o.operator_s;
+  r.time_solve = o.solve_s;
+  r.time_verify = o.verify_s;
+  r.time_write = o.write_s;
+  r.time_total = o.seconds;
+  r.time_init = o.init_s;
+  r.time_process = o.process_s;
+  return r;
+}
 
 namespace {
 const std::string& method_list() {
@@ -1073,7 +1108,7 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
   o.values = r.er.values;
   o.column_iterations = r.sr.column_iterations;
   for (double v : o.residuals) o.max_residual = std::max(o.max_residual, v);
-  const auto& history = r.eigs ? r.er.history : r.sr.history;
+  const std::vector<IterationRecord>& history = r.eigs ? r.er.history : r.sr.history;
 
   trace_mark("job: solved");
   Timer tw;
@@ -1088,77 +1123,19 @@ JobOutcome run_job(const JobSpec& s, MatrixCache& cache, const ProgressFn& progr
           1e6;
       Hdf5File f = Hdf5File::create(af->temp_path(), data_bytes);
       trace_mark("write: file created");
-      set_common_attrs(f, s, command);
-      trace_mark("write: common attributes");
-      f.set_attr("status", o.status);
-      f.set_attr("reason", o.message);
-      f.set_attr("method", o.method);
-      f.set_attr("iterations", o.iterations);
-      f.set_attr("operator_applies", r.eigs ? r.er.operator_applies : r.sr.operator_applies);
-      f.set_attr("tolerance", s.tol);
-      f.set_attr("max_iterations", default_maxiter(s));
-      f.set_attr("precision", s.precision);
-      f.set_attr("preconditioner", o.precond_note.empty() ? s.precond : o.precond_note);
-      f.set_attr("backend", o.backend);
-      f.set_attr("device", o.device);
-      f.set_attr("spmm_kernel", o.kernel);
-      f.set_attr("spmm_plan", o.kernel_reason);
-      f.set_attr("reorder", s.reorder);
-      if (!o.reorder.empty()) f.set_attr("reorder_plan", o.reorder);
-      f.set_attr("matrix_checksum", A->checksum());
-      if (B) f.set_attr("mass_checksum", B->checksum());
-      f.set_attr("rows", n);
-      if (o.peak_device_bytes > 0) f.set_attr("peak_device_bytes", o.peak_device_bytes);
-      if (o.process_device_bytes > 0) f.set_attr("process_device_bytes", o.process_device_bytes);
-      f.set_attr("nnz", A->a.nnz());
-      f.set_attr("seed", static_cast<std::int64_t>(s.seed));
-      if (!s.checkpoint.empty()) {
-        f.set_attr("checkpoint", s.checkpoint);
-        f.set_attr("checkpoints", o.checkpoints);
-        f.set_attr("checkpoint_seconds", o.checkpoint_s);
-      }
-      if (!s.resume_from.empty()) f.set_attr("resumed_from", s.resume_from);
-      if (r.eigs) {
-        const std::int64_t k = static_cast<std::int64_t>(r.er.values.size());
-        f.set_attr("k", s.k);
-        f.set_attr("which", s.which);
-        f.set_attr("a_norm", r.er.a_norm);
-        f.set_attr("b_norm", r.er.b_norm);
-        f.write("eigenvalues", r.er.values);
-        // solver block n × k column-major == k rows of n: row j is eigenvector j
-        if (k > 0 && static_cast<std::int64_t>(r.er.vectors.size()) == n * k)
-          f.write_2d("eigenvectors", r.er.vectors.data(), k, n);
-        f.write("residual_norms", r.er.residual_norms);
-        f.write("residual_bounds", r.er.residual_bounds);
-        f.write("error_bounds", o.error_bounds);
-        f.set_attr("convergence_test", o.conv);
-        f.set_attr("certified", o.certified);
-        f.set_attr("certificate", o.certificate);
-        f.set_attr("transform", o.transform);
-        if (o.transform == "shift-invert" || !s.sigma.empty()) f.set_attr("sigma", o.sigma);
-        f.set_attr("method_reason", o.why);
-        f.set_attr("precision_used", o.precision);
-        f.set_attr("verification", o.verification);
-        if (o.predicted_s > 0) f.set_attr("predicted_seconds", o.predicted_s);
-        if (!o.factor.empty()) f.set_attr("factorization", o.factor);
-        f.set_attr("time_plan", o.plan_s);
-        f.set_attr("time_verify", o.verify_s);
-      } else {
-        f.set_attr("right_hand_sides", nrhs);
-        f.set_attr("precision_used", o.precision);
-        if (static_cast<std::int64_t>(r.sr.solutions.size()) == n * nrhs)
-          f.write_2d("solution", r.sr.solutions.data(), nrhs, n);
-        f.write("residual_norms", r.sr.residual_norms);
-        f.write("column_iterations", r.sr.column_iterations);
-      }
+      ResultRecord rec = job_record(s, o, command);
+      rec.a_norm = r.er.a_norm;
+      rec.b_norm = r.er.b_norm;
+      rec.residual_bounds = r.er.residual_bounds;
+      rec.matrix_checksum = A->checksum();
+      if (B) rec.mass_checksum = B->checksum();
+      rec.nnz = A->a.nnz();
+      rec.right_hand_sides = nrhs;
+      if (r.eigs) rec.vectors = std::move(r.er.vectors);
+      else rec.vectors = std::move(r.sr.solutions);
+      rec.history = history;
+      write_result(rec, f, [&tw] { return tw.seconds(); });
       trace_mark("write: datasets");
-      write_history(f.create_group("history"), history);
-      trace_mark("write: history");
-      f.set_attr("time_read", o.read_s);
-      f.set_attr("time_preprocess", o.preprocess_s);
-      f.set_attr("time_setup", o.setup_s);
-      f.set_attr("time_solve", o.solve_s);
-      f.set_attr("time_write", tw.seconds());  // up to here: datasets and attributes
       if (defer_write && f.in_memory()) {
         // The bytes, fsync and rename later (no HDF5 call left): the caller's finish_write.
         auto image = std::make_shared<const FileImage>(f.take_image());
@@ -1190,9 +1167,10 @@ void write_failure_file(const JobSpec& s, const std::string& error, const std::s
   AtomicFile af(s.out);
   {
     Hdf5File f = Hdf5File::create(af.temp_path());
-    set_common_attrs(f, s, command);
-    f.set_attr("status", "failed");
-    f.set_attr("error", error);
+    ResultRecord rec = job_record(s, JobOutcome(), command);
+    rec.status = "failed";
+    rec.error = error;
+    write_result(rec, f);
     f.close();
   }
   af.commit();

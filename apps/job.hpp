@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "apps/cli.hpp"
+#include "apps/job/record.hpp"
 #include "core/interrupt.hpp"
 #include "distributed/comm.hpp"
 #include "io/hdf5_file.hpp"
@@ -206,9 +207,9 @@ void take_eigs_result(const EigsResult& er, JobOutcome& o);
 // into o.precond_note.
 std::string auto_precond_choice(const AutoPrecondFacts& facts, JobOutcome& o, const char* refusal = nullptr);
 
-// The attributes every result file carries (task, job, matrix, inputs, version, command,
-// job_options, input_stamps).
-void set_common_attrs(Hdf5Group& g, const JobSpec& spec, const std::string& command);
+// The result record of a job's outcome (apps/job/record.hpp): the identity of `spec`, the
+// outcome's values (the caller adds what only it has: vectors, history, checksums, sizes).
+ResultRecord job_record(const JobSpec& spec, const JobOutcome& o, const std::string& command);
 
 // A job run by every rank of an MPI launch (apps/distributed_job.cpp): each rank builds or reads
 // its rows, eigs runs Chebyshev (the re-check and the true-residual check included) and solve
