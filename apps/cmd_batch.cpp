@@ -30,7 +30,9 @@
 
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
-#include "apps/job.hpp"
+#include "apps/batch/resume.hpp"
+#include "apps/job/checkpoint.hpp"
+#include "apps/job/run.hpp"
 #include "core/device.hpp"
 #include "core/parallel.hpp"
 #include "core/trace.hpp"
@@ -119,9 +121,10 @@ JobFile read_job_file(const std::string& path) {
 }
 
 // The options of a task plus the job-file-only keys.
-void task_options(po::options_description& d, JobSpec& s, const std::string& task) {
+void task_options(po::options_description& d, JobSpec& s, Task task) {
   add_job_options(d, s, task);
-  d.add_options()("matrix", po::value(&s.matrix), "")("task", po::value(&s.task), "");
+  d.add_options()("matrix", po::value(&s.matrix), "")
+      ("task", po::value<std::string>()->notifier([&s](const std::string& v) { s.task = parse_task(v); }), "");
 }
 
 bool is_switch(const po::options_description& d, const std::string& key) {
@@ -202,10 +205,10 @@ std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, cons
   std::vector<WrittenFile> written;
   po::options_description all_keys;
   JobSpec scratch_e, scratch_s;
-  task_options(all_keys, scratch_e, "eigs");
+  task_options(all_keys, scratch_e, Task::eigs);
   {
     po::options_description solve_only;
-    add_job_options(solve_only, scratch_s, "solve");
+    add_job_options(solve_only, scratch_s, Task::solve);
     for (const auto& o : solve_only.options())
       if (!all_keys.find_nothrow(o->long_name(), false)) all_keys.add(o);
   }
@@ -221,12 +224,16 @@ std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, cons
     if (!js.keys.count("task") && !jf.defaults.count("task"))
       file_error(path, js.line, where + "no 'task' (eigs or solve)");
     const Entry& task_e = js.keys.count("task") ? js.keys.at("task") : jf.defaults.at("task");
-    if (task_e.value != "eigs" && task_e.value != "solve")
-      file_error(path, task_e.line, where + "task '" + task_e.value + "': expected eigs or solve");
+    Task task = Task::eigs;
+    try {
+      task = parse_task(task_e.value);
+    } catch (const UsageError& ex) {
+      file_error(path, task_e.line, where + ex.what());
+    }
     JobSpec s;
     s.name = js.name;
     po::options_description d;
-    task_options(d, s, task_e.value);
+    task_options(d, s, task);
     // Defaults first, then the job's own keys; defaults for the other task are ignored.
     std::map<std::string, Entry> merged;
     for (const auto& [k, e] : jf.defaults)
@@ -241,7 +248,7 @@ std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, cons
       try {  // one key at a time, so that a bad value names its line
         JobSpec probe;
         po::options_description pd;
-        task_options(pd, probe, task_e.value);
+        task_options(pd, probe, task);
         po::variables_map vm;
         po::store(po::command_line_parser(tokens(pd, k, e.value)).options(pd).run(), vm);
         po::notify(vm);
@@ -393,42 +400,9 @@ int gpus_wanted(const std::vector<JobSpec>& jobs, const std::string& gpus, bool 
     want = static_cast<int>(v);
   }
   bool gpu_jobs = false;
-  for (const JobSpec& s : jobs) gpu_jobs = gpu_jobs || s.device != "cpu";
+  for (const JobSpec& s : jobs) gpu_jobs = gpu_jobs || s.device != DeviceChoice::cpu;
   if (distributed || !gpu_jobs || device_memory_limit() > 0) return 1;
   return want;
-}
-
-// A batch job's checkpoint file before the job runs. --resume continues from it when it fits the
-// job; one that does not fit is left as it is, and so is any file there that is not provably the
-// job's own checkpoint: the job then writes no checkpoints (that would replace it). Returns what
-// was decided when it is worth saying ("" otherwise).
-std::string claim_checkpoint(JobSpec& s, bool resume) {
-  std::error_code ec;
-  if (s.checkpoint.empty() || !fs::exists(s.checkpoint, ec)) return {};
-  std::string why;
-  if (resume && s.resume_from.empty()) {
-    if (checkpoint_fits(s, s.checkpoint, why)) {
-      s.resume_from = s.checkpoint;
-      return {};
-    }
-    const std::string note = "checkpoint " + s.checkpoint + " not used (" + why +
-                             "): left as it is, and this run writes no checkpoints (remove it to let the job "
-                             "checkpoint again)";
-    s.checkpoint.clear();
-    return note;
-  }
-  if (s.resume_from == s.checkpoint || checkpoint_is_own(s, s.checkpoint)) return {};
-  const std::string note = "no checkpoints this run: " + s.checkpoint + " exists and is not this job's checkpoint "
-                           "(left as it is)";
-  s.checkpoint.clear();
-  return note;
-}
-
-// Removes a job's automatic checkpoint once its result is on disk, when it still is provably
-// the job's own (checkpoint_is_own).
-void remove_own_checkpoint(const JobSpec& s) {
-  std::error_code ec;
-  if (!s.checkpoint.empty() && checkpoint_is_own(s, s.checkpoint)) fs::remove(s.checkpoint, ec);
 }
 
 }  // namespace
@@ -535,7 +509,7 @@ int run_batch(const Args& args) {
   int np = 1, me = 0;
   if (launched_by_mpi()) {
     bool gpu = false;
-    for (const JobSpec& s : jobs) gpu = gpu || s.device != "cpu";
+    for (const JobSpec& s : jobs) gpu = gpu || s.device != DeviceChoice::cpu;
     const LaunchPlace place = launch_place_from_env();
     if (place.known && gpu) start_local_gpu_selection(place);
     mpi = std::make_unique<CommunicatorThread>([] { return make_communicator(); });
@@ -608,7 +582,7 @@ int run_batch(const Args& args) {
                                  : std::string();
   };
   auto not_run = [&](std::vector<Row>& rows, std::size_t j) {
-    rows.push_back(Row{jobs[j].name, jobs[j].task, "not run", "interrupted before it started", jobs[j].out});
+    rows.push_back(Row{jobs[j].name, to_string(jobs[j].task), "not run", "interrupted before it started", jobs[j].out});
     rows.back().index = j, rows.back().rank = me;
   };
   auto finish_pending = [&](Worker& w) {
@@ -669,7 +643,7 @@ int run_batch(const Args& args) {
       const std::size_t i = mine[at];
       JobSpec s = jobs[i];
       if (reads_pending_output(w, s)) finish_pending(w);
-      Row row{s.name, s.task, "", "", s.out};
+      Row row{s.name, to_string(s.task), "", "", s.out};
       row.index = i, row.rank = me;
       // Automatic checkpoints of a job that asked for none: OUT.checkpoint.h5, the first after
       // checkpoint_every seconds of its solve.
@@ -714,12 +688,12 @@ int run_batch(const Args& args) {
               [&](std::int64_t it, std::int64_t conv, std::int64_t wanted, double res, double secs) {
                 std::lock_guard<std::mutex> lock(out_mu);
                 line.update(format("%s: %s iteration %lld, %lld/%lld, max residual %.2e, %s",
-                                   head.c_str(), s.task.c_str(), (long long)it, (long long)conv,
+                                   head.c_str(), to_string(s.task), (long long)it, (long long)conv,
                                    (long long)wanted, res, format_seconds(secs).c_str()));
               },
               command, /*defer_write=*/true, w.gpu);
-          drop_checkpoint = !auto_checkpoint.empty() && !s.checkpoint.empty() && o.status != "interrupted" &&
-                            (o.checkpoints > 0 || s.resume_from == s.checkpoint);
+          drop_checkpoint = !auto_checkpoint.empty() && !s.checkpoint.empty() && o.record.status != "interrupted" &&
+                            (o.record.checkpoints > 0 || s.resume_from == s.checkpoint);
           if (o.finish_write) {
             finish_pending(w);  // the previous job's file first: one write in flight
             pending.done = std::async(std::launch::async, std::move(o.finish_write));
@@ -729,10 +703,10 @@ int run_batch(const Args& args) {
             pending.drop_checkpoint = drop_checkpoint;
             drop_checkpoint = false;  // (finish_pending does it)
           }
-          row.status = o.status;
-          row.message = o.message;
+          row.status = o.record.status;
+          row.message = o.record.reason;
           if (!ck_note.empty()) row.message += (row.message.empty() ? "" : "; ") + ck_note;
-          row.iterations = o.iterations;
+          row.iterations = o.record.iterations;
           row.residual = o.max_residual;
         } catch (const std::exception& e) {
           row.status = "failed";

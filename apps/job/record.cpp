@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <sstream>
 
 #include "io/hdf5_file.hpp"
@@ -11,43 +12,40 @@ namespace tcsolve {
 
 namespace {
 
-void visit_identity(const ResultRecord& r, ResultVisitor& v) {
-  v.attr("task", r.task);
-  if (!r.job.empty()) v.attr("job", r.job);
-  v.attr("matrix", r.matrix);
-  if (!r.mass.empty()) v.attr("mass", r.mass);
-  if (!r.rhs.empty()) v.attr("rhs", r.rhs);
+using R = ResultRecord;
+
+// A string attribute of the record; `optional`: absent when empty.
+struct Text {
+  const char* name;
+  std::string R::*field;
+  bool optional = false;
+};
+void texts(const R& r, ResultVisitor& v, std::initializer_list<Text> list) {
+  for (const Text& t : list)
+    if (!t.optional || !(r.*t.field).empty()) v.attr(t.name, r.*t.field);
+}
+
+void visit_identity(const R& r, ResultVisitor& v) {
+  texts(r, v, {{"task", &R::task}, {"job", &R::job, true}, {"matrix", &R::matrix}, {"mass", &R::mass, true},
+               {"rhs", &R::rhs, true}});
   if (!r.start.empty()) v.attr(r.is_eigs() ? "start" : "x0", r.start);
   v.attr("tcsolve_version", std::string(TCSOLVE_VERSION));
-  v.attr("command", r.command);
-  v.attr("job_options", r.job_options);
-  v.attr("input_stamps", r.input_stamps);
+  texts(r, v, {{"command", &R::command}, {"job_options", &R::job_options}, {"input_stamps", &R::input_stamps}});
 }
 
 // The run's attributes: how it ran, on what, with which inputs (one process: the full set).
-void visit_run(const ResultRecord& r, ResultVisitor& v) {
+void visit_run(const R& r, ResultVisitor& v) {
   const bool one = r.ranks == 0;
-  v.attr("status", r.status);
-  v.attr("reason", r.reason);
-  v.attr("method", r.method);
+  texts(r, v, {{"status", &R::status}, {"reason", &R::reason}, {"method", &R::method}});
   v.attr("iterations", r.iterations);
   v.attr("operator_applies", r.operator_applies);
   v.attr("tolerance", r.tolerance);
-  if (one) {
-    v.attr("max_iterations", r.max_iterations);
-    v.attr("precision", r.precision);
-    v.attr("preconditioner", r.preconditioner);
-  }
-  v.attr("backend", r.backend);
-  v.attr("device", r.device);
-  v.attr("spmm_kernel", r.spmm_kernel);
-  if (one) {
-    v.attr("spmm_plan", r.spmm_plan);
-    v.attr("reorder", r.reorder);
-    if (!r.reorder_plan.empty()) v.attr("reorder_plan", r.reorder_plan);
-    v.attr("matrix_checksum", r.matrix_checksum);
-    if (!r.mass_checksum.empty()) v.attr("mass_checksum", r.mass_checksum);
-  }
+  if (one) v.attr("max_iterations", r.max_iterations);
+  if (one) texts(r, v, {{"precision", &R::precision}, {"preconditioner", &R::preconditioner}});
+  texts(r, v, {{"backend", &R::backend}, {"device", &R::device}, {"spmm_kernel", &R::spmm_kernel}});
+  if (one)
+    texts(r, v, {{"spmm_plan", &R::spmm_plan}, {"reorder", &R::reorder}, {"reorder_plan", &R::reorder_plan, true},
+                 {"matrix_checksum", &R::matrix_checksum}, {"mass_checksum", &R::mass_checksum, true}});
   v.attr("rows", r.rows);
   if (r.peak_device_bytes > 0) v.attr("peak_device_bytes", r.peak_device_bytes);
   if (r.process_device_bytes > 0) v.attr("process_device_bytes", r.process_device_bytes);
@@ -58,54 +56,47 @@ void visit_run(const ResultRecord& r, ResultVisitor& v) {
     v.attr("checkpoints", r.checkpoints);
     v.attr("checkpoint_seconds", r.checkpoint_seconds);
   }
-  if (!r.resumed_from.empty()) v.attr("resumed_from", r.resumed_from);
+  texts(r, v, {{"resumed_from", &R::resumed_from, true}});
   if (!one) {
     v.attr("ranks", r.ranks);
     v.attr("distributed", r.distributed);
   }
 }
 
-// The answer: eigenpairs with their verification, or solutions (datasets and attributes).
-void visit_answer(const ResultRecord& r, ResultVisitor& v) {
+// The eigenpairs with their verification (datasets and attributes).
+void visit_eigenpairs(const R& r, ResultVisitor& v, bool vectors) {
   const bool one = r.ranks == 0;
+  v.attr("k", r.k);
+  v.attr("which", r.which);
+  if (one) v.attr("a_norm", r.a_norm), v.attr("b_norm", r.b_norm);
+  v.dataset("eigenvalues", r.eigenvalues);
+  // the n × k block column-major == k rows of n: row j is eigenvector j
+  if (vectors) v.dataset_2d("eigenvectors", r.vectors.data(), static_cast<std::int64_t>(r.eigenvalues.size()), r.rows);
+  v.dataset("residual_norms", r.residual_norms);
+  if (one) v.dataset("residual_bounds", r.residual_bounds);
+  v.dataset("error_bounds", r.error_bounds);
+  texts(r, v, {{"convergence_test", &R::convergence_test}, {"certified", &R::certified}, {"certificate", &R::certificate}});
+  if (one) v.attr("transform", r.transform);
+  if (one && r.has_sigma) v.attr("sigma", r.sigma);
+  texts(r, v, {{"method_reason", &R::method_reason}, {"precision_used", &R::precision_used},
+               {"verification", &R::verification}});
+  if (!one) return;
+  if (r.predicted_seconds > 0) v.attr("predicted_seconds", r.predicted_seconds);
+  texts(r, v, {{"factorization", &R::factorization, true}});
+  v.attr("time_plan", r.time_plan);
+  v.attr("time_verify", r.time_verify);
+}
+
+// The answer: eigenpairs, or solutions (datasets and attributes).
+void visit_answer(const R& r, ResultVisitor& v) {
   const std::int64_t cols = r.is_eigs() ? static_cast<std::int64_t>(r.eigenvalues.size()) : r.right_hand_sides;
   const bool vectors = cols > 0 && static_cast<std::int64_t>(r.vectors.size()) == r.rows * cols;
-  if (r.is_eigs()) {
-    v.attr("k", r.k);
-    v.attr("which", r.which);
-    if (one) {
-      v.attr("a_norm", r.a_norm);
-      v.attr("b_norm", r.b_norm);
-    }
-    v.dataset("eigenvalues", r.eigenvalues);
-    // the n × k block column-major == k rows of n: row j is eigenvector j
-    if (vectors) v.dataset_2d("eigenvectors", r.vectors.data(), cols, r.rows);
-    v.dataset("residual_norms", r.residual_norms);
-    if (one) v.dataset("residual_bounds", r.residual_bounds);
-    v.dataset("error_bounds", r.error_bounds);
-    v.attr("convergence_test", r.convergence_test);
-    v.attr("certified", r.certified);
-    v.attr("certificate", r.certificate);
-    if (one) {
-      v.attr("transform", r.transform);
-      if (r.has_sigma) v.attr("sigma", r.sigma);
-    }
-    v.attr("method_reason", r.method_reason);
-    v.attr("precision_used", r.precision_used);
-    v.attr("verification", r.verification);
-    if (one) {
-      if (r.predicted_seconds > 0) v.attr("predicted_seconds", r.predicted_seconds);
-      if (!r.factorization.empty()) v.attr("factorization", r.factorization);
-      v.attr("time_plan", r.time_plan);
-      v.attr("time_verify", r.time_verify);
-    }
-  } else {
-    v.attr("right_hand_sides", r.right_hand_sides);
-    if (one) v.attr("precision_used", r.precision_used);
-    if (vectors) v.dataset_2d("solution", r.vectors.data(), cols, r.rows);
-    v.dataset("residual_norms", r.residual_norms);
-    v.dataset("column_iterations", r.column_iterations);
-  }
+  if (r.is_eigs()) return visit_eigenpairs(r, v, vectors);
+  v.attr("right_hand_sides", r.right_hand_sides);
+  if (r.ranks == 0) v.attr("precision_used", r.precision_used);
+  if (vectors) v.dataset_2d("solution", r.vectors.data(), cols, r.rows);
+  v.dataset("residual_norms", r.residual_norms);
+  v.dataset("column_iterations", r.column_iterations);
 }
 
 // The history group: one record per iteration; residual norms [m][c], c the widest record,

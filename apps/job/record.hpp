@@ -54,6 +54,7 @@ struct ResultRecord {
   std::string checkpoint;
   std::int64_t checkpoints = 0, checkpoint_failures = 0;
   double checkpoint_bytes = 0, checkpoint_seconds = 0;
+  std::string checkpoint_note;  // "checkpoints stopped: ERROR" after a failed write (in reason too)
   std::string resumed_from;  // --resume-from (absent when empty)
   // under mpirun (ranks > 0): the rank count and what the distributed run did
   std::int64_t ranks = 0;
