@@ -7,6 +7,7 @@
 
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
+#include "apps/job/report.hpp"
 #include "apps/job/run.hpp"
 #include "core/error.hpp"
 #include "core/trace.hpp"
@@ -15,54 +16,6 @@
 namespace tcsolve::app {
 
 namespace {
-
-void print_table(const JobSpec& s, const ResultRecord& o) {
-  if (s.eigs()) {
-    std::cout << format("%4s  %24s  %12s  %12s\n", "j", "eigenvalue", "residual", "error bound");
-    for (std::size_t j = 0; j < o.eigenvalues.size(); ++j)
-      std::cout << format("%4zu  %24.16e  %12.3e  %12.3e\n", j, o.eigenvalues[j],
-                          j < o.residual_norms.size() ? o.residual_norms[j] : NAN,
-                          j < o.error_bounds.size() ? o.error_bounds[j] : NAN);
-  } else {
-    std::cout << format("%6s  %14s  %10s\n", "column", "rel. residual", "iterations");
-    for (std::size_t j = 0; j < o.residual_norms.size(); ++j)
-      std::cout << format("%6zu  %14.3e  %10lld\n", j, o.residual_norms[j],
-                          j < o.column_iterations.size() ? (long long)o.column_iterations[j] : -1LL);
-  }
-  std::cout << format("%s: %s after %lld iterations (%s, %s on %s, kernel %s)\n", o.method.c_str(),
-                      o.status.c_str(), (long long)o.iterations, o.precision.c_str(),
-                      o.backend.c_str(), o.device.c_str(), o.spmm_kernel.c_str());
-  if (!o.device_reason.empty()) std::cout << "device: " << o.device_reason << "\n";
-  if (!o.precision_used.empty() && o.precision_used != "fp64")
-    std::cout << "precision: " << o.precision_used << "\n";
-  std::cout << format("time: read %s, preprocess %s, %ssetup %s, solve %s, %swrite %s; total %s\n",
-                      format_seconds(o.time_read).c_str(), format_seconds(o.time_preprocess).c_str(),
-                      s.eigs() ? ("plan " + format_seconds(o.time_plan) + ", ").c_str() : "",
-                      format_seconds(o.time_setup).c_str(), format_seconds(o.time_solve).c_str(),
-                      s.eigs() ? ("verify " + format_seconds(o.time_verify) + ", ").c_str() : "",
-                      format_seconds(o.time_write).c_str(), format_seconds(o.time_total).c_str());
-  if (s.eigs()) {
-    std::cout << "plan: " << o.method_reason << "\n";
-    if (!o.factorization.empty()) std::cout << "factorization: " << o.factorization << "\n";
-    std::cout << "verified by " << o.verification << ", certified: " << o.certified << " ("
-              << o.certificate << "); test " << o.convergence_test << ", tol " << format("%g", s.tol) << "\n";
-  }
-  if (!s.checkpoint.empty()) {
-    std::cout << format("checkpoints: %lld written to %s", (long long)o.checkpoints, s.checkpoint.c_str());
-    if (o.checkpoints > 0)
-      std::cout << format(" (%s each, %s in all)", format_bytes(o.checkpoint_bytes).c_str(),
-                          format_seconds(o.checkpoint_seconds).c_str());
-    if (o.checkpoint_failures > 0)
-      std::cout << format("; %lld failed, no more were tried (%s)", (long long)o.checkpoint_failures,
-                          o.checkpoint_note.c_str());
-    std::cout << "\n";
-  }
-  if (!o.reorder_plan.empty()) std::cout << "reorder: " << o.reorder_plan << "\n";
-  if (!o.distributed.empty()) std::cout << "distributed: " << o.distributed << "\n";
-  if (!o.reason.empty()) std::cout << "note: " << o.reason << "\n";
-  if (!s.out.empty()) std::cout << "wrote " << s.out << "\n";
-  if (!s.plot.empty()) std::cout << "wrote " << s.plot << "\n";
-}
 
 // --device auto for one eigs problem in this process: a small one runs on the host, which ends
 // before a GPU would have started. The GPU's start-up (CUDA context, library handles, paid once
@@ -172,13 +125,13 @@ bool run_on_ranks(const JobSpec& s, Communicator& comm, const ProgressFn& progre
 }
 
 // The outcome on stdout (table, JSON or nothing) and, when not converged, one line on stderr.
-int report(const JobSpec& s, JobOutcome& o, bool quiet, bool json) {
+int report(const JobSpec& s, JobOutcome& o, bool quiet, bool json, bool verbose) {
   ResultRecord& r = o.record;
   // The command's own clock since the process started (library loading, the CUDA context, the
   // job): seconds.process; the process's wall time adds only its exit.
   r.time_process = process_seconds();
   if (json) std::cout << result_json(r, s.out) << "\n";
-  else if (!quiet) print_table(s, r);
+  else if (!quiet) print_result_text(std::cout, s, r, verbose);
   trace_mark("command: printed");
   const char* task = to_string(s.task);
   if (r.status == "interrupted")
@@ -196,11 +149,14 @@ int run_task(Task task, const Args& args) {
   JobSpec s;
   s.task = task;
   const CommandSpec spec = task_command(task);
-  bool quiet = false, json = false;
+  bool quiet = false, json = false, verbose = false;
   po::options_description opts = option_table();
   add_job_options(opts, s, task);
   opts.add_options()
       ("quiet,q", po::bool_switch(&quiet), "print nothing on success (errors still go to stderr)")
+      ("verbose,v", po::bool_switch(&verbose),
+       "print the whole reasoning after the short summary: the plan with every prediction, the "
+       "factorization, the certificate's counts, the phases' seconds, the precision's rungs")
       ("json", po::bool_switch(&json), "print the result as one JSON object");
   po::variables_map vm;
   if (!parse_command(spec, opts, args, vm)) return exit_ok;
@@ -231,7 +187,7 @@ int run_task(Task task, const Args& args) {
     o = run_job(s, cache, progress, join_command(spec.name, args));
   }
   line.clear();
-  return report(s, o, quiet, json);
+  return report(s, o, quiet, json, verbose);
 }
 
 }  // namespace
