@@ -17,6 +17,7 @@ LocalSolve::~LocalSolve() = default;
 
 void LocalSolve::run(Backend backend, std::int64_t fit_columns) {
   Timer tp;
+  r_.preconditioner = to_string(s_.precond);  // (a run again on the CPU plans afresh)
   SolvePlan plan;
   if (!s_.eigs()) {
     SolvePlanFacts f = solve_plan_facts(s_, in_.nrhs);
