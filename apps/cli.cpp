@@ -8,6 +8,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "io/matrix_io.hpp"
+
 namespace tcsolve::app {
 
 namespace {
@@ -94,28 +96,6 @@ std::string format_seconds(double s) {
   return format("%ld min %02ld s", t / 60, t % 60);
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) out += format("\\u%04x", c);
-        else out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  return format("%.17g", v);
-}
-
 const char* const matrix_argument_help =
     "MATRIX is a file or a generator spec:\n"
     "  FILE.mtx, FILE.mtx.gz          Matrix Market (coordinate or array; real, integer, pattern)\n"
@@ -135,9 +115,18 @@ bool ends_with(const std::string& path, const std::string& suffix) {
 }
 
 void require_writable_matrix_format(const std::string& path) {
-  if (ends_with(path, ".mtx") || ends_with(path, ".h5") || ends_with(path, ".hdf5")) return;
+  // FILE.h5:GROUP (io/matrix_io.hpp split_hdf5_spec): the matrix at GROUP of a new FILE.h5.
+  const std::string file = matrix_spec_file(path);
+  const bool h5 = ends_with(file, ".h5") || ends_with(file, ".hdf5");
+  if (file != path && h5) {
+    if (file.size() + 1 == path.size())
+      throw UsageError("cannot write '" + path + "': empty GROUP after ':' (FILE.h5:GROUP)");
+    return;
+  }
+  if (ends_with(path, ".mtx") || h5) return;
   throw UsageError("cannot write '" + path +
-                   "': unsupported output format (the name must end in .mtx, .h5 or .hdf5)");
+                   "': unsupported output format (the name must end in .mtx, .h5 or .hdf5, or be "
+                   "FILE.h5:GROUP)");
 }
 
 void check_output_path(const std::string& what, const std::string& path,

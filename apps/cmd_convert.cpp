@@ -17,7 +17,9 @@ const char* const output_help =
     "                   input was declared symmetric and its values are, 'general' otherwise;\n"
     "                   values with 17 significant digits (exact round trip)\n"
     "  OUT.h5, .hdf5    HDF5 CSR group /matrix (anndata's csr_matrix convention, readable with\n"
-    "                   h5py + scipy.sparse; see docs/hdf5-schema.md)\n";
+    "                   h5py + scipy.sparse; see docs/hdf5-schema.md)\n"
+    "  OUT.h5:GROUP     the same group at GROUP (e.g. run.h5:inputs/A) of a new file: an existing\n"
+    "                   OUT.h5 is replaced as a whole (atomically; its other groups are not kept)\n";
 
 int read_and_write(const std::string& in, const std::string& out, bool allow_nonfinite,
                    bool quiet) {

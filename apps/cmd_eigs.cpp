@@ -7,7 +7,8 @@
 
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
-#include "apps/job.hpp"
+#include "apps/job/report.hpp"
+#include "apps/job/run.hpp"
 #include "core/error.hpp"
 #include "core/trace.hpp"
 #include "io/matrix_io.hpp"
@@ -15,54 +16,6 @@
 namespace tcsolve::app {
 
 namespace {
-
-void print_table(const JobSpec& s, const JobOutcome& o) {
-  if (s.task == "eigs") {
-    std::cout << format("%4s  %24s  %12s  %12s\n", "j", "eigenvalue", "residual", "error bound");
-    for (std::size_t j = 0; j < o.values.size(); ++j)
-      std::cout << format("%4zu  %24.16e  %12.3e  %12.3e\n", j, o.values[j],
-                          j < o.residuals.size() ? o.residuals[j] : NAN,
-                          j < o.error_bounds.size() ? o.error_bounds[j] : NAN);
-  } else {
-    std::cout << format("%6s  %14s  %10s\n", "column", "rel. residual", "iterations");
-    for (std::size_t j = 0; j < o.residuals.size(); ++j)
-      std::cout << format("%6zu  %14.3e  %10lld\n", j, o.residuals[j],
-                          j < o.column_iterations.size() ? (long long)o.column_iterations[j] : -1LL);
-  }
-  std::cout << format("%s: %s after %lld iterations (%s, %s on %s, kernel %s)\n", o.method.c_str(),
-                      o.status.c_str(), (long long)o.iterations, s.precision.c_str(),
-                      o.backend.c_str(), o.device.c_str(), o.kernel.c_str());
-  if (!o.device_reason.empty()) std::cout << "device: " << o.device_reason << "\n";
-  if (!o.precision.empty() && o.precision != "fp64")
-    std::cout << "precision: " << o.precision << "\n";
-  std::cout << format("time: read %s, preprocess %s, %ssetup %s, solve %s, %swrite %s; total %s\n",
-                      format_seconds(o.read_s).c_str(), format_seconds(o.preprocess_s).c_str(),
-                      s.task == "eigs" ? ("plan " + format_seconds(o.plan_s) + ", ").c_str() : "",
-                      format_seconds(o.setup_s).c_str(), format_seconds(o.solve_s).c_str(),
-                      s.task == "eigs" ? ("verify " + format_seconds(o.verify_s) + ", ").c_str() : "",
-                      format_seconds(o.write_s).c_str(), format_seconds(o.seconds).c_str());
-  if (s.task == "eigs") {
-    std::cout << "plan: " << o.why << "\n";
-    if (!o.factor.empty()) std::cout << "factorization: " << o.factor << "\n";
-    std::cout << "verified by " << o.verification << ", certified: " << o.certified << " ("
-              << o.certificate << "); test " << o.conv << ", tol " << format("%g", s.tol) << "\n";
-  }
-  if (!s.checkpoint.empty())
-    std::cout << format("checkpoints: %lld written to %s (%s each, %s in all)\n", (long long)o.checkpoints,
-                        s.checkpoint.c_str(), format_bytes(o.checkpoint_bytes).c_str(),
-                        format_seconds(o.checkpoint_s).c_str());
-  if (!o.reorder.empty()) std::cout << "reorder: " << o.reorder << "\n";
-  if (!o.distributed.empty()) std::cout << "distributed: " << o.distributed << "\n";
-  if (!o.message.empty()) std::cout << "note: " << o.message << "\n";
-  if (!s.out.empty()) std::cout << "wrote " << s.out << "\n";
-  if (!s.plot.empty()) std::cout << "wrote " << s.plot << "\n";
-}
-
-std::string json_array(const std::vector<double>& v) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + json_number(v[i]);
-  return out + "]";
-}
 
 // --device auto for one eigs problem in this process: a small one runs on the host, which ends
 // before a GPU would have started. The GPU's start-up (CUDA context, library handles, paid once
@@ -77,8 +30,10 @@ std::string json_array(const std::vector<double>& v) {
 constexpr std::int64_t kHostEigsEntries = 100000;
 
 void choose_small_eigs_device(JobSpec& s) {
-  if (s.task != "eigs" || s.device != "auto") return;
-  if (s.precision != "auto" && s.precision != "fp64" && s.precision != "fp32") return;
+  if (!s.eigs() || s.device != DeviceChoice::automatic) return;
+  if (s.precision != PrecisionChoice::automatic && s.precision != PrecisionChoice::fp64 &&
+      s.precision != PrecisionChoice::fp32)
+    return;
   const auto a = matrix_size_hint(s.matrix);
   if (!a) return;
   std::int64_t entries = a->entries;
@@ -89,53 +44,10 @@ void choose_small_eigs_device(JobSpec& s) {
   }
   const double work = static_cast<double>(entries) * static_cast<double>(std::max<std::int64_t>(s.k, 16)) / 16.0;
   if (work > static_cast<double>(kHostEigsEntries)) return;
-  s.device = "cpu";
+  s.device = DeviceChoice::cpu;
   s.device_reason = format("auto: the host (%lld rows, %lld entries%s: a problem this small ends on "
                            "the host before a GPU would have started; --device cuda runs it there)",
                            (long long)a->rows, (long long)entries, s.mass.empty() ? "" : " with the mass");
-}
-
-void print_json(const JobSpec& s, const JobOutcome& o) {
-  std::cout << "{\"task\": " << json_string(s.task) << ", \"matrix\": " << json_string(s.matrix)
-            << ", \"n\": " << o.n << ", \"status\": " << json_string(o.status)
-            << ", \"message\": " << json_string(o.message) << ", \"method\": " << json_string(o.method)
-            << ", \"iterations\": " << o.iterations << ", \"backend\": " << json_string(o.backend)
-            << ", \"device\": " << json_string(o.device) << ", \"device_reason\": " << json_string(o.device_reason)
-            << ", \"kernel\": " << json_string(o.kernel)
-            << ", \"kernel_reason\": " << json_string(o.kernel_reason)
-            << ", \"peak_device_bytes\": " << json_number(o.peak_device_bytes)
-            << ", \"process_device_bytes\": " << json_number(o.process_device_bytes)
-            << ", \"reorder\": " << json_string(s.reorder)
-            << ", \"reorder_plan\": " << json_string(o.reorder);
-  if (!o.distributed.empty()) std::cout << ", \"distributed\": " << json_string(o.distributed);
-  if (s.task == "eigs")
-    std::cout << ", \"eigenvalues\": " << json_array(o.values)
-              << ", \"error_bounds\": " << json_array(o.error_bounds)
-              << ", \"certified\": " << json_string(o.certified)
-              << ", \"certificate\": " << json_string(o.certificate)
-              << ", \"transform\": " << json_string(o.transform)
-              << ", \"sigma\": " << json_number(o.sigma)
-              << ", \"convergence_test\": " << json_string(o.conv)
-              << ", \"method_reason\": " << json_string(o.why)
-              << ", \"predicted_seconds\": " << json_number(o.predicted_s)
-              << ", \"verification\": " << json_string(o.verification)
-              << ", \"factorization\": " << json_string(o.factor);
-  std::cout << ", \"precision\": " << json_string(o.precision)
-            << ", \"solve_steps\": " << json_string(o.solve_steps)
-            << ", \"residual_norms\": " << json_array(o.residuals)
-            << ", \"operator_applies\": " << o.operator_applies
-            << ", \"checkpoints\": {\"count\": " << o.checkpoints << ", \"bytes\": "
-            << json_number(o.checkpoint_bytes) << ", \"seconds\": " << json_number(o.checkpoint_s) << "}"
-            << ", \"seconds\": {\"read\": " << json_number(o.read_s)
-            << ", \"preprocess\": " << json_number(o.preprocess_s)
-            << ", \"plan\": " << json_number(o.plan_s) << ", \"setup\": " << json_number(o.setup_s)
-            << ", \"operator\": " << json_number(o.operator_s)
-            << ", \"solve\": " << json_number(o.solve_s)
-            << ", \"verify\": " << json_number(o.verify_s)
-            << ", \"write\": " << json_number(o.write_s)
-            << ", \"total\": " << json_number(o.seconds) << ", \"init\": " << json_number(o.init_s)
-            << ", \"process\": " << json_number(o.process_s) << "}"
-            << ", \"out\": " << (s.out.empty() ? "null" : json_string(s.out)) << "}\n";
 }
 
 std::string join_command(const std::string& task, const Args& args) {
@@ -144,12 +56,11 @@ std::string join_command(const std::string& task, const Args& args) {
   return c;
 }
 
-int run_task(const std::string& task, const Args& args) {
-  JobSpec s;
-  s.task = task;
-  const bool eigs = task == "eigs";
-  CommandSpec spec{
-      task, task + " MATRIX [options]",
+CommandSpec task_command(Task task) {
+  const bool eigs = task == Task::eigs;
+  const std::string name = to_string(task);
+  return CommandSpec{
+      name, name + " MATRIX [options]",
       eigs ? "Computes k eigenpairs of a symmetric matrix (A x = lambda x, or A x = lambda B x with\n"
              "--mass): the smallest, largest, or nearest to --sigma. The plan (Chebyshev-filtered\n"
              "subspace iteration, shift-invert block Lanczos through a sparse factorization, block\n"
@@ -167,30 +78,91 @@ int run_task(const std::string& task, const Args& args) {
           "130/143 interrupted: SIGINT/SIGTERM stop the solve at its next iteration and the partial\n"
           "result is written with status interrupted (a second signal exits at once).\n",
       {"MATRIX"}};
-  bool quiet = false, json = false;
+}
+
+// Under mpirun with more than one rank: the distributed path (apps/job/distributed.cpp).
+// TCSOLVE_DISTRIBUTED=1 takes that path with one rank too (the benchmark's scaling baseline).
+std::unique_ptr<Communicator> launch_communicator(const JobSpec& s) {
+  const char* force_env = std::getenv("TCSOLVE_DISTRIBUTED");
+  const bool force = force_env && std::string(force_env) == "1";
+  if (!launched_by_mpi() && !force) return nullptr;
+  // The rank's GPU and CUDA context come up on a helper thread while MPI_Init runs (where the
+  // launcher's environment places the rank); run_distributed_job's select_local_gpu waits for it.
+  if (s.device != DeviceChoice::cpu) start_local_gpu_selection(launch_place_from_env());
+  std::unique_ptr<Communicator> comm = make_communicator();
+  if (comm->size() == 1 && !force) comm.reset();
+  return comm;
+}
+
+// The job on the ranks. A rank that fails ends the whole job (MPI_Abort), so no rank waits in a
+// collective forever; exit statuses as one process has them (apps/tcsolve.cpp): a result that
+// could not be written 1, any other error 2. Errors every rank meets alike (usage, the matrix
+// rank 0 read) are printed by rank 0; a rank's own (its rows of a file, its GPU) by that rank.
+// Returns false (and sets *code) when this rank is done.
+bool run_on_ranks(const JobSpec& s, Communicator& comm, const ProgressFn& progress, const std::string& command,
+                  ProgressLine& line, JobOutcome& o, int* code) {
+  const bool rank0 = comm.rank() == 0;
+  try {
+    check_distributed_job(s, comm.size());
+  } catch (const UsageError& e) {  // every rank the same, before any collective
+    if (rank0) std::cerr << "tcsolve: " << e.what() << "\n";
+    *code = exit_usage;
+    return false;
+  }
+  try {
+    o = run_distributed_job(s, comm, progress, command);
+  } catch (const std::exception& e) {
+    line.clear();
+    const bool same_everywhere = dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InvalidArgument*>(&e);
+    if (rank0 || !same_everywhere)
+      std::cerr << "tcsolve: error: " << (rank0 ? "" : "rank " + std::to_string(comm.rank()) + ": ") << e.what()
+                << "\n";
+    std::cerr.flush();
+    comm.abort(dynamic_cast<const OutputError*>(&e) ? exit_failed : exit_usage);
+  }
+  *code = o.exit_code();
+  return rank0;
+}
+
+// The outcome on stdout (table, JSON or nothing) and, when not converged, one line on stderr.
+int report(const JobSpec& s, JobOutcome& o, bool quiet, bool json, bool verbose) {
+  ResultRecord& r = o.record;
+  // The command's own clock since the process started (library loading, the CUDA context, the
+  // job): seconds.process; the process's wall time adds only its exit.
+  r.time_process = process_seconds();
+  if (json) std::cout << result_json(r, s.out) << "\n";
+  else if (!quiet) print_result_text(std::cout, s, r, verbose);
+  trace_mark("command: printed");
+  const char* task = to_string(s.task);
+  if (r.status == "interrupted")
+    std::cerr << "tcsolve: " << task << " " << r.reason
+              << (s.out.empty() ? std::string("; nothing written (no --out)")
+                                : "; the partial result is in " + s.out + " (status interrupted)")
+              << "\n";
+  else if (r.status != "converged")
+    std::cerr << "tcsolve: " << task << " did not converge: " << r.status
+              << (r.reason.empty() ? "" : " (" + r.reason + ")") << "\n";
+  return o.exit_code();
+}
+
+int run_task(Task task, const Args& args) {
+  JobSpec s;
+  s.task = task;
+  const CommandSpec spec = task_command(task);
+  bool quiet = false, json = false, verbose = false;
   po::options_description opts = option_table();
   add_job_options(opts, s, task);
   opts.add_options()
       ("quiet,q", po::bool_switch(&quiet), "print nothing on success (errors still go to stderr)")
+      ("verbose,v", po::bool_switch(&verbose),
+       "print the whole reasoning after the short summary: the plan with every prediction, the "
+       "factorization, the certificate's counts, the phases' seconds, the precision's rungs")
       ("json", po::bool_switch(&json), "print the result as one JSON object");
   po::variables_map vm;
   if (!parse_command(spec, opts, args, vm)) return exit_ok;
   s.matrix = vm["MATRIX"].as<std::string>();
   validate_job(s);
-
-  // Under mpirun with more than one rank: the distributed path (apps/distributed_job.cpp). A
-  // rank that fails ends the whole job (MPI_Abort), so no rank waits in a collective forever.
-  // TCSOLVE_DISTRIBUTED=1 takes that path with one rank too (the benchmark's scaling baseline).
-  const char* force_env = std::getenv("TCSOLVE_DISTRIBUTED");
-  const bool force = force_env && std::string(force_env) == "1";
-  std::unique_ptr<Communicator> comm;
-  if (launched_by_mpi() || force) {
-    // The rank's GPU and CUDA context come up on a helper thread while MPI_Init runs (where the
-    // launcher's environment places the rank); run_distributed_job's select_local_gpu waits for it.
-    if (s.device != "cpu") start_local_gpu_selection(launch_place_from_env());
-    comm = make_communicator();
-    if (comm->size() == 1 && !force) comm.reset();
-  }
+  const std::unique_ptr<Communicator> comm = launch_communicator(s);
   const bool rank0 = !comm || comm->rank() == 0;
   if (!comm) choose_small_eigs_device(s);
   // SIGINT/SIGTERM: the solve stops at its next iteration's end and the partial result is
@@ -200,60 +172,27 @@ int run_task(const std::string& task, const Args& args) {
   if (!comm) install_interrupt_handlers();
   MatrixCache cache;
   ProgressLine line(!quiet && !json && rank0);
-  const std::string label = task;
+  const std::string label = spec.name;
   const ProgressFn progress = [&](std::int64_t it, std::int64_t conv, std::int64_t wanted, double res,
                                   double secs) {
     line.update(format("%s: iteration %lld, %lld/%lld %s, max residual %.2e, %s", label.c_str(),
                        (long long)it, (long long)conv, (long long)wanted,
-                       eigs ? "converged" : "columns done", res, format_seconds(secs).c_str()));
+                       s.eigs() ? "converged" : "columns done", res, format_seconds(secs).c_str()));
   };
   JobOutcome o;
   if (comm) {
-    try {
-      check_distributed_job(s, comm->size());
-    } catch (const UsageError& e) {  // every rank the same, before any collective
-      if (rank0) std::cerr << "tcsolve: " << e.what() << "\n";
-      return exit_usage;
-    }
-    try {
-      o = run_distributed_job(s, *comm, progress, join_command(task, args));
-    } catch (const std::exception& e) {
-      // Exit statuses as one process has them (apps/tcsolve.cpp): a result that could not be
-      // written 1, any other error 2. Errors every rank meets alike (usage, the matrix rank 0
-      // read) are printed by rank 0; a rank's own (its rows of a file, its GPU) by that rank.
-      line.clear();
-      const bool same_everywhere = dynamic_cast<const UsageError*>(&e) || dynamic_cast<const InvalidArgument*>(&e);
-      if (rank0 || !same_everywhere)
-        std::cerr << "tcsolve: error: " << (rank0 ? "" : "rank " + std::to_string(comm->rank()) + ": ")
-                  << e.what() << "\n";
-      std::cerr.flush();
-      comm->abort(dynamic_cast<const OutputError*>(&e) ? exit_failed : exit_usage);
-    }
-    if (!rank0) return o.exit_code();
+    int code = exit_ok;
+    if (!run_on_ranks(s, *comm, progress, join_command(spec.name, args), line, o, &code)) return code;
   } else {
-    o = run_job(s, cache, progress, join_command(task, args));
+    o = run_job(s, cache, progress, join_command(spec.name, args));
   }
   line.clear();
-  // The command's own clock since the process started (library loading, the CUDA context, the
-  // job): seconds.process; the process's wall time adds only its exit.
-  o.process_s = process_seconds();
-  if (json) print_json(s, o);
-  else if (!quiet) print_table(s, o);
-  trace_mark("command: printed");
-  if (o.status == "interrupted")
-    std::cerr << "tcsolve: " << task << " " << o.message
-              << (s.out.empty() ? std::string("; nothing written (no --out)")
-                                : "; the partial result is in " + s.out + " (status interrupted)")
-              << "\n";
-  else if (o.status != "converged")
-    std::cerr << "tcsolve: " << task << " did not converge: " << o.status
-              << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
-  return o.exit_code();
+  return report(s, o, quiet, json, verbose);
 }
 
 }  // namespace
 
-int run_eigs(const Args& args) { return run_task("eigs", args); }
-int run_solve(const Args& args) { return run_task("solve", args); }
+int run_eigs(const Args& args) { return run_task(Task::eigs, args); }
+int run_solve(const Args& args) { return run_task(Task::solve, args); }
 
 }  // namespace tcsolve::app

@@ -1,6 +1,8 @@
 // tcsolve: the command line. Dispatches to a subcommand and is the one place where exceptions
 // become messages and exit statuses: every error is ONE line on stderr, "tcsolve: error: ...",
 // exit status 2 (1 is reserved for "ran, but did not succeed", e.g. non-convergence).
+#include <signal.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -123,6 +125,11 @@ int run_main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   tcsolve::trace_mark("main");
+  // A closed pipe on stdout or stderr (`tcsolve batch jobs.ini | head -1`) is a lost line of text,
+  // not the end of the run: the write fails with EPIPE (the stream stops printing) instead of
+  // SIGPIPE killing the process between two jobs; the results and failure records still go to
+  // their files and the exit status is the run's.
+  ::signal(SIGPIPE, SIG_IGN);
   const int code = run_main(argc, argv);
   // Every output file is committed and closed by now (io/atomic_file.hpp); what is left is
   // freeing memory, the CUDA context and the libraries' handles, which the operating system does

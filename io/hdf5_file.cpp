@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/host_memory.hpp"
 #include "core/parallel.hpp"
+#include "io/atomic_file.hpp"
 
 namespace tcsolve {
 
@@ -599,10 +600,10 @@ Hdf5File Hdf5File::open(const std::string& path, bool writable) {
 
 namespace {
 
-// The name a user knows: an AtomicFile's "r.h5.tmp-XXXXXX" is reported as "r.h5".
+// The name a user knows: an AtomicFile's "r.h5.tmp-PID-HOST-XXXXXX" is reported as "r.h5".
 std::string shown_name(const std::string& path) {
-  const auto p = path.rfind(".tmp-");
-  return p != std::string::npos && path.size() - p == 11 ? path.substr(0, p) : path;
+  std::string target;
+  return is_atomic_temporary(path, &target) ? target : path;
 }
 
 std::string write_error(int e, const std::string& path, double bytes) {

@@ -1,5 +1,7 @@
 #include "tests/apps/run_tcsolve.hpp"
 
+#include "io/atomic_file.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,6 +94,35 @@ RunResult run_tcsolve_shell(const std::vector<std::string>& env, const std::stri
   else if (WIFSIGNALED(raw)) r.status = 128 + WTERMSIG(raw);
   r.out = read_file(out);
   r.err = read_file(err);
+  return r;
+}
+
+long dead_pid() {
+  const pid_t p = ::fork();
+  if (p == 0) ::_exit(0);
+  int st = 0;
+  ::waitpid(p, &st, 0);
+  return static_cast<long>(p);
+}
+
+std::string dead_writers_temporary(const std::string& target, const std::string& suffix) {
+  return target + ".tmp-" + std::to_string(dead_pid()) + "-" + atomic_file_detail::host_tag() + "-" + suffix;
+}
+
+RunResult run_tcsolve_piped(const std::vector<std::string>& args, const std::string& reader) {
+  ScratchDir io;
+  const char* bin = std::getenv("TCSOLVE_TEST_BIN");
+  std::string cmd = shell_quote(bin && *bin ? bin : TCSOLVE_BIN);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  const std::string out = io.file("stdout"), status = io.file("status");
+  // (PIPESTATUS[0]: tcsolve's exit status, 128 + signal when a signal ended it)
+  const std::string script = cmd + " </dev/null 2>&1 | " + reader + " >" + shell_quote(out) +
+                             "; echo ${PIPESTATUS[0]} >" + shell_quote(status);
+  if (std::system(("bash -c " + shell_quote(script)).c_str()) == -1)
+    throw std::runtime_error("system() failed for: " + script);
+  RunResult r;
+  r.status = std::atoi(read_file(status).c_str());
+  r.out = read_file(out);
   return r;
 }
 

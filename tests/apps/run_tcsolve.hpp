@@ -26,6 +26,15 @@ RunResult run_tcsolve_shell(const std::vector<std::string>& env, const std::stri
 // SIGXFSZ ignored: writes past it fail with EFBIG, the way a full disk fails with ENOSPC.
 RunResult run_tcsolve_file_limit(std::int64_t blocks, const std::vector<std::string>& args);
 
+// Runs `tcsolve ARGS 2>&1 | READER` in bash: status is tcsolve's own (not the reader's), out what
+// the reader printed (e.g. READER "head -c 1": the pipe closes after one byte).
+RunResult run_tcsolve_piped(const std::vector<std::string>& args, const std::string& reader);
+
+// The pid of a process that has ended (a child that exited and was reaped), and the name of an
+// AtomicFile temporary of `target` such a writer left ("TARGET.tmp-PID-HOST-XXXXXX", this host).
+long dead_pid();
+std::string dead_writers_temporary(const std::string& target, const std::string& suffix = "k2j9x1");
+
 // A fresh empty folder removed at destruction.
 using ScratchDir = TempDir;
 

@@ -3,11 +3,15 @@
 // matrix shared by jobs is read once.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "core/csr.hpp"
+#include "io/atomic_file.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/matrix_io.hpp"
 #include "tests/apps/run_tcsolve.hpp"
@@ -256,10 +260,14 @@ TEST(AppsBatch, ResumeRerunsChangedJobsAndRemovesStaleTemporaries) {
     return r.out.substr(p + key.size(), r.out.find('"', p + key.size()) - p - key.size());
   };
   ASSERT_EQ(run_tcsolve({"batch", jobs_with("gen:lap2d:60"), "--output-dir", out, "-q"}).status, 0);
-  d.write("out/a.h5.tmp-k2j9x1", "half");
-  d.write("out/b.h5.tmp-000000", "");
-  d.write("out/other.h5.tmp-abcdef", "not ours");
+  // (the AtomicFile pattern, TARGET.tmp-PID-HOST-XXXXXX: removed only when the writer is gone)
+  std::ofstream(dead_writers_temporary(out + "/a.h5")) << "half";
+  std::ofstream(dead_writers_temporary(out + "/b.h5", "000000")) << "";
+  const std::string other = dead_writers_temporary(out + "/other.h5", "abcdef");
+  std::ofstream(other) << "not ours";
   d.write("out/a.h5.tmp-long-name", "not the pattern");
+  const std::string live = out + "/a.h5.tmp-" + std::to_string(::getpid()) + "-" + atomic_file_detail::host_tag() + "-abcdef";
+  std::ofstream(live) << "a live writer's";
 
   auto same = run_tcsolve({"batch", jobs_with("gen:lap2d:60"), "--output-dir", out, "--resume", "--json"});
   EXPECT_EQ(same.status, 0) << same.err;
@@ -269,7 +277,10 @@ TEST(AppsBatch, ResumeRerunsChangedJobsAndRemovesStaleTemporaries) {
   std::vector<std::string> left;
   for (const auto& t : temp_files(out)) left.push_back(fs::path(t).filename().string());
   std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{"a.h5.tmp-long-name", "other.h5.tmp-abcdef"}));
+  std::vector<std::string> want = {"a.h5.tmp-long-name", fs::path(live).filename().string(),
+                                   fs::path(other).filename().string()};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(left, want);
 
   // a changed option (the generator's size): job a runs again, b stays
   auto changed = run_tcsolve({"batch", jobs_with("gen:lap2d:61"), "--output-dir", out, "--resume", "--json"});

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -73,8 +74,8 @@ TEST(AppsCheckpoint, EigsKilledThenResumedReachesTheSameAnswer) {
   }
   // a temporary a killed writer may leave (one of the two kills on the H200 did) goes
   // when the next run with that checkpoint starts
-  const std::string stale = ck + ".tmp-abc123";
-  d.write("ck.h5.tmp-abc123", "half-written");
+  const std::string stale = dead_writers_temporary(ck, "abc123");
+  std::ofstream(stale) << "half-written";
   std::vector<std::string> resume = base;
   resume.insert(resume.end(), {"--resume-from", ck, "--checkpoint", ck, "--checkpoint-every", "100",
                                "--out", d.file("r.h5"), "--json"});

@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <regex>
+
 #include <Eigen/Dense>
 
 #include <algorithm>
@@ -520,6 +523,51 @@ TEST(AppsBadInput, EachGetsAClearMessage) {
   if (device_count() == 0)
     expect_error(run_tcsolve({"eigs", "gen:lap2d:5", "--device", "cuda"}), "cuda");
   EXPECT_FALSE(std::filesystem::exists(d.file("x.txt")));
+}
+
+// The end-of-run text is short: after the table, every line of at most 100 characters — what
+// ran, the plan and the best rejected one, the predicted against the measured time, how the set
+// was verified. --verbose adds the whole reasoning (the plan with every prediction, the phases,
+// the certificate), which --json holds unchanged.
+TEST(AppsEigs, EndOfRunTextIsShortAndVerboseHasTheReasoning) {
+  auto lines_after_table = [](const std::string& out) {
+    std::vector<std::string> lines;
+    std::size_t at = 0;
+    while (at < out.size()) {
+      const std::size_t end = out.find('\n', at);
+      const std::string l = out.substr(at, end - at);
+      if (!l.empty() && l.find_first_not_of(' ') != std::string::npos && !std::isdigit(static_cast<unsigned char>(l[l.find_first_not_of(' ')])))
+        lines.push_back(l);
+      at = end == std::string::npos ? out.size() : end + 1;
+    }
+    return lines;
+  };
+  auto r = run_tcsolve({"eigs", "gen:lap2d:100", "--device", "cpu"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const std::string& l : lines_after_table(r.out)) EXPECT_LE(l.size(), 100u) << l;
+  EXPECT_NE(r.out.find("\nplan: auto: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; best rejected: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ntime: predicted "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" to plan, set up, solve and verify; "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nverified by "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("phases: "), std::string::npos) << r.out;
+  auto v = run_tcsolve({"eigs", "gen:lap2d:100", "--device", "cpu", "--verbose"});
+  ASSERT_EQ(v.status, 0) << v.err;
+  const auto plan = v.out.find("\nplan: auto: ");
+  ASSERT_NE(plan, std::string::npos) << v.out;
+  const std::string full = v.out.substr(plan + 1, v.out.find('\n', plan + 1) - plan - 1);
+  EXPECT_GT(full.size(), 100u) << full;
+  EXPECT_NE(full.find(": predicted "), std::string::npos) << full;
+  EXPECT_NE(full.find("best rejected: "), std::string::npos) << full;
+  EXPECT_NE(v.out.find("\nphases: read "), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("\nfactorization: "), std::string::npos) << v.out;
+  // the verification with what it found (the certificate's counts or the re-check's result)
+  EXPECT_TRUE(std::regex_search(v.out, std::regex("\nverified by (certificate|recheck), certified: [a-z_]+ \\((certificate|re-check)")))
+      << v.out;
+  auto s = run_tcsolve({"solve", "gen:lap3d:12", "--rhs", "random:4", "--device", "cpu"});
+  ASSERT_EQ(s.status, 0) << s.err;
+  for (const std::string& l : lines_after_table(s.out)) EXPECT_LE(l.size(), 100u) << l;
+  EXPECT_NE(s.out.find("\ntime: "), std::string::npos) << s.out;
 }
 
 }  // namespace

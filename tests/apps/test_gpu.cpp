@@ -95,7 +95,7 @@ TEST(AppsGpu, BatchSpreadsItsJobsOverTheGpus) {
     std::fputs(ini.c_str(), f);
     std::fclose(f);
   }
-  auto r = run_tcsolve({"batch", d.file("jobs.ini"), "--json"});
+  auto r = run_tcsolve({"batch", d.file("jobs.ini"), "--json", "--output-dir", d.path().string()});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   std::vector<int> gpu(sizes.size(), -1);
   for (std::size_t j = 0; j < sizes.size(); ++j) {
@@ -120,10 +120,10 @@ TEST(AppsGpu, BatchSpreadsItsJobsOverTheGpus) {
   }
   EXPECT_EQ(gpu[2], gpu[0]) << "j2 starts from j0's output: same worker, after it";
   EXPECT_GT(*std::max_element(gpu.begin(), gpu.end()), 0) << "every job ran on GPU 0: " << r.err;
-  auto one = run_tcsolve({"batch", d.file("jobs.ini"), "--gpus", "1", "--json"});
+  auto one = run_tcsolve({"batch", d.file("jobs.ini"), "--gpus", "1", "--json", "--output-dir", d.path().string()});
   ASSERT_EQ(one.status, 0) << one.err;
   EXPECT_EQ(one.out.find("\"gpu\":"), std::string::npos) << one.out;
-  auto bad = run_tcsolve({"batch", d.file("jobs.ini"), "--gpus", "0"});
+  auto bad = run_tcsolve({"batch", d.file("jobs.ini"), "--gpus", "0", "--output-dir", d.path().string()});
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--gpus 0"), std::string::npos) << bad.err;
 }

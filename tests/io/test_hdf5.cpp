@@ -3,6 +3,7 @@
 // naming the file and the object.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 
 #include "core/csr.hpp"
 #include "core/error.hpp"
+#include "io/atomic_file.hpp"
 #include "io/generators.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/hdf5_matrix.hpp"
@@ -532,6 +534,54 @@ TEST(Hdf5Matrix, MissingGroupTruncatedAndForeignFiles) {
   EXPECT_NE(m.find("not an HDF5 file"), std::string::npos) << m;
   m = message(tmp / "none.h5", "matrix");
   EXPECT_NE(m.find("no such file"), std::string::npos) << m;
+}
+
+
+// AtomicFile's temporaries name their writer (TARGET.tmp-PID-HOST-XXXXXX). A writer that dies
+// without its destructor (as under SIGKILL: _exit in a child) leaves its temporary; the next
+// commit to the same target removes it, and never a live writer's, another target's or a name of
+// another pattern. remove_stale_temporaries does the same on demand.
+TEST(AtomicFile, ADeadWritersTemporaryGoesWithTheNextCommit) {
+  TempDir tmp;
+  const std::string target = tmp / "r.h5";
+  auto killed_writer = [&](const std::string& t) {
+    const pid_t p = ::fork();
+    if (p == 0) {
+      AtomicFile af(t);
+      std::ofstream(af.temp_path()) << "half";
+      ::_exit(0);  // no destructor: the temporary stays, as after SIGKILL
+    }
+    int st = 0;
+    ::waitpid(p, &st, 0);
+  };
+  killed_writer(target);
+  killed_writer(tmp / "other.h5");
+  ASSERT_EQ(tmp.files().size(), 2u);
+  for (const std::string& f : tmp.files()) {
+    std::string t;
+    EXPECT_TRUE(is_atomic_temporary(tmp / f, &t)) << f;
+    EXPECT_EQ(fs::path(t).parent_path(), tmp.path());
+  }
+  AtomicFile live(target);  // this process: alive
+  std::ofstream(tmp / "r.h5.tmp-123456") << "another pattern";
+  {
+    AtomicFile af(target);
+    std::ofstream(af.temp_path()) << "complete";
+    af.commit();
+  }
+  std::vector<std::string> left = tmp.files();
+  // r.h5, live's temporary, the other target's, the other pattern: the dead writer's is gone
+  EXPECT_EQ(left.size(), 4u);
+  for (const std::string& f : left) {
+    long pid = 0;
+    std::string host;
+    if (atomic_file_detail::parse_temp_name(f, "r.h5", &pid, &host)) EXPECT_EQ(pid, ::getpid()) << f;
+  }
+  EXPECT_EQ(remove_stale_temporaries(tmp / "r.h5"), 0);
+  EXPECT_EQ(remove_stale_temporaries(tmp / "other.h5"), 1);
+  EXPECT_EQ(tmp.files().size(), 3u);
+  EXPECT_FALSE(is_atomic_temporary(tmp / "r.h5.tmp-123456"));
+  EXPECT_FALSE(is_atomic_temporary(tmp / "r.h5"));
 }
 
 }  // namespace

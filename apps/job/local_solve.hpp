@@ -1,0 +1,73 @@
+// The solve of run_job on this process (apps/job/local.cpp): the operators in the iteration's
+// basis (reordered when asked), then eigs or block CG (in batches of right-hand sides when the GPU
+// memory is short), with checkpoints; the outcome goes into the record.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/job/cache.hpp"
+#include "apps/job/checkpoint.hpp"
+#include "apps/job/record.hpp"
+#include "apps/job/run.hpp"
+#include "apps/job/spec.hpp"
+#include "solvers/block_cg.hpp"
+#include "solvers/solve_plan.hpp"
+
+namespace tcsolve::app {
+
+// What run_job read before solving.
+struct LocalInputs {
+  std::shared_ptr<const PreparedMatrix> A, B;
+  std::vector<double> rhs;  // right-hand sides from a file (n × nrhs); empty for random:S
+  std::int64_t nrhs = 0;
+  StartBlock start;  // --start, --x0 or the checkpoint resumed from (input order)
+};
+
+// What the solve tells the rest of the run besides the record.
+struct LocalNotes {
+  std::string batch;       // right-hand sides solved in batches to fit the GPU memory
+  std::string resume;      // where a resumed run continued from
+  std::int64_t wanted = 0;  // columns the plot draws (k, or the right-hand sides)
+};
+
+class LocalSolve {
+ public:
+  LocalSolve(const JobSpec& s, MatrixCache& cache, const LocalInputs& in, const ProgressFn& progress,
+             ResultRecord& r, LocalNotes& notes)
+      : s_(s), cache_(cache), in_(in), progress_(progress), r_(r), notes_(notes) {}
+  ~LocalSolve();
+  // fit_columns (GPU runs; 0 = no limit): the n-vectors that fit beside the matrices. eigs passes
+  // it to the driver (which shrinks its basis/width, or refuses); solve runs the right-hand sides
+  // in batches (solvers/solve_plan.hpp).
+  void run(Backend backend, std::int64_t fit_columns);
+
+ private:
+  void build_operators(Backend backend, int cols);
+  void run_eigs(Backend backend, std::int64_t fit_columns, CheckpointWriter& ck);
+  void run_cg(const SolvePlan& plan, CheckpointWriter& ck);
+  SolveResult cg_in_batches(const double* b_all, const double* x0_all, std::int64_t batch, const CgOptions& co,
+                            CheckpointWriter& ck);
+  // --reorder symmetric applied (permutation p): x̃ = P·x and x = Pᵀ·x̃ for host blocks of n rows.
+  std::vector<double> gather(const double* x, std::size_t size) const;
+  void scatter(std::vector<double>& xt) const;
+
+  const JobSpec& s_;
+  MatrixCache& cache_;
+  const LocalInputs& in_;
+  const ProgressFn& progress_;
+  ResultRecord& r_;
+  LocalNotes& notes_;
+  // the operators of this solve (A's from the cache; B's too, unless permuted here)
+  DenseBlockOps* ops_ = nullptr;
+  SparseOperator* aop_ = nullptr;
+  SparseOperator* bop_ = nullptr;
+  const std::vector<std::int32_t>* perm_ = nullptr;
+  Csr<double> a_perm_, b_perm_;
+  std::unique_ptr<SparseOperator> bop_perm_;
+  const Csr<double>* a_csr_ = nullptr;
+  const Csr<double>* b_csr_ = nullptr;
+};
+
+}  // namespace tcsolve::app

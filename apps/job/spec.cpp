@@ -1,0 +1,338 @@
+#include "apps/job/spec.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <utility>
+
+#include "io/matrix_io.hpp"
+
+namespace tcsolve::app {
+
+namespace {
+
+// An option's values and their names, in the order the error message lists them.
+template <class E>
+using Choices = std::vector<std::pair<E, const char*>>;
+
+template <class E>
+const char* name_of(E v, const Choices<E>& c) {
+  for (const auto& [x, n] : c)
+    if (x == v) return n;
+  return "?";
+}
+
+// The value named `s`, or UsageError "--OPTION 's': expected a, b or c".
+template <class E>
+E parse_choice(const char* option, const std::string& s, const Choices<E>& c) {
+  std::string list;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (s == c[i].second) return c[i].first;
+    list += (i == 0 ? "" : i + 1 == c.size() ? " or " : ", ") + std::string(c[i].second);
+  }
+  throw UsageError(std::string(option) + " '" + s + "': expected " + list);
+}
+
+const Choices<Which> kWhich = {{Which::smallest, "smallest"}, {Which::largest, "largest"}, {Which::nearest, "nearest"}};
+const Choices<ConvTest> kConv = {{ConvTest::rel, "rel"}, {ConvTest::norm, "norm"}, {ConvTest::abs, "abs"}};
+const Choices<DeviceChoice> kDevice = {
+    {DeviceChoice::automatic, "auto"}, {DeviceChoice::cpu, "cpu"}, {DeviceChoice::cuda, "cuda"}};
+const Choices<PrecisionChoice> kPrecision = {{PrecisionChoice::automatic, "auto"}, {PrecisionChoice::fp64, "fp64"},
+                                             {PrecisionChoice::fp32, "fp32"}, {PrecisionChoice::fp16, "fp16"},
+                                             {PrecisionChoice::bf16, "bf16"}};
+const Choices<Precond> kEigsPrecond = {
+    {Precond::automatic, "auto"}, {Precond::none, "none"}, {Precond::jacobi, "jacobi"}, {Precond::factor, "factor"}};
+const Choices<Precond> kSolvePrecond = {{Precond::automatic, "auto"}, {Precond::jacobi, "jacobi"},
+                                        {Precond::chebyshev, "chebyshev"}, {Precond::none, "none"}};
+const Choices<Reordering> kReorder = {{Reordering::none, "none"}, {Reordering::symmetric, "symmetric"}};
+const Choices<PartitionMethod> kPartition = {
+    {PartitionMethod::automatic, "auto"}, {PartitionMethod::contiguous, "contiguous"}, {PartitionMethod::metis, "metis"}};
+
+// A string option whose notifier stores the parsed value (po::notify runs it).
+template <class F>
+po::typed_value<std::string>* parsed(const char* value_name, F store) {
+  return po::value<std::string>()->value_name(value_name)->notifier(store);
+}
+
+const std::string& method_list() {
+  static const std::string s = [] {
+    std::string r;
+    for (const auto& m : eigs_method_names()) r += (r.empty() ? "" : "|") + m;
+    return r;
+  }();
+  return s;
+}
+
+void add_eigs_options(po::options_description& opts, JobSpec& s) {
+  opts.add_options()
+      ("mass", po::value(&s.mass)->value_name("MATRIX"),
+       "mass matrix B (symmetric positive definite): solve A x = lambda B x")
+      ("k", po::value(&s.k)->value_name("K"), "number of eigenpairs (default 6)")
+      ("which", parsed("smallest|largest|nearest", [&s](const std::string& v) { s.which = parse_choice("--which", v, kWhich); }),
+       "which eigenvalues (default smallest; nearest: the k closest to --sigma)")
+      ("sigma", parsed("S", [&s](const std::string& v) {
+         char* end = nullptr;
+         const double x = std::strtod(v.c_str(), &end);
+         if (!v.empty() && (*end != '\0' || !std::isfinite(x)))
+           throw UsageError("--sigma '" + v + "': expected a finite number");
+         s.sigma = v, s.sigma_value = x;
+       }),
+       "shift-invert around S (SciPy's sigma): Lanczos on (A - S B)^-1 B through a sparse "
+       "factorization; smallest needs S below the spectrum")
+      ("method", parsed(method_list().c_str(), [&s](const std::string& v) {
+         try {
+           s.method = parse_eigs_method(v);
+         } catch (const InvalidArgument& e) {
+           throw UsageError(std::string("--") + e.what());
+         }
+       }),
+       "eigensolver (default auto: the plan with the fewest predicted seconds among a dense "
+       "solve, Chebyshev-filtered subspace iteration, shift-invert Lanczos through a sparse "
+       "factorization and LOBPCG; the output says which and why)")
+      ("conv", parsed("rel|norm|abs", [&s](const std::string& v) { s.conv = parse_choice("--conv", v, kConv); }),
+       "convergence test on the true residual r = A x - lambda B x: rel |r| <= T |lambda| |x| "
+       "(default), norm |r| <= T (|A| + |lambda| |B|) |x|, abs |r| <= T |x|")
+      ("no-factor", po::bool_switch(&s.no_factor),
+       "never factor A - sigma B (no shift-invert, no certified count; a re-check instead)")
+      ("no-recheck", po::bool_switch(&s.no_recheck),
+       "skip the multiplicity re-check when no count certifies the set (status: unverified)")
+      ("certify", po::bool_switch(&s.certify),
+       "always certify the set by Sylvester's inertia (a sparse LDL^T of A - tau B; by default "
+       "only when it costs at most 15% of the solve, else a cheaper re-check)")
+      ("block-size", po::value(&s.block_size)->value_name("S"), "block Lanczos block size (default: automatic)")
+      ("start", po::value(&s.start)->value_name("FILE.h5[:DATASET]"),
+       "warm start: begin from the eigenvectors of an earlier result (its /eigenvectors, or a "
+       "DATASET [s][n]), e.g. the previous point of a parameter sweep; any number of vectors. "
+       "The answer is tested as from a random start");
+}
+
+void add_solve_options(po::options_description& opts, JobSpec& s) {
+  opts.add_options()
+      ("rhs", po::value(&s.rhs)->value_name("FILE.h5:DATASET|random:S"),
+       "right-hand sides: a dataset [s][n] (one row per right-hand side) or [n], or S random ones")
+      ("x0", po::value(&s.start)->value_name("FILE.h5[:DATASET]"),
+       "initial guess: an earlier result's /solution, or a DATASET [s][n] with one row per "
+       "right-hand side (default: zero)");
+}
+
+void add_common_options(po::options_description& opts, JobSpec& s, bool eigs) {
+  opts.add_options()
+      ("tol", po::value(&s.tol)->value_name("T"),
+       eigs ? "tolerance of the convergence test (--conv; default 1e-8)"
+            : "convergence: |b - A x| <= T |b| for every column (default 1e-8)")
+      ("maxiter", po::value(&s.maxiter)->value_name("M"),
+       eigs ? "iteration limit (default 2000)" : "iteration limit (default 5000)")
+      ("precond", parsed(eigs ? "auto|none|jacobi|factor" : "auto|jacobi|chebyshev|none",
+                         [&s, eigs](const std::string& v) {
+                           s.precond = parse_choice("--precond", v, eigs ? kEigsPrecond : kSolvePrecond);
+                         }),
+       eigs ? "LOBPCG preconditioner (default auto: the factorization of A - sigma B for the "
+              "smallest when one is made, else jacobi)"
+            : "CG preconditioner (default auto: chebyshev on the GPU for matrices of at least "
+              "131072 rows with short rows and a constant diagonal, else jacobi; chebyshev: a "
+              "Chebyshev polynomial in A of a degree chosen from Lanczos bounds of the spectrum, "
+              "reported in the result)")
+      ("precond-degree", po::value(&s.precond_degree)->value_name("M"),
+       "solve --precond chebyshev: the polynomial's degree, M products with A per application "
+       "(default 0: from the spectral bounds)")
+      ("partition", parsed("auto|contiguous|metis",
+                           [&s](const std::string& v) { s.partition = parse_choice("--partition", v, kPartition); }),
+       "under mpirun: how the rows are split over the ranks (default auto: METIS k-way when it "
+       "cuts fewer edges than contiguous ranges and the matrix is read whole; HDF5 files and the "
+       "stencil generators are read by ranges)")
+      ("reorder", parsed("none|symmetric", [&s](const std::string& v) { s.reorder = parse_choice("--reorder", v, kReorder); }),
+       "symmetric: iterate in the basis of a symmetric Jaccard/RCM reordering B = P A P^T (vectors "
+       "permuted once at entry and exit); pays for matrices stored in a poor (e.g. scrambled) order, "
+       "costs one reordering at setup (default none)")
+      ("precision", parsed("auto|fp64|fp32|fp16|bf16",
+                           [&s](const std::string& v) { s.precision = parse_choice("--precision", v, kPrecision); }),
+       "auto (default): A in fp64, and eigs' Chebyshev filter on fp32 blocks where that is safe "
+       "(the precision ladder, climbing to fp64; every answer checked in fp64 on the given A; "
+       "reported as \"precision\"); fp64: fp64 throughout; fp32/fp16/bf16: the iteration applies "
+       "A rounded to that precision (fp16/bf16 need the GPU)")
+      ("device", parsed("auto|cpu|cuda", [&s](const std::string& v) { s.device = parse_choice("--device", v, kDevice); }),
+       "where to run (default auto: the GPU when present)")
+      ("cpu-fallback", po::bool_switch(&s.cpu_fallback),
+       "run on the CPU when the GPU has too little memory (default: fail and say how much is needed)")
+      ("seed", po::value(&s.seed)->value_name("N"), "seed of the random start block / right-hand sides (default 1)");
+}
+
+void add_output_options(po::options_description& opts, JobSpec& s, bool eigs) {
+  opts.add_options()
+      ("checkpoint", po::value(&s.checkpoint)->value_name("FILE.h5"),
+       eigs ? "write the solver's state (its Ritz block; Lanczos: the Ritz vectors kept at a restart) "
+              "to FILE.h5 atomically every --checkpoint-every seconds; continue a stopped or killed "
+              "run with --resume-from FILE.h5"
+            : "write the iterate X to FILE.h5 atomically every --checkpoint-every seconds; continue "
+              "a stopped or killed run with --resume-from FILE.h5")
+      ("checkpoint-every", po::value(&s.checkpoint_every)->value_name("SECONDS"),
+       "seconds between checkpoints (default 60)")
+      ("resume-from", po::value(&s.resume_from)->value_name("FILE.h5"),
+       "continue from a checkpoint of the same matrix (and right-hand sides): the answer is tested "
+       "as from a fresh start")
+      ("out", po::value(&s.out)->value_name("FILE.h5"), "write the result (HDF5, atomically; docs/hdf5-schema.md)")
+      ("plot", po::value(&s.plot)->value_name("FILE.svg"), "write a convergence plot (SVG)");
+}
+
+// The eigs options that contradict one another or need a shift.
+void validate_eigs(const JobSpec& s) {
+  if (s.k < 1) throw UsageError(format("--k %lld: must be at least 1", (long long)s.k));
+  if (s.block_size < 0) throw UsageError("--block-size must be positive");
+  if (s.which == Which::nearest && s.sigma.empty())
+    throw UsageError("--which nearest needs --sigma S (the k eigenvalues closest to S)");
+  if (s.no_factor && (!s.sigma.empty() || s.precond == Precond::factor || s.certify))
+    throw UsageError(std::string(!s.sigma.empty() ? "--sigma" : s.certify ? "--certify" : "--precond factor") +
+                     " needs a factorization: it cannot be combined with --no-factor");
+  if (s.certify && s.no_recheck) throw UsageError("--certify and --no-recheck contradict each other");
+}
+
+// The files a job writes and continues from.
+void validate_files(const JobSpec& s) {
+  if (!s.checkpoint.empty() && !ends_with(s.checkpoint, ".h5") && !ends_with(s.checkpoint, ".hdf5"))
+    throw UsageError("--checkpoint '" + s.checkpoint + "': the checkpoint file must end in .h5 or .hdf5");
+  if (!(s.checkpoint_every > 0) || !std::isfinite(s.checkpoint_every))
+    throw UsageError(format("--checkpoint-every %g: expected a positive number of seconds", s.checkpoint_every));
+  if (!s.resume_from.empty() && !s.start.empty())
+    throw UsageError(std::string("--resume-from and ") + (s.eigs() ? "--start" : "--x0") +
+                     " both give the start: use one");
+  if (!s.checkpoint.empty() && s.checkpoint == s.out)
+    throw UsageError("--checkpoint and --out name the same file '" + s.out + "'");
+  if (!s.out.empty() && !ends_with(s.out, ".h5") && !ends_with(s.out, ".hdf5"))
+    throw UsageError("--out '" + s.out + "': the result file must end in .h5 or .hdf5");
+  if (!s.plot.empty() && !ends_with(s.plot, ".svg"))
+    throw UsageError("--plot '" + s.plot + "': the plot file must end in .svg");
+}
+
+}  // namespace
+
+const char* to_string(Task t) { return t == Task::eigs ? "eigs" : "solve"; }
+const char* to_string(DeviceChoice d) { return name_of(d, kDevice); }
+const char* to_string(PrecisionChoice p) { return name_of(p, kPrecision); }
+const char* to_string(Precond p) { return p == Precond::chebyshev ? "chebyshev" : name_of(p, kEigsPrecond); }
+const char* to_string(Reordering r) { return name_of(r, kReorder); }
+const char* which_name(Which w) { return name_of(w, kWhich); }
+
+Task parse_task(const std::string& s) {
+  if (s == "eigs") return Task::eigs;
+  if (s == "solve") return Task::solve;
+  throw UsageError("task '" + s + "': expected eigs or solve");
+}
+
+Precision JobSpec::storage() const {
+  return precision == PrecisionChoice::automatic ? Precision::fp64 : parse_precision(to_string(precision));
+}
+
+void add_job_options(po::options_description& opts, JobSpec& s, Task task) {
+  const bool eigs = task == Task::eigs;
+  if (eigs) add_eigs_options(opts, s);
+  else add_solve_options(opts, s);
+  add_common_options(opts, s, eigs);
+  add_output_options(opts, s, eigs);
+}
+
+void validate_job(const JobSpec& s) {
+  if (s.matrix.empty()) throw UsageError("no matrix given");
+  if (s.eigs()) {
+    validate_eigs(s);
+  } else {
+    if (s.rhs.empty()) throw UsageError("no right-hand sides given (--rhs FILE.h5:DATASET or random:S)");
+    parse_rhs(s.rhs);
+  }
+  if (!(s.tol > 0 && s.tol < 1)) throw UsageError(format("--tol %g: expected 0 < T < 1", s.tol));
+  if (s.maxiter < 0) throw UsageError("--maxiter must be positive");
+  if (s.precond_degree < 0 || s.precond_degree > 1000)
+    throw UsageError("--precond-degree " + std::to_string(s.precond_degree) + ": expected 0 (automatic) to 1000");
+  if (s.precond_degree > 0 && !(!s.eigs() && s.precond == Precond::chebyshev))
+    throw UsageError("--precond-degree is for `solve --precond chebyshev`");
+  validate_files(s);
+}
+
+RhsSpec parse_rhs(const std::string& rhs) {
+  RhsSpec r;
+  if (rhs.rfind("random:", 0) == 0) {
+    const std::string cnt = rhs.substr(7);
+    bool digits = !cnt.empty() && cnt.size() <= 9;
+    for (char c : cnt) digits = digits && c >= '0' && c <= '9';
+    r.random = digits ? std::strtoll(cnt.c_str(), nullptr, 10) : 0;
+    if (r.random < 1 || r.random > kMaxRandomRhs)
+      throw UsageError(format("--rhs '%s': expected random:S with 1 <= S <= %lld (block CG keeps 8 n x S "
+                              "blocks and S x S Gram matrices: S = %lld already takes 256 KiB a row and "
+                              "128 MiB a Gram matrix)", rhs.c_str(), (long long)kMaxRandomRhs,
+                              (long long)kMaxRandomRhs));
+    return r;
+  }
+  const auto colon = rhs.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rhs.size())
+    throw UsageError("--rhs '" + rhs + "': expected FILE.h5:DATASET or random:S");
+  r.file = rhs.substr(0, colon);
+  r.dataset = rhs.substr(colon + 1);
+  return r;
+}
+
+std::pair<std::string, std::string> split_start(const std::string& spec, const char* dataset) {
+  if (ends_with(spec, ".h5") || ends_with(spec, ".hdf5")) return {spec, dataset};
+  const auto colon = spec.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) return {spec, dataset};
+  return {spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
+std::vector<std::string> job_input_files(const JobSpec& s) {
+  std::vector<std::string> inputs;
+  for (const std::string* spec : {&s.matrix, &s.mass})
+    if (!spec->empty() && !matrix_spec_file(*spec).empty()) inputs.push_back(matrix_spec_file(*spec));
+  if (!rhs_file(s).empty()) inputs.push_back(rhs_file(s));
+  if (!s.start.empty()) inputs.push_back(split_start(s.start, "").first);
+  return inputs;
+}
+
+void check_job_outputs(const JobSpec& s) {
+  std::vector<std::string> inputs = job_input_files(s);
+  // (the checkpoint may be the file resumed from: it is read before the first checkpoint)
+  if (!s.checkpoint.empty()) check_output_path("--checkpoint '" + s.checkpoint + "'", s.checkpoint, inputs);
+  if (!s.resume_from.empty()) inputs.push_back(s.resume_from);
+  if (!s.out.empty()) check_output_path("--out '" + s.out + "'", s.out, inputs);
+  if (!s.plot.empty()) check_output_path("--plot '" + s.plot + "'", s.plot, inputs);
+}
+
+std::string job_options_string(const JobSpec& s) {
+  std::string o = std::string("task=") + to_string(s.task) + ";matrix=" + s.matrix + ";mass=" + s.mass + ";rhs=" + s.rhs;
+  if (s.eigs())
+    o += format(";k=%lld;which=%s;method=%s;sigma=%s;conv=%s;no_factor=%d;no_recheck=%d;certify=%d;block_size=%lld",
+                (long long)s.k, which_name(s.which), to_string(s.method), s.sigma.c_str(), to_string(s.conv),
+                int(s.no_factor), int(s.no_recheck), int(s.certify), (long long)s.block_size);
+  o += format(";tol=%.17g;maxiter=%lld;precision=%s;device=%s;cpu_fallback=%d;precond=%s;reorder=%s;seed=%llu",
+              s.tol, (long long)s.maxiter, to_string(s.precision), to_string(s.device), int(s.cpu_fallback),
+              to_string(s.precond), to_string(s.reorder), (unsigned long long)s.seed);
+  if (s.precond_degree > 0) o += format(";precond_degree=%d", s.precond_degree);
+  // (only when given: results written before warm starts existed keep standing)
+  if (!s.start.empty()) o += ";start=" + s.start;
+  return o;
+}
+
+std::string file_stamp(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec, ec2;
+  const auto size = fs::file_size(path, ec);
+  const auto t = fs::last_write_time(path, ec2);
+  if (ec || ec2) return path + ":missing";
+  return path + ":" + std::to_string(size) + ":" +
+         std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
+
+std::string rhs_file(const JobSpec& s) {
+  if (s.eigs() || s.rhs.rfind("random:", 0) == 0 || s.rhs.rfind(':') == std::string::npos) return {};
+  return s.rhs.substr(0, s.rhs.rfind(':'));
+}
+
+std::string input_stamps(const JobSpec& s) {
+  std::string o;
+  for (const std::string* spec : {&s.matrix, &s.mass}) {
+    const std::string f = spec->empty() ? std::string() : matrix_spec_file(*spec);
+    if (!f.empty()) o += (o.empty() ? "" : ";") + file_stamp(f);
+  }
+  if (!rhs_file(s).empty()) o += (o.empty() ? "" : ";") + file_stamp(rhs_file(s));
+  return o;
+}
+
+}  // namespace tcsolve::app
