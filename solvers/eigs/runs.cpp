@@ -27,15 +27,31 @@ using Mat = Eigen::MatrixXd;
 
 // Shift-invert block Lanczos for the k pairs nearest σ. `deflate` (may be empty) holds found pairs
 // (B-orthonormal, with their λ) that T must not return again (Wielandt deflation).
+RunParams run_params_of(const EigsOptions& opt) {
+  RunParams r;
+  r.block = opt.block_size;
+  r.basis = opt.basis;
+  r.ladder = opt.ladder;
+  r.max_iterations = opt.max_iterations;
+  r.early_stop = opt.lanczos_early_stop;
+  return r;
+}
+
 RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, double sigma,
                         const EigsOptions& opt, std::int64_t k, std::uint64_t seed,
                         const PairSet* deflate, double factor_entries) {
+  return run_shift_invert(s, sinv, sigma, opt, run_params_of(opt), opt.v0, k, seed, deflate, factor_entries);
+}
+
+RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, double sigma,
+                        const EigsOptions& opt, const RunParams& rp, const StartBlock& start,
+                        std::int64_t k, std::uint64_t seed, const PairSet* deflate, double factor_entries) {
   DenseBlockOps& ops = *s.ops;
   const std::int64_t n = s.n;
   const bool with_b = s.bop != nullptr;
   // Block and basis: shift_invert_shape (plan.hpp), which the planner prices.
   const ShiftInvertShape shape =
-      shift_invert_shape(n, k, factor_entries, ops.space() == Space::host, opt.block_size);
+      shift_invert_shape(n, k, factor_entries, ops.space() == Space::host, rp.block);
   const std::int64_t bs = shape.block;
   // T = S⁻¹·B (or S⁻¹) on blocks, optionally deflated: T' = T − Y·diag(ν_Y)·(BY)ᵀ.
   MultiVector<double> by;
@@ -107,6 +123,7 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
            0.5 * std::max(bound_of(opt.conv, opt.tol, lam, 1.0, s), attainable_floor(lam, 1.0, s));
   };
   std::vector<double> lam, rn, xn, dev, given(k);
+  std::vector<char> floored;
   bool pass = false;
   prob.verify = [&](detail::ApplyClock& clock, MvView<double> x, const std::vector<double>& nu,
                     bool last, EigenResult& r) {
@@ -115,7 +132,7 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
     for (std::int64_t j = 0; j < k; ++j) given[j] = sigma + 1.0 / nu[j];
     rayleigh_and_residuals(s, clock, xh.view(), ax.view(), with_b ? bx.view() : MvView<double>{},
                            lam, rn, xn, dev, &given);
-    pass = test_pairs(s, opt, xh.view(), lam, rn, xn, r.residual_bounds);
+    pass = test_pairs(s, opt, xh.view(), lam, rn, xn, r.residual_bounds, &floored);
     trace_mark(pass ? "shift-invert: explicit check passed" : "shift-invert: explicit check failed");
     (void)nu;
     (void)last;
@@ -126,14 +143,14 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   EigenOptions eo;
   eo.k = k;
   eo.tol = opt.tol;
-  eo.max_iterations = opt.max_iterations > 0 ? opt.max_iterations : 300;
+  eo.max_iterations = rp.max_iterations > 0 ? rp.max_iterations : kShiftInvertIterations;
   eo.seed = seed;
   eo.block_size = bs;
-  eo.max_basis = opt.basis > 0 ? opt.basis : shape.basis;
-  eo.early_stop = opt.lanczos_early_stop;
+  eo.max_basis = rp.basis > 0 ? rp.basis : shape.basis;
+  eo.early_stop = rp.early_stop;
   eo.on_iteration = opt.on_iteration;
   if (!deflate) eo.checkpoint_every = opt.checkpoint_every, eo.on_checkpoint = opt.on_checkpoint;
-  if (!opt.v0.empty() && !deflate) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
+  if (!start.empty() && !deflate) eo.start = start.data(), eo.start_cols = static_cast<std::int64_t>(start.size()) / s.n;
   EigenResult er = detail::lanczos_core(prob, ops, eo);
   RunOut out;
   out.status = er.status;
@@ -142,6 +159,8 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   out.applies = er.operator_applies;
   out.history = std::move(er.history);
   out.pairs_pass = pass;
+  out.bounds = er.residual_bounds;
+  out.floored = std::move(floored);
   out.pairs.values = lam;
   out.pairs.rn = rn;
   out.pairs.xn = xn;
@@ -196,6 +215,13 @@ const ChebyshevStep* fused_step_for(const Problem& s, const LinearOperator<doubl
 RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
                      const EigsOptions& opt, Which which, std::int64_t k, std::uint64_t seed,
                      const LinearOperator<double>* precond, const ChebyshevHooks& hooks) {
+  return run_iterative(s, a, method, opt, run_params_of(opt), opt.v0, which, k, seed, precond, hooks);
+}
+
+RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
+                     const EigsOptions& opt, const RunParams& rp, const StartBlock& start, Which which,
+                     std::int64_t k, std::uint64_t seed, const LinearOperator<double>* precond,
+                     const ChebyshevHooks& hooks) {
   DenseBlockOps& ops = *s.ops;
   TestNorms tn = test_norms(opt.conv, s.a_norm, s.b_norm);
   // rel with B scales with ‖B·x‖ ≥ ‖x‖/‖B⁻¹‖: the solvers' ‖x‖-based test with that factor is
@@ -205,19 +231,19 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
   eo.k = k;
   eo.which = which;
   eo.tol = opt.tol;
-  eo.max_iterations = opt.max_iterations > 0 ? opt.max_iterations : 2000;
+  eo.max_iterations = rp.max_iterations > 0 ? rp.max_iterations : kIterativeIterations;
   eo.seed = seed;
   eo.a_norm = std::max(tn.a_eff, 1e-300);
   eo.b_norm = std::max(tn.b_eff, 1e-300);
   eo.floor_a = floor_a(s);
   eo.floor_b = floor_b(s);
-  eo.block_size = opt.block_size;
-  eo.max_basis = opt.basis;
-  eo.early_stop = opt.lanczos_early_stop;
+  eo.block_size = rp.block;
+  eo.max_basis = rp.basis;
+  eo.early_stop = rp.early_stop;
   eo.on_iteration = opt.on_iteration;
   eo.checkpoint_every = opt.checkpoint_every;
   eo.on_checkpoint = opt.on_checkpoint;
-  if (!opt.v0.empty()) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
+  if (!start.empty()) eo.start = start.data(), eo.start_cols = static_cast<std::int64_t>(start.size()) / s.n;
   eo.jacobi_mass_diagonal = s.diag_b;
   std::vector<double> start_block;  // a continued run's start (below)
   if (method == EigsMethod::lobpcg) {
@@ -232,7 +258,7 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
       EigenOptions ec = o;
       ec.a_norm = s.a_norm;
       ChebyshevOptions co;
-      if (opt.basis > k) co.block = opt.basis;  // SciPy's ncv: the subspace width
+      if (rp.basis > k) co.block = rp.basis;  // SciPy's ncv: the subspace width
       co.test_a = o.a_norm;
       co.test_b = o.b_norm;
       // Operators that are not ours (a Python LinearOperator) may launch on any stream.
@@ -266,7 +292,7 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
         co.fused_step = fused;
         // The ladder's fp32 rung on the GPU only: the host step gains nothing on the CPU
         // (lap3d:40, k = 16, 2 cores: 0.30 ms per column-step on the fp32 rung, 0.27 ms in fp64).
-        if (opt.ladder && opt.precision == Precision::fp64 && ops.space() == Space::device)
+        if (rp.ladder && opt.precision == Precision::fp64 && ops.space() == Space::device)
           co.filter_precision = Precision::fp32;
       }
       return chebyshev_subspace(a, ops, ec, co);
@@ -304,9 +330,9 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
     rayleigh_and_residuals(s, clock, out.pairs.x.view(), ax.view(),
                            s.bop ? bx.view() : MvView<double>{}, out.pairs.values, out.pairs.rn,
                            out.pairs.xn, out.pairs.rq_dev);
-    std::vector<double> bounds;
+    std::vector<double>& bounds = out.bounds;
     out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
-                                out.pairs.xn, bounds);
+                                out.pairs.xn, bounds, &out.floored);
     const std::int64_t left = eo.max_iterations - er.iterations;
     // Only where the two tests can disagree by design: B given as an operator (no matrix, so no
     // ‖B⁻¹‖ estimate). Elsewhere a failing pair is at the rounding floor or the solver
@@ -429,9 +455,9 @@ RunOut run_dense(const Problem& s, const EigsOptions& opt) {
         out.pairs.values[j] = purified.values[j], out.pairs.rn[j] = purified.rn[j],
         out.pairs.xn[j] = purified.xn[j], out.pairs.rq_dev[j] = purified.rq_dev[j];
   }
-  std::vector<double> bounds;
+  std::vector<double>& bounds = out.bounds;
   out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
-                              out.pairs.xn, bounds);
+                              out.pairs.xn, bounds, &out.floored);
   if (!out.pairs_pass) {
     out.status = SolverStatus::not_converged;
     out.reason = "the dense solution's residuals exceed the test (tol below what the dense "
