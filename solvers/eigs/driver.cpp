@@ -374,11 +374,7 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   facts.a_norm = s.a_norm;
   facts.b_norm = s.b_norm;
   facts.binv_norm = s.binv_norm;
-  facts.diag_min = INFINITY, facts.diag_max = -INFINITY;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double q = (*s.diag_a)[i] / (b ? s.diag_b[i] : 1.0);  // e_iᵀAe_i / e_iᵀBe_i
-    facts.diag_min = std::min(facts.diag_min, q), facts.diag_max = std::max(facts.diag_max, q);
-  }
+  spectrum_hints(a, b, facts);
   std::unique_ptr<DenseBlockOps> own_ops;
   DenseBlockOps* ops = pre.ops;
   if (!ops) own_ops = make_dense_ops(opt.backend), ops = own_ops.get();

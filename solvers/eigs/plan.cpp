@@ -543,16 +543,43 @@ void plan_auto(const PlanFacts& f, const EigsOptions& opt, const PlanProbes& pro
 // The escalation's line: the plans in order, with their prediction where priced.
 std::string escalation_line(const std::vector<PlanEstimate>& esc) {
   if (esc.empty()) return "no escalation: no other plan applies";
-  std::string s = "escalation if it ends without convergence: ";
-  for (std::size_t i = 0; i < esc.size(); ++i) {
-    s += (i ? ", then " : "") + esc[i].name();
-    if (esc[i].priced) s += " (predicted " + secs(esc[i].total()) + ")";
-    if (esc[i].transform == Transform::none && esc[i].method != EigsMethod::dense) s += " (not after a stop at the rounding floor)";
+  std::string with, without;
+  for (const PlanEstimate& e : esc) {
+    const bool on_a = e.transform == Transform::none && e.method != EigsMethod::dense;
+    std::string& s = on_a ? without : with;
+    s += (s.empty() ? "" : ", then ") + e.name();
+    if (e.priced) s += " (predicted " + secs(e.total()) + ")";
   }
+  std::string s = "escalation if it ends without convergence: " + with;
+  if (!without.empty())
+    s += (with.empty() ? "" : ", then ") + without + (with.empty() ? "" : " (these not after a stop at the rounding floor)");
   return s + "; each from the vectors found so far, to its own iteration limit";
 }
 
 }  // namespace
+
+void spectrum_hints(const Csr<double>& a, const Csr<double>* b, PlanFacts& f) {
+  auto diagonal = [](const Csr<double>& m, std::int64_t i) {
+    for (std::int64_t p = m.row_ptr[i]; p < m.row_ptr[i + 1]; ++p)
+      if (m.col_idx[p] == i) return m.values[p];
+    return 0.0;
+  };
+  f.diag_min = INFINITY, f.diag_max = -INFINITY;
+  if (!b) f.gershgorin_lo = INFINITY, f.gershgorin_hi = -INFINITY;
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    const double aii = diagonal(a, i), bii = b ? diagonal(*b, i) : 1.0;
+    if (bii > 0) {
+      f.diag_min = std::min(f.diag_min, aii / bii);  // e_iᵀAe_i / e_iᵀBe_i
+      f.diag_max = std::max(f.diag_max, aii / bii);
+    }
+    if (b) continue;
+    double off = 0.0;
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      if (a.col_idx[p] != i) off += std::abs(a.values[p]);
+    f.gershgorin_lo = std::min(f.gershgorin_lo, aii - off);
+    f.gershgorin_hi = std::max(f.gershgorin_hi, aii + off);
+  }
+}
 
 FloorOutlook floor_outlook(const PlanFacts& f, const EigsOptions& opt, const SpectralProbe& probe) {
   FloorOutlook o;
@@ -573,11 +600,18 @@ FloorOutlook floor_outlook(const PlanFacts& f, const EigsOptions& opt, const Spe
   const double ritz = to_pencil(sgn > 0 ? probe.lower : -probe.upper, true);
   const double diag = sgn > 0 ? f.diag_min : -f.diag_max;
   const double hi = std::isfinite(diag) ? std::min(ritz, diag) : ritz;
-  const double lo = std::min(hi, to_pencil(sgn > 0 ? probe.lower_bound : -probe.upper_bound, false));
+  // Gershgorin's discs bound the end too (standard problems; f.gershgorin_*): a stiff matrix's
+  // constrained rows hold only their diagonal, where the probe's bound is loose.
+  const double gersh = sgn > 0 ? f.gershgorin_lo : -f.gershgorin_hi;
+  const double probe_lo = to_pencil(sgn > 0 ? probe.lower_bound : -probe.upper_bound, false);
+  const double lo = std::min(hi, std::isfinite(gersh) && !f.generalized ? std::max(probe_lo, gersh) : probe_lo);
   o.lambda_lo = sgn > 0 ? lo : -hi;
   o.lambda_hi = sgn > 0 ? hi : -lo;
   if (opt.conv != ConvTest::rel || opt.which == Which::nearest || opt.has_sigma) return o;
-  if ((lo > o.z0 && hi < o.z1) || (hi < -o.z0 && lo > -o.z1)) o.risk = FloorRisk::out_of_reach;
+  // Out of reach when the upper bound of λ₁ lies in (z0, z1): only an eigenvalue below −z1 or
+  // within z0 of 0, seen by neither the probe nor the diagonal, would bring the test back in
+  // reach, and then shift-invert finds it too (its shift search). At risk short of that.
+  if ((hi > o.z0 && hi < o.z1) || (hi < -o.z0 && lo > -o.z1)) o.risk = FloorRisk::out_of_reach;
   else if (std::abs(hi) > o.z0 && std::abs(hi) < kFloorMargin * z1_risk) o.risk = FloorRisk::at_risk;
   if (o.risk == FloorRisk::clear) return o;
   char b[480];

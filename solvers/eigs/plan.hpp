@@ -150,18 +150,27 @@ struct PlanFacts {
   double a_norm = 0.0, b_norm = 1.0, binv_norm = 1.0;
   double diag_min = std::numeric_limits<double>::quiet_NaN();
   double diag_max = std::numeric_limits<double>::quiet_NaN();
+  // Gershgorin's bounds of A's spectrum, min/max of a_ii ∓ Σ_j≠i |a_ij| (NaN: not known).
+  double gershgorin_lo = std::numeric_limits<double>::quiet_NaN();
+  double gershgorin_hi = std::numeric_limits<double>::quiet_NaN();
 };
+
+// The floor outlook's hints from the matrices (one pass over A and B's diagonal): diag_min/max
+// and, for B = I, Gershgorin's bounds.
+void spectrum_hints(const Csr<double>& a, const Csr<double>* b, PlanFacts& f);
 
 // Foreseeing the rounding floor (item 1 of issue 42). No iteration on A in double gets a
 // residual much below u·(‖A‖ + |λ|·‖B‖)·‖x‖ (the solvers stop at 4u: floor_a); the rel test asks
 // for tol·|λ|·‖B·x‖. At the wanted end λ₁ (in Â = ±A, the end low) lies in
-// [probe.lower_bound, min(θ_min, min a_ii/b_ii)] (a Ritz value and the unit vectors' Rayleigh
-// quotients bound it from above; the probe's residual from below). With
+// [max(probe.lower_bound, Gershgorin), min(θ_min, min a_ii/b_ii)] (a Ritz value and the unit
+// vectors' Rayleigh quotients bound it from above; the probe's residual and the discs from below). With
 //   z0 = u^(2/3)·‖A‖·‖B⁻¹‖   (below: zero to working precision, tested at the floor, pairs.hpp)
 //   z1 = 4u·‖A‖/tol          (below, down to z0: tol·|λ| under the solvers' floor; ‖B⁻¹‖ with B)
 // the test is
-//   out of reach  when λ₁ ∈ (z0, z1) for sure (lower bound above z0, upper below z1): no plan
-//                 without a spectral transformation can pass λ₁ (a stiff matrix's constrained
+//   out of reach  when the upper bound of λ₁ lies in (z0, z1) (or, on the negative side, both
+//                 bounds in (−z1, −z0)): no plan without a spectral transformation can pass λ₁
+//                 unless an eigenvalue below −z1 or within z0 of 0 hides from the probe and the
+//                 diagonal, which shift-invert would find as well (a stiff matrix's constrained
 //                 dofs: λ = 1 beside ‖A‖ = 4e9, z1 = 177);
 //   at risk       when λ₁ may lie there or within kFloorMargin of it (the upper bound below
 //                 kFloorMargin·z1, the lower not above z0): the iteration model's prediction is
