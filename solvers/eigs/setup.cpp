@@ -23,6 +23,81 @@ bool rows_sum_to_zero(const Csr<double>& a) {
   return true;
 }
 
+// σ below the spectrum for the smallest: 0 when A − 0·B is positive definite, else lowered until
+// the Cholesky factorization exists (sets out.factor, out.sigma, out.why).
+void factor_below_spectrum(const Problem& s, const FactorOptions& fo,
+                           const std::function<const SpectralProbe*()>& get_probe,
+                           const SpectralProbe* known_probe, Factorized& out) {
+  double sigma = 0.0;
+  std::string tried;
+  const double scale = s.a_norm * s.binv_norm;  // λ_min ≥ −‖A‖·‖B⁻¹‖
+  int first = 0;
+  // The plan's probe already holds a Ritz value of A below −1e-8·‖A‖ (far beyond rounding):
+  // λmin < 0 is proven and the Cholesky factorization at σ = 0 would fail; start below the
+  // probe's bound instead (as the loop does after that failure).
+  if (known_probe && !s.b && known_probe->lower < -1e-8 * scale) {
+    const double width = known_probe->upper_bound - known_probe->lower_bound;
+    sigma = std::max(std::min(known_probe->lower_bound - 0.01 * width, -1e-8 * scale), -2.0 * scale);
+    tried = " 0 (skipped: the probe's Ritz value " + g17(known_probe->lower) + " < 0 proves A indefinite)";
+    first = 1;
+  }
+  // Every row of A sums to 0 (graph Laplacians, pure Neumann problems): A·1 = 0, so A − 0·B is
+  // singular and a factorization at σ = 0 would be thrown away (fails or rcond < 1e-12). Start
+  // just below 0, where the loop goes after that failure (crack's Laplacian on the 16-core
+  // H200 host: the factorization at 0 was a third of its set-up).
+  if (first == 0 && s.a && rows_sum_to_zero(*s.a)) {
+    sigma = -1e-8 * scale;
+    tried = " 0 (skipped: every row of A sums to 0, so A*1 = 0 and A is singular)";
+    first = 1;
+  }
+  for (int attempt = first; attempt < 8; ++attempt) {
+    bool indefinite = false;
+    try {
+      FactorOptions f2 = fo;
+      f2.engine = FactorEngine::cholmod;
+      out.factor = factor_shifted(*s.a, s.b, sigma, f2);
+      // Nearly singular (κ(S) > 1e12, e.g. a graph Laplacian at σ = 0, whose last pivot is a
+      // rounding error): T would have one eigenvalue ~1e12 times the others and its Lanczos
+      // vectors would carry that direction into every pair. Shift below instead.
+      if (sigma == 0.0 && out.factor->rcond() > 0 && out.factor->rcond() < 1e-12) {
+        tried += " 0 (nearly singular: rcond " + fmt("%.2g", out.factor->rcond()) + ")";
+        out.factor.reset();
+      } else {
+        break;
+      }
+    } catch (const SingularShift&) {
+      tried += " " + g17(sigma) + " (singular)";
+    } catch (const InvalidArgument&) {
+      tried += " " + g17(sigma) + " (indefinite)";
+      indefinite = true;
+    }
+    // Next shift. Singular (a semidefinite A, e.g. a graph Laplacian): just below 0,
+    // −1e-8·‖A‖‖B⁻¹‖, which leaves the separation of the small eigenvalues as at σ = 0.
+    // Indefinite at 0 (λmin < 0): just below the probe's bound of λmin (θmin − |β·y| minus 1 %
+    // of the width), close enough that T separates the smallest well (dwt_2680, λmin = −4.06:
+    // σ = −19 took 43 restarts). Each further failure steps 5 % of the width lower; the last
+    // try, −2·‖A‖‖B⁻¹‖, lies below any eigenvalue.
+    // (A negative Ritz value proves λmin < 0; at θmin ≥ 0 the "indefinite" was a rounding-level
+    // pivot of a semidefinite A: treated as singular.)
+    const SpectralProbe* probe = attempt == 0 && indefinite && !s.b ? get_probe() : nullptr;
+    if (probe && !(probe->lower < 0)) probe = nullptr;
+    const double width = probe ? probe->upper_bound - probe->lower_bound : 2.0 * scale;
+    if (attempt == 0)
+      sigma = probe ? std::min(probe->lower_bound - 0.01 * width, -1e-8 * scale) : -1e-8 * scale;
+    else if (attempt < 7)
+      sigma = std::min(sigma * 100.0, sigma - 0.05 * width);
+    else
+      sigma = -2.0 * scale;
+    sigma = std::max(sigma, -2.0 * scale);
+  }
+  if (!out.factor)
+    throw Error("no shift below the spectrum found (tried" + tried +
+                "); give --sigma, or --no-factor for an iterative method");
+  out.sigma = sigma;
+  out.why = "; sigma = " + g17(sigma) + " (A - sigma*B positive definite)" +
+            (tried.empty() ? "" : "; not at" + tried);
+}
+
 Factorized factorize(const Problem& s, const EigsOptions& opt,
                      const std::function<const SpectralProbe*()>& get_probe,
                      const std::optional<SymbolicAnalysis>& analysis, const SpectralProbe* known_probe) {
@@ -39,74 +114,7 @@ Factorized factorize(const Problem& s, const EigsOptions& opt,
   // the export and the trial cost seconds: host solves, staged through pinned memory.
   fo.exportable = false;
   if (!opt.has_sigma && opt.which == Which::smallest) {
-    double sigma = 0.0;
-    std::string tried;
-    const double scale = s.a_norm * s.binv_norm;  // λ_min ≥ −‖A‖·‖B⁻¹‖
-    int first = 0;
-    // The plan's probe already holds a Ritz value of A below −1e-8·‖A‖ (far beyond rounding):
-    // λmin < 0 is proven and the Cholesky factorization at σ = 0 would fail; start below the
-    // probe's bound instead (as the loop does after that failure).
-    if (known_probe && !s.b && known_probe->lower < -1e-8 * scale) {
-      const double width = known_probe->upper_bound - known_probe->lower_bound;
-      sigma = std::max(std::min(known_probe->lower_bound - 0.01 * width, -1e-8 * scale), -2.0 * scale);
-      tried = " 0 (skipped: the probe's Ritz value " + g17(known_probe->lower) + " < 0 proves A indefinite)";
-      first = 1;
-    }
-    // Every row of A sums to 0 (graph Laplacians, pure Neumann problems): A·1 = 0, so A − 0·B is
-    // singular and a factorization at σ = 0 would be thrown away (fails or rcond < 1e-12). Start
-    // just below 0, where the loop goes after that failure (crack's Laplacian on the 16-core
-    // H200 host: the factorization at 0 was a third of its set-up).
-    if (first == 0 && s.a && rows_sum_to_zero(*s.a)) {
-      sigma = -1e-8 * scale;
-      tried = " 0 (skipped: every row of A sums to 0, so A*1 = 0 and A is singular)";
-      first = 1;
-    }
-    for (int attempt = first; attempt < 8; ++attempt) {
-      bool indefinite = false;
-      try {
-        FactorOptions f2 = fo;
-        f2.engine = FactorEngine::cholmod;
-        out.factor = factor_shifted(*s.a, s.b, sigma, f2);
-        // Nearly singular (κ(S) > 1e12, e.g. a graph Laplacian at σ = 0, whose last pivot is a
-        // rounding error): T would have one eigenvalue ~1e12 times the others and its Lanczos
-        // vectors would carry that direction into every pair. Shift below instead.
-        if (sigma == 0.0 && out.factor->rcond() > 0 && out.factor->rcond() < 1e-12) {
-          tried += " 0 (nearly singular: rcond " + fmt("%.2g", out.factor->rcond()) + ")";
-          out.factor.reset();
-        } else {
-          break;
-        }
-      } catch (const SingularShift&) {
-        tried += " " + g17(sigma) + " (singular)";
-      } catch (const InvalidArgument&) {
-        tried += " " + g17(sigma) + " (indefinite)";
-        indefinite = true;
-      }
-      // Next shift. Singular (a semidefinite A, e.g. a graph Laplacian): just below 0,
-      // −1e-8·‖A‖‖B⁻¹‖, which leaves the separation of the small eigenvalues as at σ = 0.
-      // Indefinite at 0 (λmin < 0): just below the probe's bound of λmin (θmin − |β·y| minus 1 %
-      // of the width), close enough that T separates the smallest well (dwt_2680, λmin = −4.06:
-      // σ = −19 took 43 restarts). Each further failure steps 5 % of the width lower; the last
-      // try, −2·‖A‖‖B⁻¹‖, lies below any eigenvalue.
-      // (A negative Ritz value proves λmin < 0; at θmin ≥ 0 the "indefinite" was a rounding-level
-      // pivot of a semidefinite A: treated as singular.)
-      const SpectralProbe* probe = attempt == 0 && indefinite && !s.b ? get_probe() : nullptr;
-      if (probe && !(probe->lower < 0)) probe = nullptr;
-      const double width = probe ? probe->upper_bound - probe->lower_bound : 2.0 * scale;
-      if (attempt == 0)
-        sigma = probe ? std::min(probe->lower_bound - 0.01 * width, -1e-8 * scale) : -1e-8 * scale;
-      else if (attempt < 7)
-        sigma = std::min(sigma * 100.0, sigma - 0.05 * width);
-      else
-        sigma = -2.0 * scale;
-      sigma = std::max(sigma, -2.0 * scale);
-    }
-    if (!out.factor)
-      throw Error("no shift below the spectrum found (tried" + tried +
-                  "); give --sigma, or --no-factor for an iterative method");
-    out.sigma = sigma;
-    out.why = "; sigma = " + g17(sigma) + " (A - sigma*B positive definite)" +
-              (tried.empty() ? "" : "; not at" + tried);
+    factor_below_spectrum(s, fo, get_probe, known_probe, out);
   } else {
     out.sigma = opt.has_sigma ? opt.sigma : 0.0;
     fo.engine = opt.which == Which::nearest ? FactorEngine::automatic : FactorEngine::cholmod;
