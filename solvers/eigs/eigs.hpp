@@ -35,9 +35,12 @@
 // (λ and r), and a residual within the rounding error of its own computation,
 // 10·u·‖|A||x| + |λ||B||x|‖, passes: no measurement can tell it from an exact pair's.
 // Rounding floor: no iteration in double reaches residuals much below u·(‖A‖ + |λ|·‖B‖)·‖x‖; the
-// solvers stop there, and a pair whose test asks for less (rel with |λ| ≪ ‖A‖, e.g. the small
-// eigenvalues of a stiffness matrix without shift-invert) ends not_converged with a reason that
-// gives the accuracy reached and points to --conv norm or shift-invert.
+// solvers stop there. The planner foresees it (plan.hpp, floor_outlook): where the rel test at the
+// wanted end lies below it, it prices the plans that can meet it (shift-invert, dense) whatever
+// their ordering costs and says so. A pair whose test asks for less (rel with |λ| ≪ ‖A‖, e.g. the
+// small eigenvalues of a stiffness matrix without shift-invert) escalates under auto (below) and
+// otherwise ends not_converged with a reason that gives the accuracy reached and points to
+// --conv norm or shift-invert.
 // Escalation (--method auto only): when the chosen plan ends without convergence (the rounding
 // floor, stagnation, its iteration limit, the filter's time budget), the driver goes on with the
 // next plan that could succeed (EigsPlan::escalation, plan.hpp: shift-invert, dense, then the
@@ -137,7 +140,7 @@ struct EigsOptions {
   EigsMethod method = EigsMethod::automatic;
   ConvTest conv = ConvTest::rel;
   double tol = 1e-8;
-  std::int64_t max_iterations = 0;  // 0 = the method's default
+  std::int64_t max_iterations = 0;  // 0 = the method's default; under auto, each run's limit
   std::int64_t block_size = 0;      // Lanczos block size (0 = automatic)
   std::int64_t basis = 0;           // Lanczos basis columns before a restart (SciPy's ncv; 0 = auto)
   // Block Lanczos may stop before its first basis is full once every wanted pair passes

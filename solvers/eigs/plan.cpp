@@ -263,6 +263,12 @@ PlanEstimate price_filter(const Pricing& p) {
       e.detail += b;
       if (e.ladder) e.solve_s = lp.ladder_s;
     }
+    const ChebyshevCost cc = chebyshev_cost(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap);
+    if (cc.outer_iterations > kTrustedOuterIterations) {
+      e.low_confidence = true;
+      e.detail += "; low confidence: " + format("%.0f", cc.outer_iterations) + " outer iterations, beyond the " +
+                  format("%.0f", kTrustedOuterIterations) + " the model is trusted for";
+    }
   } else {
     // The filter's block does not fit in n/2: block Lanczos, priced like a filter of the same gap
     // (no better model).
@@ -357,7 +363,8 @@ double analysis_stake(FloorRisk risk, double iterative_best) {
 std::string ordering_refused(Pricing& p, double stake, const PlanEstimate& best_iterative) {
   const double analysis_floor = kFastestAnalyzeSecondsPerEntry * p.lower_entries;
   const std::string against = " would cost more than " +
-      std::string(p.plan.outlook.risk == FloorRisk::at_risk ? format("%g", kRiskFactor) + " times" : "a quarter of") +
+      std::string(p.plan.outlook.risk == FloorRisk::at_risk || best_iterative.low_confidence
+                      ? format("%g", kRiskFactor) + " times" : "a quarter of") +
       " the whole " + best_iterative.name() + " plan (" + secs(best_iterative.total()) + ") and more than " +
       secs(kStakeFloor);
   if (ordering_over_at_any_rate(p.lower_entries, stake))
@@ -387,7 +394,9 @@ bool price_shift_invert(Pricing& p, const EngineRates& r, bool r_defaults, const
     plan.unpriced.push_back("shift-invert lanczos: no factorization (" + p.f.factor_why + ")");
     return false;
   }
-  const double stake = analysis_stake(plan.outlook.risk, best_iterative.total());
+  const FloorRisk risk = best_iterative.low_confidence && plan.outlook.risk == FloorRisk::clear
+                             ? FloorRisk::at_risk : plan.outlook.risk;  // its worst case is the stake
+  const double stake = analysis_stake(risk, best_iterative.total());
   if (const std::string no = ordering_refused(p, stake, best_iterative); !no.empty()) {
     plan.unpriced.push_back(no);
     return false;
@@ -430,12 +439,13 @@ bool price_shift_invert(Pricing& p, const EngineRates& r, bool r_defaults, const
 }
 
 // The order of the candidates: feasible first, then by predicted seconds, where the floor is at
-// risk with the plans without a transformation counted at kRiskFactor times their prediction
-// (their worst case is not bounded; shift-invert's and dense's are).
+// risk (or the prediction is of low confidence) with the plans without a transformation counted
+// at kRiskFactor times their prediction (their worst case is not bounded; shift-invert's and
+// dense's are).
 void rank(std::vector<PlanEstimate>& cands, FloorRisk risk) {
   auto key = [risk](const PlanEstimate& e) {
     const bool unbounded = e.transform == Transform::none && e.method != EigsMethod::dense && !e.lobpcg_factor;
-    return risk == FloorRisk::at_risk && unbounded ? kRiskFactor * e.total() : e.total();
+    return (risk == FloorRisk::at_risk || e.low_confidence) && unbounded ? kRiskFactor * e.total() : e.total();
   };
   std::stable_sort(cands.begin(), cands.end(), [&](const PlanEstimate& a, const PlanEstimate& b) {
     return a.feasible != b.feasible ? a.feasible : key(a) < key(b);

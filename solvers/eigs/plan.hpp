@@ -27,6 +27,11 @@
 // Chebyshev plan chosen while shift-invert was priced gets that plan as its fallback: when the
 // measured convergence (after the second outer iteration) predicts more remaining time than
 // 1.5× the fallback's whole prediction, the filter stops and shift-invert runs instead.
+// The rounding floor is foreseen before pricing (floor_outlook, below); an automatic plan also
+// carries its escalation (escalation_plans), which the driver runs when the chosen plan ends
+// without convergence. plan_eigs = check → forced choice, or measure → price each plan
+// (price_filter, price_lanczos1, price_lobpcg, price_shift_invert, dense) → rank and choose →
+// resolve the run (resolve_run) → escalation.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -122,6 +127,10 @@ struct PlanEstimate {
   bool ladder = false;         // chebyshev: the filter's fp32 rung, chosen by predicted cost
   bool feasible = true;
   bool priced = false;         // setup_s/solve_s/verify_s hold a prediction
+  // The prediction is extrapolated far beyond what the model was measured on (the filter's degree
+  // model beyond kTrustedOuterIterations outer iterations: a tiny relative gap): ranked at its
+  // worst case (kRiskFactor times it) against plans whose cost is bounded, and said so.
+  bool low_confidence = false;
   double setup_s = 0.0, solve_s = 0.0, verify_s = 0.0;
   std::string detail;          // the model's main inputs
   RunParams run;               // resolved for the plan that runs (resolve_run)
@@ -184,6 +193,9 @@ constexpr double kFloorMargin = 4.0;
 // and a Lanczos run on T whose wanted end is well separated) is taken unless an iterative plan
 // costs less than 1/kRiskFactor of it: the misses seen at risk were 34x (H200) and 64x (CPU).
 constexpr double kRiskFactor = 30.0;
+// The filter's degree model is trusted up to this many outer iterations (the sweeps behind its
+// calibration ran up to ~40; the held-out misses ran 371 and 561 against 11 predicted).
+constexpr double kTrustedOuterIterations = 100.0;
 enum class FloorRisk { clear, at_risk, out_of_reach };
 const char* to_string(FloorRisk r);
 struct FloorOutlook {

@@ -149,17 +149,15 @@ std::string escalation_text(const EigsPlan& plan, const Attempt& a, const PlanEs
          (a.run.pairs.x.cols() > 0 ? " from its vectors" : "");
 }
 
-}  // namespace
-
-Solved solve_plans(const Problem& s, const EigsOptions& opt, EigsPlan& plan,
-                   const std::function<const SpectralProbe*()>& get_probe) {
-  Solved out;
-  std::optional<Attempt> best;
-  const PlanEstimate* e = &plan.chosen;
-  for (bool first = true; e; first = false) {
+// Runs plan e, then each next plan while none converges, into `out` (which keeps the set of the
+// run that passed the most pairs, the latest on a tie).
+void run_from(const Problem& s, const EigsOptions& opt, EigsPlan& plan,
+              const std::function<const SpectralProbe*()>& get_probe, const PlanEstimate* e, bool first,
+              Solved& out) {
+  for (; e; first = false) {
     Attempt a;
     try {
-      a = attempt(s, opt, plan, *e, best ? &best->run.pairs : nullptr, first, get_probe);
+      a = attempt(s, opt, plan, *e, out.runs.empty() ? nullptr : &out.run.pairs, first, get_probe);
     } catch (const std::exception& ex) {
       if (first || interrupt_requested()) throw;
       // An escalation plan whose set-up fails (the factorization does not fit): the next one.
@@ -179,21 +177,46 @@ Solved solve_plans(const Problem& s, const EigsOptions& opt, EigsPlan& plan,
     out.applies += a.run.applies;
     for (auto& h : a.run.history) out.history.push_back(h);
     out.why += a.setup.fz.why;
+    const bool replace = out.runs.empty() || a.run.pairs_pass || a.rec.pairs_passed >= out.passed;
     out.runs.push_back(a.rec);
     const bool done = a.run.pairs_pass || interrupt_requested();
     if (!done) {
       e = next_plan(plan, out.runs, a.rec.stop == "rounding_floor");
       if (plan.predicted) out.why += escalation_text(plan, a, e);
     }
-    // The set returned: this run's, unless an earlier one passed more pairs.
-    if (!best || done || a.rec.pairs_passed >= best->rec.pairs_passed) best = std::move(a);
+    if (replace) {
+      out.ran = a.plan;
+      out.setup = std::move(a.setup);
+      out.run = std::move(a.run);
+      out.cheb = a.cheb;
+      out.passed = a.rec.pairs_passed;
+    }
     if (done) break;
   }
-  out.ran = best->plan;
-  out.setup = std::move(best->setup);
-  out.run = std::move(best->run);
-  out.cheb = best->cheb;
+}
+
+}  // namespace
+
+Solved solve_plans(const Problem& s, const EigsOptions& opt, EigsPlan& plan,
+                   const std::function<const SpectralProbe*()>& get_probe) {
+  Solved out;
+  run_from(s, opt, plan, get_probe, &plan.chosen, true, out);
   return out;
+}
+
+bool solve_further(const Problem& s, const EigsOptions& opt, EigsPlan& plan,
+                   const std::function<const SpectralProbe*()>& get_probe, const std::string& why, Solved& out) {
+  if (!plan.predicted || out.runs.empty() || interrupt_requested()) return false;
+  EigsRunRecord& last = out.runs.back();
+  last.stop = "missing_pairs";
+  last.detail = why;
+  const PlanEstimate* e = next_plan(plan, out.runs, false);
+  out.why += "; the set of " + last.plan + " misses eigenvalues (" + why + ")" +
+             (e ? "; went on with " + e->name() + " from its vectors" : "; no plan left to escalate to");
+  if (!e) return false;
+  out.passed = 0;  // the set in hand is known incomplete: any run's set replaces it
+  run_from(s, opt, plan, get_probe, e, false, out);
+  return true;
 }
 
 }  // namespace tcsolve::eigs_detail

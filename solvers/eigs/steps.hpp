@@ -69,9 +69,14 @@ struct Solved {
   double setup_s = 0.0, solve_s = 0.0;  // all runs together
   std::int64_t iterations = 0, applies = 0;
   std::vector<IterationRecord> history;
+  std::int64_t passed = 0;            // pairs of `run` that passed their test
 };
 Solved solve_plans(const Problem& s, const EigsOptions& opt, EigsPlan& plan,
                    const std::function<const SpectralProbe*()>& get_probe);
+// After a verification that found eigenvalues missing from the returned set (the count, `why`):
+// the escalation goes on with the next plan not tried (auto only). Returns whether one ran.
+bool solve_further(const Problem& s, const EigsOptions& opt, EigsPlan& plan,
+                   const std::function<const SpectralProbe*()>& get_probe, const std::string& why, Solved& out);
 
 // ---- verify (verify.cpp)
 
