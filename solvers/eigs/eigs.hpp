@@ -22,17 +22,32 @@
 //
 // Convergence tests (SLEPc's names), on the true residual r = A·x − λ·B·x of B-normalized x:
 //   rel   ‖r‖ ≤ tol·|λ|·‖B·x‖          (default; what ARPACK and SciPy users expect: ‖x‖ when B = I;
-//                                       ‖B·x‖ keeps the test invariant under B → c·B; |λ| is floored
-//                                       at 1e-12·‖A‖ so that a numerically zero eigenvalue can pass)
+//                                       ‖B·x‖ keeps the test invariant under B → c·B; at λ ≈ 0,
+//                                       |λ| ≤ u^(2/3)·‖A‖·‖B⁻¹‖ (ARPACK's ε^(2/3) scaled to the
+//                                       problem), it asks for the attainable floor instead:
+//                                       ‖r‖ ≤ 8u·(‖A‖ + |λ|·‖B‖)·‖x‖, so every copy of a zero
+//                                       eigenvalue (components, rigid modes) passes at its floor,
+//                                       its eigenvalue within 8u·‖A‖·‖B⁻¹‖; those pairs and the
+//                                       floor are recorded (EigsResult::floor_pairs, test_floor))
 //   norm  ‖r‖ ≤ tol·(‖A‖ + |λ|·‖B‖)·‖x‖
 //   abs   ‖r‖ ≤ tol·‖x‖
 // A residual is measured in double; a pair that fails is measured again in extended precision
 // (λ and r), and a residual within the rounding error of its own computation,
 // 10·u·‖|A||x| + |λ||B||x|‖, passes: no measurement can tell it from an exact pair's.
 // Rounding floor: no iteration in double reaches residuals much below u·(‖A‖ + |λ|·‖B‖)·‖x‖; the
-// solvers stop there, and a pair whose test asks for less (rel with |λ| ≪ ‖A‖, e.g. the small
-// eigenvalues of a stiffness matrix without shift-invert) ends not_converged with a reason that
-// gives the accuracy reached and points to --conv norm or shift-invert.
+// solvers stop there. The planner foresees it (plan.hpp, floor_outlook): where the rel test at the
+// wanted end lies below it, it prices the plans that can meet it (shift-invert, dense) whatever
+// their ordering costs and says so. A pair whose test asks for less (rel with |λ| ≪ ‖A‖, e.g. the
+// small eigenvalues of a stiffness matrix without shift-invert) escalates under auto (below) and
+// otherwise ends not_converged with a reason that gives the accuracy reached and points to
+// --conv norm or shift-invert.
+// Escalation (--method auto only): when the chosen plan ends without convergence (the rounding
+// floor, stagnation, its iteration limit, the filter's time budget), the driver goes on with the
+// next plan that could succeed (EigsPlan::escalation, plan.hpp: shift-invert, dense, then the
+// methods on A not yet run — these not after a stop at the floor), starting from the vectors
+// found, each to its own iteration limit (EigsOptions::max_iterations applies to each run), until
+// one converges or none is left: auto never ends not_converged while such a plan fits the memory.
+// Every run is recorded (EigsResult::runs). An explicit method runs alone, as asked.
 // Spectral transformation (shift-invert, SciPy's `sigma`): Lanczos or LOBPCG run on
 // Op = (A − σB)⁻¹·B, whose eigenvalues ν = 1/(λ − σ) are largest for the λ nearest σ; the
 // factorization of A − σB (factor/sparse_factor.hpp) is computed once, its solves applied to whole
@@ -125,7 +140,7 @@ struct EigsOptions {
   EigsMethod method = EigsMethod::automatic;
   ConvTest conv = ConvTest::rel;
   double tol = 1e-8;
-  std::int64_t max_iterations = 0;  // 0 = the method's default
+  std::int64_t max_iterations = 0;  // 0 = the method's default; under auto, each run's limit
   std::int64_t block_size = 0;      // Lanczos block size (0 = automatic)
   std::int64_t basis = 0;           // Lanczos basis columns before a restart (SciPy's ncv; 0 = auto)
   // Block Lanczos may stop before its first basis is full once every wanted pair passes
@@ -173,6 +188,25 @@ struct EigsOptions {
   CheckpointFn on_checkpoint;
 };
 
+// One plan's run within an eigs() call (EigsResult::runs): the chosen plan, then each plan it
+// escalated to.
+struct EigsRunRecord {
+  std::string plan;              // chebyshev | lanczos | lanczos (single vector) | lobpcg | dense |
+                                 // shift-invert lanczos | lobpcg preconditioned by the factorization
+  std::string method;            // dense | lanczos | lobpcg | chebyshev
+  std::string transform = "none";  // none | shift-invert
+  // How it ended: converged (every pair passed its test) | rounding_floor (the failing pairs at
+  // u·(‖A‖ + |λ|‖B‖)) | iteration_limit | stagnation | budget (the filter stopped for the
+  // fallback plan) | breakdown | interrupted | setup_failed (e.g. the factorization did not fit)
+  std::string stop;
+  std::string detail;            // the solver's reason, or what the set-up threw ("" converged)
+  double predicted_seconds = 0;  // set-up + solve as priced (0: not priced)
+  double setup_seconds = 0, solve_seconds = 0;
+  std::int64_t iterations = 0, operator_applies = 0;
+  std::int64_t pairs_passed = 0;   // of its k pairs, on their true residuals
+  bool from_previous = false;      // started from the previous run's vectors
+};
+
 struct EigsResult {
   SolverStatus status = SolverStatus::not_converged;
   std::string reason;                  // one sentence when not converged / unverified
@@ -212,6 +246,15 @@ struct EigsResult {
   double setup_seconds = 0.0;          // operators and factorizations
   double solve_seconds = 0.0;          // the iteration
   double verify_seconds = 0.0;         // true residuals, certificate, re-check
+  // The runs in order (one when the first plan answered; more when auto escalated). The fields
+  // above describe the last run (method, transform, factor, precision) and all of them together
+  // (iterations, operator_applies, history, setup/solve seconds).
+  std::vector<EigsRunRecord> runs;
+  // The rel test at λ ≈ 0 (above): the returned pairs (indices into values) whose residual bound
+  // is the floor 8u·(‖A‖ + |λ|·‖B‖)·‖x‖, and one line saying how many, the threshold and the
+  // floor ("" when none).
+  std::vector<std::int64_t> floor_pairs;
+  std::string test_floor;
 };
 
 // What the planner measured on a matrix (spectral probe, timed applies, symbolic analysis;

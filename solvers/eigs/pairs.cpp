@@ -96,6 +96,14 @@ double attainable_floor(double lam, double xn, const Problem& s) {
   return kUnitRoundoff * (s.a_norm + std::abs(lam) * s.b_norm) * xn;
 }
 
+double zero_scale(const Problem& s) {
+  return std::cbrt(kUnitRoundoff * kUnitRoundoff) * s.a_norm * s.binv_norm;
+}
+
+double zero_floor(double lam, double x_norm, const Problem& s) {
+  return kZeroFloorFactor * kUnitRoundoff * (s.a_norm + std::abs(lam) * s.b_norm) * x_norm;
+}
+
 double residual_floor(const Problem& s, const double* x, double lam) {
   constexpr double u = kUnitRoundoff;
   const Csr<double>& a = *s.a;
@@ -177,13 +185,25 @@ void refine_rayleigh(const Problem& s, const std::vector<const double*>& cols, c
 // pairs pass.
 bool test_pairs(const Problem& s, const EigsOptions& opt, MvView<const double> x,
                 std::vector<double>& lam, std::vector<double>& rn, const std::vector<double>& xn,
-                std::vector<double>& bounds) {
+                std::vector<double>& bounds, std::vector<char>* floored) {
   const std::int64_t m = static_cast<std::int64_t>(lam.size());
   bounds.resize(m);
+  if (floored) floored->assign(m, 0);
   bool all = m > 0;
   std::vector<double> host;
+  // rel at λ ≈ 0: the floor (zero_floor) on ‖x‖₂, which is xn itself without B.
+  auto floor_at_zero = [&](std::int64_t j) {
+    if (opt.conv != ConvTest::rel || !(std::abs(lam[j]) <= zero_scale(s))) return 0.0;
+    double x_norm = xn[j];
+    if (s.bop) s.ops->column_norms(x.columns(j, 1), &x_norm);
+    return zero_floor(lam[j], x_norm, s);
+  };
   for (std::int64_t j = 0; j < m; ++j) {
     bounds[j] = bound_of(opt.conv, opt.tol, lam[j], xn[j], s);
+    if (const double zf = floor_at_zero(j); zf > bounds[j]) {
+      bounds[j] = zf;
+      if (floored) (*floored)[j] = 1;
+    }
     if (!(rn[j] <= bounds[j]) && std::isfinite(rn[j]) && s.a) {
       // A failing pair in matrix form: measure it again in extended precision (λ and residual),
       // and allow the rounding level of the residual's own computation.
@@ -192,8 +212,9 @@ bool test_pairs(const Problem& s, const EigsOptions& opt, MvView<const double> x
       double rho = lam[j], r_ext = rn[j];
       extended_pair(s, host.data(), rho, r_ext);
       if (r_ext < rn[j]) lam[j] = rho, rn[j] = r_ext;
-      bounds[j] = std::max(bound_of(opt.conv, opt.tol, lam[j], xn[j], s),
-                           residual_floor(s, host.data(), lam[j]));
+      const double zf = floor_at_zero(j), rf = residual_floor(s, host.data(), lam[j]);
+      bounds[j] = std::max({bound_of(opt.conv, opt.tol, lam[j], xn[j], s), zf, rf});
+      if (floored) (*floored)[j] = zf > 0 && bounds[j] == zf && rf < zf;
     }
     all = all && std::isfinite(rn[j]) && rn[j] <= bounds[j];
   }

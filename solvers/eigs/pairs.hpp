@@ -100,8 +100,24 @@ void rayleigh_and_residuals(const Problem& s, detail::ApplyClock& clock, MvView<
                             std::vector<double>& rn, std::vector<double>& xn,
                             std::vector<double>& rq_dev, const std::vector<double>* given = nullptr);
 
-// tol·(a_eff + |λ|·b_eff)·xn: what the test allows.
+// tol·(a_eff + |λ|·b_eff)·xn: what the test allows (before the floor at λ ≈ 0, below).
 double bound_of(ConvTest c, double tol, double lam, double xn, const Problem& s);
+
+// The rel test at λ ≈ 0 (eigs.hpp). An eigenvalue with |λ| ≤ u^(2/3)·‖A‖·‖B⁻¹‖ (ARPACK's ε^(2/3),
+// scaled to the problem: 2.3e-11 of the spectrum's radius) is zero to working precision: the
+// rel test's tol·|λ|·‖B·x‖ lies far below what any computation in double resolves,
+// u·(‖A‖ + |λ|·‖B‖)·‖x‖ (the rounding of A·x alone). There a pair passes at that floor times
+// kZeroFloorFactor: its eigenvalue is then within 8u·‖A‖·‖B⁻¹‖ of a true one (backward stable,
+// what a dense solve gives), as its error bound says. 8: the solvers stop at 4u (floor_a), and the
+// driver measures again, which differs by about u·‖A‖. Every copy of 0 (a graph Laplacian's
+// components, rigid modes) passes so; a pair between that zone and the one where tol·|λ| exceeds
+// the floor (a stiff matrix's eigenvalue 1 beside ‖A‖ = 4e9) keeps the plain test, which shift-
+// invert meets (its vectors' own rounding is small: residual_floor).
+constexpr double kZeroFloorFactor = 8.0;
+// u^(2/3)·‖A‖·‖B⁻¹‖: below it an eigenvalue is zero to working precision.
+double zero_scale(const Problem& s);
+// kZeroFloorFactor·u·(‖A‖ + |λ|·‖B‖)·x_norm (x_norm = ‖x‖₂).
+double zero_floor(double lam, double x_norm, const Problem& s);
 // u·(‖A‖ + |λ|·‖B‖)·xn: the rounding floor no iteration in double gets much below.
 double attainable_floor(double lam, double xn, const Problem& s);
 // 10·u·‖|A|·|x| + |λ|·|B|·|x|‖₂ (host CSR, host x): the rounding error of the residual's own
@@ -122,10 +138,11 @@ void refine_rayleigh(const Problem& s, const std::vector<const double*>& cols, c
                      const std::vector<double>& x2, std::vector<double>& lam, std::vector<double>& rn,
                      std::vector<double>& rq_dev);
 // What the convergence test allows each pair (bounds), remeasuring failing ones in extended
-// precision (matrix form). Returns whether all pairs pass.
+// precision (matrix form); under rel, pairs with |λ| ≤ zero_scale are allowed zero_floor (above).
+// floored (optional): 1 for each pair whose bound is that floor. Returns whether all pairs pass.
 bool test_pairs(const Problem& s, const EigsOptions& opt, MvView<const double> x,
                 std::vector<double>& lam, std::vector<double>& rn, const std::vector<double>& xn,
-                std::vector<double>& bounds);
+                std::vector<double>& bounds, std::vector<char>* floored = nullptr);
 
 // Order of the wanted values: ascending (smallest), descending (largest), by |λ − σ| (nearest).
 std::vector<std::int64_t> wanted_order(const std::vector<double>& v, Which w, double sigma);

@@ -94,228 +94,13 @@ const char* to_string(Verification v) {
   return "?";
 }
 
-// ---- estimates --------------------------------------------------------------------------------
-
-namespace {
-
-std::string secs(double s) {
-  char b[32];
-  if (s >= 100) std::snprintf(b, sizeof b, "%.0f s", s);
-  else if (s >= 1) std::snprintf(b, sizeof b, "%.2f s", s);
-  else std::snprintf(b, sizeof b, "%.3g s", s);
-  return b;
-}
-
-}  // namespace
-
-std::string PlanEstimate::name() const {
-  if (transform == Transform::shift_invert) return "shift-invert lanczos";
-  if (lobpcg_factor) return "lobpcg preconditioned by the factorization";
-  if (method == EigsMethod::lanczos && block == 1) return "lanczos (single vector)";
-  return to_string(method);
-}
-
-std::string PlanEstimate::describe() const {
-  std::string s = name();
-  if (verification == Verification::certificate) s += " + certificate";
-  else if (verification == Verification::recheck) s += " + re-check";
-  if (!feasible) return s + " (not possible)";
-  if (!priced) return s;
-  s += ": predicted " + secs(total()) + " (setup " + secs(setup_s) + ", solve " + secs(solve_s) +
-       ", verify " + secs(verify_s) + ")";
-  if (!detail.empty()) s += " [" + detail + "]";
-  return s;
-}
-
-ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, std::int64_t n) {
-  ApplyModel m;
-  const double cols = static_cast<double>(std::max<std::int64_t>(w, 2));
-  m.t_col = std::max(0.0, (tw - t1) / (cols - 1.0));
-  if (m.t_col <= 0) m.t_col = 0.25 * t1;  // timing noise: a column of X and Y costs something
-  // On the host, small matrices time thread start-up rather than bytes: a column (16·n bytes of
-  // X and Y) is capped at 2 GB/s.
-  if (backend == Backend::cpu) m.t_col = std::min(m.t_col, 16.0 * static_cast<double>(n) / 2e9 + 1e-7);
-  m.t_a = std::max(0.0, t1 - m.t_col);
-  // Launch and small-matrix latencies (H200 runs: about 2 ms per Chebyshev outer iteration of
-  // syevd, Cholesky, fetch and launches; ~5 µs per extra launch).
-  m.t_outer = backend == Backend::cuda ? 2e-3 : 5e-4;
-  m.t_step = backend == Backend::cuda ? 5e-6 : 0.0;
-  return m;
-}
-
-namespace {
-// Column-steps of the filter proper: the cost model's column applies less Rayleigh-Ritz's (m an
-// outer iteration), the final check's (k) and the probe's.
-double filter_columns(const ChebyshevCost& c, std::int64_t k) {
-  return std::max(0.0, c.column_applies - c.outer_iterations * static_cast<double>(c.block) -
-                           static_cast<double>(k) - 25.0);
-}
-double chebyshev_seconds(const ChebyshevCost& c, std::int64_t k, const ApplyModel& m) {
-  const double mb = static_cast<double>(c.block);
-  // Filter: D applies of A, per column-step 1 column unit in the SpMM and 2 in the recurrence
-  // (m.step_col = 3; 1.5 for the GPU's fused step);
-  // Rayleigh-Ritz per outer iteration: one apply of m columns and 10·m column units of dense
-  // passes (two BCGS-PIP passes, the projections); the final check: k columns.
-  return (c.total_degree + c.outer_iterations + 1.0) * m.t_a +
-         filter_columns(c, k) * m.step_col * m.t_col +
-         c.outer_iterations * (11.0 * mb * m.t_col + m.t_outer) +
-         c.total_degree * m.t_step + static_cast<double>(k) * m.t_col;
-}
-}  // namespace
-
-double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                 double rel_gap, const ApplyModel& m, std::string* detail) {
-  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
-  if (detail) {
-    char b[160];
-    std::snprintf(b, sizeof b, "relative gap %.2g: %.0f filter steps on %lld columns, %.0f outer "
-                  "iterations", rel_gap, c.total_degree, static_cast<long long>(c.block),
-                  c.outer_iterations);
-    *detail = b;
+const char* to_string(FloorRisk r) {
+  switch (r) {
+    case FloorRisk::clear: return "clear";
+    case FloorRisk::at_risk: return "at risk";
+    case FloorRisk::out_of_reach: return "out of reach";
   }
-  return chebyshev_seconds(c, k, m);
-}
-
-LadderPrice price_chebyshev_ladder(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                   double rel_gap, const ApplyModel& m, bool wanted_end_large) {
-  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
-  LadderPrice p;
-  p.fp64_s = chebyshev_seconds(c, k, m);
-  // The rungs: where the wanted end is large against ‖A‖ (|λ| ≥ ‖A‖/4, the filter's own test,
-  // chebyshev.cpp), all filters but the last on fp32; else only the first (its block holds no
-  // vector near the end yet).
-  const double outer = std::max(1.0, c.outer_iterations);
-  p.fp32_share = wanted_end_large ? (outer - 1.0) / outer : 1.0 / outer;
-  // the filter's bandwidth parts at 0.7 on the fp32 rung; the timed apply's launch latency
-  // (about two launches' worth, 2·t_step) moves no bytes
-  const double bw_a = std::max(0.0, m.t_a - 2.0 * m.t_step);
-  const double filter_bw = c.total_degree * bw_a + filter_columns(c, k) * m.step_col * m.t_col;
-  const double saved = 0.3 * p.fp32_share * filter_bw;
-  const double overhead = p.fp32_share * c.outer_iterations *
-                          (2.75 * static_cast<double>(c.block) * m.t_col + 2.0 * m.t_step);
-  p.ladder_s = p.fp64_s - saved + overhead;
-  return p;
-}
-
-double host_lanczos_step_words(std::int64_t n, std::int64_t basis, std::int64_t keep) {
-  // block_lanczos.cpp, single vectors: a classical Gram–Schmidt pass (the Gram against the basis
-  // and the update: 2·c·n words at fill c) and a second pass where the first kept less than 1/√2
-  // of the norm (DGKS); the fill runs from keep to basis between restarts. Counted as 1.5 passes.
-  return 3.0 * 0.5 * static_cast<double>(basis + keep) * static_cast<double>(n);
-}
-
-double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                double rel_gap, const ApplyModel& m, std::string* detail) {
-  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
-  const double applies = 0.35 * c.total_degree + 2.0 * static_cast<double>(k);
-  const std::int64_t basis = default_lanczos_basis(k, 1);
-  const std::int64_t keep = std::min(k + std::max<std::int64_t>(1, (basis - k) / 2), basis - 1);
-  const double restarts = applies / static_cast<double>(std::max<std::int64_t>(1, basis - keep));
-  // Per apply: A on one column and the Gram–Schmidt against the basis as filled on average
-  // (host_lanczos_step_words); per restart a Rayleigh–Ritz (an eigensolve of the basis-sized
-  // matrix: ~20 µs at basis 22 on the 2-core CPU) and the basis rewritten ((basis + keep)·n
-  // words); at the end one explicit residual check (A on k columns).
-  const double nn = static_cast<double>(n);
-  const double t = applies * (m.t_a + m.t_col + host_lanczos_step_words(n, basis, keep) * m.t_word) +
-                   restarts * (static_cast<double>(basis + keep) * nn * m.t_word + 3e-5) +
-                   m.t_a + static_cast<double>(k) * m.t_col;
-  if (detail) {
-    char b[160];
-    std::snprintf(b, sizeof b, "relative gap %.2g (no power law): about %.0f single-column applies, basis %lld",
-                  rel_gap, applies, static_cast<long long>(basis));
-    *detail = b;
-  }
-  return t;
-}
-
-double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
-                                      const ApplyModel& m) {
-  // recheck.cpp: degree acosh(√(2/δ')·√n/1e-3)/acosh(1 + 2δ'), δ' ≈ the relative gap; 2 columns.
-  const double g = std::clamp(rel_gap, 1e-14, 0.5);
-  const double amp = std::sqrt(2.0 / g) * std::sqrt(static_cast<double>(n)) / 1e-3;
-  const double d = std::acosh(amp) / std::acosh(1.0 + 2.0 * g);
-  return d * (m.t_a + 2.0 * m.step_col * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_outer;
-}
-
-double predict_dense_seconds(std::int64_t n, const EngineRates& r) {
-  // Tridiagonalization and eigenvectors (Eigen, one thread, ~10·n³ flops), at a fifth of the
-  // multithreaded supernodal rate.
-  const double nn = static_cast<double>(n);
-  return 10.0 * nn * nn * nn * 5.0 * r.factor_s_per_flop;
-}
-
-ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host,
-                                    std::int64_t block) {
-  const std::int64_t b8 = default_lanczos_block(k);
-  ShiftInvertShape sh;
-  sh.big_factor = factor_entries > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b8, 6 * b8));
-  sh.block = block > 0 ? block
-             : sh.big_factor ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16)
-             : host ? 1 : b8;
-  sh.block = std::min<std::int64_t>(sh.block, n / 4 > 0 ? n / 4 : 1);
-  const std::int64_t b = sh.block;
-  sh.basis = b * ((std::max(2 * k + 2 * b, (sh.big_factor ? 12 : 6) * b) + b - 1) / b);
-  return sh;
-}
-
-void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,
-                                  double lower_entries, const EngineRates& r, const ApplyModel& m,
-                                  Backend backend, double* setup_s, double* solve_s,
-                                  std::string* detail) {
-  const double lnz = sym.factor_entries;
-  const ShiftInvertShape sh = shift_invert_shape(n, k, lnz, backend != Backend::cuda);
-  const std::int64_t b = sh.block, basis = sh.basis;
-  const double solves = 2.0 * static_cast<double>(basis) / static_cast<double>(b) + 2.0;
-  double per_solve = r.solve_seconds(lnz, static_cast<double>(b), sym.flops, static_cast<double>(n));
-  if (backend == Backend::cuda) per_solve += 16.0 * static_cast<double>(n * b) / 12e9;  // staged
-  *setup_s = r.analyze_seconds(lower_entries) + r.factor_seconds(sym);
-  if (backend == Backend::cuda || !(m.t_word > 0)) {
-    // Dense Lanczos work per block step: two passes over the basis (≈ 4·basis column units).
-    const double dense = 4.0 * static_cast<double>(basis) * m.t_col + m.t_outer;
-    *solve_s = solves * (per_solve + dense);
-  } else {
-    // Host (single vectors): a step's Gram–Schmidt against the basis as filled on average
-    // (host_lanczos_step_words, at the probe's rate); each pass of the basis ends in a
-    // Rayleigh–Ritz and a thick restart, which rewrites the basis ((basis + keep)·n words) plus
-    // the small eigenproblem; a look whose estimates pass is checked explicitly: x̂ = T·x (one
-    // block solve of k columns) and A·x̂ for the true residuals (one look: the usual case).
-    const double nn = static_cast<double>(n);
-    const std::int64_t keep = std::min(k + std::max(b, (basis - k) / 2), basis - b);
-    const double passes = 1.0 + std::max(0.0, solves * static_cast<double>(b) - static_cast<double>(basis)) /
-                                    static_cast<double>(std::max<std::int64_t>(b, basis - keep));
-    const double check = r.solve_seconds(lnz, static_cast<double>(k), sym.flops, nn) + m.t_a +
-                         static_cast<double>(k) * m.t_col;
-    *solve_s = solves * (per_solve + host_lanczos_step_words(n, basis, keep) * m.t_word) +
-               passes * (static_cast<double>(basis + keep) * nn * m.t_word + 1e-4) + check;
-  }
-  if (detail) {
-    char bf[200];
-    std::snprintf(bf, sizeof bf, "factor %.3g M entries, %.3g GFLOP (%s); %.0f block solves of %lld",
-                  lnz / 1e6, sym.flops / 1e9, sym.ordering.c_str(), solves, static_cast<long long>(b));
-    *detail = bf;
-  }
-}
-
-double predict_certificate_seconds(const SymbolicAnalysis& sym, double lower_entries,
-                                   const EngineRates& r) {
-  // One LDLᵀ count; a second when the k-th value has copies (about one case in three). MUMPS
-  // orders by METIS where CHOLMOD would try it (its automatic choice on such fill).
-  const double metis = sym.metis_follows ? (kMetisOverAmd - 1.0) * r.analyze_seconds(lower_entries) : 0.0;
-  return 1.3 * (r.inertia_seconds(sym, lower_entries) + r.inertia_ratio * metis);
-}
-
-std::int64_t workspace_vectors(EigsMethod method, std::int64_t n, std::int64_t k,
-                               std::int64_t block_size, bool generalized) {
-  if (method == EigsMethod::automatic) method = generalized ? EigsMethod::lobpcg : EigsMethod::chebyshev;
-  switch (method) {
-    case EigsMethod::chebyshev: return 3 * chebyshev_block(n, k, -1) + 2 * k;
-    case EigsMethod::lanczos: {
-      const std::int64_t b = block_size > 0 ? block_size : default_lanczos_block(k);
-      return 2 * (default_lanczos_basis(k, b) + b) + 2 * std::max(b, k);
-    }
-    case EigsMethod::lobpcg: return 10 * (k + default_lobpcg_guard(k));
-    default: return 0;
-  }
+  return "?";
 }
 
 // ---- the planner --------------------------------------------------------------------------------
@@ -354,21 +139,10 @@ void check_request(const PlanFacts& f, const EigsOptions& opt) {
     throw InvalidArgument("a preconditioner operator M cannot be combined with sigma");
 }
 
-}  // namespace
-
-EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes& probes) {
-  const double t0 = detail::now_seconds();
-  check_request(f, opt);
-  EigsPlan plan;
-  plan.sigma = opt.has_sigma ? opt.sigma : 0.0;
-  const std::int64_t n = f.n, k = opt.k;
-  const double lower_entries = 0.5 * static_cast<double>(f.nnz_a + f.nnz_b + n);
-  const Verification default_verification =
-      opt.certify ? Verification::certificate : opt.recheck ? Verification::recheck : Verification::none;
+// Forced choices: a method asked for, a sigma, which = nearest, a preconditioner, a small
+// problem (dense). Returns false when the choice is the planner's (auto).
+bool plan_forced(const PlanFacts& f, const EigsOptions& opt, EigsPlan& plan) {
   PlanEstimate& c = plan.chosen;
-  c.verification = default_verification;
-
-  // ---- forced choices
   if (opt.method == EigsMethod::dense) {
     c.method = EigsMethod::dense;
     c.verification = Verification::dense;
@@ -398,300 +172,600 @@ EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes&
     c.lobpcg_factor = c.method == EigsMethod::lobpcg && opt.which == Which::smallest &&
                       f.can_factor && opt.precond == EigsPrecond::automatic;
     plan.reason = std::string("method ") + to_string(opt.method) + " as asked";
-  } else if (f.matrix_form && f.n <= 4000 && (f.n <= 400 || 3 * k + 32 > f.n)) {
+  } else if (f.matrix_form && f.n <= 4000 && (f.n <= 400 || 3 * opt.k + 32 > f.n)) {
     c.method = EigsMethod::dense;
     c.verification = Verification::dense;
     plan.reason = "auto: dense solve (n = " + std::to_string(f.n) + " is small, or k close to n)";
   } else {
-    // ---- auto: price the candidates
-    plan.predicted = true;
-    std::vector<PlanEstimate> cands;
-    // Measurements: the probe and the applies (every iterative price needs them).
-    plan.probe = probes.probe();
-    const std::int64_t width = f.generalized ? k + default_lobpcg_guard(k)
-                                             : chebyshev_block(n, k, -1);
-    const std::int64_t w = std::max<std::int64_t>(2, std::min<std::int64_t>(
-        f.backend == Backend::cuda ? width : std::min<std::int64_t>(width, 8), n));
-    const double t1 = plan.probe->apply_seconds / std::max(1, plan.probe->steps);
-    const double tw = probes.apply_seconds(w);
-    plan.applies = apply_model(t1, tw, w, f.backend, n);
-    // The filter's steps fuse on the GPU where rows are short (eigs_detail::make_fused_step):
-    // 1.5 column units a column-step. On A's natural blocks (BSR step, long rows) one unit: H200,
-    // elast3d:64 at 24 columns, 804 µs fp64 and 390 µs on the fp32 rung against 835 µs for the
-    // operator's apply alone (docs/performance.md).
-    if (f.backend == Backend::cuda && chebyshev_step_pays(n, f.nnz_a))
-      plan.applies->step_col = 1.5;
-    else if (f.bsr_step)
-      plan.applies->step_col = 1.0;
-    if (f.backend == Backend::cpu && plan.probe->dense_words > 0)
-      plan.applies->t_word = plan.probe->dense_seconds / plan.probe->dense_words;
-    const ApplyModel& am = *plan.applies;
-    if (trace_enabled()) {
-      char b[200];
-      std::snprintf(b, sizeof b, "plan: apply model t_a %.3g s, t_col %.3g s, t_outer %.3g s, t_step %.3g s, t_word %.3g s",
-                    am.t_a, am.t_col, am.t_outer, am.t_step, am.t_word);
-      trace_mark(b);
-    }
-    const double sgn = opt.which == Which::largest ? -1.0 : 1.0;
-    const std::int64_t m = f.generalized ? width : chebyshev_block(n, k, -1);
-    plan.rel_gap = plan.probe->relative_gap(sgn, k, m);
-    // The filter re-check's price (its degree from the resolution, recheck.cpp): where the power
-    // law fails, the resolution read off the quadrature's counting function (interpolated_gap)
-    // rather than the solves' fallback 1e-3. 2-core CPU, the shared matrices' single-vector
-    // Lanczos rows (k = 10): the re-check priced at 1.1–13× its measured seconds with the
-    // fallback, 0.2–3.0× with this; the solves stay at the fallback (priced at the interpolated
-    // gap they came out at 0.1–0.8× their seconds). TCSOLVE_PLAN_INTERPOLATED_GAP=0: the
-    // fallback for the re-check too (A/B).
-    static const bool interpolate = [] {
-      const char* e = std::getenv("TCSOLVE_PLAN_INTERPOLATED_GAP");
-      return !(e && std::string(e) == "0");
-    }();
-    // modelled: the probe's power law fits the wanted end
-    const bool modelled = std::isfinite(plan.probe->relative_gap(sgn, k, m, std::nan("")));
-    double recheck_gap = plan.rel_gap;
-    if (interpolate && !modelled) {
-      const double g = plan.probe->interpolated_gap(sgn, k, m);
-      if (std::isfinite(g)) recheck_gap = g;
-    }
-
-    if (!f.generalized) {
-      PlanEstimate e;
-      e.verification = default_verification;
-      if (chebyshev_fits(n, k)) {
-        e.method = EigsMethod::chebyshev;
-        e.solve_s = predict_chebyshev_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, &e.detail);
-        if (f.ladder) {
-          const double norm = std::max(std::abs(plan.probe->lower), std::abs(plan.probe->upper));
-          const double end = opt.which == Which::largest ? std::abs(plan.probe->upper) : std::abs(plan.probe->lower);
-          const LadderPrice lp = price_chebyshev_ladder(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, end >= 0.25 * norm);
-          e.ladder = lp.ladder_s < lp.fp64_s;
-          char b[200];
-          std::snprintf(b, sizeof b, "; fp32 rung on ~%.0f%% of the filters: %.3g s against %.3g s in fp64%s",
-                        100.0 * lp.fp32_share, lp.ladder_s, lp.fp64_s, e.ladder ? "" : " (not taken)");
-          e.detail += b;
-          if (e.ladder) e.solve_s = lp.ladder_s;
-        }
-      } else {
-        // The filter's block does not fit in n/2: block Lanczos, priced like a filter of the
-        // same gap (no better model).
-        e.method = EigsMethod::lanczos;
-        e.solve_s = 2.0 * predict_chebyshev_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, &e.detail);
-      }
-      e.verify_s = default_verification == Verification::recheck
-                       ? predict_filter_recheck_seconds(n, k, recheck_gap, am) : 0.0;
-      e.priced = true;
-      cands.push_back(e);
-      // Host: single-vector Lanczos (ARPACK's method), which wins where the wanted end holds
-      // isolated eigenvalues: where the probe's power law gives no gap in (0, 1). Not offered
-      // where it does (PDE-like ends): there it is 4–15× the filter's degree in applies, and their
-      // symmetric multiplicities (3D Laplacians: 3 and 6 copies) are what a single vector misses
-      // in exact arithmetic; the re-check adds one copy a round (three rounds), so a set missing
-      // more ends unverified (gen:lap3d:21, k = 6 largest, forced: 3 copies added, unverified).
-      // Its re-check is priced as the filter's.
-      if (f.backend == Backend::cpu && am.t_word > 0 && !modelled && n > default_lanczos_basis(k, 1) + 1) {
-        PlanEstimate l;
-        l.method = EigsMethod::lanczos;
-        l.block = 1;
-        l.verification = e.verification;
-        l.solve_s = predict_lanczos1_seconds(n, f.nnz_a, k, opt.tol, plan.rel_gap, am, &l.detail);
-        l.verify_s = e.verify_s;
-        l.priced = true;
-        cands.push_back(l);
-      }
-    } else {
-      PlanEstimate e;
-      e.method = EigsMethod::lobpcg;
-      e.verification = default_verification;
-      // LOBPCG: ≈ ln(4/tol)/(2√g) iterations, each an apply of m columns of A and B and ~40·m
-      // column units of dense work (crude: the gap of A stands in for the pencil's).
-      const double g = std::clamp(plan.rel_gap, 1e-12, 0.5);
-      const double its = std::min<double>(opt.max_iterations > 0 ? opt.max_iterations : 2000,
-                                          std::log(4.0 / opt.tol) / (2.0 * std::sqrt(g)));
-      e.solve_s = its * (2.0 * am.t_a + 42.0 * static_cast<double>(m) * am.t_col + am.t_outer);
-      e.verify_s = 0.3 * e.solve_s;
-      char b[96];
-      std::snprintf(b, sizeof b, "relative gap %.2g: about %.0f iterations on %lld columns", g, its,
-                    static_cast<long long>(m));
-      e.detail = b;
-      e.priced = true;
-      cands.push_back(e);
-    }
-    // The rel test at the wanted end can be out of reach without a transformation: a positive
-    // θ_min (≥ λ_min > 0 then, as the wanted values) with tol·θ_min below the rounding floor
-    // u·‖A‖ (θ_max ≥ θ_min > 0 stands in for ‖A‖). No iteration on A in double gets its residuals under
-    // that (driver.cpp's at-the-floor reason), so where a factorization can be had these plans
-    // are kept only as the last resort (stiffness matrices with constrained or very stiff
-    // dofs: the H200 priced the filter at half of shift-invert and then ended not_converged).
-    const bool rel_out_of_reach =
-        !f.generalized && opt.which == Which::smallest && opt.conv == ConvTest::rel &&
-        plan.probe->lower > 0 &&
-        opt.tol * plan.probe->lower < eigs_detail::kUnitRoundoff * plan.probe->upper;
-    if (rel_out_of_reach && f.can_factor) {
-      for (auto& ce : cands) ce.feasible = false;
-      char b[300];
-      std::snprintf(b, sizeof b, "%s without a transformation: last resort, the rel test asks for "
-                    "tol*lambda_min <= %.2g, below the rounding floor u*|A| = %.2g of any "
-                    "iteration on A (--conv norm would allow it)",
-                    cands.front().name().c_str(), opt.tol * plan.probe->lower,
-                    eigs_detail::kUnitRoundoff * plan.probe->upper);
-      plan.unpriced.push_back(b);
-    }
-    // The cheapest iterative plan (copied: cands grows below).
-    const PlanEstimate best_iterative = *std::min_element(
-        cands.begin(), cands.end(), [](const PlanEstimate& a, const PlanEstimate& b) { return a.total() < b.total(); });
-    const double iterative_best = best_iterative.total();
-
-    // The plans priced with the host engines' rates (shift-invert, dense, the certificate): the
-    // rates this machine has (cached, or measured earlier in the process), else the defaults
-    // where the plan they choose, at kPessimisticRates times its price, stays below
-    // kRateMeasurementFloorSeconds: whatever better plan measured rates might have found, the
-    // most it could save is less than measuring costs (0.5–2 s on a fresh machine, once, and in
-    // every process where no cache persists: containers, new cluster nodes). Else measured now.
-    const std::vector<PlanEstimate> iterative = cands;
-    const std::size_t unpriced_before = plan.unpriced.size();
-    bool rates_used = false;  // a candidate was priced with r
-    // The ordering rate the analysis is bet on: this machine's, unless no cache has it and the
-    // stake is below what measuring it costs (kAnalysisRateMeasureSeconds); then the default
-    // rate, whose misjudgement can cost at most about the stake itself.
-    auto bet_rate = [&](double stake) {
-      if (probes.analyze_rate_known && !probes.analyze_rate_known() && stake < kAnalysisRateMeasureSeconds)
-        return EngineRates{}.analyze_s_per_entry;
-      return probes.analysis_rate();
-    };
-    // With the defaults the verification stays the re-check: the certificate's price (MUMPS's
-    // LDLᵀ) is the least sure of them (the H200 host: crack's certificate 73 ms where the defaults
-    // said under 15 % of a 20 ms solve).
-    auto price_rated = [&](const EngineRates& r, bool r_defaults) {
-      rates_used = false;
-      cands = iterative;
-      plan.unpriced.resize(unpriced_before);
-      // Shift-invert for the smallest: priced from the symbolic analysis, which is run only when
-      // it could pay.
-      if (opt.which == Which::smallest) {
-        // The analysis is a bet (kAmdMisguess, plan.hpp): taken only when even the misguessed
-        // analysis stays within a quarter of the best iterative plan, or within a few milliseconds
-        // (kStakeFloor): a small matrix's analysis is worth a look whatever the iterative price
-        // (2-core CPU: dwt_2680's 2 ms analysis against a 38 ms plan flipped with the noise of the
-        // timed applies, and shift-invert is 2-3x faster there).
-        constexpr double kStake = 0.25, kStakeFloor = 5e-3;
-        const double stake = std::max(kStake * iterative_best, kStakeFloor);
-        // Rejected even at the fastest ordering any host has (kFastestAnalyzeSecondsPerEntry):
-        // decided without the host's measured rates, which a fresh machine measures once (~1 s).
-        const double analysis_floor = kFastestAnalyzeSecondsPerEntry * lower_entries;
-        if (!f.can_factor) {
-          plan.unpriced.push_back("shift-invert lanczos: no factorization (" + f.factor_why + ")");
-        } else if (!rel_out_of_reach && ordering_over_at_any_rate(lower_entries, stake)) {
-          plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (at least " +
-                                  secs(analysis_floor) + " at 1e8 entries a second, up to " +
-                                  secs(kAmdMisguess * analysis_floor) +
-                                  " misguessed) would cost more than a quarter of the whole " +
-                                  best_iterative.name() + " plan (" + secs(iterative_best) +
-                                  ") and more than " + secs(kStakeFloor) +
-                                  " (decided without measuring the host's engine rates)");
-        } else if (const double analysis_guess = rel_out_of_reach ? 0.0 : lower_entries * bet_rate(stake);
-                   !rel_out_of_reach && kAmdMisguess * analysis_guess > stake) {
-          // Rejected on the analysis rate alone (engine_analyze_rate): the full rates not measured.
-          plan.unpriced.push_back("shift-invert lanczos: not priced, its ordering alone (about " +
-                                  secs(analysis_guess) + " to " + secs(kAmdMisguess * analysis_guess) +
-                                  ") would cost more than a quarter of the whole " + best_iterative.name() +
-                                  " plan (" + secs(iterative_best) + ") and more than " + secs(kStakeFloor));
-        } else {
-          if (!plan.symbolic) plan.symbolic = probes.analyze();
-          rates_used = true;
-          PlanEstimate e;
-          e.method = EigsMethod::lanczos;
-          e.transform = Transform::shift_invert;
-          e.verification = default_verification;
-          predict_shift_invert_seconds(n, k, *plan.symbolic, lower_entries, r, am, f.backend,
-                                       &e.setup_s, &e.solve_s, &e.detail);
-          // The ordering is redone by the factorization: AMD's as measured, METIS's priced.
-          e.setup_s -= r.analyze_seconds(lower_entries);
-          e.setup_s += factor_analysis_seconds(*plan.symbolic);
-          const double cert = predict_certificate_seconds(*plan.symbolic, lower_entries, r);
-          // As the verification decides (driver.cpp): the certificate when it costs at most 15 %
-          // of the solve or less than the re-check would.
-          if (default_verification == Verification::recheck && !r_defaults &&
-              cert <= std::max(0.15, shift_invert_recheck_share(f.backend)) * e.solve_s)
-            e.verification = Verification::certificate;
-          e.verify_s = e.verification == Verification::certificate ? cert
-                       : e.verification == Verification::recheck ? shift_invert_recheck_share(f.backend) * e.solve_s : 0.0;
-          const double need = 12.0 * plan.symbolic->factor_entries;
-          FactorOptions fo;
-          fo.memory_limit_bytes = opt.factor_memory_limit;
-          if (need > factor_memory_budget(fo)) {
-            e.feasible = false;
-            char b[96];
-            std::snprintf(b, sizeof b, "%.1f GB", need / 1e9);
-            plan.unpriced.push_back(std::string("shift-invert lanczos: the factor needs about ") + b +
-                                    ", more than the host memory allows");
-          } else {
-            e.priced = true;
-            cands.push_back(e);
-          }
-          // The iterative plans' certificate, when it is cheap next to their solve.
-          for (auto& ce : cands)
-            if (ce.transform == Transform::none && default_verification == Verification::recheck &&
-                !r_defaults && cert <= 0.15 * ce.solve_s) {
-              ce.verification = Verification::certificate;
-              ce.verify_s = cert;
-            }
-        }
-      }
-      // Dense for moderate n (matrix form).
-      if (f.matrix_form && n <= 4000) {
-        PlanEstimate e;
-        e.method = EigsMethod::dense;
-        e.verification = Verification::dense;
-        rates_used = rates_used || f.can_factor;
-        e.solve_s = f.can_factor ? predict_dense_seconds(n, r)
-                                 : predict_dense_seconds(n, EngineRates{});
-        e.priced = true;
-        cands.push_back(e);
-      }
-      std::stable_sort(cands.begin(), cands.end(), [](const PlanEstimate& a, const PlanEstimate& b) {
-        return a.feasible != b.feasible ? a.feasible : a.total() < b.total();
-      });
-    };
-    if (const EngineRates* known = probes.known_rates ? probes.known_rates() : nullptr) {
-      plan.rates = *known;
-      price_rated(*plan.rates, false);
-    } else {
-      const EngineRates defaults;
-      price_rated(defaults, true);
-      const PlanEstimate& pick = cands.front();
-      if (!rates_used) {
-        // No candidate needed them (the factorization not priced, no dense candidate).
-      } else if (pick.feasible && kPessimisticRates * pick.total() < kRateMeasurementFloorSeconds &&
-                 plan_default_rates_allowed()) {
-        plan.rates = defaults;
-        plan.rates_are_defaults = true;
-        plan.rates->source = "defaults, not measured: the plan they choose is predicted at " +
-                             secs(pick.total()) + ", under " + secs(kRateMeasurementFloorSeconds) +
-                             " even " + format("%g", kPessimisticRates) +
-                             " times slower, less than measuring the rates would cost";
-      } else {
-        plan.rates = probes.rates();
-        price_rated(*plan.rates, false);
-      }
-    }
-    c = cands.front();
-    plan.rejected.assign(cands.begin() + 1, cands.end());
-    plan.reason = "auto: " + c.describe();
-    if (!plan.rejected.empty()) plan.reason += "; best rejected: " + plan.rejected.front().describe();
-    for (const auto& u : plan.unpriced) plan.reason += "; " + u;
-    if (plan.rates_are_defaults) plan.reason += "; engine rates: " + plan.rates->source;
-    // A filter plan with shift-invert priced behind it: the fallback.
-    if (c.method == EigsMethod::chebyshev)
-      for (const auto& r : plan.rejected)
-        if (r.transform == Transform::shift_invert && r.feasible) {
-          plan.fallback = r;
-          plan.fallback_budget_s = 1.5 * r.total();
-          break;
-        }
+    return false;
   }
+  return true;
+}
+
+// What the pricing steps share: the problem, the measurements and the verification.
+struct Pricing {
+  const PlanFacts& f;
+  const EigsOptions& opt;
+  const PlanProbes& probes;
+  EigsPlan& plan;
+  std::int64_t n = 0, k = 0, m = 0;  // m: the filter's (or LOBPCG's) block
+  double lower_entries = 0.0;        // entries of the lower triangle of A − σB
+  Verification verification = Verification::recheck;
+  double recheck_gap = 0.0;          // the gap the filter re-check is priced at
+  bool modelled = false;             // the probe's power law fits the wanted end
+};
+
+// The probe and the timed applies (every iterative price needs them).
+void measure(Pricing& p) {
+  const PlanFacts& f = p.f;
+  EigsPlan& plan = p.plan;
+  plan.probe = p.probes.probe();
+  const std::int64_t width = f.generalized ? p.k + default_lobpcg_guard(p.k) : chebyshev_block(p.n, p.k, -1);
+  const std::int64_t w = std::max<std::int64_t>(2, std::min<std::int64_t>(
+      f.backend == Backend::cuda ? width : std::min<std::int64_t>(width, 8), p.n));
+  const double t1 = plan.probe->apply_seconds / std::max(1, plan.probe->steps);
+  plan.applies = apply_model(t1, p.probes.apply_seconds(w), w, f.backend, p.n);
+  // The filter's steps fuse on the GPU where rows are short (eigs_detail::make_fused_step):
+  // 1.5 column units a column-step. On A's natural blocks (BSR step, long rows) one unit: H200,
+  // elast3d:64 at 24 columns, 804 µs fp64 and 390 µs on the fp32 rung against 835 µs for the
+  // operator's apply alone (docs/performance.md).
+  if (f.backend == Backend::cuda && chebyshev_step_pays(p.n, f.nnz_a)) plan.applies->step_col = 1.5;
+  else if (f.bsr_step) plan.applies->step_col = 1.0;
+  if (f.backend == Backend::cpu && plan.probe->dense_words > 0)
+    plan.applies->t_word = plan.probe->dense_seconds / plan.probe->dense_words;
+  const ApplyModel& am = *plan.applies;
+  if (trace_enabled()) {
+    char b[200];
+    std::snprintf(b, sizeof b, "plan: apply model t_a %.3g s, t_col %.3g s, t_outer %.3g s, t_step %.3g s, t_word %.3g s",
+                  am.t_a, am.t_col, am.t_outer, am.t_step, am.t_word);
+    trace_mark(b);
+  }
+  const double sgn = p.opt.which == Which::largest ? -1.0 : 1.0;
+  p.m = f.generalized ? width : chebyshev_block(p.n, p.k, -1);
+  plan.rel_gap = plan.probe->relative_gap(sgn, p.k, p.m);
+  // The filter re-check's price (its degree from the resolution, recheck.cpp): where the power
+  // law fails, the resolution read off the quadrature's counting function (interpolated_gap)
+  // rather than the solves' fallback 1e-3. 2-core CPU, the shared matrices' single-vector
+  // Lanczos rows (k = 10): the re-check priced at 1.1–13× its measured seconds with the
+  // fallback, 0.2–3.0× with this; the solves stay at the fallback (priced at the interpolated
+  // gap they came out at 0.1–0.8× their seconds). TCSOLVE_PLAN_INTERPOLATED_GAP=0: the
+  // fallback for the re-check too (A/B).
+  static const bool interpolate = [] {
+    const char* e = std::getenv("TCSOLVE_PLAN_INTERPOLATED_GAP");
+    return !(e && std::string(e) == "0");
+  }();
+  p.modelled = std::isfinite(plan.probe->relative_gap(sgn, p.k, p.m, std::nan("")));
+  p.recheck_gap = plan.rel_gap;
+  if (interpolate && !p.modelled) {
+    const double g = plan.probe->interpolated_gap(sgn, p.k, p.m);
+    if (std::isfinite(g)) p.recheck_gap = g;
+  }
+}
+
+// The filter (or block Lanczos where its block does not fit), on the ladder where priced.
+PlanEstimate price_filter(const Pricing& p) {
+  const ApplyModel& am = *p.plan.applies;
+  const SpectralProbe& probe = *p.plan.probe;
+  PlanEstimate e;
+  e.verification = p.verification;
+  if (chebyshev_fits(p.n, p.k)) {
+    e.method = EigsMethod::chebyshev;
+    e.solve_s = predict_chebyshev_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &e.detail);
+    if (p.f.ladder) {
+      const double norm = std::max(std::abs(probe.lower), std::abs(probe.upper));
+      const double end = p.opt.which == Which::largest ? std::abs(probe.upper) : std::abs(probe.lower);
+      const LadderPrice lp = price_chebyshev_ladder(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am,
+                                                    end >= 0.25 * norm);
+      e.ladder = lp.ladder_s < lp.fp64_s;
+      char b[200];
+      std::snprintf(b, sizeof b, "; fp32 rung on ~%.0f%% of the filters: %.3g s against %.3g s in fp64%s",
+                    100.0 * lp.fp32_share, lp.ladder_s, lp.fp64_s, e.ladder ? "" : " (not taken)");
+      e.detail += b;
+      if (e.ladder) e.solve_s = lp.ladder_s;
+    }
+    const ChebyshevCost cc = chebyshev_cost(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap);
+    if (cc.outer_iterations > kTrustedOuterIterations) {
+      e.low_confidence = true;
+      e.detail += "; low confidence: " + format("%.0f", cc.outer_iterations) + " outer iterations, beyond the " +
+                  format("%.0f", kTrustedOuterIterations) + " the model is trusted for";
+    }
+  } else {
+    // The filter's block does not fit in n/2: block Lanczos, priced like a filter of the same gap
+    // (no better model).
+    e.method = EigsMethod::lanczos;
+    e.solve_s = 2.0 * predict_chebyshev_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &e.detail);
+  }
+  e.verify_s = p.verification == Verification::recheck
+                   ? predict_filter_recheck_seconds(p.n, p.k, p.recheck_gap, am) : 0.0;
+  e.priced = true;
+  return e;
+}
+
+// Host: single-vector Lanczos (ARPACK's method), which wins where the wanted end holds isolated
+// eigenvalues: where the probe's power law gives no gap in (0, 1). Not offered where it does
+// (PDE-like ends): there it is 4–15× the filter's degree in applies, and their symmetric
+// multiplicities (3D Laplacians: 3 and 6 copies) are what a single vector misses in exact
+// arithmetic; the re-check adds one copy a round (three rounds), so a set missing more ends
+// unverified (gen:lap3d:21, k = 6 largest, forced: 3 copies added, unverified). Its re-check is
+// priced as the filter's.
+std::optional<PlanEstimate> price_lanczos1(const Pricing& p, const PlanEstimate& filter) {
+  const ApplyModel& am = *p.plan.applies;
+  if (p.f.backend != Backend::cpu || !(am.t_word > 0) || p.modelled || p.n <= default_lanczos_basis(p.k, 1) + 1)
+    return std::nullopt;
+  PlanEstimate l;
+  l.method = EigsMethod::lanczos;
+  l.block = 1;
+  l.verification = filter.verification;
+  l.solve_s = predict_lanczos1_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &l.detail);
+  l.verify_s = filter.verify_s;
+  l.priced = true;
+  return l;
+}
+
+// LOBPCG (generalized problems without a factorization): ≈ ln(4/tol)/(2√g) iterations, each an
+// apply of m columns of A and B and ~40·m column units of dense work (crude: the gap of A stands
+// in for the pencil's).
+PlanEstimate price_lobpcg(const Pricing& p) {
+  const ApplyModel& am = *p.plan.applies;
+  PlanEstimate e;
+  e.method = EigsMethod::lobpcg;
+  e.verification = p.verification;
+  const double g = std::clamp(p.plan.rel_gap, 1e-12, 0.5);
+  const double its = std::min<double>(p.opt.max_iterations > 0 ? p.opt.max_iterations : 2000,
+                                      std::log(4.0 / p.opt.tol) / (2.0 * std::sqrt(g)));
+  e.solve_s = its * (2.0 * am.t_a + 42.0 * static_cast<double>(p.m) * am.t_col + am.t_outer);
+  e.verify_s = 0.3 * e.solve_s;
+  char b[96];
+  std::snprintf(b, sizeof b, "relative gap %.2g: about %.0f iterations on %lld columns", g, its,
+                static_cast<long long>(p.m));
+  e.detail = b;
+  e.priced = true;
+  return e;
+}
+
+// The plans without a transformation. Where the floor is out of reach and a factorization can
+// be had, they are kept only as the last resort (infeasible), and said so.
+std::vector<PlanEstimate> price_iterative(Pricing& p) {
+  std::vector<PlanEstimate> cands;
+  if (!p.f.generalized) {
+    cands.push_back(price_filter(p));
+    if (auto l = price_lanczos1(p, cands.front())) cands.push_back(*l);
+  } else {
+    cands.push_back(price_lobpcg(p));
+  }
+  const FloorOutlook& o = p.plan.outlook;
+  if (o.risk == FloorRisk::out_of_reach && p.f.can_factor) {
+    for (auto& ce : cands) ce.feasible = false;
+    p.plan.unpriced.push_back(cands.front().name() + " without a transformation: last resort (" + o.line + ")");
+  } else if (o.risk != FloorRisk::clear && !p.f.can_factor && !(p.f.matrix_form && p.n <= 4000)) {
+    // None can: say so before the run; the closest (the cheapest iterative plan) runs.
+    p.plan.unpriced.push_back("no plan here " + std::string(o.risk == FloorRisk::out_of_reach ? "can" : "may") +
+                              " meet the rel test at the wanted end (" + o.line + "; no factorization: " +
+                              p.f.factor_why + "); the closest runs and stops at the floor, where --conv norm "
+                              "would pass");
+  }
+  return cands;
+}
+
+// The analysis' stake (kAmdMisguess, plan.hpp): a quarter of the best plan without a
+// transformation, or a few milliseconds (kStakeFloor): a small matrix's analysis is worth a look
+// whatever the iterative price (2-core CPU: dwt_2680's 2 ms analysis against a 38 ms plan flipped
+// with the noise of the timed applies, and shift-invert is 2-3x faster there). At risk of the
+// floor: kRiskFactor times the iterative plan (its worst case); out of reach: any stake.
+constexpr double kStake = 0.25, kStakeFloor = 5e-3;
+double analysis_stake(FloorRisk risk, double iterative_best) {
+  if (risk == FloorRisk::out_of_reach) return INFINITY;
+  if (risk == FloorRisk::at_risk) return std::max(kRiskFactor * iterative_best, kStakeFloor);
+  return std::max(kStake * iterative_best, kStakeFloor);
+}
+
+// Why the ordering is not bet on, or "" when it is (then the analysis runs).
+std::string ordering_refused(Pricing& p, double stake, const PlanEstimate& best_iterative) {
+  const double analysis_floor = kFastestAnalyzeSecondsPerEntry * p.lower_entries;
+  const std::string against = " would cost more than " +
+      std::string(p.plan.outlook.risk == FloorRisk::at_risk || best_iterative.low_confidence
+                      ? format("%g", kRiskFactor) + " times" : "a quarter of") +
+      " the whole " + best_iterative.name() + " plan (" + secs(best_iterative.total()) + ") and more than " +
+      secs(kStakeFloor);
+  if (ordering_over_at_any_rate(p.lower_entries, stake))
+    return "shift-invert lanczos: not priced, its ordering alone (at least " + secs(analysis_floor) +
+           " at 1e8 entries a second, up to " + secs(kAmdMisguess * analysis_floor) + " misguessed)" +
+           against + " (decided without measuring the host's engine rates)";
+  // The ordering rate the analysis is bet on: this machine's, unless no cache has it and the
+  // stake is below what measuring it costs (kAnalysisRateMeasureSeconds); then the default
+  // rate, whose misjudgement can cost at most about the stake itself.
+  const bool unknown = p.probes.analyze_rate_known && !p.probes.analyze_rate_known();
+  const double rate = unknown && stake < kAnalysisRateMeasureSeconds ? EngineRates{}.analyze_s_per_entry
+                                                                     : p.probes.analysis_rate();
+  const double guess = p.lower_entries * rate;
+  if (kAmdMisguess * guess > stake)
+    return "shift-invert lanczos: not priced, its ordering alone (about " + secs(guess) + " to " +
+           secs(kAmdMisguess * guess) + ")" + against;
+  return "";
+}
+
+// Shift-invert for the smallest: priced from the symbolic analysis, which is run only when it
+// could pay (ordering_refused). Returns whether the rates were used.
+bool price_shift_invert(Pricing& p, const EngineRates& r, bool r_defaults, const PlanEstimate& best_iterative,
+                        std::vector<PlanEstimate>& cands) {
+  EigsPlan& plan = p.plan;
+  if (p.opt.which != Which::smallest) return false;
+  if (!p.f.can_factor) {
+    plan.unpriced.push_back("shift-invert lanczos: no factorization (" + p.f.factor_why + ")");
+    return false;
+  }
+  const FloorRisk risk = best_iterative.low_confidence && plan.outlook.risk == FloorRisk::clear
+                             ? FloorRisk::at_risk : plan.outlook.risk;  // its worst case is the stake
+  const double stake = analysis_stake(risk, best_iterative.total());
+  if (const std::string no = ordering_refused(p, stake, best_iterative); !no.empty()) {
+    plan.unpriced.push_back(no);
+    return false;
+  }
+  if (!plan.symbolic) plan.symbolic = p.probes.analyze();
+  PlanEstimate e;
+  e.method = EigsMethod::lanczos;
+  e.transform = Transform::shift_invert;
+  e.verification = p.verification;
+  predict_shift_invert_seconds(p.n, p.k, *plan.symbolic, p.lower_entries, r, *plan.applies, p.f.backend,
+                               &e.setup_s, &e.solve_s, &e.detail);
+  // The ordering is redone by the factorization: AMD's as measured, METIS's priced.
+  e.setup_s += factor_analysis_seconds(*plan.symbolic) - r.analyze_seconds(p.lower_entries);
+  const double cert = predict_certificate_seconds(*plan.symbolic, p.lower_entries, r);
+  // As the verification decides (driver.cpp): the certificate when it costs at most 15 % of the
+  // solve or less than the re-check would.
+  if (p.verification == Verification::recheck && !r_defaults &&
+      cert <= std::max(0.15, shift_invert_recheck_share(p.f.backend)) * e.solve_s)
+    e.verification = Verification::certificate;
+  e.verify_s = e.verification == Verification::certificate ? cert
+               : e.verification == Verification::recheck ? shift_invert_recheck_share(p.f.backend) * e.solve_s : 0.0;
+  FactorOptions fo;
+  fo.memory_limit_bytes = p.opt.factor_memory_limit;
+  if (const double need = 12.0 * plan.symbolic->factor_entries; need > factor_memory_budget(fo)) {
+    e.feasible = false;
+    plan.unpriced.push_back("shift-invert lanczos: the factor needs about " + format("%.1f GB", need / 1e9) +
+                            ", more than the host memory allows");
+  } else {
+    e.priced = true;
+    cands.push_back(e);
+  }
+  // The iterative plans' certificate, when it is cheap next to their solve.
+  for (auto& ce : cands)
+    if (ce.transform == Transform::none && p.verification == Verification::recheck && !r_defaults &&
+        cert <= 0.15 * ce.solve_s) {
+      ce.verification = Verification::certificate;
+      ce.verify_s = cert;
+    }
+  return true;
+}
+
+// The order of the candidates: feasible first, then by predicted seconds, where the floor is at
+// risk (or the prediction is of low confidence) with the plans without a transformation counted
+// at kRiskFactor times their prediction (their worst case is not bounded; shift-invert's and
+// dense's are).
+void rank(std::vector<PlanEstimate>& cands, FloorRisk risk) {
+  auto key = [risk](const PlanEstimate& e) {
+    const bool unbounded = e.transform == Transform::none && e.method != EigsMethod::dense && !e.lobpcg_factor;
+    return (risk == FloorRisk::at_risk || e.low_confidence) && unbounded ? kRiskFactor * e.total() : e.total();
+  };
+  std::stable_sort(cands.begin(), cands.end(), [&](const PlanEstimate& a, const PlanEstimate& b) {
+    return a.feasible != b.feasible ? a.feasible : key(a) < key(b);
+  });
+}
+
+// The plans priced with the host engines' rates (shift-invert, dense, the certificate) added to
+// the iterative ones, ranked. Returns whether the rates were used.
+bool price_rated(Pricing& p, const std::vector<PlanEstimate>& iterative, std::size_t unpriced_before,
+                 const EngineRates& r, bool r_defaults, std::vector<PlanEstimate>& cands) {
+  cands = iterative;
+  p.plan.unpriced.resize(unpriced_before);
+  const PlanEstimate best_iterative = *std::min_element(
+      iterative.begin(), iterative.end(), [](const PlanEstimate& a, const PlanEstimate& b) { return a.total() < b.total(); });
+  bool used = price_shift_invert(p, r, r_defaults, best_iterative, cands);
+  // Dense for moderate n (matrix form).
+  if (p.f.matrix_form && p.n <= 4000) {
+    PlanEstimate e;
+    e.method = EigsMethod::dense;
+    e.verification = Verification::dense;
+    used = used || p.f.can_factor;
+    e.solve_s = predict_dense_seconds(p.n, p.f.can_factor ? r : EngineRates{});
+    e.priced = true;
+    cands.push_back(e);
+  }
+  rank(cands, p.plan.outlook.risk);
+  return used;
+}
+
+// The rates this machine has (cached, or measured earlier in the process), else the defaults
+// where the plan they choose, at kPessimisticRates times its price, stays below
+// kRateMeasurementFloorSeconds: whatever better plan measured rates might have found, the most it
+// could save is less than measuring costs (0.5–2 s on a fresh machine, once, and in every process
+// where no cache persists: containers, new cluster nodes). Else measured now. With the defaults
+// the verification stays the re-check: the certificate's price (MUMPS's LDLᵀ) is the least sure
+// of them (the H200 host: crack's certificate 73 ms where the defaults said under 15 % of a 20 ms
+// solve).
+std::vector<PlanEstimate> price_all(Pricing& p, const std::vector<PlanEstimate>& iterative) {
+  EigsPlan& plan = p.plan;
+  const std::size_t unpriced_before = plan.unpriced.size();
+  std::vector<PlanEstimate> cands;
+  if (const EngineRates* known = p.probes.known_rates ? p.probes.known_rates() : nullptr) {
+    plan.rates = *known;
+    price_rated(p, iterative, unpriced_before, *plan.rates, false, cands);
+    return cands;
+  }
+  const EngineRates defaults;
+  if (!price_rated(p, iterative, unpriced_before, defaults, true, cands)) return cands;
+  const PlanEstimate& pick = cands.front();
+  if (pick.feasible && kPessimisticRates * pick.total() < kRateMeasurementFloorSeconds &&
+      plan_default_rates_allowed()) {
+    plan.rates = defaults;
+    plan.rates_are_defaults = true;
+    plan.rates->source = "defaults, not measured: the plan they choose is predicted at " + secs(pick.total()) +
+                         ", under " + secs(kRateMeasurementFloorSeconds) + " even " +
+                         format("%g", kPessimisticRates) + " times slower, less than measuring the rates would cost";
+  } else {
+    plan.rates = p.probes.rates();
+    price_rated(p, iterative, unpriced_before, *plan.rates, false, cands);
+  }
+  return cands;
+}
+
+// The choice: the first ranked candidate; the rest rejected; the reason; the fallback.
+void choose(Pricing& p, std::vector<PlanEstimate>& cands) {
+  EigsPlan& plan = p.plan;
+  PlanEstimate& c = plan.chosen;
+  c = cands.front();
+  plan.rejected.assign(cands.begin() + 1, cands.end());
+  plan.reason = "auto: " + c.describe();
+  if (!plan.rejected.empty()) plan.reason += "; best rejected: " + plan.rejected.front().describe();
+  for (const auto& u : plan.unpriced) plan.reason += "; " + u;
+  if (plan.outlook.risk != FloorRisk::clear) {
+    plan.reason += "; rounding floor " + std::string(to_string(plan.outlook.risk)) + ": " + plan.outlook.line;
+    if (plan.outlook.risk == FloorRisk::at_risk)
+      plan.reason += " (low confidence in the iterative plans' prediction: their worst case counted at " +
+                     format("%g", kRiskFactor) + "x it)";
+  }
+  if (plan.rates_are_defaults) plan.reason += "; engine rates: " + plan.rates->source;
+  // A filter plan with shift-invert priced behind it: the fallback.
+  if (c.method == EigsMethod::chebyshev)
+    for (const auto& r : plan.rejected)
+      if (r.transform == Transform::shift_invert && r.feasible) {
+        plan.fallback = r;
+        plan.fallback_budget_s = 1.5 * r.total();
+        break;
+      }
+}
+
+void plan_auto(const PlanFacts& f, const EigsOptions& opt, const PlanProbes& probes, EigsPlan& plan,
+               Verification verification) {
+  plan.predicted = true;
+  Pricing p{f, opt, probes, plan};
+  p.n = f.n;
+  p.k = opt.k;
+  p.lower_entries = 0.5 * static_cast<double>(f.nnz_a + f.nnz_b + f.n);
+  p.verification = verification;
+  measure(p);
+  plan.outlook = floor_outlook(f, opt, *plan.probe);
+  const std::vector<PlanEstimate> iterative = price_iterative(p);
+  std::vector<PlanEstimate> cands = price_all(p, iterative);
+  choose(p, cands);
+}
+
+// The escalation's line: the plans in order, with their prediction where priced.
+std::string escalation_line(const std::vector<PlanEstimate>& esc) {
+  if (esc.empty()) return "no escalation: no other plan applies";
+  std::string with, without;
+  for (const PlanEstimate& e : esc) {
+    const bool on_a = e.transform == Transform::none && e.method != EigsMethod::dense;
+    std::string& s = on_a ? without : with;
+    s += (s.empty() ? "" : ", then ") + e.name();
+    if (e.priced) s += " (predicted " + secs(e.total()) + ")";
+  }
+  std::string s = "escalation if it ends without convergence: " + with;
+  if (!without.empty())
+    s += (with.empty() ? "" : ", then ") + without + (with.empty() ? "" : " (these not after a stop at the rounding floor)");
+  return s + "; each from the vectors found so far, to its own iteration limit";
+}
+
+}  // namespace
+
+void spectrum_hints(const Csr<double>& a, const Csr<double>* b, PlanFacts& f) {
+  auto diagonal = [](const Csr<double>& m, std::int64_t i) {
+    for (std::int64_t p = m.row_ptr[i]; p < m.row_ptr[i + 1]; ++p)
+      if (m.col_idx[p] == i) return m.values[p];
+    return 0.0;
+  };
+  f.diag_min = INFINITY, f.diag_max = -INFINITY;
+  if (!b) f.gershgorin_lo = INFINITY, f.gershgorin_hi = -INFINITY;
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    const double aii = diagonal(a, i), bii = b ? diagonal(*b, i) : 1.0;
+    if (bii > 0) {
+      f.diag_min = std::min(f.diag_min, aii / bii);  // e_iᵀAe_i / e_iᵀBe_i
+      f.diag_max = std::max(f.diag_max, aii / bii);
+    }
+    if (b) continue;
+    double off = 0.0;
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      if (a.col_idx[p] != i) off += std::abs(a.values[p]);
+    f.gershgorin_lo = std::min(f.gershgorin_lo, aii - off);
+    f.gershgorin_hi = std::max(f.gershgorin_hi, aii + off);
+  }
+}
+
+FloorOutlook floor_outlook(const PlanFacts& f, const EigsOptions& opt, const SpectralProbe& probe) {
+  FloorOutlook o;
+  const double u = eigs_detail::kUnitRoundoff;
+  const double sgn = opt.which == Which::largest ? -1.0 : 1.0;
+  const double a_norm = f.a_norm > 0 ? f.a_norm : std::max(std::abs(probe.lower), std::abs(probe.upper));
+  const double binv = f.generalized ? std::max(f.binv_norm, 1e-300) : 1.0;
+  const double bnorm = f.generalized ? std::max(f.b_norm, 1e-300) : 1.0;
+  o.z0 = std::cbrt(u * u) * a_norm * binv;
+  // tol·|λ|·‖B·x‖ < 4u·‖A‖·‖x‖ for every x when |λ| < z1 (‖B·x‖ ≤ ‖B‖·‖x‖), for some x up to
+  // z1·‖B‖·‖B⁻¹‖ (‖B·x‖ ≥ ‖x‖/‖B⁻¹‖): out of reach below the first, at risk below the second.
+  o.z1 = 4.0 * u * a_norm / (opt.tol * bnorm);
+  const double z1_risk = o.z1 * bnorm * binv;
+  // The wanted end in Â = sgn·A (of the pencil): the probe's Ritz value of A (x its vector:
+  // λ₁ ≤ θ·‖x‖²/xᵀBx, so ≤ θ·‖B⁻¹‖ for θ ≥ 0, ≤ θ/‖B‖ below) and the unit vectors' quotients
+  // a_ii/b_ii bound it from above; the probe's bound of A from below (/‖B‖ or ·‖B⁻¹‖ likewise).
+  auto to_pencil = [&](double x, bool upper) { return (x >= 0) == upper ? x * binv : x / bnorm; };
+  const double ritz = to_pencil(sgn > 0 ? probe.lower : -probe.upper, true);
+  const double diag = sgn > 0 ? f.diag_min : -f.diag_max;
+  const double hi = std::isfinite(diag) ? std::min(ritz, diag) : ritz;
+  // Gershgorin's discs bound the end too (standard problems; f.gershgorin_*): a stiff matrix's
+  // constrained rows hold only their diagonal, where the probe's bound is loose.
+  const double gersh = sgn > 0 ? f.gershgorin_lo : -f.gershgorin_hi;
+  const double probe_lo = to_pencil(sgn > 0 ? probe.lower_bound : -probe.upper_bound, false);
+  const double lo = std::min(hi, std::isfinite(gersh) && !f.generalized ? std::max(probe_lo, gersh) : probe_lo);
+  o.lambda_lo = sgn > 0 ? lo : -hi;
+  o.lambda_hi = sgn > 0 ? hi : -lo;
+  if (opt.conv != ConvTest::rel || opt.which == Which::nearest || opt.has_sigma) return o;
+  // Out of reach when the upper bound of λ₁ lies in (z0, z1): only an eigenvalue below −z1 or
+  // within z0 of 0, seen by neither the probe nor the diagonal, would bring the test back in
+  // reach, and then shift-invert finds it too (its shift search). At risk short of that.
+  if ((hi > o.z0 && hi < o.z1) || (hi < -o.z0 && lo > -o.z1)) o.risk = FloorRisk::out_of_reach;
+  else if (std::abs(hi) > o.z0 && std::abs(hi) < kFloorMargin * z1_risk) o.risk = FloorRisk::at_risk;
+  if (o.risk == FloorRisk::clear) return o;
+  char b[480];
+  std::snprintf(b, sizeof b, "the wanted end lies in [%.3g, %.3g] (the probe%s); there the rel test asks "
+                "for about tol*|lambda| = %.3g, %s the rounding floor of any iteration on A, 4u*|A| = "
+                "%.3g, which only a spectral transformation (shift-invert) or a dense solve gets below",
+                o.lambda_lo, o.lambda_hi, std::isfinite(diag) && diag < ritz ? " and A's diagonal" : "",
+                opt.tol * std::abs(hi), o.risk == FloorRisk::out_of_reach ? "below" : "perhaps below or near",
+                4.0 * u * a_norm);
+  o.line = b;
+  return o;
+}
+
+namespace {
+
+// Shrinks Chebyshev's width or the Lanczos basis so that the iteration's n-vectors fit in
+// opt.workspace_columns (EigsOptions); says what it did in r.fitted.
+void fit_workspace(const PlanFacts& f, const EigsOptions& opt, EigsMethod method, RunParams& r) {
+  const std::int64_t w = opt.workspace_columns, n = f.n, k = opt.k;
+  if (w <= 0) return;
+  const double col_bytes = 8.0 * static_cast<double>(n);
+  auto refuse = [&](std::int64_t min_cols) {
+    const double bytes = col_bytes * static_cast<double>(min_cols);
+    throw WorkspaceDoesNotFit(
+        static_cast<std::size_t>(bytes),
+        std::string("out of GPU memory: ") + to_string(method) + " with k = " + std::to_string(k) +
+            " needs at least " + std::to_string(min_cols) + " vectors of " + std::to_string(n) +
+            " rows" + format(" (%.2f GiB)", bytes / 1073741824.0) + " beside the matrix, room for " +
+            std::to_string(w));
+  };
+  if (method == EigsMethod::chebyshev) {
+    ChebyshevOptions co;
+    if (r.basis > k) co.block = r.basis;
+    const std::int64_t m0 = chebyshev_block(n, k, -1, co);
+    if (3 * m0 + 2 * k <= w) return;
+    const std::int64_t m = (w - 2 * k) / 3;
+    if (m < k + 4) refuse(3 * (k + 4) + 2 * k);
+    r.basis = m;
+    r.fitted = "; block width reduced from " + std::to_string(m0) + " to " + std::to_string(m) +
+               " columns to fit the GPU memory";
+  } else if (method == EigsMethod::lanczos) {
+    const std::int64_t b = r.block > 0 ? r.block : default_lanczos_block(k);
+    const std::int64_t m0 = r.basis > 0 ? r.basis : default_lanczos_basis(k, b);
+    const std::int64_t fixed = 2 * b + 2 * std::max(b, k);
+    if (2 * m0 + fixed <= w) return;
+    const std::int64_t m = (w - fixed) / 2 / b * b;
+    const std::int64_t m_min = b * ((k + 2 * b + b - 1) / b);
+    if (m < m_min) refuse(2 * m_min + fixed);
+    r.basis = m;
+    r.fitted = "; Lanczos basis reduced from " + std::to_string(m0) + " to " + std::to_string(m) +
+               " columns to fit the GPU memory";
+  } else {
+    const std::int64_t need = 10 * (k + default_lobpcg_guard(k));
+    if (need > w) refuse(need);
+  }
+}
+
+}  // namespace
+
+RunParams resolve_run(const PlanFacts& facts, const EigsOptions& opt, const PlanEstimate& e, bool priced_ladder) {
+  RunParams r;
+  r.max_iterations = opt.max_iterations;
+  r.early_stop = opt.lanczos_early_stop;
+  r.basis = opt.basis;
+  r.block = opt.block_size > 0 ? opt.block_size
+            : e.method == EigsMethod::lanczos && e.transform == Transform::none && e.block > 0 ? e.block : 0;
+  // The ladder's rungs as the plan chose them by predicted cost (where it priced them).
+  r.ladder = opt.ladder && (!priced_ladder || e.ladder);
+  if (e.transform == Transform::none && e.method != EigsMethod::dense) fit_workspace(facts, opt, e.method, r);
+  return r;
+}
+
+std::vector<PlanEstimate> escalation_plans(const PlanFacts& f, const EigsOptions& opt, const EigsPlan& plan) {
+  std::vector<PlanEstimate> out;
+  if (!plan.predicted) return out;
+  const PlanEstimate& c = plan.chosen;
+  auto priced = [&](auto match) -> std::optional<PlanEstimate> {
+    for (const auto& r : plan.rejected)
+      if (match(r)) return r;
+    return std::nullopt;
+  };
+  auto add = [&](PlanEstimate e) {
+    if (!e.feasible) return;  // the factor does not fit the memory
+    try {
+      e.run = resolve_run(f, opt, e, false);
+    } catch (const WorkspaceDoesNotFit&) {
+      return;  // its workspace does not fit
+    }
+    out.push_back(e);
+  };
+  const Verification v = c.verification == Verification::dense ? (opt.recheck ? Verification::recheck : Verification::none)
+                                                               : c.verification;
+  if (c.transform == Transform::none && f.can_factor && opt.which == Which::smallest) {
+    PlanEstimate si;
+    si.method = EigsMethod::lanczos;
+    si.transform = Transform::shift_invert;
+    si.verification = v;
+    const auto known = priced([](const PlanEstimate& r) { return r.transform == Transform::shift_invert; });
+    bool memory_refused = false;
+    for (const auto& u : plan.unpriced) memory_refused = memory_refused || u.find("host memory allows") != std::string::npos;
+    if (!memory_refused) add(known ? *known : si);
+  }
+  if (c.method != EigsMethod::dense && f.matrix_form && f.n <= 4000) {
+    PlanEstimate d;
+    d.method = EigsMethod::dense;
+    d.verification = Verification::dense;
+    const auto known = priced([](const PlanEstimate& r) { return r.method == EigsMethod::dense; });
+    add(known ? *known : d);
+  }
+  // The methods without a transformation not run yet (after a stop other than the floor).
+  std::vector<EigsMethod> others = f.generalized ? std::vector<EigsMethod>{EigsMethod::lobpcg, EigsMethod::lanczos}
+                                                 : std::vector<EigsMethod>{EigsMethod::lanczos, EigsMethod::lobpcg,
+                                                                           EigsMethod::chebyshev};
+  for (EigsMethod m : others) {
+    if (m == c.method && c.transform == Transform::none && !(m == EigsMethod::lanczos && c.block == 1)) continue;
+    if (m == EigsMethod::chebyshev && !chebyshev_fits(f.n, opt.k)) continue;
+    PlanEstimate e;
+    e.method = m;
+    e.verification = v;
+    add(e);
+  }
+  return out;
+}
+
+EigsPlan plan_eigs(const PlanFacts& f, const EigsOptions& opt, const PlanProbes& probes) {
+  const double t0 = detail::now_seconds();
+  check_request(f, opt);
+  EigsPlan plan;
+  plan.sigma = opt.has_sigma ? opt.sigma : 0.0;
+  const Verification verification =
+      opt.certify ? Verification::certificate : opt.recheck ? Verification::recheck : Verification::none;
+  plan.chosen.verification = verification;
+  if (!plan_forced(f, opt, plan)) plan_auto(f, opt, probes, plan, verification);
+  PlanEstimate& c = plan.chosen;
   // The forced plans' names for the verification (decided again after the solve).
   if (!plan.predicted && c.verification == Verification::recheck && c.method == EigsMethod::dense)
     c.verification = Verification::dense;
+  c.run = resolve_run(f, opt, c, f.ladder && plan.predicted && c.method == EigsMethod::chebyshev);
+  if (!c.run.fitted.empty()) plan.reason += c.run.fitted;
+  plan.escalation = escalation_plans(f, opt, plan);
+  if (plan.predicted) {
+    plan.escalation_line = escalation_line(plan.escalation);
+    plan.reason += "; " + plan.escalation_line;
+  }
   plan.seconds = detail::now_seconds() - t0;
   return plan;
 }

@@ -27,9 +27,15 @@
 // Chebyshev plan chosen while shift-invert was priced gets that plan as its fallback: when the
 // measured convergence (after the second outer iteration) predicts more remaining time than
 // 1.5× the fallback's whole prediction, the filter stops and shift-invert runs instead.
+// The rounding floor is foreseen before pricing (floor_outlook, below); an automatic plan also
+// carries its escalation (escalation_plans), which the driver runs when the chosen plan ends
+// without convergence. plan_eigs = check → forced choice, or measure → price each plan
+// (price_filter, price_lanczos1, price_lobpcg, price_shift_invert, dense) → rank and choose →
+// resolve the run (resolve_run) → escalation.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -100,6 +106,17 @@ inline double factor_analysis_seconds(const SymbolicAnalysis& sym) {
   return sym.metis_follows ? kMetisOverAmd * sym.seconds : kGivenOrderingShare * sym.seconds;
 }
 
+// What a run takes from its plan, resolved once by the planner (resolve_run): the solvers read
+// the run's shape from here, never from a patched copy of the options.
+struct RunParams {
+  std::int64_t block = 0;           // block Lanczos / shift-invert block (0: the default shape)
+  std::int64_t basis = 0;           // Lanczos basis, Chebyshev width (0: the default)
+  bool ladder = false;              // Chebyshev: the filter's fp32 rung
+  std::int64_t max_iterations = 0;  // 0: the method's default
+  bool early_stop = true;           // block Lanczos: stop before the first basis is full
+  std::string fitted;               // what fitting EigsOptions::workspace_columns changed ("")
+};
+
 // A candidate plan and its predicted seconds.
 struct PlanEstimate {
   EigsMethod method = EigsMethod::automatic;
@@ -110,8 +127,13 @@ struct PlanEstimate {
   bool ladder = false;         // chebyshev: the filter's fp32 rung, chosen by predicted cost
   bool feasible = true;
   bool priced = false;         // setup_s/solve_s/verify_s hold a prediction
+  // The prediction is extrapolated far beyond what the model was measured on (the filter's degree
+  // model beyond kTrustedOuterIterations outer iterations: a tiny relative gap): ranked at its
+  // worst case (kRiskFactor times it) against plans whose cost is bounded, and said so.
+  bool low_confidence = false;
   double setup_s = 0.0, solve_s = 0.0, verify_s = 0.0;
   std::string detail;          // the model's main inputs
+  RunParams run;               // resolved for the plan that runs (resolve_run)
   double total() const { return setup_s + solve_s + verify_s; }
   std::string name() const;      // "chebyshev", "shift-invert lanczos", ...
   std::string describe() const;  // name, verification and the prediction
@@ -131,7 +153,58 @@ struct PlanFacts {
   // The precision ladder's fp32 rung is available to the filter (precision auto on an fp64 A, on
   // the GPU, with a fused or block step): the plan prices it and chooses.
   bool ladder = false;
+  // The floor outlook's inputs (floor_outlook): ‖A‖ (an upper bound, e.g. ‖A‖∞), ‖B‖, ‖B⁻¹‖
+  // (0: not known; the probe's bounds stand in), and the extremes of a_ii/b_ii, Rayleigh quotients
+  // of unit vectors and so bounds of the spectrum's ends (NaN: not known, operator form).
+  double a_norm = 0.0, b_norm = 1.0, binv_norm = 1.0;
+  double diag_min = std::numeric_limits<double>::quiet_NaN();
+  double diag_max = std::numeric_limits<double>::quiet_NaN();
+  // Gershgorin's bounds of A's spectrum, min/max of a_ii ∓ Σ_j≠i |a_ij| (NaN: not known).
+  double gershgorin_lo = std::numeric_limits<double>::quiet_NaN();
+  double gershgorin_hi = std::numeric_limits<double>::quiet_NaN();
 };
+
+// The floor outlook's hints from the matrices (one pass over A and B's diagonal): diag_min/max
+// and, for B = I, Gershgorin's bounds.
+void spectrum_hints(const Csr<double>& a, const Csr<double>* b, PlanFacts& f);
+
+// Foreseeing the rounding floor (item 1 of issue 42). No iteration on A in double gets a
+// residual much below u·(‖A‖ + |λ|·‖B‖)·‖x‖ (the solvers stop at 4u: floor_a); the rel test asks
+// for tol·|λ|·‖B·x‖. At the wanted end λ₁ (in Â = ±A, the end low) lies in
+// [max(probe.lower_bound, Gershgorin), min(θ_min, min a_ii/b_ii)] (a Ritz value and the unit
+// vectors' Rayleigh quotients bound it from above; the probe's residual and the discs from below). With
+//   z0 = u^(2/3)·‖A‖·‖B⁻¹‖   (below: zero to working precision, tested at the floor, pairs.hpp)
+//   z1 = 4u·‖A‖/tol          (below, down to z0: tol·|λ| under the solvers' floor; ‖B⁻¹‖ with B)
+// the test is
+//   out of reach  when the upper bound of λ₁ lies in (z0, z1) (or, on the negative side, both
+//                 bounds in (−z1, −z0)): no plan without a spectral transformation can pass λ₁
+//                 unless an eigenvalue below −z1 or within z0 of 0 hides from the probe and the
+//                 diagonal, which shift-invert would find as well (a stiff matrix's constrained
+//                 dofs: λ = 1 beside ‖A‖ = 4e9, z1 = 177);
+//   at risk       when λ₁ may lie there or within kFloorMargin of it (the upper bound below
+//                 kFloorMargin·z1, the lower not above z0): the iteration model's prediction is
+//                 not to be trusted (a filter stalls near the floor: the H200 ran 371 outer
+//                 iterations against 11 predicted, the CPU 561);
+//   clear         otherwise (the probe's own estimate of the wanted end is above kFloorMargin·z1).
+// Only for the rel test (norm is never below the floor at tol ≥ 4u; abs where tol < 4u·‖A‖: a
+// user's choice, run as asked).
+constexpr double kFloorMargin = 4.0;
+// At risk, the plan whose worst case is bounded (shift-invert: its cost is the factorization's
+// and a Lanczos run on T whose wanted end is well separated) is taken unless an iterative plan
+// costs less than 1/kRiskFactor of it: the misses seen at risk were 34x (H200) and 64x (CPU).
+constexpr double kRiskFactor = 30.0;
+// The filter's degree model is trusted up to this many outer iterations (the sweeps behind its
+// calibration ran up to ~40; the held-out misses ran 371 and 561 against 11 predicted).
+constexpr double kTrustedOuterIterations = 100.0;
+enum class FloorRisk { clear, at_risk, out_of_reach };
+const char* to_string(FloorRisk r);
+struct FloorOutlook {
+  FloorRisk risk = FloorRisk::clear;
+  double lambda_lo = 0.0, lambda_hi = 0.0;  // bounds of the wanted end λ₁ (in A's sign)
+  double z0 = 0.0, z1 = 0.0;                // as above
+  std::string line;                          // what the planner says (method_reason)
+};
+FloorOutlook floor_outlook(const PlanFacts& f, const EigsOptions& opt, const SpectralProbe& probe);
 
 // Measurements, taken only when a decision needs them (each callback is called at most once).
 struct PlanProbes {
@@ -166,6 +239,9 @@ constexpr double kPessimisticRates = 4.0;
 inline bool ordering_over_at_any_rate(double lower_entries, double budget) {
   return kAmdMisguess * kFastestAnalyzeSecondsPerEntry * lower_entries > budget;
 }
+
+// Seconds as the plan's reasons print them ("0.057 s", "1.72 s", "110 s").
+std::string secs(double s);
 
 // Per-apply cost model of A, from two timed applies: t(c) = t_a + c·t_col.
 struct ApplyModel {
@@ -236,8 +312,15 @@ struct EigsPlan {
   PlanEstimate chosen;
   std::vector<PlanEstimate> rejected;  // priced alternatives, cheapest first
   std::vector<std::string> unpriced;   // alternatives not priced, each with why
+  // The escalation (auto only): the plans the driver goes on with, in order, when the chosen one
+  // ends without convergence (escalation_plans); each resolved (run), priced where it was.
+  std::vector<PlanEstimate> escalation;
+  std::string escalation_line;         // the escalation and its budget, for method_reason
+  // A Chebyshev plan with shift-invert priced behind it: the filter stops when its measured
+  // convergence predicts more than fallback_budget_s (1.5x the fallback's whole prediction).
   std::optional<PlanEstimate> fallback;
   double fallback_budget_s = 0.0;      // remaining-time threshold that triggers the fallback
+  FloorOutlook outlook;                // the rounding floor foreseen (auto plans)
   double sigma = 0.0;
   bool predicted = false;              // chosen by predicted cost
   std::string reason;                  // method_reason
@@ -260,7 +343,22 @@ struct PlanMemo {
 };
 
 // Throws InvalidArgument for impossible requests (certify without a factorization, a method that
-// cannot serve the problem).
+// cannot serve the problem), and WorkspaceDoesNotFit when the chosen method's smallest workspace
+// exceeds EigsOptions::workspace_columns.
 EigsPlan plan_eigs(const PlanFacts& facts, const EigsOptions& opt, const PlanProbes& probes);
+
+// The run's shape for plan `e` (RunParams): the caller's block, basis and limit, the plan's
+// block and ladder, and the workspace fitted to EigsOptions::workspace_columns (Chebyshev's width
+// or the Lanczos basis shrunk; below the method's minimum: WorkspaceDoesNotFit).
+RunParams resolve_run(const PlanFacts& facts, const EigsOptions& opt, const PlanEstimate& e,
+                      bool priced_ladder);
+
+// Escalation (eigs.hpp): the plans the driver goes on with, in order, when the chosen one ends
+// without convergence (auto only): shift-invert (smallest, with a factorization that fits the
+// memory), dense (n ≤ 4000, matrix form), then the methods without a transformation not chosen —
+// these the driver skips after a stop at the rounding floor (no iteration on A gets below it).
+// Each resolved (run); the priced ones keep their prediction.
+std::vector<PlanEstimate> escalation_plans(const PlanFacts& facts, const EigsOptions& opt,
+                                           const EigsPlan& plan);
 
 }  // namespace tcsolve

@@ -27,46 +27,68 @@ using Mat = Eigen::MatrixXd;
 
 // Shift-invert block Lanczos for the k pairs nearest σ. `deflate` (may be empty) holds found pairs
 // (B-orthonormal, with their λ) that T must not return again (Wielandt deflation).
+RunParams run_params_of(const EigsOptions& opt) {
+  RunParams r;
+  r.block = opt.block_size;
+  r.basis = opt.basis;
+  r.ladder = opt.ladder;
+  r.max_iterations = opt.max_iterations;
+  r.early_stop = opt.lanczos_early_stop;
+  return r;
+}
+
 RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, double sigma,
                         const EigsOptions& opt, std::int64_t k, std::uint64_t seed,
                         const PairSet* deflate, double factor_entries) {
+  return run_shift_invert(s, sinv, sigma, opt, run_params_of(opt), opt.v0, k, seed, deflate, factor_entries);
+}
+
+namespace {
+
+// T = S⁻¹·B (or S⁻¹) on blocks: B·X into a workspace sized once for the widest block.
+struct TOp final : LinearOperator<double> {
+  const LinearOperator<double>& si;
+  const LinearOperator<double>* b;
+  DenseBlockOps& ops;
+  mutable MultiVector<double> tmp;  // B·X, sized once for the widest block (k columns)
+  TOp(const LinearOperator<double>& s_, const LinearOperator<double>* b_, DenseBlockOps& o,
+      std::int64_t n, std::int64_t cols)
+      : si(s_), b(b_), ops(o) {
+    if (b) tmp = ops.allocate(n, cols);
+  }
+  std::int64_t rows() const override { return si.rows(); }
+  std::int64_t cols() const override { return si.cols(); }
+  Space space() const override { return si.space(); }
+  void apply(MvView<const double> x, MvView<double> y) const override {
+    ops.synchronize();
+    if (!b) {
+      si.apply(x, y);
+    } else {
+      TCSOLVE_REQUIRE(x.cols <= tmp.cols(), "shift-invert T: block wider than its workspace");
+      b->apply(x, tmp.columns(0, x.cols));
+      if (ops.space() == Space::device) device_synchronize();
+      si.apply(tmp.columns(0, x.cols), y);
+    }
+    if (ops.space() == Space::device) device_synchronize();
+  }
+};
+
+}  // namespace
+
+RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, double sigma,
+                        const EigsOptions& opt, const RunParams& rp, const StartBlock& start,
+                        std::int64_t k, std::uint64_t seed, const PairSet* deflate, double factor_entries) {
   DenseBlockOps& ops = *s.ops;
   const std::int64_t n = s.n;
   const bool with_b = s.bop != nullptr;
   // Block and basis: shift_invert_shape (plan.hpp), which the planner prices.
   const ShiftInvertShape shape =
-      shift_invert_shape(n, k, factor_entries, ops.space() == Space::host, opt.block_size);
+      shift_invert_shape(n, k, factor_entries, ops.space() == Space::host, rp.block);
   const std::int64_t bs = shape.block;
   // T = S⁻¹·B (or S⁻¹) on blocks, optionally deflated: T' = T − Y·diag(ν_Y)·(BY)ᵀ.
   MultiVector<double> by;
   std::unique_ptr<LowRankUpdate> tdef;
   std::unique_ptr<LinearOperator<double>> sb;
-  struct TOp final : LinearOperator<double> {
-    const LinearOperator<double>& si;
-    const LinearOperator<double>* b;
-    DenseBlockOps& ops;
-    mutable MultiVector<double> tmp;  // B·X, sized once for the widest block (k columns)
-    TOp(const LinearOperator<double>& s_, const LinearOperator<double>* b_, DenseBlockOps& o,
-        std::int64_t n, std::int64_t cols)
-        : si(s_), b(b_), ops(o) {
-      if (b) tmp = ops.allocate(n, cols);
-    }
-    std::int64_t rows() const override { return si.rows(); }
-    std::int64_t cols() const override { return si.cols(); }
-    Space space() const override { return si.space(); }
-    void apply(MvView<const double> x, MvView<double> y) const override {
-      ops.synchronize();
-      if (!b) {
-        si.apply(x, y);
-      } else {
-        TCSOLVE_REQUIRE(x.cols <= tmp.cols(), "shift-invert T: block wider than its workspace");
-        b->apply(x, tmp.columns(0, x.cols));
-        if (ops.space() == Space::device) device_synchronize();
-        si.apply(tmp.columns(0, x.cols), y);
-      }
-      if (ops.space() == Space::device) device_synchronize();
-    }
-  };
   TOp top(sinv, s.bop, ops, n, std::max(k, bs));
   const LinearOperator<double>* t = &top;
   if (deflate && deflate->x.cols() > 0) {
@@ -107,6 +129,7 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
            0.5 * std::max(bound_of(opt.conv, opt.tol, lam, 1.0, s), attainable_floor(lam, 1.0, s));
   };
   std::vector<double> lam, rn, xn, dev, given(k);
+  std::vector<char> floored;
   bool pass = false;
   prob.verify = [&](detail::ApplyClock& clock, MvView<double> x, const std::vector<double>& nu,
                     bool last, EigenResult& r) {
@@ -115,7 +138,7 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
     for (std::int64_t j = 0; j < k; ++j) given[j] = sigma + 1.0 / nu[j];
     rayleigh_and_residuals(s, clock, xh.view(), ax.view(), with_b ? bx.view() : MvView<double>{},
                            lam, rn, xn, dev, &given);
-    pass = test_pairs(s, opt, xh.view(), lam, rn, xn, r.residual_bounds);
+    pass = test_pairs(s, opt, xh.view(), lam, rn, xn, r.residual_bounds, &floored);
     trace_mark(pass ? "shift-invert: explicit check passed" : "shift-invert: explicit check failed");
     (void)nu;
     (void)last;
@@ -126,14 +149,14 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   EigenOptions eo;
   eo.k = k;
   eo.tol = opt.tol;
-  eo.max_iterations = opt.max_iterations > 0 ? opt.max_iterations : 300;
+  eo.max_iterations = rp.max_iterations > 0 ? rp.max_iterations : kShiftInvertIterations;
   eo.seed = seed;
   eo.block_size = bs;
-  eo.max_basis = opt.basis > 0 ? opt.basis : shape.basis;
-  eo.early_stop = opt.lanczos_early_stop;
+  eo.max_basis = rp.basis > 0 ? rp.basis : shape.basis;
+  eo.early_stop = rp.early_stop;
   eo.on_iteration = opt.on_iteration;
   if (!deflate) eo.checkpoint_every = opt.checkpoint_every, eo.on_checkpoint = opt.on_checkpoint;
-  if (!opt.v0.empty() && !deflate) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
+  if (!start.empty() && !deflate) eo.start = start.data(), eo.start_cols = static_cast<std::int64_t>(start.size()) / s.n;
   EigenResult er = detail::lanczos_core(prob, ops, eo);
   RunOut out;
   out.status = er.status;
@@ -142,6 +165,8 @@ RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, do
   out.applies = er.operator_applies;
   out.history = std::move(er.history);
   out.pairs_pass = pass;
+  out.bounds = er.residual_bounds;
+  out.floored = std::move(floored);
   out.pairs.values = lam;
   out.pairs.rn = rn;
   out.pairs.xn = xn;
@@ -190,13 +215,58 @@ const ChebyshevStep* fused_step_for(const Problem& s, const LinearOperator<doubl
   return s.fused_own ? s.fused_own.get() : opt.fused_step;
 }
 
-// Iterative run on A (or the deflated A') without a factorization: block Lanczos or LOBPCG with
-// the chosen convergence test mapped into the solvers' formula; then B-normalized pairs with
-// Rayleigh quotients and true residuals.
-RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
-                     const EigsOptions& opt, Which which, std::int64_t k, std::uint64_t seed,
-                     const LinearOperator<double>* precond, const ChebyshevHooks& hooks) {
-  DenseBlockOps& ops = *s.ops;
+namespace {
+
+// The filter's options for a run: its width, the mapped test, the bounds and budget the driver
+// hands over, the fused step and the ladder's rung.
+ChebyshevOptions chebyshev_options(const Problem& s, const LinearOperator<double>& a, const EigsOptions& opt,
+                                   const RunParams& rp, std::int64_t k, const EigenOptions& o,
+                                   const ChebyshevHooks& hooks) {
+  ChebyshevOptions co;
+  if (rp.basis > k) co.block = rp.basis;  // SciPy's ncv: the subspace width
+  co.test_a = o.a_norm;
+  co.test_b = o.b_norm;
+  // Operators that are not ours (a Python LinearOperator) may launch on any stream.
+  co.apply_order = s.foreign_operator ? ApplyOrder::synchronize : ApplyOrder::events;
+  co.bounds = hooks.bounds;
+  co.keep_going = hooks.keep_going;
+  co.stats = hooks.stats;
+  // Tuning knob (bench only; docs/performance.md): TCSOLVE_CHEB_TUNE="block,max_degree,
+  // max_degree_long,overshoot,degree_margin", empty fields keep the defaults.
+  if (const char* tv = std::getenv("TCSOLVE_CHEB_TUNE")) {
+    std::vector<std::string> f(1);
+    for (const char* c = tv; *c; ++c) {
+      if (*c == ',') f.emplace_back();
+      else f.back().push_back(*c);
+    }
+    f.resize(5);
+    try {
+      if (!f[0].empty()) co.block = std::stoll(f[0]);
+      if (!f[1].empty()) co.max_degree = std::stoi(f[1]);
+      if (!f[2].empty()) co.max_degree_long = std::stoi(f[2]);
+      if (!f[3].empty()) co.overshoot = std::stod(f[3]);
+      if (!f[4].empty()) co.degree_margin = std::stod(f[4]);
+    } catch (const std::exception&) {
+      throw InvalidArgument(std::string("TCSOLVE_CHEB_TUNE: not five comma-separated numbers: '") + tv + "'");
+    }
+  }
+  // The filter's steps fused with the product (make_fused_step), stored as the operator
+  // stores A.
+  // The caller's step in operator form (distributed/) where A's own does not apply.
+  if (const ChebyshevStep* fused = fused_step_for(s, a, opt)) {
+    co.fused_step = fused;
+    // The ladder's fp32 rung on the GPU only: the host step gains nothing on the CPU
+    // (lap3d:40, k = 16, 2 cores: 0.30 ms per column-step on the fp32 rung, 0.27 ms in fp64).
+    if (rp.ladder && opt.precision == Precision::fp64 && s.ops->space() == Space::device)
+      co.filter_precision = Precision::fp32;
+  }
+  return co;
+}
+
+// The solvers' options for a run on A: the chosen test mapped into their formula, its floor, the
+// run's shape and start.
+EigenOptions iterative_options(const Problem& s, const EigsOptions& opt, const RunParams& rp,
+                               const StartBlock& start, Which which, std::int64_t k, std::uint64_t seed) {
   TestNorms tn = test_norms(opt.conv, s.a_norm, s.b_norm);
   // rel with B scales with ‖B·x‖ ≥ ‖x‖/‖B⁻¹‖: the solvers' ‖x‖-based test with that factor is
   // never looser than the final one.
@@ -205,20 +275,40 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
   eo.k = k;
   eo.which = which;
   eo.tol = opt.tol;
-  eo.max_iterations = opt.max_iterations > 0 ? opt.max_iterations : 2000;
+  eo.max_iterations = rp.max_iterations > 0 ? rp.max_iterations : kIterativeIterations;
   eo.seed = seed;
   eo.a_norm = std::max(tn.a_eff, 1e-300);
   eo.b_norm = std::max(tn.b_eff, 1e-300);
   eo.floor_a = floor_a(s);
   eo.floor_b = floor_b(s);
-  eo.block_size = opt.block_size;
-  eo.max_basis = opt.basis;
-  eo.early_stop = opt.lanczos_early_stop;
+  eo.block_size = rp.block;
+  eo.max_basis = rp.basis;
+  eo.early_stop = rp.early_stop;
   eo.on_iteration = opt.on_iteration;
   eo.checkpoint_every = opt.checkpoint_every;
   eo.on_checkpoint = opt.on_checkpoint;
-  if (!opt.v0.empty()) eo.start = opt.v0.data(), eo.start_cols = static_cast<std::int64_t>(opt.v0.size()) / s.n;
+  if (!start.empty()) eo.start = start.data(), eo.start_cols = static_cast<std::int64_t>(start.size()) / s.n;
   eo.jacobi_mass_diagonal = s.diag_b;
+  return eo;
+}
+
+}  // namespace
+
+// Iterative run on A (or the deflated A') without a factorization: block Lanczos or LOBPCG with
+// the chosen convergence test mapped into the solvers' formula; then B-normalized pairs with
+// Rayleigh quotients and true residuals.
+RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
+                     const EigsOptions& opt, Which which, std::int64_t k, std::uint64_t seed,
+                     const LinearOperator<double>* precond, const ChebyshevHooks& hooks) {
+  return run_iterative(s, a, method, opt, run_params_of(opt), opt.v0, which, k, seed, precond, hooks);
+}
+
+RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
+                     const EigsOptions& opt, const RunParams& rp, const StartBlock& start, Which which,
+                     std::int64_t k, std::uint64_t seed, const LinearOperator<double>* precond,
+                     const ChebyshevHooks& hooks) {
+  DenseBlockOps& ops = *s.ops;
+  EigenOptions eo = iterative_options(s, opt, rp, start, which, k, seed);
   std::vector<double> start_block;  // a continued run's start (below)
   if (method == EigsMethod::lobpcg) {
     if (precond) eo.preconditioner = precond;
@@ -231,44 +321,7 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
       // The real ‖A‖ bounds the filter's interval (the test uses the mapped norms above).
       EigenOptions ec = o;
       ec.a_norm = s.a_norm;
-      ChebyshevOptions co;
-      if (opt.basis > k) co.block = opt.basis;  // SciPy's ncv: the subspace width
-      co.test_a = o.a_norm;
-      co.test_b = o.b_norm;
-      // Operators that are not ours (a Python LinearOperator) may launch on any stream.
-      co.apply_order = s.foreign_operator ? ApplyOrder::synchronize : ApplyOrder::events;
-      co.bounds = hooks.bounds;
-      co.keep_going = hooks.keep_going;
-      co.stats = hooks.stats;
-      // Tuning knob (bench only; docs/performance.md): TCSOLVE_CHEB_TUNE="block,max_degree,
-      // max_degree_long,overshoot,degree_margin", empty fields keep the defaults.
-      if (const char* tv = std::getenv("TCSOLVE_CHEB_TUNE")) {
-        std::vector<std::string> f(1);
-        for (const char* c = tv; *c; ++c) {
-          if (*c == ',') f.emplace_back();
-          else f.back().push_back(*c);
-        }
-        f.resize(5);
-        try {
-          if (!f[0].empty()) co.block = std::stoll(f[0]);
-          if (!f[1].empty()) co.max_degree = std::stoi(f[1]);
-          if (!f[2].empty()) co.max_degree_long = std::stoi(f[2]);
-          if (!f[3].empty()) co.overshoot = std::stod(f[3]);
-          if (!f[4].empty()) co.degree_margin = std::stod(f[4]);
-        } catch (const std::exception&) {
-          throw InvalidArgument(std::string("TCSOLVE_CHEB_TUNE: not five comma-separated numbers: '") + tv + "'");
-        }
-      }
-      // The filter's steps fused with the product (make_fused_step), stored as the operator
-      // stores A.
-      // The caller's step in operator form (distributed/) where A's own does not apply.
-      if (const ChebyshevStep* fused = fused_step_for(s, a, opt)) {
-        co.fused_step = fused;
-        // The ladder's fp32 rung on the GPU only: the host step gains nothing on the CPU
-        // (lap3d:40, k = 16, 2 cores: 0.30 ms per column-step on the fp32 rung, 0.27 ms in fp64).
-        if (opt.ladder && opt.precision == Precision::fp64 && ops.space() == Space::device)
-          co.filter_precision = Precision::fp32;
-      }
+      const ChebyshevOptions co = chebyshev_options(s, a, opt, rp, k, o, hooks);
       return chebyshev_subspace(a, ops, ec, co);
     }
     return block_lanczos(a, s.bop, ops, o);
@@ -304,9 +357,9 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
     rayleigh_and_residuals(s, clock, out.pairs.x.view(), ax.view(),
                            s.bop ? bx.view() : MvView<double>{}, out.pairs.values, out.pairs.rn,
                            out.pairs.xn, out.pairs.rq_dev);
-    std::vector<double> bounds;
+    std::vector<double>& bounds = out.bounds;
     out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
-                                out.pairs.xn, bounds);
+                                out.pairs.xn, bounds, &out.floored);
     const std::int64_t left = eo.max_iterations - er.iterations;
     // Only where the two tests can disagree by design: B given as an operator (no matrix, so no
     // ‖B⁻¹‖ estimate). Elsewhere a failing pair is at the rounding floor or the solver
@@ -332,20 +385,54 @@ RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMeth
   return out;
 }
 
+namespace {
+
+Mat dense_matrix(const Csr<double>& c) {
+  Mat m = Mat::Zero(c.nrows, c.ncols);
+  for (std::int64_t i = 0; i < c.nrows; ++i)
+    for (std::int64_t p = c.row_ptr[i]; p < c.row_ptr[i + 1]; ++p) m(i, c.col_idx[p]) += c.values[p];
+  return m;
+}
+
+// Why the dense solution failed its test.
+std::string dense_failure(const Problem& s, const EigsOptions& opt, const PairSet& p,
+                          const std::vector<double>& bounds) {
+  // Failing pairs whose test asks for less than the rounding level u·(‖A‖ + |λ|‖B‖) itself
+  // (rel at λ ≈ 0: the null vector of a Neumann or graph Laplacian): say so.
+  std::int64_t failing = 0, unreachable = 0;
+  bool norm_ok = true;
+  double lam0 = 0, asked = 0, reached = 0;
+  for (std::size_t j = 0; j < p.values.size(); ++j) {
+    if (p.rn[j] <= bounds[j]) continue;
+    ++failing;
+    const double b = bound_of(opt.conv, opt.tol, p.values[j], p.xn[j], s);
+    if (b < attainable_floor(p.values[j], p.xn[j], s))
+      ++unreachable, lam0 = p.values[j], asked = b, reached = p.rn[j];
+    norm_ok = norm_ok && p.rn[j] <= bound_of(ConvTest::norm, opt.tol, p.values[j], p.xn[j], s);
+  }
+  if (unreachable == failing && opt.conv != ConvTest::norm) {
+    char b[500];
+    std::snprintf(b, sizeof b,
+                  "%lld eigenvalue(s) are 0 to working precision (lambda = %.3g): the %s test asks "
+                  "for a residual of %.3g, below the rounding level u*|A| = %.3g of double "
+                  "precision (reached %.3g); use --conv norm%s",
+                  static_cast<long long>(unreachable), lam0, to_string(opt.conv), asked,
+                  kUnitRoundoff * s.a_norm, reached, norm_ok ? " (these residuals pass it)" : "");
+    return b;
+  }
+  return "the dense solution's residuals exceed the test (tol below what the dense solver reaches "
+         "for this matrix)";
+}
+
+}  // namespace
+
 // Dense LAPACK-style solve (Eigen) for small problems, where Lanczos bases do not fit: all
 // eigenvalues, the k wanted returned. The smallest of an SPD pencil come from the Cholesky-inverse
 // C = L⁻¹·B·L⁻ᵀ (eigenvalues 1/λ, x = L⁻ᵀ·y), whose largest eigenvalues are relatively accurate,
 // unlike the smallest of a direct dense solve (absolute error ~ eps·‖A‖).
 RunOut run_dense(const Problem& s, const EigsOptions& opt) {
   const std::int64_t n = s.n, k = opt.k;
-  Mat A = Mat::Zero(n, n), B = Mat::Identity(n, n);
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t p = s.a->row_ptr[i]; p < s.a->row_ptr[i + 1]; ++p) A(i, s.a->col_idx[p]) += s.a->values[p];
-  if (s.b) {
-    B.setZero();
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t p = s.b->row_ptr[i]; p < s.b->row_ptr[i + 1]; ++p) B(i, s.b->col_idx[p]) += s.b->values[p];
-  }
+  const Mat A = dense_matrix(*s.a), B = s.b ? dense_matrix(*s.b) : Mat(Mat::Identity(n, n));
   if (s.b && Eigen::LLT<Mat>(B).info() != Eigen::Success)  // n³/3: a fraction of the solve below
     throw InvalidArgument(opt.mass_name + " is not positive definite (its dense Cholesky factorization fails)");
   Eigen::VectorXd w;
@@ -429,37 +516,12 @@ RunOut run_dense(const Problem& s, const EigsOptions& opt) {
         out.pairs.values[j] = purified.values[j], out.pairs.rn[j] = purified.rn[j],
         out.pairs.xn[j] = purified.xn[j], out.pairs.rq_dev[j] = purified.rq_dev[j];
   }
-  std::vector<double> bounds;
+  std::vector<double>& bounds = out.bounds;
   out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
-                              out.pairs.xn, bounds);
+                              out.pairs.xn, bounds, &out.floored);
   if (!out.pairs_pass) {
     out.status = SolverStatus::not_converged;
-    out.reason = "the dense solution's residuals exceed the test (tol below what the dense "
-                 "solver reaches for this matrix)";
-    // Failing pairs whose test asks for less than the rounding level u·(‖A‖ + |λ|‖B‖) itself
-    // (rel at λ ≈ 0: the null vector of a Neumann or graph Laplacian): say so.
-    std::int64_t failing = 0, unreachable = 0;
-    bool norm_ok = true;
-    double lam0 = 0, asked = 0, reached = 0;
-    for (std::int64_t j = 0; j < k; ++j) {
-      if (out.pairs.rn[j] <= bounds[j]) continue;
-      ++failing;
-      const double b = bound_of(opt.conv, opt.tol, out.pairs.values[j], out.pairs.xn[j], s);
-      if (b < attainable_floor(out.pairs.values[j], out.pairs.xn[j], s))
-        ++unreachable, lam0 = out.pairs.values[j], asked = b, reached = out.pairs.rn[j];
-      norm_ok = norm_ok && out.pairs.rn[j] <= bound_of(ConvTest::norm, opt.tol, out.pairs.values[j],
-                                                       out.pairs.xn[j], s);
-    }
-    if (unreachable == failing && opt.conv != ConvTest::norm) {
-      char b[500];
-      std::snprintf(b, sizeof b,
-                    "%lld eigenvalue(s) are 0 to working precision (lambda = %.3g): the %s test asks "
-                    "for a residual of %.3g, below the rounding level u*|A| = %.3g of double "
-                    "precision (reached %.3g); use --conv norm%s",
-                    static_cast<long long>(unreachable), lam0, to_string(opt.conv), asked,
-                    kUnitRoundoff * s.a_norm, reached, norm_ok ? " (these residuals pass it)" : "");
-      out.reason = b;
-    }
+    out.reason = dense_failure(s, opt, out.pairs, bounds);
   }
   return out;
 }

@@ -12,9 +12,15 @@
 
 #include "solvers/chebyshev.hpp"
 #include "solvers/eigs/pairs.hpp"
+#include "solvers/eigs/plan.hpp"
 #include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve::eigs_detail {
+
+// The runs' iteration limits when neither the caller nor the plan sets one: restarts of
+// shift-invert Lanczos, iterations (outer, restarts, steps) of the methods on A.
+constexpr std::int64_t kShiftInvertIterations = 300;
+constexpr std::int64_t kIterativeIterations = 2000;
 
 struct RunOut {
   PairSet pairs;
@@ -23,11 +29,21 @@ struct RunOut {
   std::int64_t iterations = 0, applies = 0;
   std::vector<IterationRecord> history;
   bool pairs_pass = false;
+  std::vector<double> bounds;  // what the test allowed each pair (test_pairs)
+  std::vector<char> floored;   // pairs tested at the floor at λ ≈ 0 (pairs.hpp)
 };
 
+// The run's shape as the re-checks give it: block_size, basis, ladder, max_iterations and
+// lanczos_early_stop of their options (the driver's runs take the plan's RunParams instead).
+RunParams run_params_of(const EigsOptions& opt);
+
 // Shift-invert block Lanczos for the k pairs nearest σ. `deflate` (may be empty) holds found pairs
-// (B-orthonormal, with their λ) that T must not return again (Wielandt deflation). block_size > 0
-// forces the block (the re-check's small one).
+// (B-orthonormal, with their λ) that T must not return again (Wielandt deflation). rp.block > 0
+// forces the block (the re-check's small one). `start`: the start block (not with `deflate`).
+RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, double sigma,
+                        const EigsOptions& opt, const RunParams& rp, const StartBlock& start,
+                        std::int64_t k, std::uint64_t seed, const PairSet* deflate, double factor_entries);
+// The re-checks' form: the shape and start from opt (run_params_of, opt.v0).
 RunOut run_shift_invert(const Problem& s, const LinearOperator<double>& sinv, double sigma,
                         const EigsOptions& opt, std::int64_t k, std::uint64_t seed,
                         const PairSet* deflate, double factor_entries);
@@ -43,6 +59,11 @@ struct ChebyshevHooks {
 // LOBPCG with the chosen convergence test mapped into the solvers' formula (and their rounding
 // floor); then B-normalized pairs with Rayleigh quotients and true residuals. `precond`: the
 // LOBPCG preconditioner operator (nullptr: Jacobi unless opt.precond says none).
+RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
+                     const EigsOptions& opt, const RunParams& rp, const StartBlock& start, Which which,
+                     std::int64_t k, std::uint64_t seed, const LinearOperator<double>* precond,
+                     const ChebyshevHooks& hooks = {});
+// The re-checks' form: the shape and start from opt (run_params_of, opt.v0).
 RunOut run_iterative(const Problem& s, const LinearOperator<double>& a, EigsMethod method,
                      const EigsOptions& opt, Which which, std::int64_t k, std::uint64_t seed,
                      const LinearOperator<double>* precond, const ChebyshevHooks& hooks = {});

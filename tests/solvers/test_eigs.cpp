@@ -17,6 +17,7 @@
 #include "solvers/eigs/eigs.hpp"
 #include "solvers/eigs/recheck.hpp"
 #include "spmm/sparse_operator.hpp"
+#include "tests/solvers/eigs_test_util.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 #include "tests/traps.hpp"
 
@@ -27,23 +28,6 @@ namespace {
   do {                                                                         \
     if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";   \
   } while (0)
-
-// All eigenvalues of the SPD pencil (A, B) through the dense Cholesky-inverse, ascending.
-std::vector<double> accurate_spectrum(const Csr<double>& a, const Csr<double>* b) {
-  Eigen::MatrixXd A = dense_of(a);
-  Eigen::LLT<Eigen::MatrixXd> llt(A);
-  EXPECT_EQ(llt.info(), Eigen::Success) << "reference needs A positive definite";
-  const std::int64_t n = a.nrows;
-  Eigen::MatrixXd M = b ? dense_of(*b) : Eigen::MatrixXd::Identity(n, n);
-  // C = L⁻¹·B·L⁻ᵀ.
-  Eigen::MatrixXd t = llt.matrixL().solve(M);
-  Eigen::MatrixXd c = llt.matrixL().solve(t.transpose());
-  c = 0.5 * (c + c.transpose()).eval();
-  Eigen::VectorXd mu = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(c, Eigen::EigenvaluesOnly).eigenvalues();
-  std::vector<double> lam(n);
-  for (std::int64_t i = 0; i < n; ++i) lam[i] = 1.0 / mu(n - 1 - i);
-  return lam;
-}
 
 // A-posteriori accuracy of a returned pair, independent of any eigensolver: the Rayleigh quotient ρ
 // and residual r = A·x − ρ·B·x in long double (64-bit mantissa), then the Kato–Temple bound

@@ -61,6 +61,8 @@ PlanFacts facts_of(const Inputs& in, Backend backend, bool can_factor = true) {
   f.can_factor = can_factor && built_with_factor();
   f.factor_why = can_factor ? (built_with_factor() ? "" : "built without CHOLMOD/MUMPS") : "--no-factor";
   f.backend = backend;
+  f.a_norm = csr_inf_norm(in.a);
+  spectrum_hints(in.a, in.generalized ? &in.b : nullptr, f);
   return f;
 }
 
@@ -412,6 +414,12 @@ TEST(Plan, KappaTenToTheTenPicksShiftInvert) {
     EXPECT_EQ(p.chosen.method, EigsMethod::lanczos);
     ASSERT_FALSE(p.rejected.empty()) << show(p);
     EXPECT_GT(p.rejected.front().total(), 10 * p.chosen.total()) << show(p);
+    // The filter's prediction there lies far beyond what its model was measured on: said so.
+    for (const auto& r : p.rejected)
+      if (r.method == EigsMethod::chebyshev) {
+        EXPECT_TRUE(r.low_confidence) << r.describe();
+        EXPECT_NE(r.detail.find("low confidence"), std::string::npos) << r.detail;
+      }
   }
   // Without a factorization the planner cannot choose it, and says why.
   const EigsPlan q = plan_eigs(facts_of(in, Backend::cuda, false), opts(8), probes_of(in));
@@ -589,6 +597,52 @@ TEST(Plan, RelTestBelowTheRoundingFloorNeedsShiftInvert) {
     EXPECT_EQ(q.reason.find("below the rounding floor"), std::string::npos) << show(q);
     const EigsPlan r = plan_for(ConvTest::rel, false);
     EXPECT_EQ(r.chosen.transform, Transform::none) << show(r);
+  }
+}
+
+// The held-out stiff class (issue 42): a stiffness matrix of norm ≈ 4e9 whose smallest
+// eigenvalue, 1, belongs to a few constrained rows, with GPU-fast applies that price the filter
+// at a fraction of shift-invert (the H200 took it, ran 371 outer iterations and failed at the
+// floor). The end's upper bound (the probe's Ritz value, or the unit rows' Rayleigh quotients
+// a_ii = 1) lies where tol·λ = 1e-8 is below 4u·‖A‖ ≈ 2e-6 while its lower bound is loose: the
+// floor is foreseen as out of reach, shift-invert priced whatever its ordering costs and chosen,
+// and the reason says so. Where the probe sees the end far higher (its θ_min replaced: what 30
+// steps show on a larger matrix) the diagonal alone still bounds it by 1.
+TEST(Plan, StiffClassForeseesTheFloorFromTheDiagonal) {
+  if (!built_with_factor()) GTEST_SKIP() << "built without CHOLMOD/MUMPS";
+  const Csr<double> a = read_matrix("gen:stiff:10:3", {});  // n = 3000, eigenvalue 1 × 3
+  for (Backend backend : {Backend::cuda, Backend::cpu}) {
+    SCOPED_TRACE(backend == Backend::cuda ? "cuda" : "cpu");
+    Inputs in;
+    in.a = a;
+    in.t0 = 2e-6, in.tc = 2e-8;  // fast applies: the filter looks cheap
+    const EigsPlan p = plan_eigs(facts_of(in, backend), opts(3), probes_of(in));
+    ASSERT_TRUE(p.probe.has_value());
+    EXPECT_EQ(p.outlook.risk, FloorRisk::out_of_reach) << show(p);
+    EXPECT_LE(p.outlook.lambda_hi, 1.0) << show(p);
+    EXPECT_EQ(p.chosen.transform, Transform::shift_invert) << show(p);
+    EXPECT_NE(p.reason.find("rounding floor"), std::string::npos) << show(p);
+    EXPECT_EQ(in.analyze_calls, 1) << show(p);
+    // A probe that did not resolve the end (θ_min = 1e5): the diagonal bounds it; without the
+    // diagonal (NaN: an operator) nothing does, and the outlook is clear.
+    for (bool diagonal : {true, false}) {
+      Inputs blind;
+      blind.a = a;
+      blind.t0 = 2e-6, blind.tc = 2e-8;
+      PlanProbes pr = probes_of(blind);
+      auto base = pr.probe;
+      pr.probe = [base] {
+        SpectralProbe q = base();
+        q.lower = std::max(q.lower, 1e5);
+        q.lower_bound = std::min(q.lower_bound, -1e4);
+        return q;
+      };
+      PlanFacts f = facts_of(blind, backend);
+      if (!diagonal) f.diag_min = f.diag_max = f.gershgorin_lo = f.gershgorin_hi = std::nan("");
+      const EigsPlan q = plan_eigs(f, opts(3), pr);
+      EXPECT_EQ(q.outlook.risk, diagonal ? FloorRisk::out_of_reach : FloorRisk::clear) << show(q);
+      if (diagonal) EXPECT_EQ(q.chosen.transform, Transform::shift_invert) << show(q);
+    }
   }
 }
 

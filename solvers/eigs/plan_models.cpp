@@ -1,0 +1,233 @@
+// The eigs planner's cost models (solvers/eigs/plan.hpp): the apply model, the predicted seconds
+// of each plan, shift-invert's shape and the workspace of each method.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "solvers/chebyshev.hpp"
+#include "solvers/eigensolvers.hpp"
+#include "solvers/eigs/plan.hpp"
+
+namespace tcsolve {
+
+// ---- estimates --------------------------------------------------------------------------------
+
+std::string secs(double s) {
+  char b[32];
+  if (s >= 100) std::snprintf(b, sizeof b, "%.0f s", s);
+  else if (s >= 1) std::snprintf(b, sizeof b, "%.2f s", s);
+  else std::snprintf(b, sizeof b, "%.3g s", s);
+  return b;
+}
+
+std::string PlanEstimate::name() const {
+  if (transform == Transform::shift_invert) return "shift-invert lanczos";
+  if (lobpcg_factor) return "lobpcg preconditioned by the factorization";
+  if (method == EigsMethod::lanczos && block == 1) return "lanczos (single vector)";
+  return to_string(method);
+}
+
+std::string PlanEstimate::describe() const {
+  std::string s = name();
+  if (verification == Verification::certificate) s += " + certificate";
+  else if (verification == Verification::recheck) s += " + re-check";
+  if (!feasible) return s + " (not possible)";
+  if (!priced) return s;
+  s += ": predicted " + secs(total()) + " (setup " + secs(setup_s) + ", solve " + secs(solve_s) +
+       ", verify " + secs(verify_s) + ")";
+  if (!detail.empty()) s += " [" + detail + "]";
+  return s;
+}
+
+ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, std::int64_t n) {
+  ApplyModel m;
+  const double cols = static_cast<double>(std::max<std::int64_t>(w, 2));
+  m.t_col = std::max(0.0, (tw - t1) / (cols - 1.0));
+  if (m.t_col <= 0) m.t_col = 0.25 * t1;  // timing noise: a column of X and Y costs something
+  // On the host, small matrices time thread start-up rather than bytes: a column (16·n bytes of
+  // X and Y) is capped at 2 GB/s.
+  if (backend == Backend::cpu) m.t_col = std::min(m.t_col, 16.0 * static_cast<double>(n) / 2e9 + 1e-7);
+  m.t_a = std::max(0.0, t1 - m.t_col);
+  // Launch and small-matrix latencies (H200 runs: about 2 ms per Chebyshev outer iteration of
+  // syevd, Cholesky, fetch and launches; ~5 µs per extra launch).
+  m.t_outer = backend == Backend::cuda ? 2e-3 : 5e-4;
+  m.t_step = backend == Backend::cuda ? 5e-6 : 0.0;
+  return m;
+}
+
+namespace {
+// Column-steps of the filter proper: the cost model's column applies less Rayleigh-Ritz's (m an
+// outer iteration), the final check's (k) and the probe's.
+double filter_columns(const ChebyshevCost& c, std::int64_t k) {
+  return std::max(0.0, c.column_applies - c.outer_iterations * static_cast<double>(c.block) -
+                           static_cast<double>(k) - 25.0);
+}
+double chebyshev_seconds(const ChebyshevCost& c, std::int64_t k, const ApplyModel& m) {
+  const double mb = static_cast<double>(c.block);
+  // Filter: D applies of A, per column-step 1 column unit in the SpMM and 2 in the recurrence
+  // (m.step_col = 3; 1.5 for the GPU's fused step);
+  // Rayleigh-Ritz per outer iteration: one apply of m columns and 10·m column units of dense
+  // passes (two BCGS-PIP passes, the projections); the final check: k columns.
+  return (c.total_degree + c.outer_iterations + 1.0) * m.t_a +
+         filter_columns(c, k) * m.step_col * m.t_col +
+         c.outer_iterations * (11.0 * mb * m.t_col + m.t_outer) +
+         c.total_degree * m.t_step + static_cast<double>(k) * m.t_col;
+}
+}  // namespace
+
+double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                 double rel_gap, const ApplyModel& m, std::string* detail) {
+  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
+  if (detail) {
+    char b[160];
+    std::snprintf(b, sizeof b, "relative gap %.2g: %.0f filter steps on %lld columns, %.0f outer "
+                  "iterations", rel_gap, c.total_degree, static_cast<long long>(c.block),
+                  c.outer_iterations);
+    *detail = b;
+  }
+  return chebyshev_seconds(c, k, m);
+}
+
+LadderPrice price_chebyshev_ladder(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                   double rel_gap, const ApplyModel& m, bool wanted_end_large) {
+  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
+  LadderPrice p;
+  p.fp64_s = chebyshev_seconds(c, k, m);
+  // The rungs: where the wanted end is large against ‖A‖ (|λ| ≥ ‖A‖/4, the filter's own test,
+  // chebyshev.cpp), all filters but the last on fp32; else only the first (its block holds no
+  // vector near the end yet).
+  const double outer = std::max(1.0, c.outer_iterations);
+  p.fp32_share = wanted_end_large ? (outer - 1.0) / outer : 1.0 / outer;
+  // the filter's bandwidth parts at 0.7 on the fp32 rung; the timed apply's launch latency
+  // (about two launches' worth, 2·t_step) moves no bytes
+  const double bw_a = std::max(0.0, m.t_a - 2.0 * m.t_step);
+  const double filter_bw = c.total_degree * bw_a + filter_columns(c, k) * m.step_col * m.t_col;
+  const double saved = 0.3 * p.fp32_share * filter_bw;
+  const double overhead = p.fp32_share * c.outer_iterations *
+                          (2.75 * static_cast<double>(c.block) * m.t_col + 2.0 * m.t_step);
+  p.ladder_s = p.fp64_s - saved + overhead;
+  return p;
+}
+
+double host_lanczos_step_words(std::int64_t n, std::int64_t basis, std::int64_t keep) {
+  // block_lanczos.cpp, single vectors: a classical Gram–Schmidt pass (the Gram against the basis
+  // and the update: 2·c·n words at fill c) and a second pass where the first kept less than 1/√2
+  // of the norm (DGKS); the fill runs from keep to basis between restarts. Counted as 1.5 passes.
+  return 3.0 * 0.5 * static_cast<double>(basis + keep) * static_cast<double>(n);
+}
+
+double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
+                                double rel_gap, const ApplyModel& m, std::string* detail) {
+  const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
+  const double applies = 0.35 * c.total_degree + 2.0 * static_cast<double>(k);
+  const std::int64_t basis = default_lanczos_basis(k, 1);
+  const std::int64_t keep = std::min(k + std::max<std::int64_t>(1, (basis - k) / 2), basis - 1);
+  const double restarts = applies / static_cast<double>(std::max<std::int64_t>(1, basis - keep));
+  // Per apply: A on one column and the Gram–Schmidt against the basis as filled on average
+  // (host_lanczos_step_words); per restart a Rayleigh–Ritz (an eigensolve of the basis-sized
+  // matrix: ~20 µs at basis 22 on the 2-core CPU) and the basis rewritten ((basis + keep)·n
+  // words); at the end one explicit residual check (A on k columns).
+  const double nn = static_cast<double>(n);
+  const double t = applies * (m.t_a + m.t_col + host_lanczos_step_words(n, basis, keep) * m.t_word) +
+                   restarts * (static_cast<double>(basis + keep) * nn * m.t_word + 3e-5) +
+                   m.t_a + static_cast<double>(k) * m.t_col;
+  if (detail) {
+    char b[160];
+    std::snprintf(b, sizeof b, "relative gap %.2g (no power law): about %.0f single-column applies, basis %lld",
+                  rel_gap, applies, static_cast<long long>(basis));
+    *detail = b;
+  }
+  return t;
+}
+
+double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
+                                      const ApplyModel& m) {
+  // recheck.cpp: degree acosh(√(2/δ')·√n/1e-3)/acosh(1 + 2δ'), δ' ≈ the relative gap; 2 columns.
+  const double g = std::clamp(rel_gap, 1e-14, 0.5);
+  const double amp = std::sqrt(2.0 / g) * std::sqrt(static_cast<double>(n)) / 1e-3;
+  const double d = std::acosh(amp) / std::acosh(1.0 + 2.0 * g);
+  return d * (m.t_a + 2.0 * m.step_col * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_outer;
+}
+
+double predict_dense_seconds(std::int64_t n, const EngineRates& r) {
+  // Tridiagonalization and eigenvectors (Eigen, one thread, ~10·n³ flops), at a fifth of the
+  // multithreaded supernodal rate.
+  const double nn = static_cast<double>(n);
+  return 10.0 * nn * nn * nn * 5.0 * r.factor_s_per_flop;
+}
+
+ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host,
+                                    std::int64_t block) {
+  const std::int64_t b8 = default_lanczos_block(k);
+  ShiftInvertShape sh;
+  sh.big_factor = factor_entries > static_cast<double>(n) * static_cast<double>(std::max(2 * k + 2 * b8, 6 * b8));
+  sh.block = block > 0 ? block
+             : sh.big_factor ? std::min<std::int64_t>(std::max<std::int64_t>(k, 2), 16)
+             : host ? 1 : b8;
+  sh.block = std::min<std::int64_t>(sh.block, n / 4 > 0 ? n / 4 : 1);
+  const std::int64_t b = sh.block;
+  sh.basis = b * ((std::max(2 * k + 2 * b, (sh.big_factor ? 12 : 6) * b) + b - 1) / b);
+  return sh;
+}
+
+void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,
+                                  double lower_entries, const EngineRates& r, const ApplyModel& m,
+                                  Backend backend, double* setup_s, double* solve_s,
+                                  std::string* detail) {
+  const double lnz = sym.factor_entries;
+  const ShiftInvertShape sh = shift_invert_shape(n, k, lnz, backend != Backend::cuda);
+  const std::int64_t b = sh.block, basis = sh.basis;
+  const double solves = 2.0 * static_cast<double>(basis) / static_cast<double>(b) + 2.0;
+  double per_solve = r.solve_seconds(lnz, static_cast<double>(b), sym.flops, static_cast<double>(n));
+  if (backend == Backend::cuda) per_solve += 16.0 * static_cast<double>(n * b) / 12e9;  // staged
+  *setup_s = r.analyze_seconds(lower_entries) + r.factor_seconds(sym);
+  if (backend == Backend::cuda || !(m.t_word > 0)) {
+    // Dense Lanczos work per block step: two passes over the basis (≈ 4·basis column units).
+    const double dense = 4.0 * static_cast<double>(basis) * m.t_col + m.t_outer;
+    *solve_s = solves * (per_solve + dense);
+  } else {
+    // Host (single vectors): a step's Gram–Schmidt against the basis as filled on average
+    // (host_lanczos_step_words, at the probe's rate); each pass of the basis ends in a
+    // Rayleigh–Ritz and a thick restart, which rewrites the basis ((basis + keep)·n words) plus
+    // the small eigenproblem; a look whose estimates pass is checked explicitly: x̂ = T·x (one
+    // block solve of k columns) and A·x̂ for the true residuals (one look: the usual case).
+    const double nn = static_cast<double>(n);
+    const std::int64_t keep = std::min(k + std::max(b, (basis - k) / 2), basis - b);
+    const double passes = 1.0 + std::max(0.0, solves * static_cast<double>(b) - static_cast<double>(basis)) /
+                                    static_cast<double>(std::max<std::int64_t>(b, basis - keep));
+    const double check = r.solve_seconds(lnz, static_cast<double>(k), sym.flops, nn) + m.t_a +
+                         static_cast<double>(k) * m.t_col;
+    *solve_s = solves * (per_solve + host_lanczos_step_words(n, basis, keep) * m.t_word) +
+               passes * (static_cast<double>(basis + keep) * nn * m.t_word + 1e-4) + check;
+  }
+  if (detail) {
+    char bf[200];
+    std::snprintf(bf, sizeof bf, "factor %.3g M entries, %.3g GFLOP (%s); %.0f block solves of %lld",
+                  lnz / 1e6, sym.flops / 1e9, sym.ordering.c_str(), solves, static_cast<long long>(b));
+    *detail = bf;
+  }
+}
+
+double predict_certificate_seconds(const SymbolicAnalysis& sym, double lower_entries,
+                                   const EngineRates& r) {
+  // One LDLᵀ count; a second when the k-th value has copies (about one case in three). MUMPS
+  // orders by METIS where CHOLMOD would try it (its automatic choice on such fill).
+  const double metis = sym.metis_follows ? (kMetisOverAmd - 1.0) * r.analyze_seconds(lower_entries) : 0.0;
+  return 1.3 * (r.inertia_seconds(sym, lower_entries) + r.inertia_ratio * metis);
+}
+
+std::int64_t workspace_vectors(EigsMethod method, std::int64_t n, std::int64_t k,
+                               std::int64_t block_size, bool generalized) {
+  if (method == EigsMethod::automatic) method = generalized ? EigsMethod::lobpcg : EigsMethod::chebyshev;
+  switch (method) {
+    case EigsMethod::chebyshev: return 3 * chebyshev_block(n, k, -1) + 2 * k;
+    case EigsMethod::lanczos: {
+      const std::int64_t b = block_size > 0 ? block_size : default_lanczos_block(k);
+      return 2 * (default_lanczos_basis(k, b) + b) + 2 * std::max(b, k);
+    }
+    case EigsMethod::lobpcg: return 10 * (k + default_lobpcg_guard(k));
+    default: return 0;
+  }
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,121 @@
+// The eigs driver's measurements (solvers/eigs/steps.hpp): the spectral probe, timed applies and
+// the planner's callbacks over them.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "core/device.hpp"
+#include "core/trace.hpp"
+#include "solvers/eigs/steps.hpp"
+
+namespace tcsolve::eigs_detail {
+
+// Seconds of one apply of `op` to `cols` random columns (warmed once, then timed: stream marks on
+// the GPU, the host clock on the CPU).
+double time_apply(const Problem& s, std::int64_t cols) {
+  DenseBlockOps& ops = *s.ops;
+  MultiVector<double> x = ops.allocate(s.n, cols), y = ops.allocate(s.n, cols);
+  ops.fill_random(x.view(), 12345);
+  auto run = [&] {
+    if (s.foreign_operator) {
+      ops.synchronize();
+      s.aop->apply(x.view(), y.view());
+      if (ops.space() == Space::device) device_synchronize();
+    } else {
+      ops.external_begin();
+      s.aop->apply(x.view(), y.view());
+      ops.external_end();
+    }
+  };
+  run();
+  if (ops.space() == Space::device) {
+    const int a = ops.mark();
+    run();
+    const int b = ops.mark();
+    return ops.elapsed_seconds(a, b);
+  }
+  // Host: the fastest of up to 3 runs within ~20 ms (small matrices: thread start-up noise).
+  double best = INFINITY, spent = 0;
+  for (int r = 0; r < 3 && (r == 0 || spent < 0.02); ++r) {
+    const double t0 = detail::now_seconds();
+    run();
+    const double t = detail::now_seconds() - t0;
+    best = std::min(best, t);
+    spent += t;
+  }
+  return best;
+}
+
+// The planner's probe reorthogonalizes locally (spectral_probe.hpp): its bounds, quadrature and
+// the plans chosen from them were the same on 26 shared-matrix rows (CPU) and 5 GPU rows, and its
+// plan phase 2–3 ms shorter on 1M rows (H200). TCSOLVE_PROBE_FULL=1: the full one (A/B).
+namespace {
+
+constexpr int kProbeSteps = 30;
+
+bool probe_full_reorthogonalization() {
+  const char* e = std::getenv("TCSOLVE_PROBE_FULL");
+  return e && std::atoi(e) != 0;
+}
+
+}  // namespace
+
+SpectralProbe run_probe(const Problem& s, std::uint64_t seed) {
+  DenseBlockOps& ops = *s.ops;
+  return spectral_probe(
+      [&](MvView<const double> x, MvView<double> y) {
+        if (s.foreign_operator) {
+          ops.synchronize();
+          s.aop->apply(x, y);
+          if (ops.space() == Space::device) device_synchronize();
+        } else {
+          ops.external_begin();
+          s.aop->apply(x, y);
+          ops.external_end();
+        }
+      },
+      ops, s.n, kProbeSteps, seed, probe_full_reorthogonalization());
+}
+
+ChebyshevBounds bounds_of(const SpectralProbe& p) {
+  ChebyshevBounds b;
+  b.lower = p.lower, b.upper = p.upper;
+  b.lower_bound = p.lower_bound, b.upper_bound = p.upper_bound;
+  b.norm = std::max(std::abs(p.lower), std::abs(p.upper));
+  return b;
+}
+
+PlanProbes make_probes(const Problem& s, const EigsOptions& opt, PlanMemo* memo) {
+  PlanProbes probes;
+  probes.probe = [&s, &opt, memo] {
+    if (memo && memo->probe) return *memo->probe;
+    SpectralProbe p = run_probe(s, opt.seed);
+    trace_mark("eigs: spectral probe");
+    if (memo) memo->probe = p;
+    return p;
+  };
+  probes.apply_seconds = [&s, memo](std::int64_t cols) {
+    if (memo) {
+      auto it = memo->apply_seconds.find(cols);
+      if (it != memo->apply_seconds.end()) return it->second;
+    }
+    const double t = time_apply(s, cols);
+    trace_mark("eigs: an apply timed");
+    if (memo) memo->apply_seconds[cols] = t;
+    return t;
+  };
+  probes.analyze = [&s, memo] {
+    if (memo && memo->symbolic) return *memo->symbolic;
+    SymbolicAnalysis a = analyze_factor(*s.a, s.b);
+    trace_mark("eigs: symbolic analysis");
+    if (memo) memo->symbolic = a;
+    return a;
+  };
+  probes.rates = []() -> const EngineRates& { return engine_rates(); };
+  probes.known_rates = [] { return known_engine_rates(); };
+  probes.analyze_rate_known = [] { return engine_analyze_rate_known(); };
+  probes.analyze_rate = [] { return engine_analyze_rate(); };
+  return probes;
+}
+
+}  // namespace tcsolve::eigs_detail
