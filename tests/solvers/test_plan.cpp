@@ -47,8 +47,10 @@ struct Inputs {
   EngineRates rates = fixed_rates();
   bool rates_known = true;  // the machine's rates cached (false: a fresh machine)
   int probe_calls = 0, analyze_calls = 0, apply_calls = 0, rates_calls = 0, analyze_rate_calls = 0;
-  // Apply time model: t(c) = t0 + c·tc (seconds).
-  double t0 = 2e-5, tc = 2e-6;
+  // Apply time model: t(c) = t0 + c·tc (seconds); the probe's dense work at t_word s a word (the
+  // 2-core host's 8e-10, measured; fixed so that no plan depends on this machine's load: a CI run
+  // measured ~7x this and priced shift-invert out of Plan.RatesAreMeasuredOnlyAsFarAsTheDecisionNeeds).
+  double t0 = 2e-5, tc = 2e-6, t_word = 8e-10;
 };
 
 PlanFacts facts_of(const Inputs& in, Backend backend, bool can_factor = true) {
@@ -75,6 +77,7 @@ PlanProbes probes_of(Inputs& in) {
     SpectralProbe pr = spectral_probe([&in](MvView<const double> x, MvView<double> y) { in.op->apply(x, y); },
                                       *in.ops, in.a.nrows, 30, 1, /*full_reorthogonalization=*/false);
     pr.apply_seconds = 30 * (in.t0 + in.tc);  // the fixed model, not this machine's time
+    pr.dense_seconds = pr.dense_words * in.t_word;
     return pr;
   };
   p.apply_seconds = [&in](std::int64_t cols) {
