@@ -376,6 +376,10 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
                               "with x'Bx = " + g17(pb.lower) + " x'x < 0)");
     }
     s.binv_norm = estimate_binv_norm(*b, s.diag_b, built_with_factor() && opt.allow_factor);
+    // max_i |a_ii|/b_ii ≤ max|λ| (pairs.hpp, Problem::radius): zero_scale's conservative radius.
+    double rq = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) rq = std::max(rq, std::abs((*s.diag_a)[i]) / s.diag_b[i]);
+    s.radius = rq > 0 ? rq : s.a_norm * s.binv_norm;
   }
   if (s.a_norm == 0.0) return zero_matrix_result(b, opt, n);
   facts.a_norm = s.a_norm;

@@ -97,7 +97,8 @@ double attainable_floor(double lam, double xn, const Problem& s) {
 }
 
 double zero_scale(const Problem& s) {
-  return std::cbrt(kUnitRoundoff * kUnitRoundoff) * s.a_norm * s.binv_norm;
+  const double bound = s.a_norm * s.binv_norm;
+  return std::cbrt(kUnitRoundoff * kUnitRoundoff) * (s.radius > 0 ? std::min(s.radius, bound) : bound);
 }
 
 double zero_floor(double lam, double x_norm, const Problem& s) {

@@ -34,6 +34,11 @@ struct Problem {
   // choices and limits are computed from, so that every rank makes the same ones.
   std::int64_t global_n() const { return ops ? ops->global_rows(n) : n; }
   double a_norm = 0, b_norm = 1, binv_norm = 1;  // ‖A‖, ‖B‖, ‖B⁻¹‖ (estimates or bounds)
+  // The pencil's spectral radius as zero_scale reads it (0: a_norm·binv_norm). With B, at most
+  // max_i |a_ii|/b_ii, a lower bound on max|λ| (the Rayleigh quotients of the unit vectors):
+  // ‖A‖·‖B⁻¹‖ can exceed the radius by far (bcsstk20/bcsstm20: 6.7e13 against 2.7e10), and
+  // the rel test's zone at λ ≈ 0 must not reach eigenvalues a solve resolves (there λ = 1618).
+  double radius = 0;
   ConvTest conv = ConvTest::rel;
   // A's diagonal: the caller's (EigsPrebuilt::a_diagonal) or diag_a_own; B's, computed here.
   const std::vector<double>* diag_a = nullptr;
@@ -114,7 +119,8 @@ double bound_of(ConvTest c, double tol, double lam, double xn, const Problem& s)
 // the floor (a stiff matrix's eigenvalue 1 beside ‖A‖ = 4e9) keeps the plain test, which shift-
 // invert meets (its vectors' own rounding is small: residual_floor).
 constexpr double kZeroFloorFactor = 8.0;
-// u^(2/3)·‖A‖·‖B⁻¹‖: below it an eigenvalue is zero to working precision.
+// u^(2/3)·radius (‖A‖·‖B⁻¹‖ unless Problem::radius is set): below it an eigenvalue is zero to
+// working precision.
 double zero_scale(const Problem& s);
 // kZeroFloorFactor·u·(‖A‖ + |λ|·‖B‖)·x_norm (x_norm = ‖x‖₂).
 double zero_floor(double lam, double x_norm, const Problem& s);
