@@ -5,7 +5,9 @@
 # into $D (.device-data/s4) with the engines' shared libraries (CHOLMOD, MUMPS, OpenBLAS and
 # theirs, resolved from the binary's ldd) and the SuiteSparse matrices, then carried:
 #   run(command="STEPS='tests bench' bash scripts/device_session.sh", carry=[".device-data/s4"])
-# STEPS (any of): tests memcheck python bench pybench. Logs and results under $OUT.
+# STEPS (any of): tests memcheck python bench pybench issue42 ab. Logs and results under $OUT.
+#   issue42   issue 42's two held-out cases, this build and the baseline (BASE=path at staging)
+#   ab        bench/ab.py of the baseline against this build on bench/e2e/ab_rows_gpu.txt
 #   tests     every GPU test binary (label gpu); TEST_FILTER narrows test_solvers_gpu
 #   memcheck  compute-sanitizer memcheck on the planner/re-check/device-check paths
 #   python    compiles the module for the machine's python3, runs the pytest gpu tests
@@ -24,6 +26,7 @@ if [ "${1:-}" = stage ]; then
   B=${BUILD:-build}
   rm -rf "$D" && mkdir -p "$D/tests" "$D/lib" "$D/deps"
   cp "$B/apps/tcsolve" "$D/"
+  [ -n "${BASE:-}" ] && cp "$BASE" "$D/base"
   cp "$B"/tests/*/test_*_gpu "$D/tests/"
   cp "$B"/{core,io,preprocess,spmm,factor,solvers}/libtcsolve_*.a "$D/lib/"
   for l in $(ldd "$B/apps/tcsolve" | awk '/=>/{print $3}' | grep -v /cuda/ |
@@ -33,11 +36,14 @@ if [ "${1:-}" = stage ]; then
   tar -cJf "$D/deps.tar.xz" -C "$D/deps" . && rm -rf "$D/deps"
   cp -r ../shared/matrices/suitesparse "$D/matrices"
   strip --strip-debug "$D"/tests/* "$D/tcsolve" "$D"/lib/*.a 2>/dev/null
+  # the carry holds 64 MiB: the binaries travel compressed
+  tar -cJf "$D/bins.tar.xz" -C "$D" tests lib $( [ -f "$D/base" ] && echo base ) && rm -rf "$D/tests" "$D/lib" "$D/base"
   du -sh "$D"; exit 0
 fi
 OUT=${OUT:-device-out}
 mkdir -p "$OUT" /tmp/deps /tmp/s4
 tar -xJf "$D/deps.tar.xz" -C /tmp/deps
+[ -f "$D/bins.tar.xz" ] && [ ! -d "$D/tests" ] && tar -xJf "$D/bins.tar.xz" -C "$D"
 export LD_LIBRARY_PATH=/tmp/deps:${LD_LIBRARY_PATH:-}
 export TCSOLVE_MATRICES=$PWD/$D/matrices TCSOLVE_TEST_BIN=$PWD/$D/tcsolve
 export TCSOLVE_CACHE_DIR=/tmp/s4/cache
@@ -74,7 +80,7 @@ if has python || has pybench || has pymod; then
   EXT=$($PY -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
   CUDA=${CUDA_HOME:-/usr/local/cuda}
   c++ -O2 -std=c++17 -shared -fPIC -fvisibility=hidden $($PY -m pybind11 --includes) -I. \
-    -DTCSOLVE_VERSION=\"0.1.0\" python/src/module.cpp -o "$PKG/_tcsolve$EXT" \
+    -DTCSOLVE_VERSION=\"0.1.0\" python/src/*.cpp -o "$PKG/_tcsolve$EXT" \
     -Wl,--start-group "$D"/lib/libtcsolve_*.a -Wl,--end-group \
     /tmp/deps/libcholmod.so.3 /tmp/deps/libdmumps_seq-5.5.so /tmp/deps/libmumps_common_seq-5.5.so /tmp/deps/libopenblas.so.0 -Wl,-rpath,/tmp/deps \
     -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcusolver -lcublas -lcusparse -lcudart -ldl -lpthread > "$OUT/py_compile.log" 2>&1
@@ -147,6 +153,26 @@ if has checkpoint; then
     done
     ls -la /tmp/s4/ckl
   fi
+fi
+if has issue42; then
+  # issue 42's held-out cases with no options, the baseline binary (BASE, staged as $D/base) beside
+  # this one: the matrices written once by this binary (the baseline predates the generators)
+  for spec in "gen:stiff:12:74 10" "gen:rgg:200000:2 8"; do
+    set -- $spec; f=/tmp/s4/$(echo $1 | tr ':' '_').mtx
+    [ -f $f ] || $T generate $1 $f -q
+    for bin in $D/base $T; do
+      [ -x $bin ] || continue
+      step "issue42 $bin $1 --k $2"
+      /usr/bin/time -f "wall %e s" $bin eigs $f --k $2 --json > /tmp/s4/i42.json 2> /tmp/s4/i42.err
+      echo "rc=$?"; tail -1 /tmp/s4/i42.err
+      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get('status'), d.get('method'), d.get('transform'), d.get('iterations'), d.get('seconds'), str(d.get('method_reason'))[:600], str(d.get('message'))[:300])" /tmp/s4/i42.json
+    done
+  done
+fi
+if has ab; then
+  step "A/B: base against this build, fast-by-default rows"
+  timeout ${AB_LIMIT:-420} /usr/bin/python3 bench/ab.py --a $D/base --b $T --reps ${AB_REPS:-3} --metric wall \
+    --rows-file bench/e2e/ab_rows_gpu.txt --json "$OUT/ab.json" 2>&1 | tee "$OUT/ab.log" | tail -40
 fi
 if has bench; then
   step "end-to-end benchmark"
