@@ -208,12 +208,15 @@ TEST_P(RealSmallest, ShiftInvertMatchesDenseAndIsCertified) {
   RecordProperty("max_rel_error_extended", sci(worst_ext));
 }
 
+// bcsstk21 (n = 3600) at k = 50 only: its dense references cost 30 s (alone) and 125 s (with
+// bcsstm21) a test process on the 2-core CI machine, and k = 10's set is inside k = 50's.
 std::vector<RealCase> real_cases() {
   std::vector<RealCase> v;
+  auto ks = [](const char* a) { return std::string(a) == "bcsstk21" ? std::vector<int>{50} : std::vector<int>{10, 50}; };
   for (const char* s : {"bcsstk01", "bcsstk02", "bcsstk03", "bcsstk04", "bcsstk05", "bcsstk06",
                         "bcsstk07", "bcsstk08", "bcsstk09", "bcsstk10", "bcsstk19", "bcsstk20",
                         "bcsstk21", "bcsstk22"})
-    for (int k : {10, 50}) v.push_back({s, "", k});
+    for (int k : ks(s)) v.push_back({s, "", k});
   // Every pair with a positive definite mass (bcsstm10 is indefinite: tested as bad input).
   static const char* pairs[][2] = {{"bcsstk05", "bcsstm05"}, {"bcsstk06", "bcsstm06"},
                                    {"bcsstk07", "bcsstm07"}, {"bcsstk08", "bcsstm08"},
@@ -221,7 +224,7 @@ std::vector<RealCase> real_cases() {
                                    {"bcsstk20", "bcsstm20"}, {"bcsstk21", "bcsstm21"},
                                    {"bcsstk22", "bcsstm22"}};
   for (auto& p : pairs)
-    for (int k : {10, 50}) v.push_back({p[0], p[1], k});
+    for (int k : ks(p[0])) v.push_back({p[0], p[1], k});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Eigs, RealSmallest, ::testing::ValuesIn(real_cases()), [](const auto& info) {
