@@ -169,6 +169,16 @@ if has issue42; then
     done
   done
 fi
+if has sweep; then
+  # issue 42's planner sweep (bench/planner_sweep.py) on SWEEP_DEVICE (cuda); rows of an earlier
+  # call carried as $D/sweep_DEV.jsonl are kept (--resume)
+  dev=${SWEEP_DEVICE:-cuda}
+  step "planner sweep on $dev"
+  [ -f "$D/sweep_$dev.jsonl" ] && cp "$D/sweep_$dev.jsonl" "$OUT/sweep_$dev.jsonl"
+  timeout ${SWEEP_LIMIT:-540} ${PYTHON:-python3} bench/planner_sweep.py $T $D/matrices "$OUT/sweep_$dev.jsonl" \
+    "$OUT/sweep_$dev.md" --device $dev --timeout ${SWEEP_ROW_LIMIT:-60} --resume ${SWEEP_FLAGS:-} 2>&1 | tail -5
+  echo "sweep rc=$?"; head -8 "$OUT/sweep_$dev.md" 2>/dev/null
+fi
 if has ab; then
   step "A/B: base against this build, fast-by-default rows"
   timeout ${AB_LIMIT:-420} /usr/bin/python3 bench/ab.py --a $D/base --b $T --reps ${AB_REPS:-3} --metric wall \
