@@ -124,136 +124,179 @@ void check_entries_fit_shape(std::int64_t entries, std::int64_t nrows, std::int6
   fail(what);
 }
 
-}  // namespace
-
-Csr<double> read_hdf5_matrix_rows(const std::string& path, std::int64_t r0, std::int64_t r1,
-                                  const std::string& group_name, const ReadOptions& opt,
-                                  std::int64_t* total_rows) {
-  const std::string gpath = normalized_group(group_name);
-  Hdf5File f = Hdf5File::open(path);
-  auto fail = [&](const std::string& object, const std::string& what) -> void {
+// The CSR group being read (anndata's csr_matrix or h5sparse's csr), and how its errors read:
+// InputError "FILE: OBJECT: what".
+struct CsrGroup {
+  std::string path;   // the file
+  std::string gpath;  // the group, normalized ("/" for the root)
+  std::string gp;     // its datasets' prefix ("" for the root)
+  Hdf5Group g;
+  [[noreturn]] void fail(const std::string& object, const std::string& what) const {
     throw InputError(path, 0, object + ": " + what);
-  };
-  if (gpath != "/" && !f.has_group(gpath))
-    fail(gpath, f.has(gpath) ? "is not a group" : "no such group (a CSR matrix group is expected here; "
-                                                  "'FILE.h5:GROUP' selects another group)");
-  Hdf5Group g = gpath == "/" ? static_cast<Hdf5Group>(f) : f.group(gpath);
-  const std::string gp = gpath == "/" ? "" : gpath;
+  }
+};
 
-  // ---- attributes ----
+// What the group's attributes and its datasets' headers declare.
+struct CsrHeader {
+  std::int64_t nrows = 0, ncols = 0;                 // the shape attribute
+  std::int64_t n_data = 0, n_indices = 0, n_indptr = 0;  // the datasets' 1-D extents
+  Symmetry sym = Symmetry::general;                  // the symmetry attribute (default general)
+};
+
+// Opens the group `group_name` of the open file f (the root for "/" or "").
+CsrGroup open_csr_group(const Hdf5File& f, const std::string& path, const std::string& group_name) {
+  CsrGroup c;
+  c.path = path;
+  c.gpath = normalized_group(group_name);
+  if (c.gpath != "/" && !f.has_group(c.gpath))
+    c.fail(c.gpath, f.has(c.gpath) ? "is not a group" : "no such group (a CSR matrix group is expected here; "
+                                                      "'FILE.h5:GROUP' selects another group)");
+  c.g = c.gpath == "/" ? static_cast<const Hdf5Group&>(f) : f.group(c.gpath);
+  c.gp = c.gpath == "/" ? "" : c.gpath;
+  return c;
+}
+
+// The encoding attribute (csr_matrix, or h5sparse's csr), the shape [nrows, ncols] (integers in
+// [0, 2^31 − 1]) and the declared symmetry into h.
+void read_csr_attributes(const CsrGroup& c, CsrHeader& h) {
+  const Hdf5Group& g = c.g;
+  const std::string& gpath = c.gpath;
   std::string shape_attr = "shape";
   if (g.has_attr("encoding-type")) {
-    if (g.attr_type("encoding-type") != Hdf5Type::string) fail(gpath + "@encoding-type", "is not a string");
+    if (g.attr_type("encoding-type") != Hdf5Type::string) c.fail(gpath + "@encoding-type", "is not a string");
     const std::string enc = g.attr_string("encoding-type");
     if (enc == "csc_matrix")
-      fail(gpath, "encoding-type 'csc_matrix' is not supported; store the matrix as CSR (scipy: m.tocsr())");
-    if (enc != "csr_matrix") fail(gpath, "encoding-type is '" + enc + "', expected 'csr_matrix'");
+      c.fail(gpath, "encoding-type 'csc_matrix' is not supported; store the matrix as CSR (scipy: m.tocsr())");
+    if (enc != "csr_matrix") c.fail(gpath, "encoding-type is '" + enc + "', expected 'csr_matrix'");
   } else if (g.has_attr("h5sparse_format")) {  // h5sparse's convention
     const std::string fmt = g.attr_string("h5sparse_format");
-    if (fmt != "csr") fail(gpath, "h5sparse_format is '" + fmt + "', only 'csr' is supported");
+    if (fmt != "csr") c.fail(gpath, "h5sparse_format is '" + fmt + "', only 'csr' is supported");
     shape_attr = "h5sparse_shape";
   } else {
-    fail(gpath, "missing attribute 'encoding-type' (expected 'csr_matrix'): not a CSR matrix group");
+    c.fail(gpath, "missing attribute 'encoding-type' (expected 'csr_matrix'): not a CSR matrix group");
   }
-  if (!g.has_attr(shape_attr)) fail(gpath, "missing attribute '" + shape_attr + "' = [nrows, ncols]");
+  if (!g.has_attr(shape_attr)) c.fail(gpath, "missing attribute '" + shape_attr + "' = [nrows, ncols]");
   const Hdf5Type st = g.attr_type(shape_attr);
   if (st == Hdf5Type::float32 || st == Hdf5Type::float64 || st == Hdf5Type::string || st == Hdf5Type::other)
-    fail(gpath + "@" + shape_attr, std::string("has type ") + to_string(st) + ", expected integers");
+    c.fail(gpath + "@" + shape_attr, std::string("has type ") + to_string(st) + ", expected integers");
   const std::vector<std::int64_t> shape = g.attr_int64s(shape_attr);
-  if (shape.size() != 2) fail(gpath + "@" + shape_attr, "has " + std::to_string(shape.size()) + " elements, expected 2");
+  if (shape.size() != 2) c.fail(gpath + "@" + shape_attr, "has " + std::to_string(shape.size()) + " elements, expected 2");
   for (auto d : shape)
     if (d < 0 || d > max_dim)
-      fail(gpath + "@" + shape_attr, "dimension " + std::to_string(d) + " out of range [0, 2^31-1]");
-  Symmetry sym = Symmetry::general;
+      c.fail(gpath + "@" + shape_attr, "dimension " + std::to_string(d) + " out of range [0, 2^31-1]");
+  h.nrows = shape[0], h.ncols = shape[1];
   if (g.has_attr("symmetry")) {
-    if (g.attr_type("symmetry") != Hdf5Type::string) fail(gpath + "@symmetry", "is not a string");
+    if (g.attr_type("symmetry") != Hdf5Type::string) c.fail(gpath + "@symmetry", "is not a string");
     const std::string s = g.attr_string("symmetry");
-    if (s == "symmetric") sym = Symmetry::symmetric;
-    else if (s == "skew-symmetric") sym = Symmetry::skew_symmetric;
+    if (s == "symmetric") h.sym = Symmetry::symmetric;
+    else if (s == "skew-symmetric") h.sym = Symmetry::skew_symmetric;
     else if (s != "general")
-      fail(gpath + "@symmetry", "is '" + s + "', expected general, symmetric or skew-symmetric");
+      c.fail(gpath + "@symmetry", "is '" + s + "', expected general, symmetric or skew-symmetric");
   }
+}
 
-  // ---- dataset headers ----
-  auto header = [&](const char* name, bool floating) {
-    const std::string obj = gp + "/" + name;
-    if (!g.has_dataset(name)) fail(obj, g.has(name) ? "is not a dataset" : "missing dataset");
-    Hdf5DatasetInfo info = g.dataset_info(name);
-    if (info.dims.size() != 1) fail(obj, "has rank " + std::to_string(info.dims.size()) + ", expected a 1-D dataset");
-    const bool ok = floating ? (info.type == Hdf5Type::float32 || info.type == Hdf5Type::float64)
-                             : (info.type == Hdf5Type::int32 || info.type == Hdf5Type::int64);
-    if (!ok)
-      fail(obj, std::string("has element type ") + to_string(info.type) + ", expected " +
+// The extent of the 1-D dataset `name`, after checking it is one of floats (data) or integers
+// (indices, indptr).
+std::int64_t dataset_length(const CsrGroup& c, const char* name, bool floating) {
+  const std::string obj = c.gp + "/" + name;
+  if (!c.g.has_dataset(name)) c.fail(obj, c.g.has(name) ? "is not a dataset" : "missing dataset");
+  Hdf5DatasetInfo info = c.g.dataset_info(name);
+  if (info.dims.size() != 1) c.fail(obj, "has rank " + std::to_string(info.dims.size()) + ", expected a 1-D dataset");
+  const bool ok = floating ? (info.type == Hdf5Type::float32 || info.type == Hdf5Type::float64)
+                           : (info.type == Hdf5Type::int32 || info.type == Hdf5Type::int64);
+  if (!ok)
+    c.fail(obj, std::string("has element type ") + to_string(info.type) + ", expected " +
                     (floating ? "float32 or float64" : "int32 or int64"));
-    return info.dims[0];
-  };
-  const std::int64_t n_data = header("data", true), n_indices = header("indices", false),
-                     n_indptr = header("indptr", false);
-  const std::int64_t nrows = shape[0], ncols = shape[1];
-  if (total_rows) *total_rows = nrows;
-  const bool whole = r1 < 0;
-  if (whole) r0 = 0, r1 = nrows;
-  if (r0 < 0 || r0 > r1 || r1 > nrows)
-    throw InvalidArgument(path + ": rows [" + std::to_string(r0) + ", " + std::to_string(r1) +
-                          ") outside the matrix's " + std::to_string(nrows));
-  const std::int64_t nl = r1 - r0;  // rows read
-  if (n_indptr != nrows + 1)
-    fail(gp + "/indptr", "has " + std::to_string(n_indptr) + " elements, expected nrows + 1 = " + std::to_string(nrows + 1));
-  if (n_indices != n_data)
-    fail(gp + "/indices", "has " + std::to_string(n_indices) + " elements but data has " + std::to_string(n_data));
-  check_entries_fit_shape(n_data, nrows, ncols, [&](const std::string& what) { fail(gp + "/data", what); });
+  return info.dims[0];
+}
 
-  // ---- indptr ----
-  Csr<double> a;
-  a.nrows = nl;
-  a.ncols = ncols;
-  a.symmetry = whole ? sym : Symmetry::general;  // a range of rows is a rectangular slice
+// The attributes, then the datasets' headers (data, indices, indptr in that order).
+CsrHeader read_csr_header(const CsrGroup& c) {
+  CsrHeader h;
+  read_csr_attributes(c, h);
+  h.n_data = dataset_length(c, "data", true);
+  h.n_indices = dataset_length(c, "indices", false);
+  h.n_indptr = dataset_length(c, "indptr", false);
+  return h;
+}
+
+// The extents agree with the shape and with each other, and bound the entries (before any read).
+void check_extents(const CsrGroup& c, const CsrHeader& h) {
+  const std::string& gp = c.gp;
+  if (h.n_indptr != h.nrows + 1)
+    c.fail(gp + "/indptr", "has " + std::to_string(h.n_indptr) + " elements, expected nrows + 1 = " + std::to_string(h.nrows + 1));
+  if (h.n_indices != h.n_data)
+    c.fail(gp + "/indices", "has " + std::to_string(h.n_indices) + " elements but data has " + std::to_string(h.n_data));
+  check_entries_fit_shape(h.n_data, h.nrows, h.ncols, [&](const std::string& what) { c.fail(gp + "/data", what); });
+}
+
+// indptr[r0 .. r0 + a.nrows] into a.row_ptr, shifted to start at 0, after checking the whole
+// indptr starts at 0, ends at nnz, and does not decrease over the rows read. Returns this
+// range's first entry (base); its entries are [base, base + a.row_ptr[a.nrows]).
+std::int64_t read_row_pointers(const CsrGroup& c, const CsrHeader& h, std::int64_t r0, bool whole,
+                               Csr<double>& a) {
+  const Hdf5Group& g = c.g;
+  const std::string& gp = c.gp;
+  const std::int64_t nl = a.nrows, nrows = h.nrows, r1 = r0 + nl;
   a.row_ptr = whole ? g.read_int64s("indptr") : g.read_int64s_range("indptr", r0, nl + 1);
   // The whole indptr's ends, read alone when only a range is read.
   const std::int64_t first = whole ? a.row_ptr[0] : g.read_int64s_range("indptr", 0, 1)[0];
   const std::int64_t last = whole ? a.row_ptr[nrows] : g.read_int64s_range("indptr", nrows, 1)[0];
-  if (first != 0) fail(gp + "/indptr", "indptr[0] = " + std::to_string(first) + ", expected 0");
+  if (first != 0) c.fail(gp + "/indptr", "indptr[0] = " + std::to_string(first) + ", expected 0");
   for (std::int64_t i = 0; i < nl; ++i)
     if (a.row_ptr[i + 1] < a.row_ptr[i])
-      fail(gp + "/indptr", "decreases at row " + std::to_string(r0 + i) + " (" + std::to_string(a.row_ptr[i]) +
-                               " then " + std::to_string(a.row_ptr[i + 1]) + ")");
-  if (last != n_data)
-    fail(gp + "/indptr", "indptr[nrows] = " + std::to_string(last) + " but data/indices hold " +
-                             std::to_string(n_data) + " entries");
-  if (a.row_ptr[0] < 0 || a.row_ptr[nl] > n_data)
-    fail(gp + "/indptr", "rows " + std::to_string(r0) + ".." + std::to_string(r1) + " point outside data/indices");
+      c.fail(gp + "/indptr", "decreases at row " + std::to_string(r0 + i) + " (" + std::to_string(a.row_ptr[i]) +
+                                 " then " + std::to_string(a.row_ptr[i + 1]) + ")");
+  if (last != h.n_data)
+    c.fail(gp + "/indptr", "indptr[nrows] = " + std::to_string(last) + " but data/indices hold " +
+                               std::to_string(h.n_data) + " entries");
+  if (a.row_ptr[0] < 0 || a.row_ptr[nl] > h.n_data)
+    c.fail(gp + "/indptr", "rows " + std::to_string(r0) + ".." + std::to_string(r1) + " point outside data/indices");
   // This range's entries [base, base + cnt); row offsets from 0.
-  const std::int64_t base = a.row_ptr[0], cnt = a.row_ptr[nl] - base;
+  const std::int64_t base = a.row_ptr[0];
   for (auto& q : a.row_ptr) q -= base;
+  return base;
+}
 
-  // ---- indices and data ----
-  {
-    const Hdf5DatasetInfo ii = g.dataset_info("indices");
-    if (ii.type == Hdf5Type::int64) {
-      std::vector<std::int64_t> wide = whole ? g.read_int64s("indices") : g.read_int64s_range("indices", base, cnt);
-      a.col_idx.resize(wide.size());
-      for (std::int64_t p = 0; p < cnt; ++p) {
-        if (wide[p] < 0 || wide[p] >= ncols)
-          fail(gp + "/indices", "element " + std::to_string(base + p) + " = " + std::to_string(wide[p]) +
+// indices[base, base + cnt) into a.col_idx, each in [0, ncols) (int64 ones checked before they
+// are narrowed to int32).
+void read_column_indices(const CsrGroup& c, std::int64_t base, std::int64_t cnt, bool whole, Csr<double>& a) {
+  const Hdf5Group& g = c.g;
+  const std::string& gp = c.gp;
+  const std::int64_t ncols = a.ncols;
+  const Hdf5DatasetInfo ii = g.dataset_info("indices");
+  if (ii.type == Hdf5Type::int64) {
+    std::vector<std::int64_t> wide = whole ? g.read_int64s("indices") : g.read_int64s_range("indices", base, cnt);
+    a.col_idx.resize(wide.size());
+    for (std::int64_t p = 0; p < cnt; ++p) {
+      if (wide[p] < 0 || wide[p] >= ncols)
+        c.fail(gp + "/indices", "element " + std::to_string(base + p) + " = " + std::to_string(wide[p]) +
                                     " out of range [0, " + std::to_string(ncols) + ")");
-        a.col_idx[p] = static_cast<std::int32_t>(wide[p]);
-      }
-    } else {
-      a.col_idx = whole ? g.read_int32s("indices") : g.read_int32s_range("indices", base, cnt);
+      a.col_idx[p] = static_cast<std::int32_t>(wide[p]);
     }
+  } else {
+    a.col_idx = whole ? g.read_int32s("indices") : g.read_int32s_range("indices", base, cnt);
   }
   for (std::int64_t p = 0; p < cnt; ++p)
     if (a.col_idx[p] < 0 || a.col_idx[p] >= ncols)
-      fail(gp + "/indices", "element " + std::to_string(base + p) + " = " + std::to_string(a.col_idx[p]) +
-                                " out of range [0, " + std::to_string(ncols) + ")");
-  a.values = whole ? g.read_doubles("data") : g.read_doubles_range("data", base, cnt);
-  if (!opt.allow_nonfinite)
+      c.fail(gp + "/indices", "element " + std::to_string(base + p) + " = " + std::to_string(a.col_idx[p]) +
+                                  " out of range [0, " + std::to_string(ncols) + ")");
+}
+
+// data[base, base + cnt) into a.values, finite unless allowed.
+void read_values(const CsrGroup& c, std::int64_t base, std::int64_t cnt, bool whole, bool allow_nonfinite,
+                 Csr<double>& a) {
+  a.values = whole ? c.g.read_doubles("data") : c.g.read_doubles_range("data", base, cnt);
+  if (!allow_nonfinite)
     for (std::int64_t p = 0; p < cnt; ++p)
       if (!std::isfinite(a.values[p]))
-        fail(gp + "/data", "element " + std::to_string(base + p) + " is " + (std::isnan(a.values[p]) ? "NaN" : "Inf") +
-                               " (non-finite values are refused by default)");
+        c.fail(c.gp + "/data", "element " + std::to_string(base + p) + " is " + (std::isnan(a.values[p]) ? "NaN" : "Inf") +
+                                   " (non-finite values are refused by default)");
+}
 
-  // ---- canonical rows: sorted, duplicates summed (only when needed) ----
+// Canonical rows: sorted, duplicates summed (only when some row is not strictly increasing).
+void sum_duplicates(Csr<double>& a) {
+  const std::int64_t nl = a.nrows;
   bool canonical = true;
   for (std::int64_t i = 0; i < nl && canonical; ++i)
     for (std::int64_t p = a.row_ptr[i] + 1; p < a.row_ptr[i + 1]; ++p)
@@ -261,52 +304,80 @@ Csr<double> read_hdf5_matrix_rows(const std::string& path, std::int64_t r0, std:
         canonical = false;
         break;
       }
-  if (!canonical) {
-    // In place, row by row (no nnz-sized temporary): a row already increasing moves left over
-    // the duplicates removed before it; otherwise its (column, value) pairs are stable-sorted in
-    // a row-sized buffer and duplicates summed in file order. The write position never passes
-    // the row being read.
-    std::vector<std::pair<std::int32_t, double>> row;
-    std::int64_t out = 0;
-    for (std::int64_t i = 0; i < nl; ++i) {
-      const std::int64_t b = a.row_ptr[i], e = a.row_ptr[i + 1];
-      a.row_ptr[i] = out;
-      row.clear();
-      for (std::int64_t p = b; p < e; ++p) row.emplace_back(a.col_idx[p], a.values[p]);
-      std::stable_sort(row.begin(), row.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-      const std::int64_t start = out;
-      for (const auto& [c, v] : row) {
-        if (out > start && a.col_idx[out - 1] == c) {
-          a.values[out - 1] += v;
-        } else {
-          a.col_idx[out] = c;
-          a.values[out++] = v;
-        }
+  if (canonical) return;
+  // In place, row by row (no nnz-sized temporary): a row already increasing moves left over
+  // the duplicates removed before it; otherwise its (column, value) pairs are stable-sorted in
+  // a row-sized buffer and duplicates summed in file order. The write position never passes
+  // the row being read.
+  std::vector<std::pair<std::int32_t, double>> row;
+  std::int64_t out = 0;
+  for (std::int64_t i = 0; i < nl; ++i) {
+    const std::int64_t b = a.row_ptr[i], e = a.row_ptr[i + 1];
+    a.row_ptr[i] = out;
+    row.clear();
+    for (std::int64_t p = b; p < e; ++p) row.emplace_back(a.col_idx[p], a.values[p]);
+    std::stable_sort(row.begin(), row.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    const std::int64_t start = out;
+    for (const auto& [col, v] : row) {
+      if (out > start && a.col_idx[out - 1] == col) {
+        a.values[out - 1] += v;
+      } else {
+        a.col_idx[out] = col;
+        a.values[out++] = v;
       }
     }
-    a.row_ptr[nl] = out;
-    a.col_idx.resize(out);
-    a.values.resize(out);
-    a.col_idx.shrink_to_fit();
-    a.values.shrink_to_fit();
   }
+  a.row_ptr[nl] = out;
+  a.col_idx.resize(out);
+  a.values.resize(out);
+  a.col_idx.shrink_to_fit();
+  a.values.shrink_to_fit();
+}
 
-  // ---- declared structure ----
+// The declared (skew-)symmetry holds: a square matrix whose entries match their transposes.
+void check_declared_symmetry(const CsrGroup& c, const CsrHeader& h, const Csr<double>& a) {
+  if (h.nrows != h.ncols)
+    c.fail(c.gpath + "@symmetry", std::string("declares ") + to_string(h.sym) + " but the matrix is " +
+                                      std::to_string(h.nrows) + "x" + std::to_string(h.ncols));
+  std::int64_t bi = 0;
+  std::int32_t bj = 0;
+  const double sign = h.sym == Symmetry::symmetric ? 1.0 : -1.0;
+  if (!symmetry_screen(a, sign) && !has_symmetry(a, sign, bi, bj))
+    c.fail(c.gpath + "@symmetry", std::string("declares ") + to_string(h.sym) + " but entries (" + std::to_string(bi) +
+                                      ", " + std::to_string(bj) + ") and (" + std::to_string(bj) + ", " +
+                                      std::to_string(bi) + ") do not match");
+}
+
+}  // namespace
+
+// Validates the header and extents, then reads the row range's pointers, indices and values with
+// their checks, canonicalizes the rows and checks the declared structure.
+Csr<double> read_hdf5_matrix_rows(const std::string& path, std::int64_t r0, std::int64_t r1,
+                                  const std::string& group_name, const ReadOptions& opt,
+                                  std::int64_t* total_rows) {
+  Hdf5File f = Hdf5File::open(path);
+  const CsrGroup c = open_csr_group(f, path, group_name);
+  const CsrHeader h = read_csr_header(c);
+  if (total_rows) *total_rows = h.nrows;
+  const bool whole = r1 < 0;
+  if (whole) r0 = 0, r1 = h.nrows;
+  if (r0 < 0 || r0 > r1 || r1 > h.nrows)
+    throw InvalidArgument(path + ": rows [" + std::to_string(r0) + ", " + std::to_string(r1) +
+                          ") outside the matrix's " + std::to_string(h.nrows));
+  check_extents(c, h);
+  Csr<double> a;
+  a.nrows = r1 - r0;  // rows read
+  a.ncols = h.ncols;
+  a.symmetry = whole ? h.sym : Symmetry::general;  // a range of rows is a rectangular slice
+  const std::int64_t base = read_row_pointers(c, h, r0, whole, a);
+  const std::int64_t cnt = a.row_ptr[a.nrows];
+  read_column_indices(c, base, cnt, whole, a);
+  read_values(c, base, cnt, whole, opt.allow_nonfinite, a);
+  sum_duplicates(a);
   // (A range of rows cannot show its symmetry: distributed/ callers check it otherwise.)
-  if (sym != Symmetry::general && whole) {
-    if (nrows != ncols)
-      fail(gpath + "@symmetry", std::string("declares ") + to_string(sym) + " but the matrix is " +
-                                    std::to_string(nrows) + "x" + std::to_string(ncols));
-    std::int64_t bi = 0;
-    std::int32_t bj = 0;
-    const double sign = sym == Symmetry::symmetric ? 1.0 : -1.0;
-    if (!symmetry_screen(a, sign) && !has_symmetry(a, sign, bi, bj))
-      fail(gpath + "@symmetry", std::string("declares ") + to_string(sym) + " but entries (" + std::to_string(bi) +
-                                    ", " + std::to_string(bj) + ") and (" + std::to_string(bj) + ", " +
-                                    std::to_string(bi) + ") do not match");
-  }
-  if (opt.require_square && nrows != ncols)
-    fail(gpath, "matrix is " + std::to_string(nrows) + "x" + std::to_string(ncols) + ", a square matrix is required");
+  if (h.sym != Symmetry::general && whole) check_declared_symmetry(c, h, a);
+  if (opt.require_square && h.nrows != h.ncols)
+    c.fail(c.gpath, "matrix is " + std::to_string(h.nrows) + "x" + std::to_string(h.ncols) + ", a square matrix is required");
   return a;
 }
 

@@ -248,75 +248,86 @@ struct Header {
   Format ptr, ind, val;
 };
 
-Header parse_header(Lines& in) {
-  Header h;
+// Text after column `col` of a header line must be blank ("unexpected text ... after `what`").
+void check_blank_after(const Lines& in, const char* b, const char* e, std::size_t col, const char* what) {
+  if (static_cast<std::size_t>(e - b) <= col) return;
+  const char *xb = b + col, *xe = e;
+  trim(xb, xe);
+  if (xb != xe) in.fail("unexpected text " + quoted(xb, xe) + " after " + what);
+}
+
+// Line 1: the title (columns 1-72) and the key (73-80).
+void read_title_line(Lines& in, Header& h) {
   const char *b, *e;
   if (!in.next(b, e)) {
     in.line = 1;
     in.fail("empty file: missing the Rutherford-Boeing title line");
   }
-  {
-    const std::size_t len = static_cast<std::size_t>(e - b);
-    const char *tb = b, *te = b + std::min<std::size_t>(72, len);
-    trim(tb, te);
-    h.pub.title.assign(tb, te);
-    if (len > 72) {
-      const char *kb = b + 72, *ke = e;
-      trim(kb, ke);
-      h.pub.key.assign(kb, ke);
-    }
+  const std::size_t len = static_cast<std::size_t>(e - b);
+  const char *tb = b, *te = b + std::min<std::size_t>(72, len);
+  trim(tb, te);
+  h.pub.title.assign(tb, te);
+  if (len > 72) {
+    const char *kb = b + 72, *ke = e;
+    trim(kb, ke);
+    h.pub.key.assign(kb, ke);
   }
+}
+
+// Line 2: the card (line) counts of each data section, which must add up to TOTCRD.
+void read_counts_line(Lines& in, Header& h) {
+  const char *b, *e;
   if (!in.next(b, e)) in.fail("truncated header: missing line 2 (card counts)");
   h.totcrd = header_int(in, b, e, 0, 14, "TOTCRD (total data lines)", -1);
   h.ptrcrd = header_int(in, b, e, 14, 14, "PTRCRD (pointer lines)", -1);
   h.indcrd = header_int(in, b, e, 28, 14, "INDCRD (row index lines)", -1);
   h.valcrd = header_int(in, b, e, 42, 14, "VALCRD (value lines)", 0);
   h.rhscrd = header_int(in, b, e, 56, 14, "RHSCRD (right-hand-side lines)", 0);
-  if (static_cast<std::size_t>(e - b) > 70) {
-    const char *xb = b + 70, *xe = e;
-    trim(xb, xe);
-    if (xb != xe) in.fail("unexpected text " + quoted(xb, xe) + " after the card counts");
-  }
+  check_blank_after(in, b, e, 70, "the card counts");
   if (h.totcrd != h.ptrcrd + h.indcrd + h.valcrd + h.rhscrd)
     in.fail("card counts disagree: TOTCRD = " + std::to_string(h.totcrd) + " but PTRCRD + INDCRD + VALCRD + RHSCRD = " +
             std::to_string(h.ptrcrd + h.indcrd + h.valcrd + h.rhscrd));
+}
 
-  if (!in.next(b, e)) in.fail("truncated header: missing line 3 (type and sizes)");
-  {
-    if (e - b < 3) in.fail("missing matrix type (3 letters such as RSA in columns 1-3)");
-    std::string t(b, b + 3);
-    for (char& ch : t) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    h.pub.type = t;
-    const std::string q = "'" + std::string(b, b + 3) + "'";
-    switch (t[0]) {
-      case 'R': case 'I': case 'P': h.value_kind = t[0]; break;
-      case 'C': in.fail("complex matrix (type " + q + ") is not supported: tcsolve reads real matrices");
-      case 'Q': in.fail("type " + q + " (pattern with values supplied separately) is not supported");
-      default: in.fail("bad matrix type " + q + ": the first letter must be R (real), I (integer), P (pattern) or C (complex)");
-    }
-    switch (t[1]) {
-      case 'S': h.pub.symmetry = Symmetry::symmetric; break;
-      case 'U': case 'R': h.pub.symmetry = Symmetry::general; break;
-      case 'Z': h.pub.symmetry = Symmetry::skew_symmetric; break;
-      case 'H': in.fail("hermitian matrix (type " + q + ") is not supported: tcsolve reads real matrices");
-      default: in.fail("bad matrix type " + q + ": the second letter must be S, U, R, Z or H");
-    }
-    if (t[2] == 'E') in.fail("elemental (unassembled) matrix (type " + q + ") is not supported");
-    if (t[2] != 'A') in.fail("bad matrix type " + q + ": the third letter must be A (assembled) or E (elemental)");
-    const char *gb = b + 3, *ge = b + std::min<std::ptrdiff_t>(14, e - b);
-    trim(gb, ge);
-    if (gb != ge) in.fail("unexpected text " + quoted(gb, ge) + " after the matrix type (columns 4-14 are blank)");
+// Line 3, columns 1-14: the matrix type, three letters (value kind R/I/P, symmetry S/U/R/Z,
+// assembled A), then blanks.
+void read_matrix_type(const Lines& in, const char* b, const char* e, Header& h) {
+  if (e - b < 3) in.fail("missing matrix type (3 letters such as RSA in columns 1-3)");
+  std::string t(b, b + 3);
+  for (char& ch : t) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  h.pub.type = t;
+  const std::string q = "'" + std::string(b, b + 3) + "'";
+  switch (t[0]) {
+    case 'R': case 'I': case 'P': h.value_kind = t[0]; break;
+    case 'C': in.fail("complex matrix (type " + q + ") is not supported: tcsolve reads real matrices");
+    case 'Q': in.fail("type " + q + " (pattern with values supplied separately) is not supported");
+    default: in.fail("bad matrix type " + q + ": the first letter must be R (real), I (integer), P (pattern) or C (complex)");
   }
+  switch (t[1]) {
+    case 'S': h.pub.symmetry = Symmetry::symmetric; break;
+    case 'U': case 'R': h.pub.symmetry = Symmetry::general; break;
+    case 'Z': h.pub.symmetry = Symmetry::skew_symmetric; break;
+    case 'H': in.fail("hermitian matrix (type " + q + ") is not supported: tcsolve reads real matrices");
+    default: in.fail("bad matrix type " + q + ": the second letter must be S, U, R, Z or H");
+  }
+  if (t[2] == 'E') in.fail("elemental (unassembled) matrix (type " + q + ") is not supported");
+  if (t[2] != 'A') in.fail("bad matrix type " + q + ": the third letter must be A (assembled) or E (elemental)");
+  const char *gb = b + 3, *ge = b + std::min<std::ptrdiff_t>(14, e - b);
+  trim(gb, ge);
+  if (gb != ge) in.fail("unexpected text " + quoted(gb, ge) + " after the matrix type (columns 4-14 are blank)");
+}
+
+// Line 3: the type, then NROW, NCOL, NNZERO and NELTVL (0: assembled) within the index limits.
+void read_type_line(Lines& in, Header& h) {
+  const char *b, *e;
+  if (!in.next(b, e)) in.fail("truncated header: missing line 3 (type and sizes)");
+  read_matrix_type(in, b, e, h);
   h.pub.nrows = header_int(in, b, e, 14, 14, "NROW (number of rows)", -1);
   h.pub.ncols = header_int(in, b, e, 28, 14, "NCOL (number of columns)", -1);
   h.pub.stored = header_int(in, b, e, 42, 14, "NNZERO (number of stored entries)", -1);
   const std::int64_t neltvl = header_int(in, b, e, 56, 14, "NELTVL", 0);
   if (neltvl != 0) in.fail("NELTVL = " + std::to_string(neltvl) + " must be 0 for an assembled matrix");
-  if (static_cast<std::size_t>(e - b) > 70) {
-    const char *xb = b + 70, *xe = e;
-    trim(xb, xe);
-    if (xb != xe) in.fail("unexpected text " + quoted(xb, xe) + " after the sizes");
-  }
+  check_blank_after(in, b, e, 70, "the sizes");
   if (h.pub.nrows > kMaxIndex || h.pub.ncols > kMaxIndex)
     in.fail("matrix size " + std::to_string(h.pub.nrows) + " x " + std::to_string(h.pub.ncols) +
             " exceeds the 32-bit index limit 2147483647");
@@ -324,40 +335,43 @@ Header parse_header(Lines& in) {
     in.fail(std::string(to_string(h.pub.symmetry)) + " matrix must be square, the header says " +
             std::to_string(h.pub.nrows) + " x " + std::to_string(h.pub.ncols));
   if (h.pub.stored > (std::int64_t(1) << 50)) in.fail("NNZERO " + std::to_string(h.pub.stored) + " is too large");
+}
 
+// Line 4: the pointer, row index and (unless pattern) value formats, parenthesised groups
+// (nominally in columns 1-16, 17-32, 33-52, 53-72).
+void read_formats_line(Lines& in, Header& h) {
+  const char *b, *e;
   if (!in.next(b, e)) in.fail("truncated header: missing line 4 (formats)");
   h.formats_line = in.line;
-  {
-    // The formats are parenthesised groups (nominally in columns 1-16, 17-32, 33-52, 53-72).
-    std::vector<std::string> groups;
-    const char* q = b;
-    while (q < e) {
-      while (q < e && blank(*q)) ++q;
-      if (q == e) break;
-      if (*q != '(') in.fail("bad formats line: expected '(' at " + quoted(q, e));
-      const char* s = q;
-      while (q < e && *q != ')') ++q;
-      if (q == e) in.fail("bad formats line: unclosed '(' in " + quoted(s, e));
-      ++q;
-      groups.emplace_back(s, q);
-    }
-    const bool need_values = h.value_kind != 'P';
-    if (groups.size() < 2 || (need_values && groups.size() < 3))
-      in.fail(std::string("bad formats line: expected the pointer, index") + (need_values ? " and value" : "") +
-              " formats, found " + std::to_string(groups.size()));
-    h.ptr = parse_format(groups[0], in, in.line, "pointer");
-    h.ind = parse_format(groups[1], in, in.line, "row index");
-    if (h.ptr.kind != 'I') in.fail("pointer format '" + groups[0] + "' must be an integer (I) format");
-    if (h.ind.kind != 'I') in.fail("row index format '" + groups[1] + "' must be an integer (I) format");
-    if (need_values) {
-      h.val = parse_format(groups[2], in, in.line, "value");
-      if (h.value_kind == 'R' && h.val.kind == 'I')
-        in.fail("value format '" + groups[2] + "' is an integer format but the type is real");
-    }
+  std::vector<std::string> groups;
+  const char* q = b;
+  while (q < e) {
+    while (q < e && blank(*q)) ++q;
+    if (q == e) break;
+    if (*q != '(') in.fail("bad formats line: expected '(' at " + quoted(q, e));
+    const char* s = q;
+    while (q < e && *q != ')') ++q;
+    if (q == e) in.fail("bad formats line: unclosed '(' in " + quoted(s, e));
+    ++q;
+    groups.emplace_back(s, q);
   }
-  if (h.rhscrd > 0 && !in.next(b, e)) in.fail("truncated header: RHSCRD > 0 but line 5 (right-hand-side type) is missing");
+  const bool need_values = h.value_kind != 'P';
+  if (groups.size() < 2 || (need_values && groups.size() < 3))
+    in.fail(std::string("bad formats line: expected the pointer, index") + (need_values ? " and value" : "") +
+            " formats, found " + std::to_string(groups.size()));
+  h.ptr = parse_format(groups[0], in, in.line, "pointer");
+  h.ind = parse_format(groups[1], in, in.line, "row index");
+  if (h.ptr.kind != 'I') in.fail("pointer format '" + groups[0] + "' must be an integer (I) format");
+  if (h.ind.kind != 'I') in.fail("row index format '" + groups[1] + "' must be an integer (I) format");
+  if (need_values) {
+    h.val = parse_format(groups[2], in, in.line, "value");
+    if (h.value_kind == 'R' && h.val.kind == 'I')
+      in.fail("value format '" + groups[2] + "' is an integer format but the type is real");
+  }
+}
 
-  // Card counts must match what the formats need.
+// The card counts of line 2 must be the lines the formats need for the declared counts.
+void check_card_counts(const Lines& in, const Header& h) {
   auto lines_for = [](std::int64_t count, const Format& f) { return (count + f.per_line - 1) / f.per_line; };
   auto check = [&](std::int64_t declared, std::int64_t need, const char* what, const std::string& fmt,
                    std::int64_t count, const char* items) {
@@ -370,6 +384,19 @@ Header parse_header(Lines& in) {
   check(h.indcrd, lines_for(h.pub.stored, h.ind), "INDCRD", h.ind.text, h.pub.stored, "row indices");
   if (h.value_kind != 'P')
     check(h.valcrd, lines_for(h.pub.stored, h.val), "VALCRD", h.val.text, h.pub.stored, "values");
+}
+
+// The header: lines 1-4, line 5 (right-hand-side type, skipped) when RHSCRD > 0, then the card
+// counts checked against the formats.
+Header parse_header(Lines& in) {
+  Header h;
+  read_title_line(in, h);
+  read_counts_line(in, h);
+  read_type_line(in, h);
+  read_formats_line(in, h);
+  const char *b, *e;
+  if (h.rhscrd > 0 && !in.next(b, e)) in.fail("truncated header: RHSCRD > 0 but line 5 (right-hand-side type) is missing");
+  check_card_counts(in, h);
   return h;
 }
 
@@ -408,26 +435,11 @@ struct Parsed {
   CooEntries entries;
 };
 
-Parsed parse_text(const char* data, std::size_t size, const std::string& name, const ReadOptions& opt) {
-  Lines in{data, data + size, 0, name};
-  Parsed r;
-  Header& h = r.h;
-  h = parse_header(in);
-  const std::int64_t nrow = h.pub.nrows, ncol = h.pub.ncols, nnz = h.pub.stored;
-  if (opt.require_square && nrow != ncol)
-    in.fail_at(3, "matrix is " + std::to_string(nrow) + " x " + std::to_string(ncol) +
-                      " but a square matrix is required");
-  // Declared sizes against the text left: every row index takes at least one character, so the
-  // row offsets (8 bytes per declared row) must be backed by entries the file can hold.
-  {
-    const std::size_t left = static_cast<std::size_t>(in.end - in.p);
-    std::int64_t cap = std::min<std::int64_t>(nnz, static_cast<std::int64_t>(left));
-    if (h.pub.symmetry != Symmetry::general) cap *= 2;
-    check_declared_dims(name, 3, nrow, ncol, cap, left, "after the header");
-  }
-  // Column pointers: 1-based, colptr[0] = 1, non-decreasing, colptr[ncol] = nnz + 1.
-  // Lines before this point bound the allocation: every pointer needs its field in the text.
-  const std::size_t text_left = static_cast<std::size_t>(in.end - in.p);
+// Column pointers: 1-based, colptr[0] = 1, non-decreasing, colptr[ncol] = nnz + 1; returned
+// 0-based. `text_left` (the text after the header) bounds the reservation: every pointer needs
+// its field in the text.
+std::vector<std::int64_t> read_column_pointers(Lines& in, const Header& h, std::size_t text_left) {
+  const std::int64_t ncol = h.pub.ncols, nnz = h.pub.stored;
   std::vector<std::int64_t> colptr;
   colptr.reserve(static_cast<std::size_t>(std::min<std::int64_t>(ncol + 1, static_cast<std::int64_t>(text_left) + 1)));
   read_fields(in, h.ptr, ncol + 1, "column pointers", [&](const char* b, const char* e, std::int64_t k) {
@@ -449,7 +461,14 @@ Parsed parse_text(const char* data, std::size_t size, const std::string& name, c
               std::to_string(v));
     colptr.push_back(v - 1);  // 0-based
   });
-  // Row indices, checked against the row count and (symmetric types) the stored triangle.
+  return colptr;
+}
+
+// Row indices (0-based on return), checked against the row count and, for symmetric types,
+// against the stored triangle (one only; skew: no diagonal).
+std::vector<std::int32_t> read_row_indices(Lines& in, const Header& h, const std::vector<std::int64_t>& colptr,
+                                           std::size_t text_left) {
+  const std::int64_t nrow = h.pub.nrows, nnz = h.pub.stored;
   const bool mirrored = h.pub.symmetry != Symmetry::general;
   const bool skew = h.pub.symmetry == Symmetry::skew_symmetric;
   std::vector<std::int32_t> rowind;
@@ -489,58 +508,87 @@ Parsed parse_text(const char* data, std::size_t size, const std::string& name, c
     }
     rowind.push_back(static_cast<std::int32_t>(i));
   });
-  // Values (none for pattern types).
+  return rowind;
+}
+
+// The values (finite unless allowed; `reserve`: the entries read); none for pattern types, whose
+// value lines (VALCRD, normally 0) are skipped.
+std::vector<double> read_values(Lines& in, const Header& h, const ReadOptions& opt, std::size_t reserve) {
   std::vector<double> values;
-  if (h.value_kind != 'P') {
-    values.reserve(rowind.size());
-    const char* what = "values";
-    read_fields(in, h.val, nnz, what, [&](const char* b, const char* e, std::int64_t k) {
-      double v;
-      bool ok;
-      if (h.val.kind == 'I') {
-        std::int64_t iv;
-        ok = parse_int_field(b, e, iv);
-        v = static_cast<double>(iv);
-      } else {
-        ok = parse_real_field(b, e, h.val, v);
-      }
-      if (!ok) {
-        trim(b, e);
-        in.fail("bad value " + (b == e ? std::string("(blank field)") : quoted(b, e)) + " (entry " +
-                std::to_string(k + 1) + ", format " + h.val.text + ")");
-      }
-      if (!opt.allow_nonfinite && !std::isfinite(v)) {
-        trim(b, e);
-        in.fail("value " + quoted(b, e) + " (entry " + std::to_string(k + 1) +
-                ") is not finite (NaN/Inf are refused unless allow_nonfinite is set)");
-      }
-      values.push_back(v);
-    });
-  } else {
-    // Pattern files normally have VALCRD = 0; skip value lines if a writer put some there.
+  if (h.value_kind == 'P') {
     const char *b, *e;
     for (std::int64_t l = 0; l < h.valcrd; ++l)
       if (!in.next(b, e)) in.fail("truncated data: VALCRD = " + std::to_string(h.valcrd) + " lines of values expected");
+    return values;
   }
-  // Right-hand sides (HB) are not read; they must be present as declared.
-  {
-    const char *b, *e;
-    for (std::int64_t l = 0; l < h.rhscrd; ++l)
-      if (!in.next(b, e)) {
-        ++in.line;
-        in.fail("truncated data: RHSCRD = " + std::to_string(h.rhscrd) + " right-hand-side lines expected, found " +
-                std::to_string(l));
-      }
-  }
-  {
-    const char *b, *e;
-    while (in.next(b, e)) {
-      const char *tb = b, *te = e;
-      trim(tb, te);
-      if (tb != te) in.fail("extra data after the " + std::to_string(h.totcrd) + " data lines the header declares: " + quoted(tb, te));
+  values.reserve(reserve);
+  read_fields(in, h.val, h.pub.stored, "values", [&](const char* b, const char* e, std::int64_t k) {
+    double v;
+    bool ok;
+    if (h.val.kind == 'I') {
+      std::int64_t iv;
+      ok = parse_int_field(b, e, iv);
+      v = static_cast<double>(iv);
+    } else {
+      ok = parse_real_field(b, e, h.val, v);
     }
+    if (!ok) {
+      trim(b, e);
+      in.fail("bad value " + (b == e ? std::string("(blank field)") : quoted(b, e)) + " (entry " +
+              std::to_string(k + 1) + ", format " + h.val.text + ")");
+    }
+    if (!opt.allow_nonfinite && !std::isfinite(v)) {
+      trim(b, e);
+      in.fail("value " + quoted(b, e) + " (entry " + std::to_string(k + 1) +
+              ") is not finite (NaN/Inf are refused unless allow_nonfinite is set)");
+    }
+    values.push_back(v);
+  });
+  return values;
+}
+
+// After the values: the right-hand-side lines (HB; not read) must be present as declared, and
+// nothing but blank lines may follow the TOTCRD data lines.
+void read_trailer(Lines& in, const Header& h) {
+  const char *b, *e;
+  for (std::int64_t l = 0; l < h.rhscrd; ++l)
+    if (!in.next(b, e)) {
+      ++in.line;
+      in.fail("truncated data: RHSCRD = " + std::to_string(h.rhscrd) + " right-hand-side lines expected, found " +
+              std::to_string(l));
+    }
+  while (in.next(b, e)) {
+    const char *tb = b, *te = e;
+    trim(tb, te);
+    if (tb != te) in.fail("extra data after the " + std::to_string(h.totcrd) + " data lines the header declares: " + quoted(tb, te));
   }
-  // Triplets column by column; the mirror of each off-diagonal entry follows it (negated for skew).
+}
+
+// Header, declared sizes against the text, column pointers, row indices, values, trailer; then
+// the triplets column by column, the mirror of each off-diagonal entry after it (negated for skew).
+Parsed parse_text(const char* data, std::size_t size, const std::string& name, const ReadOptions& opt) {
+  Lines in{data, data + size, 0, name};
+  Parsed r;
+  Header& h = r.h;
+  h = parse_header(in);
+  const std::int64_t nrow = h.pub.nrows, ncol = h.pub.ncols, nnz = h.pub.stored;
+  if (opt.require_square && nrow != ncol)
+    in.fail_at(3, "matrix is " + std::to_string(nrow) + " x " + std::to_string(ncol) +
+                      " but a square matrix is required");
+  // Declared sizes against the text left: every row index takes at least one character, so the
+  // row offsets (8 bytes per declared row) must be backed by entries the file can hold.
+  const std::size_t text_left = static_cast<std::size_t>(in.end - in.p);
+  {
+    std::int64_t cap = std::min<std::int64_t>(nnz, static_cast<std::int64_t>(text_left));
+    if (h.pub.symmetry != Symmetry::general) cap *= 2;
+    check_declared_dims(name, 3, nrow, ncol, cap, text_left, "after the header");
+  }
+  const std::vector<std::int64_t> colptr = read_column_pointers(in, h, text_left);
+  const std::vector<std::int32_t> rowind = read_row_indices(in, h, colptr, text_left);
+  const std::vector<double> values = read_values(in, h, opt, rowind.size());
+  read_trailer(in, h);
+  const bool mirrored = h.pub.symmetry != Symmetry::general;
+  const bool skew = h.pub.symmetry == Symmetry::skew_symmetric;
   r.entries.reserve(mirrored ? 2 * rowind.size() : rowind.size());
   for (std::int64_t j = 0; j < ncol; ++j) {
     for (std::int64_t p = colptr[j]; p < colptr[j + 1]; ++p) {

@@ -159,6 +159,138 @@ static double sampled_block_fill(const Csr<double>& a, int h, int w) {
   return blocks > 0 ? static_cast<double>(entries) / (static_cast<double>(blocks) * h * w) : 0.0;
 }
 
+// The CSR kernels' side of the plan: bytes an apply moves (values, column indices, row offsets,
+// X and Y, and the gathers of X), and one thread per row (short rows) or segments shared by lane
+// groups (long or skewed rows), with the reason.
+namespace {
+struct CsrChoice {
+  bool row_split = false;
+  int group = 1;  // csr_segment's lane group
+  SpmmKernel kernel = SpmmKernel::csr_row;
+  const char* why = "";
+};
+}  // namespace
+
+static CsrChoice plan_csr(SpmmPlan& p, const Csr<double>& a, const OperatorOptions& opt, double xy) {
+  const std::int64_t m = a.nrows, nnz = a.nnz();
+  const double N = p.expected_cols;
+  const double vs = static_cast<double>(value_bytes(opt.precision));
+  p.est_bytes_csr = static_cast<double>(nnz) * (vs + 4.0) + 8.0 * (m + 1) + xy +
+                    kGather * static_cast<double>(nnz) * N * 8.0;
+  CsrChoice c;
+  c.row_split = p.mean_row_nnz < kRowSplitMeanMax && p.max_row_nnz <= kRowSplitMaxRow;
+  c.group = segment_group(p.mean_row_nnz);
+  c.kernel = c.row_split ? SpmmKernel::csr_row : SpmmKernel::csr_segment;
+  c.why = c.row_split ? "rows are short (mean < 10, max <= 256): one thread per row"
+                      : "rows are long or skewed: segments of <= 16·group non-zeros "
+                        "shared by lane groups";
+  return c;
+}
+
+// Long rows in A's natural 3×3 blocks whose 8×4 tensor-core blocks are mostly padding (3D
+// elasticity: 81 entries a row, 8×4 fill 0.49), fp64, A in its given order: the block-row
+// kernel of the Chebyshev step (spmm/chebyshev_step.hpp), which is also the eigensolver's fused
+// filter step on the same copy of A. H200, elast3d:64, µs for its A·X / the DMMA kernel's:
+// 16 columns 380 / 589, 24 columns 678 / 835, 32 columns 735 / 880; its set-up (blocks made and
+// uploaded a piece at a time: 0.08–0.095 s) against the DMMA operator's 0.35–0.45 s
+// (docs/performance.md). Above 32 columns it re-reads the blocks once per pass; dense 8×4
+// blocks (a band) keep the tensor cores; other b are not measured (forced only). The 8×4 fill
+// decides against 0.75: a sample decides where it is clearly below (< 0.6), the exact count
+// otherwise (plan_kernel). TCSOLVE_BSR_OPERATOR=0: not chosen (A/B).
+static bool bsr3_shape_fits(const Csr<double>& a, const OperatorOptions& opt, SpmmKernel tc, const SpmmPlan& p) {
+  const char* bsr_env = std::getenv("TCSOLVE_BSR_OPERATOR");
+  return opt.kernel == SpmmKernel::automatic && tc == SpmmKernel::bcsr_dmma &&
+         opt.reorder == Reorder::none && p.expected_cols <= 32 &&
+         !(bsr_env && std::string(bsr_env) == "0") && a.square() &&
+         chebyshev_bsr_step_block(a) == 3;
+}
+
+// Takes the 3×3 block-row kernel (bsr3_shape_fits), with the 8×4 fill that decided (`how`: how
+// it was found) in the reason.
+static void take_bsr3(SpmmPlan& p, const Csr<double>& a, double fill84, const char* how) {
+  set_bsr(p, a, 3, "");
+  p.reason = "rows of " + fmt("%.0f", p.mean_row_nnz) + " entries in natural 3x3 blocks (fill " +
+             fmt("%.2f", p.fill) + "; 8x4 tensor-core blocks " + fmt("%.2f", fill84) + how +
+             "): the block-row kernel gathers X once per block and is the Chebyshev filter's "
+             "fused step on the same copy of A";
+}
+
+// The tensor-core side: A's h×w blocks (8×4 fp64, 16×16 16-bit) counted, after a Jaccard
+// reordering where asked and where it reduces the count (its permutation to perm_out), their
+// fill, and the bytes an apply moves (blocks, block-row offsets, X and Y, 16-bit X conversion,
+// the gathers of X).
+static void plan_tensor_blocks(SpmmPlan& p, const Csr<double>& a, const OperatorOptions& opt, double xy,
+                               std::vector<std::int32_t>* perm_out) {
+  const std::int64_t m = a.nrows, nnz = a.nnz();
+  const double N = p.expected_cols;
+  const double vs = static_cast<double>(value_bytes(opt.precision));
+  p.block_h = opt.precision == Precision::fp64 ? 8 : 16;
+  p.block_w = opt.precision == Precision::fp64 ? 4 : 16;
+  p.nblocks = count_blocks(a, p.block_h, p.block_w);  // multithreaded, O(nnz)
+  trace_mark("plan: tensor-core blocks counted");
+  if (opt.reorder != Reorder::none) {
+    // Row-only Jaccard (A' = P·A) or symmetric (A' = P·A·Pᵀ) reordering; kept only when it
+    // reduces the block count.
+    ReorderOptions ro;
+    if (opt.reorder == Reorder::symmetric) {
+      TCSOLVE_REQUIRE(a.nrows == a.ncols, "symmetric reordering needs a square matrix");
+      ro.mode = ReorderMode::symmetric;
+    }
+    ReorderResult rr = jaccard_reorder(a, p.block_h, p.block_w, ro);
+    if (rr.applied && rr.blocks_after < p.nblocks) {
+      p.nblocks = rr.blocks_after;
+      p.reordered = true;
+      p.symmetric = opt.reorder == Reorder::symmetric;
+      if (perm_out) *perm_out = std::move(rr.perm);
+    }
+  }
+  const double hw = static_cast<double>(p.block_h) * p.block_w;
+  p.fill = p.nblocks > 0 ? static_cast<double>(nnz) / (static_cast<double>(p.nblocks) * hw) : 0;
+  const double nbr = static_cast<double>((m + p.block_h - 1) / p.block_h);
+  // 16-bit kernels read X in 16 bits, after a conversion pass from the double interface.
+  const double xconv = opt.precision == Precision::fp64 ? 0.0 : N * a.ncols * (8.0 + 2.0);
+  const double xs = opt.precision == Precision::fp64 ? 8.0 : 2.0;
+  p.est_bytes_bcsr = static_cast<double>(p.nblocks) * (hw * vs + 4.0) + 8.0 * (nbr + 1) + xy +
+                     xconv + kGather * static_cast<double>(p.nblocks) * p.block_w * N * xs;
+}
+
+// The kernel: the caller's where forced, CSR where the precision has no tensor-core kernel, else
+// whichever of the tensor-core and CSR kernels moves fewer model bytes.
+static void choose_kernel(SpmmPlan& p, const OperatorOptions& opt, SpmmKernel tc, const CsrChoice& csr) {
+  p.csr_group = csr.row_split ? 1 : csr.group;
+  if (opt.kernel != SpmmKernel::automatic) {
+    p.kernel = opt.kernel;
+    if (p.kernel == SpmmKernel::csr_row) p.csr_group = 1;
+    if (p.kernel == SpmmKernel::csr_segment) p.csr_group = csr.group;
+    if (is_bcsr(p.kernel))
+      TCSOLVE_REQUIRE(p.kernel == tc, "forced BCSR kernel does not match the precision");
+    TCSOLVE_REQUIRE(p.kernel != SpmmKernel::cpu_csr, "cpu_csr is the CPU backend's kernel");
+    p.reason = std::string("forced by OperatorOptions::kernel");
+    return;
+  }
+  if (tc == SpmmKernel::automatic) {
+    p.kernel = csr.kernel;
+    p.reason = std::string("no tensor-core kernel for ") + to_string(opt.precision) + "; " +
+               csr.why;
+    return;
+  }
+  if (p.est_bytes_bcsr < p.est_bytes_csr) {
+    p.kernel = tc;
+    p.reason = "block fill " + fmt("%.2f", p.fill) + " makes the " +
+               std::to_string(p.block_h) + "x" + std::to_string(p.block_w) +
+               " tensor-core kernel move fewer bytes (" + fmt("%.3g", p.est_bytes_bcsr) +
+               " vs " + fmt("%.3g", p.est_bytes_csr) + " for CSR)";
+  } else {
+    p.kernel = csr.kernel;
+    p.reason = "block fill " + fmt("%.2f", p.fill) + " too low for tensor cores (" +
+               fmt("%.3g", p.est_bytes_bcsr) + " model bytes vs " +
+               fmt("%.3g", p.est_bytes_csr) + " for CSR); " + csr.why;
+  }
+}
+
+// The kernel for A on `backend`: the CPU's CSR product; on the GPU a forced bsr_block, the 3×3
+// block-row kernel where A's shape fits it and its 8×4 blocks are mostly padding, else the byte
+// cost model's choice between the tensor-core (BCSR) and CSR kernels (choose_kernel).
 static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const OperatorOptions& opt,
                             std::vector<std::int32_t>* perm_out) {
   trace_mark("plan: kernel");
@@ -195,114 +327,24 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
     return p;
   }
 
-  const double N = p.expected_cols;
-  const double vs = static_cast<double>(value_bytes(opt.precision));
-  const double xy = 8.0 * N * static_cast<double>(a.nrows + a.ncols);
-  p.est_bytes_csr = static_cast<double>(nnz) * (vs + 4.0) + 8.0 * (m + 1) + xy +
-                    kGather * static_cast<double>(nnz) * N * 8.0;
-  const bool row_split = p.mean_row_nnz < kRowSplitMeanMax && p.max_row_nnz <= kRowSplitMaxRow;
-  const int group = segment_group(p.mean_row_nnz);
-  const SpmmKernel csr_kernel = row_split ? SpmmKernel::csr_row : SpmmKernel::csr_segment;
-  const char* csr_why = row_split ? "rows are short (mean < 10, max <= 256): one thread per row"
-                                  : "rows are long or skewed: segments of <= 16·group non-zeros "
-                                    "shared by lane groups";
-
+  const double xy = 8.0 * p.expected_cols * static_cast<double>(a.nrows + a.ncols);
+  const CsrChoice csr = plan_csr(p, a, opt, xy);
   const SpmmKernel tc = tensor_kernel_for(opt.precision);
-  // Long rows in A's natural 3×3 blocks whose 8×4 tensor-core blocks are mostly padding (3D
-  // elasticity: 81 entries a row, 8×4 fill 0.49), fp64, A in its given order: the block-row
-  // kernel of the Chebyshev step (spmm/chebyshev_step.hpp), which is also the eigensolver's fused
-  // filter step on the same copy of A. H200, elast3d:64, µs for its A·X / the DMMA kernel's:
-  // 16 columns 380 / 589, 24 columns 678 / 835, 32 columns 735 / 880; its set-up (blocks made and
-  // uploaded a piece at a time: 0.08–0.095 s) against the DMMA operator's 0.35–0.45 s
-  // (docs/performance.md). Above 32 columns it re-reads the blocks once per pass; dense 8×4
-  // blocks (a band) keep the tensor cores; other b are not measured (forced only). The 8×4 fill
-  // decides against 0.75: a sample decides where it is clearly below (< 0.6), the exact count
-  // otherwise. TCSOLVE_BSR_OPERATOR=0: not chosen (A/B).
-  const char* bsr_env = std::getenv("TCSOLVE_BSR_OPERATOR");
-  const bool bsr_shape_fits = opt.kernel == SpmmKernel::automatic && tc == SpmmKernel::bcsr_dmma &&
-                              opt.reorder == Reorder::none && p.expected_cols <= 32 &&
-                              !(bsr_env && std::string(bsr_env) == "0") && a.square() &&
-                              chebyshev_bsr_step_block(a) == 3;
-  auto take_bsr = [&](double fill84, const char* how) {
-    set_bsr(p, a, 3, "");
-    p.reason = "rows of " + fmt("%.0f", p.mean_row_nnz) + " entries in natural 3x3 blocks (fill " +
-               fmt("%.2f", p.fill) + "; 8x4 tensor-core blocks " + fmt("%.2f", fill84) + how +
-               "): the block-row kernel gathers X once per block and is the Chebyshev filter's "
-               "fused step on the same copy of A";
-  };
-  if (bsr_shape_fits) {
+  const bool bsr3 = bsr3_shape_fits(a, opt, tc, p);
+  if (bsr3) {
     const double sampled = sampled_block_fill(a, 8, 4);
     trace_mark("plan: 8x4 fill sampled");
     if (sampled < 0.6) {
-      take_bsr(sampled, ", sampled");
+      take_bsr3(p, a, sampled, ", sampled");
       return p;
     }
   }
-  if (tc != SpmmKernel::automatic) {
-    p.block_h = opt.precision == Precision::fp64 ? 8 : 16;
-    p.block_w = opt.precision == Precision::fp64 ? 4 : 16;
-    p.nblocks = count_blocks(a, p.block_h, p.block_w);  // multithreaded, O(nnz)
-    trace_mark("plan: tensor-core blocks counted");
-    if (opt.reorder != Reorder::none) {
-      // Row-only Jaccard (A' = P·A) or symmetric (A' = P·A·Pᵀ) reordering; kept only when it
-      // reduces the block count.
-      ReorderOptions ro;
-      if (opt.reorder == Reorder::symmetric) {
-        TCSOLVE_REQUIRE(a.nrows == a.ncols, "symmetric reordering needs a square matrix");
-        ro.mode = ReorderMode::symmetric;
-      }
-      ReorderResult rr = jaccard_reorder(a, p.block_h, p.block_w, ro);
-      if (rr.applied && rr.blocks_after < p.nblocks) {
-        p.nblocks = rr.blocks_after;
-        p.reordered = true;
-        p.symmetric = opt.reorder == Reorder::symmetric;
-        if (perm_out) *perm_out = std::move(rr.perm);
-      }
-    }
-    const double hw = static_cast<double>(p.block_h) * p.block_w;
-    p.fill = p.nblocks > 0 ? static_cast<double>(nnz) / (static_cast<double>(p.nblocks) * hw) : 0;
-    const double nbr = static_cast<double>((m + p.block_h - 1) / p.block_h);
-    // 16-bit kernels read X in 16 bits, after a conversion pass from the double interface.
-    const double xconv = opt.precision == Precision::fp64 ? 0.0 : N * a.ncols * (8.0 + 2.0);
-    const double xs = opt.precision == Precision::fp64 ? 8.0 : 2.0;
-    p.est_bytes_bcsr = static_cast<double>(p.nblocks) * (hw * vs + 4.0) + 8.0 * (nbr + 1) + xy +
-                       xconv + kGather * static_cast<double>(p.nblocks) * p.block_w * N * xs;
-  }
-
-  if (bsr_shape_fits && p.nblocks > 0 && p.fill < 0.75) {
-    take_bsr(p.fill, "");
+  if (tc != SpmmKernel::automatic) plan_tensor_blocks(p, a, opt, xy, perm_out);
+  if (bsr3 && p.nblocks > 0 && p.fill < 0.75) {
+    take_bsr3(p, a, p.fill, "");
     return p;
   }
-
-  p.csr_group = row_split ? 1 : group;
-  if (opt.kernel != SpmmKernel::automatic) {
-    p.kernel = opt.kernel;
-    if (p.kernel == SpmmKernel::csr_row) p.csr_group = 1;
-    if (p.kernel == SpmmKernel::csr_segment) p.csr_group = group;
-    if (is_bcsr(p.kernel))
-      TCSOLVE_REQUIRE(p.kernel == tc, "forced BCSR kernel does not match the precision");
-    TCSOLVE_REQUIRE(p.kernel != SpmmKernel::cpu_csr, "cpu_csr is the CPU backend's kernel");
-    p.reason = std::string("forced by OperatorOptions::kernel");
-    return p;
-  }
-  if (tc == SpmmKernel::automatic) {
-    p.kernel = csr_kernel;
-    p.reason = std::string("no tensor-core kernel for ") + to_string(opt.precision) + "; " +
-               csr_why;
-    return p;
-  }
-  if (p.est_bytes_bcsr < p.est_bytes_csr) {
-    p.kernel = tc;
-    p.reason = "block fill " + fmt("%.2f", p.fill) + " makes the " +
-               std::to_string(p.block_h) + "x" + std::to_string(p.block_w) +
-               " tensor-core kernel move fewer bytes (" + fmt("%.3g", p.est_bytes_bcsr) +
-               " vs " + fmt("%.3g", p.est_bytes_csr) + " for CSR)";
-  } else {
-    p.kernel = csr_kernel;
-    p.reason = "block fill " + fmt("%.2f", p.fill) + " too low for tensor cores (" +
-               fmt("%.3g", p.est_bytes_bcsr) + " model bytes vs " +
-               fmt("%.3g", p.est_bytes_csr) + " for CSR); " + csr_why;
-  }
+  choose_kernel(p, opt, tc, csr);
   return p;
 }
 

@@ -10,23 +10,26 @@
 
 namespace tcsolve::eigs_detail {
 
+void apply_a(const Problem& s, MvView<const double> x, MvView<double> y) {
+  DenseBlockOps& ops = *s.ops;
+  if (s.foreign_operator) {
+    ops.synchronize();
+    s.aop->apply(x, y);
+    if (ops.space() == Space::device) device_synchronize();
+  } else {
+    ops.external_begin();
+    s.aop->apply(x, y);
+    ops.external_end();
+  }
+}
+
 // Seconds of one apply of `op` to `cols` random columns (warmed once, then timed: stream marks on
 // the GPU, the host clock on the CPU).
 double time_apply(const Problem& s, std::int64_t cols) {
   DenseBlockOps& ops = *s.ops;
   MultiVector<double> x = ops.allocate(s.n, cols), y = ops.allocate(s.n, cols);
   ops.fill_random(x.view(), 12345);
-  auto run = [&] {
-    if (s.foreign_operator) {
-      ops.synchronize();
-      s.aop->apply(x.view(), y.view());
-      if (ops.space() == Space::device) device_synchronize();
-    } else {
-      ops.external_begin();
-      s.aop->apply(x.view(), y.view());
-      ops.external_end();
-    }
-  };
+  auto run = [&] { apply_a(s, x.view(), y.view()); };
   run();
   if (ops.space() == Space::device) {
     const int a = ops.mark();
@@ -62,19 +65,8 @@ bool probe_full_reorthogonalization() {
 
 SpectralProbe run_probe(const Problem& s, std::uint64_t seed) {
   DenseBlockOps& ops = *s.ops;
-  return spectral_probe(
-      [&](MvView<const double> x, MvView<double> y) {
-        if (s.foreign_operator) {
-          ops.synchronize();
-          s.aop->apply(x, y);
-          if (ops.space() == Space::device) device_synchronize();
-        } else {
-          ops.external_begin();
-          s.aop->apply(x, y);
-          ops.external_end();
-        }
-      },
-      ops, s.n, kProbeSteps, seed, probe_full_reorthogonalization());
+  return spectral_probe([&](MvView<const double> x, MvView<double> y) { apply_a(s, x, y); }, ops, s.n,
+                        kProbeSteps, seed, probe_full_reorthogonalization());
 }
 
 ChebyshevBounds bounds_of(const SpectralProbe& p) {

@@ -12,6 +12,7 @@
 #include "core/device.hpp"
 #include "core/interrupt.hpp"
 #include "solvers/eigs/runs.hpp"
+#include "solvers/eigs/steps.hpp"  // apply_a
 #include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve::eigs_detail {
@@ -39,134 +40,183 @@ RecheckOutcome interrupted(RecheckOutcome& out, double t0, const std::string& wh
   return out;
 }
 
-}  // namespace
+// A re-check run's options: the caller's, without its callbacks and start block (a fresh random
+// block), with `block` columns and the full Krylov space ("nothing beyond" rests on it).
+EigsOptions recheck_options(const EigsOptions& opt, std::int64_t block) {
+  EigsOptions ro = opt;
+  ro.on_iteration = nullptr;
+  ro.on_checkpoint = nullptr;
+  ro.v0.clear();
+  ro.block_size = block;
+  ro.lanczos_early_stop = false;
+  return ro;
+}
 
-RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMethod method,
-                              PairSet& p, const FilterRecheckInputs& in) {
-  const double t0 = detail::now_seconds();
-  RecheckOutcome out;
-  DenseBlockOps& ops = *s.ops;
-  const std::int64_t n = s.n, ng = s.global_n(), k = static_cast<std::int64_t>(p.values.size());
-  const std::int64_t b = std::max<std::int64_t>(1, std::min<std::int64_t>(in.columns, ng - k));
-  const double sgn = opt.which == Which::largest ? -1.0 : 1.0;
-  // Found values in Â = s·A; the k-th (largest in Â) and its window.
-  const auto kth = wanted_order(p.values, opt.which, 0.0).back();
-  const double muk = sgn * p.values[kth];
-  const double w = cert_width(s, p, kth);
-  double mu1 = muk;
-  for (double v : p.values) mu1 = std::min(mu1, sgn * v);
-  // On the GPU, with the operator's own CSR in device memory, the filter's steps may read A's
-  // values rounded to fp32: Ã = A + E, |E| ≤ 2^-24·|A| entrywise, so ‖E‖₂ ≤ 2^-24·‖A‖∞ (|A| is
-  // symmetric). That is sound where ‖E‖ ≤ δ/1000: a missing eigenvector v of A (eigenvalue λ) lies,
-  // up to a part of norm ‖E‖/r, in Ã's eigenvectors within r of λ, which p(Ã) amplifies as p(A)
-  // does v when r ≪ δ; the bounds widen by ‖E‖ (Ã's spectrum), and the Rayleigh-Ritz values that
-  // decide are those of A itself. The step then moves 8 bytes an entry of A instead of 12 (H200,
-  // lap3d:100 k = 16 largest: 468 steps on 2 columns, docs/performance.md). TCSOLVE_RECHECK_FP32=0:
-  // off (A/B).
-  const double e32 = std::ldexp(s.a_norm, -24);
+// The pairs `keep` of a re-check run's set (columns gathered in that order), to merge into p.
+PairSet take_pairs(DenseBlockOps& ops, const PairSet& from, const std::vector<std::int64_t>& keep) {
+  PairSet found;
+  found.x = reorder_columns(ops, from.x.view(), keep);
+  for (auto j : keep)
+    found.values.push_back(from.values[j]), found.rn.push_back(from.rn[j]),
+        found.xn.push_back(from.xn[j]), found.rq_dev.push_back(from.rq_dev[j]);
+  return found;
+}
+
+// ---- filter re-check: plan, recurrence, Rayleigh-Ritz (filter_recheck below) ----
+
+// The filter's plan, all in Â = sgn·A (wanted end low): the k-th value μ_k and its window w, the
+// resolution δ, the damped interval [cr, upper] = [ce − e, ce + e] and the lowest value `lower`,
+// the degree d, the projection period, and the step the recurrence takes.
+struct FilterPlan {
+  double sgn = 1.0, muk = 0.0, w = 0.0, delta = 0.0;
+  double lower = 0.0, upper = 0.0, cr = 0.0, e = 0.0, ce = 0.0;
+  std::int64_t b = 1, deg = 0, period = 1;  // b: columns of the random block
+  std::unique_ptr<ChebyshevStep> fs32;      // the step on A's values rounded to fp32, or none
+  const ChebyshevStep* fs = nullptr;        // the fused step used (fs32 or fp64), or none
+};
+
+// The step on A's values rounded to fp32 (GPU, the operator's own CSR in device memory), where
+// that is sound; else none. Ã = A + E, |E| ≤ 2^-24·|A| entrywise, so ‖E‖₂ ≤ e32 = 2^-24·‖A‖∞ (|A|
+// is symmetric). That is sound where ‖E‖ ≤ δ/1000: a missing eigenvector v of A (eigenvalue λ)
+// lies, up to a part of norm ‖E‖/r, in Ã's eigenvectors within r of λ, which p(Ã) amplifies as
+// p(A) does v when r ≪ δ; the bounds widen by ‖E‖ (Ã's spectrum), and the Rayleigh-Ritz values
+// that decide are those of A itself. The step then moves 8 bytes an entry of A instead of 12
+// (H200, lap3d:100 k = 16 largest: 468 steps on 2 columns, docs/performance.md).
+// TCSOLVE_RECHECK_FP32=0: off (A/B).
+std::unique_ptr<ChebyshevStep> fp32_step(const Problem& s, const ChebyshevStep* fs64, double e32,
+                                         double delta) {
   const char* r32 = std::getenv("TCSOLVE_RECHECK_FP32");
-  std::unique_ptr<ChebyshevStep> fs32;
-  const ChebyshevStep* fs64 = fused_step_for(s, *s.aop, opt);
+  DenseBlockOps& ops = *s.ops;
   if (fs64 && ops.space() == Space::device && s.a && !s.bop && !s.foreign_operator &&
       !(r32 && std::string(r32) == "0") && s.a_norm >= 1e-30 && s.a_norm <= 1e38 &&  // no fp32 overflow; underflow negligible
-      1000.0 * e32 <= std::max(in.resolution, 40.0 * w))
-    fs32 = make_chebyshev_step_on_operator(*s.aop, *s.a, Precision::fp32, ops.stream());
-  const double widen = fs32 ? e32 : 0.0;
-  const double upper = in.upper + widen, lower = std::min(in.lower, mu1) - widen;
-  const double cr = muk + w;  // damped interval [cr, upper]
-  const double delta = std::max(in.resolution, 40.0 * w);
-  if (!(upper > cr) || !(delta > 0) || !std::isfinite(delta)) {
-    out.affordable = false;
-    out.detail = "filter re-check not possible (the found values reach the far end of the spectrum)";
-    return out;
+      1000.0 * e32 <= delta)
+    return make_chebyshev_step_on_operator(*s.aop, *s.a, Precision::fp32, ops.stream());
+  return nullptr;
+}
+
+// Plans the filter (FilterPlan); false, with the reason in `why`, where it cannot run (the found
+// values reach the far end of the spectrum) or its degree would exceed the cap.
+bool plan_filter(const Problem& s, const EigsOptions& opt, const PairSet& p,
+                 const FilterRecheckInputs& in, FilterPlan& f, std::string& why) {
+  const std::int64_t ng = s.global_n(), k = static_cast<std::int64_t>(p.values.size());
+  f.b = std::max<std::int64_t>(1, std::min<std::int64_t>(in.columns, ng - k));
+  f.sgn = opt.which == Which::largest ? -1.0 : 1.0;
+  // Found values in Â; the k-th (largest in Â) and its window; μ_1 the lowest.
+  const auto kth = wanted_order(p.values, opt.which, 0.0).back();
+  f.muk = f.sgn * p.values[kth];
+  f.w = cert_width(s, p, kth);
+  double mu1 = f.muk;
+  for (double v : p.values) mu1 = std::min(mu1, f.sgn * v);
+  f.delta = std::max(in.resolution, 40.0 * f.w);
+  const double e32 = std::ldexp(s.a_norm, -24);
+  const ChebyshevStep* fs64 = fused_step_for(s, *s.aop, opt);
+  f.fs32 = fp32_step(s, fs64, e32, f.delta);
+  f.fs = f.fs32 ? f.fs32.get() : fs64;
+  const double widen = f.fs32 ? e32 : 0.0;
+  f.upper = in.upper + widen, f.lower = std::min(in.lower, mu1) - widen;
+  f.cr = f.muk + f.w;  // damped interval [cr, upper]
+  if (!(f.upper > f.cr) || !(f.delta > 0) || !std::isfinite(f.delta)) {
+    why = "filter re-check not possible (the found values reach the far end of the spectrum)";
+    return false;
   }
-  const double e = 0.5 * (upper - cr), ce = 0.5 * (upper + cr);
+  f.e = 0.5 * (f.upper - f.cr), f.ce = 0.5 * (f.upper + f.cr);
   // Degree: T_d(1 + 2(w + δ)/(upper − cr)) ≥ A* = √(2(upper − μ_k)/δ)·√n/t, t = 1e-3.
-  const double amp = std::sqrt(2.0 * (upper - muk) / delta) * std::sqrt(static_cast<double>(ng)) / 1e-3;
-  const double xv = 1.0 + 2.0 * (w + delta) / (upper - cr);
-  std::int64_t deg = static_cast<std::int64_t>(std::ceil(std::acosh(amp) / std::acosh(xv)));
-  deg = std::max<std::int64_t>(deg, 8);
-  deg += deg & 1;
-  if (deg > in.max_degree) {
-    out.affordable = false;
-    out.detail = "filter re-check would need degree " + std::to_string(deg) + " (cap " +
-                 std::to_string(in.max_degree) + ")";
-    return out;
+  const double amp = std::sqrt(2.0 * (f.upper - f.muk) / f.delta) * std::sqrt(static_cast<double>(ng)) / 1e-3;
+  const double xv = 1.0 + 2.0 * (f.w + f.delta) / (f.upper - f.cr);
+  f.deg = static_cast<std::int64_t>(std::ceil(std::acosh(amp) / std::acosh(xv)));
+  f.deg = std::max<std::int64_t>(f.deg, 8);
+  f.deg += f.deg & 1;
+  if (f.deg > in.max_degree) {
+    why = "filter re-check would need degree " + std::to_string(f.deg) + " (cap " +
+          std::to_string(in.max_degree) + ")";
+    return false;
   }
   // Projection period: the found directions (down to μ_1) grow by ρ(μ_1) per step; keep their
   // regrowth from rounding below 1e8·u between projections.
-  const double x1 = (ce - lower) / e;
+  const double x1 = (f.ce - f.lower) / f.e;
   const double rho1 = x1 > 1 ? x1 + std::sqrt(x1 * x1 - 1.0) : 1.0;
-  const std::int64_t period =
-      std::clamp<std::int64_t>(static_cast<std::int64_t>(std::log(1e8) / std::log(std::max(rho1, 1.0 + 1e-12))), 1, 512);
+  f.period = std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(std::log(1e8) / std::log(std::max(rho1, 1.0 + 1e-12))), 1, 512);
+  return true;
+}
 
-  MultiVector<double> y0 = ops.allocate(n, b), y1 = ops.allocate(n, b), wv = ops.allocate(n, b);
-  std::vector<double> g, nrm(b), scale(b), zero(b, 0.0);
-  ops.fill_random(y0.view(), opt.seed * 6364136223846793005ull + 1442695040888963407ull);
-  auto apply = [&](MvView<const double> x, MvView<double> yv) {
-    if (s.foreign_operator) {
-      ops.synchronize();
-      s.aop->apply(x, yv);
-      if (ops.space() == Space::device) device_synchronize();
-    } else {
-      ops.external_begin();
-      s.aop->apply(x, yv);
-      ops.external_end();
-    }
-  };
-  auto normalize_pair = [&](MvView<double> newest, MvView<double> older) {
+// The filter's blocks (n × b each): Y_j = y[cur] and Y_{j−1} = y[1 − cur], swapped every step,
+// and W (the product where no fused step applies; Q in the Rayleigh-Ritz step).
+struct FilterBlocks {
+  MultiVector<double> y[2], wv;
+  int cur = 1;
+  std::vector<double> g, nrm, scale, zero;  // Gram scratch; column norms and scales
+  FilterBlocks(DenseBlockOps& ops, std::int64_t n, std::int64_t b)
+      : y{ops.allocate(n, b), ops.allocate(n, b)}, wv(ops.allocate(n, b)), nrm(b), scale(b), zero(b, 0.0) {}
+  // Scales the columns of `newest` to unit norm and those of `older` by the same factors.
+  void normalize_pair(DenseBlockOps& ops, MvView<double> newest, MvView<double> older) {
+    const std::int64_t b = newest.cols;
     ops.column_norms(newest, nrm.data());
     for (std::int64_t j = 0; j < b; ++j) scale[j] = nrm[j] > 0 && std::isfinite(nrm[j]) ? 1.0 / nrm[j] : 1.0;
     ops.axpby_columns(scale.data(), newest, zero.data(), newest);
     ops.axpby_columns(scale.data(), older, zero.data(), older);
-  };
-  project_out(ops, p.x.view(), y0.view(), g);
-  normalize_pair(y0.view(), y1.view());
-  // Scaled three-term recurrence (chebyshev.hpp), normalized at a0 = the lowest value (≤ λmin(Â),
-  // below the damped interval). Not at cr − e as the solver's short filters are: normalized that
-  // far below, everything shrinks by ρ(a0)^−d (3.7^−340 at lap2d:200 k = 16), the Gram matrix of the
-  // block underflows to 0 and the check sees nothing; at the lowest value it shrinks by at most
-  // the found directions' growth, which the projection period keeps below 1e8.
-  // Each step Y_{j−1} ← α·A·Y_j + β·Y_j + γ·Y_{j−1}: the solve's fused kernel where A has one
-  // (one launch and one pass a step; the re-check is launch-bound on small matrices: H200,
-  // lap2d:200, 472 steps of 2 columns, SpMM + update were 12 µs a step), else the product and
-  // the update.
-  const ChebyshevStep* fs = fs32 ? fs32.get() : fs64;
+  }
+};
+
+// Runs the filter's d steps on a fresh random block ⊥ X, leaving the filtered block in y[cur].
+// Returns the step an interrupt stopped it before (0: all steps done).
+// Scaled three-term recurrence (chebyshev.hpp), normalized at a0 = the lowest value (≤ λmin(Â),
+// below the damped interval). Not at cr − e as the solver's short filters are: normalized that
+// far below, everything shrinks by ρ(a0)^−d (3.7^−340 at lap2d:200 k = 16), the Gram matrix of the
+// block underflows to 0 and the check sees nothing; at the lowest value it shrinks by at most
+// the found directions' growth, which the projection period keeps below 1e8.
+// Each step Y_{j−1} ← α·A·Y_j + β·Y_j + γ·Y_{j−1}: the solve's fused kernel where A has one
+// (one launch and one pass a step; the re-check is launch-bound on small matrices: H200,
+// lap2d:200, 472 steps of 2 columns, SpMM + update were 12 µs a step), else the product and
+// the update.
+std::int64_t run_filter(const Problem& s, const EigsOptions& opt, const PairSet& p,
+                        const FilterPlan& f, FilterBlocks& blk) {
+  DenseBlockOps& ops = *s.ops;
+  MultiVector<double>& y0 = blk.y[0];
+  ops.fill_random(y0.view(), opt.seed * 6364136223846793005ull + 1442695040888963407ull);
+  project_out(ops, p.x.view(), y0.view(), blk.g);
+  blk.normalize_pair(ops, y0.view(), blk.y[1].view());
   auto step = [&](double alpha, MvView<const double> cur, double beta, double gamma, MvView<double> prev) {
-    if (fs) {
-      fs->step(alpha, cur, beta, gamma, prev, 0.0, cur);
+    if (f.fs) {
+      f.fs->step(alpha, cur, beta, gamma, prev, 0.0, cur);
       return;
     }
-    apply(cur, wv.view());
-    ops.axpbypcz(alpha, wv.view(), beta, cur, gamma, prev);
+    apply_a(s, cur, blk.wv.view());
+    ops.axpbypcz(alpha, blk.wv.view(), beta, cur, gamma, prev);
   };
-  const double a0 = lower;
+  const double a0 = f.lower, e = f.e, ce = f.ce, sgn = f.sgn;
   const double sigma1 = e / (a0 - ce), tau2 = 2.0 / sigma1;
   double sigma = sigma1;
-  step(sgn * sigma1 / e, y0.view(), -ce * sigma1 / e, 0.0, y1.view());
-  MultiVector<double>* cur = &y1;   // Y_j
-  MultiVector<double>* prev = &y0;  // Y_{j−1}
-  for (std::int64_t j = 1; j < deg; ++j) {
-    // An interrupt ends the re-check between steps (one product with A on 2 columns): the set
-    // stays unverified and the driver returns it with status interrupted.
-    if (interrupt_requested()) return interrupted(out, t0, "filter re-check after " + std::to_string(j) + " of " +
-                                                               std::to_string(deg) + " steps");
+  step(sgn * sigma1 / e, y0.view(), -ce * sigma1 / e, 0.0, blk.y[1].view());
+  blk.cur = 1;
+  for (std::int64_t j = 1; j < f.deg; ++j) {
+    // An interrupt ends the re-check between steps (one product with A on 2 columns).
+    if (interrupt_requested()) return j;
     const double sn = 1.0 / (tau2 - sigma);
-    step(sgn * 2.0 * sn / e, cur->view(), -2.0 * sn * ce / e, -sigma * sn, prev->view());
+    // Y_{j+1} overwrites Y_{j−1}, then becomes the current block.
+    step(sgn * 2.0 * sn / e, blk.y[blk.cur].view(), -2.0 * sn * ce / e, -sigma * sn, blk.y[1 - blk.cur].view());
     sigma = sn;
-    std::swap(cur, prev);
-    if (j % period == 0) {
-      project_out(ops, p.x.view(), cur->view(), g);
-      project_out(ops, p.x.view(), prev->view(), g);
-      normalize_pair(cur->view(), prev->view());
+    blk.cur = 1 - blk.cur;
+    if (j % f.period == 0) {
+      MvView<double> yc = blk.y[blk.cur].view(), yp = blk.y[1 - blk.cur].view();
+      project_out(ops, p.x.view(), yc, blk.g);
+      project_out(ops, p.x.view(), yp, blk.g);
+      blk.normalize_pair(ops, yc, yp);
     }
   }
-  // Rayleigh-Ritz on the filtered block, ⊥ X. The block may have lost rank: without a missing
-  // eigenvalue every column ends dominated by the least-damped directions, e.g. a further copy of
-  // the k-th value (a tie, T_d ≈ 1 there), and two columns can end parallel. The basis is taken
-  // from the Gram matrix's eigenvectors above 1e-10 of its largest eigenvalue (rank r ≥ 1).
-  MvView<double> y = cur->view();
-  project_out(ops, p.x.view(), y, g);
+  return 0;
+}
+
+// The lowest Rayleigh-Ritz value (in Â) of the filtered block y[cur], ⊥ X; ∞ when it vanished.
+// The block may have lost rank: without a missing eigenvalue every column ends dominated by the
+// least-damped directions, e.g. a further copy of the k-th value (a tie, T_d ≈ 1 there), and two
+// columns can end parallel. The basis is taken from the Gram matrix's eigenvectors above 1e-10
+// of its largest eigenvalue (rank r ≥ 1): Q = Y·V_r·Λ_r^(-1/2) (b × r Gram work, then Qᵀ·A·Q).
+double lowest_ritz_value(const Problem& s, const PairSet& p, double sgn, FilterBlocks& blk) {
+  DenseBlockOps& ops = *s.ops;
+  const std::int64_t b = blk.wv.cols();
+  MvView<double> y = blk.y[blk.cur].view();
+  project_out(ops, p.x.view(), y, blk.g);
   std::vector<double> gram(b * b);
   ops.gram(y, y, gram.data(), b);
   Eigen::MatrixXd G = Eigen::Map<Eigen::MatrixXd>(gram.data(), b, b);
@@ -177,28 +227,50 @@ RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMeth
     if (gmax > 0 && gs.eigenvalues()(j) > 1e-10 * gmax) keep_cols.push_back(j);
   const std::int64_t rank = static_cast<std::int64_t>(keep_cols.size());
   double theta_min = INFINITY;
-  if (rank > 0) {
-    Eigen::MatrixXd c(b, rank);  // Q = Y·V_r·Λ_r^(-1/2): orthonormal
-    for (std::int64_t r = 0; r < rank; ++r)
-      c.col(r) = gs.eigenvectors().col(keep_cols[r]) / std::sqrt(gs.eigenvalues()(keep_cols[r]));
-    auto q = wv.columns(0, rank);
-    ops.gemm(1.0, y, c.data(), b, 0.0, q);
-    auto aq = prev->columns(0, rank);
-    apply(q, aq);
-    std::vector<double> h(rank * rank);
-    ops.gram(q, aq, h.data(), rank);
-    Eigen::Map<Eigen::MatrixXd> H(h.data(), rank, rank);
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(0.5 * (H + H.transpose()), Eigen::EigenvaluesOnly);
-    for (std::int64_t j = 0; j < rank; ++j) theta_min = std::min(theta_min, sgn * es.eigenvalues()(j));
+  if (rank == 0) return theta_min;
+  Eigen::MatrixXd c(b, rank);  // Q = Y·V_r·Λ_r^(-1/2): orthonormal
+  for (std::int64_t r = 0; r < rank; ++r)
+    c.col(r) = gs.eigenvectors().col(keep_cols[r]) / std::sqrt(gs.eigenvalues()(keep_cols[r]));
+  auto q = blk.wv.columns(0, rank);
+  ops.gemm(1.0, y, c.data(), b, 0.0, q);
+  auto aq = blk.y[1 - blk.cur].columns(0, rank);
+  apply_a(s, q, aq);
+  std::vector<double> h(rank * rank);
+  ops.gram(q, aq, h.data(), rank);
+  Eigen::Map<Eigen::MatrixXd> H(h.data(), rank, rank);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(0.5 * (H + H.transpose()), Eigen::EigenvaluesOnly);
+  for (std::int64_t j = 0; j < rank; ++j) theta_min = std::min(theta_min, sgn * es.eigenvalues()(j));
+  return theta_min;
+}
+
+}  // namespace
+
+// Plan, filter a fresh random block, then decide on its lowest Ritz value: nothing beyond the
+// k-th value verifies the set; else the full deflated re-check finds and adds what is missing.
+RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMethod method,
+                              PairSet& p, const FilterRecheckInputs& in) {
+  const double t0 = detail::now_seconds();
+  RecheckOutcome out;
+  FilterPlan f;
+  if (!plan_filter(s, opt, p, in, f, out.detail)) {
+    out.affordable = false;
+    return out;
   }
+  FilterBlocks blk(*s.ops, s.n, f.b);
+  // An interrupt leaves the set unverified; the driver returns it with status interrupted.
+  if (const std::int64_t j = run_filter(s, opt, p, f, blk))
+    return interrupted(out, t0, "filter re-check after " + std::to_string(j) + " of " +
+                                    std::to_string(f.deg) + " steps");
+  const double theta_min = lowest_ritz_value(s, p, f.sgn, blk);
+  const double sgn = f.sgn, muk = f.muk;
   char line[400];
   std::snprintf(line, sizeof line,
                 "filter re-check: %lld fresh random vectors, degree %lld on [%.6g, %.6g] (found "
                 "pairs projected out every %lld steps%s); resolution %.3g (%s)",
-                static_cast<long long>(b), static_cast<long long>(deg), sgn * cr, sgn * upper,
-                static_cast<long long>(period), fs32 ? "; steps on A's values rounded to fp32" : "",
-                delta, in.resolution_from);
-  const double threshold = muk - std::max(0.25 * delta, 10.0 * w);
+                static_cast<long long>(f.b), static_cast<long long>(f.deg), sgn * f.cr, sgn * f.upper,
+                static_cast<long long>(f.period), f.fs32 ? "; steps on A's values rounded to fp32" : "",
+                f.delta, in.resolution_from);
+  const double threshold = muk - std::max(0.25 * f.delta, 10.0 * f.w);
   if (!(theta_min < threshold) && std::isfinite(theta_min)) {
     out.verified = true;
     out.detail = std::string(line) + ": nothing below the k-th value " + g17(sgn * muk) +
@@ -235,13 +307,8 @@ RecheckOutcome shift_invert_recheck(const Problem& s, const EigsOptions& opt,
     for (std::int64_t j = 1; j < k; ++j)
       if (std::abs(p.values[j] - sigma) > std::abs(p.values[far] - sigma)) far = j;
     const double r = std::abs(p.values[far] - sigma), w = cert_width(s, p, far);
-    EigsOptions ro = opt;
-    ro.on_iteration = nullptr;
-    ro.on_checkpoint = nullptr;
-    ro.v0.clear();
-    ro.block_size = 2;
+    EigsOptions ro = recheck_options(opt, 2);
     ro.basis = 0;
-    ro.lanczos_early_stop = false;  // "nothing nearer" rests on the full Krylov space
     RunOut rr;
     try {
       rr = run_shift_invert(s, sinv, sigma, ro, 1, opt.seed * 7919 + 31 * (round + 1), &p, factor_entries);
@@ -274,11 +341,7 @@ RecheckOutcome shift_invert_recheck(const Problem& s, const EigsOptions& opt,
       out.seconds = detail::now_seconds() - t0;
       return out;
     }
-    PairSet found;
-    found.x = reorder_columns(ops, rr.pairs.x.view(), keep);
-    for (auto j : keep)
-      found.values.push_back(rr.pairs.values[j]), found.rn.push_back(rr.pairs.rn[j]),
-          found.xn.push_back(rr.pairs.xn[j]), found.rq_dev.push_back(rr.pairs.rq_dev[j]);
+    PairSet found = take_pairs(ops, rr.pairs, keep);
     p = merge_pairs(ops, p, found, k, opt.which == Which::largest ? Which::largest : Which::nearest,
                     sigma);
     out.added += static_cast<std::int64_t>(keep.size());
@@ -288,6 +351,28 @@ RecheckOutcome shift_invert_recheck(const Problem& s, const EigsOptions& opt,
   out.seconds = detail::now_seconds() - t0;
   return out;
 }
+
+namespace {
+
+// The deflation shifts δ_j = t − λ_j of deflated_recheck's A' = A + Σ δ_j·(Bx_j)(Bx_j)ᵀ: each
+// found pair is moved to t, inside the spectrum's range [−L, L] (L = ‖A‖·‖B⁻¹‖ bounds |λ|) and
+// away from the wanted end. Pushing them beyond the range instead (δ = ∓2(‖A‖ + 1)) widens the
+// spectrum the filter must damp 2.2-fold on a Laplacian (gen:lap3d:40, k = 16 largest, no
+// factor: re-check 8.4 s).
+std::vector<double> deflation_shifts(const Problem& s, const EigsOptions& opt, const PairSet& p) {
+  const bool smallest = opt.which == Which::smallest;
+  const double big = s.a_norm * std::max(1.0, s.binv_norm);
+  const auto kth0 = wanted_order(p.values, opt.which, 0.0).back();
+  const double mu0 = p.values[kth0];
+  const double t = smallest ? mu0 + std::max(0.5 * (big - mu0), 0.25 * big)
+                            : mu0 - std::max(0.5 * (mu0 + big), 0.25 * big);
+  const std::int64_t m = p.x.cols();
+  std::vector<double> deltas(m);
+  for (std::int64_t j = 0; j < m; ++j) deltas[j] = t - p.values[j];
+  return deltas;
+}
+
+}  // namespace
 
 RecheckOutcome deflated_recheck(const Problem& s, const EigsOptions& opt, EigsMethod method,
                                 PairSet& p) {
@@ -312,27 +397,11 @@ RecheckOutcome deflated_recheck(const Problem& s, const EigsOptions& opt, EigsMe
     if (s.bop) s.bop->apply(p.x.view(), bx.view());
     else ops.copy(p.x.view(), bx.view());
     if (ops.space() == Space::device) device_synchronize();
-    // Each found pair is moved to t, inside the spectrum's range [−L, L] (L = ‖A‖·‖B⁻¹‖ bounds
-    // |λ|) and away from the wanted end: A' = A + Σ δ_j·(Bx_j)(Bx_j)ᵀ with δ_j = t − λ_j. Pushing
-    // them beyond the range instead (δ = ∓2(‖A‖ + 1)) widens the spectrum the filter must damp
-    // 2.2-fold on a Laplacian (gen:lap3d:40, k = 16 largest, no factor: re-check 8.4 s).
-    const double big = s.a_norm * std::max(1.0, s.binv_norm);
-    const auto kth0 = wanted_order(p.values, opt.which, 0.0).back();
-    const double mu0 = p.values[kth0];
-    const double t = smallest ? mu0 + std::max(0.5 * (big - mu0), 0.25 * big)
-                              : mu0 - std::max(0.5 * (mu0 + big), 0.25 * big);
-    std::vector<double> deltas(m);
-    for (std::int64_t j = 0; j < m; ++j) deltas[j] = t - p.values[j];
-    LowRankUpdate adef(*s.aop, ops, bx.view(), bx.view(), deltas);
+    LowRankUpdate adef(*s.aop, ops, bx.view(), bx.view(), deflation_shifts(s, opt, p));
     // One wanted pair decides: a missed copy is the extreme eigenvalue of A'. The block keeps kr
     // columns (a multiple eigenvalue is seen as such); asking for all kr pairs costs as much as
     // kr more eigenpairs of a clustered spectrum.
-    EigsOptions ro = opt;
-    ro.on_iteration = nullptr;
-    ro.on_checkpoint = nullptr;
-    ro.v0.clear();  // a fresh random block, never the caller's start
-    ro.block_size = kr;
-    ro.lanczos_early_stop = false;  // "nothing beyond" rests on the full Krylov space
+    EigsOptions ro = recheck_options(opt, kr);
     if (method == EigsMethod::chebyshev) ro.basis = std::max<std::int64_t>(kr + 8, 16);
     RunOut rr;
     try {
@@ -360,7 +429,6 @@ RecheckOutcome deflated_recheck(const Problem& s, const EigsOptions& opt, EigsMe
     auto kth = wanted_order(p.values, opt.which, 0.0).back();
     const double muk = p.values[kth];
     const double wk = cert_width(s, p, kth);
-    PairSet found;
     std::vector<std::int64_t> keep;
     for (std::int64_t j = 0; j < nr; ++j) {
       const double v = rr.pairs.values[j];
@@ -375,10 +443,7 @@ RecheckOutcome deflated_recheck(const Problem& s, const EigsOptions& opt, EigsMe
       out.verified = true;
       return out;
     }
-    found.x = reorder_columns(ops, rr.pairs.x.view(), keep);
-    for (auto j : keep)
-      found.values.push_back(rr.pairs.values[j]), found.rn.push_back(rr.pairs.rn[j]),
-          found.xn.push_back(rr.pairs.xn[j]), found.rq_dev.push_back(rr.pairs.rq_dev[j]);
+    PairSet found = take_pairs(ops, rr.pairs, keep);
     p = merge_pairs(ops, p, found, k, opt.which, 0.0);
     out.added += static_cast<std::int64_t>(keep.size());
     *detail_text = "re-check found " + std::to_string(keep.size()) + " missed eigenvalue(s); added";

@@ -24,6 +24,9 @@ namespace tcsolve::eigs_detail {
 
 // ---- measurements (probes.cpp)
 
+// Y = A·X with the problem's operator: a foreign operator (the caller's) runs after a full
+// synchronization; A's own is ordered on the ops' stream (external_begin/end). Also the re-checks'.
+void apply_a(const Problem& s, MvView<const double> x, MvView<double> y);
 // Seconds of one apply of A to `cols` random columns (warmed once, then timed: stream marks on
 // the GPU, the host clock on the CPU).
 double time_apply(const Problem& s, std::int64_t cols);
