@@ -12,6 +12,7 @@
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 #include "core/device.hpp"
+#include "core/interrupt.hpp"
 #include "core/trace.hpp"
 
 namespace tcsolve::app {
@@ -107,6 +108,12 @@ int run_main(int argc, char** argv) {
   using namespace tcsolve::app;
   try {
     return dispatch(argc, argv);
+  } catch (const tcsolve::Interrupted& e) {
+    // A phase stopped on SIGINT/SIGTERM before it had anything to return (the probe, the ordering,
+    // the factorization, the shift-invert solves): an interrupted run, 128 + signal as every other
+    // (130 SIGINT, 143 SIGTERM), not bad input (2).
+    fail(e.what());
+    return 128 + (e.signal() > 0 ? e.signal() : 2);
   } catch (const tcsolve::OutputError& e) {
     // Not bad input: the work was done and could not be saved (full disk, vanished folder...).
     fail(e.what());

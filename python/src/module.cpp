@@ -7,7 +7,8 @@
 // CuPy helpers) and below (the small helpers of the package).
 //
 // Errors: tcsolve::InvalidArgument / InputError -> ValueError, NotCompiled -> NotImplementedError,
-// OutOfDeviceMemory -> MemoryError, OutputError -> OSError, other tcsolve::Error -> RuntimeError; a
+// OutOfDeviceMemory -> MemoryError, OutputError -> OSError, Interrupted -> KeyboardInterrupt, other
+// tcsolve::Error -> RuntimeError; a
 // Python exception raised inside a callback (operator, Ctrl-C) propagates unchanged, with its
 // traceback. Ctrl-C: interrupt_bridge.cpp.
 #include <pybind11/pybind11.h>
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "core/device.hpp"
+#include "core/interrupt.hpp"
 #include "python/src/bindings.hpp"
 #include "solvers/chebyshev_precond.hpp"
 
@@ -30,6 +32,16 @@ namespace {
 void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
+  } catch (const Interrupted& e) {
+    // A phase stopped on Ctrl-C before it had anything to return (the ordering, the
+    // factorization, the shift-invert solves): KeyboardInterrupt, with the phase. The SIGINT is
+    // pending in the interpreter too (interrupt_bridge.cpp passed it on): run its handler now, so
+    // that it does not raise a second KeyboardInterrupt in the caller's except clause; a custom
+    // handler's own exception is kept as it raised it.
+    if (PyErr_CheckSignals() == 0 || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+      PyErr_Clear();
+      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+    }
   } catch (const InvalidArgument& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const InputError& e) {
@@ -67,6 +79,13 @@ void define_helpers(py::module_& m) {
     Csr<double> a = csr_from_arrays(n, indptr, indices, data);
     py::gil_scoped_release release;
     return csr_symmetry_defect(a);
+  });
+  // Registered with atexit by the package: an interrupted call's engine work (run_interruptible
+  // leaves it running) ends before the interpreter and the BLAS library shut down; exiting under
+  // it hung in OpenBLAS's thread shutdown or crashed (4 hangs, 1 SIGSEGV in 22 runs, 2026-11-28).
+  m.def("_wait_for_abandoned_workers", [] {
+    py::gil_scoped_release release;
+    wait_for_abandoned_workers();
   });
   m.def("eigs_method_names", &eigs_method_names);
   m.def("eigs_precond_names", &eigs_precond_names);

@@ -36,8 +36,10 @@ SciPy's ``ArpackNoConvergence``) carrying the partial eigenpairs and the :class:
 
 The GIL is released while a solver runs (a ``LinearOperator`` takes it back for its products and
 gets arrays of its own, which it may keep or change). Ctrl-C sets the solvers' stop request at
-once; the solver stops at its next check (an iteration's end) and KeyboardInterrupt is raised as
-the call returns; a second Ctrl-C while it has not stopped ends the process.
+once; the solver stops at its next check (an iteration's end, or within about 20 ms in an ordering,
+a factorization or the shift-invert solves, whose work then finishes in the background) and
+KeyboardInterrupt is raised as the call returns; a second Ctrl-C while it has not stopped ends
+the process.
 """
 
 try:
@@ -45,6 +47,12 @@ try:
 except ImportError as e:  # pragma: no cover - a build problem, say what to do
     raise ImportError(f"tcsolve's extension module could not be loaded ({e}); build it with "
                       "`cmake --build build` and put build/python on PYTHONPATH, or `cmake --install`") from e
+
+import atexit as _atexit
+
+# An interrupted call may leave its engine work (an ordering, a factorization) finishing in the
+# background; the interpreter's exit waits for it instead of shutting the BLAS down under it.
+_atexit.register(_tcsolve._wait_for_abandoned_workers)
 
 from ._args import built_with_cuda
 from ._result import History, NoConvergence, Result

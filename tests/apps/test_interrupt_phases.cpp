@@ -149,11 +149,10 @@ void expect_prompt_exit(const PhaseRun& r, const char* phase) {
   EXPECT_NE(r.err.find("interrupted (SIGINT)"), std::string::npos) << r.err;
 }
 
-// Phases with nothing to return: the run ends with the phase's message. Its exit status is 2
-// while the command reports Interrupted as an error, 130 (128 + SIGINT) where it maps it as it
-// maps an interrupted solve.
+// Phases with nothing to return: the run ends with the phase's message and exit status 130
+// (128 + SIGINT), as an interrupted solve (2 is bad input; it was 2 before 2026-11-28).
 void expect_nothing_returned(const PhaseRun& r, const std::string& during) {
-  EXPECT_TRUE(r.status == 130 || r.status == 2) << r.status << "\n" << r.err;
+  EXPECT_EQ(r.status, 130) << r.err;
   EXPECT_NE(r.err.find("interrupted (SIGINT) during " + during), std::string::npos) << r.err;
 }
 
