@@ -74,3 +74,26 @@ double estimate_norm(const LinearOperator<double>& op, DenseBlockOps& ops, int s
 }
 
 }  // namespace tcsolve
+
+namespace tcsolve::detail {
+
+void apply_ordered(ApplyOrder order, DenseBlockOps& ops, const LinearOperator<double>& op,
+                   MvView<const double> x, MvView<double> y) {
+  switch (order) {
+    case ApplyOrder::synchronize:
+      ops.synchronize();
+      op.apply(x, y);
+      if (ops.space() == Space::device) device_synchronize();
+      break;
+    case ApplyOrder::events:
+      ops.external_begin();
+      op.apply(x, y);
+      ops.external_end();
+      break;
+    case ApplyOrder::same_stream:
+      op.apply(x, y);
+      break;
+  }
+}
+
+}  // namespace tcsolve::detail

@@ -16,6 +16,12 @@
 
 namespace tcsolve::detail {
 
+// y = op·x ordered against the dense ops' queue as ApplyOrder says (dense_ops.hpp): after a host
+// synchronization (and a device one for device blocks), between external_begin/end events, or
+// on the same stream. The one copy of the switch, for every solver's applies.
+void apply_ordered(ApplyOrder order, DenseBlockOps& ops, const LinearOperator<double>& op,
+                   MvView<const double> x, MvView<double> y);
+
 inline double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

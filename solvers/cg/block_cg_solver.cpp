@@ -74,21 +74,7 @@ template <class W>
 void BlockCgSolver<W>::apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y) {
   if (x.cols == 0) return;
   const int m0 = apply_marks_ ? ops_.mark() : -1;
-  switch (opt_.apply_order) {
-    case ApplyOrder::synchronize:
-      ops_.synchronize();
-      op.apply(x, y);
-      if (ops_.space() == Space::device) device_synchronize();
-      break;
-    case ApplyOrder::events:
-      ops_.external_begin();
-      op.apply(x, y);
-      ops_.external_end();
-      break;
-    case ApplyOrder::same_stream:
-      op.apply(x, y);
-      break;
-  }
+  detail::apply_ordered(opt_.apply_order, ops_, op, x, y);
   if (apply_marks_) apply_marks_->push_back({m0, ops_.mark(), &op != &a_});
   ++applies_;
   if (&op == &a_) columns_ += x.cols;

@@ -9,6 +9,7 @@
 #include "core/device.hpp"
 #include "core/operator.hpp"
 #include "solvers/dense_ops.hpp"
+#include "solvers/solver_common.hpp"
 #include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve::chebyshev {
@@ -21,21 +22,7 @@ class Applier {
   void apply(MvView<const double> x, MvView<double> y) {
     if (x.cols == 0) return;
     int m0 = timing_ ? ops_.mark() : -1;
-    switch (order_) {
-      case ApplyOrder::synchronize:
-        ops_.synchronize();
-        a_.apply(x, y);
-        if (ops_.space() == Space::device) device_synchronize();
-        break;
-      case ApplyOrder::events:
-        ops_.external_begin();
-        a_.apply(x, y);
-        ops_.external_end();
-        break;
-      case ApplyOrder::same_stream:
-        a_.apply(x, y);
-        break;
-    }
+    detail::apply_ordered(order_, ops_, a_, x, y);
     count(m0, x.cols);
   }
   // Y' = α·A·Y + β·Y + γ·Y' as one fused kernel (counted and timed as an apply).
