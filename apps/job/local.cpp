@@ -183,8 +183,11 @@ void LocalJob::read_start() {
                                        "right-hand side)", dataset.c_str(), (long long)cols, (long long)in_.nrhs));
     r_.time_read += tr.seconds();
   }
-  // A checkpoint whose writer was killed (SIGKILL) left CHECKPOINT.tmp-...: removed first.
+  // A checkpoint whose writer was killed (SIGKILL) left CHECKPOINT.tmp-...: removed first, also
+  // beside the checkpoint a run resumes from (its writer is the run that was killed; a resumed
+  // solve that writes no checkpoint of its own left it behind: AppsKillResume.SolveAtRandomPoints).
   if (!s_.checkpoint.empty()) remove_stale_temporaries(s_.checkpoint);
+  if (!s_.resume_from.empty() && s_.resume_from != s_.checkpoint) remove_stale_temporaries(s_.resume_from);
   if (!s_.resume_from.empty()) {
     Timer tr;
     std::int64_t cols = 0;
