@@ -216,6 +216,8 @@ void SubspaceIteration::bounds() {
 // ---- start: random, orthonormal, Ritz pairs
 void SubspaceIteration::start() {
   initial_block(ops_, ws_.basis[s_.cur].columns(0, m_), opt_);
+  // a given start block must have independent, finite columns (as Lanczos's and LOBPCG's)
+  check_start_block(ops_, ws_.basis[s_.cur].columns(0, m_), opt_, "chebyshev");
   trace_mark("chebyshev: initial block queued");
   orthonormalize(m_);
   trace_mark("chebyshev: initial block orthonormal");
