@@ -31,8 +31,9 @@ if [ "$SCOPE" = inputs ]; then
   # The tests of these binaries as CTest registers them (Suite.Test, Prefix/Suite.Test/param),
   # and the fuzz job.
   suites=$(for t in "${targets[@]}"; do f=$(find "$B/tests" -type f -name "$t" | head -1)
-             [ -n "$f" ] && [[ $t == test_* ]] && "$f" --gtest_list_tests | grep -E '^[^ ].*\.$' | sed 's/\.$//'
+             if [ -n "$f" ] && [[ $t == test_* ]]; then "$f" --gtest_list_tests | grep -E '^[^ ].*\.$' | sed 's/\.$//'; fi
            done | sort -u | paste -sd'|')
+  [ -n "$suites" ] || { echo "sanitize.sh: no test suites found in $B/tests" >&2; exit 1; }
   ctest --test-dir "$B" -L cpu --output-on-failure -j "$(nproc)" --timeout 900 \
     -R "^($suites)\\.|^io_fuzz_mutate\$|^io_h5_from_python\$" -E '_under_ulimit'
   exit 0
