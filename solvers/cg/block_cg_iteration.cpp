@@ -193,23 +193,16 @@ bool BlockCgSolver<W>::read_back(Run& r) {
 
 template <class W>
 bool BlockCgSolver<W>::retire_converged(Run& r) {
-  keep_idx_.clear(), still_.clear();
-  for (std::int64_t j = 0; j < r.na; ++j) {
-    if (rn_[j] <= thr_[act_[j]]) {
-      // (fp32: the next true residual decides)
-      if constexpr (!kFp32) r.res.column_iterations[act_[j]] = r.it;
-      write_back(r, j, act_[j]);
-    } else {
-      keep_idx_.push_back(j);
-      still_.push_back(act_[j]);
-    }
-  }
-  if (static_cast<std::int64_t>(still_.size()) < r.na) {
-    r.na = compact(r.na, keep_idx_);
-    act_.swap(still_);
-    if (r.na == 0) return false;
-    r.explicit_ptr = true;
-  }
+  const bool left = retire_where(r, [&](std::int64_t j) {
+    if (!(rn_[j] <= thr_[act_[j]])) return false;
+    // (fp32: the next true residual decides)
+    if constexpr (!kFp32) r.res.column_iterations[act_[j]] = r.it;
+    write_back(r, j, act_[j]);
+    return true;
+  });
+  if (!left) return true;
+  if (r.na == 0) return false;
+  r.explicit_ptr = true;
   return true;
 }
 

@@ -216,19 +216,11 @@ bool BlockCgSolver<W>::begin_cycle(Run& r) {
 // Columns whose true residual passes tol at a cycle's start leave. false: none is left.
 template <class W>
 bool BlockCgSolver<W>::retire_initial(Run& r) {
-  keep_idx_.clear(), still_.clear();
-  for (std::int64_t j = 0; j < r.na; ++j) {
-    if (rn_[act_[j]] <= opt_.tol) {
-      if (r.res.column_iterations[act_[j]] < 0) r.res.column_iterations[act_[j]] = r.it;
-    } else {
-      keep_idx_.push_back(j);
-      still_.push_back(act_[j]);
-    }
-  }
-  if (static_cast<std::int64_t>(still_.size()) < r.na) {
-    r.na = compact(r.na, keep_idx_);
-    act_.swap(still_);
-  }
+  retire_where(r, [&](std::int64_t j) {
+    if (!(rn_[act_[j]] <= opt_.tol)) return false;
+    if (r.res.column_iterations[act_[j]] < 0) r.res.column_iterations[act_[j]] = r.it;
+    return true;
+  });
   return r.na > 0;
 }
 

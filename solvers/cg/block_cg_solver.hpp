@@ -178,6 +178,10 @@ class BlockCgSolver {
   void write_back(Run& r, std::int64_t j, std::int64_t c);
   void checkpoint_if_due(Run& r, detail::Checkpointer& checkpoint);
   bool retire_initial(Run& r);
+  // The active columns j with leaves(j) (which may write them back) leave; X_a and R keep the
+  // rest, in order. Returns whether any left. The one partition of both retire steps.
+  template <class Leaves>
+  bool retire_where(Run& r, Leaves leaves);
   bool first_search_block(Run& r, OrthoOutcome o);
   void absorb_rayleigh();
   bool no_direction(Run& r, const char* block);
@@ -230,6 +234,18 @@ class BlockCgSolver {
   std::int64_t applies_ = 0, columns_ = 0, fused_iterations_ = 0, robust_steps_ = 0;
   double budget_words_ = 0.0, apply_s_ = 0.0, dense_s_ = 0.0;
 };
+
+template <class W>
+template <class Leaves>
+bool BlockCgSolver<W>::retire_where(Run& r, Leaves leaves) {
+  keep_idx_.clear(), still_.clear();
+  for (std::int64_t j = 0; j < r.na; ++j)
+    if (!leaves(j)) keep_idx_.push_back(j), still_.push_back(act_[j]);
+  if (static_cast<std::int64_t>(still_.size()) == r.na) return false;
+  r.na = compact(r.na, keep_idx_);
+  act_.swap(still_);
+  return true;
+}
 
 extern template class BlockCgSolver<double>;
 extern template class BlockCgSolver<float>;
