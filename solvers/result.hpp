@@ -71,6 +71,14 @@ struct SolveResult {
   std::vector<double> solutions;        // n × s, column-major, host
   std::int64_t n = 0;
   std::vector<double> residual_norms;   // true ‖b_j − A·x_j‖₂ / ‖b_j‖₂, recomputed at the end
+  // Normwise backward error ‖b_j − A·x_j‖₂ / (‖A‖·‖x_j‖₂ + ‖b_j‖₂), ‖A‖ the Frobenius norm (an
+  // upper bound of ‖A‖₂, so the figure is a lower bound of the 2-norm one); empty where not
+  // computed (solvers/solve_check.hpp).
+  std::vector<double> backward_errors;
+  // Least squares only: ‖Aᵀ·r_j‖₂ / (‖A‖·‖r_j‖₂), the optimality measure (0 for r_j = 0).
+  std::vector<double> optimality;
+  // Which method produced the answer: "block_cg", "minres", "gmres(30)", "umfpack LU", ...
+  std::string method;
   std::vector<std::int64_t> column_iterations;  // iteration at which each column converged
   std::int64_t iterations = 0;
   std::int64_t operator_applies = 0;    // columns multiplied by A
