@@ -23,6 +23,8 @@ struct MatrixKindFacts {
 };
 
 // Classifies A by its entries only (O(nnz), no factorization). rel_tol: the symmetry test's.
-MatrixKindFacts classify_matrix(const Csr<double>& a, double rel_tol = 1e-12);
+// symmetric_by_construction (generators that build both triangles from one formula): the
+// symmetry test is skipped (asymmetry 0).
+MatrixKindFacts classify_matrix(const Csr<double>& a, double rel_tol = 1e-12, bool symmetric_by_construction = false);
 
 }  // namespace tcsolve
