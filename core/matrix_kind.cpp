@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "core/parallel.hpp"
+
 namespace tcsolve {
 
 const char* to_string(MatrixKind k) {
@@ -15,29 +17,38 @@ const char* to_string(MatrixKind k) {
   return "?";
 }
 
-// One pass over the entries for the diagonal and the empty rows/columns, and csr_symmetry_defect
-// (a sorted search of a_ji for each a_ij) for a square A.
+// One parallel pass over the rows for the diagonal and the empty rows; the empty columns from a
+// pass over the column indices only where they can differ from the empty rows (A not symmetric);
+// csr_symmetry_defect (a sorted search of a_ji for each a_ij) for a square A.
 MatrixKindFacts classify_matrix(const Csr<double>& a, double rel_tol, bool symmetric_by_construction) {
   MatrixKindFacts f;
-  std::vector<char> col_seen(static_cast<std::size_t>(a.ncols), 0);
-  std::vector<double> diag(static_cast<std::size_t>(a.square() ? a.nrows : 0), 0.0);
-  for (std::int64_t i = 0; i < a.nrows; ++i) {
+  const bool square = a.square();
+  std::vector<double> diag(static_cast<std::size_t>(square ? a.nrows : 0), 0.0);
+  std::vector<char> empty(static_cast<std::size_t>(a.nrows), 0);
+  parallel_for(a.nrows, [&](std::int64_t i) {
     bool any = false;
     for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
       if (a.values[p] == 0.0) continue;  // explicit zeros do not make a row non-empty
       any = true;
-      col_seen[a.col_idx[p]] = 1;
-      if (a.square() && a.col_idx[p] == i) diag[i] = a.values[p];
+      if (square && a.col_idx[p] == i) diag[i] = a.values[p];
     }
-    f.empty_rows += !any;
+    empty[i] = !any;
+  });
+  for (char e : empty) f.empty_rows += e;
+  if (square) f.asymmetry = symmetric_by_construction ? 0.0 : csr_symmetry_defect(a);
+  if (!square || f.asymmetry > 0) {
+    std::vector<char> col_seen(static_cast<std::size_t>(a.ncols), 0);
+    for (std::int64_t p = 0; p < a.nnz(); ++p)
+      if (a.values[p] != 0.0) col_seen[a.col_idx[p]] = 1;
+    for (char c : col_seen) f.empty_cols += !c;
+  } else {
+    f.empty_cols = f.empty_rows;
   }
-  for (char c : col_seen) f.empty_cols += !c;
   if (!a.square()) {
     f.kind = MatrixKind::rectangular;
     return f;
   }
   for (double d : diag) f.nonpositive_diagonal += !(d > 0.0);
-  f.asymmetry = symmetric_by_construction ? 0.0 : csr_symmetry_defect(a);
   if (f.asymmetry > rel_tol) f.kind = MatrixKind::unsymmetric;
   else f.kind = f.nonpositive_diagonal > 0 ? MatrixKind::symmetric_indefinite : MatrixKind::symmetric_positive;
   return f;

@@ -1,24 +1,44 @@
 #include "apps/job/cache.hpp"
 
 #include "apps/cli.hpp"
-#include "apps/matrix_summary.hpp"
 #include "core/trace.hpp"
 #include "io/generators.hpp"
 #include "io/matrix_io.hpp"
+#include "core/error.hpp"
+#include "core/format.hpp"
 
 namespace tcsolve::app {
 
 MatrixCache::MatrixCache() = default;
 MatrixCache::~MatrixCache() = default;
 
-std::shared_ptr<const PreparedMatrix> MatrixCache::get(const std::string& spec, bool* fresh) {
+namespace {
+
+// eigs and block CG: A square and symmetric (what the stored kind says), else InvalidArgument.
+void require_symmetric(const PreparedMatrix& m) {
+  const Csr<double>& a = m.a;
+  if (!a.square())
+    throw InputError(m.spec, 0, format("matrix is %lld x %lld, a square matrix is required", (long long)a.nrows,
+                                       (long long)a.ncols));
+  if (m.kind.kind == MatrixKind::unsymmetric)
+    throw InvalidArgument(format("%s is not symmetric (max |a_ij - a_ji| / max |a| = %.3g): the "
+                                 "eigensolvers need a symmetric matrix",
+                                 m.spec.c_str(), m.kind.asymmetry));
+}
+
+}  // namespace
+
+std::shared_ptr<const PreparedMatrix> MatrixCache::get(const std::string& spec, bool* fresh, Need need) {
   if (fresh) *fresh = false;
   auto it = matrices_.find(spec);
-  if (it != matrices_.end()) return it->second;
+  if (it != matrices_.end()) {
+    if (need == Need::symmetric) require_symmetric(*it->second);
+    return it->second;
+  }
   auto m = std::make_shared<PreparedMatrix>();
   m->spec = spec;
   ReadOptions ro;
-  ro.require_square = true;  // the reader names the file and both sizes
+  // (every shape is read; the kind says which solves apply: require_symmetric, below)
   Timer tr;
   m->a = read_matrix(spec, ro);
   m->read_seconds = tr.seconds();
@@ -29,14 +49,10 @@ std::shared_ptr<const PreparedMatrix> MatrixCache::get(const std::string& spec, 
   // Generators build both triangles from one formula (tests/io/test_generators checks every
   // kind): symmetric by construction, not checked again (18 ms at 1M rows on the H200).
   const bool by_construction = is_generator_spec(spec) && a.symmetry == Symmetry::symmetric;
-  if (!by_construction && !is_symmetric(a, 1e-12)) {
-    const MatrixSummary s = summarize(a);
-    throw InvalidArgument(format("%s is not symmetric (max |a_ij - a_ji| / max |a| = %.3g): the "
-                                 "eigensolvers and block CG need a symmetric matrix",
-                                 spec.c_str(), s.symmetry_defect));
-  }
+  m->kind = classify_matrix(a, 1e-12, by_construction);
+  if (need == Need::symmetric) require_symmetric(*m);
   trace_mark("matrix: symmetry checked");
-  m->diagonal = csr_diagonal(a);
+  if (a.square()) m->diagonal = csr_diagonal(a);
   m->inf_norm = csr_inf_norm(a);
   m->check_seconds = tc.seconds();
   matrices_[spec] = m;

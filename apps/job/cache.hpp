@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/csr.hpp"
+#include "core/matrix_kind.hpp"
 #include "core/types.hpp"
 #include "solvers/dense_ops.hpp"
 #include "solvers/eigs/plan.hpp"
@@ -32,7 +33,8 @@ struct PreparedMatrix {
     return checksum() == stored;
   }
   double inf_norm = 0;    // ‖A‖∞ = max_i Σ_j |a_ij| (≥ ‖A‖₂ for symmetric A)
-  std::vector<double> diagonal;
+  std::vector<double> diagonal;  // square A only
+  MatrixKindFacts kind;          // core/matrix_kind.hpp
 
  private:
   mutable std::string checksum_;
@@ -45,9 +47,12 @@ class MatrixCache {
  public:
   MatrixCache();
   ~MatrixCache();
-  // Reads and checks (square, symmetric values, finite) on first use. `fresh` is set when this
-  // call did the read.
-  std::shared_ptr<const PreparedMatrix> get(const std::string& spec, bool* fresh = nullptr);
+  // Reads and checks (finite values; the kind: core/matrix_kind.hpp) on first use. `fresh` is set
+  // when this call did the read. need == symmetric (eigs, mass matrices, distributed runs):
+  // InvalidArgument unless A is square and symmetric; need == any (solve): every shape.
+  enum class Need { symmetric, any };
+  std::shared_ptr<const PreparedMatrix> get(const std::string& spec, bool* fresh = nullptr,
+                                            Need need = Need::symmetric);
   DenseBlockOps& ops(Backend backend);
   // basis == permuted: the operator of B = P·A·Pᵀ for the symmetric Jaccard/RCM reordering
   // (spmm/sparse_operator.hpp; permutation() is nullptr when the reordering was not applied).
