@@ -8,6 +8,7 @@
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
 #include "apps/matrix_summary.hpp"
+#include "core/matrix_kind.hpp"
 #include "io/matrix_io.hpp"
 #include "preprocess/bcsr_stats.hpp"
 #include "preprocess/jaccard_reorder.hpp"
@@ -149,7 +150,19 @@ std::string plan_json(const SpmmPlan& p) {
                 json_number(p.est_bytes_bcsr).c_str(), json_string(p.reason).c_str());
 }
 
-void print_text(const std::string& name, const MatrixSummary& s, double read_s) {
+// The kind (core/matrix_kind.hpp): which solve methods apply.
+std::string kind_text(const MatrixKindFacts& k) {
+  std::string t = to_string(k.kind);
+  if (k.kind == MatrixKind::symmetric_positive) t += " (positive definite not proven: block CG finds out)";
+  if (k.kind == MatrixKind::symmetric_indefinite)
+    t += format(" (%lld rows with a_ii <= 0)", (long long)k.nonpositive_diagonal);
+  if (k.empty_rows || k.empty_cols)
+    t += format("; %lld empty rows, %lld empty columns: singular%s", (long long)k.empty_rows, (long long)k.empty_cols,
+                k.kind == MatrixKind::rectangular ? " (rank deficient)" : "");
+  return t;
+}
+
+void print_text(const std::string& name, const MatrixSummary& s, const MatrixKindFacts& k, double read_s) {
   auto line = [](const char* key, const std::string& value) {
     std::cout << format("%-18s %s\n", key, value.c_str());
   };
@@ -160,6 +173,7 @@ void print_text(const std::string& name, const MatrixSummary& s, double read_s) 
                            s.nrows && s.ncols ? 100.0 * double(s.nnz) / (double(s.nrows) * double(s.ncols)) : 0.0));
   line("symmetry", "declared " + s.declared_symmetry);
   line("values symmetric", symmetry_verdict(s));
+  line("kind", kind_text(k));
   line("row lengths", format("min %lld, mean %.3f, max %lld, std %.3f", (long long)s.row_min,
                              s.row_mean, (long long)s.row_max, s.row_std));
   line("empty rows", std::to_string(s.empty_rows));
@@ -171,13 +185,14 @@ void print_text(const std::string& name, const MatrixSummary& s, double read_s) 
   line("read time", format_seconds(read_s));
 }
 
-void print_json(const std::string& name, const MatrixSummary& s, double read_s,
+void print_json(const std::string& name, const MatrixSummary& s, const MatrixKindFacts& k, double read_s,
                 const std::vector<BlockReport>& blocks, const SpmmPlan* plan) {
   auto i64 = [](std::int64_t v) { return std::to_string(v); };
   std::cout << "{\"matrix\": " << json_string(name) << ", \"rows\": " << i64(s.nrows)
             << ", \"cols\": " << i64(s.ncols) << ", \"nnz\": " << i64(s.nnz)
             << ", \"declared_symmetry\": " << json_string(s.declared_symmetry)
             << ", \"symmetry_defect\": " << json_number(s.symmetry_defect)
+            << ", \"kind\": " << json_string(to_string(k.kind)) << ", \"kind_detail\": " << json_string(kind_text(k))
             << ", \"row_length\": {\"min\": " << i64(s.row_min) << ", \"mean\": "
             << json_number(s.row_mean) << ", \"max\": " << i64(s.row_max)
             << ", \"std\": " << json_number(s.row_std) << "}"
@@ -248,6 +263,7 @@ int run_info(const Args& args) {
   const double read_s = t.seconds();
   progress.clear();
   const MatrixSummary s = summarize(a);
+  const MatrixKindFacts kind = classify_matrix(a);
 
   std::vector<BlockReport> reports;
   for (auto [h, w] : shapes) {
@@ -284,10 +300,10 @@ int run_info(const Args& args) {
   }
 
   if (json) {
-    print_json(name, s, read_s, reports, plan ? &sp : nullptr);
+    print_json(name, s, kind, read_s, reports, plan ? &sp : nullptr);
     return exit_ok;
   }
-  print_text(name, s, read_s);
+  print_text(name, s, kind, read_s);
   for (const auto& r : reports) print_blocks_text(r, prec);
   if (plan) print_plan_text(sp, reorder == "jaccard");
   return exit_ok;

@@ -113,7 +113,7 @@ Backend LocalJob::start_and_read() {
       });
   bool fresh = false;
   try {
-    in_.A = cache_.get(s_.matrix, &fresh);
+    in_.A = cache_.get(s_.matrix, &fresh, s_.eigs() ? MatrixCache::Need::symmetric : MatrixCache::Need::any);
   } catch (...) {
     warm.wait();
     throw;
@@ -160,12 +160,7 @@ void LocalJob::read_inputs() {
     Timer tr;
     in_.rhs = load_rhs(s_.rhs, n, &in_.nrhs, s_.seed, /*materialize=*/false);
     r_.time_read += tr.seconds();
-    // A symmetric matrix with a_ii <= 0 is not positive definite (e_iᵀ A e_i = a_ii).
-    for (std::int64_t i = 0; i < n; ++i)
-      if (!(in_.A->diagonal[i] > 0))
-        throw InvalidArgument(format("%s is not positive definite (a_ii = %g at row %lld): block CG needs a "
-                                     "symmetric positive definite matrix",
-                                     s_.matrix.c_str(), in_.A->diagonal[i], (long long)i + 1));
+    // (the matrix's kind decides the method: apps/job/local_methods.cpp)
   }
   read_start();
 }

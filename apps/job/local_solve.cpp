@@ -16,33 +16,29 @@ namespace tcsolve::app {
 LocalSolve::~LocalSolve() = default;
 
 void LocalSolve::run(Backend backend, std::int64_t fit_columns) {
+  if (!s_.eigs()) return run_solve(backend, fit_columns);
   Timer tp;
-  r_.preconditioner = to_string(s_.precond);  // (a run again on the CPU plans afresh)
-  SolvePlan plan;
-  if (!s_.eigs()) {
-    SolvePlanFacts f = solve_plan_facts(s_, in_.nrhs);
-    f.fit_columns = fit_columns;
-    f.facts.gpu = backend == Backend::cuda;
-    f.facts.n = in_.A->a.nrows, f.facts.nnz = in_.A->a.nnz();
-    f.facts.diagonal_varies = f.facts.gpu && f.asked == CgPrecond::automatic && chebyshev_wants_jacobi(in_.A->a);
-    plan = plan_solve(f);
-    if (!plan.note.empty()) r_.preconditioner = plan.note;
-  }
+  r_.preconditioner = to_string(s_.precond);
   // The operator's kernel trial runs at the width the solver will apply, and its scratch X and Y
   // (2 blocks of that width) must fit beside the matrices as the solver's blocks will.
   const std::int64_t eig_cols =
       fit_columns > 0 ? std::max<std::int64_t>(1, std::min<std::int64_t>(s_.k + 8, fit_columns / 2)) : s_.k + 8;
-  build_operators(backend, static_cast<int>(s_.eigs() ? eig_cols : plan.batch));
+  ensure_operators(backend, static_cast<int>(eig_cols));
   r_.time_operator = tp.seconds();
   r_.time_setup += r_.time_operator;
+  CheckpointWriter ck(s_, *in_.A, perm_, r_);
+  run_eigs(backend, fit_columns, ck);
+}
+
+void LocalSolve::ensure_operators(Backend backend, int cols) {
+  if (operators_built_) return;
+  build_operators(backend, cols);
+  operators_built_ = true;
   trace_mark("job: operator built");
   r_.spmm_kernel = to_string(aop_->plan().kernel);
   r_.spmm_plan = aop_->plan().reason;
   r_.backend = to_string(backend);
   r_.device = backend == Backend::cuda ? device_name() : "cpu";
-  CheckpointWriter ck(s_, *in_.A, perm_, r_);
-  if (s_.eigs()) run_eigs(backend, fit_columns, ck);
-  else run_cg(plan, ck);
 }
 
 // --reorder symmetric: when the reordering is applied (permutation p), the operator is
@@ -120,11 +116,11 @@ void LocalSolve::run_eigs(Backend backend, std::int64_t fit_columns, CheckpointW
 // block CG with the plan's preconditioner. random:S right-hand sides are generated where the
 // solve runs (block_cg_random) when nothing needs them on the host (no permutation, one batch, no
 // initial guess).
-void LocalSolve::run_cg(const SolvePlan& plan, CheckpointWriter& ck) {
+SolveResult LocalSolve::run_cg(const SolvePlan& plan, CheckpointWriter& ck, double budget) {
   const std::int64_t n = in_.A->a.nrows, nrhs = in_.nrhs;
   CgOptions co = cg_options(s_);
   Timer ts;
-  std::unique_ptr<ChebyshevPreconditioner> cheb;
+  std::unique_ptr<ChebyshevPreconditioner>& cheb = cheb_;
   if (plan.precond == CgPrecond::chebyshev) {
     // ‖A‖∞ (‖D⁻¹A‖∞ when Jacobi-scaled) ≥ λmax; the fused step and the scaling need A in the
     // operator's basis (not with --reorder's permutation).
@@ -147,6 +143,14 @@ void LocalSolve::run_cg(const SolvePlan& plan, CheckpointWriter& ck) {
     }
   }
   co.on_iteration = cg_progress(progress_, nrhs, ts);
+  if (budget > 0) {
+    auto shown = co.on_iteration;
+    auto b = std::make_shared<IterativeBudget>(budget, s_.tol);
+    co.on_iteration = [shown, b, &ts](const IterationRecord& rec) {
+      if (shown) shown(rec);
+      b->check(rec, ts.seconds());
+    };
+  }
   co.on_checkpoint = ck.callback();
   SolveResult sr;
   const bool random_rhs = in_.rhs.empty() && nrhs > 0;
@@ -167,9 +171,8 @@ void LocalSolve::run_cg(const SolvePlan& plan, CheckpointWriter& ck) {
     if (perm_) scatter(sr.solutions);
   }
   ck.finish();
-  record_solve(sr, s_, cheb.get(), ts.seconds(), r_);
-  r_.right_hand_sides = nrhs;
-  notes_.wanted = nrhs;
+  sr.seconds = ts.seconds();
+  return sr;
 }
 
 // Columns in batches when 8 blocks of all right-hand sides do not fit the GPU: each batch is an

@@ -13,6 +13,8 @@
 #include "apps/job/run.hpp"
 #include "apps/job/spec.hpp"
 #include "solvers/block_cg.hpp"
+#include "solvers/chebyshev_precond.hpp"
+#include "solvers/solve_method.hpp"
 #include "solvers/solve_plan.hpp"
 
 namespace tcsolve::app {
@@ -46,7 +48,19 @@ class LocalSolve {
  private:
   void build_operators(Backend backend, int cols);
   void run_eigs(Backend backend, std::int64_t fit_columns, CheckpointWriter& ck);
-  void run_cg(const SolvePlan& plan, CheckpointWriter& ck);
+  // solve (apps/job/local_methods.cpp): the method's plan (solvers/solve_method.hpp), then the
+  // method and, when it fails, its fallbacks in order; the result of the last one tried is the
+  // record's, and the reason says why each earlier one gave way.
+  void run_solve(Backend backend, std::int64_t fit_columns);
+  SolveMethodPlan plan_method(Backend backend);
+  SolveResult run_method(SolveMethod m, Backend backend, std::int64_t fit_columns, double budget, CheckpointWriter& ck);
+  SolveResult run_krylov(SolveMethod m, double budget);
+  SolveResult run_direct();
+  // The operators for an iterative method (once; with the CG plan's batch width).
+  void ensure_operators(Backend backend, int cols);
+  // The right-hand sides on the host (random:S drawn here) and --x0, in the operator's basis.
+  const std::vector<double>& host_rhs();
+  SolveResult run_cg(const SolvePlan& plan, CheckpointWriter& ck, double budget);
   SolveResult cg_in_batches(const double* b_all, const double* x0_all, std::int64_t batch, const CgOptions& co,
                             CheckpointWriter& ck);
   // --reorder symmetric applied (permutation p): x̃ = P·x and x = Pᵀ·x̃ for host blocks of n rows.
@@ -68,6 +82,9 @@ class LocalSolve {
   std::unique_ptr<SparseOperator> bop_perm_;
   const Csr<double>* a_csr_ = nullptr;
   const Csr<double>* b_csr_ = nullptr;
+  std::unique_ptr<ChebyshevPreconditioner> cheb_;  // block CG's polynomial, when it ran
+  std::vector<double> rhs_host_;                   // host_rhs()
+  bool operators_built_ = false;
 };
 
 }  // namespace tcsolve::app

@@ -133,9 +133,10 @@ void record_eigs(EigsResult& er, ResultRecord& r) {
 
 void record_solve(SolveResult& sr, const JobSpec& s, const ChebyshevPreconditioner* cheb, double solve_seconds,
                   ResultRecord& r) {
-  r.status = to_string(sr.status), r.reason = sr.reason, r.method = "block_cg";
-  if (sr.status == SolverStatus::breakdown)
+  r.status = to_string(sr.status), r.reason = sr.reason, r.method = sr.method.empty() ? "block_cg" : sr.method;
+  if (sr.status == SolverStatus::breakdown && r.method == "block_cg")
     r.reason = s.matrix + " is not positive definite (block CG breakdown: " + r.reason + ")";
+  r.backward_errors = sr.backward_errors, r.optimality = sr.optimality;
   r.iterations = sr.iterations;
   r.operator_applies = sr.operator_applies + (cheb ? cheb->columns_applied() : 0);  // the polynomial's too
   r.residual_norms = sr.residual_norms, r.column_iterations = sr.column_iterations;

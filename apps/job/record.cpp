@@ -94,9 +94,16 @@ void visit_answer(const R& r, ResultVisitor& v) {
   if (r.is_eigs()) return visit_eigenpairs(r, v, vectors);
   v.attr("right_hand_sides", r.right_hand_sides);
   if (r.ranks == 0) v.attr("precision_used", r.precision_used);
-  if (vectors) v.dataset_2d("solution", r.vectors.data(), cols, r.rows);
+  // (a least-squares solution has A's columns for rows: its length is the block's over s)
+  const std::int64_t sol_rows = cols > 0 ? static_cast<std::int64_t>(r.vectors.size()) / cols : 0;
+  if (cols > 0 && sol_rows > 0 && sol_rows * cols == static_cast<std::int64_t>(r.vectors.size()))
+    v.dataset_2d("solution", r.vectors.data(), cols, sol_rows);
   v.dataset("residual_norms", r.residual_norms);
   v.dataset("column_iterations", r.column_iterations);
+  if (!r.backward_errors.empty()) v.dataset("backward_errors", r.backward_errors);
+  if (!r.optimality.empty()) v.dataset("optimality", r.optimality);
+  if (!r.matrix_kind.empty()) v.attr("matrix_kind", r.matrix_kind);
+  if (!r.method_reason.empty()) v.attr("method_reason", r.method_reason);
 }
 
 // The history group: one record per iteration; residual norms [m][c], c the widest record,
@@ -208,6 +215,9 @@ std::string result_json(const ResultRecord& r, const std::string& out) {
        << ", \"predicted_seconds\": " << json_number(r.predicted_seconds)
        << ", \"verification\": " << json_string(r.verification)
        << ", \"factorization\": " << json_string(r.factorization);
+  else
+    os << ", \"matrix_kind\": " << json_string(r.matrix_kind) << ", \"method_reason\": " << json_string(r.method_reason)
+       << ", \"backward_errors\": " << json_array(r.backward_errors) << ", \"optimality\": " << json_array(r.optimality);
   os << ", \"precision\": " << json_string(r.precision_used) << ", \"solve_steps\": " << json_string(r.solve_steps)
      << ", \"residual_norms\": " << json_array(r.residual_norms) << ", \"operator_applies\": " << r.operator_applies
      << ", \"checkpoints\": {\"count\": " << r.checkpoints << ", \"failed\": " << r.checkpoint_failures

@@ -78,6 +78,9 @@ struct ResultRecord {
   // (datasets eigenvectors [cols][n] / solution [s][n]; absent unless rows · cols values)
   std::vector<double> vectors;
   std::vector<double> residual_norms;
+  // solve: ‖b−Ax‖/(‖A‖_F‖x‖+‖b‖) per column, and least squares' ‖Aᵀr‖/(‖A‖_F‖r‖) (absent when empty)
+  std::vector<double> backward_errors, optimality;
+  std::string matrix_kind;  // solve: core/matrix_kind.hpp's words (absent when empty)
   std::string precision_used;  // the working precision ("fp64", the ladder's rungs, ...)
   std::string solve_steps;     // --json only: the solve's seconds by step
   std::vector<IterationRecord> history;

@@ -113,7 +113,19 @@ void add_solve_options(po::options_description& opts, JobSpec& s) {
        "right-hand sides: a dataset [s][n] (one row per right-hand side) or [n], or S random ones")
       ("x0", po::value(&s.start)->value_name("FILE.h5[:DATASET]"),
        "initial guess: an earlier result's /solution, or a DATASET [s][n] with one row per "
-       "right-hand side (default: zero)");
+       "right-hand side (default: zero)")
+      ("method", parsed("auto|cg|minres|gmres|direct|lsqr", [&s](const std::string& v) {
+         try {
+           s.solve_method = parse_solve_method(v);
+         } catch (const InvalidArgument& e) {
+           throw UsageError(std::string("--") + e.what());
+         }
+       }),
+       "solver (default auto: by the matrix's kind, block CG for symmetric matrices with a "
+       "positive diagonal, MINRES for symmetric indefinite, GMRES for unsymmetric, with a sparse "
+       "factorization (CHOLMOD, MUMPS, UMFPACK) where it is predicted cheaper or the iteration "
+       "fails; rectangular matrices: least squares by SuiteSparseQR; the output says which and why)")
+      ("restart", po::value(&s.restart)->value_name("M"), "GMRES(M): basis vectors per cycle (default 30)");
 }
 
 void add_common_options(po::options_description& opts, JobSpec& s, bool eigs) {
@@ -241,6 +253,11 @@ void validate_job(const JobSpec& s) {
   }
   if (!(s.tol > 0 && s.tol < 1)) throw UsageError(format("--tol %g: expected 0 < T < 1", s.tol));
   if (s.maxiter < 0) throw UsageError("--maxiter must be positive");
+  if (s.restart < 1 || s.restart > 1000)
+    throw UsageError("--restart " + std::to_string(s.restart) + ": expected 1 to 1000");
+  if (!s.eigs() && s.precond == Precond::chebyshev && s.solve_method != SolveMethod::automatic &&
+      s.solve_method != SolveMethod::cg)
+    throw UsageError(std::string("--precond chebyshev is block CG's (not --method ") + to_string(s.solve_method) + ")");
   if (s.precond_degree < 0 || s.precond_degree > 1000)
     throw UsageError("--precond-degree " + std::to_string(s.precond_degree) + ": expected 0 (automatic) to 1000");
   if (s.precond_degree > 0 && !(!s.eigs() && s.precond == Precond::chebyshev))
@@ -297,6 +314,8 @@ void check_job_outputs(const JobSpec& s) {
 
 std::string job_options_string(const JobSpec& s) {
   std::string o = std::string("task=") + to_string(s.task) + ";matrix=" + s.matrix + ";mass=" + s.mass + ";rhs=" + s.rhs;
+  if (!s.eigs() && s.solve_method != SolveMethod::automatic) o += std::string(";method=") + to_string(s.solve_method);
+  if (!s.eigs() && s.restart != 30) o += format(";restart=%d", s.restart);
   if (s.eigs())
     o += format(";k=%lld;which=%s;method=%s;sigma=%s;conv=%s;no_factor=%d;no_recheck=%d;certify=%d;block_size=%lld",
                 (long long)s.k, which_name(s.which), to_string(s.method), s.sigma.c_str(), to_string(s.conv),

@@ -12,6 +12,7 @@
 #include "core/types.hpp"
 #include "distributed/partition.hpp"
 #include "solvers/eigs/eigs.hpp"
+#include "solvers/solve_method.hpp"
 
 namespace tcsolve::app {
 
@@ -49,6 +50,8 @@ struct JobSpec {
   std::int64_t k = 6;
   Which which = Which::smallest;  // smallest | largest | nearest (needs sigma)
   EigsMethod method = EigsMethod::automatic;
+  SolveMethod solve_method = SolveMethod::automatic;  // solve --method (solvers/solve_method.hpp)
+  int restart = 30;                                   // solve: GMRES(m)
   std::string sigma;  // shift for shift-invert as given ("" = none; job_options keep the text)
   double sigma_value = 0;
   ConvTest conv = ConvTest::rel;  // eigs convergence test

@@ -1,0 +1,179 @@
+// solve on this process: the method (solvers/solve_method.hpp), its fallbacks, and the direct
+// and Krylov runs beside block CG (apps/job/local_solve.cpp).
+#include <algorithm>
+#include <memory>
+
+#include "apps/job/inputs.hpp"
+#include "apps/job/local_solve.hpp"
+#include "apps/job/pipeline.hpp"
+#include "core/device.hpp"
+#include "core/trace.hpp"
+#include "factor/sparse_factor.hpp"
+#include "solvers/direct/direct_solve.hpp"
+#include "solvers/krylov/gmres.hpp"
+#include "solvers/krylov/minres.hpp"
+#include "solvers/solution_check.hpp"
+
+namespace tcsolve::app {
+
+namespace {
+
+// The methods a kind admits when asked by name (auto never asks for a misfit).
+void check_method_fits(SolveMethod m, const MatrixKindFacts& k, const std::string& matrix) {
+  const bool square = k.kind != MatrixKind::rectangular, symmetric = square && k.kind != MatrixKind::unsymmetric;
+  if ((m == SolveMethod::cg || m == SolveMethod::minres) && !symmetric)
+    throw InvalidArgument(format("%s is %s: --method %s needs a symmetric matrix (gmres or direct take it%s)",
+                                 matrix.c_str(), to_string(k.kind), to_string(m),
+                                 square ? "" : "; a rectangular one: direct or lsqr"));
+  if (m == SolveMethod::gmres && !square)
+    throw InvalidArgument(matrix + " is rectangular: --method gmres needs a square matrix (direct or lsqr: least squares)");
+  if (m == SolveMethod::cg && k.kind == MatrixKind::symmetric_indefinite)
+    throw InvalidArgument(format("%s is not positive definite (%lld rows with a_ii <= 0): block CG needs a symmetric "
+                                 "positive definite matrix (minres or direct take it)",
+                                 matrix.c_str(), (long long)k.nonpositive_diagonal));
+  if (m == SolveMethod::lsqr && square)
+    throw InvalidArgument(matrix + " is square: --method lsqr is for rectangular matrices (direct, gmres, minres, cg)");
+}
+
+// The bytes a second one iteration streams at (the planner's per-iteration price).
+double device_bandwidth(Backend b) { return b == Backend::cuda ? 3.0e12 : 1.0e10; }
+
+}  // namespace
+
+SolveMethodPlan LocalSolve::plan_method(Backend backend) {
+  const MatrixKindFacts& k = in_.A->kind;
+  SolveMethodFacts f;
+  f.asked = s_.solve_method == SolveMethod::lsqr ? SolveMethod::direct : s_.solve_method;
+  if (s_.solve_method != SolveMethod::automatic) check_method_fits(s_.solve_method, k, s_.matrix);
+  f.kind = k.kind;
+  f.rows = in_.A->a.nrows, f.cols = in_.A->a.ncols, f.nnz = in_.A->a.nnz(), f.rhs = in_.nrhs;
+  f.gpu = backend == Backend::cuda;
+  f.bandwidth = device_bandwidth(backend);
+  f.direct_built = built_with_factor();
+  if (f.direct_built && f.asked == SolveMethod::automatic) {
+    DirectOptions dopt;
+    f.direct = estimate_direct(in_.A->a, k.kind, dopt);
+    f.direct_seconds = price_direct(f.direct, f.rows, f.rhs);
+  }
+  return plan_solve_method(f);
+}
+
+void LocalSolve::run_solve(Backend backend, std::int64_t fit_columns) {
+  Timer tp;
+  const SolveMethodPlan mp = plan_method(backend);
+  r_.time_plan = tp.seconds();
+  r_.matrix_kind = to_string(in_.A->kind.kind);
+  r_.method_reason = mp.why;
+  r_.backend = to_string(backend);
+  r_.device = backend == Backend::cuda ? device_name() : "cpu";
+  r_.preconditioner = to_string(s_.precond);
+  std::vector<SolveMethod> chain{mp.method};
+  chain.insert(chain.end(), mp.fallbacks.begin(), mp.fallbacks.end());
+  CheckpointWriter ck(s_, *in_.A, perm_, r_);
+  std::string gave_way;  // why earlier methods gave way
+  SolveResult sr;
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    const bool last = i + 1 == chain.size();
+    const SolveMethod m = chain[i];
+    // (the budget is the direct solve's price: for the iteration that has it as its fallback)
+    const bool before_direct = !last && chain.back() == SolveMethod::direct;
+    try {
+      sr = run_method(m, backend, fit_columns, before_direct ? mp.budget_seconds : 0.0, ck);
+    } catch (const BudgetExceeded& e) {
+      gave_way += std::string(gave_way.empty() ? "" : "; ") + to_string(m) + " gave way: " + e.what();
+      continue;
+    }
+    if (sr.status == SolverStatus::converged || sr.status == SolverStatus::interrupted || last) break;
+    // block CG's breakdown on a clearly negative pᵀAp: A is indefinite, MINRES is next.
+    gave_way += std::string(gave_way.empty() ? "" : "; ") + to_string(m) + " " + to_string(sr.status) + ": " + sr.reason;
+  }
+  if (!gave_way.empty()) r_.method_reason += "; " + gave_way;
+  ck.finish();
+  record_solve(sr, s_, cheb_.get(), sr.seconds, r_);
+  r_.right_hand_sides = in_.nrhs;
+  notes_.wanted = in_.nrhs;
+}
+
+SolveResult LocalSolve::run_method(SolveMethod m, Backend backend, std::int64_t fit_columns, double budget,
+                                   CheckpointWriter& ck) {
+  if (m == SolveMethod::direct || m == SolveMethod::lsqr) return run_direct();
+  Timer tp;
+  if (m == SolveMethod::cg) {
+    SolvePlanFacts f = solve_plan_facts(s_, in_.nrhs);
+    f.fit_columns = fit_columns;
+    f.facts.gpu = backend == Backend::cuda;
+    f.facts.n = in_.A->a.nrows, f.facts.nnz = in_.A->a.nnz();
+    f.facts.diagonal_varies = f.facts.gpu && f.asked == CgPrecond::automatic && chebyshev_wants_jacobi(in_.A->a);
+    const SolvePlan plan = plan_solve(f);
+    if (!plan.note.empty()) r_.preconditioner = plan.note;
+    ensure_operators(backend, static_cast<int>(plan.batch));
+    r_.time_operator += tp.seconds(), r_.time_setup += tp.seconds();
+    return run_cg(plan, ck, budget);
+  }
+  ensure_operators(backend, static_cast<int>(in_.nrhs));
+  r_.time_operator += tp.seconds(), r_.time_setup += tp.seconds();
+  return run_krylov(m, budget);
+}
+
+const std::vector<double>& LocalSolve::host_rhs() {
+  if (!in_.rhs.empty()) return in_.rhs;
+  if (rhs_host_.empty()) {
+    std::int64_t cols = in_.nrhs;
+    rhs_host_ = load_rhs(s_.rhs, in_.A->a.nrows, &cols, s_.seed);
+  }
+  return rhs_host_;
+}
+
+// MINRES or GMRES on the operator built for this job (its basis: --reorder's P·A·Pᵀ when
+// applied), with Jacobi unless --precond none; the budget as block CG's.
+SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
+  const std::int64_t n = in_.A->a.nrows, nrhs = in_.nrhs;
+  Timer ts;
+  KrylovOptions ko;
+  ko.tol = s_.tol;
+  ko.max_iterations = s_.max_iterations();
+  ko.restart = s_.restart;
+  if (s_.precond != Precond::none)
+    ko.jacobi_diagonal = perm_ ? gather(in_.A->diagonal.data(), in_.A->diagonal.size()) : in_.A->diagonal;
+  r_.preconditioner = s_.precond == Precond::none ? "none" : "jacobi";
+  ko.keep_history = true;
+  ko.on_iteration = cg_progress(progress_, nrhs, ts);
+  if (budget > 0) {
+    auto shown = ko.on_iteration;
+    auto b = std::make_shared<IterativeBudget>(budget, s_.tol);
+    ko.on_iteration = [shown, b, &ts](const IterationRecord& rec) {
+      if (shown) shown(rec);
+      b->check(rec, ts.seconds());
+    };
+  }
+  const std::vector<double>& rhs = host_rhs();
+  const std::vector<double> rhs_perm = perm_ ? gather(rhs.data(), rhs.size()) : std::vector<double>();
+  const double* b = perm_ ? rhs_perm.data() : rhs.data();
+  const std::vector<double> x0_perm =
+      perm_ && !in_.start.empty() ? gather(in_.start.data(), in_.start.size()) : std::vector<double>();
+  const double* x0 = in_.start.empty() ? nullptr : perm_ ? x0_perm.data() : in_.start.data();
+  SolveResult sr = m == SolveMethod::minres ? minres(*aop_, b, n, nrhs, *ops_, ko, x0)
+                                            : gmres(*aop_, b, n, nrhs, *ops_, ko, x0);
+  if (perm_) scatter(sr.solutions);
+  // the backward errors against A as read (the solutions are in its basis again)
+  check_solution(in_.A->a, rhs.data(), n, sr.solutions.data(), n, nrhs, false, sr);
+  sr.seconds = ts.seconds();
+  return sr;
+}
+
+// The direct solve on the host (solvers/direct/): A as read, whatever the device.
+SolveResult LocalSolve::run_direct() {
+  Timer ts;
+  const std::vector<double>& rhs = host_rhs();
+  DirectOptions dopt;
+  dopt.backward_tol = std::max(s_.tol * 1e-2, 1e-14);
+  dopt.optimality_tol = std::max(s_.tol * 1e-2, 1e-14);
+  if (r_.backend.empty()) r_.backend = "cpu";
+  r_.spmm_kernel = "none (direct)";
+  SolveResult sr = direct_solve(in_.A->a, in_.A->kind.kind, rhs.data(), in_.A->a.nrows, in_.nrhs, dopt);
+  sr.seconds = ts.seconds();
+  r_.factorization = sr.method;
+  return sr;
+}
+
+}  // namespace tcsolve::app
