@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "matrices")
+ROOT = os.environ.get("TCSOLVE_MATRICES_ROOT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "matrices")
 
 
 def run(tcsolve, path, device):
@@ -49,7 +49,8 @@ def main():
     device = "cuda" if "--device=cuda" in sys.argv or ("--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1] == "cuda") else "cpu"
     tcsolve = args[0]
     out = args[1] if len(args) > 1 else None
-    files = sorted(glob.glob(os.path.join(ROOT, "suitesparse", "*.mtx")) + glob.glob(os.path.join(ROOT, "suitesparse", "*.rsa"))
+    sym = os.path.join(ROOT, "suitesparse") if os.path.isdir(os.path.join(ROOT, "suitesparse")) else ROOT
+    files = sorted(glob.glob(os.path.join(sym, "*.mtx")) + glob.glob(os.path.join(sym, "*.rsa"))
                    + glob.glob(os.path.join(ROOT, "general", "*.mtx")) + glob.glob(os.path.join(ROOT, "general", "*.rua")))
     rows, counts = [], {}
     for f in files:
