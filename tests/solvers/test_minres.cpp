@@ -140,9 +140,10 @@ TEST(Minres, DiagonalIndefiniteKnownSolution) {
 
 // tumorAntiAngiogenesis_2 (SuiteSparse VDOL; n = 305, symmetric indefinite, 122 zero diagonal
 // entries, κ ≈ 1e10, eigenvalues from −115 to 5.2e5 with |λ|min ≈ 5e-5). SciPy's minres
-// (tol 1e-10) stops after ~8500 iterations with a true residual of 0.1 while reporting success;
-// here what is reported is the true residual, and tol 1e-6 is reached with the restarts
-// (each one a step of iterative refinement).
+// (tol 1e-10) stops after ~8500 iterations with a true residual of 0.1 while reporting success.
+// Here the reported residual is the true one, and the restarts from it (each a step of iterative
+// refinement: the recurrence alone drifts to ~1e-7) reach tol 1e-8 with Jacobi in 14323
+// iterations (CPU; 1e-10 in 24303; no preconditioner: 1e-6 in 30769).
 TEST(Minres, TumorAntiAngiogenesisHonestResiduals) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const auto path = source_dir() / ".." / "shared" / "matrices" / "general" / "tumorAntiAngiogenesis_2.mtx";
@@ -151,8 +152,8 @@ TEST(Minres, TumorAntiAngiogenesisHonestResiduals) {
   ASSERT_EQ(a.nrows, 305);
   const Mat b = random_rhs(a.nrows, 3, 21);
   KrylovOptions o;
-  o.tol = 1e-6;
-  o.max_iterations = 20000;
+  o.tol = 1e-8;
+  o.max_iterations = 30000;
   o.jacobi_diagonal = diagonal(a);
   auto r = run_minres(a, b, o);
   const auto res = host_residuals(a, b, r.solutions);
