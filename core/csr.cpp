@@ -322,9 +322,43 @@ Csr<T> permute_symmetric(const Csr<T>& a, const std::vector<std::int32_t>& perm)
   return b;
 }
 
-// Rows split into nt chunks of about equal non-zeros; thread t counts its chunk's entries per
-// column (cnt[t·n + j]), the offsets are laid out column by column with thread 0's first, and
-// each thread then places its rows in increasing order: every row of Aᵀ comes out sorted.
+namespace {
+// Row chunks of about equal non-zeros for work that keeps one length-ncols array per thread
+// (column counts or sums): as many as the host threads, at least 4096 rows each, and the arrays
+// (nt·ncols·8 bytes) at most about A's values' bytes. Returns the nt + 1 chunk boundaries.
+template <class T>
+std::vector<std::int64_t> column_chunks(const Csr<T>& a) {
+  const std::int64_t m = a.nrows, nnz = a.nnz();
+  const std::int64_t nt = std::max<std::int64_t>(
+      1, std::min<std::int64_t>({std::int64_t(host_threads()), m / 4096, nnz / (a.ncols + 1)}));
+  std::vector<std::int64_t> first(static_cast<std::size_t>(nt + 1), m);
+  first[0] = 0;
+  for (std::int64_t c = 1; c < nt; ++c)
+    first[c] = std::lower_bound(a.row_ptr.begin(), a.row_ptr.end(), nnz * c / nt) - a.row_ptr.begin();
+  return first;
+}
+}  // namespace
+
+double csr_one_norm(const Csr<double>& a) {
+  const std::vector<std::int64_t> first = column_chunks(a);
+  const std::int64_t nt = static_cast<std::int64_t>(first.size()) - 1, n = a.ncols;
+  std::vector<double> sum(static_cast<std::size_t>(nt * n), 0.0);  // sum[c·n + j]
+  parallel_for(nt, [&](std::int64_t c) {
+    double* mine = sum.data() + c * n;
+    for (std::int64_t p = a.row_ptr[first[c]]; p < a.row_ptr[first[c + 1]]; ++p) mine[a.col_idx[p]] += std::abs(a.values[p]);
+  }, 1);
+  double best = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    double col = 0;
+    for (std::int64_t c = 0; c < nt; ++c) col += sum[c * n + j];
+    best = std::max(best, col);
+  }
+  return best;
+}
+
+// Rows split into column_chunks; thread c counts its chunk's entries per column (cnt[c·n + j]),
+// the offsets are laid out column by column with thread 0's first, and each thread then places
+// its rows in increasing order: every row of Aᵀ comes out sorted.
 template <class T>
 Csr<T> transpose(const Csr<T>& a) {
   const std::int64_t m = a.nrows, n = a.ncols, nnz = a.nnz();
@@ -335,13 +369,8 @@ Csr<T> transpose(const Csr<T>& a) {
   t.row_ptr.assign(static_cast<std::size_t>(n + 1), 0);
   t.col_idx.resize(static_cast<std::size_t>(nnz));
   t.values.resize(static_cast<std::size_t>(nnz));
-  // Per-thread counts cost nt·(n + 1)·8 bytes: at most about A's values' bytes.
-  const int nt = static_cast<int>(std::max<std::int64_t>(
-      1, std::min<std::int64_t>({host_threads(), m / 4096, nnz / (n + 1)})));
-  std::vector<std::int64_t> first(nt + 1, m);  // chunk boundaries (rows)
-  for (int c = 0; c < nt; ++c)
-    first[c] = std::lower_bound(a.row_ptr.begin(), a.row_ptr.end(), nnz * c / nt) - a.row_ptr.begin();
-  first[0] = 0;
+  const std::vector<std::int64_t> first = column_chunks(a);
+  const int nt = static_cast<int>(first.size()) - 1;
   std::vector<std::int64_t> cnt(static_cast<std::size_t>(nt) * n, 0);
   parallel_for(nt, [&](std::int64_t c) {
     std::int64_t* mine = cnt.data() + c * n;

@@ -66,6 +66,9 @@ double csr_symmetry_defect(const Csr<double>& a);
 std::vector<double> csr_diagonal(const Csr<double>& a);
 // ‖A‖∞ = max_i Σ_j |a_ij| (an upper bound of ‖A‖₂ for symmetric A). Multithreaded.
 double csr_inf_norm(const Csr<double>& a);
+// ‖A‖₁ = max_j Σ_i |a_ij| = ‖Aᵀ‖∞, equal to ‖A‖∞ only when |A| is symmetric; for any A (square
+// or not) ‖A‖₂ ≤ √(‖A‖₁·‖A‖∞). Column sums per thread, as transpose's counts. Multithreaded.
+double csr_one_norm(const Csr<double>& a);
 
 // "csrhash1:<16 hex>": identifies the content whatever the file format (the results'
 // matrix_checksum; batch --resume and --resume-from compare it). Defined on the little-endian

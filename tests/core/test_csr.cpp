@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
+#include <utility>
 
 #include "core/csr.hpp"
 #include "core/error.hpp"
@@ -185,4 +188,37 @@ TEST(Csr, SymmetryDefectOfSquareAndRectangular) {
   const Csr<double> wide = csr_from_triplets<double>(2, 9, std::vector<Triplet<double>>{{0, 8, 1.0}, {1, 5, 2.0}});
   EXPECT_TRUE(std::isnan(csr_symmetry_defect(wide)));
   EXPECT_TRUE(std::isnan(csr_symmetry_defect(transpose(wide))));
+}
+
+// csr_one_norm: the largest column sum of |a_ij|, ‖Aᵀ‖∞, against a dense loop; it differs from
+// ‖A‖∞ for an unsymmetric A (a dense column), and √(‖A‖₁‖A‖∞) bounds ‖A‖₂ there where ‖A‖∞
+// alone does not: A = ones in column 0 (n × n) has ‖A‖₂ = √n, ‖A‖∞ = 1, ‖A‖₁ = n.
+TEST(Csr, OneNormIsTheLargestColumnSum) {
+  const std::int64_t n = 9001;
+  std::vector<Triplet<double>> t;
+  for (std::int64_t i = 0; i < n; ++i) t.push_back({static_cast<std::int32_t>(i), 0, i % 2 ? 1.0 : -1.0});
+  const Csr<double> col = csr_from_triplets<double>(n, n, t);
+  EXPECT_EQ(csr_inf_norm(col), 1.0);
+  EXPECT_EQ(csr_one_norm(col), double(n));
+  EXPECT_EQ(csr_one_norm(transpose(col)), 1.0);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (const auto& [m, k] : {std::pair<std::int64_t, std::int64_t>{20011, 397}, {57, 3001}}) {
+    std::vector<Triplet<double>> r;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (int q = 0; q < 6; ++q)
+        r.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(k)), u(rng)});
+    const Csr<double> a = csr_from_triplets<double>(m, k, r);
+    std::vector<double> colsum(static_cast<std::size_t>(k), 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) colsum[a.col_idx[p]] += std::abs(a.values[p]);
+    const double want = *std::max_element(colsum.begin(), colsum.end());
+    EXPECT_NEAR(csr_one_norm(a), want, 1e-12 * want) << m << "x" << k;
+    EXPECT_NEAR(csr_one_norm(a), csr_inf_norm(transpose(a)), 1e-12 * want) << m << "x" << k;
+  }
+  Csr<double> empty;
+  empty.nrows = 3;
+  empty.ncols = 4;
+  empty.row_ptr.assign(4, 0);
+  EXPECT_EQ(csr_one_norm(empty), 0.0);
 }
