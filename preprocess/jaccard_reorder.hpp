@@ -26,7 +26,7 @@
 // was no better (8×4 / 16×16 blocks after, A's patterns vs A + Aᵀ's: scrambled 7-point 24³ with
 // half the off-diagonal entries dropped 18386 / 19422 and 8026 both; one-sided elast3d:12
 // scrambled 14106 / 16143 and 4066 / 4600; random 20000 rows, 8 a row 150807 / 156150; within
-// 1.2 % elsewhere, and 1.5–2× the time).
+// 1.2 % (either way) elsewhere, at 1.5–2× the time).
 // Work: O(nnz + Σ_groups |U|·max_scan), linear in nnz for a fixed max_scan. Pattern,
 // index, MinHash sort and block counts use all threads; the greedy growth is sequential.
 #pragma once
