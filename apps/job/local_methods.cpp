@@ -100,6 +100,12 @@ void LocalSolve::run_solve(Backend backend, std::int64_t fit_columns) {
     gave_way += std::string(gave_way.empty() ? "" : "; ") + to_string(m) + " " + to_string(sr.status) + ": " + sr.reason;
   }
   if (!gave_way.empty()) r_.method_reason += "; " + gave_way;
+  // block CG's backward errors, where its solutions came back to the host (with --out, or file
+  // right-hand sides; the device-generated random ones without --out stay on the device)
+  if (sr.backward_errors.empty() && static_cast<std::int64_t>(sr.solutions.size()) == in_.A->a.ncols * in_.nrhs &&
+      in_.nrhs > 0)
+    check_solution(in_.A->a, host_rhs().data(), in_.A->a.nrows, sr.solutions.data(), in_.A->a.ncols, in_.nrhs, false,
+                   sr);
   ck.finish();
   record_solve(sr, s_, cheb_.get(), sr.seconds, r_);
   r_.right_hand_sides = in_.nrhs;
