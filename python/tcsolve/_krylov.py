@@ -27,11 +27,12 @@ def minres(A, b, x0=None, *, rtol=1e-5, shift=0.0, tol=None, maxiter=None, M=Non
     shift: the matrix is A − shift·I, formed once (a copy of A with the shifted diagonal; for a
     LinearOperator, ``A - shift*I`` as an operator). maxiter: products with A per column (SciPy's
     default 5·n). M: SciPy's M (approximates the inverse of A; symmetric positive definite), as
-    a matrix or LinearOperator (CPU), or 'jacobi' (|diag(A)|⁻¹) / 'none'; M=None means 'jacobi'
+    a matrix or LinearOperator (CPU), or 'jacobi' (|diag(A)|⁻¹, a zero a_ii counting as 1) / 'none'; M=None means 'jacobi'
     for a matrix A (the command line's default; it changes the iteration count, not what counts
     as converged), 'none' for a LinearOperator. check=True: also probe a LinearOperator A for
     symmetry (a matrix A is always checked: an unsymmetric one is a ValueError). show=True prints
-    the iterations' largest relative residual estimate (the first 10, then every 10th) and the
+    the residual estimate of the first 10 iterations, then of every 10th (relative for one
+    right-hand side, else the largest unscaled one of the columns still iterating), and the
     outcome.
 
     callback(xk) is not supported: the pseudo-block recurrence does not hand its iterate out
@@ -78,8 +79,9 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=N
     LinearOperator (CPU; applied on the right, A·M·y = b, x = M·y), or 'jacobi' (diag(A)⁻¹; a
     zero a_ii counts as 1) / 'none'; M=None means 'jacobi' for a matrix A, 'none' for a
     LinearOperator. callback with callback_type 'pr_norm' or 'legacy' (the default, as SciPy's):
-    callback(r) after every iteration with the relative residual estimate ‖r‖/‖b‖ (a float for a
-    1-D b, else one per column). callback_type='x' (the iterate after each cycle) is not
+    callback(r) after every iteration with the relative residual estimate ‖r‖/‖b‖ (a float) for
+    one right-hand side; for b with several (non-zero) columns, an array of the unscaled
+    estimates ‖r_j‖ of the columns still iterating (the block shrinks as columns pass). callback_type='x' (the iterate after each cycle) is not
     supported (NotImplementedError).
 
     Returns ``(x, info)``: info = 0 every column converged; > 0 not converged (the products run);
@@ -113,18 +115,27 @@ def _shifted(a, shift):
     return out
 
 
+def _estimates(state, residual_norms):
+    """An iteration's residual estimates as the hooks report them: ‖r‖/‖b‖ (a float) for one
+    column; for several, the unscaled ‖r_j‖ of the columns still iterating (the solver compacts
+    its block as columns pass, so an entry is not tied to a column of b)."""
+    r = _np.asarray(residual_norms, dtype=float)
+    if state["one_column"]:
+        return float(r[0] / state["norm"]) if r.size else 0.0
+    return r
+
+
 def _show(name):
-    """show=True: a line for the first 10 iterations, then every 10th (the largest relative
-    residual estimate over the columns), as SciPy's minres prints them."""
+    """show=True: a line for the first 10 iterations, then every 10th, as SciPy's minres prints."""
     state = {}
 
     def progress(it, values, residual_norms, converged):
-        norms = state.get("norms")
-        if norms is None or it > 10 and it % 10:
+        if it > 10 and it % 10:
             return
-        r = _np.asarray(residual_norms) / norms[: len(residual_norms)]
-        print(f"tcsolve.{name}: iteration {it}, largest relative residual estimate {float(r.max()):.3e}, "
-              f"{converged} column(s) passed")
+        r = _estimates(state, residual_norms)
+        what = (f"relative residual estimate {r:.3e}" if state["one_column"] else
+                f"largest residual estimate {float(r.max()) if r.size else 0.0:.3e} over {r.size} active column(s)")
+        print(f"tcsolve.{name}: iteration {it}, {what}")
 
     progress.state = state
     return progress
@@ -145,11 +156,7 @@ def _gmres_callback(callback, callback_type):
     state = {}
 
     def progress(it, values, residual_norms, converged):
-        norms = state.get("norms")
-        if norms is None:
-            return
-        r = _np.asarray(residual_norms, dtype=float) / norms[: len(residual_norms)]
-        callback(float(r[0]) if state["one_d"] else r)
+        callback(_estimates(state, residual_norms))
 
     progress.state = state
     return progress
@@ -168,7 +175,7 @@ def _solve(method, a, b, x0, rtol, atol, max_it, restart, M, progress, device, r
         tol = min(_TOL_CAP, min(max(rtol, atol / float(norms[j])) for j in nz))
     opt = {"tol": tol, "max_iterations": max_it, "restart": restart, "device": backend, "precond": precond}
     if progress is not None:
-        progress.state.update(norms=_np.asarray(norms)[nz], one_d=one_d)
+        progress.state.update(one_column=len(nz) == 1, norm=float(norms[nz[0]]) if nz else 1.0)
         opt["progress"] = progress
     res = _run(method, a, rhs, x, nz, x0 is not None, precond_op, opt) if nz else _empty(method, opt)
     for j in range(rhs.shape[1]):
