@@ -164,6 +164,8 @@ def _gmres_callback(callback, callback_type):
 
 def _solve(method, a, b, x0, rtol, atol, max_it, restart, M, progress, device, return_info, command, t0):
     """The shared path of minres and gmres: inputs, the solve on the non-zero columns, the checks."""
+    if M is not None and not isinstance(M, str) and device == "auto" and a.kind != "device":
+        device = "cpu"  # a preconditioner operator is applied on the host
     backend = _args.backend(device, a.kind, "fp64")
     dev = a.kind == "device"
     rhs, one_d, norms = _inputs.as_block(b, a.n, "b", device=dev, with_norms=True)
@@ -200,7 +202,9 @@ def _solve(method, a, b, x0, rtol, atol, max_it, restart, M, progress, device, r
 def _preconditioner(M, a, dev):
     """(name, host operator or None): M=None is Jacobi for a matrix, none for an operator."""
     name, op = _inputs.preconditioner(M, a.n, ("jacobi", "none"), "jacobi")
-    if name == "auto":
+    if op is not None:
+        name = "none"  # (the operator takes the place of Jacobi; the result names it 'operator')
+    elif name == "auto":
         name = "none" if a.kind == "operator" else "jacobi"
     if name == "jacobi" and a.kind == "operator":
         raise ValueError("M='jacobi' needs A as a matrix (its diagonal); A is a LinearOperator")
