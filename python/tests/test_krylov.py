@@ -468,3 +468,22 @@ def test_gpu_spsolve_and_lsqr_take_cupy_and_answer_in_cupy(cp):
     out = tcsolve.lsqr(csp.csr_matrix(r), cp.asarray(br))
     assert isinstance(out[0], cp.ndarray)
     close_to(out[0].get(), tcsolve.lsqr(r, br)[0], 1e-12)
+
+
+def test_preconditioner_operator_and_jacobi_choices(cd, sl_ind):
+    a, sm = cd
+    b = np.random.default_rng(22).standard_normal(a.shape[0])
+    dinv = sl.LinearOperator(a.shape, matvec=lambda v: v / a.diagonal())
+    for M in (dinv, sp.diags(1 / a.diagonal()), "jacobi", "none"):
+        x, info, res = tcsolve.gmres(a, b, rtol=1e-9, M=M, return_info=True)
+        assert info == 0, (M, res.reason)
+        honest(a, x, b, info, 1e-9)
+        assert res.preconditioner == ("operator" if not isinstance(M, str) else M)
+    # M as an operator on an operator A (no diagonal to take: Jacobi is refused by name only)
+    x, info = tcsolve.gmres(sl.aslinearoperator(a), b, rtol=1e-9, M=dinv)
+    assert info == 0
+    with pytest.raises(ValueError, match="M='jacobi' needs A as a matrix"):
+        tcsolve.gmres(sl.aslinearoperator(a), b, M="jacobi")
+    s, _ = sl_ind
+    x, info = tcsolve.minres(s, np.ones(s.shape[0]), rtol=1e-9, M="none")
+    assert info == 0
