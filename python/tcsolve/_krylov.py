@@ -96,7 +96,8 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=N
     progress = _gmres_callback(callback, callback_type)
     command = _args.call_repr("gmres", rtol=rtol, atol=atol or None, restart=restart, maxiter=maxiter,
                               device=device)
-    return _solve("gmres", a, b, x0, rtol, atol, cycles * m, m, M, progress, device, return_info, command, t0)
+    products = min(cycles * m, _args.INT64_MAX)
+    return _solve("gmres", a, b, x0, rtol, atol, products, m, M, progress, device, return_info, command, t0)
 
 
 def _shifted(a, shift):
