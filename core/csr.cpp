@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <thread>
 
@@ -164,6 +165,7 @@ bool is_symmetric(const Csr<T>& a, double rel_tol) {
 }
 
 double csr_symmetry_defect(const Csr<double>& a) {
+  if (!a.square()) return std::numeric_limits<double>::quiet_NaN();  // a_ji may not exist
   const std::int64_t n = a.nrows;
   std::vector<double> mx(static_cast<std::size_t>(n), 0.0), def(static_cast<std::size_t>(n), 0.0);
   parallel_for(n, [&](std::int64_t i) {
@@ -320,6 +322,82 @@ Csr<T> permute_symmetric(const Csr<T>& a, const std::vector<std::int32_t>& perm)
   return b;
 }
 
+namespace {
+// Row chunks of about equal non-zeros for work that keeps one length-ncols array per thread
+// (column counts or sums): as many as the host threads, at least 4096 rows each, and the arrays
+// (nt·ncols·8 bytes) at most about A's values' bytes. Returns the nt + 1 chunk boundaries.
+template <class T>
+std::vector<std::int64_t> column_chunks(const Csr<T>& a) {
+  const std::int64_t m = a.nrows, nnz = a.nnz();
+  const std::int64_t nt = std::max<std::int64_t>(
+      1, std::min<std::int64_t>({std::int64_t(host_threads()), m / 4096, nnz / (a.ncols + 1)}));
+  std::vector<std::int64_t> first(static_cast<std::size_t>(nt + 1), m);
+  first[0] = 0;
+  for (std::int64_t c = 1; c < nt; ++c)
+    first[c] = std::lower_bound(a.row_ptr.begin(), a.row_ptr.end(), nnz * c / nt) - a.row_ptr.begin();
+  return first;
+}
+}  // namespace
+
+double csr_one_norm(const Csr<double>& a) {
+  const std::vector<std::int64_t> first = column_chunks(a);
+  const std::int64_t nt = static_cast<std::int64_t>(first.size()) - 1, n = a.ncols;
+  std::vector<double> sum(static_cast<std::size_t>(nt * n), 0.0);  // sum[c·n + j]
+  parallel_for(nt, [&](std::int64_t c) {
+    double* mine = sum.data() + c * n;
+    for (std::int64_t p = a.row_ptr[first[c]]; p < a.row_ptr[first[c + 1]]; ++p) mine[a.col_idx[p]] += std::abs(a.values[p]);
+  }, 1);
+  double best = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    double col = 0;
+    for (std::int64_t c = 0; c < nt; ++c) col += sum[c * n + j];
+    best = std::max(best, col);
+  }
+  return best;
+}
+
+// Rows split into column_chunks; thread c counts its chunk's entries per column (cnt[c·n + j]),
+// the offsets are laid out column by column with thread 0's first, and each thread then places
+// its rows in increasing order: every row of Aᵀ comes out sorted.
+template <class T>
+Csr<T> transpose(const Csr<T>& a) {
+  const std::int64_t m = a.nrows, n = a.ncols, nnz = a.nnz();
+  Csr<T> t;
+  t.nrows = n;
+  t.ncols = m;
+  t.symmetry = a.symmetry;
+  t.row_ptr.assign(static_cast<std::size_t>(n + 1), 0);
+  t.col_idx.resize(static_cast<std::size_t>(nnz));
+  t.values.resize(static_cast<std::size_t>(nnz));
+  const std::vector<std::int64_t> first = column_chunks(a);
+  const int nt = static_cast<int>(first.size()) - 1;
+  std::vector<std::int64_t> cnt(static_cast<std::size_t>(nt) * n, 0);
+  parallel_for(nt, [&](std::int64_t c) {
+    std::int64_t* mine = cnt.data() + c * n;
+    for (std::int64_t p = a.row_ptr[first[c]]; p < a.row_ptr[first[c + 1]]; ++p) ++mine[a.col_idx[p]];
+  }, 1);
+  std::int64_t run = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    t.row_ptr[j] = run;
+    for (int c = 0; c < nt; ++c) {
+      const std::int64_t k = cnt[c * n + j];
+      cnt[c * n + j] = run;  // thread c's next slot in row j of Aᵀ
+      run += k;
+    }
+  }
+  t.row_ptr[n] = run;
+  parallel_for(nt, [&](std::int64_t c) {
+    std::int64_t* next = cnt.data() + c * n;
+    for (std::int64_t i = first[c]; i < first[c + 1]; ++i)
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+        const std::int64_t q = next[a.col_idx[p]]++;
+        t.col_idx[q] = static_cast<std::int32_t>(i);
+        t.values[q] = a.values[p];
+      }
+  }, 1);
+  return t;
+}
+
 template <class T>
 void csr_spmm_reference(const Csr<T>& a, const T* x, std::int64_t ldx, T* y, std::int64_t ldy,
                         int k) {
@@ -339,6 +417,7 @@ void csr_spmm_reference(const Csr<T>& a, const T* x, std::int64_t ldx, T* y, std
   template bool is_symmetric(const Csr<T>&, double);                                            \
   template Csr<T> permute_rows(const Csr<T>&, const std::vector<std::int32_t>&);                \
   template Csr<T> permute_symmetric(const Csr<T>&, const std::vector<std::int32_t>&);           \
+  template Csr<T> transpose(const Csr<T>&);                                                     \
   template void csr_spmm_reference(const Csr<T>&, const T*, std::int64_t, T*, std::int64_t, int);
 TCSOLVE_INSTANTIATE_CSR(double)
 TCSOLVE_INSTANTIATE_CSR(float)

@@ -58,13 +58,17 @@ template <class T>
 bool is_symmetric(const Csr<T>& a, double rel_tol = 0.0);
 
 // max |a_ij − a_ji| / max |a_ij| (0 for a zero matrix): what is_symmetric compares with its
-// tolerance, as a number for messages. O(nnz log), multithreaded; sorted rows.
+// tolerance, as a number for messages. O(nnz log), multithreaded; sorted rows. NaN when A is not
+// square (as `tcsolve info` reports it: "n/a").
 double csr_symmetry_defect(const Csr<double>& a);
 
 // The stored diagonal a_ii (0 where a row holds none). Multithreaded.
 std::vector<double> csr_diagonal(const Csr<double>& a);
 // ‖A‖∞ = max_i Σ_j |a_ij| (an upper bound of ‖A‖₂ for symmetric A). Multithreaded.
 double csr_inf_norm(const Csr<double>& a);
+// ‖A‖₁ = max_j Σ_i |a_ij| = ‖Aᵀ‖∞, equal to ‖A‖∞ only when |A| is symmetric; for any A (square
+// or not) ‖A‖₂ ≤ √(‖A‖₁·‖A‖∞). Column sums per thread, as transpose's counts. Multithreaded.
+double csr_one_norm(const Csr<double>& a);
 
 // "csrhash1:<16 hex>": identifies the content whatever the file format (the results'
 // matrix_checksum; batch --resume and --resume-from compare it). Defined on the little-endian
@@ -93,6 +97,14 @@ Csr<T> permute_rows(const Csr<T>& a, const std::vector<std::int32_t>& perm);
 // Symmetric permutation: B = P·A·Pᵀ with B(i, j) = A(perm[i], perm[j]).
 template <class T>
 Csr<T> permute_symmetric(const Csr<T>& a, const std::vector<std::int32_t>& perm);
+
+// Aᵀ (ncols × nrows), canonical: row j of Aᵀ holds column j of A in increasing row order, explicit
+// zeros kept, `symmetry` copied (a symmetric or skew-symmetric declaration holds for Aᵀ too).
+// A counting sort: O(nnz + ncols) work, rows split over the host threads (each thread counts and
+// places its rows' entries: per-thread column counts of at most nnz·8 bytes in all). For the
+// least-squares and SVD solvers' explicit transposed operator (make_sparse_operator(transpose(a))).
+template <class T>
+Csr<T> transpose(const Csr<T>& a);
 
 // Y = A·X for column-major X (ncols × k, leading dim ldx) and Y (nrows × k, ldy). Multithreaded.
 template <class T>

@@ -121,15 +121,16 @@ inline void check_entries(const std::string& spec, long double entries) {
                   " entries, more than 2^40");
 }
 
-// A finite positive real parameter ("1e6", "0.5"), at most `limit`.
+// A finite positive real parameter ("1e6", "0.5"), at most `limit`; with allow_zero, 0 too.
 inline double real_param(const std::string& spec, const std::string& what, const std::string& s,
-                         double limit) {
+                         double limit, bool allow_zero = false) {
   if (s.empty()) bad(spec, "missing " + what);
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size() || !std::isfinite(v))
     bad(spec, what + " '" + s + "' is not a number");
-  if (v <= 0) bad(spec, what + " = " + s + " must be positive");
+  if (allow_zero && v < 0) bad(spec, what + " = " + s + " must be non-negative");
+  if (!allow_zero && v <= 0) bad(spec, what + " = " + s + " must be positive");
   if (v > limit) bad(spec, what + " = " + s + " is too large (at most " + std::to_string(limit) + ")");
   return v;
 }

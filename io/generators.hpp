@@ -12,13 +12,19 @@
 //                         over CONTRAST (e.g. 1e6): SPD, coefficient jumps
 //   gen:stiff:N:M[:NORM]  elast3d:N scaled to ‖A‖ ≈ NORM (default 4e9) with M constrained degrees
 //                         of freedom (unit rows): the M smallest eigenvalues are exactly 1
-//   gen:convdiff2d:N:PE, gen:convdiff3d:N:PE   −Δu + PE·b·∇u, upwind: UNSYMMETRIC, nonsingular
-//   gen:helmholtz2d:N:K, gen:helmholtz3d:N:K   −Δu − K²u: symmetric INDEFINITE for K > π√d
+//   gen:convdiff2d:N[:PE], gen:convdiff3d:N[:PE]   −Δu + PE·b·∇u on the unit square/cube, |b| = 1
+//                         along the diagonal, PE the global Péclet number (default 10), first-order
+//                         upwind: UNSYMMETRIC (for PE > 0) nonsingular M-matrix at any PE
+//   gen:helmholtz2d:N[:K], gen:helmholtz3d:N[:K]   −Δu − K²u, K the wavenumber: symmetric,
+//                         INDEFINITE for K > π√d; without K the shift is
+//                         helmholtz_default_shift(d, N) (below): a few dozen negative
+//                         eigenvalues, none near 0
 //   +scramble             random symmetric permutation P·A·Pᵀ (same seed -> same permutation)
 //   @SEED                 seed (default 1); "+scramble" and "@SEED" may come in either order
 // Every generated matrix is square. All are symmetric (Csr::symmetry = symmetric) but convdiff with
-// PE > 0 (general); positive definite but the graph Laplacians rmat, rgg and neumann (singular)
-// and helmholtz (indefinite for large K). Grid families other than lap/elast use h = 1/(N + 1)
+// PE > 0 (general: the app layer trusts the flag, apps/job/cache.cpp); positive definite but the
+// graph Laplacians rmat, rgg and neumann (singular), helmholtz (indefinite for large K) and
+// convdiff (positive real eigenvalues, not symmetric). Grid families other than lap/elast use h = 1/(N + 1)
 // and scale by h² (io/generators_pde.cpp). Same spec -> bitwise the same matrix.
 //
 // Contract: generate() is a pure function of its spec string: the same spec gives bitwise the
@@ -41,5 +47,18 @@ Csr<double> generate(const std::string& spec);
 // and keep the range. generator_rows: n without building anything (lap2d/lap3d), else -1.
 Csr<double> generate_rows(const std::string& spec, std::int64_t r0, std::int64_t r1);
 std::int64_t generator_rows(const std::string& spec);
+
+// The shift σ of gen:helmholtz{dims}d:N without K, in the generated matrix's units (its stencil
+// 2·dims, −1; σ = (K·h)², h = 1/(N + 1)): the middle of the widest gap between consecutive
+// eigenvalues λ_(m−1) < λ_m of the Dirichlet Laplacian (sorted, with multiplicity) over
+// m = min(24, ⌊n/2⌋) .. min(40, n − 1), n = N^dims points (a single point: σ = λ_0/2, m = 0).
+// The matrix then has exactly `below` = m negative eigenvalues and none closer to 0 than gap/2.
+struct HelmholtzShift {
+  double sigma = 0;        // (K·h)²
+  double k = 0;            // the wavenumber K = √σ / h
+  std::int64_t below = 0;  // eigenvalues of the Laplacian below σ (with multiplicity)
+  double gap = 0;          // λ_m − λ_(m−1), the gap σ sits in the middle of
+};
+HelmholtzShift helmholtz_default_shift(int dims, std::int64_t n);
 
 }  // namespace tcsolve

@@ -4,8 +4,10 @@
 //                        contrast (SPD; clustered small eigenvalues, large condition numbers);
 //   stiff                a stiffness-like SPD matrix with a large norm and M constrained degrees
 //                        of freedom: eigenvalue 1 with multiplicity M far below the rest;
-//   convdiff2d/3d        −Δu + Pe·b·∇u, upwind (unsymmetric, nonsingular M-matrix);
-//   helmholtz2d/3d       −Δu − K²u (symmetric indefinite once K > π√d).
+//   convdiff2d/3d        −Δu + Pe·b·∇u, upwind (unsymmetric, nonsingular M-matrix; Pe = 10
+//                        unless given);
+//   helmholtz2d/3d       −Δu − K²u (symmetric indefinite once K > π√d; without K a shift in a
+//                        gap of the spectrum with a few dozen eigenvalues below it).
 // Grids have h = 1/(N + 1) and Dirichlet boundaries (missing neighbours dropped); the operators
 // are scaled by h² so that their entries are O(1) (the Laplacian's stencil 2d, −1).
 #include <algorithm>
@@ -153,31 +155,87 @@ Csr<double> gen_stiff(const std::string& spec, const Spec& s) {
   return a;
 }
 
-// h²·(−Δu + Pe·b·∇u), b = (1, 1)/√2 (2D) or (1, 1, 1)/√3 (3D), first-order upwind (b > 0: the
-// backward difference): diagonal 2d + Pe·h·Σb, backward neighbour −1 − Pe·h·b_axis, forward −1.
-// Unsymmetric for Pe > 0; an irreducibly diagonally dominant M-matrix, hence nonsingular. The
-// mesh Péclet number is Pe·h·b/2; Pe = 0 gives the Dirichlet Laplacian.
+// h²·(−Δu + Pe·b·∇u) on the unit square/cube, b = (1, 1)/√2 (2D) or (1, 1, 1)/√3 (3D): |b| = 1,
+// so PECLET (default 10) is the global Péclet number |w|·L/ν with L = 1 and ν = 1; per axis the
+// mesh Péclet number is Pe·h·b_axis/2 = PECLET·h/(2√d). First-order upwind (b > 0: the backward
+// difference), per axis with w = PECLET·h/√d: diagonal 2d + d·w, backward neighbour −1 − w,
+// forward neighbour −1. Upwind rather than central differences: central ones give the forward
+// neighbour −1 + w/2, positive once the mesh Péclet number exceeds 1 (PECLET > 2√d·(N + 1)),
+// and the matrix stops being an M-matrix (oscillating solutions, complex eigenvalues); upwind
+// keeps every off-diagonal negative and every row weakly diagonally dominant (strictly on the
+// boundary), an irreducibly diagonally dominant M-matrix at ANY Péclet number: nonsingular,
+// with real positive eigenvalues of a Kronecker sum of tridiag(−1 − w, 2 + w, −1). Unsymmetric
+// (Symmetry::general) for PECLET > 0; PECLET = 0 is the Dirichlet Laplacian (symmetric).
 Csr<double> gen_convdiff(const std::string& spec, const Spec& s) {
-  expect_params(spec, s, 2, "N:PECLET");
+  expect_params_between(spec, s, 1, 2, "N[:PECLET]");
   const Grid g = grid_param(spec, s);
-  const double pe = s.params[1] == "0" ? 0.0 : real_param(spec, "PECLET", s.params[1], 1e12);
+  const double pe = s.params.size() > 1 ? real_param(spec, "PECLET", s.params[1], 1e12, true) : 10.0;
   const double h = 1.0 / double(g.nx + 1), w = pe * h / std::sqrt(double(g.dims));
   auto diag = [&](i64) { return 2.0 * g.dims + g.dims * w; };
   auto off = [&](i64, int, int dir) { return dir < 0 ? -1.0 - w : -1.0; };
   return grid_operator(g, pe == 0 ? Symmetry::symmetric : Symmetry::general, diag, off);
 }
 
-// h²·(−Δu − K²u): the Dirichlet Laplacian's stencil with (K·h)² taken off the diagonal.
-// Eigenvalues Σ_axes 4·sin²(π·i_axis·h/2) − (K·h)², i_axis = 1..N: indefinite once
-// K > π·√d (about), singular when (K·h)² equals one of the Laplacian's eigenvalues.
+// h²·(−Δu − K²u): the Dirichlet Laplacian's stencil with σ = (K·h)² taken off the diagonal.
+// Eigenvalues Σ_axes 4·sin²(π·i_axis·h/2) − σ, i_axis = 1..N: indefinite once K > π·√d
+// (about), singular when σ equals one of the Laplacian's eigenvalues. Without K, σ is
+// helmholtz_default_shift(d, N): the middle of a gap of the Laplacian's spectrum with a few
+// dozen eigenvalues below it, so the matrix is nonsingular.
 Csr<double> gen_helmholtz(const std::string& spec, const Spec& s) {
-  expect_params(spec, s, 2, "N:K");
+  expect_params_between(spec, s, 1, 2, "N[:K]");
   const Grid g = grid_param(spec, s);
-  const double kw = real_param(spec, "K", s.params[1], 1e12);
-  const double kh2 = std::pow(kw / double(g.nx + 1), 2);
-  auto diag = [&](i64) { return 2.0 * g.dims - kh2; };
+  const double sigma = s.params.size() > 1
+                           ? std::pow(real_param(spec, "K", s.params[1], 1e12) / double(g.nx + 1), 2)
+                           : helmholtz_default_shift(g.dims, g.nx).sigma;
+  auto diag = [&](i64) { return 2.0 * g.dims - sigma; };
   auto off = [&](i64, int, int) { return -1.0; };
   return grid_operator(g, Symmetry::symmetric, diag, off);
 }
 
 }  // namespace tcsolve::gen
+
+namespace tcsolve {
+
+// The eigenvalues of the Dirichlet Laplacian's h²-scaled stencil are sums over the axes of
+// μ_i = 4·sin²(π·i·h/2), increasing in i; the 41 smallest have every index ≤ 48 (the 49 tuples
+// with indices ≤ 7 all lie below any sum holding μ_49), so the L = min(N, 48) first μ hold them:
+// at most 48³ sums, about 1 ms.
+// Among m = 24..40 eigenvalues below σ (on small grids from half of them to all but one), the
+// widest gap λ_m − λ_(m−1) is taken and σ put at its middle: it is then at least half that
+// gap, of the order of π²h², from every eigenvalue.
+HelmholtzShift helmholtz_default_shift(int dims, std::int64_t n) {
+  TCSOLVE_REQUIRE((dims == 2 || dims == 3) && n >= 1, "helmholtz_default_shift: dims 2 or 3, n >= 1");
+  const std::int64_t L = std::min<std::int64_t>(n, 48);
+  const double h = 1.0 / double(n + 1);
+  std::vector<double> mu(static_cast<std::size_t>(L));
+  for (std::int64_t i = 0; i < L; ++i) mu[i] = 4.0 * std::pow(std::sin(M_PI * double(i + 1) * h / 2), 2);
+  std::vector<double> ev;
+  for (std::int64_t i = 0; i < L; ++i)
+    for (std::int64_t j = 0; j < L; ++j) {
+      if (dims == 2) ev.push_back(mu[i] + mu[j]);
+      else
+        for (std::int64_t k = 0; k < L; ++k) ev.push_back(mu[i] + mu[j] + mu[k]);
+    }
+  const std::int64_t total = dims == 2 ? n * n : n * n * n;  // ≤ 2^31 (the generator's check)
+  const std::size_t keep = std::min<std::size_t>(ev.size(), 41);
+  std::partial_sort(ev.begin(), ev.begin() + keep, ev.end());
+  HelmholtzShift out;
+  if (total == 1) {
+    out.sigma = ev[0] / 2;
+    out.gap = ev[0];
+  } else {
+    const std::int64_t hi = std::min<std::int64_t>(40, total - 1);
+    const std::int64_t lo = std::max<std::int64_t>(1, std::min<std::int64_t>(24, total / 2));
+    std::int64_t m = lo;
+    for (std::int64_t q = lo + 1; q <= hi; ++q)
+      if (ev[q] - ev[q - 1] > ev[m] - ev[m - 1]) m = q;
+    out.below = m;
+    out.gap = ev[m] - ev[m - 1];
+    out.sigma = 0.5 * (ev[m - 1] + ev[m]);
+  }
+  TCSOLVE_REQUIRE(out.gap > 0, "helmholtz_default_shift: no gap in the window");
+  out.k = std::sqrt(out.sigma) * double(n + 1);
+  return out;
+}
+
+}  // namespace tcsolve

@@ -19,6 +19,14 @@
 //      blocks is kept (RCM wins on stencils such as the scrambled 3D Laplacian);
 //   5. never worse: the block count of the result is compared with that of the input order and
 //      the identity is kept unless the reordering reduces blocks.
+// Unsymmetric patterns (symmetric mode): any permutation gives a valid P·A·Pᵀ (solves with
+// x̃ = P·x, b̃ = P·b), and both candidates are judged by the exact block count of P·A·Pᵀ. RCM
+// needs an undirected graph and orders that of A ∪ Aᵀ (preprocess/rcm.hpp); the Jaccard grouping
+// keeps A's own row patterns, the block rows it builds: run on the pattern of A + Aᵀ instead it
+// was no better (8×4 / 16×16 blocks after, A's patterns vs A + Aᵀ's: scrambled 7-point 24³ with
+// half the off-diagonal entries dropped 18386 / 19422 and 8026 both; one-sided elast3d:12
+// scrambled 14106 / 16143 and 4066 / 4600; random 20000 rows, 8 a row 150807 / 156150; within
+// 1.2 % (either way) elsewhere, at 1.5–2× the time).
 // Work: O(nnz + Σ_groups |U|·max_scan), linear in nnz for a fixed max_scan. Pattern,
 // index, MinHash sort and block counts use all threads; the greedy growth is sequential.
 #pragma once

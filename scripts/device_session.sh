@@ -6,6 +6,9 @@
 # theirs, resolved from the binary's ldd) and the SuiteSparse matrices, then carried:
 #   run(command="STEPS='tests bench' bash scripts/device_session.sh", carry=[".device-data/s4"])
 # STEPS (any of): tests memcheck python bench pybench issue42 ab. Logs and results under $OUT.
+#   issue43   issue 43's GPU rows: bench/krylov/krylov_cupy_ratio.py (3D convection-diffusion
+#             with GMRES, 3D Helmholtz with MINRES, against 32 cupyx calls), the direct-wins row
+#             (lap2d:1000, 128 rhs: auto, direct, cg) and bench/krylov/solve_coverage.py on the GPU
 #   issue42   issue 42's two held-out cases, this build and the baseline (BASE=path at staging)
 #   ab        bench/ab.py of the baseline against this build on bench/e2e/ab_rows_gpu.txt
 #   tests     every GPU test binary (label gpu); TEST_FILTER narrows test_solvers_gpu
@@ -30,11 +33,12 @@ if [ "${1:-}" = stage ]; then
   cp "$B"/tests/*/test_*_gpu "$D/tests/"
   cp "$B"/{core,io,preprocess,spmm,factor,solvers}/libtcsolve_*.a "$D/lib/"
   for l in $(ldd "$B/apps/tcsolve" | awk '/=>/{print $3}' | grep -v /cuda/ |
-             grep -E 'cholmod|mumps|amd|colamd|camd|suitesparse|metis|lapack|blas|gomp|gfortran|quadmath|scotch'); do
+             grep -E 'cholmod|mumps|amd|colamd|camd|suitesparse|metis|lapack|blas|gomp|gfortran|quadmath|scotch|umfpack|spqr|klu|btf'); do
     cp -L "$l" "$D/deps/"
   done
   tar -cJf "$D/deps.tar.xz" -C "$D/deps" . && rm -rf "$D/deps"
   cp -r ../shared/matrices/suitesparse "$D/matrices"
+  cp -r ../shared/matrices/general "$D/matrices/general"
   strip --strip-debug "$D"/tests/* "$D/tcsolve" "$D"/lib/*.a 2>/dev/null
   # the carry holds 64 MiB: the binaries travel compressed
   tar -cJf "$D/bins.tar.xz" -C "$D" tests lib $( [ -f "$D/base" ] && echo base ) && rm -rf "$D/tests" "$D/lib" "$D/base"
@@ -153,6 +157,18 @@ if has checkpoint; then
     done
     ls -la /tmp/s4/ckl
   fi
+fi
+if has issue43; then
+  step "issue43 krylov against cupyx"
+  timeout ${I43_LIMIT:-300} python3 bench/krylov/krylov_cupy_ratio.py $T /tmp/s4/kr ${I43_ROWS:-} 2>&1 | tail -12
+  step "issue43 direct row: lap2d:1000, 128 rhs"
+  for m in auto direct cg; do
+    /usr/bin/time -f "wall %e s" $T solve gen:lap2d:1000 --rhs random:128 --method $m --json > /tmp/s4/d.json 2> /tmp/s4/d.err
+    echo "method $m rc=$? $(tail -1 /tmp/s4/d.err)"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get('status'), d.get('method'), d.get('iterations'), d.get('seconds',{}).get('total'), max(d.get('backward_errors') or [0]), str(d.get('method_reason'))[:400])" /tmp/s4/d.json
+  done
+  step "issue43 coverage on the GPU"
+  TCSOLVE_MATRICES_ROOT=$D/matrices timeout 300 python3 bench/krylov/solve_coverage.py $T "$OUT/coverage_gpu.md" --device cuda 2>&1 | tail -3
 fi
 if has issue42; then
   # issue 42's held-out cases with no options, the baseline binary (BASE, staged as $D/base) beside

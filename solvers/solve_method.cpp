@@ -55,14 +55,17 @@ double price_direct(const DirectEstimate& e, std::int64_t rows, std::int64_t rhs
          slow * r.solve_seconds(e.factor_entries, double(rhs), e.flops, double(rows));
 }
 
+double price_iteration(std::int64_t rows, std::int64_t nnz, std::int64_t rhs, double bandwidth) {
+  const double bw = bandwidth > 0 ? bandwidth : 1e10;
+  return (12.0 * double(nnz) + 12.0 * 8.0 * double(rows) * double(rhs)) / bw;
+}
+
 SolveMethodPlan plan_solve_method(const SolveMethodFacts& f) {
   SolveMethodPlan p;
   const SolveMethod iter = iterative_method_for(f.kind);
-  const bool direct_ok = f.direct_built && f.direct.feasible && f.direct_seconds > 0;
+  const bool direct_ok = f.direct_built && f.direct_priced && f.direct.feasible && f.direct_seconds > 0;
   p.direct_seconds = direct_ok ? f.direct_seconds : 0.0;
-  // One iteration: A read once (12 bytes an entry) and ~12 passes over n × s blocks.
-  const double bw = f.bandwidth > 0 ? f.bandwidth : 1e10;
-  p.iteration_seconds = (12.0 * double(f.nnz) + 12.0 * 8.0 * double(f.rows) * double(f.rhs)) / bw;
+  p.iteration_seconds = price_iteration(f.rows, f.nnz, f.rhs, f.bandwidth);
   if (f.asked != SolveMethod::automatic) {
     p.method = f.asked;
     p.why = std::string(to_string(f.asked)) + " (asked)";
@@ -90,6 +93,11 @@ SolveMethodPlan plan_solve_method(const SolveMethodFacts& f) {
     p.why = format("%s, with a budget of %.3g s (the direct solve's prediction); the direct solve if it "
                    "breaks down, stalls or would take longer",
                    to_string(iter), p.direct_seconds);
+  } else if (f.direct_built && !f.direct_priced) {
+    p.fallbacks.push_back(SolveMethod::direct);
+    p.why = format("%s (a factorization's ordering alone would cost more than %d iterations, %.3g s); the direct "
+                   "solve if it breaks down or stalls",
+                   to_string(iter), kMinIterations, kMinIterations * p.iteration_seconds);
   } else {
     p.why = std::string(to_string(iter)) + ": " +
             (!f.direct_built ? std::string("no direct engine in this build")

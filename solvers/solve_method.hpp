@@ -56,7 +56,11 @@ struct SolveMethodFacts {
   bool gpu = false;
   double bandwidth = 0;         // bytes/s of the iteration's device (0: 1e10, a 2-core host)
   bool direct_built = true;     // built_with_factor()
-  DirectEstimate direct;        // estimate_direct (when direct_built)
+  // Whether estimate_direct ran: it is skipped when even the fastest ordering seen
+  // (kFastestAnalyzeSecondsPerEntry) costs more than kMinIterations iterations; the direct solve is
+  // then an unpriced fallback (no budget), its feasibility found when it runs.
+  bool direct_priced = true;
+  DirectEstimate direct;        // estimate_direct (when direct_built and direct_priced)
   double direct_seconds = 0;    // its price (price_direct), 0 when not feasible
 };
 
@@ -69,6 +73,9 @@ struct SolveMethodPlan {
   std::string why;                     // one sentence: what was chosen and why
 };
 
+// One iteration's price: A read once (12 bytes an entry) and ~12 passes over n × s blocks at
+// `bandwidth` bytes a second (0: 1e10, a 2-core host).
+double price_iteration(std::int64_t rows, std::int64_t nnz, std::int64_t rhs, double bandwidth);
 // The direct method's price in seconds (see above); 0 when not feasible.
 double price_direct(const DirectEstimate& e, std::int64_t rows, std::int64_t rhs);
 SolveMethodPlan plan_solve_method(const SolveMethodFacts& f);

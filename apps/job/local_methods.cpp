@@ -8,6 +8,7 @@
 #include "apps/job/pipeline.hpp"
 #include "core/device.hpp"
 #include "core/trace.hpp"
+#include "factor/engine_rates.hpp"
 #include "factor/sparse_factor.hpp"
 #include "solvers/direct/direct_solve.hpp"
 #include "solvers/krylov/gmres.hpp"
@@ -50,7 +51,13 @@ SolveMethodPlan LocalSolve::plan_method(Backend backend) {
   f.gpu = backend == Backend::cuda;
   f.bandwidth = device_bandwidth(backend);
   f.direct_built = built_with_factor();
-  if (f.direct_built && f.asked == SolveMethod::automatic) {
+  // (the symbolic analysis is skipped where even the fastest ordering seen costs more than the
+  // iterations no iterative solve does fewer of: the fast iterative rows pay nothing for it)
+  const double lower_entries = 0.5 * double(f.nnz + f.rows);
+  f.direct_priced = f.kind == MatrixKind::rectangular ||
+                    lower_entries * kFastestAnalyzeSecondsPerEntry <
+                        kMinIterations * price_iteration(f.rows, f.nnz, f.rhs, f.bandwidth);
+  if (f.direct_built && f.direct_priced && f.asked == SolveMethod::automatic) {
     DirectOptions dopt;
     f.direct = estimate_direct(in_.A->a, k.kind, dopt);
     f.direct_seconds = price_direct(f.direct, f.rows, f.rhs);
@@ -82,6 +89,11 @@ void LocalSolve::run_solve(Backend backend, std::int64_t fit_columns) {
     } catch (const BudgetExceeded& e) {
       gave_way += std::string(gave_way.empty() ? "" : "; ") + to_string(m) + " gave way: " + e.what();
       continue;
+    } catch (const FactorTooLarge& e) {
+      // an unpriced direct fallback that does not fit: the iteration's own result stands
+      if (i == 0) throw;
+      gave_way += std::string(gave_way.empty() ? "" : "; ") + "direct: " + e.what();
+      break;
     }
     if (sr.status == SolverStatus::converged || sr.status == SolverStatus::interrupted || last) break;
     // block CG's breakdown on a clearly negative pᵀAp: A is indefinite, MINRES is next.

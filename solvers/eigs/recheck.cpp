@@ -94,10 +94,11 @@ std::unique_ptr<ChebyshevStep> fp32_step(const Problem& s, const ChebyshevStep* 
   return nullptr;
 }
 
-// Plans the filter (FilterPlan); false, with the reason in `why`, where it cannot run (the found
-// values reach the far end of the spectrum) or its degree would exceed the cap.
-bool plan_filter(const Problem& s, const EigsOptions& opt, const PairSet& p,
-                 const FilterRecheckInputs& in, FilterPlan& f, std::string& why) {
+// The filter's interval and degree (FilterPlan without its step), the bounds widened by `widen`
+// (the fp32 step's ‖E‖); false, with the reason in `why`, where it cannot run (the found values
+// reach the far end of the spectrum) or its degree would exceed the cap.
+bool plan_degree(const Problem& s, const EigsOptions& opt, const PairSet& p, const FilterRecheckInputs& in,
+                 double widen, FilterPlan& f, std::string& why) {
   const std::int64_t ng = s.global_n(), k = static_cast<std::int64_t>(p.values.size());
   f.b = std::max<std::int64_t>(1, std::min<std::int64_t>(in.columns, ng - k));
   f.sgn = opt.which == Which::largest ? -1.0 : 1.0;
@@ -108,11 +109,6 @@ bool plan_filter(const Problem& s, const EigsOptions& opt, const PairSet& p,
   double mu1 = f.muk;
   for (double v : p.values) mu1 = std::min(mu1, f.sgn * v);
   f.delta = std::max(in.resolution, 40.0 * f.w);
-  const double e32 = std::ldexp(s.a_norm, -24);
-  const ChebyshevStep* fs64 = fused_step_for(s, *s.aop, opt);
-  f.fs32 = fp32_step(s, fs64, e32, f.delta);
-  f.fs = f.fs32 ? f.fs32.get() : fs64;
-  const double widen = f.fs32 ? e32 : 0.0;
   f.upper = in.upper + widen, f.lower = std::min(in.lower, mu1) - widen;
   f.cr = f.muk + f.w;  // damped interval [cr, upper]
   if (!(f.upper > f.cr) || !(f.delta > 0) || !std::isfinite(f.delta)) {
@@ -139,6 +135,32 @@ bool plan_filter(const Problem& s, const EigsOptions& opt, const PairSet& p,
       static_cast<std::int64_t>(std::log(1e8) / std::log(std::max(rho1, 1.0 + 1e-12))), 1, 512);
   return true;
 }
+
+// Plans the filter (FilterPlan): its step (fp32 where sound, resolution permitting), then the
+// interval and degree with the bounds widened by the fp32 step's error.
+bool plan_filter(const Problem& s, const EigsOptions& opt, const PairSet& p,
+                 const FilterRecheckInputs& in, FilterPlan& f, std::string& why) {
+  const auto kth = wanted_order(p.values, opt.which, 0.0).back();
+  const double delta = std::max(in.resolution, 40.0 * cert_width(s, p, kth));
+  const double e32 = std::ldexp(s.a_norm, -24);
+  const ChebyshevStep* fs64 = fused_step_for(s, *s.aop, opt);
+  f.fs32 = fp32_step(s, fs64, e32, delta);
+  f.fs = f.fs32 ? f.fs32.get() : fs64;
+  return plan_degree(s, opt, p, in, f.fs32 ? e32 : 0.0, f, why);
+}
+
+}  // namespace
+
+std::int64_t filter_recheck_degree(const Problem& s, const EigsOptions& opt, const PairSet& p,
+                                   const FilterRecheckInputs& in, std::int64_t* columns) {
+  FilterPlan f;
+  std::string why;
+  const bool ok = plan_degree(s, opt, p, in, 0.0, f, why);
+  if (columns) *columns = f.b;
+  return ok ? f.deg : 0;
+}
+
+namespace {
 
 // The filter's blocks (n × b each): Y_j = y[cur] and Y_{j−1} = y[1 − cur], swapped every step,
 // and W (the product where no fused step applies; Q in the Rayleigh-Ritz step).

@@ -50,6 +50,11 @@ struct FilterRecheckInputs {
 
 RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMethod method,
                               PairSet& p, const FilterRecheckInputs& in);
+// The filter re-check's degree for these inputs, without running or allocating anything (the
+// verification prices the re-check with it: degree × one step on `columns` columns); 0 where it
+// cannot run or the degree passes the cap (the deflated re-check, about a solve, follows then).
+std::int64_t filter_recheck_degree(const Problem& s, const EigsOptions& opt, const PairSet& p,
+                                   const FilterRecheckInputs& in, std::int64_t* columns = nullptr);
 
 RecheckOutcome shift_invert_recheck(const Problem& s, const EigsOptions& opt,
                                     const LinearOperator<double>& sinv, double sigma, PairSet& p,

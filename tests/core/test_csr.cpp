@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
+#include <utility>
 
 #include "core/csr.hpp"
 #include "core/error.hpp"
@@ -107,4 +110,115 @@ TEST(Csr, ChecksumSeesEveryChangeAndIsPinned) {
   }
   ASSERT_EQ(tri.nnz(), 450001);
   EXPECT_EQ(csr_checksum(tri), "csrhash1:0f168367e2a3003a");
+}
+
+// transpose (core/csr.hpp): Aᵀ(j, i) == A(i, j) entry by entry, canonical (sorted rows, explicit
+// zeros kept), transpose twice gives A back bit for bit, and Aᵀ·x == xᵀ·A through the reference
+// product; rectangular both ways, empty rows and columns, a 0-row matrix, and a size that splits
+// the rows over several threads.
+TEST(Csr, TransposeIsCanonicalAndExact) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  struct Shape {
+    std::int64_t m, n;
+    int per_row;
+  };
+  for (const Shape s : {Shape{37, 53, 5}, Shape{53, 37, 9}, Shape{1, 40, 7}, Shape{40, 1, 1},
+                        Shape{20011, 19997, 8}}) {
+    std::vector<Triplet<double>> t;
+    for (std::int64_t i = 0; i < s.m; ++i) {
+      if (i % 7 == 3) continue;  // empty rows
+      for (int k = 0; k < s.per_row; ++k) {
+        const std::int64_t j = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(s.n));
+        if (s.n > 2 && j % 5 == 2) continue;  // empty columns
+        t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), k == 0 ? 0.0 : u(rng)});
+      }
+    }
+    const Csr<double> a = csr_from_triplets<double>(s.m, s.n, t, Symmetry::general);
+    const Csr<double> at = transpose(a);
+    const std::string what = std::to_string(s.m) + "x" + std::to_string(s.n);
+    validate(at);
+    ASSERT_EQ(at.nrows, s.n) << what;
+    ASSERT_EQ(at.ncols, s.m) << what;
+    ASSERT_EQ(at.nnz(), a.nnz()) << what;
+    EXPECT_EQ(at.symmetry, Symmetry::general);
+    // entry by entry, against a transpose built from triplets (a different algorithm)
+    std::vector<Triplet<double>> tt;
+    for (std::int64_t i = 0; i < a.nrows; ++i)
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+        tt.push_back({a.col_idx[p], static_cast<std::int32_t>(i), a.values[p]});
+    const Csr<double> ref = csr_from_triplets<double>(s.n, s.m, tt);
+    EXPECT_EQ(at.row_ptr, ref.row_ptr) << what;
+    EXPECT_EQ(at.col_idx, ref.col_idx) << what;
+    EXPECT_EQ(at.values, ref.values) << what;
+    const Csr<double> back = transpose(at);
+    EXPECT_EQ(back.row_ptr, a.row_ptr) << what;
+    EXPECT_EQ(back.col_idx, a.col_idx) << what;
+    EXPECT_EQ(back.values, a.values) << what;
+    // (Aᵀ·x)_j = Σ_i a_ij x_i, accumulated here column-wise from A's rows
+    std::vector<double> x(static_cast<std::size_t>(s.m)), y(static_cast<std::size_t>(s.n)), want(y.size(), 0.0);
+    for (auto& v : x) v = u(rng);
+    csr_spmm_reference(at, x.data(), s.m, y.data(), s.n, 1);
+    for (std::int64_t i = 0; i < a.nrows; ++i)
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) want[a.col_idx[p]] += a.values[p] * x[i];
+    for (std::int64_t j = 0; j < s.n; ++j) ASSERT_NEAR(y[j], want[j], 1e-13) << what << " row " << j;
+  }
+  // Symmetric A: Aᵀ == A, the declaration kept; a 0 × 5 matrix gives 5 empty rows.
+  std::vector<Triplet<float>> st{{0, 0, 2.0f}, {0, 2, -1.0f}, {2, 0, -1.0f}, {1, 1, 3.0f}};
+  const Csr<float> sym = csr_from_triplets<float>(3, 3, st, Symmetry::symmetric);
+  const Csr<float> symt = transpose(sym);
+  EXPECT_EQ(symt.symmetry, Symmetry::symmetric);
+  EXPECT_EQ(symt.col_idx, sym.col_idx);
+  EXPECT_EQ(symt.values, sym.values);
+  Csr<double> empty;
+  empty.nrows = 0;
+  empty.ncols = 5;
+  const Csr<double> et = transpose(empty);
+  validate(et);
+  EXPECT_EQ(et.nrows, 5);
+  EXPECT_EQ(et.ncols, 0);
+  EXPECT_EQ(et.row_ptr, std::vector<std::int64_t>(6, 0));
+}
+
+// csr_symmetry_defect: the relative defect of a square matrix, NaN for a rectangular one (whose
+// a_ji may lie outside it).
+TEST(Csr, SymmetryDefectOfSquareAndRectangular) {
+  const Csr<double> sq = csr_from_triplets<double>(2, 2, std::vector<Triplet<double>>{{0, 0, 4.0}, {0, 1, -1.0}, {1, 0, -2.0}});
+  EXPECT_DOUBLE_EQ(csr_symmetry_defect(sq), 1.0 / 4.0);
+  const Csr<double> wide = csr_from_triplets<double>(2, 9, std::vector<Triplet<double>>{{0, 8, 1.0}, {1, 5, 2.0}});
+  EXPECT_TRUE(std::isnan(csr_symmetry_defect(wide)));
+  EXPECT_TRUE(std::isnan(csr_symmetry_defect(transpose(wide))));
+}
+
+// csr_one_norm: the largest column sum of |a_ij|, ‖Aᵀ‖∞, against a dense loop; it differs from
+// ‖A‖∞ for an unsymmetric A (a dense column), and √(‖A‖₁‖A‖∞) bounds ‖A‖₂ there where ‖A‖∞
+// alone does not: A = ones in column 0 (n × n) has ‖A‖₂ = √n, ‖A‖∞ = 1, ‖A‖₁ = n.
+TEST(Csr, OneNormIsTheLargestColumnSum) {
+  const std::int64_t n = 9001;
+  std::vector<Triplet<double>> t;
+  for (std::int64_t i = 0; i < n; ++i) t.push_back({static_cast<std::int32_t>(i), 0, i % 2 ? 1.0 : -1.0});
+  const Csr<double> col = csr_from_triplets<double>(n, n, t);
+  EXPECT_EQ(csr_inf_norm(col), 1.0);
+  EXPECT_EQ(csr_one_norm(col), double(n));
+  EXPECT_EQ(csr_one_norm(transpose(col)), 1.0);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (const auto& [m, k] : {std::pair<std::int64_t, std::int64_t>{20011, 397}, {57, 3001}}) {
+    std::vector<Triplet<double>> r;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (int q = 0; q < 6; ++q)
+        r.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(k)), u(rng)});
+    const Csr<double> a = csr_from_triplets<double>(m, k, r);
+    std::vector<double> colsum(static_cast<std::size_t>(k), 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) colsum[a.col_idx[p]] += std::abs(a.values[p]);
+    const double want = *std::max_element(colsum.begin(), colsum.end());
+    EXPECT_NEAR(csr_one_norm(a), want, 1e-12 * want) << m << "x" << k;
+    EXPECT_NEAR(csr_one_norm(a), csr_inf_norm(transpose(a)), 1e-12 * want) << m << "x" << k;
+  }
+  Csr<double> empty;
+  empty.nrows = 3;
+  empty.ncols = 4;
+  empty.row_ptr.assign(4, 0);
+  EXPECT_EQ(csr_one_norm(empty), 0.0);
 }

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/csr.hpp"
@@ -181,6 +183,144 @@ TEST(GeneratorFamilies, HelmholtzIsIndefiniteWithItsClosedForm) {
   EXPECT_GT(w.back(), 0.0);
 }
 
+// The entry of A at (i, j) (0 when not stored).
+double entry(const Csr<double>& a, std::int64_t i, std::int64_t j) {
+  for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+    if (a.col_idx[p] == j) return a.values[p];
+  return 0.0;
+}
+
+TEST(GeneratorFamilies, ConvectionDiffusionEntriesFollowTheUpwindStencil) {
+  // 2D, N = 7, default Péclet 10: n = 49, the 5-point pattern (diagonal + both directions of the
+  // 2·6·7 grid edges), w = Pe·h/√2 per axis.
+  const Csr<double> a = generate("gen:convdiff2d:7");
+  validate(a);
+  ASSERT_EQ(a.nrows, 49);
+  EXPECT_EQ(a.nnz(), 49 + 2 * (2 * 6 * 7));
+  EXPECT_EQ(a.symmetry, Symmetry::general);
+  EXPECT_EQ(a.values, generate("gen:convdiff2d:7:10").values);  // the default Péclet number
+  const double w = 10.0 / 8.0 / std::sqrt(2.0);
+  for (int y = 0; y < 7; ++y)
+    for (int x = 0; x < 7; ++x) {
+      const int r = x + 7 * y;
+      EXPECT_DOUBLE_EQ(entry(a, r, r), 4.0 + 2.0 * w);
+      if (x > 0) EXPECT_DOUBLE_EQ(entry(a, r, r - 1), -1.0 - w);  // upwind: the backward side
+      if (x < 6) EXPECT_EQ(entry(a, r, r + 1), -1.0);
+      if (y > 0) EXPECT_DOUBLE_EQ(entry(a, r, r - 7), -1.0 - w);
+      if (y < 6) EXPECT_EQ(entry(a, r, r + 7), -1.0);
+    }
+  EXPECT_EQ(entry(a, 7, 6), 0.0);  // no wrap-around at the grid's edge
+  // Asymmetry: |a_ij − a_ji| = w on every edge, relative to max |a| = 4 + 2w.
+  EXPECT_FALSE(is_symmetric(a, 1e-3));
+  EXPECT_NEAR(csr_symmetry_defect(a), w / (4.0 + 2.0 * w), 1e-15);
+
+  // 3D, N = 5, Pe = 40: the 7-point pattern, w = Pe·h/√3.
+  const Csr<double> b = generate("gen:convdiff3d:5:40");
+  ASSERT_EQ(b.nrows, 125);
+  EXPECT_EQ(b.nnz(), 125 + 2 * (3 * 4 * 25));
+  EXPECT_EQ(b.symmetry, Symmetry::general);
+  const double w3 = 40.0 / 6.0 / std::sqrt(3.0);
+  const int c = 2 + 5 * 2 + 25 * 2;  // the centre node
+  EXPECT_DOUBLE_EQ(entry(b, c, c), 6.0 + 3.0 * w3);
+  EXPECT_DOUBLE_EQ(entry(b, c, c - 25), -1.0 - w3);
+  EXPECT_EQ(entry(b, c, c + 25), -1.0);
+  EXPECT_DOUBLE_EQ(entry(b, c, c - 5), -1.0 - w3);
+  EXPECT_EQ(entry(b, c, c + 1), -1.0);
+
+  // An M-matrix at any Péclet number: negative off-diagonals, non-negative row sums (zero inside,
+  // positive next to the boundary), dense LU nonsingular.
+  for (const std::string spec : {"gen:convdiff2d:9:1e6", "gen:convdiff3d:4:0.5"}) {
+    const Csr<double> m = generate(spec);
+    for (std::int64_t i = 0; i < m.nrows; ++i) {
+      double sum = 0;
+      for (std::int64_t p = m.row_ptr[i]; p < m.row_ptr[i + 1]; ++p) {
+        sum += m.values[p];
+        if (m.col_idx[p] != i) ASSERT_LT(m.values[p], 0.0) << spec << " row " << i;
+      }
+      ASSERT_GE(sum, -1e-12 * entry(m, i, i)) << spec << " row " << i;
+    }
+    EXPECT_GT(std::abs(Eigen::FullPivLU<Eigen::MatrixXd>(dense(m)).determinant()), 0.0) << spec;
+    EXPECT_EQ(Eigen::FullPivLU<Eigen::MatrixXd>(dense(m)).rank(), m.nrows) << spec;
+  }
+  // Pe = 0 is the Dirichlet Laplacian, flagged symmetric; a scramble keeps the flag general.
+  const Csr<double> lap = generate("gen:convdiff2d:7:0");
+  EXPECT_EQ(lap.symmetry, Symmetry::symmetric);
+  EXPECT_EQ(lap.values, generate("gen:lap2d:7").values);
+  EXPECT_EQ(lap.col_idx, generate("gen:lap2d:7").col_idx);
+  const Csr<double> sc = generate("gen:convdiff3d:6+scramble@3");
+  EXPECT_EQ(sc.symmetry, Symmetry::general);
+  EXPECT_FALSE(is_symmetric(sc));
+  EXPECT_EQ(sc.nnz(), generate("gen:convdiff3d:6").nnz());
+}
+
+// Eigenvalues of the Dirichlet Laplacian (h²-scaled) on an N^dims grid, smallest first: all of
+// them for small grids, else the sums over indices ≤ `limit` (for N > limit only the smallest
+// ones are exact: those below the smallest sum holding an index > limit).
+std::vector<double> laplacian_low_eigs(int dims, std::int64_t n, std::int64_t limit) {
+  const std::int64_t L = std::min(n, limit);
+  std::vector<double> mu;
+  for (std::int64_t i = 1; i <= L; ++i) mu.push_back(2.0 - 2.0 * std::cos(M_PI * double(i) / double(n + 1)));
+  std::vector<double> ev{0.0};
+  for (int d = 0; d < dims; ++d) {
+    std::vector<double> next;
+    for (double base : ev)
+      for (double m : mu) next.push_back(base + m);
+    ev = next;
+  }
+  std::sort(ev.begin(), ev.end());
+  return ev;
+}
+
+TEST(GeneratorFamilies, HelmholtzDefaultShiftSitsInAGapOfTheSpectrum) {
+  struct Case {
+    int dims;
+    std::int64_t n;
+  };
+  for (const Case c : {Case{2, 1}, Case{2, 2}, Case{2, 3}, Case{2, 5}, Case{2, 8}, Case{2, 13}, Case{2, 100},
+                       Case{2, 1000}, Case{2, 46340}, Case{3, 1}, Case{3, 2}, Case{3, 3}, Case{3, 4},
+                       Case{3, 7}, Case{3, 30}, Case{3, 100}, Case{3, 1290}}) {
+    const std::string what = std::to_string(c.dims) + "d N=" + std::to_string(c.n);
+    const HelmholtzShift s = helmholtz_default_shift(c.dims, c.n);
+    // Index limit 60: exact up to the sums below μ_61 + (d − 1)·μ_1, far past the 41st.
+    const std::vector<double> ev = laplacian_low_eigs(c.dims, c.n, 60);
+    const std::int64_t total = c.dims == 2 ? c.n * c.n : c.n * c.n * c.n;
+    const std::int64_t below = std::count_if(ev.begin(), ev.end(), [&](double l) { return l < s.sigma; });
+    EXPECT_EQ(below, s.below) << what;
+    if (total >= 48) {
+      EXPECT_GE(s.below, 24) << what;
+      EXPECT_LE(s.below, 40) << what;
+    } else {
+      EXPECT_GE(s.below, total / 2) << what;
+      EXPECT_LT(s.below, std::max<std::int64_t>(1, total)) << what;
+    }
+    double dist = INFINITY;
+    for (double l : ev) dist = std::min(dist, std::abs(l - s.sigma));
+    EXPECT_GT(dist, 1e-8) << what << ": σ = " << s.sigma;
+    // (the reference's 2 − 2cos(πi/(N + 1)) carries absolute errors of a few 1e-16)
+    EXPECT_NEAR(dist, s.gap / 2, 1e-15 + 1e-9 * s.gap) << what;
+    EXPECT_NEAR(s.k, std::sqrt(s.sigma) * double(c.n + 1), 1e-9 * s.k) << what;
+  }
+  // The generated matrix: diagonal 2d − σ, −1 off it, symmetric, exactly `below` negative
+  // eigenvalues and none within gap/2 of 0 (dense, small grids).
+  for (const auto& [spec, dims, n] : {std::tuple<std::string, int, int>{"gen:helmholtz2d:13", 2, 13},
+                                      {"gen:helmholtz3d:6", 3, 6}, {"gen:helmholtz2d:3", 2, 3}}) {
+    const Csr<double> a = generate(spec);
+    const HelmholtzShift s = helmholtz_default_shift(dims, n);
+    validate(a);
+    ASSERT_EQ(a.nrows, dims == 2 ? n * n : n * n * n);
+    EXPECT_EQ(a.symmetry, Symmetry::symmetric);
+    EXPECT_TRUE(is_symmetric(a));
+    EXPECT_EQ(entry(a, 0, 0), 2.0 * dims - s.sigma) << spec;
+    EXPECT_EQ(entry(a, 0, 1), -1.0) << spec;
+    const std::vector<double> w = sym_eigs(a);
+    EXPECT_EQ(std::count_if(w.begin(), w.end(), [](double x) { return x < 0; }), s.below) << spec;
+    for (double x : w) EXPECT_GT(std::abs(x), 0.499 * s.gap) << spec;
+  }
+  EXPECT_EQ(generate("gen:helmholtz3d:5").nnz(), 125 + 2 * (3 * 4 * 25));
+  EXPECT_THROW(helmholtz_default_shift(4, 10), InvalidArgument);
+  EXPECT_THROW(helmholtz_default_shift(2, 0), InvalidArgument);
+}
+
 TEST(GeneratorFamilies, ErrorsNameTheSpecAndTheBadPart) {
   auto message = [](const std::string& spec) {
     try {
@@ -199,6 +339,28 @@ TEST(GeneratorFamilies, ErrorsNameTheSpecAndTheBadPart) {
   EXPECT_NE(message("gen:convdiff2d:10:inf").find("not a number"), std::string::npos);
   EXPECT_NE(message("gen:neumann3d:2000").find("too large"), std::string::npos);
   EXPECT_NE(message("gen:nosuch:3").find("helmholtz3d"), std::string::npos);
+  // convdiff and helmholtz: N positive, PECLET ≥ 0 and K > 0 numbers, one or two parameters.
+  for (const auto& [spec, part] : std::vector<std::pair<std::string, std::string>>{
+           {"gen:convdiff2d:0", "N must be positive"},
+           {"gen:convdiff3d:-5", "N '-5' is not a non-negative integer"},
+           {"gen:convdiff2d:x7", "N 'x7' is not a non-negative integer"},
+           {"gen:convdiff2d:10:abc", "PECLET 'abc' is not a number"},
+           {"gen:convdiff2d:10:", "missing PECLET"},
+           {"gen:convdiff3d:10:-1", "PECLET = -1 must be non-negative"},
+           {"gen:convdiff3d:10:nan", "PECLET 'nan' is not a number"},
+           {"gen:convdiff2d", "takes 1 to 2 parameters (N[:PECLET]), got 0"},
+           {"gen:convdiff2d:10:5:3", "takes 1 to 2 parameters (N[:PECLET]), got 3"},
+           {"gen:convdiff3d:1300", "too large"},
+           {"gen:helmholtz3d:0", "N must be positive"},
+           {"gen:helmholtz2d:-3", "not a non-negative integer"},
+           {"gen:helmholtz2d:10:x", "K 'x' is not a number"},
+           {"gen:helmholtz2d:10:0", "K = 0 must be positive"},
+           {"gen:helmholtz3d:4:1:2", "takes 1 to 2 parameters (N[:K]), got 3"},
+           {"gen:helmholtz2d:50000", "more than 32-bit indices allow"}}) {
+    const std::string m = message(spec);
+    EXPECT_NE(m.find("'" + spec + "'"), std::string::npos) << m;
+    EXPECT_NE(m.find(part), std::string::npos) << spec << " -> " << m;
+  }
 }
 
 }  // namespace

@@ -276,7 +276,7 @@ TEST(Generators, ErrorsNameSpecAndPart) {
 // --gtest_also_run_disabled_tests --gtest_filter='*Speed*'.
 TEST(Generators, DISABLED_SpeedOfLargeInstances) {
   for (const char* spec : {"gen:lap3d:100", "gen:elast3d:64", "gen:rmat:20:16", "gen:lap3d:100+scramble",
-                           "gen:elast3d:64+scramble"}) {
+                           "gen:elast3d:64+scramble", "gen:convdiff3d:100", "gen:helmholtz3d:100"}) {
     auto t0 = std::chrono::steady_clock::now();
     Csr<double> a = generate(spec);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -70,6 +70,18 @@ TEST(SolveMethod, NoFeasibleFactorizationMeansNoBudget) {
   EXPECT_NE(p.why.find("over the memory limit"), std::string::npos);
 }
 
+TEST(SolveMethod, AnUnpricedFactorizationIsAFallbackWithoutBudget) {
+  auto f = facts(MatrixKind::symmetric_positive, 1000000, 0.0);
+  f.direct_priced = false;
+  f.bandwidth = 3e12;
+  const auto p = plan_solve_method(f);
+  EXPECT_EQ(p.method, SolveMethod::cg);
+  ASSERT_EQ(p.fallbacks.size(), 2u);
+  EXPECT_EQ(p.fallbacks[1], SolveMethod::direct);
+  EXPECT_EQ(p.budget_seconds, 0.0);
+  EXPECT_NE(p.why.find("ordering alone"), std::string::npos);
+}
+
 TEST(SolveMethod, AskedIsObeyed) {
   auto f = facts(MatrixKind::unsymmetric, 1000, 0.01);
   f.asked = SolveMethod::gmres;

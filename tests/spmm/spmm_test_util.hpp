@@ -1,5 +1,6 @@
 // Test matrices and norms for the SpMM tests: random sparse matrices with odd sizes, skewed and
-// empty rows, and random dense bands. Values uniform in [-1, 1] (never all-ones).
+// empty rows, and random dense bands; unsymmetric patterns (half the off-diagonal entries
+// dropped) and rectangular bands. Values uniform in [-1, 1] (never all-ones).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -98,6 +99,40 @@ inline Csr<double> random_blocked(std::int64_t mb, int b, int mean, int long_eve
             t.push_back({static_cast<std::int32_t>(I * b + r), static_cast<std::int32_t>(J * b + c), val(rng)});
   }
   return csr_from_triplets(mb * b, mb * b, std::move(t));
+}
+
+// A with each off-diagonal entry kept with probability 1/2, independently of its mirror (the
+// diagonal always kept): an unsymmetric pattern from a symmetric one, the same size.
+inline Csr<double> drop_half_off_diagonal(const Csr<double>& a, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Triplet<double>> t;
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      if (a.col_idx[p] == i || rng() % 2)
+        t.push_back({static_cast<std::int32_t>(i), a.col_idx[p], a.values[p]});
+  return csr_from_triplets(a.nrows, a.ncols, std::move(t));
+}
+
+// m×n band stretched along the diagonal: row i holds columns |j − i·n/m| <= bw (random values),
+// whole 8×4 / 16×16 blocks where m ≈ n, rows that share their columns where m > n.
+inline Csr<double> stretched_band(std::int64_t m, std::int64_t n, int bw, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  std::vector<Triplet<double>> t;
+  for (std::int64_t i = 0; i < m; ++i) {
+    const std::int64_t c = i * n / m;
+    for (std::int64_t j = std::max<std::int64_t>(0, c - bw); j <= std::min<std::int64_t>(n - 1, c + bw); ++j)
+      t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), val(rng)});
+  }
+  return csr_from_triplets(m, n, std::move(t));
+}
+
+// The rows of A in a random order (P·A): what the rows-mode (Jaccard) reordering can undo.
+inline Csr<double> shuffle_rows(const Csr<double>& a, unsigned seed) {
+  std::vector<std::int32_t> p(static_cast<std::size_t>(a.nrows));
+  for (std::int64_t i = 0; i < a.nrows; ++i) p[i] = static_cast<std::int32_t>(i);
+  std::shuffle(p.begin(), p.end(), std::mt19937_64(seed));
+  return permute_rows(a, p);
 }
 
 inline std::vector<double> random_vector(std::size_t len, unsigned seed) {

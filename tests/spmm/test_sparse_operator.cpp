@@ -5,11 +5,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/csr.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "preprocess/bcsr_stats.hpp"
+#include "preprocess/jaccard_reorder.hpp"
 #include "spmm/chebyshev_step.hpp"
 #include "spmm/sparse_operator.hpp"
 #include "tests/spmm/spmm_test_util.hpp"
@@ -312,6 +315,160 @@ TEST(SparseOperatorPermutedBasis, CpuAppliesBOnPermutedBlocks) {
   EXPECT_THROW(make_sparse_operator(a, Backend::cpu, bad), InvalidArgument);
   EXPECT_THROW(make_sparse_operator(test::random_skewed(50, 40, 3, 0, 0, 0, 45), Backend::cpu, opt),
                InvalidArgument);
+}
+
+// A ≠ Aᵀ on the CPU backend: wide and tall random matrices (skewed, empty rows), an unsymmetric
+// pattern, and a transposed operator built from transpose(a) (core/csr.hpp), the least-squares
+// solvers' Aᵀ. fp64 is the reference product itself (bitwise), fp32 rounds A only; every Y
+// element written, the padding rows never, and X of the wrong height refused.
+TEST(SparseOperatorCpu, UnsymmetricAndRectangularMatchReference) {
+  const Csr<double> wide = test::random_skewed(211, 1013, 6, 3, 400, 17, 51);
+  const Csr<double> tall = test::random_skewed(1013, 211, 6, 3, 150, 17, 52);
+  const Csr<double> unsym = test::drop_half_off_diagonal(test::scrambled_stencil(11, 9, 7, 3, true, 53), 54);
+  const Csr<double> wide_t = transpose(wide);
+  ASSERT_FALSE(is_symmetric(unsym));
+  const std::pair<const char*, const Csr<double>*> list[] = {
+      {"wide", &wide}, {"tall", &tall}, {"unsym", &unsym}, {"wide^T", &wide_t}};
+  for (const auto& [name, a] : list) {
+    for (Precision prec : {Precision::fp64, Precision::fp32}) {
+      OperatorOptions opt;
+      opt.precision = prec;
+      auto op = make_sparse_operator(*a, Backend::cpu, opt);
+      ASSERT_EQ(op->rows(), a->nrows);
+      ASSERT_EQ(op->cols(), a->ncols);
+      const int k = 5;
+      const std::int64_t ldx = a->ncols + 3, ldy = a->nrows + 2;
+      std::vector<double> x = test::random_vector(static_cast<std::size_t>(ldx * k), 55);
+      std::vector<double> y(static_cast<std::size_t>(ldy * k), std::nan("")), ref(a->nrows * k);
+      csr_spmm_reference(*a, x.data(), ldx, ref.data(), a->nrows, k);
+      op->apply({x.data(), a->ncols, k, ldx, Space::host}, {y.data(), a->nrows, k, ldy, Space::host});
+      double err = 0, norm = 0;
+      for (int j = 0; j < k; ++j) {
+        for (std::int64_t i = 0; i < a->nrows; ++i) {
+          err = std::max(err, std::abs(y[i + j * ldy] - ref[i + j * a->nrows]));
+          norm = std::max(norm, std::abs(ref[i + j * a->nrows]));
+        }
+        for (std::int64_t i = a->nrows; i < ldy; ++i) EXPECT_TRUE(std::isnan(y[i + j * ldy])) << name;
+      }
+      const std::string what = std::string(name) + " " + to_string(prec);
+      EXPECT_FALSE(std::isnan(err)) << what << ": Y left unwritten";
+      if (prec == Precision::fp64) EXPECT_EQ(err, 0.0) << what;
+      else EXPECT_LE(err, 1e-6 * norm) << what;
+      if (a->nrows != a->ncols)  // X with A's row count instead of its column count
+        EXPECT_THROW(op->apply({x.data(), a->nrows, k, ldx, Space::host}, {y.data(), a->nrows, k, ldy, Space::host}),
+                     InvalidArgument) << what;
+    }
+  }
+  // The transposed operator applies Aᵀ: (Aᵀ·X)_j = Σ_i a_ij X_i, accumulated from A's rows.
+  auto opt_t = make_sparse_operator(transpose(tall), Backend::cpu);
+  ASSERT_EQ(opt_t->rows(), tall.ncols);
+  ASSERT_EQ(opt_t->cols(), tall.nrows);
+  const int k = 3;
+  std::vector<double> x = test::random_vector(static_cast<std::size_t>(tall.nrows * k), 56);
+  std::vector<double> y(static_cast<std::size_t>(tall.ncols * k)), want(y.size(), 0.0);
+  opt_t->apply({x.data(), tall.nrows, k, tall.nrows, Space::host}, {y.data(), tall.ncols, k, tall.ncols, Space::host});
+  for (int j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i < tall.nrows; ++i)
+      for (std::int64_t p = tall.row_ptr[i]; p < tall.row_ptr[i + 1]; ++p)
+        want[tall.col_idx[p] + j * tall.ncols] += tall.values[p] * x[i + j * tall.nrows];
+  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-13) << i;
+}
+
+// The permuted basis of an unsymmetric A (pattern and values) on the CPU: B = P·A·Pᵀ holds
+// B(i, j) == A(p[i], p[j]) exactly — A is neither symmetrized nor transposed, B ≠ Bᵀ — and
+// B·(P·X) == P·(A·X): the round trip of a solve with x̃ = P·x, b̃ = P·b.
+TEST(SparseOperatorPermutedBasis, CpuUnsymmetricRoundTrip) {
+  const Csr<double> halved = test::drop_half_off_diagonal(test::scrambled_stencil(13, 11, 9, 1, false, 61), 62);
+  const Csr<double> box = test::drop_half_off_diagonal(test::scrambled_stencil(7, 5, 9, 3, true, 63), 64);
+  for (const Csr<double>* a : {&halved, &box}) {
+    ASSERT_FALSE(is_symmetric(*a));
+    OperatorOptions opt;
+    opt.reorder = Reorder::symmetric;
+    opt.basis = OperatorBasis::permuted;
+    auto op = make_sparse_operator(*a, Backend::cpu, opt);
+    const std::string what = "n=" + std::to_string(a->nrows) + "\n" + op->plan().describe();
+    ASSERT_NE(op->permutation(), nullptr) << what;  // a scrambled pattern: the reordering pays
+    const std::vector<std::int32_t>& p = *op->permutation();
+    const std::int64_t n = a->nrows, ld = n + 1;
+    const int k = 4;
+    std::vector<double> x = test::random_vector(static_cast<std::size_t>(ld * k), 65);
+    std::vector<double> xt(x.size(), std::nan("")), yt(x.size(), std::nan("")), back(x.size(), std::nan(""));
+    std::vector<double> ax(static_cast<std::size_t>(n * k));
+    csr_spmm_reference(*a, x.data(), ld, ax.data(), n, k);
+    op->to_permuted({x.data(), n, k, ld, Space::host}, {xt.data(), n, k, ld, Space::host});
+    op->apply({xt.data(), n, k, ld, Space::host}, {yt.data(), n, k, ld, Space::host});
+    op->from_permuted({xt.data(), n, k, ld, Space::host}, {back.data(), n, k, ld, Space::host});
+    double err = 0, ref = 0;
+    for (int j = 0; j < k; ++j)
+      for (std::int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(xt[i + j * ld], x[p[i] + j * ld]) << what;
+        ASSERT_EQ(back[i + j * ld], x[i + j * ld]) << what;
+        err = std::max(err, std::abs(yt[i + j * ld] - ax[p[i] + j * n]));
+        ref = std::max(ref, std::abs(ax[p[i] + j * n]));
+      }
+    EXPECT_LE(err, 1e-14 * ref) << what;
+    // B through unit vectors of the permuted basis: column j of B is B·e_j
+    std::vector<double> e(static_cast<std::size_t>(n), 0.0), col(static_cast<std::size_t>(n));
+    std::int64_t asymmetric = 0;
+    for (std::int64_t j = 0; j < n; j += 37) {
+      e[j] = 1.0;
+      op->apply({e.data(), n, 1, n, Space::host}, {col.data(), n, 1, n, Space::host});
+      e[j] = 0.0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto* rb = a->col_idx.data() + a->row_ptr[p[i]];
+        const auto* re = a->col_idx.data() + a->row_ptr[p[i] + 1];
+        const auto* at = std::lower_bound(rb, re, p[j]);
+        const double aij = at != re && *at == p[j] ? a->values[at - a->col_idx.data()] : 0.0;
+        ASSERT_EQ(col[i], aij) << what << " B(" << i << ", " << j << ")";
+        const auto* mb = a->col_idx.data() + a->row_ptr[p[j]];
+        const auto* me = a->col_idx.data() + a->row_ptr[p[j] + 1];
+        const auto* mt = std::lower_bound(mb, me, p[i]);
+        asymmetric += (mt != me && *mt == p[i] ? a->values[mt - a->col_idx.data()] : 0.0) != aij;
+      }
+    }
+    EXPECT_GT(asymmetric, 0) << what << ": B came out symmetric";
+  }
+}
+
+// The plan (no GPU needed) on rectangular and unsymmetric matrices: rows-mode Jaccard regroups
+// the scrambled rows of a wide and a tall band (fewer blocks, exactly those of
+// jaccard_reorder), the symmetric reordering of an unsymmetric scrambled pattern is applied
+// with its exact block count, and the device bytes follow the rectangular shapes.
+TEST(SparsePlan, RectangularAndUnsymmetricReorderings) {
+  for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{613, 1999}, {2111, 397}}) {
+    const Csr<double> a = test::shuffle_rows(test::stretched_band(m, n, 9, 70 + static_cast<unsigned>(m)), 71);
+    const std::string what = std::to_string(m) + "x" + std::to_string(n);
+    OperatorOptions opt;
+    opt.expected_cols = 16;
+    opt.kernel = SpmmKernel::bcsr_dmma;
+    const SpmmPlan none = plan_spmm(a, Backend::cuda, opt);
+    EXPECT_EQ(none.nblocks, count_blocks(a, 8, 4)) << what;
+    opt.reorder = Reorder::jaccard;
+    const SpmmPlan rows = plan_spmm(a, Backend::cuda, opt);
+    EXPECT_TRUE(rows.reordered) << what << "\n" << rows.describe();
+    EXPECT_FALSE(rows.symmetric) << what;
+    EXPECT_LT(2 * rows.nblocks, none.nblocks) << what;
+    EXPECT_EQ(rows.nblocks, jaccard_reorder(a, 8, 4).blocks_after) << what;
+    // dmma: block arrays, perm (4 per row), no gather; fp64 staging over the n rows of X
+    EXPECT_GE(predict_device_bytes(a, rows), static_cast<std::size_t>(rows.nblocks * (256 + 4) + 4 * m)) << what;
+    opt.reorder = Reorder::none;
+    opt.kernel = SpmmKernel::csr_row;
+    EXPECT_EQ(predict_device_bytes(a, plan_spmm(a, Backend::cuda, opt)),
+              static_cast<std::size_t>(8 * (m + 1) + 12 * a.nnz())) << what;
+    opt.reorder = Reorder::symmetric;
+    EXPECT_THROW(plan_spmm(a, Backend::cuda, opt), InvalidArgument) << what;
+  }
+  const Csr<double> u = test::drop_half_off_diagonal(test::scrambled_stencil(13, 11, 9, 1, false, 72), 73);
+  OperatorOptions opt;
+  opt.expected_cols = 8;
+  opt.kernel = SpmmKernel::bcsr_dmma;
+  opt.reorder = Reorder::symmetric;
+  const SpmmPlan sym = plan_spmm(u, Backend::cuda, opt);
+  EXPECT_TRUE(sym.reordered && sym.symmetric) << sym.describe();
+  ReorderOptions ro;
+  ro.mode = ReorderMode::symmetric;
+  EXPECT_EQ(sym.nblocks, jaccard_reorder(u, 8, 4, ro).blocks_after);
+  EXPECT_LT(2 * sym.nblocks, count_blocks(u, 8, 4));
 }
 
 // The device-memory counters: 0 in CPU-only builds; with a GPU, a device_malloc/device_free pair

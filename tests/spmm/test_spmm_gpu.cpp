@@ -1,6 +1,7 @@
 // GPU SpMM kernels vs the CPU reference (csr_spmm_reference), per kernel and precision:
 // random matrices and X, odd sizes, padded leading dimensions, NaN-poisoned Y (every element of
-// Y must be written, the padding rows never), skewed and empty rows, the row-permutation path.
+// Y must be written, the padding rows never), skewed and empty rows, the row-permutation path;
+// A ≠ Aᵀ throughout: rectangular both ways, unsymmetric patterns and values, transposed A.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -79,6 +80,14 @@ struct Matrices {
   Csr<double> skewed = test::random_skewed(1001, 997, 6, 4, 1500, 37, 11);
   Csr<double> short_rows = test::random_skewed(2053, 2053, 3, 0, 0, 0, 12);
   Csr<double> band = test::random_band(1503, 37, 13);
+  // A ≠ Aᵀ beyond `skewed`: wider than tall with long and empty rows, its transpose (the
+  // least-squares solvers' Aᵀ, core/csr.hpp), a tall stretched band (full blocks, rows sharing
+  // columns), and a square unsymmetric pattern (27-point 3-dof stencil, half the off-diagonal
+  // entries dropped independently of their mirrors; 3861 rows).
+  Csr<double> wide = test::random_skewed(613, 1999, 7, 3, 900, 29, 14);
+  Csr<double> wide_t = transpose(wide);
+  Csr<double> tall_band = test::stretched_band(2111, 397, 9, 15);
+  Csr<double> unsym = test::drop_half_off_diagonal(test::scrambled_stencil(11, 9, 13, 3, true, 16), 17);
 };
 
 const Matrices& mats() {
@@ -104,7 +113,9 @@ struct OpCase {
 
 void run_operator_cases(const OpCase& oc) {
   const std::pair<const char*, const Csr<double>*> list[] = {
-      {"skewed", &mats().skewed}, {"short", &mats().short_rows}, {"band", &mats().band}};
+      {"skewed", &mats().skewed}, {"short", &mats().short_rows}, {"band", &mats().band},
+      {"wide", &mats().wide},     {"wide^T", &mats().wide_t},    {"tall band", &mats().tall_band},
+      {"unsym", &mats().unsym}};
   unsigned seed = 100;
   for (const auto& [name, a] : list) {
     for (int k : kCols) {
@@ -291,7 +302,8 @@ TEST(SpmmGpu, Mma16FloatOutputBothXLoadPaths) {
 // matrix, and the chosen operator must be correct.
 TEST(SpmmGpu, AutomaticPlanIsCorrect) {
   TCSOLVE_SKIP_WITHOUT_GPU();
-  for (const Csr<double>* a : {&mats().band, &mats().short_rows, &mats().skewed}) {
+  for (const Csr<double>* a : {&mats().band, &mats().short_rows, &mats().skewed, &mats().wide,
+                               &mats().tall_band, &mats().unsym}) {
     OperatorOptions opt;
     opt.expected_cols = 16;
     auto op = make_sparse_operator(*a, Backend::cuda, opt);
@@ -333,13 +345,46 @@ TEST(SpmmGpu, JaccardReorderedOperatorIsEquivalentToRef) {
   }
 }
 
+// Rows-mode Jaccard on rectangular A (P·A, Y written through perm): scrambled rows of a wide and
+// a tall stretched band, forced tensor-core kernels at three precisions, N = 3, 24, 40.
+TEST(SpmmGpu, JaccardReorderedRectangularIsEquivalentToRef) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{613, 1999}, {2111, 397}}) {
+    const Csr<double> a = test::shuffle_rows(test::stretched_band(m, n, 9, 80 + static_cast<unsigned>(m)), 81);
+    for (const OpCase& oc : {OpCase{SpmmKernel::bcsr_dmma, Precision::fp64, 1e-13, false},
+                             OpCase{SpmmKernel::bcsr_mma_f16, Precision::fp16, 1e-2, true},
+                             OpCase{SpmmKernel::bcsr_mma_bf16, Precision::bf16, 3e-2, true}}) {
+      OperatorOptions opt;
+      opt.reorder = Reorder::jaccard;
+      opt.kernel = oc.kernel;
+      opt.precision = oc.precision;
+      opt.expected_cols = 24;
+      auto op = make_sparse_operator(a, Backend::cuda, opt);
+      const std::string what = std::to_string(m) + "x" + std::to_string(n) + " " + to_string(oc.kernel) +
+                               "\n" + op->plan().describe();
+      EXPECT_TRUE(op->plan().reordered) << what;  // (measured: 2–3× fewer blocks)
+      for (int k : {3, 24, 40}) {
+        const Check c = run_and_compare(a, k, 200 + k, [&](const double* x, std::int64_t ldx, double* y,
+                                                           std::int64_t ldy) {
+          op->apply(MvView<const double>{x, a.ncols, k, ldx, Space::device},
+                    MvView<double>{y, a.nrows, k, ldy, Space::device});
+        });
+        expect_ok(c, oc.tol, oc.against_ax, what + " N=" + std::to_string(k));
+      }
+    }
+  }
+}
+
 // Symmetric reordering through the operator (A' = P·A·Pᵀ, X gathered by the staging copy or the
 // 16-bit conversion, Y written through perm): scrambled 7-point and 27-point×3 stencils at odd
-// sizes, forced tensor-core kernels and the trial, N = 1, 8, 33, NaN-poisoned Y.
+// sizes (random values: unsymmetric), and the same with half their off-diagonal entries dropped
+// (unsymmetric patterns), forced tensor-core kernels and the trial, N = 1, 8, 33, NaN-poisoned Y.
 TEST(SpmmGpu, SymmetricReorderedOperatorIsEquivalentToRef) {
   TCSOLVE_SKIP_WITHOUT_GPU();
-  const Csr<double> mats_sym[] = {test::scrambled_stencil(13, 11, 9, 1, false, 21),
-                                  test::scrambled_stencil(7, 5, 9, 3, true, 22)};
+  const Csr<double> mats_sym[] = {
+      test::scrambled_stencil(13, 11, 9, 1, false, 21), test::scrambled_stencil(7, 5, 9, 3, true, 22),
+      test::drop_half_off_diagonal(test::scrambled_stencil(13, 11, 9, 1, false, 21), 26),
+      test::drop_half_off_diagonal(test::scrambled_stencil(7, 5, 9, 3, true, 22), 27)};
   struct SymCase {
     SpmmKernel kernel;
     Precision precision;
@@ -378,6 +423,54 @@ TEST(SpmmGpu, SymmetricReorderedOperatorIsEquivalentToRef) {
           expect_ok(c, sc.tol, sc.against_ax, what + " N=" + std::to_string(k));
         }
       }
+    }
+  }
+}
+
+// The permuted basis of unsymmetric patterns on the GPU (OperatorBasis::permuted: the operator
+// is B = P·A·Pᵀ, conversions by permute_rows_device): x̃ = P·x and back exactly, B·x̃ == P·(A·x)
+// to round-off, with the CSR and DMMA kernels forced and the automatic plan.
+TEST(SpmmGpu, PermutedBasisOfUnsymmetricPatternsMatchesHost) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const Csr<double> list[] = {
+      test::drop_half_off_diagonal(test::scrambled_stencil(13, 11, 9, 1, false, 28), 29),
+      test::drop_half_off_diagonal(test::scrambled_stencil(7, 5, 9, 3, true, 30), 31)};
+  for (const Csr<double>& a : list) {
+    for (SpmmKernel kern : {SpmmKernel::automatic, SpmmKernel::csr_row, SpmmKernel::bcsr_dmma}) {
+      OperatorOptions opt;
+      opt.reorder = Reorder::symmetric;
+      opt.basis = OperatorBasis::permuted;
+      opt.kernel = kern;
+      opt.expected_cols = 8;
+      auto op = make_sparse_operator(a, Backend::cuda, opt);
+      const std::string what = std::string(to_string(kern)) + " n=" + std::to_string(a.nrows) + "\n" +
+                               op->plan().describe();
+      ASSERT_NE(op->permutation(), nullptr) << what;
+      const std::vector<std::int32_t>& p = *op->permutation();
+      const std::int64_t n = a.nrows;
+      const int k = 5;
+      std::vector<double> x = test::random_vector(static_cast<std::size_t>(n * k), 32);
+      std::vector<double> ax(x.size()), xt(x.size()), yt(x.size()), back(x.size());
+      csr_spmm_reference(a, x.data(), n, ax.data(), n, k);
+      MultiVector<double> xd(n, k, Space::device), xtd(n, k, Space::device), ytd(n, k, Space::device),
+          backd(n, k, Space::device);
+      copy_bytes(xd.data(), Space::device, x.data(), Space::host, x.size() * 8);
+      op->to_permuted(xd.view(), xtd.view());
+      op->apply(xtd.view(), ytd.view());
+      op->from_permuted(xtd.view(), backd.view());
+      device_synchronize();
+      copy_bytes(xt.data(), Space::host, xtd.data(), Space::device, xt.size() * 8);
+      copy_bytes(yt.data(), Space::host, ytd.data(), Space::device, yt.size() * 8);
+      copy_bytes(back.data(), Space::host, backd.data(), Space::device, back.size() * 8);
+      double err = 0, ref = 0;
+      for (int j = 0; j < k; ++j)
+        for (std::int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(xt[i + j * n], x[p[i] + j * n]) << what;
+          ASSERT_EQ(back[i + j * n], x[i + j * n]) << what;
+          err = std::max(err, std::abs(yt[i + j * n] - ax[p[i] + j * n]));
+          ref = std::max(ref, std::abs(ax[p[i] + j * n]));
+        }
+      EXPECT_LE(err, 1e-13 * ref) << what;
     }
   }
 }
