@@ -24,10 +24,35 @@ GENERAL = pathlib.Path(os.environ.get("TCSOLVE_GENERAL_MATRICES",
 EPS = np.finfo(float).eps
 
 
+def read_rua(path):
+    """A Harwell-Boeing real unsymmetric assembled file (.rua) as CSC. SciPy's hb_read refuses the
+    shared files' value formats ((1P3D24.15), (4D20.12)), so the fixed-width fields are cut here:
+    header lines 3-4 give the sizes and the Fortran formats (nIw / [kP]nDw.d / nEw.d)."""
+    import re
+    lines = pathlib.Path(path).read_text().splitlines()
+    ptr_lines, ind_lines, val_lines = (int(v) for v in lines[1].split()[1:4])
+    m, n, nnz = (int(v) for v in lines[2].split()[1:4])
+    formats = re.findall(r"\(([^)]*)\)", lines[3])
+    start = 4 + (1 if len(lines[1].split()) > 4 and int(lines[1].split()[4]) > 0 else 0)
+
+    def fields(fmt, first, count, kind):
+        per, width = (int(v) for v in re.match(r"(?:\d+P)?(\d+)[IDEF](\d+)", fmt.replace(",", "")).groups())
+        out = []
+        for line in lines[first:first + count]:
+            out += [line[k:k + width] for k in range(0, min(len(line), per * width), width) if line[k:k + width].strip()]
+        return [kind(v.replace("D", "E").replace("d", "e")) for v in out]
+
+    ptr = fields(formats[0], start, ptr_lines, int)
+    ind = fields(formats[1], start + ptr_lines, ind_lines, int)
+    val = fields(formats[2], start + ptr_lines + ind_lines, val_lines, float)
+    assert len(ptr) == n + 1 and len(ind) == nnz == len(val), path
+    return sp.csc_matrix((val, np.array(ind) - 1, np.array(ptr) - 1), shape=(m, n))
+
+
 def general(name):
-    """A matrix of ../shared/matrices/general as float64 CSR (.mtx by mmread, .rua by hb_read),
+    """A matrix of ../shared/matrices/general as float64 CSR (.mtx by mmread, .rua by read_rua),
     or skip when the file is absent."""
-    for ext, read in ((".mtx", sio.mmread), (".rua", sio.hb_read)):
+    for ext, read in ((".mtx", sio.mmread), (".rua", read_rua)):
         path = GENERAL / f"{name}{ext}"
         if path.exists():
             return sp.csr_matrix(read(str(path))).astype(np.float64)
