@@ -401,9 +401,12 @@ def test_general_spsolve_and_gmres(name):
     assert res.status == "converged", res.reason
     assert np.all(res.backward_errors <= 1e-10)
     agree(a, x, sl.spsolve(a.tocsc(), b), b, sm)
-    # GMRES(50), at most 4000 products: honest whether it converges or not
+    # GMRES(50), at most 4000 products: honest whether it converges or not (the others stagnate
+    # unpreconditioned or with Jacobi, as SciPy's gmres does on them)
     xg, info, rg = tcsolve.gmres(a, b, rtol=1e-8, restart=50, maxiter=80, return_info=True)
     honest(a, xg, b, info, 1e-8)
+    if name in ("arc130", "fs_183_6"):  # 6 and 15 products with Jacobi (measured)
+        assert info == 0, rg.reason
     if info == 0:
         agree(a, xg, x, b, sm)
 
