@@ -151,6 +151,10 @@ py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend bac
 // optimality appear when the result has them.
 py::dict solve_result_dict(const SolveResult& r, double tol, std::int64_t max_iterations, Backend backend,
                            const std::string& precond);
+// The operator fields of a solve on CuPy arrays read in place (the csr_view kernel; nnz, fp64,
+// time_setup), and of one on a LinearOperator (Python callbacks).
+void put_device_view_fields(py::dict& d, std::int64_t nnz, double setup_seconds);
+void put_python_operator_fields(py::dict& d);
 
 // ---- the CUDA dense ops shared by calls on CuPy input (device_bindings.cpp) --------------------
 

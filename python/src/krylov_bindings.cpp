@@ -176,9 +176,7 @@ py::dict krylov_operator(const std::string& method, std::int64_t n, py::object f
     return run_krylov_host(km, a, *ops, bp, xp, n, s, use_x0, o);
   });
   py::dict d = solve_result_dict(r, o.tol, o.max_iterations, Backend::cpu, precond);
-  d["spmm_kernel"] = "python";
-  d["spmm_plan"] = "the LinearOperator's matmat (Python callback)";
-  d["precision"] = "fp64";
+  put_python_operator_fields(d);
   return d;
 }
 
@@ -219,11 +217,7 @@ py::dict krylov_device(const std::string& method, std::int64_t n, std::int64_t n
   SolveResult r = run_interruptible(
       [&] { return solve_device(km, n, nnz, da, bv, xv, use_x0, o, precond == "jacobi", setup); });
   py::dict d = solve_result_dict(r, o.tol, o.max_iterations, Backend::cuda, precond);
-  d["nnz"] = nnz;
-  d["spmm_kernel"] = "csr_view";
-  d["spmm_plan"] = "row-split CSR kernel on the CuPy arrays in place (no upload, no trial)";
-  d["precision"] = "fp64";
-  d["time_setup"] = setup;
+  put_device_view_fields(d, nnz, setup);
   return d;
 }
 

@@ -141,6 +141,20 @@ py::dict solve_result_dict(const SolveResult& r, double tol, std::int64_t max_it
   return d;
 }
 
+void put_device_view_fields(py::dict& d, std::int64_t nnz, double setup_seconds) {
+  d["nnz"] = nnz;
+  d["spmm_kernel"] = "csr_view";
+  d["spmm_plan"] = "row-split CSR kernel on the CuPy arrays in place (no upload, no trial)";
+  d["precision"] = "fp64";
+  d["time_setup"] = setup_seconds;
+}
+
+void put_python_operator_fields(py::dict& d) {
+  d["spmm_kernel"] = "python";
+  d["spmm_plan"] = "the LinearOperator's matmat (Python callback)";
+  d["precision"] = "fp64";
+}
+
 py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend backend,
                            const std::string& precond) {
   return solve_result_dict(r, o.tol, o.max_iterations, backend, precond);

@@ -369,6 +369,26 @@ def _device_arrays(c, name, desc_type):
     return DeviceCsr(n, indptr, indices, data, f"{desc_type} {n}x{n} {c.dtype} ({int(data.size)} non-zeros, GPU)")
 
 
+def _dense_host(a, name, square, expected):
+    """A dense NumPy matrix (or nested lists) -> HostCsr, checked (2-D, real, finite)."""
+    arr = np.asarray(a)
+    if arr.dtype == object:
+        raise TypeError(f"{name}: expected {expected}, got {_type_name(a)} of objects")
+    _check_real_dtype(arr.dtype, name)
+    if arr.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D matrix, got shape {arr.shape}")
+    if square:
+        _square(arr.shape, name)
+    if arr.size and not np.all(np.isfinite(arr)):
+        i, j = np.argwhere(~np.isfinite(arr))[0]
+        kind = "NaN" if np.isnan(arr[i, j]) else "Inf"
+        raise ValueError(f"{name} has a non-finite value ({kind}) at row {i}, column {j}: "
+                         "non-finite values are refused")
+    out = _host_csr(sp.csr_matrix(arr), name, square)
+    out.desc = f"numpy.ndarray {arr.shape[0]}x{arr.shape[1]} {arr.dtype} (dense)"
+    return out
+
+
 def as_matrix(a, name):
     """Classifies and converts one matrix argument (see the module docstring)."""
     if a is None:
@@ -382,22 +402,7 @@ def as_matrix(a, name):
         _square(a.shape, name)
         return Operator(a, name)
     if isinstance(a, (np.ndarray, list, tuple)):
-        arr = np.asarray(a)
-        if arr.dtype == object:
-            raise TypeError(f"{name}: expected a scipy.sparse matrix, a NumPy array, a LinearOperator "
-                            f"or a CuPy array, got {_type_name(a)} of objects")
-        _check_real_dtype(arr.dtype, name)
-        if arr.ndim != 2:
-            raise ValueError(f"{name}: expected a 2-D matrix, got shape {arr.shape}")
-        _square(arr.shape, name)
-        if arr.size and not np.all(np.isfinite(arr)):
-            i, j = np.argwhere(~np.isfinite(arr))[0]
-            kind = "NaN" if np.isnan(arr[i, j]) else "Inf"
-            raise ValueError(f"{name} has a non-finite value ({kind}) at row {i}, column {j}: "
-                             "non-finite values are refused")
-        out = _host_csr(sp.csr_matrix(arr), name)
-        out.desc = f"numpy.ndarray {arr.shape[0]}x{arr.shape[1]} {arr.dtype} (dense)"
-        return out
+        return _dense_host(a, name, True, "a scipy.sparse matrix, a NumPy array, a LinearOperator or a CuPy array")
     if hasattr(a, "shape") and (hasattr(a, "matvec") or hasattr(a, "matmat")):
         op = aslinearoperator(a)
         _square(op.shape, name)
@@ -423,23 +428,7 @@ def as_host_matrix(a, name, square=False):
                         "or dense matrix); for an operator use tcsolve.gmres / minres / cg or "
                         "scipy.sparse.linalg.lsqr")
     if isinstance(a, (np.ndarray, list, tuple)):
-        arr = np.asarray(a)
-        if arr.dtype == object:
-            raise TypeError(f"{name}: expected a scipy.sparse matrix, a NumPy array or a CuPy array, got "
-                            f"{_type_name(a)} of objects")
-        _check_real_dtype(arr.dtype, name)
-        if arr.ndim != 2:
-            raise ValueError(f"{name}: expected a 2-D matrix, got shape {arr.shape}")
-        if square:
-            _square(arr.shape, name)
-        if arr.size and not np.all(np.isfinite(arr)):
-            i, j = np.argwhere(~np.isfinite(arr))[0]
-            kind = "NaN" if np.isnan(arr[i, j]) else "Inf"
-            raise ValueError(f"{name} has a non-finite value ({kind}) at row {i}, column {j}: "
-                             "non-finite values are refused")
-        out = _host_csr(sp.csr_matrix(arr), name, square)
-        out.desc = f"numpy.ndarray {arr.shape[0]}x{arr.shape[1]} {arr.dtype} (dense)"
-        return out
+        return _dense_host(a, name, square, "a scipy.sparse matrix, a NumPy array or a CuPy array")
     raise TypeError(f"{name}: expected a scipy.sparse matrix, a NumPy array or a CuPy array, got {_type_name(a)}")
 
 

@@ -439,22 +439,11 @@ def test_general_lsqr(name):
     assert np.linalg.norm(r) <= np.linalg.norm(b - a @ xs) * (1 + 1e-8)
 
 
-# ---- GPU: CuPy input used in place (marker gpu: CTest python_gpu) -------------------------------
-
-@pytest.fixture(scope="module")
-def cp():
-    cupy = pytest.importorskip("cupy")
-    if not tcsolve.built_with_cuda():
-        pytest.skip("tcsolve was built without CUDA")
-    if tcsolve.device_count() == 0:
-        pytest.skip("no GPU")
-    return cupy
-
+# ---- GPU: CuPy input used in place (marker gpu: CTest python_gpu; fixtures cp, csp: conftest) -----
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("method", ["gmres", "minres"])
-def test_gpu_cupy_input_matches_the_cpu(cp, method):
-    import cupyx.scipy.sparse as csp
+def test_gpu_cupy_input_matches_the_cpu(cp, csp, method):
     a = shifted_laplacian(40, 0.5) if method == "minres" else convection_diffusion(40, 20.0)
     sm = smin(a)
     b = np.random.default_rng(17).standard_normal((a.shape[0], 4))
@@ -473,8 +462,7 @@ def test_gpu_cupy_input_matches_the_cpu(cp, method):
 
 
 @pytest.mark.gpu
-def test_gpu_minres_shift_on_cupy(cp):
-    import cupyx.scipy.sparse as csp
+def test_gpu_minres_shift_on_cupy(cp, csp):
     lap = lap2d(30)
     a = shifted_laplacian(30, 0.5)
     b = np.random.default_rng(18).standard_normal(a.shape[0])
@@ -484,8 +472,7 @@ def test_gpu_minres_shift_on_cupy(cp):
 
 
 @pytest.mark.gpu
-def test_gpu_spsolve_and_lsqr_take_cupy_and_answer_in_cupy(cp):
-    import cupyx.scipy.sparse as csp
+def test_gpu_spsolve_and_lsqr_take_cupy_and_answer_in_cupy(cp, csp):
     a = convection_diffusion(20, 10.0)
     b = np.random.default_rng(19).standard_normal(a.shape[0])
     x = tcsolve.spsolve(csp.csr_matrix(a), cp.asarray(b))
