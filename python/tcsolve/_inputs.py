@@ -43,7 +43,8 @@ def is_device_array(obj):
 def _check_real_dtype(dtype, name):
     dtype = np.dtype(dtype)
     if dtype.kind == "c":
-        raise TypeError(f"{name} has complex dtype {dtype}: tcsolve solves real symmetric problems")
+        raise TypeError(f"{name} has complex dtype {dtype}: tcsolve's solvers are real (complex input is "
+                        "not supported)")
     if dtype.kind not in "fiub":
         raise TypeError(f"{name} has dtype {dtype}: expected real numbers (float64, float32 or integers)")
 

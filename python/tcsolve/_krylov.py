@@ -74,16 +74,17 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=N
     relative tolerance is used, the strictest column's). ``tol`` is the older name of rtol.
     restart: Krylov vectors per cycle (SciPy's default 20, at most n). maxiter: restart CYCLES,
     as SciPy counts them (default 10·n); tcsolve counts products with A per column, and runs at
-    most maxiter·restart of them (``Result.max_iterations``); ``Result.iterations`` and a
-    non-zero info count products. M: SciPy's M (approximates the inverse of A), as a matrix or
-    LinearOperator (CPU; applied on the right, A·M·y = b, x = M·y), or 'jacobi' (diag(A)⁻¹; a
-    zero a_ii counts as 1) / 'none'; M=None means 'jacobi' for a matrix A without a zero a_ii,
+    most maxiter·restart of them (``Result.max_iterations``) -- with a callback and
+    callback_type None or 'legacy', SciPy's legacy meaning: maxiter products;
+    ``Result.iterations`` and a non-zero info count products. M: SciPy's M (approximates the
+    inverse of A), as a matrix or LinearOperator (CPU; applied on the right, A·M·y = b, x = M·y),
+    or 'jacobi' (diag(A)⁻¹; a zero a_ii counts as 1) / 'none'; M=None means 'jacobi' for a matrix A without a zero a_ii,
     else 'none' (and for a LinearOperator). callback with callback_type 'pr_norm' or 'legacy'
     (the default, as SciPy's): callback(r) after every iteration with the relative residual
     estimate ‖r‖/‖b‖ (a float) for one right-hand side; for b with several (non-zero) columns, an
     array of the unscaled estimates ‖r_j‖ of the columns still iterating (the block shrinks as
     columns pass). callback_type='x' (the iterate after each cycle) is not supported
-    (NotImplementedError).
+    (NotImplementedError). x0='Mb' starts from M·b, as SciPy's.
 
     Returns ``(x, info)``: info = 0 every column converged; > 0 not converged (the products run);
     < 0 a breakdown. With return_info=True ``(x, info, Result)``.
@@ -98,6 +99,8 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=N
     command = _args.call_repr("gmres", rtol=rtol, atol=atol or None, restart=restart, maxiter=maxiter,
                               device=device)
     products = min(cycles * m, _args.INT64_MAX)
+    if progress is not None and callback_type in (None, "legacy") and maxiter is not None:
+        products = cycles  # SciPy's 'legacy' callback_type: maxiter counts products, not cycles
     return _solve("gmres", a, b, x0, rtol, atol, products, m, M, progress, device, return_info, command, t0)
 
 
@@ -175,7 +178,7 @@ def _solve(method, a, b, x0, rtol, atol, max_it, restart, M, progress, device, r
     dev = a.kind == "device"
     rhs, one_d, norms = _inputs.as_block(b, a.n, "b", device=dev, with_norms=True)
     precond, precond_op = _preconditioner(M, a, dev)
-    x = _start(x0, rhs, b, a, dev)
+    x = _start(x0, rhs, b, a, dev, precond, precond_op)
     nz = [int(j) for j in _np.flatnonzero(norms > 0)]
     tol = rtol
     if nz:
@@ -228,13 +231,21 @@ def _has_zero_diagonal(a):
     return bool(_np.any(_np.asarray(a.diagonal()) == 0))
 
 
-def _start(x0, rhs, b, a, dev):
-    """The iterate block (n × s, F order, written by the solver): x0's copy or zeros."""
+def _start(x0, rhs, b, a, dev, precond, precond_op):
+    """The iterate block (n × s, F order, written by the solver): x0's copy, zeros, or for SciPy's
+    x0='Mb' the preconditioner applied to b (D⁻¹·b for Jacobi; b itself without one)."""
     xp = _args.xp("device" if dev else "csr")
     if x0 is None:
         return xp.zeros(rhs.shape, dtype=xp.float64, order="F")
     if isinstance(x0, str):
-        raise ValueError(f"x0={x0!r}: expected an array")
+        if x0 != "Mb":
+            raise ValueError(f"x0={x0!r}: expected an array or 'Mb' (the preconditioner applied to b)")
+        if precond_op is not None:
+            return _np.asfortranarray(precond_op.matmat(rhs), dtype=_np.float64)
+        if precond == "jacobi":
+            d = a.diagonal()
+            return xp.asfortranarray(rhs / xp.where(d == 0, 1.0, d)[:, None])
+        return rhs.copy(order="F")
     x, _ = _inputs.as_block(x0, a.n, "x0", device=dev)
     if x.shape != rhs.shape:
         raise ValueError(f"x0 has shape {tuple(x0.shape)} but b has shape {tuple(b.shape)}")
