@@ -194,6 +194,12 @@ def test_gmres_callback_pr_norm(cd):
     assert seen[-1] <= 1e-6 and seen[0] > seen[-1]
     with pytest.raises(NotImplementedError, match="callback_type='x'"):
         tcsolve.gmres(a, b, callback=print, callback_type="x")
+    # SciPy's 'legacy' (callback_type None): maxiter counts products, one callback each
+    seen = []
+    x, info = tcsolve.gmres(a, b, rtol=1e-12, callback=seen.append, maxiter=3)
+    assert info == 3 and len(seen) == 3
+    x, info = tcsolve.gmres(a, b, x0="Mb", rtol=1e-9)
+    assert info == 0 and rel_res(a, x, b)[0] <= 1e-9
 
 
 # ---- minres -----------------------------------------------------------------------------------
