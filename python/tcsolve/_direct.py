@@ -216,6 +216,7 @@ def _make_result(res, a, b, command, t0):
     """The Result of a direct solve (the fields of `tcsolve solve --method direct --out`)."""
     total = _time.perf_counter() - t0
     fields = {
+        "method_reason": f"as asked ({command.split('(')[0]}: the direct engine of A's kind)",
         "task": "solve", "right_hand_sides": res["solution"].shape[1],
         "rhs": f"{type(b).__module__}.{type(b).__name__} {tuple(_np.shape(b))}",
         "matrix": a.desc, "time_read": 0.0, "time_write": 0.0, "tcsolve_version": _tcsolve.__version__,

@@ -11,7 +11,8 @@ import time as _time
 import numpy as _np
 
 from . import _args, _inputs, _tcsolve
-from ._linsolve import _TOL_CAP, _result, _tolerances
+from ._linsolve import _TOL_CAP, _backward_errors, _result, _tolerances
+from ._result import Lazy as _Lazy
 
 _EPS = _np.finfo(float).eps
 
@@ -193,9 +194,11 @@ def _solve(method, a, b, x0, rtol, atol, max_it, restart, M, progress, device, r
             x[:, j] = 0  # b_j = 0: x_j = 0, as SciPy
     res = _expand(res, nz, rhs.shape[1])
     if "backward_errors" not in res and a.kind == "device":
-        res["backward_errors"] = _device_backward_errors(a, x, norms, res["residual_norms"])
+        res["backward_errors"] = _backward_errors(a, x, norms, res["residual_norms"])
     _confirm(res, tol)
     res["solution"] = x
+    res["matrix_kind"] = _matrix_kind(method, a)
+    res["method_reason"] = f"as asked (tcsolve.{method})"
     info_obj = _result(res, a, b, rhs.shape[1], command, None, precond, "", t0)
     info = {"converged": 0, "breakdown": -1}.get(info_obj.status, max(1, int(info_obj.iterations)))
     if progress is not None and method == "minres":
@@ -295,15 +298,22 @@ def _expand(res, cols, s):
     return res
 
 
-def _device_backward_errors(a, x, bnorms, rel):
-    """‖r_j‖/(‖A‖_F‖x_j‖ + ‖b_j‖) from the relative residuals, for CuPy input (host: check_solution)."""
-    import cupy
-    fro = float(cupy.linalg.norm(a.data))
-    xn = _np.asarray(cupy.linalg.norm(x, axis=0).get())
-    bn = _np.asarray(bnorms, dtype=float)
-    r = _np.asarray(rel) * _np.where(bn > 0, bn, 1.0)
-    den = fro * xn + bn
-    return _np.where(den > 0, r / _np.where(den > 0, den, 1.0), 0.0)
+def _matrix_kind(method, a):
+    """The kind as core/matrix_kind.hpp names it: MINRES's A is symmetric (checked), indefinite
+    where some a_ii <= 0; GMRES's is classified on first access (one pass, Result.matrix_kind)."""
+    if a.kind == "operator":
+        return ""
+    if method == "minres":
+        dmin = a.min_diagonal()[0] if a.kind == "device" else float(_np.min(a.diagonal()))
+        return "symmetric indefinite" if not dmin > 0 else "symmetric, positive diagonal"
+    if a.kind == "device":
+        def kind():
+            c = a.check()
+            if float(c["symmetry_defect"]) > _inputs.SYMMETRY_TOL * float(c["max_abs"]):
+                return "unsymmetric"
+            return "symmetric indefinite" if not float(c["min_diag"]) > 0 else "symmetric, positive diagonal"
+        return _Lazy(kind)
+    return _Lazy(lambda: _tcsolve.classify_csr(a.n, a.n, a.indptr, a.indices, a.data)["matrix_kind"])
 
 
 def _confirm(res, tol):
