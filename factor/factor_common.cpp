@@ -26,7 +26,7 @@ SingularShift::SingularShift(double sigma, double suggestion, const std::string&
     : InvalidArgument("A - sigma*B is singular at sigma = " + g(sigma) +
                       " (sigma is an eigenvalue to working precision: " + detail +
                       "); use a nearby shift, e.g. --sigma " + g(suggestion)),
-      sigma_(sigma), suggestion_(suggestion) {}
+      sigma_(sigma), suggestion_(suggestion), detail_(detail) {}
 
 FactorTooLarge::FactorTooLarge(double estimated_bytes, double limit_bytes, const std::string& what)
     : Error(what + ": the factorization needs about " + gib(estimated_bytes) + ", more than the " +

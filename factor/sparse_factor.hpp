@@ -36,9 +36,13 @@ class SingularShift : public InvalidArgument {
   SingularShift(double sigma, double suggestion, const std::string& detail);
   double sigma() const { return sigma_; }
   double suggestion() const { return suggestion_; }
+  // What the engine saw ("2 null pivot(s) in MUMPS's LDL^T", "CHOLMOD's reciprocal condition
+  // estimate is ..."), without the advice on σ (a direct solve names it in its own words).
+  const std::string& detail() const { return detail_; }
 
  private:
   double sigma_, suggestion_;
+  std::string detail_;
 };
 
 // The factorization would need more memory than allowed; says how much (estimated before the

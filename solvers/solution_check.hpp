@@ -13,6 +13,11 @@ namespace tcsolve {
 
 double frobenius_norm(const Csr<double>& a);
 
+// R = B − A·X (R: A.nrows × s, ld A.nrows), multithreaded over rows: the step both the checks
+// below and a direct solve's iterative refinement start from.
+void residual_block(const Csr<double>& a, const double* b, std::int64_t ldb, const double* x, std::int64_t ldx,
+                    std::int64_t s, double* r);
+
 // Fills r.residual_norms, r.backward_errors and, when least_squares, r.optimality for the
 // solutions x (A.ncols × s, ldx) of A·x = b (b: A.nrows × s, ldb).
 void check_solution(const Csr<double>& a, const double* b, std::int64_t ldb, const double* x, std::int64_t ldx,

@@ -30,6 +30,12 @@ struct DirectOptions {
   double memory_limit_bytes = 0;  // 0: 80 % of the memory available (FactorOptions)
   double backward_tol = 1e-10;    // converged: every column's backward error at most this
   double optimality_tol = 1e-10;  // least squares: every column's ‖Aᵀr‖/(‖A‖‖r‖) at most this
+  // A square A is singular to working precision when the engine says so (a zero pivot, MUMPS's
+  // null pivots, CHOLMOD's pivot ratio below 1e-15), when UMFPACK's pivot ratio min|u_kk|/max|u_kk|
+  // is below this, or when the 1-norm estimate 1/(‖A‖₁·‖A⁻¹‖₁) (Hager–Higham, a few solves:
+  // solvers/direct/condition_estimate.hpp) is below this. 1e-14: a κ above it leaves fewer than
+  // two correct digits of x (κ·ε ≥ 0.01), and such an answer is not offered as "the" solution.
+  double singular_rcond = 1e-14;
 };
 
 // What a direct solve would cost, before any numeric work (symbolic analysis only): the planner
@@ -38,6 +44,9 @@ struct DirectEstimate {
   DirectEngine engine = DirectEngine::automatic;  // the one chosen for this kind
   double factor_entries = 0;  // nnz of the factors (L and U, or R)
   double flops = 0;           // of the numeric factorization
+  // Of the solve with the factors, per right-hand side: 4·nnz(L) (LLᵀ, LDLᵀ: two sweeps),
+  // 2·(nnz(L) + nnz(U)) (LU), 2·nnz(R) + 4·nnz(H) (QR: R and the Householder vectors).
+  double solve_flops_per_column = 0;
   double bytes = 0;           // host memory the factorization needs
   double analysis_seconds = 0;  // this estimate's own cost (the ordering)
   bool feasible = true;       // false: over the memory limit (why says so)
