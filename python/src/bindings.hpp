@@ -6,6 +6,8 @@
 //   results.cpp          solver results -> dicts of NumPy arrays (the fields of the HDF5 results)
 //   eigs_bindings.cpp    eigs_csr, eigs_operator, eigs_device
 //   solve_bindings.cpp   cg_csr, cg_operator, cg_device
+//   krylov_bindings.cpp  krylov_csr, krylov_operator, krylov_device (MINRES, GMRES)
+//   direct_bindings.cpp  direct_csr (CHOLMOD / MUMPS / UMFPACK / SuiteSparseQR), classify_csr
 //   device_bindings.cpp  the cached CUDA dense ops and the small device helpers
 #pragma once
 #include <pybind11/numpy.h>
@@ -69,8 +71,11 @@ T opt_get(const py::dict& d, const char* key, T fallback) {
 
 EigsOptions eigs_options(const py::dict& d, std::int64_t n);
 CgOptions cg_options(const py::dict& d);
-// One copy into the Csr's vectors (the package hands over canonical CSR), validated.
+// One copy into the Csr's vectors (the package hands over canonical CSR), validated. The first
+// form is square (n × n), the second m × n.
 Csr<double> csr_from_arrays(std::int64_t n, const I64Array& indptr, const I32Array& indices,
+                            const D1Array& data);
+Csr<double> csr_from_arrays(std::int64_t m, std::int64_t n, const I64Array& indptr, const I32Array& indices,
                             const D1Array& data);
 void check_block(const F64Array& arr, std::int64_t n, const char* what);
 
@@ -142,6 +147,14 @@ py::array_t<double> vec(const std::vector<double>& v);
 py::dict eigs_result_dict(const EigsResult& r, const EigsOptions& o);
 py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend backend,
                            const std::string& precond);
+// Any solve's result (method from r.method, "block_cg" when empty); backward_errors and
+// optimality appear when the result has them.
+py::dict solve_result_dict(const SolveResult& r, double tol, std::int64_t max_iterations, Backend backend,
+                           const std::string& precond);
+// The operator fields of a solve on CuPy arrays read in place (the csr_view kernel; nnz, fp64,
+// time_setup), and of one on a LinearOperator (Python callbacks).
+void put_device_view_fields(py::dict& d, std::int64_t nnz, double setup_seconds);
+void put_python_operator_fields(py::dict& d);
 
 // ---- the CUDA dense ops shared by calls on CuPy input (device_bindings.cpp) --------------------
 
@@ -162,10 +175,12 @@ struct CachedDeviceOps {
 CachedDeviceOps& cached_device_ops();
 DenseBlockOps& device_ops_locked();  // made on first use; call with the mutex held
 
-// ---- the module's functions (eigs_bindings.cpp, solve_bindings.cpp, device_bindings.cpp) -------
+// ---- the module's functions (eigs_, solve_, krylov_, direct_, device_bindings.cpp) ---------------
 
 void define_eigs(py::module_& m);
 void define_solve(py::module_& m);
+void define_krylov(py::module_& m);
+void define_direct(py::module_& m);
 void define_device(py::module_& m);
 void define_interrupt(py::module_& m);  // the test hook _interrupt_test_wait (interrupt_bridge.cpp)
 

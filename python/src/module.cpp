@@ -3,8 +3,9 @@
 // SciPy's parameter names; this extension turns the converted arrays into Csr / operators, runs
 // the solver with the GIL released, and returns plain dicts of NumPy arrays and scalars. Its
 // files: bindings.hpp lists them; the entries are in eigs_bindings.cpp (eigs_csr, eigs_operator,
-// eigs_device), solve_bindings.cpp (cg_csr, cg_operator, cg_device), device_bindings.cpp (the
-// CuPy helpers) and below (the small helpers of the package).
+// eigs_device), solve_bindings.cpp (cg_csr, cg_operator, cg_device), krylov_bindings.cpp (MINRES
+// and GMRES), direct_bindings.cpp (the direct solves), device_bindings.cpp (the CuPy helpers) and
+// below (the small helpers of the package).
 //
 // Errors: tcsolve::InvalidArgument / InputError -> ValueError, NotCompiled -> NotImplementedError,
 // OutOfDeviceMemory -> MemoryError, OutputError -> OSError, Interrupted -> KeyboardInterrupt, other
@@ -99,6 +100,8 @@ PYBIND11_MODULE(_tcsolve, m) {
   py::register_exception_translator(&translate);
   define_eigs(m);
   define_solve(m);
+  define_krylov(m);
+  define_direct(m);
   define_device(m);
   define_interrupt(m);
   define_helpers(m);

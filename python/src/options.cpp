@@ -85,19 +85,27 @@ CgOptions cg_options(const py::dict& d) {
   return o;
 }
 
-Csr<double> csr_from_arrays(std::int64_t n, const I64Array& indptr, const I32Array& indices,
+Csr<double> csr_from_arrays(std::int64_t m, std::int64_t n, const I64Array& indptr, const I32Array& indices,
                             const D1Array& data) {
-  if (indptr.ndim() != 1 || indptr.shape(0) != n + 1)
-    throw InvalidArgument("indptr must have n + 1 = " + std::to_string(n + 1) + " entries");
+  if (indptr.ndim() != 1 || indptr.shape(0) != m + 1)
+    throw InvalidArgument("indptr must have rows + 1 = " + std::to_string(m + 1) + " entries");
   if (indices.ndim() != 1 || data.ndim() != 1 || indices.shape(0) != data.shape(0))
     throw InvalidArgument("indices and data must be 1-D of the same length");
   Csr<double> a;
-  a.nrows = a.ncols = n;
+  a.nrows = m;
+  a.ncols = n;
   a.row_ptr.assign(indptr.data(), indptr.data() + indptr.shape(0));
   a.col_idx.assign(indices.data(), indices.data() + indices.shape(0));
   a.values.assign(data.data(), data.data() + data.shape(0));
   validate(a);  // offsets, order, ranges: InvalidArgument naming the first defect
   return a;
+}
+
+Csr<double> csr_from_arrays(std::int64_t n, const I64Array& indptr, const I32Array& indices,
+                            const D1Array& data) {
+  if (indptr.ndim() != 1 || indptr.shape(0) != n + 1)
+    throw InvalidArgument("indptr must have n + 1 = " + std::to_string(n + 1) + " entries");
+  return csr_from_arrays(n, n, indptr, indices, data);
 }
 
 void check_block(const F64Array& arr, std::int64_t n, const char* what) {

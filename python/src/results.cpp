@@ -116,27 +116,48 @@ py::dict eigs_result_dict(const EigsResult& r, const EigsOptions& o) {
   return d;
 }
 
-py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend backend,
+py::dict solve_result_dict(const SolveResult& r, double tol, std::int64_t max_iterations, Backend backend,
                            const std::string& precond) {
   py::dict d;
   d["task"] = "solve";
-  d["method"] = "block_cg";
+  d["method"] = r.method.empty() ? std::string("block_cg") : r.method;
   d["status"] = to_string(r.status);
   d["reason"] = r.reason;
   d["rows"] = r.n;
   d["residual_norms"] = vec(r.residual_norms);
+  if (!r.backward_errors.empty()) d["backward_errors"] = vec(r.backward_errors);
+  if (!r.optimality.empty()) d["optimality"] = vec(r.optimality);  // least squares only
   d["column_iterations"] = ivec(r.column_iterations);
   d["iterations"] = r.iterations;
   d["operator_applies"] = r.operator_applies;
   d["history"] = history_dict(r.history);
   d["time_solve"] = r.seconds;
   d["precision_used"] = r.precision;  // "fp64", or the fp32 iteration's refinement account
-  d["tolerance"] = o.tol;
-  d["max_iterations"] = o.max_iterations;
+  d["tolerance"] = tol;
+  d["max_iterations"] = max_iterations;
   d["preconditioner"] = precond;
   d["backend"] = to_string(backend);
   d["device"] = device_string(backend);
   return d;
+}
+
+void put_device_view_fields(py::dict& d, std::int64_t nnz, double setup_seconds) {
+  d["nnz"] = nnz;
+  d["spmm_kernel"] = "csr_view";
+  d["spmm_plan"] = "row-split CSR kernel on the CuPy arrays in place (no upload, no trial)";
+  d["precision"] = "fp64";
+  d["time_setup"] = setup_seconds;
+}
+
+void put_python_operator_fields(py::dict& d) {
+  d["spmm_kernel"] = "python";
+  d["spmm_plan"] = "the LinearOperator's matmat (Python callback)";
+  d["precision"] = "fp64";
+}
+
+py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend backend,
+                           const std::string& precond) {
+  return solve_result_dict(r, o.tol, o.max_iterations, backend, precond);
 }
 
 }  // namespace tcsolve::pyext

@@ -158,9 +158,7 @@ py::dict cg_operator(std::int64_t n, py::object fa, const F64Array& rhs,
     return run_cg_host(a, *ops, bp, xp, n, s, use_x0, o);
   });
   py::dict d = solve_result_dict(r, o, Backend::cpu, precond);
-  d["spmm_kernel"] = "python";
-  d["spmm_plan"] = "the LinearOperator's matmat (Python callback)";
-  d["precision"] = "fp64";
+  put_python_operator_fields(d);
   return d;
 }
 
@@ -229,11 +227,7 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
   SolveResult r = run_interruptible(
       [&] { return solve_device(n, nnz, da, bv, xv, use_x0, o, a_norm, mixed, precond, setup); });
   py::dict d = solve_result_dict(r, o, Backend::cuda, precond);
-  d["nnz"] = nnz;
-  d["spmm_kernel"] = "csr_view";
-  d["spmm_plan"] = "row-split CSR kernel on the CuPy arrays in place (no upload, no trial)";
-  d["precision"] = "fp64";
-  d["time_setup"] = setup;
+  put_device_view_fields(d, nnz, setup);
   return d;
 }
 

@@ -1,12 +1,23 @@
-"""tcsolve: block eigensolvers and block CG for large sparse symmetric matrices, from Python.
+"""tcsolve: block eigensolvers and block CG for large sparse symmetric matrices, and MINRES, GMRES
+and direct solves for the others (square or rectangular), from Python.
 
-Drop-in for the symmetric solvers of ``scipy.sparse.linalg`` (same parameter names and meanings)::
+Drop-in for these solvers of ``scipy.sparse.linalg`` (same parameter names and meanings)::
 
     import tcsolve, scipy.sparse as sp
     w, v = tcsolve.eigsh(A, k=6, which='SA')          # k smallest eigenpairs
     w, v = tcsolve.eigsh(A, k=6, sigma=0.5)           # nearest 0.5 (shift-invert)
     w, v = tcsolve.lobpcg(A, X, B=M, largest=False)   # generalized, start block X
     x, info = tcsolve.cg(A, B, rtol=1e-8)             # B n×s: all right-hand sides at once
+    x, info = tcsolve.minres(A, B, rtol=1e-8)         # symmetric indefinite (pseudo-block MINRES)
+    x, info = tcsolve.gmres(A, B, rtol=1e-8)          # any square A (pseudo-block GMRES(m))
+    x = tcsolve.spsolve(A, B)                         # direct: CHOLMOD / MUMPS / UMFPACK
+    x, istop, *_ = tcsolve.lsqr(A, b)                 # least squares by SuiteSparseQR (not iterative)
+
+minres, gmres: a non-zero info is SciPy's (> 0 not converged, < 0 breakdown); callback(xk) is not
+supported (gmres: callback_type 'pr_norm'/'legacy' is). spsolve on a singular A warns with SciPy's
+MatrixRankWarning and returns the least-squares solution (SciPy: NaN). lsqr and lsmr return SciPy's
+tuples from a direct solve (itn = 0, no condition estimate: nan; damp != 0 not supported). There
+is no bicgstab: gmres takes every square matrix.
 
 Inputs: any scipy.sparse matrix or array (csr/csc/coo/..., float32/64, int32/64 indices), a dense
 NumPy array, a ``LinearOperator`` (CPU backend; the solver calls its ``matmat`` back), or CuPy
@@ -59,9 +70,11 @@ from ._result import History, NoConvergence, Result
 from ._eigsh import eigsh
 from ._lobpcg import lobpcg
 from ._linsolve import cg
+from ._krylov import gmres, minres
+from ._direct import MatrixRankWarning, lsmr, lsqr, spsolve
 
-__all__ = ["eigsh", "lobpcg", "cg", "Result", "History", "NoConvergence", "built_with_cuda",
-           "device_count", "__version__"]
+__all__ = ["eigsh", "lobpcg", "cg", "minres", "gmres", "spsolve", "lsqr", "lsmr", "MatrixRankWarning", "Result",
+           "History", "NoConvergence", "built_with_cuda", "device_count", "__version__"]
 __version__ = _tcsolve.__version__
 
 

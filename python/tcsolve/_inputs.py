@@ -23,6 +23,7 @@ from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 INT32_MAX = 2**31 - 1
 SYMMETRY_TOL = 1e-12  # max |a_ij - a_ji| <= 1e-12 max |a|, as `tcsolve eigs` checks
+NEEDS_SYMMETRIC = "the eigensolvers and block CG need a symmetric matrix"
 
 
 def _type_name(obj):
@@ -42,7 +43,8 @@ def is_device_array(obj):
 def _check_real_dtype(dtype, name):
     dtype = np.dtype(dtype)
     if dtype.kind == "c":
-        raise TypeError(f"{name} has complex dtype {dtype}: tcsolve solves real symmetric problems")
+        raise TypeError(f"{name} has complex dtype {dtype}: tcsolve's solvers are real (complex input is "
+                        "not supported)")
     if dtype.kind not in "fiub":
         raise TypeError(f"{name} has dtype {dtype}: expected real numbers (float64, float32 or integers)")
 
@@ -60,6 +62,18 @@ def _square(shape, name):
     return n
 
 
+def _shape(shape, name):
+    """(rows, columns) of a matrix that may be rectangular (the direct solves)."""
+    if len(shape) != 2:
+        raise ValueError(f"{name}: expected a 2-D matrix, got shape {tuple(shape)}")
+    m, n = int(shape[0]), int(shape[1])
+    if max(m, n) > INT32_MAX:
+        raise ValueError(f"{name} is {m}x{n}: tcsolve's indices are 32-bit (at most {INT32_MAX} rows and columns)")
+    if m == 0 or n == 0:
+        raise ValueError(f"{name} is empty ({m}x{n})")
+    return m, n
+
+
 def _nonfinite_message(name, data, indptr, indices, xp=np):
     bad = int(xp.flatnonzero(~xp.isfinite(data))[0])
     row = int(xp.searchsorted(indptr, xp.asarray([bad]), side="right")[0]) - 1
@@ -73,15 +87,16 @@ class HostCsr:
 
     kind = "csr"
 
-    def __init__(self, n, indptr, indices, data, desc):
+    def __init__(self, n, indptr, indices, data, desc, m=None):
         self.n, self.indptr, self.indices, self.data, self.desc = n, indptr, indices, data, desc
+        self.m = n if m is None else m  # rows (a rectangular one only from as_host_matrix)
 
     @property
     def nnz(self):
         return int(self.indptr[-1])
 
     def scipy(self):
-        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n, self.n))
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.m, self.n))
 
     def matmat(self, x):
         """A·X on the host (SciPy's product; for the module's own small checks, not the solvers)."""
@@ -100,12 +115,11 @@ class HostCsr:
         r = np.asarray(abs(a).sum(axis=1)).ravel()
         return float((d - (r - np.abs(d))).min())
 
-    def check_symmetric(self, name):
+    def check_symmetric(self, name, needs=NEEDS_SYMMETRIC):
         from . import _tcsolve
         defect = _tcsolve.csr_symmetry_defect(self.n, self.indptr, self.indices, self.data)
         if defect > SYMMETRY_TOL:
-            raise ValueError(f"{name} is not symmetric (max |a_ij - a_ji| / max |a| = {defect:.3g}): "
-                             "the eigensolvers and block CG need a symmetric matrix")
+            raise ValueError(f"{name} is not symmetric (max |a_ij - a_ji| / max |a| = {defect:.3g}): {needs}")
 
 
 def _has_block_product(op):
@@ -161,7 +175,7 @@ class Operator:
             raise TypeError(f"{self.name}: the operator returned complex values ({y.dtype})")
         return y
 
-    def check_symmetric(self, name, seed=12345):
+    def check_symmetric(self, name, seed=12345, needs="the eigensolvers and block CG need a symmetric operator"):
         """Two products with random vectors: |yᵀAx − xᵀAy| small relative to ‖Ax‖‖y‖ + ‖Ay‖‖x‖."""
         rng = np.random.default_rng(seed)
         xy = np.asfortranarray(rng.standard_normal((self.n, 2)))
@@ -176,7 +190,7 @@ class Operator:
         defect = abs(y @ ax - x @ ay) / scale if scale > 0 else 0.0
         if defect > 1e-10:
             raise ValueError(f"{name} is not symmetric (|y'Ax - x'Ay| / (|Ax||y| + |Ay||x|) = {defect:.3g} "
-                             "for random x, y): the eigensolvers and block CG need a symmetric operator")
+                             f"for random x, y): {needs}")
 
 
 class DeviceCsr:
@@ -227,7 +241,7 @@ class DeviceCsr:
         r = abs(a).sum(axis=1).ravel()
         return float((d - (r - cupy.abs(d))).min())
 
-    def check_symmetric(self, name):
+    def check_symmetric(self, name, needs=NEEDS_SYMMETRIC):
         if self.nnz == 0:
             return
         c = self.check()
@@ -236,8 +250,7 @@ class DeviceCsr:
             return
         defect = float(c["symmetry_defect"]) / amax
         if defect > SYMMETRY_TOL:
-            raise ValueError(f"{name} is not symmetric (max |a_ij - a_ji| / max |a| = {defect:.3g}): "
-                             "the eigensolvers and block CG need a symmetric matrix")
+            raise ValueError(f"{name} is not symmetric (max |a_ij - a_ji| / max |a| = {defect:.3g}): {needs}")
 
 
 def _first_bad(mask):
@@ -292,10 +305,10 @@ def _check_sparse_structure(a, name):
                 raise ValueError(f"{what}: {label}[{i}] = {int(arr[i])} is out of range [0, {bound})")
 
 
-def _host_csr(a, name):
-    """scipy.sparse (any format) -> HostCsr."""
+def _host_csr(a, name, square=True):
+    """scipy.sparse (any format) -> HostCsr (m x n when not square)."""
     _check_real_dtype(a.dtype, name)
-    n = _square(a.shape, name)
+    m, n = (_square(a.shape, name),) * 2 if square else _shape(a.shape, name)
     _check_sparse_structure(a, name)
     if a.format == "csr" and a.has_canonical_format:
         c = a
@@ -307,8 +320,8 @@ def _host_csr(a, name):
     indices = np.ascontiguousarray(c.indices, dtype=np.int32)  # n < 2^31 was checked
     if data.size and not np.all(np.isfinite(data)):
         raise ValueError(_nonfinite_message(name, data, indptr, indices))
-    desc = f"scipy.sparse {type(a).__name__} {n}x{n} {a.dtype} ({c.nnz} non-zeros)"
-    return HostCsr(n, indptr, indices, data, desc)
+    desc = f"scipy.sparse {type(a).__name__} {m}x{n} {a.dtype} ({c.nnz} non-zeros)"
+    return HostCsr(n, indptr, indices, data, desc, m=m)
 
 
 def _device_csr(a, name):
@@ -357,6 +370,26 @@ def _device_arrays(c, name, desc_type):
     return DeviceCsr(n, indptr, indices, data, f"{desc_type} {n}x{n} {c.dtype} ({int(data.size)} non-zeros, GPU)")
 
 
+def _dense_host(a, name, square, expected):
+    """A dense NumPy matrix (or nested lists) -> HostCsr, checked (2-D, real, finite)."""
+    arr = np.asarray(a)
+    if arr.dtype == object:
+        raise TypeError(f"{name}: expected {expected}, got {_type_name(a)} of objects")
+    _check_real_dtype(arr.dtype, name)
+    if arr.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D matrix, got shape {arr.shape}")
+    if square:
+        _square(arr.shape, name)
+    if arr.size and not np.all(np.isfinite(arr)):
+        i, j = np.argwhere(~np.isfinite(arr))[0]
+        kind = "NaN" if np.isnan(arr[i, j]) else "Inf"
+        raise ValueError(f"{name} has a non-finite value ({kind}) at row {i}, column {j}: "
+                         "non-finite values are refused")
+    out = _host_csr(sp.csr_matrix(arr), name, square)
+    out.desc = f"numpy.ndarray {arr.shape[0]}x{arr.shape[1]} {arr.dtype} (dense)"
+    return out
+
+
 def as_matrix(a, name):
     """Classifies and converts one matrix argument (see the module docstring)."""
     if a is None:
@@ -370,28 +403,34 @@ def as_matrix(a, name):
         _square(a.shape, name)
         return Operator(a, name)
     if isinstance(a, (np.ndarray, list, tuple)):
-        arr = np.asarray(a)
-        if arr.dtype == object:
-            raise TypeError(f"{name}: expected a scipy.sparse matrix, a NumPy array, a LinearOperator "
-                            f"or a CuPy array, got {_type_name(a)} of objects")
-        _check_real_dtype(arr.dtype, name)
-        if arr.ndim != 2:
-            raise ValueError(f"{name}: expected a 2-D matrix, got shape {arr.shape}")
-        _square(arr.shape, name)
-        if arr.size and not np.all(np.isfinite(arr)):
-            i, j = np.argwhere(~np.isfinite(arr))[0]
-            kind = "NaN" if np.isnan(arr[i, j]) else "Inf"
-            raise ValueError(f"{name} has a non-finite value ({kind}) at row {i}, column {j}: "
-                             "non-finite values are refused")
-        out = _host_csr(sp.csr_matrix(arr), name)
-        out.desc = f"numpy.ndarray {arr.shape[0]}x{arr.shape[1]} {arr.dtype} (dense)"
-        return out
+        return _dense_host(a, name, True, "a scipy.sparse matrix, a NumPy array, a LinearOperator or a CuPy array")
     if hasattr(a, "shape") and (hasattr(a, "matvec") or hasattr(a, "matmat")):
         op = aslinearoperator(a)
         _square(op.shape, name)
         return Operator(op, name)
     raise TypeError(f"{name}: expected a scipy.sparse matrix, a NumPy array, a LinearOperator or a "
                     f"CuPy array, got {_type_name(a)}")
+
+
+def as_host_matrix(a, name, square=False):
+    """A matrix whose entries a host solver needs (the direct solves): scipy.sparse, a dense NumPy
+    array, or CuPy (copied to the host: the direct engines run there) -> HostCsr, m x n unless
+    square. A LinearOperator has no entries to factor: TypeError."""
+    if a is None:
+        raise TypeError(f"{name}: expected a matrix, got None")
+    if is_device_array(a):
+        import cupy
+        import cupyx.scipy.sparse as csp
+        a = a.get() if csp.issparse(a) else cupy.asnumpy(a)
+    if sp.issparse(a):
+        return _host_csr(a, name, square)
+    if isinstance(a, LinearOperator) or (hasattr(a, "shape") and hasattr(a, "matvec")):
+        raise TypeError(f"{name} is a {_type_name(a)}: a direct solve needs the entries of {name} (a sparse "
+                        "or dense matrix); for an operator use tcsolve.gmres / minres / cg or "
+                        "scipy.sparse.linalg.lsqr")
+    if isinstance(a, (np.ndarray, list, tuple)):
+        return _dense_host(a, name, square, "a scipy.sparse matrix, a NumPy array or a CuPy array")
+    raise TypeError(f"{name}: expected a scipy.sparse matrix, a NumPy array or a CuPy array, got {_type_name(a)}")
 
 
 def preconditioner(M, n, names, default):

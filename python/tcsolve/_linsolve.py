@@ -88,6 +88,10 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     if res["status"] == "breakdown":
         raise ValueError(f"A is not positive definite (block CG breakdown: {res['reason']})")
     res["solution"] = x
+    res.setdefault("backward_errors", _backward_errors(a, x, norms, res["residual_norms"]))
+    # (checked above, core/matrix_kind.hpp's name; an operator is not classified)
+    res["matrix_kind"] = "" if a.kind == "operator" else "symmetric, positive diagonal"
+    res.setdefault("method_reason", "as asked (tcsolve.cg)")
     command = _args.call_repr("cg", rtol=rtol, atol=atol or None, maxiter=maxiter, device=device,
                               precision=precision, block_size=block_size)
     info_obj = _result(res, a, b, rhs.shape[1], command, seed, precond, precond_note, t0)
@@ -205,6 +209,21 @@ def _solve_group(a, rhs, x, cols, opt, precond_op, use_x0, callback, one_d):
         # the final iterate (a copy: what the callback does with it leaves the returned x as it is)
         callback(x[:, 0].copy() if one_d else x.copy())
     return cols, r
+
+
+def _backward_errors(a, x, bnorms, rel):
+    """‖r_j‖/(‖A‖_F·‖x_j‖ + ‖b_j‖) from the relative residuals ‖r_j‖/‖b_j‖ (‖r_j‖ where b_j = 0),
+    as solvers/solution_check.hpp defines them; None for an operator (no ‖A‖_F)."""
+    if a.kind == "operator":
+        return None
+    xp = _args.xp(a.kind)
+    fro = float(xp.linalg.norm(a.data))
+    xn = xp.linalg.norm(x, axis=0)
+    xn = _np.asarray(xn.get() if hasattr(xn, "get") else xn, dtype=float)
+    bn = _np.asarray(bnorms, dtype=float)
+    r = _np.asarray(rel, dtype=float) * _np.where(bn > 0, bn, 1.0)
+    den = fro * xn + bn
+    return _np.where(den > 0, r / _np.where(den > 0, den, 1.0), 0.0)
 
 
 def _result(res, a, b, s, command, seed, precond, precond_note, t0):

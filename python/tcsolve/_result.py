@@ -9,14 +9,14 @@ from scipy.sparse.linalg import ArpackNoConvergence
 # The fields of the HDF5 results (docs/hdf5-schema.md, sections 2 and 3) in the order they are
 # shown; Result holds every one of them (plus the eigs driver's extra fields when present).
 EIGS_DATASETS = ("eigenvalues", "eigenvectors", "residual_norms", "residual_bounds")
-SOLVE_DATASETS = ("solution", "residual_norms", "column_iterations")
+SOLVE_DATASETS = ("solution", "residual_norms", "backward_errors", "optimality", "column_iterations")
 COMMON_ATTRS = ("task", "status", "reason", "method", "iterations", "operator_applies", "tolerance",
                 "max_iterations", "precision", "preconditioner", "backend", "device", "spmm_kernel", "spmm_plan", "reorder",
                 "matrix", "matrix_checksum", "rows", "nnz", "seed", "time_read", "time_preprocess",
                 "time_solve", "time_write", "tcsolve_version", "command", "job", "job_options",
                 "input_stamps")
 EIGS_ATTRS = ("k", "which", "a_norm", "b_norm", "mass", "mass_checksum")
-SOLVE_ATTRS = ("right_hand_sides", "rhs")
+SOLVE_ATTRS = ("right_hand_sides", "rhs", "matrix_kind")
 # What the eigs() driver adds (solvers/eigs.hpp).
 DRIVER_FIELDS = ("convergence_test", "transform", "sigma", "method_reason", "predicted_seconds", "precision_used",
                  "verification", "certified", "certificate", "factorization", "error_bounds",
@@ -61,7 +61,9 @@ class Result:
     'none'), ``certified``/``certificate`` (what verified the set), ``factorization``,
     ``time_plan``, ``time_setup``, ``time_verify``.
     solve (``task == 'solve'``): ``solution`` (n × s), ``residual_norms`` (true ‖b − A·x‖/‖b‖
-    per column), ``column_iterations``, ``right_hand_sides``.
+    per column), ``backward_errors`` (‖b − A·x‖/(‖A‖_F‖x‖ + ‖b‖) per column; None for a
+    LinearOperator), ``optimality`` (least squares: ‖Aᵀr‖/(‖A‖_F‖r‖)), ``matrix_kind``,
+    ``method_reason``, ``column_iterations``, ``right_hand_sides``.
     Both: ``status`` ('converged', 'unverified', 'not_converged', 'breakdown'), ``reason``,
     ``method``, ``iterations``, ``operator_applies``, ``history`` (:class:`History`),
     ``tolerance``, ``max_iterations``, ``precision``, ``preconditioner``, ``backend``,

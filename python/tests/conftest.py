@@ -72,6 +72,24 @@ def scipy_cg(a, b, rtol, **kw):
     return sl.cg(a, b, atol=0.0, **{name: rtol}, **kw)
 
 
+@pytest.fixture(scope="session")
+def cp():
+    """CuPy, or skip without it, a GPU or a CUDA build of tcsolve."""
+    cupy = pytest.importorskip("cupy")
+    import tcsolve
+    if not tcsolve.built_with_cuda():
+        pytest.skip("tcsolve was built without CUDA")
+    if tcsolve.device_count() == 0:
+        pytest.skip("no GPU")
+    return cupy
+
+
+@pytest.fixture(scope="session")
+def csp(cp):
+    import cupyx.scipy.sparse
+    return cupyx.scipy.sparse
+
+
 _outcomes = {"passed": 0, "failed": 0, "skipped": 0}
 
 

@@ -1,6 +1,7 @@
 """GPU tests (marker gpu; CTest python_gpu, label gpu): CuPy sparse and dense input used on the
 device without a host copy (spmm/device_csr_view.hpp), results as CuPy arrays; SciPy input with
-device='cuda'. Skipped without CuPy, a GPU or a CUDA build of tcsolve."""
+device='cuda'. Skipped without CuPy, a GPU or a CUDA build of tcsolve (the fixtures cp and csp,
+conftest.py)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -10,22 +11,6 @@ import tcsolve
 from conftest import lap2d, suitesparse
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(scope="module")
-def cp():
-    cupy = pytest.importorskip("cupy")
-    if not tcsolve.built_with_cuda():
-        pytest.skip("tcsolve was built without CUDA")
-    if tcsolve.device_count() == 0:
-        pytest.skip("no GPU")
-    return cupy
-
-
-@pytest.fixture(scope="module")
-def csp(cp):
-    import cupyx.scipy.sparse
-    return cupyx.scipy.sparse
 
 
 def scale_of(a):

@@ -48,6 +48,9 @@ print("next call", float(w[-1]))
 CALLS = {
     "eigsh": "tcsolve.eigsh(A, k=24, which='LA', tol=1e-12, maxiter=100000, device='{device}')",
     "cg": "tcsolve.cg(A, rhs, rtol=1e-13, maxiter=10**6, device='{device}')",
+    # A − 3.9I: symmetric indefinite (MINRES); GMRES(20) on the same (square is all it needs)
+    "minres": "tcsolve.minres(A, rhs, shift=3.9, rtol=1e-15, maxiter=10**6, device='{device}')",
+    "gmres": "tcsolve.gmres(A, rhs, rtol=1e-15, maxiter=10**6, device='{device}')",
     # shift-invert: the signal lands in the ordering or the factorization (CHOLMOD, not stoppable
     # from inside: it finishes in the background, and the exit waits for it)
     "eigsh_sigma": "tcsolve.eigsh(A, k=6, sigma=0, device='{device}')",
@@ -69,7 +72,7 @@ def run_child(device, name, n):
     return elapsed
 
 
-@pytest.mark.parametrize("name", ["eigsh", "cg"])
+@pytest.mark.parametrize("name", ["eigsh", "cg", "minres", "gmres"])
 def test_ctrl_c_raises_keyboard_interrupt_on_the_cpu(name):
     run_child("cpu", name, 500)
 
@@ -84,7 +87,7 @@ def test_ctrl_c_in_a_shift_invert_factorization_is_a_keyboard_interrupt_and_the_
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["eigsh", "cg"])
+@pytest.mark.parametrize("name", ["eigsh", "cg", "minres", "gmres"])
 def test_ctrl_c_raises_keyboard_interrupt_on_the_gpu_and_frees_the_device(name):
     pytest.importorskip("cupy")
     if not tcsolve.built_with_cuda() or tcsolve.device_count() == 0:
