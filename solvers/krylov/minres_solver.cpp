@@ -200,7 +200,7 @@ void MinresSolver::set_targets(Run& r) {
 }
 
 void MinresSolver::end_cycle(Run& r) {
-  while (queued_ > 0) read_back(r);
+  drain(r);
   if (r.na > 0) {
     flush(r);
     read_column_extras(r.na);

@@ -96,6 +96,10 @@ class MinresSolver {
   // Consumes the oldest queued iteration (history, progress); when some column is done, waits for
   // all queued ones. true: drained, and some column is done (states() holds the latest states).
   bool read_back(Run& r);
+  // Waits for every queued iteration (their records).
+  void drain(Run& r) {
+    while (queued_ > 0) read_back(r);
+  }
   // Done columns leave the block: their iterates parked at X_a's back (accept_iterates decides at
   // the cycle's end), their reason kept, the blocks and S compacted.
   void retire_done(Run& r);
@@ -105,7 +109,8 @@ class MinresSolver {
 
   // ---- Views of the workspace and host state (tests read them)
   MvView<double> scalars(std::int64_t na) { return s_.columns(0, na); }  // S (kFields × na)
-  MvView<double> iterate_block(std::int64_t na) { return xa_.columns(0, na); }
+  MvView<double> iterate_block(std::int64_t na) { return xa_.columns(0, na); }   // X_a: x_{k−1}/c
+  MvView<double> residual_block(std::int64_t na) { return r_.columns(0, na); }  // R: r_{k−1}/c
   std::vector<double>& norms() { return rn_; }              // true relative residuals
   const std::vector<double>& states() const { return state_; }  // latest drained: 3 × na (est, state, why)
   std::vector<std::int64_t>& act() { return act_; }
