@@ -281,6 +281,27 @@ TEST(Minres, IterationLimitIsReportedHonestly) {
   }
 }
 
+// tol below fp64's reach: the columns stagnate at their rounding floor u·‖A‖·‖x‖/‖b‖ after a
+// restart that gains nothing, and the reason says so (no endless restarts).
+TEST(Minres, ToleranceBelowTheRoundingFloorIsReported) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const int nx = 19, ny = 17;
+  const auto a = shifted(laplacian(nx, ny), interior_shift(laplacian_spectrum(nx, ny)));
+  const Mat b = random_rhs(a.nrows, 2, 44);
+  KrylovOptions o;
+  o.tol = 1e-10;
+  auto ok = solve_and_check(a, b, o, 1e-5);
+  o.tol = 1e-18;
+  auto r = run_minres(a, b, o);
+  EXPECT_EQ(r.status, SolverStatus::not_converged);
+  EXPECT_NE(r.reason.find("stagnated"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("below what fp64 can attain"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("column 1"), std::string::npos) << r.reason;
+  for (int j = 0; j < 2; ++j) EXPECT_LT(r.residual_norms[j], 1e-13);
+  EXPECT_LT(r.iterations, 4 * ok.iterations);
+  RecordProperty("reason", r.reason);
+}
+
 // An easy column (an eigenvector: one iteration) converges while the others hit the limit.
 TEST(Minres, EasyColumnConvergesWhileOthersHitTheLimit) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
@@ -397,6 +418,7 @@ TEST(Minres, SingularSystems) {
               r.reason.find("singular") != std::string::npos)
       << r.reason;
   EXPECT_LT(r.iterations, 1000);
+  RecordProperty("reason", r.reason);
 }
 
 TEST(Minres, InterruptStopsAndReturnsTheCurrentIterate) {
