@@ -370,8 +370,10 @@ TEST(Minres, OneAndThirtyThreeRightHandSides) {
   o.tol = 1e-9;
   auto one = solve_and_check(a, random_rhs(a.nrows, 1, 30), o, 1e-4);
   auto many = solve_and_check(a, random_rhs(a.nrows, 33, 30), o, 1e-4);
-  // (the same first column: the recurrences are independent, so it takes the same iterations)
-  EXPECT_EQ(one.column_iterations[0], many.column_iterations[0]);
+  // (the same first column: the recurrences are independent, so it takes the same iterations up to
+  // the rounding of an SpMM kernel that may differ with the block width on the GPU)
+  EXPECT_NEAR(static_cast<double>(one.column_iterations[0]), static_cast<double>(many.column_iterations[0]),
+              0.03 * static_cast<double>(one.column_iterations[0]) + 2.0);
 }
 
 TEST(Minres, InitialGuessIsUsed) {
