@@ -45,17 +45,17 @@
 // 17 and an apply of M with another preconditioner; block CG makes 10. The scalar work is five
 // small kernels per iteration (two of them finish the deterministic column sums).
 // Workspace (allocated in the constructor): Z_c, Z_p, W, W_p, X_a, Q (6·n·s doubles), R with a
-// preconditioner, U_c, U_p with another one; S and its compaction twin (2·32·s doubles).
+// preconditioner, U_c, U_p with another one; S and its compaction twin (2·kFields·s = 60·s doubles).
 //
 // Convergence. A column leaves the block when its estimate (φ̄_k, or ‖r_{k−1}‖ of R) passes
 // max(tol, 4u)·‖b_j‖, when ‖A·r‖/(‖A‖·‖r‖) ≤ √u (a least-squares solution: A singular and b_j
 // not in its range; minres_solver.hpp: kLsTol), or when T̲_k turns singular or values turn
-// non-finite. A leaving column's iterate is parked at X_a's back. At the cycle's end the TRUE
-// residuals ‖b_j − A·x_j‖/‖b_j‖ of the iterates are computed; an iterate replaces x_j only if it
-// is no worse than the cycle's start (a singular A's exhausted Krylov space can blow x up). A
-// column within tol is converged; one that missed it restarts from its current x while the
-// cycle at least halved its true residual (at most 4 cycles) — the recurrence drifts from the true residual at about
-// u·κ(A)·‖A‖·‖x‖ (MINRES's attainable accuracy), and a restart is one step of iterative
+// non-finite; its iterate is parked at X_a's back. At the cycle's end the TRUE residuals
+// ‖b_j − A·x_j‖/‖b_j‖ of the iterates are computed; an iterate replaces x_j only if it is no
+// worse than the cycle's start (a singular A's exhausted Krylov space can blow x up). A column
+// within tol is converged; one that missed it restarts from its current x while the cycle at
+// least halved its true residual (at most 4 cycles): the recurrence drifts from the true residual
+// at about u·κ(A)·‖A‖·‖x‖ (MINRES's attainable accuracy), and a restart is a step of iterative
 // refinement. A column still above tol is reported with what was seen (the iteration limit, a
 // least-squares solution, stagnation with its rounding floor u·‖A‖·‖x_j‖/‖b_j‖). Columns run
 // scaled by powers of two (‖b_j‖/c_j in [0.5, 1)) so that no sum of squares overflows; a zero
@@ -74,7 +74,8 @@ struct BlockMinres::Impl {
       : solver(a, ops, s, std::move(o)) {}
 };
 
-BlockMinres::BlockMinres(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_rhs, KrylovOptions opt)
+BlockMinres::BlockMinres(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_rhs,
+                         KrylovOptions opt)
     : impl_(std::make_unique<Impl>(a, ops, max_rhs, std::move(opt))) {}
 BlockMinres::~BlockMinres() = default;
 SolveResult BlockMinres::solve(MvView<const double> rhs, MvView<double> x, bool use_x0) {

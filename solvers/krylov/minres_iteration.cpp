@@ -50,7 +50,8 @@ void MinresSolver::queue_iteration(Run& r) {
   }
   std::swap(zc_, zp_);
   std::swap(w_, wp_);
-  ops_.download_deferred(MvView<const double>{s_.data() + kEst, 3, na, kFields, ops_.space()}, pd.buf.data(), 3);
+  ops_.download_deferred(MvView<const double>{s_.data() + kEst, 3, na, kFields, ops_.space()}, pd.buf.data(),
+                         3);
   pd.mark1 = t ? ops_.mark() : -1;
   pd.ticket = ops_.fetch_async();
   ++r.it;
@@ -80,8 +81,10 @@ bool MinresSolver::read_back(Run& r) {
 // rows kAnormT..kLs of S for the na columns (a synchronization: only when the queue is drained),
 // with (estimate, state, reason) into states().
 void MinresSolver::read_column_extras(std::int64_t na) {
-  ops_.download_deferred(MvView<const double>{s_.data() + kEst, 3, na, kFields, ops_.space()}, state_.data(), 3);
-  ops_.download_deferred(MvView<const double>{s_.data() + kAnormT, 3, na, kFields, ops_.space()}, extra_.data(), 3);
+  ops_.download_deferred(MvView<const double>{s_.data() + kEst, 3, na, kFields, ops_.space()}, state_.data(),
+                         3);
+  ops_.download_deferred(MvView<const double>{s_.data() + kAnormT, 3, na, kFields, ops_.space()},
+                         extra_.data(), 3);
   ops_.fetch();
   for (std::int64_t j = 0; j < na; ++j) {
     a_norm_ = std::max(a_norm_, extra_[3 * j + 1]);

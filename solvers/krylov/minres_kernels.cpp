@@ -33,8 +33,10 @@ class CpuMinresKernels final : public MinresKernels {
             if (yy) t2 += z[i] * (d ? d[i] * yy[i] : yy[i]);
           }
           c[kT1] = t1, c[kT2] = t2, c[kT3] = t3, c[kT4] = t4;
-          if (step == DotStep::start) step_start(c, p);
-          else step_coefficients(c);
+          if (step == DotStep::start)
+            step_start(c, p);
+          else
+            step_coefficients(c);
         },
         1);
   }
@@ -43,7 +45,8 @@ class CpuMinresKernels final : public MinresKernels {
     const bool general = b.up.data != nullptr;
     TCSOLVE_REQUIRE(s.rows == kFields && b.q.cols == s.cols && b.zc.cols == s.cols && b.zp.cols == s.cols &&
                         b.wp.cols == s.cols && b.w.cols == s.cols && b.x.cols == s.cols &&
-                        (!b.r.data || b.r.cols == s.cols) && (!general || (b.uc.cols == s.cols && b.up.cols == s.cols)),
+                        (!b.r.data || b.r.cols == s.cols) &&
+                        (!general || (b.uc.cols == s.cols && b.up.cols == s.cols)),
                     "minres update: shapes");
     parallel_for(
         s.cols, [&](std::int64_t j) { update_column(b, general, j, s.col(j)); }, 1);
@@ -70,11 +73,13 @@ class CpuMinresKernels final : public MinresKernels {
     const int mode = (lanczos ? 8 : 0) | (general ? 4 : 0) | (with_r ? 2 : 0) | (jacobi ? 1 : 0);
     switch (mode) {
 #define TCSOLVE_MINRES_CASE(m) \
-  case m: return sweep<(m & 8) != 0, (m & 4) != 0, (m & 2) != 0, (m & 1) != 0>(b, j, c);
-      TCSOLVE_MINRES_CASE(0) TCSOLVE_MINRES_CASE(1) TCSOLVE_MINRES_CASE(2) TCSOLVE_MINRES_CASE(3)
-      TCSOLVE_MINRES_CASE(4) TCSOLVE_MINRES_CASE(5) TCSOLVE_MINRES_CASE(6) TCSOLVE_MINRES_CASE(7)
-      TCSOLVE_MINRES_CASE(8) TCSOLVE_MINRES_CASE(9) TCSOLVE_MINRES_CASE(10) TCSOLVE_MINRES_CASE(11)
-      TCSOLVE_MINRES_CASE(12) TCSOLVE_MINRES_CASE(13) TCSOLVE_MINRES_CASE(14) TCSOLVE_MINRES_CASE(15)
+  case m:                      \
+    return sweep<(m & 8) != 0, (m & 4) != 0, (m & 2) != 0, (m & 1) != 0>(b, j, c);
+      TCSOLVE_MINRES_CASE(0)
+      TCSOLVE_MINRES_CASE(1) TCSOLVE_MINRES_CASE(2) TCSOLVE_MINRES_CASE(3) TCSOLVE_MINRES_CASE(4)
+          TCSOLVE_MINRES_CASE(5) TCSOLVE_MINRES_CASE(6) TCSOLVE_MINRES_CASE(7) TCSOLVE_MINRES_CASE(8)
+              TCSOLVE_MINRES_CASE(9) TCSOLVE_MINRES_CASE(10) TCSOLVE_MINRES_CASE(11) TCSOLVE_MINRES_CASE(12)
+                  TCSOLVE_MINRES_CASE(13) TCSOLVE_MINRES_CASE(14) TCSOLVE_MINRES_CASE(15)
 #undef TCSOLVE_MINRES_CASE
     }
   }
@@ -124,7 +129,8 @@ class CpuMinresKernels final : public MinresKernels {
 
 std::unique_ptr<MinresKernels> make_cpu_minres_kernels() { return std::make_unique<CpuMinresKernels>(); }
 
-std::unique_ptr<MinresKernels> make_minres_kernels(DenseBlockOps& ops, std::int64_t n, std::int64_t max_cols) {
+std::unique_ptr<MinresKernels> make_minres_kernels(DenseBlockOps& ops, std::int64_t n,
+                                                   std::int64_t max_cols) {
   if (ops.space() == Space::host) return make_cpu_minres_kernels();
   return make_cuda_minres_kernels(ops.stream(), n, max_cols);
 }

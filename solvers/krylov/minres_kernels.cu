@@ -15,8 +15,8 @@ namespace tcsolve::mr {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kMaxBlocks = 128;     // row blocks (partial sums) per column
-constexpr int kMaxGridY = 65535;    // columns per launch
+constexpr int kMaxBlocks = 128;   // row blocks (partial sums) per column
+constexpr int kMaxGridY = 65535;  // columns per launch
 
 __device__ inline double warp_sum(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
@@ -53,10 +53,9 @@ __device__ void column_sums(const double* partial, int nb, long long j, double (
 }
 
 // The dot pass: T1 = z·q, T2 = z·(d∘y), T3 = q·q, T4 = z·z per column (grid.y = column).
-__global__ void __launch_bounds__(kThreads) dots_kernel(long long n, const double* zc, long long ldz,
-                                                        const double* q, long long ldq, const double* y,
-                                                        long long ldy, const double* d, const double* s,
-                                                        bool all, double* partial) {
+__global__ void __launch_bounds__(kThreads)
+    dots_kernel(long long n, const double* zc, long long ldz, const double* q, long long ldq, const double* y,
+                long long ldy, const double* d, const double* s, bool all, double* partial) {
   const long long j = blockIdx.y;
   if (!all && s[j * kFields + kState] != kActive) return;
   const double* z = zc + j * ldz;
@@ -84,8 +83,10 @@ __global__ void dots_finish_kernel(int na, int nb, const double* partial, double
   column_sums<4>(partial, nb, j, t);
   if ((threadIdx.x & 31) != 0) return;
   c[kT1] = t[0], c[kT2] = t[1], c[kT3] = t[2], c[kT4] = t[3];
-  if (start) step_start(c, p);
-  else step_coefficients(c);
+  if (start)
+    step_start(c, p);
+  else
+    step_coefficients(c);
 }
 
 struct UpdatePointers {
@@ -97,8 +98,8 @@ struct UpdatePointers {
 // The update pass (minres.cpp), one sweep: x (and r) updates of the last step, then for an active
 // column the next Lanczos vector (z with none/Jacobi, u with another preconditioner) and its β².
 template <bool kGeneral, bool kR, bool kJacobi>
-__global__ void __launch_bounds__(kThreads) update_kernel(long long n, UpdatePointers b, const double* s,
-                                                          double* partial) {
+__global__ void __launch_bounds__(kThreads)
+    update_kernel(long long n, UpdatePointers b, const double* s, double* partial) {
   const long long j = blockIdx.y;
   const double* c = s + j * kFields;
   const double state = c[kState];
@@ -132,7 +133,8 @@ __global__ void __launch_bounds__(kThreads) update_kernel(long long n, UpdatePoi
   block_sums<2>(v, partial + (j * gridDim.x + blockIdx.x) * 2);
 }
 
-__global__ void update_finish_kernel(int na, int nb, const double* partial, double* s, bool general, bool with_r) {
+__global__ void update_finish_kernel(int na, int nb, const double* partial, double* s, bool general,
+                                     bool with_r) {
   const long long j = blockIdx.x * 8 + (threadIdx.x >> 5);
   if (j >= na) return;
   double* c = s + j * kFields;
@@ -161,7 +163,8 @@ class CudaMinresKernels final : public MinresKernels {
  public:
   CudaMinresKernels(void* stream, std::int64_t n, std::int64_t max_cols)
       : stream_(static_cast<cudaStream_t>(stream)),
-        nb_(static_cast<int>(std::clamp<std::int64_t>((n + kThreads * 8 - 1) / (kThreads * 8), 1, kMaxBlocks))),
+        nb_(static_cast<int>(
+            std::clamp<std::int64_t>((n + kThreads * 8 - 1) / (kThreads * 8), 1, kMaxBlocks))),
         partial_(static_cast<std::int64_t>(nb_) * 4, std::max<std::int64_t>(max_cols, 1), Space::device) {
     TCSOLVE_REQUIRE(max_cols <= kMaxGridY, "minres (CUDA): at most 65535 right-hand sides per solve");
   }
@@ -174,8 +177,8 @@ class CudaMinresKernels final : public MinresKernels {
     if (s.cols == 0) return;
     const int na = static_cast<int>(s.cols);
     const bool start = step == DotStep::start;
-    dots_kernel<<<dim3(nb_, na), kThreads, 0, stream_>>>(zc.rows, zc.data, zc.ld, q.data, q.ld, y.data, y.ld, d,
-                                                         s.data, start, partial_.data());
+    dots_kernel<<<dim3(nb_, na), kThreads, 0, stream_>>>(zc.rows, zc.data, zc.ld, q.data, q.ld, y.data, y.ld,
+                                                         d, s.data, start, partial_.data());
     TCSOLVE_CUDA_CHECK_LAUNCH();
     dots_finish_kernel<<<(na + 7) / 8, 256, 0, stream_>>>(na, nb_, partial_.data(), s.data, start, p);
     TCSOLVE_CUDA_CHECK_LAUNCH();
@@ -190,19 +193,21 @@ class CudaMinresKernels final : public MinresKernels {
                     "minres update (CUDA): the tall blocks must share one leading dimension");
     if (s.cols == 0) return;
     const int na = static_cast<int>(s.cols);
-    UpdatePointers p{b.q.data, b.zc.data, b.uc.data, b.w.data, b.d,    b.dinv,
+    UpdatePointers p{b.q.data,  b.zc.data, b.uc.data, b.w.data, b.d,      b.dinv,
                      b.zp.data, b.up.data, b.wp.data, b.x.data, b.r.data, ld};
     const dim3 grid(nb_, na);
     const long long n = b.q.rows;
     double* part = partial_.data();
     const int mode = (general ? 4 : 0) | (with_r ? 2 : 0) | (jacobi ? 1 : 0);
     switch (mode) {
-#define TCSOLVE_MINRES_CASE(m)                                                                       \
-  case m:                                                                                            \
-    update_kernel<(m & 4) != 0, (m & 2) != 0, (m & 1) != 0><<<grid, kThreads, 0, stream_>>>(n, p, s.data, part); \
+#define TCSOLVE_MINRES_CASE(m)                                \
+  case m:                                                     \
+    update_kernel<(m & 4) != 0, (m & 2) != 0, (m & 1) != 0>   \
+        <<<grid, kThreads, 0, stream_>>>(n, p, s.data, part); \
     break;
-      TCSOLVE_MINRES_CASE(0) TCSOLVE_MINRES_CASE(1) TCSOLVE_MINRES_CASE(2) TCSOLVE_MINRES_CASE(3)
-      TCSOLVE_MINRES_CASE(4) TCSOLVE_MINRES_CASE(5) TCSOLVE_MINRES_CASE(6) TCSOLVE_MINRES_CASE(7)
+      TCSOLVE_MINRES_CASE(0)
+      TCSOLVE_MINRES_CASE(1) TCSOLVE_MINRES_CASE(2) TCSOLVE_MINRES_CASE(3) TCSOLVE_MINRES_CASE(4)
+          TCSOLVE_MINRES_CASE(5) TCSOLVE_MINRES_CASE(6) TCSOLVE_MINRES_CASE(7)
 #undef TCSOLVE_MINRES_CASE
     }
     TCSOLVE_CUDA_CHECK_LAUNCH();

@@ -34,16 +34,16 @@ enum Field : int {
   kDbar,
   kEps,
   kPhibar,
-  kWv,   // the pending direction update w = wv·z − we·w_{−2} − wd·w_{−1},  x += φ·w
+  kWv,  // the pending direction update w = wv·z − we·w_{−2} − wd·w_{−1},  x += φ·w
   kWe,
   kWd,
   kPhi,
-  kRs,   // the pending residual update r = rs·r + ru·u (preconditioned)
+  kRs,  // the pending residual update r = rs·r + ru·u (preconditioned)
   kRu,
-  kRc,   // the pending Lanczos update z_{k+1} = rc·M⁻¹·q − a·z_k − b·z_{k−1}
+  kRc,  // the pending Lanczos update z_{k+1} = rc·M⁻¹·q − a·z_k − b·z_{k−1}
   kA,
   kB,
-  kT1,   // the dot pass: z_kᵀq, z_kᵀ(d∘y), qᵀq, z_kᵀz_k
+  kT1,  // the dot pass: z_kᵀq, z_kᵀ(d∘y), qᵀq, z_kᵀz_k
   kT2,
   kT3,
   kT4,
@@ -80,16 +80,16 @@ enum class DotStep { start, coefficients };
 // or with Jacobi the Lanczos vectors are kept as z (u = d∘z); with another preconditioner as both
 // u (updated here) and z (= M⁻¹·u, applied by the solver after the pass).
 struct UpdateBlocks {
-  MvView<const double> q;   // A·z_k
-  MvView<const double> zc;  // z_k
-  MvView<double> zp;        // z_{k−1}; none/Jacobi: overwritten with z_{k+1}
-  MvView<const double> uc;  // u_k (another preconditioner only)
-  MvView<double> up;        // u_{k−1}, overwritten with u_{k+1} (another preconditioner only)
-  MvView<double> wp;        // w_{k−3}, overwritten with w_{k−1}
-  MvView<const double> w;   // w_{k−2}
-  MvView<double> x;         // x_{k−2} → x_{k−1}
-  MvView<double> r;         // r_{k−2} → r_{k−1} (preconditioned only)
-  const double* d = nullptr;     // Jacobi: diag(M) and its inverse (n each, backend space)
+  MvView<const double> q;     // A·z_k
+  MvView<const double> zc;    // z_k
+  MvView<double> zp;          // z_{k−1}; none/Jacobi: overwritten with z_{k+1}
+  MvView<const double> uc;    // u_k (another preconditioner only)
+  MvView<double> up;          // u_{k−1}, overwritten with u_{k+1} (another preconditioner only)
+  MvView<double> wp;          // w_{k−3}, overwritten with w_{k−1}
+  MvView<const double> w;     // w_{k−2}
+  MvView<double> x;           // x_{k−2} → x_{k−1}
+  MvView<double> r;           // r_{k−2} → r_{k−1} (preconditioned only)
+  const double* d = nullptr;  // Jacobi: diag(M) and its inverse (n each, backend space)
   const double* dinv = nullptr;
 };
 
@@ -99,8 +99,8 @@ class MinresKernels {
   // The dot pass over the na = s.cols columns: T1 = z_kᵀq, T2 = z_kᵀ(d∘y) (y empty: 0; d null: 1),
   // T3 = qᵀq, T4 = z_kᵀz_k; reads zc, q (and y) once. Then the scalar step: `start` on every
   // column (T1 = β_1², T3 = ‖r_0‖²), `coefficients` on the active ones (others are skipped).
-  virtual void dots(MvView<const double> zc, MvView<const double> q, MvView<const double> y,
-                    const double* d, MvView<double> s, DotStep step, const ScalarParams& p) = 0;
+  virtual void dots(MvView<const double> zc, MvView<const double> q, MvView<const double> y, const double* d,
+                    MvView<double> s, DotStep step, const ScalarParams& p) = 0;
   // The fused update pass (minres.cpp: "the update pass") for the active and finishing columns:
   // kNrm = β_{k+1}² (none/Jacobi) and kRr = ‖r‖² (with R).
   virtual void update(const UpdateBlocks& b, MvView<double> s) = 0;
@@ -132,8 +132,10 @@ TCSOLVE_HOST_DEVICE inline void step_start(double* c, const ScalarParams& p) {
   c[kEst] = p.residual_block ? r0 : beta;
   c[kWhy] = kStillActive;
   c[kState] = kActive;
-  if (!std::isfinite(beta)) c[kState] = kDone, c[kWhy] = kNonFinite;
-  else if (beta == 0.0) c[kState] = kDone, c[kWhy] = kTargetReached;
+  if (!std::isfinite(beta))
+    c[kState] = kDone, c[kWhy] = kNonFinite;
+  else if (beta == 0.0)
+    c[kState] = kDone, c[kWhy] = kTargetReached;
 }
 
 // After the dot pass of iteration k (active columns): α_k = v_kᵀ(A·v_k − β_k·M·v_{k−1})

@@ -12,7 +12,8 @@
 
 namespace tcsolve::mr {
 
-MinresSolver::MinresSolver(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t s, KrylovOptions o)
+MinresSolver::MinresSolver(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t s,
+                           KrylovOptions o)
     : a_(a), ops_(ops), n_(a.rows()), smax_(s), opt_(std::move(o)) {
   detail::require_operator(a_, n_, ops_.space(), "A");
   if (opt_.preconditioner) detail::require_operator(*opt_.preconditioner, n_, ops_.space(), "M");
@@ -32,7 +33,8 @@ MinresSolver::MinresSolver(const LinearOperator<double>& a, DenseBlockOps& ops, 
   kern_ = make_minres_kernels(ops_, n_, s);
   for (auto* b : {&zc_, &zp_, &w_, &wp_, &xa_, &q_}) *b = ops_.allocate(n_, s);
   if (mode_ != Precond::none) r_ = ops_.allocate(n_, s);
-  if (mode_ == Precond::general) uc_ = ops_.allocate(n_, s), up_ = ops_.allocate(n_, s), beta2_ = ops_.allocate(s, 1);
+  if (mode_ == Precond::general)
+    uc_ = ops_.allocate(n_, s), up_ = ops_.allocate(n_, s), beta2_ = ops_.allocate(s, 1);
   if (mode_ == Precond::jacobi) {
     std::vector<double> d(inv.size());
     for (std::size_t i = 0; i < inv.size(); ++i) d[i] = 1.0 / inv[i];
@@ -109,7 +111,8 @@ void MinresSolver::rescue_scale(MvView<const double> rhs, std::int64_t j) {
   double nu = 0.0;
   ops_.column_norms(t, &nu);
   if (!std::isfinite(nu))
-    throw InvalidArgument(format("minres: right-hand side column %lld has a non-finite entry", static_cast<long long>(j)));
+    throw InvalidArgument(
+        format("minres: right-hand side column %lld has a non-finite entry", static_cast<long long>(j)));
   cs_[j] = 1.0, bn_[j] = 0.0;
   if (nu == 0.0) return;
   int e = 0;
@@ -200,7 +203,7 @@ void MinresSolver::set_targets(Run& r) {
 }
 
 void MinresSolver::end_cycle(Run& r) {
-  while (queued_ > 0) read_back(r);
+  drain(r);
   if (r.na > 0) {
     flush(r);
     read_column_extras(r.na);
@@ -262,13 +265,20 @@ void MinresSolver::decide_restarts(Run& r, const std::vector<std::int64_t>& cycl
       continue;
     }
     const bool gained = rn_[c] <= kRestartGain * rstart_[c];
-    if (why_[c] == kNonFinite || !std::isfinite(rn_[c])) miss_[c] = Miss::non_finite;
-    else if (limit) miss_[c] = Miss::limit;
-    else if (stop) miss_[c] = Miss::interrupted;
-    else if (gained && r.cycle + 1 < kMaxCycles) act_.push_back(c), miss_[c] = Miss::none;
-    else if (why_[c] == kLeastSquares) miss_[c] = Miss::least_squares;
-    else if (why_[c] == kSingularT) miss_[c] = Miss::singular;
-    else miss_[c] = gained ? Miss::cycles : Miss::stagnated;
+    if (why_[c] == kNonFinite || !std::isfinite(rn_[c]))
+      miss_[c] = Miss::non_finite;
+    else if (limit)
+      miss_[c] = Miss::limit;
+    else if (stop)
+      miss_[c] = Miss::interrupted;
+    else if (gained && r.cycle + 1 < kMaxCycles)
+      act_.push_back(c), miss_[c] = Miss::none;
+    else if (why_[c] == kLeastSquares)
+      miss_[c] = Miss::least_squares;
+    else if (why_[c] == kSingularT)
+      miss_[c] = Miss::singular;
+    else
+      miss_[c] = gained ? Miss::cycles : Miss::stagnated;
   }
 }
 
@@ -312,25 +322,39 @@ std::string MinresSolver::not_converged_reason(Run& r) {
     const double floor = kUnitRoundoff * a_norm_ * tgt_[c] / (bn_[c] * cs_[c]);
     std::string why;
     switch (miss_[c]) {
-      case Miss::limit: why = format("iteration limit %lld reached", static_cast<long long>(opt_.max_iterations)); break;
-      case Miss::least_squares:
-        why = format("stopped at a least-squares solution (‖A·r‖/(‖A‖·‖r‖) ≈ %.2g): A is singular to working "
-                     "precision and b_j is not in its range", ls_[c]);
+      case Miss::limit:
+        why = format("iteration limit %lld reached", static_cast<long long>(opt_.max_iterations));
         break;
-      case Miss::singular: why = "the Lanczos process ended with T singular: A is singular and b_j is not in its range"; break;
-      case Miss::non_finite: why = "non-finite values appeared (A, M or x0 holds Inf/NaN, or A·x overflowed)"; break;
-      case Miss::cycles: why = format("still above tol after %d cycles restarted from the true residual", kMaxCycles); break;
+      case Miss::least_squares:
+        why = format(
+            "stopped at a least-squares solution (‖A·r‖/(‖A‖·‖r‖) ≈ %.2g): A is singular to working "
+            "precision and b_j is not in its range",
+            ls_[c]);
+        break;
+      case Miss::singular:
+        why = "the Lanczos process ended with T singular: A is singular and b_j is not in its range";
+        break;
+      case Miss::non_finite:
+        why = "non-finite values appeared (A, M or x0 holds Inf/NaN, or A·x overflowed)";
+        break;
+      case Miss::cycles:
+        why = format("still above tol after %d cycles restarted from the true residual", kMaxCycles);
+        break;
       default:
-        why = format("stagnated: a restart from the true residual did not halve it; its rounding floor "
-                     "u·‖A‖·‖x_j‖/‖b_j‖ is at least %.2g", floor);
+        why = format(
+            "stagnated: a restart from the true residual did not halve it; its rounding floor "
+            "u·‖A‖·‖x_j‖/‖b_j‖ is at least %.2g",
+            floor);
         if (opt_.tol < floor) why += format(", tol %g is below what fp64 can attain there", opt_.tol);
     }
     if (rej_[c] > 0.0)
       why += format("; the last cycle's iterate, with a true residual of %.3g, was discarded", rej_[c]);
-    list += format("%scolumn %lld: %.3g (%s)", list.empty() ? "" : "; ", static_cast<long long>(c), rn_[c], why.c_str());
+    list += format("%scolumn %lld: %.3g (%s)", list.empty() ? "" : "; ", static_cast<long long>(c), rn_[c],
+                   why.c_str());
   }
   std::string s = format("%lld of %lld columns missed tol %g (true residual ‖b_j − A·x_j‖/‖b_j‖): ",
-                         static_cast<long long>(missed), static_cast<long long>(r.s), opt_.tol) + list;
+                         static_cast<long long>(missed), static_cast<long long>(r.s), opt_.tol) +
+                  list;
   if (missed > 8) s += format("; and %lld more", static_cast<long long>(missed - 8));
   return s;
 }

@@ -96,6 +96,10 @@ class MinresSolver {
   // Consumes the oldest queued iteration (history, progress); when some column is done, waits for
   // all queued ones. true: drained, and some column is done (states() holds the latest states).
   bool read_back(Run& r);
+  // Waits for every queued iteration (their records).
+  void drain(Run& r) {
+    while (queued_ > 0) read_back(r);
+  }
   // Done columns leave the block: their iterates parked at X_a's back (accept_iterates decides at
   // the cycle's end), their reason kept, the blocks and S compacted.
   void retire_done(Run& r);
@@ -104,9 +108,10 @@ class MinresSolver {
   void compact(std::int64_t na, const std::vector<std::int64_t>& keep, const std::vector<std::int64_t>& park);
 
   // ---- Views of the workspace and host state (tests read them)
-  MvView<double> scalars(std::int64_t na) { return s_.columns(0, na); }  // S (kFields × na)
-  MvView<double> iterate_block(std::int64_t na) { return xa_.columns(0, na); }
-  std::vector<double>& norms() { return rn_; }              // true relative residuals
+  MvView<double> scalars(std::int64_t na) { return s_.columns(0, na); }         // S (kFields × na)
+  MvView<double> iterate_block(std::int64_t na) { return xa_.columns(0, na); }  // X_a: x_{k−1}/c
+  MvView<double> residual_block(std::int64_t na) { return r_.columns(0, na); }  // R: r_{k−1}/c
+  std::vector<double>& norms() { return rn_; }                                  // true relative residuals
   const std::vector<double>& states() const { return state_; }  // latest drained: 3 × na (est, state, why)
   std::vector<std::int64_t>& act() { return act_; }
   const std::vector<double>& scales() const { return cs_; }
@@ -129,7 +134,8 @@ class MinresSolver {
   void set_targets(Run& r);
   void retire_initial(Run& r);
   void write_back(Run& r, std::int64_t c, std::int64_t pos);
-  void park_iterates(std::int64_t na, const std::vector<std::int64_t>& keep, const std::vector<std::int64_t>& park);
+  void park_iterates(std::int64_t na, const std::vector<std::int64_t>& keep,
+                     const std::vector<std::int64_t>& park);
   void read_column_extras(std::int64_t na);
   void record(Run& r, Pending& q);
   void flush(Run& r);
@@ -161,7 +167,7 @@ class MinresSolver {
   std::vector<Miss> miss_;
   std::array<Pending, kQueueDepth + 1> ring_;
   int head_ = 0, queued_ = 0;
-  double a_norm_ = 0.0;  // largest ‖A·z‖/‖z‖ seen (≤ ‖A‖₂)
+  double a_norm_ = 0.0;       // largest ‖A·z‖/‖z‖ seen (≤ ‖A‖₂)
   std::int64_t columns_ = 0;  // columns multiplied by A
 };
 
