@@ -78,6 +78,8 @@ Csr<double> csr_from_arrays(std::int64_t n, const I64Array& indptr, const I32Arr
 Csr<double> csr_from_arrays(std::int64_t m, std::int64_t n, const I64Array& indptr, const I32Array& indices,
                             const D1Array& data);
 void check_block(const F64Array& arr, std::int64_t n, const char* what);
+// The solution block a solver writes in place: n × s (s = rhs's columns), writable.
+void check_x(const py::array_t<double, py::array::f_style>& x, std::int64_t n, const F64Array& rhs);
 
 // ---- Python callables as operators (py_operator.cpp) -------------------------------------------
 

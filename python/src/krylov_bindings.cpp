@@ -79,11 +79,6 @@ SolveResult run_krylov_host(Krylov m, const LinearOperator<double>& a, DenseBloc
   return r;
 }
 
-void check_x(const py::array_t<double, py::array::f_style>& x, std::int64_t n, const F64Array& rhs) {
-  if (x.ndim() != 2 || x.shape(0) != n || x.shape(1) != rhs.shape(1) || !x.writeable())
-    throw InvalidArgument("x: expected a writable n × s block");
-}
-
 // The preconditioner of opt["precond"] and precond_fn: "operator" (a Python M, host only),
 // "jacobi" (diag(A), given by `diagonal`) or "none". Sets o.preconditioner / o.jacobi_diagonal.
 std::string set_preconditioner(const py::dict& opt, const py::object& precond_fn, std::int64_t n, bool host,

@@ -113,4 +113,9 @@ void check_block(const F64Array& arr, std::int64_t n, const char* what) {
     throw InvalidArgument(std::string(what) + ": expected " + std::to_string(n) + " rows");
 }
 
+void check_x(const py::array_t<double, py::array::f_style>& x, std::int64_t n, const F64Array& rhs) {
+  if (x.ndim() != 2 || x.shape(0) != n || x.shape(1) != rhs.shape(1) || !x.writeable())
+    throw InvalidArgument("x: expected a writable n × s block");
+}
+
 }  // namespace tcsolve::pyext

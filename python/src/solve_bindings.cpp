@@ -45,11 +45,6 @@ SolveResult run_cg_host(const LinearOperator<double>& a, DenseBlockOps& ops, con
   return r;
 }
 
-void check_x(const py::array_t<double, py::array::f_style>& x, std::int64_t n, const F64Array& rhs) {
-  if (x.ndim() != 2 || x.shape(0) != n || x.shape(1) != rhs.shape(1) || !x.writeable())
-    throw InvalidArgument("x: expected a writable n × s block");
-}
-
 // The host solve behind cg_csr (GIL released): A's operator, the Chebyshev polynomial or the
 // fp32 iteration when asked for, then block CG. `precond` is updated with the polynomial's name.
 struct CsrSolve {
