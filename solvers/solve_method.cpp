@@ -50,9 +50,13 @@ double price_direct(const DirectEstimate& e, std::int64_t rows, std::int64_t rhs
   const EngineRates& r = rates();
   SymbolicAnalysis s;
   s.flops = e.flops, s.factor_entries = e.factor_entries;
+  // UMFPACK's symbolic figures bound its factorization from above, loosely (partial pivoting is
+  // not known before the numeric phase): gen:convdiff2d:300 was priced at 138 s and factored and
+  // solved in about 3 s (2-core CPU, loaded). kUmfpackEstimateOver scales them back.
+  if (e.engine == DirectEngine::umfpack) s.flops /= kUmfpackEstimateOver, s.factor_entries /= kUmfpackEstimateOver;
   const double slow = e.engine == DirectEngine::cholmod ? 1.0 : kGeneralFactorSlowdown;
   return e.analysis_seconds + slow * r.factor_seconds(s) +
-         slow * r.solve_seconds(e.factor_entries, double(rhs), e.flops, double(rows));
+         slow * r.solve_seconds(s.factor_entries, double(rhs), s.flops, double(rows));
 }
 
 double price_iteration(std::int64_t rows, std::int64_t nnz, std::int64_t rhs, double bandwidth) {
@@ -115,8 +119,10 @@ void IterativeBudget::check(const IterationRecord& rec, double seconds) {
   }
   worst_.push_back(worst / first_[0]);
   const std::size_t t = worst_.size();
-  if (seconds > budget_)
-    throw BudgetExceeded(format("the iteration passed its budget of %.3g s after %zu iterations (relative "
+  // (what the iteration has spent is spent: it gives way when what is LEFT of it costs more
+  // than the whole direct solve; past 3× the budget it gives way whatever its rate says)
+  if (seconds > 3.0 * budget_)
+    throw BudgetExceeded(format("the iteration passed 3 times its budget of %.3g s after %zu iterations (relative "
                                 "residual %.2e)",
                                 budget_, t, worst_.back()));
   if (t < std::size_t(kMinIterations) || seconds < 0.1 * budget_) return;
@@ -125,7 +131,7 @@ void IterativeBudget::check(const IterationRecord& rec, double seconds) {
   const double rate = std::log(now / then) / double(std::min(m, t - 1));  // per iteration (< 0: falling)
   const double per_iter = seconds / double(t);
   const double needed = now <= tol_ ? 0.0 : rate < 0 ? std::log(tol_ / now) / rate : 1e300;
-  if (seconds + needed * per_iter > budget_)
+  if (needed * per_iter > budget_)
     throw BudgetExceeded(format("after %zu iterations (%.3g s) the relative residual %.2e falls %.3g%% an "
                                 "iteration: %s, beyond the budget of %.3g s",
                                 t, seconds, now, rate < 0 ? 100.0 * (1.0 - std::exp(rate)) : 0.0,

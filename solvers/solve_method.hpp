@@ -46,6 +46,7 @@ SolveMethod parse_solve_method(const std::string& s);
 SolveMethod iterative_method_for(MatrixKind k);
 
 constexpr double kGeneralFactorSlowdown = 2.0;  // LU/LDLᵀ seconds per flop over CHOLMOD's (guess)
+constexpr double kUmfpackEstimateOver = 10.0;   // UMFPACK's estimates over its actual figures (one measurement)
 constexpr double kDirectOutright = 0.05;        // seconds: below this the direct method is taken
 constexpr int kMinIterations = 30;              // iterations no iterative solve does fewer of
 
@@ -81,8 +82,9 @@ double price_direct(const DirectEstimate& e, std::int64_t rows, std::int64_t rhs
 SolveMethodPlan plan_solve_method(const SolveMethodFacts& f);
 
 // The iterative run's budget: fed every iteration's record, it throws BudgetExceeded once the
-// measured convergence says the run would end later than `budget_seconds` from its start
-// (checked after kMinIterations iterations and 10 % of the budget), or once the budget is spent.
+// measured convergence says what is left of the run would cost more than `budget_seconds` (the
+// whole direct solve; checked after kMinIterations iterations and 10 % of the budget), or once 3×
+// the budget is spent.
 // Prediction: the slowest active column's residual falls geometrically at the rate measured over
 // the last third of the iterations (at least 10); the iterations still needed reach tol·‖b‖ from
 // the residual now (the first record's residual stands for ‖b‖: x0 = 0).
@@ -93,6 +95,8 @@ class BudgetExceeded : public Error {
 class IterativeBudget {
  public:
   IterativeBudget(double budget_seconds, double tol) : budget_(budget_seconds), tol_(tol) {}
+  // A budget known only once the run has started (the direct price computed beside a GPU run).
+  void set_budget(double budget_seconds) { budget_ = budget_seconds; }
   // Throws BudgetExceeded (see above); `seconds` since the iterative run's start.
   void check(const IterationRecord& rec, double seconds);
 

@@ -143,14 +143,7 @@ SolveResult LocalSolve::run_cg(const SolvePlan& plan, CheckpointWriter& ck, doub
     }
   }
   co.on_iteration = cg_progress(progress_, nrhs, ts);
-  if (budget > 0) {
-    auto shown = co.on_iteration;
-    auto b = std::make_shared<IterativeBudget>(budget, s_.tol);
-    co.on_iteration = [shown, b, &ts](const IterationRecord& rec) {
-      if (shown) shown(rec);
-      b->check(rec, ts.seconds());
-    };
-  }
+  co.on_iteration = with_budget(co.on_iteration, budget, ts);
   co.on_checkpoint = ck.callback();
   SolveResult sr;
   const bool random_rhs = in_.rhs.empty() && nrhs > 0;

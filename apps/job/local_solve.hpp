@@ -3,6 +3,7 @@
 // memory is short), with checkpoints; the outcome goes into the record.
 #pragma once
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,10 @@ class LocalSolve {
   // The right-hand sides on the host (random:S drawn here) and --x0, in the operator's basis.
   const std::vector<double>& host_rhs();
   SolveResult run_cg(const SolvePlan& plan, CheckpointWriter& ck, double budget);
+  // on_iteration with the budget's check after `shown` (none when there is no budget, known or
+  // pending); `clock` times the run.
+  std::function<void(const IterationRecord&)> with_budget(std::function<void(const IterationRecord&)> shown,
+                                                          double budget, const Timer& clock);
   SolveResult cg_in_batches(const double* b_all, const double* x0_all, std::int64_t batch, const CgOptions& co,
                             CheckpointWriter& ck);
   // --reorder symmetric applied (permutation p): x̃ = P·x and x = Pᵀ·x̃ for host blocks of n rows.
@@ -84,6 +89,9 @@ class LocalSolve {
   const Csr<double>* b_csr_ = nullptr;
   std::unique_ptr<ChebyshevPreconditioner> cheb_;  // block CG's polynomial, when it ran
   std::vector<double> rhs_host_;                   // host_rhs()
+  // The direct price computed on a host thread while a GPU iteration runs (plan_method: where the
+  // symbolic analysis would cost more than a tenth of the iterations no solve does fewer of).
+  std::future<double> direct_price_;
   bool operators_built_ = false;
 };
 

@@ -50,12 +50,14 @@ def cupy_calls(h5, method, nrhs=32, seed=7):
     b = cp.asarray(np.random.default_rng(seed).uniform(-1, 1, size=(a.shape[0], nrhs)))
     fn = csla.gmres if method == "gmres" else csla.minres
     kw = {"restart": 30, "maxiter": 1000} if method == "gmres" else {"maxiter": 30000}
-    fn(ag, b[:, 0], tol=1e-2, **kw)  # compile
+    import inspect
+    tkw = "rtol" if "rtol" in inspect.signature(fn).parameters else "tol"  # CuPy ≥ 13 renamed it
+    fn(ag, b[:, 0], **{tkw: 1e-2}, **kw)  # compile
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()
     xs, infos = [], []
     for j in range(nrhs):
-        x, info = fn(ag, b[:, j], tol=1e-8, **kw)
+        x, info = fn(ag, b[:, j], **{tkw: 1e-8}, **kw)
         xs.append(x)
         infos.append(int(info))
     cp.cuda.Device().synchronize()
