@@ -43,6 +43,8 @@ namespace tcsolve {
 //              the 16-bit conversion), the output goes through perm as for `jaccard`. No
 //              extra pass, extra workspace only for fp64 at N < 16 (the staging buffer).
 // Either reordering is kept only when it reduces the block count (else A is blocked as given).
+// Neither assumes A = Aᵀ: `jaccard` takes any m×n A; `symmetric` any square A, its pattern
+// symmetric or not (RCM orders the graph of A ∪ Aᵀ, the block counts are those of P·A·Pᵀ itself).
 // The CPU backend ignores the option (its CSR product has no blocks to save), except with
 // OperatorBasis::permuted below.
 enum class Reorder { none, jaccard, symmetric };
@@ -58,11 +60,12 @@ enum class Reorder { none, jaccard, symmetric };
 //               - permutes its inputs once at entry: x̃ = P·x, x̃[i] = x[p[i]]
 //                 (start block, right-hand sides; to_permuted() does it on the operator's side),
 //               - permutes a mass matrix the same way: M̃ = P·M·Pᵀ (permute_symmetric(m, p)),
-//               - iterates on B (same eigenvalues; B·x̃ = P·(A·x)),
+//               - iterates on B (same eigenvalues; B·x̃ = P·(A·x); a solve of A·x = b is
+//                 B·x̃ = b̃ with b̃ = P·b, for unsymmetric A as well: B is not symmetrized),
 //               - un-permutes its results once at exit: x[p[i]] = x̃[i] (from_permuted()).
-//             When the reordering is not applied (it would not reduce the blocks, or the matrix
-//             is not square-symmetric in pattern) permutation() is nullptr and the operator is A
-//             itself: solvers must check permutation() rather than assume.
+//             When the reordering is not applied (it would not reduce the blocks) permutation()
+//             is nullptr and the operator is A itself: solvers must check permutation() rather
+//             than assume. A rectangular A is refused (InvalidArgument).
 //             Also honoured by the CPU backend (the ordering's locality helps its CSR product).
 enum class OperatorBasis { original, permuted };
 

@@ -16,6 +16,7 @@
 #include "preprocess/rcm.hpp"
 #include "spmm/bcsr_spmm.hpp"
 #include "test_util.hpp"
+#include "tests/spmm/spmm_test_util.hpp"
 
 namespace tcsolve {
 namespace {
@@ -238,17 +239,6 @@ Csr<double> lower_triangle(const Csr<double>& a) {
   return csr_from_triplets<double>(a.nrows, a.ncols, std::move(t));
 }
 
-// Each off-diagonal entry kept with probability 1/2 (independently of its mirror): an
-// unsymmetric pattern with unsymmetric values.
-Csr<double> drop_half(const Csr<double>& a, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Triplet<double>> t;
-  for (std::int64_t i = 0; i < a.nrows; ++i)
-    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
-      if (a.col_idx[p] == i || rng() % 2) t.push_back({static_cast<std::int32_t>(i), a.col_idx[p], a.values[p]});
-  return csr_from_triplets<double>(a.nrows, a.ncols, std::move(t));
-}
-
 // The symmetric reordering (P·A·Pᵀ) of unsymmetric patterns: RCM orders the graph of A ∪ Aᵀ (so
 // A, Aᵀ and A + Aᵀ get the same order), the result is applied only where it reduces the exact
 // block count of P·A·Pᵀ, and the round trip holds: (P·A·Pᵀ)·(P·x) == P·(A·x), with
@@ -258,7 +248,7 @@ TEST(JaccardReorder, SymmetricModeOnUnsymmetricPatternsRoundTrips) {
   const Csr<double> lap = lap3d_random(17, 6);  // 4913 rows
   const auto scramble = random_perm(lap.nrows, 12);
   const Csr<double> one_sided = permute_symmetric(lower_triangle(lap), scramble);
-  const Csr<double> halved = permute_symmetric(drop_half(lap, 13), scramble);
+  const Csr<double> halved = permute_symmetric(test::drop_half_off_diagonal(lap, 13), scramble);
   ASSERT_FALSE(is_symmetric(one_sided));
   // RCM: the order of A ∪ Aᵀ, the same for A, Aᵀ and the full (symmetric) stencil.
   const auto rcm = reverse_cuthill_mckee(one_sided);
@@ -314,15 +304,9 @@ TEST(JaccardReorder, SymmetricModeOnUnsymmetricPatternsRoundTrips) {
 TEST(JaccardReorder, RowsModeOnRectangularRoundTrips) {
   for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{611, 2003}, {2003, 611}}) {
     // a stretched band (row i near column i·n/m), rows scrambled: Jaccard can regroup them
-    std::vector<Triplet<double>> t;
+    const Csr<double> a = permute_rows(test::stretched_band(m, n, 5, static_cast<unsigned>(m)), random_perm(m, 21));
     std::mt19937_64 rng(m);
     std::uniform_real_distribution<double> u(-1, 1);
-    for (std::int64_t i = 0; i < m; ++i) {
-      const std::int64_t c = i * n / m;
-      for (std::int64_t j = std::max<std::int64_t>(0, c - 5); j <= std::min<std::int64_t>(n - 1, c + 5); ++j)
-        t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), u(rng)});
-    }
-    const Csr<double> a = permute_rows(csr_from_triplets<double>(m, n, std::move(t)), random_perm(m, 21));
     const std::string what = std::to_string(m) + "x" + std::to_string(n);
     for (auto [h, w] : std::vector<std::pair<int, int>>{{8, 4}, {16, 16}}) {
       ReorderResult r = jaccard_reorder(a, h, w);
