@@ -481,16 +481,24 @@ TEST(AppsSolve, IndefiniteMatrixIsReportedAsSuch) {
   std::string p = d.write("indef.mtx",
                           "%%MatrixMarket matrix coordinate real symmetric\n3 3 4\n"
                           "1 1 1\n2 2 1\n3 3 1\n2 1 2\n");
-  auto r = run_tcsolve({"solve", p, "--rhs", "random:2", "--device", "cpu", "--out", d.file("i.h5")});
+  auto r = run_tcsolve({"solve", p, "--rhs", "random:2", "--device", "cpu", "--method", "cg", "--out", d.file("i.h5")});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("not positive definite"), std::string::npos) << r.err;
   EXPECT_EQ(Hdf5File::open(d.file("i.h5")).attr_string("status"), "breakdown");
-  // a negative diagonal entry is caught before iterating
+  // a negative diagonal entry is caught before iterating when block CG is asked for by name
   std::string q = d.write("neg.mtx",
                           "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n"
                           "1 1 2\n2 2 -1\n3 3 2\n");
-  expect_error(run_tcsolve({"solve", q, "--rhs", "random:1", "--device", "cpu"}),
-               "not positive definite (a_ii = -1 at row 2)");
+  expect_error(run_tcsolve({"solve", q, "--rhs", "random:1", "--device", "cpu", "--method", "cg"}),
+               "is not positive definite (1 rows with a_ii <= 0)");
+  // by default both are solved (issue 43): the kind decides the method, and the answer is checked
+  for (const std::string& m : {p, q}) {
+    auto a = run_tcsolve({"solve", m, "--rhs", "random:2", "--device", "cpu", "--out", d.file("a.h5")});
+    EXPECT_EQ(a.status, 0) << a.err;
+    Hdf5File f = Hdf5File::open(d.file("a.h5"));
+    EXPECT_EQ(f.attr_string("status"), "converged");
+    for (double be : f.read_doubles("backward_errors")) EXPECT_LE(be, 1e-12);
+  }
 }
 
 TEST(AppsBadInput, EachGetsAClearMessage) {
@@ -502,7 +510,12 @@ TEST(AppsBadInput, EachGetsAClearMessage) {
   std::string nan = d.write("nan.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 2\n"
                                        "1 1 2\n2 2 inf\n");
   expect_error(run_tcsolve({"eigs", ns, "--device", "cpu"}), "is not symmetric");
-  expect_error(run_tcsolve({"solve", ns, "--rhs", "random:1", "--device", "cpu"}), "is not symmetric");
+  expect_error(run_tcsolve({"solve", ns, "--rhs", "random:1", "--device", "cpu", "--method", "minres"}),
+               "is unsymmetric: --method minres needs a symmetric matrix");
+  expect_error(run_tcsolve({"solve", rect, "--rhs", "random:1", "--device", "cpu", "--method", "gmres"}),
+               "is rectangular: --method gmres needs a square matrix");
+  expect_error(run_tcsolve({"solve", "gen:lap2d:5", "--rhs", "random:1", "--method", "bicg"}),
+               "--method 'bicg': expected auto, cg, minres, gmres, direct or lsqr");
   expect_error(run_tcsolve({"eigs", rect, "--device", "cpu"}), "square");
   expect_error(run_tcsolve({"eigs", nan, "--device", "cpu"}), nan);
   expect_error(run_tcsolve({"eigs", "gen:lap2d:3", "--k", "9", "--device", "cpu"}),
