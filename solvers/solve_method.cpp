@@ -75,6 +75,16 @@ SolveMethodPlan plan_solve_method(const SolveMethodFacts& f) {
     p.why = std::string(to_string(f.asked)) + " (asked)";
     return p;
   }
+  if (f.kind == MatrixKind::symmetric_positive) {
+    // block CG stays the default where it always was (its checkpoints, warm starts, Chebyshev
+    // preconditioner and fp32 rung are CG's); MINRES if it finds A indefinite, the direct solve
+    // if it fails. No budget: a CG that converges is never cut short.
+    p.method = SolveMethod::cg;
+    p.fallbacks = {SolveMethod::minres};
+    if (f.direct_built) p.fallbacks.push_back(SolveMethod::direct);
+    p.why = "cg (symmetric with a positive diagonal); MINRES if it finds A indefinite, the direct solve if it fails";
+    return p;
+  }
   if (f.kind == MatrixKind::rectangular) {
     p.method = SolveMethod::direct;
     p.why = "direct: a rectangular matrix, least squares by SuiteSparseQR (no iterative least squares yet)";

@@ -17,6 +17,8 @@
 // direct price (IterativeBudget, below), and gives way to the factorization when its measured
 // convergence rate says it would finish later than the direct solve would.
 // auto, in order:
+//   0. symmetric with a positive diagonal: block CG as before (no budget), then MINRES if CG finds
+//      A indefinite, then the direct solve if it fails.
 //   1. rectangular: direct QR (no iterative least squares yet).
 //   2. the direct method when it fits in memory and its price is below kDirectOutright seconds
 //      (small problems: a factorization is then cheaper than a single iterative setup, and exact

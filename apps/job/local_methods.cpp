@@ -64,6 +64,7 @@ SolveMethodPlan LocalSolve::plan_method(Backend backend) {
   const double analyze_rate = engine_analyze_rate_known() ? engine_analyze_rate() : EngineRates{}.analyze_s_per_entry;
   const bool beside = f.gpu && f.kind != MatrixKind::rectangular &&
                       lower_entries * analyze_rate > 0.1 * kMinIterations * price_iteration(f.rows, f.nnz, f.rhs, f.bandwidth);
+  if (k.kind == MatrixKind::symmetric_positive) f.direct_priced = false;  // (block CG first, unpriced: plan)
   if (f.direct_built && f.direct_priced && f.asked == SolveMethod::automatic && beside) {
     f.direct_priced = false;
     direct_price_ = std::async(std::launch::async, [a = in_.A, rows = f.rows, rhs = f.rhs] {

@@ -46,18 +46,27 @@ TEST(SolveMethod, ACheapFactorizationIsTakenOutright) {
 }
 
 TEST(SolveMethod, ALargeProblemIteratesWithTheDirectSolveAsBudgetAndFallback) {
-  auto f = facts(MatrixKind::symmetric_positive, 1000000, 20.0);
+  auto f = facts(MatrixKind::symmetric_indefinite, 1000000, 20.0);
   f.bandwidth = 3e12;
   const auto p = plan_solve_method(f);
-  EXPECT_EQ(p.method, SolveMethod::cg);
-  ASSERT_EQ(p.fallbacks.size(), 2u);
-  EXPECT_EQ(p.fallbacks[0], SolveMethod::minres);  // pᵀAp < 0: indefinite after all
-  EXPECT_EQ(p.fallbacks[1], SolveMethod::direct);
+  EXPECT_EQ(p.method, SolveMethod::minres);
+  ASSERT_EQ(p.fallbacks.size(), 1u);
+  EXPECT_EQ(p.fallbacks[0], SolveMethod::direct);
   EXPECT_DOUBLE_EQ(p.budget_seconds, 20.0);
   f.kind = MatrixKind::unsymmetric;
   EXPECT_EQ(plan_solve_method(f).method, SolveMethod::gmres);
-  f.kind = MatrixKind::symmetric_indefinite;
-  EXPECT_EQ(plan_solve_method(f).method, SolveMethod::minres);
+  EXPECT_DOUBLE_EQ(plan_solve_method(f).budget_seconds, 20.0);
+}
+
+TEST(SolveMethod, PositiveDiagonalKeepsBlockCgUnbudgeted) {
+  // even where a factorization is cheap: CG first, MINRES if pᵀAp < 0, the direct solve if it fails
+  auto f = facts(MatrixKind::symmetric_positive, 1000, 0.001);
+  const auto p = plan_solve_method(f);
+  EXPECT_EQ(p.method, SolveMethod::cg);
+  ASSERT_EQ(p.fallbacks.size(), 2u);
+  EXPECT_EQ(p.fallbacks[0], SolveMethod::minres);
+  EXPECT_EQ(p.fallbacks[1], SolveMethod::direct);
+  EXPECT_EQ(p.budget_seconds, 0.0);
 }
 
 TEST(SolveMethod, NoFeasibleFactorizationMeansNoBudget) {
@@ -71,13 +80,13 @@ TEST(SolveMethod, NoFeasibleFactorizationMeansNoBudget) {
 }
 
 TEST(SolveMethod, AnUnpricedFactorizationIsAFallbackWithoutBudget) {
-  auto f = facts(MatrixKind::symmetric_positive, 1000000, 0.0);
+  auto f = facts(MatrixKind::unsymmetric, 1000000, 0.0);
   f.direct_priced = false;
   f.bandwidth = 3e12;
   const auto p = plan_solve_method(f);
-  EXPECT_EQ(p.method, SolveMethod::cg);
-  ASSERT_EQ(p.fallbacks.size(), 2u);
-  EXPECT_EQ(p.fallbacks[1], SolveMethod::direct);
+  EXPECT_EQ(p.method, SolveMethod::gmres);
+  ASSERT_EQ(p.fallbacks.size(), 1u);
+  EXPECT_EQ(p.fallbacks[0], SolveMethod::direct);
   EXPECT_EQ(p.budget_seconds, 0.0);
   EXPECT_NE(p.why.find("ordering alone"), std::string::npos);
 }
