@@ -340,7 +340,26 @@ void expect_singular_with_pinv_answer(const Csr<double>& a, MatrixKind kind, con
 TEST(DirectTraps, ZeroRowIsSingularAndGetsTheMinimumNormAnswer) {
   SKIP_WITHOUT_DIRECT();
   expect_singular_with_pinv_answer(edit_rows(random_unsymmetric(60, 5), 7), MatrixKind::unsymmetric, "zero row",
-                                   "umfpack LU");
+                                   "umfpack LU: UMFPACK's LU has a zero pivot");
+}
+
+// Row 56 := row 38 + row 47 of a random 68 × 68 A. SPQR's rank test on the columns of A misses
+// this dependency (rank 68: x = 2e16 times too large), the one on the columns of Aᵀ finds it:
+// the test of the two-sided decomposition (factor/qr_factor.hpp).
+TEST(DirectTraps, RowSumDependencyIsFoundOnTheRowSide) {
+  SKIP_WITHOUT_DIRECT();
+  const int n = 68, i = 38, j = 47, k = 56;
+  const Csr<double> base = random_unsymmetric(n, 38, 3);
+  std::vector<Triplet<double>> t;
+  for (std::int64_t r = 0; r < n; ++r) {
+    if (r == k) continue;
+    for (std::int64_t p = base.row_ptr[r]; p < base.row_ptr[r + 1]; ++p) {
+      t.push_back({static_cast<std::int32_t>(r), base.col_idx[p], base.values[p]});
+      if (r == i || r == j) t.push_back({k, base.col_idx[p], base.values[p]});
+    }
+  }
+  expect_singular_with_pinv_answer(csr_from_triplets<double>(n, n, std::move(t)), MatrixKind::unsymmetric,
+                                   "row sum", "QR of A^T");
 }
 
 TEST(DirectTraps, DuplicatedRowIsSingularAndGetsTheMinimumNormAnswer) {
