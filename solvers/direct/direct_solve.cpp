@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,6 +22,7 @@
 
 #include "core/error.hpp"
 #include "core/finite.hpp"
+#include "core/format.hpp"
 #include "factor/lu_factor.hpp"
 #include "factor/qr_factor.hpp"
 #include "factor/sparse_factor.hpp"
@@ -37,17 +37,7 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string sci(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2g", v);
-  return b;
-}
-
-std::string gib(double bytes) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f GiB", bytes / 1073741824.0);
-  return b;
-}
+std::string sci(double v) { return format("%.2g", v); }
 
 constexpr int kMaxRefinements = 2;
 
@@ -394,8 +384,8 @@ DirectEstimate estimate_direct(const Csr<double>& a, MatrixKind kind, const Dire
   const double limit = factor_memory_budget(fo);
   e.feasible = e.bytes <= limit;
   if (!e.feasible)
-    e.why = std::string(to_string(e.engine)) + " needs about " + gib(e.bytes) + " for its factors, more than the " +
-            gib(limit) + " allowed";
+    e.why = format("%s needs about %.2f GiB for its factors, more than the %.2f GiB allowed", to_string(e.engine),
+                   e.bytes / 1073741824.0, limit / 1073741824.0);
   e.analysis_seconds = now() - t0;
   return e;
 }
