@@ -176,6 +176,12 @@ class DirectSolve {
       *why = ex.detail();
       f.method = ex.detail().find("CHOLMOD") != std::string::npos ? "cholmod LLᵀ" : "mumps LDLᵀ";
       return false;
+    } catch (const InvalidArgument& ex) {
+      if (fo.engine != FactorEngine::cholmod) throw;
+      // Only CHOLMOD was allowed (opt.engine) and A is not positive definite: say so in a
+      // solve's words (factor_shifted speaks of shifts).
+      throw InvalidArgument(std::string("direct_solve: engine cholmod needs a positive definite A (") + ex.what() +
+                            "); use engine mumps or auto");
     }
     f.method = sf->engine() == FactorEngine::cholmod ? "cholmod LLᵀ" : "mumps LDLᵀ";
     f.describe = sf->describe();
@@ -255,7 +261,7 @@ class DirectSolve {
   // a near-null direction, which the minimum-norm answer must not be.
   void least_squares(const std::string& singular_why) {
     QrSolution q = qr_least_squares(a_, b_, ldb_, s_, factor_options(), !singular_why.empty());
-    r_.solutions = q.x;
+    r_.solutions = std::move(q.x);
     r_.method = "spqr QR (least squares)";
     check(r_, true);
     const std::int64_t k = std::min(a_.nrows, a_.ncols);
@@ -309,7 +315,7 @@ class DirectSolve {
       if (rel * a_norm <= best.tol) continue;
       QrSolution q = qr_least_squares(a_, b_, ldb_, s_, factor_options(), /*known_singular=*/true, rel * a_norm);
       SolveResult t;
-      t.solutions = q.x;
+      t.solutions = std::move(q.x);
       check(t, true);
       const std::pair<std::int64_t, double> sc = optimality_score(t);
       if (sc < best_score) {

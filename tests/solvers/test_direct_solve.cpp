@@ -481,6 +481,23 @@ TEST(DirectTraps, EngineThatDoesNotFitTheShapeIsRefused) {
   DirectOptions o;
   o.engine = DirectEngine::umfpack;
   EXPECT_THROW(direct_solve(wide, MatrixKind::rectangular, b.data(), 20, 1, o), InvalidArgument);
+  EXPECT_THROW(estimate_direct(wide, MatrixKind::rectangular, o), InvalidArgument);
+  // CHOLMOD alone on an indefinite A: refused in a solve's words.
+  std::vector<Triplet<double>> t;
+  for (int i = 0; i < 20; ++i) t.push_back({i, i, i % 2 ? -1.0 - i : 1.0 + i});
+  const Csr<double> indefinite = csr_from_triplets<double>(20, 20, std::move(t), Symmetry::symmetric);
+  o.engine = DirectEngine::cholmod;
+  const Eigen::MatrixXd b20 = random_dense(20, 1, 3);
+  try {
+    direct_solve(indefinite, MatrixKind::symmetric_indefinite, b20.data(), 20, 1, o);
+    ADD_FAILURE() << "CHOLMOD accepted an indefinite A";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("engine cholmod needs a positive definite A"), std::string::npos) << e.what();
+  }
+  o.engine = DirectEngine::automatic;
+  const SolveResult r = direct_solve(indefinite, MatrixKind::symmetric_positive, b20.data(), 20, 1, o);
+  EXPECT_EQ(r.status, SolverStatus::converged) << r.reason;
+  EXPECT_EQ(r.method, "mumps LDLᵀ");  // the kind guessed "spd?": CHOLMOD failed, MUMPS took over
 }
 
 // A tall A with two equal columns (rank n − 1): the minimum-norm least-squares answer.
