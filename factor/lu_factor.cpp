@@ -5,11 +5,11 @@
 #include <umfpack.h>
 
 #include <chrono>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/format.hpp"
 #include "core/interrupt.hpp"
 #include "factor/engines.hpp"
 
@@ -79,12 +79,7 @@ struct Symbolic {
   static double copy_bytes(const Csc64& c) { return 16.0 * static_cast<double>(c.x.size()) + 8.0 * (c.n + 1); }
 };
 
-std::string count_str(double e) {
-  char b[64];
-  if (e >= 1e6) std::snprintf(b, sizeof b, "%.1f M", e / 1e6);
-  else std::snprintf(b, sizeof b, "%.0f", e);
-  return b;
-}
+std::string count_str(double e) { return e >= 1e6 ? format("%.1f M", e / 1e6) : format("%.0f", e); }
 
 class UmfpackFactor final : public LuFactor {
  public:
@@ -127,10 +122,8 @@ class UmfpackFactor final : public LuFactor {
   double analyze_seconds() const override { return analyze_s_; }
   double factor_seconds() const override { return factor_s_; }
   std::string describe() const override {
-    char b[200];
-    std::snprintf(b, sizeof b, "umfpack LU, %s entries, rcond %.2g%s, analyze %.3f s, factor %.3f s",
-                  count_str(entries_).c_str(), rcond_, singular_ ? " (zero pivot)" : "", analyze_s_, factor_s_);
-    return b;
+    return format("umfpack LU, %s entries, rcond %.2g%s, analyze %.3f s, factor %.3f s", count_str(entries_).c_str(),
+                  rcond_, singular_ ? " (zero pivot)" : "", analyze_s_, factor_s_);
   }
 
   void solve(MvView<const double> b, MvView<double> x, bool transpose, bool refine) const override {

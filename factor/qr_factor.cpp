@@ -150,8 +150,9 @@ struct CodParts {
   DensePtr c{nullptr, DenseDel{&h.c}}, tau{nullptr, DenseDel{&h.c}};
   SparsePtr r{nullptr, SparseDel{&h.c}}, hv{nullptr, SparseDel{&h.c}};
   SuiteSparse_long *e = nullptr, *hpinv = nullptr;
-  std::int64_t hpinv_len = 0;
-  CodParts(Spqr& hh, std::int64_t n) : h(hh), e_len(n) {}
+  std::int64_t hpinv_len;
+  // e_len: columns of the factored matrix (E's size); hpinv_len: its rows (HPinv's size).
+  CodParts(Spqr& hh, std::int64_t cols, std::int64_t rows) : h(hh), e_len(cols), hpinv_len(rows) {}
   ~CodParts() {
     if (e) cholmod_l_free(e_len, sizeof(SuiteSparse_long), e, &h.c);
     if (hpinv) cholmod_l_free(hpinv_len, sizeof(SuiteSparse_long), hpinv, &h.c);
@@ -165,7 +166,7 @@ struct CodParts {
 void column_side(Operands& ops, cholmod_dense* b, QrSolution& out) {
   Spqr& h = ops.h;
   const std::int64_t n = ops.in.n;
-  CodParts p(h, n);
+  CodParts p(h, n, ops.in.m);
   cholmod_dense* c = nullptr;
   cholmod_sparse* r = nullptr;
   const SuiteSparse_long rank =
@@ -195,7 +196,7 @@ void column_side(Operands& ops, cholmod_dense* b, QrSolution& out) {
 void row_side(Operands& ops, cholmod_dense* b, QrSolution& out) {
   Spqr& h = ops.h;
   const std::int64_t m = ops.in.m, n = ops.in.n, s = ops.in.s;
-  CodParts p(h, m);
+  CodParts p(h, m, n);
   cholmod_sparse *r = nullptr, *hv = nullptr;
   cholmod_dense* tau = nullptr;
   const SuiteSparse_long rank =
@@ -204,7 +205,6 @@ void row_side(Operands& ops, cholmod_dense* b, QrSolution& out) {
   p.r.reset(r);
   p.hv.reset(hv);
   p.tau.reset(tau);
-  p.hpinv_len = n;
   if (rank < 0 || !p.r || !p.hv || !p.tau) h.fail("SuiteSparseQR (the rank-revealing QR of A^T)");
   out.rank = rank;
   out.tol = h.c.SPQR_tol_used;

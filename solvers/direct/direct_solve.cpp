@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,6 +22,7 @@
 
 #include "core/error.hpp"
 #include "core/finite.hpp"
+#include "core/format.hpp"
 #include "factor/lu_factor.hpp"
 #include "factor/qr_factor.hpp"
 #include "factor/sparse_factor.hpp"
@@ -37,17 +37,7 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string sci(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2g", v);
-  return b;
-}
-
-std::string gib(double bytes) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f GiB", bytes / 1073741824.0);
-  return b;
-}
+std::string sci(double v) { return format("%.2g", v); }
 
 constexpr int kMaxRefinements = 2;
 
@@ -186,6 +176,12 @@ class DirectSolve {
       *why = ex.detail();
       f.method = ex.detail().find("CHOLMOD") != std::string::npos ? "cholmod LLᵀ" : "mumps LDLᵀ";
       return false;
+    } catch (const InvalidArgument& ex) {
+      if (fo.engine != FactorEngine::cholmod) throw;
+      // Only CHOLMOD was allowed (opt.engine) and A is not positive definite: say so in a
+      // solve's words (factor_shifted speaks of shifts).
+      throw InvalidArgument(std::string("direct_solve: engine cholmod needs a positive definite A (") + ex.what() +
+                            "); use engine mumps or auto");
     }
     f.method = sf->engine() == FactorEngine::cholmod ? "cholmod LLᵀ" : "mumps LDLᵀ";
     f.describe = sf->describe();
@@ -265,7 +261,7 @@ class DirectSolve {
   // a near-null direction, which the minimum-norm answer must not be.
   void least_squares(const std::string& singular_why) {
     QrSolution q = qr_least_squares(a_, b_, ldb_, s_, factor_options(), !singular_why.empty());
-    r_.solutions = q.x;
+    r_.solutions = std::move(q.x);
     r_.method = "spqr QR (least squares)";
     check(r_, true);
     const std::int64_t k = std::min(a_.nrows, a_.ncols);
@@ -319,7 +315,7 @@ class DirectSolve {
       if (rel * a_norm <= best.tol) continue;
       QrSolution q = qr_least_squares(a_, b_, ldb_, s_, factor_options(), /*known_singular=*/true, rel * a_norm);
       SolveResult t;
-      t.solutions = q.x;
+      t.solutions = std::move(q.x);
       check(t, true);
       const std::pair<std::int64_t, double> sc = optimality_score(t);
       if (sc < best_score) {
@@ -394,8 +390,8 @@ DirectEstimate estimate_direct(const Csr<double>& a, MatrixKind kind, const Dire
   const double limit = factor_memory_budget(fo);
   e.feasible = e.bytes <= limit;
   if (!e.feasible)
-    e.why = std::string(to_string(e.engine)) + " needs about " + gib(e.bytes) + " for its factors, more than the " +
-            gib(limit) + " allowed";
+    e.why = format("%s needs about %.2f GiB for its factors, more than the %.2f GiB allowed", to_string(e.engine),
+                   e.bytes / 1073741824.0, limit / 1073741824.0);
   e.analysis_seconds = now() - t0;
   return e;
 }

@@ -2,16 +2,31 @@
 //   symmetric positive definite   CHOLMOD LLᵀ                      (factor/sparse_factor.hpp, σ = 0)
 //   symmetric indefinite          MUMPS LDLᵀ with 1×1/2×2 pivots    (idem; CHOLMOD first when the
 //                                                                   kind is symmetric_positive)
-//   square unsymmetric            UMFPACK LU (with its iterative refinement)
+//   square unsymmetric            UMFPACK LU (with its iterative refinement; factor/lu_factor.hpp)
 //   rectangular                   SuiteSparseQR: least squares min ‖A·x − b‖ (m > n), minimum-norm
-//                                 solution (m < n)
-// A square A singular to working precision (a zero pivot, a structurally empty row/column, or a
-// reciprocal condition estimate below ~ε) is named in the result (status breakdown, reason:
-// "singular to working precision: ..."), and the least-squares answer (SuiteSparseQR's rank-
-// revealing QR) is offered in `solutions`, with its optimality. Every result carries the true
-// residuals, the backward errors and, for least squares, the optimality (solvers/solution_check.hpp);
-// status is converged only when every column's backward error is ≤ opt.backward_tol (square) or
-// its optimality is ≤ opt.optimality_tol (least squares).
+//                                 solution (m < n), minimum-norm least squares when rank-deficient
+//                                 (factor/qr_factor.hpp)
+// The shape decides first (m ≠ n: SuiteSparseQR whatever the kind), then the kind; opt.engine
+// forces one (a square-only engine on a rectangular A is an InvalidArgument).
+// Square A: after the factorization, a 1-norm condition estimate (≤ 11 one-column solves,
+// solvers/direct/condition_estimate.hpp); then the whole block is solved and refined with the
+// true A (≤ 2 steps, while a column's backward error is above opt.backward_tol and halves).
+// A square A singular to working precision (a zero pivot or a structurally empty row/column,
+// MUMPS's null pivots, CHOLMOD's pivot ratio below 1e-15, UMFPACK's below opt.singular_rcond,
+// or the estimate 1/(‖A‖₁·‖A⁻¹‖₁) below opt.singular_rcond) is named in the result (status
+// breakdown, reason "singular to working precision: <what was seen>; the least-squares
+// (minimum-norm) answer is returned (numerical rank r of n ...)"), and SuiteSparseQR's
+// minimum-norm least-squares answer is in `solutions`, with its optimality (and the column
+// whose optimality is above opt.optimality_tol named in the reason, where one is).
+// Every result carries the true residuals, the backward errors and, for least squares, the
+// optimality (solvers/solution_check.hpp), recomputed from A, B and X. Status converged:
+//   square          every column's backward error ≤ opt.backward_tol;
+//   least squares   every column's optimality ≤ opt.optimality_tol, or, when A has full rank
+//                   (the solution is unique), its backward error ≤ opt.backward_tol: a
+//                   consistent system solved to working precision (the m < n case), whose
+//                   residual is rounding and whose angle to range(A) means nothing.
+// result.method names the engine ("cholmod LLᵀ", "mumps LDLᵀ", "umfpack LU", "spqr QR (least
+// squares)"), result.refinements the refinement steps, result.seconds the wall time.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -13,6 +13,7 @@
 #include <Eigen/Sparse>
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,9 +24,11 @@
 
 #include "core/csr.hpp"
 #include "factor/lu_factor.hpp"
+#include "factor/qr_factor.hpp"
 #include "factor/sparse_factor.hpp"
 #include "io/generators.hpp"
 #include "io/matrix_io.hpp"
+#include "solvers/direct/condition_estimate.hpp"
 #include "solvers/direct/direct_solve.hpp"
 #include "solvers/random.hpp"
 #include "tests/test_paths.hpp"
@@ -224,6 +227,46 @@ INSTANTIATE_TEST_SUITE_P(Shared, GeneralMatrix,
                            return s;
                          });
 
+// The readers on the rectangular, integer and Rutherford-Boeing files of the folder: shapes and
+// entries as declared (ReadOptions::require_square = false), a refusal that names the shape
+// when a square matrix is required.
+TEST(GeneralMatrixFiles, RectangularIntegerAndRuaFilesReadWithTheirDeclaredShapes) {
+  struct File {
+    const char* name;
+    std::int64_t rows, cols, entries;
+  };
+  const File files[] = {{"Franz6_id1959_aug.mtx", 10592, 3016, 48472}, {"lp_e226.mtx", 223, 472, 2768},
+                        {"lp_share1b.mtx", 117, 253, 1179},          {"arc130.rua", 130, 130, 1282},
+                        {"fs_183_6.rua", 183, 183, 1069}};
+  int read = 0;
+  for (const File& f : files) {
+    const std::filesystem::path path = general_dir() / f.name;
+    if (!std::filesystem::exists(path)) continue;
+    ReadOptions ro;
+    ro.require_square = false;
+    const Csr<double> a = read_matrix(path.string(), ro);
+    EXPECT_EQ(a.nrows, f.rows) << f.name;
+    EXPECT_EQ(a.ncols, f.cols) << f.name;
+    EXPECT_EQ(a.nnz(), f.entries) << f.name;
+    EXPECT_NO_THROW(validate(a)) << f.name;
+    ++read;
+    if (std::string(f.name).rfind("Franz6", 0) == 0)
+      for (const double v : a.values) ASSERT_EQ(v, std::round(v)) << "integer field";
+    if (f.rows != f.cols) {
+      ro.require_square = true;
+      try {
+        read_matrix(path.string(), ro);
+        ADD_FAILURE() << f.name << " read although a square matrix was required";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(std::to_string(f.rows) + " x " + std::to_string(f.cols)),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  if (read == 0) GTEST_SKIP() << "no files at " << general_dir();
+}
+
 // ---- traps ------------------------------------------------------------------------------------
 
 // n × n unsymmetric, a diagonal of 4 ± 1 and `per_row` further entries in [-1, 1] a row.
@@ -297,7 +340,26 @@ void expect_singular_with_pinv_answer(const Csr<double>& a, MatrixKind kind, con
 TEST(DirectTraps, ZeroRowIsSingularAndGetsTheMinimumNormAnswer) {
   SKIP_WITHOUT_DIRECT();
   expect_singular_with_pinv_answer(edit_rows(random_unsymmetric(60, 5), 7), MatrixKind::unsymmetric, "zero row",
-                                   "umfpack LU");
+                                   "umfpack LU: UMFPACK's LU has a zero pivot");
+}
+
+// Row 56 := row 38 + row 47 of a random 68 × 68 A. SPQR's rank test on the columns of A misses
+// this dependency (rank 68: x = 2e16 times too large), the one on the columns of Aᵀ finds it:
+// the test of the two-sided decomposition (factor/qr_factor.hpp).
+TEST(DirectTraps, RowSumDependencyIsFoundOnTheRowSide) {
+  SKIP_WITHOUT_DIRECT();
+  const int n = 68, i = 38, j = 47, k = 56;
+  const Csr<double> base = random_unsymmetric(n, 38, 3);
+  std::vector<Triplet<double>> t;
+  for (std::int64_t r = 0; r < n; ++r) {
+    if (r == k) continue;
+    for (std::int64_t p = base.row_ptr[r]; p < base.row_ptr[r + 1]; ++p) {
+      t.push_back({static_cast<std::int32_t>(r), base.col_idx[p], base.values[p]});
+      if (r == i || r == j) t.push_back({k, base.col_idx[p], base.values[p]});
+    }
+  }
+  expect_singular_with_pinv_answer(csr_from_triplets<double>(n, n, std::move(t)), MatrixKind::unsymmetric,
+                                   "row sum", "QR of A^T");
 }
 
 TEST(DirectTraps, DuplicatedRowIsSingularAndGetsTheMinimumNormAnswer) {
@@ -419,6 +481,23 @@ TEST(DirectTraps, EngineThatDoesNotFitTheShapeIsRefused) {
   DirectOptions o;
   o.engine = DirectEngine::umfpack;
   EXPECT_THROW(direct_solve(wide, MatrixKind::rectangular, b.data(), 20, 1, o), InvalidArgument);
+  EXPECT_THROW(estimate_direct(wide, MatrixKind::rectangular, o), InvalidArgument);
+  // CHOLMOD alone on an indefinite A: refused in a solve's words.
+  std::vector<Triplet<double>> t;
+  for (int i = 0; i < 20; ++i) t.push_back({i, i, i % 2 ? -1.0 - i : 1.0 + i});
+  const Csr<double> indefinite = csr_from_triplets<double>(20, 20, std::move(t), Symmetry::symmetric);
+  o.engine = DirectEngine::cholmod;
+  const Eigen::MatrixXd b20 = random_dense(20, 1, 3);
+  try {
+    direct_solve(indefinite, MatrixKind::symmetric_indefinite, b20.data(), 20, 1, o);
+    ADD_FAILURE() << "CHOLMOD accepted an indefinite A";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("engine cholmod needs a positive definite A"), std::string::npos) << e.what();
+  }
+  o.engine = DirectEngine::automatic;
+  const SolveResult r = direct_solve(indefinite, MatrixKind::symmetric_positive, b20.data(), 20, 1, o);
+  EXPECT_EQ(r.status, SolverStatus::converged) << r.reason;
+  EXPECT_EQ(r.method, "mumps LDLᵀ");  // the kind guessed "spd?": CHOLMOD failed, MUMPS took over
 }
 
 // A tall A with two equal columns (rank n − 1): the minimum-norm least-squares answer.
@@ -498,6 +577,25 @@ TEST(DirectTiming, DISABLED_Lap2dMillionRowsAndFranz6With16Rhs) {
                 to_string(r.status), r.seconds,
                 *std::max_element(r.backward_errors.begin(), r.backward_errors.end()), r.refinements,
                 r.reason.c_str());
+    // The parts, through the engines' own interfaces.
+    if (kind == MatrixKind::symmetric_positive) {
+      auto f = factor_shifted(a, nullptr, 0.0);
+      Eigen::MatrixXd x(a.nrows, kRhs);
+      auto t0 = std::chrono::steady_clock::now();
+      f->solve({b.data(), a.nrows, kRhs, a.nrows, Space::host}, {x.data(), a.nrows, kRhs, a.nrows, Space::host});
+      const double solve_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      t0 = std::chrono::steady_clock::now();
+      const double inv = estimate_inverse_norm1(a.nrows, [&](const double* in, double* out, bool) {
+        f->solve({in, a.nrows, 1, a.nrows, Space::host}, {out, a.nrows, 1, a.nrows, Space::host});
+      });
+      const double cond_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("  parts: %s | block solve (16 rhs) %.3f s | condition estimate %.3f s (inverse 1-norm %.3g)\n",
+                  f->describe().c_str(), solve_s, cond_s, inv);
+    } else {
+      const QrSolution q = qr_least_squares(a, b.data(), a.nrows, kRhs);
+      std::printf("  parts: spqr %s, rank %lld, %.3g flops, %.3f s\n", q.route.c_str(), (long long)q.rank, q.flops,
+                  q.seconds);
+    }
   }
 }
 
