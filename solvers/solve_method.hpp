@@ -96,7 +96,7 @@ class BudgetExceeded : public Error {
 };
 class IterativeBudget {
  public:
-  IterativeBudget(double budget_seconds, double tol) : budget_(budget_seconds), tol_(tol) {}
+  IterativeBudget(double budget_seconds, double tol) : budget_(budget_seconds), tol_(tol) { worst_.reserve(4096); }
   // A budget known only once the run has started (the direct price computed beside a GPU run).
   void set_budget(double budget_seconds) { budget_ = budget_seconds; }
   // Throws BudgetExceeded (see above); `seconds` since the iterative run's start.

@@ -127,9 +127,6 @@ void LocalSolve::run_solve(Backend backend, std::int64_t fit_columns) {
       sr = run_method(m, backend, fit_columns, before_direct ? mp.budget_seconds : 0.0, ck);
     } catch (const BudgetExceeded& e) {
       gave_way += std::string(gave_way.empty() ? "" : "; ") + to_string(m) + " gave way: " + e.what();
-      // (a CG that converges too slowly hands over to the direct solve, not to MINRES: MINRES is
-      // CG's fallback for an indefinite A, and would be no faster on this one)
-      if (m == SolveMethod::cg) i = chain.size() - 2;
       continue;
     } catch (const FactorTooLarge& e) {
       // an unpriced direct fallback that does not fit: the iteration's own result stands

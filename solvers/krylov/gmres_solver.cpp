@@ -99,42 +99,11 @@ GmresSolver::Run GmresSolver::start(MvView<const double> rhs, MvView<double> x, 
 }
 
 void GmresSolver::column_scales(MvView<const double> rhs) {
-  ops_.column_norms(rhs, bn_.data());
+  detail::power_of_two_scales(ops_, rhs, u_.columns(0, 1), bn_.data(), cs_.data(), "GMRES");
   for (std::int64_t j = 0; j < rhs.cols; ++j) {
-    const double v = bn_[j];
-    if (v >= 1e-150 && v <= 1e150) {  // ‖b_j‖² was formed without over- or underflow
-      int e = 0;
-      bn_[j] = std::frexp(v, &e);
-      cs_[j] = std::ldexp(1.0, e);
-    } else {
-      rescue_scale(rhs, j);
-    }
     inv_cs_[j] = 1.0 / cs_[j];
     neg_inv_cs_[j] = -inv_cs_[j];
   }
-}
-
-// ‖b_j‖ overflowed, underflowed, is 0 or not finite: the norm of 2^∓600·b_j (one pass through
-// the scratch block u_), which is finite unless b_j holds a non-finite entry.
-void GmresSolver::rescue_scale(MvView<const double> rhs, std::int64_t j) {
-  const int k = bn_[j] > 1.0 ? -600 : 600;
-  const double f = std::ldexp(1.0, k);
-  auto t = u_.columns(0, 1);
-  ops_.axpby_columns(&f, rhs.columns(j, 1), zero_.data(), t);
-  double nu = 0.0;
-  ops_.column_norms(t, &nu);
-  if (!std::isfinite(nu))
-    throw InvalidArgument(format("GMRES: right-hand side column %lld has a non-finite entry", static_cast<long long>(j)));
-  if (nu == 0.0) {  // a zero column: x = 0 is exact (the test is absolute)
-    cs_[j] = bn_[j] = 1.0;
-    return;
-  }
-  int e = 0;
-  const double mant = std::frexp(nu, &e);
-  e -= k;
-  const int ec = std::clamp(e, -1020, 1020);
-  cs_[j] = std::ldexp(1.0, ec);
-  bn_[j] = std::ldexp(mant, e - ec);
 }
 
 void GmresSolver::true_residuals(Run& r) {

@@ -114,7 +114,6 @@ class GmresSolver {
   MvView<double> small(MultiVector<double>& m, std::int64_t na) { return m.columns(0, na); }
   void apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y, int* marks);
   void set_jacobi();
-  void rescue_scale(MvView<const double> rhs, std::int64_t j);
   void record(Run& r, Pending& p);
   std::string not_converged_reason(const Run& r) const;
 

@@ -86,41 +86,11 @@ MinresSolver::Run MinresSolver::start(MvView<const double> rhs, MvView<double> x
 }
 
 void MinresSolver::column_scales(MvView<const double> rhs) {
-  ops_.column_norms(rhs, bn_.data());
+  detail::power_of_two_scales(ops_, rhs, q_.columns(0, 1), bn_.data(), cs_.data(), "minres", 0.0);
   for (std::int64_t j = 0; j < rhs.cols; ++j) {
-    const double v = bn_[j];
-    if (v >= 1e-150 && v <= 1e150) {  // ‖b_j‖² was formed without overflow or underflow
-      int e = 0;
-      bn_[j] = std::frexp(v, &e);
-      cs_[j] = std::ldexp(1.0, e);
-    } else {
-      rescue_scale(rhs, j);
-    }
     inv_cs_[j] = 1.0 / cs_[j];
     neg_inv_cs_[j] = -inv_cs_[j];
   }
-}
-
-// ‖b_j‖ overflowed, underflowed, is 0 or not finite: the norm of 2^∓600·b_j (one pass through Q)
-// tells which. A zero column gets c_j = 1 and ‖b_j‖ = 0 (x_j = 0, never iterated).
-void MinresSolver::rescue_scale(MvView<const double> rhs, std::int64_t j) {
-  const int k = bn_[j] > 1.0 ? -600 : 600;
-  const double f = std::ldexp(1.0, k);
-  auto t = q_.columns(0, 1);
-  ops_.axpby_columns(&f, rhs.columns(j, 1), zero_.data(), t);
-  double nu = 0.0;
-  ops_.column_norms(t, &nu);
-  if (!std::isfinite(nu))
-    throw InvalidArgument(
-        format("minres: right-hand side column %lld has a non-finite entry", static_cast<long long>(j)));
-  cs_[j] = 1.0, bn_[j] = 0.0;
-  if (nu == 0.0) return;
-  int e = 0;
-  const double m = std::frexp(nu, &e);
-  e -= k;
-  const int ec = std::clamp(e, -1020, 1020);
-  cs_[j] = std::ldexp(1.0, ec);
-  bn_[j] = std::ldexp(m, e - ec);
 }
 
 void MinresSolver::true_residuals(Run& r, const std::int64_t* cols, std::int64_t m) {

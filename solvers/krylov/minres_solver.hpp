@@ -130,7 +130,6 @@ class MinresSolver {
   bool timing() const { return opt_.keep_history || static_cast<bool>(opt_.on_iteration); }
   ScalarParams params() const { return {mode_ != Precond::none, kLsTol}; }
   UpdateBlocks update_blocks(std::int64_t na);
-  void rescue_scale(MvView<const double> rhs, std::int64_t j);
   void set_targets(Run& r);
   void retire_initial(Run& r);
   void write_back(Run& r, std::int64_t c, std::int64_t pos);
