@@ -16,6 +16,7 @@ namespace tcsolve::krylov::gmres::cuda {
 namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
+constexpr int kSharedPad = 4;  // doubles past the last one a kernel reads (see combine)
 constexpr int kRowsPerThread = 2, kTile = kThreads * kRowsPerThread;  // rows a tile
 // The dot products of a fused pass re-read the tile of the k blocks that its update has just
 // read (k·kTile·8 bytes a thread block): the grid is capped so that the tiles in flight fit in
@@ -253,7 +254,10 @@ void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k, Mv
              const double* d, MvView<double> u) {
   if (u.cols == 0 || u.rows == 0) return;
   TCSOLVE_REQUIRE(u.cols <= kMaxCols, "gmres combine: more than 65535 columns");
-  combine_kernel<<<elementwise_grid(u.rows, u.cols), kThreads, sizeof(double) * std::max(k, 1),
+  // y padded by kSharedPad doubles: compute-sanitizer reported 16-byte shared reads one past y's
+  // k words from this kernel (H200, CUDA 13; the source reads y[i] only for i < k, so presumably
+  // the unrolled loop's paired loads); with the pad, 0 errors over the Gmres*/Minres* GPU tests.
+  combine_kernel<<<elementwise_grid(u.rows, u.cols), kThreads, sizeof(double) * (std::max(k, 1) + kSharedPad),
                    stream_of(ctx)>>>(u.rows, k, v.data, v.ld, v.stride, state.data, state.ld, L.y(), d,
                                      u.data, u.ld);
   TCSOLVE_CUDA_CHECK_LAUNCH();
