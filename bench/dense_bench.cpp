@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     }
     auto ops = make_dense_ops(Backend::cuda);
     ops->reserve(n, s, 2 * s * s + s);
-    ops->reserve_small(s);
+    ops->small().reserve_small(s);
     auto qr = ops->allocate(n, 2 * s), p = ops->allocate(n, s), z = ops->allocate(n, s);
     auto x = ops->allocate(n, s), d = ops->allocate(n, 1), c = ops->allocate(n, s);
     auto g = ops->allocate(2 * s + 1, s), al = ops->allocate(s, s), be = ops->allocate(s, s);
@@ -48,11 +48,11 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 3; ++i) fn();
       std::vector<double> t;
       for (int i = 0; i < reps; ++i) {
-        const int a = ops->mark();
+        const int a = ops->queue().mark();
         fn();
-        const int b = ops->mark();
+        const int b = ops->queue().mark();
         ops->synchronize();
-        t.push_back(1e3 * ops->elapsed_seconds(a, b));
+        t.push_back(1e3 * ops->queue().elapsed_seconds(a, b));
       }
       std::sort(t.begin(), t.end());
       return t[t.size() / 2];
@@ -83,13 +83,13 @@ int main(int argc, char** argv) {
     row("scale_rows Z = D R", 2, [&] { ops->scale_rows(d.data(), r, z.view()); });
     row("column_dots_into R'R", 1, [&] { ops->column_dots_into(r, r, nr.view()); });
     row("cg_residual_update", 3, [&] {
-      ops->cg_residual_update(q, al.view(), r, MvView<double>{g.data(), 2 * s, s, g.rows(), g.view().space});
+      ops->cg().cg_residual_update(q, al.view(), r, MvView<double>{g.data(), 2 * s, s, g.rows(), g.view().space});
     });
     row("cg_residual_update_jacobi", 4, [&] {
-      ops->cg_residual_update_jacobi(q, al.view(), d.data(), r, z.view(), g.view());
+      ops->cg().cg_residual_update_jacobi(q, al.view(), d.data(), r, z.view(), g.view());
     });
     row("cg_direction_update", 5, [&] {
-      ops->cg_direction_update(al.view(), be.view(), z.view(), p.view(), x.view());
+      ops->cg().cg_direction_update(al.view(), be.view(), z.view(), p.view(), x.view());
     });
     // The small solves on an SPD matrix (the Gram above is overwritten first).
     {
@@ -98,8 +98,8 @@ int main(int argc, char** argv) {
         for (std::int64_t i = 0; i < s; ++i) gs[i + j * s] = (i == j ? s : 0.0) + 1.0 / (1.0 + i + j);
       ops->from_host(gs.data(), s, gsq);
     }
-    row("spd_factor (s x s)", 0, [&] { ops->spd_factor(gsq, f.view(), st.view(), 1e-10); });
-    row("spd_solve (s x s, s columns)", 0, [&] { ops->spd_solve(f.view(), al.view(), 1.0, st.view(), be.view()); });
+    row("spd_factor (s x s)", 0, [&] { ops->small().spd_factor(gsq, f.view(), st.view(), 1e-10); });
+    row("spd_solve (s x s, s columns)", 0, [&] { ops->small().spd_solve(f.view(), al.view(), 1.0, st.view(), be.view()); });
     std::vector<double> status(1);
     ops->to_host(st.view(), status.data(), 1);
     std::printf("factor status %.0f (0: positive definite)\n", status[0]);

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
                       w = ops.allocate(c, 1), st = ops.allocate(2, 1), nrm = ops.allocate(c, 1),
                       xy = ops.allocate(n, 2 * c);
   ops.reserve(n, c, 4 * c * c);
-  ops.reserve_small(2 * c);
+  ops.small().reserve_small(2 * c);
   struct Op {
     const char* name;
     std::function<void()> run;
@@ -87,30 +87,30 @@ int main(int argc, char** argv) {
       {"pip_factor", [&] {
          MvView<double> gg{g.data(), 2 * c, c, 2 * c, ops.space()};
          MvView<double> mm{m.data(), 2 * c, c, 2 * c, ops.space()};
-         ops.pip_factor(gg, c, mm, st.view());
+         ops.small().pip_factor(gg, c, mm, st.view());
        }},
       {"gemm_into (N x C times C x C)", [&] { ops.gemm_into(1.0, x.view(), mcc, 0.0, z.view()); }},
       {"eigh_small (C x C)", [&] {
          ops.gram_into(1.0, gx, gx, 0.0, gcc);
          MvView<double> h{g.data(), c, c, 2 * c, ops.space()};
-         ops.eigh_small(h, w.view());
+         ops.small().eigh_small(h, w.view());
        }},
-      {"axpbypcz", [&] { ops.axpbypcz(0.5, x.view(), -0.25, y.view(), 1.0, z.view()); }},
-      {"residual_norms_into", [&] { ops.residual_norms_into(x.view(), y.view(), w.view(), 1.0, nrm.view()); }},
+      {"axpbypcz", [&] { ops.chebyshev().axpbypcz(0.5, x.view(), -0.25, y.view(), 1.0, z.view()); }},
+      {"residual_norms_into", [&] { ops.chebyshev().residual_norms_into(x.view(), y.view(), w.view(), 1.0, nrm.view()); }},
       {"spd_factor", [&] {
          ops.gram_into(1.0, gx, gx, 0.0, gcc);
          MvView<double> h{g.data(), c, c, 2 * c, ops.space()};
-         ops.spd_factor(h, f.view(), st1, 1e-14);
+         ops.small().spd_factor(h, f.view(), st1, 1e-14);
        }},
       {"spd_solve", [&] {
          MvView<double> h{g.data(), c, c, 2 * c, ops.space()};
-         ops.spd_solve(f.view(), h, 1.0, st1, mcc);
+         ops.small().spd_solve(f.view(), h, 1.0, st1, mcc);
        }},
       {"cg_residual_update", [&] {
          MvView<double> gg{g.data(), 2 * c, c, 2 * c, ops.space()};
-         ops.cg_residual_update(y.view(), mcc, z.view(), gg);
+         ops.cg().cg_residual_update(y.view(), mcc, z.view(), gg);
        }},
-      {"cg_direction_update", [&] { ops.cg_direction_update(mcc, mcc, y.view(), x.view(), z.view()); }},
+      {"cg_direction_update", [&] { ops.cg().cg_direction_update(mcc, mcc, y.view(), x.view(), z.view()); }},
       {"column_dots_into", [&] { ops.column_dots_into(x.view(), y.view(), nrm.view()); }},
   };
   std::printf("%-34s %9s %9s   (N = %lld, C = %lld)\n", "operation", "first", "second", (long long)n, (long long)c);

@@ -2,15 +2,17 @@
 // tall block is this rank's rows, every small matrix is replicated. The wrapped ops of the
 // rank's backend do all the arithmetic; this class adds one all-reduce wherever a result sums
 // over rows:
-//   gram_into, column_dots_into, cg_residual_update's (and its Jacobi twin's) G, the squared
-//   norms under residual_norms_into / normalize_columns / column_norms, the deferred host products
-//   (gram_deferred, column_dots_deferred: formed in a backend scratch, all-reduced, then
-//   downloaded, so a fetch still costs one host round trip).
+//   gram_into, column_dots_into, cg().cg_residual_update's (and its Jacobi twin's) G, the squared
+//   norms under chebyshev().residual_norms_into / normalize_columns / column_norms, the deferred
+//   host products (queue().gram_deferred, column_dots_deferred: formed in a backend scratch,
+//   all-reduced, then downloaded, so a fetch still costs one host round trip).
+// Each part of the interface (queue(), small(), cg(), chebyshev()) is wrapped by a class of its
+// own here that forwards to the local part and adds the reductions.
 // On the GPU the all-reduce is NCCL on the ops' stream, in stream order: an iteration still
 // queues without host synchronization. On the CPU it is MPI_Allreduce. The small dense problems
-// (eigh_small, pip_factor, spd_factor/solve) run redundantly on every rank on identical reduced
+// (small(): eigh_small, pip_factor, spd_factor/solve) run redundantly on every rank on identical reduced
 // inputs, so every rank takes the same decisions and no rank waits for another.
-// Everything else (gemm, copies, fused passes) is local. fill_random numbers rows globally, so the
+// Everything else (gemm, copies, fused passes) is local; block CG's fp32 passes are not offered. fill_random numbers rows globally, so the
 // random blocks equal the single-process ones row for row.
 // Bytes over the network per reduction: 8·p·q per rank (NCCL ring: 2·(P−1)/P of that each way).
 #pragma once
@@ -30,9 +32,6 @@ class DistributedDenseOps final : public DenseBlockOps {
                       std::int64_t local_rows, std::int64_t global_rows);
   ~DistributedDenseOps() override;
 
-  Space space() const override { return local_->space(); }
-  Backend backend() const override { return local_->backend(); }
-  void* stream() const override { return local_->stream(); }
   void reserve(std::int64_t rows, std::int64_t cols, std::int64_t coef) override {
     local_->reserve(rows, cols, coef);
   }
@@ -58,10 +57,6 @@ class DistributedDenseOps final : public DenseBlockOps {
   }
   void column_norms(MvView<const double> x, double* out) override;
   void column_dots(MvView<const double> x, MvView<const double> y, double* out) override;
-  void gram_deferred(MvView<const double> x, MvView<const double> y, double* g,
-                     std::int64_t ldg) override;
-  void column_dots_deferred(MvView<const double> x, MvView<const double> y, double* out) override;
-  void fetch() override;
   void fill_random_rows(MvView<double> x, std::uint64_t seed, std::int64_t row0) override {
     local_->fill_random_rows(x, seed, row0 + row0_);
   }
@@ -74,21 +69,12 @@ class DistributedDenseOps final : public DenseBlockOps {
   }
   void synchronize() override { local_->synchronize(); }
 
-  void reserve_small(std::int64_t max_dim) override;
   void gram_into(double alpha, MvView<const double> x, MvView<const double> y, double beta,
                  MvView<double> g) override;
   void gemm_into(double alpha, MvView<const double> x, MvView<const double> c, double beta,
                  MvView<double> y) override {
     local_->gemm_into(alpha, x, c, beta, y);
   }
-  void axpbypcz(double a, MvView<const double> x, double b, MvView<const double> y, double c,
-                MvView<double> z) override {
-    local_->axpbypcz(a, x, b, y, c, z);
-  }
-  void residual_norms_into(MvView<const double> ax, MvView<const double> x,
-                           MvView<const double> theta, double s, MvView<double> out) override;
-  void residual_sq_norms_into(MvView<const double> ax, MvView<const double> x,
-                              MvView<const double> theta, double s, MvView<double> out) override;
   void sqrt_elements(MvView<double> v) override { local_->sqrt_elements(v); }
   void scale_columns_inverse(MvView<const double> d, MvView<double> x) override {
     local_->scale_columns_inverse(d, x);
@@ -96,39 +82,6 @@ class DistributedDenseOps final : public DenseBlockOps {
   void column_dots_into(MvView<const double> x, MvView<const double> y,
                         MvView<double> out) override;
   void normalize_columns(MvView<double> x, MvView<double> norms) override;
-  void eigh_small(MvView<double> a, MvView<double> w) override { local_->eigh_small(a, w); }
-  void pip_factor(MvView<const double> g, std::int64_t l, MvView<double> m,
-                  MvView<double> status) override {
-    local_->pip_factor(g, l, m, status);
-  }
-  void spd_factor(MvView<const double> g, MvView<double> f, MvView<double> status,
-                  double piv_tol) override {
-    local_->spd_factor(g, f, status, piv_tol);
-  }
-  void spd_solve(MvView<const double> f, MvView<const double> b, double sign,
-                 MvView<const double> status, MvView<double> out) override {
-    local_->spd_solve(f, b, sign, status, out);
-  }
-  void cg_residual_update(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
-                          MvView<double> g) override;
-  void cg_residual_update_jacobi(MvView<const double> q, MvView<const double> alpha,
-                                 const double* d, MvView<double> r, MvView<double> z,
-                                 MvView<double> g) override;
-  void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
-                           MvView<const double> z, MvView<double> p, MvView<double> x) override {
-    local_->cg_direction_update(alpha, beta, z, p, x);
-  }
-  void download_deferred(MvView<const double> src, double* host, std::int64_t ldh) override {
-    local_->download_deferred(src, host, ldh);
-  }
-  std::uint64_t fetch_async() override;
-  void fetch_wait(std::uint64_t ticket) override { local_->fetch_wait(ticket); }
-  void external_begin() override { local_->external_begin(); }
-  void external_end() override { local_->external_end(); }
-  bool pin_host(void* p, std::size_t bytes) override { return local_->pin_host(p, bytes); }
-  void unpin_host(void* p) override { local_->unpin_host(p); }
-  int mark() override { return local_->mark(); }
-  double elapsed_seconds(int from, int to) override { return local_->elapsed_seconds(from, to); }
   std::int64_t global_rows(std::int64_t local_rows) const override {
     return local_rows == local_rows_ ? global_rows_ : local_rows;
   }
@@ -147,6 +100,12 @@ class DistributedDenseOps final : public DenseBlockOps {
   MvView<double> scratch(std::int64_t p, std::int64_t q);
   void release_scratch();
 
+  // The wrapped parts (distributed_ops.cpp).
+  class Queue;
+  class Small;
+  class Cg;
+  class Chebyshev;
+
   std::unique_ptr<DenseBlockOps> local_;
   Communicator& comm_;
   std::int64_t row0_, local_rows_, global_rows_;
@@ -156,6 +115,10 @@ class DistributedDenseOps final : public DenseBlockOps {
   std::int64_t reductions_ = 0, reduced_doubles_ = 0;
   bool profile_ = false;
   double reduce_seconds_ = 0.0;
+  std::unique_ptr<Queue> queue_impl_;
+  std::unique_ptr<Small> small_impl_;
+  std::unique_ptr<Cg> cg_impl_;
+  std::unique_ptr<Chebyshev> chebyshev_impl_;
 };
 
 }  // namespace tcsolve

@@ -127,7 +127,7 @@ struct CgOptions {
   ApplyOrder apply_order = ApplyOrder::events;
   CgStats* stats = nullptr;           // optional output
   // Mixed precision (see above): A's step (spmm/chebyshev_step.hpp; its step32 is A·X on fp32
-  // blocks) on ops.stream(). Needs ops.fp32_blocks(), at most kCgFp32MaxRhs right-hand sides,
+  // blocks) on ops.stream(). Needs ops.cg().fp32_blocks(), at most kCgFp32MaxRhs right-hand sides,
   // and no preconditioner other than Jacobi (InvalidArgument otherwise). nullptr: fp64 only.
   const ChebyshevStep* step32 = nullptr;
   double inner_reduction = 1e-3;      // each refinement's target for the relative residual

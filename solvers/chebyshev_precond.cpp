@@ -132,11 +132,11 @@ void ChebyshevPreconditioner::apply(MvView<const double> r, MvView<double> z) co
       fused_->step(k.a, cur, k.b, k.c, next, k.er, rr, d);
       continue;
     }
-    ops_.external_begin();
+    ops_.queue().external_begin();
     a_.apply(cur, w);  // W = A·z_j
-    ops_.external_end();
+    ops_.queue().external_end();
     if (d) ops_.scale_rows(d, w, w);  // W = D⁻¹·A·z_j (element-wise: in place is safe)
-    ops_.axpbypcz(k.a, w, k.b, cur, k.c, next);
+    ops_.chebyshev().axpbypcz(k.a, w, k.b, cur, k.c, next);
     std::fill(e_.begin(), e_.begin() + s, k.er);
     ops_.axpby_columns(e_.data(), rr, ones_.data(), next);  // += (2ρ_j/δ)·rr
   }
@@ -212,9 +212,9 @@ std::unique_ptr<ChebyshevPreconditioner> make_chebyshev_preconditioner(
       ops.scale_rows(dhalf.data(), x, tmp.columns(0, x.cols));
       in = tmp.columns(0, x.cols);
     }
-    ops.external_begin();
+    ops.queue().external_begin();
     a.apply(in, y);
-    ops.external_end();
+    ops.queue().external_end();
     if (jacobi) ops.scale_rows(dhalf.data(), y, y);
   }, ops, n, probe_steps, seed, probe_full_reorth());
   trace_mark("precond: spectral probe");

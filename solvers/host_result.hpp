@@ -18,7 +18,7 @@ class HostResult {
   HostResult(DenseBlockOps& ops, std::vector<double>& v, std::int64_t count) : ops_(ops), v_(v) {
     job_ = std::async(std::launch::async, [this, count] {
       v_.resize(static_cast<std::size_t>(count));
-      if (!v_.empty()) pinned_ = ops_.pin_host(v_.data(), v_.size() * sizeof(double));
+      if (!v_.empty()) pinned_ = ops_.queue().pin_host(v_.data(), v_.size() * sizeof(double));
     });
   }
   HostResult(const HostResult&) = delete;
@@ -35,7 +35,7 @@ class HostResult {
   }
   void release() {
     if (job_.valid()) job_.wait();
-    if (pinned_) ops_.unpin_host(v_.data());
+    if (pinned_) ops_.queue().unpin_host(v_.data());
     pinned_ = false;
   }
 

@@ -128,9 +128,9 @@ void apply_ordered(ApplyOrder order, DenseBlockOps& ops, const LinearOperator<do
       if (ops.space() == Space::device) device_synchronize();
       break;
     case ApplyOrder::events:
-      ops.external_begin();
+      ops.queue().external_begin();
       op.apply(x, y);
-      ops.external_end();
+      ops.queue().external_end();
       break;
     case ApplyOrder::same_stream:
       op.apply(x, y);

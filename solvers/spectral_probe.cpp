@@ -86,11 +86,11 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
     dense_words += static_cast<double>(4 * (j + 1 - j0) + 9) * static_cast<double>(n);
     auto basis = v.columns(j0, j + 1 - j0);
     auto w = v.columns(j + 1, 1);
-    const int m0 = ops.mark();
+    const int m0 = ops.queue().mark();
     const double ta = detail::now_seconds();
     apply(v.columns(j, 1), w);
     if (ops.space() == Space::host) host_step_s.push_back(detail::now_seconds() - ta);
-    marks.push_back({m0, ops.mark()});
+    marks.push_back({m0, ops.queue().mark()});
     // Two classical Gram-Schmidt passes against that basis.
     MvView<double> h{hs.data() + j * (s + 1) + j0, j + 1 - j0, 1, s + 1, ops.space()};
     MvView<double> h2{tmp.data(), j + 1 - j0, 1, s + 1, ops.space()};
@@ -98,7 +98,7 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
     ops.gemm_into(-1.0, basis, h, 1.0, w);
     ops.gram_into(1.0, basis, w, 0.0, h2);
     ops.gemm_into(-1.0, basis, h2, 1.0, w);
-    ops.axpbypcz(1.0, h2, 0.0, h2, 1.0, h);
+    ops.chebyshev().axpbypcz(1.0, h2, 0.0, h2, 1.0, h);
     MvView<double> beta{hs.data() + (j + 1) + j * (s + 1), 1, 1, s + 1, ops.space()};
     ops.normalize_columns(w, beta);
     if (j < 2) trace_mark(j == 0 ? "probe: step 1 queued" : "probe: step 2 queued");
@@ -106,8 +106,8 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
   }
   trace_mark("probe: every step queued");
   std::vector<double> hh((s + 1) * (s + 1));
-  ops.download_deferred(hs.view(), hh.data(), s + 1);
-  ops.fetch();
+  ops.queue().download_deferred(hs.view(), hh.data(), s + 1);
+  ops.queue().fetch();
   trace_mark("probe: fetched");
   SpectralProbe p;
   p.n = ng;
@@ -116,7 +116,7 @@ SpectralProbe spectral_probe(const std::function<void(MvView<const double>, MvVi
   // launch, and lap2d:200's 517-step filter was priced at 0.83 s instead of ~0.06 s on the H200).
   std::vector<double> step_s = host_step_s;
   if (ops.space() != Space::host)
-    for (auto& m : marks) step_s.push_back(ops.elapsed_seconds(m.first, m.second));
+    for (auto& m : marks) step_s.push_back(ops.queue().elapsed_seconds(m.first, m.second));
   std::sort(step_s.begin(), step_s.end());
   const double median_step = step_s.empty() ? 0.0 : step_s[step_s.size() / 2];
   gauss_quadrature(hh.data(), s + 1, done, p);

@@ -134,7 +134,7 @@ SolveResult LocalSolve::run_cg(const SolvePlan& plan, CheckpointWriter& ck, doub
   // with A's fp32 step: the bsr_block operator's own, or the CSR operator's device copy with its
   // values rounded (4·nnz bytes more).
   std::unique_ptr<ChebyshevStep> step32;
-  if (cg_fp32_iterations(plan, s_.precision_auto(), ops_->space() == Space::device && ops_->fp32_blocks(),
+  if (cg_fp32_iterations(plan, s_.precision_auto(), ops_->space() == Space::device && ops_->cg().fp32_blocks(),
                          perm_ != nullptr)) {
     co.step32 = aop_->block_step();
     if (!co.step32) {

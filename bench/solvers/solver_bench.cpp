@@ -93,11 +93,11 @@ double copy_bandwidth(DenseBlockOps& ops) {
   ops.copy(a.view(), b.view());
   std::vector<double> t;
   for (int r = 0; r < 7; ++r) {
-    int m0 = ops.mark();
+    int m0 = ops.queue().mark();
     ops.copy(a.view(), b.view());
-    int m1 = ops.mark();
+    int m1 = ops.queue().mark();
     ops.synchronize();
-    t.push_back(ops.elapsed_seconds(m0, m1));
+    t.push_back(ops.queue().elapsed_seconds(m0, m1));
   }
   std::sort(t.begin(), t.end());
   return 2.0 * 8.0 * rows * cols / t[t.size() / 2];

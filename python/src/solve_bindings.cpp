@@ -22,7 +22,7 @@ namespace {
 // Whether block CG's fp32 iteration may run (solvers/block_cg.hpp): GPU dense ops, Jacobi or no
 // preconditioner, at most kCgFp32MaxRhs columns.
 bool cg_fp32_fits(const DenseBlockOps& ops, const CgOptions& o, std::int64_t s) {
-  return ops.space() == Space::device && ops.fp32_blocks() && !o.preconditioner && s <= kCgFp32MaxRhs;
+  return ops.space() == Space::device && ops.cg().fp32_blocks() && !o.preconditioner && s <= kCgFp32MaxRhs;
 }
 
 // rhs, x: host blocks n × s (x holds x0 when use_x0, and the solution on return). On the CUDA

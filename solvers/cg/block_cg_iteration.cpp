@@ -22,7 +22,7 @@ void BlockCgSolver<W>::queue_gram(std::int64_t rk, std::int64_t na, bool explici
     ops_.gram_into(1.0, search_block(rk), product_block(rk), 0.0, small(g1_, 0, rk, 0, rk));
     budget_words_ += 2.0 * n_ * rk;
   }
-  ops_.spd_factor(small(g1_, 0, rk, 0, rk), small(f_, 0, rk, 0, rk + 1), small(st_, 0, 1, 0, 1), piv_tol);
+  ops_.small().spd_factor(small(g1_, 0, rk, 0, rk), small(f_, 0, rk, 0, rk + 1), small(st_, 0, 1, 0, 1), piv_tol);
 }
 
 template <class W>
@@ -38,12 +38,12 @@ void BlockCgSolver<W>::residual_update(std::int64_t rk, std::int64_t na, bool ex
   auto A_ = alpha(rk, na);
   auto B_ = beta(rk, na);
   // α = (PᵀQ)⁻¹·PᵀR (PᵀR = ZᵀR of the last residual pass unless explicit).
-  ops_.spd_solve(F, explicit_ptr ? small(g1_, 0, rk, rk, na) : small(rz_, 0, rk, 0, na), 1.0, S, A_);
+  ops_.small().spd_solve(F, explicit_ptr ? small(g1_, 0, rk, rk, na) : small(rz_, 0, rk, 0, na), 1.0, S, A_);
   auto Q = product_block(rk);
   auto R = residual_block(na);
   if (!preconditioned()) {
     auto G2 = small(g2_, 0, rk + na, 0, na);
-    ops_.cg_residual_update(Q, A_, R, G2);  // R −= Q·α, G2 = [Q R]ᵀR
+    ops_.cg().cg_residual_update(Q, A_, R, G2);  // R −= Q·α, G2 = [Q R]ᵀR
     budget_words_ += n_ * (rk + 2.0 * na);
     // ‖r_j‖² = diagonal of RᵀR: a strided view (ld + 1).
     MvView<const double> dg{g2_.data() + rk, 1, na, g2_.rows() + 1, ops_.space()};
@@ -51,7 +51,7 @@ void BlockCgSolver<W>::residual_update(std::int64_t rk, std::int64_t na, bool ex
   } else if (!opt_.preconditioner) {
     // Jacobi: R −= Q·α, Z = D⁻¹R, G2 = [Q R]ᵀZ and ‖r_j‖² (its last row) in one pass.
     auto G2 = small(g2_, 0, rk + na + 1, 0, na);
-    ops_.cg_residual_update_jacobi(Q, A_, dinv_.data(), R, z_.columns(0, na), G2);
+    ops_.cg().cg_residual_update_jacobi(Q, A_, dinv_.data(), R, z_.columns(0, na), G2);
     budget_words_ += n_ * (rk + 3.0 * na + 1.0);
     MvView<const double> nr{g2_.data() + rk + na, 1, na, g2_.rows(), ops_.space()};
     ops_.copy(nr, MvView<double>{nrm2_.data(), 1, na, 1, ops_.space()});
@@ -65,14 +65,14 @@ void BlockCgSolver<W>::residual_update(std::int64_t rk, std::int64_t na, bool ex
     budget_words_ += n_ * (rk + 2.0 * na) + 3.0 * n_ * na + n_ * (rk + 2.0 * na) + n_ * na;
   }
   // β = −(PᵀQ)⁻¹·QᵀZ; the next PᵀR = ZᵀR.
-  ops_.spd_solve(F, small(g2_, 0, rk, 0, na), -1.0, S, B_);
+  ops_.small().spd_solve(F, small(g2_, 0, rk, 0, na), -1.0, S, B_);
   ops_.copy(small(g2_, rk, na, 0, na), small(rz_, 0, na, 0, na));
 }
 
 template <class W>
 void BlockCgSolver<W>::direction_update(std::int64_t rk, std::int64_t na) {
   // X += P·α; P(:, 0:na) = Z + P·β.
-  ops_.cg_direction_update(alpha(rk, na), beta(rk, na), preconditioned_block(na),
+  ops_.cg().cg_direction_update(alpha(rk, na), beta(rk, na), preconditioned_block(na),
                            p_.columns(0, std::max(rk, na)), iterate_block(na));
   budget_words_ += n_ * (rk + 4.0 * na);
 }
@@ -87,9 +87,9 @@ OrthoOutcome BlockCgSolver<W>::orthonormalize_search(std::int64_t cols) {
   } else {
     auto p64 = p64_.columns(0, cols);
     ops_.fill_zero(p64);
-    ops_.add_converted(search_block(cols), p64, 1.0);
+    ops_.cg().add_converted(search_block(cols), p64, 1.0);
     auto o = orthonormalize(ops_, p64, MvView<double>{}, ows_, opt_.rank_tol, /*passes=*/1);
-    if (o.rank > 0) ops_.convert(p64_.columns(0, o.rank), search_block(o.rank));
+    if (o.rank > 0) ops_.cg().convert(p64_.columns(0, o.rank), search_block(o.rank));
     return o;
   }
 }
@@ -124,7 +124,7 @@ void BlockCgSolver<W>::queue_iteration(Run& r, detail::Checkpointer& checkpoint)
   pd.ortho = r.branch;
   r.branch = OrthoBranch::none;
   if (timing()) {
-    pd.mark0 = ops_.mark();
+    pd.mark0 = ops_.queue().mark();
     if (!spare_marks_.empty()) pd.apply_marks.swap(spare_marks_.back()), spare_marks_.pop_back();
     apply_marks_ = &pd.apply_marks;
   }
@@ -144,9 +144,9 @@ void BlockCgSolver<W>::queue_iteration(Run& r, detail::Checkpointer& checkpoint)
   // not): ‖r_j‖² in [0, na), the factor status in [na].
   if (!spare_.empty()) pd.norms2.swap(spare_.back()), spare_.pop_back();
   pd.norms2.resize(r.na + 1);
-  ops_.download_deferred(MvView<const double>{nrm2_.data(), r.na, 1, smax_, ops_.space()},
+  ops_.queue().download_deferred(MvView<const double>{nrm2_.data(), r.na, 1, smax_, ops_.space()},
                          pd.norms2.data(), r.na);
-  ops_.download_deferred(small(st_, 0, 1, 0, 1), pd.norms2.data() + r.na, 1);
+  ops_.queue().download_deferred(small(st_, 0, 1, 0, 1), pd.norms2.data() + r.na, 1);
   double piv_tol = kPivTol;
   if (r.deflating) {
     // Breakdown-free block CG: P = orth(Z + P·β) with dropping, while the block is rank deficient
@@ -161,8 +161,8 @@ void BlockCgSolver<W>::queue_iteration(Run& r, detail::Checkpointer& checkpoint)
     piv_tol = 0.0;
   }
   if (r.rk > 0) queue_gram(r.rk, r.na, r.explicit_ptr, piv_tol);
-  if (timing()) pd.mark1 = ops_.mark(), apply_marks_ = nullptr;
-  pd.ticket = ops_.fetch_async();
+  if (timing()) pd.mark1 = ops_.queue().mark(), apply_marks_ = nullptr;
+  pd.ticket = ops_.queue().fetch_async();
   queue_.push_back(std::move(pd));
 }
 
@@ -171,7 +171,7 @@ bool BlockCgSolver<W>::read_back(Run& r) {
   bool drain = false;
   while (!queue_.empty()) {
     Pending& q = queue_.front();
-    ops_.fetch_wait(q.ticket);
+    ops_.queue().fetch_wait(q.ticket);
     const bool bad = q.norms2[q.na] != 0.0;
     std::int64_t nconv = 0;
     for (std::int64_t j = 0; j < q.na; ++j) {
@@ -228,8 +228,8 @@ template <class W>
 bool BlockCgSolver<W>::not_positive_definite(Run& r) {
   const std::int64_t k = r.rk;
   std::vector<double> ptq(static_cast<std::size_t>(k * k));
-  ops_.download_deferred(small(g1_, 0, k, 0, k), ptq.data(), k);
-  ops_.fetch();
+  ops_.queue().download_deferred(small(g1_, 0, k, 0, k), ptq.data(), k);
+  ops_.queue().fetch();
   r.res.status = SolverStatus::breakdown;
   const long long it = static_cast<long long>(r.it);
   Eigen::MatrixXd pm = Eigen::Map<Eigen::MatrixXd>(ptq.data(), k, k);
@@ -300,11 +300,11 @@ void BlockCgSolver<W>::record(SolveResult& res, Pending& q, std::int64_t nconv, 
   if (q.mark0 >= 0) {
     double ap = 0.0, pc = 0.0;
     for (auto& m : q.apply_marks) {
-      const double t = ops_.elapsed_seconds(m.from, m.to);
+      const double t = ops_.queue().elapsed_seconds(m.from, m.to);
       ap += t;
       if (m.precond) pc += t;
     }
-    const double total = ops_.elapsed_seconds(q.mark0, q.mark1);
+    const double total = ops_.queue().elapsed_seconds(q.mark0, q.mark1);
     rec.apply_seconds = ap;
     rec.precond_seconds = pc;
     rec.dense_seconds = std::max(0.0, total - ap);

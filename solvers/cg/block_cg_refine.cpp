@@ -31,11 +31,11 @@ bool BlockCgSolver<W>::begin_refinement(Run& r) {
   for (std::int64_t c : act_) set_inner_target(c);
   auto p0 = p64_.columns(0, r.na);
   ops_.gather_columns(r64_.columns(0, r.s), act_.data(), r.na, p0);
-  ops_.convert(p0, residual_block(r.na));
+  ops_.cg().convert(p0, residual_block(r.na));
   ops_.fill_zero(iterate_block(r.na));
   if (dinv_.data()) ops_.scale_rows(dinv_.data(), p0, p0);
   auto o = orthonormalize(ops_, p0, MvView<double>{}, ows_, opt_.rank_tol, /*passes=*/1);
-  if (o.rank > 0) ops_.convert(p64_.columns(0, o.rank), search_block(o.rank));
+  if (o.rank > 0) ops_.cg().convert(p64_.columns(0, o.rank), search_block(o.rank));
   return first_search_block(r, o);
 }
 
@@ -60,7 +60,7 @@ bool BlockCgSolver<W>::replace_residuals(Run& r) {
     // that the fp64 solve starts from the best x reached.
     for (std::int64_t j = 0; j < r.na; ++j)
       if (rn_[act_[j]] > rstart_[act_[j]])
-        ops_.add_converted(xa_.columns(j, 1), r.x.columns(act_[j], 1), -cs_[act_[j]]);
+        ops_.cg().add_converted(xa_.columns(j, 1), r.x.columns(act_[j], 1), -cs_[act_[j]]);
     act_.swap(still_);
     r.na = 0;  // (x holds every correction it keeps: nothing to write back)
     return false;
@@ -82,7 +82,7 @@ bool BlockCgSolver<W>::replace_residuals(Run& r) {
   }
   auto p0 = p64_.columns(0, r.na);
   ops_.gather_columns(r64_.columns(0, r.s), act_.data(), r.na, p0);
-  ops_.convert(p0, residual_block(r.na));
+  ops_.cg().convert(p0, residual_block(r.na));
   ops_.fill_zero(iterate_block(r.na));
   // Q = A·P and the factor of PᵀQ queued last are still those of P (the drained iteration queued
   // them): only PᵀR of the new R is needed, where the explicit α reads it.

@@ -22,9 +22,9 @@ BlockCgSolver<W>::BlockCgSolver(const LinearOperator<double>& a, DenseBlockOps& 
   TCSOLVE_REQUIRE(s >= 1, "block CG: need at least one right-hand side");
   TCSOLVE_REQUIRE(opt_.tol > 0, "block CG: tol must be positive");
   ops_.reserve(n_, s, 2 * s * s);
-  ops_.reserve_small(s);
+  ops_.small().reserve_small(s);
   if constexpr (kFp32) {
-    TCSOLVE_REQUIRE(opt_.step32 && ops_.fp32_blocks() && !opt_.preconditioner && s <= kCgFp32MaxRhs,
+    TCSOLVE_REQUIRE(opt_.step32 && ops_.cg().fp32_blocks() && !opt_.preconditioner && s <= kCgFp32MaxRhs,
                     "block CG: the fp32 iteration needs A's fp32 step, dense ops with fp32 blocks, "
                     "at most 32 right-hand sides and no preconditioner other than Jacobi");
     TCSOLVE_REQUIRE(opt_.step32->space() == ops_.space(), "block CG: A's fp32 step in another memory space");
@@ -73,9 +73,9 @@ MvView<W> BlockCgSolver<W>::preconditioned_block(std::int64_t na) {
 template <class W>
 void BlockCgSolver<W>::apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y) {
   if (x.cols == 0) return;
-  const int m0 = apply_marks_ ? ops_.mark() : -1;
+  const int m0 = apply_marks_ ? ops_.queue().mark() : -1;
   detail::apply_ordered(opt_.apply_order, ops_, op, x, y);
-  if (apply_marks_) apply_marks_->push_back({m0, ops_.mark(), &op != &a_});
+  if (apply_marks_) apply_marks_->push_back({m0, ops_.queue().mark(), &op != &a_});
   ++applies_;
   if (&op == &a_) columns_ += x.cols;
 }
@@ -88,9 +88,9 @@ void BlockCgSolver<W>::apply_w(MvView<const W> x, MvView<W> y) {
     apply(a_, x, y);
   } else {
     if (x.cols == 0) return;
-    const int m0 = apply_marks_ ? ops_.mark() : -1;
+    const int m0 = apply_marks_ ? ops_.queue().mark() : -1;
     opt_.step32->step32(1.0, x, 0.0, 0.0, y, MvView<const float>{}, nullptr);
-    if (apply_marks_) apply_marks_->push_back({m0, ops_.mark(), false});
+    if (apply_marks_) apply_marks_->push_back({m0, ops_.queue().mark(), false});
     ++applies_;
     columns_ += x.cols;
   }
@@ -156,7 +156,7 @@ void BlockCgSolver<W>::true_residuals(Run& r) {
 // x(:, c) ← the active column j's iterate: c·X_a(:, j) (fp64), or x += c·d_j (fp32).
 template <class W>
 void BlockCgSolver<W>::write_back(Run& r, std::int64_t j, std::int64_t c) {
-  if constexpr (kFp32) ops_.add_converted(xa_.columns(j, 1), r.x.columns(c, 1), cs_[c]);
+  if constexpr (kFp32) ops_.cg().add_converted(xa_.columns(j, 1), r.x.columns(c, 1), cs_[c]);
   else ops_.axpby_columns(&cs_[c], xa_.columns(j, 1), zero_.data(), r.x.columns(c, 1));
 }
 
@@ -210,7 +210,7 @@ bool BlockCgSolver<W>::first_search_block(Run& r, OrthoOutcome o) {
   queue_gram(r.rk, r.na, true, kPivTol);
   absorb_rayleigh();
   rq_count_ = r.rk;
-  ops_.download_deferred(MvView<const double>{g1_.data(), 1, r.rk, g1_.rows() + 1, ops_.space()},
+  ops_.queue().download_deferred(MvView<const double>{g1_.data(), 1, r.rk, g1_.rows() + 1, ops_.space()},
                          rq_.data(), 1);
   return true;
 }
@@ -265,7 +265,7 @@ template <class W>
 void BlockCgSolver<W>::drain_queue(Run& r) {
   while (!queue_.empty()) {
     Pending& q = queue_.front();
-    ops_.fetch_wait(q.ticket);
+    ops_.queue().fetch_wait(q.ticket);
     std::int64_t nconv = 0;
     for (std::int64_t j = 0; j < q.na; ++j)
       if (std::sqrt(std::max(0.0, q.norms2[j])) <= thr_[act_[j]]) ++nconv;
@@ -379,8 +379,8 @@ SolveResult BlockCgSolver<W>::solve(MvView<const double> rhs, MvView<double> x, 
 
 template <class W>
 double BlockCgSolver<W>::factor_status() {
-  ops_.download_deferred(small(st_, 0, 1, 0, 1), hst_.data(), 1);
-  ops_.fetch();
+  ops_.queue().download_deferred(small(st_, 0, 1, 0, 1), hst_.data(), 1);
+  ops_.queue().fetch();
   return hst_[0];
 }
 

@@ -21,7 +21,7 @@ class Applier {
   // Y = A·X (n × p blocks in ops.space()).
   void apply(MvView<const double> x, MvView<double> y) {
     if (x.cols == 0) return;
-    int m0 = timing_ ? ops_.mark() : -1;
+    int m0 = timing_ ? ops_.queue().mark() : -1;
     detail::apply_ordered(order_, ops_, a_, x, y);
     count(m0, x.cols);
   }
@@ -29,7 +29,7 @@ class Applier {
   void fused(const ChebyshevStep& f, double alpha, MvView<const double> y, double beta,
              double gamma, MvView<double> out) {
     if (y.cols == 0) return;
-    int m0 = timing_ ? ops_.mark() : -1;
+    int m0 = timing_ ? ops_.queue().mark() : -1;
     f.step(alpha, y, beta, gamma, out, 0.0, y);
     count(m0, y.cols);
   }
@@ -37,14 +37,14 @@ class Applier {
   void fused32(const ChebyshevStep& f, double alpha, MvView<const float> y, double beta,
                double gamma, MvView<float> out, MvView<const float> r, const double* coef) {
     if (y.cols == 0) return;
-    int m0 = timing_ ? ops_.mark() : -1;
+    int m0 = timing_ ? ops_.queue().mark() : -1;
     f.step32(alpha, y, beta, gamma, out, r, coef);
     count(m0, y.cols);
   }
   // Seconds spent in the applies marked since the last call (all marks must have completed).
   double take_seconds() {
     double s = 0.0;
-    for (auto& p : marks_) s += ops_.elapsed_seconds(p.first, p.second);
+    for (auto& p : marks_) s += ops_.queue().elapsed_seconds(p.first, p.second);
     marks_.clear();
     return s;
   }
@@ -54,7 +54,7 @@ class Applier {
 
  private:
   void count(int m0, std::int64_t cols) {
-    if (timing_) marks_.push_back({m0, ops_.mark()});
+    if (timing_) marks_.push_back({m0, ops_.queue().mark()});
     columns_ += cols;
     ++applies_;
   }

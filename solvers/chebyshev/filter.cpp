@@ -26,7 +26,7 @@ void SubspaceIteration::filter(std::int64_t w, double cut) {
     ap_.fused(*copt_.fused_step, sgn_ * sigma1 / e, y0, -ce * sigma1 / e, 0.0, t1);
   } else {
     ap_.apply(y0, wv);
-    ops_.axpbypcz(sgn_ * sigma1 / e, wv, -ce * sigma1 / e, y0, 0.0, t1);
+    ops_.chebyshev().axpbypcz(sgn_ * sigma1 / e, wv, -ce * sigma1 / e, y0, 0.0, t1);
   }
   // The locked directions (down to λmin(Â)) are amplified more than any active one: rounding
   // errors along them, ~u per step, grow by (ρ(λmin)/ρ(θ))^d against the slowest wanted column θ
@@ -57,7 +57,7 @@ void SubspaceIteration::filter(std::int64_t w, double cut) {
       ap_.fused(*copt_.fused_step, sgn_ * 2.0 * sn / e, yj, -2.0 * sn * ce / e, -sigma * sn, yjm);
     } else {
       ap_.apply(yj, wv.columns(first, cnt));
-      ops_.axpbypcz(sgn_ * 2.0 * sn / e, wv.columns(first, cnt), -2.0 * sn * ce / e, yj,
+      ops_.chebyshev().axpbypcz(sgn_ * 2.0 * sn / e, wv.columns(first, cnt), -2.0 * sn * ce / e, yj,
                     -sigma * sn, yjm);
     }
     sigma = sn;

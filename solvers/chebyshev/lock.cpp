@@ -65,10 +65,10 @@ bool SubspaceIteration::check(std::int64_t w, bool last) {
   auto ax = ws_.basis[1 - s_.cur].columns(0, k_);
   ap_.apply(x, ax);
   ops_.from_host(sel.data(), k_, ws_.theta_sel.view());
-  ops_.residual_norms_into(ax, x, ws_.theta_sel.view(), sgn_, ws_.resid.columns(0, 1));
-  ops_.download_deferred(MvView<const double>{ws_.resid.data(), k_, 1, m_, ops_.space()},
+  ops_.chebyshev().residual_norms_into(ax, x, ws_.theta_sel.view(), sgn_, ws_.resid.columns(0, 1));
+  ops_.queue().download_deferred(MvView<const double>{ws_.resid.data(), k_, 1, m_, ops_.space()},
                          ws_.true_res.data(), k_);
-  ops_.fetch();
+  ops_.queue().fetch();
   ops_.column_norms(x, ws_.xn.data());
   // AX overwrote the locked copies in the other basis: restore them.
   const std::int64_t kl = std::min(k_, s_.nl);

@@ -19,7 +19,7 @@ void SubspaceIteration::pip_pass(std::int64_t w, int slot) {
   MvView<double> mv{ws_.factor.data(), nl + w, w, m_, ops_.space()};
   MvView<double> sv{ws_.status.data() + 2 * slot, 2, 1, 8, ops_.space()};
   ops_.gram_into(1.0, src, y, 0.0, g);
-  ops_.pip_factor(g, nl, mv, sv);
+  ops_.small().pip_factor(g, nl, mv, sv);
   ops_.gemm_into(1.0, src, mv, 0.0, ws_.basis[1 - s_.cur].columns(nl, w));
   s_.cur = 1 - s_.cur;
 }
@@ -31,14 +31,14 @@ int SubspaceIteration::orthonormalize(std::int64_t w) {
   const auto& st = ws_.status_h;
   pip_pass(w, 0);
   pip_pass(w, 1);
-  ops_.download_deferred(ws_.status.columns(0, 1), ws_.status_h.data(), 8);
-  ops_.fetch();
+  ops_.queue().download_deferred(ws_.status.columns(0, 1), ws_.status_h.data(), 8);
+  ops_.queue().fetch();
   const bool two = st[2] == 0.0 && st[0] == 0.0 && st[3] >= 0.1;
   bool ok = two;
   if (!ok) {
     pip_pass(w, 2);
-    ops_.download_deferred(ws_.status.columns(0, 1), ws_.status_h.data(), 8);
-    ops_.fetch();
+    ops_.queue().download_deferred(ws_.status.columns(0, 1), ws_.status_h.data(), 8);
+    ops_.queue().fetch();
     ok = st[4] == 0.0 && st[5] >= 0.1;
   }
   if (ok) s_.worst_branch = std::max(s_.worst_branch, OrthoBranch::cholqr2);

@@ -16,7 +16,7 @@ void SubspaceIteration::rayleigh_ritz(std::int64_t w) {
   ap_.apply(q, aq);
   MvView<double> h{ws_.small.data(), w, w, m_, ops_.space()};
   ops_.gram_into(sgn_, q, aq, 0.0, h);
-  ops_.eigh_small(h, ws_.theta.columns(0, 1));
+  ops_.small().eigh_small(h, ws_.theta.columns(0, 1));
   auto x = ws_.basis[1 - s_.cur].columns(nl, w);
   ops_.gemm_into(1.0, q, h, 0.0, x);
   ops_.gemm_into(1.0, aq, h, 0.0, q);  // A·X over Q (no longer needed)
@@ -30,11 +30,11 @@ void SubspaceIteration::residuals(std::int64_t w) {
   const std::int64_t nl = s_.nl;
   MvView<const double> th{ws_.theta.data(), w, 1, m_, ops_.space()};
   MvView<double> rv{ws_.resid.data(), w, 1, m_, ops_.space()};
-  ops_.residual_norms_into(ws_.basis[1 - s_.cur].columns(nl, w), ws_.basis[s_.cur].columns(nl, w),
+  ops_.chebyshev().residual_norms_into(ws_.basis[1 - s_.cur].columns(nl, w), ws_.basis[s_.cur].columns(nl, w),
                            th, sgn_, rv);
-  ops_.download_deferred(th, s_.theta.data(), m_);
-  ops_.download_deferred(rv, s_.rn.data(), m_);
-  ops_.fetch();
+  ops_.queue().download_deferred(th, s_.theta.data(), m_);
+  ops_.queue().download_deferred(rv, s_.rn.data(), m_);
+  ops_.queue().fetch();
 }
 
 }  // namespace tcsolve::chebyshev

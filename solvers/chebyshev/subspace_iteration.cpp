@@ -74,7 +74,7 @@ SubspaceIteration::SubspaceIteration(const LinearOperator<double>& a, DenseBlock
   ladder_.on = copt.filter_precision == Precision::fp32 && copt.fused_step != nullptr;
   const std::int64_t m = m_, k = k_;
   ops_.reserve(0, 0, m * m);  // host-staged coefficients (fallback path); no n × m scratch
-  ops_.reserve_small(m);
+  ops_.small().reserve_small(m);
   Workspace& w = ws_;
   w.basis[0] = ops_.allocate(n_, m), w.basis[1] = ops_.allocate(n_, m);
   w.scratch = ops_.allocate(n_, m);
@@ -174,17 +174,17 @@ bool SubspaceIteration::check_if_due(std::int64_t& w) {
 // Stream marks around the filter (no synchronization; read after the residuals' fetch).
 std::pair<int, int> SubspaceIteration::run_filter(std::int64_t w, const FilterPlan& plan) {
   const bool timed = ladder_.on || copt_.stats != nullptr;
-  const int mk0 = timed ? ops_.mark() : -1;
+  const int mk0 = timed ? ops_.queue().mark() : -1;
   if (plan.fp32) filter32(w, plan.cut);
   else filter(w, plan.cut);
-  const int mk1 = timed ? ops_.mark() : -1;
+  const int mk1 = timed ? ops_.queue().mark() : -1;
   return {mk0, mk1};
 }
 
 void SubspaceIteration::account_filter(const FilterPlan& plan, std::pair<int, int> marks,
                                        std::int64_t steps) {
   if (marks.first < 0) return;
-  const double sec = ops_.elapsed_seconds(marks.first, marks.second);
+  const double sec = ops_.queue().elapsed_seconds(marks.first, marks.second);
   (plan.fp32 ? stats_.seconds_fp32 : stats_.seconds_fp64) += sec;
   (plan.fp32 ? stats_.steps_fp32 : stats_.steps_fp64) += steps;
   ++(plan.fp32 ? stats_.filters_fp32 : stats_.filters_fp64);

@@ -68,9 +68,9 @@ void rayleigh_and_residuals(const Problem& s, detail::ApplyClock& clock, MvView<
   ops.axpby_columns(scale.data(), x, zero.data(), x);
   if (s.bop) ops.axpby_columns(scale.data(), bx, zero.data(), bx);
   clock.apply(*s.aop, x, ax);
-  ops.column_dots_deferred(x, ax, xax.data());
-  ops.column_dots_deferred(x, BX, xbx.data());
-  ops.fetch();
+  ops.queue().column_dots_deferred(x, ax, xax.data());
+  ops.queue().column_dots_deferred(x, BX, xbx.data());
+  ops.queue().fetch();
   for (std::int64_t j = 0; j < m; ++j) {
     lam[j] = xax[j] / xbx[j];
     if (given && std::isfinite((*given)[j])) {

@@ -17,9 +17,9 @@ void apply_a(const Problem& s, MvView<const double> x, MvView<double> y) {
     s.aop->apply(x, y);
     if (ops.space() == Space::device) device_synchronize();
   } else {
-    ops.external_begin();
+    ops.queue().external_begin();
     s.aop->apply(x, y);
-    ops.external_end();
+    ops.queue().external_end();
   }
 }
 
@@ -32,10 +32,10 @@ double time_apply(const Problem& s, std::int64_t cols) {
   auto run = [&] { apply_a(s, x.view(), y.view()); };
   run();
   if (ops.space() == Space::device) {
-    const int a = ops.mark();
+    const int a = ops.queue().mark();
     run();
-    const int b = ops.mark();
-    return ops.elapsed_seconds(a, b);
+    const int b = ops.queue().mark();
+    return ops.queue().elapsed_seconds(a, b);
   }
   // Host: the fastest of up to 3 runs within ~20 ms (small matrices: thread start-up noise).
   double best = INFINITY, spent = 0;

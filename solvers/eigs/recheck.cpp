@@ -204,7 +204,7 @@ std::int64_t run_filter(const Problem& s, const EigsOptions& opt, const PairSet&
       return;
     }
     apply_a(s, cur, blk.wv.view());
-    ops.axpbypcz(alpha, blk.wv.view(), beta, cur, gamma, prev);
+    ops.chebyshev().axpbypcz(alpha, blk.wv.view(), beta, cur, gamma, prev);
   };
   const double a0 = f.lower, e = f.e, ce = f.ce, sgn = f.sgn;
   const double sigma1 = e / (a0 - ce), tau2 = 2.0 / sigma1;

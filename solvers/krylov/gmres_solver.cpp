@@ -68,9 +68,9 @@ void GmresSolver::set_jacobi() {
 
 void GmresSolver::apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y, int* marks) {
   if (x.cols == 0) return;
-  if (marks) marks[0] = ops_.mark();
+  if (marks) marks[0] = ops_.queue().mark();
   tcsolve::detail::apply_ordered(ApplyOrder::events, ops_, op, x, y);
-  if (marks) marks[1] = ops_.mark();
+  if (marks) marks[1] = ops_.queue().mark();
   if (&op == &a_) columns_ += x.cols;
 }
 
@@ -177,7 +177,7 @@ void GmresSolver::queue_iteration(Run& r) {
   p.it = r.cycle_it0 + j, p.na = na;
   const bool t = timing();
   p.apply_marks.fill(-1);
-  p.mark0 = t ? ops_.mark() : -1;
+  p.mark0 = t ? ops_.queue().mark() : -1;
   auto vj = basis_block(j, na), w = basis_block(j + 1, na);
   auto z = preconditioned() ? z_.columns(0, na) : vj;
   if (opt_.preconditioner) apply(*opt_.preconditioner, vj, z, t ? &p.apply_marks[2] : nullptr);
@@ -190,10 +190,10 @@ void GmresSolver::queue_iteration(Run& r) {
   k_.ortho_pass(ctx_, v, j + 1, w, h2, h2, false, m_ + 1);
   k_.arnoldi_step(ctx_, layout_, j, h1, h2, m_ + 1, state(na));
   k_.normalize(ctx_, w, state(na), dinv_.data(), z_.data() ? z_.columns(0, na) : MvView<double>{});
-  ops_.download_deferred(MvView<const double>{state_.data(), StateLayout::kFetched, na, layout_.rows(), ops_.space()},
+  ops_.queue().download_deferred(MvView<const double>{state_.data(), StateLayout::kFetched, na, layout_.rows(), ops_.space()},
                          p.buf.data(), StateLayout::kFetched);
-  if (t) p.mark1 = ops_.mark();
-  p.ticket = ops_.fetch_async();
+  if (t) p.mark1 = ops_.queue().mark();
+  p.ticket = ops_.queue().fetch_async();
   ++ring_count_;
   ++r.queued;
 }
@@ -201,7 +201,7 @@ void GmresSolver::queue_iteration(Run& r) {
 void GmresSolver::read_back(Run& r, std::size_t keep) {
   while (ring_count_ > keep) {
     Pending& p = ring_[ring_head_];
-    ops_.fetch_wait(p.ticket);
+    ops_.queue().fetch_wait(p.ticket);
     std::int64_t stopped = 0;
     for (std::int64_t j = 0; j < p.na; ++j) {
       est_[j] = p.buf[StateLayout::kFetched * j + StateLayout::kEst];
@@ -228,11 +228,11 @@ void GmresSolver::record(Run& r, Pending& p) {
   }
   if (p.mark0 >= 0) {
     double ap = 0.0, pc = 0.0;
-    if (p.apply_marks[0] >= 0) ap += ops_.elapsed_seconds(p.apply_marks[0], p.apply_marks[1]);
-    if (p.apply_marks[2] >= 0) pc = ops_.elapsed_seconds(p.apply_marks[2], p.apply_marks[3]);
+    if (p.apply_marks[0] >= 0) ap += ops_.queue().elapsed_seconds(p.apply_marks[0], p.apply_marks[1]);
+    if (p.apply_marks[2] >= 0) pc = ops_.queue().elapsed_seconds(p.apply_marks[2], p.apply_marks[3]);
     rec.apply_seconds = ap + pc;
     rec.precond_seconds = pc;
-    rec.dense_seconds = std::max(0.0, ops_.elapsed_seconds(p.mark0, p.mark1) - ap - pc);
+    rec.dense_seconds = std::max(0.0, ops_.queue().elapsed_seconds(p.mark0, p.mark1) - ap - pc);
   }
   if (opt_.on_iteration) opt_.on_iteration(rec);
   if (opt_.keep_history) r.res.history.push_back(std::move(rec));

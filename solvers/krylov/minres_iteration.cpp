@@ -27,9 +27,9 @@ void MinresSolver::queue_iteration(Run& r) {
   const std::int64_t na = r.na;
   const bool t = timing();
   pd.it = r.it, pd.na = na;
-  pd.mark0 = pd.a0 = t ? ops_.mark() : -1;
+  pd.mark0 = pd.a0 = t ? ops_.queue().mark() : -1;
   apply(a_, zc_.columns(0, na), q_.columns(0, na));
-  pd.a1 = t ? ops_.mark() : -1;
+  pd.a1 = t ? ops_.queue().mark() : -1;
   const ScalarParams p = params();
   auto S = scalars(na);
   const bool general = mode_ == Precond::general;
@@ -38,9 +38,9 @@ void MinresSolver::queue_iteration(Run& r) {
   kern_->update(update_blocks(na), S);
   pd.m0 = pd.m1 = -1;
   if (general) {
-    pd.m0 = t ? ops_.mark() : -1;
+    pd.m0 = t ? ops_.queue().mark() : -1;
     apply(*opt_.preconditioner, up_.columns(0, na), zp_.columns(0, na));
-    pd.m1 = t ? ops_.mark() : -1;
+    pd.m1 = t ? ops_.queue().mark() : -1;
     MvView<double> b2{beta2_.data(), na, 1, smax_, ops_.space()};
     ops_.column_dots_into(up_.columns(0, na), zp_.columns(0, na), b2);
     kern_->rotate(S, b2, p);
@@ -50,10 +50,10 @@ void MinresSolver::queue_iteration(Run& r) {
   }
   std::swap(zc_, zp_);
   std::swap(w_, wp_);
-  ops_.download_deferred(MvView<const double>{s_.data() + kEst, 3, na, kFields, ops_.space()}, pd.buf.data(),
+  ops_.queue().download_deferred(MvView<const double>{s_.data() + kEst, 3, na, kFields, ops_.space()}, pd.buf.data(),
                          3);
-  pd.mark1 = t ? ops_.mark() : -1;
-  pd.ticket = ops_.fetch_async();
+  pd.mark1 = t ? ops_.queue().mark() : -1;
+  pd.ticket = ops_.queue().fetch_async();
   ++r.it;
 }
 
@@ -61,7 +61,7 @@ bool MinresSolver::read_back(Run& r) {
   bool done = false;
   while (queued_ > 0) {
     Pending& q = ring_[head_];
-    ops_.fetch_wait(q.ticket);
+    ops_.queue().fetch_wait(q.ticket);
     std::int64_t ndone = 0;
     for (std::int64_t j = 0; j < q.na; ++j) {
       if (q.buf[3 * j + 1] != kDone) continue;
@@ -81,11 +81,11 @@ bool MinresSolver::read_back(Run& r) {
 // rows kAnormT..kLs of S for the na columns (a synchronization: only when the queue is drained),
 // with (estimate, state, reason) into states().
 void MinresSolver::read_column_extras(std::int64_t na) {
-  ops_.download_deferred(MvView<const double>{s_.data() + kEst, 3, na, kFields, ops_.space()}, state_.data(),
+  ops_.queue().download_deferred(MvView<const double>{s_.data() + kEst, 3, na, kFields, ops_.space()}, state_.data(),
                          3);
-  ops_.download_deferred(MvView<const double>{s_.data() + kAnormT, 3, na, kFields, ops_.space()},
+  ops_.queue().download_deferred(MvView<const double>{s_.data() + kAnormT, 3, na, kFields, ops_.space()},
                          extra_.data(), 3);
-  ops_.fetch();
+  ops_.queue().fetch();
   for (std::int64_t j = 0; j < na; ++j) {
     a_norm_ = std::max(a_norm_, extra_[3 * j + 1]);
     ls_[act_[j]] = extra_[3 * j + 2];
@@ -164,9 +164,9 @@ void MinresSolver::record(Run& r, Pending& q) {
   rec.converged = ndone;
   rec.active = q.na - ndone;
   if (q.mark0 >= 0) {
-    const double total = ops_.elapsed_seconds(q.mark0, q.mark1);
-    rec.precond_seconds = q.m0 >= 0 ? ops_.elapsed_seconds(q.m0, q.m1) : 0.0;
-    rec.apply_seconds = ops_.elapsed_seconds(q.a0, q.a1) + rec.precond_seconds;
+    const double total = ops_.queue().elapsed_seconds(q.mark0, q.mark1);
+    rec.precond_seconds = q.m0 >= 0 ? ops_.queue().elapsed_seconds(q.m0, q.m1) : 0.0;
+    rec.apply_seconds = ops_.queue().elapsed_seconds(q.a0, q.a1) + rec.precond_seconds;
     rec.dense_seconds = std::max(0.0, total - rec.apply_seconds);
   }
   if (opt_.on_iteration) opt_.on_iteration(rec);

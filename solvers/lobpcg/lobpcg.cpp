@@ -105,9 +105,9 @@ bool Lobpcg::rayleigh_ritz() {
   auto AS = as_buf_[cur_].columns(0, ns);
   auto BS = b_view(cur_, 0, ns);
   // H = SᵀAS and M = SᵀBS in one host round trip.
-  ops_.gram_deferred(S, AS, h_.data(), ns);
-  ops_.gram_deferred(S, BS, mg_.data(), ns);
-  ops_.fetch();
+  ops_.queue().gram_deferred(S, AS, h_.data(), ns);
+  ops_.queue().gram_deferred(S, BS, mg_.data(), ns);
+  ops_.queue().fetch();
   double offdiag = 0.0;
   for (std::int64_t j = 0; j < ns; ++j)
     for (std::int64_t i = 0; i < ns; ++i)
@@ -136,9 +136,9 @@ std::int64_t Lobpcg::residuals() {
   ops_.copy(as_buf_[nxt_].columns(0, m), r_buf_.view());
   ops_.axpby_columns(neg_.data(), b_view(nxt_, 0, m), ones_.data(), r_buf_.view());
   // ‖r_j‖² (and ‖x_j‖² with B) in one host round trip.
-  ops_.column_dots_deferred(r_buf_.view(), r_buf_.view(), rn_.data());
-  if (with_b_) ops_.column_dots_deferred(Xn, Xn, xn_.data());
-  ops_.fetch();
+  ops_.queue().column_dots_deferred(r_buf_.view(), r_buf_.view(), rn_.data());
+  if (with_b_) ops_.queue().column_dots_deferred(Xn, Xn, xn_.data());
+  ops_.queue().fetch();
   for (std::int64_t j = 0; j < m; ++j) {
     rn_[j] = std::sqrt(std::max(rn_[j], 0.0));
     if (with_b_) xn_[j] = std::sqrt(std::max(xn_[j], 0.0));

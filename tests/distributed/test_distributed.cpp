@@ -480,7 +480,7 @@ TEST(DistributedDenseOps, ReductionsEqualTheWholeBlock) {
   for (const RowPartition& part : partitions(n)) {
     Share s = distribute(random_spd(n, 2, 1), part, 4);
     DenseBlockOps& ops = *s.ops;
-    ops.reserve_small(8);
+    ops.small().reserve_small(8);
     MultiVector<double> x = ops.allocate(s.nl, p), y = ops.allocate(s.nl, q);
     ops.fill_random(x.view(), 5);
     ops.fill_random(y.view(), 6);
@@ -503,8 +503,8 @@ TEST(DistributedDenseOps, ReductionsEqualTheWholeBlock) {
     ops.gram_into(1.0, x.view(), y.view(), 0.0, MvView<double>{gd.data(), p, q, 8, ops.space()});
     ops.gram_into(2.0, x.view(), y.view(), -1.0, MvView<double>{gd.data(), p, q, 8, ops.space()});
     std::vector<double> gh(8 * q);
-    ops.download_deferred(gd.view(), gh.data(), 8);
-    ops.fetch();
+    ops.queue().download_deferred(gd.view(), gh.data(), 8);
+    ops.queue().fetch();
     for (std::int64_t a = 0; a < p; ++a)
       for (std::int64_t b = 0; b < q; ++b) EXPECT_NEAR(gh[a + b * 8], gref[a + b * p], 1e-12);
     // Norms (host), then normalize on the backend: the norms again and unit columns after.

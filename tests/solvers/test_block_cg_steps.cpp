@@ -35,7 +35,7 @@ Mat get(DenseBlockOps& ops, MvView<T> v) {
   } else {
     MultiVector<double> t = ops.allocate(v.rows, v.cols);
     ops.fill_zero(t.view());
-    ops.add_converted(v, t.view(), 1.0);
+    ops.cg().add_converted(v, t.view(), 1.0);
     ops.to_host(t.view(), m.data(), v.rows);
   }
   ops.synchronize();
@@ -50,7 +50,7 @@ Mat put(DenseBlockOps& ops, const Mat& m, MvView<T> v) {
   } else {
     MultiVector<double> t = ops.allocate(m.rows(), m.cols());
     ops.from_host(m.data(), m.rows(), t.view());
-    ops.convert(t.view(), v);
+    ops.cg().convert(t.view(), v);
   }
   return get(ops, v);
 }

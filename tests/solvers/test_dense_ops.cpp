@@ -263,12 +263,12 @@ TEST(DenseOpsDevice, AxpbypczFlatAndStrided) {
   const std::int64_t n = 3001, c = 5;
   Mat X = random_mat(n, c, 1), Y = random_mat(n, c, 2), Z = random_mat(n, c, 3);
   auto x = f.put(X), y = f.put(Y), z = f.put(Z);
-  f.ops->axpbypcz(0.5, x.view(), -2.0, y.view(), 0.25, z.view());
+  f.ops->chebyshev().axpbypcz(0.5, x.view(), -2.0, y.view(), 0.25, z.view());
   EXPECT_LT((f.get(z.view()) - (0.5 * X - 2.0 * Y + 0.25 * Z)).cwiseAbs().maxCoeff(), 1e-14);
   // c = 0 does not read Z (NaN there); a column sub-range (still flat) and an odd count.
   Mat nan = Mat::Constant(n, c, std::nan(""));
   auto zn = f.put(nan);
-  f.ops->axpbypcz(1.0, x.columns(1, 3), 3.0, y.columns(1, 3), 0.0, zn.columns(1, 3));
+  f.ops->chebyshev().axpbypcz(1.0, x.columns(1, 3), 3.0, y.columns(1, 3), 0.0, zn.columns(1, 3));
   Mat got = f.get(zn.columns(1, 3));
   EXPECT_LT((got - (X.middleCols(1, 3) + 3.0 * Y.middleCols(1, 3))).cwiseAbs().maxCoeff(), 1e-14);
   // Strided views (ld ≠ rows): rows 0:1000 of every column.
@@ -276,7 +276,7 @@ TEST(DenseOpsDevice, AxpbypczFlatAndStrided) {
   MvView<const double> ys{y.data(), 1000, c, n, y.space()};
   MvView<double> zs{z.data(), 1000, c, n, z.space()};
   Mat zbefore = f.get(z.view());
-  f.ops->axpbypcz(1.0, xs, 1.0, ys, -1.0, zs);
+  f.ops->chebyshev().axpbypcz(1.0, xs, 1.0, ys, -1.0, zs);
   Mat zafter = f.get(z.view());
   EXPECT_LT((zafter.topRows(1000) - (X.topRows(1000) + Y.topRows(1000) - zbefore.topRows(1000)))
                 .cwiseAbs().maxCoeff(), 1e-14);
@@ -289,7 +289,7 @@ TEST(DenseOpsDevice, ResidualNormsDotsAndNormalize) {
   const std::int64_t n = 2777, c = 9;
   Mat X = random_mat(n, c, 4), AX = random_mat(n, c, 5), T = random_mat(c, 1, 6);
   auto x = f.put(X), ax = f.put(AX), th = f.put(T), out = f.ops->allocate(c, 1);
-  f.ops->residual_norms_into(ax.view(), x.view(), th.view(), -1.0, out.view());
+  f.ops->chebyshev().residual_norms_into(ax.view(), x.view(), th.view(), -1.0, out.view());
   Mat rn = f.get(out.view());
   for (std::int64_t j = 0; j < c; ++j)
     EXPECT_NEAR(rn(j), (AX.col(j) + T(j) * X.col(j)).norm(), 1e-12 * rn(j));
@@ -318,13 +318,13 @@ TEST(DenseOpsDevice, ColumnReductionsAreBitwiseReproducible) {
   auto x = f.put(X), ax = f.put(AX), th = f.put(T), out = f.ops->allocate(c, 1);
   std::vector<double> first(c), now(c), rfirst, rnow;
   f.ops->column_norms(x.view(), first.data());
-  f.ops->residual_sq_norms_into(ax.view(), x.view(), th.view(), 1.0, out.view());
+  f.ops->chebyshev().residual_sq_norms_into(ax.view(), x.view(), th.view(), 1.0, out.view());
   rfirst.resize(c), rnow.resize(c);
   f.ops->to_host(out.view(), rfirst.data(), c);
   for (std::int64_t j = 0; j < c; ++j) EXPECT_NEAR(first[j], X.col(j).norm(), 1e-12 * first[j]);
   for (int rep = 0; rep < 20; ++rep) {
     f.ops->column_norms(x.view(), now.data());
-    f.ops->residual_sq_norms_into(ax.view(), x.view(), th.view(), 1.0, out.view());
+    f.ops->chebyshev().residual_sq_norms_into(ax.view(), x.view(), th.view(), 1.0, out.view());
     f.ops->to_host(out.view(), rnow.data(), c);
     for (std::int64_t j = 0; j < c; ++j) {
       EXPECT_EQ(now[j], first[j]) << "column " << j << ", call " << rep;
@@ -337,7 +337,7 @@ TEST(DenseOpsDevice, EighSmallMatchesEigen) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
   for (std::int64_t m : {1, 5, 31, 33, 100, 257}) {
-    f.ops->reserve_small(m);
+    f.ops->small().reserve_small(m);
     Mat A = symmetric_random(m, 40 + m);
     // A repeated eigenvalue: A ← Q·diag(λ with a triple)·Qᵀ.
     Eigen::SelfAdjointEigenSolver<Mat> es0(A);
@@ -346,7 +346,7 @@ TEST(DenseOpsDevice, EighSmallMatchesEigen) {
     A = es0.eigenvectors() * lam.asDiagonal() * es0.eigenvectors().transpose();
     A = 0.5 * (A + A.transpose()).eval();
     auto a = f.put(A), w = f.ops->allocate(m, 1);
-    f.ops->eigh_small(a.view(), w.view());
+    f.ops->small().eigh_small(a.view(), w.view());
     Mat V = f.get(a.view()), W = f.get(w.view());
     Eigen::SelfAdjointEigenSolver<Mat> es(A);
     for (std::int64_t i = 0; i < m; ++i) EXPECT_NEAR(W(i), es.eigenvalues()(i), 1e-12 * m);
@@ -361,7 +361,7 @@ void pip_check_orthonormalizes(Fixture& f, std::int64_t l, std::int64_t w) {
   const std::int64_t n = 3001;
   SCOPED_TRACE("l = " + std::to_string(l) + ", w = " + std::to_string(w));
   f.ops->reserve(n, l + w, (l + w) * w);
-  f.ops->reserve_small(l + w);
+  f.ops->small().reserve_small(l + w);
   Mat L = l > 0 ? Mat(Eigen::HouseholderQR<Mat>(random_mat(n, l, 150 + l)).householderQ() * Mat::Identity(n, l))
                 : Mat(n, 0);
   Mat Y = random_mat(n, w, 151 + w);
@@ -373,7 +373,7 @@ void pip_check_orthonormalizes(Fixture& f, std::int64_t l, std::int64_t w) {
   auto g = f.ops->allocate(l + w, w), m = f.ops->allocate(l + w, w), st = f.ops->allocate(2, 1);
   for (int pass = 0; pass < 2; ++pass) {
     f.ops->gram_into(1.0, b.view(), b.columns(l, w), 0.0, g.view());
-    f.ops->pip_factor(g.view(), l, m.view(), st.view());
+    f.ops->small().pip_factor(g.view(), l, m.view(), st.view());
     f.ops->gemm_into(1.0, b.view(), m.view(), 0.0, out.view());
     f.ops->copy(out.view(), b.columns(l, w));
     EXPECT_EQ(f.get(st.view())(0), 0.0) << "pass " << pass;
@@ -393,7 +393,7 @@ TEST(DenseOpsDevice, PipFactorOrthonormalizesAgainstALockedBlock) {
     pip_check_orthonormalizes(f, l, w);
   const std::int64_t n = 4507, l = 11, w = 13;
   f.ops->reserve(n, l + w, (l + w) * w);
-  f.ops->reserve_small(l + w);
+  f.ops->small().reserve_small(l + w);
   Eigen::HouseholderQR<Mat> qr(random_mat(n, l, 50));
   Mat L = qr.householderQ() * Mat::Identity(n, l);
   Mat Y = random_mat(n, w, 51) + L * random_mat(l, w, 52);
@@ -404,7 +404,7 @@ TEST(DenseOpsDevice, PipFactorOrthonormalizesAgainstALockedBlock) {
   // Two passes, as the Chebyshev solver runs them.
   for (int pass = 0; pass < 2; ++pass) {
     f.ops->gram_into(1.0, b.view(), b.columns(l, w), 0.0, g.view());
-    f.ops->pip_factor(g.view(), l, m.view(), st.view());
+    f.ops->small().pip_factor(g.view(), l, m.view(), st.view());
     f.ops->gemm_into(1.0, b.view(), m.view(), 0.0, out.view());
     f.ops->copy(out.view(), b.columns(l, w));
     Mat s2 = f.get(st.view());
@@ -424,7 +424,7 @@ TEST(DenseOpsDevice, PipFactorOrthonormalizesAgainstALockedBlock) {
   B2 << L, Y2;
   auto b2 = f.put(B2);
   f.ops->gram_into(1.0, b2.view(), b2.columns(l, w), 0.0, g.view());
-  f.ops->pip_factor(g.view(), l, m.view(), st.view());
+  f.ops->small().pip_factor(g.view(), l, m.view(), st.view());
   Mat s3 = f.get(st.view()), M = f.get(m.view()), G = f.get(g.view());
   EXPECT_EQ(s3(0), 1.0);
   EXPECT_EQ(s3(1), 0.0);
@@ -436,7 +436,7 @@ TEST(DenseOpsDevice, SpdFactorAndSolve) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
   for (std::int64_t r : {1, 7, 32, 45, 64, 65}) {  // (the GPU's own kernels up to 64)
-    f.ops->reserve_small(r);
+    f.ops->small().reserve_small(r);
     Mat W = random_mat(3 * r + 5, r, 60 + r);
     Mat G = W.transpose() * W;
     // Badly scaled but well conditioned after diagonal scaling.
@@ -445,8 +445,8 @@ TEST(DenseOpsDevice, SpdFactorAndSolve) {
     Mat Bm = random_mat(r, 5, 61);
     auto g = f.put(G), fac = f.ops->allocate(r, r + 1), st = f.ops->allocate(1, 1);
     auto b = f.put(Bm), out = f.ops->allocate(r, 5);
-    f.ops->spd_factor(g.view(), fac.view(), st.view(), 1e-10);
-    f.ops->spd_solve(fac.view(), b.view(), -2.0, st.view(), out.view());
+    f.ops->small().spd_factor(g.view(), fac.view(), st.view(), 1e-10);
+    f.ops->small().spd_solve(fac.view(), b.view(), -2.0, st.view(), out.view());
     EXPECT_EQ(f.get(st.view())(0), 0.0);
     // Errors measured in the scaled variables (x = D·y with y of unit scale).
     auto err = [&](const Mat& x, const Mat& ref) {
@@ -455,7 +455,7 @@ TEST(DenseOpsDevice, SpdFactorAndSolve) {
     Mat ref = -2.0 * G.ldlt().solve(Bm);
     EXPECT_LT(err(f.get(out.view()), ref), 1e-10);
     // In place (out aliases B).
-    f.ops->spd_solve(fac.view(), b.view(), 1.0, st.view(), b.view());
+    f.ops->small().spd_solve(fac.view(), b.view(), 1.0, st.view(), b.view());
     EXPECT_LT(err(f.get(b.view()), -0.5 * ref), 1e-10);
   }
   // Rank deficient (status 1: positive definite in rounding, tiny pivot: still solved) and
@@ -468,8 +468,8 @@ TEST(DenseOpsDevice, SpdFactorAndSolve) {
   for (auto [G, expect] : {std::pair<Mat, double>{G1, 1.0}, {G2, 2.0}}) {
     auto g = f.put(G), fac = f.ops->allocate(r, r + 1), st = f.ops->allocate(1, 1);
     auto b = f.put(random_mat(r, 3, 73)), out = f.put(random_mat(r, 3, 74));
-    f.ops->spd_factor(g.view(), fac.view(), st.view(), 1e-10);
-    f.ops->spd_solve(fac.view(), b.view(), 1.0, st.view(), out.view());
+    f.ops->small().spd_factor(g.view(), fac.view(), st.view(), 1e-10);
+    f.ops->small().spd_solve(fac.view(), b.view(), 1.0, st.view(), out.view());
     EXPECT_EQ(f.get(st.view())(0), expect);
     if (expect == 2.0) EXPECT_EQ(f.get(out.view()).norm(), 0.0);
     else EXPECT_TRUE(f.get(out.view()).allFinite());
@@ -536,7 +536,7 @@ TEST(DenseOpsDevice, BlockCgPassesMatchEigen) {
     f.ops->reserve(n, std::max(q, r), 2 * q * q);
     Mat Q = random_mat(n, q, 80), R = random_mat(n, r, 81), Al = random_mat(q, r, 82);
     auto qd = f.put(Q), rd = f.put(R), al = f.put(Al), g = f.ops->allocate(q + r, r);
-    f.ops->cg_residual_update(qd.view(), al.view(), rd.view(), g.view());
+    f.ops->cg().cg_residual_update(qd.view(), al.view(), rd.view(), g.view());
     Mat Rn = R - Q * Al;
     EXPECT_LT((f.get(rd.view()) - Rn).cwiseAbs().maxCoeff(), 1e-12 * q) << n << " " << q << " " << r;
     Mat Gref(q + r, r);
@@ -546,7 +546,7 @@ TEST(DenseOpsDevice, BlockCgPassesMatchEigen) {
     Mat P = random_mat(n, q, 83), Z = random_mat(n, r, 84), X = random_mat(n, r, 85);
     Mat Be = random_mat(q, r, 86);
     auto pd = f.put(P), zd = f.put(Z), xd = f.put(X), be = f.put(Be);
-    f.ops->cg_direction_update(al.view(), be.view(), zd.view(), pd.view(), xd.view());
+    f.ops->cg().cg_direction_update(al.view(), be.view(), zd.view(), pd.view(), xd.view());
     EXPECT_LT((f.get(xd.view()) - (X + P * Al)).cwiseAbs().maxCoeff(), 1e-12 * q);
     Mat Pg = f.get(pd.view());
     EXPECT_LT((Pg.leftCols(r) - (Z + P * Be)).cwiseAbs().maxCoeff(), 1e-12 * q);
@@ -572,7 +572,7 @@ TEST(DenseOpsDevice, JacobiResidualPassMatchesEigen) {
     Eigen::VectorXd d = (random_mat(n, 1, 183).array().abs() + 0.1).matrix();
     auto qd = f.put(Q), rd = f.put(R), al = f.put(Al), dd = f.put(d);
     auto zd = f.put(Mat::Constant(n, r, nan)), g = f.put(Mat::Constant(q + r + 1, r, nan));
-    f.ops->cg_residual_update_jacobi(qd.view(), al.view(), dd.data(), rd.view(), zd.view(), g.view());
+    f.ops->cg().cg_residual_update_jacobi(qd.view(), al.view(), dd.data(), rd.view(), zd.view(), g.view());
     const Mat Rn = R - Q * Al;
     const Mat Zn = d.asDiagonal() * Rn;
     EXPECT_LT((f.get(rd.view()) - Rn).cwiseAbs().maxCoeff(), 1e-12 * (1 + q));
@@ -593,19 +593,19 @@ TEST(DenseOpsDevice, JacobiResidualPassMatchesEigen) {
 TEST(DenseOpsDevice, Fp32BlockPassesMatchTheFp64PassesOnTheRoundedBlocks) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Fixture f;
-  ASSERT_TRUE(f.ops->fp32_blocks());
+  ASSERT_TRUE(f.ops->cg().fp32_blocks());
   using MatF = Eigen::MatrixXf;
   const float fnan = std::numeric_limits<float>::quiet_NaN();
   auto put32 = [&](const MatF& m) {
     auto v = f.ops->allocate32(m.rows(), m.cols());
     auto d = f.put(m.cast<double>());
-    f.ops->convert(d.view(), v.view());
+    f.ops->cg().convert(d.view(), v.view());
     return v;
   };
   auto get32 = [&](MvView<const float> v) {
     auto d = f.ops->allocate(v.rows, v.cols);
     f.ops->fill_zero(d.view());
-    f.ops->add_converted(v, d.view(), 1.0);
+    f.ops->cg().add_converted(v, d.view(), 1.0);
     return f.get(d.view());  // exact: fp32 values in fp64
   };
   // |a − b| ≤ one fp32 rounding of b (relative 2⁻²⁴, plus the fp64 sums' own error).
@@ -633,7 +633,7 @@ TEST(DenseOpsDevice, Fp32BlockPassesMatchTheFp64PassesOnTheRoundedBlocks) {
     {
       auto qd = put32(Qf), rd = put32(Rf);
       auto g = f.put(Mat::Constant(q + r, r, std::nan("")));
-      f.ops->cg_residual_update(qd.view(), al.view(), rd.view(), g.view());
+      f.ops->cg().cg_residual_update(qd.view(), al.view(), rd.view(), g.view());
       const Mat Rn = get32(rd.view());
       EXPECT_TRUE(near32(Rn, R - Q * Al));
       Mat Gref(q + r, r);
@@ -645,7 +645,7 @@ TEST(DenseOpsDevice, Fp32BlockPassesMatchTheFp64PassesOnTheRoundedBlocks) {
     {
       auto qd = put32(Qf), rd = put32(Rf), zd = put32(MatF::Constant(n, r, fnan));
       auto g = f.put(Mat::Constant(q + r + 1, r, std::nan("")));
-      f.ops->cg_residual_update_jacobi(qd.view(), al.view(), dd.data(), rd.view(), zd.view(), g.view());
+      f.ops->cg().cg_residual_update_jacobi(qd.view(), al.view(), dd.data(), rd.view(), zd.view(), g.view());
       const Mat Rn = get32(rd.view()), Zn = get32(zd.view());
       EXPECT_TRUE(near32(Rn, R - Q * Al));
       EXPECT_TRUE(near32(Zn, d.asDiagonal() * Rn));  // Z from R as stored
@@ -671,7 +671,7 @@ TEST(DenseOpsDevice, Fp32BlockPassesMatchTheFp64PassesOnTheRoundedBlocks) {
       const Mat Be = random_mat(q, r, 286);
       auto pd = put32(Pf), zd = put32(Zf), xd = put32(Xf);
       auto be = f.put(Be);
-      f.ops->cg_direction_update(al.view(), be.view(), zd.view(), pd.view(), xd.view());
+      f.ops->cg().cg_direction_update(al.view(), be.view(), zd.view(), pd.view(), xd.view());
       EXPECT_TRUE(near32(get32(xd.view()), X + P * Al));
       const Mat Pg = get32(pd.view());
       EXPECT_TRUE(near32(Pg.leftCols(r), Z + P * Be));
@@ -690,7 +690,7 @@ TEST(DenseOpsDevice, Fp32BlockPassesMatchTheFp64PassesOnTheRoundedBlocks) {
       const Mat D = random_mat(n, r, 287);
       auto dd2 = f.put(D);
       auto c32 = f.ops->allocate32(n, r);
-      f.ops->convert(dd2.view(), c32.view());
+      f.ops->cg().convert(dd2.view(), c32.view());
       EXPECT_EQ((get32(c32.view()) - D.cast<float>().cast<double>()).norm(), 0.0);
     }
   }
@@ -704,23 +704,23 @@ TEST(DenseOpsDevice, AsyncFetchTicketsAndMarks) {
   std::vector<std::uint64_t> tickets;
   std::vector<Mat> ref;
   auto d = f.ops->allocate(m, m);
-  const int m0 = f.ops->mark();
+  const int m0 = f.ops->queue().mark();
   for (int t = 0; t < 7; ++t) {  // more than the 4 staging slots
     Mat A = random_mat(m, m, 90 + t);
     ref.push_back(A);
     f.ops->from_host(A.data(), m, d.view());
-    f.ops->download_deferred(d.view(), host[t].data(), m);
-    tickets.push_back(f.ops->fetch_async());
+    f.ops->queue().download_deferred(d.view(), host[t].data(), m);
+    tickets.push_back(f.ops->queue().fetch_async());
   }
-  const int m1 = f.ops->mark();
+  const int m1 = f.ops->queue().mark();
   for (int t = 0; t < 7; ++t) {
-    f.ops->fetch_wait(tickets[t]);
+    f.ops->queue().fetch_wait(tickets[t]);
     EXPECT_EQ((Eigen::Map<Mat>(host[t].data(), m, m) - ref[t]).norm(), 0.0) << t;
   }
   f.ops->synchronize();
-  EXPECT_GE(f.ops->elapsed_seconds(m0, m1), 0.0);
-  f.ops->external_begin();
-  f.ops->external_end();
+  EXPECT_GE(f.ops->queue().elapsed_seconds(m0, m1), 0.0);
+  f.ops->queue().external_begin();
+  f.ops->queue().external_end();
 }
 
 
