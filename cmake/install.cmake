@@ -56,7 +56,10 @@ set(_tcsolve_public_headers
     io/matrix_io.hpp io/generators.hpp
     spmm/sparse_operator.hpp
     solvers/block_cg.hpp solvers/dense_ops.hpp solvers/eigensolvers.hpp solvers/eigs/eigs.hpp
-    solvers/result.hpp)
+    solvers/result.hpp
+    # DenseBlockOps' parts (dense_ops.hpp includes them)
+    solvers/dense/queue.hpp solvers/dense/small_dense.hpp solvers/cg/cg_kernels.hpp
+    solvers/chebyshev/chebyshev_kernels.hpp)
 foreach(h ${_tcsolve_public_headers})
   get_filename_component(_dir ${h} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tcsolve/${_dir}
