@@ -54,11 +54,8 @@ class BlockCgSolver {
   void set_iteration_limit(std::int64_t m) { opt_.max_iterations = m; }
 
   // ---- The state of one solve.
-  struct Run {
-    SolveResult res;
-    MvView<const double> rhs;
-    MvView<double> x;
-    std::int64_t s = 0, it = 0;
+  struct Run : tcsolve::detail::RunBase {
+    std::int64_t it = 0;
     std::int64_t na = 0;   // active columns (act()[0:na] are their indices in rhs / x)
     std::int64_t rk = 0;   // search directions in P
     std::int64_t dim = 0;  // directions the cycle has searched (Σ rk over its iterations)
@@ -67,7 +64,6 @@ class BlockCgSolver {
     bool flagged = false;      // a queued iteration's factor was flagged in this cycle
     bool deflating = false;    // P = orth(M·R + P·β) at every iteration (the block lost rank)
     bool exhausted = false;    // an abrupt drop (kExhaustedDrop) was seen: the cycle ends
-    bool want_norms = false;
     OrthoBranch branch = OrthoBranch::none;
   };
 
