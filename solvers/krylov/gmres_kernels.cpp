@@ -4,6 +4,7 @@
 // the k basis blocks stays in the core's cache between the update and the dot products; each
 // range writes its partial sums to its own slice of ctx.partial, added in range order afterwards
 // (the same sums for the same thread count).
+#include <Eigen/Dense>
 #include <algorithm>
 
 #include "core/error.hpp"
@@ -16,7 +17,7 @@ namespace cpu {
 
 namespace {
 
-constexpr std::int64_t kTile = 256;        // rows: 2 KB of each block, 2·(k + 1) KB a tile
+constexpr std::int64_t kTile = 512;        // rows: 4 KB of each block, 4·(k + 1) KB a tile
 constexpr std::int64_t kRowsPerRange = 4096;  // below this many rows a range is not worth a thread
 
 int ranges(std::int64_t n, int workers) {
@@ -24,29 +25,24 @@ int ranges(std::int64_t n, int workers) {
 }
 
 // The tile [b, e) of column c: the update, then the dot products and the norm (acc: k dots, then
-// the norm).
+// the norm). V(:, c) over the blocks is a column-major (e − b) × k matrix with leading dimension
+// v.stride, so both are GEMVs (Eigen's vectorized kernels; a scalar dot loop is one FMA latency
+// an element: 6× slower at 10,000 × 32).
 void pass_tile(const Basis& v, int k, double* w, const double* coef, bool dots, bool norm,
                std::int64_t c, std::int64_t b, std::int64_t e, double* acc) {
-  if (coef) {
+  using Stride = Eigen::OuterStride<>;
+  const Eigen::Map<const Eigen::MatrixXd, 0, Stride> vt(v.data + c * v.ld + b, e - b, k, Stride(v.stride));
+  Eigen::Map<Eigen::VectorXd> wt(w + b, e - b);
+  if (coef) {  // (axpys: Eigen's column-major GEMV here took twice the time of the dots)
+    double* __restrict wr = w;
     for (int i = 0; i < k; ++i) {
-      const double* vi = v.block(i) + c * v.ld;
+      const double* __restrict vi = v.data + i * v.stride + c * v.ld;
       const double a = coef[i];
-      for (std::int64_t r = b; r < e; ++r) w[r] -= vi[r] * a;
+      for (std::int64_t r = b; r < e; ++r) wr[r] -= vi[r] * a;
     }
   }
-  if (dots) {
-    for (int i = 0; i < k; ++i) {
-      const double* vi = v.block(i) + c * v.ld;
-      double s = 0.0;
-      for (std::int64_t r = b; r < e; ++r) s += vi[r] * w[r];
-      acc[i] += s;
-    }
-  }
-  if (norm) {
-    double s = 0.0;
-    for (std::int64_t r = b; r < e; ++r) s += w[r] * w[r];
-    acc[dots ? k : 0] += s;
-  }
+  if (dots) Eigen::Map<Eigen::VectorXd>(acc, k).noalias() += vt.transpose() * wt;
+  if (norm) acc[dots ? k : 0] += wt.squaredNorm();
 }
 
 }  // namespace

@@ -36,12 +36,15 @@ int sm_count() {
 cudaStream_t stream_of(const Context& ctx) { return static_cast<cudaStream_t>(ctx.stream); }
 
 // Thread blocks a column for a tall pass over n rows touching k blocks besides w: 8 blocks an SM
-// over all columns at most, no more than the tiles, and no more than kL2Budget of tiles in flight.
-int grid_x(std::int64_t n, std::int64_t cols, int k) {
+// over all columns at most, no more than the tiles, and, when the pass re-reads its tiles (an
+// update and dots), no more than kL2Budget of tiles in flight (but one block an SM at least).
+int grid_x(std::int64_t n, std::int64_t cols, int k, bool rereads) {
   const long long tiles = (n + kTile - 1) / kTile;
   const double tile_bytes = 8.0 * kTile * (k + 1);
-  const long long budget = std::max<long long>(
-      sm_count(), std::min<long long>(8LL * sm_count(), static_cast<long long>(kL2Budget / tile_bytes)));
+  const long long full = 8LL * sm_count();
+  const long long budget =
+      rereads ? std::max<long long>(sm_count(), std::min<long long>(full, static_cast<long long>(kL2Budget / tile_bytes)))
+              : full;
   return static_cast<int>(std::max<long long>(1, std::min(tiles, budget / std::max<std::int64_t>(cols, 1))));
 }
 
@@ -92,6 +95,7 @@ __global__ void __launch_bounds__(kThreads)
         if (row[q] < n) wc[row[q]] = wv[q];
     }
     if (dots) {
+#pragma unroll 4
       for (int i = 0; i < k; ++i) {
         const double* vi = vc + i * stride;
         double p = 0.0;
@@ -203,7 +207,7 @@ void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w, MvV
   const int K = (dots ? k : 0) + (norm_row >= 0 ? 1 : 0);
   if (cols == 0 || K + (coef.data ? 1 : 0) == 0) return;
   TCSOLVE_REQUIRE(cols <= kMaxCols, "gmres ortho_pass: more than 65535 columns");
-  const int gx = grid_x(n, cols, k);
+  const int gx = grid_x(n, cols, k, coef.data != nullptr && dots);
   TCSOLVE_REQUIRE(static_cast<std::int64_t>(gx) * cols * std::max(K, 1) <= ctx.partial_size,
                   "gmres ortho_pass: workspace");
   const std::size_t shared = sizeof(double) * (k + static_cast<std::size_t>(std::max(K, 1)) * kWarps);

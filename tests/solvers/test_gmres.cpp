@@ -614,22 +614,30 @@ TEST(GmresSteps, CycleBuildsAnOrthonormalBasis) {
 
 // ---- timing (run by hand: --gtest_also_run_disabled_tests --gtest_filter='*Timing*') ---------
 
+// (1) the cost of an iteration: central differences at Péclet 10 (diffusion-dominated, κ ~ 1e5:
+// thousands of GMRES(30) iterations to converge), 60 iterations = 2 cycles; (2) a whole solve of a
+// convection-dominated case (upwind, Péclet 5000, Jacobi) to tol 1e-8.
 TEST(Gmres, DISABLED_TimingConvectionDiffusion250k) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  auto a = convection_diffusion(500, 500, 10.0, false);  // 250,000 rows
-  Mat b = random_rhs(a.nrows, 32, 60);
-  for (bool jac : {false, true}) {
-    KrylovOptions o = options(1e-8, 30, jac ? &a : nullptr);
-    o.max_iterations = 20000;
+  const char* side_env = std::getenv("TCSOLVE_GMRES_TIMING_SIDE");  // (grid side; default 500)
+  const int side = side_env ? std::atoi(side_env) : 500;
+  for (int run = 0; run < 2; ++run) {
+    auto a = run == 0 ? convection_diffusion(side, side, 10.0, false) : convection_diffusion(side, side, 5000.0, true);
+    Mat b = random_rhs(a.nrows, 32, 60);
+    KrylovOptions o = options(1e-8, 30, run == 1 ? &a : nullptr);
+    o.max_iterations = run == 0 ? 60 : 5000;
     const auto t0 = std::chrono::steady_clock::now();
     auto r = run_gmres(a, b, o);
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double worst = 0.0;
+    double worst = 0.0, ap = 0.0, dn = 0.0;
     for (double v : r.residual_norms) worst = std::max(worst, v);
-    std::printf("convection-diffusion 500x500 (Pe 10, central), 32 rhs, GMRES(30)%s: %s, %lld iterations, "
-                "%lld applies, worst true residual %.2e, solve %.2f s (wall incl. set-up %.2f s)\n",
-                jac ? " + Jacobi" : "", to_string(r.status), (long long)r.iterations,
-                (long long)r.operator_applies, worst, r.seconds, sec);
+    for (const auto& h : r.history) ap += h.apply_seconds, dn += h.dense_seconds;
+    std::printf("%dx%d %s, 32 rhs, GMRES(30)%s: %s, %lld iterations, %lld columns applied, worst true residual "
+                "%.2e; solve %.2f s (%.3f s an iteration: A %.3f s, dense %.3f s), wall incl. set-up and copies %.2f s\n",
+                side, side, run == 0 ? "central Pe 10" : "upwind Pe 5000", run == 1 ? " + Jacobi" : "", to_string(r.status),
+                (long long)r.iterations, (long long)r.operator_applies, worst, r.seconds,
+                r.seconds / std::max<std::int64_t>(r.iterations, 1), ap / std::max<std::int64_t>(r.iterations, 1),
+                dn / std::max<std::int64_t>(r.iterations, 1), sec);
   }
 }
 
