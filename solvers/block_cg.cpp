@@ -152,19 +152,12 @@ SolveResult block_cg(const LinearOperator<double>& a, const double* rhs, std::in
   TCSOLVE_REQUIRE(a.cols() == n, "block CG: A must be square");
   TCSOLVE_REQUIRE(s >= 1 && ldb >= n, "block CG: need s >= 1 and ldb >= n");
   BlockCg cg(a, ops, s, opt);
-  MultiVector<double> b = ops.allocate(n, s), x = ops.allocate(n, s);
-  ops.from_host(rhs, ldb, b.view());
-  if (x0) ops.from_host(x0, ldb, x.view());
-  // The host result buffer (n × s, first touch and page locking) is prepared on another thread
-  // while the solve runs, so that the final copy runs at pinned speed.
-  std::vector<double> sol;
-  detail::HostResult prep(ops, sol, n * s);
-  SolveResult res = cg.solve(b.view(), x.view(), x0 != nullptr);
-  prep.wait();
-  ops.to_host(x.view(), sol.data(), n);
-  prep.release();
-  res.solutions = std::move(sol);
-  return res;
+  // (the host result buffer is prepared on another thread while the solve runs, so that the final
+  // copy runs at pinned speed)
+  return detail::solve_from_host(ops, n, rhs, ldb, s, x0,
+                                 [&](MvView<const double> b, MvView<double> x, bool use_x0) {
+                                   return cg.solve(b, x, use_x0);
+                                 });
 }
 
 SolveResult block_cg_random(const LinearOperator<double>& a, std::uint64_t seed, std::int64_t s,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "solvers/dense_ops.hpp"
+#include "solvers/result.hpp"
 
 namespace tcsolve::detail {
 
@@ -44,5 +45,25 @@ class HostResult {
   std::future<void> job_;
   bool pinned_ = false;
 };
+
+// The host entry points of the linear solvers (block_cg, gmres): B (host, n × s, ldb) and the
+// optional initial guess x0 (same shape) copied into blocks of ops' space, solve(b, x, use_x0)
+// run on them, and x copied back into SolveResult::solutions through a HostResult buffer
+// prepared meanwhile.
+template <class Solve>
+SolveResult solve_from_host(DenseBlockOps& ops, std::int64_t n, const double* rhs, std::int64_t ldb,
+                            std::int64_t s, const double* x0, Solve&& solve) {
+  MultiVector<double> b = ops.allocate(n, s), x = ops.allocate(n, s);
+  ops.from_host(rhs, ldb, b.view());
+  if (x0) ops.from_host(x0, ldb, x.view());
+  std::vector<double> sol;
+  HostResult prep(ops, sol, n * s);
+  SolveResult res = solve(b.view(), x.view(), x0 != nullptr);
+  prep.wait();
+  ops.to_host(x.view(), sol.data(), n);
+  prep.release();
+  res.solutions = std::move(sol);
+  return res;
+}
 
 }  // namespace tcsolve::detail

@@ -38,6 +38,48 @@ void require_operator(const LinearOperator<double>& op, std::int64_t n, Space sp
     throw InvalidArgument(std::string(what) + " lives in another memory space than the dense ops");
 }
 
+namespace {
+// ‖b_j‖ overflowed, underflowed, is 0 or not finite: the norm of 2^∓600·b_j (one pass through
+// scratch), finite unless b_j holds a non-finite entry.
+void rescue_scale(DenseBlockOps& ops, MvView<const double> rhs, MvView<double> scratch, std::int64_t j,
+                  double& bn, double& cs, const char* who) {
+  const int k = bn > 1.0 ? -600 : 600;
+  const double f = std::ldexp(1.0, k), zero = 0.0;
+  auto t = scratch.columns(0, 1);
+  ops.axpby_columns(&f, rhs.columns(j, 1), &zero, t);
+  double nu = 0.0;
+  ops.column_norms(t, &nu);
+  if (!std::isfinite(nu))
+    throw InvalidArgument(std::string(who) + ": right-hand side column " + std::to_string(j) +
+                          " has a non-finite entry");
+  if (nu == 0.0) {  // a zero column: absolute test, x = 0 is exact
+    cs = bn = 1.0;
+    return;
+  }
+  int e = 0;
+  const double m = std::frexp(nu, &e);
+  e -= k;
+  const int ec = std::clamp(e, -1020, 1020);
+  cs = std::ldexp(1.0, ec);
+  bn = std::ldexp(m, e - ec);
+}
+}  // namespace
+
+void power_of_two_scales(DenseBlockOps& ops, MvView<const double> rhs, MvView<double> scratch,
+                         double* bn, double* cs, const char* who) {
+  ops.column_norms(rhs, bn);
+  for (std::int64_t j = 0; j < rhs.cols; ++j) {
+    const double v = bn[j];
+    if (v >= 1e-150 && v <= 1e150) {  // ‖b_j‖² was formed without overflow or underflow
+      int e = 0;
+      bn[j] = std::frexp(v, &e);
+      cs[j] = std::ldexp(1.0, e);
+    } else {
+      rescue_scale(ops, rhs, scratch, j, bn[j], cs[j], who);
+    }
+  }
+}
+
 }  // namespace detail
 
 void initial_block(DenseBlockOps& ops, MvView<double> x, const EigenOptions& opt) {

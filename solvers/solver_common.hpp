@@ -78,6 +78,16 @@ std::vector<double> jacobi_inverse(const std::vector<double>& diag_a,
 void require_operator(const LinearOperator<double>& op, std::int64_t n, Space space,
                       const char* what);
 
+// Power-of-two column scales of a block of right-hand sides (block CG, GMRES): per column c_j
+// with ‖b_j‖/c_j in [0.5, 1), computed without over- or underflow, so that a solve on b_j/c_j
+// (exact) treats columns of any scale alike: bn[j] = ‖b_j‖/c_j, cs[j] = c_j; a zero column gets
+// c_j = bn_j = 1 (its test is absolute). One norm pass over B; a column whose ‖b_j‖² over- or
+// underflowed (‖b_j‖ outside [1e-150, 1e150]) takes one more pass through scratch (n × ≥ 1 in
+// ops' space). A non-finite entry: InvalidArgument "<who>: right-hand side column j has a
+// non-finite entry".
+void power_of_two_scales(DenseBlockOps& ops, MvView<const double> rhs, MvView<double> scratch,
+                         double* bn, double* cs, const char* who);
+
 // Timing of checkpoints: due() once `every` seconds have passed since the start or the end of
 // the last write; write() copies the block to the host (a synchronization: only then) and calls
 // the callback. The host buffer is reused: whatever the callback leaves in `block` (a buffer of an

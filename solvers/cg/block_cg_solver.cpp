@@ -137,44 +137,11 @@ void BlockCgSolver<W>::set_targets(double rel) {
 
 template <class W>
 void BlockCgSolver<W>::column_scales(MvView<const double> rhs) {
-  ops_.column_norms(rhs, bn_.data());
+  detail::power_of_two_scales(ops_, rhs, scratch(1), bn_.data(), cs_.data(), "block CG");
   for (std::int64_t j = 0; j < rhs.cols; ++j) {
-    const double v = bn_[j];
-    if (v >= 1e-150 && v <= 1e150) {  // ‖b_j‖² was formed without overflow or underflow
-      int e = 0;
-      bn_[j] = std::frexp(v, &e);
-      cs_[j] = std::ldexp(1.0, e);
-    } else {
-      rescue_scale(rhs, j);
-    }
     inv_cs_[j] = 1.0 / cs_[j];
     neg_inv_cs_[j] = -inv_cs_[j];
   }
-}
-
-// ‖b_j‖ overflowed, underflowed or is 0 (or not finite): the norm of 2^∓600·b_j, in the scratch
-// block (one pass; only for such columns).
-template <class W>
-void BlockCgSolver<W>::rescue_scale(MvView<const double> rhs, std::int64_t j) {
-  const int k = bn_[j] > 1.0 ? -600 : 600;
-  const double f = std::ldexp(1.0, k);
-  auto t = scratch(1);
-  ops_.axpby_columns(&f, rhs.columns(j, 1), zero_.data(), t);
-  double nu = 0.0;
-  ops_.column_norms(t, &nu);
-  if (!std::isfinite(nu))
-    throw InvalidArgument(format("block CG: right-hand side column %lld has a non-finite entry",
-                                 static_cast<long long>(j)));
-  if (nu == 0.0) {  // a zero column: absolute test, x = 0 is exact
-    cs_[j] = bn_[j] = 1.0;
-    return;
-  }
-  int e = 0;
-  const double m = std::frexp(nu, &e);
-  e -= k;
-  const int ec = std::clamp(e, -1020, 1020);
-  cs_[j] = std::ldexp(1.0, ec);
-  bn_[j] = std::ldexp(m, e - ec);
 }
 
 template <class W>

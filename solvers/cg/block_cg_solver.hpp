@@ -186,7 +186,6 @@ class BlockCgSolver {
   void absorb_rayleigh();
   bool no_direction(Run& r, const char* block);
   bool not_positive_definite(Run& r);
-  void rescue_scale(MvView<const double> rhs, std::int64_t j);
   void drain_queue(Run& r);
   void set_climb(std::int64_t c);
   void set_inner_target(std::int64_t c);

@@ -62,8 +62,6 @@
 // workspace ((m + 2)·max(s, 8·SMs) doubles on the GPU; (m + 2)·s per CPU thread).
 #include "solvers/krylov/gmres.hpp"
 
-#include <vector>
-
 #include "core/error.hpp"
 #include "solvers/host_result.hpp"
 #include "solvers/krylov/gmres_solver.hpp"
@@ -90,18 +88,9 @@ SolveResult gmres(const LinearOperator<double>& a, const double* rhs, std::int64
   TCSOLVE_REQUIRE(a.cols() == n, "GMRES: A must be square");
   TCSOLVE_REQUIRE(s >= 1 && ldb >= n, "GMRES: need s >= 1 and ldb >= n");
   BlockGmres solver(a, ops, s, opt);
-  MultiVector<double> b = ops.allocate(n, s), x = ops.allocate(n, s);
-  ops.from_host(rhs, ldb, b.view());
-  if (x0) ops.from_host(x0, ldb, x.view());
-  // The host result buffer (first touch, page locking) is prepared on another thread meanwhile.
-  std::vector<double> sol;
-  detail::HostResult prep(ops, sol, n * s);
-  SolveResult res = solver.solve(b.view(), x.view(), x0 != nullptr);
-  prep.wait();
-  ops.to_host(x.view(), sol.data(), n);
-  prep.release();
-  res.solutions = std::move(sol);
-  return res;
+  return detail::solve_from_host(
+      ops, n, rhs, ldb, s, x0,
+      [&](MvView<const double> b, MvView<double> x, bool use_x0) { return solver.solve(b, x, use_x0); });
 }
 
 }  // namespace tcsolve

@@ -4,12 +4,13 @@
 // the k basis blocks stays in the core's cache between the update and the dot products; each
 // range writes its partial sums to its own slice of ctx.partial, added in range order afterwards
 // (the same sums for the same thread count).
+#include "solvers/krylov/gmres_kernels.hpp"
+
 #include <Eigen/Dense>
 #include <algorithm>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
-#include "solvers/krylov/gmres_kernels.hpp"
 
 namespace tcsolve::krylov::gmres {
 
@@ -17,7 +18,7 @@ namespace cpu {
 
 namespace {
 
-constexpr std::int64_t kTile = 512;        // rows: 4 KB of each block, 4·(k + 1) KB a tile
+constexpr std::int64_t kTile = 512;           // rows: 4 KB of each block, 4·(k + 1) KB a tile
 constexpr std::int64_t kRowsPerRange = 4096;  // below this many rows a range is not worth a thread
 
 int ranges(std::int64_t n, int workers) {
@@ -28,8 +29,8 @@ int ranges(std::int64_t n, int workers) {
 // the norm). V(:, c) over the blocks is a column-major (e − b) × k matrix with leading dimension
 // v.stride, so both are GEMVs (Eigen's vectorized kernels; a scalar dot loop is one FMA latency
 // an element: 6× slower at 10,000 × 32).
-void pass_tile(const Basis& v, int k, double* w, const double* coef, bool dots, bool norm,
-               std::int64_t c, std::int64_t b, std::int64_t e, double* acc) {
+void pass_tile(const Basis& v, int k, double* w, const double* coef, bool dots, bool norm, std::int64_t c,
+               std::int64_t b, std::int64_t e, double* acc) {
   using Stride = Eigen::OuterStride<>;
   const Eigen::Map<const Eigen::MatrixXd, 0, Stride> vt(v.data + c * v.ld + b, e - b, k, Stride(v.stride));
   Eigen::Map<Eigen::VectorXd> wt(w + b, e - b);
@@ -57,7 +58,8 @@ void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w, MvV
   const bool norm = norm_row >= 0;
   const int K = (dots ? k : 0) + (norm ? 1 : 0);
   const int nr = ranges(n, ctx.workers);
-  TCSOLVE_REQUIRE(static_cast<std::int64_t>(nr) * cols * K <= ctx.partial_size, "gmres ortho_pass: workspace");
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(nr) * cols * K <= ctx.partial_size,
+                  "gmres ortho_pass: workspace");
   parallel_for(
       nr,
       [&](std::int64_t t) {
@@ -95,17 +97,20 @@ void start_cycle(const Context&, const StateLayout& L, MvView<const double> beta
 void normalize(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
                MvView<double> z) {
   const int nr = ranges(w.rows, ctx.workers);
-  parallel_for(nr, [&](std::int64_t t) {
-    const std::int64_t r0 = w.rows * t / nr, r1 = w.rows * (t + 1) / nr;
-    for (std::int64_t c = 0; c < w.cols; ++c) {
-      const double a = state.col(c)[StateLayout::kInvNorm];
-      double* wc = w.col(c);
-      for (std::int64_t r = r0; r < r1; ++r) wc[r] *= a;
-      if (!d) continue;
-      double* zc = z.col(c);
-      for (std::int64_t r = r0; r < r1; ++r) zc[r] = d[r] * wc[r];
-    }
-  }, 1);
+  parallel_for(
+      nr,
+      [&](std::int64_t t) {
+        const std::int64_t r0 = w.rows * t / nr, r1 = w.rows * (t + 1) / nr;
+        for (std::int64_t c = 0; c < w.cols; ++c) {
+          const double a = state.col(c)[StateLayout::kInvNorm];
+          double* wc = w.col(c);
+          for (std::int64_t r = r0; r < r1; ++r) wc[r] *= a;
+          if (!d) continue;
+          double* zc = z.col(c);
+          for (std::int64_t r = r0; r < r1; ++r) zc[r] = d[r] * wc[r];
+        }
+      },
+      1);
 }
 
 void solve_triangular(const Context&, const StateLayout& L, MvView<double> state) {
@@ -115,30 +120,33 @@ void solve_triangular(const Context&, const StateLayout& L, MvView<double> state
 void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k, MvView<const double> state,
              const double* d, MvView<double> u) {
   const int nr = ranges(u.rows, ctx.workers);
-  parallel_for(nr, [&](std::int64_t t) {
-    const std::int64_t r0 = u.rows * t / nr, r1 = u.rows * (t + 1) / nr;
-    for (std::int64_t c = 0; c < u.cols; ++c) {
-      const double* y = state.col(c) + L.y();
-      double* uc = u.col(c);
-      std::fill(uc + r0, uc + r1, 0.0);
-      for (int i = 0; i < k; ++i) {
-        const double* vi = v.block(i) + c * v.ld;
-        for (std::int64_t r = r0; r < r1; ++r) uc[r] += vi[r] * y[i];
-      }
-      if (!d) continue;
-      for (std::int64_t r = r0; r < r1; ++r) uc[r] *= d[r];
-    }
-  }, 1);
+  parallel_for(
+      nr,
+      [&](std::int64_t t) {
+        const std::int64_t r0 = u.rows * t / nr, r1 = u.rows * (t + 1) / nr;
+        for (std::int64_t c = 0; c < u.cols; ++c) {
+          const double* y = state.col(c) + L.y();
+          double* uc = u.col(c);
+          std::fill(uc + r0, uc + r1, 0.0);
+          for (int i = 0; i < k; ++i) {
+            const double* vi = v.block(i) + c * v.ld;
+            for (std::int64_t r = r0; r < r1; ++r) uc[r] += vi[r] * y[i];
+          }
+          if (!d) continue;
+          for (std::int64_t r = r0; r < r1; ++r) uc[r] *= d[r];
+        }
+      },
+      1);
 }
 
 }  // namespace cpu
 
 Kernels kernels_for(Space space) {
   if (space == Space::device)
-    return {cuda::partial_doubles, cuda::ortho_pass, cuda::arnoldi_step, cuda::start_cycle,
-            cuda::normalize, cuda::solve_triangular, cuda::combine};
-  return {cpu::partial_doubles, cpu::ortho_pass, cpu::arnoldi_step, cpu::start_cycle,
-          cpu::normalize, cpu::solve_triangular, cpu::combine};
+    return {cuda::partial_doubles, cuda::ortho_pass,       cuda::arnoldi_step, cuda::start_cycle,
+            cuda::normalize,       cuda::solve_triangular, cuda::combine};
+  return {cpu::partial_doubles, cpu::ortho_pass,       cpu::arnoldi_step, cpu::start_cycle,
+          cpu::normalize,       cpu::solve_triangular, cpu::combine};
 }
 
 }  // namespace tcsolve::krylov::gmres

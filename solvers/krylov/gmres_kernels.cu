@@ -43,7 +43,8 @@ int grid_x(std::int64_t n, std::int64_t cols, int k, bool rereads) {
   const double tile_bytes = 8.0 * kTile * (k + 1);
   const long long full = 8LL * sm_count();
   const long long budget =
-      rereads ? std::max<long long>(sm_count(), std::min<long long>(full, static_cast<long long>(kL2Budget / tile_bytes)))
+      rereads ? std::max<long long>(sm_count(),
+                                    std::min<long long>(full, static_cast<long long>(kL2Budget / tile_bytes)))
               : full;
   return static_cast<int>(std::max<long long>(1, std::min(tiles, budget / std::max<std::int64_t>(cols, 1))));
 }
@@ -169,9 +170,8 @@ __global__ void normalize_kernel(long long n, double* w, long long ldw, const do
 
 // u = diag(d)·Σ_{i<k} V_i·y_i for column blockIdx.y (y in shared memory).
 __global__ void combine_kernel(long long n, int k, const double* __restrict__ v, long long ldv,
-                               long long stride, const double* __restrict__ st, long long lds,
-                               long long yoff, const double* __restrict__ d, double* __restrict__ u,
-                               long long ldu) {
+                               long long stride, const double* __restrict__ st, long long lds, long long yoff,
+                               const double* __restrict__ d, double* __restrict__ u, long long ldu) {
   extern __shared__ double y[];
   const int c = blockIdx.y;
   for (int i = threadIdx.x; i < k; i += blockDim.x) y[i] = st[c * lds + yoff + i];
@@ -233,7 +233,7 @@ void arnoldi_step(const Context& ctx, const StateLayout& L, int j, MvView<const 
 void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta, MvView<double> state) {
   if (state.cols == 0) return;
   start_kernel<<<columns_grid(state.cols), 64, 0, stream_of(ctx)>>>(L, beta.data, state.data, state.ld,
-                                                                     static_cast<int>(state.cols));
+                                                                    static_cast<int>(state.cols));
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -249,7 +249,7 @@ void normalize(const Context& ctx, MvView<double> w, MvView<const double> state,
 void solve_triangular(const Context& ctx, const StateLayout& L, MvView<double> state) {
   if (state.cols == 0) return;
   solve_kernel<<<columns_grid(state.cols), 64, 0, stream_of(ctx)>>>(L, state.data, state.ld,
-                                                                     static_cast<int>(state.cols));
+                                                                    static_cast<int>(state.cols));
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 

@@ -160,8 +160,8 @@ struct Kernels {
   //   out(norm_row, c) = ‖w_c‖²                (when norm_row ≥ 0)
   // Reads w and the k blocks once, writes w once when it updates (the dots re-read the blocks of
   // the row tile just updated, from cache). out may be the coef matrix (other rows).
-  void (*ortho_pass)(const Context& ctx, const Basis& v, int k, MvView<double> w,
-                     MvView<const double> coef, MvView<double> out, bool dots, int norm_row);
+  void (*ortho_pass)(const Context& ctx, const Basis& v, int k, MvView<double> w, MvView<const double> coef,
+                     MvView<double> out, bool dots, int norm_row);
   // column_arnoldi for every column: h1, h2 ((j+1) × cols used), nrm2 = h2(norm_row, c).
   void (*arnoldi_step)(const Context& ctx, const StateLayout& L, int j, MvView<const double> h1,
                        MvView<const double> h2, int norm_row, MvView<double> state);
@@ -170,44 +170,42 @@ struct Kernels {
                       MvView<double> state);
   // w_c ← w_c·state(kInvNorm, c) in place; when d (n doubles): z = diag(d)·w as well
   // (the next iteration's M⁻¹·v). One pass (reads w, d; writes w, z).
-  void (*normalize)(const Context& ctx, MvView<double> w, MvView<const double> state,
-                    const double* d, MvView<double> z);
+  void (*normalize)(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
+                    MvView<double> z);
   // column_solve for every column.
   void (*solve_triangular)(const Context& ctx, const StateLayout& L, MvView<double> state);
   // u_c = diag(d)·Σ_{i<k} V_i(:,c)·y(i, c) (d nullptr: no scaling); y = the state's y rows.
   // Reads the k blocks, writes u.
-  void (*combine)(const Context& ctx, const StateLayout& L, const Basis& v, int k,
-                  MvView<const double> state, const double* d, MvView<double> u);
+  void (*combine)(const Context& ctx, const StateLayout& L, const Basis& v, int k, MvView<const double> state,
+                  const double* d, MvView<double> u);
 };
 
 namespace cpu {
 std::int64_t partial_doubles(std::int64_t n, std::int64_t kmax, std::int64_t s, int workers);
-void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w,
-                MvView<const double> coef, MvView<double> out, bool dots, int norm_row);
+void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w, MvView<const double> coef,
+                MvView<double> out, bool dots, int norm_row);
 void arnoldi_step(const Context& ctx, const StateLayout& L, int j, MvView<const double> h1,
                   MvView<const double> h2, int norm_row, MvView<double> state);
-void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta,
-                 MvView<double> state);
+void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta, MvView<double> state);
 void normalize(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
                MvView<double> z);
 void solve_triangular(const Context& ctx, const StateLayout& L, MvView<double> state);
-void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k,
-             MvView<const double> state, const double* d, MvView<double> u);
+void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k, MvView<const double> state,
+             const double* d, MvView<double> u);
 }  // namespace cpu
 
 namespace cuda {
 std::int64_t partial_doubles(std::int64_t n, std::int64_t kmax, std::int64_t s, int workers);
-void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w,
-                MvView<const double> coef, MvView<double> out, bool dots, int norm_row);
+void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w, MvView<const double> coef,
+                MvView<double> out, bool dots, int norm_row);
 void arnoldi_step(const Context& ctx, const StateLayout& L, int j, MvView<const double> h1,
                   MvView<const double> h2, int norm_row, MvView<double> state);
-void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta,
-                 MvView<double> state);
+void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta, MvView<double> state);
 void normalize(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
                MvView<double> z);
 void solve_triangular(const Context& ctx, const StateLayout& L, MvView<double> state);
-void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k,
-             MvView<const double> state, const double* d, MvView<double> u);
+void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k, MvView<const double> state,
+             const double* d, MvView<double> u);
 }  // namespace cuda
 
 // The CPU table for Space::host, the CUDA one for Space::device.

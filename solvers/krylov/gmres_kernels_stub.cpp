@@ -20,7 +20,9 @@ void arnoldi_step(const Context&, const StateLayout&, int, MvView<const double>,
   missing();
 }
 void start_cycle(const Context&, const StateLayout&, MvView<const double>, MvView<double>) { missing(); }
-void normalize(const Context&, MvView<double>, MvView<const double>, const double*, MvView<double>) { missing(); }
+void normalize(const Context&, MvView<double>, MvView<const double>, const double*, MvView<double>) {
+  missing();
+}
 void solve_triangular(const Context&, const StateLayout&, MvView<double>) { missing(); }
 void combine(const Context&, const StateLayout&, const Basis&, int, MvView<const double>, const double*,
              MvView<double>) {

@@ -28,8 +28,8 @@ GmresSolver::GmresSolver(const LinearOperator<double>& a, DenseBlockOps& ops, st
   if (m_ < 1 || m_ > kMaxRestart)
     throw InvalidArgument(format("GMRES: restart must be in [1, %d], is %d", kMaxRestart, m_));
   if (opt_.max_iterations < 0)
-    throw InvalidArgument(format("GMRES: max_iterations must be ≥ 0, is %lld",
-                                 static_cast<long long>(opt_.max_iterations)));
+    throw InvalidArgument(
+        format("GMRES: max_iterations must be ≥ 0, is %lld", static_cast<long long>(opt_.max_iterations)));
   layout_.m = m_;
   k_ = kernels_for(ops_.space());
   ctx_.stream = ops_.stream();
@@ -43,7 +43,8 @@ GmresSolver::GmresSolver(const LinearOperator<double>& a, DenseBlockOps& ops, st
   ctx_.partial_size = partial_.rows();
   if (!opt_.preconditioner) set_jacobi();
   if (preconditioned()) z_ = ops_.allocate(n_, s);
-  for (auto* v : {&bn_, &cs_, &inv_cs_, &neg_inv_cs_, &rn_, &ref_, &est_, &frozen_, &len_, &tgt_}) v->resize(s);
+  for (auto* v : {&bn_, &cs_, &inv_cs_, &neg_inv_cs_, &rn_, &ref_, &est_, &frozen_, &len_, &tgt_})
+    v->resize(s);
   zero_.assign(s, 0.0), one_.assign(s, 1.0);
   stall_.resize(s), stagnant_.resize(s);
   act_.reserve(s), slot_.resize(s);
@@ -66,7 +67,8 @@ void GmresSolver::set_jacobi() {
   ops_.from_host(inv.data(), n_, dinv_.view());
 }
 
-void GmresSolver::apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y, int* marks) {
+void GmresSolver::apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y,
+                        int* marks) {
   if (x.cols == 0) return;
   if (marks) marks[0] = ops_.mark();
   tcsolve::detail::apply_ordered(ApplyOrder::events, ops_, op, x, y);
@@ -99,42 +101,11 @@ GmresSolver::Run GmresSolver::start(MvView<const double> rhs, MvView<double> x, 
 }
 
 void GmresSolver::column_scales(MvView<const double> rhs) {
-  ops_.column_norms(rhs, bn_.data());
+  tcsolve::detail::power_of_two_scales(ops_, rhs, u_.columns(0, 1), bn_.data(), cs_.data(), "GMRES");
   for (std::int64_t j = 0; j < rhs.cols; ++j) {
-    const double v = bn_[j];
-    if (v >= 1e-150 && v <= 1e150) {  // ‖b_j‖² was formed without over- or underflow
-      int e = 0;
-      bn_[j] = std::frexp(v, &e);
-      cs_[j] = std::ldexp(1.0, e);
-    } else {
-      rescue_scale(rhs, j);
-    }
     inv_cs_[j] = 1.0 / cs_[j];
     neg_inv_cs_[j] = -inv_cs_[j];
   }
-}
-
-// ‖b_j‖ overflowed, underflowed, is 0 or not finite: the norm of 2^∓600·b_j (one pass through
-// the scratch block u_), which is finite unless b_j holds a non-finite entry.
-void GmresSolver::rescue_scale(MvView<const double> rhs, std::int64_t j) {
-  const int k = bn_[j] > 1.0 ? -600 : 600;
-  const double f = std::ldexp(1.0, k);
-  auto t = u_.columns(0, 1);
-  ops_.axpby_columns(&f, rhs.columns(j, 1), zero_.data(), t);
-  double nu = 0.0;
-  ops_.column_norms(t, &nu);
-  if (!std::isfinite(nu))
-    throw InvalidArgument(format("GMRES: right-hand side column %lld has a non-finite entry", static_cast<long long>(j)));
-  if (nu == 0.0) {  // a zero column: x = 0 is exact (the test is absolute)
-    cs_[j] = bn_[j] = 1.0;
-    return;
-  }
-  int e = 0;
-  const double mant = std::frexp(nu, &e);
-  e -= k;
-  const int ec = std::clamp(e, -1020, 1020);
-  cs_[j] = std::ldexp(1.0, ec);
-  bn_[j] = std::ldexp(mant, e - ec);
 }
 
 void GmresSolver::true_residuals(Run& r) {
@@ -155,15 +126,17 @@ bool GmresSolver::select_columns(Run& r) {
   for (std::int64_t j = 0; j < r.s; ++j) {
     if (!std::isfinite(rn_[j])) {
       r.res.status = SolverStatus::breakdown;
-      r.res.reason = format("the true residual of column %lld is not finite after %lld iterations (A%s "
-                            "holds a non-finite value, or A·x overflowed)",
-                            static_cast<long long>(j), static_cast<long long>(r.it),
-                            opt_.preconditioner ? " or M" : (r.x_zero ? "" : " or x0"));
+      r.res.reason = format(
+          "the true residual of column %lld is not finite after %lld iterations (A%s "
+          "holds a non-finite value, or A·x overflowed)",
+          static_cast<long long>(j), static_cast<long long>(r.it),
+          opt_.preconditioner ? " or M" : (r.x_zero ? "" : " or x0"));
       return false;
     }
     if (rn_[j] <= opt_.tol) {
       if (r.res.column_iterations[j] < 0)
-        r.res.column_iterations[j] = slot_[j] >= 0 ? r.cycle_it0 + static_cast<std::int64_t>(len_[slot_[j]]) : r.it;
+        r.res.column_iterations[j] =
+            slot_[j] >= 0 ? r.cycle_it0 + static_cast<std::int64_t>(len_[slot_[j]]) : r.it;
       continue;
     }
     if (stagnant_[j]) continue;
@@ -195,7 +168,8 @@ void GmresSolver::begin_cycle(Run& r) {
   ops_.gather_columns(u_.columns(0, r.s), act_.data(), r.na, v0);
   ops_.normalize_columns(v0, beta_.view());
   const std::int64_t ls = layout_.rows();
-  ops_.from_host(tgt_.data(), 1, MvView<double>{state_.data() + StateLayout::kTarget, 1, r.na, ls, ops_.space()});
+  ops_.from_host(tgt_.data(), 1,
+                 MvView<double>{state_.data() + StateLayout::kTarget, 1, r.na, ls, ops_.space()});
   k_.start_cycle(ctx_, layout_, beta_.view(), state(r.na));
   if (dinv_.data()) ops_.scale_rows(dinv_.data(), v0, z_.columns(0, r.na));
 }
@@ -221,8 +195,9 @@ void GmresSolver::queue_iteration(Run& r) {
   k_.ortho_pass(ctx_, v, j + 1, w, h2, h2, false, m_ + 1);
   k_.arnoldi_step(ctx_, layout_, j, h1, h2, m_ + 1, state(na));
   k_.normalize(ctx_, w, state(na), dinv_.data(), z_.data() ? z_.columns(0, na) : MvView<double>{});
-  ops_.download_deferred(MvView<const double>{state_.data(), StateLayout::kFetched, na, layout_.rows(), ops_.space()},
-                         p.buf.data(), StateLayout::kFetched);
+  ops_.download_deferred(
+      MvView<const double>{state_.data(), StateLayout::kFetched, na, layout_.rows(), ops_.space()},
+      p.buf.data(), StateLayout::kFetched);
   if (t) p.mark1 = ops_.mark();
   p.ticket = ops_.fetch_async();
   ++ring_count_;
@@ -335,13 +310,16 @@ std::string GmresSolver::not_converged_reason(const Run& r) const {
   std::string s;
   if (!going.empty())
     s = format("iteration limit %lld reached; columns above tol %g (true relative residual): ",
-               static_cast<long long>(opt_.max_iterations), opt_.tol) + column_list(going, rn_);
+               static_cast<long long>(opt_.max_iterations), opt_.tol) +
+        column_list(going, rn_);
   if (!stuck.empty()) {
     const int w = stagnation_window(m_);
-    s += format("%sstagnation: the true residual of columns ", s.empty() ? "" : "; ") + column_list(stuck, rn_) +
-         format(" fell by less than 1 %% over %d cycles of GMRES(%d) (a larger restart or a better "
-                "preconditioner may help; tol %g may also be below the attainable accuracy)",
-                w, m_, opt_.tol);
+    s += format("%sstagnation: the true residual of columns ", s.empty() ? "" : "; ") +
+         column_list(stuck, rn_) +
+         format(
+             " fell by less than 1 %% over %d cycles of GMRES(%d) (a larger restart or a better "
+             "preconditioner may help; tol %g may also be below the attainable accuracy)",
+             w, m_, opt_.tol);
   }
   return s;
 }

@@ -53,8 +53,8 @@ class GmresSolver {
     std::int64_t queued = 0;     // iterations queued in the current cycle (≥ its steps)
     std::int64_t na = 0;         // active columns: act()[0:na], slots 0:na of the workspace
     int cycles = 0;
-    bool x_zero = false;         // x is zero (no x0, nothing added yet): skip A·x
-    bool all_frozen = false;     // the host has seen every active column stop
+    bool x_zero = false;      // x is zero (no x0, nothing added yet): skip A·x
+    bool all_frozen = false;  // the host has seen every active column stop
     bool want_norms = false;
   };
 
@@ -62,8 +62,9 @@ class GmresSolver {
   // Checks shapes and the right-hand sides (InvalidArgument on a non-finite entry), sets the
   // column scales, zeroes x unless use_x0.
   Run start(MvView<const double> rhs, MvView<double> x, bool use_x0);
-  // Per column a power of two c_j with ‖b_j‖/c_j in [0.5, 1) (a zero column: 1); the solve runs
-  // on b_j/c_j (exact), so that no norm over- or underflows whatever the scale of b_j.
+  // Per column a power of two c_j with ‖b_j‖/c_j in [0.5, 1) (a zero column: 1; shared with block
+  // CG: solver_common.hpp); the solve runs on b_j/c_j (exact), so that no norm over- or underflows
+  // whatever the scale of b_j.
   void column_scales(MvView<const double> rhs);
   // U = (b − A·x)/c for every column (one apply of s columns; none while x is zero), and
   // true_residuals()[j] = ‖b_j − A·x_j‖/‖b_j‖ (absolute for a zero b_j).
@@ -114,7 +115,6 @@ class GmresSolver {
   MvView<double> small(MultiVector<double>& m, std::int64_t na) { return m.columns(0, na); }
   void apply(const LinearOperator<double>& op, MvView<const double> x, MvView<double> y, int* marks);
   void set_jacobi();
-  void rescue_scale(MvView<const double> rhs, std::int64_t j);
   void record(Run& r, Pending& p);
   std::string not_converged_reason(const Run& r) const;
 
@@ -139,8 +139,8 @@ class GmresSolver {
   std::vector<std::int64_t> act_, slot_;
   std::vector<Pending> ring_;  // queued iterations (a ring of 4: fetch_async's limit)
   std::size_t ring_head_ = 0, ring_count_ = 0;
-  std::size_t lag_ = 0;        // iterations left queued by read_back (1 on the GPU, 0 on the CPU)
-  std::int64_t columns_ = 0;   // columns multiplied by A
+  std::size_t lag_ = 0;       // iterations left queued by read_back (1 on the GPU, 0 on the CPU)
+  std::int64_t columns_ = 0;  // columns multiplied by A
 };
 
 }  // namespace tcsolve::krylov::gmres

@@ -129,7 +129,8 @@ SolveResult solve_and_check(const Csr<double>& a, const Mat& b, const KrylovOpti
   Mat xref = lu.solve(b);
   Eigen::Map<const Mat> x(r.solutions.data(), a.nrows, b.cols());
   for (std::int64_t j = 0; j < b.cols(); ++j)
-    EXPECT_LE((x.col(j) - xref.col(j)).norm(), err_tol * std::max(xref.col(j).norm(), 1e-300)) << "column " << j;
+    EXPECT_LE((x.col(j) - xref.col(j)).norm(), err_tol * std::max(xref.col(j).norm(), 1e-300))
+        << "column " << j;
   return r;
 }
 
@@ -287,7 +288,7 @@ TEST(Gmres, InconsistentColumnIsReportedNotConverged) {
   EXPECT_GT(tr[1], 0.25);
   EXPECT_NE(r.reason.find("stagnation"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("1 ("), std::string::npos) << r.reason;  // names column 1
-  EXPECT_LT(r.iterations, o.max_iterations);                      // stopped by stagnation
+  EXPECT_LT(r.iterations, o.max_iterations);                       // stopped by stagnation
 }
 
 // A tolerance below what fp64 attains: not converged (stagnation), the residuals at the floor.
@@ -410,7 +411,8 @@ TEST(Gmres, PreconditionerOperatorMatchesJacobi) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   // A·S with S = diag(10^(±2)) at random: right Jacobi (M = diag(A·S)) undoes S exactly.
   auto a = convection_diffusion(41, 27, 400.0, true);
-  for (std::int64_t p = 0; p < a.nnz(); ++p) a.values[p] *= std::pow(10.0, 2.0 * random_entry(19, a.col_idx[p], 0));
+  for (std::int64_t p = 0; p < a.nnz(); ++p)
+    a.values[p] *= std::pow(10.0, 2.0 * random_entry(19, a.col_idx[p], 0));
   Mat b = random_rhs(a.nrows, 4, 18);
   auto d = diagonal(a);
   std::vector<Triplet<double>> t;
@@ -519,8 +521,9 @@ TEST(GmresKernels, OrthoPassMatchesEigen) {
     ops->from_host(W.data(), n, w.view());
     const bool update = mode > 0, dots = mode < 2;
     const int norm_row = mode == 2 ? static_cast<int>(m + 1) : -1;
-    kern.ortho_pass(ctx, basis, k, w.view(), update ? MvView<const double>(coef.view()) : MvView<const double>{},
-                    out.view(), dots, norm_row);
+    kern.ortho_pass(ctx, basis, k, w.view(),
+                    update ? MvView<const double>(coef.view()) : MvView<const double>{}, out.view(), dots,
+                    norm_row);
     Mat wo(n, s), o(m + 2, s);
     ops->to_host(w.view(), wo.data(), n);
     ops->to_host(out.view(), o.data(), m + 2);
@@ -548,7 +551,8 @@ TEST(GmresKernels, NormalizeAndCombineMatchEigen) {
   Kernels kern = krylov::gmres::kernels_for(ops->space());
   Context ctx{ops->stream(), nullptr, 0, 2};
   Mat V = random_rhs(n, (m + 1) * s, 40), D = random_rhs(n, 1, 41), St = random_rhs(L.rows(), s, 42);
-  MultiVector<double> vb = ops->allocate(n, (m + 1) * s), d = ops->allocate(n, 1), st = ops->allocate(L.rows(), s);
+  MultiVector<double> vb = ops->allocate(n, (m + 1) * s), d = ops->allocate(n, 1),
+                      st = ops->allocate(L.rows(), s);
   MultiVector<double> z = ops->allocate(n, s), u = ops->allocate(n, s);
   ops->from_host(V.data(), n, vb.view());
   ops->from_host(D.data(), n, d.view());
@@ -622,7 +626,8 @@ TEST(Gmres, DISABLED_TimingConvectionDiffusion250k) {
   const char* side_env = std::getenv("TCSOLVE_GMRES_TIMING_SIDE");  // (grid side; default 500)
   const int side = side_env ? std::atoi(side_env) : 500;
   for (int run = 0; run < 2; ++run) {
-    auto a = run == 0 ? convection_diffusion(side, side, 10.0, false) : convection_diffusion(side, side, 5000.0, true);
+    auto a = run == 0 ? convection_diffusion(side, side, 10.0, false)
+                      : convection_diffusion(side, side, 5000.0, true);
     Mat b = random_rhs(a.nrows, 32, 60);
     KrylovOptions o = options(1e-8, 30, run == 1 ? &a : nullptr);
     o.max_iterations = run == 0 ? 60 : 5000;
@@ -632,15 +637,16 @@ TEST(Gmres, DISABLED_TimingConvectionDiffusion250k) {
     double worst = 0.0, ap = 0.0, dn = 0.0;
     for (double v : r.residual_norms) worst = std::max(worst, v);
     for (const auto& h : r.history) ap += h.apply_seconds, dn += h.dense_seconds;
-    std::printf("%dx%d %s, 32 rhs, GMRES(30)%s: %s, %lld iterations, %lld columns applied, worst true residual "
-                "%.2e; solve %.2f s (%.3f s an iteration: A %.3f s, dense %.3f s), wall incl. set-up and copies %.2f s\n",
-                side, side, run == 0 ? "central Pe 10" : "upwind Pe 5000", run == 1 ? " + Jacobi" : "", to_string(r.status),
-                (long long)r.iterations, (long long)r.operator_applies, worst, r.seconds,
-                r.seconds / std::max<std::int64_t>(r.iterations, 1), ap / std::max<std::int64_t>(r.iterations, 1),
-                dn / std::max<std::int64_t>(r.iterations, 1), sec);
+    std::printf(
+        "%dx%d %s, 32 rhs, GMRES(30)%s: %s, %lld iterations, %lld columns applied, worst true residual "
+        "%.2e; solve %.2f s (%.3f s an iteration: A %.3f s, dense %.3f s), wall incl. set-up and copies %.2f "
+        "s\n",
+        side, side, run == 0 ? "central Pe 10" : "upwind Pe 5000", run == 1 ? " + Jacobi" : "",
+        to_string(r.status), (long long)r.iterations, (long long)r.operator_applies, worst, r.seconds,
+        r.seconds / std::max<std::int64_t>(r.iterations, 1), ap / std::max<std::int64_t>(r.iterations, 1),
+        dn / std::max<std::int64_t>(r.iterations, 1), sec);
   }
 }
 
 }  // namespace
 }  // namespace tcsolve::test
-
