@@ -21,8 +21,14 @@ namespace {
 constexpr std::int64_t kTile = 512;           // rows: 4 KB of each block, 4·(k + 1) KB a tile
 constexpr std::int64_t kRowsPerRange = 4096;  // below this many rows a range is not worth a thread
 
+// body(t, r0, r1) for the row ranges [r0, r1) of n rows, one a thread (t < ranges(n, workers)).
 int ranges(std::int64_t n, int workers) {
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(workers, n / kRowsPerRange)));
+}
+template <class Body>
+void for_row_ranges(std::int64_t n, int workers, Body body) {
+  const int nr = ranges(n, workers);
+  parallel_for(nr, [&](std::int64_t t) { body(t, n * t / nr, n * (t + 1) / nr); }, 1);
 }
 
 // The tile [b, e) of column c: the update, then the dot products and the norm (acc: k dots, then
@@ -46,8 +52,6 @@ void pass_tile(const Basis& v, int k, double* w, const double* coef, bool dots, 
   if (norm) acc[dots ? k : 0] += wt.squaredNorm();
 }
 
-}  // namespace
-
 std::int64_t partial_doubles(std::int64_t /*n*/, std::int64_t kmax, std::int64_t s, int workers) {
   return std::max(1, workers) * s * (kmax + 1);
 }
@@ -60,19 +64,15 @@ void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w, MvV
   const int nr = ranges(n, ctx.workers);
   TCSOLVE_REQUIRE(static_cast<std::int64_t>(nr) * cols * K <= ctx.partial_size,
                   "gmres ortho_pass: workspace");
-  parallel_for(
-      nr,
-      [&](std::int64_t t) {
-        const std::int64_t r0 = n * t / nr, r1 = n * (t + 1) / nr;
-        for (std::int64_t c = 0; c < cols; ++c) {
-          double* acc = ctx.partial + (t * cols + c) * K;
-          std::fill(acc, acc + K, 0.0);
-          const double* cf = coef.data ? coef.data + c * coef.ld : nullptr;
-          for (std::int64_t b = r0; b < r1; b += kTile)
-            pass_tile(v, k, w.col(c), cf, dots, norm, c, b, std::min(b + kTile, r1), acc);
-        }
-      },
-      1);
+  for_row_ranges(n, ctx.workers, [&](std::int64_t t, std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      double* acc = ctx.partial + (t * cols + c) * K;
+      std::fill(acc, acc + K, 0.0);
+      const double* cf = coef.data ? coef.data + c * coef.ld : nullptr;
+      for (std::int64_t b = r0; b < r1; b += kTile)
+        pass_tile(v, k, w.col(c), cf, dots, norm, c, b, std::min(b + kTile, r1), acc);
+    }
+  });
   if (K == 0) return;
   for (std::int64_t c = 0; c < cols; ++c) {
     double* o = out.col(c);
@@ -96,21 +96,16 @@ void start_cycle(const Context&, const StateLayout& L, MvView<const double> beta
 
 void normalize(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
                MvView<double> z) {
-  const int nr = ranges(w.rows, ctx.workers);
-  parallel_for(
-      nr,
-      [&](std::int64_t t) {
-        const std::int64_t r0 = w.rows * t / nr, r1 = w.rows * (t + 1) / nr;
-        for (std::int64_t c = 0; c < w.cols; ++c) {
-          const double a = state.col(c)[StateLayout::kInvNorm];
-          double* wc = w.col(c);
-          for (std::int64_t r = r0; r < r1; ++r) wc[r] *= a;
-          if (!d) continue;
-          double* zc = z.col(c);
-          for (std::int64_t r = r0; r < r1; ++r) zc[r] = d[r] * wc[r];
-        }
-      },
-      1);
+  for_row_ranges(w.rows, ctx.workers, [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t c = 0; c < w.cols; ++c) {
+      const double a = state.col(c)[StateLayout::kInvNorm];
+      double* wc = w.col(c);
+      for (std::int64_t r = r0; r < r1; ++r) wc[r] *= a;
+      if (!d) continue;
+      double* zc = z.col(c);
+      for (std::int64_t r = r0; r < r1; ++r) zc[r] = d[r] * wc[r];
+    }
+  });
 }
 
 void solve_triangular(const Context&, const StateLayout& L, MvView<double> state) {
@@ -119,34 +114,29 @@ void solve_triangular(const Context&, const StateLayout& L, MvView<double> state
 
 void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k, MvView<const double> state,
              const double* d, MvView<double> u) {
-  const int nr = ranges(u.rows, ctx.workers);
-  parallel_for(
-      nr,
-      [&](std::int64_t t) {
-        const std::int64_t r0 = u.rows * t / nr, r1 = u.rows * (t + 1) / nr;
-        for (std::int64_t c = 0; c < u.cols; ++c) {
-          const double* y = state.col(c) + L.y();
-          double* uc = u.col(c);
-          std::fill(uc + r0, uc + r1, 0.0);
-          for (int i = 0; i < k; ++i) {
-            const double* vi = v.block(i) + c * v.ld;
-            for (std::int64_t r = r0; r < r1; ++r) uc[r] += vi[r] * y[i];
-          }
-          if (!d) continue;
-          for (std::int64_t r = r0; r < r1; ++r) uc[r] *= d[r];
-        }
-      },
-      1);
+  for_row_ranges(u.rows, ctx.workers, [&](std::int64_t, std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t c = 0; c < u.cols; ++c) {
+      const double* y = state.col(c) + L.y();
+      double* uc = u.col(c);
+      std::fill(uc + r0, uc + r1, 0.0);
+      for (int i = 0; i < k; ++i) {
+        const double* vi = v.block(i) + c * v.ld;
+        for (std::int64_t r = r0; r < r1; ++r) uc[r] += vi[r] * y[i];
+      }
+      if (!d) continue;
+      for (std::int64_t r = r0; r < r1; ++r) uc[r] *= d[r];
+    }
+  });
+}
+
+}  // namespace
+
+Kernels kernels() {
+  return {partial_doubles, ortho_pass, arnoldi_step, start_cycle, normalize, solve_triangular, combine};
 }
 
 }  // namespace cpu
 
-Kernels kernels_for(Space space) {
-  if (space == Space::device)
-    return {cuda::partial_doubles, cuda::ortho_pass,       cuda::arnoldi_step, cuda::start_cycle,
-            cuda::normalize,       cuda::solve_triangular, cuda::combine};
-  return {cpu::partial_doubles, cpu::ortho_pass,       cpu::arnoldi_step, cpu::start_cycle,
-          cpu::normalize,       cpu::solve_triangular, cpu::combine};
-}
+Kernels kernels_for(Space space) { return space == Space::device ? cuda::kernels() : cpu::kernels(); }
 
 }  // namespace tcsolve::krylov::gmres

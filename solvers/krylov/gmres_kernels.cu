@@ -194,8 +194,6 @@ dim3 elementwise_grid(std::int64_t n, std::int64_t cols) {
               static_cast<unsigned>(cols));
 }
 
-}  // namespace
-
 std::int64_t partial_doubles(std::int64_t /*n*/, std::int64_t kmax, std::int64_t s, int /*workers*/) {
   // grid_x·cols ≤ max(cols, 8·SMs) thread blocks, K ≤ kmax + 1 sums each.
   return (kmax + 1) * std::max<std::int64_t>(s, 8LL * sm_count());
@@ -261,6 +259,12 @@ void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k, Mv
                    stream_of(ctx)>>>(u.rows, k, v.data, v.ld, v.stride, state.data, state.ld, L.y(), d,
                                      u.data, u.ld);
   TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+Kernels kernels() {
+  return {partial_doubles, ortho_pass, arnoldi_step, start_cycle, normalize, solve_triangular, combine};
 }
 
 }  // namespace tcsolve::krylov::gmres::cuda

@@ -2,9 +2,9 @@
 // Gram-Schmidt passes over the basis, the per-column Arnoldi/Givens step, the normalization (with
 // the Jacobi scaling of the next iteration's input), the cycle's triangular solve and update.
 // The CPU reference (gmres_kernels.cpp, namespace krylov::gmres::cpu) and the CUDA version
-// (gmres_kernels.cu, namespace krylov::gmres::cuda, on ctx.stream) have the same names and arguments; a
-// CPU-only build links gmres_kernels_stub.cpp, whose krylov::gmres::cuda entries throw NotCompiled.
-// kernels_for(space) picks the table. The per-column arithmetic (column_*) is written once, below,
+// (gmres_kernels.cu, namespace krylov::gmres::cuda, on ctx.stream) have the same names and arguments
+// (the entries of Kernels below); a CPU-only build links gmres_kernels_stub.cpp instead of the CUDA
+// file. kernels_for(space) picks the table. The per-column arithmetic (column_*) is written once, below,
 // for the host and the device alike.
 //
 // Shapes: n rows; a basis of blocks V_0, V_1, ... each n × cols (column c of block i at
@@ -180,32 +180,13 @@ struct Kernels {
                   const double* d, MvView<double> u);
 };
 
+// Each backend's table: the functions of the same names in gmres_kernels.cpp (cpu) and
+// gmres_kernels.cu (cuda; gmres_kernels_stub.cpp in a CPU-only build, where it throws NotCompiled).
 namespace cpu {
-std::int64_t partial_doubles(std::int64_t n, std::int64_t kmax, std::int64_t s, int workers);
-void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w, MvView<const double> coef,
-                MvView<double> out, bool dots, int norm_row);
-void arnoldi_step(const Context& ctx, const StateLayout& L, int j, MvView<const double> h1,
-                  MvView<const double> h2, int norm_row, MvView<double> state);
-void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta, MvView<double> state);
-void normalize(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
-               MvView<double> z);
-void solve_triangular(const Context& ctx, const StateLayout& L, MvView<double> state);
-void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k, MvView<const double> state,
-             const double* d, MvView<double> u);
+Kernels kernels();
 }  // namespace cpu
-
 namespace cuda {
-std::int64_t partial_doubles(std::int64_t n, std::int64_t kmax, std::int64_t s, int workers);
-void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w, MvView<const double> coef,
-                MvView<double> out, bool dots, int norm_row);
-void arnoldi_step(const Context& ctx, const StateLayout& L, int j, MvView<const double> h1,
-                  MvView<const double> h2, int norm_row, MvView<double> state);
-void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta, MvView<double> state);
-void normalize(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
-               MvView<double> z);
-void solve_triangular(const Context& ctx, const StateLayout& L, MvView<double> state);
-void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k, MvView<const double> state,
-             const double* d, MvView<double> u);
+Kernels kernels();
 }  // namespace cuda
 
 // The CPU table for Space::host, the CUDA one for Space::device.
