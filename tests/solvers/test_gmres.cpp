@@ -355,7 +355,9 @@ TEST(Gmres, OneAndThirtyThreeColumns) {
 }
 
 // Pseudo-block: each column's iterates are those of its own solve (s = 1), whatever else is in the
-// block.
+// block. On the CPU exactly (every sum's order is independent of the block width); on the GPU up
+// to rounding (the dense ops' column norms and the kernels' grids depend on the width), so there
+// the same iteration count give or take a few, and the same x to the accuracy of the solve.
 TEST(Gmres, ColumnsAreIndependentOfTheirNeighbours) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(21, 19, 10.0, false);
@@ -367,9 +369,11 @@ TEST(Gmres, ColumnsAreIndependentOfTheirNeighbours) {
     Mat bj = b.col(j);
     auto one = run_gmres(a, bj, o);
     ASSERT_EQ(one.status, SolverStatus::converged);
-    EXPECT_EQ(one.column_iterations[0], all.column_iterations[j]);
+    const bool exact = kBackend == Backend::cpu;
+    if (exact) EXPECT_EQ(one.column_iterations[0], all.column_iterations[j]);
+    else EXPECT_NEAR(one.column_iterations[0], all.column_iterations[j], 3);
     Eigen::Map<const Mat> xa(all.solutions.data(), a.nrows, 6), x1(one.solutions.data(), a.nrows, 1);
-    EXPECT_LE((xa.col(j) - x1.col(0)).norm(), 1e-12 * x1.norm());
+    EXPECT_LE((xa.col(j) - x1.col(0)).norm(), (exact ? 1e-12 : 1e-6) * x1.norm());
   }
 }
 
@@ -426,7 +430,8 @@ TEST(Gmres, PreconditionerOperatorMatchesJacobi) {
   check_report(a, b, plain, o.tol);
   o.preconditioner = minv.get();
   auto pre = solve_and_check(a, b, o, 1e-6);
-  EXPECT_EQ(pre.iterations, jac.iterations);
+  if (kBackend == Backend::cpu) EXPECT_EQ(pre.iterations, jac.iterations);  // (the same products)
+  else EXPECT_NEAR(pre.iterations, jac.iterations, 2);  // (the GPU's SpMM may round otherwise)
   EXPECT_LT(jac.iterations, plain.iterations);
   std::printf("column-scaled upwind: Jacobi %lld iterations, M as an operator %lld, none %lld (%s)\n",
               (long long)jac.iterations, (long long)pre.iterations, (long long)plain.iterations,
