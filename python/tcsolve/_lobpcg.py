@@ -18,7 +18,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     X (n × k) gives k and is the start block (its columns begin the initial block). B: mass matrix (SPD). M: preconditioner, as a matrix or
     LinearOperator approximating A⁻¹, or one of tcsolve's names 'jacobi', 'none', 'factor',
     'auto' (default: tcsolve chooses). tol: SciPy's test ‖A·x − λ·B·x‖ ≤ tol (``conv='abs'``);
-    tol=None: tcsolve's default (``conv='rel'``, 1e-8). maxiter: default tcsolve's (SciPy's 20
+    tol=None or tol <= 0 (SciPy: its default): tcsolve's default (``conv='rel'``, 1e-8). maxiter: default tcsolve's (SciPy's 20
     is meant for its restarts); 0 returns the Rayleigh-Ritz pairs of span(X), with SciPy's
     UserWarning when they miss the tolerance. largest=True returns the eigenvalues in descending order, False
     ascending (as SciPy). retResidualNormsHistory=True also returns the per-iteration residual
@@ -50,6 +50,8 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
         device = "cpu"  # a preconditioner operator is applied on the host
     backend = _args.backend(device, a.kind, precision)
     _args.choice(method, "method", _args.METHODS)
+    if tol is not None and _args.number(tol, "tol", finite=False) <= 0:
+        tol = None  # SciPy's lobpcg: tol None or <= 0 is the default
     if conv is None:
         conv = "rel" if tol is None else "abs"
     _args.choice(conv, "conv", _args.CONV_TESTS)
@@ -148,7 +150,8 @@ def _preconditioner(M, a, backend):
 
 
 def _tolerance(tol, conv):
-    """lobpcg's tol: None is tcsolve's default; SciPy's absolute test takes any positive value."""
+    """lobpcg's tol: None is tcsolve's default (tol <= 0 became None, as in SciPy); SciPy's
+    absolute test takes any positive value."""
     if tol is None:
         return _args.DEFAULT_TOL
     t = _args.number(tol, "tol", finite=False)

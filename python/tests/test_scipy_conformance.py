@@ -671,3 +671,69 @@ def test_scipy_own_tests():
     assert set(failing) == set(KNOWN_DIFFERENCES), out
     for label, names in failing.items():
         assert names <= KNOWN_DIFFERENCES[label], (label, names - KNOWN_DIFFERENCES[label])
+
+
+# ---- tol=0: SciPy's machine precision (issue 46) -----------------------------------------------
+
+def _backward_errors(a, w, v, m=None):
+    """‖A·x − λ·M·x‖ / ((‖A‖₂ + |λ|·‖M‖₂)·‖x‖) per pair, by dense LAPACK norms."""
+    ad = a.toarray()
+    md = np.eye(ad.shape[0]) if m is None else m.toarray()
+    r = np.linalg.norm(ad @ v - md @ v * w, axis=0)
+    return r / ((np.linalg.norm(ad, 2) + np.abs(w) * np.linalg.norm(md, 2)) * np.linalg.norm(v, axis=0))
+
+
+@pytest.mark.parametrize("tol", [0, -1.0, "default"])
+@pytest.mark.parametrize("case", ["SA", "LA", "sigma", "operator SA", "generalized LA"])
+def test_eigsh_tol_zero_is_machine_precision(tol, case):
+    # SciPy (ARPACK): tol <= 0 is machine precision. tcsolve tests it as a backward error of 64ε,
+    # the attainable floor, and says so; it was 1e-8 relative (residuals 1e-12 to 1e-9).
+    n = 400
+    a, m = tridiag(n), (mass(n) if case.startswith("generalized") else None)
+    A = sla.aslinearoperator(a) if case.startswith("operator") else a
+    kw = {} if tol == "default" else {"tol": tol}
+    which = case.split()[-1] if case != "sigma" else "LM"
+    w, v, r = tcsolve.eigsh(A, 4, M=m, which=which, sigma=1.0 if case == "sigma" else None,
+                            return_info=True, **kw)
+    assert r.status == "converged" and r.convergence_test == "norm"
+    assert r.tolerance == 64 * np.finfo(float).eps
+    assert "machine precision" in r.method_reason
+    assert np.all(_backward_errors(a, w, v, m) <= 64 * np.finfo(float).eps), _backward_errors(a, w, v, m)
+    assert np.all(r.residual_norms <= r.residual_bounds)
+
+
+def test_eigsh_tol_zero_where_eps_relative_is_below_rounding():
+    # Eigenvalues 1e-10 beside ‖A‖ = 1: ε·|λ|·‖x‖ = 2e-26 lies far below the rounding of A·x
+    # (1e-16): the floor is used, the bound says so, and the pairs are right.
+    n = 200
+    d = np.logspace(-10, 0, n)
+    a = (sp.diags(d) + sp.diags([np.full(n - 1, 1e-13)] * 2, [-1, 1])).tocsr()
+    w, v, r = tcsolve.eigsh(a, 3, which="SA", tol=0, return_info=True)
+    ref = sl.eigh(a.toarray(), eigvals_only=True)[:3]
+    np.testing.assert_allclose(w, ref, rtol=1e-6)
+    assert r.status == "converged"
+    assert np.all(r.residual_bounds > 1e3 * np.finfo(float).eps * np.abs(w))  # not ε·|λ|
+    assert np.all(r.residual_norms <= r.residual_bounds)
+
+
+def test_lobpcg_tol_zero_is_the_default():
+    # SciPy's lobpcg: tol None or <= 0 is its default tolerance (tcsolve's: 1e-8 relative).
+    a = tridiag()
+    x0 = np.random.default_rng(4).standard_normal((N, 3))
+    w0, _, r0 = tcsolve.lobpcg(a, x0, tol=0, largest=False, return_info=True)
+    wn, _, rn = tcsolve.lobpcg(a, x0, largest=False, return_info=True)
+    assert r0.convergence_test == rn.convergence_test == "rel"
+    assert r0.tolerance == rn.tolerance and r0.iterations == rn.iterations
+    np.testing.assert_array_equal(w0, wn)
+
+
+def test_cg_rtol_and_atol_zero_run_to_the_floor_and_say_not_converged():
+    # SciPy iterates to maxiter (info > 0) unless the residual is exactly 0; tcsolve stops at
+    # its rounding floor with info > 0 (was: ValueError). A zero b is still solved exactly.
+    a = tridiag(200)
+    b = np.random.default_rng(6).standard_normal(200)
+    x, info = tcsolve.cg(a, b, rtol=0, atol=0)
+    assert info > 0
+    assert np.linalg.norm(a @ x - b) <= 1e-13 * np.linalg.norm(b)
+    x, info = tcsolve.cg(a, np.zeros(200), tol=0, atol=0)
+    assert info == 0 and not np.any(x)
