@@ -7,7 +7,8 @@ import numpy as _np
 from . import _args, _inputs, _spectral
 from ._eigs_common import (_ends, _finish_eigs, _largest_magnitude, _prepare_eigs,
                            _require_positive_diagonal, _run_eigs)
-from ._shift_invert import _nearest_by_operator, _smallest_magnitude, _transformed
+from ._shift_invert import (DENSE_SIGMA_N, _nearest_by_operator, _smallest_magnitude, _transformed,
+                            dense_nearest)
 
 
 # tol=0 (or below), SciPy's (ARPACK's) "machine precision". ARPACK tests its Ritz estimate against ε·|θ|;
@@ -80,7 +81,8 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
         if a.kind != "csr" or (b is not None and b.kind != "csr"):
             res = _nearest_by_operator(a, b, opt, sig, k)
         else:
-            res = _run_eigs(a, b, dict(opt, which="nearest", sigma=sig))
+            res = (dense_nearest(a, b, opt, sig, k) if a.n <= DENSE_SIGMA_N else None) \
+                or _run_eigs(a, b, dict(opt, which="nearest", sigma=sig))
         wname = "nearest"
     else:
         res = _transformed(a, b, opt, k, sig, which, mode, opinv)

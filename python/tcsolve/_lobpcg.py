@@ -24,7 +24,9 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     ascending (as SciPy). retResidualNormsHistory=True also returns the per-iteration residual
     norms (a list of arrays). ``method='lanczos'`` or 'auto' lets tcsolve's driver pick instead.
 
-    Not converged: raises :class:`NoConvergence` (SciPy warns and returns instead).
+    Not converged: a UserWarning ("Exited at iteration ...", as SciPy's) and the pairs found are
+    returned (``Result.status`` 'not_converged' with return_info=True). n < 5k: dense eigh with
+    SciPy's warning.
     """
     t0 = _time.perf_counter()
     verbosity = _args.integer(verbosityLevel, "verbosityLevel", 0)
@@ -35,7 +37,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     A, B = _callable_operator(A, n_x, "A"), _callable_operator(B, n_x, "B")
     if not isinstance(M, str):
         M = _callable_operator(M, n_x, "M")
-    if k >= n_x and not a_kind_device:
+    if n_x < 5 * k and not a_kind_device:  # SciPy's rule (n < 5k: dense eigh, with a warning)
         return _dense_small(A, B, k, n_x, largest)
     a, b = _prepare_eigs(A, B, k, "B")
     if Y is not None:
@@ -83,8 +85,20 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
         print(f"tcsolve.lobpcg: {res['status']} after {res['iterations']} iterations"
               + (f" ({res['reason']})" if res.get("reason") else ""), flush=True)
     extra = _histories(res, k, largest, retLambdaHistory, retResidualNormsHistory)
+    _warn_unless_converged(res, opt["tol"])
     return _finish_eigs(res, a, b, t0, command, opt["which"], k,
-                        "descending" if largest else "ascending", True, return_info, extra)
+                        "descending" if largest else "ascending", True, return_info, extra, accept=True)
+
+
+def _warn_unless_converged(res, tol):
+    """SciPy's lobpcg warns and returns what it has when the pairs miss the tolerance; so does
+    this one, with the status, the reason and the true residuals (Result.status says it too)."""
+    if res["status"] in ("converged", "unverified"):
+        return
+    import warnings
+    warnings.warn(f"Exited at iteration {res['iterations']} with accuracies \n"
+                  f"{_np.asarray(res.get('residual_norms', []))}\nnot reaching the requested tolerance "
+                  f"{tol} ({res['status']}: {res.get('reason', '')}).", UserWarning, stacklevel=3)
 
 
 def _start_pairs(a, b, x, opt):
