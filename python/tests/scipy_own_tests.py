@@ -59,13 +59,11 @@ ORIG = {}       # name -> SciPy's function
 
 # Failing tests that are out of scope, with the reason (file, test id or its prefix before '[').
 OUT_OF_SCOPE = {
-    ("test_iterative.py", "test_convergence"): "loops over every case, complex ones included (complex input)",
     ("test_iterative.py", "test_maxiter"): "loops over every case, complex ones included (complex input); "
         "for minres it passes callback=, which tcsolve's pseudo-block MINRES does not support (it forms "
         "no iterate per iteration); for gmres on rand-diag it asserts no convergence in one product, "
         "which tcsolve's default M (Jacobi, for a matrix) reaches on a diagonal A",
     ("test_iterative.py", "test_maxiter_worsening"): "complex input (its gmres cases)",
-    ("test_iterative.py", "test_abi"): "complex input",
     ("test_iterative.py", "test_atol_legacy"): "SciPy's deprecated legacy atol (atol=None: tol taken as an "
         "absolute test of the initial residual); tcsolve's atol is 0 unless given",
     ("test_iterative.py", "test_basic"): "compares gmres's iterate after one unconverged cycle with "
@@ -79,33 +77,22 @@ OUT_OF_SCOPE = {
     ("test_minres.py", "test_singular"): "a non-symmetric A (row 0 zeroed: refused, ValueError)",
     ("test_minres.py", "test_x0_is_used_by"): "minres(callback=) is not supported (no iterate per iteration)",
     ("test_lsqr.py", "test_lsqr_basic"): "damp != 0 (damped least squares) is not supported",
-    ("test_lsmr.py", "testComplexA"): "complex input",
-    ("test_lsmr.py", "testComplexB"): "complex input",
-    ("test_lsmr.py", "testComplexX"): "complex input",
-    ("test_lsmr.py", "testComplexX0"): "complex input",
     ("test_lsmr.py", "testInitialization"): "compares two residuals at the rounding level (4.0e-14 from "
         "x0, 1.8e-14 from 0) to 1e-6: tcsolve's lsmr is a direct least-squares solve, its residual is "
         "rounding, not an iteration's",
-    ("test_linsolve.py", "test_dtype_cast"): "complex input",
     ("test_linsolve.py", "test_twodiags"): "loops over dtypes, complex ones included (complex input)",
     ("test_linsolve.py", "test_singular"): "asserts SciPy's NaN answer for a singular A; tcsolve warns "
         "with the same MatrixRankWarning and returns the least-squares solution (README)",
     ("test_linsolve.py", "test_singular_gh_3312"): "as test_singular (NaN for a singular A)",
-    ("test_iterative.py", "test_precond_dummy"): "loops over every case, complex ones included (complex input)",
-    ("test_iterative.py", "test_x0_equals_Mb"): "loops over every case, complex ones included (complex input)",
     ("test_iterative.py", "test_precond_inverse"): "counts the products with A (SciPy allows 3 with M = "
         "A^-1); tcsolve's cg and minres take 6 (block CG's pipelined iterations; both solvers' closing "
         "true-residual check)",
     ("test_iterative.py", "test_restrt_dep"): "A = np.array([1]), a 1-D 'matrix' (refused: A must be 2-D); "
         "the DeprecationWarning for restrt it checks is given",
-    ("test_arpack.py", "test_hermitian_modes"): "complex Hermitian input",
     ("test_arpack.py", "test_reentering"): "complex operators",
     ("test_arpack.py", "test_eigsh_for_k_greater"): "a non-symmetric A (SciPy's eigsh does not check)",
     ("test_arpack.py", "test_symmetric_no_convergence"): "asserts that ARPACK fails with maxiter=5, "
         "tol=1e-30 on a 6x6 matrix; tcsolve solves it (dense LAPACK for this n)",
-    ("test_lobpcg.py", "test_hermitian"): "complex Hermitian input",
-    ("test_lobpcg.py", "test_nonhermitian_warning"): "a non-symmetric A (refused: ValueError)",
-    ("test_lobpcg.py", "test_failure_to_run_iterations_nonsymmetric"): "a non-symmetric A (refused: ValueError)",
     ("test_lobpcg.py", "test_failure_to_run_iterations"): "expects SciPy's own breakdown message ('Failed "
         "at iteration': its Cholesky of the Gram matrix fails on a rank-10 A at tol 1e-12)",
     ("test_lobpcg.py", "test_maxit"): "counts SciPy's history rows (maxiter + 3: initial, final and "
@@ -113,6 +100,31 @@ OUT_OF_SCOPE = {
     ("test_lobpcg.py", "test_ElasticRod"): "expects SciPy's default of 20 iterations not to suffice "
         "(a warning); tcsolve's default runs to the tolerance",
 }
+# Reasons shared by several tests.
+for _reason, _tests in {
+    "loops over every case, complex ones included (complex input)": (
+        ("test_iterative.py", "test_convergence"),
+        ("test_iterative.py", "test_precond_dummy"),
+        ("test_iterative.py", "test_x0_equals_Mb"),
+    ),
+    "complex input": (
+        ("test_iterative.py", "test_abi"),
+        ("test_lsmr.py", "testComplexA"),
+        ("test_lsmr.py", "testComplexB"),
+        ("test_lsmr.py", "testComplexX"),
+        ("test_lsmr.py", "testComplexX0"),
+        ("test_linsolve.py", "test_dtype_cast"),
+    ),
+    "complex Hermitian input": (
+        ("test_arpack.py", "test_hermitian_modes"),
+        ("test_lobpcg.py", "test_hermitian"),
+    ),
+    "a non-symmetric A (refused: ValueError)": (
+        ("test_lobpcg.py", "test_nonhermitian_warning"),
+        ("test_lobpcg.py", "test_failure_to_run_iterations_nonsymmetric"),
+    ),
+}.items():
+    OUT_OF_SCOPE.update(dict.fromkeys(_tests, _reason))
 
 
 def out_of_scope(nodeid):
