@@ -41,7 +41,7 @@ HINT_OPINV = "pass OPinv= ((A - sigma*M)^-1), or A and M as matrices (factorized
 DENSE_FOLDED_N = 500
 # What the folded run attains on A (conv 'norm'): its own test at 1e-14 of ‖F‖ = ‖A − cB‖² leaves
 # residuals of A near 1e-12 (n = 60..1000 operators); through OPinv the θ-run's residuals come
-# back amplified by up to ‖A − cM‖·‖M⁻¹‖/|θ| (64ε missed by 1.3-19× at n = 60). tol=0 is tested
+# back amplified by up to ‖A − cM‖·‖M⁻¹‖/|θ| (64ε was missed by 1.3-19× at n = 60). tol=0 is tested
 # here on these paths, and says so.
 FOLDED_TOL = 1e-10
 

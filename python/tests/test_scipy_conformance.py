@@ -676,7 +676,7 @@ def _backward_errors(a, w, v, m=None):
 @pytest.mark.parametrize("tol", [0, -1.0, "default"])
 @pytest.mark.parametrize("case", ["SA", "LA", "sigma", "operator SA", "generalized LA"])
 def test_eigsh_tol_zero_is_machine_precision(tol, case):
-    # SciPy (ARPACK): tol <= 0 is machine precision. tcsolve tests it as a backward error of 64ε,
+    # SciPy (ARPACK): tol <= 0 is machine precision. tcsolve tests it as a backward error of 256ε,
     # the attainable floor, and says so; it was 1e-8 relative (residuals 1e-12 to 1e-9).
     n = 400
     a, m = tridiag(n), (mass(n) if case.startswith("generalized") else None)
@@ -686,9 +686,9 @@ def test_eigsh_tol_zero_is_machine_precision(tol, case):
     w, v, r = tcsolve.eigsh(A, 4, M=m, which=which, sigma=1.0 if case == "sigma" else None,
                             return_info=True, **kw)
     assert r.status == "converged" and r.convergence_test == "norm"
-    assert r.tolerance == 64 * np.finfo(float).eps
+    assert r.tolerance == 256 * np.finfo(float).eps
     assert "machine precision" in r.method_reason
-    assert np.all(_backward_errors(a, w, v, m) <= 64 * np.finfo(float).eps), _backward_errors(a, w, v, m)
+    assert np.all(_backward_errors(a, w, v, m) <= 256 * np.finfo(float).eps), _backward_errors(a, w, v, m)
     assert np.all(r.residual_norms <= r.residual_bounds)
 
 
