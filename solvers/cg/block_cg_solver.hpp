@@ -210,6 +210,8 @@ class BlockCgSolver {
   // (ascale_: 1/c_j of the active columns; zero_: zeros.)
   // last_rn_: each column's latest recurrence residual (scaled; for kExhaustedDrop).
   std::vector<double> rn_, bn_, cs_, inv_cs_, neg_inv_cs_, thr_, rstart_, rq_, ascale_, last_rn_;
+  // A pipelined iteration moved a converged column off (read_back): later cycles run synchronously.
+  bool sync_cycles_ = false;
   std::vector<double> hst_, zero_;
   std::vector<std::int64_t> act_, keep_idx_, still_;
   double a_norm_ = 0.0;        // largest Rayleigh quotient pᵀAp of a unit p seen (≤ ‖A‖)
