@@ -3,6 +3,7 @@
 #include "spmm/cpu_csr_kernels.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <type_traits>
 
@@ -93,6 +94,26 @@ TCSOLVE_ALWAYS_INLINE void transpose4(V4<T>& a, V4<T>& b, V4<T>& c, V4<T>& d) {
   d = TCSOLVE_SHUFFLE4(T, t1, t3, 2, 3, 6, 7);
 }
 
+// c + a·b. fp64: a product and a sum, each rounded (this file is compiled with
+// -ffp-contract=off): the bits of csr_spmm_reference and of the host step before these kernels,
+// on either clone. fp32 (the filter's rung): one FMA, as the CUDA fp32 step (in the baseline
+// clone a call to fmaf: the rung runs on the GPU only, eigs/runs.cpp).
+template <class T>
+TCSOLVE_ALWAYS_INLINE T madd(T a, T b, T c) {
+  if constexpr (std::is_same_v<T, float>) return std::fma(a, b, c);
+  else return c + a * b;
+}
+template <class T>
+TCSOLVE_ALWAYS_INLINE V4<T> madd4(T a, V4<T> b, V4<T> c) {
+  if constexpr (std::is_same_v<T, float>) {
+    V4<T> r;
+    for (int l = 0; l < 4; ++l) r[l] = std::fma(a, b[l], c[l]);
+    return r;
+  } else {
+    return c + a * b;
+  }
+}
+
 // s[q] = Σ_p A(i, col_p)·Z(col_p, 4q .. 4q + 3), q < Q, over row i's entries in order (zc = Z + c0).
 template <int Q, class T>
 TCSOLVE_ALWAYS_INLINE void row_sums(const CsrPtrs& a, std::int64_t i, const T* zc, std::int64_t ldz, V4<T>* s) {
@@ -106,7 +127,7 @@ TCSOLVE_ALWAYS_INLINE void row_sums(const CsrPtrs& a, std::int64_t i, const T* z
       const char* zf = reinterpret_cast<const char*>(zc + static_cast<std::int64_t>(a.ci[pf]) * ldz);
       for (int l = 0; l < (Q * 4 * static_cast<int>(sizeof(T)) + 63) / 64; ++l) __builtin_prefetch(zf + 64 * l);
     }
-    for (int q = 0; q < Q; ++q) acc[q] += v * load4(zr + 4 * q);
+    for (int q = 0; q < Q; ++q) acc[q] = madd4(v, load4(zr + 4 * q), acc[q]);
   }
   for (int q = 0; q < Q; ++q) s[q] = acc[q];
 }
@@ -119,7 +140,7 @@ TCSOLVE_ALWAYS_INLINE void row_sums_narrow(const CsrPtrs& a, std::int64_t i, con
   for (std::int64_t p = a.rp[i], e = a.rp[i + 1]; p < e; ++p) {
     const T v = static_cast<T>(a.av[p]);
     const T* zr = z + static_cast<std::int64_t>(a.ci[p]) * ldz;
-    for (int c = 0; c < W; ++c) acc[c] += v * zr[c];
+    for (int c = 0; c < W; ++c) acc[c] = madd(v, zr[c], acc[c]);
   }
   for (int c = 0; c < W; ++c) s[c] = acc[c];
 }
@@ -296,8 +317,8 @@ struct StepOut {
       if (c >= kc) break;
       const std::int64_t j = c0 + c;
       V4<T> o = s.a * (s.d ? dv * cols[l] : cols[l]) + s.b * xc[l];
-      if (with_r) o += coef_r(c) * load4(s.r + i + j * s.ldr);
-      if (with_next) o += s.c * load4(s.next + i + j * s.ldn);
+      if (with_r) o = madd4(coef_r(c), load4(s.r + i + j * s.ldr), o);
+      if (with_next) o = madd4(s.c, load4(s.next + i + j * s.ldn), o);
       store4(s.next + i + j * s.ldn, o);
     }
   }
@@ -307,8 +328,8 @@ struct StepOut {
       const std::int64_t j = c0 + c;
       const T acc = sums[c / 4][c % 4];
       T o = s.a * (s.d ? di * acc : acc) + s.b * z[i * ldz + c];
-      if (with_r) o += coef_r(c) * s.r[i + j * s.ldr];
-      if (with_next) o += s.c * s.next[i + j * s.ldn];
+      if (with_r) o = madd(coef_r(c), s.r[i + j * s.ldr], o);
+      if (with_next) o = madd(s.c, s.next[i + j * s.ldn], o);
       s.next[i + j * s.ldn] = o;
     }
   }
@@ -329,8 +350,8 @@ struct StepRows {
         for (int c = 0; c < kc; ++c) {
           const std::int64_t j = c0 + c;
           T o = s.a * (s.d ? di * sums[c] : sums[c]) + s.b * z[i * ldz + c0 + c];
-          if (with_r) o += (s.f ? static_cast<T>(s.f[j]) : s.e) * s.r[i + j * s.ldr];
-          if (with_next) o += s.c * s.next[i + j * s.ldn];
+          if (with_r) o = madd(s.f ? static_cast<T>(s.f[j]) : s.e, s.r[i + j * s.ldr], o);
+          if (with_next) o = madd(s.c, s.next[i + j * s.ldn], o);
           s.next[i + j * s.ldn] = o;
         }
       }

@@ -12,8 +12,9 @@
 // one part at a time (core/parallel.hpp parallel_parts). A row's result depends only on the row,
 // never on the part or thread that computed it: results are bitwise the same for any thread count.
 // The inner loops are compiled for the build's ISA and, on x86-64 with GCC or Clang, also for
-// x86-64-v3 (AVX2 + FMA), picked at load time (target_clones); the two clones round differently
-// (FMA contraction), each is deterministic.
+// x86-64-v3 (AVX2 + FMA), picked at load time (target_clones). Both round as csr_spmm_reference
+// (fp64: a product, then a sum, in the row's order; no contraction into FMAs), so the CPU
+// operator's Y is bitwise the reference's; the fp32 step uses FMAs as the CUDA one.
 //
 // Traffic of one SpMM (n rows, m columns of A, k columns): A (12·nnz + 8·(n + 1) bytes), X read
 // and Z written (8·m·k each: Z mostly stays in the last-level cache for the gathers), Z gathered,

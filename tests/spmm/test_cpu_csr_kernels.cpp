@@ -92,6 +92,10 @@ TEST(CpuCsrKernels, OperatorIsTheKernelAndEmptyShapesWork) {
   std::vector<double> y(517 * k, kNaN);
   op->apply(MvView<const double>{x.data(), 517, k, 517, Space::host}, MvView<double>{y.data(), 517, k, 517, Space::host});
   expect_close(a, x, 517, y.data(), 517, spmm_loop(a, x, 517, k), k, std::numeric_limits<double>::epsilon());
+  // bitwise csr_spmm_reference's: the same products and sums in the same order (no FMA)
+  std::vector<double> ref(517 * k);
+  csr_spmm_reference(a, x.data(), 517, ref.data(), 517, static_cast<int>(k));
+  EXPECT_EQ(0, std::memcmp(ref.data(), y.data(), ref.size() * sizeof(double)));
   // zero columns, and an A with no rows
   op->apply(MvView<const double>{x.data(), 517, 0, 517, Space::host}, MvView<double>{y.data(), 517, 0, 517, Space::host});
   Csr<double> e;
