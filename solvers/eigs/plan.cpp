@@ -207,8 +207,9 @@ void measure(Pricing& p) {
   plan.applies = apply_model(t1, p.probes.apply_seconds(w), w, f.backend, p.n);
   // The filter's steps fuse where rows are short (eigs_detail::make_fused_step): 1.5 column
   // units a column-step on the GPU; 1.25 on the CPU, whose fused step (spmm/cpu_csr_kernels.hpp)
-  // cost 1.1–1.25× its SpMM at 24 and 32 columns (cpu_spmm_bench, 2-core CPU, docs/performance.md
-  // "CPU kernels"). On A's natural blocks (BSR step, long rows) one unit: H200, elast3d:64 at 24
+  // cost 1.15–1.3× its SpMM at 24 columns in one thread's CPU seconds, 1.2–1.6× in wall seconds
+  // on 2 threads of a loaded machine (cpu_spmm_bench, 2-core CPU, docs/performance.md "CPU
+  // kernels"; it was priced as the unfused 3). On A's natural blocks (BSR step, long rows) one unit: H200, elast3d:64 at 24
   // columns, 804 µs fp64 and 390 µs on the fp32 rung against 835 µs for the operator's apply
   // alone (docs/performance.md).
   if (chebyshev_step_pays(p.n, f.nnz_a)) plan.applies->step_col = f.backend == Backend::cuda ? 1.5 : 1.25;
