@@ -467,44 +467,34 @@ void CpuCsrKernels::spmm(MvView<const double> x, MvView<double> y) const {
   });
 }
 
-namespace {
 template <class T>
-void run_step(const Csr<double>& a, const CpuCsrKernels& kern, const StepCoefs& s, MvView<const T> cur,
-              MvView<T> next, MvView<const T> r, const T* z, std::int64_t ldz) {
-  const CsrPtrs ap{a.row_ptr.data(), a.col_idx.data(), a.values.data(), a.nnz()};
-  const StepBlocks<T> sb{next.data,         next.ld,          r.data,           r.ld, static_cast<T>(s.a),
-                         static_cast<T>(s.b), static_cast<T>(s.c), static_cast<T>(s.e), s.d,  s.f};
-  const int k = static_cast<int>(cur.cols);
-  parallel_parts(kern.parts(), [&](int p) { step_part(ap, kern.row_begin(p), kern.row_begin(p + 1), z, ldz, k, sb); });
-}
-}  // namespace
-
-void CpuCsrKernels::step(const StepCoefs& s, MvView<const double> cur, MvView<double> next,
-                         MvView<const double> r) const {
+void CpuCsrKernels::step_any(const StepCoefs& s, MvView<const T> cur, MvView<T> next, MvView<const T> r,
+                             AlignedBuffer<T>& buf) const {
   const std::int64_t n = a_.nrows, k = cur.cols;
   TCSOLVE_REQUIRE(a_.square(), "chebyshev step: A must be square");
   check_block(cur, n, k, "cur");
-  check_block(MvView<const double>(next), n, k, "next");
+  check_block(MvView<const T>(next), n, k, "next");
   if (s.f || s.e != 0.0) check_block(r, n, k, "r");
   if (k == 0 || n == 0) return;
   std::lock_guard<std::mutex> lk(busy_);
   std::int64_t ldz = 0;
-  const double* z = stage(cur, z64_, ldz);
-  run_step(a_, *this, s, cur, next, r, z, ldz);
+  const T* z = stage(cur, buf, ldz);
+  const CsrPtrs ap{a_.row_ptr.data(), a_.col_idx.data(), a_.values.data(), a_.nnz()};
+  const StepBlocks<T> sb{next.data,           next.ld,             r.data,              r.ld, static_cast<T>(s.a),
+                         static_cast<T>(s.b), static_cast<T>(s.c), static_cast<T>(s.e), s.d,  s.f};
+  parallel_parts(parts(), [&](int p) {
+    step_part(ap, row_begin(p), row_begin(p + 1), z, ldz, static_cast<int>(k), sb);
+  });
+}
+
+void CpuCsrKernels::step(const StepCoefs& s, MvView<const double> cur, MvView<double> next,
+                         MvView<const double> r) const {
+  step_any(s, cur, next, r, z64_);
 }
 
 void CpuCsrKernels::step(const StepCoefs& s, MvView<const float> cur, MvView<float> next,
                          MvView<const float> r) const {
-  const std::int64_t n = a_.nrows, k = cur.cols;
-  TCSOLVE_REQUIRE(a_.square(), "chebyshev step: A must be square");
-  check_block(cur, n, k, "cur");
-  check_block(MvView<const float>(next), n, k, "next");
-  if (s.f || s.e != 0.0) check_block(r, n, k, "r");
-  if (k == 0 || n == 0) return;
-  std::lock_guard<std::mutex> lk(busy_);
-  std::int64_t ldz = 0;
-  const float* z = stage(cur, z32_, ldz);
-  run_step(a_, *this, s, cur, next, r, z, ldz);
+  step_any(s, cur, next, r, z32_);
 }
 
 }  // namespace tcsolve::detail

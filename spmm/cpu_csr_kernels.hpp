@@ -98,6 +98,9 @@ class CpuCsrKernels {
  private:
   template <class T>
   const T* stage(MvView<const T> x, AlignedBuffer<T>& buf, std::int64_t& ldz) const;
+  template <class T>
+  void step_any(const StepCoefs& s, MvView<const T> cur, MvView<T> next, MvView<const T> r,
+                AlignedBuffer<T>& buf) const;
 
   const Csr<double>& a_;
   std::vector<std::int64_t> bounds_;  // part p: rows [bounds_[p], bounds_[p + 1])
