@@ -95,15 +95,18 @@ TEST(Svds, RandomTallAndWideMatchDense) {
   }
 }
 
-// Block diagonal of 5 copies of one 20 × 15 block C and a 60 × 50 block D scaled below C's
-// second singular value, rows and columns scrambled: σ₁(C) has multiplicity 5 exactly.
+// Block diagonal of 5 copies of one 40 × 30 block C and a 400 × 300 block D scaled below C's
+// second singular value, rows and columns scrambled: σ₁(C) has multiplicity 5 exactly (and σ₂(C)
+// too). The Krylov basis (49 columns) is a small part of the 450 dimensions, so a block narrower
+// than the multiplicity would return σ₂(C) in place of copies of σ₁(C) (block = 1: it did).
 TEST(Svds, FiveFoldLargestAllReturned) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  const auto c = random_sparse(20, 15, 0.3, 5u), dblk = random_sparse(60, 50, 0.1, 6u);
+  constexpr int cm = 40, cn = 30, dm = 400, dn = 300;
+  const auto c = random_sparse(cm, cn, 0.15, 5u), dblk = random_sparse(dm, dn, 0.02, 6u);
   const Mat cd = dense_of(c), dd = dense_of(dblk);
   const auto sc = dense_singular_values(cd);
   const double scale = 0.9 * sc(1) / dense_singular_values(dd)(0);
-  const std::int64_t m = 5 * 20 + 60, n = 5 * 15 + 50;
+  const std::int64_t m = 5 * cm + dm, n = 5 * cn + dn;
   std::vector<std::int32_t> pr(m), pc(n);
   std::iota(pr.begin(), pr.end(), 0);
   std::iota(pc.begin(), pc.end(), 0);
@@ -112,18 +115,18 @@ TEST(Svds, FiveFoldLargestAllReturned) {
   std::shuffle(pc.begin(), pc.end(), gen);
   std::vector<Triplet<double>> t;
   for (int b = 0; b < 5; ++b)
-    for (int i = 0; i < 20; ++i)
-      for (int j = 0; j < 15; ++j)
-        if (cd(i, j) != 0) t.push_back({pr[b * 20 + i], pc[b * 15 + j], cd(i, j)});
-  for (int i = 0; i < 60; ++i)
-    for (int j = 0; j < 50; ++j)
-      if (dd(i, j) != 0) t.push_back({pr[100 + i], pc[75 + j], scale * dd(i, j)});
+    for (int i = 0; i < cm; ++i)
+      for (int j = 0; j < cn; ++j)
+        if (cd(i, j) != 0) t.push_back({pr[b * cm + i], pc[b * cn + j], cd(i, j)});
+  for (int i = 0; i < dm; ++i)
+    for (int j = 0; j < dn; ++j)
+      if (dd(i, j) != 0) t.push_back({pr[5 * cm + i], pc[5 * cn + j], scale * dd(i, j)});
   const auto a = csr_from_triplets<double>(m, n, std::move(t));
   const auto r = svds(a, kBackend, opts(7));
   expect_matches_dense(r, dense_of(a), 1e-10, "5-fold σ₁");
   ASSERT_EQ(r.values.size(), 7u);
   for (int j = 0; j < 5; ++j) EXPECT_NEAR(r.values[j], sc(0), 1e-10 * sc(0)) << "copy " << j + 1;
-  EXPECT_LT(r.values[5], sc(0) * (1 - 1e-6));
+  for (int j = 5; j < 7; ++j) EXPECT_NEAR(r.values[j], sc(1), 1e-10 * sc(0)) << "σ₂(C), copy " << j - 4;
 }
 
 // Rank 3: every column a multiple of one of three sparse columns; k = 6 asks for 3 zeros.
@@ -269,7 +272,7 @@ TEST(Svds, StepsKeepTheRelations) {
 }
 
 // Every matrix of ../shared/matrices/general, k = 6 largest, against the dense SVD where it is
-// affordable (m·n·min(m, n) ≤ 2e9 flops-ish).
+// affordable (m·n·min(m, n) ≤ 7e9: all but Franz6_id1959_aug, 10592 × 3016).
 TEST(Svds, SharedGeneralMatrices) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const auto dir = matrices_dir().parent_path() / "general";
@@ -281,7 +284,7 @@ TEST(Svds, SharedGeneralMatrices) {
     const auto a = read_matrix(e.path().string());
     const double work = double(a.nrows) * a.ncols * std::min(a.nrows, a.ncols);
     const auto r = svds(a, kBackend, opts(6));
-    if (work > 2e9) {  // no dense reference: the residual test alone
+    if (work > 7e9) {  // no dense reference (Franz6_id1959_aug): the residual test alone
       SCOPED_TRACE(e.path().filename().string());
       EXPECT_EQ(r.status, SolverStatus::converged) << r.reason;
       continue;
