@@ -64,8 +64,8 @@ struct SvdOptions {
 // Wall-clock seconds by phase.
 struct SvdPhases {
   double setup_s = 0;    // transpose, operators, means (Csr entry point), workspace
-  double iterate_s = 0;  // the restarts (or the dense solve)
-  double verify_s = 0;   // the explicit residuals and the downloads
+  double iterate_s = 0;  // the restarts (or the dense solve), without the checks below
+  double verify_s = 0;   // the explicit residuals (every check the iteration made)
 };
 
 struct SvdResult {
