@@ -164,8 +164,11 @@ std::string svds_json(const SvdsArgs& a, const Csr<double>& mat, const SvdResult
   if (a.opt.center)
     s += ",\"explained_variance\":" + json_array(r.explained_variance()) +
          ",\"explained_variance_ratio\":" + json_array(r.explained_variance_ratio());
+  double apply_s = 0, dense_s = 0;  // the iteration's split (history)
+  for (const auto& h : r.history) apply_s += h.apply_seconds, dense_s += h.dense_seconds;
   s += ",\"seconds\":{\"read\":" + json_number(t.read) + ",\"setup\":" + json_number(r.phases.setup_s) +
-       ",\"solve\":" + json_number(r.phases.iterate_s) + ",\"verify\":" + json_number(r.phases.verify_s) +
+       ",\"solve\":" + json_number(r.phases.iterate_s) + ",\"solve_apply\":" + json_number(apply_s) +
+       ",\"solve_dense\":" + json_number(dense_s) + ",\"verify\":" + json_number(r.phases.verify_s) +
        ",\"write\":" + json_number(t.write) + ",\"process\":" + json_number(process_seconds()) + "}";
   s += ",\"out\":" + (a.out.empty() ? std::string("null") : json_string(a.out)) + "}";
   return s;

@@ -222,10 +222,19 @@ void BlockGkl::run() {
       break;
     }
     const double ap0 = clock_.apply_seconds(), t_it = now_seconds();
-    while (c_ + shape_.block <= shape_.basis) expand();
     IterationRecord rec;
     rec.iteration = restarts;
-    const std::int64_t nconv = ritz(rec);
+    // Expand until the basis is full, looking at the Ritz estimates after every block step once
+    // c ≥ k + b (an SVD of the c × c B on the host: O(c³), small against the step's two
+    // products) and stopping early when all k pass: 116 → 80 applied columns on
+    // gen:counts:20000:5000 at k = 10.
+    std::int64_t nconv = 0;
+    for (;;) {
+      expand();
+      const bool full = c_ + shape_.block > shape_.basis;
+      if (c_ >= shape_.k + shape_.block || full) nconv = ritz(rec);
+      if (nconv == shape_.k || full) break;
+    }
     restart();
     if (nconv == shape_.k) verified = verify();
     rec.apply_seconds = clock_.apply_seconds() - ap0;

@@ -16,7 +16,8 @@
 //                V(:, 0:c+b) twice, normalized (the coupling S); c += b. Directions lost to rank
 //                deficiency are refilled with random vectors (their rows of R or S are zero).
 //   ritz         SVD of B = X·Σ·Yᵀ (c × c, host); the estimates ‖Aᵀu_j − σ_j v_j‖ = ‖S·X(c−b:c, j)‖
-//                (A·v_j − σ_j·u_j = 0 by the first relation)
+//                (A·v_j − σ_j·u_j = 0 by the first relation); run() looks after every block
+//                step once c ≥ k + b and stops expanding when all k estimates pass
 //   restart      U(:, 0:keep) = U·X_keep, V(:, 0:keep) = V·Y_keep, the next block moved to
 //                V(:, keep:keep+b), B = diag(σ_keep); c = keep. The first k columns are then the
 //                Ritz triplets.
