@@ -14,6 +14,7 @@ int run_convert(const Args& args);   // apps/cmd_convert.cpp
 int run_generate(const Args& args);  // apps/cmd_convert.cpp
 int run_eigs(const Args& args);      // apps/cmd_eigs.cpp
 int run_solve(const Args& args);     // apps/cmd_eigs.cpp
+int run_svds(const Args& args);      // apps/cmd_svds.cpp
 int run_batch(const Args& args);     // apps/cmd_batch.cpp
 
 struct Command {

@@ -21,6 +21,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
       {"eigs", "k extreme eigenpairs of a symmetric matrix (LOBPCG, block Lanczos)", run_eigs},
       {"solve", "solve A X = B for an SPD matrix and many right-hand sides (block CG)", run_solve},
+      {"svds", "k largest singular triplets of any sparse matrix, --center for PCA (block GKL)", run_svds},
       {"batch", "run a job file of eigs/solve jobs (HDF5 outputs, --resume)", run_batch},
       {"info", "size, symmetry, row-length statistics of a matrix", run_info},
       {"convert", "convert a matrix (file or gen: spec) to .mtx or .h5", run_convert},

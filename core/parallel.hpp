@@ -210,4 +210,44 @@ void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
     if (e) std::rethrow_exception(e);
 }
 
+// Calls body(p) for every part p in [0, parts), the parts handed out one at a time to the
+// threads (a shared counter): a thread that another process slows down takes fewer parts, where
+// parallel_for's one chunk a thread waits for the slowest. Which thread runs a part is not fixed,
+// so body(p) must compute the same whoever runs it (the CPU kernels' rows do). The first
+// exception is rethrown on the caller's thread (the parts not yet started are skipped).
+template <class F>
+void parallel_parts(int parts, F&& body) {
+  int nt = std::min(host_threads(), parts);
+  const bool pooled = detail::host_pool_enabled();
+  if (pooled && nt > 1) nt = std::min(nt, detail::HostPool::for_this_thread().workers() + 1);
+  if (nt <= 1) {
+    for (int p = 0; p < parts; ++p) body(p);
+    return;
+  }
+  std::atomic<int> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr err;
+  std::mutex err_m;
+  const std::function<void(int)> task = [&](int) {
+    for (int p = next.fetch_add(1, std::memory_order_relaxed);
+         p < parts && !failed.load(std::memory_order_relaxed); p = next.fetch_add(1, std::memory_order_relaxed)) {
+      try {
+        body(p);
+      } catch (...) {
+        std::lock_guard<std::mutex> lk(err_m);
+        if (!err) err = std::current_exception();
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+  };
+  if (!pooled) {  // TCSOLVE_HOST_POOL=0 (A/B)
+    std::vector<std::thread> threads;
+    for (int t = 0; t < nt; ++t) threads.emplace_back(task, t);
+    for (auto& th : threads) th.join();
+  } else if (!detail::HostPool::for_this_thread().run(nt, task)) {
+    task(0);  // the pool is busy, nested or forked away: every part on this thread
+  }
+  if (err) std::rethrow_exception(err);
+}
+
 }  // namespace tcsolve

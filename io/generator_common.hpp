@@ -152,5 +152,6 @@ Csr<double> gen_jump(const std::string& spec, const Spec& s);
 Csr<double> gen_stiff(const std::string& spec, const Spec& s);
 Csr<double> gen_convdiff(const std::string& spec, const Spec& s);
 Csr<double> gen_helmholtz(const std::string& spec, const Spec& s);
+Csr<double> gen_counts(const std::string& spec, const Spec& s);  // io/generators_counts.cpp
 
 }  // namespace tcsolve::gen

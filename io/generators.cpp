@@ -449,8 +449,9 @@ Csr<double> generate(const std::string& spec) {
   else if (s.name == "stiff") a = gen_stiff(spec, s);
   else if (s.name == "convdiff2d" || s.name == "convdiff3d") a = gen_convdiff(spec, s);
   else if (s.name == "helmholtz2d" || s.name == "helmholtz3d") a = gen_helmholtz(spec, s);
+  else if (s.name == "counts") a = gen_counts(spec, s);
   else bad(spec, "unknown generator '" + s.name + "' (known: lap2d, lap3d, elast3d, band, random, rmat, rgg, "
-                 "neumann2d, neumann3d, jump2d, jump3d, stiff, convdiff2d, convdiff3d, helmholtz2d, helmholtz3d)");
+                 "neumann2d, neumann3d, jump2d, jump3d, stiff, convdiff2d, convdiff3d, helmholtz2d, helmholtz3d, counts)");
   if (s.scramble) a = permute_symmetric(a, random_permutation(a.nrows, s.seed));
   return a;
 }

@@ -19,9 +19,13 @@
 //                         INDEFINITE for K > π√d; without K the shift is
 //                         helmholtz_default_shift(d, N) (below): a few dozen negative
 //                         eigenvalues, none near 0
+//   gen:counts:CELLS:GENES[:DENSITY]   single-cell-like counts, CELLS × GENES (RECTANGULAR,
+//                         general): power-law gene means, 1 + geometric (negative binomial r = 1)
+//                         counts, DENSITY (default 0.04, at most 0.5) of the entries stored
+//                         (io/generators_counts.cpp); no +scramble
 //   +scramble             random symmetric permutation P·A·Pᵀ (same seed -> same permutation)
 //   @SEED                 seed (default 1); "+scramble" and "@SEED" may come in either order
-// Every generated matrix is square. All are symmetric (Csr::symmetry = symmetric) but convdiff with
+// Every generated matrix but counts is square. All but counts are symmetric (Csr::symmetry = symmetric) but convdiff with
 // PE > 0 (general: the app layer trusts the flag, apps/job/cache.cpp); positive definite but the
 // graph Laplacians rmat, rgg and neumann (singular), helmholtz (indefinite for large K) and
 // convdiff (positive real eigenvalues, not symmetric). Grid families other than lap/elast use h = 1/(N + 1)

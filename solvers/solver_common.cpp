@@ -65,6 +65,19 @@ void rescue_scale(DenseBlockOps& ops, MvView<const double> rhs, MvView<double> s
 }
 }  // namespace
 
+void begin_run(RunBase& r, const char* who, std::string method, MvView<const double> rhs, MvView<double> x,
+               std::int64_t n, std::int64_t smax, Space space, bool want_norms) {
+  const std::string w(who);
+  TCSOLVE_REQUIRE(rhs.rows == n && x.rows == n && x.cols == rhs.cols, w + ": shape mismatch");
+  TCSOLVE_REQUIRE(rhs.cols <= smax, w + ": more right-hand sides than the workspace holds");
+  TCSOLVE_REQUIRE(rhs.space == space && x.space == space, w + ": blocks in another memory space than the dense ops");
+  r.rhs = rhs, r.x = x, r.s = rhs.cols;
+  r.res.n = n;
+  r.res.method = std::move(method);
+  r.res.column_iterations.assign(r.s, -1);
+  r.want_norms = want_norms;
+}
+
 void power_of_two_scales(DenseBlockOps& ops, MvView<const double> rhs, MvView<double> scratch, double* bn,
                          double* cs, const char* who, double zero_bn) {
   ops.column_norms(rhs, bn);

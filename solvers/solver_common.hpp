@@ -89,6 +89,21 @@ void require_operator(const LinearOperator<double>& op, std::int64_t n, Space sp
 void power_of_two_scales(DenseBlockOps& ops, MvView<const double> rhs, MvView<double> scratch, double* bn,
                          double* cs, const char* who, double zero_bn = 1.0);
 
+// The state every block Krylov solve starts with (block CG, MINRES, GMRES: their Run extends it).
+struct RunBase {
+  SolveResult res;
+  MvView<const double> rhs;  // B (n × s) and X (n × s), in the dense ops' space
+  MvView<double> x;
+  std::int64_t s = 0;
+  bool want_norms = false;  // a history or a per-iteration callback reads the recurrence's norms
+};
+
+// Checks a solve's blocks (n rows, s ≤ smax columns, in `space`; InvalidArgument "<who>: ..."
+// otherwise) and starts its run: rhs, x, s, res.n, res.method, res.column_iterations (−1 each:
+// not done) and want_norms.
+void begin_run(RunBase& r, const char* who, std::string method, MvView<const double> rhs, MvView<double> x,
+               std::int64_t n, std::int64_t smax, Space space, bool want_norms);
+
 // Timing of checkpoints: due() once `every` seconds have passed since the start or the end of
 // the last write; write() copies the block to the host (a synchronization: only then) and calls
 // the callback. The host buffer is reused: whatever the callback leaves in `block` (a buffer of an

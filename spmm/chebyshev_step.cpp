@@ -7,44 +7,48 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "spmm/cpu_csr_kernels.hpp"
 #include "spmm/sparse_operator.hpp"
 
 namespace tcsolve {
 
 namespace {
 
+// The host step: the CPU CSR kernels' fused step (spmm/cpu_csr_kernels.hpp: cur staged
+// row-major, rows in parts over the host threads) on the caller's A.
 class HostChebyshevStep final : public ChebyshevStep {
  public:
-  explicit HostChebyshevStep(const Csr<double>& a) : a_(a) {}
+  explicit HostChebyshevStep(const Csr<double>& a) : a_(a), kern_(a) {}
   Space space() const override { return Space::host; }
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
             MvView<const double> r, const double* d) const override {
     const std::int64_t n = a_.nrows, s = cur.cols;
     TCSOLVE_REQUIRE(cur.rows == n && next.rows == n && r.rows == n && next.cols == s && r.cols == s,
                     "chebyshev step: block shapes differ");
-    const auto add = [](double acc, double v, double x) { return acc + v * x; };
-    step_rows(cur, add, [&](std::int64_t i, std::int64_t j, double acc, double xi) {
-      double out = a * (d ? d[i] * acc : acc) + b * xi;
-      if (e != 0.0) out += e * r.col(j)[i];
-      if (c != 0.0) out += c * next.col(j)[i];
-      next.col(j)[i] = out;
-    });
+    detail::StepCoefs co;
+    co.a = a, co.b = b, co.c = c, co.e = e, co.d = d;
+    kern_.step(co, cur, next, r);
   }
   std::string describe() const override { return "fused CSR step (host)"; }
 
+  // Per part of rows, column by column (contiguous runs of each column).
   void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
                   double g, MvView<float> r, MvView<float> z) const override {
     const std::int64_t n = a_.nrows, q = x.cols;
     TCSOLVE_REQUIRE(ax.rows == n && x.rows == n && r.rows == n && z.rows == n && ax.cols == q &&
                         r.cols == q && z.cols == q,
                     "chebyshev step: block shapes differ");
-    parallel_for(n, [&](std::int64_t i) {
+    by_rows([&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t j = 0; j < q; ++j) {
-        const double v = s * ax.col(j)[i] - theta[j] * x.col(j)[i];
-        r.col(j)[i] = static_cast<float>(v);
-        z.col(j)[i] = static_cast<float>(g * v);
+        const double *axj = ax.col(j), *xj = x.col(j);
+        float *rj = r.col(j), *zj = z.col(j);
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const double v = s * axj[i] - theta[j] * xj[i];
+          rj[i] = static_cast<float>(v);
+          zj[i] = static_cast<float>(g * v);
+        }
       }
-    }, 4096);
+    });
   }
   void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
               MvView<const float> r, const double* f) const override {
@@ -53,44 +57,33 @@ class HostChebyshevStep final : public ChebyshevStep {
                         (!f || (r.rows == n && r.cols == q)),
                     "chebyshev step: block shapes differ");
     // fp32 arithmetic, as the CUDA kernel
-    const auto fa = static_cast<float>(a), fb = static_cast<float>(b), fc = static_cast<float>(c);
-    const auto add = [](float acc, float v, float x) { return std::fma(v, x, acc); };
-    step_rows(cur, add, [&](std::int64_t i, std::int64_t j, float acc, float xi) {
-      float out = fa * acc + fb * xi;
-      if (f) out = std::fma(static_cast<float>(f[j]), r.col(j)[i], out);
-      if (fc != 0.0f) out = std::fma(fc, next.col(j)[i], out);
-      next.col(j)[i] = out;
-    });
+    detail::StepCoefs co;
+    co.a = a, co.b = b, co.c = c, co.f = f;
+    kern_.step(co, cur, next, r);
   }
   void combine32(MvView<const double> x, const double* q, MvView<const float> z,
                  MvView<double> y) const override {
     const std::int64_t n = a_.nrows, s = x.cols;
     TCSOLVE_REQUIRE(x.rows == n && z.rows == n && y.rows == n && z.cols == s && y.cols == s,
                     "chebyshev step: block shapes differ");
-    parallel_for(n, [&](std::int64_t i) {
-      for (std::int64_t j = 0; j < s; ++j)
-        y.col(j)[i] = q[j] * x.col(j)[i] + static_cast<double>(z.col(j)[i]);
-    }, 4096);
+    by_rows([&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t j = 0; j < s; ++j) {
+        const double* xj = x.col(j);
+        const float* zj = z.col(j);
+        double* yj = y.col(j);
+        for (std::int64_t i = i0; i < i1; ++i) yj[i] = q[j] * xj[i] + static_cast<double>(zj[i]);
+      }
+    });
   }
 
  private:
   const Csr<double>& a_;  // the caller's matrix (outlives the step)
+  detail::CpuCsrKernels kern_;
 
-  // The row loop of both steps (T: double for step, float for step32, A's values rounded to T):
-  // per row i (rows in parallel) and column j, acc = add(…add(add(0, a_ip0, x_p0), a_ip1, x_p1)…)
-  // over the row's entries in order, then tail(i, j, acc, cur(i, j)) forms and stores next(i, j).
-  template <class T, class Add, class Tail>
-  void step_rows(MvView<const T> cur, Add add, Tail tail) const {
-    parallel_for(a_.nrows, [&](std::int64_t i) {
-      const std::int64_t p0 = a_.row_ptr[i], p1 = a_.row_ptr[i + 1];
-      for (std::int64_t j = 0; j < cur.cols; ++j) {
-        const T* xc = cur.col(j);
-        T acc = T(0);
-        for (std::int64_t p = p0; p < p1; ++p)
-          acc = add(acc, static_cast<T>(a_.values[p]), xc[a_.col_idx[p]]);
-        tail(i, j, acc, xc[i]);
-      }
-    }, 1024);
+  // f(i0, i1) on row ranges of the kernels' parts (in parallel).
+  template <class F>
+  void by_rows(F&& f) const {
+    parallel_parts(kern_.parts(), [&](int p) { f(kern_.row_begin(p), kern_.row_begin(p + 1)); });
   }
 };
 

@@ -18,6 +18,7 @@
 #include "preprocess/bcsr_build.hpp"
 #include "preprocess/bcsr_stats.hpp"
 #include "preprocess/jaccard_reorder.hpp"
+#include "spmm/cpu_csr_kernels.hpp"
 #include "spmm/cuda_operator.hpp"
 
 namespace tcsolve {
@@ -462,15 +463,14 @@ void SparseOperator::from_permuted(MvView<const double> xt, MvView<double> x) co
 
 namespace {
 
-// CPU operator: y = A·x by the multithreaded CSR reference. fp32 storage keeps A's values
-// rounded to float (arithmetic stays double).
+// CPU operator: Y = A·X by the CPU CSR kernels (spmm/cpu_csr_kernels.hpp: X staged row-major,
+// rows in parts over the host threads). fp32 storage keeps A's values rounded to float
+// (arithmetic stays double).
 class CpuSparseOperator final : public SparseOperator {
  public:
   CpuSparseOperator(const Csr<double>& a, const SpmmPlan& plan) : CpuSparseOperator(Csr<double>(a), plan) {}
-  CpuSparseOperator(Csr<double>&& a, const SpmmPlan& plan) : a_(std::move(a)), plan_(plan) {
-    if (plan.precision == Precision::fp32)
-      for (double& v : a_.values) v = static_cast<double>(static_cast<float>(v));
-  }
+  CpuSparseOperator(Csr<double>&& a, const SpmmPlan& plan)
+      : a_(round_values(std::move(a), plan.precision)), plan_(plan), kern_(a_) {}
   std::int64_t rows() const override { return a_.nrows; }
   std::int64_t cols() const override { return a_.ncols; }
   Space space() const override { return Space::host; }
@@ -481,13 +481,18 @@ class CpuSparseOperator final : public SparseOperator {
                     "CPU sparse operator needs host X and Y");
     TCSOLVE_REQUIRE(x.rows == a_.ncols && y.rows == a_.nrows && x.cols == y.cols,
                     "sparse operator: shapes of X and Y do not match A");
-    TCSOLVE_REQUIRE(x.cols < (std::int64_t(1) << 31), "sparse operator: too many columns");
-    csr_spmm_reference(a_, x.data, x.ld, y.data, y.ld, static_cast<int>(x.cols));
+    kern_.spmm(x, y);
   }
 
  private:
+  static Csr<double> round_values(Csr<double>&& a, Precision p) {
+    if (p == Precision::fp32)
+      for (double& v : a.values) v = static_cast<double>(static_cast<float>(v));
+    return std::move(a);
+  }
   Csr<double> a_;
   SpmmPlan plan_;
+  detail::CpuCsrKernels kern_;  // on a_ (declared after it)
 };
 
 // B = P·A·Pᵀ on the host, for OperatorBasis::permuted: the inner operator applies B, the

@@ -71,15 +71,22 @@ def main():
     tcsolve, work = sys.argv[1], sys.argv[2]
     rest = sys.argv[3:] or ["gen:convdiff3d:100", "gmres", "gen:helmholtz3d:100", "minres"]
     os.makedirs(work, exist_ok=True)
+    # The floor of any command: a trivial solve (process start, CUDA context, libraries, exit).
+    t_floor, _ = command(tcsolve, "gen:lap3d:6", "cg")
+    print(f"floor: tcsolve solve gen:lap3d:6 --rhs random:32: {t_floor:.3f} s wall (median of 3)", flush=True)
     for spec, method in zip(rest[0::2], rest[1::2]):
         h5 = os.path.join(work, spec.replace(":", "_") + ".h5")
         if not os.path.exists(h5):
             subprocess.run([tcsolve, "generate", spec, h5, "-q"], check=True)
         t_m, d_m = command(tcsolve, spec, method)
-        t_a, d_a = command(tcsolve, spec, "auto")
+        no_auto = os.environ.get("I43_NO_AUTO") == "1"
+        t_a, d_a = (t_m, d_m) if no_auto else command(tcsolve, spec, "auto")
         print(f"{spec}: tcsolve --method {method}: {t_m:.3f} s wall (median of 3), status {d_m.get('status')}, "
               f"iterations {d_m.get('iterations')}, max rel residual {max(d_m.get('residual_norms') or [np.nan]):.2e}, "
               f"solve {d_m.get('seconds', {}).get('solve')} s", flush=True)
+        ph = d_m.get("seconds", {})
+        print(f"{spec}: phases (s): " + ", ".join(f"{k} {v:.3f}" for k, v in ph.items() if isinstance(v, (int, float))),
+              flush=True)
         print(f"{spec}: tcsolve (auto): {t_a:.3f} s wall, method {d_a.get('method')}, status {d_a.get('status')}, "
               f"plan: {str(d_a.get('method_reason'))[:300]}", flush=True)
         try:

@@ -40,9 +40,10 @@ unknown option values, and SciPy's own argument rules with its exception types),
 for inputs of the wrong kind, ``NotImplementedError`` for what this build or input kind lacks
 (e.g. CUDA; see the README's Python section).
 
-Not converging: :func:`eigsh` and :func:`lobpcg` raise :class:`NoConvergence` (a subclass of
-SciPy's ``ArpackNoConvergence``) carrying the partial eigenpairs and the :class:`Result` in
-``.info`` -- also with ``return_info=True``; :func:`cg` returns ``info > 0`` as SciPy's ``cg`` does
+Not converging: :func:`eigsh` raises :class:`NoConvergence` (a subclass of SciPy's
+``ArpackNoConvergence``) carrying the partial eigenpairs and the :class:`Result` in ``.info`` --
+also with ``return_info=True``; :func:`lobpcg` warns and returns, as SciPy's (``Result.status``
+says ``not_converged``); :func:`cg` returns ``info > 0`` as SciPy's ``cg`` does
 (and ``Result.status``); a matrix that turns out not to be positive definite raises ValueError.
 
 The GIL is released while a solver runs (a ``LinearOperator`` takes it back for its products and

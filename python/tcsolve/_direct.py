@@ -120,7 +120,10 @@ def _least_squares(name, A, b, damp, atol, btol, conlim, iters, show, x0, calc_v
     if iters is not None:
         _args.integer(iters, "iter_lim" if name == "lsqr" else "maxiter", 0)
     a, dev = _host_matrix(A, square=False)
-    rhs, one_d = _inputs.as_block(_host_rhs(b), a.m, "b")
+    bh = _host_rhs(b)
+    if _np.ndim(bh) == 0:
+        bh = _np.atleast_1d(bh)  # a scalar b for a one-row A, as SciPy's lsqr/lsmr take it
+    rhs, one_d = _inputs.as_block(bh, a.m, "b")
     s = rhs.shape[1]
     x_start = None
     if x0 is not None:

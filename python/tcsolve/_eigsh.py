@@ -7,7 +7,20 @@ import numpy as _np
 from . import _args, _inputs, _spectral
 from ._eigs_common import (_ends, _finish_eigs, _largest_magnitude, _prepare_eigs,
                            _require_positive_diagonal, _run_eigs)
-from ._shift_invert import _nearest_by_operator, _smallest_magnitude, _transformed
+from ._shift_invert import (DENSE_SIGMA_N, _nearest_by_operator, _smallest_magnitude, _transformed,
+                            dense_nearest)
+
+
+# tol=0 (or below), SciPy's (ARPACK's) "machine precision". ARPACK tests its Ritz estimate against ε·|θ|;
+# a true residual does not get below the rounding of A·x, u·(‖A‖ + |λ|·‖M‖)·‖x‖, so a relative
+# test ‖r‖ ≤ ε·|λ|·‖x‖ cannot be met where |λ| ≪ ‖A‖. What is attainable, and what a dense LAPACK
+# solve meets, is a backward error of a small multiple of ε: tol=0 is the norm test
+# ‖A·x − λ·M·x‖ ≤ 256ε·(‖A‖ + |λ|·‖M‖)·‖x‖, and the Result says so. 256: LOBPCG's floor lies at
+# 43-92ε (662_bus, k = 5, 2000 iterations without passing 64ε); Lanczos and dense reach a few ε.
+MACHINE_TOL = 256 * _np.finfo(float).eps
+MACHINE_NOTE = ("tol=0 (SciPy: machine precision): tested as ||A x - lambda M x|| <= 256 eps "
+                "(||A|| + |lambda| ||M||) ||x|| (conv 'norm'), the attainable floor; eps*|lambda| is "
+                "below rounding where |lambda| << ||A||")
 
 
 def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=None, tol=0,
@@ -28,9 +41,11 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
 
     v0 (n,): start vector (the first column of the initial block; the rest is random); ncv: Lanczos basis size before a restart; maxiter: iteration limit
     (Lanczos restarts / LOBPCG steps; default: the method's); tol: the convergence tolerance of
-    the ``conv`` test (``rel``: ‖A·x − λ·M·x‖ ≤ tol·|λ|·‖x‖, ARPACK's meaning); tol=0 (SciPy:
-    machine precision) means tcsolve's default 1e-8, which gives eigenvalues to about
-    ‖r‖²/gap, i.e. near machine precision for separated eigenvalues.
+    the ``conv`` test (``rel``: ‖A·x − λ·M·x‖ ≤ tol·|λ|·‖x‖, ARPACK's meaning); tol <= 0, the
+    default (SciPy: machine precision), is the backward-error test at the attainable floor,
+    ‖A·x − λ·M·x‖ ≤ 256ε·(‖A‖ + |λ|·‖M‖)·‖x‖ (``conv='norm'``, tolerance 5.7e-14: ε·|λ| lies below
+    the rounding of A·x where |λ| ≪ ‖A‖), said so in ``Result.method_reason``; tol=None is
+    tcsolve's own default, 1e-8 with the ``conv`` test.
 
     'LM' without sigma: the largest end is computed and, unless Gershgorin's bound proves no
     negative eigenvalue can be larger in magnitude, the smallest end too; the k of largest |λ|
@@ -51,6 +66,7 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
         _require_positive_diagonal(a, "A", "mode='buckling' (A is the inner product there: "
                                    "symmetric positive definite)")
     opt = _options(a, k, v0, ncv, maxiter, tol, device, precision, method, conv, block_size, seed, certify)
+    machine = tol is not None and float(tol) <= 0  # (a number: _options checked it)
     command = _args.call_repr("eigsh", k=k, M=None if M is None else "M", sigma=sigma, which=which,
                               ncv=ncv, maxiter=maxiter, tol=tol, mode=None if mode == "normal" else mode,
                               method=method, device=device, precision=precision, block_size=block_size,
@@ -66,11 +82,14 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
         if a.kind != "csr" or (b is not None and b.kind != "csr"):
             res = _nearest_by_operator(a, b, opt, sig, k)
         else:
-            res = _run_eigs(a, b, dict(opt, which="nearest", sigma=sig))
+            res = (dense_nearest(a, b, opt, sig, k) if a.n <= DENSE_SIGMA_N else None) \
+                or _run_eigs(a, b, dict(opt, which="nearest", sigma=sig))
         wname = "nearest"
     else:
         res = _transformed(a, b, opt, k, sig, which, mode, opinv)
         wname = f"{which} of w' ({mode} mode, sigma {sig:g})"
+    if machine:
+        res["method_reason"] = (res.get("method_reason", "") + "; " + MACHINE_NOTE).strip("; ")
     # SciPy's order: ascending with vectors; without them ARPACK's (the most wanted last): 'SM'
     # and 'SA' without sigma descending, everything else ascending.
     order = "descending" if (not return_eigenvectors and sig is None and which in ("SM", "SA")) else "ascending"
@@ -119,9 +138,10 @@ def _options(a, k, v0, ncv, maxiter, tol, device, precision, method, conv, block
     backend = _args.backend(device, a.kind, precision)
     _args.choice(method, "method", _args.METHODS)
     _args.choice(conv, "conv", _args.CONV_TESTS)
+    if tol is not None and _args.number(tol, "tol", finite=False) <= 0:
+        tol, conv = MACHINE_TOL, "norm"  # SciPy's tol <= 0: machine precision (see MACHINE_TOL)
     opt = {"k": k, "which": None, "sigma": None, "method": method, "conv": conv,
-           "tol": _args.DEFAULT_TOL if tol is None or (_args.number(tol, "tol", finite=False) == 0)
-           else _args.tol(tol, "tol"), "device": backend,
+           "tol": _args.DEFAULT_TOL if tol is None else _args.tol(tol, "tol"), "device": backend,
            "precision": precision, "seed": _args.seed(seed), "certify": bool(certify)}
     if maxiter is not None:
         opt["max_iterations"] = _args.integer(maxiter, "maxiter", 1)

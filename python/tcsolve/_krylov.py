@@ -66,7 +66,7 @@ def minres(A, b, x0=None, *, rtol=1e-5, shift=0.0, tol=None, maxiter=None, M=Non
 
 
 def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=None, callback=None,
-          callback_type=None, tol=None, device="auto", return_info=False):
+          callback_type=None, tol=None, restrt=None, device="auto", return_info=False):
     """Solves A·x = b for any square A, like scipy.sparse.linalg.gmres -- and for b of shape
     (n, s), all s columns at once (pseudo-block GMRES(restart): one product A·V of s columns per
     iteration).
@@ -85,12 +85,20 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=N
     estimate ‖r‖/‖b‖ (a float) for one right-hand side; for b with several (non-zero) columns, an
     array of the unscaled estimates ‖r_j‖ of the columns still iterating (the block shrinks as
     columns pass). callback_type='x' (the iterate after each cycle) is not supported
-    (NotImplementedError). x0='Mb' starts from M·b, as SciPy's.
+    (NotImplementedError). x0='Mb' starts from M·b, as SciPy's. ``restrt``: SciPy's deprecated
+    name of restart (a DeprecationWarning, as SciPy's).
 
     Returns ``(x, info)``: info = 0 every column converged; > 0 not converged (the products run);
     < 0 a breakdown. With return_info=True ``(x, info, Result)``.
     """
     t0 = _time.perf_counter()
+    if restrt is not None:
+        import warnings
+        if restart is not None:
+            raise ValueError("Cannot specify both restart and restrt keywords. Preferably use 'restart' only.")
+        warnings.warn("'gmres' keyword argument 'restrt' is deprecated in favor of 'restart' and will "
+                      "be removed in SciPy v1.12.0.", DeprecationWarning, stacklevel=2)
+        restart = restrt
     rtol, atol = _tolerances(rtol, atol, tol)
     a = _inputs.as_matrix(A, "A")
     m = 20 if restart is None else _args.integer(restart, "restart", 1)

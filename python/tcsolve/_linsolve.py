@@ -29,7 +29,8 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
     wait), and an exception it raises ends the solve and propagates.
 
     rtol and atol as SciPy's: rtol=0 with atol > 0 is an absolute test, rtol ≥ 1 or atol=inf is
-    met at once by the start. x0='Mb' starts from M·b (D⁻¹·b for Jacobi and the polynomial).
+    met at once by the start, rtol = atol = 0 only by an exact solution (CG runs to its rounding
+    floor and returns info > 0, where SciPy runs to maxiter). x0='Mb' starts from M·b (D⁻¹·b for Jacobi and the polynomial).
 
     Returns ``(x, info)``: info = 0 converged, info > 0 (the iterations run) not converged, as
     SciPy's cg; with return_info=True, ``(x, info, Result)``. A matrix found not to be positive
@@ -105,11 +106,12 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
 
 
 _TOL_CAP = 1e300  # a relative tolerance this large is met by any start; inf is passed as this
+_TOL_ZERO = 1e-300  # rtol = atol = 0: only an exact solution passes (no residual in double does)
 
 
 def _tolerances(rtol, atol, tol):
     """(rtol, atol) as SciPy takes them: non-negative, inf included (rtol = 0 with atol > 0 is a
-    purely absolute test; rtol ≥ 1 or atol = inf is met by x0 = 0 at once), not both 0. ``tol``
+    purely absolute test; rtol ≥ 1 or atol = inf is met by x0 = 0 at once; both 0: _TOL_ZERO). ``tol``
     is the older SciPy name of rtol."""
     if tol is not None:
         rtol = tol
@@ -119,7 +121,9 @@ def _tolerances(rtol, atol, tol):
         if v < 0:
             raise ValueError(f"{name}={v!r}: expected a non-negative number")
     if rtol == 0 and atol == 0:
-        raise ValueError("rtol=0 and atol=0: no residual can pass (give rtol > 0 or atol > 0)")
+        # SciPy iterates to maxiter and returns info > 0 unless the residual becomes exactly 0:
+        # block CG is asked for _TOL_ZERO, stops at its rounding floor and says not converged.
+        rtol = _TOL_ZERO
     return rtol, atol
 
 

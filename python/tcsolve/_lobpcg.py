@@ -18,13 +18,15 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     X (n × k) gives k and is the start block (its columns begin the initial block). B: mass matrix (SPD). M: preconditioner, as a matrix or
     LinearOperator approximating A⁻¹, or one of tcsolve's names 'jacobi', 'none', 'factor',
     'auto' (default: tcsolve chooses). tol: SciPy's test ‖A·x − λ·B·x‖ ≤ tol (``conv='abs'``);
-    tol=None: tcsolve's default (``conv='rel'``, 1e-8). maxiter: default tcsolve's (SciPy's 20
+    tol=None or tol <= 0 (SciPy: its default): tcsolve's default (``conv='rel'``, 1e-8). maxiter: default tcsolve's (SciPy's 20
     is meant for its restarts); 0 returns the Rayleigh-Ritz pairs of span(X), with SciPy's
     UserWarning when they miss the tolerance. largest=True returns the eigenvalues in descending order, False
     ascending (as SciPy). retResidualNormsHistory=True also returns the per-iteration residual
     norms (a list of arrays). ``method='lanczos'`` or 'auto' lets tcsolve's driver pick instead.
 
-    Not converged: raises :class:`NoConvergence` (SciPy warns and returns instead).
+    Not converged: a UserWarning ("Exited at iteration ...", as SciPy's) and the pairs found are
+    returned (``Result.status`` 'not_converged' with return_info=True). n < 5k: dense eigh with
+    SciPy's warning.
     """
     t0 = _time.perf_counter()
     verbosity = _args.integer(verbosityLevel, "verbosityLevel", 0)
@@ -35,7 +37,7 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     A, B = _callable_operator(A, n_x, "A"), _callable_operator(B, n_x, "B")
     if not isinstance(M, str):
         M = _callable_operator(M, n_x, "M")
-    if k >= n_x and not a_kind_device:
+    if n_x < 5 * k and not a_kind_device:  # SciPy's rule (n < 5k: dense eigh, with a warning)
         return _dense_small(A, B, k, n_x, largest)
     a, b = _prepare_eigs(A, B, k, "B")
     if Y is not None:
@@ -50,6 +52,8 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
         device = "cpu"  # a preconditioner operator is applied on the host
     backend = _args.backend(device, a.kind, precision)
     _args.choice(method, "method", _args.METHODS)
+    if tol is not None and _args.number(tol, "tol", finite=False) <= 0:
+        tol = None  # SciPy's lobpcg: tol None or <= 0 is the default
     if conv is None:
         conv = "rel" if tol is None else "abs"
     _args.choice(conv, "conv", _args.CONV_TESTS)
@@ -81,8 +85,20 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
         print(f"tcsolve.lobpcg: {res['status']} after {res['iterations']} iterations"
               + (f" ({res['reason']})" if res.get("reason") else ""), flush=True)
     extra = _histories(res, k, largest, retLambdaHistory, retResidualNormsHistory)
+    _warn_unless_converged(res, opt["tol"])
     return _finish_eigs(res, a, b, t0, command, opt["which"], k,
-                        "descending" if largest else "ascending", True, return_info, extra)
+                        "descending" if largest else "ascending", True, return_info, extra, accept=True)
+
+
+def _warn_unless_converged(res, tol):
+    """SciPy's lobpcg warns and returns what it has when the pairs miss the tolerance; so does
+    this one, with the status, the reason and the true residuals (Result.status says it too)."""
+    if res["status"] in ("converged", "unverified"):
+        return
+    import warnings
+    warnings.warn(f"Exited at iteration {res['iterations']} with accuracies \n"
+                  f"{_np.asarray(res.get('residual_norms', []))}\nnot reaching the requested tolerance "
+                  f"{tol} ({res['status']}: {res.get('reason', '')}).", UserWarning, stacklevel=3)
 
 
 def _start_pairs(a, b, x, opt):
@@ -148,7 +164,8 @@ def _preconditioner(M, a, backend):
 
 
 def _tolerance(tol, conv):
-    """lobpcg's tol: None is tcsolve's default; SciPy's absolute test takes any positive value."""
+    """lobpcg's tol: None is tcsolve's default (tol <= 0 became None, as in SciPy); SciPy's
+    absolute test takes any positive value."""
     if tol is None:
         return _args.DEFAULT_TOL
     t = _args.number(tol, "tol", finite=False)

@@ -36,6 +36,33 @@ HINT_MINV = "pass Minv= (M^-1), as SciPy's eigsh takes it"
 HINT_OPINV = "pass OPinv= ((A - sigma*M)^-1), or A and M as matrices (factorized then)"
 
 
+# Up to this n the folded spectrum gives way to dense LAPACK on all pairs (one n-column product
+# with A and M, an n × n eigh: 0.02 s at n = 500 against seconds of folded LOBPCG with inner CG).
+DENSE_FOLDED_N = 500
+# What the folded run attains on A (conv 'norm'): its own test at 1e-14 of ‖F‖ = ‖A − cB‖² leaves
+# residuals of A near 1e-12 (n = 60..1000 operators); through OPinv the θ-run's residuals come
+# back amplified by up to ‖A − cM‖·‖M⁻¹‖/|θ| (64ε was missed by 1.3-19× at n = 60). tol=0 is tested
+# here on these paths, and says so.
+FOLDED_TOL = 1e-10
+
+
+# Up to this n a shift-invert selection of a matrix takes all pairs from dense LAPACK instead of
+# a sparse factorization: the factorization's set-up alone (MUMPS, 12-17 ms at n = 6) costs more
+# than eigh of all pairs (0.05 ms at n = 6, about 10 ms at n = 256 on the 2-core CPU).
+DENSE_SIGMA_N = 256
+
+
+def dense_nearest(a, b, opt, c, m):
+    """The m eigenpairs nearest c from all n by dense LAPACK (small n), checked on (A, B) by
+    _ritz_from; None where _dense_all declines (large n, device input)."""
+    full = _dense_all(a, b, opt)
+    if full is None:
+        return None
+    near = _np.argsort(_np.abs(_np.asarray(full["eigenvalues"]) - c), kind="stable")[:m]
+    return _spectral.take([(full, int(j)) for j in _np.sort(near)],
+                          f"the {m} eigenvalues nearest {c:g} of all {a.n} (dense)")
+
+
 def _inverse_of(b, minv, tol, name="M", hint=HINT_MINV):
     """X -> B⁻¹·X: Minv if given (SciPy's meaning), a sparse LU of a matrix B, else CG per column,
     its tolerance floored as SciPy's IterInv floors it (1000·√n·ε: below, rounding decides)."""
@@ -68,14 +95,19 @@ def _folded_nearest(a, b, opt, c, m, minv, inverted="M", hint=HINT_MINV):
         raise NotImplementedError(f"eigenvalues nearest {c:g} of CuPy input need a factorization or a "
                                   "folded operator on the GPU, which tcsolve does not have: pass the "
                                   "matrix as SciPy/NumPy (shift-invert on the host) or use which='SA'/'LA'")
-    if 3 * m >= a.n:
-        # A block method's basis [X, R, P] (3m columns) cannot stay independent in n dimensions:
-        # all n pairs by dense LAPACK (n is small here), the m nearest c kept.
-        full = _dense_all(a, b, opt)
-        if full is not None:
-            near = _np.argsort(_np.abs(_np.asarray(full["eigenvalues"]) - c), kind="stable")[:m]
-            return _spectral.take([(full, int(j)) for j in _np.sort(near)],
-                                  f"the {m} eigenvalues nearest {c:g} of all {a.n} (dense)")
+    if 3 * m >= a.n or a.n <= DENSE_FOLDED_N:
+        # A block method's basis [X, R, P] (3m columns) cannot stay independent in n dimensions,
+        # and for small n the folded run (CG inside every product, accuracy squared away) costs
+        # more than LAPACK: all n pairs by dense LAPACK, the m nearest c kept.
+        near = dense_nearest(a, b, opt, c, m)
+        if near is not None:
+            return near
+    floor_note = ""
+    if opt["conv"] == "norm" and opt["tol"] < FOLDED_TOL:
+        # tol=0 (machine precision): the folded run's floor (its residual squared away) is above it
+        opt = dict(opt, tol=FOLDED_TOL)
+        floor_note = (f"; tested at the folded spectrum's attainable floor, conv 'norm' tol {FOLDED_TOL:g} "
+                      "(machine precision needs a factorization: pass the matrices, or OPinv)")
     binv = None if b is None else _inverse_of(b, minv, opt["tol"], inverted, hint)
     f = _Folded(a, b, c, binv)
     # (λ − c)² squares the scale: the folded run is tested against ‖F‖ (conv 'norm'; a relative
@@ -86,7 +118,7 @@ def _folded_nearest(a, b, opt, c, m, minv, inverted="M", hint=HINT_MINV):
     fopt.pop("v0", None)
     run = _run_eigs(f, b, fopt)
     return _ritz_from(a, b, opt, run, f"{m} eigenvalues nearest {c:g} from the folded operator "
-                      "(A - cB) B^-1 (A - cB), no factorization")
+                      "(A - cB) B^-1 (A - cB), no factorization" + floor_note)
 
 
 class _InverseProduct:
@@ -108,6 +140,13 @@ class _InverseProduct:
 def _opinv_nearest(a, b, inv, c, m, opt):
     """The m eigenpairs nearest c through the caller's OPinv (no factorization of ours): the m
     largest |θ| of M·OPinv·M (both ends), then Rayleigh-Ritz with (A, M) and the true residuals."""
+    floor_note = ""
+    if opt["conv"] == "norm" and opt["tol"] < FOLDED_TOL:
+        # tol=0 (machine precision): through the caller's inverse, as through the folded
+        # spectrum, the floor is above it (the θ-run's residual is amplified on the way back)
+        opt = dict(opt, tol=FOLDED_TOL)
+        floor_note = (f"; tested at the attainable floor through OPinv, conv 'norm' tol {FOLDED_TOL:g} "
+                      "(machine precision needs a factorization: pass A and M as matrices)")
     op = _InverseProduct(b, inv, a.n)
     # A residual s of the θ-problem maps to (A − cM)·M⁻¹·s/θ on (A, M), which can be ‖A − cM‖·‖M⁻¹‖
     # times larger: the θ-run gets tol·1e-4 (floored at 1e-14); _ritz_from checks the outcome.
@@ -115,7 +154,7 @@ def _opinv_nearest(a, b, inv, c, m, opt):
                                          tol=max(opt["tol"] * 1e-4, 1e-14),
                                          method="lobpcg" if opt["method"] in ("auto", "chebyshev") else opt["method"]), m)
     return _ritz_from(a, b, opt, run, f"{m} eigenvalues nearest {c:g} through OPinv (SciPy's "
-                      "(A - sigma M)^-1), checked on A")
+                      "(A - sigma M)^-1), checked on A" + floor_note)
 
 
 def _smallest_magnitude(a, b, opt, k, minv):
@@ -163,6 +202,10 @@ def _transformed(a, b, opt, k, sig, which, mode, opinv):
         if inv is not None and c == center:
             return _opinv_nearest(pa, pb, inv, c, m, opt)
         if factorable:
+            if pa.n <= DENSE_SIGMA_N:
+                near = dense_nearest(pa, pb, opt, c, m)
+                if near is not None:
+                    return near
             return _run_eigs(pa, pb, dict(opt, which="nearest", sigma=c, k=m))
         return _folded_nearest(pa, pb, opt, c, m, None, "A" if mode == "buckling" else "M", HINT_OPINV)
 

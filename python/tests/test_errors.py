@@ -152,7 +152,6 @@ def test_one_d_and_empty_arrays():
     ({"method": "arpack"}, r"method='arpack': expected auto, lanczos, lobpcg, chebyshev or dense"),
     ({"conv": "loose"}, r"conv='loose': expected rel, norm or abs"),
     ({"tol": 2.0}, r"tol=2.0: expected 0 < tol < 1"),
-    ({"tol": -1e-3}, r"tol=-0.001: expected 0 < tol < 1"),
     ({"maxiter": 0}, r"maxiter=0: must be at least 1"),
     ({"ncv": 3}, r"ncv=3: must be at least 5"),
     ({"ncv": 500}, r"ncv=500: must be at most n = 100"),
@@ -270,7 +269,6 @@ RANGE_CASES = [
     ("cg", {"atol": -1.0}, ValueError, r"^atol=-1.0: expected a non-negative number$"),
     ("cg", {"rtol": -1e-3}, ValueError, r"^rtol=-0.001: expected a non-negative number$"),
     ("cg", {"rtol": np.nan}, ValueError, r"^rtol=nan: expected a number, not NaN$"),
-    ("cg", {"rtol": 0.0, "atol": 0.0}, ValueError, r"^rtol=0 and atol=0: no residual can pass"),
     ("cg", {"x0": "Ab"}, ValueError, r"^x0='Ab': expected an array or 'Mb'"),
 ]
 

@@ -177,8 +177,19 @@ bool BlockCgSolver<W>::read_back(Run& r) {
     for (std::int64_t j = 0; j < q.na; ++j) {
       const std::int64_t c = act_[j];
       rn_[j] = std::sqrt(std::max(0.0, q.norms2[j]));
-      if (rn_[j] <= thr_[c]) ++nconv;
-      else if (rn_[j] < kExhaustedDrop * last_rn_[c]) r.exhausted = true;
+      if (rn_[j] <= thr_[c]) {
+        ++nconv;
+      } else if (last_rn_[c] <= thr_[c] && rn_[j] > 1e3 * last_rn_[c]) {
+        // The column had converged in the iteration before and the pipelined next one threw it
+        // 1000× back (CG's own oscillation is a small factor): its residual was at rounding
+        // level (CG ended exactly: A = c·I, a diagonal A with Jacobi, few distinct eigenvalues),
+        // where PᵀR = ZᵀR no longer holds and α is noise. The cycle ends; the next ones restart
+        // from the true residual and read each iteration back before queuing the next.
+        r.exhausted = true;
+        sync_cycles_ = true;
+      } else if (rn_[j] < kExhaustedDrop * last_rn_[c]) {
+        r.exhausted = true;
+      }
       last_rn_[c] = rn_[j];
     }
     record(r.res, q, nconv, r.want_norms);

@@ -108,16 +108,11 @@ void BlockCgSolver<W>::precondition(MvView<const double> in, MvView<double> out)
 template <class W>
 typename BlockCgSolver<W>::Run BlockCgSolver<W>::start(MvView<const double> rhs, MvView<double> x,
                                                          bool use_x0) {
-  TCSOLVE_REQUIRE(rhs.rows == n_ && x.rows == n_ && x.cols == rhs.cols, "block CG: shape mismatch");
-  TCSOLVE_REQUIRE(rhs.cols <= smax_, "block CG: more right-hand sides than the workspace holds");
-  TCSOLVE_REQUIRE(rhs.space == ops_.space() && x.space == ops_.space(),
-                  "block CG: blocks in another memory space than the dense ops");
   Run r;
-  r.rhs = rhs, r.x = x, r.s = rhs.cols;
-  r.res.n = n_;
-  r.res.column_iterations.assign(r.s, -1);
-  r.want_norms = opt_.keep_history || static_cast<bool>(opt_.on_iteration);
+  detail::begin_run(r, "block CG", "", rhs, x, n_, smax_, ops_.space(),
+                    opt_.keep_history || static_cast<bool>(opt_.on_iteration));
   applies_ = columns_ = fused_iterations_ = robust_steps_ = 0;
+  sync_cycles_ = false;
   budget_words_ = apply_s_ = dense_s_ = 0.0;
   column_scales(rhs);
   set_targets(opt_.tol);  // (fp32: each refinement sets its own)
@@ -205,7 +200,7 @@ bool BlockCgSolver<W>::first_search_block(Run& r, OrthoOutcome o) {
   r.dim = 0;
   for (std::int64_t c : act_) last_rn_[c] = rn_[c] * bn_[c];
   r.deflating = r.rk < r.na;
-  r.sync_mode = r.deflating || r.rk + r.na > nglob_;
+  r.sync_mode = sync_cycles_ || r.deflating || r.rk + r.na > nglob_;
   if (r.rk == 0) return no_direction(r, "M·R at the cycle's start");
   queue_gram(r.rk, r.na, true, kPivTol);
   absorb_rayleigh();

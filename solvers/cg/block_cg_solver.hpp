@@ -54,11 +54,8 @@ class BlockCgSolver {
   void set_iteration_limit(std::int64_t m) { opt_.max_iterations = m; }
 
   // ---- The state of one solve.
-  struct Run {
-    SolveResult res;
-    MvView<const double> rhs;
-    MvView<double> x;
-    std::int64_t s = 0, it = 0;
+  struct Run : tcsolve::detail::RunBase {
+    std::int64_t it = 0;
     std::int64_t na = 0;   // active columns (act()[0:na] are their indices in rhs / x)
     std::int64_t rk = 0;   // search directions in P
     std::int64_t dim = 0;  // directions the cycle has searched (Σ rk over its iterations)
@@ -67,7 +64,6 @@ class BlockCgSolver {
     bool flagged = false;      // a queued iteration's factor was flagged in this cycle
     bool deflating = false;    // P = orth(M·R + P·β) at every iteration (the block lost rank)
     bool exhausted = false;    // an abrupt drop (kExhaustedDrop) was seen: the cycle ends
-    bool want_norms = false;
     OrthoBranch branch = OrthoBranch::none;
   };
 
@@ -214,6 +210,8 @@ class BlockCgSolver {
   // (ascale_: 1/c_j of the active columns; zero_: zeros.)
   // last_rn_: each column's latest recurrence residual (scaled; for kExhaustedDrop).
   std::vector<double> rn_, bn_, cs_, inv_cs_, neg_inv_cs_, thr_, rstart_, rq_, ascale_, last_rn_;
+  // A pipelined iteration moved a converged column off (read_back): later cycles run synchronously.
+  bool sync_cycles_ = false;
   std::vector<double> hst_, zero_;
   std::vector<std::int64_t> act_, keep_idx_, still_;
   double a_norm_ = 0.0;        // largest Rayleigh quotient pᵀAp of a unit p seen (≤ ‖A‖)

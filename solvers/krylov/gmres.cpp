@@ -37,9 +37,10 @@
 // and the per-column Hessenberg/Givens state live in the dense ops' space; every step of an
 // iteration is queued on ops.stream(), and the host only fetches, asynchronously, the s residual
 // estimates, stop flags and lengths (fetch_async; it waits for iteration j − 1's while j is
-// queued, so the GPU does not idle). Nothing is allocated inside the loop (the workspace below is
-// allocated in the constructor). Kernels: gmres_kernels.hpp (CPU / CUDA twins); steps:
-// gmres_solver.hpp.
+// queued, so the GPU does not idle). The host waits only between cycles (the true residuals'
+// norms decide the next cycle's columns and targets). Nothing is allocated inside the loop (the
+// workspace below is allocated in the constructor). Kernels: gmres_kernels.hpp (CPU / CUDA
+// twins); steps: gmres_solver.hpp.
 //
 // Passes over n × na blocks per iteration j (k = j + 1 basis blocks, na active columns):
 //   w = A·z                       the apply (writes w = V_{j+1}; z = M⁻¹·v_j or v_j itself)

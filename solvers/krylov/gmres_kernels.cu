@@ -37,12 +37,16 @@ int sm_count() {
 cudaStream_t stream_of(const Context& ctx) { return static_cast<cudaStream_t>(ctx.stream); }
 
 // Thread blocks a column for a tall pass over n rows touching k blocks besides w: 8 blocks an SM
-// over all columns at most, no more than the tiles, and no more than kL2Budget of tiles in flight.
-int grid_x(std::int64_t n, std::int64_t cols, int k) {
+// over all columns at most, no more than the tiles, and, when the pass re-reads its tiles (an
+// update and dots), no more than kL2Budget of tiles in flight (but one block an SM at least).
+int grid_x(std::int64_t n, std::int64_t cols, int k, bool rereads) {
   const long long tiles = (n + kTile - 1) / kTile;
   const double tile_bytes = 8.0 * kTile * (k + 1);
-  const long long budget = std::max<long long>(
-      sm_count(), std::min<long long>(8LL * sm_count(), static_cast<long long>(kL2Budget / tile_bytes)));
+  const long long full = 8LL * sm_count();
+  const long long budget =
+      rereads ? std::max<long long>(sm_count(),
+                                    std::min<long long>(full, static_cast<long long>(kL2Budget / tile_bytes)))
+              : full;
   return static_cast<int>(std::max<long long>(1, std::min(tiles, budget / std::max<std::int64_t>(cols, 1))));
 }
 
@@ -93,6 +97,7 @@ __global__ void __launch_bounds__(kThreads)
         if (row[q] < n) wc[row[q]] = wv[q];
     }
     if (dots) {
+#pragma unroll 4
       for (int i = 0; i < k; ++i) {
         const double* vi = vc + i * stride;
         double p = 0.0;
@@ -166,9 +171,8 @@ __global__ void normalize_kernel(long long n, double* w, long long ldw, const do
 
 // u = diag(d)·Σ_{i<k} V_i·y_i for column blockIdx.y (y in shared memory).
 __global__ void combine_kernel(long long n, int k, const double* __restrict__ v, long long ldv,
-                               long long stride, const double* __restrict__ st, long long lds,
-                               long long yoff, const double* __restrict__ d, double* __restrict__ u,
-                               long long ldu) {
+                               long long stride, const double* __restrict__ st, long long lds, long long yoff,
+                               const double* __restrict__ d, double* __restrict__ u, long long ldu) {
   extern __shared__ double y[];
   const int c = blockIdx.y;
   for (int i = threadIdx.x; i < k; i += blockDim.x) y[i] = st[c * lds + yoff + i];
@@ -191,8 +195,6 @@ dim3 elementwise_grid(std::int64_t n, std::int64_t cols) {
               static_cast<unsigned>(cols));
 }
 
-}  // namespace
-
 std::int64_t partial_doubles(std::int64_t /*n*/, std::int64_t kmax, std::int64_t s, int /*workers*/) {
   // grid_x·cols ≤ max(cols, 8·SMs) thread blocks, K ≤ kmax + 1 sums each.
   return (kmax + 1) * std::max<std::int64_t>(s, 8LL * sm_count());
@@ -204,7 +206,7 @@ void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w, MvV
   const int K = (dots ? k : 0) + (norm_row >= 0 ? 1 : 0);
   if (cols == 0 || K + (coef.data ? 1 : 0) == 0) return;
   TCSOLVE_REQUIRE(cols <= kMaxCols, "gmres ortho_pass: more than 65535 columns");
-  const int gx = grid_x(n, cols, k);
+  const int gx = grid_x(n, cols, k, coef.data != nullptr && dots);
   TCSOLVE_REQUIRE(static_cast<std::int64_t>(gx) * cols * std::max(K, 1) <= ctx.partial_size,
                   "gmres ortho_pass: workspace");
   const std::size_t shared = sizeof(double) * (k + static_cast<std::size_t>(std::max(K, 1)) * kWarps);
@@ -230,7 +232,7 @@ void arnoldi_step(const Context& ctx, const StateLayout& L, int j, MvView<const 
 void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta, MvView<double> state) {
   if (state.cols == 0) return;
   start_kernel<<<columns_grid(state.cols), 64, 0, stream_of(ctx)>>>(L, beta.data, state.data, state.ld,
-                                                                     static_cast<int>(state.cols));
+                                                                    static_cast<int>(state.cols));
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -246,7 +248,7 @@ void normalize(const Context& ctx, MvView<double> w, MvView<const double> state,
 void solve_triangular(const Context& ctx, const StateLayout& L, MvView<double> state) {
   if (state.cols == 0) return;
   solve_kernel<<<columns_grid(state.cols), 64, 0, stream_of(ctx)>>>(L, state.data, state.ld,
-                                                                     static_cast<int>(state.cols));
+                                                                    static_cast<int>(state.cols));
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -261,6 +263,12 @@ void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k, Mv
                    stream_of(ctx)>>>(u.rows, k, v.data, v.ld, v.stride, state.data, state.ld, L.y(), d,
                                      u.data, u.ld);
   TCSOLVE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+Kernels kernels() {
+  return {partial_doubles, ortho_pass, arnoldi_step, start_cycle, normalize, solve_triangular, combine};
 }
 
 }  // namespace tcsolve::krylov::gmres::cuda

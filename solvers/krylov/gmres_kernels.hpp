@@ -2,9 +2,9 @@
 // Gram-Schmidt passes over the basis, the per-column Arnoldi/Givens step, the normalization (with
 // the Jacobi scaling of the next iteration's input), the cycle's triangular solve and update.
 // The CPU reference (gmres_kernels.cpp, namespace krylov::gmres::cpu) and the CUDA version
-// (gmres_kernels.cu, namespace krylov::gmres::cuda, on ctx.stream) have the same names and arguments; a
-// CPU-only build links gmres_kernels_stub.cpp, whose krylov::gmres::cuda entries throw NotCompiled.
-// kernels_for(space) picks the table. The per-column arithmetic (column_*) is written once, below,
+// (gmres_kernels.cu, namespace krylov::gmres::cuda, on ctx.stream) have the same names and arguments
+// (the entries of Kernels below); a CPU-only build links gmres_kernels_stub.cpp instead of the CUDA
+// file. kernels_for(space) picks the table. The per-column arithmetic (column_*) is written once, below,
 // for the host and the device alike.
 //
 // Shapes: n rows; a basis of blocks V_0, V_1, ... each n × cols (column c of block i at
@@ -160,8 +160,8 @@ struct Kernels {
   //   out(norm_row, c) = ‖w_c‖²                (when norm_row ≥ 0)
   // Reads w and the k blocks once, writes w once when it updates (the dots re-read the blocks of
   // the row tile just updated, from cache). out may be the coef matrix (other rows).
-  void (*ortho_pass)(const Context& ctx, const Basis& v, int k, MvView<double> w,
-                     MvView<const double> coef, MvView<double> out, bool dots, int norm_row);
+  void (*ortho_pass)(const Context& ctx, const Basis& v, int k, MvView<double> w, MvView<const double> coef,
+                     MvView<double> out, bool dots, int norm_row);
   // column_arnoldi for every column: h1, h2 ((j+1) × cols used), nrm2 = h2(norm_row, c).
   void (*arnoldi_step)(const Context& ctx, const StateLayout& L, int j, MvView<const double> h1,
                        MvView<const double> h2, int norm_row, MvView<double> state);
@@ -170,44 +170,23 @@ struct Kernels {
                       MvView<double> state);
   // w_c ← w_c·state(kInvNorm, c) in place; when d (n doubles): z = diag(d)·w as well
   // (the next iteration's M⁻¹·v). One pass (reads w, d; writes w, z).
-  void (*normalize)(const Context& ctx, MvView<double> w, MvView<const double> state,
-                    const double* d, MvView<double> z);
+  void (*normalize)(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
+                    MvView<double> z);
   // column_solve for every column.
   void (*solve_triangular)(const Context& ctx, const StateLayout& L, MvView<double> state);
   // u_c = diag(d)·Σ_{i<k} V_i(:,c)·y(i, c) (d nullptr: no scaling); y = the state's y rows.
   // Reads the k blocks, writes u.
-  void (*combine)(const Context& ctx, const StateLayout& L, const Basis& v, int k,
-                  MvView<const double> state, const double* d, MvView<double> u);
+  void (*combine)(const Context& ctx, const StateLayout& L, const Basis& v, int k, MvView<const double> state,
+                  const double* d, MvView<double> u);
 };
 
+// Each backend's table: the functions of the same names in gmres_kernels.cpp (cpu) and
+// gmres_kernels.cu (cuda; gmres_kernels_stub.cpp in a CPU-only build, where it throws NotCompiled).
 namespace cpu {
-std::int64_t partial_doubles(std::int64_t n, std::int64_t kmax, std::int64_t s, int workers);
-void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w,
-                MvView<const double> coef, MvView<double> out, bool dots, int norm_row);
-void arnoldi_step(const Context& ctx, const StateLayout& L, int j, MvView<const double> h1,
-                  MvView<const double> h2, int norm_row, MvView<double> state);
-void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta,
-                 MvView<double> state);
-void normalize(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
-               MvView<double> z);
-void solve_triangular(const Context& ctx, const StateLayout& L, MvView<double> state);
-void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k,
-             MvView<const double> state, const double* d, MvView<double> u);
+Kernels kernels();
 }  // namespace cpu
-
 namespace cuda {
-std::int64_t partial_doubles(std::int64_t n, std::int64_t kmax, std::int64_t s, int workers);
-void ortho_pass(const Context& ctx, const Basis& v, int k, MvView<double> w,
-                MvView<const double> coef, MvView<double> out, bool dots, int norm_row);
-void arnoldi_step(const Context& ctx, const StateLayout& L, int j, MvView<const double> h1,
-                  MvView<const double> h2, int norm_row, MvView<double> state);
-void start_cycle(const Context& ctx, const StateLayout& L, MvView<const double> beta,
-                 MvView<double> state);
-void normalize(const Context& ctx, MvView<double> w, MvView<const double> state, const double* d,
-               MvView<double> z);
-void solve_triangular(const Context& ctx, const StateLayout& L, MvView<double> state);
-void combine(const Context& ctx, const StateLayout& L, const Basis& v, int k,
-             MvView<const double> state, const double* d, MvView<double> u);
+Kernels kernels();
 }  // namespace cuda
 
 // The CPU table for Space::host, the CUDA one for Space::device.

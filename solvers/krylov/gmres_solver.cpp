@@ -77,16 +77,9 @@ void GmresSolver::apply(const LinearOperator<double>& op, MvView<const double> x
 // ---- start, scales, true residuals, columns
 
 GmresSolver::Run GmresSolver::start(MvView<const double> rhs, MvView<double> x, bool use_x0) {
-  TCSOLVE_REQUIRE(rhs.rows == n_ && x.rows == n_ && x.cols == rhs.cols, "GMRES: shape mismatch");
-  TCSOLVE_REQUIRE(rhs.cols <= smax_, "GMRES: more right-hand sides than the workspace holds");
-  TCSOLVE_REQUIRE(rhs.space == ops_.space() && x.space == ops_.space(),
-                  "GMRES: blocks in another memory space than the dense ops");
   Run r;
-  r.rhs = rhs, r.x = x, r.s = rhs.cols;
-  r.res.n = n_;
-  r.res.method = format("gmres(%d)", m_);
-  r.res.column_iterations.assign(r.s, -1);
-  r.want_norms = opt_.keep_history || static_cast<bool>(opt_.on_iteration);
+  tcsolve::detail::begin_run(r, "GMRES", format("gmres(%d)", m_), rhs, x, n_, smax_, ops_.space(),
+                    opt_.keep_history || static_cast<bool>(opt_.on_iteration));
   r.x_zero = !use_x0;
   columns_ = 0;
   ring_head_ = ring_count_ = 0;

@@ -15,6 +15,7 @@
 #include "solvers/krylov/gmres_kernels.hpp"
 #include "solvers/krylov/krylov_options.hpp"
 #include "solvers/result.hpp"
+#include "solvers/solver_common.hpp"
 
 namespace tcsolve::krylov::gmres {
 
@@ -43,11 +44,7 @@ class GmresSolver {
   SolveResult solve(MvView<const double> rhs, MvView<double> x, bool use_x0);
 
   // ---- The state of one solve.
-  struct Run {
-    SolveResult res;
-    MvView<const double> rhs;
-    MvView<double> x;
-    std::int64_t s = 0;
+  struct Run : tcsolve::detail::RunBase {
     std::int64_t it = 0;         // Arnoldi steps taken (the longest column's, summed over cycles)
     std::int64_t cycle_it0 = 0;  // it at the current cycle's start
     std::int64_t queued = 0;     // iterations queued in the current cycle (≥ its steps)
@@ -55,7 +52,6 @@ class GmresSolver {
     int cycles = 0;
     bool x_zero = false;         // x is zero (no x0, nothing added yet): skip A·x
     bool all_frozen = false;     // the host has seen every active column stop
-    bool want_norms = false;
   };
 
   // ---- Steps

@@ -59,16 +59,9 @@ void MinresSolver::apply(const LinearOperator<double>& op, MvView<const double> 
 }
 
 MinresSolver::Run MinresSolver::start(MvView<const double> rhs, MvView<double> x, bool use_x0) {
-  TCSOLVE_REQUIRE(rhs.rows == n_ && x.rows == n_ && x.cols == rhs.cols, "minres: shape mismatch");
-  TCSOLVE_REQUIRE(rhs.cols <= smax_, "minres: more right-hand sides than the workspace holds");
-  TCSOLVE_REQUIRE(rhs.space == ops_.space() && x.space == ops_.space(),
-                  "minres: blocks in another memory space than the dense ops");
   Run r;
-  r.rhs = rhs, r.x = x, r.s = rhs.cols;
-  r.res.n = n_;
-  r.res.method = "minres";
-  r.res.column_iterations.assign(r.s, -1);
-  r.want_norms = opt_.keep_history || static_cast<bool>(opt_.on_iteration);
+  tcsolve::detail::begin_run(r, "minres", "minres", rhs, x, n_, smax_, ops_.space(),
+                    opt_.keep_history || static_cast<bool>(opt_.on_iteration));
   columns_ = 0, a_norm_ = 0.0, head_ = queued_ = 0;
   column_scales(rhs);
   if (!use_x0) ops_.fill_zero(x);

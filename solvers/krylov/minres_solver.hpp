@@ -53,14 +53,10 @@ class MinresSolver {
   // rhs, x: n × s (s ≤ max_cols) in ops.space(); x is the initial guess when use_x0, else zeroed.
   SolveResult solve(MvView<const double> rhs, MvView<double> x, bool use_x0);
 
-  struct Run {
-    SolveResult res;
-    MvView<const double> rhs;
-    MvView<double> x;
-    std::int64_t s = 0, it = 0;
+  struct Run : tcsolve::detail::RunBase {
+    std::int64_t it = 0;
     std::int64_t na = 0;  // columns in the cycle's blocks (act()[0:na] their indices in rhs / x)
     int cycle = 0;
-    bool want_norms = false;
   };
 
   // ---- Steps (minres_solver.cpp)

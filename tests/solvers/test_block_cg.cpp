@@ -178,6 +178,38 @@ TEST(BlockCg, ToleranceBelowTheFloorEndsAtTheFloor) {
   for (double v : r.residual_norms) EXPECT_LE(v, 1e-13);
 }
 
+// A residual that becomes exactly zero in one step (A = c·I, or a diagonal A with Jacobi): the
+// next search block is zero. The answer of that step is the solution, not a breakdown, and x must
+// not be lost (found through tcsolve.cg on identity(60): "no direction left"; 3·I: x = 0).
+TEST(BlockCg, ExactConvergenceInOneStepKeepsTheAnswer) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  // kind 0: A = I; 1: A = 3·I; 2: A = diag(1..60) with Jacobi (exact in one step); 3: two
+  // distinct eigenvalues, 1 and 2 (exact in two steps).
+  for (int kind : {0, 1, 2, 3}) {
+    for (std::int64_t s : {1, 3}) {
+      SCOPED_TRACE("kind " + std::to_string(kind) + ", s = " + std::to_string(s));
+      Csr<double> a;
+      a.nrows = a.ncols = 60;
+      a.row_ptr.assign(1, 0);
+      for (std::int64_t i = 0; i < 60; ++i) {
+        a.col_idx.push_back(static_cast<std::int32_t>(i));
+        a.values.push_back(kind == 0 ? 1.0 : kind == 1 ? 3.0 : kind == 2 ? static_cast<double>(i + 1) : 1.0 + (i % 2));
+        a.row_ptr.push_back(i + 1);
+      }
+      Mat b = Mat::Ones(60, s);
+      if (s > 1) b.col(1) = random_rhs(60, 1, 5);
+      if (s > 2) b.col(2).setZero();
+      CgOptions o;
+      if (kind == 2) o.jacobi_diagonal = a.values;
+      auto r = solve_and_check(a, b, o, 1e-12);
+      Eigen::Map<const Mat> x(r.solutions.data(), 60, s);
+      Mat want = b;
+      for (std::int64_t i = 0; i < 60; ++i) want.row(i) /= a.values[i];
+      EXPECT_LE((x - want).norm(), 1e-14 * want.norm());
+    }
+  }
+}
+
 // Columns of very different scale (1e200, 1e-200) converge like the others: the solve runs on
 // columns scaled by powers of two, so the iterates are those of the unscaled block, scaled.
 TEST(BlockCg, ColumnsOfAnyScaleConvergeAlike) {

@@ -129,7 +129,8 @@ SolveResult solve_and_check(const Csr<double>& a, const Mat& b, const KrylovOpti
   Mat xref = lu.solve(b);
   Eigen::Map<const Mat> x(r.solutions.data(), a.nrows, b.cols());
   for (std::int64_t j = 0; j < b.cols(); ++j)
-    EXPECT_LE((x.col(j) - xref.col(j)).norm(), err_tol * std::max(xref.col(j).norm(), 1e-300)) << "column " << j;
+    EXPECT_LE((x.col(j) - xref.col(j)).norm(), err_tol * std::max(xref.col(j).norm(), 1e-300))
+        << "column " << j;
   return r;
 }
 
@@ -287,7 +288,7 @@ TEST(Gmres, InconsistentColumnIsReportedNotConverged) {
   EXPECT_GT(tr[1], 0.25);
   EXPECT_NE(r.reason.find("stagnation"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("1 ("), std::string::npos) << r.reason;  // names column 1
-  EXPECT_LT(r.iterations, o.max_iterations);                      // stopped by stagnation
+  EXPECT_LT(r.iterations, o.max_iterations);                       // stopped by stagnation
 }
 
 // A tolerance below what fp64 attains: not converged (stagnation), the residuals at the floor.
@@ -354,7 +355,9 @@ TEST(Gmres, OneAndThirtyThreeColumns) {
 }
 
 // Pseudo-block: each column's iterates are those of its own solve (s = 1), whatever else is in the
-// block.
+// block. On the CPU exactly (every sum's order is independent of the block width); on the GPU up
+// to rounding (the dense ops' column norms and the kernels' grids depend on the width), so there
+// the same iteration count give or take a few, and the same x to the accuracy of the solve.
 TEST(Gmres, ColumnsAreIndependentOfTheirNeighbours) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(21, 19, 10.0, false);
@@ -366,9 +369,11 @@ TEST(Gmres, ColumnsAreIndependentOfTheirNeighbours) {
     Mat bj = b.col(j);
     auto one = run_gmres(a, bj, o);
     ASSERT_EQ(one.status, SolverStatus::converged);
-    EXPECT_EQ(one.column_iterations[0], all.column_iterations[j]);
+    const bool exact = kBackend == Backend::cpu;
+    if (exact) EXPECT_EQ(one.column_iterations[0], all.column_iterations[j]);
+    else EXPECT_NEAR(one.column_iterations[0], all.column_iterations[j], 3);
     Eigen::Map<const Mat> xa(all.solutions.data(), a.nrows, 6), x1(one.solutions.data(), a.nrows, 1);
-    EXPECT_LE((xa.col(j) - x1.col(0)).norm(), 1e-12 * x1.norm());
+    EXPECT_LE((xa.col(j) - x1.col(0)).norm(), (exact ? 1e-12 : 1e-6) * x1.norm());
   }
 }
 
@@ -410,7 +415,8 @@ TEST(Gmres, PreconditionerOperatorMatchesJacobi) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   // A·S with S = diag(10^(±2)) at random: right Jacobi (M = diag(A·S)) undoes S exactly.
   auto a = convection_diffusion(41, 27, 400.0, true);
-  for (std::int64_t p = 0; p < a.nnz(); ++p) a.values[p] *= std::pow(10.0, 2.0 * random_entry(19, a.col_idx[p], 0));
+  for (std::int64_t p = 0; p < a.nnz(); ++p)
+    a.values[p] *= std::pow(10.0, 2.0 * random_entry(19, a.col_idx[p], 0));
   Mat b = random_rhs(a.nrows, 4, 18);
   auto d = diagonal(a);
   std::vector<Triplet<double>> t;
@@ -424,7 +430,8 @@ TEST(Gmres, PreconditionerOperatorMatchesJacobi) {
   check_report(a, b, plain, o.tol);
   o.preconditioner = minv.get();
   auto pre = solve_and_check(a, b, o, 1e-6);
-  EXPECT_EQ(pre.iterations, jac.iterations);
+  if (kBackend == Backend::cpu) EXPECT_EQ(pre.iterations, jac.iterations);  // (the same products)
+  else EXPECT_NEAR(pre.iterations, jac.iterations, 2);  // (the GPU's SpMM may round otherwise)
   EXPECT_LT(jac.iterations, plain.iterations);
   std::printf("column-scaled upwind: Jacobi %lld iterations, M as an operator %lld, none %lld (%s)\n",
               (long long)jac.iterations, (long long)pre.iterations, (long long)plain.iterations,
@@ -519,8 +526,9 @@ TEST(GmresKernels, OrthoPassMatchesEigen) {
     ops->from_host(W.data(), n, w.view());
     const bool update = mode > 0, dots = mode < 2;
     const int norm_row = mode == 2 ? static_cast<int>(m + 1) : -1;
-    kern.ortho_pass(ctx, basis, k, w.view(), update ? MvView<const double>(coef.view()) : MvView<const double>{},
-                    out.view(), dots, norm_row);
+    kern.ortho_pass(ctx, basis, k, w.view(),
+                    update ? MvView<const double>(coef.view()) : MvView<const double>{}, out.view(), dots,
+                    norm_row);
     Mat wo(n, s), o(m + 2, s);
     ops->to_host(w.view(), wo.data(), n);
     ops->to_host(out.view(), o.data(), m + 2);
@@ -548,7 +556,8 @@ TEST(GmresKernels, NormalizeAndCombineMatchEigen) {
   Kernels kern = krylov::gmres::kernels_for(ops->space());
   Context ctx{ops->stream(), nullptr, 0, 2};
   Mat V = random_rhs(n, (m + 1) * s, 40), D = random_rhs(n, 1, 41), St = random_rhs(L.rows(), s, 42);
-  MultiVector<double> vb = ops->allocate(n, (m + 1) * s), d = ops->allocate(n, 1), st = ops->allocate(L.rows(), s);
+  MultiVector<double> vb = ops->allocate(n, (m + 1) * s), d = ops->allocate(n, 1),
+                      st = ops->allocate(L.rows(), s);
   MultiVector<double> z = ops->allocate(n, s), u = ops->allocate(n, s);
   ops->from_host(V.data(), n, vb.view());
   ops->from_host(D.data(), n, d.view());
@@ -614,25 +623,35 @@ TEST(GmresSteps, CycleBuildsAnOrthonormalBasis) {
 
 // ---- timing (run by hand: --gtest_also_run_disabled_tests --gtest_filter='*Timing*') ---------
 
+// (1) the cost of an iteration: central differences at Péclet 10 (diffusion-dominated, κ ~ 1e5:
+// thousands of GMRES(30) iterations to converge), 60 iterations = 2 cycles; (2) a whole solve of a
+// convection-dominated case (upwind, Péclet 5000, Jacobi) to tol 1e-8.
 TEST(Gmres, DISABLED_TimingConvectionDiffusion250k) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  auto a = convection_diffusion(500, 500, 10.0, false);  // 250,000 rows
-  Mat b = random_rhs(a.nrows, 32, 60);
-  for (bool jac : {false, true}) {
-    KrylovOptions o = options(1e-8, 30, jac ? &a : nullptr);
-    o.max_iterations = 20000;
+  const char* side_env = std::getenv("TCSOLVE_GMRES_TIMING_SIDE");  // (grid side; default 500)
+  const int side = side_env ? std::atoi(side_env) : 500;
+  for (int run = 0; run < 2; ++run) {
+    auto a = run == 0 ? convection_diffusion(side, side, 10.0, false)
+                      : convection_diffusion(side, side, 5000.0, true);
+    Mat b = random_rhs(a.nrows, 32, 60);
+    KrylovOptions o = options(1e-8, 30, run == 1 ? &a : nullptr);
+    o.max_iterations = run == 0 ? 60 : 5000;
     const auto t0 = std::chrono::steady_clock::now();
     auto r = run_gmres(a, b, o);
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double worst = 0.0;
+    double worst = 0.0, ap = 0.0, dn = 0.0;
     for (double v : r.residual_norms) worst = std::max(worst, v);
-    std::printf("convection-diffusion 500x500 (Pe 10, central), 32 rhs, GMRES(30)%s: %s, %lld iterations, "
-                "%lld applies, worst true residual %.2e, solve %.2f s (wall incl. set-up %.2f s)\n",
-                jac ? " + Jacobi" : "", to_string(r.status), (long long)r.iterations,
-                (long long)r.operator_applies, worst, r.seconds, sec);
+    for (const auto& h : r.history) ap += h.apply_seconds, dn += h.dense_seconds;
+    std::printf(
+        "%dx%d %s, 32 rhs, GMRES(30)%s: %s, %lld iterations, %lld columns applied, worst true residual "
+        "%.2e; solve %.2f s (%.3f s an iteration: A %.3f s, dense %.3f s), wall incl. set-up and copies %.2f "
+        "s\n",
+        side, side, run == 0 ? "central Pe 10" : "upwind Pe 5000", run == 1 ? " + Jacobi" : "",
+        to_string(r.status), (long long)r.iterations, (long long)r.operator_applies, worst, r.seconds,
+        r.seconds / std::max<std::int64_t>(r.iterations, 1), ap / std::max<std::int64_t>(r.iterations, 1),
+        dn / std::max<std::int64_t>(r.iterations, 1), sec);
   }
 }
 
 }  // namespace
 }  // namespace tcsolve::test
-

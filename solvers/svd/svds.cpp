@@ -1,0 +1,148 @@
+// svds entry points (solvers/svd/svds.hpp): argument checks, the choice between the block GKL
+// iteration and the dense path, the Csr form's operators, the verification of the dense path.
+#include "solvers/svd/svds.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "solvers/solver_common.hpp"
+#include "solvers/svd/bidiag.hpp"
+#include "solvers/svd/centered.hpp"
+#include "solvers/svd/verify.hpp"
+#include "spmm/sparse_operator.hpp"
+
+namespace tcsolve {
+
+std::vector<double> SvdResult::explained_variance() const {
+  std::vector<double> out;
+  if (m < 2) return out;
+  for (double s : values) out.push_back(s * s / static_cast<double>(m - 1));
+  return out;
+}
+
+std::vector<double> SvdResult::explained_variance_ratio() const {
+  std::vector<double> out;
+  if (!(total_sq > 0)) return out;
+  for (double s : values) out.push_back(s * s / total_sq);
+  return out;
+}
+
+namespace {
+
+// The dense path, for min(m, n) too small for the Krylov basis: the smaller side's identity
+// through A (n ≤ m: A·I_n, m × n) or Aᵀ (Aᵀ·I_m, n × m) in chunks of 64 columns, Eigen's BDCSVD
+// on the host (O(m·n·min(m, n))), then the same true-residual check as the iteration.
+constexpr double kDenseMaxEntries = 1u << 27;  // 1 GiB of doubles
+
+SvdResult svds_dense(const LinearOperator<double>& a, const LinearOperator<double>& at,
+                     DenseBlockOps& ops, const SvdOptions& opt) {
+  using Mat = Eigen::MatrixXd;
+  const double t0 = detail::now_seconds();
+  const std::int64_t m = a.rows(), n = a.cols(), k = opt.k;
+  const bool by_cols = n <= m;
+  const std::int64_t p = by_cols ? n : m, q = by_cols ? m : n;  // form Op·I_p, Op q × p
+  if (static_cast<double>(m) * static_cast<double>(n) > kDenseMaxEntries)
+    throw InvalidArgument("svds: min(m, n) = " + std::to_string(p) + " is too small for a Krylov "
+                          "basis of k + 2 blocks (k = " + std::to_string(k) + ") and the dense " +
+                          std::to_string(m) + " × " + std::to_string(n) + " matrix is too large; "
+                          "use a smaller k or --block");
+  const LinearOperator<double>& op = by_cols ? a : at;
+  detail::ApplyClock clock(ops);
+  const std::int64_t w = std::min<std::int64_t>(p, 64);
+  auto x = ops.allocate(p, w), y = ops.allocate(q, w);
+  Mat dense(q, p), eye(p, w);
+  for (std::int64_t j0 = 0; j0 < p; j0 += w) {
+    const std::int64_t c = std::min(w, p - j0);
+    eye.setZero();
+    for (std::int64_t j = 0; j < c; ++j) eye(j0 + j, j) = 1.0;
+    ops.from_host(eye.data(), p, x.columns(0, c));
+    clock.apply(op, x.columns(0, c), y.columns(0, c));
+    ops.to_host(y.columns(0, c), dense.data() + j0 * q, q);
+  }
+  Eigen::BDCSVD<Mat> svd(dense, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  // dense = Op = X·Σ·Yᵀ; for Op = Aᵀ the roles of the singular vectors swap.
+  const Mat& left = by_cols ? svd.matrixU() : svd.matrixV();
+  const Mat& right = by_cols ? svd.matrixV() : svd.matrixU();
+  SvdResult r;
+  r.method = "dense (Eigen BDCSVD of the " + std::to_string(m) + " × " + std::to_string(n) + " matrix)";
+  r.m = m;
+  r.n = n;
+  r.k = k;
+  r.tol = opt.tol;
+  r.values.assign(svd.singularValues().data(), svd.singularValues().data() + k);
+  r.a_norm = svd.singularValues()(0);
+  r.u.assign(left.data(), left.data() + m * k);
+  r.v.assign(right.data(), right.data() + n * k);
+  r.phases.iterate_s = detail::now_seconds() - t0;
+  const double t1 = detail::now_seconds();
+  auto ub = ops.allocate(m, k), vb = ops.allocate(n, k), tu = ops.allocate(m, k), tv = ops.allocate(n, k);
+  ops.from_host(r.u.data(), m, ub.view());
+  ops.from_host(r.v.data(), n, vb.view());
+  detail::measure_residuals(a, at, ops, clock, ub.view(), vb.view(), r.values, tu.view(), tv.view(),
+                            r.residual_av, r.residual_atu);
+  r.status = detail::all_pass(r) ? SolverStatus::converged : SolverStatus::not_converged;
+  if (r.status != SolverStatus::converged)
+    r.reason = "the dense SVD's triplets do not pass the residual test (tol too small for the "
+               "rounding of this matrix?)";
+  r.operator_applies = clock.columns();
+  r.phases.verify_s = detail::now_seconds() - t1;
+  r.seconds = detail::now_seconds() - t0;
+  return r;
+}
+
+}  // namespace
+
+SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at,
+               DenseBlockOps& ops, const SvdOptions& opt) {
+  const std::int64_t m = a.rows(), n = a.cols();
+  TCSOLVE_REQUIRE(at.rows() == n && at.cols() == m,
+                  "svds: Aᵀ must be " + std::to_string(n) + " × " + std::to_string(m));
+  TCSOLVE_REQUIRE(a.space() == ops.space() && at.space() == ops.space(),
+                  "svds: A, Aᵀ and the dense ops must share one space");
+  bool fits = false;
+  const auto shape = detail::gkl_shape(m, n, opt, &fits);
+  if (!fits) return svds_dense(a, at, ops, opt);
+  const double t0 = detail::now_seconds();
+  detail::BlockGkl gkl(a, at, ops, opt, shape);
+  const double t1 = detail::now_seconds();
+  gkl.run();
+  SvdResult r = std::move(gkl.result());
+  r.phases.setup_s = t1 - t0;
+  r.phases.iterate_s = detail::now_seconds() - t1 - r.phases.verify_s;  // verify_s: gkl's checks
+  return r;
+}
+
+SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt) {
+  const double t0 = detail::now_seconds();
+  bool fits = false;
+  const auto shape = detail::gkl_shape(a.nrows, a.ncols, opt, &fits);  // argument checks first
+  const Csr<double> at = transpose(a);
+  auto ops = make_dense_ops(backend);
+  OperatorOptions oo;
+  oo.stream = ops->stream();
+  oo.expected_cols = static_cast<int>(std::max(shape.block, shape.k));
+  auto op_a = make_sparse_operator(a, backend, oo);
+  auto op_at = make_sparse_operator(at, backend, oo);
+  std::vector<double> mu;
+  std::unique_ptr<CenteredOperator> c_a, c_at;
+  if (opt.center) {
+    mu = column_means(a);
+    c_a = std::make_unique<CenteredOperator>(*op_a, false, mu, *ops, oo.expected_cols);
+    c_at = std::make_unique<CenteredOperator>(*op_at, true, mu, *ops, oo.expected_cols);
+  }
+  const LinearOperator<double>& A = opt.center ? static_cast<const LinearOperator<double>&>(*c_a) : *op_a;
+  const LinearOperator<double>& At = opt.center ? static_cast<const LinearOperator<double>&>(*c_at) : *op_at;
+  const double setup = detail::now_seconds() - t0;
+  SvdResult r = svds(A, At, *ops, opt);
+  r.phases.setup_s += setup;
+  if (opt.center) {
+    r.total_sq = centered_frobenius_sq(at, a.nrows, mu);
+    r.means = std::move(mu);
+  }
+  r.seconds = detail::now_seconds() - t0;
+  return r;
+}
+
+}  // namespace tcsolve

@@ -1,0 +1,105 @@
+// Partial SVD: the k largest singular triplets (σ_j, u_j, v_j) of a real m × n operator A, square
+// or rectangular, A·v_j = σ_j·u_j and Aᵀ·u_j = σ_j·v_j, on the CPU or the GPU.
+//
+//   auto r = svds(csr, Backend::cuda, {.k = 10, .tol = 1e-10});      // builds A and Aᵀ once
+//   auto r = svds(a_op, at_op, ops, opt);                              // any operator pair
+//
+// Method: thick-restart block Golub–Kahan–Lanczos bidiagonalization with full
+// reorthogonalization (Golub & Kahan 1965; the restart of Baglama & Reichel's irlba, 2005/2006),
+// solvers/svd/bidiag.hpp. Why not an eigensolver on AᵀA or AAᵀ: squaring puts σ_j² next to the
+// rounding u·σ₁², so σ_j is resolved only to u·σ₁²/σ_j (all digits lost below √u·σ₁) and the
+// gaps shrink relative to the spectrum; on the augmented [0 A; Aᵀ 0] each singular value comes as
+// ±σ and the wanted ones are interior to no advantage. GKL works on A itself: one A·X and one
+// Aᵀ·Y per block step (the same two products AᵀA would cost), singular values to u·σ₁ absolute.
+// Aᵀ is built once as its own CSR (core/csr.hpp transpose) and runs on the same SpMM core; no
+// per-iteration transpose and no atomics.
+//
+// Contract:
+//   - A and Aᵀ are LinearOperators in ops.space() with a.rows() == at.cols() == m and
+//     a.cols() == at.rows() == n; `at` must be the transpose of `a` (not checked: a wrong pair
+//     fails the residual tests and is reported not converged).
+//   - Every returned triplet is verified on its true residuals, computed with A and Aᵀ after
+//     the iteration:  ‖A·v_j − σ_j·u_j‖₂ ≤ tol·σ₁  and  ‖Aᵀ·u_j − σ_j·v_j‖₂ ≤ tol·σ₁, σ₁ the
+//     largest computed singular value (the estimate of ‖A‖₂). status == converged only when all
+//     k pass; otherwise not_converged with the best approximations and their measured residuals.
+//   - Values are descending; U (m × k) and V (n × k) have orthonormal columns (to rounding).
+//     A multiple singular value among the k largest is returned with all its copies as long as
+//     its multiplicity is at most the block size (default min(k, 16)): in exact arithmetic a
+//     block Krylov space holds at most `block` independent directions of one singular subspace.
+//     (For the largest values rounding brings further copies in at every restart and they grow
+//     fastest, so a narrower block usually finds them too: tests/solvers/test_svd.cpp's 5-fold
+//     trap passed with block = 1 as well; the guarantee is the block's.)
+//   - Bad arguments (k < 1, k > min(m, n), tol ≤ 0, shapes) throw InvalidArgument.
+//   - Small problems (min(m, n) too small for a Krylov basis of k + 2 blocks) are solved densely
+//     on the host (A formed by applying it to identity columns of the smaller side), and verified
+//     the same way.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/csr.hpp"
+#include "core/operator.hpp"
+#include "core/types.hpp"
+#include "solvers/dense_ops.hpp"
+#include "solvers/result.hpp"
+
+namespace tcsolve {
+
+struct SvdOptions {
+  std::int64_t k = 6;
+  // Residual test of each triplet, relative to σ₁ (see the contract above).
+  double tol = 1e-8;
+  // Block size b (0: min(k, 16)) and Krylov basis L (columns of U before a restart, 0: the
+  // smallest multiple of b ≥ max(3k, k + 6b, 48), shrunk to fit min(m, n)). V holds L + b.
+  std::int64_t block = 0;
+  std::int64_t basis = 0;
+  std::int64_t max_restarts = 1000;
+  std::uint64_t seed = 1;
+  // Subtract the column means: the operator becomes A − 1·μᵀ (μ = Aᵀ·1/m), applied implicitly
+  // (solvers/svd/centered.hpp). Used by the Csr entry point only.
+  bool center = false;
+};
+
+// Wall-clock seconds by phase.
+struct SvdPhases {
+  double setup_s = 0;    // transpose, operators, means (Csr entry point), workspace
+  double iterate_s = 0;  // the restarts (or the dense solve), without the checks below
+  double verify_s = 0;   // the explicit residuals (every check the iteration made)
+};
+
+struct SvdResult {
+  SolverStatus status = SolverStatus::not_converged;
+  std::string reason;
+  std::string method;                  // "block GKL (b = 6, L = 24)" or "dense (Eigen BDCSVD)"
+  std::int64_t m = 0, n = 0, k = 0;
+  std::vector<double> values;          // σ_1 ≥ … ≥ σ_k
+  std::vector<double> u;               // m × k, column-major
+  std::vector<double> v;               // n × k, column-major (V, not Vᵀ)
+  std::vector<double> residual_av;     // ‖A·v_j − σ_j·u_j‖₂ (measured after the iteration)
+  std::vector<double> residual_atu;    // ‖Aᵀ·u_j − σ_j·v_j‖₂
+  double a_norm = 0;                   // σ₁ (the scale of the test)
+  double tol = 0;
+  std::int64_t iterations = 0;         // restarts
+  std::int64_t operator_applies = 0;   // columns multiplied by A or Aᵀ
+  std::vector<IterationRecord> history;
+  SvdPhases phases;
+  double seconds = 0;
+  // Centered runs (SvdOptions::center): the column means μ (n) and ‖A − 1μᵀ‖_F² (the total
+  // variance times m − 1); the explained variance of component j is σ_j²/(m − 1), its ratio
+  // σ_j²/total_sq. Empty / 0 otherwise.
+  std::vector<double> means;
+  double total_sq = 0;
+  std::vector<double> explained_variance() const;        // σ_j²/(m − 1)
+  std::vector<double> explained_variance_ratio() const;  // σ_j²/‖A − 1μᵀ‖_F²
+};
+
+// The operator form (A and Aᵀ in ops.space()).
+SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at,
+               DenseBlockOps& ops, const SvdOptions& opt);
+
+// The Csr form: Aᵀ built once, both SpMM operators on `backend` (on the dense ops' stream), the
+// centered operator when opt.center.
+SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt);
+
+}  // namespace tcsolve

@@ -1,0 +1,299 @@
+// Partial SVD (solvers/svd/): the block Golub–Kahan–Lanczos iteration against Eigen's dense SVD
+// on random sparse tall and wide matrices (sizes not multiples of the block), a singular value
+// repeated 5 times with k = 7, rank deficiency, the zero matrix, the dense path for small sizes,
+// implicit centering against a dense centered SVD, the steps' invariants, bad arguments, and
+// every matrix of ../shared/matrices/general (k = 6 largest; skipped when the folder is absent).
+// Runs on the CPU here and on the GPU in test_solvers_gpu.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "core/error.hpp"
+#include "io/matrix_io.hpp"
+#include "solvers/svd/bidiag.hpp"
+#include "solvers/svd/centered.hpp"
+#include "solvers/svd/svds.hpp"
+#include "tests/solvers/solver_test_util.hpp"
+
+namespace tcsolve::test {
+namespace {
+
+using Mat = Eigen::MatrixXd;
+
+// m × n with about density·m·n entries uniform in [-1, 1] (positive in [0, 5) when counts), and
+// at least one entry per row and column.
+Csr<double> random_sparse(std::int64_t m, std::int64_t n, double density, unsigned seed,
+                          bool counts = false) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> val(-1.0, 1.0), pos(0.0, 5.0), u01(0.0, 1.0);
+  std::vector<Triplet<double>> t;
+  auto v = [&] { return counts ? std::floor(pos(gen)) + 1.0 : val(gen); };
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      if (u01(gen) < density || j == i % n || i == j % m)
+        t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), v()});
+  return csr_from_triplets<double>(m, n, std::move(t));
+}
+
+Mat dense_of(const Csr<double>& a) {
+  Mat d = Mat::Zero(a.nrows, a.ncols);
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) d(i, a.col_idx[p]) = a.values[p];
+  return d;
+}
+
+Eigen::VectorXd dense_singular_values(const Mat& d) { return Eigen::BDCSVD<Mat>(d).singularValues(); }
+
+// The result's invariants: converged, values descending and within rel·σ₁ of the dense ones,
+// residuals within tol·σ₁ as reported and as recomputed here from the dense matrix, U and V
+// orthonormal.
+void expect_matches_dense(const SvdResult& r, const Mat& d, double rel, const std::string& what) {
+  SCOPED_TRACE(what + " (" + r.method + ")");
+  ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+  const auto ref = dense_singular_values(d);
+  const std::int64_t k = r.k, m = d.rows(), n = d.cols();
+  const double s1 = ref(0);
+  ASSERT_EQ(static_cast<std::int64_t>(r.values.size()), k);
+  for (std::int64_t j = 0; j < k; ++j) {
+    EXPECT_NEAR(r.values[j], ref(j), rel * s1) << "σ_" << j + 1;
+    if (j > 0) {
+      EXPECT_LE(r.values[j], r.values[j - 1]);
+    }
+    EXPECT_LE(r.residual_av[j], r.tol * r.a_norm);
+    EXPECT_LE(r.residual_atu[j], r.tol * r.a_norm);
+  }
+  Eigen::Map<const Mat> U(r.u.data(), m, k), V(r.v.data(), n, k);
+  const Eigen::VectorXd s = Eigen::Map<const Eigen::VectorXd>(r.values.data(), k);
+  EXPECT_LE((d * V - U * s.asDiagonal()).colwise().norm().maxCoeff(), 2 * r.tol * s1 + 1e-13 * s1);
+  EXPECT_LE((d.transpose() * U - V * s.asDiagonal()).colwise().norm().maxCoeff(),
+            2 * r.tol * s1 + 1e-13 * s1);
+  EXPECT_LE((U.transpose() * U - Mat::Identity(k, k)).norm(), 1e-10);
+  EXPECT_LE((V.transpose() * V - Mat::Identity(k, k)).norm(), 1e-10);
+}
+
+SvdOptions opts(std::int64_t k, double tol = 1e-10) {
+  SvdOptions o;
+  o.k = k;
+  o.tol = tol;
+  return o;
+}
+
+TEST(Svds, RandomTallAndWideMatchDense) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  for (auto [m, n] : {std::pair<int, int>{301, 127}, {127, 301}, {211, 211}}) {
+    const auto a = random_sparse(m, n, 0.05, 11u + m);
+    for (std::int64_t k : {1, 6, 9}) {
+      const auto r = svds(a, kBackend, opts(k));
+      EXPECT_EQ(r.method.rfind("block GKL", 0), 0u) << r.method;
+      expect_matches_dense(r, dense_of(a), 1e-10,
+                           std::to_string(m) + "×" + std::to_string(n) + " k=" + std::to_string(k));
+    }
+  }
+}
+
+// Block diagonal of 5 copies of one 40 × 30 block C and a 400 × 300 block D scaled below C's
+// second singular value, rows and columns scrambled: σ₁(C) has multiplicity 5 exactly (and σ₂(C)
+// too). The Krylov basis (49 columns) is a small part of the 450 dimensions, so a block narrower
+// than the multiplicity would return σ₂(C) in place of copies of σ₁(C) (block = 1: it did).
+TEST(Svds, FiveFoldLargestAllReturned) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  constexpr int cm = 40, cn = 30, dm = 400, dn = 300;
+  const auto c = random_sparse(cm, cn, 0.15, 5u), dblk = random_sparse(dm, dn, 0.02, 6u);
+  const Mat cd = dense_of(c), dd = dense_of(dblk);
+  const auto sc = dense_singular_values(cd);
+  const double scale = 0.9 * sc(1) / dense_singular_values(dd)(0);
+  const std::int64_t m = 5 * cm + dm, n = 5 * cn + dn;
+  std::vector<std::int32_t> pr(m), pc(n);
+  std::iota(pr.begin(), pr.end(), 0);
+  std::iota(pc.begin(), pc.end(), 0);
+  std::mt19937 gen(3);
+  std::shuffle(pr.begin(), pr.end(), gen);
+  std::shuffle(pc.begin(), pc.end(), gen);
+  std::vector<Triplet<double>> t;
+  for (int b = 0; b < 5; ++b)
+    for (int i = 0; i < cm; ++i)
+      for (int j = 0; j < cn; ++j)
+        if (cd(i, j) != 0) t.push_back({pr[b * cm + i], pc[b * cn + j], cd(i, j)});
+  for (int i = 0; i < dm; ++i)
+    for (int j = 0; j < dn; ++j)
+      if (dd(i, j) != 0) t.push_back({pr[5 * cm + i], pc[5 * cn + j], scale * dd(i, j)});
+  const auto a = csr_from_triplets<double>(m, n, std::move(t));
+  const auto r = svds(a, kBackend, opts(7));
+  expect_matches_dense(r, dense_of(a), 1e-10, "5-fold σ₁");
+  ASSERT_EQ(r.values.size(), 7u);
+  for (int j = 0; j < 5; ++j) EXPECT_NEAR(r.values[j], sc(0), 1e-10 * sc(0)) << "copy " << j + 1;
+  for (int j = 5; j < 7; ++j) EXPECT_NEAR(r.values[j], sc(1), 1e-10 * sc(0)) << "σ₂(C), copy " << j - 4;
+}
+
+// Rank 3: every column a multiple of one of three sparse columns; k = 6 asks for 3 zeros.
+TEST(Svds, RankDeficient) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto base = dense_of(random_sparse(140, 3, 0.2, 9u));
+  std::vector<Triplet<double>> t;
+  for (int j = 0; j < 90; ++j)
+    for (int i = 0; i < 140; ++i)
+      if (base(i, j % 3) != 0) t.push_back({i, j, (1.0 + 0.01 * j) * base(i, j % 3)});
+  const auto a = csr_from_triplets<double>(140, 90, std::move(t));
+  const auto r = svds(a, kBackend, opts(6));
+  expect_matches_dense(r, dense_of(a), 1e-10, "rank 3");
+  for (int j = 3; j < 6; ++j) EXPECT_LE(r.values[j], 1e-10 * r.values[0]);
+}
+
+TEST(Svds, ZeroMatrix) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Csr<double> a;
+  a.nrows = 80;
+  a.ncols = 70;
+  a.row_ptr.assign(81, 0);
+  const auto r = svds(a, kBackend, opts(4));
+  ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+  for (double s : r.values) EXPECT_EQ(s, 0.0);
+}
+
+// min(m, n) below k + 2 blocks of basis: the dense path, verified the same way.
+TEST(Svds, SmallUsesDensePath) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  for (auto [m, n] : {std::pair<int, int>{17, 40}, {40, 17}}) {
+    const auto a = random_sparse(m, n, 0.3, 2u + m);
+    const auto r = svds(a, kBackend, opts(6));
+    EXPECT_EQ(r.method.rfind("dense", 0), 0u) << r.method;
+    expect_matches_dense(r, dense_of(a), 1e-12, "dense path");
+  }
+}
+
+TEST(Svds, BadArguments) {
+  const auto a = random_sparse(50, 40, 0.1, 1u);
+  EXPECT_THROW(svds(a, Backend::cpu, opts(0)), InvalidArgument);
+  EXPECT_THROW(svds(a, Backend::cpu, opts(41)), InvalidArgument);
+  EXPECT_THROW(svds(a, Backend::cpu, opts(3, 0.0)), InvalidArgument);
+  EXPECT_THROW(svds(a, Backend::cpu, opts(3, std::nan(""))), InvalidArgument);
+  auto o = opts(6);
+  o.basis = 5;  // 6 columns < k + block = 12
+  EXPECT_THROW(svds(a, Backend::cpu, o), InvalidArgument);
+}
+
+// PCA: A − 1·μᵀ applied implicitly against the dense centered SVD, and the explained variance.
+TEST(Svds, CenteredMatchesDenseCentered) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  for (auto [m, n] : {std::pair<int, int>{263, 71}, {71, 263}}) {
+    const auto a = random_sparse(m, n, 0.06, 21u + m, /*counts=*/true);
+    auto o = opts(5);
+    o.center = true;
+    const auto r = svds(a, kBackend, o);
+    Mat d = dense_of(a);
+    const Eigen::RowVectorXd mu = d.colwise().mean();
+    d.rowwise() -= mu;
+    expect_matches_dense(r, d, 1e-10, "centered " + std::to_string(m) + "×" + std::to_string(n));
+    ASSERT_EQ(r.means.size(), static_cast<std::size_t>(n));
+    for (int j = 0; j < n; ++j) EXPECT_NEAR(r.means[j], mu(j), 1e-13 * (1 + std::abs(mu(j))));
+    EXPECT_NEAR(r.total_sq, d.squaredNorm(), 1e-12 * d.squaredNorm());
+    const auto ratio = r.explained_variance_ratio();
+    const auto var = r.explained_variance();
+    ASSERT_EQ(ratio.size(), 5u);
+    for (int j = 0; j < 5; ++j) {
+      EXPECT_NEAR(ratio[j], r.values[j] * r.values[j] / d.squaredNorm(), 1e-12);
+      EXPECT_NEAR(var[j], r.values[j] * r.values[j] / (m - 1), 1e-12 * var[0]);
+    }
+    // The uncentered problem has different values (the test above can tell them apart).
+    const auto plain = svds(a, kBackend, opts(5));
+    EXPECT_GT(std::abs(plain.values[0] - r.values[0]), 1e-3 * r.values[0]);
+  }
+}
+
+// The centered operator and its transpose against the dense A − 1·μᵀ on a random block.
+TEST(Svds, CenteredOperatorApplies) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto a = random_sparse(90, 37, 0.1, 4u, true);
+  auto ops = make_dense_ops(kBackend);
+  auto op = make_sparse_operator(a, kBackend);
+  auto opt = make_sparse_operator(transpose(a), kBackend);
+  const auto mu = column_means(a);
+  CenteredOperator ca(*op, false, mu, *ops, 2), cat(*opt, true, mu, *ops, 2);  // chunks of 2
+  Mat d = dense_of(a);
+  d.rowwise() -= d.colwise().mean();
+  Mat x = Mat::Random(37, 5), y(90, 5), x2 = Mat::Random(90, 5), y2(37, 5);
+  auto xb = ops->allocate(37, 5), yb = ops->allocate(90, 5), x2b = ops->allocate(90, 5),
+       y2b = ops->allocate(37, 5);
+  ops->from_host(x.data(), 37, xb.view());
+  ops->from_host(x2.data(), 90, x2b.view());
+  ca.apply(xb.view(), yb.view());
+  cat.apply(x2b.view(), y2b.view());
+  ops->to_host(yb.view(), y.data(), 90);
+  ops->to_host(y2b.view(), y2.data(), 37);
+  EXPECT_LE((y - d * x).norm(), 1e-12 * (d * x).norm());
+  EXPECT_LE((y2 - d.transpose() * x2).norm(), 1e-12 * (d.transpose() * x2).norm());
+}
+
+// The steps alone: after start and three expands, A·V = U·B and Aᵀ·U = V·Bᵀ + V_next·S·E_lastᵀ
+// hold to rounding, both bases orthonormal, B upper block bidiagonal; ritz + restart keep the
+// first relation with B diagonal.
+TEST(Svds, StepsKeepTheRelations) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto a = random_sparse(173, 97, 0.08, 8u);
+  const Mat d = dense_of(a);
+  auto ops = make_dense_ops(kBackend);
+  auto op = make_sparse_operator(a, kBackend), opt = make_sparse_operator(transpose(a), kBackend);
+  auto o = opts(4);
+  o.block = 3;
+  bool fits = false;
+  const auto shape = detail::gkl_shape(173, 97, o, &fits);
+  ASSERT_TRUE(fits);
+  detail::BlockGkl g(*op, *opt, *ops, o, shape);
+  g.start();
+  auto host = [&](MvView<double> v) {
+    Mat h(v.rows, v.cols);
+    ops->to_host(v, h.data(), v.rows);
+    return h;
+  };
+  for (int s = 0; s < 3; ++s) g.expand();
+  const std::int64_t c = g.current();
+  ASSERT_EQ(c, 9);
+  const Mat U = host(g.left(c)), V = host(g.right(c + 3)), B = g.projection().topLeftCorner(c, c);
+  EXPECT_LE((U.transpose() * U - Mat::Identity(c, c)).norm(), 1e-13);
+  EXPECT_LE((V.transpose() * V - Mat::Identity(c + 3, c + 3)).norm(), 1e-13);
+  EXPECT_LE((d * V.leftCols(c) - U * B).norm(), 1e-13 * d.norm());
+  EXPECT_LE(B.bottomLeftCorner(3, 6).norm(), 0.0);        // block upper bidiagonal
+  EXPECT_LE(B.topRightCorner(3, 3).norm(), 1e-13 * d.norm());
+  const Mat F = V.rightCols(3).transpose() * d.transpose() * U;  // (V_next)ᵀ·Aᵀ·U
+  EXPECT_LE(F.leftCols(6).norm(), 1e-12 * d.norm());
+  EXPECT_LE((d.transpose() * U - V.leftCols(c) * B.transpose() - V.rightCols(3) * F).norm(),
+            1e-12 * d.norm());
+  IterationRecord rec;
+  g.ritz(rec);
+  g.restart();
+  const std::int64_t keep = g.current();
+  const Mat U2 = host(g.left(keep)), V2 = host(g.right(keep + 3));
+  EXPECT_LE((d * V2.leftCols(keep) - U2 * g.sigma().head(keep).asDiagonal()).norm(), 1e-12 * d.norm());
+  EXPECT_LE((V2.transpose() * V2 - Mat::Identity(keep + 3, keep + 3)).norm(), 1e-13);
+}
+
+// Every matrix of ../shared/matrices/general, k = 6 largest, against the dense SVD where it is
+// affordable (m·n·min(m, n) ≤ 7e9: all but Franz6_id1959_aug, 10592 × 3016).
+TEST(Svds, SharedGeneralMatrices) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto dir = matrices_dir().parent_path() / "general";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no " << dir;
+  int checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const auto ext = e.path().extension().string();
+    if (ext != ".mtx" && ext != ".rua" && ext != ".rb") continue;
+    const auto a = read_matrix(e.path().string());
+    const double work = double(a.nrows) * a.ncols * std::min(a.nrows, a.ncols);
+    const auto r = svds(a, kBackend, opts(6));
+    if (work > 7e9) {  // no dense reference (Franz6_id1959_aug): the residual test alone
+      SCOPED_TRACE(e.path().filename().string());
+      EXPECT_EQ(r.status, SolverStatus::converged) << r.reason;
+      continue;
+    }
+    expect_matches_dense(r, dense_of(a), 1e-10, e.path().filename().string());
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+}  // namespace
+}  // namespace tcsolve::test

@@ -1,0 +1,253 @@
+// The CPU's CSR kernels (spmm/cpu_csr_kernels.hpp) against simple loops: odd sizes (not multiples
+// of the 4-row tiles, the 4-wide vectors or the 32-column chunks), 1 to 70 columns, empty and
+// long rows, rectangular A, leading dimensions above the rows, outputs poisoned with NaN, blocks
+// not read when their coefficient is 0, and bitwise the same results on one thread as on all.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/csr.hpp"
+#include "core/parallel.hpp"
+#include "spmm/chebyshev_step.hpp"
+#include "spmm/cpu_csr_kernels.hpp"
+#include "spmm/sparse_operator.hpp"
+#include "tests/spmm/spmm_test_util.hpp"
+
+namespace tcsolve {
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+template <class T>
+std::vector<T> random_block(std::int64_t ld, std::int64_t k, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<T> v(static_cast<std::size_t>(ld * k));
+  for (auto& x : v) x = static_cast<T>(u(rng));
+  return v;
+}
+
+// Y = A·X, the plain triple loop in long double.
+std::vector<double> spmm_loop(const Csr<double>& a, const std::vector<double>& x, std::int64_t ldx, std::int64_t k) {
+  std::vector<double> y(static_cast<std::size_t>(a.nrows * k));
+  for (std::int64_t j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i < a.nrows; ++i) {
+      long double s = 0;
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+        s += static_cast<long double>(a.values[p]) * x[a.col_idx[p] + j * ldx];
+      y[i + j * a.nrows] = static_cast<double>(s);
+    }
+  return y;
+}
+
+// |Y(i, j) − want(i, j)| ≤ (len_i + 3)·tol·(Σ_p |A(i, p)·X(p, j)| + tiny): the rounding bound of
+// a sum of len_i products in order.
+void expect_close(const Csr<double>& a, const std::vector<double>& x, std::int64_t ldx, const double* y,
+                  std::int64_t ldy, const std::vector<double>& want, std::int64_t k, double tol) {
+  int bad = 0;
+  for (std::int64_t j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i < a.nrows; ++i) {
+      double scale = 1e-300;
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+        scale += std::abs(a.values[p] * x[a.col_idx[p] + j * ldx]);
+      const double got = y[i + j * ldy], w = want[i + j * a.nrows];
+      const double len = static_cast<double>(a.row_ptr[i + 1] - a.row_ptr[i]);
+      if (!(std::abs(got - w) <= (len + 3) * tol * scale) && ++bad <= 5)
+        ADD_FAILURE() << "(" << i << ", " << j << ") of " << a.nrows << "x" << k << ": " << got << " vs " << w;
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(CpuCsrKernels, SpmmMatchesTheLoopAtOddShapes) {
+  // m × n with empty rows (every 7th from 5), a few long rows, 1 to 70 columns.
+  for (std::int64_t m : {1, 3, 37, 1003}) {
+    for (std::int64_t n : {m, m + 13}) {
+      const Csr<double> a = test::random_skewed(m, n, 5, m > 100 ? 3 : 0, 300, 7, static_cast<unsigned>(m + n));
+      detail::CpuCsrKernels kern(a);
+      for (std::int64_t k : {1, 2, 3, 4, 5, 7, 24, 32, 33, 37, 70}) {
+        const std::int64_t ldx = n + 3, ldy = m + 5;  // leading dimensions above the rows
+        const auto x = random_block<double>(ldx, k, static_cast<unsigned>(k));
+        std::vector<double> y(static_cast<std::size_t>(ldy * k), kNaN);  // poisoned
+        kern.spmm({x.data(), n, k, ldx, Space::host}, {y.data(), m, k, ldy, Space::host});
+        SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
+        expect_close(a, x, ldx, y.data(), ldy, spmm_loop(a, x, ldx, k), k, std::numeric_limits<double>::epsilon());
+        // the padding rows of Y (between m and ldy) are not written
+        for (std::int64_t j = 0; j < k; ++j)
+          for (std::int64_t i = m; i < ldy; ++i) ASSERT_TRUE(std::isnan(y[i + j * ldy]));
+      }
+    }
+  }
+}
+
+TEST(CpuCsrKernels, OperatorIsTheKernelAndEmptyShapesWork) {
+  const Csr<double> a = test::random_skewed(517, 517, 9, 2, 200, 11, 3);
+  auto op = make_sparse_operator(a, Backend::cpu);
+  const std::int64_t k = 29;
+  const auto x = random_block<double>(517, k, 4);
+  std::vector<double> y(517 * k, kNaN);
+  op->apply(MvView<const double>{x.data(), 517, k, 517, Space::host}, MvView<double>{y.data(), 517, k, 517, Space::host});
+  expect_close(a, x, 517, y.data(), 517, spmm_loop(a, x, 517, k), k, std::numeric_limits<double>::epsilon());
+  // bitwise csr_spmm_reference's: the same products and sums in the same order (no FMA)
+  std::vector<double> ref(517 * k);
+  csr_spmm_reference(a, x.data(), 517, ref.data(), 517, static_cast<int>(k));
+  EXPECT_EQ(0, std::memcmp(ref.data(), y.data(), ref.size() * sizeof(double)));
+  // zero columns, and an A with no rows
+  op->apply(MvView<const double>{x.data(), 517, 0, 517, Space::host}, MvView<double>{y.data(), 517, 0, 517, Space::host});
+  Csr<double> e;
+  e.ncols = 4;
+  detail::CpuCsrKernels ke(e);
+  ke.spmm({x.data(), 4, 3, 4, Space::host}, {y.data(), 0, 3, 1, Space::host});
+  // shapes that do not match A are refused
+  EXPECT_THROW(op->apply(MvView<const double>{x.data(), 516, k, 517, Space::host},
+                         MvView<double>{y.data(), 517, k, 517, Space::host}),
+               InvalidArgument);
+}
+
+// next = a·D·A·cur + b·cur + rc_j·r + c·next, in long double.
+template <class T>
+std::vector<T> step_loop(const Csr<double>& a, const detail::StepCoefs& s, const std::vector<T>& cur, const std::vector<T>& next,
+                         const std::vector<T>& r, std::int64_t ld, std::int64_t k) {
+  std::vector<T> out(next);
+  for (std::int64_t j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i < a.nrows; ++i) {
+      long double acc = 0;
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+        acc += static_cast<long double>(static_cast<T>(a.values[p])) * cur[a.col_idx[p] + j * ld];
+      long double o = s.a * (s.d ? s.d[i] : 1.0) * acc + s.b * static_cast<long double>(cur[i + j * ld]);
+      if (s.f || s.e != 0) o += (s.f ? s.f[j] : s.e) * static_cast<long double>(r[i + j * ld]);
+      if (s.c != 0) o += s.c * static_cast<long double>(next[i + j * ld]);
+      out[i + j * ld] = static_cast<T>(o);
+    }
+  return out;
+}
+
+template <class T>
+void check_step(const Csr<double>& a, const detail::CpuCsrKernels& kern, detail::StepCoefs s, std::int64_t k, double tol) {
+  const std::int64_t n = a.nrows, ld = n + 2;
+  const auto cur = random_block<T>(ld, k, 11);
+  auto r = random_block<T>(ld, k, 12), next = random_block<T>(ld, k, 13);
+  // a block whose coefficient is 0 is not read: NaN there must not reach the result
+  if (s.c == 0)
+    for (auto& v : next) v = static_cast<T>(kNaN);
+  if (!s.f && s.e == 0)
+    for (auto& v : r) v = static_cast<T>(kNaN);
+  const auto want = step_loop<T>(a, s, cur, next, r, ld, k);
+  const auto before = next;
+  kern.step(s, MvView<const T>{cur.data(), n, k, ld, Space::host}, MvView<T>{next.data(), n, k, ld, Space::host},
+            MvView<const T>{r.data(), n, k, ld, Space::host});
+  int bad = 0;
+  for (std::int64_t j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i < n; ++i) {
+      double scale = 1e-30 + std::abs(s.b * cur[i + j * ld]);
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+        scale += std::abs(s.a * (s.d ? s.d[i] : 1.0) * a.values[p] * cur[a.col_idx[p] + j * ld]);
+      if (s.f || s.e != 0) scale += std::abs((s.f ? s.f[j] : s.e) * r[i + j * ld]);
+      if (s.c != 0) scale += 1.0;
+      const double got = next[i + j * ld], w = want[i + j * ld];
+      const double len = static_cast<double>(a.row_ptr[i + 1] - a.row_ptr[i]);
+      if (!(std::abs(got - w) <= (len + 5) * tol * scale) && ++bad <= 5)
+        ADD_FAILURE() << "(" << i << ", " << j << ") of " << n << "x" << k << ": " << got << " vs " << w;
+    }
+  EXPECT_EQ(bad, 0);
+  for (std::int64_t j = 0; j < k; ++j)  // rows n, n + 1 of each column untouched
+    for (std::int64_t i = n; i < ld; ++i)
+      EXPECT_EQ(0, std::memcmp(&next[i + j * ld], &before[i + j * ld], sizeof(T)));
+}
+
+TEST(CpuCsrKernels, StepMatchesTheLoop) {
+  for (std::int64_t n : {1, 6, 37, 1001}) {
+    const Csr<double> a = test::random_skewed(n, n, 6, n > 100 ? 2 : 0, 250, 9, static_cast<unsigned>(n));
+    detail::CpuCsrKernels kern(a);
+    std::vector<double> d(static_cast<std::size_t>(n)), f(80);
+    for (std::int64_t i = 0; i < n; ++i) d[i] = 0.5 + static_cast<double>(i % 7) / 7.0;
+    for (std::size_t j = 0; j < f.size(); ++j) f[j] = -0.3 + 0.01 * static_cast<double>(j);
+    for (std::int64_t k : {1, 2, 3, 5, 24, 33, 70}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k));
+      const double eps = std::numeric_limits<double>::epsilon();
+      detail::StepCoefs s;
+      s.a = 0.7, s.b = -0.2, s.c = -0.9;
+      check_step<double>(a, kern, s, k, eps);  // the filter's step
+      s.c = 0;
+      check_step<double>(a, kern, s, k, eps);  // its first step: next not read
+      s.e = 0.25, s.d = d.data();
+      check_step<double>(a, kern, s, k, eps);  // the preconditioner's: D and r, next not read
+      s.c = 1.5;
+      check_step<double>(a, kern, s, k, eps);
+      detail::StepCoefs s32;  // the fp32 rung: per-column f, fp32 sums
+      s32.a = 0.7, s32.b = -0.2, s32.c = -0.9, s32.f = f.data();
+      check_step<float>(a, kern, s32, k, 1.2e-7);
+      s32.c = 0, s32.f = nullptr;
+      check_step<float>(a, kern, s32, k, 1.2e-7);
+    }
+  }
+}
+
+TEST(CpuCsrKernels, ResultsDoNotDependOnTheThreadCount) {
+  const Csr<double> a = test::random_skewed(20011, 20011, 12, 5, 900, 13, 21);
+  detail::CpuCsrKernels kern(a);
+  ASSERT_GT(kern.parts(), 1);
+  const std::int64_t n = a.nrows, k = 27;
+  const auto x = random_block<double>(n, k, 22);
+  std::vector<double> all(static_cast<std::size_t>(n * k)), one(all.size()), nall, none;
+  const MvView<const double> xv{x.data(), n, k, n, Space::host};
+  kern.spmm(xv, {all.data(), n, k, n, Space::host});
+  detail::StepCoefs s;
+  s.a = 0.5, s.b = 0.25, s.c = -1;
+  nall = random_block<double>(n, k, 23);
+  none = nall;
+  kern.step(s, xv, {nall.data(), n, k, n, Space::host}, xv);
+  {
+    HostShare single(1);  // this thread's loops on one CPU
+    kern.spmm(xv, {one.data(), n, k, n, Space::host});
+    kern.step(s, xv, {none.data(), n, k, n, Space::host}, xv);
+  }
+  EXPECT_EQ(0, std::memcmp(all.data(), one.data(), all.size() * sizeof(double)));
+  EXPECT_EQ(0, std::memcmp(nall.data(), none.data(), nall.size() * sizeof(double)));
+  // and on other part boundaries (the parts of a different thread count)
+  for (int parts : {1, 3, 16}) {
+    const auto b = detail::balanced_row_parts(a.row_ptr, parts);
+    ASSERT_EQ(b.size(), static_cast<std::size_t>(parts) + 1);
+    EXPECT_EQ(b.front(), 0);
+    EXPECT_EQ(b.back(), n);
+    for (int p = 0; p < parts; ++p) {
+      EXPECT_LE(b[p], b[p + 1]);
+      if (p > 0) EXPECT_EQ(b[p] % 4, 0) << "a tile of 4 rows would straddle two parts";
+    }
+  }
+}
+
+TEST(CpuCsrKernels, BalancedPartsSplitTheWork) {
+  // rows 0..999 hold 100 entries each, rows 1000..9999 one: two parts take about half the work
+  std::vector<std::int64_t> rp(10001, 0);
+  for (std::int64_t i = 0; i < 10000; ++i) rp[i + 1] = rp[i] + (i < 1000 ? 100 : 1);
+  const auto b = detail::balanced_row_parts(rp, 2);
+  const double total = static_cast<double>(rp.back() + 10000);
+  const double first = static_cast<double>(rp[b[1]] + b[1]);
+  EXPECT_NEAR(first / total, 0.5, 0.01);
+  EXPECT_LT(b[1], 1000);
+}
+
+TEST(CpuCsrKernels, HostStepIsTheKernel) {
+  // make_chebyshev_step(cpu) through the ChebyshevStep interface, fp64 and fp32
+  const Csr<double> a = test::random_skewed(333, 333, 7, 1, 100, 10, 5);
+  auto st = make_chebyshev_step(a, Backend::cpu, Precision::fp64, nullptr);
+  detail::CpuCsrKernels kern(a);
+  const std::int64_t n = 333, k = 19;
+  const auto cur = random_block<double>(n, k, 1);
+  auto n1 = random_block<double>(n, k, 2), n2 = n1;
+  st->step(0.3, {cur.data(), n, k, n, Space::host}, 0.1, -1.0, {n1.data(), n, k, n, Space::host}, 0.0,
+           {cur.data(), n, k, n, Space::host});
+  detail::StepCoefs s;
+  s.a = 0.3, s.b = 0.1, s.c = -1.0;
+  kern.step(s, MvView<const double>{cur.data(), n, k, n, Space::host}, MvView<double>{n2.data(), n, k, n, Space::host},
+            MvView<const double>{cur.data(), n, k, n, Space::host});
+  EXPECT_EQ(0, std::memcmp(n1.data(), n2.data(), n1.size() * sizeof(double)));
+}
+
+}  // namespace
+}  // namespace tcsolve
