@@ -567,7 +567,11 @@ TEST(AppsEigs, EndOfRunTextIsShortAndVerboseHasTheReasoning) {
   ASSERT_EQ(r.status, 0) << r.err;
   for (const std::string& l : lines_after_table(r.out)) EXPECT_LE(l.size(), 100u) << l;
   EXPECT_NE(r.out.find("\nplan: auto: "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("; best rejected: "), std::string::npos) << r.out;
+  // Whether shift-invert is priced at all is a timing decision (its ordering against a quarter of
+  // the Chebyshev plan, both measured on this machine), so either line is right; one must be there.
+  EXPECT_TRUE(r.out.find("; best rejected: ") != std::string::npos ||
+              r.out.find("; shift-invert lanczos: not priced") != std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("\ntime: predicted "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" to plan, set up, solve and verify; "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\nverified by "), std::string::npos) << r.out;
@@ -579,9 +583,13 @@ TEST(AppsEigs, EndOfRunTextIsShortAndVerboseHasTheReasoning) {
   const std::string full = v.out.substr(plan + 1, v.out.find('\n', plan + 1) - plan - 1);
   EXPECT_GT(full.size(), 100u) << full;
   EXPECT_NE(full.find(": predicted "), std::string::npos) << full;
-  EXPECT_NE(full.find("best rejected: "), std::string::npos) << full;
+  EXPECT_TRUE(full.find("best rejected: ") != std::string::npos ||
+              full.find("shift-invert lanczos: not priced, its ordering alone (about ") != std::string::npos)
+      << full;
   EXPECT_NE(v.out.find("\nphases: read "), std::string::npos) << v.out;
-  EXPECT_NE(v.out.find("\nfactorization: "), std::string::npos) << v.out;
+  // The factorization behind the certificate, when the certificate ran.
+  if (v.out.find("\nverified by certificate") != std::string::npos)
+    EXPECT_NE(v.out.find("\nfactorization: "), std::string::npos) << v.out;
   // the verification with what it found (the certificate's counts or the re-check's result)
   EXPECT_TRUE(std::regex_search(v.out, std::regex("\nverified by (certificate|recheck), certified: [a-z_]+ \\((certificate|re-check)")))
       << v.out;
