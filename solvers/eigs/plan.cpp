@@ -2,6 +2,7 @@
 // verifications.
 #include "solvers/eigs/plan.hpp"
 #include "solvers/eigs/pairs.hpp"
+#include "solvers/eigs/recheck.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -243,6 +244,20 @@ void measure(Pricing& p) {
     const double g = plan.probe->interpolated_gap(sgn, p.k, p.m);
     if (std::isfinite(g)) p.recheck_gap = g;
   }
+  // One wanted value: the set the re-check gets has no second distinct value, so it resolves half
+  // the distance from the found value to the probe's bound of the spectrum's end (verify.cpp,
+  // filter_inputs), not the gap: in Â = sgn·A, δ = (θ_end − bound)/2 against the width. 2-core
+  // CPU sweep, largest, k = 1: the re-check priced from the gap at 0.005–0.03 s where the run's
+  // own price was 10–200× that (494_bus: 0.0050 against 0.278 s).
+  if (p.k == 1 && !f.generalized) {
+    const SpectralProbe& pr = *plan.probe;
+    const double end = sgn > 0 ? pr.lower : -pr.upper, bound = sgn > 0 ? pr.lower_bound : -pr.upper_bound;
+    const double far = sgn > 0 ? pr.upper_bound : -pr.lower_bound;
+    // δ ≥ 40·w, w ≥ 1e-8·|λ| or 1.1e-15·‖A‖ (pairs.cpp, cert_width)
+    const double delta = std::max({0.5 * (end - bound), 4e-7 * std::abs(end), 4.4e-14 * f.a_norm});
+    const double g = delta / (far - end);
+    if (std::isfinite(g) && g > 0 && g < p.recheck_gap) p.recheck_gap = g;
+  }
 }
 
 // The filter (or block Lanczos where its block does not fit), on the ladder where priced.
@@ -278,8 +293,10 @@ PlanEstimate price_filter(const Pricing& p) {
     e.method = EigsMethod::lanczos;
     e.solve_s = 2.0 * predict_chebyshev_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &e.detail);
   }
-  e.verify_s = p.verification == Verification::recheck
-                   ? predict_filter_recheck_seconds(p.n, p.k, p.recheck_gap, am) : 0.0;
+  e.verify_s = p.verification != Verification::recheck ? 0.0
+               : filter_recheck_degree_at(p.n, p.recheck_gap) > eigs_detail::kFilterRecheckMaxDegree
+                   ? e.solve_s  // the deflated re-check
+                   : predict_filter_recheck_seconds(p.n, p.k, p.recheck_gap, am);
   e.priced = true;
   return e;
 }
@@ -300,7 +317,9 @@ std::optional<PlanEstimate> price_lanczos1(const Pricing& p, const PlanEstimate&
   l.block = 1;
   l.verification = filter.verification;
   l.solve_s = predict_lanczos1_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &l.detail);
-  l.verify_s = filter.verify_s;
+  l.verify_s = filter.verification == Verification::recheck &&
+                       filter_recheck_degree_at(p.n, p.recheck_gap) > eigs_detail::kFilterRecheckMaxDegree
+                   ? l.solve_s : filter.verify_s;
   l.priced = true;
   return l;
 }
@@ -431,14 +450,34 @@ bool price_shift_invert(Pricing& p, const EngineRates& r, bool r_defaults, const
     e.priced = true;
     cands.push_back(e);
   }
-  // The iterative plans' certificate, when it is cheap next to their solve.
-  for (auto& ce : cands)
-    if (ce.transform == Transform::none && p.verification == Verification::recheck && !r_defaults &&
-        cert <= 0.15 * ce.solve_s) {
+  return true;
+}
+
+// The iterative plans' verification as the run will choose it (verify.cpp, Verifier::choose):
+// the certificate where it costs at most 15 % of the solve or less than the priced re-check. Its
+// analysis is run here only where the run would run it too (the same budget, the same rate
+// rules), and the run reuses it (plan.symbolic). With default rates the re-check stays.
+void price_iterative_certificates(Pricing& p, const EngineRates& r, bool r_defaults,
+                                  std::vector<PlanEstimate>& cands) {
+  if (p.verification != Verification::recheck || r_defaults || !p.f.can_factor || p.f.generalized) return;
+  EigsPlan& plan = p.plan;
+  for (auto& ce : cands) {
+    if (ce.transform != Transform::none || ce.method == EigsMethod::dense || ce.verification != Verification::recheck)
+      continue;
+    const double budget = std::max(0.15 * ce.solve_s, ce.verify_s);
+    if (!plan.symbolic) {
+      const bool rate_at_hand = !p.probes.analyze_rate_known || p.probes.analyze_rate_known();
+      if (ordering_over_at_any_rate(p.lower_entries, budget) || (!rate_at_hand && budget < kAnalysisRateMeasureSeconds) ||
+          kAmdMisguess * p.probes.analysis_rate() * p.lower_entries > budget)
+        continue;
+      plan.symbolic = p.probes.analyze();
+    }
+    const double cert = predict_certificate_seconds(*plan.symbolic, p.lower_entries, r);
+    if (cert <= budget) {
       ce.verification = Verification::certificate;
       ce.verify_s = cert;
     }
-  return true;
+  }
 }
 
 // The order of the candidates: feasible first, then by predicted seconds, where the floor is at
@@ -464,6 +503,7 @@ bool price_rated(Pricing& p, const std::vector<PlanEstimate>& iterative, std::si
   const PlanEstimate best_iterative = *std::min_element(
       iterative.begin(), iterative.end(), [](const PlanEstimate& a, const PlanEstimate& b) { return a.total() < b.total(); });
   bool used = price_shift_invert(p, r, r_defaults, best_iterative, cands);
+  price_iterative_certificates(p, r, r_defaults, cands);
   // Dense for moderate n (matrix form).
   if (p.f.matrix_form && p.n <= 4000) {
     PlanEstimate e;

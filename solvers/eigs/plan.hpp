@@ -266,6 +266,9 @@ ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, st
 // Predictions (seconds), exposed for the tests and the benchmark.
 double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                  double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
+// The filter re-check's degree at a relative gap (recheck.cpp's formula, 2 columns); past
+// kFilterRecheckMaxDegree (recheck.hpp) the run does the deflated re-check instead, about a solve.
+double filter_recheck_degree_at(std::int64_t n, double rel_gap);
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m);
 // The filter on the ladder (chebyshev.cpp) against the same solve all in fp64: a share of its

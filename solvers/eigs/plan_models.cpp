@@ -140,12 +140,16 @@ double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k
   return t;
 }
 
-double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
-                                      const ApplyModel& m) {
-  // recheck.cpp: degree acosh(√(2/δ')·√n/1e-3)/acosh(1 + 2δ'), δ' ≈ the relative gap; 2 columns.
+double filter_recheck_degree_at(std::int64_t n, double rel_gap) {
+  // recheck.cpp: degree acosh(√(2/δ')·√n/1e-3)/acosh(1 + 2δ'), δ' ≈ the relative gap.
   const double g = std::clamp(rel_gap, 1e-14, 0.5);
   const double amp = std::sqrt(2.0 / g) * std::sqrt(static_cast<double>(n)) / 1e-3;
-  const double d = std::acosh(amp) / std::acosh(1.0 + 2.0 * g);
+  return std::acosh(amp) / std::acosh(1.0 + 2.0 * g);
+}
+
+double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
+                                      const ApplyModel& m) {
+  const double d = filter_recheck_degree_at(n, rel_gap);  // on 2 columns
   return d * (m.t_a + 2.0 * m.step_col * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_outer;
 }
 

@@ -39,13 +39,16 @@ struct RecheckOutcome {
   std::int64_t added = 0;  // missing pairs found and added to the set
 };
 
+// The filter re-check's degree cap: past it the deflated re-check runs (about a solve).
+constexpr std::int64_t kFilterRecheckMaxDegree = 200000;
+
 struct FilterRecheckInputs {
   double lower = 0.0;       // ≤ λmin(Â), Â = s·A (s = +1 smallest, −1 largest)
   double upper = 0.0;       // ≥ λmax(Â)
   double resolution = 0.0;  // δ in Â units (see above)
   const char* resolution_from = "";  // what δ is (for the detail line)
   std::int64_t columns = 2;
-  std::int64_t max_degree = 200000;  // cap: above it the re-check is not run (affordable = false)
+  std::int64_t max_degree = kFilterRecheckMaxDegree;  // cap: above it the re-check is not run 
 };
 
 RecheckOutcome filter_recheck(const Problem& s, const EigsOptions& opt, EigsMethod method,
