@@ -31,25 +31,11 @@ std::vector<double> lap2d_largest(int nn) {
   return v;
 }
 
-// Runs `tcsolve ARGS` in the background (its shell's PID in pidfile: exec hands it to tcsolve),
-// waits until `file` exists and has a committed checkpoint, then kills it with SIGKILL.
+// Runs `tcsolve ARGS` until `file` holds a committed checkpoint, then kills it with SIGKILL.
 void run_until_checkpoint_then_kill(const ScratchDir& d, const std::vector<std::string>& args,
                                     const std::string& file) {
-  const std::string pidfile = d.file("pid");
-  auto child = std::async(std::launch::async, [&] {
-    return run_tcsolve_shell({}, "echo $$ > " + pidfile + "; ", args);
-  });
   bool killed = false;
-  for (int i = 0; i < 1200 && child.wait_for(std::chrono::milliseconds(25)) != std::future_status::ready; ++i) {
-    std::error_code ec;
-    if (fs::exists(file, ec) && fs::exists(pidfile, ec)) {
-      const int pid = std::stoi(read_file(pidfile));
-      ::kill(pid, SIGKILL);
-      killed = true;
-      break;
-    }
-  }
-  const RunResult r = child.get();
+  const RunResult r = run_until_file_then_kill(d.file("pid"), args, file, &killed);
   ASSERT_TRUE(killed) << "no checkpoint appeared: " << r.err << r.out;
   EXPECT_EQ(r.status, 128 + SIGKILL) << r.err;
 }
