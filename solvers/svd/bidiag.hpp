@@ -68,7 +68,8 @@ class BlockGkl {
   // The state after a thick restart from opt.start = V(:, 0:p), p = kept + b (b < p ≤ L):
   //   U(:, 0:kept)·B = A·V(:, 0:kept)   (orthonormalized; B = that factor, kept × kept)
   // accepted when V is orthonormal (‖VᵀV − I‖ ≤ 1e-10) and the restart's relation
-  //   Aᵀ·U(:, 0:kept) ∈ span V(:, 0:p)  (each column's remainder ≤ tol·σ₁/10, twice projected)
+  //   Aᵀ·U(:, 0:kept) ∈ span V(:, 0:p)  (each column's remainder ≤ max(tol/10, 1e-12)·σ₁,
+  //                                        twice projected)
   // holds, as it does for a checkpoint of this matrix (then c = kept); false otherwise, the
   // bases' contents then undefined. Cost: 2·kept applied columns, Grams of p columns.
   bool resume_restart();

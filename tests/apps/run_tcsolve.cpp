@@ -2,18 +2,15 @@
 
 #include "io/atomic_file.hpp"
 
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <future>
 #include <sstream>
 #include <stdexcept>
 
@@ -59,24 +56,6 @@ double json_number(const std::string& json, const std::string& key) {
   const auto at = json.find("\"" + key + "\": ");
   if (at == std::string::npos) return std::nan("");
   return std::strtod(json.c_str() + at + key.size() + 4, nullptr);
-}
-
-RunResult run_until_file_then_kill(const std::string& pidfile, const std::vector<std::string>& args,
-                                   const std::string& file, bool* killed) {
-  auto child = std::async(std::launch::async, [&] {
-    return run_tcsolve_shell({}, "echo $$ > " + pidfile + "; ", args);
-  });
-  *killed = false;
-  for (int i = 0; i < 1200 && child.wait_for(std::chrono::milliseconds(25)) != std::future_status::ready; ++i) {
-    std::error_code ec;
-    if (fs::exists(file, ec) && fs::exists(pidfile, ec)) {
-      const int pid = std::stoi(read_file(pidfile));
-      ::kill(pid, SIGKILL);
-      *killed = true;
-      break;
-    }
-  }
-  return child.get();
 }
 
 int count_lines(const std::string& s) {

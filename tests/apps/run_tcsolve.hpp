@@ -30,13 +30,6 @@ RunResult run_tcsolve_file_limit(std::int64_t blocks, const std::vector<std::str
 // the reader printed (e.g. READER "head -c 1": the pipe closes after one byte).
 RunResult run_tcsolve_piped(const std::vector<std::string>& args, const std::string& reader);
 
-// Runs `tcsolve ARGS` in the background (its shell's PID in `pidfile`: exec hands it to tcsolve),
-// waits (up to 30 s) until `file` exists, then kills it with SIGKILL (*killed says whether it
-// did, rather than the run ending first) and returns the run. A checkpoint exists only once
-// committed (atomic rename), so its existence means a whole checkpoint.
-RunResult run_until_file_then_kill(const std::string& pidfile, const std::vector<std::string>& args,
-                                   const std::string& file, bool* killed);
-
 // The pid of a process that has ended (a child that exited and was reaped), and the name of an
 // AtomicFile temporary of `target` such a writer left ("TARGET.tmp-PID-HOST-XXXXXX", this host).
 long dead_pid();
