@@ -1,4 +1,4 @@
-// tcsolve batch JOBFILE: the eigs/solve jobs of a job file (apps/batch/jobfile.hpp), checked as a
+// tcsolve batch JOBFILE: the eigs/solve/svds jobs of a job file (apps/batch/jobfile.hpp), checked as a
 // whole before any runs, spread over the GPUs of this process and the ranks of an MPI launch
 // (apps/batch/scheduler.hpp), each recorded in its result file and in the summary; a failing job
 // is recorded and the others still run. The parts are named in apps/batch/batch.hpp.
@@ -26,12 +26,14 @@ namespace fs = std::filesystem;
 CommandSpec batch_command() {
   return CommandSpec{
       "batch", "batch JOBFILE [options]",
-      "Runs the eigs/solve jobs of a job file, one after another on each GPU (every visible GPU by\n"
-      "default: --gpus), and writes one HDF5 result per job.",
+      "Runs the eigs/solve/svds jobs of a job file, one after another on each GPU (every visible GPU\n"
+      "by default: --gpus), and writes one HDF5 result per job.",
       "JOBFILE uses Boost.Program_options' config syntax: a [defaults] section and one [job.NAME]\n"
-      "section per job, 'key = value' lines, '#' comments. Keys: task = eigs|solve, matrix, mass,\n"
-      "rhs, out (default NAME.h5), plot, and the long options of 'tcsolve eigs' / 'tcsolve solve'\n"
-      "(k, which, method, tol, maxiter, block-size, precond, reorder, precision, device, cpu-fallback, seed).\n"
+      "section per job, 'key = value' lines, '#' comments. Keys: task = eigs|solve|svds, matrix,\n"
+      "mass, rhs, out (default NAME.h5), plot, and the long options of 'tcsolve eigs' / 'solve' /\n"
+      "'svds' (k, which, method, tol, maxiter, block-size, precond, reorder, precision, device,\n"
+      "cpu-fallback, seed; svds: k, center, block, basis). A [defaults] key a job's task does not\n"
+      "have is ignored for that job.\n"
       "out, plot and checkpoint are relative to --output-dir and must stay inside it (no absolute\n"
       "path elsewhere, no '..' out of it) unless --allow-outside-output-dir; no two jobs may write\n"
       "the same file (results, plots, checkpoints: OUT.checkpoint.h5 by default).\n"

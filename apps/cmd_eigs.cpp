@@ -1,5 +1,6 @@
-// tcsolve eigs MATRIX and tcsolve solve MATRIX: one problem from the command line, with a live
-// progress line on a terminal, a final table (or --json, or --quiet) and an HDF5 result file.
+// tcsolve eigs MATRIX and tcsolve solve MATRIX (and svds, apps/cmd_svds.cpp): one problem from the
+// command line through the job pipeline, with a live progress line on a terminal, a final table
+// (or --json, or --quiet) and an HDF5 result file.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -145,24 +146,26 @@ int report(const JobSpec& s, JobOutcome& o, bool quiet, bool json, bool verbose)
   return o.exit_code();
 }
 
-int run_task(Task task, const Args& args) {
+}  // namespace
+
+int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
   JobSpec s;
   s.task = task;
-  const CommandSpec spec = task_command(task);
   bool quiet = false, json = false, verbose = false;
   po::options_description opts = option_table();
   add_job_options(opts, s, task);
-  opts.add_options()
-      ("quiet,q", po::bool_switch(&quiet), "print nothing on success (errors still go to stderr)")
-      ("verbose,v", po::bool_switch(&verbose),
-       "print the whole reasoning after the short summary: the plan with every prediction, the "
-       "factorization, the certificate's counts, the phases' seconds, the precision's rungs")
-      ("json", po::bool_switch(&json), "print the result as one JSON object");
+  opts.add_options()("quiet,q", po::bool_switch(&quiet), "print nothing on success (errors still go to stderr)");
+  if (task != Task::svds)  // (svds' text has no plan to explain)
+    opts.add_options()("verbose,v", po::bool_switch(&verbose),
+                       "print the whole reasoning after the short summary: the plan with every prediction, the "
+                       "factorization, the certificate's counts, the phases' seconds, the precision's rungs");
+  opts.add_options()("json", po::bool_switch(&json), "print the result as one JSON object");
   po::variables_map vm;
   if (!parse_command(spec, opts, args, vm)) return exit_ok;
   s.matrix = vm["MATRIX"].as<std::string>();
   validate_job(s);
-  const std::unique_ptr<Communicator> comm = launch_communicator(s);
+  // (svds runs on this process: not distributed)
+  const std::unique_ptr<Communicator> comm = s.svds() ? nullptr : launch_communicator(s);
   const bool rank0 = !comm || comm->rank() == 0;
   if (!comm) choose_small_eigs_device(s);
   // SIGINT/SIGTERM: the solve stops at its next iteration's end and the partial result is
@@ -177,7 +180,7 @@ int run_task(Task task, const Args& args) {
                                   double secs) {
     line.update(format("%s: iteration %lld, %lld/%lld %s, max residual %.2e, %s", label.c_str(),
                        (long long)it, (long long)conv, (long long)wanted,
-                       s.eigs() ? "converged" : "columns done", res, format_seconds(secs).c_str()));
+                       s.task == Task::solve ? "columns done" : "converged", res, format_seconds(secs).c_str()));
   };
   JobOutcome o;
   if (comm) {
@@ -190,9 +193,7 @@ int run_task(Task task, const Args& args) {
   return report(s, o, quiet, json, verbose);
 }
 
-}  // namespace
-
-int run_eigs(const Args& args) { return run_task(Task::eigs, args); }
-int run_solve(const Args& args) { return run_task(Task::solve, args); }
+int run_eigs(const Args& args) { return run_task_command(Task::eigs, task_command(Task::eigs), args); }
+int run_solve(const Args& args) { return run_task_command(Task::solve, task_command(Task::solve), args); }
 
 }  // namespace tcsolve::app

@@ -17,6 +17,12 @@ int run_solve(const Args& args);     // apps/cmd_eigs.cpp
 int run_svds(const Args& args);      // apps/cmd_svds.cpp
 int run_batch(const Args& args);     // apps/cmd_batch.cpp
 
+struct CommandSpec;
+enum class Task;
+// A job command (eigs, solve, svds; apps/cmd_eigs.cpp): the task's options bound to a JobSpec,
+// checked, run through the job pipeline (apps/job/run.hpp), reported (table, --json or --quiet).
+int run_task_command(Task task, const CommandSpec& spec, const Args& args);
+
 struct Command {
   const char* name;
   const char* summary;  // one line for `tcsolve --help`

@@ -96,13 +96,15 @@ void check_written_files(const std::string& path, const std::vector<JobSpec>& jo
   }
 }
 
-// Every key a job file may hold: both tasks' options and the file's own (task, matrix).
-void add_all_keys(po::options_description& all, JobSpec& eigs_scratch, JobSpec& solve_scratch) {
-  task_options(all, eigs_scratch, Task::eigs);
-  po::options_description solve_only;
-  add_job_options(solve_only, solve_scratch, Task::solve);
-  for (const auto& o : solve_only.options())
-    if (!all.find_nothrow(o->long_name(), false)) all.add(o);
+// Every key a job file may hold: every task's options and the file's own (task, matrix).
+void add_all_keys(po::options_description& all, JobSpec (&scratch)[3]) {
+  task_options(all, scratch[0], Task::eigs);
+  for (const Task t : {Task::solve, Task::svds}) {
+    po::options_description other;
+    add_job_options(other, scratch[t == Task::solve ? 1 : 2], t);
+    for (const auto& o : other.options())
+      if (!all.find_nothrow(o->long_name(), false)) all.add(o);
+  }
 }
 
 // One [job.NAME] section read into a spec, the lines of its keys kept for the messages.
@@ -131,7 +133,7 @@ class JobBuilder {
 
 Task JobBuilder::task() const {
   if (!js_.keys.count("task") && !jf_.defaults.count("task"))
-    file_error(path_, js_.line, where_ + "no 'task' (eigs or solve)");
+    file_error(path_, js_.line, where_ + "no 'task' (eigs, solve or svds)");
   const Entry& e = js_.keys.count("task") ? js_.keys.at("task") : jf_.defaults.at("task");
   try {
     return parse_task(e.value);
@@ -270,12 +272,13 @@ JobFile read_job_file(const std::string& path) {
 
 std::vector<JobSpec> build_jobs(const std::string& path, const JobFile& jf, const OutputPlace& place) {
   po::options_description all;
-  JobSpec scratch_e, scratch_s;
-  add_all_keys(all, scratch_e, scratch_s);
+  JobSpec scratch[3];
+  add_all_keys(all, scratch);
   auto check_known = [&](const std::map<std::string, Entry>& keys) {
     for (const auto& [k, e] : keys)
       if (!all.find_nothrow(k, false))
-        file_error(path, e.line, "unknown key '" + k + "' (see 'tcsolve eigs --help', 'tcsolve solve --help')");
+        file_error(path, e.line,
+                   "unknown key '" + k + "' (see 'tcsolve eigs --help', 'tcsolve solve --help', 'tcsolve svds --help')");
   };
   check_known(jf.defaults);
   std::vector<JobSpec> jobs;

@@ -3,9 +3,9 @@
 //
 //   # comment                     [defaults]          keys for every job (a job overrides them)
 //   [defaults]                    [job.NAME]          one job; NAME names its output NAME.h5
-//   device = cpu                  key = value         task = eigs|solve, matrix, mass, rhs, out,
-//   [job.lap]                                         plot and the long option names of eigs/solve
-//   task = eigs
+//   device = cpu                  key = value         task = eigs|solve|svds, matrix, mass, rhs,
+//   [job.lap]                                         out, plot and the long option names of
+//   task = eigs                                       eigs/solve/svds
 //   matrix = gen:lap2d:100
 #pragma once
 #include <map>

@@ -94,7 +94,9 @@ bool Worker::skip_if_done(const JobSpec& s, Row& row, const std::string& head) {
     Hdf5File f = Hdf5File::open(s.out);
     row.iterations = f.attr_int64("iterations");
     double mx = 0;
-    for (double v : f.read_doubles("residual_norms")) mx = std::max(mx, v);
+    for (const char* name : s.svds() ? std::vector<const char*>{"residual_av", "residual_atu"}
+                                     : std::vector<const char*>{"residual_norms"})
+      for (double v : f.read_doubles(name)) mx = std::max(mx, v);
     row.residual = mx;
   } catch (const Error&) {
   }

@@ -15,7 +15,8 @@ namespace {
 
 // A checkpoint file: attributes kind = "tcsolve checkpoint", task, matrix, matrix_checksum, rows,
 // iteration, locked, solver_seconds, job_options, tcsolve_version; dataset block [cols][n] (the
-// solver's block in the input order). Written atomically (a kill leaves the previous one).
+// solver's block in the input order; svds: V's kept columns and next block, n = A's columns).
+// Written atomically (a kill leaves the previous one).
 void write_checkpoint(const JobSpec& s, const PreparedMatrix& a, const SolverCheckpoint& c,
                       const std::vector<double>& block) {
   AtomicFile af(s.checkpoint);
@@ -52,8 +53,9 @@ std::vector<double> read_checkpoint(const JobSpec& s, const PreparedMatrix& a, s
     Hdf5File f = Hdf5File::open(file);
     kind = f.has_attr("kind") ? f.attr_string("kind") : "";
     if (kind != "tcsolve checkpoint")
-      throw InputError(file, 0, "not a tcsolve checkpoint (no attribute kind = \"tcsolve checkpoint\"; "
-                                "a result is continued with " + std::string(s.eigs() ? "--start" : "--x0") + ")");
+      throw InputError(file, 0, std::string("not a tcsolve checkpoint (no attribute kind = \"tcsolve checkpoint\"") +
+                                    (s.svds() ? ")" : std::string("; a result is continued with ") +
+                                                          (s.eigs() ? "--start" : "--x0") + ")"));
     task = f.attr_string("task");
     sum = f.attr_string("matrix_checksum");
     iteration = f.attr_int64("iteration");
@@ -64,7 +66,8 @@ std::vector<double> read_checkpoint(const JobSpec& s, const PreparedMatrix& a, s
   if (!a.has_checksum(sum))
     throw InputError(file, 0, "written for another matrix (checksum " + sum + "; " + s.matrix +
                                   " has " + a.checksum() + ")");
-  std::vector<double> block = read_columns(file, "block", a.a.nrows, "checkpoint's vectors", cols);
+  // (svds: right singular vectors, of A's columns)
+  std::vector<double> block = read_columns(file, "block", s.svds() ? a.a.ncols : a.a.nrows, "checkpoint's vectors", cols);
   *note = format("resumed from %s (iteration %lld, %.3g s of solver time)", file.c_str(),
                  (long long)iteration, secs);
   return block;

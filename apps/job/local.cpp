@@ -5,7 +5,8 @@
 //              before any solving
 //   fit        GPU memory: the matrices must fit; the solver's blocks are fitted to what is left,
 //              else the run is refused with the sizes (or falls back to the CPU when asked)
-//   solve      operators (apps/job/local_solve.cpp), eigs or block CG, checkpoints
+//   solve      operators (apps/job/local_solve.cpp), eigs or block CG, checkpoints; svds on the
+//              matrix (solvers/svd: its own A and Aᵀ operators), with its checkpoints
 //   record     the outcome's notes; the result file (apps/job/pipeline.hpp) and the plot
 #include <algorithm>
 #include <cmath>
@@ -61,6 +62,7 @@ class LocalJob {
   void fit_device(Backend& backend);
   double tight_matrix_bytes(double rough) const;
   Backend solve(Backend backend);
+  void solve_svds(Backend backend);
   void finish(Backend backend);
   void write(bool defer_write);
 
@@ -152,7 +154,14 @@ void LocalJob::read_mass() {
 void LocalJob::read_inputs() {
   const std::int64_t n = in_.A->a.nrows;
   if (!s_.mass.empty()) read_mass();
-  if (s_.eigs()) {
+  if (s_.svds()) {
+    const Csr<double>& a = in_.A->a;
+    r_.cols = a.ncols;
+    if (s_.k > std::min(a.nrows, a.ncols))
+      throw UsageError(format("--k %lld: the matrix is %lld × %lld, k can be at most min(m, n) = %lld",
+                              (long long)s_.k, (long long)a.nrows, (long long)a.ncols,
+                              (long long)std::min(a.nrows, a.ncols)));
+  } else if (s_.eigs()) {
     if (s_.k >= n)
       throw InvalidArgument(format("k = %lld is too large for %s with n = %lld (need k < n)", (long long)s_.k,
                                    s_.matrix.c_str(), (long long)n));
@@ -187,7 +196,7 @@ void LocalJob::read_start() {
     Timer tr;
     std::int64_t cols = 0;
     in_.start = read_checkpoint(s_, *in_.A, &cols, &notes_.resume);
-    if (!s_.eigs() && cols != in_.nrhs)
+    if (s_.task == Task::solve && cols != in_.nrhs)
       throw InputError(s_.resume_from, 0, format("the checkpoint holds %lld columns for %lld right-hand sides",
                                                  (long long)cols, (long long)in_.nrhs));
     r_.time_read += tr.seconds();
@@ -214,7 +223,8 @@ double LocalJob::tight_matrix_bytes(double rough) const {
 // driver shrinks its basis or width; solve: batches of right-hand sides), and only when even the
 // minimum does not fit is the run refused, with the sizes (or falls back to the CPU when asked).
 void LocalJob::fit_device(Backend& backend) {
-  if (backend != Backend::cuda) return;
+  // (svds sizes its own bases and operators: solvers/svd/bidiag.hpp states the bytes)
+  if (backend != Backend::cuda || s_.svds()) return;
   const std::int64_t n = in_.A->a.nrows;
   const double mass = in_.B ? matrix_device_bytes(s_, in_.B->a) : 0;
   double matrices = matrix_device_bytes(s_, in_.A->a) + mass;
@@ -244,6 +254,10 @@ void LocalJob::fit_device(Backend& backend) {
 // failed allocation (bytes of that request).
 Backend LocalJob::solve(Backend backend) {
   if (backend == Backend::cuda) reset_device_peak();
+  if (s_.svds()) {
+    solve_svds(backend);
+    return backend;
+  }
   LocalSolve solver(s_, cache_, in_, progress_, r_, notes_);
   try {
     solver.run(backend, fit_columns_);
@@ -256,6 +270,25 @@ Backend LocalJob::solve(Backend backend) {
     solver.run(Backend::cpu, 0);
   }
   return backend;
+}
+
+// svds(Csr, Backend, SvdOptions) on the matrix as read: its own Aᵀ, operators and dense ops
+// (and the centered pair with --center); the checkpoint resumed from is its start block (a
+// restart's state continues that restart), its restarts are checkpointed.
+void LocalJob::solve_svds(Backend backend) {
+  SvdOptions o = svd_options(s_);
+  if (!in_.start.empty()) o.start.assign(in_.start.data(), in_.start.data() + in_.start.size());
+  CheckpointWriter ck(s_, *in_.A, nullptr, r_);
+  o.on_checkpoint = ck.callback();
+  Timer ts;
+  o.on_iteration = eigs_progress(progress_, s_.k, ts);  // the estimates of the k wanted
+  SvdResult sr = svds(in_.A->a, backend, o);
+  ck.finish();
+  r_.backend = to_string(backend);
+  r_.device = backend == Backend::cuda ? device_name() : "cpu";
+  if (!s_.resume_from.empty() && !sr.start.empty()) notes_.resume += ": " + sr.start;
+  record_svds(sr, r_);
+  notes_.wanted = s_.k;
 }
 
 // Peak of tcsolve's own device allocations during the solve (operators, blocks, workspaces; not
@@ -273,7 +306,8 @@ void LocalJob::finish(Backend backend) {
   add_note(r_, fallback_note_);
   add_note(r_, notes_.resume);
   add_note(r_, r_.checkpoint_note);
-  for (double v : r_.residual_norms) o_.max_residual = std::max(o_.max_residual, v);
+  for (const auto* res : {&r_.residual_norms, &r_.residual_av, &r_.residual_atu})
+    for (double v : *res) o_.max_residual = std::max(o_.max_residual, v);
 }
 
 void LocalJob::write(bool defer_write) {
@@ -282,16 +316,21 @@ void LocalJob::write(bool defer_write) {
   if (!s_.out.empty()) {
     // The datasets' bytes (vectors or solutions dominate): small results are built in memory.
     const double cols = static_cast<double>(s_.eigs() ? r_.eigenvalues.size() : static_cast<std::size_t>(in_.nrhs));
-    const double data_bytes = 8.0 * static_cast<double>(r_.rows) * cols + 1e6;
+    // (svds: U and the scores m × k, Vt k × n)
+    const double data_bytes = s_.svds() ? 8.0 * static_cast<double>(2 * r_.rows + r_.cols) * static_cast<double>(s_.k) + 1e6
+                                        : 8.0 * static_cast<double>(r_.rows) * cols + 1e6;
     r_.matrix_checksum = in_.A->checksum();  // (a pass over A: only for a written result)
     if (in_.B) r_.mass_checksum = in_.B->checksum();
     o_.finish_write = write_result_file(s_.out, r_, data_bytes, defer_write, [&tw] { return tw.seconds(); });
     o_.wrote_output = true;
   }
   std::vector<double>().swap(r_.vectors);  // (in the file now)
-  if (!s_.plot.empty())
-    write_convergence_svg(s_.plot, r_.history, static_cast<std::size_t>(notes_.wanted),
-                          format("tcsolve %s %s: %s", r_.task.c_str(), r_.method.c_str(), s_.matrix.c_str()));
+  std::vector<double>().swap(r_.left_vectors);
+  const std::string title = format("tcsolve %s %s: %s", r_.task.c_str(), r_.method.c_str(), s_.matrix.c_str());
+  if (!s_.plot.empty() && s_.svds())
+    write_spectrum_svg(s_.plot, r_.singular_values, r_.residual_av, r_.residual_atu, r_.tolerance * r_.a_norm, title);
+  else if (!s_.plot.empty())
+    write_convergence_svg(s_.plot, r_.history, static_cast<std::size_t>(notes_.wanted), title);
   r_.time_write = tw.seconds();
   r_.time_total = total_.seconds() - r_.time_init;
   trace_mark("job: written");

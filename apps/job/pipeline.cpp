@@ -52,12 +52,13 @@ ResultRecord start_record(const JobSpec& s, const std::string& command) {
   r.matrix = s.matrix, r.mass = s.mass, r.rhs = s.rhs, r.start = s.start;
   r.job_options = job_options_string(s), r.input_stamps = input_stamps(s);
   // the options as asked (eigs: the driver says which method ran)
-  r.method = s.eigs() ? to_string(s.method) : "block_cg";
+  r.method = s.eigs() ? to_string(s.method) : s.svds() ? "block GKL" : "block_cg";
   r.tolerance = s.tol, r.max_iterations = s.max_iterations(), r.seed = s.seed;
   r.precision = to_string(s.precision), r.preconditioner = to_string(s.precond), r.reorder = to_string(s.reorder);
   r.device_reason = s.device_reason;
   r.checkpoint = s.checkpoint, r.resumed_from = s.resume_from;
   r.k = s.k, r.which = which_name(s.which), r.has_sigma = !s.sigma.empty();
+  r.centered = s.center;
   return r;
 }
 
@@ -81,6 +82,14 @@ CgOptions cg_options(const JobSpec& s) {
   co.max_iterations = s.max_iterations();
   co.checkpoint_every = s.checkpoint_every;
   return co;
+}
+
+SvdOptions svd_options(const JobSpec& s) {
+  SvdOptions o;
+  o.k = s.k, o.tol = s.tol, o.center = s.center;
+  o.block = s.block_size, o.basis = s.basis, o.max_restarts = s.max_iterations(), o.seed = s.seed;
+  o.checkpoint_every = s.checkpoint_every;
+  return o;
 }
 
 SolvePlanFacts solve_plan_facts(const JobSpec& s, std::int64_t rhs) {
@@ -144,6 +153,20 @@ void record_solve(SolveResult& sr, const JobSpec& s, const ChebyshevPrecondition
   r.time_solve = solve_seconds, r.solve_steps = cg_solve_steps(sr, solve_seconds);
   r.vectors = std::move(sr.solutions);
   r.history = std::move(sr.history);
+}
+
+void record_svds(SvdResult& sr, ResultRecord& r) {
+  r.status = to_string(sr.status), r.reason = sr.reason, r.method = sr.method;
+  r.iterations = sr.iterations, r.operator_applies = sr.operator_applies;
+  r.rows = sr.m, r.cols = sr.n, r.k = sr.k, r.tolerance = sr.tol, r.a_norm = sr.a_norm;
+  r.singular_values = sr.values, r.residual_av = sr.residual_av, r.residual_atu = sr.residual_atu;
+  r.explained_variance = sr.explained_variance(), r.explained_variance_ratio = sr.explained_variance_ratio();
+  r.total_sq = sr.total_sq;
+  r.means = std::move(sr.means);
+  r.left_vectors = std::move(sr.u);
+  r.vectors = std::move(sr.v);
+  r.history = std::move(sr.history);
+  r.time_setup += sr.phases.setup_s, r.time_solve = sr.phases.iterate_s, r.time_verify = sr.phases.verify_s;
 }
 
 void add_note(ResultRecord& r, const std::string& note) {

@@ -16,6 +16,7 @@
 #include "solvers/chebyshev_precond.hpp"
 #include "solvers/eigs/eigs.hpp"
 #include "solvers/solve_plan.hpp"
+#include "solvers/svd/svds.hpp"
 
 namespace tcsolve::app {
 
@@ -26,6 +27,7 @@ ResultRecord start_record(const JobSpec& s, const std::string& command);
 // The solver options the spec decides; the backend adds operators, workspace, start and hooks.
 EigsOptions eigs_options(const JobSpec& s);
 CgOptions cg_options(const JobSpec& s);
+SvdOptions svd_options(const JobSpec& s);
 // The block CG planner's facts from the spec (solvers/solve_plan.hpp); the backend adds the
 // matrix's (size, diagonal, GPU) and the memory.
 SolvePlanFacts solve_plan_facts(const JobSpec& s, std::int64_t rhs);
@@ -45,6 +47,9 @@ void record_eigs(EigsResult& er, ResultRecord& r);
 // solve: `cheb` adds the polynomial's products to the applies; solve_seconds: the solve's clock.
 void record_solve(SolveResult& sr, const JobSpec& s, const ChebyshevPreconditioner* cheb, double solve_seconds,
                   ResultRecord& r);
+// svds: the triplets (U, s, V, both residuals, the PCA outputs), the phases (setup added), the
+// history.
+void record_svds(SvdResult& sr, ResultRecord& r);
 // Appends a note to the record's reason ("reason; note").
 void add_note(ResultRecord& r, const std::string& note);
 

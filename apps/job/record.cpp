@@ -130,6 +130,73 @@ void visit_history(const std::vector<IterationRecord>& h, ResultVisitor& v) {
                static_cast<std::int64_t>(c));
 }
 
+// Column-major rows × k → row-major [rows][k], column j scaled by scale[j] when given.
+std::vector<double> row_major(const std::vector<double>& cm, std::int64_t rows, std::int64_t k,
+                              const std::vector<double>* scale = nullptr) {
+  std::vector<double> out(static_cast<std::size_t>(rows * k));
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < k; ++j) out[i * k + j] = cm[j * rows + i] * (scale ? (*scale)[j] : 1.0);
+  return out;
+}
+
+// svds' history (section 6): restart number, triplets passing their estimate, the estimates
+// [h][k] (absent for the dense path).
+void visit_svds_history(const std::vector<IterationRecord>& h, std::int64_t k, ResultVisitor& v) {
+  if (h.empty()) return;
+  std::vector<std::int64_t> it, conv;
+  std::vector<double> est(h.size() * static_cast<std::size_t>(k), NAN);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    it.push_back(h[i].iteration);
+    conv.push_back(h[i].converged);
+    std::copy_n(h[i].residual_norms.begin(), std::min<std::size_t>(h[i].residual_norms.size(), k), est.begin() + i * k);
+  }
+  v.dataset("history/iteration", it);
+  v.dataset("history/converged", conv);
+  v.dataset_2d("history/residual_estimates", est.data(), static_cast<std::int64_t>(h.size()), k);
+}
+
+// The singular triplets (section 6): U, s, Vt, both residuals, the PCA outputs, the history and
+// the run's attributes.
+void visit_svds(const R& r, ResultVisitor& v) {
+  const std::int64_t m = r.rows, n = r.cols, k = static_cast<std::int64_t>(r.singular_values.size());
+  if (static_cast<std::int64_t>(r.left_vectors.size()) == m * k) v.dataset_2d("U", row_major(r.left_vectors, m, k).data(), m, k);
+  v.dataset("s", r.singular_values);
+  // column j of V (n contiguous values) = row j of Vᵀ
+  if (static_cast<std::int64_t>(r.vectors.size()) == n * k) v.dataset_2d("Vt", r.vectors.data(), k, n);
+  v.dataset("residual_av", r.residual_av);
+  v.dataset("residual_atu", r.residual_atu);
+  if (r.centered) {
+    v.dataset("means", r.means);
+    if (static_cast<std::int64_t>(r.left_vectors.size()) == m * k)
+      v.dataset_2d("scores", row_major(r.left_vectors, m, k, &r.singular_values).data(), m, k);
+    v.dataset("explained_variance", r.explained_variance);
+    v.dataset("explained_variance_ratio", r.explained_variance_ratio);
+  }
+  visit_svds_history(r.history, k, v);
+  texts(r, v, {{"status", &R::status}, {"reason", &R::reason}, {"method", &R::method},
+               {"matrix_checksum", &R::matrix_checksum, true}});
+  v.attr("centered", std::string(r.centered ? "yes" : "no"));
+  texts(r, v, {{"backend", &R::backend}, {"device", &R::device}});
+  v.attr("k", r.k);
+  v.attr("rows", r.rows);
+  v.attr("cols", r.cols);
+  v.attr("nnz", r.nnz);
+  v.attr("iterations", r.iterations);
+  v.attr("max_iterations", r.max_iterations);
+  v.attr("operator_applies", r.operator_applies);
+  v.attr("seed", static_cast<std::int64_t>(r.seed));
+  v.attr("tolerance", r.tolerance);
+  v.attr("a_norm", r.a_norm);
+  if (r.centered) v.attr("total_sq", r.total_sq);
+  if (!r.checkpoint.empty()) {
+    v.attr("checkpoint", r.checkpoint);
+    v.attr("checkpoints", r.checkpoints);
+    v.attr("checkpoint_seconds", r.checkpoint_seconds);
+  }
+  texts(r, v, {{"resumed_from", &R::resumed_from, true}});
+  v.attr("time_verify", r.time_verify);
+}
+
 // Onto an HDF5 group; "history/NAME" goes into the group history (created on first use).
 class Hdf5Visitor : public ResultVisitor {
  public:
@@ -171,9 +238,13 @@ void visit_result(const ResultRecord& r, ResultVisitor& v, const std::function<d
     return;
   }
   const bool one = r.ranks == 0;
-  visit_run(r, v);
-  visit_answer(r, v);
-  if (one) visit_history(r.history, v);
+  if (r.is_svds()) {
+    visit_svds(r, v);
+  } else {
+    visit_run(r, v);
+    visit_answer(r, v);
+    if (one) visit_history(r.history, v);
+  }
   v.attr("time_read", r.time_read);
   if (one) v.attr("time_preprocess", r.time_preprocess);
   v.attr("time_setup", r.time_setup);
@@ -187,14 +258,43 @@ void write_result(const ResultRecord& r, Hdf5Group& g, const std::function<doubl
 }
 
 namespace {
-std::string json_array(const std::vector<double>& v) {
+std::string json_array(const std::vector<double>& v, const char* sep = ", ") {
   std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + json_number(v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + json_number(v[i]);
   return out + "]";
+}
+
+// svds' object: compact (no spaces), its keys as `tcsolve svds --json` has always written them.
+std::string svds_json(const ResultRecord& r, const std::string& out) {
+  auto arr = [](const std::vector<double>& v) { return json_array(v, ","); };
+  std::string s = "{\"task\":\"svds\",\"status\":" + json_string(r.status) + ",\"message\":" + json_string(r.reason) +
+                  ",\"matrix\":" + json_string(r.matrix) + ",\"rows\":" + std::to_string(r.rows) +
+                  ",\"cols\":" + std::to_string(r.cols) + ",\"nnz\":" + std::to_string(r.nnz) +
+                  ",\"k\":" + std::to_string(r.k) + ",\"centered\":" + (r.centered ? "true" : "false") +
+                  ",\"method\":" + json_string(r.method) + ",\"backend\":" + json_string(r.backend) +
+                  ",\"tolerance\":" + json_number(r.tolerance) + ",\"a_norm\":" + json_number(r.a_norm) +
+                  ",\"iterations\":" + std::to_string(r.iterations) +
+                  ",\"operator_applies\":" + std::to_string(r.operator_applies) +
+                  ",\"singular_values\":" + arr(r.singular_values) + ",\"residual_av\":" + arr(r.residual_av) +
+                  ",\"residual_atu\":" + arr(r.residual_atu);
+  if (r.centered)
+    s += ",\"explained_variance\":" + arr(r.explained_variance) +
+         ",\"explained_variance_ratio\":" + arr(r.explained_variance_ratio);
+  s += ",\"checkpoints\":{\"count\":" + std::to_string(r.checkpoints) +
+       ",\"failed\":" + std::to_string(r.checkpoint_failures) + ",\"bytes\":" + json_number(r.checkpoint_bytes) +
+       ",\"seconds\":" + json_number(r.checkpoint_seconds) + "}";
+  double apply_s = 0, dense_s = 0;  // the iteration's split (history)
+  for (const auto& h : r.history) apply_s += h.apply_seconds, dense_s += h.dense_seconds;
+  s += ",\"seconds\":{\"read\":" + json_number(r.time_read) + ",\"setup\":" + json_number(r.time_setup) +
+       ",\"solve\":" + json_number(r.time_solve) + ",\"solve_apply\":" + json_number(apply_s) +
+       ",\"solve_dense\":" + json_number(dense_s) + ",\"verify\":" + json_number(r.time_verify) +
+       ",\"write\":" + json_number(r.time_write) + ",\"process\":" + json_number(r.time_process) + "}";
+  return s + ",\"out\":" + (out.empty() ? std::string("null") : json_string(out)) + "}";
 }
 }  // namespace
 
 std::string result_json(const ResultRecord& r, const std::string& out) {
+  if (r.is_svds()) return svds_json(r, out);
   std::ostringstream os;
   os << "{\"task\": " << json_string(r.task) << ", \"matrix\": " << json_string(r.matrix)
      << ", \"n\": " << r.rows << ", \"status\": " << json_string(r.status)

@@ -1,6 +1,6 @@
-// One eigs or solve result: the record the job pipeline fills (on one process or under mpirun)
-// and the one writer of its forms — the HDF5 result file (docs/hdf5-schema.md, sections 2-4,
-// through visit_result) and the command's --json object (result_json). A library of its own
+// One eigs, solve or svds result: the record the job pipeline fills (on one process or under mpirun)
+// and the one writer of its forms — the HDF5 result file (docs/hdf5-schema.md, sections 2-4 and
+// 6, through visit_result) and the command's --json object (result_json). A library of its own
 // (tcsolve_record: io, no Boost, no apps), so that the Python module can fill the same record and
 // write the same file, or visit it into a dict under the schema's names.
 //
@@ -25,7 +25,7 @@ namespace tcsolve {
 
 struct ResultRecord {
   // ---- identity: every file, failure records too (attributes)
-  std::string task;               // "eigs" | "solve"
+  std::string task;               // "eigs" | "solve" | "svds"
   std::string job;                // batch job name (absent when empty)
   std::string matrix, mass, rhs;  // the arguments as given (mass, rhs: absent when empty)
   std::string start;              // eigs --start ("start") / solve --x0 ("x0"); absent when empty
@@ -73,9 +73,19 @@ struct ResultRecord {
   // ---- solve
   std::int64_t right_hand_sides = 0;
   std::vector<std::int64_t> column_iterations;
-  // ---- both
-  // eigs: the eigenvectors, solve: the solutions, n × cols column-major in the input's row order
-  // (datasets eigenvectors [cols][n] / solution [s][n]; absent unless rows · cols values)
+  // ---- svds (section 6): A ≈ U·diag(s)·Vᵀ, A rows × cols; `vectors` holds V, `a_norm` s₁
+  std::int64_t cols = 0;
+  bool centered = false;
+  std::vector<double> singular_values;              // s, descending (k)
+  std::vector<double> left_vectors;                 // U, rows × k column-major (dataset U [m][k])
+  std::vector<double> residual_av, residual_atu;    // true ‖A·v_j − s_j·u_j‖₂, ‖Aᵀ·u_j − s_j·v_j‖₂
+  // centered (--center): the column means μ (cols), ‖A − 1·μᵀ‖_F², s_j²/(rows − 1) and its ratio
+  std::vector<double> means, explained_variance, explained_variance_ratio;
+  double total_sq = 0;
+  // ---- all tasks
+  // eigs: the eigenvectors, solve: the solutions, svds: V (cols × k), n × cols column-major in the
+  // input's row order (datasets eigenvectors [cols][n] / solution [s][n] / Vt [k][n]; absent
+  // unless rows · cols values)
   std::vector<double> vectors;
   std::vector<double> residual_norms;
   // solve: ‖b−Ax‖/(‖A‖_F‖x‖+‖b‖) per column, and least squares' ‖Aᵀr‖/(‖A‖_F‖r‖) (absent when empty)
@@ -91,6 +101,7 @@ struct ResultRecord {
 
   bool is_failure() const { return status == "failed"; }
   bool is_eigs() const { return task == "eigs"; }
+  bool is_svds() const { return task == "svds"; }
 };
 
 // Receives a record's objects in the file's order under the schema's names (attributes of "/",
@@ -115,8 +126,9 @@ class Hdf5Group;
 // Writes the record into `g` (a new file's root): visit_result onto HDF5.
 void write_result(const ResultRecord& r, Hdf5Group& g, const std::function<double()>& time_write = {});
 
-// The command's --json object (eigs/solve), one line without the newline; `out` is the result
-// file ("" : null).
+// The command's --json object, one line without the newline; `out` is the result file ("" :
+// null). svds keeps its own compact keys (singular_values, residual_av, ...; docs/hdf5-schema.md
+// section 6 names the same quantities).
 std::string result_json(const ResultRecord& r, const std::string& out);
 
 }  // namespace tcsolve

@@ -52,6 +52,28 @@ std::string checkpoints_line(const JobSpec& s, const ResultRecord& r) {
   return t;
 }
 
+// svds: the run in one line, the triplets (values, both residuals relative to s₁, the explained
+// variance when centered), the result file, the checkpoints and notes.
+void print_svds_text(std::ostream& os, const JobSpec& s, const ResultRecord& r) {
+  os << format("svds: %lld × %lld, k = %lld%s, %s: %s after %lld restarts (%lld applies), %s\n", (long long)r.rows,
+               (long long)r.cols, (long long)r.k, r.centered ? " (centered)" : "", r.method.c_str(), r.status.c_str(),
+               (long long)r.iterations, (long long)r.operator_applies,
+               format_seconds(r.time_setup + r.time_solve + r.time_verify).c_str());
+  os << format("%4s  %24s  %12s  %12s%s\n", "j", "singular value", "|Av-su|/s1", "|A'u-sv|/s1",
+               r.centered ? "  explained" : "");
+  const double s1 = r.a_norm > 0 ? r.a_norm : 1.0;
+  const auto& ratio = r.explained_variance_ratio;
+  for (std::size_t j = 0; j < r.singular_values.size(); ++j)
+    os << format("%4zu  %24.17g  %12.3e  %12.3e", j + 1, r.singular_values[j],
+                 j < r.residual_av.size() ? r.residual_av[j] / s1 : NAN,
+                 j < r.residual_atu.size() ? r.residual_atu[j] / s1 : NAN)
+       << (r.centered && j < ratio.size() ? format("  %9.4f%%", 100 * ratio[j]) : "") << "\n";
+  if (!s.out.empty()) os << "written: " << s.out << "\n";
+  if (!s.plot.empty()) os << "written: " << s.plot << "\n";
+  if (!s.checkpoint.empty()) os << checkpoints_line(s, r) << "\n";
+  if (r.status == "converged" && !r.reason.empty()) os << "note: " << r.reason << "\n";
+}
+
 // The lines that only --verbose prints in full (the default prints their first clauses).
 void print_details(std::ostream& os, const JobSpec& s, const ResultRecord& r, bool verbose) {
   auto line = [&](const char* what, const std::string& text) {
@@ -129,6 +151,7 @@ std::string verification_line(const ResultRecord& r) {
 }
 
 void print_result_text(std::ostream& os, const JobSpec& s, const ResultRecord& r, bool verbose) {
+  if (s.svds()) return print_svds_text(os, s, r);
   print_table(os, s, r);
   os << format("%s: %s after %lld iterations (%s, %s on %s, kernel %s)\n", r.method.c_str(), r.status.c_str(),
                (long long)r.iterations, r.precision.c_str(), r.backend.c_str(), r.device.c_str(),

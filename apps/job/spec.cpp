@@ -107,6 +107,15 @@ void add_eigs_options(po::options_description& opts, JobSpec& s) {
        "The answer is tested as from a random start");
 }
 
+// svds: the triplets and the Krylov space (tol, maxiter, seed, device: add_common_options).
+void add_svds_options(po::options_description& opts, JobSpec& s) {
+  opts.add_options()
+      ("k", po::value(&s.k)->value_name("K"), "number of singular triplets, largest first (default 6)")
+      ("center", po::bool_switch(&s.center), "subtract the column means implicitly (PCA)")
+      ("block", po::value(&s.block_size)->value_name("B"), "block size (default 0: min(k, 16))")
+      ("basis", po::value(&s.basis)->value_name("L"), "Krylov basis columns (default 0: automatic)");
+}
+
 void add_solve_options(po::options_description& opts, JobSpec& s) {
   opts.add_options()
       ("rhs", po::value(&s.rhs)->value_name("FILE.h5:DATASET|random:S"),
@@ -126,6 +135,25 @@ void add_solve_options(po::options_description& opts, JobSpec& s) {
        "factorization (CHOLMOD, MUMPS, UMFPACK) where it is predicted cheaper or the iteration "
        "fails; rectangular matrices: least squares by SuiteSparseQR; the output says which and why)")
       ("restart", po::value(&s.restart)->value_name("M"), "GMRES(M): basis vectors per cycle (default 30)");
+}
+
+// --device and --seed, every task's.
+void add_device_seed(po::options_description& opts, JobSpec& s) {
+  opts.add_options()
+      ("device", parsed("auto|cpu|cuda", [&s](const std::string& v) { s.device = parse_choice("--device", v, kDevice); }),
+       "where to run (default auto: the GPU when present)")
+      ("seed", po::value(&s.seed)->value_name("N"), "seed of the random start block / right-hand sides (default 1)");
+}
+
+void add_svds_common_options(po::options_description& opts, JobSpec& s) {
+  opts.add_options()
+      ("tol", po::value(&s.tol)->value_name("T"),
+       "residual test of each triplet, relative to the largest singular value (default 1e-8)")
+      ("maxiter", po::value(&s.maxiter)->value_name("R")->notifier([](std::int64_t v) {
+         if (v < 1) throw UsageError("--maxiter " + std::to_string(v) + ": must be at least 1");
+       }),
+       "restart limit (default 1000)");
+  add_device_seed(opts, s);
 }
 
 void add_common_options(po::options_description& opts, JobSpec& s, bool eigs) {
@@ -163,33 +191,39 @@ void add_common_options(po::options_description& opts, JobSpec& s, bool eigs) {
        "(the precision ladder, climbing to fp64; every answer checked in fp64 on the given A; "
        "reported as \"precision\"); fp64: fp64 throughout; fp32/fp16/bf16: the iteration applies "
        "A rounded to that precision (fp16/bf16 need the GPU)")
-      ("device", parsed("auto|cpu|cuda", [&s](const std::string& v) { s.device = parse_choice("--device", v, kDevice); }),
-       "where to run (default auto: the GPU when present)")
       ("cpu-fallback", po::bool_switch(&s.cpu_fallback),
-       "run on the CPU when the GPU has too little memory (default: fail and say how much is needed)")
-      ("seed", po::value(&s.seed)->value_name("N"), "seed of the random start block / right-hand sides (default 1)");
+       "run on the CPU when the GPU has too little memory (default: fail and say how much is needed)");
+  add_device_seed(opts, s);
 }
 
-void add_output_options(po::options_description& opts, JobSpec& s, bool eigs) {
+void add_output_options(po::options_description& opts, JobSpec& s, Task task) {
+  const char* state = task == Task::eigs ? "the solver's state (its Ritz block; Lanczos: the Ritz vectors kept at a restart)"
+                      : task == Task::svds ? "the iteration's state (the right basis kept at a thick restart)"
+                                           : "the iterate X";
   opts.add_options()
       ("checkpoint", po::value(&s.checkpoint)->value_name("FILE.h5"),
-       eigs ? "write the solver's state (its Ritz block; Lanczos: the Ritz vectors kept at a restart) "
-              "to FILE.h5 atomically every --checkpoint-every seconds; continue a stopped or killed "
-              "run with --resume-from FILE.h5"
-            : "write the iterate X to FILE.h5 atomically every --checkpoint-every seconds; continue "
-              "a stopped or killed run with --resume-from FILE.h5")
+       (std::string("write ") + state + " to FILE.h5 atomically every --checkpoint-every seconds; continue a "
+        "stopped or killed run with --resume-from FILE.h5").c_str())
       ("checkpoint-every", po::value(&s.checkpoint_every)->value_name("SECONDS"),
        "seconds between checkpoints (default 60)")
       ("resume-from", po::value(&s.resume_from)->value_name("FILE.h5"),
        "continue from a checkpoint of the same matrix (and right-hand sides): the answer is tested "
        "as from a fresh start")
-      ("out", po::value(&s.out)->value_name("FILE.h5"), "write the result (HDF5, atomically; docs/hdf5-schema.md)")
-      ("plot", po::value(&s.plot)->value_name("FILE.svg"), "write a convergence plot (SVG)");
+      (task == Task::svds ? "out,o" : "out", po::value(&s.out)->value_name("FILE.h5"),
+       task == Task::svds ? "write U, s, Vt (and the PCA outputs) to FILE.h5 (atomically; docs/hdf5-schema.md)"
+                          : "write the result (HDF5, atomically; docs/hdf5-schema.md)")
+      ("plot", po::value(&s.plot)->value_name("FILE.svg"),
+       task == Task::svds ? "write the singular value spectrum with both residuals of each triplet (SVG)"
+                          : "write a convergence plot (SVG)");
+}
+
+void validate_k(const JobSpec& s) {
+  if (s.k < 1) throw UsageError(format("--k %lld: must be at least 1", (long long)s.k));
 }
 
 // The eigs options that contradict one another or need a shift.
 void validate_eigs(const JobSpec& s) {
-  if (s.k < 1) throw UsageError(format("--k %lld: must be at least 1", (long long)s.k));
+  validate_k(s);
   if (s.block_size < 0) throw UsageError("--block-size must be positive");
   if (s.which == Which::nearest && s.sigma.empty())
     throw UsageError("--which nearest needs --sigma S (the k eigenvalues closest to S)");
@@ -211,14 +245,14 @@ void validate_files(const JobSpec& s) {
   if (!s.checkpoint.empty() && s.checkpoint == s.out)
     throw UsageError("--checkpoint and --out name the same file '" + s.out + "'");
   if (!s.out.empty() && !ends_with(s.out, ".h5") && !ends_with(s.out, ".hdf5"))
-    throw UsageError("--out '" + s.out + "': the result file must end in .h5 or .hdf5");
+    throw UsageError("--out '" + s.out + "': the result file is HDF5 and must end in .h5 or .hdf5");
   if (!s.plot.empty() && !ends_with(s.plot, ".svg"))
     throw UsageError("--plot '" + s.plot + "': the plot file must end in .svg");
 }
 
 }  // namespace
 
-const char* to_string(Task t) { return t == Task::eigs ? "eigs" : "solve"; }
+const char* to_string(Task t) { return t == Task::eigs ? "eigs" : t == Task::svds ? "svds" : "solve"; }
 const char* to_string(DeviceChoice d) { return name_of(d, kDevice); }
 const char* to_string(PrecisionChoice p) { return name_of(p, kPrecision); }
 const char* to_string(Precond p) { return p == Precond::chebyshev ? "chebyshev" : name_of(p, kEigsPrecond); }
@@ -228,7 +262,8 @@ const char* which_name(Which w) { return name_of(w, kWhich); }
 Task parse_task(const std::string& s) {
   if (s == "eigs") return Task::eigs;
   if (s == "solve") return Task::solve;
-  throw UsageError("task '" + s + "': expected eigs or solve");
+  if (s == "svds") return Task::svds;
+  throw UsageError("task '" + s + "': expected eigs, solve or svds");
 }
 
 Precision JobSpec::storage() const {
@@ -237,16 +272,24 @@ Precision JobSpec::storage() const {
 
 void add_job_options(po::options_description& opts, JobSpec& s, Task task) {
   const bool eigs = task == Task::eigs;
-  if (eigs) add_eigs_options(opts, s);
-  else add_solve_options(opts, s);
-  add_common_options(opts, s, eigs);
-  add_output_options(opts, s, eigs);
+  if (task == Task::svds) {
+    add_svds_options(opts, s);
+    add_svds_common_options(opts, s);
+  } else {
+    if (eigs) add_eigs_options(opts, s);
+    else add_solve_options(opts, s);
+    add_common_options(opts, s, eigs);
+  }
+  add_output_options(opts, s, task);
 }
 
 void validate_job(const JobSpec& s) {
   if (s.matrix.empty()) throw UsageError("no matrix given");
   if (s.eigs()) {
     validate_eigs(s);
+  } else if (s.svds()) {
+    validate_k(s);
+    if (s.block_size < 0 || s.basis < 0) throw UsageError("--block and --basis must be ≥ 0");
   } else {
     if (s.rhs.empty()) throw UsageError("no right-hand sides given (--rhs FILE.h5:DATASET or random:S)");
     parse_rhs(s.rhs);
@@ -314,6 +357,10 @@ void check_job_outputs(const JobSpec& s) {
 
 std::string job_options_string(const JobSpec& s) {
   std::string o = std::string("task=") + to_string(s.task) + ";matrix=" + s.matrix + ";mass=" + s.mass + ";rhs=" + s.rhs;
+  if (s.svds())  // (the options svds has: the rest are not its)
+    return o + format(";k=%lld;center=%d;block=%lld;basis=%lld;tol=%.17g;maxiter=%lld;device=%s;seed=%llu",
+                      (long long)s.k, int(s.center), (long long)s.block_size, (long long)s.basis, s.tol,
+                      (long long)s.max_iterations(), to_string(s.device), (unsigned long long)s.seed);
   if (!s.eigs() && s.solve_method != SolveMethod::automatic) o += std::string(";method=") + to_string(s.solve_method);
   if (!s.eigs() && s.restart != 30) o += format(";restart=%d", s.restart);
   if (s.eigs())

@@ -1,5 +1,5 @@
 // A job's specification, typed: every choice is an enum, parsed once at the edge. The command
-// line (eigs, solve) and the batch job file bind the same options (add_job_options, through
+// line (eigs, solve, svds) and the batch job file bind the same options (add_job_options, through
 // boost::program_options: each choice's notifier parses its text as it is stored, and a bad value
 // is a UsageError naming the option and the value); validate_job then checks the options against
 // one another; job_options_string writes the spec back canonically (the result's job_options).
@@ -16,7 +16,9 @@
 
 namespace tcsolve::app {
 
-enum class Task { eigs, solve };
+// eigs: eigenpairs of a symmetric matrix; solve: A X = B; svds: the k largest singular triplets
+// of any matrix (rectangular too).
+enum class Task { eigs, solve, svds };
 enum class DeviceChoice { automatic, cpu, cuda };
 // auto: A in fp64, and the precision ladder (eigs' filters, block CG's iterations) where safe.
 enum class PrecisionChoice { automatic, fp64, fp32, fp16, bf16 };
@@ -32,7 +34,7 @@ const char* to_string(PrecisionChoice p);
 const char* to_string(Precond p);
 const char* to_string(Reordering r);
 const char* which_name(Which w);  // smallest | largest | nearest
-// "task 'x': expected eigs or solve" otherwise (UsageError).
+// "task 'x': expected eigs, solve or svds" otherwise (UsageError).
 Task parse_task(const std::string& s);
 
 struct JobSpec {
@@ -60,7 +62,9 @@ struct JobSpec {
   bool certify = false;           // eigs: always certify the set by Sylvester's inertia
   double tol = 1e-8;
   std::int64_t maxiter = 0;     // 0: the solver's default (max_iterations())
-  std::int64_t block_size = 0;  // Lanczos block size (0: automatic)
+  std::int64_t block_size = 0;  // Lanczos block size; svds --block (0: automatic)
+  std::int64_t basis = 0;       // svds: Krylov basis columns (0: automatic)
+  bool center = false;          // svds: subtract the column means (PCA)
   PrecisionChoice precision = PrecisionChoice::automatic;
   DeviceChoice device = DeviceChoice::automatic;
   std::string device_reason;  // set by the command when auto chose (not a job option)
@@ -72,8 +76,12 @@ struct JobSpec {
   std::uint64_t seed = 1;
 
   bool eigs() const { return task == Task::eigs; }
-  // The iteration limit: maxiter, or the task's default (eigs 2000, solve 5000).
-  std::int64_t max_iterations() const { return maxiter > 0 ? maxiter : eigs() ? 2000 : 5000; }
+  bool svds() const { return task == Task::svds; }
+  // The iteration limit: maxiter, or the task's default (eigs 2000, solve 5000, svds 1000
+  // restarts).
+  std::int64_t max_iterations() const {
+    return maxiter > 0 ? maxiter : eigs() ? 2000 : svds() ? 1000 : 5000;
+  }
   // A's storage in the operator (auto: fp64).
   Precision storage() const;
   bool precision_auto() const { return precision == PrecisionChoice::automatic; }

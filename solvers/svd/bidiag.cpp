@@ -99,8 +99,8 @@ void BlockGkl::project_out(MvView<const double> basis, MvView<double> w, Mat* h)
 // W_out·r (SVQB with its rank-revealing drop, orthonormalize.hpp). A dropped direction (W did
 // not span it: rank deficiency of A or an exhausted Krylov space) is replaced by a random one
 // out of the basis, with a zero row in r, which keeps both relations of the header exact.
-void BlockGkl::normalize(MultiVector<double>& basis, std::int64_t first, Mat& r) {
-  const std::int64_t b = shape_.block;
+void BlockGkl::normalize(MultiVector<double>& basis, std::int64_t first, Mat& r, std::int64_t cols) {
+  const std::int64_t b = cols > 0 ? cols : shape_.block;
   auto W = basis.columns(first, b);
   const auto o = orthonormalize(ops_, W, MvView<double>{}, ows_);
   r.setZero(b, b);
@@ -118,11 +118,60 @@ void BlockGkl::normalize(MultiVector<double>& basis, std::int64_t first, Mat& r)
 }
 
 void BlockGkl::start() {
-  const std::int64_t b = shape_.block;
-  ops_.fill_random(v_.columns(0, b), opt_.seed);
+  const std::int64_t n = shape_.n, b = shape_.block;
+  const std::int64_t p = static_cast<std::int64_t>(opt_.start.size()) / n;
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(opt_.start.size()) == p * n,
+                  "svds: the start block must hold n = " + std::to_string(n) + " rows per column");
+  if (p > b && p <= shape_.basis && resume_restart()) {
+    res_.start = format("continued the thick restart of the start block (%lld kept + %lld next)",
+                        (long long)(p - b), (long long)b);
+    return;
+  }
+  const std::int64_t given = std::min(p, b);
+  if (given > 0) ops_.from_host(opt_.start.data(), n, v_.columns(0, given));
+  if (given < b) ops_.fill_random(v_.columns(given, b - given), opt_.seed);
+  if (p > 0)
+    res_.start = format("the Krylov basis started from the start block's first %lld of %lld columns%s",
+                        (long long)given, (long long)p, p > b ? " (they hold no restart of this matrix)" : "");
   normalize(v_, 0, r_);
   c_ = 0;
   B_.setZero();
+}
+
+bool BlockGkl::resume_restart() {
+  const std::int64_t n = shape_.n, b = shape_.block, p = static_cast<std::int64_t>(opt_.start.size()) / n;
+  const std::int64_t kept = p - b;
+  auto V = v_.columns(0, p);
+  ops_.from_host(opt_.start.data(), n, V);
+  Mat g(p, p);
+  ops_.gram(V, V, g.data(), p);
+  if (!((g - Mat::Identity(p, p)).cwiseAbs().maxCoeff() <= 1e-10)) return false;
+  clock_.apply(a_, v_.columns(0, kept), u_.columns(0, kept));
+  Mat r;
+  normalize(u_, 0, r, kept);  // A·V_kept = U_kept·r
+  const double s1 = Eigen::JacobiSVD<Mat>(r).singularValues()(0);
+  // A checkpoint of this matrix: 2e-16 to 3e-15·σ₁ (gen:counts, gen:lap2d, olm500, adder_dcop_05,
+  // lp_e226); that of another matrix or of the other centering: O(σ₁).
+  if (!(s1 > 0) || !(restart_defect(kept, p) <= std::max(0.1 * opt_.tol, 1e-12) * s1)) return false;
+  B_.setZero();
+  B_.topLeftCorner(kept, kept) = r;
+  c_ = kept;
+  return true;
+}
+
+double BlockGkl::restart_defect(std::int64_t kept, std::int64_t p) {
+  const std::int64_t b = shape_.block;
+  std::vector<double> norms(static_cast<std::size_t>(b));
+  double worst = 0;
+  for (std::int64_t j0 = 0; j0 < kept; j0 += b) {
+    const std::int64_t c = std::min(b, kept - j0);
+    auto Z = tv_.columns(0, c);
+    clock_.apply(at_, u_.columns(j0, c), Z);
+    for (int pass = 0; pass < 2; ++pass) project_out(v_.columns(0, p), Z, nullptr);
+    ops_.column_norms(Z, norms.data());
+    for (std::int64_t j = 0; j < c; ++j) worst = std::max(worst, std::isfinite(norms[j]) ? norms[j] : INFINITY);
+  }
+  return worst;
 }
 
 // One block step. Left side, block classical Gram–Schmidt twice with the block normalized after
@@ -207,8 +256,25 @@ void BlockGkl::download() {
   ops_.to_host(v_.columns(0, k), res_.v.data(), shape_.n);
 }
 
+// Expand until the basis is full, looking at the Ritz estimates after every block step once
+// c ≥ k + b (an SVD of the c × c B on the host: O(c³), small against the step's two products)
+// and stopping early when all k pass: 116 → 80 applied columns on gen:counts:20000:5000 at
+// k = 10.
+bool BlockGkl::cycle(IterationRecord& rec) {
+  std::int64_t nconv = 0;
+  for (;;) {
+    expand();
+    const bool full = c_ + shape_.block > shape_.basis;
+    if (c_ >= shape_.k + shape_.block || full) nconv = ritz(rec);
+    if (nconv == shape_.k || full) break;
+  }
+  restart();
+  return nconv == shape_.k && verify();
+}
+
 void BlockGkl::run() {
   const double t0 = now_seconds();
+  Checkpointer checkpoint(opt_.checkpoint_every, opt_.on_checkpoint);
   start();
   res_.method = "block GKL (b = " + std::to_string(shape_.block) +
                 ", L = " + std::to_string(shape_.basis) + ", keep " + std::to_string(shape_.keep) + ")";
@@ -224,22 +290,13 @@ void BlockGkl::run() {
     const double ap0 = clock_.apply_seconds(), t_it = now_seconds();
     IterationRecord rec;
     rec.iteration = restarts;
-    // Expand until the basis is full, looking at the Ritz estimates after every block step once
-    // c ≥ k + b (an SVD of the c × c B on the host: O(c³), small against the step's two
-    // products) and stopping early when all k pass: 116 → 80 applied columns on
-    // gen:counts:20000:5000 at k = 10.
-    std::int64_t nconv = 0;
-    for (;;) {
-      expand();
-      const bool full = c_ + shape_.block > shape_.basis;
-      if (c_ >= shape_.k + shape_.block || full) nconv = ritz(rec);
-      if (nconv == shape_.k || full) break;
-    }
-    restart();
-    if (nconv == shape_.k) verified = verify();
+    verified = cycle(rec);
     rec.apply_seconds = clock_.apply_seconds() - ap0;
     rec.dense_seconds = now_seconds() - t_it - rec.apply_seconds;
     res_.history.push_back(std::move(rec));
+    if (opt_.on_iteration) opt_.on_iteration(res_.history.back());
+    // the kept Ritz vectors and the next block: a resumed run continues from this restart
+    if (!verified && checkpoint.due()) checkpoint.write(ops_, v_.columns(0, c_ + shape_.block), restarts + 1, 0);
   }
   if (verified) {
     res_.status = SolverStatus::converged;

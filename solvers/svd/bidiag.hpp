@@ -10,7 +10,9 @@
 //   Before the first restart B is upper block bidiagonal; after one it is diag(σ_keep) bordered
 //   by the next block's coefficients (the "arrow"), which the SVD of B does not care about.
 // Steps, in the order run() calls them:
-//   start        V(:, 0:b) random from the seed, orthonormalized; c = 0
+//   start        V(:, 0:b) random from the seed (or the start block's first columns),
+//                orthonormalized; c = 0. A start block that holds a restart's state continues it
+//                instead (resume_restart: V(:, 0:p) given, U and B rebuilt from A·V; c = p − b).
 //   expand       W = A·V_c → U(:, c:c+b), projected out of U(:, 0:c) twice (B's column block c),
 //                normalized (B's diagonal block R); Z = Aᵀ·U_c → V(:, c+b:c+2b), projected out of
 //                V(:, 0:c+b) twice, normalized (the coupling S); c += b. Directions lost to rank
@@ -22,6 +24,7 @@
 //                V(:, keep:keep+b), B = diag(σ_keep); c = keep. The first k columns are then the
 //                Ritz triplets.
 //   verify       the true residuals of the first k triplets (one A and one Aᵀ apply of k columns)
+//   checkpoint   after a restart when due: V(:, 0:c + b) to the host and opt.on_checkpoint
 // Memory: (m·(L + w) + n·(L + b + w))·8 bytes in the backend's space, w = max(b, k), plus the operators;
 // O(L²) on the host. Nothing is allocated inside the loop except the history records.
 #pragma once
@@ -62,6 +65,14 @@ class BlockGkl {
 
   // ---- the steps (public: each is tested alone)
   void start();
+  // The state after a thick restart from opt.start = V(:, 0:p), p = kept + b (b < p ≤ L):
+  //   U(:, 0:kept)·B = A·V(:, 0:kept)   (orthonormalized; B = that factor, kept × kept)
+  // accepted when V is orthonormal (‖VᵀV − I‖ ≤ 1e-10) and the restart's relation
+  //   Aᵀ·U(:, 0:kept) ∈ span V(:, 0:p)  (each column's remainder ≤ max(tol/10, 1e-12)·σ₁,
+  //                                        twice projected)
+  // holds, as it does for a checkpoint of this matrix (then c = kept); false otherwise, the
+  // bases' contents then undefined. Cost: 2·kept applied columns, Grams of p columns.
+  bool resume_restart();
   void expand();
   // SVD of B(0:c, 0:c); returns how many of the k wanted pass their estimate (tol·σ₁).
   std::int64_t ritz(IterationRecord& rec);
@@ -87,12 +98,19 @@ class BlockGkl {
   void project_out(MvView<const double> basis, MvView<double> w, Mat* h);
   // Orthonormalizes block `first` of `basis` (b columns) against nothing but itself; W_in =
   // W_out·r (b × b); lost directions refilled (random, projected out of basis(:, 0:first)).
-  void normalize(MultiVector<double>& basis, std::int64_t first, Mat& r);
+  // `cols` columns (default b).
+  void normalize(MultiVector<double>& basis, std::int64_t first, Mat& r, std::int64_t cols = 0);
+  // The largest remainder ‖(I − V·Vᵀ)·Aᵀ·u_j‖ of U(:, 0:kept) against V = V(:, 0:p), in
+  // blocks of b through tv_.
+  double restart_defect(std::int64_t kept, std::int64_t p);
+  // One restart of run(): expand until the basis is full or all k estimates pass, ritz, restart
+  // (verify when they pass); true when verified.
+  bool cycle(IterationRecord& rec);
 
   const LinearOperator<double>& a_;
   const LinearOperator<double>& at_;
   DenseBlockOps& ops_;
-  const SvdOptions opt_;
+  const SvdOptions& opt_;  // (the caller's: the start block is not copied)
   const GklShape shape_;
   ApplyClock clock_;
   OrthoWorkspace ows_;

@@ -71,6 +71,7 @@ SvdResult svds_dense(const LinearOperator<double>& a, const LinearOperator<doubl
   r.n = n;
   r.k = k;
   r.tol = opt.tol;
+  if (!opt.start.empty()) r.start = "the dense path needs no start block";
   r.values.assign(svd.singularValues().data(), svd.singularValues().data() + k);
   r.a_norm = svd.singularValues()(0);
   r.u.assign(left.data(), left.data() + m * k);

@@ -33,8 +33,13 @@
 //   - Small problems (min(m, n) too small for a Krylov basis of k + 2 blocks) are solved densely
 //     on the host (A formed by applying it to identity columns of the smaller side), and verified
 //     the same way.
+//   - Checkpoints and resume: after a restart, every checkpoint_every seconds, the right basis
+//     V(:, 0:keep + b) (the kept Ritz vectors and the next block) goes to on_checkpoint; given
+//     back as `start`, the iteration continues that thick restart (solvers/svd/bidiag.hpp,
+//     BlockGkl::resume_restart), so a resumed run needs the restarts the stopped one had left.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +64,18 @@ struct SvdOptions {
   // Subtract the column means: the operator becomes A − 1·μᵀ (μ = Aᵀ·1/m), applied implicitly
   // (solvers/svd/centered.hpp). Used by the Csr entry point only.
   bool center = false;
+  // Start (host, n × p column-major; empty: random from the seed). A block of p = kept + b
+  // columns (b < p ≤ L) that holds a restart's state, as on_checkpoint hands it over, continues
+  // that thick restart; any other block starts the Krylov basis from its first min(p, b)
+  // columns (random ones after them). SvdResult::start says which.
+  std::vector<double> start;
+  // Checkpoints (0 / empty: none): after a restart, once checkpoint_every seconds have passed
+  // since the start or the last checkpoint, V(:, 0:kept + b) (n × (kept + b), host) goes to
+  // on_checkpoint (SolverCheckpoint: iteration = restarts done, locked = 0).
+  double checkpoint_every = 0.0;
+  CheckpointFn on_checkpoint;
+  // Called after every restart with its record (estimates, converged count).
+  std::function<void(const IterationRecord&)> on_iteration;
 };
 
 // Wall-clock seconds by phase.
@@ -83,6 +100,8 @@ struct SvdResult {
   std::int64_t iterations = 0;         // restarts
   std::int64_t operator_applies = 0;   // columns multiplied by A or Aᵀ
   std::vector<IterationRecord> history;
+  // How the iteration started: "" (random), or what it made of SvdOptions::start.
+  std::string start;
   SvdPhases phases;
   double seconds = 0;
   // Centered runs (SvdOptions::center): the column means μ (n) and ‖A − 1μᵀ‖_F² (the total

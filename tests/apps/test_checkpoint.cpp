@@ -1,6 +1,7 @@
 // Checkpoints (issue 18 §3): --checkpoint writes the solver's block atomically while it runs; a
 // run killed with SIGKILL continues with --resume-from and reaches the same answer (closed forms
-// and true residuals); a batch job checkpoints on its own and `batch --resume` continues it; a
+// and true residuals); a batch job (eigs, svds) checkpoints on its own and `batch --resume`
+// continues it; a
 // checkpoint of another matrix or task, or a result file, is refused with what differs.
 #include <gtest/gtest.h>
 
@@ -179,14 +180,12 @@ TEST(AppsCheckpoint, LanczosCheckpointsItsKeptRitzVectors) {
   }
 }
 
-// A batch job killed mid-solve left OUT.checkpoint.h5; --resume continues it from there (the note
-// says so) and removes the checkpoint once the result is written.
-TEST(AppsCheckpoint, BatchJobsCheckpointOnTheirOwnAndResumeContinues) {
+// A batch job (`job`: its keys) killed mid-solve left OUT.checkpoint.h5; --resume continues it
+// from there (the note says so) and removes the checkpoint once the result is written, whose
+// `dataset` then holds `exact` (to 1e-10 relative).
+void expect_batch_job_resumes(const std::string& job, const char* dataset, const std::vector<double>& exact) {
   ScratchDir d;
-  const std::string jobs = d.write("jobs.ini",
-                                   "[defaults]\ndevice = cpu\n\n"
-                                   "[job.long]\ntask = eigs\nmatrix = gen:lap2d:160\nk = 8\nwhich = largest\n"
-                                   "method = chebyshev\ntol = 1e-10\n");
+  const std::string jobs = d.write("jobs.ini", "[defaults]\ndevice = cpu\n\n[job.long]\n" + job);
   const std::string out = d.file("out");
   const std::string ck = out + "/long.checkpoint.h5";
   run_until_checkpoint_then_kill(d, {"batch", jobs, "--output-dir", out, "--checkpoint-every", "0.05", "-q"}, ck);
@@ -197,14 +196,27 @@ TEST(AppsCheckpoint, BatchJobsCheckpointOnTheirOwnAndResumeContinues) {
   EXPECT_FALSE(fs::exists(ck));
   Hdf5File f = Hdf5File::open(out + "/long.h5");
   EXPECT_EQ(f.attr_string("status"), "converged");
-  const auto exact = lap2d_largest(160);
-  const auto vals = f.read_doubles("eigenvalues");
-  ASSERT_EQ(vals.size(), 8u);
-  for (int j = 0; j < 8; ++j) EXPECT_NEAR(vals[j], exact[j], 1e-10 * exact[j]) << j;
+  const auto vals = f.read_doubles(dataset);
+  ASSERT_EQ(vals.size(), exact.size());
+  for (std::size_t j = 0; j < exact.size(); ++j) EXPECT_NEAR(vals[j], exact[j], 1e-10 * exact[j]) << j;
   // a short job writes no checkpoint at the default interval, and leaves none
   auto again = run_tcsolve({"batch", jobs, "--output-dir", out, "--resume", "-q"});
   EXPECT_EQ(again.status, 0) << again.err;
   EXPECT_FALSE(fs::exists(ck));
+}
+
+TEST(AppsCheckpoint, BatchJobsCheckpointOnTheirOwnAndResumeContinues) {
+  const auto exact = lap2d_largest(160);
+  expect_batch_job_resumes("task = eigs\nmatrix = gen:lap2d:160\nk = 8\nwhich = largest\nmethod = chebyshev\ntol = 1e-10\n",
+                           "eigenvalues", {exact.begin(), exact.begin() + 8});
+}
+
+// svds (issue 44 §3): its checkpoint holds the right basis of a thick restart, which the resumed
+// job continues; the singular values of gen:lap2d:60 are its eigenvalues.
+TEST(AppsCheckpoint, BatchSvdsJobCheckpointsAndResumeContinues) {
+  const auto exact = lap2d_largest(60);
+  expect_batch_job_resumes("task = svds\nmatrix = gen:lap2d:60\nk = 6\ntol = 1e-10\n", "s",
+                           {exact.begin(), exact.begin() + 6});
 }
 
 }  // namespace

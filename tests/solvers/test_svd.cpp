@@ -1,7 +1,8 @@
 // Partial SVD (solvers/svd/): the block Golub–Kahan–Lanczos iteration against Eigen's dense SVD
 // on random sparse tall and wide matrices (sizes not multiples of the block), a singular value
 // repeated 5 times with k = 7, rank deficiency, the zero matrix, the dense path for small sizes,
-// implicit centering against a dense centered SVD, the steps' invariants, bad arguments, and
+// implicit centering against a dense centered SVD, the steps' invariants, bad arguments, a run
+// stopped and resumed from its checkpointed restart (and a start block that holds none), and
 // every matrix of ../shared/matrices/general (k = 6 largest; skipped when the folder is absent).
 // Runs on the CPU here and on the GPU in test_solvers_gpu.
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "io/generators.hpp"
 #include "io/matrix_io.hpp"
 #include "solvers/svd/bidiag.hpp"
 #include "solvers/svd/centered.hpp"
@@ -269,6 +271,52 @@ TEST(Svds, StepsKeepTheRelations) {
   const Mat U2 = host(g.left(keep)), V2 = host(g.right(keep + 3));
   EXPECT_LE((d * V2.leftCols(keep) - U2 * g.sigma().head(keep).asDiagonal()).norm(), 1e-12 * d.norm());
   EXPECT_LE((V2.transpose() * V2 - Mat::Identity(keep + 3, keep + 3)).norm(), 1e-13);
+}
+
+// A run stopped after 6 restarts hands its last restart (V's kept Ritz vectors and next block)
+// to on_checkpoint; started from that block, a run continues the thick restart: the restarts it
+// needs are those the uninterrupted run had left (give or take one: U is rebuilt from A·V), and
+// it reaches the same values. A block that holds no restart (random orthonormal columns) only
+// starts the Krylov basis, and says so.
+TEST(Svds, ResumeFromACheckpointContinuesTheRestart) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto a = generate("gen:lap2d:40");  // clustered top values: many restarts
+  SvdOptions o = opts(6, 1e-10);
+  o.basis = 24;
+  const SvdResult full = svds(a, kBackend, o);
+  ASSERT_EQ(full.status, SolverStatus::converged) << full.reason;
+  ASSERT_GT(full.iterations, 12);
+  SvdOptions stop = o;
+  stop.max_restarts = 6;
+  stop.checkpoint_every = 1e-12;
+  SolverCheckpoint last;
+  stop.on_checkpoint = [&](SolverCheckpoint& c) { last = c; };
+  const SvdResult first = svds(a, kBackend, stop);
+  EXPECT_EQ(first.status, SolverStatus::not_converged);
+  ASSERT_EQ(last.iteration, 6);
+  EXPECT_EQ(last.n, a.ncols);
+  EXPECT_EQ(last.cols, 15 + 6);  // keep 15 + the next block of 6
+  SvdOptions resumed = o;
+  resumed.start = last.block;
+  const SvdResult r = svds(a, kBackend, resumed);
+  ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+  EXPECT_EQ(r.start.rfind("continued the thick restart", 0), 0u) << r.start;
+  EXPECT_LE(std::abs(r.iterations - (full.iterations - 6)), 1) << r.iterations << " of " << full.iterations;
+  for (int j = 0; j < 6; ++j) EXPECT_NEAR(r.values[j], full.values[j], 1e-10 * full.values[j]) << j;
+  // random orthonormal columns of the same shape: no restart of this matrix
+  Mat q = Mat::Random(a.ncols, last.cols).householderQr().householderQ() * Mat::Identity(a.ncols, last.cols);
+  SvdOptions other = o;
+  other.start.assign(q.data(), q.data() + q.size());
+  const SvdResult s = svds(a, kBackend, other);
+  EXPECT_EQ(s.status, SolverStatus::converged) << s.reason;
+  EXPECT_NE(s.start.find("they hold no restart of this matrix"), std::string::npos) << s.start;
+  EXPECT_THROW(
+      {
+        SvdOptions bad = o;
+        bad.start.assign(static_cast<std::size_t>(a.ncols) + 1, 1.0);
+        svds(a, kBackend, bad);
+      },
+      InvalidArgument);
 }
 
 // Every matrix of ../shared/matrices/general, k = 6 largest, against the dense SVD where it is
