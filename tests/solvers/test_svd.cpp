@@ -273,10 +273,11 @@ TEST(Svds, StepsKeepTheRelations) {
   EXPECT_LE((V2.transpose() * V2 - Mat::Identity(keep + 3, keep + 3)).norm(), 1e-13);
 }
 
-// A run stopped after 6 restarts hands its last restart (V's kept Ritz vectors and next block)
-// to on_checkpoint; started from that block, a run continues the thick restart: the restarts it
-// needs are those the uninterrupted run had left (give or take one: U is rebuilt from A·V), and
-// it reaches the same values. A block that holds no restart (random orthonormal columns) only
+// A run stopped half-way hands its last restart (V's kept Ritz vectors and next block) to
+// on_checkpoint; started from that block, a run continues the thick restart: the restarts it
+// needs are those the uninterrupted run had left, give or take 2 % of the run (U is rebuilt from
+// A·V, and on the GPU the reductions' order moves a run of ~470 restarts by a few: H200, stopped
+// after 6, 472 against 467), and it reaches the same values. A fresh start would need ~all. A block that holds no restart (random orthonormal columns) only
 // starts the Krylov basis, and says so.
 TEST(Svds, ResumeFromACheckpointContinuesTheRestart) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
@@ -287,13 +288,14 @@ TEST(Svds, ResumeFromACheckpointContinuesTheRestart) {
   ASSERT_EQ(full.status, SolverStatus::converged) << full.reason;
   ASSERT_GT(full.iterations, 12);
   SvdOptions stop = o;
-  stop.max_restarts = 6;
+  const std::int64_t half = full.iterations / 2;
+  stop.max_restarts = half;
   stop.checkpoint_every = 1e-12;
   SolverCheckpoint last;
   stop.on_checkpoint = [&](SolverCheckpoint& c) { last = c; };
   const SvdResult first = svds(a, kBackend, stop);
   EXPECT_EQ(first.status, SolverStatus::not_converged);
-  ASSERT_EQ(last.iteration, 6);
+  ASSERT_EQ(last.iteration, half);
   EXPECT_EQ(last.n, a.ncols);
   EXPECT_EQ(last.cols, 15 + 6);  // keep 15 + the next block of 6
   SvdOptions resumed = o;
@@ -301,7 +303,8 @@ TEST(Svds, ResumeFromACheckpointContinuesTheRestart) {
   const SvdResult r = svds(a, kBackend, resumed);
   ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
   EXPECT_EQ(r.start.rfind("continued the thick restart", 0), 0u) << r.start;
-  EXPECT_LE(std::abs(r.iterations - (full.iterations - 6)), 1) << r.iterations << " of " << full.iterations;
+  EXPECT_LE(std::abs(r.iterations - (full.iterations - half)), std::max<std::int64_t>(1, full.iterations / 50))
+      << r.iterations << " after " << half << " of " << full.iterations;
   for (int j = 0; j < 6; ++j) EXPECT_NEAR(r.values[j], full.values[j], 1e-10 * full.values[j]) << j;
   // random orthonormal columns of the same shape: no restart of this matrix
   Mat q = Mat::Random(a.ncols, last.cols).householderQr().householderQ() * Mat::Identity(a.ncols, last.cols);
