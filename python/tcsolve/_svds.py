@@ -4,6 +4,7 @@ checked on its true residuals ‖A·v − σ·u‖ and ‖Aᵀ·u − σ·v‖ a
 
 import numbers
 import time as _time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,8 +22,8 @@ from ._svds_result import SvdsResult, order_result
 MACHINE_TOL = 4096 * np.finfo(float).eps
 MACHINE_NOTE = ("tol=0 (SciPy: machine precision): tested as ||A v - s u||, ||A^T u - s v|| <= "
                 "4096 eps s_1, the floor the block GKL reaches reliably (tolerances below it are raised to it)")
-# which='SM': the k smallest by a dense SVD (LAPACK) up to this many entries of A (128 MiB).
-DENSE_SM_ENTRIES = 2**24
+# which='SM' (and solver='lobpcg' below 5k): a dense SVD (LAPACK) up to this many entries of A (128 MiB).
+DENSE_ENTRIES = 2**24
 SOLVERS = ("tcsolve", "arpack", "propack", "lobpcg")
 _EXTRA_KEYS = ("device", "block_size")
 
@@ -48,7 +49,9 @@ def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_sing
     keywords below.
     which='SM' (the smallest): computed by a dense SVD (LAPACK) of A when m·n <= 2**24, with
     the same residual test; larger A raises NotImplementedError (the block GKL converges to the
-    largest end only).
+    largest end only). A matrix whose smaller side cannot hold the Krylov basis (min(m, n) below
+    about k + 3·block) is solved by a dense SVD too (Result.method); solver='lobpcg' follows
+    SciPy's lobpcg: min(m, n) < 5k is solved densely with its UserWarning "The problem size ...".
 
     tcsolve's keywords: device ('auto', 'cpu', 'cuda'), block_size (at least the multiplicity of
     a repeated singular value to get all its copies; default min(k, 16)), return_info=True appends
@@ -69,12 +72,19 @@ def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_sing
         bound = "<=" if solver in ("tcsolve", "propack") else "<"
         raise ValueError(f"`k` must be an integer satisfying `0 < k {bound} min(A.shape)` (k={k}, A is "
                          f"{a.m}x{a.n}, solver={solver!r})")
+    if solver == "arpack" and ncv is not None and ncv >= min(a.m, a.n):
+        raise ValueError(f"`ncv` must be an integer satisfying `k < ncv < min(A.shape)` (ncv={ncv}, k={k}, A is "
+                         f"{a.m}x{a.n})")
     opt = options_dict(a, k, tol, maxiter, seed, device, block_size, ncv if solver in ("tcsolve", "arpack") else None)
     if v0 is not None:
         opt["v0"] = _start_vector(a, v0, solver)
     command = _args.call_repr("svds", k=k, ncv=ncv, tol=tol, which=which, maxiter=maxiter, solver=solver,
                               device=device, block_size=block_size)
-    res = smallest_dense(a, k, opt["tol"]) if which == "SM" else run(a, opt)
+    small = solver == "lobpcg" and min(a.m, a.n) < 5 * k and a.m * a.n <= DENSE_ENTRIES
+    if small:  # SciPy's lobpcg rule (tcsolve.lobpcg's too): dense below 5k, with its warning
+        warnings.warn(f"The problem size min(m, n) = {min(a.m, a.n)} is less than 5k = {5 * k}: a dense SVD "
+                      "is used instead of the iteration (solver='lobpcg', as SciPy's)", UserWarning, stacklevel=2)
+    res = dense_svd(a, k, opt["tol"], which) if which == "SM" or small else run(a, opt)
     if tol < MACHINE_TOL:
         res["method_reason"] = (res.get("method_reason", "") + "; " + MACHINE_NOTE).strip("; ")
     info = finish(res, a, t0, command, "largest" if which == "LM" else "smallest", k)
@@ -268,34 +278,35 @@ def run(a, opt):
     return _tcsolve.svds_csr(a.m, a.n, a.indptr, a.indices, a.data, opt)
 
 
-def smallest_dense(a, k, tol):
-    """which='SM': the k smallest singular triplets by LAPACK's SVD of the dense A, checked on the
-    true residuals against tol·σ₁ (σ₁ the largest singular value of A)."""
+def dense_svd(a, k, tol, which="SM"):
+    """The k smallest (which='SM') or largest singular triplets by LAPACK's SVD of the dense A,
+    checked on the true residuals against tol·σ₁ (σ₁ the largest singular value of A)."""
     m, n = a.m, a.n
-    if m * n > DENSE_SM_ENTRIES:
+    if m * n > DENSE_ENTRIES:
         raise NotImplementedError(
             f"which='SM' on a {m}x{n} matrix: tcsolve's block Golub-Kahan-Lanczos converges to the largest "
-            f"singular values; the smallest are computed by a dense SVD only up to {DENSE_SM_ENTRIES} entries "
+            f"singular values; the smallest are computed by a dense SVD only up to {DENSE_ENTRIES} entries "
             "(use scipy.sparse.linalg.svds(which='SM'), or tcsolve.eigsh on A^T A with sigma=0)")
     t0 = _time.perf_counter()
     dense = dense_matrix(a)
     u, s, vt = np.linalg.svd(dense, full_matrices=False)
-    p = s.size
-    u, v, vals = np.asfortranarray(u[:, p - k:]), np.asfortranarray(vt[p - k:].T), s[p - k:]
+    sel = slice(s.size - k, None) if which == "SM" else slice(0, k)
+    u, v, vals = np.asfortranarray(u[:, sel]), np.asfortranarray(vt[sel].T), s[sel]
     t1 = _time.perf_counter()
     r_av = np.linalg.norm(apply(a, v) - u * vals, axis=0)
     r_atu = np.linalg.norm(apply(a, u, adjoint=True) - v * vals, axis=0)
     ok = bool(np.all(r_av <= tol * s[0]) and np.all(r_atu <= tol * s[0]))
     return {"status": "converged" if ok else "not_converged", "values": vals, "u": u, "v": v,
             "reason": "" if ok else "the dense SVD's triplets miss the residual test (tol below this matrix's rounding?)",
-            "method": f"dense (LAPACK gesdd of the {m} x {n} matrix; which='SM')", "residual_av": r_av,
+            "method": f"dense (LAPACK gesdd of the {m} x {n} matrix; which='{which}')", "residual_av": r_av,
             "residual_atu": r_atu, "a_norm": float(s[0]), "tolerance": tol, "iterations": 0,
             "max_iterations": 0, "operator_applies": 2 * k + min(m, n), "time_setup": 0.0,
             "time_solve": t1 - t0, "time_verify": _time.perf_counter() - t1, "seed": 0, "centered": False,
             "backend": "cpu", "device": "cpu", "history": {"iteration": np.zeros(0, np.int64),
                                                             "converged": np.zeros(0, np.int64),
                                                             "residual_estimates": np.zeros((0, k))},
-            "method_reason": "which='SM': dense SVD (the block GKL finds the largest end)"}
+            "method_reason": "which='SM': dense SVD (the block GKL finds the largest end)" if which == "SM"
+            else "solver='lobpcg' with min(m, n) < 5k: dense SVD, as SciPy's lobpcg"}
 
 
 def dense_matrix(a):
