@@ -1,9 +1,6 @@
 """The Result of tcsolve.svds / tcsolve.pca (return_info=True): the fields of ``tcsolve svds --out``
 (docs/hdf5-schema.md, section 6), and ``save`` writing that file."""
 
-import os
-import tempfile
-
 import numpy as np
 
 from ._result import Result
@@ -58,23 +55,7 @@ class SvdsResult(Result):
                 f"max residual/s1 {res / self.a_norm if self.a_norm else res:.3g}, "
                 f"time_solve={self.time_solve:.3g} s)")
 
-    def save(self, path):
-        """Writes the result as ``tcsolve svds --out`` does (docs/hdf5-schema.md section 6), atomically."""
-        import h5py  # optional: only this method needs it
-
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=folder)
-        os.close(fd)
-        try:
-            with h5py.File(tmp, "w") as f:
-                self._write(f)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-
-    def _write(self, f):
+    def _write(self, f):  # (save() is Result's: a temporary file, renamed when written)
         rev = slice(None, None, -1)  # the file holds the largest first
         s = np.asarray(self.singular_values)[rev]
         u = np.asarray(self.u)[:, rev]
