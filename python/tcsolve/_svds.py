@@ -95,7 +95,8 @@ def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_sing
     if a.kind == "device":
         import cupy
         u, s, vh = cupy.asarray(u), cupy.asarray(s), cupy.asarray(vh)
-    out = (s,) if rsv is False else (u if want_u else None, s, vh if want_vh else None)
+    values_only = not isinstance(rsv, str) and not rsv  # False (or NumPy's False_)
+    out = (s,) if values_only else (u if want_u else None, s, vh if want_vh else None)
     if return_info:
         out = out + (info,)
     return out[0] if len(out) == 1 else out
