@@ -24,6 +24,8 @@ is no bicgstab: gmres takes every square matrix.
 Inputs: any scipy.sparse matrix or array (csr/csc/coo/..., float32/64, int32/64 indices), a dense
 NumPy array, a ``LinearOperator`` (CPU backend; the solver calls its ``matmat`` back), or CuPy
 sparse/dense arrays (used on the GPU without a host copy; results come back as CuPy arrays).
+svds and pca take rectangular matrices (a LinearOperator for svds needs ``rmatvec``/``rmatmat``);
+svds returns SciPy's ``(u, s, vh)`` with s ascending, pca a :class:`PCA` largest first.
 
 tcsolve's own keywords: ``method`` ('auto', 'lanczos', 'lobpcg', 'chebyshev', 'dense'; auto: the
 plan with the fewest predicted seconds, named with why in ``Result.method_reason``), ``certify``
