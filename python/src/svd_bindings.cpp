@@ -1,6 +1,7 @@
 // The partial-SVD entries of tcsolve._tcsolve (solvers/svd/svds.hpp), for the package's svds and
 // pca (python/tcsolve/_svds.py, _pca.py). Options in a dict `opt`, keys as the SvdOptions fields
-// (k, tol, block, basis, max_restarts, seed, center, v0: None or n values) plus device:
+// (k, tol, block, basis, max_restarts, seed, center) plus device and v0 (None or n values: the
+// one-column SvdOptions::start):
 //   svds_csr(m, n, indptr, indices, data, opt)           host CSR m × n; Aᵀ built once in C++;
 //                                                        opt["center"]: the implicit A − 1·μᵀ
 //   svds_operator(m, n, matmat_a, matmat_at, opt)        callables X (n × q, F) -> A·X and
@@ -48,7 +49,7 @@ SvdOptions svd_options(const py::dict& d, std::int64_t n) {
     if (v0.ndim() != 1 || v0.shape(0) != n)
       throw InvalidArgument("v0: expected " + std::to_string(n) + " values (A has " + std::to_string(n) +
                             " columns)");
-    o.v0.assign(v0.data(), v0.data() + n);
+    o.start.assign(v0.data(), v0.data() + n);  // the first start column (n × 1)
   }
   return o;
 }
@@ -145,8 +146,8 @@ py::dict svds_operator(std::int64_t m, std::int64_t n, py::object fa, py::object
 
 // CuPy input: A and Aᵀ (the package transposes on the device) viewed in place; centered, the
 // means μ (n values, computed by CuPy) go to CenteredOperator, which keeps a device copy.
-py::dict svds_device(std::int64_t m, std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::int64_t nnz_t,
-                     const py::tuple& pat, py::object mu, const py::dict& opt) {
+py::dict svds_device(std::int64_t m, std::int64_t n, std::int64_t nnz, const py::tuple& pa,
+                     std::int64_t nnz_t, const py::tuple& pat, py::object mu, const py::dict& opt) {
   EngineThreadsScope engine_threads;
   SvdOptions o = svd_options(opt, n);
   std::vector<double> means;

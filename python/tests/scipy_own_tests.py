@@ -8,7 +8,9 @@ eigsh (..._eigen.arpack), lobpcg (..._eigen.lobpcg), lsqr, lsmr, svds (scipy.spa
 spsolve (..._dsolve) are replaced by tcsolve's, wrapped so that each call is recorded (the test files
 import them from there). A test counts when it calls one of them: in test_iterative.py the cases
 of cg, gmres and minres (the loops over all solvers see only these), in test_arpack.py those of
-eigsh, in test_linsolve.py the class TestLinsolve (spsolve), the other files whole. Printed: per
+eigsh, in test_linsolve.py the class TestLinsolve (spsolve), the other files whole (test_svds.py
+with SCIPY_USE_PROPACK=1, so that its PROPACK class runs too: tcsolve's svds needs no PROPACK and
+takes solver='propack' with PROPACK's argument rules). Printed: per
 test file, the tests passed and failed, each failure with its first line and, when it is out of
 scope (OUT_OF_SCOPE, with the reason), that reason; with --cases also the calls of SciPy's loop
 tests one by one (test_atol's 240 combinations, test_zero_rhs's 35 calls, test_symmetric_modes's

@@ -23,9 +23,9 @@ GklShape gkl_shape(std::int64_t m, std::int64_t n, const SvdOptions& opt, bool* 
   TCSOLVE_REQUIRE(opt.tol > 0 && std::isfinite(opt.tol), "svds: tol must be positive and finite");
   TCSOLVE_REQUIRE(opt.block >= 0 && opt.basis >= 0 && opt.max_restarts >= 1,
                   "svds: block, basis must be ≥ 0 and max_restarts ≥ 1");
-  TCSOLVE_REQUIRE(opt.v0.empty() || static_cast<std::int64_t>(opt.v0.size()) == n,
-                  "svds: v0 has " + std::to_string(opt.v0.size()) + " values, expected n = " +
-                      std::to_string(n));
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(opt.start.size()) % n == 0,
+                  "svds: the start block must hold n = " + std::to_string(n) +
+                      " rows per column (it has " + std::to_string(opt.start.size()) + " values)");
   GklShape s;
   s.m = m;
   s.n = n;
@@ -123,7 +123,8 @@ void BlockGkl::normalize(MultiVector<double>& basis, std::int64_t first, Mat& r)
 void BlockGkl::start() {
   const std::int64_t b = shape_.block;
   ops_.fill_random(v_.columns(0, b), opt_.seed);
-  if (!opt_.v0.empty()) ops_.from_host(opt_.v0.data(), shape_.n, v_.columns(0, 1));
+  const std::int64_t given = std::min(static_cast<std::int64_t>(opt_.start.size()) / shape_.n, b);
+  if (given > 0) ops_.from_host(opt_.start.data(), shape_.n, v_.columns(0, given));
   normalize(v_, 0, r_);
   c_ = 0;
   B_.setZero();

@@ -10,7 +10,7 @@
 //   Before the first restart B is upper block bidiagonal; after one it is diag(σ_keep) bordered
 //   by the next block's coefficients (the "arrow"), which the SVD of B does not care about.
 // Steps, in the order run() calls them:
-//   start        V(:, 0:b) random from the seed (column 0 = opt.v0 when given), orthonormalized; c = 0
+//   start        V(:, 0:b) random from the seed (the first columns from opt.start), orthonormalized; c = 0
 //   expand       W = A·V_c → U(:, c:c+b), projected out of U(:, 0:c) twice (B's column block c),
 //                normalized (B's diagonal block R); Z = Aᵀ·U_c → V(:, c+b:c+2b), projected out of
 //                V(:, 0:c+b) twice, normalized (the coupling S); c += b. Directions lost to rank
