@@ -56,13 +56,13 @@ struct SvdOptions {
   std::int64_t basis = 0;
   std::int64_t max_restarts = 1000;
   std::uint64_t seed = 1;
+  // Subtract the column means: the operator becomes A − 1·μᵀ (μ = Aᵀ·1/m), applied implicitly
+  // (solvers/svd/centered.hpp). Used by the Csr entry point only.
+  bool center = false;
   // Start (host, n × p column-major; empty: random from the seed): the Krylov basis starts from
   // its first min(p, b) columns (random ones after them); SciPy's v0 is p = 1. The dense path
   // has no start block and does not use it. (The name and layout of main's resumable start.)
   std::vector<double> start;
-  // Subtract the column means: the operator becomes A − 1·μᵀ (μ = Aᵀ·1/m), applied implicitly
-  // (solvers/svd/centered.hpp). Used by the Csr entry point only.
-  bool center = false;
 };
 
 // Wall-clock seconds by phase.
