@@ -8,6 +8,7 @@
 //   solve_bindings.cpp   cg_csr, cg_operator, cg_device
 //   krylov_bindings.cpp  krylov_csr, krylov_operator, krylov_device (MINRES, GMRES)
 //   direct_bindings.cpp  direct_csr (CHOLMOD / MUMPS / UMFPACK / SuiteSparseQR), classify_csr
+//   svd_bindings.cpp     svds_csr, svds_operator, svds_device (partial SVD, PCA)
 //   device_bindings.cpp  the cached CUDA dense ops and the small device helpers
 #pragma once
 #include <pybind11/numpy.h>
@@ -89,15 +90,18 @@ void check_x(const py::array_t<double, py::array::f_style>& x, std::int64_t n, c
 class PyOperator final : public LinearOperator<double> {
  public:
   PyOperator(py::object fn, std::int64_t n, std::string name)
-      : fn_(std::move(fn)), n_(n), name_(std::move(name)) {}
-  std::int64_t rows() const override { return n_; }
-  std::int64_t cols() const override { return n_; }
+      : PyOperator(std::move(fn), n, n, std::move(name)) {}
+  // rows × cols (svds: A and Aᵀ of a rectangular LinearOperator)
+  PyOperator(py::object fn, std::int64_t rows, std::int64_t cols, std::string name)
+      : fn_(std::move(fn)), rows_(rows), cols_(cols), name_(std::move(name)) {}
+  std::int64_t rows() const override { return rows_; }
+  std::int64_t cols() const override { return cols_; }
   Space space() const override { return Space::host; }
   void apply(MvView<const double> x, MvView<double> y) const override;
 
  private:
   py::object fn_;
-  std::int64_t n_;
+  std::int64_t rows_, cols_;
   std::string name_;
 };
 
@@ -177,12 +181,13 @@ struct CachedDeviceOps {
 CachedDeviceOps& cached_device_ops();
 DenseBlockOps& device_ops_locked();  // made on first use; call with the mutex held
 
-// ---- the module's functions (eigs_, solve_, krylov_, direct_, device_bindings.cpp) ---------------
+// ---- the module's functions (eigs_, solve_, krylov_, direct_, svd_, device_bindings.cpp) ----------
 
 void define_eigs(py::module_& m);
 void define_solve(py::module_& m);
 void define_krylov(py::module_& m);
 void define_direct(py::module_& m);
+void define_svd(py::module_& m);
 void define_device(py::module_& m);
 void define_interrupt(py::module_& m);  // the test hook _interrupt_test_wait (interrupt_bridge.cpp)
 

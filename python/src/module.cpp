@@ -4,8 +4,8 @@
 // the solver with the GIL released, and returns plain dicts of NumPy arrays and scalars. Its
 // files: bindings.hpp lists them; the entries are in eigs_bindings.cpp (eigs_csr, eigs_operator,
 // eigs_device), solve_bindings.cpp (cg_csr, cg_operator, cg_device), krylov_bindings.cpp (MINRES
-// and GMRES), direct_bindings.cpp (the direct solves), device_bindings.cpp (the CuPy helpers) and
-// below (the small helpers of the package).
+// and GMRES), direct_bindings.cpp (the direct solves), svd_bindings.cpp (svds), device_bindings.cpp
+// (the CuPy helpers) and below (the small helpers of the package).
 //
 // Errors: tcsolve::InvalidArgument / InputError -> ValueError, NotCompiled -> NotImplementedError,
 // OutOfDeviceMemory -> MemoryError, OutputError -> OSError, Interrupted -> KeyboardInterrupt, other
@@ -102,6 +102,7 @@ PYBIND11_MODULE(_tcsolve, m) {
   define_solve(m);
   define_krylov(m);
   define_direct(m);
+  define_svd(m);
   define_device(m);
   define_interrupt(m);
   define_helpers(m);

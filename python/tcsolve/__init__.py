@@ -12,6 +12,8 @@ Drop-in for these solvers of ``scipy.sparse.linalg`` (same parameter names and m
     x, info = tcsolve.gmres(A, B, rtol=1e-8)          # any square A (pseudo-block GMRES(m))
     x = tcsolve.spsolve(A, B)                         # direct: CHOLMOD / MUMPS / UMFPACK
     x, istop, *_ = tcsolve.lsqr(A, b)                 # least squares by SuiteSparseQR (not iterative)
+    u, s, vh = tcsolve.svds(A, k=10)                  # k largest singular triplets (s ascending), any m x n
+    p = tcsolve.pca(X, 50)                            # centered PCA: p.scores, p.components, p.explained_variance_ratio
 
 minres, gmres: a non-zero info is SciPy's (> 0 not converged, < 0 breakdown); callback(xk) is not
 supported (gmres: callback_type 'pr_norm'/'legacy' is). spsolve on a singular A warns with SciPy's
@@ -22,6 +24,8 @@ is no bicgstab: gmres takes every square matrix.
 Inputs: any scipy.sparse matrix or array (csr/csc/coo/..., float32/64, int32/64 indices), a dense
 NumPy array, a ``LinearOperator`` (CPU backend; the solver calls its ``matmat`` back), or CuPy
 sparse/dense arrays (used on the GPU without a host copy; results come back as CuPy arrays).
+svds and pca take rectangular matrices (a LinearOperator for svds needs ``rmatvec``/``rmatmat``);
+svds returns SciPy's ``(u, s, vh)`` with s ascending, pca a :class:`PCA` largest first.
 
 tcsolve's own keywords: ``method`` ('auto', 'lanczos', 'lobpcg', 'chebyshev', 'dense'; auto: the
 plan with the fewest predicted seconds, named with why in ``Result.method_reason``), ``certify``
@@ -40,9 +44,9 @@ unknown option values, and SciPy's own argument rules with its exception types),
 for inputs of the wrong kind, ``NotImplementedError`` for what this build or input kind lacks
 (e.g. CUDA; see the README's Python section).
 
-Not converging: :func:`eigsh` raises :class:`NoConvergence` (a subclass of SciPy's
-``ArpackNoConvergence``) carrying the partial eigenpairs and the :class:`Result` in ``.info`` --
-also with ``return_info=True``; :func:`lobpcg` warns and returns, as SciPy's (``Result.status``
+Not converging: :func:`eigsh` and :func:`svds` (and :func:`pca`) raise :class:`NoConvergence` (a
+subclass of SciPy's ``ArpackNoConvergence``) carrying the partial eigenpairs (svds: ``.u``, ``.s``,
+``.vh``) and the :class:`Result` in ``.info`` -- also with ``return_info=True``; :func:`lobpcg` warns and returns, as SciPy's (``Result.status``
 says ``not_converged``); :func:`cg` returns ``info > 0`` as SciPy's ``cg`` does
 (and ``Result.status``); a matrix that turns out not to be positive definite raises ValueError.
 
@@ -73,9 +77,13 @@ from ._lobpcg import lobpcg
 from ._linsolve import cg
 from ._krylov import gmres, minres
 from ._direct import MatrixRankWarning, lsmr, lsqr, spsolve
+from ._svds import svds
+from ._svds_result import SvdsResult
+from ._pca import PCA, pca
 
-__all__ = ["eigsh", "lobpcg", "cg", "minres", "gmres", "spsolve", "lsqr", "lsmr", "MatrixRankWarning", "Result",
-           "History", "NoConvergence", "built_with_cuda", "device_count", "__version__"]
+__all__ = ["eigsh", "lobpcg", "cg", "minres", "gmres", "spsolve", "lsqr", "lsmr", "svds", "pca", "PCA",
+           "MatrixRankWarning", "Result", "SvdsResult", "History", "NoConvergence", "built_with_cuda",
+           "device_count", "__version__"]
 __version__ = _tcsolve.__version__
 
 

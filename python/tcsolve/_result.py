@@ -115,33 +115,37 @@ class Result:
         os.close(fd)
         try:
             with h5py.File(tmp, "w") as f:
-                eigs = self.task == "eigs"
-                attrs = COMMON_ATTRS + (EIGS_ATTRS if eigs else SOLVE_ATTRS) + DRIVER_FIELDS
-                for name in attrs:
-                    v = getattr(self, name, None)
-                    if v is None or isinstance(v, np.ndarray):
-                        continue
-                    f.attrs[name] = v
-                for name in (EIGS_DATASETS if eigs else SOLVE_DATASETS) + ("error_bounds",):
-                    v = getattr(self, name, None)
-                    if v is None:
-                        continue
-                    v = np.asarray(v)
-                    # [k][n] / [s][n] on disk: one row per vector, in the original row order.
-                    f[name] = v.T if v.ndim == 2 else v
-                g = f.create_group("history")
-                for name in HISTORY_FIELDS:
-                    g[name] = np.asarray(getattr(self.history, name))
+                self._write(f)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
 
+    def _write(self, f):
+        """The datasets and attributes of the result file (save() writes them to a temporary file)."""
+        eigs = self.task == "eigs"
+        attrs = COMMON_ATTRS + (EIGS_ATTRS if eigs else SOLVE_ATTRS) + DRIVER_FIELDS
+        for name in attrs:
+            v = getattr(self, name, None)
+            if v is None or isinstance(v, np.ndarray):
+                continue
+            f.attrs[name] = v
+        for name in (EIGS_DATASETS if eigs else SOLVE_DATASETS) + ("error_bounds",):
+            v = getattr(self, name, None)
+            if v is None:
+                continue
+            v = np.asarray(v)
+            # [k][n] / [s][n] on disk: one row per vector, in the original row order.
+            f[name] = v.T if v.ndim == 2 else v
+        g = f.create_group("history")
+        for name in HISTORY_FIELDS:
+            g[name] = np.asarray(getattr(self.history, name))
+
 
 class NoConvergence(ArpackNoConvergence):
-    """Raised by :func:`tcsolve.eigsh` and :func:`tcsolve.lobpcg` when not every requested pair
-    converged (status ``not_converged`` or ``breakdown``). A subclass of SciPy's
+    """Raised by :func:`tcsolve.eigsh`, :func:`tcsolve.svds` and :func:`tcsolve.pca` when not every
+    requested pair converged (status ``not_converged`` or ``breakdown``). A subclass of SciPy's
     ``ArpackNoConvergence``, so ``except ArpackNoConvergence`` keeps working; carries the partial
     result: ``eigenvalues``, ``eigenvectors`` (the best approximations, as SciPy's does) and
     ``info`` (the whole :class:`Result`, with ``residual_norms`` saying which pairs passed)."""

@@ -178,6 +178,24 @@ TEST(Svds, BadArguments) {
   EXPECT_THROW(svds(a, Backend::cpu, o), InvalidArgument);
 }
 
+// SvdOptions::start with one column (SciPy's v0, the Python module's): the first start column.
+// The exact right singular vector of σ₁ makes the first Ritz estimate pass (k = 1, block 1: two
+// block steps), where a random start takes more; a length that is not a multiple of n is refused.
+TEST(Svds, StartVectorIsTheFirstColumn) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto a = random_sparse(301, 127, 0.05, 5u);
+  const Mat d = dense_of(a);
+  Eigen::BDCSVD<Mat> ref(d, Eigen::ComputeThinV);
+  auto o = opts(1);
+  const auto r_random = svds(a, kBackend, o);
+  o.start.assign(ref.matrixV().data(), ref.matrixV().data() + 127);
+  const auto r_v0 = svds(a, kBackend, o);
+  expect_matches_dense(r_v0, d, 1e-10, "v0 = v_1");
+  EXPECT_LT(r_v0.operator_applies, r_random.operator_applies);
+  o.start.assign(126, 1.0);
+  EXPECT_THROW(svds(a, kBackend, o), InvalidArgument);
+}
+
 // PCA: A − 1·μᵀ applied implicitly against the dense centered SVD, and the explained variance.
 TEST(Svds, CenteredMatchesDenseCentered) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();

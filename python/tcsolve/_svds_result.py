@@ -1,0 +1,82 @@
+"""The Result of tcsolve.svds / tcsolve.pca (return_info=True): the fields of ``tcsolve svds --out``
+(docs/hdf5-schema.md, section 6), and ``save`` writing that file."""
+
+import numpy as np
+
+from ._result import Result
+
+# Attributes of the svds result file, in the command's names.
+_ATTRS = ("task", "status", "reason", "method", "matrix", "command", "backend", "k", "rows", "cols", "nnz",
+          "iterations", "operator_applies", "seed", "tolerance", "a_norm", "total_sq", "time_read", "time_setup",
+          "time_solve", "time_verify")
+
+
+def order_result(res):
+    """The C++ result dict (values descending, u m × k, v n × k) as Result fields in SciPy's order:
+    ``singular_values`` ascending, ``u`` (m × k), ``vt`` (k × n), ``residual_av``, ``residual_atu``
+    (and the history's estimates) permuted alike."""
+    vals = np.asarray(res["values"], dtype=float)
+    idx = np.argsort(vals, kind="stable")
+    out = {key: val for key, val in res.items() if key not in ("values", "u", "v")}
+    out["task"] = "svds"
+    out["singular_values"] = vals[idx]
+    out["u"] = np.asfortranarray(np.asarray(res["u"])[:, idx])
+    out["vt"] = np.ascontiguousarray(np.asarray(res["v"])[:, idx].T)
+    for key in ("residual_av", "residual_atu"):
+        out[key] = np.asarray(res[key], dtype=float)[idx]
+    h = dict(res["history"])
+    est = np.asarray(h["residual_estimates"], dtype=float)
+    if est.ndim == 2 and est.shape[1] == vals.size:
+        h["residual_estimates"] = est[:, idx]
+    out["history"] = h
+    out.setdefault("method_reason", "")
+    out.setdefault("time_read", 0.0)
+    out.setdefault("time_write", 0.0)
+    return out
+
+
+class SvdsResult(Result):
+    """What svds / pca computed: ``singular_values`` (ascending, as svds returns them), ``u``
+    (m × k), ``vt`` (k × n), ``residual_av`` and ``residual_atu`` (true ‖A·v_j − s_j·u_j‖₂ and
+    ‖Aᵀ·u_j − s_j·v_j‖₂, recomputed after the iteration; of the centered matrix for a centered
+    pca), ``a_norm`` (s₁, the scale of the test), ``tolerance`` (each triplet passed
+    residual ≤ tolerance·a_norm when ``status`` is 'converged'), ``status`` ('converged',
+    'not_converged', 'interrupted'), ``reason``, ``method`` ('block GKL (b = …, L = …, keep …)' or
+    a dense SVD), ``method_reason``, ``iterations`` (restarts), ``operator_applies`` (columns
+    multiplied by A or Aᵀ), ``history`` (``iteration``, ``converged``, ``residual_estimates``:
+    restarts × k), ``seed``, ``backend``, ``device``, ``matrix``, ``rows``, ``cols``, ``nnz``,
+    ``command``, ``time_setup``, ``time_solve``, ``time_verify``, ``time_preprocess``; a centered
+    run adds ``means`` (n) and ``total_sq`` (‖A − 1·μᵀ‖_F²).
+    ``save(path)`` writes the HDF5 file of ``tcsolve svds --out`` (largest first there)."""
+
+    def __repr__(self):
+        res = max(np.max(self.residual_av, initial=0.0), np.max(self.residual_atu, initial=0.0))
+        return (f"SvdsResult(status={self.status!r}, method={self.method!r}, iterations={self.iterations}, "
+                f"max residual/s1 {res / self.a_norm if self.a_norm else res:.3g}, "
+                f"time_solve={self.time_solve:.3g} s)")
+
+    def _write(self, f):  # (save() is Result's: a temporary file, renamed when written)
+        rev = slice(None, None, -1)  # the file holds the largest first
+        s = np.asarray(self.singular_values)[rev]
+        u = np.asarray(self.u)[:, rev]
+        f["U"] = u
+        f["s"] = s
+        f["Vt"] = np.asarray(self.vt)[rev]
+        f["residual_av"] = np.asarray(self.residual_av)[rev]
+        f["residual_atu"] = np.asarray(self.residual_atu)[rev]
+        centered = bool(getattr(self, "centered", False))
+        if centered:
+            f["means"] = np.asarray(self.means)
+            f["scores"] = u * s
+            f["explained_variance"] = s * s / max(self.rows - 1, 1)
+            f["explained_variance_ratio"] = s * s / self.total_sq if self.total_sq > 0 else np.zeros_like(s)
+        h = self.history
+        if len(h):
+            f["history/iteration"] = np.asarray(h.iteration, dtype=np.int64)
+            f["history/converged"] = np.asarray(h.converged, dtype=np.int64)
+            f["history/residual_estimates"] = np.asarray(h.residual_estimates)[:, rev]
+        for name in _ATTRS:
+            v = getattr(self, name, None)
+            if v is not None and not isinstance(v, np.ndarray):
+                f.attrs[name] = v
+        f.attrs["centered"] = "yes" if centered else "no"
