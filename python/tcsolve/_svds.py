@@ -330,7 +330,7 @@ def finish(res, a, t0, command, which_name, k):
     """The Result (SciPy's ascending order); raises NoConvergence unless converged."""
     fields = {"k": k, "which": which_name, "matrix": a.desc, "rows": a.m, "cols": a.n,
               "nnz": getattr(a, "nnz", 0) if a.kind != "operator" else 0, "command": command,
-              "tcsolve_version": _tcsolve.__version__}
+              "tcsolve_version": _tcsolve.__version__, "job": "", "job_options": command, "input_stamps": ""}
     fields.update(order_result(res))
     fields["time_preprocess"] = max(0.0, _time.perf_counter() - t0 - sum(
         res.get(key, 0.0) for key in ("time_setup", "time_solve", "time_verify")))

@@ -8,7 +8,8 @@ from ._result import Result
 # Attributes of the svds result file, in the command's names.
 _ATTRS = ("task", "status", "reason", "method", "matrix", "command", "backend", "k", "rows", "cols", "nnz",
           "iterations", "operator_applies", "seed", "tolerance", "a_norm", "total_sq", "time_read", "time_setup",
-          "time_solve", "time_verify")
+          "time_solve", "time_verify", "device", "max_iterations", "tcsolve_version", "time_preprocess", "job",
+          "job_options", "input_stamps")
 
 
 def order_result(res):
