@@ -466,10 +466,7 @@ void price_iterative_certificates(Pricing& p, const EngineRates& r, bool r_defau
       continue;
     const double budget = std::max(0.15 * ce.solve_s, ce.verify_s);
     if (!plan.symbolic) {
-      const bool rate_at_hand = !p.probes.analyze_rate_known || p.probes.analyze_rate_known();
-      if (ordering_over_at_any_rate(p.lower_entries, budget) || (!rate_at_hand && budget < kAnalysisRateMeasureSeconds) ||
-          kAmdMisguess * p.probes.analysis_rate() * p.lower_entries > budget)
-        continue;
+      if (!analysis_fits(p.probes, p.lower_entries, budget, true)) continue;
       plan.symbolic = p.probes.analyze();
     }
     const double cert = predict_certificate_seconds(*plan.symbolic, p.lower_entries, r);

@@ -240,6 +240,17 @@ inline bool ordering_over_at_any_rate(double lower_entries, double budget) {
   return kAmdMisguess * kFastestAnalyzeSecondsPerEntry * lower_entries > budget;
 }
 
+// Whether the certificate's symbolic analysis is run for `budget` (the plan and the verification
+// use this one rule): not where the ordering misses the budget at any rate, nor, where
+// `need_rate` and no cache has this machine's ordering rate, when measuring it costs more than
+// the budget (kAnalysisRateMeasureSeconds); else where kAmdMisguess times its guess fits.
+inline bool analysis_fits(const PlanProbes& probes, double lower_entries, double budget, bool need_rate) {
+  if (ordering_over_at_any_rate(lower_entries, budget)) return false;
+  const bool rate_at_hand = !probes.analyze_rate_known || probes.analyze_rate_known();
+  if (need_rate && !rate_at_hand && budget < kAnalysisRateMeasureSeconds) return false;
+  return kAmdMisguess * probes.analysis_rate() * lower_entries <= budget;
+}
+
 // Seconds as the plan's reasons print them ("0.057 s", "1.72 s", "110 s").
 std::string secs(double s);
 

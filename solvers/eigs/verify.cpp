@@ -97,10 +97,8 @@ bool Verifier::rate_not_worth_measuring(double budget) const {
 // `choice`: pricing the certificate against the re-check before it runs (the rule above);
 // after a re-check that could not verify, the alternative is an unverified set: measured then.
 double Verifier::certificate_seconds(double budget, bool choice) {
-  if (!plan_.symbolic && ordering_over_at_any_rate(lower_entries_, budget)) return INFINITY;
-  if (choice && (rate_not_worth_measuring(budget) || plan_.rates_are_defaults)) return INFINITY;
-  if (!plan_.symbolic && kAmdMisguess * probes_.analysis_rate() * lower_entries_ <= budget)
-    plan_.symbolic = probes_.analyze();
+  if (choice && plan_.rates_are_defaults) return INFINITY;
+  if (!plan_.symbolic && analysis_fits(probes_, lower_entries_, budget, choice)) plan_.symbolic = probes_.analyze();
   return plan_.symbolic ? predict_certificate_seconds(*plan_.symbolic, lower_entries_,
                                                       plan_.rates ? *plan_.rates : probes_.rates())
                         : INFINITY;
