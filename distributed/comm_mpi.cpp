@@ -108,19 +108,18 @@ class MpiCommunicator final : public Communicator {
     }
     Timer t(seconds_);
     TCSOLVE_REQUIRE(requests_.empty(), "exchange_start: the previous exchange was not waited for");
-    for (const Transfer& r : recvs) {
-      MPI_Request q;
-      mpi_check(MPI_Irecv(r.data, as_count(r.count, "halo receive"), r.fp32 ? MPI_FLOAT : MPI_DOUBLE, r.peer, 7,
-                          MPI_COMM_WORLD, &q),
-                "MPI_Irecv");
-      requests_.push_back(q);
-    }
-    for (const Transfer& s : sends) {
-      MPI_Request q;
-      mpi_check(MPI_Isend(s.data, as_count(s.count, "halo send"), s.fp32 ? MPI_FLOAT : MPI_DOUBLE, s.peer, 7,
-                          MPI_COMM_WORLD, &q),
-                "MPI_Isend");
-      requests_.push_back(q);
+    // The receives posted first, then the sends; tag 7, one request each.
+    for (const bool send : {false, true}) {
+      for (const Transfer& t : send ? sends : recvs) {
+        MPI_Request q;
+        const int count = as_count(t.count, send ? "halo send" : "halo receive");
+        const MPI_Datatype type = t.fp32 ? MPI_FLOAT : MPI_DOUBLE;
+        if (send)
+          mpi_check(MPI_Isend(t.data, count, type, t.peer, 7, MPI_COMM_WORLD, &q), "MPI_Isend");
+        else
+          mpi_check(MPI_Irecv(t.data, count, type, t.peer, 7, MPI_COMM_WORLD, &q), "MPI_Irecv");
+        requests_.push_back(q);
+      }
     }
   }
   void exchange_wait(void* stream) override {

@@ -90,12 +90,11 @@ class DistributedDenseOps::Chebyshev final : public ChebyshevKernels {
                 MvView<double> z) override {
     local_.axpbypcz(a, x, b, y, c, z);
   }
-  void residual_norms_into(MvView<const double> ax, MvView<const double> x,
-                           MvView<const double> theta, double s, MvView<double> out) override;
   void residual_sq_norms_into(MvView<const double> ax, MvView<const double> x,
                               MvView<const double> theta, double s, MvView<double> out) override;
 
  private:
+  void sqrt_elements(MvView<double> v) override { d_.local_->sqrt_elements(v); }
   DistributedDenseOps& d_;
   ChebyshevKernels& local_;
 };
@@ -198,14 +197,6 @@ void DistributedDenseOps::Chebyshev::residual_sq_norms_into(MvView<const double>
                                                             MvView<double> out) {
   local_.residual_sq_norms_into(ax, x, theta, s, out);
   d_.reduce({out.data, x.cols, 1, x.cols, out.space});
-}
-
-void DistributedDenseOps::Chebyshev::residual_norms_into(MvView<const double> ax,
-                                                         MvView<const double> x,
-                                                         MvView<const double> theta, double s,
-                                                         MvView<double> out) {
-  residual_sq_norms_into(ax, x, theta, s, out);
-  d_.local_->sqrt_elements({out.data, x.cols, 1, x.cols, out.space});
 }
 
 void DistributedDenseOps::normalize_columns(MvView<double> x, MvView<double> norms) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "factor/cholmod_header.hpp"
 #include "factor/engines.hpp"
 
 namespace tcsolve::detail {
@@ -34,7 +35,12 @@ struct CholmodHandles {
   cholmod_common c{};
   ::cholmod_factor* l = nullptr;
   cholmod_dense *xw = nullptr, *yw = nullptr, *ew = nullptr;
-  CholmodHandles() { cholmod_l_start(&c); }
+  // Quiet: failures are read from c.status and reported by the caller.
+  CholmodHandles() {
+    cholmod_l_start(&c);
+    c.print = 0;
+    c.error_handler = nullptr;
+  }
   ~CholmodHandles() {
     if (xw) cholmod_l_free_dense(&xw, &c);
     if (yw) cholmod_l_free_dense(&yw, &c);
@@ -46,6 +52,17 @@ struct CholmodHandles {
   CholmodHandles& operator=(const CholmodHandles&) = delete;
 };
 
+// A header over S's lower triangle (sorted, packed) for CHOLMOD's 64-bit API, without a copy of
+// the values: cp and ri receive S's column offsets and row indices as SuiteSparse_long and must
+// outlive the header.
+cholmod_sparse lower_header(const LowerCsc& s, std::vector<SuiteSparse_long>& cp,
+                            std::vector<SuiteSparse_long>& ri) {
+  cp.assign(s.col_ptr.begin(), s.col_ptr.end());
+  ri.assign(s.row_idx.begin(), s.row_idx.end());
+  return csc_header(s.n, s.n, s.values.size(), cp.data(), ri.data(),
+                    const_cast<double*>(s.values.data()), -1);
+}
+
 const char* cholmod_ordering_name(int ordering);
 
 class CholmodFactor final : public SparseFactor {
@@ -53,23 +70,7 @@ class CholmodFactor final : public SparseFactor {
   CholmodFactor(const LowerCsc& s, double sigma, const FactorOptions& opt, std::int64_t* minor)
       : n_(s.n), sigma_(sigma), h_(std::make_unique<CholmodHandles>()), c_(h_->c), l_(h_->l),
         xw_(h_->xw), yw_(h_->yw), ew_(h_->ew) {
-    c_.print = 0;
-    c_.error_handler = nullptr;
-    // Header over our arrays (no copy): lower triangle, sorted, packed.
-    cholmod_sparse a{};
-    a.nrow = a.ncol = static_cast<std::size_t>(s.n);
-    a.nzmax = s.values.size();
-    col_ptr_.assign(s.col_ptr.begin(), s.col_ptr.end());
-    row_idx_.assign(s.row_idx.begin(), s.row_idx.end());
-    a.p = col_ptr_.data();
-    a.i = row_idx_.data();
-    a.x = const_cast<double*>(s.values.data());
-    a.stype = -1;
-    a.itype = CHOLMOD_LONG;
-    a.xtype = CHOLMOD_REAL;
-    a.dtype = CHOLMOD_DOUBLE;
-    a.sorted = 1;
-    a.packed = 1;
+    cholmod_sparse a = lower_header(s, col_ptr_, row_idx_);
     double t0 = now();
     // Supernodal (BLAS-3 on dense blocks) where CHOLMOD's own switch says the supernodes pay
     // (flops per factor entry ≥ c_.supernodal_switch, 40), unless the whole factorization is
@@ -262,28 +263,14 @@ const char* cholmod_ordering_name(int ordering) {
 
 SymbolicAnalysis cholmod_symbolic(const LowerCsc& s) {
   CholmodHandles h;
-  h.c.print = 0;
-  h.c.error_handler = nullptr;
   // Simplicial: the ordering, the elimination tree and the column counts, which give nnz(L), the
   // flops and the permutation: all the plan needs. The factorization analyzes again with this
   // permutation (supernodal where it pays), so the supernodal symbolic pass here was repeated
   // work (2-core CPU, the same lnz and flops: dwt_2680 1.4–1.9 → 1.2 ms, bcsstk10 0.34–0.54 →
   // 0.22 ms, crack's Laplacian 5.1 → 4.3 ms).
   h.c.supernodal = CHOLMOD_SIMPLICIAL;
-  std::vector<SuiteSparse_long> cp(s.col_ptr.begin(), s.col_ptr.end()),
-      ri(s.row_idx.begin(), s.row_idx.end());
-  cholmod_sparse a{};
-  a.nrow = a.ncol = static_cast<std::size_t>(s.n);
-  a.nzmax = s.values.size();
-  a.p = cp.data();
-  a.i = ri.data();
-  a.x = const_cast<double*>(s.values.data());
-  a.stype = -1;
-  a.itype = CHOLMOD_LONG;
-  a.xtype = CHOLMOD_REAL;
-  a.dtype = CHOLMOD_DOUBLE;
-  a.sorted = 1;
-  a.packed = 1;
+  std::vector<SuiteSparse_long> cp, ri;
+  cholmod_sparse a = lower_header(s, cp, ri);
   // AMD alone (postordered, as in the default strategy's first method).
   h.c.nmethods = 1;
   h.c.method[0].ordering = CHOLMOD_AMD;

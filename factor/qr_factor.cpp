@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "factor/cholmod_header.hpp"
 #include "factor/engines.hpp"
 
 namespace tcsolve {
@@ -76,20 +77,7 @@ using QrPtr = std::unique_ptr<SuiteSparseQR_factorization<double>, QrDel>;
 
 // Aᵀ (n × m, CSC) over A's CSR arrays, no copy.
 cholmod_sparse transpose_header(QrInput& in) {
-  cholmod_sparse h{};
-  h.nrow = static_cast<std::size_t>(in.n);
-  h.ncol = static_cast<std::size_t>(in.m);
-  h.nzmax = in.x.size();
-  h.p = in.p.data();
-  h.i = in.i.data();
-  h.x = in.x.data();
-  h.stype = 0;
-  h.itype = CHOLMOD_LONG;
-  h.xtype = CHOLMOD_REAL;
-  h.dtype = CHOLMOD_DOUBLE;
-  h.sorted = 1;
-  h.packed = 1;
-  return h;
+  return detail::csc_header(in.n, in.m, in.x.size(), in.p.data(), in.i.data(), in.x.data(), 0);
 }
 
 cholmod_dense dense_header(double* x, std::int64_t rows, std::int64_t cols) {

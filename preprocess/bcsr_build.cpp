@@ -28,6 +28,19 @@ void check_permutation(const std::vector<std::int32_t>& p, std::int64_t n, const
   }
 }
 
+std::vector<std::int32_t> check_permutations(const std::vector<std::int32_t>& perm,
+                                             const std::vector<std::int32_t>& col_perm,
+                                             std::int64_t nrows, std::int64_t ncols) {
+  if (!perm.empty()) check_permutation(perm, nrows, "row permutation");
+  std::vector<std::int32_t> col_inv;
+  if (!col_perm.empty()) {
+    check_permutation(col_perm, ncols, "column permutation");
+    col_inv.resize(col_perm.size());
+    for (std::size_t j = 0; j < col_perm.size(); ++j) col_inv[col_perm[j]] = static_cast<std::int32_t>(j);
+  }
+  return col_inv;
+}
+
 namespace {
 
 // Runs body(first, last, thread) over [0, n) split in one contiguous chunk per thread.
@@ -45,14 +58,8 @@ Bcsr<T> build_bcsr(const Csr<T>& a, int h, int w, const std::vector<std::int32_t
                    const std::vector<std::int32_t>& col_perm) {
   TCSOLVE_REQUIRE(h >= 1 && w >= 1, "block shape must be at least 1x1");
   TCSOLVE_REQUIRE(a.ncols <= (std::int64_t(1) << 31) - 1, "too many columns for 32-bit indices");
-  if (!perm.empty()) check_permutation(perm, a.nrows, "row permutation");
   // col_inv[c] = stored column of A's column c.
-  std::vector<std::int32_t> col_inv;
-  if (!col_perm.empty()) {
-    check_permutation(col_perm, a.ncols, "column permutation");
-    col_inv.resize(col_perm.size());
-    for (std::size_t j = 0; j < col_perm.size(); ++j) col_inv[col_perm[j]] = static_cast<std::int32_t>(j);
-  }
+  const std::vector<std::int32_t> col_inv = check_permutations(perm, col_perm, a.nrows, a.ncols);
 
   Bcsr<T> b;
   b.h = h;

@@ -20,4 +20,11 @@ Bcsr<T> build_bcsr(const Csr<T>& a, int h, int w, const std::vector<std::int32_t
 // Throws InvalidArgument unless p is a permutation of [0, n).
 void check_permutation(const std::vector<std::int32_t>& p, std::int64_t n, const char* what);
 
+// The checks of build_bcsr's permutations (row perm of A's rows, col_perm of its columns) and
+// the inverse of col_perm: inv[c] = the stored column of A's column c (empty for an empty
+// col_perm: the identity).
+std::vector<std::int32_t> check_permutations(const std::vector<std::int32_t>& perm,
+                                             const std::vector<std::int32_t>& col_perm,
+                                             std::int64_t nrows, std::int64_t ncols);
+
 }  // namespace tcsolve

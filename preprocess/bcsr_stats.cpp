@@ -48,13 +48,7 @@ std::vector<std::int64_t> blocks_per_block_row(const Csr<T>& a, int h, int w,
                                                const std::vector<std::int32_t>& perm,
                                                const std::vector<std::int32_t>& col_perm) {
   TCSOLVE_REQUIRE(h >= 1 && w >= 1, "block shape must be at least 1x1");
-  if (!perm.empty()) check_permutation(perm, a.nrows, "row permutation");
-  std::vector<std::int32_t> col_inv;
-  if (!col_perm.empty()) {
-    check_permutation(col_perm, a.ncols, "column permutation");
-    col_inv.resize(col_perm.size());
-    for (std::size_t j = 0; j < col_perm.size(); ++j) col_inv[col_perm[j]] = static_cast<std::int32_t>(j);
-  }
+  const std::vector<std::int32_t> col_inv = check_permutations(perm, col_perm, a.nrows, a.ncols);
   const std::int64_t nbr = (a.nrows + h - 1) / h, nbc = (a.ncols + w - 1) / w;
   std::vector<std::int64_t> out(nbr, 0);
   const int nt = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(host_threads(), nbr / 64)));

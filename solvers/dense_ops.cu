@@ -30,7 +30,9 @@ using cuda_dense::CudaContext;
 using cuda_dense::dmma;
 using cuda_dense::frag_ld;
 using cuda_dense::load_pair;
+using cuda_dense::load_strip_a;
 using cuda_dense::require_device;
+using cuda_dense::stage_small;
 using cuda_dense::store_pair;
 
 __global__ void scale_rows_kernel(const double* d, const double* x, long long ldx, double* y,
@@ -77,12 +79,8 @@ __global__ void __launch_bounds__(128) tall_gemm_kernel(long long n, int p, int 
   constexpr int LDA = frag_ld(8 * RT);
   constexpr int U = V ? 2 : 1;
   extern __shared__ double smem[];
-  double* cs = smem;  // C, 8QT × LDA (row k at k·LDA)
-  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
-    const int k = e / LDA, c = e % LDA;
-    cs[e] = k < p && c < q ? cm[k + c * ldc] : 0.0;
-  }
-  __syncthreads();
+  const double* cs = smem;  // C, 8QT × LDA (row k at k·LDA)
+  stage_small<8 * QT, LDA>({cm}, {ldc}, p, q, smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   for (long long s0 = 8 * U * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
@@ -91,16 +89,7 @@ __global__ void __launch_bounds__(128) tall_gemm_kernel(long long n, int p, int 
     const long long row = V ? s0 + 2 * g : s0 + g;
     const bool rv = row < n;
     double af[U][2 * QT], yf[U][RT][2];
-#pragma unroll
-    for (int ks = 0; ks < 2 * QT; ++ks) {
-      const int k = 4 * ks + t;
-      if (V) {
-        af[0][ks] = af[U - 1][ks] = 0.0;
-        if (k < p) load_pair(xm + k * ldx, row, n, full, af[0][ks], af[U - 1][ks]);
-      } else {
-        af[0][ks] = rv && k < p ? xm[row + k * ldx] : 0.0;
-      }
-    }
+    load_strip_a<U>(xm, ldx, p, row, n, full, af);
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -174,12 +163,8 @@ class CudaDenseOps final : public DenseBlockOps {
     require_device(y, "Y");
     TCSOLVE_REQUIRE(x.rows == y.rows, "gemm: row counts differ");
     const std::int64_t p = x.cols, q = y.cols;
-    if (q == 0 || y.rows == 0) return;
-    if (p == 0) {
-      if (beta == 0.0) fill_zero(y);
-      else if (beta != 1.0) ctx_.scale_columns(beta, y);
-      return;
-    }
+    // no product to add (an empty Y: nothing at all)
+    if (p == 0 || q == 0 || y.rows == 0) return ctx_.scale_or_zero(beta, y);
     const double* dc = ctx_.upload(c, ldc, p, q);
     gemm_into(alpha, x, MvView<const double>{dc, p, q, p, Space::device}, beta, y);
   }
@@ -278,14 +263,8 @@ class CudaDenseOps final : public DenseBlockOps {
     require_device(y, "Y");
     TCSOLVE_REQUIRE(x.rows == y.rows && g.rows == x.cols && g.cols == y.cols, "gram_into: shapes");
     const std::int64_t p = x.cols, q = y.cols;
-    if (p == 0 || q == 0) return;
-    if (x.rows == 0) {
-      if (beta == 0.0)
-        TCSOLVE_CUDA_CHECK(cudaMemset2DAsync(g.data, g.ld * sizeof(double), 0, p * sizeof(double),
-                                             q, ctx_.stream));
-      else if (beta != 1.0) ctx_.scale_columns(beta, g);
-      return;
-    }
+    // no product to add (an empty G: nothing at all)
+    if (x.rows == 0 || p == 0 || q == 0) return ctx_.scale_or_zero(beta, g);
     const int mt = static_cast<int>((p + 7) / 8), nt = static_cast<int>((q + 7) / 8);
     if (ctx_.fused && ((mt <= 8 && nt <= 4) || (mt <= 4 && nt <= 8)) && x.rows >= 4096) {
       const std::size_t sh = static_cast<std::size_t>(p * q) * sizeof(double);
@@ -304,12 +283,8 @@ class CudaDenseOps final : public DenseBlockOps {
     require_device(y, "Y");
     TCSOLVE_REQUIRE(x.rows == y.rows && c.rows == x.cols && c.cols == y.cols, "gemm_into: shapes");
     const std::int64_t p = x.cols, q = y.cols;
-    if (q == 0 || y.rows == 0) return;
-    if (p == 0) {
-      if (beta == 0.0) fill_zero(y);
-      else if (beta != 1.0) ctx_.scale_columns(beta, y);
-      return;
-    }
+    // no product to add (an empty Y: nothing at all)
+    if (p == 0 || q == 0 || y.rows == 0) return ctx_.scale_or_zero(beta, y);
     require_device(c, "C");
     // tcsolve's kernel up to 32 × 32 only: there it saves cuBLAS's first-use load (13 ms a
     // process) for ~0.04 ms a call (1M × 32: 0.187 against 0.148 ms); at 48–64 columns its

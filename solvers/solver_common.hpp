@@ -95,6 +95,7 @@ struct RunBase {
   MvView<const double> rhs;  // B (n × s) and X (n × s), in the dense ops' space
   MvView<double> x;
   std::int64_t s = 0;
+  std::int64_t it = 0;      // iterations taken (GMRES: Arnoldi steps of the longest column)
   bool want_norms = false;  // a history or a per-iteration callback reads the recurrence's norms
 };
 
@@ -153,6 +154,32 @@ inline std::string interrupted_reason(std::int64_t iterations, std::int64_t done
   return std::string("interrupted (") + (sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "on request") +
          ") after " + std::to_string(iterations) + " iterations with " + std::to_string(done) + " of " +
          std::to_string(of) + " " + what;
+}
+
+// The end of a block solve (block CG, MINRES, GMRES) from its columns' true residuals rn[0:s]:
+// converged when every one is within tol; else interrupted (an interrupt was requested: the
+// reason counts the columns within tol) or not converged with reason(). A breakdown the solve
+// set stays. Then the iterations (r.it), operator applies and seconds since t0.
+template <class Reason>
+void finish_run(RunBase& r, const std::vector<double>& rn, double tol, std::int64_t applies,
+                double t0, Reason&& reason) {
+  SolveResult& res = r.res;
+  if (res.status != SolverStatus::breakdown) {
+    std::int64_t passed = 0;
+    for (std::int64_t j = 0; j < r.s; ++j) passed += rn[j] <= tol;
+    if (passed == r.s) {
+      res.status = SolverStatus::converged;
+    } else if (interrupt_requested()) {
+      res.status = SolverStatus::interrupted;
+      res.reason = interrupted_reason(r.it, passed, r.s, "columns converged");
+    } else {
+      res.status = SolverStatus::not_converged;
+      res.reason = reason();
+    }
+  }
+  res.iterations = r.it;
+  res.operator_applies = applies;
+  res.seconds = now_seconds() - t0;
 }
 
 }  // namespace tcsolve::detail

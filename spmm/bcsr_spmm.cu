@@ -564,20 +564,8 @@ BcsrArgs make_args(std::int64_t rows, std::int64_t cols, std::int64_t nblocks,
                    std::int64_t per_warp, std::int64_t nwarps, const std::int64_t* bp,
                    const std::int32_t* bcol, const void* vals, const std::int32_t* perm,
                    const std::int32_t* warp_row, std::int64_t nbrows) {
-  BcsrArgs a;
-  a.nbrows = nbrows;
-  a.nrows = rows;
-  a.ncols = cols;
-  a.nblocks = nblocks;
-  a.per_warp = per_warp;
-  a.nwarps = nwarps;
-  a.bp = bp;
-  a.bcol = bcol;
-  a.vals = vals;
-  a.perm = perm;
-  a.warp_row = warp_row;
-  a.nchunks = 1;
-  return a;
+  // (in BcsrArgs' field order; one column chunk until a dispatch splits the columns)
+  return BcsrArgs{rows, cols, nblocks, per_warp, nwarps, nbrows, bp, bcol, vals, perm, warp_row, 1};
 }
 }  // namespace
 

@@ -393,106 +393,66 @@ __global__ void round_to_float_kernel(std::int64_t n, const double* __restrict__
     out[i] = static_cast<float>(in[i]);
 }
 
-// On the caller's device arrays (no copy); storage fp32: the values rounded into a copy of ours.
-class CudaChebyshevStepView final : public ChebyshevStep {
+// The fused CSR step on A's arrays on the device: the caller's (make_chebyshev_step_view*; no
+// copy, but for storage fp32 the values rounded into a copy of ours) or its own copy of A
+// (make_cuda_chebyshev_step). Rung32 holds the arrays the kernels read.
+class CudaChebyshevStep final : public ChebyshevStep {
  public:
-  CudaChebyshevStepView(std::int64_t n, const std::int64_t* rp, const std::int32_t* ci,
-                        const double* v, void* stream)
-      : n_(n), rp_(rp), ci_(ci), v_(v), stream_(stream) {}
-  CudaChebyshevStepView(std::int64_t n, std::int64_t nnz, const std::int64_t* rp,
-                        const std::int32_t* ci, const double* v, void* stream)
-      : n_(n), rp_(rp), ci_(ci), v_(v), stream_(stream), storage_(Precision::fp32),
-        vals32_(static_cast<std::size_t>(nnz)) {
+  // On the caller's arrays (nnz: the number of values, read for storage fp32 only).
+  CudaChebyshevStep(std::int64_t n, std::int64_t nnz, const std::int64_t* rp, const std::int32_t* ci,
+                    const double* v, Precision storage, void* stream)
+      : a_{n, rp, ci, v, storage, stream}, view_(true) {
+    if (storage != Precision::fp32) return;
     TCSOLVE_REQUIRE(nnz >= 0, "chebyshev step: negative number of entries");
+    vals32_ = DeviceArray<float>(static_cast<std::size_t>(nnz));
+    a_.v = vals32_.get();
     if (nnz > 0) {
       const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>((nnz + 255) / 256, 65535));
       round_to_float_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(nnz, v, vals32_.get());
       TCSOLVE_CUDA_CHECK_LAUNCH();
     }
   }
-  Space space() const override { return Space::device; }
-  void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
-            MvView<const double> r, const double* d) const override {
-    launch_step(n_, rp_, ci_, values(), storage_, a, cur, b, c, next, e, r, d, stream_);
-  }
-  std::string describe() const override {
-    return storage_ == Precision::fp32 ? "fused CSR step on the GPU, on the caller's arrays, A's values in fp32"
-                                       : "fused CSR step on the GPU, on the caller's arrays";
-  }
-  void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
-                  double g, MvView<float> r, MvView<float> z) const override {
-    rung().residual(s, ax, x, theta, g, r, z);
-  }
-  void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
-              MvView<const float> r, const double* f) const override {
-    rung().step(a, cur, b, c, next, r, f);
-  }
-  void combine32(MvView<const double> x, const double* q, MvView<const float> z,
-                 MvView<double> y) const override {
-    rung().combine(x, q, z, y);
-  }
-
- private:
-  std::int64_t n_;
-  const std::int64_t* rp_;
-  const std::int32_t* ci_;
-  const double* v_;
-  void* stream_;
-  Precision storage_ = Precision::fp64;
-  DeviceArray<float> vals32_;
-  const void* values() const {
-    return storage_ == Precision::fp32 ? static_cast<const void*>(vals32_.get()) : static_cast<const void*>(v_);
-  }
-  Rung32 rung() const { return {n_, rp_, ci_, values(), storage_, stream_}; }
-};
-
-class CudaChebyshevStep final : public ChebyshevStep {
- public:
+  // On its own copy of A, the values stored as `storage`.
   CudaChebyshevStep(const Csr<double>& a, Precision storage, void* stream)
-      : n_(a.nrows), storage_(storage), stream_(stream) {
-    row_ptr_ = DeviceArray<std::int64_t>(a.row_ptr);
-    col_ = DeviceArray<std::int32_t>(a.col_idx);
+      : row_ptr_(a.row_ptr), col_(a.col_idx) {
     if (storage == Precision::fp32)
       vals32_ = DeviceArray<float>(std::vector<float>(a.values.begin(), a.values.end()));
     else
       vals64_ = DeviceArray<double>(a.values);
+    const void* v = storage == Precision::fp32 ? static_cast<const void*>(vals32_.get())
+                                               : static_cast<const void*>(vals64_.get());
+    a_ = {a.nrows, row_ptr_.get(), col_.get(), v, storage, stream};
   }
   Space space() const override { return Space::device; }
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
             MvView<const double> r, const double* d) const override {
-    const void* v = storage_ == Precision::fp32 ? static_cast<const void*>(vals32_.get())
-                                                : static_cast<const void*>(vals64_.get());
-    launch_step(n_, row_ptr_.get(), col_.get(), v, storage_, a, cur, b, c, next, e, r, d, stream_);
+    launch_step(a_.n, a_.rp, a_.ci, a_.v, a_.storage, a, cur, b, c, next, e, r, d, a_.stream);
   }
   void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,
                   double g, MvView<float> r, MvView<float> z) const override {
-    rung().residual(s, ax, x, theta, g, r, z);
+    a_.residual(s, ax, x, theta, g, r, z);
   }
   void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next,
               MvView<const float> r, const double* f) const override {
-    rung().step(a, cur, b, c, next, r, f);
+    a_.step(a, cur, b, c, next, r, f);
   }
   void combine32(MvView<const double> x, const double* q, MvView<const float> z,
                  MvView<double> y) const override {
-    rung().combine(x, q, z, y);
+    a_.combine(x, q, z, y);
   }
   std::string describe() const override {
-    return std::string("fused CSR step on the GPU, A stored in ") + to_string(storage_);
+    const std::string s = "fused CSR step on the GPU";
+    if (!view_) return s + ", A stored in " + to_string(a_.storage);
+    return s + ", on the caller's arrays" + (a_.storage == Precision::fp32 ? ", A's values in fp32" : "");
   }
 
  private:
-  std::int64_t n_;
-  Precision storage_;
-  void* stream_;
-  DeviceArray<std::int64_t> row_ptr_;
+  Rung32 a_{};
+  bool view_ = false;
+  DeviceArray<std::int64_t> row_ptr_;  // our copy of A (not for a view)
   DeviceArray<std::int32_t> col_;
   DeviceArray<double> vals64_;
-  DeviceArray<float> vals32_;
-  Rung32 rung() const {
-    const void* v = storage_ == Precision::fp32 ? static_cast<const void*>(vals32_.get())
-                                                : static_cast<const void*>(vals64_.get());
-    return {n_, row_ptr_.get(), col_.get(), v, storage_, stream_};
-  }
+  DeviceArray<float> vals32_;  // fp32 values (a view's rounded copy, or our copy stored in fp32)
 };
 
 // A's b×b blocks on the device (make_chebyshev_step_bsr). residual32/combine32 are the CSR
@@ -738,14 +698,14 @@ std::unique_ptr<ChebyshevStep> make_chebyshev_step_bsr(const Csr<double>& a, int
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_view(std::int64_t n, const std::int64_t* row_ptr,
                                                         const std::int32_t* col, const double* values,
                                                         void* stream) {
-  return std::make_unique<CudaChebyshevStepView>(n, row_ptr, col, values, stream);
+  return std::make_unique<CudaChebyshevStep>(n, 0, row_ptr, col, values, Precision::fp64, stream);
 }
 
 std::unique_ptr<ChebyshevStep> make_chebyshev_step_view32(std::int64_t n, std::int64_t nnz,
                                                           const std::int64_t* row_ptr,
                                                           const std::int32_t* col, const double* values,
                                                           void* stream) {
-  return std::make_unique<CudaChebyshevStepView>(n, nnz, row_ptr, col, values, stream);
+  return std::make_unique<CudaChebyshevStep>(n, nnz, row_ptr, col, values, Precision::fp32, stream);
 }
 
 namespace detail {

@@ -49,47 +49,38 @@ __device__ __forceinline__ void store_row(double* y, std::int64_t ldy, std::int6
 
 // Row-split. Thread = row; per pass NT columns [c0, c0+NT) in registers; A's row is re-read from
 // L1 for each further pass (csr_row::passes). Shapes: x n×N (ldx), y m×N (ldy).
-template <class TA, int NT>
+// TILED: the CTA's slice of A staged in shared memory first: the 128 rows' non-zeros
+// [rp[r0], rp[r0 + 128]) are copied with coalesced loads (values widened to double), then each
+// thread walks its row there for every pass of NT columns — A leaves DRAM/L2 once, in full lines,
+// instead of one scattered 8-byte word per lane per non-zero and pass. A CTA whose slice exceeds
+// kRowTile non-zeros reads A from global memory as the untiled kernel does.
+constexpr int kRowTile = 1024;
+template <class TA, int NT, bool TILED>
 __global__ void __launch_bounds__(kRowThreads)
     csr_row_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
                    const std::int32_t* __restrict__ ci, const TA* __restrict__ v,
                    const double* __restrict__ x, std::int64_t ldx, double* __restrict__ y,
                    std::int64_t ldy, int ncols) {
-  std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (row >= m) return;
-  const auto finish = [&](int c0, int nc, const double*, const double(&acc)[NT]) {
-    store_row(y, ldy, row, c0, nc, acc);
-  };
-  csr_row::passes<NT, 4, 1>(rp[row], 0, rp[row + 1], 0, NT, ncols, x, ldx,
-                            csr_row::GlobalEntries<double, TA>{v, ci}, finish);
-}
-
-// Row-split with the CTA's slice of A staged in shared memory: the 128 rows' non-zeros
-// [rp[r0], rp[r0 + 128]) are copied with coalesced loads (values widened to double), then each
-// thread walks its row there for every pass of NT columns — A leaves DRAM/L2 once, in full lines,
-// instead of one scattered 8-byte word per lane per non-zero and pass. A CTA whose slice exceeds
-// kRowTile non-zeros reads A from global memory as csr_row_kernel does.
-constexpr int kRowTile = 1024;
-template <class TA, int NT>
-__global__ void __launch_bounds__(kRowThreads)
-    csr_row_tiled_kernel(std::int64_t m, const std::int64_t* __restrict__ rp,
-                         const std::int32_t* __restrict__ ci, const TA* __restrict__ v,
-                         const double* __restrict__ x, std::int64_t ldx, double* __restrict__ y,
-                         std::int64_t ldy, int ncols) {
-  __shared__ double sv[kRowTile];
-  __shared__ std::int32_t sc[kRowTile];
-  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * kRowThreads;
-  const std::int64_t r1 = min(r0 + kRowThreads, m);
-  const std::int64_t q0 = rp[r0], q1 = rp[r1];
-  const bool tiled = q1 - q0 <= kRowTile;  // CTA-uniform
-  if (tiled) {
-    for (std::int64_t q = q0 + threadIdx.x; q < q1; q += kRowThreads) {
-      sv[q - q0] = csr_row::value_as<double>(v[q]);
-      sc[q - q0] = ci[q];
+  __shared__ double sv[TILED ? kRowTile : 1];
+  __shared__ std::int32_t sc[TILED ? kRowTile : 1];
+  std::int64_t q0 = 0;
+  bool tiled = false;  // CTA-uniform: this CTA's slice of A is in sv, sc
+  if constexpr (TILED) {
+    const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * kRowThreads;
+    const std::int64_t r1 = min(r0 + kRowThreads, m);
+    const std::int64_t q1 = rp[r1];
+    q0 = rp[r0];
+    tiled = q1 - q0 <= kRowTile;
+    if (tiled) {
+      for (std::int64_t q = q0 + threadIdx.x; q < q1; q += kRowThreads) {
+        sv[q - q0] = csr_row::value_as<double>(v[q]);
+        sc[q - q0] = ci[q];
+      }
     }
+    __syncthreads();
   }
-  __syncthreads();
-  const std::int64_t row = r0 + threadIdx.x;
+  const std::int64_t row =
+      static_cast<std::int64_t>(blockIdx.x) * (TILED ? kRowThreads : blockDim.x) + threadIdx.x;
   if (row >= m) return;
   // A's entries from the tile (tiled) or from global memory
   const auto entry = [&](std::int64_t p, double& a, std::int64_t& c) {
@@ -272,11 +263,11 @@ void launch_row(const CsrSpmmDevice& self, std::int64_t m, const std::int64_t* r
                 double* y, std::int64_t ldy, int ncols, cudaStream_t st) {
   const unsigned grid = grid_x(m, kRowThreads);  // one thread per row
   if (self.tiled_rows())
-    csr_row_tiled_kernel<TA, NT><<<grid, kRowThreads, 0, st>>>(
-        m, rp, ci, static_cast<const TA*>(v), x, ldx, y, ldy, ncols);
+    csr_row_kernel<TA, NT, true><<<grid, kRowThreads, 0, st>>>(m, rp, ci, static_cast<const TA*>(v),
+                                                                x, ldx, y, ldy, ncols);
   else
-    csr_row_kernel<TA, NT><<<grid, kRowThreads, 0, st>>>(m, rp, ci, static_cast<const TA*>(v), x,
-                                                          ldx, y, ldy, ncols);
+    csr_row_kernel<TA, NT, false><<<grid, kRowThreads, 0, st>>>(m, rp, ci, static_cast<const TA*>(v),
+                                                                 x, ldx, y, ldy, ncols);
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -311,6 +302,19 @@ void launch_seg_rm(std::int64_t nseg, const std::int32_t* sr, const std::int64_t
   else if (width <= 32) launch_seg_rm_lc<TA, 32, 1>(nseg, sr, sb, se, ci, v, xs, width, y, ldy, ncols, st);
   else if (width <= 64) launch_seg_rm_lc<TA, 32, 2>(nseg, sr, sb, se, ci, v, xs, width, y, ldy, ncols, st);
   else launch_seg_rm_lc<TA, 32, 4>(nseg, sr, sb, se, ci, v, xs, width, y, ldy, ncols, st);
+}
+
+// f(TA{}) for TA the type of A's stored values (nothing for another precision: the constructor
+// refused it).
+template <class F>
+void with_value_type(Precision p, F&& f) {
+  switch (p) {
+    case Precision::fp64: return f(double{});
+    case Precision::fp32: return f(float{});
+    case Precision::fp16: return f(__half{});
+    case Precision::bf16: return f(__nv_bfloat16{});
+    default: return;
+  }
 }
 
 std::size_t value_size(Precision p) {
@@ -453,36 +457,17 @@ void CsrSpmmDevice::apply(const double* x, std::int64_t ldx, double* y, std::int
       stage_row_major_device(x + static_cast<std::int64_t>(c0) * ldx, ldx, cols_, kc,
                              stage_.get(), cols_, width, stream);
       double* yc = y + static_cast<std::int64_t>(c0) * ldy;
-      switch (precision_) {
-        case Precision::fp64: launch_seg_rm<double>(nseg_, seg_row_.get(), seg_begin_.get(), seg_end_.get(), ci, v, stage_.get(), width, yc, ldy, kc, st); break;
-        case Precision::fp32: launch_seg_rm<float>(nseg_, seg_row_.get(), seg_begin_.get(), seg_end_.get(), ci, v, stage_.get(), width, yc, ldy, kc, st); break;
-        case Precision::fp16: launch_seg_rm<__half>(nseg_, seg_row_.get(), seg_begin_.get(), seg_end_.get(), ci, v, stage_.get(), width, yc, ldy, kc, st); break;
-        case Precision::bf16: launch_seg_rm<__nv_bfloat16>(nseg_, seg_row_.get(), seg_begin_.get(), seg_end_.get(), ci, v, stage_.get(), width, yc, ldy, kc, st); break;
-        default: break;
-      }
+      with_value_type(precision_, [&](auto ta) {
+        launch_seg_rm<decltype(ta)>(nseg_, seg_row_.get(), seg_begin_.get(), seg_end_.get(), ci, v,
+                                    stage_.get(), width, yc, ldy, kc, st);
+      });
     }
     return;
   }
-  switch (precision_) {
-    case Precision::fp64:
-      dispatch_nt<double>(*this, group_, rows_, rp, nseg_, seg_row_.get(), seg_begin_.get(),
-                          seg_end_.get(), ci, v, x, ldx, y, ldy, ncols_x, st);
-      break;
-    case Precision::fp32:
-      dispatch_nt<float>(*this, group_, rows_, rp, nseg_, seg_row_.get(), seg_begin_.get(),
-                         seg_end_.get(), ci, v, x, ldx, y, ldy, ncols_x, st);
-      break;
-    case Precision::fp16:
-      dispatch_nt<__half>(*this, group_, rows_, rp, nseg_, seg_row_.get(), seg_begin_.get(),
-                          seg_end_.get(), ci, v, x, ldx, y, ldy, ncols_x, st);
-      break;
-    case Precision::bf16:
-      dispatch_nt<__nv_bfloat16>(*this, group_, rows_, rp, nseg_, seg_row_.get(),
-                                 seg_begin_.get(), seg_end_.get(), ci, v, x, ldx, y, ldy, ncols_x,
-                                 st);
-      break;
-    default: break;
-  }
+  with_value_type(precision_, [&](auto ta) {
+    dispatch_nt<decltype(ta)>(*this, group_, rows_, rp, nseg_, seg_row_.get(), seg_begin_.get(),
+                              seg_end_.get(), ci, v, x, ldx, y, ldy, ncols_x, st);
+  });
 }
 
 void stage_row_major_device(const double* x, std::int64_t ldx, std::int64_t rows, int kc,
@@ -495,21 +480,18 @@ void stage_row_major_device(const double* x, std::int64_t ldx, std::int64_t rows
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
 
-void zero_rows_device(const std::int32_t* rows, std::int64_t n, double* y, std::int64_t ldy,
-                      int ncols, void* stream) {
+template <class T>
+void zero_rows_device(const std::int32_t* rows, std::int64_t n, T* y, std::int64_t ldy, int ncols,
+                      void* stream) {
   if (n == 0 || ncols == 0) return;
-  zero_rows_kernel<double><<<stride_grid(n * ncols, 256), 256, 0,
-                             static_cast<cudaStream_t>(stream)>>>(rows, n, y, ldy, ncols);
+  zero_rows_kernel<T><<<stride_grid(n * ncols, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      rows, n, y, ldy, ncols);
   TCSOLVE_CUDA_CHECK_LAUNCH();
 }
-
-void zero_rows_device(const std::int32_t* rows, std::int64_t n, float* y, std::int64_t ldy,
-                      int ncols, void* stream) {
-  if (n == 0 || ncols == 0) return;
-  zero_rows_kernel<float><<<stride_grid(n * ncols, 256), 256, 0,
-                            static_cast<cudaStream_t>(stream)>>>(rows, n, y, ldy, ncols);
-  TCSOLVE_CUDA_CHECK_LAUNCH();
-}
+template void zero_rows_device<double>(const std::int32_t*, std::int64_t, double*, std::int64_t,
+                                       int, void*);
+template void zero_rows_device<float>(const std::int32_t*, std::int64_t, float*, std::int64_t, int,
+                                      void*);
 
 void permute_rows_device(const double* x, std::int64_t ldx, double* y, std::int64_t ldy,
                          std::int64_t rows, std::int64_t cols, const std::int32_t* perm,

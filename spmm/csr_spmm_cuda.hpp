@@ -69,10 +69,10 @@ void stage_row_major_device(const double* x, std::int64_t ldx, std::int64_t rows
                             double* xs, std::int64_t rows_pad, int width, void* stream);
 
 // Zeroes Y rows listed in rows[0..nrows_list) for columns [0, ncols) (kernel in csr_spmm.cu).
-void zero_rows_device(const std::int32_t* rows, std::int64_t nrows_list, double* y,
-                      std::int64_t ldy, int ncols, void* stream);
-void zero_rows_device(const std::int32_t* rows, std::int64_t nrows_list, float* y,
-                      std::int64_t ldy, int ncols, void* stream);
+// T: double or float.
+template <class T>
+void zero_rows_device(const std::int32_t* rows, std::int64_t nrows_list, T* y, std::int64_t ldy,
+                      int ncols, void* stream);
 
 // out (rows×cols, ld_out, fp16 or bf16 per `to`) = round(x), or round(x[gather[r], :]) for row
 // r when gather is given (symmetric reordering). Used to feed the 16-bit kernels.

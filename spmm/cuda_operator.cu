@@ -19,6 +19,7 @@
 #include "spmm/chebyshev_step.hpp"
 #include "spmm/csr_spmm_cuda.hpp"
 #include "spmm/cuda_operator.hpp"
+#include "spmm/permuted_operator.hpp"
 
 namespace tcsolve::detail {
 
@@ -280,36 +281,20 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
 namespace {
 // B = P·A·Pᵀ on the GPU (OperatorBasis::permuted): `inner` holds B; conversions between the
 // bases are one row-permuting pass over the block (16 bytes per element moved).
-class PermutedCudaOperator final : public SparseOperator {
+class PermutedCudaOperator final : public PermutedOperator {
  public:
   PermutedCudaOperator(std::unique_ptr<SparseOperator> inner, std::vector<std::int32_t> perm,
                        const SpmmPlan& plan, void* stream)
-      : inner_(std::move(inner)), perm_(std::move(perm)), perm_dev_(perm_), plan_(plan),
-        stream_(stream) {}
-  std::int64_t rows() const override { return inner_->rows(); }
-  std::int64_t cols() const override { return inner_->cols(); }
-  Space space() const override { return Space::device; }
-  const SpmmPlan& plan() const override { return plan_; }
-  SpmmPlan& mutable_plan() override { return plan_; }
+      : PermutedOperator(std::move(inner), std::move(perm), plan, Space::device),
+        perm_dev_(perm_), stream_(stream) {}
   std::size_t device_bytes() const override { return inner_->device_bytes() + perm_dev_.bytes(); }
-  const std::vector<std::int32_t>* permutation() const override { return &perm_; }
-  void apply(MvView<const double> x, MvView<double> y) const override { inner_->apply(x, y); }
-  void to_permuted(MvView<const double> x, MvView<double> xt) const override { move(x, xt, false); }
-  void from_permuted(MvView<const double> xt, MvView<double> x) const override { move(xt, x, true); }
 
  private:
-  void move(MvView<const double> in, MvView<double> out, bool scatter) const {
-    TCSOLVE_REQUIRE(in.space == Space::device && out.space == Space::device,
-                    "permuted basis: device blocks expected");
-    TCSOLVE_REQUIRE(in.rows == rows() && out.rows == rows() && in.cols == out.cols,
-                    "permuted basis: blocks must have rows() rows and equal column counts");
+  void permute_rows(MvView<const double> in, MvView<double> out, bool scatter) const override {
     permute_rows_device(in.data, in.ld, out.data, out.ld, in.rows, in.cols, perm_dev_.get(), scatter,
                         stream_);
   }
-  std::unique_ptr<SparseOperator> inner_;
-  std::vector<std::int32_t> perm_;
   DeviceArray<std::int32_t> perm_dev_;
-  SpmmPlan plan_;
   void* stream_;
 };
 }  // namespace

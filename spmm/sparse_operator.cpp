@@ -20,6 +20,7 @@
 #include "preprocess/jaccard_reorder.hpp"
 #include "spmm/cpu_csr_kernels.hpp"
 #include "spmm/cuda_operator.hpp"
+#include "spmm/permuted_operator.hpp"
 
 namespace tcsolve {
 
@@ -497,32 +498,16 @@ class CpuSparseOperator final : public SparseOperator {
 
 // B = P·A·Pᵀ on the host, for OperatorBasis::permuted: the inner operator applies B, the
 // conversions are row gathers/scatters through p.
-class PermutedCpuOperator final : public SparseOperator {
+class PermutedCpuOperator final : public detail::PermutedOperator {
  public:
   PermutedCpuOperator(std::unique_ptr<SparseOperator> inner, std::vector<std::int32_t> perm,
                       const SpmmPlan& plan)
-      : inner_(std::move(inner)), perm_(std::move(perm)), plan_(plan) {}
-  std::int64_t rows() const override { return inner_->rows(); }
-  std::int64_t cols() const override { return inner_->cols(); }
-  Space space() const override { return Space::host; }
-  const SpmmPlan& plan() const override { return plan_; }
-  SpmmPlan& mutable_plan() override { return plan_; }
-  const std::vector<std::int32_t>* permutation() const override { return &perm_; }
-  void apply(MvView<const double> x, MvView<double> y) const override { inner_->apply(x, y); }
-  void to_permuted(MvView<const double> x, MvView<double> xt) const override { move(x, xt, false); }
-  void from_permuted(MvView<const double> xt, MvView<double> x) const override { move(xt, x, true); }
+      : PermutedOperator(std::move(inner), std::move(perm), plan, Space::host) {}
 
  private:
-  // scatter == false: out[i] = in[p[i]]; true: out[p[i]] = in[i].
-  void move(MvView<const double> in, MvView<double> out, bool scatter) const {
-    TCSOLVE_REQUIRE(in.space == Space::host && out.space == Space::host, "permuted basis: host blocks expected");
-    TCSOLVE_REQUIRE(in.rows == rows() && out.rows == rows() && in.cols == out.cols,
-                    "permuted basis: blocks must have rows() rows and equal column counts");
+  void permute_rows(MvView<const double> in, MvView<double> out, bool scatter) const override {
     permute_block_rows(in.data, in.ld, out.data, out.ld, in.rows, in.cols, perm_.data(), scatter);
   }
-  std::unique_ptr<SparseOperator> inner_;
-  std::vector<std::int32_t> perm_;
-  SpmmPlan plan_;
 };
 
 }  // namespace
@@ -625,6 +610,18 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     p.setup.total_s = seconds_since(t0);
     return op;
   };
+  // The plan's kernel, no trial (a BCSR kernel's blocks built first, their time reported).
+  const auto build_planned = [&]() {
+    if (is_bcsr(plan.kernel)) {
+      const auto tb = std::chrono::steady_clock::now();
+      Bcsr<double> b = blocks_for(a, plan, perm);
+      const double bcsr_s = seconds_since(tb);
+      const auto tu = std::chrono::steady_clock::now();
+      return finish(detail::make_cuda_operator(a, &b, plan, opt), bcsr_s, tu);
+    }
+    const auto tu = std::chrono::steady_clock::now();
+    return finish(detail::make_cuda_operator(a, nullptr, plan, opt), 0.0, tu);
+  };
   // The trial pays only where the model cannot tell the kernels apart (it builds and uploads
   // every candidate: 0.4 s for lap3d:100, 1.5 s for elast3d:64 on the H200, more than a solve of
   // lap3d:100). Clear cases take the model's kernel without a trial:
@@ -635,10 +632,8 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
   //   - fp64 blocks of fill < 0.3 (8×4 blocks mostly padding): CSR whatever the byte ratio says
   //     (lap3d, fill 0.15, at N = 32: the model's ratio drops near 1.1, the DMMA kernel still
   //     loses 2–2.7×, and the trial cost 0.39 s against a 0.44 s solve).
-  if (plan.kernel == SpmmKernel::bsr_block) {  // the model's clear case: no trial, no BCSR
-    const auto tu = std::chrono::steady_clock::now();
-    return finish(detail::make_cuda_operator(a, nullptr, plan, opt), 0.0, tu);
-  }
+  // bsr_block: the model's clear case (no trial, no BCSR)
+  if (plan.kernel == SpmmKernel::bsr_block) return build_planned();
   const double model_ratio = plan.est_bytes_csr > 0 && plan.nblocks > 0
                                  ? plan.est_bytes_bcsr / plan.est_bytes_csr : INFINITY;
   const bool rows_regular = plan.mean_row_nnz < kRowSplitMeanMax && plan.max_row_nnz <= kRowSplitMaxRow;
@@ -657,15 +652,7 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
                   "the CSR bytes, fill %.2f%s)", model_ratio, plan.fill,
                   model_ratio > 1.25 || sparse_blocks ? ", rows short and regular" : "");
     plan.reason += why;
-    if (is_bcsr(plan.kernel)) {
-      const auto tb = std::chrono::steady_clock::now();
-      Bcsr<double> b = blocks_for(a, plan, perm);
-      const double bcsr_s = seconds_since(tb);
-      const auto tu = std::chrono::steady_clock::now();
-      return finish(detail::make_cuda_operator(a, &b, plan, opt), bcsr_s, tu);
-    }
-    const auto tu = std::chrono::steady_clock::now();
-    return finish(detail::make_cuda_operator(a, nullptr, plan, opt), 0.0, tu);
+    return build_planned();
   }
   if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial) {
     // Candidates: CSR row-split (unless rows are very long), CSR segment-split, and the
@@ -714,15 +701,7 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     const auto tu = std::chrono::steady_clock::now();
     return finish(detail::make_cuda_operator_by_trial(a, b.nblocks() > 0 ? &b : nullptr, cand, opt), bcsr_s, tu);
   }
-  if (is_bcsr(plan.kernel)) {
-    const auto tb = std::chrono::steady_clock::now();
-    Bcsr<double> b = blocks_for(a, plan, perm);
-    const double bcsr_s = seconds_since(tb);
-    const auto tu = std::chrono::steady_clock::now();
-    return finish(detail::make_cuda_operator(a, &b, plan, opt), bcsr_s, tu);
-  }
-  const auto tu = std::chrono::steady_clock::now();
-  return finish(detail::make_cuda_operator(a, nullptr, plan, opt), 0.0, tu);
+  return build_planned();
 }
 }  // namespace
 

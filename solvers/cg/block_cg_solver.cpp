@@ -277,31 +277,9 @@ SolveResult BlockCgSolver<W>::finish(Run& r, double t0) {
   SolveResult& res = r.res;
   true_residuals(r);
   res.residual_norms.assign(rn_.begin(), rn_.begin() + r.s);
-  bool ok = true;
-  for (std::int64_t j = 0; j < r.s; ++j) ok = ok && rn_[j] <= opt_.tol;
-  if (res.status != SolverStatus::breakdown) {
-    res.status = ok ? SolverStatus::converged : SolverStatus::not_converged;
-    if (!ok && interrupt_requested()) {
-      std::int64_t passed = 0;
-      for (std::int64_t j = 0; j < r.s; ++j) passed += rn_[j] <= opt_.tol;
-      res.status = SolverStatus::interrupted;
-      res.reason = detail::interrupted_reason(r.it, passed, r.s, "columns converged");
-    } else if (!ok) {
-      res.reason = not_converged_reason(r);
-    }
-  }
-  res.iterations = r.it;
-  res.operator_applies = columns_;
-  res.seconds = detail::now_seconds() - t0;
-  if (opt_.stats) {
-    CgStats& cs = *opt_.stats;
-    cs.applies = applies_;
-    cs.fused_iterations = fused_iterations_;
-    cs.robust_steps = robust_steps_;
-    cs.dense_budget_words = budget_words_;
-    cs.apply_seconds = apply_s_;
-    cs.dense_seconds = dense_s_;
-  }
+  detail::finish_run(r, rn_, opt_.tol, columns_, t0, [&] { return not_converged_reason(r); });
+  if (opt_.stats)  // (every field, in CgStats' order)
+    *opt_.stats = CgStats{applies_, fused_iterations_, robust_steps_, budget_words_, apply_s_, dense_s_};
   return std::move(r.res);
 }
 

@@ -55,7 +55,6 @@ class BlockCgSolver {
 
   // ---- The state of one solve.
   struct Run : tcsolve::detail::RunBase {
-    std::int64_t it = 0;
     std::int64_t na = 0;   // active columns (act()[0:na] are their indices in rhs / x)
     std::int64_t rk = 0;   // search directions in P
     std::int64_t dim = 0;  // directions the cycle has searched (Σ rk over its iterations)

@@ -1,14 +1,15 @@
 // CUDA backend of CgKernels (solvers/cg/cg_kernels.hpp): block CG's residual and direction passes
 // as fused multi-vector kernels on the fp64 tensor cores (mma.sync m8n8k4 f64, through
-// dense/tiles.cuh), fp64 and on fp32 tall blocks, and the fp32 Gram, copies and conversions; the
-// cuBLAS composites where the fused kernels do not apply (TCSOLVE_NO_FUSED=1, more than 64
-// columns, short blocks). The CPU twin is cg_kernels.cpp.
+// dense/tiles.cuh), fp64 and on fp32 tall blocks, and the fp32 Gram (dense/cuda_context.cu's
+// kernel), copies and conversions; the cuBLAS composites where the fused kernels do not apply
+// (TCSOLVE_NO_FUSED=1, more than 64 columns, short blocks). The CPU twin is cg_kernels.cpp.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "solvers/dense/cuda_context.cuh"
 #include "solvers/dense/tiles.cuh"
@@ -30,45 +31,6 @@ __global__ void convert_kernel(const void* x, long long ldx, void* y, long long 
           static_cast<float>(static_cast<const double*>(x)[i + blockIdx.y * ldx]);
   }
 }
-
-// fp32 blocks: the same Gram with each lane's 8 k-steps on 8 consecutive rows of a column (two
-// float4: lane t rows 8t..8t + 7 of the warp's 32), so that a warp's two loads of a column cover
-// one whole 128-byte line. (The pair layout above reads 32 bytes of a column a warp instruction
-// in fp32 and ran 1.7× slower than in fp64 on elast3d:64, docs/performance.md.) The rows of
-// k-step u are {8t + u}: the sum over rows is the same, in another order. x, y 16-byte aligned
-// with leading dimensions multiple of 4 (CudaContext::quads_ok).
-template <int MT, int NT>
-__global__ void __launch_bounds__(128) gram32_kernel(long long n, int p, int q, const float* x,
-                                                     long long ldx, const float* y, long long ldy,
-                                                     double* partial) {
-  extern __shared__ double sg[];  // p × q
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  double acc[MT][NT][2];
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
-  const long long gw = static_cast<long long>(blockIdx.x) * nw + warp;
-  const long long tw = static_cast<long long>(gridDim.x) * nw;
-  for (long long k0 = 32 * gw; k0 < n; k0 += 32 * tw) {
-    const bool full = k0 + 32 <= n;
-    const long long row = k0 + 8 * t;
-    float af[MT][8], bf[NT][8];
-#pragma unroll
-    for (int i = 0; i < MT; ++i) load_octet(x + (8 * i + g) * ldx, row, n, full, 8 * i + g < p, af[i]);
-#pragma unroll
-    for (int j = 0; j < NT; ++j) load_octet(y + (8 * j + g) * ldy, row, n, full, 8 * j + g < q, bf[j]);
-#pragma unroll
-    for (int u = 0; u < 8; ++u)
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) dmma(acc[i][j][0], acc[i][j][1], af[i][u], bf[j][u]);
-  }
-  gram_block_sum<MT, NT>(acc, sg, p, q, partial);
-}
-
 
 // The block partial of the residual passes: (q + r [+ 1]) × r, compact: G's tiles (gacc, tile
 // warp + 4·s2 = (ti, tj)) and, JAC, ‖Rn_j‖² from the lanes' shares (nacc) through the free T tile.
@@ -153,14 +115,10 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
   double* ds = ts + TR * LDT;            // JAC: d over the tile's TR rows
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
-    const int k = e / LDA, c = e % LDA;
-    as[e] = k < q && c < r ? alpha[k + c * lda] : 0.0;
-  }
   double gacc[SLOTS][2];
 #pragma unroll
   for (int s2 = 0; s2 < SLOTS; ++s2) gacc[s2][0] = gacc[s2][1] = 0.0;
-  __syncthreads();
+  stage_small<8 * QT, LDA>({alpha}, {lda}, q, r, as);
   // This lane's first row in the tile; m-tile u holds row srow + u (V: rows 2g, 2g + 1 of the
   // warp's 16) or srow (8 rows a warp). T keeps the rows in that physical order.
   const int srow = V ? 16 * warp + 2 * g : 8 * warp + g;
@@ -172,35 +130,14 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
   for (int ct = 0; ct < RT; ++ct) nacc[ct][0] = nacc[ct][1] = 0.0;
   auto load = [&](long long tile) {
     const long long row = tile + srow;
-    const bool full = tile + TR <= n, rv = row < n;
+    const bool full = tile + TR <= n;
+    load_rows<U>(dj, row, n, full, JAC, dvf);
+    load_strip_a<U>(qm, ldq, q, row, n, full, af);
 #pragma unroll
-    for (int u = 0; u < U; ++u) dvf[u] = 0.0;
-    if (JAC) {
-      if (V) load_pair(dj, row, n, full, dvf[0], dvf[U - 1]);
-      else dvf[0] = rv ? dj[row] : 0.0;
-    }
-#pragma unroll
-    for (int ks = 0; ks < 2 * QT; ++ks) {
-      const int k = 4 * ks + t;
-      af[0][ks] = af[U - 1][ks] = 0.0;
-      if (k < q) {
-        if (V) load_pair(qm + k * ldq, row, n, full, af[0][ks], af[U - 1][ks]);
-        else if (rv) af[0][ks] = qm[row + k * ldq];
-      }
+    for (int ks = 0; ks < 2 * QT; ++ks)
 #pragma unroll
       for (int u = 0; u < U; ++u) af[u][ks] = -af[u][ks];
-    }
-#pragma unroll
-    for (int ct = 0; ct < RT; ++ct)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = 8 * ct + 2 * t + h;
-        rf[0][ct][h] = rf[U - 1][ct][h] = 0.0;
-        if (c < r) {
-          if (V) load_pair(rm + c * ldr, row, n, full, rf[0][ct][h], rf[U - 1][ct][h]);
-          else if (rv) rf[0][ct][h] = rm[row + c * ldr];
-        }
-      }
+    load_strip_c<U>(rm, ldr, r, row, n, full, rf);
   };
   long long tile0 = static_cast<long long>(TR) * blockIdx.x;
   if (tile0 < n) load(tile0);
@@ -277,168 +214,85 @@ __global__ void __launch_bounds__(128) cg_residual_kernel(long long n, int q, in
   cg_residual_partial<QT, RT, JAC>(gacc, nacc, ts, q, r, partial);
 }
 
-// Row-pair strips (V) of the tall-skinny update kernels below: a warp's step takes 16 rows, lane
-// (g, t) loading rows s0 + 2g and s0 + 2g + 1 of a column as one double2, the even rows forming
-// one 8-row m-tile (u = 0) and the odd rows another (u = 1). Rows are independent in these
-// products, so any row order within the step is the same computation; a warp instruction then
-// reads or writes 128 contiguous bytes of each of its 4 columns (whole lines) instead of 64.
-// Without V (a misaligned view, odd leading dimension): 8-row strips of 8-byte accesses.
-
 // Block CG direction pass (cg_direction_update), in place, q ≤ 8·QT, r ≤ 8·RT: one warp per
-// strip (grid-stride): A = P strip fragments (all q columns, in registers before anything
-// is stored), X += P·α and P(:, 0:r) = Z + P·β per 8-column tile. Reads P, Z, X; writes P, X.
-template <class T, int QT, int RT, bool V>
+// strip of 8·U rows (grid-stride; the strip layouts in dense/tiles.cuh: U = 2 row pairs, 4 fp32
+// quads, 1 where the blocks are not aligned for either): A = P strip fragments (all q columns),
+// X's and Z's r columns, all loaded before any store (the stores to P and X could alias later
+// loads as far as the compiler knows, so it would not hoist them itself); then per 8-column tile
+// X += P·α and P(:, 0:r) = Z + P·β in fp64 DMMA, rounded at the store. Reads P, Z, X; writes
+// P, X.
+// fp32 quads (U = 4): the fragments stay fp32 until their tile's mma, and each tile is stored
+// when done (the fp64 results of every tile would not fit the registers). (The row-pair strips
+// read half lines in fp32 and ran at 0.86 TB/s, twice the fp64 kernel's time a row,
+// docs/performance.md.)
+template <class T, int QT, int RT, int U>
 __global__ void __launch_bounds__(128) cg_direction_kernel(long long n, int q, int r,
                                                            const double* alpha, long long lda,
                                                            const double* beta, long long ldb,
                                                            const T* zm, long long ldz,
                                                            T* pm, long long ldp, T* xm,
                                                            long long ldx) {
+  using F = std::conditional_t<U == 4, float, double>;  // fragments as loaded
   constexpr int LDA = frag_ld(8 * RT);
-  constexpr int U = V ? 2 : 1;  // m-tiles per strip
   extern __shared__ double smem[];
-  double* as = smem;                 // α, 8QT × LDA
-  double* bs = smem + 8 * QT * LDA;  // β
-  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
-    const int k = e / LDA, c = e % LDA;
-    const bool v = k < q && c < r;
-    as[e] = v ? alpha[k + c * lda] : 0.0;
-    bs[e] = v ? beta[k + c * ldb] : 0.0;
-  }
-  __syncthreads();
+  const double* as = smem;                 // α, 8QT × LDA
+  const double* bs = smem + 8 * QT * LDA;  // β
+  stage_small<8 * QT, LDA>({alpha, beta}, {lda, ldb}, q, r, smem);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   for (long long s0 = 8 * U * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
        s0 += 8LL * U * gridDim.x * nw) {
-    // Every load of the strip (P, X, Z) before the first mma and store: the stores to P and X
-    // could alias later loads as far as the compiler knows, so it would not hoist them itself.
-    double af[U][2 * QT], xf[U][RT][2], pf[U][RT][2];
-    const bool full = s0 + 16 <= n;
-    const long long row = V ? s0 + 2 * g : s0 + g;  // V: rows row (u = 0) and row + 1 (u = 1)
-    const bool rv = row < n;
-#pragma unroll
-    for (int ks = 0; ks < 2 * QT; ++ks) {
-      const int k = 4 * ks + t;
-      if (V) {
-        af[0][ks] = af[U - 1][ks] = 0.0;
-        if (k < q) load_pair(pm + k * ldp, row, n, full, af[0][ks], af[U - 1][ks]);
-      } else {
-        af[0][ks] = rv && k < q ? pm[row + k * ldp] : 0.0;
-      }
-    }
-#pragma unroll
-    for (int ct = 0; ct < RT; ++ct)
+    const bool full = s0 + 8 * U <= n;
+    const long long row = s0 + U * g;  // m-tile u: row + u
+    F af[U][2 * QT], cf[2][U][RT][2];  // cf: X's, Z's columns
+    load_strip_a<U>(pm, ldp, q, row, n, full, af);
+    load_strip_c<U>({xm, zm}, {ldx, ldz}, r, row, n, full, cf);
+    // Tile ct's results to memory: v(0, u, h) of X, v(1, u, h) of P at row + u, column
+    // 8ct + 2t + h.
+    const auto store = [&](int ct, const auto& v) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int c = 8 * ct + 2 * t + h;
-        if (V) {
-          xf[0][ct][h] = xf[U - 1][ct][h] = pf[0][ct][h] = pf[U - 1][ct][h] = 0.0;
-          if (c < r) {
-            load_pair(xm + c * ldx, row, n, full, xf[0][ct][h], xf[U - 1][ct][h]);
-            load_pair(zm + c * ldz, row, n, full, pf[0][ct][h], pf[U - 1][ct][h]);
-          }
-        } else {
-          xf[0][ct][h] = rv && c < r ? xm[row + c * ldx] : 0.0;
-          pf[0][ct][h] = rv && c < r ? zm[row + c * ldz] : 0.0;
-        }
+        if (c >= r) continue;
+        double xv[U], pv[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) xv[u] = v(0, u, h), pv[u] = v(1, u, h);
+        store_rows<U>(xm + c * ldx, row, n, full, xv);
+        store_rows<U>(pm + c * ldp, row, n, full, pv);
       }
+    };
 #pragma unroll
     for (int ct = 0; ct < RT; ++ct) {
+      double acc[2][U][2];  // X, P of tile ct (fp64)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) acc[i][u][h] = cf[i][u][ct][h];
 #pragma unroll
       for (int ks = 0; ks < 2 * QT; ++ks) {
         const int ai = (4 * ks + t) * LDA + 8 * ct + g;
         const double a = as[ai], b = bs[ai];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          dmma(xf[u][ct][0], xf[u][ct][1], af[u][ks], a);
-          dmma(pf[u][ct][0], pf[u][ct][1], af[u][ks], b);
+          dmma(acc[0][u][0], acc[0][u][1], af[u][ks], a);
+          dmma(acc[1][u][0], acc[1][u][1], af[u][ks], b);
         }
       }
+      if constexpr (U == 4)
+        store(ct, [&](int i, int u, int h) { return acc[i][u][h]; });
+      else  // (cf is fp64 here)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) cf[i][u][ct][h] = acc[i][u][h];
     }
+    if constexpr (U != 4)
 #pragma unroll
-    for (int ct = 0; ct < RT; ++ct)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = 8 * ct + 2 * t + h;
-        if (c >= r) continue;
-        if (V) {
-          store_pair(xm + c * ldx, row, n, full, xf[0][ct][h], xf[U - 1][ct][h]);
-          store_pair(pm + c * ldp, row, n, full, pf[0][ct][h], pf[U - 1][ct][h]);
-        } else if (rv) {
-          xm[row + c * ldx] = static_cast<T>(xf[0][ct][h]);
-          pm[row + c * ldp] = static_cast<T>(pf[0][ct][h]);
-        }
-      }
-  }
-}
-
-// fp32 blocks: the direction pass with a lane's rows in quads — lane (g, t) takes rows 4g..4g + 3
-// of a column as one float4 and m-tile u the rows {4g + u} — so that a warp instruction reads or
-// writes 32 consecutive rows (a whole 128-byte line) of each of its 4 columns. (The row-pair
-// strips of cg_direction_kernel read half lines in fp32 and ran at 0.86 TB/s, twice the fp64
-// kernel's time a row, docs/performance.md.) A warp's strip: P's q columns and X's and Z's r
-// columns loaded (fp32) before any store, then per 8-column tile X += P·α, P = Z + P·β in fp64
-// DMMA, rounded at the store. Blocks 16-byte aligned, leading dimensions multiples of 4.
-template <int QT, int RT>
-__global__ void __launch_bounds__(128) cg_direction32_kernel(long long n, int q, int r,
-                                                             const double* alpha, long long lda,
-                                                             const double* beta, long long ldb,
-                                                             const float* zm, long long ldz,
-                                                             float* pm, long long ldp, float* xm,
-                                                             long long ldx) {
-  constexpr int LDA = frag_ld(8 * RT);
-  extern __shared__ double smem[];
-  double* as = smem;                 // α, 8QT × LDA
-  double* bs = smem + 8 * QT * LDA;  // β
-  for (int e = threadIdx.x; e < 8 * QT * LDA; e += blockDim.x) {
-    const int k = e / LDA, c = e % LDA;
-    const bool v = k < q && c < r;
-    as[e] = v ? alpha[k + c * lda] : 0.0;
-    bs[e] = v ? beta[k + c * ldb] : 0.0;
-  }
-  __syncthreads();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  for (long long s0 = 32 * (static_cast<long long>(blockIdx.x) * nw + warp); s0 < n;
-       s0 += 32LL * gridDim.x * nw) {
-    const bool full = s0 + 32 <= n;
-    const long long row = s0 + 4 * g;
-    float af[2 * QT][4], xf[RT][2][4], zf[RT][2][4];
-#pragma unroll
-    for (int ks = 0; ks < 2 * QT; ++ks) load_quad(pm + (4 * ks + t) * ldp, row, n, full, 4 * ks + t < q, af[ks]);
-#pragma unroll
-    for (int ct = 0; ct < RT; ++ct)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = 8 * ct + 2 * t + h;
-        load_quad(xm + c * ldx, row, n, full, c < r, xf[ct][h]);
-        load_quad(zm + c * ldz, row, n, full, c < r, zf[ct][h]);
-      }
-#pragma unroll
-    for (int ct = 0; ct < RT; ++ct) {
-      double xa[2][4], pa[2][4];  // [h][u]: rows 4g + u, column 8ct + 2t + h
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int u = 0; u < 4; ++u) xa[h][u] = xf[ct][h][u], pa[h][u] = zf[ct][h][u];
-#pragma unroll
-      for (int ks = 0; ks < 2 * QT; ++ks) {
-        const int ai = (4 * ks + t) * LDA + 8 * ct + g;
-        const double a = as[ai], b = bs[ai];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          dmma(xa[0][u], xa[1][u], af[ks][u], a);
-          dmma(pa[0][u], pa[1][u], af[ks][u], b);
-        }
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = 8 * ct + 2 * t + h;
-        if (c >= r) continue;
-        store_quad(xm + c * ldx, row, n, full, xa[h]);
-        store_quad(pm + c * ldp, row, n, full, pa[h]);
-      }
-    }
+      for (int ct = 0; ct < RT; ++ct) store(ct, [&](int i, int u, int h) { return cf[i][u][ct][h]; });
   }
 }
 
@@ -455,10 +309,10 @@ class CudaCgKernels final : public CgKernels {
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<double, 4, 4, true, false>), cg_residual_smem(4, 4, false));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<double, 4, 4, false, true>), cg_residual_smem(4, 4, true));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<double, 4, 4, true, true>), cg_residual_smem(4, 4, true));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 8, 8, false>), cg_direction_smem(8, 8));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 4, 4, false>), cg_direction_smem(4, 4));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 8, 8, true>), cg_direction_smem(8, 8));
-    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 4, 4, true>), cg_direction_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 8, 8, 1>), cg_direction_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 4, 4, 1>), cg_direction_smem(4, 4));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 8, 8, 2>), cg_direction_smem(8, 8));
+    allow(reinterpret_cast<const void*>(&cg_direction_kernel<double, 4, 4, 2>), cg_direction_smem(4, 4));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, false, false>), cg_residual_smem(4, 4, false));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, true, false>), cg_residual_smem(4, 4, false));
     allow(reinterpret_cast<const void*>(&cg_residual_kernel<float, 4, 4, false, true>), cg_residual_smem(4, 4, true));
@@ -540,33 +394,12 @@ class CudaCgKernels final : public CgKernels {
     if (p == 0 || q == 0) return;
     const int mt = static_cast<int>((p + 7) / 8), nt = static_cast<int>((q + 7) / 8);
     TCSOLVE_REQUIRE((mt <= 8 && nt <= 4) || (mt <= 4 && nt <= 8), "gram_into on fp32 blocks: at most 64 × 32 columns");
-    if (x.rows == 0) {
-      if (beta == 0.0)
-        TCSOLVE_CUDA_CHECK(cudaMemset2DAsync(g.data, g.ld * sizeof(double), 0, p * sizeof(double),
-                                             q, ctx_.stream));
-      else if (beta != 1.0) ctx_.scale_columns(beta, g);
-      return;
-    }
+    if (x.rows == 0) return ctx_.scale_or_zero(beta, g);
     const std::size_t sh = static_cast<std::size_t>(p * q) * sizeof(double);
-    int nb = 0;
-    if (ctx_.quads_ok({x, y}) && mt <= 4 && nt <= 4) {
-      nb = mt <= 1 && nt <= 1 ? launch_gram32<1, 1>(sh, x, y)
-           : mt <= 2 && nt <= 2 ? launch_gram32<2, 2>(sh, x, y) : launch_gram32<4, 4>(sh, x, y);
-    } else {
-      nb = ctx_.launch_gram_tn(mt, nt, sh, x, y);
-    }
+    const bool octets = ctx_.quads_ok({x, y}) && mt <= 4 && nt <= 4;
+    const int nb = octets ? ctx_.launch_gram_octets(mt, nt, sh, x, y)
+                          : ctx_.launch_gram_tn(mt, nt, sh, x, y);
     ctx_.gram_finish(nb, static_cast<int>(p), static_cast<int>(q), alpha, beta, g.data, g.ld);
-  }
-  template <int M, int N>
-  int launch_gram32(std::size_t sh, MvView<const float> x, MvView<const float> y) {
-    const int p = static_cast<int>(x.cols), q = static_cast<int>(y.cols);
-    const int nb = static_cast<int>(std::min<std::int64_t>(
-        ctx_.resident_blocks(reinterpret_cast<const void*>(&gram32_kernel<M, N>), 128, sh),
-        (x.rows + 127) / 128));
-    ctx_.ensure_partial(nb, static_cast<std::size_t>(p) * q);
-    gram32_kernel<M, N><<<nb, 128, sh, ctx_.stream>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld, ctx_.partial);
-    TCSOLVE_CUDA_CHECK_LAUNCH();
-    return nb;
   }
   void cg_residual_update(MvView<const float> q, MvView<const double> alpha, MvView<float> r,
                           MvView<double> g) override {
@@ -595,17 +428,7 @@ class CudaCgKernels final : public CgKernels {
     detail::check_cg_direction(alpha, beta, z, p, x);
     require32(std::max(qc, rc), "cg_direction_update");
     if (rc == 0 || n == 0) return;
-    if (ctx_.quads_ok({z, p, x})) {
-      const int smem = cg_direction_smem(4, 4);
-      const int nb = static_cast<int>(std::min<std::int64_t>(
-          ctx_.resident_blocks(reinterpret_cast<const void*>(&cg_direction32_kernel<4, 4>), 128, smem),
-          (n + 127) / 128));
-      cg_direction32_kernel<4, 4><<<nb, 128, smem, ctx_.stream>>>(
-          n, static_cast<int>(qc), static_cast<int>(rc), alpha.data, alpha.ld, beta.data, beta.ld,
-          z.data, z.ld, p.data, p.ld, x.data, x.ld);
-      TCSOLVE_CUDA_CHECK_LAUNCH();
-      return;
-    }
+    if (ctx_.quads_ok({z, p, x})) return launch_cg_direction_instance<4, 4, 4>(alpha, beta, z, p, x);
     launch_cg_direction<4, 4, float>(alpha, beta, z, p, x);
   }
   void copy(MvView<const float> x, MvView<float> y) override {
@@ -683,17 +506,19 @@ class CudaCgKernels final : public CgKernels {
   template <int QT, int RT, class T = double>
   void launch_cg_direction(MvView<const double> alpha, MvView<const double> beta,
                            MvView<const T> z, MvView<T> p, MvView<T> x) {
-    if (ctx_.template pairs_ok<T>({z, p, x})) launch_cg_direction_instance<QT, RT, true>(alpha, beta, z, p, x);
-    else launch_cg_direction_instance<QT, RT, false>(alpha, beta, z, p, x);
+    if (ctx_.template pairs_ok<T>({z, p, x})) launch_cg_direction_instance<QT, RT, 2>(alpha, beta, z, p, x);
+    else launch_cg_direction_instance<QT, RT, 1>(alpha, beta, z, p, x);
   }
-  template <int QT, int RT, bool V, class T>
+  // U: the strip layout (rows a lane; 4: fp32 quads, quads_ok).
+  template <int QT, int RT, int U, class T>
   void launch_cg_direction_instance(MvView<const double> alpha, MvView<const double> beta,
                                     MvView<const T> z, MvView<T> p, MvView<T> x) {
     const int smem = cg_direction_smem(QT, RT);
+    const std::int64_t block_rows = U == 4 ? 128 : 32;  // rows a block at the least
     const int nb = static_cast<int>(std::min<std::int64_t>(
-        ctx_.resident_blocks(reinterpret_cast<const void*>(&cg_direction_kernel<T, QT, RT, V>), 128, smem),
-        (p.rows + 31) / 32));
-    cg_direction_kernel<T, QT, RT, V><<<nb, 128, smem, ctx_.stream>>>(
+        ctx_.resident_blocks(reinterpret_cast<const void*>(&cg_direction_kernel<T, QT, RT, U>), 128, smem),
+        (p.rows + block_rows - 1) / block_rows));
+    cg_direction_kernel<T, QT, RT, U><<<nb, 128, smem, ctx_.stream>>>(
         p.rows, static_cast<int>(alpha.rows), static_cast<int>(z.cols), alpha.data, alpha.ld,
         beta.data, beta.ld, z.data, z.ld, p.data, p.ld, x.data, x.ld);
     TCSOLVE_CUDA_CHECK_LAUNCH();

@@ -25,16 +25,9 @@ class CpuChebyshevKernels final : public ChebyshevKernels {
     }
   }
 
-  void residual_norms_into(MvView<const double> ax, MvView<const double> x,
-                           MvView<const double> theta, double s, MvView<double> out) override {
-    residual_sq_norms_into(ax, x, theta, s, out);
-    ops_.sqrt_elements({out.data, x.cols, 1, x.cols, Space::host});
-  }
   void residual_sq_norms_into(MvView<const double> ax, MvView<const double> x,
                               MvView<const double> theta, double s, MvView<double> out) override {
-    TCSOLVE_REQUIRE(ax.rows == x.rows && ax.cols == x.cols && theta.rows >= x.cols &&
-                        out.rows >= x.cols,
-                    "residual_norms_into: shapes");
+    check_residual_norms(ax, x, theta, out);
     for (std::int64_t j = 0; j < x.cols; ++j) {
       const double t = s * theta.data[j];
       double acc = 0.0;
@@ -49,6 +42,7 @@ class CpuChebyshevKernels final : public ChebyshevKernels {
   }
 
  private:
+  void sqrt_elements(MvView<double> v) override { ops_.sqrt_elements(v); }
   DenseBlockOps& ops_;
 };
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "solvers/dense/cuda_context.cuh"
+#include "solvers/dense/tiles.cuh"
 
 namespace tcsolve::cuda_dense {
 
@@ -51,12 +52,10 @@ __global__ void axpbypcz_kernel(long long rows, double a, const double* x, long 
     zs[i] = c == 0.0 ? a * xs[i] + b * ys[i] : a * xs[i] + b * ys[i] + c * zs[i];
 }
 
-// out[j] += Σ_i (ax_ij − s·θ_j·x_ij)² over this block's rows (out zeroed before).
 // partial[j·gridDim.x + b] = Σ over block b's rows of (ax_ij − s·θ_j·x_ij)² (column_sum_kernel
 // adds them).
 __global__ void residual_sq_kernel(const double* ax, long long ldax, const double* x, long long ldx,
                                    long long rows, const double* theta, double s, double* partial) {
-  __shared__ double part[256 / 32];
   const double t = s * theta[blockIdx.y];
   const double* as = ax + blockIdx.y * ldax;
   const double* xs = x + blockIdx.y * ldx;
@@ -66,14 +65,7 @@ __global__ void residual_sq_kernel(const double* ax, long long ldax, const doubl
     const double d = as[i] - t * xs[i];
     acc += d * d;
   }
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    acc = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0;
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-    if (threadIdx.x == 0) partial[blockIdx.y * gridDim.x + blockIdx.x] = acc;
-  }
+  block_column_partial(acc, partial);
 }
 
 class CudaChebyshevKernels final : public ChebyshevKernels {
@@ -108,17 +100,9 @@ class CudaChebyshevKernels final : public ChebyshevKernels {
     }
   }
 
-  void residual_norms_into(MvView<const double> ax, MvView<const double> x,
-                           MvView<const double> theta, double s, MvView<double> out) override {
-    residual_sq_norms_into(ax, x, theta, s, out);
-    ops_.sqrt_elements({out.data, x.cols, 1, x.cols, Space::device});
-  }
-
   void residual_sq_norms_into(MvView<const double> ax, MvView<const double> x,
                               MvView<const double> theta, double s, MvView<double> out) override {
-    TCSOLVE_REQUIRE(ax.rows == x.rows && ax.cols == x.cols && theta.rows >= x.cols &&
-                        out.rows >= x.cols,
-                    "residual_norms_into: shapes");
+    check_residual_norms(ax, x, theta, out);
     const std::int64_t c = x.cols;
     if (c == 0) return;
     if (x.rows == 0) {
@@ -136,6 +120,7 @@ class CudaChebyshevKernels final : public ChebyshevKernels {
     }
   }
  private:
+  void sqrt_elements(MvView<double> v) override { ops_.sqrt_elements(v); }
   CudaContext& ctx_;
   DenseBlockOps& ops_;
 };

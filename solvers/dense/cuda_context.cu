@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 #include "solvers/dense/tiles.cuh"
 
@@ -38,20 +39,12 @@ __global__ void axpby_kernel(const double* x, long long ldx, double* y, long lon
 // 115 or 139 iterations on elast3d:64 from one run to the next.)
 __global__ void column_dot_kernel(const double* x, long long ldx, const double* y, long long ldy,
                                   long long rows, double* partial) {
-  __shared__ double part[256 / 32];
   const double* xs = x + blockIdx.y * ldx;
   const double* ys = y + blockIdx.y * ldy;
   double s = 0.0;
   for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x)
     s += xs[i] * ys[i];
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0;
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if (threadIdx.x == 0) partial[blockIdx.y * gridDim.x + blockIdx.x] = s;
-  }
+  block_column_partial(s, partial);
 }
 
 // out[j·stride] = Σ_b partial[j·nb + b]: one warp a column (8 a block), lanes over the blocks,
@@ -66,23 +59,98 @@ __global__ void column_sum_kernel(const double* partial, int nb, int cols, doubl
   if (lane == 0) out[j * stride] = s;
 }
 
+// How the Gram kernel's lanes load their fragments (lane (g, t), KS k-steps of 4 rows an
+// iteration, all loads issued before the first mma):
+//   single: k-step h takes rows k0 + 4h + t, one 8- (fp32: 4-) byte load each (any view);
+//   pair:   rows k0 + 8u + 2t and + 1 as one double2 (fp32: float2) for k-steps 2u, 2u + 1, so
+//           that a warp's step reads 64 contiguous bytes of each column in half the load
+//           instructions (16-byte aligned blocks, even leading dimensions). (Two double2 a step,
+//           16 rows, measured slower: 0.148 against 0.116 ms for PᵀQ at 786k × 32 on the H200,
+//           144 registers against fewer, three blocks an SM instead of four;
+//           TCSOLVE_GRAM_VEC=0 turns pair off for A/B.) The k-steps then take rows {2t},
+//           {2t + 1}, {8 + 2t}, {9 + 2t}: the same row for X's and Y's fragment, so the sum over
+//           rows is unchanged (only its order);
+//   octet:  fp32 only, 8 k-steps on rows k0 + 8t .. 8t + 7 of a column (two float4), so that a
+//           warp's two loads of a column cover one whole 128-byte line (16-byte aligned blocks,
+//           leading dimensions multiples of 4: CudaContext::quads_ok). (The pair layout reads 32
+//           bytes of a column a warp instruction in fp32 and ran 1.7× slower than in fp64 on
+//           elast3d:64, docs/performance.md.) The rows of k-step u are {8t + u}.
+enum class GramLoad { single, pair, octet };
+template <GramLoad L>
+constexpr int kGramSteps = L == GramLoad::octet ? 8 : 2;  // KS
+
+// The fragments of lane (g, t) for one iteration at row k0: af[h][i] = X(row of k-step h, 8i + g),
+// bf[h][j] = Y(row of k-step h, 8j + g), 0 past n or for a column ≥ p (X) or q (Y).
+template <GramLoad L, int KS, int MT, int NT, class T, class F>
+__device__ __forceinline__ void gram_fragments(const T* x, long long ldx, int p, const T* y,
+                                               long long ldy, int q, long long k0, long long n,
+                                               int g, int t, F (&af)[KS][MT], F (&bf)[KS][NT]) {
+  const bool full = k0 + 4 * KS <= n;
+  if constexpr (L == GramLoad::octet) {
+    static_assert(sizeof(T) == sizeof(float) && KS == 8, "octet loads: fp32, 8 k-steps");
+    const long long row = k0 + 8 * t;
+    float v[8];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      load_octet(x + (8 * i + g) * ldx, row, n, full, 8 * i + g < p, v);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) af[u][i] = v[u];
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      load_octet(y + (8 * j + g) * ldy, row, n, full, 8 * j + g < q, v);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) bf[u][j] = v[u];
+    }
+  } else if constexpr (L == GramLoad::pair) {
+#pragma unroll
+    for (int u = 0; u < KS / 2; ++u) {
+      const long long row = k0 + 8 * u + 2 * t;
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int c = 8 * i + g;
+        af[2 * u][i] = af[2 * u + 1][i] = 0.0;
+        if (c < p) load_pair(x + c * ldx, row, n, full, af[2 * u][i], af[2 * u + 1][i]);
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int c = 8 * j + g;
+        bf[2 * u][j] = bf[2 * u + 1][j] = 0.0;
+        if (c < q) load_pair(y + c * ldy, row, n, full, bf[2 * u][j], bf[2 * u + 1][j]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int h = 0; h < KS; ++h) {
+      const long long row = k0 + 4 * h + t;
+      const bool rv = row < n;
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int c = 8 * i + g;
+        af[h][i] = rv && c < p ? x[row + c * ldx] : 0.0;
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int c = 8 * j + g;
+        bf[h][j] = rv && c < q ? y[row + c * ldy] : 0.0;
+      }
+    }
+  }
+}
+
 // Partial Gram products G_b = X(rows of b)ᵀ·Y(rows of b), X n × p, Y n × q, p ≤ 8·MT, q ≤ 8·NT.
-// Each warp walks 4-row k-steps (grid-stride over all warps) holding every 8 × 8 output tile in
-// registers (2·MT·NT doubles per lane); fragments come straight from global memory (a warp's load
-// is 8 columns × 4 consecutive rows: whole 32-byte sectors). The warps' tiles are summed in
-// shared memory, then written as block partial b (p × q, compact) for gram_finish_kernel.
-// V (X and Y 16-byte aligned, even leading dimensions): each lane loads one double2 (rows 2t,
-// 2t + 1 of the warp's 8) per column tile, so that a warp's step reads 64 contiguous bytes of
-// each column in half the load instructions. (Two double2 a step, 16 rows, measured slower:
-// 0.148 against 0.116 ms for PᵀQ at 786k × 32 on the H200, 144 registers against fewer, three
-// blocks an SM instead of four; TCSOLVE_GRAM_VEC=0 turns V off for A/B.) The
-// k-steps then take rows {2t}, {2t + 1}, {8 + 2t}, {9 + 2t}: the same row for X's and Y's
-// fragment, so the sum over rows is unchanged (only its order).
-template <class T, int MT, int NT, bool V>
+// Each warp walks KS k-steps of 4 rows an iteration (grid-stride over all warps, fragments loaded
+// as L says, straight from global memory) holding every 8 × 8 output tile in registers (2·MT·NT
+// doubles per lane; the fragments of the octet layout as fp32, converted at the mma). The warps'
+// tiles are summed in shared memory, then written as block partial b (p × q, compact) for
+// gram_finish_kernel.
+template <class T, int MT, int NT, GramLoad L>
 __global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q, const T* x,
                                                       long long ldx, const T* y,
                                                       long long ldy, double* partial) {
   extern __shared__ double sg[];  // p × q
+  constexpr int KS = kGramSteps<L>;
+  using F = std::conditional_t<L == GramLoad::octet, float, double>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   double acc[MT][NT][2];
@@ -92,45 +160,9 @@ __global__ void __launch_bounds__(128) gram_tn_kernel(long long n, int p, int q,
     for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
   const long long gw = static_cast<long long>(blockIdx.x) * nw + warp;
   const long long tw = static_cast<long long>(gridDim.x) * nw;
-  // KS k-steps (4·KS rows) per iteration: all KS·(MT + NT) loads issued before the first mma.
-  constexpr int KS = 2;  // k-steps (8 rows) an iteration
   for (long long k0 = 4 * KS * gw; k0 < n; k0 += 4 * KS * tw) {
-    double af[KS][MT], bf[KS][NT];
-    if (V) {
-      const bool full = k0 + 4 * KS <= n;
-#pragma unroll
-      for (int u = 0; u < KS / 2; ++u) {
-        const long long row = k0 + 8 * u + 2 * t;
-#pragma unroll
-        for (int i = 0; i < MT; ++i) {
-          const int c = 8 * i + g;
-          af[2 * u][i] = af[2 * u + 1][i] = 0.0;
-          if (c < p) load_pair(x + c * ldx, row, n, full, af[2 * u][i], af[2 * u + 1][i]);
-        }
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const int c = 8 * j + g;
-          bf[2 * u][j] = bf[2 * u + 1][j] = 0.0;
-          if (c < q) load_pair(y + c * ldy, row, n, full, bf[2 * u][j], bf[2 * u + 1][j]);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int h = 0; h < KS; ++h) {
-        const long long row = k0 + 4 * h + t;
-        const bool rv = row < n;
-#pragma unroll
-        for (int i = 0; i < MT; ++i) {
-          const int c = 8 * i + g;
-          af[h][i] = rv && c < p ? x[row + c * ldx] : 0.0;
-        }
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const int c = 8 * j + g;
-          bf[h][j] = rv && c < q ? y[row + c * ldy] : 0.0;
-        }
-      }
-    }
+    F af[KS][MT], bf[KS][NT];
+    gram_fragments<L>(x, ldx, p, y, ldy, q, k0, n, g, t, af, bf);
 #pragma unroll
     for (int h = 0; h < KS; ++h)
 #pragma unroll
@@ -378,14 +410,17 @@ void CudaContext::column_sums(int nb, int cols, double* out, long long stride) {
 }
 
 namespace {
-template <int M, int N, bool V, class T>
+template <int M, int N, GramLoad L, class T>
 int launch_gram_instance(CudaContext& ctx, std::size_t sh, MvView<const T> x, MvView<const T> y) {
+  // Blocks: what fits at once, but no fewer rows a block than one iteration of all its warps
+  // takes with the octet layout (128) or a few iterations (256) with the others.
+  constexpr std::int64_t kBlockRows = L == GramLoad::octet ? 128 : 256;
   const int p = static_cast<int>(x.cols), q = static_cast<int>(y.cols);
   const int nb = static_cast<int>(std::min<std::int64_t>(
-      ctx.resident_blocks(reinterpret_cast<const void*>(&gram_tn_kernel<T, M, N, V>), 128, sh),
-      (x.rows + 255) / 256));
+      ctx.resident_blocks(reinterpret_cast<const void*>(&gram_tn_kernel<T, M, N, L>), 128, sh),
+      (x.rows + kBlockRows - 1) / kBlockRows));
   ctx.ensure_partial(nb, static_cast<std::size_t>(p) * q);
-  gram_tn_kernel<T, M, N, V><<<nb, 128, sh, ctx.stream>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld,
+  gram_tn_kernel<T, M, N, L><<<nb, 128, sh, ctx.stream>>>(x.rows, p, q, x.data, x.ld, y.data, y.ld,
                                                           ctx.partial);
   TCSOLVE_CUDA_CHECK_LAUNCH();
   return nb;
@@ -393,8 +428,8 @@ int launch_gram_instance(CudaContext& ctx, std::size_t sh, MvView<const T> x, Mv
 template <int M, int N, class T>
 int launch_gram_case(CudaContext& ctx, bool vec, std::size_t sh, MvView<const T> x,
                      MvView<const T> y) {
-  return vec ? launch_gram_instance<M, N, true>(ctx, sh, x, y)
-             : launch_gram_instance<M, N, false>(ctx, sh, x, y);
+  return vec ? launch_gram_instance<M, N, GramLoad::pair>(ctx, sh, x, y)
+             : launch_gram_instance<M, N, GramLoad::single>(ctx, sh, x, y);
 }
 }  // namespace
 
@@ -418,6 +453,23 @@ template int CudaContext::launch_gram_tn<double>(int, int, std::size_t, MvView<c
                                                  MvView<const double>);
 template int CudaContext::launch_gram_tn<float>(int, int, std::size_t, MvView<const float>,
                                                 MvView<const float>);
+
+int CudaContext::launch_gram_octets(int mt, int nt, std::size_t sh, MvView<const float> x,
+                                    MvView<const float> y) {
+  TCSOLVE_REQUIRE(mt <= 4 && nt <= 4 && quads_ok({x, y}), "gram_into: no octet kernel for these blocks");
+  if (mt <= 1 && nt <= 1) return launch_gram_instance<1, 1, GramLoad::octet>(*this, sh, x, y);
+  if (mt <= 2 && nt <= 2) return launch_gram_instance<2, 2, GramLoad::octet>(*this, sh, x, y);
+  return launch_gram_instance<4, 4, GramLoad::octet>(*this, sh, x, y);
+}
+
+void CudaContext::scale_or_zero(double beta, MvView<double> y) {
+  if (y.rows == 0 || y.cols == 0 || beta == 1.0) return;
+  if (beta == 0.0)
+    TCSOLVE_CUDA_CHECK(cudaMemset2DAsync(y.data, y.ld * sizeof(double), 0, y.rows * sizeof(double),
+                                         y.cols, stream));
+  else
+    scale_columns(beta, y);
+}
 
 void CudaContext::gram_finish(int nb, int p, int q, double alpha, double beta, double* g,
                               long long ldg) {

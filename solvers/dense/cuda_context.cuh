@@ -65,6 +65,9 @@ class CudaContext {
   // Y[:, j] = a[j]·X[:, j] + b[j]·Y[:, j] (a, b host), and Y *= beta (no host allocation).
   void axpby_columns(const double* a, MvView<const double> x, const double* b, MvView<double> y);
   void scale_columns(double beta, MvView<double> y);
+  // Y *= beta, Y zeroed (not read) for beta = 0, untouched for beta = 1: the result of an empty
+  // product (no rows or no columns to sum over) under α·(…) + β·Y.
+  void scale_or_zero(double beta, MvView<double> y);
   // Y[:, j] = X[:, idx[j]], j < count (idx host; fp64 and fp32 blocks).
   template <class T>
   void gather(MvView<const T> x, const std::int64_t* idx, std::int64_t count, MvView<T> y);
@@ -77,6 +80,9 @@ class CudaContext {
   // partial); returns its block count. gram_finish: G = α·Σ_b partial_b + β·G.
   template <class T>
   int launch_gram_tn(int mt, int nt, std::size_t sh, MvView<const T> x, MvView<const T> y);
+  // The same for fp32 blocks in the octet layout (quads_ok({x, y}), mt, nt ≤ 4): a lane's 8
+  // k-steps on 8 consecutive rows of a column (whole 128-byte lines a warp).
+  int launch_gram_octets(int mt, int nt, std::size_t sh, MvView<const float> x, MvView<const float> y);
   void gram_finish(int nb, int p, int q, double alpha, double beta, double* g, long long ldg);
 
   // Row-pair strips (double2 accesses) when every tall block is 16-byte aligned with an even

@@ -36,7 +36,7 @@ class CpuSmallDense final : public SmallDense {
     Eigen::VectorXd d(w);
     for (std::int64_t i = 0; i < w; ++i) {
       const double di = sm(i, i);
-      if (!(di > 1e-8 * gyy(i, i)) || !(di > 1e-300) || !std::isfinite(di)) ok = false;
+      if (!(di > kPipCancel * gyy(i, i)) || !(di > 1e-300) || !std::isfinite(di)) ok = false;
       d(i) = ok ? 1.0 / std::sqrt(di) : 1.0;
     }
     double piv = 0.0;
@@ -47,7 +47,7 @@ class CpuSmallDense final : public SmallDense {
       if (ok) {
         piv = llt.matrixLLT().diagonal().minCoeff();
         piv *= piv;
-        ok = piv >= 1e-12 && std::isfinite(piv);
+        ok = piv >= kPipMinPivot2 && std::isfinite(piv);
       }
       if (ok) {
         // T = D·Lc⁻ᵀ.

@@ -254,7 +254,7 @@ __global__ void spd_rowscale_kernel(const double* f, long long ldf, int r, const
 }
 
 // pip_factor, before potrf. S (w × w, ld w) = Gyy − CᵀC already formed. Flags cancellation
-// (S_ii ≤ 1e-8·Gyy_ii), then F(:, 0:w) = D·sym(S)·D, F(:, w) = D.
+// (S_ii ≤ kPipCancel·Gyy_ii), then F(:, 0:w) = D·sym(S)·D, F(:, w) = D.
 __global__ void pip_scale_kernel(const double* s, const double* gyy, long long ldg, int w,
                                  double* f, double* status) {
   __shared__ int bad;
@@ -262,7 +262,7 @@ __global__ void pip_scale_kernel(const double* s, const double* gyy, long long l
   __syncthreads();
   for (int i = threadIdx.x; i < w; i += blockDim.x) {
     const double d = s[i + static_cast<long long>(i) * w];
-    const bool ok = d > 1e-8 * gyy[i + i * ldg] && d > 1e-300 && isfinite(d);
+    const bool ok = d > kPipCancel * gyy[i + i * ldg] && d > 1e-300 && isfinite(d);
     if (!ok) bad = 1;
     f[i + static_cast<long long>(w) * w] = ok ? rsqrt(d) : 1.0;
   }
@@ -284,7 +284,7 @@ __global__ void pip_check_kernel(const double* f, int w, const int* info, double
   double piv = 1e300;
   for (int i = 0; i < w; ++i) piv = fmin(piv, f[i + static_cast<long long>(i) * w]);
   const double p2 = piv * piv;
-  const bool ok = status[0] == 0.0 && *info == 0 && piv > 0.0 && isfinite(p2) && p2 >= 1e-12;
+  const bool ok = status[0] == 0.0 && *info == 0 && piv > 0.0 && isfinite(p2) && p2 >= kPipMinPivot2;
   status[0] = ok ? 0.0 : 1.0;
   status[1] = ok ? p2 : 0.0;
 }

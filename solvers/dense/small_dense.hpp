@@ -12,6 +12,12 @@
 
 namespace tcsolve {
 
+// BCGS-PIP's thresholds (pip_factor on every backend, BlockLanczos::chol_pip): S = Gyy − CᵀC is
+// trusted when no diagonal entry lost more than 8 digits to cancellation
+// (S_ii > kPipCancel·Gyy_ii), its scaled Cholesky factor when every pivot² ≥ kPipMinPivot2.
+constexpr double kPipCancel = 1e-8;
+constexpr double kPipMinPivot2 = 1e-12;
+
 class SmallDense {
  public:
   virtual ~SmallDense() = default;
@@ -30,7 +36,8 @@ class SmallDense {
   //   normal:   S = Gyy − CᵀC (= ‖(I − LLᵀ)Y‖ Gram, by Pythagoras), D = diag(S)^(-1/2),
   //             D·S·D = LcLcᵀ (Cholesky), T = D·Lc⁻ᵀ (so Y'ᵀY' = I), M = [−C·T; T];
   //   fallback: M = [−C; I] (projection only) when S lost more than 8 digits of a diagonal entry
-  //             to cancellation, is not positive definite, or has a scaled pivot² < 1e-12.
+  //             to cancellation, is not positive definite, or has a scaled pivot² < 1e-12
+  //             (kPipCancel, kPipMinPivot2).
   // status (backend 2 × 1): [0] = 0 normal / 1 fallback, [1] = min scaled pivot² (0 on failure).
   virtual void pip_factor(MvView<const double> g, std::int64_t l, MvView<double> m,
                           MvView<double> status) = 0;

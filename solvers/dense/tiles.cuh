@@ -1,6 +1,7 @@
 // Device helpers shared by the CUDA dense kernels (dense_ops.cu, dense/cuda_context.cu,
-// cg/cg_kernels.cu): the fp64 tensor-core tile product, fragment strides, row-pair and fp32 quad
-// loads and stores, and the block sum of Gram tiles. CUDA translation units only.
+// cg/cg_kernels.cu, chebyshev/chebyshev_kernels.cu): the fp64 tensor-core tile product, fragment
+// strides, row-pair and fp32 quad loads and stores, the strips of the tall-skinny kernels, the
+// block sum of Gram tiles and of column partials. CUDA translation units only.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -126,6 +127,122 @@ __device__ __forceinline__ void store_quad(float* col, long long row, long long 
     for (int u = 0; u < 4; ++u)
       if (row + u < n) col[row + u] = static_cast<float>(v[u]);
   }
+}
+
+// partial[blockIdx.y·gridDim.x + blockIdx.x] = Σ s over the block's threads (blockDim.x ≤ 256, a
+// multiple of 32): shuffles within each warp, then the warps' sums in warp order (deterministic;
+// column_sum_kernel adds the blocks' partials). grid.y = column.
+__device__ __forceinline__ void block_column_partial(double s, double* partial) {
+  __shared__ double part[256 / 32];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0;
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if (threadIdx.x == 0) partial[blockIdx.y * gridDim.x + blockIdx.x] = s;
+  }
+}
+
+// ---- The strips of the tall-skinny kernels (block CG's passes, tall_gemm_kernel): a warp's strip
+// is 8·U rows; lane (g, t) holds U consecutive rows row .. row + U − 1 of a column (row = strip
+// start + U·g), m-tile u the rows {U·g + u} of the strip. Rows are independent in these products,
+// so any row order within the strip is the same computation; wider per-lane accesses make a warp
+// instruction read or write more contiguous bytes of each column:
+//   U = 1: one 8- (fp32: 4-) byte access a row, guarded by row < n (any view);
+//   U = 2: a row pair (load_pair/store_pair; 16-byte aligned blocks, even leading dimensions): a
+//          warp instruction reads or writes 128 contiguous bytes (whole lines) of each of its 4
+//          fp64 columns instead of 64;
+//   U = 4: an fp32 quad (load_quad/store_quad; 16-byte aligned, leading dimensions multiples of 4).
+// full: the warp's whole strip is inside the block (vector accesses); has: the column exists
+// (else zeros, nothing read).
+template <int U, class T, class F>
+__device__ __forceinline__ void load_rows(const T* col, long long row, long long n, bool full,
+                                          bool has, F (&v)[U]) {
+  static_assert(U == 1 || U == 2 || U == 4, "strip rows: 1, 2 or 4 a lane");
+  if constexpr (U == 4) {
+    load_quad(col, row, n, full, has, v);
+  } else if constexpr (U == 2) {
+    v[0] = v[1] = 0.0;
+    if (has) load_pair(col, row, n, full, v[0], v[1]);
+  } else {
+    v[0] = has && row < n ? col[row] : 0.0;
+  }
+}
+template <int U, class T>
+__device__ __forceinline__ void store_rows(T* col, long long row, long long n, bool full,
+                                           const double (&v)[U]) {
+  if constexpr (U == 4) store_quad(col, row, n, full, v);
+  else if constexpr (U == 2) store_pair(col, row, n, full, v[0], v[1]);
+  else if (row < n) col[row] = static_cast<T>(v[0]);
+}
+
+// A fragments of a strip of M (n rows, leading dimension ldm; its first `cols` columns) for KS
+// k-steps of 4 columns: af[u][ks] = M(row + u, 4·ks + t), 0 past n or cols.
+template <int U, int KS, class T, class F>
+__device__ __forceinline__ void load_strip_a(const T* m, long long ldm, int cols, long long row,
+                                             long long n, bool full, F (&af)[U][KS]) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    const int k = 4 * ks + t;
+    F v[U];
+    load_rows<U>(m + k * ldm, row, n, full, k < cols, v);
+#pragma unroll
+    for (int u = 0; u < U; ++u) af[u][ks] = v[u];
+  }
+}
+
+// C fragments of a strip of the 8-column tiles of NM tall blocks m[i] (leading dimensions ld[i];
+// their first `cols` columns): f[i][u][ct][h] = m[i](row + u, 8·ct + 2t + h), 0 past n or cols.
+template <int U, int CT, int NM, class T, class F>
+__device__ __forceinline__ void load_strip_c(const T* const (&m)[NM], const long long (&ld)[NM],
+                                             int cols, long long row, long long n, bool full,
+                                             F (&f)[NM][U][CT][2]) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int ct = 0; ct < CT; ++ct)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = 8 * ct + 2 * t + h;
+      if constexpr (U == 2) {  // (one test of c for all NM pairs)
+#pragma unroll
+        for (int i = 0; i < NM; ++i) f[i][0][ct][h] = f[i][1][ct][h] = 0.0;
+        if (c < cols)
+#pragma unroll
+          for (int i = 0; i < NM; ++i)
+            load_pair(m[i] + c * ld[i], row, n, full, f[i][0][ct][h], f[i][1][ct][h]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < NM; ++i) {
+          F v[U];
+          load_rows<U>(m[i] + c * ld[i], row, n, full, c < cols, v);
+#pragma unroll
+          for (int u = 0; u < U; ++u) f[i][u][ct][h] = v[u];
+        }
+      }
+    }
+}
+
+template <int U, int CT, class T, class F>
+__device__ __forceinline__ void load_strip_c(const T* m, long long ldm, int cols, long long row,
+                                             long long n, bool full, F (&f)[U][CT][2]) {
+  load_strip_c<U, CT, 1>({m}, {ldm}, cols, row, n, full, reinterpret_cast<F(&)[1][U][CT][2]>(f));
+}
+
+// Shared-memory copies of NM small column-major matrices m[i] (rows × cols, leading dimension
+// ld[i]) for the strips' B fragments: s[i·K·LD + k·LD + c] = m[i](k, c), zero-padded to K × LD;
+// then a barrier.
+template <int K, int LD, int NM>
+__device__ __forceinline__ void stage_small(const double* const (&m)[NM], const long long (&ld)[NM],
+                                            int rows, int cols, double* s) {
+  for (int e = threadIdx.x; e < K * LD; e += blockDim.x) {
+    const int k = e / LD, c = e % LD;
+    const bool v = k < rows && c < cols;
+#pragma unroll
+    for (int i = 0; i < NM; ++i) s[i * K * LD + e] = v ? m[i][k + c * ld[i]] : 0.0;
+  }
+  __syncthreads();
 }
 
 }  // namespace tcsolve::cuda_dense

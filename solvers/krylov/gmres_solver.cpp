@@ -255,24 +255,9 @@ void GmresSolver::end_cycle(Run& r) {
 // ---- the result
 
 SolveResult GmresSolver::finish(Run& r, double t0) {
-  SolveResult& res = r.res;
-  res.residual_norms.assign(rn_.begin(), rn_.begin() + r.s);
-  if (res.status != SolverStatus::breakdown) {
-    std::int64_t passed = 0;
-    for (std::int64_t j = 0; j < r.s; ++j) passed += rn_[j] <= opt_.tol;
-    if (passed == r.s) {
-      res.status = SolverStatus::converged;
-    } else if (interrupt_requested()) {
-      res.status = SolverStatus::interrupted;
-      res.reason = tcsolve::detail::interrupted_reason(r.it, passed, r.s, "columns converged");
-    } else {
-      res.status = SolverStatus::not_converged;
-      res.reason = not_converged_reason(r);
-    }
-  }
-  res.iterations = r.it;
-  res.operator_applies = columns_;
-  res.seconds = tcsolve::detail::now_seconds() - t0;
+  r.res.residual_norms.assign(rn_.begin(), rn_.begin() + r.s);
+  tcsolve::detail::finish_run(r, rn_, opt_.tol, columns_, t0,
+                              [&] { return not_converged_reason(r); });
   return std::move(r.res);
 }
 

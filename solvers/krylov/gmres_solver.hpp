@@ -44,8 +44,7 @@ class GmresSolver {
   SolveResult solve(MvView<const double> rhs, MvView<double> x, bool use_x0);
 
   // ---- The state of one solve.
-  struct Run : tcsolve::detail::RunBase {
-    std::int64_t it = 0;         // Arnoldi steps taken (the longest column's, summed over cycles)
+  struct Run : tcsolve::detail::RunBase {  // it: Arnoldi steps (the longest column's, all cycles)
     std::int64_t cycle_it0 = 0;  // it at the current cycle's start
     std::int64_t queued = 0;     // iterations queued in the current cycle (≥ its steps)
     std::int64_t na = 0;         // active columns: act()[0:na], slots 0:na of the workspace

@@ -72,21 +72,33 @@ __global__ void __launch_bounds__(kThreads)
   block_sums<4>(v, partial + (j * gridDim.x + blockIdx.x) * 4);
 }
 
-// One warp a column: the dot pass's sums, then the scalar step.
-__global__ void dots_finish_kernel(int na, int nb, const double* partial, double* s, bool start,
-                                   ScalarParams p) {
+// The finishing kernels' frame: one warp a column j < na (8 a block of 256); a column that
+// skip(c) leaves (c: its scalars in s) is left as it is; else its K sums over the nb partials,
+// then step(c, t) on lane 0.
+template <int K, class Skip, class Step>
+__device__ __forceinline__ void finish_columns(int na, int nb, const double* partial, double* s,
+                                               Skip skip, Step step) {
   const long long j = blockIdx.x * 8 + (threadIdx.x >> 5);
   if (j >= na) return;
   double* c = s + j * kFields;
-  if (!start && c[kState] != kActive) return;
-  double t[4];
-  column_sums<4>(partial, nb, j, t);
-  if ((threadIdx.x & 31) != 0) return;
-  c[kT1] = t[0], c[kT2] = t[1], c[kT3] = t[2], c[kT4] = t[3];
-  if (start)
-    step_start(c, p);
-  else
-    step_coefficients(c);
+  if (skip(c)) return;
+  double t[K];
+  column_sums<K>(partial, nb, j, t);
+  if ((threadIdx.x & 31) == 0) step(c, t);
+}
+
+// The dot pass's sums, then the scalar step.
+__global__ void dots_finish_kernel(int na, int nb, const double* partial, double* s, bool start,
+                                   ScalarParams p) {
+  finish_columns<4>(
+      na, nb, partial, s, [&](const double* c) { return !start && c[kState] != kActive; },
+      [&](double* c, const double(&t)[4]) {
+        c[kT1] = t[0], c[kT2] = t[1], c[kT3] = t[2], c[kT4] = t[3];
+        if (start)
+          step_start(c, p);
+        else
+          step_coefficients(c);
+      });
 }
 
 struct UpdatePointers {
@@ -133,18 +145,15 @@ __global__ void __launch_bounds__(kThreads)
   block_sums<2>(v, partial + (j * gridDim.x + blockIdx.x) * 2);
 }
 
+// The update pass's sums: ‖r‖² and (an active column, z stored) β².
 __global__ void update_finish_kernel(int na, int nb, const double* partial, double* s, bool general,
                                      bool with_r) {
-  const long long j = blockIdx.x * 8 + (threadIdx.x >> 5);
-  if (j >= na) return;
-  double* c = s + j * kFields;
-  const double state = c[kState];
-  if (state == kDone) return;
-  double t[2];
-  column_sums<2>(partial, nb, j, t);
-  if ((threadIdx.x & 31) != 0) return;
-  if (with_r) c[kRr] = t[0];
-  if (state == kActive && !general) c[kNrm] = t[1];
+  finish_columns<2>(
+      na, nb, partial, s, [](const double* c) { return c[kState] == kDone; },
+      [&](double* c, const double(&t)[2]) {
+        if (with_r) c[kRr] = t[0];
+        if (c[kState] == kActive && !general) c[kNrm] = t[1];
+      });
 }
 
 __global__ void rotate_kernel(int na, double* s, const double* beta2, ScalarParams p) {

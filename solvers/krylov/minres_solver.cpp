@@ -253,22 +253,9 @@ SolveResult MinresSolver::finish(Run& r, double t0) {
   for (std::int64_t j = 0; j < r.s; ++j) keep_.push_back(j);
   true_residuals(r, keep_.data(), r.s);
   res.residual_norms.assign(rn_.begin(), rn_.begin() + r.s);
-  std::int64_t passed = 0;
-  for (std::int64_t j = 0; j < r.s; ++j) passed += rn_[j] <= opt_.tol;
-  if (passed == r.s) {
-    res.status = SolverStatus::converged;
-  } else if (interrupt_requested()) {
-    res.status = SolverStatus::interrupted;
-    res.reason = detail::interrupted_reason(r.it, passed, r.s, "columns converged");
-  } else {
-    res.status = SolverStatus::not_converged;
-    res.reason = not_converged_reason(r);
-  }
+  detail::finish_run(r, rn_, opt_.tol, columns_, t0, [&] { return not_converged_reason(r); });
   for (std::int64_t j = 0; j < r.s; ++j)
     if (rn_[j] > opt_.tol) res.column_iterations[j] = -1;
-  res.iterations = r.it;
-  res.operator_applies = columns_;
-  res.seconds = detail::now_seconds() - t0;
   return std::move(r.res);
 }
 

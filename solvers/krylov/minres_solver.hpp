@@ -54,7 +54,6 @@ class MinresSolver {
   SolveResult solve(MvView<const double> rhs, MvView<double> x, bool use_x0);
 
   struct Run : tcsolve::detail::RunBase {
-    std::int64_t it = 0;
     std::int64_t na = 0;  // columns in the cycle's blocks (act()[0:na] their indices in rhs / x)
     int cycle = 0;
   };

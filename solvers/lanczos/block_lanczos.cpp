@@ -41,6 +41,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "solvers/dense/small_dense.hpp"
 
 namespace tcsolve::detail {
 
@@ -183,7 +184,7 @@ double BlockLanczos::chol_pip(const Mat& s_in, const Mat& gww) {
   const std::int64_t bs = shape_.block;
   for (std::int64_t i = 0; i < bs; ++i) {
     double d = s_in(i, i);
-    if (!(d > 1e-8 * gww(i, i)) || !(d > 1e-300) || !std::isfinite(d)) return -1.0;
+    if (!(d > kPipCancel * gww(i, i)) || !(d > 1e-300) || !std::isfinite(d)) return -1.0;
     dsc_(i) = 1.0 / std::sqrt(d);
   }
   ssc_.noalias() = dsc_.asDiagonal() * s_in * dsc_.asDiagonal();
@@ -191,7 +192,7 @@ double BlockLanczos::chol_pip(const Mat& s_in, const Mat& gww) {
   if (llt_.info() != Eigen::Success) return -1.0;
   double piv = 1e300;
   for (std::int64_t i = 0; i < bs; ++i) piv = std::min(piv, llt_.matrixLLT()(i, i));
-  if (!(piv * piv >= 1e-12)) return -1.0;
+  if (!(piv * piv >= kPipMinPivot2)) return -1.0;
   // R = Lᵀ·D⁻¹ (S = D⁻¹·L·Lᵀ·D⁻¹),  T = R⁻¹ = D·L⁻ᵀ.
   rfac_.setZero();
   rfac_.triangularView<Eigen::Upper>() = llt_.matrixU();
