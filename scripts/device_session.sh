@@ -11,7 +11,8 @@
 #             (lap2d:1000, 128 rhs: auto, direct, cg) and bench/krylov/solve_coverage.py on the GPU
 #   issue42   issue 42's two held-out cases, this build and the baseline (BASE=path at staging)
 #   ab        bench/ab.py of the baseline against this build on bench/e2e/ab_rows_gpu.txt
-#   tests     every GPU test binary (label gpu); TEST_FILTER narrows test_solvers_gpu
+#   tests     every GPU test binary (label gpu); TEST_FILTER narrows test_solvers_gpu, FILTER_<binary>
+#             narrows that binary (e.g. FILTER_test_spmm_large_gpu='Zero*')
 #   memcheck  compute-sanitizer memcheck on the planner/re-check/device-check paths
 #   python    compiles the module for the machine's python3, runs the pytest gpu tests
 #   pymod     only compiles the module (for scripts run after this one)
@@ -63,6 +64,7 @@ if has tests; then
     step "$t"
     f=""
     [ "$t" = test_solvers_gpu ] && [ -n "${TEST_FILTER:-}" ] && f="--gtest_filter=$TEST_FILTER"
+    v="FILTER_$t"; [ -n "${!v:-}" ] && f="--gtest_filter=${!v}"  # FILTER_<binary>: that binary's filter
     timeout ${TEST_LIMIT:-480} "$D/tests/$t" $f > "$OUT/$t.log" 2>&1; echo "$t rc=$?"
     grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/$t.log" | head -12
     grep -A6 "Failure$" "$OUT/$t.log" | cut -c1-400 | head -${FAIL_LINES:-40}
