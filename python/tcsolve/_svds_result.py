@@ -12,17 +12,23 @@ _ATTRS = ("task", "status", "reason", "method", "matrix", "command", "backend", 
           "job_options", "input_stamps")
 
 
+# The svds file's datasets that Result holds under SciPy's names and order (s, U, Vt) or computes
+# when saving (scores, the explained variance).
+_FILE_ONLY = ("s", "U", "Vt", "scores", "explained_variance", "explained_variance_ratio")
+
+
 def order_result(res):
-    """The C++ result dict (values descending, u m × k, v n × k) as Result fields in SciPy's order:
+    """The result dict under the svds file's names (the C++ one, python/src/results.cpp, or the
+    dense path's: ``s`` descending, ``U`` m × k, ``Vt`` k × n) as Result fields in SciPy's order:
     ``singular_values`` ascending, ``u`` (m × k), ``vt`` (k × n), ``residual_av``, ``residual_atu``
     (and the history's estimates) permuted alike."""
-    vals = np.asarray(res["values"], dtype=float)
+    vals = np.asarray(res["s"], dtype=float)
     idx = np.argsort(vals, kind="stable")
-    out = {key: val for key, val in res.items() if key not in ("values", "u", "v")}
+    out = {key: val for key, val in res.items() if key not in _FILE_ONLY}
     out["task"] = "svds"
     out["singular_values"] = vals[idx]
-    out["u"] = np.asfortranarray(np.asarray(res["u"])[:, idx])
-    out["vt"] = np.ascontiguousarray(np.asarray(res["v"])[:, idx].T)
+    out["u"] = np.asfortranarray(np.asarray(res["U"])[:, idx])
+    out["vt"] = np.ascontiguousarray(np.asarray(res["Vt"])[idx])
     for key in ("residual_av", "residual_atu"):
         out[key] = np.asarray(res[key], dtype=float)[idx]
     h = dict(res["history"])
