@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,9 @@ void record_svds(SvdResult& sr, ResultRecord& r);
 class Hdf5Group;
 // Writes the record into `g` (a new file's root): visit_result onto HDF5.
 void write_result(const ResultRecord& r, Hdf5Group& g, const std::function<double()>& time_write = {});
+// write_result's visitor onto `g` (attributes of g, datasets, "history/NAME" in the group
+// history), for a visit whose values come from elsewhere (the Python Result's save()).
+std::unique_ptr<ResultVisitor> hdf5_visitor(Hdf5Group& g);
 
 // The command's --json object, one line without the newline; `out` is the result file ("" :
 // null). svds keeps its own compact keys (singular_values, residual_av, ...; docs/hdf5-schema.md

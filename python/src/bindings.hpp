@@ -4,6 +4,7 @@
 //   py_operator.cpp      PyOperator: a Python callable as a host operator (callbacks get copies)
 //   interrupt_bridge.cpp Ctrl-C while C++ runs without the GIL (SIGINT -> the solvers' stop flag)
 //   results.cpp          solver results -> the result record -> dicts under the HDF5 schema's names
+//   result_file.cpp      write_result_file: Result.save() through the command's result writer
 //   eigs_bindings.cpp    eigs_csr, eigs_operator, eigs_device
 //   solve_bindings.cpp   cg_csr, cg_operator, cg_device
 //   krylov_bindings.cpp  krylov_csr, krylov_operator, krylov_device (MINRES, GMRES)
@@ -199,6 +200,7 @@ void define_krylov(py::module_& m);
 void define_direct(py::module_& m);
 void define_svd(py::module_& m);
 void define_device(py::module_& m);
+void define_result_file(py::module_& m);  // write_result_file, behind Result.save (result_file.cpp)
 void define_interrupt(py::module_& m);  // the test hook _interrupt_test_wait (interrupt_bridge.cpp)
 
 }  // namespace tcsolve::pyext

@@ -62,28 +62,23 @@ class SvdsResult(Result):
                 f"max residual/s1 {res / self.a_norm if self.a_norm else res:.3g}, "
                 f"time_solve={self.time_solve:.3g} s)")
 
-    def _write(self, f):  # (save() is Result's: a temporary file, renamed when written)
-        rev = slice(None, None, -1)  # the file holds the largest first
+    def _file_fields(self):  # (save() is Result's: the command's writer with these values)
+        """The fields under the svds file's names (section 6), largest first as the file holds them."""
+        fields, history = super()._file_fields()
+        rev = slice(None, None, -1)
         s = np.asarray(self.singular_values)[rev]
         u = np.asarray(self.u)[:, rev]
-        f["U"] = u
-        f["s"] = s
-        f["Vt"] = np.asarray(self.vt)[rev]
-        f["residual_av"] = np.asarray(self.residual_av)[rev]
-        f["residual_atu"] = np.asarray(self.residual_atu)[rev]
+        fields.update({"s": s, "U": u, "Vt": np.asarray(self.vt)[rev],
+                       "residual_av": np.asarray(self.residual_av)[rev],
+                       "residual_atu": np.asarray(self.residual_atu)[rev]})
         centered = bool(getattr(self, "centered", False))
+        fields["centered"] = "yes" if centered else "no"
         if centered:
-            f["means"] = np.asarray(self.means)
-            f["scores"] = u * s
-            f["explained_variance"] = s * s / max(self.rows - 1, 1)
-            f["explained_variance_ratio"] = s * s / self.total_sq if self.total_sq > 0 else np.zeros_like(s)
-        h = self.history
-        if len(h):
-            f["history/iteration"] = np.asarray(h.iteration, dtype=np.int64)
-            f["history/converged"] = np.asarray(h.converged, dtype=np.int64)
-            f["history/residual_estimates"] = np.asarray(h.residual_estimates)[:, rev]
-        for name in _ATTRS:
-            v = getattr(self, name, None)
-            if v is not None and not isinstance(v, np.ndarray):
-                f.attrs[name] = v
-        f.attrs["centered"] = "yes" if centered else "no"
+            fields["scores"] = u * s
+            fields["explained_variance"] = s * s / max(self.rows - 1, 1)
+            fields["explained_variance_ratio"] = s * s / self.total_sq if self.total_sq > 0 else np.zeros_like(s)
+        if len(self.history):
+            history["residual_estimates"] = np.asarray(self.history.residual_estimates)[:, rev]
+        else:
+            history = {}  # (no history group: the dense path's)
+        return fields, history
