@@ -135,3 +135,12 @@ def test_the_extension_dict_has_the_files_names(tmp_path, task):
     assert not CALL_KEYS & set(raw), CALL_KEYS & set(raw)
     for name in ("status", "rows", "nnz", "seed", "backend"):
         assert raw[name] == cli_attrs[name], (name, raw[name], cli_attrs[name])
+
+
+def test_save_names_a_bad_field_and_leaves_no_file(tmp_path):
+    # save() goes through the command's writer: a field of the wrong kind is named, nothing written
+    _, _, info = tcsolve.eigsh(lap2d(8), k=3, which="LA", return_info=True)
+    info.k = "three"
+    with pytest.raises(ValueError, match=r"^Result\.k: expected an integer \(got str\)$"):
+        info.save(str(tmp_path / "r.h5"))
+    assert list(tmp_path.iterdir()) == []
