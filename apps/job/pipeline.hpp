@@ -41,15 +41,12 @@ std::unique_ptr<ChebyshevPreconditioner> attach_chebyshev(const LinearOperator<d
                                                           std::unique_ptr<ChebyshevStep> fused, CgOptions& co,
                                                           ResultRecord& r, Timer& solve_clock);
 
-// What a result tells the record (status, reason, iterations, values or solutions, residuals,
-// the plan and its verification, precision, phases except setup).
-void record_eigs(EigsResult& er, ResultRecord& r);
-// solve: `cheb` adds the polynomial's products to the applies; solve_seconds: the solve's clock.
+// What a result tells the record: record_eigs, record_svds and the solve's part of record_solve
+// are tcsolve_record's (apps/job/record.hpp, shared with the Python module). The job's solve adds
+// the polynomial's products to the applies (`cheb`), the solve's clock and steps, and the
+// breakdown's words naming the matrix.
 void record_solve(SolveResult& sr, const JobSpec& s, const ChebyshevPreconditioner* cheb, double solve_seconds,
                   ResultRecord& r);
-// svds: the triplets (U, s, V, both residuals, the PCA outputs), the phases (setup added), the
-// history.
-void record_svds(SvdResult& sr, ResultRecord& r);
 // Appends a note to the record's reason ("reason; note").
 void add_note(ResultRecord& r, const std::string& note);
 

@@ -257,6 +257,8 @@ void write_result(const ResultRecord& r, Hdf5Group& g, const std::function<doubl
   visit_result(r, v, time_write);
 }
 
+std::unique_ptr<ResultVisitor> hdf5_visitor(Hdf5Group& g) { return std::make_unique<Hdf5Visitor>(g); }
+
 namespace {
 std::string json_array(const std::vector<double>& v, const char* sep = ", ") {
   std::string out = "[";

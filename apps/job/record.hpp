@@ -1,8 +1,9 @@
 // One eigs, solve or svds result: the record the job pipeline fills (on one process or under mpirun)
 // and the one writer of its forms — the HDF5 result file (docs/hdf5-schema.md, sections 2-4 and
 // 6, through visit_result) and the command's --json object (result_json). A library of its own
-// (tcsolve_record: io, no Boost, no apps), so that the Python module can fill the same record and
-// write the same file, or visit it into a dict under the schema's names.
+// (tcsolve_record: io and the solvers' results, no Boost, no apps), so that the Python module can
+// fill the same record (record_eigs, record_solve, record_svds) and write the same file, or visit
+// it into a dict under the schema's names (python/src/results.cpp).
 //
 //   ResultRecord r;  r.task = "eigs"; ...                // the pipeline fills it
 //   Hdf5File f = Hdf5File::create(tmp);  write_result(r, f, clock);  f.close();
@@ -15,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,9 @@
 #include "solvers/result.hpp"
 
 namespace tcsolve {
+
+struct EigsResult;
+struct SvdResult;
 
 struct ResultRecord {
   // ---- identity: every file, failure records too (attributes)
@@ -122,9 +127,26 @@ class ResultVisitor {
 // to its last attribute (a one-process result's time_write; not called otherwise).
 void visit_result(const ResultRecord& r, ResultVisitor& v, const std::function<double()>& time_write = {});
 
+// What a solver's result tells the record, for both doors (the job pipeline, apps/job/pipeline.cpp,
+// and the Python module, python/src/results.cpp; apps/job/record_fill.cpp). The options as asked,
+// the inputs and the operator fields are the caller's. The vectors and the history are moved.
+//   eigs: status, reason, method, iterations, applies, values, residuals and bounds, norms, the
+//         test, the verification, the plan (method_reason, transform, sigma, prediction,
+//         precision, factorization), time_plan/solve/verify
+//   solve: status, reason, method ("block_cg" when empty), backward errors, optimality,
+//          iterations, applies, residuals, column iterations, precision_used, the solutions
+//   svds: status, reason, method, iterations, applies, rows, cols, k, tolerance, s₁, the
+//         triplets and residuals, the PCA outputs, time_setup (added), time_solve/verify
+void record_eigs(EigsResult& er, ResultRecord& r);
+void record_solve(SolveResult& sr, ResultRecord& r);
+void record_svds(SvdResult& sr, ResultRecord& r);
+
 class Hdf5Group;
 // Writes the record into `g` (a new file's root): visit_result onto HDF5.
 void write_result(const ResultRecord& r, Hdf5Group& g, const std::function<double()>& time_write = {});
+// write_result's visitor onto `g` (attributes of g, datasets, "history/NAME" in the group
+// history), for a visit whose values come from elsewhere (the Python Result's save()).
+std::unique_ptr<ResultVisitor> hdf5_visitor(Hdf5Group& g);
 
 // The command's --json object, one line without the newline; `out` is the result file ("" :
 // null). svds keeps its own compact keys (singular_values, residual_av, ...; docs/hdf5-schema.md

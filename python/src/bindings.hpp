@@ -3,7 +3,8 @@
 //   options.cpp          the option dict -> EigsOptions / CgOptions, host CSR arrays -> Csr
 //   py_operator.cpp      PyOperator: a Python callable as a host operator (callbacks get copies)
 //   interrupt_bridge.cpp Ctrl-C while C++ runs without the GIL (SIGINT -> the solvers' stop flag)
-//   results.cpp          solver results -> dicts of NumPy arrays (the fields of the HDF5 results)
+//   results.cpp          solver results -> the result record -> dicts under the HDF5 schema's names
+//   result_file.cpp      write_result_file: Result.save() through the command's result writer
 //   eigs_bindings.cpp    eigs_csr, eigs_operator, eigs_device
 //   solve_bindings.cpp   cg_csr, cg_operator, cg_device
 //   krylov_bindings.cpp  krylov_csr, krylov_operator, krylov_device (MINRES, GMRES)
@@ -22,12 +23,14 @@
 #include <string>
 #include <utility>
 
+#include "apps/job/record.hpp"
 #include "core/csr.hpp"
 #include "core/error.hpp"
 #include "core/operator.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/dense_ops.hpp"
 #include "solvers/eigs/eigs.hpp"
+#include "solvers/svd/svds.hpp"
 
 namespace tcsolve::pyext {
 
@@ -150,17 +153,25 @@ std::function<void(const IterationRecord&)> progress_and_interrupt(const py::dic
 // ---- results (results.cpp) ---------------------------------------------------------------------
 
 py::array_t<double> vec(const std::vector<double>& v);
-py::dict eigs_result_dict(const EigsResult& r, const EigsOptions& o);
-py::dict solve_result_dict(const SolveResult& r, const CgOptions& o, Backend backend,
-                           const std::string& precond);
-// Any solve's result (method from r.method, "block_cg" when empty); backward_errors and
-// optimality appear when the result has them.
-py::dict solve_result_dict(const SolveResult& r, double tol, std::int64_t max_iterations, Backend backend,
-                           const std::string& precond);
+// A solver's result as the record of the command's result file (apps/job/record.hpp, filled by
+// the job pipeline's record_eigs / record_solve / record_svds) with the call's options as asked;
+// the binding adds what it knows (nnz, the SpMM kernel, precision, time_setup) and result_dict
+// turns it into the package's dict (the vectors and the history are moved out of the result).
+ResultRecord eigs_record(EigsResult& r, const EigsOptions& o);
+// Any solve's (method from r.method, "block_cg" when empty; backward_errors and optimality when
+// the result has them; the solution when the result holds it, as the direct solves' does).
+ResultRecord solve_record(SolveResult& r, double tol, std::int64_t max_iterations, Backend backend,
+                          const std::string& precond);
+ResultRecord svds_record(SvdResult& r, const SvdOptions& o, Backend backend);
 // The operator fields of a solve on CuPy arrays read in place (the csr_view kernel; nnz, fp64,
 // time_setup), and of one on a LinearOperator (Python callbacks).
-void put_device_view_fields(py::dict& d, std::int64_t nnz, double setup_seconds);
-void put_python_operator_fields(py::dict& d);
+void device_view_fields(ResultRecord& r, std::int64_t nnz, double setup_seconds);
+void python_operator_fields(ResultRecord& r);
+// The record's objects under the schema's names (visit_result), less the keys the package writes
+// from the call (its matrix description, command, which, k...), plus the fields its Result had
+// before the record: history's values and ortho (eigs, solve), eigs' sigma, predicted_seconds,
+// factorization and eigenvectors always, svds' centered as a bool and its operator fields.
+py::dict result_dict(const ResultRecord& r);
 
 // ---- the CUDA dense ops shared by calls on CuPy input (device_bindings.cpp) --------------------
 
@@ -189,6 +200,7 @@ void define_krylov(py::module_& m);
 void define_direct(py::module_& m);
 void define_svd(py::module_& m);
 void define_device(py::module_& m);
+void define_result_file(py::module_& m);  // write_result_file, behind Result.save (result_file.cpp)
 void define_interrupt(py::module_& m);  // the test hook _interrupt_test_wait (interrupt_bridge.cpp)
 
 }  // namespace tcsolve::pyext

@@ -83,23 +83,19 @@ py::dict direct_csr(std::int64_t m, std::int64_t n, const I64Array& indptr, cons
     PyErr_SetString(PyExc_MemoryError, e.what());
     throw py::error_already_set();
   }
-  const SolveResult& r = run.r;
+  SolveResult& r = run.r;
   if (static_cast<std::int64_t>(r.solutions.size()) != n * s)
     throw Error("direct_solve returned " + std::to_string(r.solutions.size()) + " solution entries, expected " +
                 std::to_string(n) + " x " + std::to_string(s));
   const bool least_squares = !r.optimality.empty();
-  py::dict d = solve_result_dict(r, least_squares ? o.optimality_tol : o.backward_tol, 0, Backend::cpu, "none");
-  py::array_t<double, py::array::f_style> x({n, s});
-  if (n * s > 0) std::memcpy(x.mutable_data(), r.solutions.data(), r.solutions.size() * sizeof(double));
-  d["solution"] = x;
-  d["rows"] = m;
+  const std::string factorization = r.method;
+  // the solution (n × s) comes back as the record's dataset, the (n, s) Fortran array
+  ResultRecord rec = solve_record(r, least_squares ? o.optimality_tol : o.backward_tol, 0, Backend::cpu, "none");
+  rec.rows = m, rec.right_hand_sides = s, rec.nnz = a.nnz();
+  rec.spmm_kernel = "none (direct)", rec.spmm_plan = "", rec.precision = "fp64", rec.time_setup = run.classify_seconds;
+  py::dict d = result_dict(rec);
   d["cols"] = n;
-  d["nnz"] = a.nnz();
-  d["spmm_kernel"] = "none (direct)";
-  d["spmm_plan"] = "";
-  d["precision"] = "fp64";
-  d["factorization"] = r.method;
-  d["time_setup"] = run.classify_seconds;
+  d["factorization"] = factorization;
   put_facts(d, run.facts);
   return d;
 }

@@ -42,10 +42,9 @@ py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indice
   const double convert_s = seconds_since(t0);
   // the driver: plan, set up, solve, verify
   EigsResult r = run_interruptible([&] { return eigs(a, b.get(), o); });
-  py::dict d = eigs_result_dict(r, o);
-  d["nnz"] = a.nnz();
-  d["spmm_kernel"] = r.spmm_kernel;
-  d["spmm_plan"] = r.spmm_plan;
+  ResultRecord rec = eigs_record(r, o);
+  rec.nnz = a.nnz(), rec.spmm_kernel = r.spmm_kernel, rec.spmm_plan = r.spmm_plan;
+  py::dict d = result_dict(rec);
   d["time_convert"] = convert_s;
   return d;
 }
@@ -69,10 +68,11 @@ py::dict eigs_operator(std::int64_t n, py::object fa, py::object fb, py::object 
     auto ops = make_dense_ops(Backend::cpu);
     return eigs(a, b.get(), *ops, o);
   });
-  py::dict d = eigs_result_dict(r, o);
-  d["spmm_kernel"] = "python";
-  d["spmm_plan"] = "the LinearOperator's matmat (Python callback)";
-  return d;
+  ResultRecord rec = eigs_record(r, o);
+  const std::string precision = rec.precision;  // (eigs: the storage asked)
+  python_operator_fields(rec);
+  rec.precision = precision;
+  return result_dict(rec);
 }
 
 // CuPy input: the operators view the caller's device arrays (spmm/device_csr_view.hpp); the
@@ -98,11 +98,12 @@ py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py
     ops->synchronize();
     return res;
   });
-  py::dict d = eigs_result_dict(r, o);
-  d["nnz"] = nnz_a;
-  d["spmm_kernel"] = "csr_view";
-  d["spmm_plan"] = "row-split CSR kernel on the CuPy arrays in place (no upload, no trial)";
-  return d;
+  ResultRecord rec = eigs_record(r, o);
+  const double setup_s = rec.time_setup;
+  const std::string precision = rec.precision;  // (eigs: the storage asked)
+  device_view_fields(rec, nnz_a, setup_s);
+  rec.precision = precision;
+  return result_dict(rec);
 }
 
 }  // namespace

@@ -138,13 +138,10 @@ py::dict krylov_csr(const std::string& method, std::int64_t n, const I64Array& i
     check_solution(a, bp, n, xp, n, s, false, out.r);
     return out;
   });
-  py::dict d = solve_result_dict(h.r, o.tol, o.max_iterations, backend, precond);
-  d["nnz"] = a.nnz();
-  d["spmm_kernel"] = h.kernel;
-  d["spmm_plan"] = h.kernel_plan;
-  d["precision"] = "fp64";
-  d["time_setup"] = h.setup;
-  return d;
+  ResultRecord rec = solve_record(h.r, o.tol, o.max_iterations, backend, precond);
+  rec.nnz = a.nnz(), rec.spmm_kernel = h.kernel, rec.spmm_plan = h.kernel_plan;
+  rec.precision = "fp64", rec.time_setup = h.setup;
+  return result_dict(rec);
 }
 
 py::dict krylov_operator(const std::string& method, std::int64_t n, py::object fa, const F64Array& rhs,
@@ -170,9 +167,9 @@ py::dict krylov_operator(const std::string& method, std::int64_t n, py::object f
     auto ops = make_dense_ops(Backend::cpu);
     return run_krylov_host(km, a, *ops, bp, xp, n, s, use_x0, o);
   });
-  py::dict d = solve_result_dict(r, o.tol, o.max_iterations, Backend::cpu, precond);
-  put_python_operator_fields(d);
-  return d;
+  ResultRecord rec = solve_record(r, o.tol, o.max_iterations, Backend::cpu, precond);
+  python_operator_fields(rec);
+  return result_dict(rec);
 }
 
 // The device solve behind krylov_device (GIL released, cached ops locked): Jacobi's diagonal
@@ -211,9 +208,9 @@ py::dict krylov_device(const std::string& method, std::int64_t n, std::int64_t n
   double setup = 0;
   SolveResult r = run_interruptible(
       [&] { return solve_device(km, n, nnz, da, bv, xv, use_x0, o, precond == "jacobi", setup); });
-  py::dict d = solve_result_dict(r, o.tol, o.max_iterations, Backend::cuda, precond);
-  put_device_view_fields(d, nnz, setup);
-  return d;
+  ResultRecord rec = solve_record(r, o.tol, o.max_iterations, Backend::cuda, precond);
+  device_view_fields(rec, nnz, setup);
+  return result_dict(rec);
 }
 
 }  // namespace

@@ -104,6 +104,7 @@ PYBIND11_MODULE(_tcsolve, m) {
   define_direct(m);
   define_svd(m);
   define_device(m);
+  define_result_file(m);
   define_interrupt(m);
   define_helpers(m);
   m.attr("__version__") = TCSOLVE_VERSION;

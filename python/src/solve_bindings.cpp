@@ -117,13 +117,10 @@ py::dict cg_csr(std::int64_t n, const I64Array& indptr, const I32Array& indices,
   double* xp = x.mutable_data();
   CsrSolve c = run_interruptible(
       [&] { return solve_csr_host(a, rhs, xp, n, use_x0, o, backend, precision, mixed, precond); });
-  py::dict d = solve_result_dict(c.r, o, backend, precond);
-  d["nnz"] = a.nnz();
-  d["spmm_kernel"] = c.kernel;
-  d["spmm_plan"] = c.kernel_plan;
-  d["precision"] = to_string(precision);
-  d["time_setup"] = c.setup;
-  return d;
+  ResultRecord rec = solve_record(c.r, o.tol, o.max_iterations, backend, precond);
+  rec.nnz = a.nnz(), rec.spmm_kernel = c.kernel, rec.spmm_plan = c.kernel_plan;
+  rec.precision = to_string(precision), rec.time_setup = c.setup;
+  return result_dict(rec);
 }
 
 py::dict cg_operator(std::int64_t n, py::object fa, const F64Array& rhs,
@@ -152,9 +149,9 @@ py::dict cg_operator(std::int64_t n, py::object fa, const F64Array& rhs,
     auto ops = make_dense_ops(Backend::cpu);
     return run_cg_host(a, *ops, bp, xp, n, s, use_x0, o);
   });
-  py::dict d = solve_result_dict(r, o, Backend::cpu, precond);
-  put_python_operator_fields(d);
-  return d;
+  ResultRecord rec = solve_record(r, o.tol, o.max_iterations, Backend::cpu, precond);
+  python_operator_fields(rec);
+  return result_dict(rec);
 }
 
 // The device solve behind cg_device (GIL released, cached ops locked): Jacobi's diagonal from the
@@ -221,9 +218,9 @@ py::dict cg_device(std::int64_t n, std::int64_t nnz, const py::tuple& pa, std::u
   double setup = 0;
   SolveResult r = run_interruptible(
       [&] { return solve_device(n, nnz, da, bv, xv, use_x0, o, a_norm, mixed, precond, setup); });
-  py::dict d = solve_result_dict(r, o, Backend::cuda, precond);
-  put_device_view_fields(d, nnz, setup);
-  return d;
+  ResultRecord rec = solve_record(r, o.tol, o.max_iterations, Backend::cuda, precond);
+  device_view_fields(rec, nnz, setup);
+  return result_dict(rec);
 }
 
 }  // namespace

@@ -11,20 +11,18 @@
 //                                                        place; mu: None or the n column means
 //                                                        (centered: A − 1·μᵀ through
 //                                                        CenteredOperator on the device)
-// Each solves with the GIL released and Ctrl-C bridged (run_interruptible) and returns a dict:
-// status, reason, method, values (descending), u (m × k), v (n × k, V not Vᵀ), residual_av,
-// residual_atu, a_norm, the history of the svds HDF5 result (docs/hdf5-schema.md, section 6),
-// the phases' seconds and, centered, means and total_sq.
+// Each solves with the GIL released and Ctrl-C bridged (run_interruptible) and returns the dict
+// of the svds HDF5 result (docs/hdf5-schema.md, section 6; results.cpp's result_dict): status,
+// reason, method, s (descending), U (m × k), Vt (k × n), residual_av, residual_atu, a_norm, the
+// history, the phases' seconds and, centered, means, scores, the explained variance and total_sq;
+// plus seconds (the call's).
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/device.hpp"
 #include "factor/sparse_factor.hpp"
 #include "python/src/bindings.hpp"
 #include "solvers/svd/centered.hpp"
@@ -54,66 +52,10 @@ SvdOptions svd_options(const py::dict& d, std::int64_t n) {
   return o;
 }
 
-// rows × cols column-major as an F-ordered (rows, cols) array.
-py::array_t<double> block(const std::vector<double>& v, std::int64_t rows, std::int64_t cols) {
-  py::array_t<double, py::array::f_style> a({rows, cols});
-  if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(double));
-  return a;
-}
-
-// The svds result file's history: restart number, triplets whose estimate passed, the
-// estimates of ‖Aᵀ·u_j − σ_j·v_j‖ per wanted triplet (restarts × k, NaN where none was made).
-py::dict svd_history(const SvdResult& r) {
-  const auto h = static_cast<py::ssize_t>(r.history.size());
-  py::array_t<std::int64_t> it(h), conv(h);
-  py::array_t<double> est({h, static_cast<py::ssize_t>(r.k)});
-  std::fill(est.mutable_data(), est.mutable_data() + est.size(), NAN);
-  for (py::ssize_t i = 0; i < h; ++i) {
-    const IterationRecord& rec = r.history[static_cast<std::size_t>(i)];
-    it.mutable_data()[i] = rec.iteration;
-    conv.mutable_data()[i] = rec.converged;
-    const std::size_t c = std::min(rec.residual_norms.size(), static_cast<std::size_t>(r.k));
-    std::copy(rec.residual_norms.begin(), rec.residual_norms.begin() + c, est.mutable_data() + i * r.k);
-  }
-  py::dict d;
-  d["iteration"] = it;
-  d["converged"] = conv;
-  d["residual_estimates"] = est;
-  return d;
-}
-
-py::dict svd_result_dict(const SvdResult& r, const SvdOptions& o, Backend backend) {
-  py::dict d;
-  d["task"] = "svds";
-  d["status"] = to_string(r.status);
-  d["reason"] = r.reason;
-  d["method"] = r.method;
-  d["rows"] = r.m;
-  d["cols"] = r.n;
-  d["k"] = r.k;
-  d["values"] = vec(r.values);
-  d["u"] = block(r.u, r.m, static_cast<std::int64_t>(r.u.size()) / std::max<std::int64_t>(r.m, 1));
-  d["v"] = block(r.v, r.n, static_cast<std::int64_t>(r.v.size()) / std::max<std::int64_t>(r.n, 1));
-  d["residual_av"] = vec(r.residual_av);
-  d["residual_atu"] = vec(r.residual_atu);
-  d["a_norm"] = r.a_norm;
-  d["tolerance"] = r.tol > 0 ? r.tol : o.tol;
-  d["iterations"] = r.iterations;
-  d["max_iterations"] = o.max_restarts;
-  d["operator_applies"] = r.operator_applies;
-  d["history"] = svd_history(r);
-  d["time_setup"] = r.phases.setup_s;
-  d["time_solve"] = r.phases.iterate_s;
-  d["time_verify"] = r.phases.verify_s;
-  d["seconds"] = r.seconds;
-  d["seed"] = static_cast<std::int64_t>(o.seed);
-  d["centered"] = o.center;
-  if (o.center) {
-    d["means"] = vec(r.means);
-    d["total_sq"] = r.total_sq;
-  }
-  d["backend"] = to_string(backend);
-  d["device"] = backend == Backend::cuda ? device_name() : std::string("cpu");
+// The record's dict (results.cpp) and the seconds of the whole svds call.
+py::dict svd_result_dict(ResultRecord& rec, double seconds) {
+  py::dict d = result_dict(rec);
+  d["seconds"] = seconds;
   return d;
 }
 
@@ -124,9 +66,9 @@ py::dict svds_csr(std::int64_t m, std::int64_t n, const I64Array& indptr, const 
   const SvdOptions o = svd_options(opt, n);
   const Backend backend = resolve_backend(opt_get<std::string>(opt, "device", "auto"));
   SvdResult r = run_interruptible([&] { return svds(a, backend, o); });
-  py::dict d = svd_result_dict(r, o, backend);
-  d["nnz"] = a.nnz();
-  return d;
+  ResultRecord rec = svds_record(r, o, backend);
+  rec.nnz = a.nnz();
+  return svd_result_dict(rec, r.seconds);
 }
 
 py::dict svds_operator(std::int64_t m, std::int64_t n, py::object fa, py::object fat, const py::dict& opt) {
@@ -139,9 +81,9 @@ py::dict svds_operator(std::int64_t m, std::int64_t n, py::object fa, py::object
     auto ops = make_dense_ops(Backend::cpu);
     return svds(a, at, *ops, o);
   });
-  py::dict d = svd_result_dict(r, o, Backend::cpu);
-  put_python_operator_fields(d);
-  return d;
+  ResultRecord rec = svds_record(r, o, Backend::cpu);
+  python_operator_fields(rec);
+  return svd_result_dict(rec, r.seconds);
 }
 
 // CuPy input: A and Aᵀ (the package transposes on the device) viewed in place; centered, the
@@ -177,9 +119,9 @@ py::dict svds_device(std::int64_t m, std::int64_t n, std::int64_t nnz, const py:
     return res;
   });
   if (o.center) r.means = std::move(means);  // total_sq: computed by the package (CuPy)
-  py::dict d = svd_result_dict(r, o, Backend::cuda);
-  put_device_view_fields(d, nnz, r.phases.setup_s);
-  return d;
+  ResultRecord rec = svds_record(r, o, Backend::cuda);
+  device_view_fields(rec, nnz, r.phases.setup_s);
+  return svd_result_dict(rec, r.seconds);
 }
 
 }  // namespace

@@ -1,26 +1,11 @@
 """The result object of ``return_info=True`` and the non-convergence exception."""
 
 import os
-import tempfile
 
 import numpy as np
 from scipy.sparse.linalg import ArpackNoConvergence
 
-# The fields of the HDF5 results (docs/hdf5-schema.md, sections 2 and 3) in the order they are
-# shown; Result holds every one of them (plus the eigs driver's extra fields when present).
-EIGS_DATASETS = ("eigenvalues", "eigenvectors", "residual_norms", "residual_bounds")
-SOLVE_DATASETS = ("solution", "residual_norms", "backward_errors", "optimality", "column_iterations")
-COMMON_ATTRS = ("task", "status", "reason", "method", "iterations", "operator_applies", "tolerance",
-                "max_iterations", "precision", "preconditioner", "backend", "device", "spmm_kernel", "spmm_plan", "reorder",
-                "matrix", "matrix_checksum", "rows", "nnz", "seed", "time_read", "time_preprocess",
-                "time_solve", "time_write", "tcsolve_version", "command", "job", "job_options",
-                "input_stamps")
-EIGS_ATTRS = ("k", "which", "a_norm", "b_norm", "mass", "mass_checksum")
-SOLVE_ATTRS = ("right_hand_sides", "rhs", "matrix_kind")
-# What the eigs() driver adds (solvers/eigs.hpp).
-DRIVER_FIELDS = ("convergence_test", "transform", "sigma", "method_reason", "predicted_seconds", "precision_used",
-                 "verification", "certified", "certificate", "factorization", "error_bounds",
-                 "time_plan", "time_setup", "time_verify")
+from . import _tcsolve
 
 
 class Lazy:
@@ -29,7 +14,6 @@ class Lazy:
 
     def __init__(self, fn):
         self.fn = fn
-HISTORY_FIELDS = ("iteration", "residual_norms", "converged", "active", "apply_seconds", "dense_seconds")
 
 
 class History:
@@ -107,40 +91,16 @@ class Result:
                 f"iterations={self.iterations}{worst}, time_solve={self.time_solve:.3g} s)")
 
     def save(self, path):
-        """Writes the result as tcsolve's command line does (docs/hdf5-schema.md), atomically."""
-        import h5py  # optional: only this method needs it
+        """Writes the result as tcsolve's command line does, atomically: the command's writer
+        (write_result, docs/hdf5-schema.md) with this Result's fields as the values."""
+        fields, history = self._file_fields()
+        _tcsolve.write_result_file(os.fspath(path), self.task, fields, history)
 
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=folder)
-        os.close(fd)
-        try:
-            with h5py.File(tmp, "w") as f:
-                self._write(f)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-
-    def _write(self, f):
-        """The datasets and attributes of the result file (save() writes them to a temporary file)."""
-        eigs = self.task == "eigs"
-        attrs = COMMON_ATTRS + (EIGS_ATTRS if eigs else SOLVE_ATTRS) + DRIVER_FIELDS
-        for name in attrs:
-            v = getattr(self, name, None)
-            if v is None or isinstance(v, np.ndarray):
-                continue
-            f.attrs[name] = v
-        for name in (EIGS_DATASETS if eigs else SOLVE_DATASETS) + ("error_bounds",):
-            v = getattr(self, name, None)
-            if v is None:
-                continue
-            v = np.asarray(v)
-            # [k][n] / [s][n] on disk: one row per vector, in the original row order.
-            f[name] = v.T if v.ndim == 2 else v
-        g = f.create_group("history")
-        for name in HISTORY_FIELDS:
-            g[name] = np.asarray(getattr(self.history, name))
+    def _file_fields(self):
+        """The fields under the file's names, and the history group's arrays."""
+        fields = {k: getattr(self, k) for k in self.keys() if k != "history"}
+        h = getattr(self, "history", None)
+        return fields, ({} if h is None else dict(vars(h)))
 
 
 class NoConvergence(ArpackNoConvergence):

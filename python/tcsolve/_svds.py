@@ -297,7 +297,7 @@ def dense_svd(a, k, tol, which="SM"):
     r_av = np.linalg.norm(apply(a, v) - u * vals, axis=0)
     r_atu = np.linalg.norm(apply(a, u, adjoint=True) - v * vals, axis=0)
     ok = bool(np.all(r_av <= tol * s[0]) and np.all(r_atu <= tol * s[0]))
-    return {"status": "converged" if ok else "not_converged", "values": vals, "u": u, "v": v,
+    return {"status": "converged" if ok else "not_converged", "s": vals, "U": u, "Vt": np.ascontiguousarray(v.T),
             "reason": "" if ok else "the dense SVD's triplets miss the residual test (tol below this matrix's rounding?)",
             "method": f"dense (LAPACK gesdd of the {m} x {n} matrix; which='{which}')", "residual_av": r_av,
             "residual_atu": r_atu, "a_norm": float(s[0]), "tolerance": tol, "iterations": 0,

@@ -12,17 +12,23 @@ _ATTRS = ("task", "status", "reason", "method", "matrix", "command", "backend", 
           "job_options", "input_stamps")
 
 
+# The svds file's datasets that Result holds under SciPy's names and order (s, U, Vt) or computes
+# when saving (scores, the explained variance).
+_FILE_ONLY = ("s", "U", "Vt", "scores", "explained_variance", "explained_variance_ratio")
+
+
 def order_result(res):
-    """The C++ result dict (values descending, u m × k, v n × k) as Result fields in SciPy's order:
+    """The result dict under the svds file's names (the C++ one, python/src/results.cpp, or the
+    dense path's: ``s`` descending, ``U`` m × k, ``Vt`` k × n) as Result fields in SciPy's order:
     ``singular_values`` ascending, ``u`` (m × k), ``vt`` (k × n), ``residual_av``, ``residual_atu``
     (and the history's estimates) permuted alike."""
-    vals = np.asarray(res["values"], dtype=float)
+    vals = np.asarray(res["s"], dtype=float)
     idx = np.argsort(vals, kind="stable")
-    out = {key: val for key, val in res.items() if key not in ("values", "u", "v")}
+    out = {key: val for key, val in res.items() if key not in _FILE_ONLY}
     out["task"] = "svds"
     out["singular_values"] = vals[idx]
-    out["u"] = np.asfortranarray(np.asarray(res["u"])[:, idx])
-    out["vt"] = np.ascontiguousarray(np.asarray(res["v"])[:, idx].T)
+    out["u"] = np.asfortranarray(np.asarray(res["U"])[:, idx])
+    out["vt"] = np.ascontiguousarray(np.asarray(res["Vt"])[idx])
     for key in ("residual_av", "residual_atu"):
         out[key] = np.asarray(res[key], dtype=float)[idx]
     h = dict(res["history"])
@@ -56,28 +62,23 @@ class SvdsResult(Result):
                 f"max residual/s1 {res / self.a_norm if self.a_norm else res:.3g}, "
                 f"time_solve={self.time_solve:.3g} s)")
 
-    def _write(self, f):  # (save() is Result's: a temporary file, renamed when written)
-        rev = slice(None, None, -1)  # the file holds the largest first
+    def _file_fields(self):  # (save() is Result's: the command's writer with these values)
+        """The fields under the svds file's names (section 6), largest first as the file holds them."""
+        fields, history = super()._file_fields()
+        rev = slice(None, None, -1)
         s = np.asarray(self.singular_values)[rev]
         u = np.asarray(self.u)[:, rev]
-        f["U"] = u
-        f["s"] = s
-        f["Vt"] = np.asarray(self.vt)[rev]
-        f["residual_av"] = np.asarray(self.residual_av)[rev]
-        f["residual_atu"] = np.asarray(self.residual_atu)[rev]
+        fields.update({"s": s, "U": u, "Vt": np.asarray(self.vt)[rev],
+                       "residual_av": np.asarray(self.residual_av)[rev],
+                       "residual_atu": np.asarray(self.residual_atu)[rev]})
         centered = bool(getattr(self, "centered", False))
+        fields["centered"] = "yes" if centered else "no"
         if centered:
-            f["means"] = np.asarray(self.means)
-            f["scores"] = u * s
-            f["explained_variance"] = s * s / max(self.rows - 1, 1)
-            f["explained_variance_ratio"] = s * s / self.total_sq if self.total_sq > 0 else np.zeros_like(s)
-        h = self.history
-        if len(h):
-            f["history/iteration"] = np.asarray(h.iteration, dtype=np.int64)
-            f["history/converged"] = np.asarray(h.converged, dtype=np.int64)
-            f["history/residual_estimates"] = np.asarray(h.residual_estimates)[:, rev]
-        for name in _ATTRS:
-            v = getattr(self, name, None)
-            if v is not None and not isinstance(v, np.ndarray):
-                f.attrs[name] = v
-        f.attrs["centered"] = "yes" if centered else "no"
+            fields["scores"] = u * s
+            fields["explained_variance"] = s * s / max(self.rows - 1, 1)
+            fields["explained_variance_ratio"] = s * s / self.total_sq if self.total_sq > 0 else np.zeros_like(s)
+        if len(self.history):
+            history["residual_estimates"] = np.asarray(self.history.residual_estimates)[:, rev]
+        else:
+            history = {}  # (no history group: the dense path's)
+        return fields, history
