@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/job/json.hpp"
+#include "results/json.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
 
@@ -94,7 +94,7 @@ std::string format_bytes(double bytes);
 std::string format_seconds(double s);
 // format(): printf into a std::string (core/format.hpp).
 
-// JSON writing helpers for --json outputs: json_string, json_number (apps/job/json.hpp).
+// JSON writing helpers for --json outputs: json_string, json_number (results/json.hpp).
 
 // Help paragraph describing what a MATRIX argument may be (files by extension, gen: specs).
 extern const char* const matrix_argument_help;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "apps/job/cache.hpp"
-#include "apps/job/record.hpp"
+#include "results/record.hpp"
 #include "apps/job/spec.hpp"
 #include "solvers/result.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "apps/job/cache.hpp"
 #include "apps/job/checkpoint.hpp"
-#include "apps/job/record.hpp"
+#include "results/record.hpp"
 #include "apps/job/run.hpp"
 #include "apps/job/spec.hpp"
 #include "solvers/block_cg.hpp"

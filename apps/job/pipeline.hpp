@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "apps/job/record.hpp"
+#include "results/record.hpp"
 #include "apps/job/run.hpp"
 #include "apps/job/spec.hpp"
 #include "solvers/block_cg.hpp"
@@ -42,7 +42,7 @@ std::unique_ptr<ChebyshevPreconditioner> attach_chebyshev(const LinearOperator<d
                                                           ResultRecord& r, Timer& solve_clock);
 
 // What a result tells the record: record_eigs, record_svds and the solve's part of record_solve
-// are tcsolve_record's (apps/job/record.hpp, shared with the Python module). The job's solve adds
+// are tcsolve_record's (results/record.hpp, shared with the Python module). The job's solve adds
 // the polynomial's products to the applies (`cheb`), the solve's clock and steps, and the
 // breakdown's words naming the matrix.
 void record_solve(SolveResult& sr, const JobSpec& s, const ChebyshevPreconditioner* cheb, double solve_seconds,

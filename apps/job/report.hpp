@@ -8,7 +8,7 @@
 #include <ostream>
 #include <string>
 
-#include "apps/job/record.hpp"
+#include "results/record.hpp"
 #include "apps/job/spec.hpp"
 
 namespace tcsolve::app {

@@ -1,14 +1,14 @@
 // Running a job: spec → run → record. One pipeline, two backends: run_job on this process (the
 // command line, a batch's worker per GPU) and run_distributed_job on every rank of an MPI launch
 // (distributed/'s operator and dense ops; rows partitioned, vectors gathered to rank 0). Both fill
-// one ResultRecord (apps/job/record.hpp) and write it with one writer.
+// one ResultRecord (results/record.hpp) and write it with one writer.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 
 #include "apps/job/cache.hpp"
-#include "apps/job/record.hpp"
+#include "results/record.hpp"
 #include "apps/job/spec.hpp"
 #include "core/interrupt.hpp"
 #include "distributed/comm.hpp"

@@ -4,7 +4,7 @@
 # For each row and repetition (alternating): the one-process default path (`tcsolve ...`, what a
 # user gets on one GPU: the planner, the fused and fp32-ladder Chebyshev step), the distributed
 # code on one rank (TCSOLVE_DISTRIBUTED=1: the same kernels as on two, the scaling baseline), and
-# `mpirun -np 2`. Prints seconds.solve / seconds.total / process wall and checks every answer
+# `mpirun -np 2` (NO_MPI=1: left out), and one process with a thread per GPU (`--gpus 2`). Prints seconds.solve / seconds.total / process wall and checks every answer
 # (eigs: the closed form of the Laplacian; solve: the true residuals tcsolve recomputes).
 # TCSOLVE_COMM_PROFILE rows: the communication share, timed with synchronizations (not overlapped).
 set -u
@@ -54,7 +54,8 @@ three() {  # args...
   for r in $(seq "$REPS"); do
     run "1 GPU default" "$T" "$@"
     TCSOLVE_DISTRIBUTED=1 run "1 rank distributed" "$T" "$@"
-    run "2 GPUs mpirun" $MPI "$T" "$@"
+    [ -n "${NO_MPI:-}" ] || run "2 GPUs mpirun" $MPI "$T" "$@"
+    run "2 GPUs --gpus 2 (threads)" "$T" "$@" --gpus 2
   done
 }
 for row in $ROWS; do

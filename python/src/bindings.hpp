@@ -23,7 +23,7 @@
 #include <string>
 #include <utility>
 
-#include "apps/job/record.hpp"
+#include "results/record.hpp"
 #include "core/csr.hpp"
 #include "core/error.hpp"
 #include "core/operator.hpp"
@@ -153,7 +153,7 @@ std::function<void(const IterationRecord&)> progress_and_interrupt(const py::dic
 // ---- results (results.cpp) ---------------------------------------------------------------------
 
 py::array_t<double> vec(const std::vector<double>& v);
-// A solver's result as the record of the command's result file (apps/job/record.hpp, filled by
+// A solver's result as the record of the command's result file (results/record.hpp, filled by
 // the job pipeline's record_eigs / record_solve / record_svds) with the call's options as asked;
 // the binding adds what it knows (nnz, the SpMM kernel, precision, time_setup) and result_dict
 // turns it into the package's dict (the vectors and the history are moved out of the result).

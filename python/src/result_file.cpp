@@ -1,6 +1,6 @@
 // Result.save(): the package's result written as the command writes its result file. The file's
 // structure — which objects, their names, order and kinds, the vectors' orientation — is
-// visit_result's (apps/job/record.hpp, through write_result's HDF5 visitor); the values are the
+// visit_result's (results/record.hpp, through write_result's HDF5 visitor); the values are the
 // Result's fields (the package orders, merges and rechecks what the extension returned, and adds
 // the call's own: its matrix description, checksums, command, phases).
 //

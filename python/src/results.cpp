@@ -1,4 +1,4 @@
-// Solver results -> the result record (apps/job/record.hpp: ResultRecord, filled by the functions
+// Solver results -> the result record (results/record.hpp: ResultRecord, filled by the functions
 // the job pipeline uses) -> a dict under the names of the HDF5 result files (docs/hdf5-schema.md),
 // made by visit_result, the one definition of that schema; the package's Result holds the dict.
 #include <pybind11/stl.h>

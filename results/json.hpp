@@ -1,4 +1,4 @@
-// JSON text helpers of the command's outputs (--json) and the result record (apps/job/record.hpp).
+// JSON text helpers of the command's outputs (--json) and the result record (results/record.hpp).
 #pragma once
 #include <string>
 

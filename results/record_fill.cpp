@@ -1,8 +1,8 @@
-// What a solver's result tells the record (apps/job/record.hpp): one conversion for the job
+// What a solver's result tells the record (results/record.hpp): one conversion for the job
 // pipeline (apps/job/pipeline.cpp) and the Python module (python/src/results.cpp).
 #include <utility>
 
-#include "apps/job/record.hpp"
+#include "results/record.hpp"
 #include "solvers/eigs/eigs.hpp"
 #include "solvers/svd/svds.hpp"
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/job/json.hpp"
+#include "results/json.hpp"
 #include "solvers/result.hpp"
 
 namespace tcsolve {
@@ -128,7 +128,7 @@ class ResultVisitor {
 void visit_result(const ResultRecord& r, ResultVisitor& v, const std::function<double()>& time_write = {});
 
 // What a solver's result tells the record, for both doors (the job pipeline, apps/job/pipeline.cpp,
-// and the Python module, python/src/results.cpp; apps/job/record_fill.cpp). The options as asked,
+// and the Python module, python/src/results.cpp; results/record_fill.cpp). The options as asked,
 // the inputs and the operator fields are the caller's. The vectors and the history are moved.
 //   eigs: status, reason, method, iterations, applies, values, residuals and bounds, norms, the
 //         test, the verification, the plan (method_reason, transform, sigma, prediction,

@@ -1,4 +1,4 @@
-#include "apps/job/record.hpp"
+#include "results/record.hpp"
 
 #include <algorithm>
 #include <cmath>
