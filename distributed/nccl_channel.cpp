@@ -73,6 +73,7 @@ class Nccl final : public NcclChannel {
     cuda_check(cudaFree(buf), "cudaFree (NCCL warm-up)");
   }
   ~Nccl() override {
+    cudaSetDevice(device_);  // (destroyed on any thread: ranks that are threads end on the launcher's)
     if (done_) cudaEventDestroy(done_);
     if (ready_) cudaEventDestroy(ready_);
     if (stream_) cudaStreamDestroy(stream_);
