@@ -2,7 +2,9 @@
 #include "distributed/thread_ranks.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -97,14 +99,21 @@ class Group {
   }
 
  private:
+  // The last rank to arrive opens the next generation. The others spin up to 20 µs before they
+  // sleep (a device collective's fence is that short when the ranks are in step).
   void wait_all(std::unique_lock<std::mutex>& lk) {
     const std::uint64_t gen = generation_;
     if (++arrived_ == n_) {
       arrived_ = 0;
-      ++generation_;
+      generation_.store(gen + 1);
       cv_.notify_all();
       return;
     }
+    lk.unlock();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+    for (int i = 1; generation_.load() == gen && !poisoned_.load(); ++i)
+      if ((i & 63) == 0 && std::chrono::steady_clock::now() > until) break;
+    lk.lock();
     cv_.wait(lk, [&] { return generation_ != gen || poisoned_; });
     if (generation_ == gen) throw_if_poisoned();
   }
@@ -120,8 +129,8 @@ class Group {
   std::mutex mu_;
   std::condition_variable cv_;
   int arrived_ = 0;
-  std::uint64_t generation_ = 0;
-  bool poisoned_ = false;
+  std::atomic<std::uint64_t> generation_{0};  // (written under mu_; read without it while spinning)
+  std::atomic<bool> poisoned_{false};
   std::string why_;
   std::vector<const void*> table_;
   std::vector<std::deque<Message>> queues_;
@@ -145,7 +154,7 @@ class ThreadCommunicator final : public Communicator {
   void allreduce_sum(double* data, std::int64_t count, Space space, void* stream) override {
     if (space == Space::device) {
       require_device();
-      if (count > 0) nccl_->allreduce_sum(data, count, stream);
+      if (count > 0) fenced([&] { nccl_->allreduce_sum(data, count, stream); });
       return;
     }
     Timer t(seconds_);
@@ -167,7 +176,7 @@ class ThreadCommunicator final : public Communicator {
                       void* stream) override {
     if (space == Space::device) {
       require_device();
-      nccl_->exchange_start(sends, recvs, stream);
+      fenced([&] { nccl_->exchange_start(sends, recvs, stream); });
       device_exchange_ = true;
       return;
     }
@@ -276,13 +285,16 @@ class ThreadCommunicator final : public Communicator {
   }
 
   // The unique id from rank 0 through memory, then ncclCommInitRank on every rank's thread (it
-  // returns when all ranks joined).
+  // returns when all ranks joined), a barrier, and the warm-up's first collectives.
   void enable_device(int device) override {
     if (nccl_) return;
     std::string id;
     if (me_ == 0) id = nccl_unique_id();
     broadcast(id, 0);
-    nccl_ = make_nccl_channel(id, me_, size(), device);
+    std::unique_ptr<NcclChannel> c = make_nccl_channel(id, me_, size(), device, /*warm=*/false);
+    barrier();  // every rank out of ncclCommInitRank before any collective (nccl_channel.hpp)
+    c->warm_up();
+    nccl_ = std::move(c);
   }
   bool device_enabled() const override { return nccl_ != nullptr; }
   [[noreturn]] void abort(int code) override {
@@ -295,6 +307,19 @@ class ThreadCommunicator final : public Communicator {
   void poison(const std::string& why) { g_->poison(why); }
 
  private:
+  // A device collective's kernels enqueued by every rank before any rank goes on: NCCL's kernels
+  // wait for their peers', and a CUDA call that synchronizes a device (cudaFree, a pageable copy)
+  // can hold a driver lock that keeps another thread from launching its part: with one thread
+  // per GPU in one process that is a deadlock (NCCL's documentation: "Using multiple NCCL
+  // communicators concurrently"). A host barrier after the launch rules it out: past it, every
+  // kernel of this collective is enqueued, and so the kernels of the collectives before it (a
+  // device synchronization then ends). Its cost: a barrier per device collective
+  // (TCSOLVE_THREAD_FENCE=0 drops it, for A/B).
+  template <class Launch>
+  void fenced(Launch launch) {
+    launch();
+    if (fence_) g_->wait_all();
+  }
   // Every rank deposits `mine`, reads the others' through g_->entry() in read(), and meets again
   // so that no buffer is released (or written) while another rank reads it.
   template <class Read>
@@ -322,6 +347,10 @@ class ThreadCommunicator final : public Communicator {
   std::unique_ptr<NcclChannel> nccl_;
   std::vector<Transfer> recvs_;
   bool sending_ = false, device_exchange_ = false;
+  const bool fence_ = [] {
+    const char* v = std::getenv("TCSOLVE_THREAD_FENCE");
+    return !(v && std::string(v) == "0");
+  }();
   double seconds_ = 0.0;
 };
 
