@@ -11,21 +11,11 @@
 #include <mutex>
 #include <thread>
 
+#include "distributed/comm_timer.hpp"
 #include "distributed/nccl_channel.hpp"
 
 namespace tcsolve {
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-struct Timer {
-  explicit Timer(double& acc) : acc_(acc), t0_(now()) {}
-  ~Timer() { acc_ += now() - t0_; }
-  double& acc_;
-  double t0_;
-};
 
 // One message of a rendezvous: the sender's buffer, read by the receiver in place.
 struct Message {
@@ -157,7 +147,7 @@ class ThreadCommunicator final : public Communicator {
       if (count > 0) fenced([&] { nccl_->allreduce_sum(data, count, stream); });
       return;
     }
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     std::vector<double> sum(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)), 0.0);
     const std::pair<const double*, std::int64_t> mine{data, count};
     collect(&mine, [&] {
@@ -180,7 +170,7 @@ class ThreadCommunicator final : public Communicator {
       device_exchange_ = true;
       return;
     }
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     TCSOLVE_REQUIRE(recvs_.empty() && !sending_, "exchange_start: the previous exchange was not waited for");
     for (const Transfer& s : sends) g_->post(1, me_, s.peer, Message{s.data, element_bytes(s)});
     sending_ = !sends.empty();
@@ -192,7 +182,7 @@ class ThreadCommunicator final : public Communicator {
       device_exchange_ = false;
       return;
     }
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     std::vector<Transfer> recvs;
     recvs.swap(recvs_);
     for (const Transfer& r : recvs) g_->take(1, r.peer, me_, r.data, element_bytes(r));
@@ -201,11 +191,11 @@ class ThreadCommunicator final : public Communicator {
   }
 
   void barrier() override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     g_->wait_all();
   }
   double allreduce_max(double v) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     double m = v;
     collect(&v, [&] {
       m = *static_cast<const double*>(g_->entry(0));
@@ -214,7 +204,7 @@ class ThreadCommunicator final : public Communicator {
     return m;
   }
   std::int64_t allreduce_sum_int(std::int64_t v) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     std::int64_t s = 0;
     collect(&v, [&] {
       for (int r = 0; r < size(); ++r) s += *static_cast<const std::int64_t*>(g_->entry(r));
@@ -222,7 +212,7 @@ class ThreadCommunicator final : public Communicator {
     return s;
   }
   std::vector<std::vector<std::int64_t>> alltoall_lists(const std::vector<std::vector<std::int64_t>>& to_each) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     TCSOLVE_REQUIRE(static_cast<int>(to_each.size()) == size(), "alltoall_lists: one list per rank");
     std::vector<std::vector<std::int64_t>> out(size());
     collect(&to_each, [&] {
@@ -232,7 +222,7 @@ class ThreadCommunicator final : public Communicator {
     return out;
   }
   std::vector<double> gather_to_root(const std::vector<double>& local) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     std::vector<double> out;
     collect(&local, [&] {
       if (me_ != 0) return;
@@ -247,7 +237,7 @@ class ThreadCommunicator final : public Communicator {
     return out;
   }
   std::vector<std::int64_t> allgather(std::int64_t v) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     std::vector<std::int64_t> out(size());
     collect(&v, [&] {
       for (int r = 0; r < size(); ++r) out[r] = *static_cast<const std::int64_t*>(g_->entry(r));
@@ -255,18 +245,18 @@ class ThreadCommunicator final : public Communicator {
     return out;
   }
   void send_bytes(int dest, const void* data, std::int64_t bytes) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     check_peer(dest);
     g_->post(0, me_, dest, Message{data, bytes});
     g_->wait_read(me_);  // blocking, as MPI_Send of a large message: the buffer is the caller's again
   }
   void recv_bytes(int src, void* data, std::int64_t bytes) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     check_peer(src);
     g_->take(0, src, me_, data, bytes);
   }
   std::vector<std::string> gather_strings_to_root(const std::string& local) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     std::vector<std::string> out;
     collect(&local, [&] {
       if (me_ == 0)
@@ -275,7 +265,7 @@ class ThreadCommunicator final : public Communicator {
     return out;
   }
   void broadcast(std::string& bytes, int root) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     TCSOLVE_REQUIRE(root >= 0 && root < size(), "broadcast: no such root rank");
     std::string got;
     collect(&bytes, [&] {
@@ -382,13 +372,13 @@ void run_thread_ranks(int ranks, const std::function<void(Communicator&)>& body,
         {
           std::lock_guard<std::mutex> lk(mu);
           const bool echo = dynamic_cast<const RankAborted*>(&e) && failed_at >= 0;
-          if (!first && !echo) first = std::current_exception(), failed_at = now();
+          if (!first && !echo) first = std::current_exception(), failed_at = comm_clock_seconds();
         }
         comm.poison("rank " + std::to_string(r) + ": " + e.what());
       } catch (...) {
         {
           std::lock_guard<std::mutex> lk(mu);
-          if (!first) first = std::current_exception(), failed_at = now();
+          if (!first) first = std::current_exception(), failed_at = comm_clock_seconds();
         }
         comm.poison("rank " + std::to_string(r) + ": unknown error");
       }
@@ -404,7 +394,7 @@ void run_thread_ranks(int ranks, const std::function<void(Communicator&)>& body,
         cv.wait_for(lk, std::chrono::milliseconds(100));
         continue;
       }
-      if (now() - failed_at < grace_seconds) {
+      if (comm_clock_seconds() - failed_at < grace_seconds) {
         cv.wait_for(lk, std::chrono::milliseconds(50));
         continue;
       }

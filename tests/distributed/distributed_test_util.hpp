@@ -1,6 +1,7 @@
 // Shared by the distributed tests (test_distributed.cpp under mpirun, test_thread_ranks.cpp on rank
 // threads): test matrices and one rank's share of a problem over a given communicator.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -74,6 +75,35 @@ inline Share distribute(const Csr<double>& a, RowPartition part, std::int64_t ma
   s.op = std::make_unique<DistributedOperator>(std::move(lp), comm, kBackend, oo, max_cols);
   s.ops = std::make_unique<DistributedDenseOps>(std::move(local), comm, s.r0, s.nl, a.nrows);
   return s;
+}
+
+// The single-process reference on the backend under test: dense ops and A's operator on their
+// stream (no plan trial).
+struct Whole {
+  std::unique_ptr<DenseBlockOps> ops;
+  std::unique_ptr<LinearOperator<double>> op;
+};
+inline Whole whole(const Csr<double>& a) {
+  Whole w;
+  w.ops = make_dense_ops(kBackend);
+  OperatorOptions oo;
+  oo.stream = w.ops->stream();
+  oo.plan_by_trial = false;
+  w.op = make_sparse_operator(a, kBackend, oo);
+  return w;
+}
+
+// max |x − ref| over this rank's rows of s columns (x: nl × s, ref: the whole n × s), relative to
+// max(max |ref| there, 1).
+inline double rows_error(const std::vector<double>& x, const std::vector<double>& ref, const Share& d,
+                         std::int64_t n, std::int64_t s) {
+  double err = 0.0, xn = 0.0;
+  for (std::int64_t j = 0; j < s; ++j)
+    for (std::int64_t i = 0; i < d.nl; ++i) {
+      err = std::max(err, std::abs(x[i + j * d.nl] - ref[d.r0 + i + j * n]));
+      xn = std::max(xn, std::abs(ref[d.r0 + i + j * n]));
+    }
+  return err / std::max(xn, 1.0);
 }
 
 }  // namespace tcsolve::test

@@ -474,16 +474,12 @@ TEST(DistributedSolvers, BlockCgEqualsOneProcess) {
     const Csr<double> a = spec != "gen:lap3d:13" ? random_spd(1500, 4, 9) : generate(spec);
     const std::int64_t n = a.nrows, s = 5;
     const std::vector<double> diag = jacobi ? csr_diagonal(a) : std::vector<double>{};
-    auto ref_ops = make_dense_ops(kBackend);
-    OperatorOptions oo;
-    oo.stream = ref_ops->stream();
-    oo.plan_by_trial = false;
-    auto ref_op = make_sparse_operator(a, kBackend, oo);
+    const test::Whole w = test::whole(a);
     CgOptions co;
     co.tol = 1e-10;
     co.apply_order = ApplyOrder::same_stream;
     co.jacobi_diagonal = diag;
-    const SolveResult ref = block_cg_random(*ref_op, 21, s, *ref_ops, co, true);
+    const SolveResult ref = block_cg_random(*w.op, 21, s, *w.ops, co, true);
     ASSERT_EQ(ref.status, SolverStatus::converged);
     for (const RowPartition& part : partitions(n)) {
       Share d = distribute(a, part, s);
@@ -491,13 +487,7 @@ TEST(DistributedSolvers, BlockCgEqualsOneProcess) {
       const SolveResult r = block_cg_random(*d.op, 21, s, *d.ops, co, true);
       EXPECT_EQ(r.status, SolverStatus::converged) << spec;
       EXPECT_NEAR(static_cast<double>(r.iterations), static_cast<double>(ref.iterations), 1.0) << spec;
-      double err = 0.0, xn = 0.0;
-      for (std::int64_t j = 0; j < s; ++j)
-        for (std::int64_t i = 0; i < d.nl; ++i) {
-          err = std::max(err, std::abs(r.solutions[i + j * d.nl] - ref.solutions[d.r0 + i + j * n]));
-          xn = std::max(xn, std::abs(ref.solutions[d.r0 + i + j * n]));
-        }
-      EXPECT_LT(err, 1e-8 * std::max(xn, 1.0)) << spec << " rank " << g_comm->rank();
+      EXPECT_LT(test::rows_error(r.solutions, ref.solutions, d, n, s), 1e-8) << spec << " rank " << g_comm->rank();
       for (double rn : r.residual_norms) EXPECT_LE(rn, 1e-10);
     }
   }
@@ -518,12 +508,8 @@ TEST(DistributedSolvers, ChebyshevEqualsOneProcessAndTheClosedForm) {
     eo.tol = 1e-10;
     ChebyshevOptions co;
     co.apply_order = ApplyOrder::same_stream;
-    auto ref_ops = make_dense_ops(kBackend);
-    OperatorOptions oo;
-    oo.stream = ref_ops->stream();
-    oo.plan_by_trial = false;
-    auto ref_op = make_sparse_operator(a, kBackend, oo);
-    const EigenResult ref = chebyshev_subspace(*ref_op, *ref_ops, eo, co);
+    const test::Whole whole = test::whole(a);
+    const EigenResult ref = chebyshev_subspace(*whole.op, *whole.ops, eo, co);
     ASSERT_EQ(ref.status, SolverStatus::converged);
     for (const RowPartition& part : partitions(n))
     for (bool fused : {false, true}) {

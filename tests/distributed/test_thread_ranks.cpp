@@ -262,15 +262,11 @@ TEST(ThreadRanksSolvers, BlockCgEqualsOneProcess) {
   Watchdog dog(240);
   const Csr<double> a = test::random_spd(1500, 4, 9);
   const std::int64_t n = a.nrows, s = 5;
-  auto ref_ops = make_dense_ops(kBackend);
-  OperatorOptions oo;
-  oo.stream = ref_ops->stream();
-  oo.plan_by_trial = false;
-  auto ref_op = make_sparse_operator(a, kBackend, oo);
+  const test::Whole w = test::whole(a);
   CgOptions co;
   co.tol = 1e-10;
   co.apply_order = ApplyOrder::same_stream;
-  const SolveResult ref = block_cg_random(*ref_op, 21, s, *ref_ops, co, true);
+  const SolveResult ref = block_cg_random(*w.op, 21, s, *w.ops, co, true);
   ASSERT_EQ(ref.status, SolverStatus::converged);
   for (int np : {2, 3}) {
     if (skip_ranks(np)) continue;
@@ -281,13 +277,7 @@ TEST(ThreadRanksSolvers, BlockCgEqualsOneProcess) {
       const SolveResult r = block_cg_random(*d.op, 21, s, *d.ops, co, true);
       EXPECT_EQ(r.status, SolverStatus::converged);
       EXPECT_NEAR(static_cast<double>(r.iterations), static_cast<double>(ref.iterations), 1.0);
-      double err = 0.0, xn = 0.0;
-      for (std::int64_t j = 0; j < s; ++j)
-        for (std::int64_t i = 0; i < d.nl; ++i) {
-          err = std::max(err, std::abs(r.solutions[i + j * d.nl] - ref.solutions[d.r0 + i + j * n]));
-          xn = std::max(xn, std::abs(ref.solutions[d.r0 + i + j * n]));
-        }
-      EXPECT_LT(err, 1e-8 * std::max(xn, 1.0)) << np << " ranks, rank " << c.rank();
+      EXPECT_LT(test::rows_error(r.solutions, ref.solutions, d, n, s), 1e-8) << np << " ranks, rank " << c.rank();
     });
   }
 }
@@ -304,12 +294,8 @@ TEST(ThreadRanksSolvers, ChebyshevEqualsOneProcess) {
     eo.tol = 1e-10;
     ChebyshevOptions co;
     co.apply_order = ApplyOrder::same_stream;
-    auto ref_ops = make_dense_ops(kBackend);
-    OperatorOptions oo;
-    oo.stream = ref_ops->stream();
-    oo.plan_by_trial = false;
-    auto ref_op = make_sparse_operator(a, kBackend, oo);
-    const EigenResult ref = chebyshev_subspace(*ref_op, *ref_ops, eo, co);
+    const test::Whole whole = test::whole(a);
+    const EigenResult ref = chebyshev_subspace(*whole.op, *whole.ops, eo, co);
     ASSERT_EQ(ref.status, SolverStatus::converged);
     for (int np : {2, 3}) {
       if (skip_ranks(np)) continue;
