@@ -253,8 +253,17 @@ TEST(ThreadRanksFailure, StuckRankIsTheCallersDecision) {
 
 // The distributed solvers on rank threads: block CG and Chebyshev give one process's answers
 // (solutions to the tolerance, eigenvalues to 1e-12 relative). GPU build: two GPUs, NCCL.
-bool skip_ranks(int np) {
-  return kBackend == Backend::cuda && device_count() < np;
+// body(rank's share of A, its communicator) on np rank threads (skipped without np GPUs in the
+// GPU build), each with its share of the host's CPUs and its GPU.
+template <class Body>
+void on_rank_threads(int np, const Csr<double>& a, std::int64_t max_cols, Body body) {
+  if (kBackend == Backend::cuda && device_count() < np) return;
+  run_thread_ranks(np, [&](Communicator& c) {
+    HostShare pool(std::max(1, host_threads() / np));
+    start_device(c);
+    test::Share d = test::distribute(a, RowPartition::even(a.nrows, np), max_cols, c);
+    body(d, c);
+  });
 }
 
 TEST(ThreadRanksSolvers, BlockCgEqualsOneProcess) {
@@ -269,11 +278,7 @@ TEST(ThreadRanksSolvers, BlockCgEqualsOneProcess) {
   const SolveResult ref = block_cg_random(*w.op, 21, s, *w.ops, co, true);
   ASSERT_EQ(ref.status, SolverStatus::converged);
   for (int np : {2, 3}) {
-    if (skip_ranks(np)) continue;
-    run_thread_ranks(np, [&](Communicator& c) {
-      HostShare pool(std::max(1, host_threads() / np));
-      start_device(c);
-      test::Share d = test::distribute(a, RowPartition::even(n, np), s, c);
+    on_rank_threads(np, a, s, [&](test::Share& d, Communicator& c) {
       const SolveResult r = block_cg_random(*d.op, 21, s, *d.ops, co, true);
       EXPECT_EQ(r.status, SolverStatus::converged);
       EXPECT_NEAR(static_cast<double>(r.iterations), static_cast<double>(ref.iterations), 1.0);
@@ -286,23 +291,17 @@ TEST(ThreadRanksSolvers, ChebyshevEqualsOneProcess) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Watchdog dog(240);
   const Csr<double> a = test::laplacian(37, 29);
-  const std::int64_t n = a.nrows, k = 6;
+  const std::int64_t k = 6;
+  const test::Whole whole = test::whole(a);
   for (Which w : {Which::largest, Which::smallest}) {
     EigenOptions eo;
-    eo.k = k;
-    eo.which = w;
-    eo.tol = 1e-10;
+    eo.k = k, eo.which = w, eo.tol = 1e-10;
     ChebyshevOptions co;
     co.apply_order = ApplyOrder::same_stream;
-    const test::Whole whole = test::whole(a);
     const EigenResult ref = chebyshev_subspace(*whole.op, *whole.ops, eo, co);
     ASSERT_EQ(ref.status, SolverStatus::converged);
     for (int np : {2, 3}) {
-      if (skip_ranks(np)) continue;
-      run_thread_ranks(np, [&](Communicator& c) {
-        HostShare pool(std::max(1, host_threads() / np));
-        start_device(c);
-        test::Share d = test::distribute(a, RowPartition::even(n, np), 16, c);
+      on_rank_threads(np, a, 16, [&](test::Share& d, Communicator& c) {
         auto step = d.op->make_fused_step();
         ChebyshevOptions cf = co;
         cf.fused_step = step.get();
@@ -310,7 +309,7 @@ TEST(ThreadRanksSolvers, ChebyshevEqualsOneProcess) {
         ASSERT_EQ(r.status, SolverStatus::converged);
         ASSERT_EQ(r.values.size(), static_cast<std::size_t>(k));
         for (std::int64_t j = 0; j < k; ++j)
-          EXPECT_NEAR(r.values[j], ref.values[j], 1e-12 * std::abs(ref.values[j])) << np << " ranks";
+          EXPECT_NEAR(r.values[j], ref.values[j], 1e-12 * std::abs(ref.values[j])) << np << " ranks, rank " << c.rank();
       });
     }
   }
