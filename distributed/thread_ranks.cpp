@@ -78,14 +78,21 @@ class Group {
     if (unread_[src] != 0) throw_if_poisoned();
   }
 
-  void poison(const std::string& why) {
+  // The first call wins: its `why` goes into every waiting rank's RankAborted, its `origin` (the
+  // failing rank's own exception) is what run_thread_ranks rethrows.
+  void poison(const std::string& why, std::exception_ptr origin) {
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (poisoned_) return;
       poisoned_ = true;
       why_ = why;
+      origin_ = std::move(origin);
     }
     cv_.notify_all();
+  }
+  std::exception_ptr origin() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return origin_;
   }
 
  private:
@@ -122,6 +129,7 @@ class Group {
   std::atomic<std::uint64_t> generation_{0};  // (written under mu_; read without it while spinning)
   std::atomic<bool> poisoned_{false};
   std::string why_;
+  std::exception_ptr origin_;
   std::vector<const void*> table_;
   std::vector<std::deque<Message>> queues_;
   std::vector<std::int64_t> unread_;  // per sender: messages posted and not yet copied
@@ -289,12 +297,14 @@ class ThreadCommunicator final : public Communicator {
   bool device_enabled() const override { return nccl_ != nullptr; }
   [[noreturn]] void abort(int code) override {
     const std::string why = "rank " + std::to_string(me_) + " ended the job (code " + std::to_string(code) + ")";
-    g_->poison(why);
-    throw RankAborted(why, code);
+    const RankAborted e(why, code);
+    g_->poison(why, std::make_exception_ptr(e));
+    throw e;
   }
   double host_comm_seconds() const override { return seconds_; }
   // Wakes every waiting rank with RankAborted (a rank of this group threw `why`).
-  void poison(const std::string& why) { g_->poison(why); }
+  void poison(const std::string& why, std::exception_ptr origin) { g_->poison(why, std::move(origin)); }
+  Group& group() { return *g_; }
 
  private:
   // A device collective's kernels enqueued by every rank before any rank goes on: NCCL's kernels
@@ -357,57 +367,43 @@ std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int ranks) 
 void run_thread_ranks(int ranks, const std::function<void(Communicator&)>& body, double grace_seconds,
                       const std::function<void(std::exception_ptr)>& stuck) {
   std::vector<std::unique_ptr<Communicator>> comms = make_thread_communicators(ranks);
+  Group& group = static_cast<ThreadCommunicator&>(*comms[0]).group();
   std::mutex mu;
   std::condition_variable cv;
   int running = ranks;
-  std::exception_ptr first;  // the first rank's own error (not a RankAborted of the poisoned group)
-  double failed_at = -1.0;
+  double failed_at = -1.0;  // when the first rank failed
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       auto& comm = static_cast<ThreadCommunicator&>(*comms[r]);
       try {
         body(comm);
-      } catch (const std::exception& e) {
-        {
-          std::lock_guard<std::mutex> lk(mu);
-          const bool echo = dynamic_cast<const RankAborted*>(&e) && failed_at >= 0;
-          if (!first && !echo) first = std::current_exception(), failed_at = comm_clock_seconds();
-        }
-        comm.poison("rank " + std::to_string(r) + ": " + e.what());
+      } catch (const std::exception& e) {  // (the group's own RankAborted echoes change nothing)
+        comm.poison("rank " + std::to_string(r) + ": " + e.what(), std::current_exception());
       } catch (...) {
-        {
-          std::lock_guard<std::mutex> lk(mu);
-          if (!first) first = std::current_exception(), failed_at = comm_clock_seconds();
-        }
-        comm.poison("rank " + std::to_string(r) + ": unknown error");
+        comm.poison("rank " + std::to_string(r) + ": unknown error", std::current_exception());
       }
       std::lock_guard<std::mutex> lk(mu);
+      if (failed_at < 0 && group.origin()) failed_at = comm_clock_seconds();
       --running;
       cv.notify_all();
     });
   {
     std::unique_lock<std::mutex> lk(mu);
-    bool told = false;
+    bool told = !stuck;
     while (running > 0) {
-      if (failed_at < 0 || told || !stuck) {
-        cv.wait_for(lk, std::chrono::milliseconds(100));
-        continue;
-      }
-      if (comm_clock_seconds() - failed_at < grace_seconds) {
-        cv.wait_for(lk, std::chrono::milliseconds(50));
-        continue;
-      }
+      cv.wait_for(lk, std::chrono::milliseconds(50));
+      if (told || failed_at < 0 || comm_clock_seconds() - failed_at < grace_seconds) continue;
       told = true;
-      const std::exception_ptr e = first;
       lk.unlock();
-      stuck(e);  // normally ends the process
+      stuck(group.origin());  // normally ends the process
       lk.lock();
     }
   }
   for (std::thread& t : threads) t.join();
+  const std::exception_ptr origin = group.origin();
   comms.clear();  // (NCCL communicators destroyed here, after every rank stopped using them)
-  if (first) std::rethrow_exception(first);
+  if (origin) std::rethrow_exception(origin);
 }
 
 }  // namespace tcsolve
