@@ -76,7 +76,8 @@ class Communicator {
   virtual void enable_device(int device) = 0;
   virtual bool device_enabled() const = 0;
   // Ends every rank of the job with `code` (MPI_Abort): a rank that failed must not leave the
-  // others waiting in a collective. One process: std::exit(code).
+  // others waiting in a collective. One process: std::exit(code). Ranks that are threads: the
+  // others' collectives throw, and this one throws RankAborted (distributed/thread_ranks.hpp).
   [[noreturn]] virtual void abort(int code) = 0;
   // Seconds the host spent inside host collectives and exchanges (device exchanges are timed by
   // their callers with stream marks).

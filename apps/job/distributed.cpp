@@ -1,5 +1,6 @@
 // run_distributed_job: the job pipeline (apps/job/pipeline.hpp) on distributed/'s backend, run by
-// every rank of an MPI launch. What differs from one process:
+// every rank of an MPI launch, or by every rank thread of `--gpus N` (run_distributed_job_on_threads:
+// one process, one GPU per thread; the GPUs' start overlaps the rows). What differs from one process:
 //   rows      generators build the rank's rows directly (lap2d/lap3d; the others build the whole
 //             matrix and keep the range), HDF5 files are read by hyperslab; other files are read
 //             and checked by rank 0, which chooses the partition (METIS when it cuts fewer edges)

@@ -1,6 +1,7 @@
 // Running a job: spec → run → record. One pipeline, two backends: run_job on this process (the
 // command line, a batch's worker per GPU) and run_distributed_job on every rank of an MPI launch
-// (distributed/'s operator and dense ops; rows partitioned, vectors gathered to rank 0). Both fill
+// or on rank threads of this process, one GPU each (`--gpus N`) (distributed/'s operator and dense
+// ops; rows partitioned, vectors gathered to rank 0). Both fill
 // one ResultRecord (apps/job/record.hpp) and write it with one writer.
 #pragma once
 #include <cstdint>
