@@ -10,6 +10,7 @@
 #include "apps/commands.hpp"
 #include "apps/job/report.hpp"
 #include "apps/job/run.hpp"
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/trace.hpp"
 #include "io/matrix_io.hpp"
@@ -125,6 +126,65 @@ bool run_on_ranks(const JobSpec& s, Communicator& comm, const ProgressFn& progre
   return rank0;
 }
 
+// --gpus N|all: how many rank threads (one GPU each) run the job; 1 is the one-process path.
+// TCSOLVE_DISTRIBUTED=threads:N (without --gpus) runs eigs and solve on N rank threads on any
+// --device, the CPU included: the thread path tested where there is no GPU (tests/distributed).
+int thread_ranks_asked(const JobSpec& s, const std::string& gpus) {
+  const char* env = std::getenv("TCSOLVE_DISTRIBUTED");
+  if (gpus.empty() && env && std::string(env).rfind("threads:", 0) == 0 && !s.svds() && !launched_by_mpi()) {
+    const int n = std::atoi(env + 8);
+    if (n < 1 || std::to_string(n) != env + 8)
+      throw UsageError(std::string("TCSOLVE_DISTRIBUTED=") + env + ": threads:N with N a count of ranks");
+    return n;
+  }
+  if (gpus.empty() || gpus == "1") return 1;
+  int n = 0;
+  if (gpus == "all") {
+    n = device_count();
+  } else {
+    std::size_t used = 0;
+    try {
+      n = std::stoi(gpus, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != gpus.size() || n < 1) throw UsageError("--gpus " + gpus + ": a count of GPUs (1, 2, ...) or all");
+  }
+  if (s.svds() && (n > 1 || gpus == "all"))
+    throw UsageError("--gpus " + gpus + ": svds runs on one GPU (the distributed path has no svds); leave --gpus out");
+  if (n == 1) return 1;  // (all, with one GPU visible)
+  if (launched_by_mpi())
+    throw UsageError("--gpus " + gpus + ": not under mpirun (each rank is a process with its own GPU there); "
+                     "start one process with --gpus, or mpirun without it");
+  if (s.device == DeviceChoice::cpu) throw UsageError("--gpus " + gpus + " with --device cpu: --gpus runs on GPUs");
+  const int visible = device_count();
+  if (visible == 0)
+    throw UsageError("--gpus " + gpus + ": no GPU visible" +
+                     (built_with_cuda() ? std::string() : std::string(" (tcsolve was built without CUDA)")));
+  if (n > visible)
+    throw UsageError(format("--gpus %d: only %d GPU%s visible (CUDA_VISIBLE_DEVICES and the driver decide which)", n,
+                            visible, visible == 1 ? " is" : "s are"));
+  return n;
+}
+
+// A rank thread failed and the others did not stop (a device wait on a peer that is gone): its
+// error, and the process ends (exit statuses as apps/tcsolve.cpp gives them).
+[[noreturn]] void end_stuck_ranks(std::exception_ptr e) {
+  int code = exit_usage;
+  std::string what = "unknown error";
+  try {
+    std::rethrow_exception(e);
+  } catch (const OutputError& x) {
+    code = exit_failed, what = x.what();
+  } catch (const std::exception& x) {
+    what = x.what();
+  } catch (...) {
+  }
+  std::cerr << "tcsolve: error: " << what << " (the other GPUs' threads did not stop: ending the process)\n";
+  std::cerr.flush();
+  std::_Exit(code);
+}
+
 // The outcome on stdout (table, JSON or nothing) and, when not converged, one line on stderr.
 int report(const JobSpec& s, JobOutcome& o, bool quiet, bool json, bool verbose) {
   ResultRecord& r = o.record;
@@ -152,8 +212,14 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
   JobSpec s;
   s.task = task;
   bool quiet = false, json = false, verbose = false;
+  std::string gpus;
   po::options_description opts = option_table();
   add_job_options(opts, s, task);
+  opts.add_options()("gpus", po::value(&gpus)->value_name("N|all"),
+                     task == Task::svds ? "GPUs to run on: 1 (svds runs on one GPU)"
+                                        : "GPUs of this machine to run on (default 1): N > 1 splits the rows over N GPUs, "
+                                          "one thread of this process each, NCCL between them (as mpirun -np N does, "
+                                          "with its limits: Chebyshev for eigs, block CG for solve); all: every visible one");
   opts.add_options()("quiet,q", po::bool_switch(&quiet), "print nothing on success (errors still go to stderr)");
   if (task != Task::svds)  // (svds' text has no plan to explain)
     opts.add_options()("verbose,v", po::bool_switch(&verbose),
@@ -164,15 +230,18 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
   if (!parse_command(spec, opts, args, vm)) return exit_ok;
   s.matrix = vm["MATRIX"].as<std::string>();
   validate_job(s);
+  const int threads = thread_ranks_asked(s, gpus);
   // (svds runs on this process: not distributed)
-  const std::unique_ptr<Communicator> comm = s.svds() ? nullptr : launch_communicator(s);
+  const std::unique_ptr<Communicator> comm = s.svds() || threads > 1 ? nullptr : launch_communicator(s);
   const bool rank0 = !comm || comm->rank() == 0;
-  if (!comm) choose_small_eigs_device(s);
+  const bool one = !comm && threads == 1;
+  if (one) choose_small_eigs_device(s);
   // SIGINT/SIGTERM: the solve stops at its next iteration's end and the partial result is
   // written (status interrupted, exit 130/143); a second signal exits at once (core/interrupt.hpp).
-  // Not under mpirun with several ranks: a signal reaches the ranks at different iterations, and
-  // mpirun ends them all on Ctrl-C.
-  if (!comm) install_interrupt_handlers();
+  // Not under mpirun with several ranks nor with --gpus N: a signal reaches the ranks at different
+  // iterations (they would stop apart and wait for each other); mpirun ends them all on Ctrl-C, and
+  // the signal's default action ends the one process of --gpus.
+  if (one) install_interrupt_handlers();
   MatrixCache cache;
   ProgressLine line(!quiet && !json && rank0);
   const std::string label = spec.name;
@@ -183,7 +252,9 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
                        s.task == Task::solve ? "columns done" : "converged", res, format_seconds(secs).c_str()));
   };
   JobOutcome o;
-  if (comm) {
+  if (threads > 1) {
+    o = run_distributed_job_on_threads(s, threads, progress, join_command(spec.name, args), end_stuck_ranks);
+  } else if (comm) {
     int code = exit_ok;
     if (!run_on_ranks(s, *comm, progress, join_command(spec.name, args), line, o, &code)) return code;
   } else {

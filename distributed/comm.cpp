@@ -62,10 +62,12 @@ int env_int(const char* name, int fallback) {
 }  // namespace
 
 int local_rank(const Communicator& comm) {
+  if (comm.ranks_are_threads()) return comm.rank();
   return env_int("OMPI_COMM_WORLD_LOCAL_RANK", env_int("MPI_LOCALRANKID", env_int("SLURM_LOCALID", comm.rank())));
 }
 
 int local_size(const Communicator& comm) {
+  if (comm.ranks_are_threads()) return comm.size();
   return env_int("OMPI_COMM_WORLD_LOCAL_SIZE",
                  env_int("MPI_LOCALNRANKS", env_int("SLURM_NTASKS_PER_NODE", comm.size())));
 }

@@ -2,8 +2,8 @@
 // processes, NCCL between GPUs (after SLEPc/Trilinos/ChASE: MPI launches and talks host data;
 // device buffers move only through NCCL, since the MPI we meet is not CUDA-aware).
 //
-// Contract: a Communicator is created once per process (make_communicator) and used from one
-// thread. Every call below is collective: all ranks make the same calls in the same order with
+// Contract: a Communicator is created once per process (make_communicator), or once per rank
+// thread (distributed/thread_ranks.hpp), and used from one thread at a time. Every call below is collective: all ranks make the same calls in the same order with
 // the same counts (the solvers guarantee it by taking every decision from reduced values, which
 // are bitwise equal on all ranks). Errors throw tcsolve::Error with the MPI/NCCL message.
 //
@@ -36,6 +36,9 @@ class Communicator {
   virtual int size() const = 0;
   // What carries the data: "single process", "MPI (Open MPI 4.1.6), NCCL 2.28 on GPU 1", ...
   virtual std::string describe() const = 0;
+  // True when the ranks are threads of this process (distributed/thread_ranks.hpp): the local
+  // rank is the rank (no launcher's environment), each thread selects its own GPU.
+  virtual bool ranks_are_threads() const { return false; }
 
   // In-place sum over the ranks of `count` doubles (host: MPI_Allreduce; device: ncclAllReduce
   // on `stream`, asynchronous).
@@ -73,7 +76,8 @@ class Communicator {
   virtual void enable_device(int device) = 0;
   virtual bool device_enabled() const = 0;
   // Ends every rank of the job with `code` (MPI_Abort): a rank that failed must not leave the
-  // others waiting in a collective. One process: std::exit(code).
+  // others waiting in a collective. One process: std::exit(code). Ranks that are threads: the
+  // others' collectives throw, and this one throws RankAborted (distributed/thread_ranks.hpp).
   [[noreturn]] virtual void abort(int code) = 0;
   // Seconds the host spent inside host collectives and exchanges (device exchanges are timed by
   // their callers with stream marks).
@@ -82,7 +86,7 @@ class Communicator {
 
 // This rank's index among the ranks of its node, and their count, from the launcher
 // (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE, MPI_LOCALRANKID/MPI_LOCALNRANKS, SLURM_LOCALID/
-// SLURM_NTASKS_PER_NODE; else the global rank and size).
+// SLURM_NTASKS_PER_NODE; else the global rank and size). Ranks that are threads: rank and size.
 int local_rank(const Communicator& comm);
 int local_size(const Communicator& comm);
 
@@ -113,6 +117,9 @@ int select_local_gpu(const Communicator& comm);
 // CUDA: only the widening.
 void start_local_gpu_selection(const LaunchPlace& place);
 
+// Ranks that are threads (comm.ranks_are_threads()): GPU `rank`, remembered for the calling thread
+// only (selected_gpu() on that thread); more ranks than GPUs is refused the same way.
+//
 // The GPU select_local_gpu chose in this process (-1 when it was not called; no CUDA call; waits
 // for a selection started by start_local_gpu_selection and rethrows its error), and
 // making `device` the calling thread's (a helper thread starts on device 0: threads that create

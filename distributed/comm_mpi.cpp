@@ -5,13 +5,13 @@
 // loaded first would answer.
 #include <mpi.h>
 
-#include <chrono>
 #include <climits>
 #include <cstdlib>
 
 #include "core/error.hpp"
 #include "distributed/affinity.hpp"
 #include "distributed/comm.hpp"
+#include "distributed/comm_timer.hpp"
 #include "distributed/nccl_channel.hpp"
 
 namespace tcsolve {
@@ -31,17 +31,6 @@ int as_count(std::int64_t n, const char* what) {
                 " elements exceeds one message (2^31 - 1)");
   return static_cast<int>(n);
 }
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-struct Timer {
-  explicit Timer(double& acc) : acc_(acc), t0_(now()) {}
-  ~Timer() { acc_ += now() - t0_; }
-  double& acc_;
-  double t0_;
-};
 
 void finalize_at_exit() {
   int fin = 0;
@@ -92,7 +81,7 @@ class MpiCommunicator final : public Communicator {
       nccl_->allreduce_sum(data, count, stream);
       return;
     }
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     mpi_check(MPI_Allreduce(MPI_IN_PLACE, data, as_count(count, "allreduce"), MPI_DOUBLE, MPI_SUM,
                             MPI_COMM_WORLD),
               "MPI_Allreduce");
@@ -106,7 +95,7 @@ class MpiCommunicator final : public Communicator {
       device_exchange_ = true;
       return;
     }
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     TCSOLVE_REQUIRE(requests_.empty(), "exchange_start: the previous exchange was not waited for");
     // The receives posted first, then the sends; tag 7, one request each.
     for (const bool send : {false, true}) {
@@ -128,7 +117,7 @@ class MpiCommunicator final : public Communicator {
       device_exchange_ = false;
       return;
     }
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     if (requests_.empty()) return;
     int rc = MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
     requests_.clear();
@@ -136,17 +125,17 @@ class MpiCommunicator final : public Communicator {
   }
 
   void barrier() override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
   }
   double allreduce_max(double v) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     mpi_check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
               "MPI_Allreduce");
     return v;
   }
   std::int64_t allreduce_sum_int(std::int64_t v) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     long long x = v;
     mpi_check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD),
               "MPI_Allreduce");
@@ -154,7 +143,7 @@ class MpiCommunicator final : public Communicator {
   }
   std::vector<std::vector<std::int64_t>> alltoall_lists(
       const std::vector<std::vector<std::int64_t>>& to_each) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     TCSOLVE_REQUIRE(static_cast<int>(to_each.size()) == size_, "alltoall_lists: one list per rank");
     std::vector<int> scount(size_), rcount(size_), sdisp(size_ + 1, 0), rdisp(size_ + 1, 0);
     for (int q = 0; q < size_; ++q) scount[q] = as_count(to_each[q].size(), "index list");
@@ -176,7 +165,7 @@ class MpiCommunicator final : public Communicator {
     return out;
   }
   std::vector<double> gather_to_root(const std::vector<double>& local) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     // Point to point in pieces of at most 2^27 doubles: a gathered eigenvector block can hold
     // more than the 2^31 - 1 elements one MPI count reaches.
     const std::vector<std::int64_t> counts = allgather_raw(static_cast<std::int64_t>(local.size()));
@@ -205,11 +194,11 @@ class MpiCommunicator final : public Communicator {
     return out;
   }
   std::vector<std::int64_t> allgather(std::int64_t v) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     return allgather_raw(v);
   }
   void send_bytes(int dest, const void* data, std::int64_t bytes) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     constexpr std::int64_t piece = std::int64_t(1) << 30;
     const char* p = static_cast<const char*>(data);
     for (std::int64_t o = 0; o < bytes; o += piece)
@@ -218,7 +207,7 @@ class MpiCommunicator final : public Communicator {
                 "MPI_Send");
   }
   void recv_bytes(int src, void* data, std::int64_t bytes) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     constexpr std::int64_t piece = std::int64_t(1) << 30;
     char* p = static_cast<char*>(data);
     for (std::int64_t o = 0; o < bytes; o += piece)
@@ -227,7 +216,7 @@ class MpiCommunicator final : public Communicator {
                 "MPI_Recv");
   }
   std::vector<std::string> gather_strings_to_root(const std::string& local) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     int len = as_count(static_cast<std::int64_t>(local.size()), "gathered text");
     std::vector<int> lens(rank_ == 0 ? size_ : 0), disp(rank_ == 0 ? size_ : 0);
     mpi_check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
@@ -242,7 +231,7 @@ class MpiCommunicator final : public Communicator {
     return out;
   }
   void broadcast(std::string& bytes, int root) override {
-    Timer t(seconds_);
+    CommTimer t(seconds_);
     long long n = static_cast<long long>(bytes.size());
     mpi_check(MPI_Bcast(&n, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD), "MPI_Bcast");
     bytes.resize(n);

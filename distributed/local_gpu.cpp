@@ -15,6 +15,8 @@
 namespace tcsolve {
 namespace {
 std::atomic<int> g_selected{-1};
+// A rank thread's GPU (ranks that are threads of this process: each its own).
+thread_local int t_rank_gpu = -1;
 // The selection start_local_gpu_selection began (set once, before any reader; each reader waits
 // through its own copy, as shared_future requires across threads).
 std::shared_future<int> g_pending;
@@ -42,6 +44,7 @@ int wait_pending() {
 }  // namespace
 
 int selected_gpu() {
+  if (t_rank_gpu >= 0) return t_rank_gpu;
   if (g_pending.valid()) return wait_pending();
   return g_selected;
 }
@@ -69,6 +72,12 @@ void start_local_gpu_selection(const LaunchPlace& place) {
 
 int select_local_gpu(const Communicator& comm) {
   const int local = local_rank(comm), nlocal = local_size(comm);
+  if (comm.ranks_are_threads()) {  // not the process's selection: this thread's
+    const int dev = choose(comm.rank(), local, nlocal, /*none_ok=*/false);
+    use_gpu(dev);
+    t_rank_gpu = dev;
+    return dev;
+  }
   if (g_pending.valid() && g_pending_place.local_rank == local && g_pending_place.local_size == nlocal) {
     const int dev = wait_pending();
     if (dev < 0)

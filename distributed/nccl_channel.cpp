@@ -25,7 +25,8 @@ void cuda_check(cudaError_t e, const char* what) {
 
 class Nccl final : public NcclChannel {
  public:
-  Nccl(const std::string& id, int rank, int size, int device) : device_(device) {
+  Nccl(const std::string& id, int rank, int size, int device, bool warm)
+      : device_(device), rank_(rank), size_(size) {
     TCSOLVE_REQUIRE(id.size() == sizeof(ncclUniqueId), "NCCL: unique id of the wrong size");
     ncclUniqueId uid;
     std::memcpy(&uid, id.data(), sizeof uid);
@@ -37,7 +38,7 @@ class Nccl final : public NcclChannel {
     int v = 0;
     ncclGetVersion(&v);
     version_ = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100);
-    warm_up(rank, size);
+    if (warm) warm_up();
   }
   // NCCL connects lazily: the first all-reduce of an algorithm and the first send/receive with a
   // peer set up their connections. Unwarmed, the first ones landed in the solve: the Chebyshev
@@ -45,7 +46,9 @@ class Nccl final : public NcclChannel {
   // a step, against ~0.5 ms a step on one GPU. Here, in the communicator's set-up: all-reduces
   // of the sizes the solvers use (a Gram matrix to a block) and a send and receive with every
   // peer, small and large (a halo plane). TCSOLVE_NCCL_WARMUP=0 skips it (A/B).
-  void warm_up(int rank, int size) {
+  void warm_up() override {
+    const int rank = rank_, size = size_;
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     const char* env = std::getenv("TCSOLVE_NCCL_WARMUP");
     if (size < 2 || (env && std::string(env) == "0")) return;
     constexpr std::int64_t kLarge = std::int64_t(1) << 20;  // 8 MiB of doubles
@@ -73,6 +76,7 @@ class Nccl final : public NcclChannel {
     cuda_check(cudaFree(buf), "cudaFree (NCCL warm-up)");
   }
   ~Nccl() override {
+    cudaSetDevice(device_);  // (destroyed on any thread: ranks that are threads end on the launcher's)
     if (done_) cudaEventDestroy(done_);
     if (ready_) cudaEventDestroy(ready_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -111,7 +115,7 @@ class Nccl final : public NcclChannel {
   }
 
  private:
-  int device_ = 0;
+  int device_ = 0, rank_ = 0, size_ = 1;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr, done_ = nullptr;
@@ -127,8 +131,8 @@ std::string nccl_unique_id() {
 }
 
 std::unique_ptr<NcclChannel> make_nccl_channel(const std::string& id, int rank, int size,
-                                               int device) {
-  return std::make_unique<Nccl>(id, rank, size, device);
+                                               int device, bool warm) {
+  return std::make_unique<Nccl>(id, rank, size, device, warm);
 }
 
 }  // namespace tcsolve

@@ -1,5 +1,6 @@
 // run_distributed_job: the job pipeline (apps/job/pipeline.hpp) on distributed/'s backend, run by
-// every rank of an MPI launch. What differs from one process:
+// every rank of an MPI launch, or by every rank thread of `--gpus N` (run_distributed_job_on_threads:
+// one process, one GPU per thread; the GPUs' start overlaps the rows). What differs from one process:
 //   rows      generators build the rank's rows directly (lap2d/lap3d; the others build the whole
 //             matrix and keep the range), HDF5 files are read by hyperslab; other files are read
 //             and checked by rank 0, which chooses the partition (METIS when it cuts fewer edges)
@@ -16,14 +17,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 
 #include "apps/job/cache.hpp"
 #include "apps/job/pipeline.hpp"
 #include "core/device.hpp"
+#include "core/parallel.hpp"
 #include "distributed/affinity.hpp"
 #include "distributed/distributed_operator.hpp"
 #include "distributed/distributed_ops.hpp"
 #include "distributed/partition.hpp"
+#include "distributed/thread_ranks.hpp"
 #include "io/generators.hpp"
 #include "io/matrix_io.hpp"
 #include "solvers/random.hpp"
@@ -31,10 +35,13 @@
 namespace tcsolve::app {
 namespace {
 
-void refuse(bool bad, const std::string& option, int ranks) {
+// (`threads`: the ranks are threads of this process, --gpus N)
+void refuse(bool bad, const std::string& option, int ranks, bool threads) {
   if (bad)
-    throw UsageError(option + ": not available under mpirun (" + std::to_string(ranks) +
-                     " ranks); run it as one process");
+    throw UsageError(option + ": not available " +
+                     (threads ? "with --gpus " + std::to_string(ranks) + " (the distributed path)"
+                              : "under mpirun (" + std::to_string(ranks) + " ranks)") +
+                     "; run it as one process");
 }
 
 // Rows [r0, r1) of a (global column indices).
@@ -77,6 +84,7 @@ class DistributedJob {
 
  private:
   void select_device();
+  void start_and_read();
   void read_rows();
   void read_row_ranges();
   void receive_rows();
@@ -105,6 +113,7 @@ class DistributedJob {
   std::vector<std::int32_t> perm_;        // rank 0 with METIS: the whole renumbering
   bool probe_symmetry_ = false;
   std::string partition_;  // how the rows were split
+  double start_seconds_ = -1;  // ranks that are threads: the GPU start (context, NCCL) beside the read
   std::int64_t n_ = 0, nl_ = 0, nnz_local_ = 0, rhs_cols_ = 0;
   double a_inf_ = 0;          // ‖A‖∞ ≥ ‖A‖₂ (symmetric A): the filter's bound, no power iteration
   std::vector<double> diag_;  // this rank's share of A's diagonal (solve with a preconditioner)
@@ -113,13 +122,10 @@ class DistributedJob {
 };
 
 JobOutcome DistributedJob::run() {
-  check_distributed_job(s_, np_);
+  check_distributed_job(s_, np_, comm_.ranks_are_threads());
   if (!s_.out.empty()) check_job_outputs(s_);
-  select_device();
+  start_and_read();
   Timer tr;
-  read_rows();
-  r_.time_read = tr.seconds();
-  tr = Timer();
   build_operator();
   r_.time_setup = tr.seconds();
   if (backend_ == Backend::cuda) reset_device_peak();
@@ -143,6 +149,40 @@ void DistributedJob::select_device() {
   Timer tr;
   if (backend_ == Backend::cuda) comm_.enable_device(select_local_gpu(comm_));
   r_.time_init = tr.seconds();
+}
+
+// Ranks that are threads of this process reading their rows in ranges (no collective): the rank's
+// GPU context and the NCCL communicators (ncclCommInitRank, the warm-up) come up on a helper
+// thread while this one generates or reads the rows; time_init is then what is left of the start
+// after the read (as one process counts it), start_seconds_ the whole start. Otherwise the device
+// first, then the rows.
+void DistributedJob::start_and_read() {
+  const bool cuda = s_.device == DeviceChoice::cuda || (s_.device == DeviceChoice::automatic && device_count() > 0);
+  if (!(comm_.ranks_are_threads() && cuda && reads_row_ranges(s_.matrix) && s_.partition != PartitionMethod::metis)) {
+    select_device();
+    Timer tr;
+    read_rows();
+    r_.time_read = tr.seconds();
+    return;
+  }
+  backend_ = Backend::cuda;
+  std::future<double> start = std::async(std::launch::async, [this] {
+    Timer t;
+    comm_.enable_device(select_local_gpu(comm_));  // (the helper's GPU: select_local_gpu sets it)
+    return t.seconds();
+  });
+  Timer tr;
+  try {
+    read_rows();
+  } catch (...) {
+    start.wait();  // (the other ranks' helpers meet this one's; then this rank's error ends the job)
+    throw;
+  }
+  r_.time_read = tr.seconds();
+  Timer tw;
+  start_seconds_ = start.get();
+  select_local_gpu(comm_);  // this thread's GPU too (its context is up: no wait)
+  r_.time_init = tw.seconds();
 }
 
 void DistributedJob::read_rows() {
@@ -262,7 +302,7 @@ void DistributedJob::build_operator() {
   if (probe_symmetry_) check_symmetry(a_inf_);
   r_.backend = backend_ == Backend::cuda ? "cuda" : "cpu";
   r_.device = backend_ == Backend::cuda ? std::to_string(np_) + " x " + device_name()
-                                        : std::to_string(np_) + " CPU processes";
+                                        : std::to_string(np_) + (comm_.ranks_are_threads() ? " CPU threads" : " CPU processes");
   r_.spmm_kernel = to_string(op_->interior().plan().kernel);
   r_.spmm_plan = "interior of rank 0's rows: " + op_->interior().plan().describe();
 }
@@ -397,15 +437,21 @@ void DistributedJob::describe() {
   r_.ranks = np_;
   r_.distributed = format(
       "%d ranks (%s), %s; rows split by %s; halo %lld rows in all "
-      "(largest rank %lld: %s per column and apply each way); %lld applies; host time in MPI %s "
+      "(largest rank %lld: %s per column and apply each way); %lld applies; host time in %s %s "
       "(rank 0)%s",
       np_, comm_.describe().c_str(), backend_ == Backend::cuda ? "one GPU per rank" : "CPU", partition_.c_str(),
       (long long)halo_sum, (long long)halo_max, format_bytes(8.0 * static_cast<double>(halo_max)).c_str(),
-      (long long)st.applies, format_seconds(comm_.host_comm_seconds()).c_str(),
+      (long long)st.applies, comm_.ranks_are_threads() ? "shared-memory collectives" : "MPI",
+      format_seconds(comm_.host_comm_seconds()).c_str(),
       backend_ == Backend::cuda ? "; GPU exchanges and all-reduces run in stream order (NCCL), "
                                   "the exchange overlapped with the interior product"
                                 : "");
   if (!launcher_binding_note().empty()) r_.distributed += "; host CPUs: " + launcher_binding_note();
+  if (start_seconds_ >= 0)
+    r_.distributed += format("; start-up (slowest rank): GPU context and NCCL %s, overlapped with the rows' %s (%s)",
+                             format_seconds(comm_.allreduce_max(start_seconds_)).c_str(),
+                             is_generator_spec(s_.matrix) ? "generation" : "reading",
+                             format_seconds(comm_.allreduce_max(r_.time_read)).c_str());
   if (comm_profiling()) {
     const double ex = comm_.allreduce_max(st.exchange_seconds), red = comm_.allreduce_max(ops_->reduce_seconds());
     r_.distributed += format("; profiled (TCSOLVE_COMM_PROFILE, synchronized, not overlapped): halo "
@@ -439,25 +485,44 @@ void DistributedJob::write() {
 
 }  // namespace
 
-void check_distributed_job(const JobSpec& s, int np) {
-  refuse(!s.mass.empty(), "--mass", np);
-  refuse(!s.sigma.empty() || s.which == Which::nearest, "--sigma / --which nearest", np);
-  refuse(s.certify, "--certify (a factorization)", np);
-  refuse(!s.start.empty(), s.eigs() ? "--start" : "--x0", np);
-  refuse(!s.checkpoint.empty() || !s.resume_from.empty(), "--checkpoint / --resume-from", np);
-  refuse(s.reorder != Reordering::none, "--reorder", np);
-  refuse(!s.plot.empty(), "--plot", np);
+void check_distributed_job(const JobSpec& s, int np, bool threads) {
+  refuse(!s.mass.empty(), "--mass", np, threads);
+  refuse(!s.sigma.empty() || s.which == Which::nearest, "--sigma / --which nearest", np, threads);
+  refuse(s.certify, "--certify (a factorization)", np, threads);
+  refuse(!s.start.empty(), s.eigs() ? "--start" : "--x0", np, threads);
+  refuse(!s.checkpoint.empty() || !s.resume_from.empty(), "--checkpoint / --resume-from", np, threads);
+  refuse(s.reorder != Reordering::none, "--reorder", np, threads);
+  refuse(!s.plot.empty(), "--plot", np, threads);
   refuse(s.eigs() && s.method != EigsMethod::automatic && s.method != EigsMethod::chebyshev,
-         std::string("--method ") + to_string(s.method), np);
+         std::string("--method ") + to_string(s.method), np, threads);
   refuse(s.precision != PrecisionChoice::automatic && s.precision != PrecisionChoice::fp64,
-         std::string("--precision ") + to_string(s.precision), np);
-  refuse(!s.eigs() && s.rhs.rfind("random:", 0) != 0, "--rhs " + s.rhs + " (files)", np);
+         std::string("--precision ") + to_string(s.precision), np, threads);
+  refuse(!s.eigs() && s.rhs.rfind("random:", 0) != 0, "--rhs " + s.rhs + " (files)", np, threads);
 }
 
 JobOutcome run_distributed_job(const JobSpec& spec, Communicator& comm, const ProgressFn& progress,
                                const std::string& command) {
   DistributedJob job(spec, comm, progress, command);
   return job.run();
+}
+
+// The job on `ranks` threads of this process, one GPU each (--gpus N): the ranks' threads split
+// the host's CPUs for their loops (each its own pool, as batch's workers); rank 0's outcome.
+JobOutcome run_distributed_job_on_threads(const JobSpec& spec, int ranks, const ProgressFn& progress,
+                                          const std::string& command,
+                                          const std::function<void(std::exception_ptr)>& stuck) {
+  check_distributed_job(spec, ranks, true);
+  JobOutcome out;
+  const int share = std::max(1, host_threads() / ranks);
+  run_thread_ranks(
+      ranks,
+      [&](Communicator& comm) {
+        HostShare pool(share);
+        JobOutcome o = run_distributed_job(spec, comm, progress, command);
+        if (comm.rank() == 0) out = std::move(o);
+      },
+      10.0, stuck);
+  return out;
 }
 
 }  // namespace tcsolve::app

@@ -1,9 +1,11 @@
 // Running a job: spec → run → record. One pipeline, two backends: run_job on this process (the
 // command line, a batch's worker per GPU) and run_distributed_job on every rank of an MPI launch
-// (distributed/'s operator and dense ops; rows partitioned, vectors gathered to rank 0). Both fill
-// one ResultRecord (results/record.hpp) and write it with one writer.
+// or on rank threads of this process, one GPU each (`--gpus N`) (distributed/'s operator and dense
+// ops; rows partitioned, vectors gathered to rank 0). Both fill one ResultRecord
+// (results/record.hpp) and write it with one writer.
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 
@@ -48,14 +50,23 @@ JobOutcome run_job(const JobSpec& spec, MatrixCache& cache, const ProgressFn& pr
                    const std::string& command, bool defer_write = false, int gpu = -1);
 
 // The options run_distributed_job refuses (UsageError naming them), checked before any rank
-// communicates: every rank refuses alike and ends normally.
-void check_distributed_job(const JobSpec& spec, int ranks);
+// communicates: every rank refuses alike and ends normally (threads: say --gpus, not mpirun).
+void check_distributed_job(const JobSpec& spec, int ranks, bool threads = false);
 // A job run by every rank of an MPI launch (apps/job/distributed.cpp): each rank builds or reads
 // its rows, eigs runs Chebyshev (the re-check and the true-residual check included) and solve
 // block CG over distributed/'s operator and dense ops; rank 0 writes spec.out and returns the
 // outcome to print (the others return it too, printing nothing).
 JobOutcome run_distributed_job(const JobSpec& spec, Communicator& comm, const ProgressFn& progress,
                                const std::string& command);
+
+// run_distributed_job on `ranks` threads of this process, one GPU each (`--gpus N`; the communicator
+// of distributed/thread_ranks.hpp): checks the options first (check_distributed_job), returns rank
+// 0's outcome (rank 0 wrote spec.out) or rethrows the first rank's error once every rank stopped.
+// When the other ranks have not stopped 10 s after a rank failed (a device wait on a peer that is
+// gone), stuck(that error) is called: it should end the process.
+JobOutcome run_distributed_job_on_threads(const JobSpec& spec, int ranks, const ProgressFn& progress,
+                                          const std::string& command,
+                                          const std::function<void(std::exception_ptr)>& stuck);
 
 // Writes a result file holding only the failure (attributes status = "failed", error, task,
 // matrix, job...: docs/hdf5-schema.md section 4): what a batch leaves for a job that could not run.

@@ -128,18 +128,7 @@ timeout 120 "$MPI" -np "$NP" "$@" "$T" solve gen:lap3d:4 --rhs random:2 --device
 grep -q '"status": "converged"' "$W/tiny.json" || fail "tiny solve: $(head -c 300 "$W/tiny.json")"
 run_mpi "$@" "$T" eigs gen:lap3d:8 --k 2 --partition bogus --device cpu 2> "$W/pe.txt" > /dev/null
 rc=$?; [ $rc -eq 2 ] || fail "--partition bogus: exit $rc (want 2)"
-$PY - "$W/ns.h5" <<'PY' || fail "writing the non-symmetric matrix"
-import sys, h5py, numpy as np, scipy.sparse as sp
-n = 300
-a = sp.diags([-1.0, 4.0, -1.0], [-1, 0, 1], (n, n)).tolil()
-a[5, 250] = 0.5  # no (250, 5) partner
-a = a.tocsr(); a.sort_indices()
-with h5py.File(sys.argv[1], "w") as f:
-    g = f.create_group("matrix")
-    g.attrs["encoding-type"] = "csr_matrix"; g.attrs["encoding-version"] = "0.1.0"
-    g.attrs["shape"] = np.array(a.shape, dtype=np.int64)
-    g["data"] = a.data; g["indices"] = a.indices.astype(np.int32); g["indptr"] = a.indptr.astype(np.int64)
-PY
+$PY "$(dirname "$0")/nonsymmetric_h5.py" "$W/ns.h5" || fail "writing the non-symmetric matrix"
 run_mpi "$@" "$T" eigs "$W/ns.h5" --k 2 --device cpu 2> "$W/ns.txt" > /dev/null
 rc=$?; [ $rc -eq 2 ] || fail "non-symmetric HDF5 under mpirun: exit $rc (want 2): $(head -3 "$W/ns.txt")"
 grep -q "not symmetric" "$W/ns.txt" || fail "no clear message for the non-symmetric matrix: $(head -3 "$W/ns.txt")"

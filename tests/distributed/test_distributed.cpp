@@ -26,6 +26,7 @@
 #include "solvers/chebyshev.hpp"
 #include "solvers/eigensolvers.hpp"
 #include "spmm/sparse_operator.hpp"
+#include "tests/distributed/distributed_test_util.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 
 namespace tcsolve {
@@ -33,44 +34,9 @@ namespace {
 
 Communicator* g_comm = nullptr;
 using test::kBackend;
-
-// Rows [r0, r1) of a, global columns.
-Csr<double> rows_of(const Csr<double>& a, std::int64_t r0, std::int64_t r1) {
-  Csr<double> s;
-  s.nrows = r1 - r0;
-  s.ncols = a.ncols;
-  s.row_ptr.assign(1, 0);
-  for (std::int64_t i = r0; i < r1; ++i) {
-    for (std::int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e)
-      s.col_idx.push_back(a.col_idx[e]), s.values.push_back(a.values[e]);
-    s.row_ptr.push_back(static_cast<std::int64_t>(s.col_idx.size()));
-  }
-  return s;
-}
-
-// Random symmetric matrix with a dominant diagonal (SPD), entries far from the diagonal too, so
-// that every rank has halo rows from every other.
-Csr<double> random_spd(std::int64_t n, int per_row, std::uint64_t seed) {
-  std::vector<Triplet<double>> t;
-  for (std::int64_t i = 0; i < n; ++i) {
-    double off = 0.0;
-    for (int q = 0; q < per_row; ++q) {
-      const std::int64_t j = static_cast<std::int64_t>(
-          (random_entry(seed, i, q) * 0.5 + 0.5) * static_cast<double>(n)) % n;
-      if (j == i) continue;
-      const double v = random_entry(seed + 1, i, q);
-      t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), v});
-      t.push_back({static_cast<std::int32_t>(j), static_cast<std::int32_t>(i), v});
-      off += std::abs(v);
-    }
-  }
-  // Diagonal: more than the largest possible off-diagonal row sum (2·per_row).
-  for (std::int64_t i = 0; i < n; ++i)
-    t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(i),
-                 2.0 * per_row + 1.0 + random_entry(seed + 2, i, 0)});
-  Csr<double> a = csr_from_triplets<double>(n, n, std::move(t), Symmetry::symmetric);
-  return a;
-}
+using test::random_spd;
+using test::rows_of;
+using test::Share;
 
 // blockdiag(A, A): with the partition cut at the block border, a rank can have no halo at all.
 Csr<double> block_diagonal(const Csr<double>& a) {
@@ -83,28 +49,8 @@ Csr<double> block_diagonal(const Csr<double>& a) {
   return csr_from_triplets<double>(2 * a.nrows, 2 * a.nrows, std::move(t), Symmetry::symmetric);
 }
 
-// One rank's share of the problem, ready for the solvers.
-struct Share {
-  RowPartition part;
-  std::unique_ptr<DistributedOperator> op;
-  std::unique_ptr<DistributedDenseOps> ops;
-  std::int64_t r0 = 0, nl = 0;
-};
-
 Share distribute(const Csr<double>& a, RowPartition part, std::int64_t max_cols) {
-  Share s;
-  s.part = std::move(part);
-  const int me = g_comm->rank();
-  s.r0 = s.part.starts[me], s.nl = s.part.rows(me);
-  LocalParts lp = build_local_parts(rows_of(a, s.r0, s.r0 + s.nl), s.part, *g_comm);
-  auto local = make_dense_ops(kBackend);
-  OperatorOptions oo;
-  oo.stream = local->stream();
-  oo.expected_cols = static_cast<int>(max_cols);
-  oo.plan_by_trial = false;
-  s.op = std::make_unique<DistributedOperator>(std::move(lp), *g_comm, kBackend, oo, max_cols);
-  s.ops = std::make_unique<DistributedDenseOps>(std::move(local), *g_comm, s.r0, s.nl, a.nrows);
-  return s;
+  return test::distribute(a, std::move(part), max_cols, *g_comm);
 }
 
 // Partitions to try for n rows: even, and an uneven one (the last rank 3 times the first).
@@ -528,16 +474,12 @@ TEST(DistributedSolvers, BlockCgEqualsOneProcess) {
     const Csr<double> a = spec != "gen:lap3d:13" ? random_spd(1500, 4, 9) : generate(spec);
     const std::int64_t n = a.nrows, s = 5;
     const std::vector<double> diag = jacobi ? csr_diagonal(a) : std::vector<double>{};
-    auto ref_ops = make_dense_ops(kBackend);
-    OperatorOptions oo;
-    oo.stream = ref_ops->stream();
-    oo.plan_by_trial = false;
-    auto ref_op = make_sparse_operator(a, kBackend, oo);
+    const test::Whole w = test::whole(a);
     CgOptions co;
     co.tol = 1e-10;
     co.apply_order = ApplyOrder::same_stream;
     co.jacobi_diagonal = diag;
-    const SolveResult ref = block_cg_random(*ref_op, 21, s, *ref_ops, co, true);
+    const SolveResult ref = block_cg_random(*w.op, 21, s, *w.ops, co, true);
     ASSERT_EQ(ref.status, SolverStatus::converged);
     for (const RowPartition& part : partitions(n)) {
       Share d = distribute(a, part, s);
@@ -545,13 +487,7 @@ TEST(DistributedSolvers, BlockCgEqualsOneProcess) {
       const SolveResult r = block_cg_random(*d.op, 21, s, *d.ops, co, true);
       EXPECT_EQ(r.status, SolverStatus::converged) << spec;
       EXPECT_NEAR(static_cast<double>(r.iterations), static_cast<double>(ref.iterations), 1.0) << spec;
-      double err = 0.0, xn = 0.0;
-      for (std::int64_t j = 0; j < s; ++j)
-        for (std::int64_t i = 0; i < d.nl; ++i) {
-          err = std::max(err, std::abs(r.solutions[i + j * d.nl] - ref.solutions[d.r0 + i + j * n]));
-          xn = std::max(xn, std::abs(ref.solutions[d.r0 + i + j * n]));
-        }
-      EXPECT_LT(err, 1e-8 * std::max(xn, 1.0)) << spec << " rank " << g_comm->rank();
+      EXPECT_LT(test::rows_error(r.solutions, ref.solutions, d, n, s), 1e-8) << spec << " rank " << g_comm->rank();
       for (double rn : r.residual_norms) EXPECT_LE(rn, 1e-10);
     }
   }
@@ -572,12 +508,8 @@ TEST(DistributedSolvers, ChebyshevEqualsOneProcessAndTheClosedForm) {
     eo.tol = 1e-10;
     ChebyshevOptions co;
     co.apply_order = ApplyOrder::same_stream;
-    auto ref_ops = make_dense_ops(kBackend);
-    OperatorOptions oo;
-    oo.stream = ref_ops->stream();
-    oo.plan_by_trial = false;
-    auto ref_op = make_sparse_operator(a, kBackend, oo);
-    const EigenResult ref = chebyshev_subspace(*ref_op, *ref_ops, eo, co);
+    const test::Whole whole = test::whole(a);
+    const EigenResult ref = chebyshev_subspace(*whole.op, *whole.ops, eo, co);
     ASSERT_EQ(ref.status, SolverStatus::converged);
     for (const RowPartition& part : partitions(n))
     for (bool fused : {false, true}) {
