@@ -9,6 +9,9 @@
 #   issue43   issue 43's GPU rows: bench/krylov/krylov_cupy_ratio.py (3D convection-diffusion
 #             with GMRES, 3D Helmholtz with MINRES, against 32 cupyx calls), the direct-wins row
 #             (lap2d:1000, 128 rhs: auto, direct, cg) and bench/krylov/solve_coverage.py on the GPU
+#   issue45   issue 45 on 2 GPUs: test_thread_ranks_gpu, cli_gpus.sh, scaling.sh (ROWS45, REPS45) with
+#             --gpus 2 beside one GPU and mpirun, the thread fence on and off with a trace
+#   svds44    issue 44: the svds set-up traced on SVDS_SPECS (k = 50, centered)
 #   issue42   issue 42's two held-out cases, this build and the baseline (BASE=path at staging)
 #   ab        bench/ab.py of the baseline against this build on bench/e2e/ab_rows_gpu.txt
 #   tests     every GPU test binary (label gpu); TEST_FILTER narrows test_solvers_gpu, FILTER_<binary>
@@ -171,6 +174,31 @@ if has issue43; then
   done
   step "issue43 coverage on the GPU"
   TCSOLVE_MATRICES_ROOT=$D/matrices timeout 300 python3 bench/krylov/solve_coverage.py $T "$OUT/coverage_gpu.md" --device cuda 2>&1 | tail -3
+fi
+if has issue45; then
+  # issue 45 on the two-GPU kind: --gpus N (rank threads of one process) against one GPU and
+  # mpirun (bench/distributed/scaling.sh, ROWS45), the CLI equality test, the svds set-up trace
+  step "issue 45: test_thread_ranks_gpu, cli_gpus.sh"
+  timeout 200 "$D/tests/test_thread_ranks_gpu" > "$OUT/test_thread_ranks_gpu.log" 2>&1; echo "test_thread_ranks_gpu rc=$?"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/test_thread_ranks_gpu.log" | head -8
+  PYTHON=python3 timeout 300 bash tests/distributed/cli_gpus.sh "$T" > "$OUT/cli_gpus.log" 2>&1; echo "cli_gpus rc=$?"; tail -6 "$OUT/cli_gpus.log"
+  step "issue 45: scaling rows"
+  OUT=$OUT T=$T REPS=${REPS45:-3} ROWS="${ROWS45:-eigs200 solve200}" timeout ${LIMIT45:-300} bash bench/distributed/scaling.sh 2>&1 | tee "$OUT/scaling.log"
+  for v in 1 0; do
+    TCSOLVE_THREAD_FENCE=$v TCSOLVE_TRACE=1 "$T" solve gen:lap3d:200 --rhs random:32 --gpus 2 --json > "$OUT/fence$v.json" 2> "$OUT/fence$v.err"
+    echo "fence=$v rc=$?"; python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['seconds'], d['iterations']); print(d.get('distributed','')[:600])" "$OUT/fence$v.json"
+  done
+  grep -i "trace" "$OUT/fence1.err" | cut -c1-160 | head -40
+fi
+if has svds44; then
+  # issue 44: where the svds set-up goes (trace), then the 1M x 30k row (tcsolve alone, SVDS_BIG=1)
+  for spec in ${SVDS_SPECS:-gen:counts:200000:20000}; do
+    step "svds $spec --k 50 --center"
+    TCSOLVE_TRACE=1 /usr/bin/time -f "wall %e s" timeout 200 "$T" svds "$spec" --k 50 --center --json > "$OUT/svds.json" 2> "$OUT/svds.err"
+    echo "rc=$?"; tail -1 "$OUT/svds.err"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['status'], d['seconds']); print('kernel', d.get('kernel'), '|', d.get('kernel_reason','')[:400])" "$OUT/svds.json"
+    grep "tcsolve trace" "$OUT/svds.err" | cut -c1-150 | head -30
+  done
 fi
 if has issue42; then
   # issue 42's held-out cases with no options, the baseline binary (BASE, staged as $D/base) beside

@@ -7,7 +7,7 @@
 set -u
 T=$1
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-PY=/usr/bin/python3
+PY=${PYTHON:-/usr/bin/python3}
 fail() { echo "FAIL: $*"; exit 1; }
 n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 [ "$n" -ge 2 ] || { echo "skipped: $n GPU(s), --gpus 2 needs 2"; exit 77; }
