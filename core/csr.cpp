@@ -356,11 +356,19 @@ double csr_one_norm(const Csr<double>& a) {
   return best;
 }
 
-// Rows split into column_chunks; thread c counts its chunk's entries per column (cnt[c·n + j]),
-// the offsets are laid out column by column with thread 0's first, and each thread then places
-// its rows in increasing order: every row of Aᵀ comes out sorted.
+// Aᵀ in two cache-friendly passes (a direct scatter writes to n rows of Aᵀ at once: at n = 20k
+// columns every non-zero missed the cache and the TLB, 2.8–3.7 s for 80M non-zeros on 2 cores).
+// The columns of A are cut into buckets of at most kBucket; the rows of Aᵀ of one bucket are one
+// contiguous range of its arrays. Pass 1: the rows are split into column_chunks, thread c counts
+// its chunk's entries per bucket, and places them (row i, value, and the column's offset in its
+// bucket) into the bucket's range, thread 0's first: a handful of write streams per thread.
+// Pass 2: each bucket, on its own, is counting-sorted by that offset into its rows through a
+// scratch block (its rows' write streams fit in the cache). Both passes keep the order of rows,
+// so every row of Aᵀ comes out sorted, as before. Traffic: A read once, Aᵀ written twice and
+// read once, plus 2 bytes a non-zero of offsets.
 template <class T>
 Csr<T> transpose(const Csr<T>& a) {
+  constexpr std::int64_t kBucket = 512;  // rows of Aᵀ a bucket (≤ 65536: the offsets are 16-bit)
   const std::int64_t m = a.nrows, n = a.ncols, nnz = a.nnz();
   Csr<T> t;
   t.nrows = n;
@@ -371,29 +379,49 @@ Csr<T> transpose(const Csr<T>& a) {
   t.values.resize(static_cast<std::size_t>(nnz));
   const std::vector<std::int64_t> first = column_chunks(a);
   const int nt = static_cast<int>(first.size()) - 1;
+  const std::int64_t nb = (n + kBucket - 1) / kBucket;
+  // row lengths of Aᵀ (per chunk, then summed) and each chunk's first slot in each bucket
   std::vector<std::int64_t> cnt(static_cast<std::size_t>(nt) * n, 0);
   parallel_for(nt, [&](std::int64_t c) {
     std::int64_t* mine = cnt.data() + c * n;
     for (std::int64_t p = a.row_ptr[first[c]]; p < a.row_ptr[first[c + 1]]; ++p) ++mine[a.col_idx[p]];
   }, 1);
-  std::int64_t run = 0;
   for (std::int64_t j = 0; j < n; ++j) {
-    t.row_ptr[j] = run;
+    std::int64_t len = 0;
+    for (int c = 0; c < nt; ++c) len += cnt[c * n + j];
+    t.row_ptr[j + 1] = t.row_ptr[j] + len;
+  }
+  std::vector<std::int64_t> slot(static_cast<std::size_t>(nt) * nb);  // slot[c·nb + b]
+  for (std::int64_t b = 0; b < nb; ++b) {
+    std::int64_t run = t.row_ptr[b * kBucket];
     for (int c = 0; c < nt; ++c) {
-      const std::int64_t k = cnt[c * n + j];
-      cnt[c * n + j] = run;  // thread c's next slot in row j of Aᵀ
-      run += k;
+      slot[c * nb + b] = run;
+      for (std::int64_t j = b * kBucket; j < std::min(n, (b + 1) * kBucket); ++j) run += cnt[c * n + j];
     }
   }
-  t.row_ptr[n] = run;
+  std::vector<std::uint16_t> local(static_cast<std::size_t>(nnz));  // column − bucket start
   parallel_for(nt, [&](std::int64_t c) {
-    std::int64_t* next = cnt.data() + c * n;
+    std::int64_t* next = slot.data() + c * nb;
     for (std::int64_t i = first[c]; i < first[c + 1]; ++i)
       for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
-        const std::int64_t q = next[a.col_idx[p]]++;
+        const std::int64_t j = a.col_idx[p], q = next[j / kBucket]++;
         t.col_idx[q] = static_cast<std::int32_t>(i);
         t.values[q] = a.values[p];
+        local[q] = static_cast<std::uint16_t>(j % kBucket);
       }
+  }, 1);
+  parallel_for(nb, [&](std::int64_t b) {
+    const std::int64_t j0 = b * kBucket, j1 = std::min(n, j0 + kBucket);
+    const std::int64_t q0 = t.row_ptr[j0], len = t.row_ptr[j1] - q0;
+    std::vector<std::int32_t> ci(t.col_idx.begin() + q0, t.col_idx.begin() + q0 + len);
+    std::vector<T> va(t.values.begin() + q0, t.values.begin() + q0 + len);
+    std::int64_t at[kBucket];
+    for (std::int64_t j = j0; j < j1; ++j) at[j - j0] = t.row_ptr[j];
+    for (std::int64_t e = 0; e < len; ++e) {
+      const std::int64_t q = at[local[q0 + e]]++;
+      t.col_idx[q] = ci[e];
+      t.values[q] = va[e];
+    }
   }, 1);
   return t;
 }
