@@ -35,7 +35,7 @@ if [ "${1:-}" = stage ]; then
   cp "$B/apps/tcsolve" "$D/"
   [ -n "${BASE:-}" ] && cp "$BASE" "$D/base"
   cp "$B"/tests/*/test_*_gpu "$D/tests/"
-  cp "$B"/{core,io,preprocess,spmm,factor,solvers}/libtcsolve_*.a "$D/lib/"
+  cp "$B"/{core,io,preprocess,spmm,factor,solvers,results}/libtcsolve_*.a "$D/lib/"
   for l in $(ldd "$B/apps/tcsolve" | awk '/=>/{print $3}' | grep -v /cuda/ |
              grep -E 'cholmod|mumps|amd|colamd|camd|suitesparse|metis|lapack|blas|gomp|gfortran|quadmath|scotch|umfpack|spqr|klu|btf'); do
     cp -L "$l" "$D/deps/"
@@ -194,10 +194,14 @@ if has svds44; then
   # issue 44: where the svds set-up goes (trace), then the 1M x 30k row (tcsolve alone, SVDS_BIG=1)
   for spec in ${SVDS_SPECS:-gen:counts:200000:20000}; do
     step "svds $spec --k 50 --center"
-    TCSOLVE_TRACE=1 /usr/bin/time -f "wall %e s" timeout 200 "$T" svds "$spec" --k 50 --center --json > "$OUT/svds.json" 2> "$OUT/svds.err"
+    PERF=""; [ -n "${SVDS_PERF:-}" ] && command -v perf > /dev/null && PERF="perf record -F 99 -g -o $OUT/svds.perf"
+    TCSOLVE_TRACE=1 /usr/bin/time -f "wall %e s" timeout 200 $PERF "$T" svds "$spec" --k 50 --center --json > "$OUT/svds.json" 2> "$OUT/svds.err"
     echo "rc=$?"; tail -1 "$OUT/svds.err"
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['status'], d['seconds']); print('kernel', d.get('kernel'), '|', d.get('kernel_reason','')[:400])" "$OUT/svds.json"
     grep "tcsolve trace" "$OUT/svds.err" | cut -c1-150 | head -30
+    [ -n "$PERF" ] && perf report -i "$OUT/svds.perf" --no-children --sort symbol 2>/dev/null | grep -E "^ +[0-9.]+%" | head -25 | cut -c1-170
+    [ -n "$PERF" ] && perf report -i "$OUT/svds.perf" --children --sort symbol 2>/dev/null | grep -E "^ +[0-9.]+%" | grep tcsolve | head -25 | cut -c1-170
+    [ -n "${SVDS_PERF:-}" ] && [ -z "$PERF" ] && echo "no perf on this machine"
   done
 fi
 if has issue42; then
