@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/trace.hpp"
 #include "solvers/solver_common.hpp"
 #include "solvers/svd/bidiag.hpp"
 #include "solvers/svd/centered.hpp"
@@ -120,6 +121,7 @@ SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt) {
   bool fits = false;
   const auto shape = detail::gkl_shape(a.nrows, a.ncols, opt, &fits);  // argument checks first
   const Csr<double> at = transpose(a);
+  trace_mark("svds: A^T built");
   auto ops = make_dense_ops(backend);
   OperatorOptions oo;
   oo.stream = ops->stream();
@@ -136,6 +138,7 @@ SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt) {
   const LinearOperator<double>& A = opt.center ? static_cast<const LinearOperator<double>&>(*c_a) : *op_a;
   const LinearOperator<double>& At = opt.center ? static_cast<const LinearOperator<double>&>(*c_at) : *op_at;
   const double setup = detail::now_seconds() - t0;
+  trace_mark("svds: operators built");
   SvdResult r = svds(A, At, *ops, opt);
   r.phases.setup_s += setup;
   if (opt.center) {
