@@ -148,13 +148,17 @@ class Operator:
         self.desc = f"{_type_name(op)} {op.shape[0]}x{op.shape[1]} (callback)"
         self.column_by_column = not _has_block_product(op)
 
-    def _vector(self, v):
-        y = self.op.matvec(v)
+    def _real_array(self, y):
+        """The operator's output as a real NumPy array (a sparse result densified)."""
         if sp.issparse(y):
             y = y.toarray()
         y = np.asarray(y)
         if y.dtype.kind == "c":
             raise TypeError(f"{self.name}: the operator returned complex values ({y.dtype})")
+        return y
+
+    def _vector(self, v):
+        y = self._real_array(self.op.matvec(v))
         if y.size != self.n:
             raise ValueError(f"{self.name}: the operator's matvec returned {y.size} values for a vector "
                              f"of length {self.n} (shape {y.shape})")
@@ -172,13 +176,7 @@ class Operator:
         columns, which e.g. ``lambda x: x / d`` broadcasts to n × n)."""
         if self.column_by_column:
             return np.column_stack([self._vector(x[:, j]) for j in range(x.shape[1])])
-        y = self.op.matmat(x)
-        if sp.issparse(y):
-            y = y.toarray()
-        y = np.asarray(y)
-        if y.dtype.kind == "c":
-            raise TypeError(f"{self.name}: the operator returned complex values ({y.dtype})")
-        return y
+        return self._real_array(self.op.matmat(x))
 
     def check_symmetric(self, name, seed=12345, needs="the eigensolvers and block CG need a symmetric operator"):
         """Two products with random vectors: |yᵀAx − xᵀAy| small relative to ‖Ax‖‖y‖ + ‖Ay‖‖x‖."""
