@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -27,6 +28,15 @@ std::string command_help(const CommandSpec& spec, const po::options_description&
   if (!spec.details.empty()) os << "\n" << spec.details;
   if (spec.details.empty() || spec.details.back() != '\n') os << "\n";
   return os.str();
+}
+
+int parse_gpus_option(const std::string& gpus) {
+  if (gpus == "all") return 0;
+  char* end = nullptr;
+  const long v = std::strtol(gpus.c_str(), &end, 10);
+  if (gpus.empty() || *end != '\0' || v < 1 || v > 1024)
+    throw UsageError("--gpus " + gpus + ": a count of GPUs (1, 2, ...) or all");
+  return static_cast<int>(v);
 }
 
 bool parse_command(const CommandSpec& spec, po::options_description& options,

@@ -49,6 +49,10 @@ inline po::options_description option_table(const char* caption = "Options") {
 bool parse_command(const CommandSpec& spec, po::options_description& options,
                    const std::vector<std::string>& args, po::variables_map& vm);
 
+// --gpus N|all (eigs, solve, svds, batch): N ≥ 1, or 0 for "all"; anything else is a UsageError
+// naming the value.
+int parse_gpus_option(const std::string& gpus);
+
 // The help text of one subcommand (what `tcsolve NAME --help` prints).
 std::string command_help(const CommandSpec& spec, const po::options_description& options);
 

@@ -138,18 +138,8 @@ int thread_ranks_asked(const JobSpec& s, const std::string& gpus) {
     return n;
   }
   if (gpus.empty() || gpus == "1") return 1;
-  int n = 0;
-  if (gpus == "all") {
-    n = device_count();
-  } else {
-    std::size_t used = 0;
-    try {
-      n = std::stoi(gpus, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != gpus.size() || n < 1) throw UsageError("--gpus " + gpus + ": a count of GPUs (1, 2, ...) or all");
-  }
+  int n = parse_gpus_option(gpus);
+  if (n == 0) n = device_count();  // all
   if (s.svds() && (n > 1 || gpus == "all"))
     throw UsageError("--gpus " + gpus + ": svds runs on one GPU (the distributed path has no svds); leave --gpus out");
   if (n == 1) return 1;  // (all, with one GPU visible)

@@ -156,7 +156,8 @@ class ThreadCommunicator final : public Communicator {
       return;
     }
     CommTimer t(seconds_);
-    std::vector<double> sum(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)), 0.0);
+    std::vector<double>& sum = sum_;  // (the rank's scratch: grown once, no allocation per call)
+    sum.assign(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)), 0.0);
     const std::pair<const double*, std::int64_t> mine{data, count};
     collect(&mine, [&] {
       for (int r = 0; r < size(); ++r) {  // in rank order on every rank: bitwise equal sums
@@ -191,9 +192,8 @@ class ThreadCommunicator final : public Communicator {
       return;
     }
     CommTimer t(seconds_);
-    std::vector<Transfer> recvs;
-    recvs.swap(recvs_);
-    for (const Transfer& r : recvs) g_->take(1, r.peer, me_, r.data, element_bytes(r));
+    for (const Transfer& r : recvs_) g_->take(1, r.peer, me_, r.data, element_bytes(r));
+    recvs_.clear();  // (keeps its capacity: the next exchange copies into it without allocating)
     if (sending_) g_->wait_read(me_);  // channel 0 is idle between setup calls: only exchanges unread
     sending_ = false;
   }
@@ -346,6 +346,7 @@ class ThreadCommunicator final : public Communicator {
   const int me_;
   std::unique_ptr<NcclChannel> nccl_;
   std::vector<Transfer> recvs_;
+  std::vector<double> sum_;  // allreduce_sum's host scratch
   bool sending_ = false, device_exchange_ = false;
   const bool fence_ = [] {
     const char* v = std::getenv("TCSOLVE_THREAD_FENCE");

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "apps/batch/worker.hpp"
+#include "apps/cli.hpp"
 #include "core/device.hpp"
 #include "core/parallel.hpp"
 #include "core/trace.hpp"
@@ -53,14 +54,7 @@ std::vector<std::vector<std::size_t>> job_groups(const std::vector<JobSpec>& job
 }
 
 int gpus_wanted(const std::vector<JobSpec>& jobs, const std::string& gpus, bool distributed) {
-  int want = 0;  // 0: all
-  if (gpus != "all") {
-    char* end = nullptr;
-    const long v = std::strtol(gpus.c_str(), &end, 10);
-    if (gpus.empty() || *end != '\0' || v < 1 || v > 1024)
-      throw UsageError("--gpus " + gpus + ": expected a number of GPUs (1 or more) or 'all'");
-    want = static_cast<int>(v);
-  }
+  const int want = parse_gpus_option(gpus);  // 0: all
   bool gpu_jobs = false;
   for (const JobSpec& s : jobs) gpu_jobs = gpu_jobs || s.device != DeviceChoice::cpu;
   if (distributed || !gpu_jobs || device_memory_limit() > 0) return 1;
