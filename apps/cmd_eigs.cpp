@@ -221,6 +221,7 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
   s.matrix = vm["MATRIX"].as<std::string>();
   validate_job(s);
   const int threads = thread_ranks_asked(s, gpus);
+  trace_mark("command: ranks counted");
   // (svds runs on this process: not distributed)
   const std::unique_ptr<Communicator> comm = s.svds() || threads > 1 ? nullptr : launch_communicator(s);
   const bool rank0 = !comm || comm->rank() == 0;

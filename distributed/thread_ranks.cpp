@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/trace.hpp"
 #include "distributed/comm_timer.hpp"
 #include "distributed/nccl_channel.hpp"
 
@@ -289,9 +290,12 @@ class ThreadCommunicator final : public Communicator {
     std::string id;
     if (me_ == 0) id = nccl_unique_id();
     broadcast(id, 0);
+    trace_mark("threads: NCCL unique id shared");
     std::unique_ptr<NcclChannel> c = make_nccl_channel(id, me_, size(), device, /*warm=*/false);
+    trace_mark("threads: ncclCommInitRank");
     barrier();  // every rank out of ncclCommInitRank before any collective (nccl_channel.hpp)
     c->warm_up();
+    trace_mark("threads: NCCL warmed up");
     nccl_ = std::move(c);
   }
   bool device_enabled() const override { return nccl_ != nullptr; }
@@ -402,8 +406,10 @@ void run_thread_ranks(int ranks, const std::function<void(Communicator&)>& body,
     }
   }
   for (std::thread& t : threads) t.join();
+  trace_mark("threads: joined");
   const std::exception_ptr origin = group.origin();
-  comms.clear();  // (NCCL communicators destroyed here, after every rank stopped using them)
+  comms.clear();
+  trace_mark("threads: communicators destroyed");  // (NCCL communicators destroyed here, after every rank stopped using them)
   if (origin) std::rethrow_exception(origin);
 }
 

@@ -55,6 +55,8 @@ tar -xJf "$D/deps.tar.xz" -C /tmp/deps
 export LD_LIBRARY_PATH=/tmp/deps:${LD_LIBRARY_PATH:-}
 export TCSOLVE_MATRICES=$PWD/$D/matrices TCSOLVE_TEST_BIN=$PWD/$D/tcsolve
 export TCSOLVE_CACHE_DIR=/tmp/s4/cache
+# NVLink multicast stays off on the shared hosts (device KINDS.md), whatever the image sets
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 T=$D/tcsolve
 step() { echo "== $* $(date +%T)"; }
 has() { case " ${STEPS:-tests} " in *" $1 "*) return 0;; esac; return 1; }
@@ -189,6 +191,28 @@ if has issue45; then
     echo "fence=$v rc=$?"; python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['seconds'], d['iterations']); print(d.get('distributed','')[:600])" "$OUT/fence$v.json"
   done
   grep -i "trace" "$OUT/fence1.err" | cut -c1-160 | head -40
+fi
+if has trace45; then
+  # issue 45: where the wall clock of --gpus 2 goes (TCSOLVE_TRACE marks of every rank thread),
+  # NCCL's own init timings, and the variants in VARS45 (env assignments, ';'-separated)
+  for cmd in "solve gen:lap3d:200 --rhs random:32" "eigs gen:lap3d:200 --k 16 --which largest"; do
+    for g in 1 2; do
+      step "trace: $cmd --gpus $g"
+      TCSOLVE_TRACE=1 /usr/bin/time -f "process wall %e s" $T $cmd --gpus $g --json > "$OUT/t45.json" 2> "$OUT/t45.err"
+      echo "rc=$?"; tail -1 "$OUT/t45.err"
+      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: round(v, 3) for k, v in d['seconds'].items() if v})" "$OUT/t45.json"
+      grep "tcsolve trace" "$OUT/t45.err" | cut -c15-110
+    done
+  done
+  step "NCCL init timings (NCCL_DEBUG=INFO)"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT $T solve gen:lap3d:100 --rhs random:4 --gpus 2 -q 2>&1 | grep -iE "timings|Init COMPLETE|version" | cut -c1-220 | head -8
+  IFS=';' read -ra VS <<< "${VARS45:-}"
+  for v in "${VS[@]}"; do
+    for r in 1 2; do
+      env $v /usr/bin/time -f "%e" $T solve gen:lap3d:200 --rhs random:32 --gpus 2 --json > "$OUT/v45.json" 2> "$OUT/v45.err"
+      echo "variant [$v] rc=$? wall $(tail -1 $OUT/v45.err) $(python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['seconds']; print('init', round(d['init'], 3), 'setup', round(d['setup'], 3), 'process', round(d['process'], 3))" "$OUT/v45.json")"
+    done
+  done
 fi
 if has svds44; then
   # issue 44: where the svds set-up goes (trace), then the 1M x 30k row (tcsolve alone, SVDS_BIG=1)

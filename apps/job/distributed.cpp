@@ -23,6 +23,7 @@
 #include "apps/job/pipeline.hpp"
 #include "core/device.hpp"
 #include "core/parallel.hpp"
+#include "core/trace.hpp"
 #include "distributed/affinity.hpp"
 #include "distributed/distributed_operator.hpp"
 #include "distributed/distributed_ops.hpp"
@@ -125,19 +126,24 @@ JobOutcome DistributedJob::run() {
   check_distributed_job(s_, np_, comm_.ranks_are_threads());
   if (!s_.out.empty()) check_job_outputs(s_);
   start_and_read();
+  trace_mark("distributed: rows and GPU ready");
   Timer tr;
   build_operator();
   r_.time_setup = tr.seconds();
+  trace_mark("distributed: operator built");
   if (backend_ == Backend::cuda) reset_device_peak();
   if (s_.eigs()) solve_eigs();
   else solve_cg();
+  trace_mark("distributed: solved");
   for (double v : r_.residual_norms) o_.max_residual = std::max(o_.max_residual, v);
   if (backend_ == Backend::cuda)
     r_.peak_device_bytes = comm_.allreduce_max(static_cast<double>(device_peak_bytes()));
   describe();
+  trace_mark("distributed: described");
   Timer tw;
   write();
   r_.time_write = tw.seconds();
+  trace_mark("distributed: written");
   r_.time_total = total_.seconds() - r_.time_init;
   return std::move(o_);
 }
@@ -168,7 +174,9 @@ void DistributedJob::start_and_read() {
   backend_ = Backend::cuda;
   std::future<double> start = std::async(std::launch::async, [this] {
     Timer t;
-    comm_.enable_device(select_local_gpu(comm_));  // (the helper's GPU: select_local_gpu sets it)
+    const int gpu = select_local_gpu(comm_);  // (the helper's GPU: select_local_gpu sets it)
+    trace_mark("distributed: GPU selected, its context");
+    comm_.enable_device(gpu);
     return t.seconds();
   });
   Timer tr;
@@ -289,6 +297,7 @@ void DistributedJob::build_operator() {
   nnz_local_ = mine_.nnz();
   r_.nnz = comm_.allreduce_sum_int(nnz_local_);
   LocalParts lp = build_local_parts(mine_, part_, comm_);
+  trace_mark("distributed: local parts and halo lists");
   mine_ = Csr<double>();  // the pieces hold it now
   auto local_ops = make_dense_ops(backend_);
   if (!s_.eigs()) rhs_cols_ = parse_rhs(s_.rhs).random;
@@ -299,6 +308,7 @@ void DistributedJob::build_operator() {
   const std::int64_t max_cols = s_.eigs() ? std::max<std::int64_t>(2 * s_.k + 32, 64) : rhs_cols_;
   op_ = std::make_unique<DistributedOperator>(std::move(lp), comm_, backend_, oo, max_cols);
   ops_ = std::make_unique<DistributedDenseOps>(std::move(local_ops), comm_, part_.starts[me_], nl_, n_);
+  trace_mark("distributed: operator on the GPU");
   if (probe_symmetry_) check_symmetry(a_inf_);
   r_.backend = backend_ == Backend::cuda ? "cuda" : "cpu";
   r_.device = backend_ == Backend::cuda ? std::to_string(np_) + " x " + device_name()
@@ -411,6 +421,7 @@ void DistributedJob::solve_cg() {
   std::unique_ptr<ChebyshevPreconditioner> cheb;
   if (plan.precond == CgPrecond::chebyshev)
     cheb = attach_chebyshev(*op_, *ops_, s_, rhs_cols_, a_inf_, nullptr, false, op_->make_fused_step(), co, r_, ts);
+  trace_mark("distributed: preconditioner ready");
   if (me_ == 0) co.on_iteration = cg_progress(progress_, rhs_cols_, ts);
   // The one-process run's right-hand sides, row for row: B(i, j) = random(seed + 1000, i, j) of
   // the original row i (generated where the solve runs, unless the rows were renumbered).
@@ -519,6 +530,7 @@ JobOutcome run_distributed_job_on_threads(const JobSpec& spec, int ranks, const 
       [&](Communicator& comm) {
         HostShare pool(share);
         JobOutcome o = run_distributed_job(spec, comm, progress, command);
+        trace_mark("distributed: job freed");
         if (comm.rank() == 0) out = std::move(o);
       },
       10.0, stuck);

@@ -88,9 +88,9 @@ for row in $ROWS; do
           rm -f "$OUTD"/j*.h5
           t0=$(date +%s.%N)
           case $mode in
-            one) "$T" batch "$OUTD/jobs8.ini" --gpus 1 --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err" ;;
-            two) "$T" batch "$OUTD/jobs8.ini" --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err" ;;
-            mpi) $MPI "$T" batch "$OUTD/jobs8.ini" --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err" ;;
+            one) "$T" batch "$OUTD/jobs8.ini" --gpus 1 --allow-outside-output-dir --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err" ;;
+            two) "$T" batch "$OUTD/jobs8.ini" --allow-outside-output-dir --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err" ;;
+            mpi) $MPI "$T" batch "$OUTD/jobs8.ini" --allow-outside-output-dir --json > "$OUTD/b8.$mode.json" 2> "$OUTD/b8.err" ;;
           esac
           rc=$?; t1=$(date +%s.%N)
           $PY - "$OUTD/b8.$mode.json" "$mode" "$rc" "$t0" "$t1" <<'PY'
