@@ -244,7 +244,8 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
   };
   JobOutcome o;
   if (threads > 1) {
-    o = run_distributed_job_on_threads(s, threads, progress, join_command(spec.name, args), end_stuck_ranks);
+    o = run_distributed_job_on_threads(s, threads, progress, join_command(spec.name, args), end_stuck_ranks,
+                                       /*leave_to_exit=*/true);  // (the command ends after report())
   } else if (comm) {
     int code = exit_ok;
     if (!run_on_ranks(s, *comm, progress, join_command(spec.name, args), line, o, &code)) return code;

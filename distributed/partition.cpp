@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 
 namespace tcsolve {
 
@@ -99,6 +100,70 @@ std::int64_t LocalParts::send_rows() const {
   return s;
 }
 
+namespace {
+
+// What pass 1 finds in one block of rows: its halo columns per owner (unsorted), the rows with a
+// column of another rank (in order), and the first column outside the matrix.
+struct RowBlockScan {
+  std::vector<std::vector<std::int64_t>> need;
+  std::vector<std::int64_t> off_rows;
+  std::int64_t bad_row = -1, bad_col = 0;
+};
+
+// Pass 1 over rows [b, e): interior entries per row counted into counts[i + 1], the rest listed.
+void scan_rows(const Csr<double>& mine, const RowPartition& part, std::int64_t r0, std::int64_t b, std::int64_t e,
+               std::vector<std::int64_t>& counts, RowBlockScan& out) {
+  const std::int64_t n = part.starts.back(), nl = mine.nrows;
+  out.need.assign(part.parts(), {});
+  for (std::int64_t i = b; i < e; ++i) {
+    std::int64_t inner = 0;
+    bool off = false;
+    for (std::int64_t k = mine.row_ptr[i]; k < mine.row_ptr[i + 1]; ++k) {
+      const std::int64_t c = mine.col_idx[k];
+      if (c < 0 || c >= n) {
+        if (out.bad_row < 0) out.bad_row = i, out.bad_col = c;
+      } else if (c >= r0 && c < r0 + nl) {
+        ++inner;
+      } else {
+        out.need[part.owner(c)].push_back(c);
+        off = true;
+      }
+    }
+    counts[i + 1] = inner;
+    if (off) out.off_rows.push_back(i);
+  }
+}
+
+// Peer p's boundary block: the rows (of `off_rows`) with a column p owns, numbered by position in
+// need (sorted halo columns of p).
+void boundary_of(const Csr<double>& mine, const RowPartition& part, int p, const std::vector<std::int64_t>& need,
+                 const std::vector<std::int64_t>& off_rows, HaloPeer& hp) {
+  Csr<double>& b = hp.boundary;
+  b.ncols = hp.halo;
+  b.symmetry = Symmetry::general;
+  b.row_ptr.assign(1, 0);
+  const std::int64_t c0 = part.starts[p], c1 = part.starts[p + 1];
+  for (std::int64_t i : off_rows) {
+    const std::size_t before = b.col_idx.size();
+    for (std::int64_t e = mine.row_ptr[i]; e < mine.row_ptr[i + 1]; ++e) {
+      const std::int64_t c = mine.col_idx[e];
+      if (c < c0 || c >= c1) continue;
+      b.col_idx.push_back(static_cast<std::int32_t>(std::lower_bound(need.begin(), need.end(), c) - need.begin()));
+      b.values.push_back(mine.values[e]);
+    }
+    if (b.col_idx.size() != before) {
+      hp.boundary_rows.push_back(static_cast<std::int32_t>(i));
+      b.row_ptr.push_back(static_cast<std::int64_t>(b.col_idx.size()));
+    }
+  }
+  b.nrows = static_cast<std::int64_t>(hp.boundary_rows.size());
+}
+
+}  // namespace
+
+// Two parallel passes over blocks of rows (count, then copy the interior entries), the halo
+// columns merged per owner, one exchange of the lists, and each peer's boundary block from the
+// rows that have off-rank columns only (a few per cent of the rows for a stencil's slab).
 LocalParts build_local_parts(const Csr<double>& mine, const RowPartition& part,
                              Communicator& comm) {
   const int me = comm.rank(), np = comm.size();
@@ -114,28 +179,36 @@ LocalParts build_local_parts(const Csr<double>& mine, const RowPartition& part,
   lp.global_rows = n;
   lp.row0 = r0;
 
-  // Pass 1: interior entries and, per owner, the halo columns (sorted, unique).
-  std::vector<std::vector<std::int64_t>> need(np);
+  // Pass 1: per block of rows, the interior count of each row and the halo columns per owner.
+  const std::int64_t blocks = std::max<std::int64_t>(1, std::min<std::int64_t>(256, nl / 16384));
+  std::vector<RowBlockScan> scans(static_cast<std::size_t>(blocks));
   Csr<double>& in = lp.interior;
   in.nrows = in.ncols = nl;
   in.symmetry = Symmetry::general;
   in.row_ptr.assign(nl + 1, 0);
-  in.col_idx.reserve(mine.nnz());
-  in.values.reserve(mine.nnz());
-  for (std::int64_t i = 0; i < nl; ++i) {
+  parallel_for(blocks, [&](std::int64_t t) {
+    scan_rows(mine, part, r0, nl * t / blocks, nl * (t + 1) / blocks, in.row_ptr, scans[t]);
+  }, 1);
+  for (const RowBlockScan& sc : scans)  // the first bad row (blocks are in row order)
+    if (sc.bad_row >= 0)
+      throw InvalidArgument("row " + std::to_string(r0 + sc.bad_row) + ": column " + std::to_string(sc.bad_col) +
+                            " outside the matrix (" + std::to_string(n) + " columns)");
+  for (std::int64_t i = 0; i < nl; ++i) in.row_ptr[i + 1] += in.row_ptr[i];
+  // Pass 2: the interior entries, local column numbers.
+  in.col_idx.resize(static_cast<std::size_t>(in.row_ptr[nl]));
+  in.values.resize(static_cast<std::size_t>(in.row_ptr[nl]));
+  parallel_for(nl, [&](std::int64_t i) {
+    std::int64_t o = in.row_ptr[i];
     for (std::int64_t e = mine.row_ptr[i]; e < mine.row_ptr[i + 1]; ++e) {
       const std::int64_t c = mine.col_idx[e];
-      if (c < 0 || c >= n)
-        throw InvalidArgument("row " + std::to_string(r0 + i) + ": column " + std::to_string(c) +
-                              " outside the matrix (" + std::to_string(n) + " columns)");
-      if (c >= r0 && c < r0 + nl) {
-        in.col_idx.push_back(static_cast<std::int32_t>(c - r0));
-        in.values.push_back(mine.values[e]);
-      } else {
-        need[part.owner(c)].push_back(c);
-      }
+      if (c >= r0 && c < r0 + nl) in.col_idx[o] = static_cast<std::int32_t>(c - r0), in.values[o++] = mine.values[e];
     }
-    in.row_ptr[i + 1] = static_cast<std::int64_t>(in.col_idx.size());
+  });
+  std::vector<std::vector<std::int64_t>> need(np);
+  std::vector<std::int64_t> off_rows;
+  for (RowBlockScan& sc : scans) {
+    for (int p = 0; p < np; ++p) need[p].insert(need[p].end(), sc.need[p].begin(), sc.need[p].end());
+    off_rows.insert(off_rows.end(), sc.off_rows.begin(), sc.off_rows.end());
   }
   for (auto& v : need) {
     std::sort(v.begin(), v.end());
@@ -155,27 +228,8 @@ LocalParts build_local_parts(const Csr<double>& mine, const RowPartition& part,
                     ", not owned by rank " + std::to_string(me));
       hp.send_rows.push_back(static_cast<std::int32_t>(g - r0));
     }
-    // Pass 2 for this peer: its columns, numbered by position in need[p].
-    Csr<double>& b = hp.boundary;
-    b.ncols = hp.halo;
-    b.symmetry = Symmetry::general;
-    b.row_ptr.assign(1, 0);
-    const std::int64_t c0 = part.starts[p], c1 = part.starts[p + 1];
-    for (std::int64_t i = 0; i < nl && hp.halo > 0; ++i) {
-      const std::size_t before = b.col_idx.size();
-      for (std::int64_t e = mine.row_ptr[i]; e < mine.row_ptr[i + 1]; ++e) {
-        const std::int64_t c = mine.col_idx[e];
-        if (c < c0 || c >= c1) continue;
-        const auto at = std::lower_bound(need[p].begin(), need[p].end(), c) - need[p].begin();
-        b.col_idx.push_back(static_cast<std::int32_t>(at));
-        b.values.push_back(mine.values[e]);
-      }
-      if (b.col_idx.size() != before) {
-        hp.boundary_rows.push_back(static_cast<std::int32_t>(i));
-        b.row_ptr.push_back(static_cast<std::int64_t>(b.col_idx.size()));
-      }
-    }
-    b.nrows = static_cast<std::int64_t>(hp.boundary_rows.size());
+    if (hp.halo > 0) boundary_of(mine, part, p, need[p], off_rows, hp);
+    else hp.boundary.ncols = 0, hp.boundary.symmetry = Symmetry::general, hp.boundary.row_ptr.assign(1, 0);
     lp.peers.push_back(std::move(hp));
   }
   return lp;

@@ -140,7 +140,8 @@ std::int64_t element_bytes(const Transfer& t) { return t.count * (t.fp32 ? 4 : 8
 
 class ThreadCommunicator final : public Communicator {
  public:
-  ThreadCommunicator(std::shared_ptr<Group> g, int rank) : g_(std::move(g)), me_(rank) {}
+  ThreadCommunicator(std::shared_ptr<Group> g, std::shared_ptr<Group> start, int rank)
+      : g_(std::move(g)), start_(std::move(start)), me_(rank) {}
   ~ThreadCommunicator() override { nccl_.reset(); }
 
   int rank() const override { return me_; }
@@ -284,16 +285,20 @@ class ThreadCommunicator final : public Communicator {
   }
 
   // The unique id from rank 0 through memory, then ncclCommInitRank on every rank's thread (it
-  // returns when all ranks joined), a barrier, and the warm-up's first collectives.
+  // returns when all ranks joined), a barrier, and the warm-up's first collectives. Its meetings
+  // are the start-up group's, not the host collectives': a rank's GPU can start on a helper thread
+  // while the rank's own thread runs host collectives (the halo lists) on the main group.
   void enable_device(int device) override {
     if (nccl_) return;
     std::string id;
     if (me_ == 0) id = nccl_unique_id();
-    broadcast(id, 0);
+    start_->arrive(me_, &id);
+    if (me_ != 0) id = *static_cast<const std::string*>(start_->entry(0));
+    start_->wait_all();  // (rank 0's id is read by all before it may go out of scope)
     trace_mark("threads: NCCL unique id shared");
     std::unique_ptr<NcclChannel> c = make_nccl_channel(id, me_, size(), device, /*warm=*/false);
     trace_mark("threads: ncclCommInitRank");
-    barrier();  // every rank out of ncclCommInitRank before any collective (nccl_channel.hpp)
+    start_->wait_all();  // every rank out of ncclCommInitRank before any collective (nccl_channel.hpp)
     c->warm_up();
     trace_mark("threads: NCCL warmed up");
     nccl_ = std::move(c);
@@ -302,13 +307,18 @@ class ThreadCommunicator final : public Communicator {
   [[noreturn]] void abort(int code) override {
     const std::string why = "rank " + std::to_string(me_) + " ended the job (code " + std::to_string(code) + ")";
     const RankAborted e(why, code);
-    g_->poison(why, std::make_exception_ptr(e));
+    poison(why, std::make_exception_ptr(e));
     throw e;
   }
   double host_comm_seconds() const override { return seconds_; }
   // Wakes every waiting rank with RankAborted (a rank of this group threw `why`).
-  void poison(const std::string& why, std::exception_ptr origin) { g_->poison(why, std::move(origin)); }
+  void poison(const std::string& why, std::exception_ptr origin) {
+    g_->poison(why, origin);
+    start_->poison(why, std::move(origin));
+  }
   Group& group() { return *g_; }
+  // The NCCL communicator left for the process's exit to free (never destroyed).
+  void leave_device_to_exit() { static_cast<void>(nccl_.release()); }
 
  private:
   // A device collective's kernels enqueued by every rank before any rank goes on: NCCL's kernels
@@ -347,6 +357,7 @@ class ThreadCommunicator final : public Communicator {
   }
 
   std::shared_ptr<Group> g_;
+  std::shared_ptr<Group> start_;  // enable_device's meetings (see there)
   const int me_;
   std::unique_ptr<NcclChannel> nccl_;
   std::vector<Transfer> recvs_;
@@ -363,14 +374,14 @@ class ThreadCommunicator final : public Communicator {
 
 std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int ranks) {
   TCSOLVE_REQUIRE(ranks >= 1, "thread ranks: at least one");
-  auto g = std::make_shared<Group>(ranks);
+  auto g = std::make_shared<Group>(ranks), start = std::make_shared<Group>(ranks);
   std::vector<std::unique_ptr<Communicator>> out;
-  for (int r = 0; r < ranks; ++r) out.push_back(std::make_unique<ThreadCommunicator>(g, r));
+  for (int r = 0; r < ranks; ++r) out.push_back(std::make_unique<ThreadCommunicator>(g, start, r));
   return out;
 }
 
 void run_thread_ranks(int ranks, const std::function<void(Communicator&)>& body, double grace_seconds,
-                      const std::function<void(std::exception_ptr)>& stuck) {
+                      const std::function<void(std::exception_ptr)>& stuck, bool leave_to_exit) {
   std::vector<std::unique_ptr<Communicator>> comms = make_thread_communicators(ranks);
   Group& group = static_cast<ThreadCommunicator&>(*comms[0]).group();
   std::mutex mu;
@@ -408,6 +419,8 @@ void run_thread_ranks(int ranks, const std::function<void(Communicator&)>& body,
   for (std::thread& t : threads) t.join();
   trace_mark("threads: joined");
   const std::exception_ptr origin = group.origin();
+  if (leave_to_exit)
+    for (auto& c : comms) static_cast<ThreadCommunicator&>(*c).leave_device_to_exit();
   comms.clear();
   trace_mark("threads: communicators destroyed");  // (NCCL communicators destroyed here, after every rank stopped using them)
   if (origin) std::rethrow_exception(origin);

@@ -82,11 +82,18 @@ class DistributedJob {
     o_.record = start_record(s, command);
   }
   JobOutcome run();
+  // The operator and dense ops (device memory, streams, handles) left for the process's exit.
+  void leave_to_exit() {
+    static_cast<void>(cheb_.release()), static_cast<void>(fused_.release());
+    static_cast<void>(op_.release()), static_cast<void>(ops_.release());
+  }
 
  private:
   void select_device();
   void start_and_read();
+  void read_and_split();
   void read_rows();
+  void split_rows();
   void read_row_ranges();
   void receive_rows();
   void send_rows(const Csr<double>& src, const std::vector<std::int32_t>& perm);
@@ -109,6 +116,7 @@ class DistributedJob {
   Backend backend_ = Backend::cpu;
   // this rank's rows
   Csr<double> mine_;
+  LocalParts parts_;  // mine_ split (interior, halo blocks) until the operator takes it
   RowPartition part_;
   std::vector<std::int32_t> perm_local_;  // METIS: the original row of each local row (else empty)
   std::vector<std::int32_t> perm_;        // rank 0 with METIS: the whole renumbering
@@ -120,16 +128,18 @@ class DistributedJob {
   std::vector<double> diag_;  // this rank's share of A's diagonal (solve with a preconditioner)
   std::unique_ptr<DistributedOperator> op_;
   std::unique_ptr<DistributedDenseOps> ops_;
+  std::unique_ptr<ChebyshevStep> fused_;            // eigs: the filter's fused step
+  std::unique_ptr<ChebyshevPreconditioner> cheb_;   // solve: the polynomial preconditioner
 };
 
 JobOutcome DistributedJob::run() {
   check_distributed_job(s_, np_, comm_.ranks_are_threads());
   if (!s_.out.empty()) check_job_outputs(s_);
   start_and_read();
-  trace_mark("distributed: rows and GPU ready");
+  trace_mark("distributed: rows split, GPU ready");
   Timer tr;
   build_operator();
-  r_.time_setup = tr.seconds();
+  r_.time_setup += tr.seconds();
   trace_mark("distributed: operator built");
   if (backend_ == Backend::cuda) reset_device_peak();
   if (s_.eigs()) solve_eigs();
@@ -166,9 +176,7 @@ void DistributedJob::start_and_read() {
   const bool cuda = s_.device == DeviceChoice::cuda || (s_.device == DeviceChoice::automatic && device_count() > 0);
   if (!(comm_.ranks_are_threads() && cuda && reads_row_ranges(s_.matrix) && s_.partition != PartitionMethod::metis)) {
     select_device();
-    Timer tr;
-    read_rows();
-    r_.time_read = tr.seconds();
+    read_and_split();
     return;
   }
   backend_ = Backend::cuda;
@@ -179,18 +187,29 @@ void DistributedJob::start_and_read() {
     comm_.enable_device(gpu);
     return t.seconds();
   });
-  Timer tr;
   try {
-    read_rows();
+    read_and_split();
   } catch (...) {
     start.wait();  // (the other ranks' helpers meet this one's; then this rank's error ends the job)
     throw;
   }
-  r_.time_read = tr.seconds();
   Timer tw;
   start_seconds_ = start.get();
   select_local_gpu(comm_);  // this thread's GPU too (its context is up: no wait)
   r_.time_init = tw.seconds();
+}
+
+// The rows (time_read), then their host-side split into the interior and the halo blocks with the
+// ranks' lists exchanged (time_setup's first part: no GPU needed, so it overlaps a GPU start).
+void DistributedJob::read_and_split() {
+  Timer tr;
+  read_rows();
+  r_.time_read = tr.seconds();
+  trace_mark("distributed: rows read");
+  Timer ts;
+  split_rows();
+  r_.time_setup = ts.seconds();
+  trace_mark("distributed: local parts and halo lists");
 }
 
 void DistributedJob::read_rows() {
@@ -280,7 +299,7 @@ void DistributedJob::send_rows(const Csr<double>& src, const std::vector<std::in
   if (!perm.empty()) perm_local_.assign(perm.begin(), perm.begin() + part_.starts[1]);
 }
 
-void DistributedJob::build_operator() {
+void DistributedJob::split_rows() {
   double a_inf = 0.0;
   for (std::int64_t i = 0; i < nl_; ++i) {
     double r = 0.0;
@@ -296,9 +315,12 @@ void DistributedJob::build_operator() {
   }
   nnz_local_ = mine_.nnz();
   r_.nnz = comm_.allreduce_sum_int(nnz_local_);
-  LocalParts lp = build_local_parts(mine_, part_, comm_);
-  trace_mark("distributed: local parts and halo lists");
+  parts_ = build_local_parts(mine_, part_, comm_);
   mine_ = Csr<double>();  // the pieces hold it now
+}
+
+// The GPU (or CPU) side of the operator and the block operations on this rank's rows.
+void DistributedJob::build_operator() {
   auto local_ops = make_dense_ops(backend_);
   if (!s_.eigs()) rhs_cols_ = parse_rhs(s_.rhs).random;
   OperatorOptions oo;
@@ -306,7 +328,7 @@ void DistributedJob::build_operator() {
   oo.expected_cols = static_cast<int>(s_.eigs() ? std::min<std::int64_t>(s_.k + 16, 64) : rhs_cols_);
   oo.plan_by_trial = false;  // the cost model: a trial per rank would cost seconds at scale
   const std::int64_t max_cols = s_.eigs() ? std::max<std::int64_t>(2 * s_.k + 32, 64) : rhs_cols_;
-  op_ = std::make_unique<DistributedOperator>(std::move(lp), comm_, backend_, oo, max_cols);
+  op_ = std::make_unique<DistributedOperator>(std::move(parts_), comm_, backend_, oo, max_cols);
   ops_ = std::make_unique<DistributedDenseOps>(std::move(local_ops), comm_, part_.starts[me_], nl_, n_);
   trace_mark("distributed: operator on the GPU");
   if (probe_symmetry_) check_symmetry(a_inf_);
@@ -345,11 +367,10 @@ void DistributedJob::solve_eigs() {
   eo.own_operator = true;
   // --precision auto: the ladder's fp32 rung on the GPU, as on one process (A stays fp64).
   eo.ladder = s_.precision_auto() && backend_ == Backend::cuda;
-  std::unique_ptr<ChebyshevStep> fused;
   const char* fs = std::getenv("TCSOLVE_FUSED_STEP");  // 0: unfused filter (A/B benchmarks)
   if (!(fs && std::string(fs) == "0")) {
-    fused = op_->make_fused_step();
-    eo.fused_step = fused.get();
+    fused_ = op_->make_fused_step();
+    eo.fused_step = fused_.get();
   }
   if (backend_ == Backend::cuda) {
     // The n-vectors that fit beside the matrix on the fullest GPU (the driver narrows the
@@ -418,9 +439,8 @@ void DistributedJob::solve_cg() {
   const SolvePlan plan = plan_solve(f);
   if (!plan.note.empty()) r_.preconditioner = plan.note;
   Timer ts;
-  std::unique_ptr<ChebyshevPreconditioner> cheb;
   if (plan.precond == CgPrecond::chebyshev)
-    cheb = attach_chebyshev(*op_, *ops_, s_, rhs_cols_, a_inf_, nullptr, false, op_->make_fused_step(), co, r_, ts);
+    cheb_ = attach_chebyshev(*op_, *ops_, s_, rhs_cols_, a_inf_, nullptr, false, op_->make_fused_step(), co, r_, ts);
   trace_mark("distributed: preconditioner ready");
   if (me_ == 0) co.on_iteration = cg_progress(progress_, rhs_cols_, ts);
   // The one-process run's right-hand sides, row for row: B(i, j) = random(seed + 1000, i, j) of
@@ -434,7 +454,7 @@ void DistributedJob::solve_cg() {
       for (std::int64_t i = 0; i < nl_; ++i) b[i + j * nl_] = random_entry(s_.seed + 1000, perm_local_[i], j);
     sr = block_cg(*op_, b.data(), nl_, rhs_cols_, *ops_, co);
   }
-  record_solve(sr, s_, cheb.get(), ts.seconds(), r_);
+  record_solve(sr, s_, cheb_.get(), ts.seconds(), r_);
   r_.right_hand_sides = rhs_cols_;
   if (r_.preconditioner != to_string(s_.precond)) add_note(r_, "preconditioner: " + r_.preconditioner);
 }
@@ -512,16 +532,19 @@ void check_distributed_job(const JobSpec& s, int np, bool threads) {
 }
 
 JobOutcome run_distributed_job(const JobSpec& spec, Communicator& comm, const ProgressFn& progress,
-                               const std::string& command) {
+                               const std::string& command, bool leave_to_exit) {
   DistributedJob job(spec, comm, progress, command);
-  return job.run();
+  JobOutcome o = job.run();
+  if (leave_to_exit) job.leave_to_exit();
+  return o;
 }
 
 // The job on `ranks` threads of this process, one GPU each (--gpus N): the ranks' threads split
 // the host's CPUs for their loops (each its own pool, as batch's workers); rank 0's outcome.
 JobOutcome run_distributed_job_on_threads(const JobSpec& spec, int ranks, const ProgressFn& progress,
                                           const std::string& command,
-                                          const std::function<void(std::exception_ptr)>& stuck) {
+                                          const std::function<void(std::exception_ptr)>& stuck,
+                                          bool leave_to_exit) {
   check_distributed_job(spec, ranks, true);
   JobOutcome out;
   const int share = std::max(1, host_threads() / ranks);
@@ -529,11 +552,11 @@ JobOutcome run_distributed_job_on_threads(const JobSpec& spec, int ranks, const 
       ranks,
       [&](Communicator& comm) {
         HostShare pool(share);
-        JobOutcome o = run_distributed_job(spec, comm, progress, command);
+        JobOutcome o = run_distributed_job(spec, comm, progress, command, leave_to_exit);
         trace_mark("distributed: job freed");
         if (comm.rank() == 0) out = std::move(o);
       },
-      10.0, stuck);
+      10.0, stuck, leave_to_exit);
   return out;
 }
 

@@ -55,18 +55,21 @@ void check_distributed_job(const JobSpec& spec, int ranks, bool threads = false)
 // A job run by every rank of an MPI launch (apps/job/distributed.cpp): each rank builds or reads
 // its rows, eigs runs Chebyshev (the re-check and the true-residual check included) and solve
 // block CG over distributed/'s operator and dense ops; rank 0 writes spec.out and returns the
-// outcome to print (the others return it too, printing nothing).
+// outcome to print (the others return it too, printing nothing). leave_to_exit: the process ends
+// after the outcome is printed; the job's device memory and handles are left to the exit.
 JobOutcome run_distributed_job(const JobSpec& spec, Communicator& comm, const ProgressFn& progress,
-                               const std::string& command);
+                               const std::string& command, bool leave_to_exit = false);
 
 // run_distributed_job on `ranks` threads of this process, one GPU each (`--gpus N`; the communicator
 // of distributed/thread_ranks.hpp): checks the options first (check_distributed_job), returns rank
 // 0's outcome (rank 0 wrote spec.out) or rethrows the first rank's error once every rank stopped.
 // When the other ranks have not stopped 10 s after a rank failed (a device wait on a peer that is
-// gone), stuck(that error) is called: it should end the process.
+// gone), stuck(that error) is called: it should end the process. leave_to_exit: the process ends
+// after the outcome is printed; the ranks' device memory and NCCL communicators are left to it.
 JobOutcome run_distributed_job_on_threads(const JobSpec& spec, int ranks, const ProgressFn& progress,
                                           const std::string& command,
-                                          const std::function<void(std::exception_ptr)>& stuck);
+                                          const std::function<void(std::exception_ptr)>& stuck,
+                                          bool leave_to_exit = false);
 
 // Writes a result file holding only the failure (attributes status = "failed", error, task,
 // matrix, job...: docs/hdf5-schema.md section 4): what a batch leaves for a job that could not run.

@@ -312,6 +312,51 @@ TEST(DistributedOperator, MatchesTheWholeProduct) {
   }
 }
 
+// Past one block of rows (build_local_parts scans blocks of 16384 rows in parallel): every entry
+// of the slice lands once (interior or one peer's boundary), boundary rows ascend, and the
+// operator's product equals the whole matrix's; a column outside the matrix in the last block is
+// named by its row on every rank.
+TEST(DistributedOperator, LocalPartsOverManyRowBlocks) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const std::int64_t n = 150001;
+  const Csr<double> a = random_spd(n, 3, 9);
+  const RowPartition part = RowPartition::even(n, g_comm->size());
+  const std::int64_t r0 = part.starts[g_comm->rank()], nl = part.rows(g_comm->rank());
+  Csr<double> mine = rows_of(a, r0, r0 + nl);
+  const LocalParts lp = build_local_parts(mine, part, *g_comm);
+  std::int64_t placed = lp.interior.nnz();
+  for (const HaloPeer& p : lp.peers) {
+    placed += p.boundary.nnz();
+    for (std::size_t i = 1; i < p.boundary_rows.size(); ++i) ASSERT_LT(p.boundary_rows[i - 1], p.boundary_rows[i]);
+  }
+  EXPECT_EQ(placed, mine.nnz());
+  Share s = distribute(a, part, 2);
+  std::vector<double> xg(n * 2), yref(n * 2);
+  for (std::int64_t j = 0; j < 2; ++j)
+    for (std::int64_t i = 0; i < n; ++i) xg[i + j * n] = random_entry(78, i, j);
+  csr_spmm_reference(a, xg.data(), n, yref.data(), n, 2);
+  MultiVector<double> x = s.ops->allocate(s.nl, 2), y = s.ops->allocate(s.nl, 2);
+  s.ops->fill_random_rows(x.view(), 78, 0);
+  s.op->apply(x.view(), y.view());
+  s.ops->synchronize();
+  std::vector<double> yl(s.nl * 2);
+  s.ops->to_host(y.view(), yl.data(), s.nl);
+  double err = 0.0;
+  for (std::int64_t j = 0; j < 2; ++j)
+    for (std::int64_t i = 0; i < s.nl; ++i) err = std::max(err, std::abs(yl[i + j * s.nl] - yref[s.r0 + i + j * n]));
+  EXPECT_LT(err, 1e-12);
+  const std::int64_t bad = nl - 3;  // (in the last block of every rank: all ranks throw before the exchange)
+  mine.col_idx[mine.row_ptr[bad]] = static_cast<std::int32_t>(n + 5);
+  try {
+    build_local_parts(mine, part, *g_comm);
+    ADD_FAILURE() << "no error for a column outside the matrix";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("row " + std::to_string(r0 + bad) + ": column " + std::to_string(n + 5)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The fused filter step over the distributed operator: Y' = a·A·Y + b·Y + c·Y' equals the whole
 // matrix's on this rank's rows (chunked: 11 columns through buffers of 4).
 TEST(DistributedOperator, FusedStepMatchesTheWholeRecurrence) {
