@@ -75,6 +75,12 @@ class Communicator {
   // over MPI, then a barrier, then ncclCommInitRank (NCCL's advice). Call after cudaSetDevice.
   virtual void enable_device(int device) = 0;
   virtual bool device_enabled() const = 0;
+  // enable_device begun, possibly finished later: device_enabled() is true at once, and the first
+  // device collective (or finish_device_start) waits for it. Ranks that are threads start NCCL on
+  // a thread of their own so that the operator's upload overlaps it; others: enable_device.
+  virtual void start_device(int device) { enable_device(device); }
+  // Waits for start_device's work (rethrowing its error); the seconds waited.
+  virtual double finish_device_start() { return 0.0; }
   // Ends every rank of the job with `code` (MPI_Abort): a rank that failed must not leave the
   // others waiting in a collective. One process: std::exit(code). Ranks that are threads: the
   // others' collectives throw, and this one throws RankAborted (distributed/thread_ranks.hpp).

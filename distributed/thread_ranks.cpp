@@ -8,9 +8,11 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
 
+#include "core/device.hpp"
 #include "core/trace.hpp"
 #include "distributed/comm_timer.hpp"
 #include "distributed/nccl_channel.hpp"
@@ -142,7 +144,10 @@ class ThreadCommunicator final : public Communicator {
  public:
   ThreadCommunicator(std::shared_ptr<Group> g, std::shared_ptr<Group> start, int rank)
       : g_(std::move(g)), start_(std::move(start)), me_(rank) {}
-  ~ThreadCommunicator() override { nccl_.reset(); }
+  ~ThreadCommunicator() override {
+    if (pending_.valid()) pending_.wait();  // (its error, if any, was or is no longer anyone's)
+    nccl_.reset();
+  }
 
   int rank() const override { return me_; }
   int size() const override { return g_->size(); }
@@ -289,21 +294,26 @@ class ThreadCommunicator final : public Communicator {
   // are the start-up group's, not the host collectives': a rank's GPU can start on a helper thread
   // while the rank's own thread runs host collectives (the halo lists) on the main group.
   void enable_device(int device) override {
-    if (nccl_) return;
-    std::string id;
-    if (me_ == 0) id = nccl_unique_id();
-    start_->arrive(me_, &id);
-    if (me_ != 0) id = *static_cast<const std::string*>(start_->entry(0));
-    start_->wait_all();  // (rank 0's id is read by all before it may go out of scope)
-    trace_mark("threads: NCCL unique id shared");
-    std::unique_ptr<NcclChannel> c = make_nccl_channel(id, me_, size(), device, /*warm=*/false);
-    trace_mark("threads: ncclCommInitRank");
-    start_->wait_all();  // every rank out of ncclCommInitRank before any collective (nccl_channel.hpp)
-    c->warm_up();
-    trace_mark("threads: NCCL warmed up");
-    nccl_ = std::move(c);
+    if (!nccl_) nccl_ = start_nccl(device);
   }
-  bool device_enabled() const override { return nccl_ != nullptr; }
+  bool device_enabled() const override { return nccl_ != nullptr || pending_.valid(); }
+  // NCCL's start (ncclCommInitRank, ~0.4 s on two H200s, and the warm-up) on a thread of its own;
+  // `device` is made current there.
+  void start_device(int device) override {
+    if (nccl_ || pending_.valid()) return;
+    pending_ = std::async(std::launch::async, [this, device] {
+      use_device(device);
+      return start_nccl(device);
+    });
+  }
+  double finish_device_start() override {
+    if (!pending_.valid()) return 0.0;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::future<std::unique_ptr<NcclChannel>> p = std::move(pending_);
+    nccl_ = p.get();  // (rethrows the start's error)
+    trace_mark("threads: NCCL ready");
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   [[noreturn]] void abort(int code) override {
     const std::string why = "rank " + std::to_string(me_) + " ended the job (code " + std::to_string(code) + ")";
     const RankAborted e(why, code);
@@ -318,9 +328,29 @@ class ThreadCommunicator final : public Communicator {
   }
   Group& group() { return *g_; }
   // The NCCL communicator left for the process's exit to free (never destroyed).
-  void leave_device_to_exit() { static_cast<void>(nccl_.release()); }
+  void leave_device_to_exit() {
+    if (pending_.valid()) try {
+        nccl_ = pending_.get();
+      } catch (...) {  // (the start's error was not anyone's: nothing to leave)
+      }
+    static_cast<void>(nccl_.release());
+  }
 
  private:
+  std::unique_ptr<NcclChannel> start_nccl(int device) {
+    std::string id;
+    if (me_ == 0) id = nccl_unique_id();
+    start_->arrive(me_, &id);
+    if (me_ != 0) id = *static_cast<const std::string*>(start_->entry(0));
+    start_->wait_all();  // (rank 0's id is read by all before it may go out of scope)
+    trace_mark("threads: NCCL unique id shared");
+    std::unique_ptr<NcclChannel> c = make_nccl_channel(id, me_, size(), device, /*warm=*/false);
+    trace_mark("threads: ncclCommInitRank");
+    start_->wait_all();  // every rank out of ncclCommInitRank before any collective (nccl_channel.hpp)
+    c->warm_up();
+    trace_mark("threads: NCCL warmed up");
+    return c;
+  }
   // A device collective's kernels enqueued by every rank before any rank goes on: NCCL's kernels
   // wait for their peers', and a CUDA call that synchronizes a device (cudaFree, a pageable copy)
   // can hold a driver lock that keeps another thread from launching its part: with one thread
@@ -352,7 +382,8 @@ class ThreadCommunicator final : public Communicator {
     if (peer < 0 || peer >= size() || peer == me_)
       throw InvalidArgument("rank " + std::to_string(me_) + ": no peer rank " + std::to_string(peer));
   }
-  void require_device() const {
+  void require_device() {
+    if (pending_.valid()) finish_device_start();
     if (!nccl_) throw Error("device collectives used before enable_device()");
   }
 
@@ -360,6 +391,7 @@ class ThreadCommunicator final : public Communicator {
   std::shared_ptr<Group> start_;  // enable_device's meetings (see there)
   const int me_;
   std::unique_ptr<NcclChannel> nccl_;
+  std::future<std::unique_ptr<NcclChannel>> pending_;  // start_device's NCCL start, until the first use
   std::vector<Transfer> recvs_;
   std::vector<double> sum_;  // allreduce_sum's host scratch
   bool sending_ = false, device_exchange_ = false;

@@ -205,11 +205,11 @@ if has trace45; then
     done
   done
   step "batch of 8 (lap3d:150 k 16) with one worker and a worker per GPU, traced"
-  mkdir -p /tmp/s4/b8 && : > /tmp/s4/b8/jobs.ini
+  TA=$PWD/$T; mkdir -p /tmp/s4/b8 && : > /tmp/s4/b8/jobs.ini
   for j in 1 2 3 4 5 6 7 8; do printf '[job.j%d]\ntask = eigs\nmatrix = gen:lap3d:150\nk = 16\nwhich = largest\nseed = %d\nout = j%d.h5\n\n' $j $j $j >> /tmp/s4/b8/jobs.ini; done
   for g in 1 2; do
     rm -f /tmp/s4/b8/j*.h5
-    (cd /tmp/s4/b8 && TCSOLVE_TRACE=1 /usr/bin/time -f "batch --gpus $g wall %e s" $T batch jobs.ini --gpus $g -q 2> trace.err); tail -1 /tmp/s4/b8/trace.err
+    (cd /tmp/s4/b8 && TCSOLVE_TRACE=1 /usr/bin/time -f "batch --gpus $g wall %e s" $TA batch jobs.ini --gpus $g -q 2> trace.err); tail -1 /tmp/s4/b8/trace.err
     grep -E "batch:|job: start|job: matrix read|job: CUDA|job: solve starts|eigs: solved|eigs: finished|job: written" /tmp/s4/b8/trace.err | cut -c15-80 | head -90
   done
   step "NCCL init timings (NCCL_DEBUG=INFO)"

@@ -122,7 +122,9 @@ class DistributedJob {
   std::vector<std::int32_t> perm_;        // rank 0 with METIS: the whole renumbering
   bool probe_symmetry_ = false;
   std::string partition_;  // how the rows were split
-  double start_seconds_ = -1;  // ranks that are threads: the GPU start (context, NCCL) beside the read
+  double start_seconds_ = -1;  // ranks that are threads: the GPU context's start beside the read
+  double nccl_wait_ = 0;
+  double split_seconds_ = 0;  // the rows' host split (split_rows)       // ranks that are threads: the wait for NCCL after the operator's upload
   std::int64_t n_ = 0, nl_ = 0, nnz_local_ = 0, rhs_cols_ = 0;
   double a_inf_ = 0;          // ‖A‖∞ ≥ ‖A‖₂ (symmetric A): the filter's bound, no power iteration
   std::vector<double> diag_;  // this rank's share of A's diagonal (solve with a preconditioner)
@@ -141,6 +143,8 @@ JobOutcome DistributedJob::run() {
   build_operator();
   r_.time_setup += tr.seconds();
   trace_mark("distributed: operator built");
+  nccl_wait_ = comm_.finish_device_start();  // (start-up: outside total, as the context's wait)
+  r_.time_init += nccl_wait_;
   if (backend_ == Backend::cuda) reset_device_peak();
   if (s_.eigs()) solve_eigs();
   else solve_cg();
@@ -184,7 +188,7 @@ void DistributedJob::start_and_read() {
     Timer t;
     const int gpu = select_local_gpu(comm_);  // (the helper's GPU: select_local_gpu sets it)
     trace_mark("distributed: GPU selected, its context");
-    comm_.enable_device(gpu);
+    comm_.start_device(gpu);  // (NCCL comes up beside the operator's upload: build_operator)
     return t.seconds();
   });
   try {
@@ -208,7 +212,7 @@ void DistributedJob::read_and_split() {
   trace_mark("distributed: rows read");
   Timer ts;
   split_rows();
-  r_.time_setup = ts.seconds();
+  r_.time_setup = split_seconds_ = ts.seconds();
   trace_mark("distributed: local parts and halo lists");
 }
 
@@ -479,10 +483,13 @@ void DistributedJob::describe() {
                                 : "");
   if (!launcher_binding_note().empty()) r_.distributed += "; host CPUs: " + launcher_binding_note();
   if (start_seconds_ >= 0)
-    r_.distributed += format("; start-up (slowest rank): GPU context and NCCL %s, overlapped with the rows' %s (%s)",
+    r_.distributed += format("; start-up (slowest rank): GPU context %s, overlapped with the rows' %s (%s) and "
+                             "split (%s); NCCL overlapped with the operator's upload, then waited for %s",
                              format_seconds(comm_.allreduce_max(start_seconds_)).c_str(),
                              is_generator_spec(s_.matrix) ? "generation" : "reading",
-                             format_seconds(comm_.allreduce_max(r_.time_read)).c_str());
+                             format_seconds(comm_.allreduce_max(r_.time_read)).c_str(),
+                             format_seconds(comm_.allreduce_max(split_seconds_)).c_str(),
+                             format_seconds(comm_.allreduce_max(nccl_wait_)).c_str());
   if (comm_profiling()) {
     const double ex = comm_.allreduce_max(st.exchange_seconds), red = comm_.allreduce_max(ops_->reduce_seconds());
     r_.distributed += format("; profiled (TCSOLVE_COMM_PROFILE, synchronized, not overlapped): halo "

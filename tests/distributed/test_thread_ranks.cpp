@@ -58,10 +58,16 @@ class Watchdog {
   std::thread thread_;
 };
 
-// The GPU of this rank thread and NCCL between the ranks (GPU tests), nothing on the CPU.
-void start_device(Communicator& comm) {
-  if (kBackend == Backend::cuda && comm.size() > 1) comm.enable_device(select_local_gpu(comm));
-  else if (kBackend == Backend::cuda) use_gpu(select_local_gpu(comm));
+// The GPU of this rank thread and NCCL between the ranks (GPU tests), nothing on the CPU. async:
+// NCCL started on a thread of its own (Communicator::start_device), the first device collective
+// waiting for it, as `--gpus N` does.
+void start_device(Communicator& comm, bool async = false) {
+  if (kBackend == Backend::cuda && comm.size() > 1) {
+    if (async) comm.start_device(select_local_gpu(comm));
+    else comm.enable_device(select_local_gpu(comm));
+  } else if (kBackend == Backend::cuda) {
+    use_gpu(select_local_gpu(comm));
+  }
 }
 
 class ThreadRanks : public ::testing::TestWithParam<int> {};
@@ -256,11 +262,11 @@ TEST(ThreadRanksFailure, StuckRankIsTheCallersDecision) {
 // body(rank's share of A, its communicator) on np rank threads (skipped without np GPUs in the
 // GPU build), each with its share of the host's CPUs and its GPU.
 template <class Body>
-void on_rank_threads(int np, const Csr<double>& a, std::int64_t max_cols, Body body) {
+void on_rank_threads(int np, const Csr<double>& a, std::int64_t max_cols, Body body, bool async_start = false) {
   if (kBackend == Backend::cuda && device_count() < np) return;
   run_thread_ranks(np, [&](Communicator& c) {
     HostShare pool(std::max(1, host_threads() / np));
-    start_device(c);
+    start_device(c, async_start);
     test::Share d = test::distribute(a, RowPartition::even(a.nrows, np), max_cols, c);
     body(d, c);
   });
@@ -310,7 +316,7 @@ TEST(ThreadRanksSolvers, ChebyshevEqualsOneProcess) {
         ASSERT_EQ(r.values.size(), static_cast<std::size_t>(k));
         for (std::int64_t j = 0; j < k; ++j)
           EXPECT_NEAR(r.values[j], ref.values[j], 1e-12 * std::abs(ref.values[j])) << np << " ranks, rank " << c.rank();
-      });
+      }, /*async_start=*/true);
     }
   }
 }
