@@ -243,6 +243,7 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
                        s.task == Task::solve ? "columns done" : "converged", res, format_seconds(secs).c_str()));
   };
   JobOutcome o;
+  const double job_start = process_seconds();  // (seconds.start: parsing, counting the GPUs)
   if (threads > 1) {
     o = run_distributed_job_on_threads(s, threads, progress, join_command(spec.name, args), end_stuck_ranks,
                                        /*leave_to_exit=*/true);  // (the command ends after report())
@@ -253,6 +254,7 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
     o = run_job(s, cache, progress, join_command(spec.name, args));
   }
   line.clear();
+  o.record.time_start = job_start;
   return report(s, o, quiet, json, verbose);
 }
 

@@ -290,7 +290,8 @@ std::string svds_json(const ResultRecord& r, const std::string& out) {
   s += ",\"seconds\":{\"read\":" + json_number(r.time_read) + ",\"setup\":" + json_number(r.time_setup) +
        ",\"solve\":" + json_number(r.time_solve) + ",\"solve_apply\":" + json_number(apply_s) +
        ",\"solve_dense\":" + json_number(dense_s) + ",\"verify\":" + json_number(r.time_verify) +
-       ",\"write\":" + json_number(r.time_write) + ",\"process\":" + json_number(r.time_process) + "}";
+       ",\"write\":" + json_number(r.time_write) + ",\"start\":" + json_number(r.time_start) +
+       ",\"process\":" + json_number(r.time_process) + "}";
   return s + ",\"out\":" + (out.empty() ? std::string("null") : json_string(out)) + "}";
 }
 }  // namespace
@@ -329,7 +330,8 @@ std::string result_json(const ResultRecord& r, const std::string& out) {
      << ", \"setup\": " << json_number(r.time_setup) << ", \"operator\": " << json_number(r.time_operator)
      << ", \"solve\": " << json_number(r.time_solve) << ", \"verify\": " << json_number(r.time_verify)
      << ", \"write\": " << json_number(r.time_write) << ", \"total\": " << json_number(r.time_total)
-     << ", \"init\": " << json_number(r.time_init) << ", \"process\": " << json_number(r.time_process) << "}"
+     << ", \"start\": " << json_number(r.time_start) << ", \"init\": " << json_number(r.time_init)
+     << ", \"process\": " << json_number(r.time_process) << "}"
      << ", \"out\": " << (out.empty() ? "null" : json_string(out)) << "}";
   return os.str();
 }

@@ -102,7 +102,8 @@ struct ResultRecord {
   // Seconds by phase (docs/hdf5-schema.md; init, process and total: --json only).
   double time_read = 0, time_preprocess = 0, time_plan = 0, time_setup = 0, time_operator = 0,
          time_solve = 0, time_verify = 0, time_write = 0, time_total = 0, time_init = 0,
-         time_process = 0;
+         time_process = 0,
+         time_start = 0;  // the command's clock at the job's start (parsing, counting the GPUs): JSON only
 
   bool is_failure() const { return status == "failed"; }
   bool is_eigs() const { return task == "eigs"; }

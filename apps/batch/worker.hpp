@@ -39,7 +39,7 @@ class Worker {
 
   BatchShared& b_;
   const int gpu_, index_;
-  std::unique_ptr<MatrixCache> cache_ = std::make_unique<MatrixCache>();  // freed on the worker's thread
+  std::unique_ptr<MatrixCache> cache_ = std::make_unique<MatrixCache>();  // left to the exit (run())
   PendingWrite pending_;
   std::vector<std::size_t> mine_;  // the group this worker runs
   std::size_t at_ = 0;             // the job of it running now

@@ -22,7 +22,7 @@ for g in 1 2; do
 done
 grep -q '"distributed": "2 ranks (2 threads of one process, NCCL' "$W/e2.json" ||
   fail "no distributed line: $(grep -o '"distributed": "[^"]*' "$W/e2.json")"
-grep -q 'start-up (slowest rank): GPU context and NCCL' "$W/e2.json" || fail "no start-up account in e2.json"
+grep -q 'start-up (slowest rank): GPU context .*NCCL overlapped' "$W/e2.json" || fail "no start-up account in e2.json"
 $PY - "$W" <<'PY' || fail "--gpus 2 differs from --gpus 1"
 import sys, h5py, numpy as np
 w = sys.argv[1]
