@@ -38,5 +38,10 @@ SymbolicAnalysis cholmod_symbolic(const LowerCsc& s);
 // solves). Throws SingularShift, FactorTooLarge.
 std::unique_ptr<SparseFactor> mumps_factor(const LowerCsc& s, double sigma,
                                            const FactorOptions& opt, bool with_solve);
+// UMFPACK's LU of the whole S for the solves (FactorOptions::lu_solves); inertia() by a MUMPS
+// LDLᵀ of `s` on its first call. Throws SingularShift on a zero pivot, FactorTooLarge.
+std::unique_ptr<SparseFactor> lu_shifted(std::shared_ptr<const LowerCsc> s, double sigma, const FactorOptions& opt);
+// Whether factor_shifted hands an indefinite S of n rows to lu_shifted.
+bool use_lu_solves(const FactorOptions& opt, std::int64_t n);
 
 }  // namespace tcsolve::detail

@@ -62,6 +62,7 @@ const char* to_string(FactorEngine e) {
     case FactorEngine::automatic: return "auto";
     case FactorEngine::cholmod: return "cholmod";
     case FactorEngine::mumps: return "mumps";
+    case FactorEngine::umfpack: return "umfpack";
   }
   return "?";
 }

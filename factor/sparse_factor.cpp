@@ -148,6 +148,7 @@ std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<dou
         throw InvalidArgument("A - sigma*B is not positive definite (Cholesky failed at column " +
                               std::to_string(minor + 1) + "): CHOLMOD needs sigma below the spectrum");
     }
+    if (detail::use_lu_solves(opt, s->n)) return detail::lu_shifted(s, sigma, opt);
     return detail::mumps_factor(*s, sigma, opt, /*with_solve=*/true);
   });
 }

@@ -56,7 +56,7 @@ class FactorTooLarge : public Error {
   double estimated_;
 };
 
-enum class FactorEngine { automatic, cholmod, mumps };
+enum class FactorEngine { automatic, cholmod, mumps, umfpack };
 const char* to_string(FactorEngine e);
 
 // Eigenvalue counts of S = A − σB (equal to the counts of (A, B) below / at / above σ).
@@ -84,7 +84,14 @@ struct FactorOptions {
   // only). Null: CHOLMOD's default strategy orders S. The caller vouches for the pattern: the
   // permutation must have S's size (checked), and any permutation gives a correct factor.
   std::shared_ptr<const SymbolicAnalysis> analysis;
+  // Automatic engine, S not positive definite and at most kLuSolvesMaxRows rows: UMFPACK's LU
+  // factors S for the solves (engine() umfpack) instead of MUMPS's LDLᵀ, whose solve phase pays
+  // per front of the elimination tree (2.5 ms a solve of a 3000-row chain on the 2-core CPU,
+  // against ~0.1 ms); inertia() then costs a MUMPS LDLᵀ on its first call. TCSOLVE_SHIFT_LU=0 or
+  // 1 forces it off or on at any size (A/B).
+  bool lu_solves = false;
 };
+constexpr std::int64_t kLuSolvesMaxRows = 20000;
 
 // L in compressed sparse column form with S(p, p) = L·Lᵀ (CHOLMOD, positive definite S):
 // perm[i] = p(i), i.e. row i of the permuted matrix is row perm[i] of S. 64-bit column offsets.

@@ -118,6 +118,7 @@ Factorized factorize(const Problem& s, const EigsOptions& opt,
   } else {
     out.sigma = opt.has_sigma ? opt.sigma : 0.0;
     fo.engine = opt.which == Which::nearest ? FactorEngine::automatic : FactorEngine::cholmod;
+    fo.lu_solves = true;  // (automatic, indefinite and small: UMFPACK's solves; FactorOptions)
     try {
       out.factor = factor_shifted(*s.a, s.b, out.sigma, fo);
     } catch (const SingularShift&) {

@@ -8,6 +8,7 @@
 
 #include "core/device.hpp"
 #include "factor/shift_invert.hpp"
+#include "factor/lu_factor.hpp"
 #include "factor/sparse_factor.hpp"
 #include "io/matrix_io.hpp"
 #include "tests/test_paths.hpp"
@@ -54,6 +55,7 @@ struct ShiftCase {
   bool mass;       // tridiagonal (consistent) mass matrix
   double quantile; // σ at this quantile of the spectrum (< 0: below the spectrum)
   FactorEngine expected;
+  bool lu_solves = false;  // FactorOptions::lu_solves (UMFPACK's solves of an indefinite S)
 };
 
 class Shifted : public ::testing::TestWithParam<ShiftCase> {};
@@ -61,6 +63,7 @@ class Shifted : public ::testing::TestWithParam<ShiftCase> {};
 TEST_P(Shifted, SolvesAndCountsLikeDenseEigen) {
   SKIP_WITHOUT_FACTOR();
   const ShiftCase& c = GetParam();
+  if (c.expected == FactorEngine::umfpack && !built_with_lu_qr()) GTEST_SKIP() << "built without UMFPACK";
   Csr<double> a = scaled_laplacian3d(c.nx, 1.0, 0.05);
   const std::int64_t n = a.nrows;
   Csr<double> b = tridiagonal_mass(static_cast<int>(n));
@@ -76,7 +79,9 @@ TEST_P(Shifted, SolvesAndCountsLikeDenseEigen) {
     sigma = 0.5 * (ev[q] + ev[q + 1]);
   }
   std::int64_t below = std::count_if(ev.begin(), ev.end(), [&](double v) { return v < sigma; });
-  auto f = factor_shifted(a, bp, sigma);
+  FactorOptions fo;
+  fo.lu_solves = c.lu_solves;
+  auto f = factor_shifted(a, bp, sigma, fo);
   EXPECT_EQ(f->engine(), c.expected) << f->describe();
   EXPECT_EQ(f->inertia().negative, below);
   EXPECT_EQ(f->inertia().zero, 0);
@@ -104,6 +109,9 @@ const ShiftCase kShiftCases[] = {
     {"interior_mumps", 7, false, 0.3, FactorEngine::mumps},
     {"interior_mass_mumps", 6, true, 0.55, FactorEngine::mumps},
     {"near_top_mumps", 5, false, 0.97, FactorEngine::mumps},
+    {"interior_umfpack", 7, false, 0.3, FactorEngine::umfpack, true},
+    {"interior_mass_umfpack", 6, true, 0.55, FactorEngine::umfpack, true},
+    {"below_spectrum_lu_allowed_cholmod", 6, true, -1, FactorEngine::cholmod, true},
 };
 void PrintTo(const ShiftCase& c, std::ostream* os) { *os << c.name; }
 
@@ -228,9 +236,11 @@ TEST(Factor, ReusesTheGivenAnalysisOrdering) {
 TEST(Factor, ExactlySingularShiftNamesSigmaAndSuggestsAnother) {
   SKIP_WITHOUT_FACTOR();
   Csr<double> a = constrained_dofs(5, 4);  // eigenvalue 1.0 exactly (rows with a lone 1)
-  for (FactorEngine e : {FactorEngine::automatic, FactorEngine::mumps}) {
+  for (int lu = 0; lu < 3; ++lu) {  // automatic, automatic with UMFPACK's solves, MUMPS
+    const FactorEngine e = lu == 2 ? FactorEngine::mumps : FactorEngine::automatic;
     FactorOptions o;
     o.engine = e;
+    o.lu_solves = lu == 1;
     try {
       factor_shifted(a, nullptr, 1.0, o);
       ADD_FAILURE() << "no SingularShift for sigma = 1 (" << to_string(e) << ")";
