@@ -194,6 +194,16 @@ TEST(EigsWhich, SmallestMagnitudeByTheFoldedOperator) {
     EXPECT_TRUE(says(r, variant == 0 ? "B = I" : variant == 1 ? "block CG on B" : "B^-1 given")) << r.why;
     EXPECT_GE(r.runs.size(), 3u) << runs_of(r);  // both ends tried first, then the folded run
   }
+  // nearest σ of an operator: the folded operator around σ (no shift-invert without a matrix)
+  EigsOptions o = options(3, Which::nearest);
+  o.tol = 1e-8;
+  o.has_sigma = true;
+  o.sigma = 0.71;
+  const EigsResult r = eigs(*aop, nullptr, *ops, o);
+  ASSERT_TRUE(r.status == SolverStatus::converged || r.status == SolverStatus::unverified) << r.reason << " " << runs_of(r);
+  expect_values(r.values, select(shifted_spectrum(n, d), 3, [](double v) { return std::abs(v - 0.71); }), 1e-9);
+  for (std::size_t j = 1; j < r.values.size(); ++j) EXPECT_LE(std::abs(r.values[j - 1] - 0.71), std::abs(r.values[j] - 0.71));
+  EXPECT_TRUE(says(r, "nearest 0.71 from the folded operator")) << r.why;
 }
 
 // ---- constraints -----------------------------------------------------------------------------
