@@ -293,6 +293,9 @@ namespace {
 // is a set of eigenvectors: X = E·L⁻ᵀ with E = [e_1 … e_k] and B[0:k, 0:k] = L·Lᵀ (B positive
 // definite, so its leading block is). Exact: residuals 0, the count is the whole spectrum.
 EigsResult zero_matrix_result(const Csr<double>* b, const EigsOptions& opt, std::int64_t n) {
+  if (!opt.constraints.empty())
+    throw InvalidArgument("A = 0 with constraints: every vector is an eigenvector (eigenvalue 0), the unit "
+                          "vectors this answer gives are not constrained; nothing to iterate on");
   const std::int64_t k = opt.k;
   Eigen::MatrixXd g = Eigen::MatrixXd::Identity(k, k);
   if (b) {
@@ -392,12 +395,7 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
     for (std::int64_t i = 0; i < n; ++i) rq = std::max(rq, std::abs((*s.diag_a)[i]) / s.diag_b[i]);
     s.radius = rq > 0 ? rq : s.a_norm * s.binv_norm;
   }
-  if (s.a_norm == 0.0) {
-    if (!opt.constraints.empty())
-      throw InvalidArgument("A = 0 with constraints: every vector is an eigenvector (eigenvalue 0); "
-                            "there is nothing to iterate on the constrained problem");
-    return zero_matrix_result(b, opt, n);
-  }
+  if (s.a_norm == 0.0) return zero_matrix_result(b, opt, n);
   facts.a_norm = s.a_norm;
   facts.b_norm = s.b_norm;
   facts.binv_norm = s.binv_norm;
