@@ -54,6 +54,17 @@ po::typed_value<std::string>* parsed(const char* value_name, F store) {
   return po::value<std::string>()->value_name(value_name)->notifier(store);
 }
 
+// A parse that throws InvalidArgument ("which 'x': expected ...") as a UsageError naming the
+// option ("--which 'x': expected ...").
+template <class T>
+T parsed_as_usage(T (*parse)(const std::string&), const std::string& v) {
+  try {
+    return parse(v);
+  } catch (const InvalidArgument& e) {
+    throw UsageError(std::string("--") + e.what());
+  }
+}
+
 const std::string& method_list() {
   static const std::string s = [] {
     std::string r;
@@ -68,13 +79,7 @@ void add_eigs_options(po::options_description& opts, JobSpec& s) {
       ("mass", po::value(&s.mass)->value_name("MATRIX"),
        "mass matrix B (symmetric positive definite): solve A x = lambda B x")
       ("k", po::value(&s.k)->value_name("K"), "number of eigenpairs (default 6)")
-      ("which", parsed("W", [&s](const std::string& v) {
-         try {
-           s.which = parse_which(v);
-         } catch (const InvalidArgument& e) {
-           throw UsageError(std::string("--") + e.what());
-         }
-       }),
+      ("which", parsed("W", [&s](const std::string& v) { s.which = parsed_as_usage(parse_which, v); }),
        "which eigenvalues: smallest (default), largest, nearest (the k closest to --sigma), "
        "largest_magnitude (the k largest |lambda|: one end, or both ends merged), smallest_magnitude "
        "(the k smallest |lambda|: nearest 0 by shift-invert, else an end that is one-signed, else "
@@ -89,13 +94,7 @@ void add_eigs_options(po::options_description& opts, JobSpec& s) {
        }),
        "shift-invert around S (SciPy's sigma): Lanczos on (A - S B)^-1 B through a sparse "
        "factorization; smallest needs S below the spectrum")
-      ("method", parsed(method_list().c_str(), [&s](const std::string& v) {
-         try {
-           s.method = parse_eigs_method(v);
-         } catch (const InvalidArgument& e) {
-           throw UsageError(std::string("--") + e.what());
-         }
-       }),
+      ("method", parsed(method_list().c_str(), [&s](const std::string& v) { s.method = parsed_as_usage(parse_eigs_method, v); }),
        "eigensolver (default auto: the plan with the fewest predicted seconds among a dense "
        "solve, Chebyshev-filtered subspace iteration, shift-invert Lanczos through a sparse "
        "factorization and LOBPCG; the output says which and why)")
@@ -137,13 +136,8 @@ void add_solve_options(po::options_description& opts, JobSpec& s) {
       ("x0", po::value(&s.start)->value_name("FILE.h5[:DATASET]"),
        "initial guess: an earlier result's /solution, or a DATASET [s][n] with one row per "
        "right-hand side (default: zero)")
-      ("method", parsed("auto|cg|minres|gmres|direct|lsqr", [&s](const std::string& v) {
-         try {
-           s.solve_method = parse_solve_method(v);
-         } catch (const InvalidArgument& e) {
-           throw UsageError(std::string("--") + e.what());
-         }
-       }),
+      ("method", parsed("auto|cg|minres|gmres|direct|lsqr",
+                        [&s](const std::string& v) { s.solve_method = parsed_as_usage(parse_solve_method, v); }),
        "solver (default auto: by the matrix's kind, block CG for symmetric matrices with a "
        "positive diagonal, MINRES for symmetric indefinite, GMRES for unsymmetric, with a sparse "
        "factorization (CHOLMOD, MUMPS, UMFPACK) where it is predicted cheaper or the iteration "

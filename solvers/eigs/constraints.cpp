@@ -90,17 +90,33 @@ class Constraints {
   Eigen::LLT<Eigen::MatrixXd> llt_;
 };
 
-// A' = Pᵀ·A·P + s·(B·Y)·G⁻¹·(B·Y)ᵀ.
-class ConstrainedOperator final : public LinearOperator<double> {
+// What the operators of the constrained problem share: n × n in the ops' space, the constraints,
+// one n × w workspace block.
+class ConstraintsOperator : public LinearOperator<double> {
  public:
-  ConstrainedOperator(const Problem& s, const Constraints& c, double shift, std::int64_t width)
-      : s_(s), c_(c), shift_(shift), w_(s.ops->allocate(s.n, width)) {}
   std::int64_t rows() const override { return s_.n; }
   std::int64_t cols() const override { return s_.n; }
   Space space() const override { return s_.ops->space(); }
+
+ protected:
+  ConstraintsOperator(const Problem& s, const Constraints& c, std::int64_t width)
+      : s_(s), c_(c), w_(s.ops->allocate(s.n, width)) {}
+  MvView<double> work(std::int64_t cols) const { return workspace_view(*s_.ops, w_, s_.n, cols); }
+  const Problem& s_;
+  const Constraints& c_;
+
+ private:
+  mutable MultiVector<double> w_;
+};
+
+// A' = Pᵀ·A·P + s·(B·Y)·G⁻¹·(B·Y)ᵀ.
+class ConstrainedOperator final : public ConstraintsOperator {
+ public:
+  ConstrainedOperator(const Problem& s, const Constraints& c, double shift, std::int64_t width)
+      : ConstraintsOperator(s, c, width), shift_(shift) {}
   void apply(MvView<const double> x, MvView<double> y) const override {
     DenseBlockOps& ops = *s_.ops;
-    MvView<double> w = workspace_view(ops, w_, s_.n, x.cols);
+    MvView<double> w = work(x.cols);
     ops.copy(x, w);
     c_.project(w, cb_);                 // w = P·x, cb = G⁻¹·(BY)ᵀ·x
     fenced_apply(ops, *s_.aop, w, y);   // y = A·P·x
@@ -110,10 +126,7 @@ class ConstrainedOperator final : public LinearOperator<double> {
   }
 
  private:
-  const Problem& s_;
-  const Constraints& c_;
   double shift_;
-  mutable MultiVector<double> w_;
   mutable std::vector<double> cb_, d_;
 };
 
@@ -121,17 +134,14 @@ class ConstrainedOperator final : public LinearOperator<double> {
 // kept there (SciPy's lobpcg applies the constraints to T·R); on span(Y) it inverts the shift, so
 // that what the block brings into span(Y) is still driven out (without it the residuals stall:
 // diag(1..100), T = A⁻¹, three constraints: 0 of 4 pairs in 1000 iterations, 13 without Y).
-class ProjectedPreconditioner final : public LinearOperator<double> {
+class ProjectedPreconditioner final : public ConstraintsOperator {
  public:
   ProjectedPreconditioner(const Problem& s, const Constraints& c, const LinearOperator<double>& t, double shift,
                           std::int64_t width)
-      : s_(s), c_(c), t_(t), inv_shift_(1.0 / std::abs(shift)), w_(s.ops->allocate(s.n, width)) {}
-  std::int64_t rows() const override { return s_.n; }
-  std::int64_t cols() const override { return s_.n; }
-  Space space() const override { return s_.ops->space(); }
+      : ConstraintsOperator(s, c, width), t_(t), inv_shift_(1.0 / std::abs(shift)) {}
   void apply(MvView<const double> x, MvView<double> y) const override {
     DenseBlockOps& ops = *s_.ops;
-    MvView<double> w = workspace_view(ops, w_, s_.n, x.cols);
+    MvView<double> w = work(x.cols);
     c_.coef(x, cy_);  // cy = G⁻¹·Yᵀ·x
     ops.copy(x, w);
     ops.gemm(-1.0, c_.by(), cy_.data(), c_.p(), 1.0, w);  // w = Pᵀ·x
@@ -142,11 +152,8 @@ class ProjectedPreconditioner final : public LinearOperator<double> {
   }
 
  private:
-  const Problem& s_;
-  const Constraints& c_;
   const LinearOperator<double>& t_;
   double inv_shift_;
-  mutable MultiVector<double> w_;
   mutable std::vector<double> cy_, cb_;
 };
 
