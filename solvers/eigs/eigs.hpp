@@ -329,7 +329,8 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
                 const EigsPrebuilt& pre = {});
 
 // Operator form (A, B given only as operators in ops.space(); e.g. a Python LinearOperator): no
-// factorization, so no shift-invert and no certificate; the multiplicity re-check still runs.
+// factorization, so no shift-invert (nearest σ by the folded operator) and no certificate; the
+// multiplicity re-check still runs.
 // a_norm / b_norm: estimates of ‖A‖₂, ‖B‖₂ (0 = estimate by power iteration).
 EigsResult eigs(const LinearOperator<double>& a, const LinearOperator<double>* b,
                 DenseBlockOps& ops, const EigsOptions& opt, double a_norm = 0.0,
