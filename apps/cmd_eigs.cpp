@@ -64,13 +64,13 @@ CommandSpec task_command(Task task) {
   return CommandSpec{
       name, name + " MATRIX [options]",
       eigs ? "Computes k eigenpairs of a symmetric matrix (A x = lambda x, or A x = lambda B x with\n"
-             "--mass): the smallest, largest, nearest to --sigma, largest or smallest in magnitude, or\n"
-             "from both ends (--which; optionally B-orthogonal to --constraints). The plan (Chebyshev-filtered\n"
-             "subspace iteration, shift-invert block Lanczos through a sparse factorization, block\n"
-             "Lanczos, LOBPCG or a dense solve) is chosen by predicted time and printed with why;\n"
-             "every pair is checked on its recomputed true residual and the set is verified: by a\n"
-             "Sylvester count when asked (--certify) or cheap, else by a re-check from fresh random\n"
-             "vectors."
+             "--mass): the smallest, largest, nearest to --sigma, largest or smallest in magnitude,\n"
+             "or from both ends (--which; optionally B-orthogonal to --constraints). The plan\n"
+             "(Chebyshev-filtered subspace iteration, shift-invert block Lanczos through a sparse\n"
+             "factorization, block Lanczos, LOBPCG or a dense solve) is chosen by predicted time and\n"
+             "printed with why; every pair is checked on its recomputed true residual and the set is\n"
+             "verified: by a Sylvester count when asked (--certify) or cheap, else by a re-check from\n"
+             "fresh random vectors."
            : "Solves A X = B for a symmetric positive definite A and many right-hand sides at once\n"
              "(breakdown-free block CG, Jacobi preconditioned).",
       std::string(matrix_argument_help) +
