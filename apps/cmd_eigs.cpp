@@ -64,12 +64,13 @@ CommandSpec task_command(Task task) {
   return CommandSpec{
       name, name + " MATRIX [options]",
       eigs ? "Computes k eigenpairs of a symmetric matrix (A x = lambda x, or A x = lambda B x with\n"
-             "--mass): the smallest, largest, or nearest to --sigma. The plan (Chebyshev-filtered\n"
-             "subspace iteration, shift-invert block Lanczos through a sparse factorization, block\n"
-             "Lanczos, LOBPCG or a dense solve) is chosen by predicted time and printed with why;\n"
-             "every pair is checked on its recomputed true residual and the set is verified: by a\n"
-             "Sylvester count when asked (--certify) or cheap, else by a re-check from fresh random\n"
-             "vectors."
+             "--mass): the smallest, largest, nearest to --sigma, largest or smallest in magnitude,\n"
+             "or from both ends (--which; optionally B-orthogonal to --constraints). The plan\n"
+             "(Chebyshev-filtered subspace iteration, shift-invert block Lanczos through a sparse\n"
+             "factorization, block Lanczos, LOBPCG or a dense solve) is chosen by predicted time and\n"
+             "printed with why; every pair is checked on its recomputed true residual and the set is\n"
+             "verified: by a Sylvester count when asked (--certify) or cheap, else by a re-check from\n"
+             "fresh random vectors."
            : "Solves A X = B for a symmetric positive definite A and many right-hand sides at once\n"
              "(breakdown-free block CG, Jacobi preconditioned).",
       std::string(matrix_argument_help) +
@@ -124,6 +125,16 @@ bool run_on_ranks(const JobSpec& s, Communicator& comm, const ProgressFn& progre
   }
   *code = o.exit_code();
   return rank0;
+}
+
+// What the distributed path (mpirun, --gpus N) cannot run beyond check_distributed_job's list:
+// the constraints (the driver's constrained operator is one process's) and smallest_magnitude
+// (its folded operator inverts B on one process).
+void check_distributed_eigs(const JobSpec& s) {
+  if (!s.eigs()) return;
+  if (!s.constraints.empty()) throw UsageError("--constraints: not on the distributed path (mpirun or --gpus N)");
+  if (s.which == Which::smallest_magnitude)
+    throw UsageError("--which smallest_magnitude: not on the distributed path (mpirun or --gpus N)");
 }
 
 // --gpus N|all: how many rank threads (one GPU each) run the job; 1 is the one-process path.
@@ -226,6 +237,7 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
   const std::unique_ptr<Communicator> comm = s.svds() || threads > 1 ? nullptr : launch_communicator(s);
   const bool rank0 = !comm || comm->rank() == 0;
   const bool one = !comm && threads == 1;
+  if (!one) check_distributed_eigs(s);
   if (one) choose_small_eigs_device(s);
   // SIGINT/SIGTERM: the solve stops at its next iteration's end and the partial result is
   // written (status interrupted, exit 130/143); a second signal exits at once (core/interrupt.hpp).

@@ -21,8 +21,10 @@ namespace tcsolve {
 
 // smallest / largest: algebraic ends. nearest: the k eigenvalues closest to a shift σ (through
 // the driver's shift-invert, solvers/eigs.hpp). largest_magnitude: largest |λ| (what the inner
-// solvers use on a shift-inverted operator for `nearest`).
-enum class Which { smallest, largest, nearest, largest_magnitude };
+// solvers use on a shift-inverted operator for `nearest`; in the eigs driver SciPy's 'LM' of A).
+// smallest_magnitude, both_ends: the eigs driver's SciPy 'SM' and 'BE' (solvers/eigs/eigs.hpp),
+// made of its runs for the ends; no inner solver takes them.
+enum class Which { smallest, largest, nearest, largest_magnitude, smallest_magnitude, both_ends };
 
 struct EigenOptions {
   std::int64_t k = 1;

@@ -1,9 +1,12 @@
 #include "apps/job/inputs.hpp"
 
+#include <cmath>
+
 #include "apps/job/spec.hpp"
 #include "core/finite.hpp"
 #include "core/parallel.hpp"
 #include "io/hdf5_file.hpp"
+#include "io/matrix_market.hpp"
 #include "solvers/random.hpp"
 
 namespace tcsolve::app {
@@ -32,6 +35,27 @@ std::vector<double> read_columns(const std::string& file, const std::string& dat
                                      dataset.c_str(), what, (long long)(i / len), (long long)(i % len)));
   *s_out = s;
   return data;  // [s][n] row-major == n × s column-major
+}
+
+std::vector<double> read_block(const std::string& spec, const char* dataset, std::int64_t n, const char* what,
+                               std::int64_t* p_out) {
+  const auto [file, ds] = split_start(spec, dataset);
+  if (!ends_with(file, ".mtx") && !ends_with(file, ".mtx.gz")) return read_columns(file, ds, n, what, p_out);
+  const Csr<double> m = read_matrix_market(file);
+  if (m.nrows != n)
+    throw InputError(file, 0, format("the %s have %lld rows but the matrix has %lld (expected an n x p array)", what,
+                                     (long long)m.nrows, (long long)n));
+  if (m.ncols < 1) throw InputError(file, 0, format("no %s (no columns)", what));
+  std::vector<double> block(static_cast<std::size_t>(n * m.ncols), 0.0);  // n × p column-major
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t q = m.row_ptr[i]; q < m.row_ptr[i + 1]; ++q) {
+      if (!std::isfinite(m.values[q]))
+        throw InputError(file, 0, format("non-finite value in the %s at row %lld, column %lld", what, (long long)i,
+                                         (long long)m.col_idx[q]));
+      block[static_cast<std::size_t>(m.col_idx[q] * n + i)] += m.values[q];
+    }
+  *p_out = m.ncols;
+  return block;
 }
 
 // Right-hand sides, n × s column-major on the host: "random:S" or "FILE.h5:DATASET" holding

@@ -165,6 +165,12 @@ void LocalJob::read_inputs() {
     if (s_.k >= n)
       throw InvalidArgument(format("k = %lld is too large for %s with n = %lld (need k < n)", (long long)s_.k,
                                    s_.matrix.c_str(), (long long)n));
+    if (!s_.constraints.empty()) {
+      Timer tr;
+      std::int64_t p = 0;
+      in_.constraints = read_block(s_.constraints, "eigenvectors", n, "constraints", &p);
+      r_.time_read += tr.seconds();
+    }
   } else {
     Timer tr;
     in_.rhs = load_rhs(s_.rhs, n, &in_.nrhs, s_.seed, /*materialize=*/false);

@@ -92,6 +92,8 @@ void LocalSolve::run_eigs(Backend backend, std::int64_t fit_columns, CheckpointW
   eo.backend = backend;
   eo.workspace_columns = fit_columns;
   if (!in_.start.empty()) eo.v0 = perm_ ? StartBlock(gather(in_.start.data(), in_.start.size())) : in_.start;
+  if (!in_.constraints.empty())
+    eo.constraints = perm_ ? HostBlock(gather(in_.constraints.data(), in_.constraints.size())) : in_.constraints;
   eo.on_checkpoint = ck.callback();
   if (in_.B) eo.mass_name = "mass matrix " + s_.mass;
   Timer ts;

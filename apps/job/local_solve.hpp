@@ -26,6 +26,7 @@ struct LocalInputs {
   std::vector<double> rhs;  // right-hand sides from a file (n × nrhs); empty for random:S
   std::int64_t nrhs = 0;
   StartBlock start;  // --start, --x0 or the checkpoint resumed from (input order)
+  HostBlock constraints;  // eigs --constraints (n × p, input order)
 };
 
 // What the solve tells the rest of the run besides the record.

@@ -34,7 +34,6 @@ E parse_choice(const char* option, const std::string& s, const Choices<E>& c) {
   throw UsageError(std::string(option) + " '" + s + "': expected " + list);
 }
 
-const Choices<Which> kWhich = {{Which::smallest, "smallest"}, {Which::largest, "largest"}, {Which::nearest, "nearest"}};
 const Choices<ConvTest> kConv = {{ConvTest::rel, "rel"}, {ConvTest::norm, "norm"}, {ConvTest::abs, "abs"}};
 const Choices<DeviceChoice> kDevice = {
     {DeviceChoice::automatic, "auto"}, {DeviceChoice::cpu, "cpu"}, {DeviceChoice::cuda, "cuda"}};
@@ -55,6 +54,17 @@ po::typed_value<std::string>* parsed(const char* value_name, F store) {
   return po::value<std::string>()->value_name(value_name)->notifier(store);
 }
 
+// A parse that throws InvalidArgument ("which 'x': expected ...") as a UsageError naming the
+// option ("--which 'x': expected ...").
+template <class T>
+T parsed_as_usage(T (*parse)(const std::string&), const std::string& v) {
+  try {
+    return parse(v);
+  } catch (const InvalidArgument& e) {
+    throw UsageError(std::string("--") + e.what());
+  }
+}
+
 const std::string& method_list() {
   static const std::string s = [] {
     std::string r;
@@ -69,8 +79,12 @@ void add_eigs_options(po::options_description& opts, JobSpec& s) {
       ("mass", po::value(&s.mass)->value_name("MATRIX"),
        "mass matrix B (symmetric positive definite): solve A x = lambda B x")
       ("k", po::value(&s.k)->value_name("K"), "number of eigenpairs (default 6)")
-      ("which", parsed("smallest|largest|nearest", [&s](const std::string& v) { s.which = parse_choice("--which", v, kWhich); }),
-       "which eigenvalues (default smallest; nearest: the k closest to --sigma)")
+      ("which", parsed("W", [&s](const std::string& v) { s.which = parsed_as_usage(parse_which, v); }),
+       "which eigenvalues: smallest (default), largest, nearest (the k closest to --sigma), "
+       "largest_magnitude (the k largest |lambda|: one end, or both ends merged), smallest_magnitude "
+       "(the k smallest |lambda|: nearest 0 by shift-invert, else an end that is one-signed, else "
+       "the folded operator A B^-1 A), both_ends (ceil(k/2) largest and floor(k/2) smallest); "
+       "also SciPy's LA, SA, LM, SM, BE (any case)")
       ("sigma", parsed("S", [&s](const std::string& v) {
          char* end = nullptr;
          const double x = std::strtod(v.c_str(), &end);
@@ -80,13 +94,7 @@ void add_eigs_options(po::options_description& opts, JobSpec& s) {
        }),
        "shift-invert around S (SciPy's sigma): Lanczos on (A - S B)^-1 B through a sparse "
        "factorization; smallest needs S below the spectrum")
-      ("method", parsed(method_list().c_str(), [&s](const std::string& v) {
-         try {
-           s.method = parse_eigs_method(v);
-         } catch (const InvalidArgument& e) {
-           throw UsageError(std::string("--") + e.what());
-         }
-       }),
+      ("method", parsed(method_list().c_str(), [&s](const std::string& v) { s.method = parsed_as_usage(parse_eigs_method, v); }),
        "eigensolver (default auto: the plan with the fewest predicted seconds among a dense "
        "solve, Chebyshev-filtered subspace iteration, shift-invert Lanczos through a sparse "
        "factorization and LOBPCG; the output says which and why)")
@@ -104,7 +112,12 @@ void add_eigs_options(po::options_description& opts, JobSpec& s) {
       ("start", po::value(&s.start)->value_name("FILE.h5[:DATASET]"),
        "warm start: begin from the eigenvectors of an earlier result (its /eigenvectors, or a "
        "DATASET [s][n]), e.g. the previous point of a parameter sweep; any number of vectors. "
-       "The answer is tested as from a random start");
+       "The answer is tested as from a random start")
+      ("constraints", po::value(&s.constraints)->value_name("FILE.mtx|FILE.h5[:DATASET]"),
+       "constraints Y (SciPy lobpcg's Y): eigenpairs in the B-orthogonal complement of these p "
+       "columns, e.g. the eigenvectors of an earlier result (its /eigenvectors, or a DATASET "
+       "[p][n]) to find the next ones; a Matrix Market n x p file (array or coordinate) too. For "
+       "the ends (smallest, largest, largest_magnitude, both_ends), by an iterative method");
 }
 
 // svds: the triplets and the Krylov space (tol, maxiter, seed, device: add_common_options).
@@ -123,13 +136,8 @@ void add_solve_options(po::options_description& opts, JobSpec& s) {
       ("x0", po::value(&s.start)->value_name("FILE.h5[:DATASET]"),
        "initial guess: an earlier result's /solution, or a DATASET [s][n] with one row per "
        "right-hand side (default: zero)")
-      ("method", parsed("auto|cg|minres|gmres|direct|lsqr", [&s](const std::string& v) {
-         try {
-           s.solve_method = parse_solve_method(v);
-         } catch (const InvalidArgument& e) {
-           throw UsageError(std::string("--") + e.what());
-         }
-       }),
+      ("method", parsed("auto|cg|minres|gmres|direct|lsqr",
+                        [&s](const std::string& v) { s.solve_method = parsed_as_usage(parse_solve_method, v); }),
        "solver (default auto: by the matrix's kind, block CG for symmetric matrices with a "
        "positive diagonal, MINRES for symmetric indefinite, GMRES for unsymmetric, with a sparse "
        "factorization (CHOLMOD, MUMPS, UMFPACK) where it is predicted cheaper or the iteration "
@@ -227,6 +235,17 @@ void validate_eigs(const JobSpec& s) {
   if (s.block_size < 0) throw UsageError("--block-size must be positive");
   if (s.which == Which::nearest && s.sigma.empty())
     throw UsageError("--which nearest needs --sigma S (the k eigenvalues closest to S)");
+  if (!s.sigma.empty() && (s.which == Which::smallest_magnitude || s.which == Which::both_ends))
+    throw UsageError(std::string("--which ") + which_name(s.which) + " with --sigma: the selection is by lambda, "
+                     "not by SciPy's 1/(lambda - sigma); use --which nearest (or largest_magnitude) with --sigma");
+  if (!s.constraints.empty()) {
+    if (!s.sigma.empty() || s.which == Which::nearest || s.which == Which::smallest_magnitude)
+      throw UsageError("--constraints serve the ends (--which smallest, largest, largest_magnitude, both_ends), "
+                       "not --sigma, nearest or smallest_magnitude (the constrained problem cannot be factored)");
+    if (s.method == EigsMethod::dense || s.precond == Precond::factor || s.certify)
+      throw UsageError(std::string(s.method == EigsMethod::dense ? "--method dense" : s.certify ? "--certify" : "--precond factor") +
+                       " cannot be combined with --constraints (the constrained problem is an operator, not a matrix)");
+  }
   if (s.no_factor && (!s.sigma.empty() || s.precond == Precond::factor || s.certify))
     throw UsageError(std::string(!s.sigma.empty() ? "--sigma" : s.certify ? "--certify" : "--precond factor") +
                      " needs a factorization: it cannot be combined with --no-factor");
@@ -257,7 +276,7 @@ const char* to_string(DeviceChoice d) { return name_of(d, kDevice); }
 const char* to_string(PrecisionChoice p) { return name_of(p, kPrecision); }
 const char* to_string(Precond p) { return p == Precond::chebyshev ? "chebyshev" : name_of(p, kEigsPrecond); }
 const char* to_string(Reordering r) { return name_of(r, kReorder); }
-const char* which_name(Which w) { return name_of(w, kWhich); }
+const char* which_name(Which w) { return to_string(w); }
 
 Task parse_task(const std::string& s) {
   if (s == "eigs") return Task::eigs;
@@ -337,12 +356,15 @@ std::pair<std::string, std::string> split_start(const std::string& spec, const c
   return {spec.substr(0, colon), spec.substr(colon + 1)};
 }
 
+std::string block_file(const std::string& spec) { return spec.empty() ? std::string() : split_start(spec, "").first; }
+
 std::vector<std::string> job_input_files(const JobSpec& s) {
   std::vector<std::string> inputs;
   for (const std::string* spec : {&s.matrix, &s.mass})
     if (!spec->empty() && !matrix_spec_file(*spec).empty()) inputs.push_back(matrix_spec_file(*spec));
   if (!rhs_file(s).empty()) inputs.push_back(rhs_file(s));
-  if (!s.start.empty()) inputs.push_back(split_start(s.start, "").first);
+  for (const std::string* spec : {&s.start, &s.constraints})
+    if (!spec->empty()) inputs.push_back(block_file(*spec));
   return inputs;
 }
 
@@ -373,6 +395,7 @@ std::string job_options_string(const JobSpec& s) {
   if (s.precond_degree > 0) o += format(";precond_degree=%d", s.precond_degree);
   // (only when given: results written before warm starts existed keep standing)
   if (!s.start.empty()) o += ";start=" + s.start;
+  if (!s.constraints.empty()) o += ";constraints=" + s.constraints;
   return o;
 }
 
@@ -398,6 +421,7 @@ std::string input_stamps(const JobSpec& s) {
     if (!f.empty()) o += (o.empty() ? "" : ";") + file_stamp(f);
   }
   if (!rhs_file(s).empty()) o += (o.empty() ? "" : ";") + file_stamp(rhs_file(s));
+  if (!s.constraints.empty()) o += (o.empty() ? "" : ";") + file_stamp(block_file(s.constraints));
   return o;
 }
 

@@ -33,7 +33,8 @@ const char* to_string(DeviceChoice d);
 const char* to_string(PrecisionChoice p);
 const char* to_string(Precond p);
 const char* to_string(Reordering r);
-const char* which_name(Which w);  // smallest | largest | nearest
+// smallest | largest | nearest | largest_magnitude | smallest_magnitude | both_ends
+const char* which_name(Which w);
 // "task 'x': expected eigs, solve or svds" otherwise (UsageError).
 Task parse_task(const std::string& s);
 
@@ -44,13 +45,17 @@ struct JobSpec {
   // Warm start: eigs --start FILE.h5[:DATASET] (default /eigenvectors), solve --x0 FILE.h5[:DATASET]
   // (default /solution): columns [s][n] of an earlier result or any dataset of that shape.
   std::string start;
+  // eigs --constraints FILE.mtx | FILE.h5[:DATASET] (default /eigenvectors): the returned vectors
+  // are B-orthogonal to these n × p columns (solvers/eigs/eigs.hpp, EigsOptions::constraints).
+  std::string constraints;
   // Checkpoints: the solver's block written atomically to `checkpoint` every checkpoint_every
   // seconds; `resume_from` continues from such a file (same matrix, checked by checksum). Neither
   // is part of job_options: a resumed job is the same job.
   std::string checkpoint, resume_from;
   double checkpoint_every = 60.0;
   std::int64_t k = 6;
-  Which which = Which::smallest;  // smallest | largest | nearest (needs sigma)
+  // smallest | largest | nearest (needs sigma) | largest_magnitude | smallest_magnitude | both_ends
+  Which which = Which::smallest;
   EigsMethod method = EigsMethod::automatic;
   SolveMethod solve_method = SolveMethod::automatic;  // solve --method (solvers/solve_method.hpp)
   int restart = 30;                                   // solve: GMRES(m)
@@ -111,8 +116,11 @@ RhsSpec parse_rhs(const std::string& rhs);
 // A start block (--start / --x0): "FILE.h5" (its `dataset`: a result's eigenvectors or
 // solution) or "FILE.h5:DATASET".
 std::pair<std::string, std::string> split_start(const std::string& spec, const char* dataset);
+// The file of a dense block option: --start, --x0 or --constraints ("" for none).
+std::string block_file(const std::string& spec);
 
-// The files a job reads (matrix, mass, right-hand sides, start vectors; not --resume-from).
+// The files a job reads (matrix, mass, right-hand sides, start vectors, constraints; not
+// --resume-from).
 std::vector<std::string> job_input_files(const JobSpec& spec);
 // The options that decide a job's answer, as one canonical string (stored as the result's
 // "job_options" attribute), and the identity of its input files ("input_stamps": path, size and

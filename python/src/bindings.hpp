@@ -112,6 +112,10 @@ class PyOperator final : public LinearOperator<double> {
 // copied as a shared_ptr, the object itself released with the GIL taken.
 std::shared_ptr<py::object> shared_object(py::object o);
 
+// opt["mass_inverse"] (a callable X -> B⁻¹·X: SciPy's Minv, for the folded operator) set as the
+// options' mass_inverse (CPU backend only); the returned operator must outlive the solve.
+std::unique_ptr<PyOperator> mass_inverse_operator(const py::dict& d, std::int64_t n, EigsOptions& o);
+
 // ---- Ctrl-C (interrupt_bridge.cpp) -------------------------------------------------------------
 
 // Construct with the GIL held before the GIL is released for a solve, restore() (GIL held) once

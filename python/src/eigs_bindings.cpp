@@ -4,6 +4,8 @@
 //   eigs_operator(n, matmat_a, matmat_b, precond_fn, opt)       callables X (n×k, F) -> A·X
 //   eigs_device(n, nnz_a, ptrs_a, ptrs_b, nnz_b, opt)           ptrs: (indptr, indices, data)
 //                                                               device addresses (int64/int32/f64)
+// opt["constraints"] (n × p, lobpcg's Y) and opt["mass_inverse"] (a callable X -> M⁻¹·X, host
+// input only) reach EigsOptions::constraints and ::mass_inverse.
 // Each runs the driver (solvers/eigs/eigs.hpp) with the GIL released and Ctrl-C bridged
 // (run_interruptible), and returns the result dict (results.cpp).
 #include <memory>
@@ -39,6 +41,7 @@ py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indice
     pre = std::make_unique<PyOperator>(precond_fn, n, "M");
     o.preconditioner = pre.get();
   }
+  const std::unique_ptr<PyOperator> minv = mass_inverse_operator(opt, n, o);
   const double convert_s = seconds_since(t0);
   // the driver: plan, set up, solve, verify
   EigsResult r = run_interruptible([&] { return eigs(a, b.get(), o); });
@@ -64,6 +67,7 @@ py::dict eigs_operator(std::int64_t n, py::object fa, py::object fb, py::object 
     pre = std::make_unique<PyOperator>(precond_fn, n, "M");
     o.preconditioner = pre.get();
   }
+  const std::unique_ptr<PyOperator> minv = mass_inverse_operator(opt, n, o);
   EigsResult r = run_interruptible([&] {
     auto ops = make_dense_ops(Backend::cpu);
     return eigs(a, b.get(), *ops, o);
@@ -83,6 +87,8 @@ py::dict eigs_device(std::int64_t n, std::int64_t nnz_a, const py::tuple& pa, py
   EngineThreadsScope engine_threads;  // the caller's BLAS/OpenMP counts back at the end
   EigsOptions o = eigs_options(opt, n);
   o.backend = Backend::cuda;
+  if (opt.contains("mass_inverse") && !opt["mass_inverse"].is_none())
+    throw InvalidArgument("Minv (M^-1 as an operator) with CuPy input is not supported: it runs on the host");
   o.on_iteration = progress_and_interrupt(opt);
   const double a_norm = opt_get<double>(opt, "a_norm", 0.0), b_norm = opt_get<double>(opt, "b_norm", 0.0);
   const DevicePtrs da = device_ptrs(pa);

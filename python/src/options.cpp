@@ -18,21 +18,10 @@ void bad_option(const char* key, const py::handle& value, const char* what) {
   throw InvalidArgument(std::string(key) + "=" + shown + ": expected " + what);
 }
 
-namespace {
-
-Which parse_which(const std::string& w) {
-  if (w == "smallest") return Which::smallest;
-  if (w == "largest") return Which::largest;
-  if (w == "nearest") return Which::nearest;
-  throw InvalidArgument("which '" + w + "': expected smallest, largest or nearest");
-}
-
-}  // namespace
-
 EigsOptions eigs_options(const py::dict& d, std::int64_t n) {
   EigsOptions o;
   o.k = opt_get<std::int64_t>(d, "k", 6);
-  o.which = parse_which(opt_get<std::string>(d, "which", "smallest"));
+  o.which = parse_which(opt_get<std::string>(d, "which", "smallest"));  // (and SciPy's LM, SM, BE...)
   if (d.contains("sigma") && !d["sigma"].is_none()) {
     o.has_sigma = true;
     o.sigma = opt_get<double>(d, "sigma", 0.0);
@@ -60,7 +49,21 @@ EigsOptions eigs_options(const py::dict& d, std::int64_t n) {
       throw InvalidArgument("v0: expected " + std::to_string(n) + " rows");
     o.v0 = std::vector<double>(v0.data(), v0.data() + v0.size());  // F order: n × c column-major
   }
+  if (d.contains("constraints") && !d["constraints"].is_none()) {  // lobpcg's Y
+    F64Array y = d["constraints"].cast<F64Array>();
+    check_block(y, n, "constraints");
+    o.constraints = std::vector<double>(y.data(), y.data() + y.size());
+  }
   return o;
+}
+
+std::unique_ptr<PyOperator> mass_inverse_operator(const py::dict& d, std::int64_t n, EigsOptions& o) {
+  if (!d.contains("mass_inverse") || d["mass_inverse"].is_none()) return nullptr;
+  if (o.backend != Backend::cpu)
+    throw InvalidArgument("Minv (M^-1 as an operator) runs on the CPU backend (device='cpu')");
+  auto op = std::make_unique<PyOperator>(d["mass_inverse"], n, "Minv");
+  o.mass_inverse = op.get();
+  return op;
 }
 
 CgOptions cg_options(const py::dict& d) {

@@ -88,36 +88,6 @@ def _concat_history(h1, h2):
     return out
 
 
-def _largest_magnitude(a, b, opt, k):
-    """which='LM' without sigma: the k largest |λ| lie among the k largest and the k smallest
-    algebraic eigenvalues. Runs the largest end; runs the smallest end too unless Gershgorin's
-    bound shows that no eigenvalue below zero can beat the k-th largest (e.g. any diagonally
-    dominant matrix with a non-negative diagonal), then keeps the k of largest magnitude."""
-    la = _run_eigs(a, b, dict(opt, which="largest"))
-    vals = la["eigenvalues"]
-    if len(vals) == k and vals.min() >= 0 and b is None and a.kind != "operator":
-        if a.gershgorin_lower() >= -vals.min():
-            la["method_reason"] = (la.get("method_reason", "") + "; which='LM': largest end only (Gershgorin: no eigenvalue "
-                         "below -lambda_k)").lstrip("; ")
-            return la
-    k_sa = min(k, a.n - k)
-    sa = _run_eigs(a, b, dict(opt, which="smallest", k=k_sa))
-    allv = _np.concatenate([la["eigenvalues"], sa["eigenvalues"]])
-    order = _np.argsort(-_np.abs(allv), kind="stable")[:k]
-    merged = dict(la)
-    for key in ("eigenvalues", "residual_norms", "residual_bounds", "error_bounds"):
-        both = _np.concatenate([_np.asarray(la[key]), _np.asarray(sa[key])])
-        merged[key] = both[order] if both.size == allv.size else both
-    merged["eigenvectors"] = _np.hstack([la["eigenvectors"], sa["eigenvectors"]])[:, order]
-    merged["status"] = max(la["status"], sa["status"], key=lambda s: _STATUS_RANK.get(s, 9))
-    merged["reason"] = "; ".join(r for r in (la["reason"], sa["reason"]) if r)
-    for key in ("iterations", "operator_applies", "time_setup", "time_solve", "time_verify"):
-        merged[key] = la.get(key, 0) + sa.get(key, 0)
-    merged["history"] = _concat_history(la["history"], sa["history"])
-    merged["method_reason"] = (la.get("method_reason", "") + "; which='LM': largest and smallest ends merged by |lambda|").lstrip("; ")
-    return merged
-
-
 def _finish_eigs(res, a, b, t0, command, which_name, k, order, return_eigenvectors, return_info,
                  extra=(), accept=False):
     """Orders the pairs, builds the Result, raises NoConvergence (unless `accept`: pairs that

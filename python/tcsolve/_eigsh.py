@@ -5,10 +5,8 @@ import time as _time
 import numpy as _np
 
 from . import _args, _inputs, _spectral
-from ._eigs_common import (_ends, _finish_eigs, _largest_magnitude, _prepare_eigs,
-                           _require_positive_diagonal, _run_eigs)
-from ._shift_invert import (DENSE_SIGMA_N, _nearest_by_operator, _smallest_magnitude, _transformed,
-                            dense_nearest)
+from ._eigs_common import _finish_eigs, _prepare_eigs, _require_positive_diagonal, _run_eigs
+from ._shift_invert import DENSE_SIGMA_N, _inverse_of, _nearest_by_operator, _transformed, dense_nearest
 
 
 # tol=0 (or below), SciPy's (ARPACK's) "machine precision". ARPACK tests its Ritz estimate against ε·|θ|;
@@ -30,8 +28,10 @@ def eigsh(A, k=6, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=Non
     """k eigenpairs of the real symmetric A (A·x = λ·M·x with M), like scipy.sparse.linalg.eigsh.
 
     which: 'LA' largest, 'SA' smallest, 'LM' largest magnitude (both ends, see below), 'SM'
-    smallest magnitude (matrices: nearest 0 by shift-invert; operators: see _smallest_magnitude),
-    'BE' half from each end. With ``sigma``: SciPy's shift-invert modes (``mode`` 'normal',
+    smallest magnitude (matrices: nearest 0 by shift-invert; operators: an end that is one-signed,
+    else the folded operator (A − 0·M)·M⁻¹·(A − 0·M)), 'BE' half from each end: the C++ driver
+    makes these of its runs (solvers/eigs/eigs.hpp) and says which it ran in
+    ``Result.method_reason``. With ``sigma``: SciPy's shift-invert modes (``mode`` 'normal',
     'buckling', 'cayley'), ``which`` applied to the transformed value w' (module _spectral);
     'LM' in normal mode is the k eigenvalues nearest sigma (one shift-invert run through a sparse
     factorization of A − σM, or through ``OPinv`` = (A − σM)⁻¹ when given, or the folded
@@ -160,21 +160,17 @@ def _options(a, k, v0, ncv, maxiter, tol, device, precision, method, conv, block
     return opt
 
 
+_WHICH = {"LA": "largest", "SA": "smallest", "LM": "largest_magnitude", "SM": "smallest_magnitude",
+          "BE": "both_ends"}
+
+
 def _without_sigma(a, b, opt, k, which, minv, return_eigenvectors):
-    """(result dict, which name) for which= without sigma."""
-    if which in ("LA", "SA"):
-        # (one run: without return_eigenvectors its vectors are not copied off the device)
-        res = _run_eigs(a, b, dict(opt, which="largest" if which == "LA" else "smallest",
-                                   want_vectors=bool(return_eigenvectors)))
-        return res, "largest" if which == "LA" else "smallest"
-    if which == "LM":
-        return _largest_magnitude(a, b, opt, k), "largest_magnitude"
-    if which == "BE":
-        runs = _ends(a, b, opt, k - k // 2, k // 2)
-        res = _spectral.take([(r, j) for r in runs for j in range(len(r["eigenvalues"]))],
-                             "which='BE': the largest ceil(k/2) and the smallest floor(k/2)")
-        return res, "both_ends"
-    if a.kind == "csr" and (b is None or b.kind == "csr"):
-        opt.update(which="nearest", sigma=0.0)  # 'SM': nearest 0 by shift-invert
-        return _run_eigs(a, b, opt), "nearest"
-    return _smallest_magnitude(a, b, opt, k, minv), "smallest_magnitude"
+    """(result dict, which name) for which= without sigma: one call of the C++ driver, which runs
+    the ends, merges them or folds the operator (without return_eigenvectors its vectors are not
+    copied off the device)."""
+    name = _WHICH[which]
+    run = dict(opt, which=name, want_vectors=bool(return_eigenvectors))
+    if which == "SM" and b is not None and a.kind != "device" and "operator" in (a.kind, b.kind):
+        # M⁻¹ for the folded operator, should it come to that: Minv, a sparse LU or CG on M
+        run["mass_inverse"] = _inverse_of(b, minv, opt["tol"])
+    return _run_eigs(a, b, run), name

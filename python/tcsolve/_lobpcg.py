@@ -1,4 +1,5 @@
-"""tcsolve.lobpcg: SciPy's lobpcg on tcsolve's solvers (constraints Y by a projected operator)."""
+"""tcsolve.lobpcg: SciPy's lobpcg on tcsolve's solvers (constraints Y: the C++ driver's,
+solvers/eigs/constraints.cpp)."""
 
 import time as _time
 
@@ -40,13 +41,12 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     if n_x < 5 * k and not a_kind_device:  # SciPy's rule (n < 5k: dense eigh, with a warning)
         return _dense_small(A, B, k, n_x, largest)
     a, b = _prepare_eigs(A, B, k, "B")
-    if Y is not None:
-        a = _Constrained(a, b, Y, largest, k)
+    y = None if Y is None else _Constraints(a, b, Y, k)
     x, _ = _inputs.as_block(Xa, a.n, "X", device=a.kind == "device")
-    if Y is not None:
-        # X in the B-complement of span(Y) from the start, as SciPy's lobpcg applies the
-        # constraints to X (a component in span(Y) is otherwise only removed by the shift)
-        x = _np.asfortranarray(a._project(x))
+    if y is not None and a.kind != "device":
+        # X in the B-complement of span(Y), as SciPy's lobpcg applies the constraints to X (the C++
+        # driver projects its start block too): its independence is checked there
+        x = _np.asfortranarray(y.project(x))
     _require_independent(x, "X", "linearly dependent initial approximations (as SciPy's lobpcg refuses)")
     if M is not None and not isinstance(M, str) and device == "auto" and a.kind != "device":
         device = "cpu"  # a preconditioner operator is applied on the host
@@ -57,13 +57,12 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     if conv is None:
         conv = "rel" if tol is None else "abs"
     _args.choice(conv, "conv", _args.CONV_TESTS)
-    precond, precond_op = _preconditioner(M, a, backend)
-    if Y is not None and precond_op is not None:
-        precond_op = _ProjectedPreconditioner(a, precond_op)
+    precond, precond_op = _preconditioner(M, a, backend)  # (the C++ driver projects it with Y)
     tol_v = _tolerance(tol, conv)
     opt = {"k": k, "which": "largest" if largest else "smallest", "method": method, "conv": conv,
            "tol": tol_v, "device": backend, "precision": precision, "seed": _args.seed(seed),
-           "precond": precond, "v0": x.get() if a.kind == "device" else x, "certify": bool(certify)}
+           "precond": precond, "v0": x.get() if a.kind == "device" else x, "certify": bool(certify),
+           "constraints": None if y is None else y.y}
     if maxiter is not None:
         opt["max_iterations"] = _args.integer(maxiter, "maxiter", 0)
     if block_size is not None:
@@ -71,14 +70,14 @@ def lobpcg(A, X, B=None, M=None, Y=None, tol=None, maxiter=None, largest=True, v
     command = _args.call_repr("lobpcg", B=None if B is None else "B", tol=tol, maxiter=maxiter,
                               largest=largest, method=method, device=device, precision=precision, conv=conv)
     if opt.get("max_iterations") == 0:
-        res = _start_pairs(a, b, x, opt)
+        res = _start_pairs(a, b, x, opt, y)
         extra = _histories(res, k, largest, retLambdaHistory, retResidualNormsHistory)
         return _finish_eigs(res, a, b, t0, command, opt["which"], k, "descending" if largest else "ascending",
                             True, return_info, extra, accept=True)
     if verbosity:
         print(f"tcsolve.lobpcg: {'generalized' if b is not None else 'standard'} eigenvalue problem, "
               f"n = {a.n}, k = {k}, {'largest' if largest else 'smallest'}, tol = {tol_v:g} ({conv} test)"
-              + (f", {a.n_constraints} constraints Y" if Y is not None else ""), flush=True)
+              + (f", {y.y.shape[1]} constraints Y" if y is not None else ""), flush=True)
         opt["progress"] = _progress_printer(k)
     res = _run_eigs(a, b, opt, precond_op)
     if verbosity:
@@ -101,18 +100,19 @@ def _warn_unless_converged(res, tol):
                   f"{tol} ({res['status']}: {res.get('reason', '')}).", UserWarning, stacklevel=3)
 
 
-def _start_pairs(a, b, x, opt):
+def _start_pairs(a, b, x, opt, y=None):
     """maxiter=0: the Rayleigh-Ritz pairs of (A, B) on span(X) (projected on the constraints'
-    complement first), as SciPy's lobpcg returns them, with the true residual test (_ritz_from);
-    a UserWarning, as SciPy's, when they miss the tolerance."""
+    complement first, their residuals those of the projected problem), as SciPy's lobpcg returns
+    them, with the true residual test (_ritz_from); a UserWarning, as SciPy's, when they miss the
+    tolerance."""
     import warnings
     ah, bh, xh = a, b, x
     if a.kind == "device":  # (a corner case: on the host)
         ah = _inputs.as_matrix(a.cupy().get(), "A")
         bh = None if b is None else _inputs.as_matrix(b.cupy().get(), "B")
         xh = x.get()
-    if isinstance(a, _Constrained):
-        xh = a._project(_np.asarray(xh, dtype=float))
+    if y is not None:
+        xh, ah = y.project(_np.asarray(xh, dtype=float)), _Projected(ah, y)
     k = xh.shape[1]
     run = {"eigenvectors": xh, "status": "converged", "reason": "", "method": "lobpcg",
            "transform": "none", "iterations": 0, "operator_applies": k}
@@ -213,99 +213,39 @@ def _callable_operator(f, n, name):
     return LinearOperator((n, n), matvec=mat, matmat=mat, dtype=float)
 
 
-class _Constrained:
-    """SciPy's lobpcg constraints Y: iterate in the B-orthogonal complement of span(Y).
+class _Constraints:
+    """SciPy's lobpcg constraints Y (n × p), checked by SciPy's rules (independent, p + k < n), and
+    P·X = X − Y·G⁻¹·(B·Y)ᵀ·X (G = Yᵀ·B·Y) for the start block. The C++ driver iterates in the
+    B-complement of span(Y) (its constrained operator, solvers/eigs/constraints.cpp)."""
 
-    With P = I − Y·G⁻¹·Yᵀ·B (G = Yᵀ·B·Y), the operator is Pᵀ·A·P + s·(B·Y)·G⁻¹·(B·Y)ᵀ: on the
-    complement it is the projected A (A·x − λ·B·x ⊥ Y for a returned pair), and span(Y) becomes
-    eigenvalue s, placed beyond the wanted end (s = the far end of the spectrum of (A, B) with a
-    margin), so no vector of span(Y) is returned."""
-
-    kind = "operator"
-
-    def __init__(self, a, b, Y, largest, k):
-        if a.kind == "device":
-            raise NotImplementedError("Y (constraints) with CuPy input is not supported by tcsolve "
-                                      "(pass NumPy/SciPy input: the constrained operator runs on the host)")
+    def __init__(self, a, b, Y, k):
         y, _ = _inputs.as_block(Y, a.n, "Y")
+        y = _np.asfortranarray(y.get() if hasattr(y, "get") else y, dtype=float)
         if y.shape[1] + k >= a.n:
             raise ValueError(f"Y has {y.shape[1]} columns and k = {k}: need Y.shape[1] + k < n = {a.n}")
-        self.a, self.b, self.n = a, b, a.n
-        self.n_constraints = y.shape[1]
-        by = y if b is None else _np.asarray(b.matmat(y), dtype=float)
+        if b is None:
+            by = y
+        else:
+            bh = b if b.kind != "device" else _inputs.as_matrix(b.cupy().get(), "B")
+            by = _np.asarray(bh.matmat(y), dtype=float)
         g = y.T @ by
         _require_independent(y, "Y", "rank deficient: the constraints must be linearly independent", g)
-        self.gl = _np.linalg.cholesky((g + g.T) / 2)
-        self.y, self.by = y, by
-        self.desc = f"{a.desc} constrained to the B-complement of {y.shape[1]} columns Y"
-        self.shift = 0.0
-        # The far end of the spectrum of (A, B), for the shift of span(Y).
-        import scipy.sparse.linalg as sla
-        op = sla.LinearOperator((a.n, a.n), matvec=lambda v: self._aop(v.reshape(-1, 1))[:, 0], dtype=float)
-        bop = None if b is None else sla.LinearOperator((a.n, a.n), matvec=lambda v: _np.asarray(
-            b.matmat(_np.asfortranarray(v.reshape(-1, 1))), dtype=float)[:, 0], dtype=float)
-        far = sla.eigsh(op, k=1, M=bop, which="SA" if largest else "LA", tol=1e-3,
-                        Minv=None if b is None else _BInverse(b))[0][0] if a.n > 2 else 0.0
-        self.shift = far - (abs(far) + 1.0) if largest else far + (abs(far) + 1.0)
+        self.y, self.by, self.gl = y, by, _np.linalg.cholesky((g + g.T) / 2)
 
-    def _coef(self, v):
-        # G⁻¹·(B·Y)ᵀ·v
+    def project(self, v):
         import scipy.linalg as sl
-        return sl.cho_solve((self.gl, True), self.by.T @ v)
-
-    def _project(self, v):  # P·v = v − Y·G⁻¹·YᵀB·v
-        return v - self.y @ self._coef(v)
-
-    def _aop(self, x):
-        return _np.asarray(self.a.matmat(_np.asfortranarray(x)), dtype=float)
-
-    def matmat(self, x):
-        px = self._project(_np.asarray(x, dtype=float))
-        apx = self._aop(px)
-        out = apx - self.by @ self._coef_t(apx)  # Pᵀ·(A·P·x)
-        if self.shift:
-            out = out + self.shift * (self.by @ self._coef(x))
-        return out
-
-    def _coef_t(self, w):
-        # Pᵀ·w = w − B·Y·G⁻¹·Yᵀ·w
-        import scipy.linalg as sl
-        return sl.cho_solve((self.gl, True), self.y.T @ w)
+        return v - self.y @ sl.cho_solve((self.gl, True), self.by.T @ v)
 
 
-class _ProjectedPreconditioner:
-    """M for the constrained operator: P·M·Pᵀ + Y·G⁻¹·Yᵀ/|s|. On the B-complement of span(Y) it
-    is M with its output kept there (SciPy's lobpcg applies the constraints to M·R); on span(Y)
-    it inverts the operator's shift s, so that what the random part of the block brings into
-    span(Y) is still driven out (without it the residuals stall: diag(1..100), M = A⁻¹, three
-    constraints, 0 of 4 pairs in 1000 iterations; M alone took 627 where 13 do without Y)."""
+class _Projected:
+    """Pᵀ·A·P on the host (maxiter=0 only: the residuals of the projected problem on span(P·X))."""
 
     kind = "operator"
 
-    def __init__(self, constrained, m):
-        self.c, self.m, self.n = constrained, m, constrained.n
-        self.inv_shift = 1.0 / abs(constrained.shift) if constrained.shift else 0.0
+    def __init__(self, a, y):
+        self.a, self.y, self.n, self.desc = a, y, a.n, a.desc
 
     def matmat(self, x):
-        x = _np.asarray(x, dtype=float)
-        coef = self.c._coef_t(x)  # G⁻¹·Yᵀ·x
-        w = x - self.c.by @ coef  # Pᵀ·x
-        out = self.c._project(_np.asarray(self.m.matmat(_np.asfortranarray(w)), dtype=float))
-        return out + self.inv_shift * (self.c.y @ coef)
-
-
-class _BInverse:
-    """B⁻¹ for SciPy's eigsh (Minv) while the constraint shift is estimated."""
-
-    def __init__(self, b):
-        import scipy.sparse.linalg as sla
-        self.shape, self.dtype = (b.n, b.n), _np.dtype(float)
-        if b.kind == "csr":
-            self._solve = sla.splu(b.scipy().tocsc()).solve
-        else:
-            op = sla.LinearOperator((b.n, b.n), matvec=lambda v: _np.asarray(
-                b.matmat(v.reshape(-1, 1)), dtype=float)[:, 0], dtype=float)
-            self._solve = lambda v: sla.cg(op, v, tol=1e-10, atol=0)[0]
-
-    def matvec(self, v):
-        return self._solve(_np.asarray(v, dtype=float).ravel())
+        import scipy.linalg as sl
+        w = _np.asarray(self.a.matmat(_np.asfortranarray(self.y.project(_np.asarray(x, dtype=float)))), dtype=float)
+        return w - self.y.by @ sl.cho_solve((self.y.gl, True), self.y.y.T @ w)

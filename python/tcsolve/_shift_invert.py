@@ -1,33 +1,11 @@
-"""SciPy's shift-invert selections without a factorization of ours: the folded spectrum, the
-caller's OPinv, and the transformed modes (which= on w', module _spectral)."""
+"""SciPy's shift-invert selections without a factorization of ours: the folded spectrum (the C++
+driver's, solvers/eigs/folded.cpp, with M⁻¹ from here), the caller's OPinv, and the transformed
+modes (which= on w', module _spectral)."""
 
 import numpy as _np
 
 from . import _inputs, _spectral
-from ._eigs_common import (_dense_all, _ends, _largest_magnitude, _ritz_from, _run_eigs)
-
-
-class _Folded:
-    """F = (A − c·B)·B⁻¹·(A − c·B) (B = I: (A − c·I)²) as an operator: F·x = μ·B·x with
-    μ = (λ − c)², the same x as A·x = λ·B·x; the smallest μ are the λ nearest c."""
-
-    kind = "operator"
-
-    def __init__(self, a, b, c, binv):
-        self.a, self.b, self.c, self.binv, self.n = a, b, c, binv, a.n
-        self.desc = f"({a.desc} - {c:g} B) B^-1 (A - {c:g} B) (folded spectrum)"
-
-    def _shifted(self, x):
-        y = _np.asarray(self.a.matmat(x), dtype=float)
-        if self.c != 0:
-            y = y - self.c * (x if self.b is None else _np.asarray(self.b.matmat(x), dtype=float))
-        return y
-
-    def matmat(self, x):
-        y = self._shifted(x)
-        if self.b is not None:
-            y = self.binv(y)
-        return self._shifted(_np.asfortranarray(y))
+from ._eigs_common import _dense_all, _ends, _ritz_from, _run_eigs
 
 
 # What to pass instead when CG on an operator cannot apply its inverse: Minv where SciPy takes
@@ -39,10 +17,9 @@ HINT_OPINV = "pass OPinv= ((A - sigma*M)^-1), or A and M as matrices (factorized
 # Up to this n the folded spectrum gives way to dense LAPACK on all pairs (one n-column product
 # with A and M, an n × n eigh: 0.02 s at n = 500 against seconds of folded LOBPCG with inner CG).
 DENSE_FOLDED_N = 500
-# What the folded run attains on A (conv 'norm'): its own test at 1e-14 of ‖F‖ = ‖A − cB‖² leaves
-# residuals of A near 1e-12 (n = 60..1000 operators); through OPinv the θ-run's residuals come
-# back amplified by up to ‖A − cM‖·‖M⁻¹‖/|θ| (64ε was missed by 1.3-19× at n = 60). tol=0 is tested
-# here on these paths, and says so.
+# What the run through OPinv attains on A (conv 'norm'): the θ-run's residuals come back amplified
+# by up to ‖A − cM‖·‖M⁻¹‖/|θ| (64ε was missed by 1.3-19× at n = 60). tol=0 is tested here on that
+# path, and says so (the C++ folded operator has the same floor: solvers/eigs/folded.cpp).
 FOLDED_TOL = 1e-10
 
 
@@ -64,14 +41,20 @@ def dense_nearest(a, b, opt, c, m):
 
 
 def _inverse_of(b, minv, tol, name="M", hint=HINT_MINV):
-    """X -> B⁻¹·X: Minv if given (SciPy's meaning), a sparse LU of a matrix B, else CG per column,
-    its tolerance floored as SciPy's IterInv floors it (1000·√n·ε: below, rounding decides)."""
+    """X -> B⁻¹·X: Minv if given (SciPy's meaning), a sparse LU of a matrix B (made at the first
+    call), else CG per column, its tolerance floored as SciPy's IterInv floors it (1000·√n·ε:
+    below, rounding decides)."""
     import scipy.sparse.linalg as sla
     if minv is not None:
         return lambda y: _np.asarray(minv.matmat(_np.asfortranarray(y)), dtype=float)
     if b.kind == "csr":
-        solve = sla.splu(b.scipy().tocsc()).solve
-        return lambda y: solve(_np.asarray(y, dtype=float))
+        lu = []
+
+        def lu_solve(y):
+            if not lu:
+                lu.append(sla.splu(b.scipy().tocsc()))
+            return lu[0].solve(_np.asarray(y, dtype=float))
+        return lu_solve
     op = sla.LinearOperator((b.n, b.n), matvec=lambda v: b.matmat(v.reshape(-1, 1))[:, 0], dtype=float)
     inner = max(min(tol, 1e-12) * 1e-2, 1000 * _np.sqrt(b.n) * _np.finfo(float).eps)
 
@@ -88,9 +71,10 @@ def _inverse_of(b, minv, tol, name="M", hint=HINT_MINV):
 
 
 def _folded_nearest(a, b, opt, c, m, minv, inverted="M", hint=HINT_MINV):
-    """The m eigenpairs nearest c without a factorization (operators): the m smallest of the
-    folded operator, then Rayleigh-Ritz with (A, B) and the true residual test. `inverted`: the
-    user's name of B (the matrix CG inverts), `hint` what to pass instead when it cannot."""
+    """The m eigenpairs nearest c without a factorization (operators): dense LAPACK for small
+    problems, else the C++ driver's folded operator (nearest c on operators: its m smallest, then
+    Rayleigh-Ritz with (A, B) and the true residual test), given B⁻¹ from here (Minv, a sparse LU
+    or CG: `inverted` names the matrix CG inverts, `hint` what to pass instead when it cannot)."""
     if a.kind == "device" or (b is not None and b.kind == "device"):
         raise NotImplementedError(f"eigenvalues nearest {c:g} of CuPy input need a factorization or a "
                                   "folded operator on the GPU, which tcsolve does not have: pass the "
@@ -102,23 +86,10 @@ def _folded_nearest(a, b, opt, c, m, minv, inverted="M", hint=HINT_MINV):
         near = dense_nearest(a, b, opt, c, m)
         if near is not None:
             return near
-    floor_note = ""
-    if opt["conv"] == "norm" and opt["tol"] < FOLDED_TOL:
-        # tol=0 (machine precision): the folded run's floor (its residual squared away) is above it
-        opt = dict(opt, tol=FOLDED_TOL)
-        floor_note = (f"; tested at the folded spectrum's attainable floor, conv 'norm' tol {FOLDED_TOL:g} "
-                      "(machine precision needs a factorization: pass the matrices, or OPinv)")
-    binv = None if b is None else _inverse_of(b, minv, opt["tol"], inverted, hint)
-    f = _Folded(a, b, c, binv)
-    # (λ − c)² squares the scale: the folded run is tested against ‖F‖ (conv 'norm'; a relative
-    # test at μ ≈ 0 would sit below rounding) at tol² floored at 1e-14, so that the Ritz pairs of
-    # A then pass their own test, which _ritz_from checks.
-    fopt = dict(opt, which="smallest", sigma=None, k=m, tol=max(opt["tol"] ** 2, 1e-14), conv="norm",
-                method="lobpcg" if opt["method"] in ("auto", "chebyshev") else opt["method"])
-    fopt.pop("v0", None)
-    run = _run_eigs(f, b, fopt)
-    return _ritz_from(a, b, opt, run, f"{m} eigenvalues nearest {c:g} from the folded operator "
-                      "(A - cB) B^-1 (A - cB), no factorization" + floor_note)
+    run = dict(opt, which="nearest", sigma=c, k=m)
+    if b is not None:
+        run["mass_inverse"] = _inverse_of(b, minv, opt["tol"], inverted, hint)
+    return _run_eigs(a, b, run)
 
 
 class _InverseProduct:
@@ -150,29 +121,10 @@ def _opinv_nearest(a, b, inv, c, m, opt):
     op = _InverseProduct(b, inv, a.n)
     # A residual s of the θ-problem maps to (A − cM)·M⁻¹·s/θ on (A, M), which can be ‖A − cM‖·‖M⁻¹‖
     # times larger: the θ-run gets tol·1e-4 (floored at 1e-14); _ritz_from checks the outcome.
-    run = _largest_magnitude(op, b, dict(opt, which="largest", sigma=None, k=m,
-                                         tol=max(opt["tol"] * 1e-4, 1e-14),
-                                         method="lobpcg" if opt["method"] in ("auto", "chebyshev") else opt["method"]), m)
+    run = _run_eigs(op, b, dict(opt, which="largest_magnitude", sigma=None, k=m, tol=max(opt["tol"] * 1e-4, 1e-14),
+                                method="lobpcg" if opt["method"] in ("auto", "chebyshev") else opt["method"]))
     return _ritz_from(a, b, opt, run, f"{m} eigenvalues nearest {c:g} through OPinv (SciPy's "
                       "(A - sigma M)^-1), checked on A" + floor_note)
-
-
-def _smallest_magnitude(a, b, opt, k, minv):
-    """which='SM' on an operator: the smallest end when it is non-negative (then it is the
-    answer), the largest end when it is non-positive, else the folded spectrum around 0."""
-    sa = _run_eigs(a, b, dict(opt, which="smallest", sigma=None))
-    ok = sa["status"] in ("converged", "unverified")
-    if ok and len(sa["eigenvalues"]) == k and _np.min(sa["eigenvalues"]) >= 0:
-        sa["method_reason"] = (sa.get("method_reason", "") + "; which='SM': the smallest end is "
-                               "non-negative, so it is the smallest in magnitude").strip("; ")
-        return sa
-    la = _run_eigs(a, b, dict(opt, which="largest", sigma=None))
-    if la["status"] in ("converged", "unverified") and len(la["eigenvalues"]) == k \
-            and _np.max(la["eigenvalues"]) <= 0:
-        la["method_reason"] = (la.get("method_reason", "") + "; which='SM': the largest end is "
-                               "non-positive, so it is the smallest in magnitude").strip("; ")
-        return la
-    return _folded_nearest(a, b, opt, 0.0, k, minv)
 
 
 def _nearest_by_operator(a, b, opt, sig, k):

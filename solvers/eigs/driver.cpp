@@ -74,8 +74,10 @@ void validate(const EigsOptions& opt, std::int64_t n) {
   if (!(opt.tol > 0 && opt.tol < 1)) throw InvalidArgument("tol = " + g17(opt.tol) + ": expected 0 < tol < 1");
   if (opt.which == Which::nearest && !opt.has_sigma)
     throw InvalidArgument("which = nearest needs a shift sigma");
-  if (opt.which == Which::largest_magnitude)
-    throw InvalidArgument("which = largest_magnitude is internal; use nearest with sigma");
+  if (opt.has_sigma && (opt.which == Which::smallest_magnitude || opt.which == Which::both_ends))
+    throw InvalidArgument(std::string("which = ") + to_string(opt.which) +
+                          " with sigma: the driver selects by lambda, not by SciPy's transformed "
+                          "1/(lambda - sigma); use nearest (or largest_magnitude) with sigma");
   if (opt.has_sigma && !std::isfinite(opt.sigma)) throw InvalidArgument("sigma must be finite");
   if (opt.block_size < 0 || opt.basis < 0 || opt.max_iterations < 0)
     throw InvalidArgument("block_size, basis and max_iterations must be >= 0");
@@ -88,6 +90,7 @@ void validate(const EigsOptions& opt, std::int64_t n) {
       throw InvalidArgument("v0: non-finite value at row " + std::to_string(i % n) + ", column " +
                             std::to_string(i / n));
   }
+  validate_constraints(opt, n);
 }
 
 // The set's floor at λ ≈ 0 (EigsResult::floor_pairs, test_floor).
@@ -102,6 +105,8 @@ void record_floor(const Problem& s, const std::vector<char>& floored, EigsResult
                  fmt("%g", kZeroFloorFactor) + "u*(|A| + |lambda|*|B|)*|x| (up to " + fmt("%.3g", worst) +
                  ") instead of tol*|lambda|";
 }
+
+}  // namespace
 
 // Final order, extended-precision refinement, tests, error bounds and the status (before the
 // verification's verdict is folded in by the caller).
@@ -197,6 +202,8 @@ EigsResult finish(const Problem& s, const EigsOptions& opt, PairSet& p, RunOut& 
   return r;
 }
 
+namespace {
+
 // The verification's verdict and an interrupt folded into the status.
 void settle_status(const Verified& ver, std::int64_t k, EigsResult& res) {
   if (interrupt_requested() && (res.status == SolverStatus::converged || res.status == SolverStatus::interrupted)) {
@@ -219,6 +226,8 @@ void settle_status(const Verified& ver, std::int64_t k, EigsResult& res) {
                        "copy of a repeated eigenvalue is missing (" + res.certificate + ")";
   }
 }
+
+}  // namespace
 
 // plan → set up and solve (escalating under auto) → verify → finish.
 EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, PlanMemo* memo) {
@@ -278,10 +287,15 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   return res;
 }
 
+namespace {
+
 // A = 0 (every stored value zero): every eigenvalue of A·x = λ·B·x is 0 and any B-orthonormal set
 // is a set of eigenvectors: X = E·L⁻ᵀ with E = [e_1 … e_k] and B[0:k, 0:k] = L·Lᵀ (B positive
 // definite, so its leading block is). Exact: residuals 0, the count is the whole spectrum.
 EigsResult zero_matrix_result(const Csr<double>* b, const EigsOptions& opt, std::int64_t n) {
+  if (!opt.constraints.empty())
+    throw InvalidArgument("A = 0 with constraints: every vector is an eigenvector (eigenvalue 0), the unit "
+                          "vectors this answer gives are not constrained; nothing to iterate on");
   const std::int64_t k = opt.k;
   Eigen::MatrixXd g = Eigen::MatrixXd::Identity(k, k);
   if (b) {
@@ -415,7 +429,7 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   if (const auto* so = dynamic_cast<const SparseOperator*>(s.aop)) facts.bsr_step = so->block_step() != nullptr;
   facts.ladder = opt.ladder && opt.precision == Precision::fp64 && !facts.generalized && opt.backend == Backend::cuda &&
                  (facts.bsr_step || chebyshev_step_pays(n, facts.nnz_a));
-  EigsResult r = run_all(s, opt, facts, pre.memo);
+  EigsResult r = run_selection(s, opt, facts, pre.memo);
   r.spmm_kernel = kernel;
   r.spmm_plan = kernel_plan;
   return r;
@@ -429,6 +443,8 @@ EigsResult eigs(const LinearOperator<double>& a, const LinearOperator<double>* b
   // n: the rows here; ops.global_rows(n): the problem's (distributed/: the sum over the ranks).
   const std::int64_t ng = ops.global_rows(n);
   if (ng != n && !opt.v0.empty()) throw InvalidArgument("v0: not supported for a distributed problem");
+  if (ng != n && !opt.constraints.empty())
+    throw InvalidArgument("constraints: not supported for a distributed problem");
   validate(opt, ng);
   Problem s;
   s.aop = &a;
@@ -451,7 +467,7 @@ EigsResult eigs(const LinearOperator<double>& a, const LinearOperator<double>* b
   facts.a_norm = s.a_norm;
   facts.b_norm = s.b_norm;
   facts.binv_norm = s.binv_norm;
-  return run_all(s, opt, facts, nullptr);
+  return run_selection(s, opt, facts, nullptr);
 }
 
 }  // namespace tcsolve

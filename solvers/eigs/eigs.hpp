@@ -48,6 +48,34 @@
 // found, each to its own iteration limit (EigsOptions::max_iterations applies to each run), until
 // one converges or none is left: auto never ends not_converged while such a plan fits the memory.
 // Every run is recorded (EigsResult::runs). An explicit method runs alone, as asked.
+// Selections made of runs (select.cpp), SciPy's eigsh names in brackets; every run is recorded
+// (EigsResult::runs) and method_reason says which ran and why:
+//   largest_magnitude ('LM')  the k largest |λ| lie among the k largest and the min(k, n − k)
+//                             smallest: the end a bound favours runs first (Gershgorin's interval
+//                             of A in matrix form, or only its signs with B), the other end only
+//                             unless the bound proves that no eigenvalue beyond it can be larger
+//                             in magnitude; the k of largest |λ| kept. With sigma: nearest σ.
+//   both_ends ('BE')          the ceil(k/2) largest and the floor(k/2) smallest.
+//   smallest_magnitude ('SM') nearest 0 by shift-invert where A − 0·B can be factored (matrix
+//                             form); otherwise the smallest end when it is non-negative (by the
+//                             bound or by the run), the largest end when it is non-positive, else
+//                             the folded operator around 0 (below).
+// Folded operator (folded.cpp; `nearest` and 'SM' where nothing can be factored: an operator,
+// --no-factor): F = (A − cB)·B⁻¹·(A − cB) has the same eigenvectors as (A, B) with eigenvalues
+// μ = (λ − c)², smallest for the λ nearest c. Its k smallest (LOBPCG, or Lanczos where LOBPCG's
+// block does not fit; tested at tol² against ‖F‖) are refined by Rayleigh–Ritz with (A, B), then
+// tested as any pair. B⁻¹: EigsOptions::mass_inverse (SciPy's Minv), exact for a diagonal B, else
+// block CG on B. Squaring costs accuracy: it attains about 1e-10·‖A‖ (conv norm below that is
+// raised to it, and method_reason says so). In matrix form a problem the planner would solve
+// densely is solved densely instead.
+// Constraints (constraints.cpp; SciPy lobpcg's Y): pairs in the B-orthogonal complement of
+// span(Y) (Yᵀ·B·x = 0), those of the projected problem. The runs use
+// A' = Pᵀ·A·P + s·(B·Y)·G⁻¹·(B·Y)ᵀ with P = I − Y·G⁻¹·Yᵀ·B, G = Yᵀ·B·Y: on the complement the
+// projected A, on span(Y) the eigenvalue s placed beyond the wanted end (half the spectrum's
+// width past Gershgorin's bound, or past ±‖A‖·‖B⁻¹‖). A' is an operator, so every method on
+// operators honours constraints (LOBPCG, block Lanczos, Chebyshev; a given LOBPCG
+// preconditioner T becomes P·T·Pᵀ + Y·G⁻¹·Yᵀ/|s|); shift-invert, a dense solve, the certificate
+// and nearest / smallest_magnitude do not (no factorization of A'); the end selections do.
 // Spectral transformation (shift-invert, SciPy's `sigma`): Lanczos or LOBPCG run on
 // Op = (A − σB)⁻¹·B, whose eigenvalues ν = 1/(λ − σ) are largest for the λ nearest σ; the
 // factorization of A − σB (factor/sparse_factor.hpp) is computed once, its solves applied to whole
@@ -113,13 +141,20 @@ const std::vector<std::string>& eigs_precond_names();
 enum class Verification { certificate, recheck, dense, none };
 const char* to_string(Verification v);
 
-// A start block (n × c column-major, host), shared: copies of the options (the driver's fitted
-// copy, the re-check's runs) copy no values. A resumed run's block is GBs (1.5 GB for 8M rows and
-// 24 columns), and each copy of it cost the H200's host 0.5–1 s.
-class StartBlock {
+// Which eigenvalues, by name: smallest | largest | nearest | largest_magnitude |
+// smallest_magnitude | both_ends, and SciPy's LA | SA | LM | SM | BE (any case; LA = largest,
+// SA = smallest). The command line, the batch job file and the Python module parse through these.
+const char* to_string(Which w);
+Which parse_which(const std::string& s);  // throws InvalidArgument naming the value
+const std::vector<std::string>& which_names();
+
+// A host block (n × c column-major: a start block, the constraints), shared: copies of the
+// options (the driver's fitted copy, the re-check's runs) copy no values. A resumed run's block is
+// GBs (1.5 GB for 8M rows and 24 columns), and each copy of it cost the H200's host 0.5–1 s.
+class HostBlock {
  public:
-  StartBlock() = default;
-  StartBlock(std::vector<double> v)  // NOLINT(google-explicit-constructor): `o.v0 = block;`
+  HostBlock() = default;
+  HostBlock(std::vector<double> v)  // NOLINT(google-explicit-constructor): `o.v0 = block;`
       : v_(std::make_shared<const std::vector<double>>(std::move(v))) {}
   bool empty() const { return !v_ || v_->empty(); }
   std::size_t size() const { return v_ ? v_->size() : 0; }
@@ -129,10 +164,13 @@ class StartBlock {
  private:
   std::shared_ptr<const std::vector<double>> v_;
 };
+using StartBlock = HostBlock;
 
 struct EigsOptions {
   std::int64_t k = 6;
-  Which which = Which::smallest;  // smallest | largest | nearest (needs sigma)
+  // smallest | largest | nearest (needs sigma) | largest_magnitude | smallest_magnitude |
+  // both_ends (the selections made of runs, above)
+  Which which = Which::smallest;
   bool has_sigma = false;         // shift-invert around sigma (SciPy's sigma=...)
   double sigma = 0.0;
   // automatic: the planner's choice by predicted cost (solvers/eigs/plan.hpp): dense, Chebyshev,
@@ -163,6 +201,12 @@ struct EigsOptions {
   bool ladder = false;
   std::uint64_t seed = 1;
   StartBlock v0;                    // optional start block, n × c column-major (host)
+  // Constraints (above; SciPy lobpcg's Y): n × p column-major (host), p ≥ 1 independent columns,
+  // p + k < n; the returned vectors are B-orthogonal to them. Empty: none.
+  HostBlock constraints;
+  // B⁻¹ in the ops' space for the folded operator (above; SciPy eigsh's Minv); nullptr: exact
+  // for a diagonal B, else block CG on B.
+  const LinearOperator<double>* mass_inverse = nullptr;
   // false: EigsResult::vectors stays empty (SciPy's return_eigenvectors=False; the CLI without
   // --out): the n × k block is not copied to the host (128 MB at n = 1M, k = 16).
   bool want_vectors = true;
@@ -210,8 +254,10 @@ struct EigsRunRecord {
 struct EigsResult {
   SolverStatus status = SolverStatus::not_converged;
   std::string reason;                  // one sentence when not converged / unverified
-  std::vector<double> values;          // k eigenvalues: ascending (smallest), descending
-                                       // (largest), by distance to σ (nearest)
+  std::vector<double> values;          // k eigenvalues: ascending (smallest, both_ends),
+                                       // descending (largest), by distance to σ (nearest), by
+                                       // |λ| descending (largest_magnitude) or ascending
+                                       // (smallest_magnitude)
   std::vector<double> vectors;         // n × k column-major, B-orthonormal
   std::int64_t n = 0;
   std::vector<double> residual_norms;  // true ‖A·x_j − λ_j·B·x_j‖, recomputed after the iteration
@@ -246,9 +292,10 @@ struct EigsResult {
   double setup_seconds = 0.0;          // operators and factorizations
   double solve_seconds = 0.0;          // the iteration
   double verify_seconds = 0.0;         // true residuals, certificate, re-check
-  // The runs in order (one when the first plan answered; more when auto escalated). The fields
-  // above describe the last run (method, transform, factor, precision) and all of them together
-  // (iterations, operator_applies, history, setup/solve seconds).
+  // The runs in order (one when the first plan answered; more when auto escalated, or for each
+  // end of a selection made of runs). The fields above describe the last run (method, transform,
+  // factor, precision) and all of them together (iterations, operator_applies, history,
+  // setup/solve seconds); a selection made of runs joins its ends' methods ("chebyshev+lanczos").
   std::vector<EigsRunRecord> runs;
   // The rel test at λ ≈ 0 (above): the returned pairs (indices into values) whose residual bound
   // is the floor 8u·(‖A‖ + |λ|·‖B‖)·‖x‖, and one line saying how many, the threshold and the
@@ -282,7 +329,8 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
                 const EigsPrebuilt& pre = {});
 
 // Operator form (A, B given only as operators in ops.space(); e.g. a Python LinearOperator): no
-// factorization, so no shift-invert and no certificate; the multiplicity re-check still runs.
+// factorization, so no shift-invert (nearest σ by the folded operator) and no certificate; the
+// multiplicity re-check still runs.
 // a_norm / b_norm: estimates of ‖A‖₂, ‖B‖₂ (0 = estimate by power iteration).
 EigsResult eigs(const LinearOperator<double>& a, const LinearOperator<double>* b,
                 DenseBlockOps& ops, const EigsOptions& opt, double a_norm = 0.0,

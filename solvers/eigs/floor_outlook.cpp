@@ -17,20 +17,20 @@ void spectrum_hints(const Csr<double>& a, const Csr<double>* b, PlanFacts& f) {
     return 0.0;
   };
   f.diag_min = INFINITY, f.diag_max = -INFINITY;
-  if (!b) f.gershgorin_lo = INFINITY, f.gershgorin_hi = -INFINITY;
+  f.a_disc_lo = INFINITY, f.a_disc_hi = -INFINITY;
   for (std::int64_t i = 0; i < a.nrows; ++i) {
     const double aii = diagonal(a, i), bii = b ? diagonal(*b, i) : 1.0;
     if (bii > 0) {
       f.diag_min = std::min(f.diag_min, aii / bii);  // e_iᵀAe_i / e_iᵀBe_i
       f.diag_max = std::max(f.diag_max, aii / bii);
     }
-    if (b) continue;
     double off = 0.0;
     for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
       if (a.col_idx[p] != i) off += std::abs(a.values[p]);
-    f.gershgorin_lo = std::min(f.gershgorin_lo, aii - off);
-    f.gershgorin_hi = std::max(f.gershgorin_hi, aii + off);
+    f.a_disc_lo = std::min(f.a_disc_lo, aii - off);
+    f.a_disc_hi = std::max(f.a_disc_hi, aii + off);
   }
+  if (!b) f.gershgorin_lo = f.a_disc_lo, f.gershgorin_hi = f.a_disc_hi;
 }
 
 FloorOutlook floor_outlook(const PlanFacts& f, const EigsOptions& opt, const SpectralProbe& probe) {

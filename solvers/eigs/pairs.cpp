@@ -34,10 +34,19 @@ TestNorms test_norms(ConvTest c, double a_norm, double b_norm) {
   return {a_norm, b_norm};
 }
 
+void fenced_apply(DenseBlockOps& ops, const LinearOperator<double>& op, MvView<const double> x, MvView<double> y) {
+  ops.synchronize();
+  op.apply(x, y);
+  if (ops.space() == Space::device) device_synchronize();
+}
+
+MvView<double> workspace_view(DenseBlockOps& ops, MultiVector<double>& m, std::int64_t n, std::int64_t cols) {
+  if (m.cols() < cols) m = ops.allocate(n, cols);
+  return m.columns(0, cols);
+}
+
 void LowRankUpdate::apply(MvView<const double> x, MvView<double> y) const {
-  ops_.synchronize();
-  op_.apply(x, y);
-  if (ops_.space() == Space::device) device_synchronize();
+  fenced_apply(ops_, op_, x, y);
   const std::int64_t m = w_.cols, s = x.cols;
   if (m == 0 || s == 0) return;
   g_.resize(m * s);
@@ -222,14 +231,18 @@ bool test_pairs(const Problem& s, const EigsOptions& opt, MvView<const double> x
   return all;
 }
 
-// Order of the wanted values: ascending (smallest), descending (largest), by |λ − σ| (nearest).
+// Order of the wanted values: ascending (smallest, both_ends), descending (largest), by |λ − σ|
+// (nearest), by |λ| descending (largest_magnitude) or ascending (smallest_magnitude).
 std::vector<std::int64_t> wanted_order(const std::vector<double>& v, Which w, double sigma) {
   std::vector<std::int64_t> o(v.size());
   std::iota(o.begin(), o.end(), 0);
   std::stable_sort(o.begin(), o.end(), [&](std::int64_t x, std::int64_t y) {
     switch (w) {
-      case Which::smallest: return v[x] < v[y];
+      case Which::smallest:
+      case Which::both_ends: return v[x] < v[y];
       case Which::largest: return v[x] > v[y];
+      case Which::largest_magnitude: return std::abs(v[x]) > std::abs(v[y]);
+      case Which::smallest_magnitude: return std::abs(v[x]) < std::abs(v[y]);
       default: return std::abs(v[x] - sigma) < std::abs(v[y] - sigma);
     }
   });

@@ -75,6 +75,14 @@ struct PairSet {
   std::vector<double> rq_dev;  // |λ − xᵀAx/xᵀBx| (0 when λ is the Rayleigh quotient)
 };
 
+// Y = op(X) between host synchronizations (any operator on any stream): how the composite
+// operators (LowRankUpdate below, the folded and constrained operators) apply the ones inside.
+void fenced_apply(DenseBlockOps& ops, const LinearOperator<double>& op, MvView<const double> x, MvView<double> y);
+// The first `cols` columns of a composite operator's workspace block, sized at construction for
+// the widest block expected; a wider one (not expected: the runs apply at most k + guard columns)
+// regrows it to n × cols once.
+MvView<double> workspace_view(DenseBlockOps& ops, MultiVector<double>& m, std::int64_t n, std::int64_t cols);
+
 // y = op(x) + U·diag(c)·(Wᵀ·x): Wielandt / shift deflation of found pairs, as an operator in
 // ops.space() (U, W: n × m blocks owned by the caller).
 class LowRankUpdate final : public LinearOperator<double> {
@@ -150,7 +158,8 @@ bool test_pairs(const Problem& s, const EigsOptions& opt, MvView<const double> x
                 std::vector<double>& lam, std::vector<double>& rn, const std::vector<double>& xn,
                 std::vector<double>& bounds, std::vector<char>* floored = nullptr);
 
-// Order of the wanted values: ascending (smallest), descending (largest), by |λ − σ| (nearest).
+// Order of the wanted values: ascending (smallest, both_ends), descending (largest), by |λ − σ|
+// (nearest), by |λ| descending (largest_magnitude) or ascending (smallest_magnitude).
 std::vector<std::int64_t> wanted_order(const std::vector<double>& v, Which w, double sigma);
 // Columns of `src` (n × m) in `order` into a fresh block.
 MultiVector<double> reorder_columns(DenseBlockOps& ops, MvView<const double> src,

@@ -108,12 +108,22 @@ const char* to_string(FloorRisk r) {
 
 namespace {
 
+}  // namespace
+
+bool dense_by_size(const PlanFacts& f, std::int64_t k) {
+  return f.matrix_form && f.n <= 4000 && (f.n <= 400 || 3 * k + 32 > f.n);
+}
+
+namespace {
+
 bool chebyshev_fits(std::int64_t n, std::int64_t k) {
   return 2 * (k + std::max<std::int64_t>(8, (k + 1) / 2)) <= n;
 }
 
 void check_request(const PlanFacts& f, const EigsOptions& opt) {
-  const bool need_factor = opt.which == Which::nearest || opt.has_sigma ||
+  // (nearest by a dense solve needs no factorization: the folded operator's small problems)
+  const bool dense = opt.method == EigsMethod::dense;
+  const bool need_factor = (!dense && (opt.which == Which::nearest || opt.has_sigma)) ||
                            opt.precond == EigsPrecond::factor || opt.certify;
   if (need_factor && !f.can_factor)
     throw InvalidArgument(std::string(opt.which == Which::nearest ? "--which nearest"
@@ -173,7 +183,7 @@ bool plan_forced(const PlanFacts& f, const EigsOptions& opt, EigsPlan& plan) {
     c.lobpcg_factor = c.method == EigsMethod::lobpcg && opt.which == Which::smallest &&
                       f.can_factor && opt.precond == EigsPrecond::automatic;
     plan.reason = std::string("method ") + to_string(opt.method) + " as asked";
-  } else if (f.matrix_form && f.n <= 4000 && (f.n <= 400 || 3 * opt.k + 32 > f.n)) {
+  } else if (dense_by_size(f, opt.k)) {
     c.method = EigsMethod::dense;
     c.verification = Verification::dense;
     plan.reason = "auto: dense solve (n = " + std::to_string(f.n) + " is small, or k close to n)";

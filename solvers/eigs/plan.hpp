@@ -159,13 +159,17 @@ struct PlanFacts {
   double a_norm = 0.0, b_norm = 1.0, binv_norm = 1.0;
   double diag_min = std::numeric_limits<double>::quiet_NaN();
   double diag_max = std::numeric_limits<double>::quiet_NaN();
-  // Gershgorin's bounds of A's spectrum, min/max of a_ii ∓ Σ_j≠i |a_ij| (NaN: not known).
+  // Gershgorin's bounds of the spectrum (B = I), min/max of a_ii ∓ Σ_j≠i |a_ij| (NaN: not known).
   double gershgorin_lo = std::numeric_limits<double>::quiet_NaN();
   double gershgorin_hi = std::numeric_limits<double>::quiet_NaN();
+  // The same of A alone, with or without B (with B they prove the signs of the eigenvalues:
+  // select.cpp, spectrum_bounds).
+  double a_disc_lo = std::numeric_limits<double>::quiet_NaN();
+  double a_disc_hi = std::numeric_limits<double>::quiet_NaN();
 };
 
-// The floor outlook's hints from the matrices (one pass over A and B's diagonal): diag_min/max
-// and, for B = I, Gershgorin's bounds.
+// The floor outlook's hints from the matrices (one pass over A and B's diagonal): diag_min/max,
+// Gershgorin's bounds of A and, for B = I, of the spectrum.
 void spectrum_hints(const Csr<double>& a, const Csr<double>* b, PlanFacts& f);
 
 // Foreseeing the rounding floor (item 1 of issue 42). No iteration on A in double gets a
@@ -355,6 +359,10 @@ struct PlanMemo {
   std::map<std::int64_t, double> apply_seconds;  // columns → seconds of one apply
   std::optional<SymbolicAnalysis> symbolic;
 };
+
+// Auto solves densely (forced, nothing measured) a matrix with n ≤ 400, or n ≤ 4000 with
+// 3k + 32 > n (a Krylov basis would be about as large as the matrix).
+bool dense_by_size(const PlanFacts& facts, std::int64_t k);
 
 // Throws InvalidArgument for impossible requests (certify without a factorization, a method that
 // cannot serve the problem), and WorkspaceDoesNotFit when the chosen method's smallest workspace

@@ -3,7 +3,10 @@
 //   set up       (setup.cpp)   the factorization of A − σB where the plan has one, the fused step;
 //   solve        (solve.cpp)   the chosen plan's run, then the escalation's (auto), each recorded;
 //   verify       (verify.cpp)  the certificate or a re-check of the returned set.
+// Above the one-selection run (run_all, driver.cpp): the selections made of runs (select.cpp),
+// the folded operator (folded.cpp) and the constrained problem (constraints.cpp).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,6 +97,47 @@ struct Verified {
 Verified verify(const Problem& s, const EigsOptions& opt, const PlanFacts& facts, EigsPlan& plan,
                 const PlanEstimate& ran, PairSet& pairs, Factorized* fz, double solve_s,
                 const ChebyshevStats* cheb, const PlanProbes& probes);
+
+// ---- the driver (driver.cpp)
+
+// plan → solve (escalating under auto) → verify → finish, for a selection the plan serves
+// (smallest, largest, nearest with a factorization), on s as it is (no constraints).
+EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, PlanMemo* memo);
+// Final order, extended-precision refinement, tests, error bounds and the status of a run's pairs
+// (in wanted order for opt.which and sigma on return).
+EigsResult finish(const Problem& s, const EigsOptions& opt, PairSet& p, RunOut& run, double sigma);
+
+// ---- selections made of runs (select.cpp)
+
+// Proven bounds of the spectrum of (A, B) from the facts: Gershgorin's interval of A without B;
+// with B only the signs it proves (λ = xᵀAx / xᵀBx has the sign of xᵀAx); ±∞ where nothing is
+// known (operator form, distributed). They bound a constrained problem's spectrum too (Cauchy).
+struct SpectrumBounds {
+  double lo = -INFINITY, hi = INFINITY;
+};
+SpectrumBounds spectrum_bounds(const PlanFacts& facts);
+// The facts of an operator built on the problem (the constrained A', the folded F): operator
+// form, nothing to factor (`why`), no hints from A's entries.
+PlanFacts operator_facts(const PlanFacts& facts, const std::string& why, double a_norm);
+// opt.which of every kind: largest_magnitude, both_ends and smallest_magnitude from runs for the
+// ends, nearest without a factorization by the folded operator, the rest by run_one.
+EigsResult run_selection(Problem& s, const EigsOptions& opt, const PlanFacts& facts, PlanMemo* memo);
+// One run_all: on the constrained problem when opt.constraints are given (run_constrained).
+EigsResult run_one(Problem& s, const EigsOptions& opt, const PlanFacts& facts, PlanMemo* memo);
+
+// ---- the folded operator (folded.cpp)
+
+// The k pairs nearest c without a factorization: the folded operator's smallest, refined by
+// Rayleigh–Ritz with (A, B) and tested (eigs.hpp); a problem the planner would solve densely (matrix
+// form) is solved densely.
+EigsResult run_folded(Problem& s, const EigsOptions& opt, const PlanFacts& facts, double c);
+
+// ---- constraints (constraints.cpp)
+
+// Checks opt.constraints against the problem (shape, finite values, p + k < n, the selection).
+void validate_constraints(const EigsOptions& opt, std::int64_t n);
+// run_all on A' (the constrained operator, eigs.hpp) for opt.which (smallest or largest).
+EigsResult run_constrained(Problem& s, const EigsOptions& opt, const PlanFacts& facts);
 
 // EigsResult::precision: what the iteration's arithmetic was.
 std::string precision_line(const EigsOptions& opt, const ChebyshevStats* cheb);
