@@ -162,14 +162,17 @@ TEST_P(RealSmallest, ShiftInvertMatchesDenseAndIsCertified) {
   o.tol = 1e-8;
   auto r = eigs(a, gen ? &b : nullptr, o);
   ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
-  // auto: dense for small n (or k close to n); otherwise the planner's choice, which must be
-  // shift-invert on the stiff ones (κ(A) ≥ 1e8: a filter or a Krylov method on A needs far more).
+  // auto: dense for small n (or k close to n); otherwise the planner's choice, which must not be
+  // a filter or a Krylov method on A for the stiff ones (κ(A) ≥ 1e8: those need far more):
+  // shift-invert, or the dense solve where it is priced cheaper (on the H200, bcsstk20 with
+  // k = 50: dense 0.067 s against shift-invert 0.078 s), its answers checked below alike.
   const double kappa_a = [&] {
     const auto sa = gen ? accurate_spectrum(a, nullptr) : ref;
     return sa.back() / sa.front();
   }();
   if (a.nrows <= 400 || 3 * k + 32 > a.nrows) EXPECT_EQ(r.method, "dense");
-  else if (kappa_a >= 1e8) EXPECT_EQ(r.transform, "shift-invert") << "kappa " << kappa_a << ": " << r.why;
+  else if (kappa_a >= 1e8)
+    EXPECT_TRUE(r.transform == "shift-invert" || r.method == "dense") << "kappa " << kappa_a << ": " << r.why;
   // Verified by the planner's choice: the dense solve, the certificate when cheap, else the
   // re-check; every one of them says so.
   EXPECT_NE(r.verification, Verification::none) << r.certificate;
