@@ -127,16 +127,6 @@ bool run_on_ranks(const JobSpec& s, Communicator& comm, const ProgressFn& progre
   return rank0;
 }
 
-// What the distributed path (mpirun, --gpus N) cannot run beyond check_distributed_job's list:
-// the constraints (the driver's constrained operator is one process's) and smallest_magnitude
-// (its folded operator inverts B on one process).
-void check_distributed_eigs(const JobSpec& s) {
-  if (!s.eigs()) return;
-  if (!s.constraints.empty()) throw UsageError("--constraints: not on the distributed path (mpirun or --gpus N)");
-  if (s.which == Which::smallest_magnitude)
-    throw UsageError("--which smallest_magnitude: not on the distributed path (mpirun or --gpus N)");
-}
-
 // --gpus N|all: how many rank threads (one GPU each) run the job; 1 is the one-process path.
 // TCSOLVE_DISTRIBUTED=threads:N (without --gpus) runs eigs and solve on N rank threads on any
 // --device, the CPU included: the thread path tested where there is no GPU (tests/distributed).
@@ -237,7 +227,6 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
   const std::unique_ptr<Communicator> comm = s.svds() || threads > 1 ? nullptr : launch_communicator(s);
   const bool rank0 = !comm || comm->rank() == 0;
   const bool one = !comm && threads == 1;
-  if (!one) check_distributed_eigs(s);
   if (one) choose_small_eigs_device(s);
   // SIGINT/SIGTERM: the solve stops at its next iteration's end and the partial result is
   // written (status interrupted, exit 130/143); a second signal exits at once (core/interrupt.hpp).

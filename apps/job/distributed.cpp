@@ -536,6 +536,10 @@ void check_distributed_job(const JobSpec& s, int np, bool threads) {
   refuse(s.precision != PrecisionChoice::automatic && s.precision != PrecisionChoice::fp64,
          std::string("--precision ") + to_string(s.precision), np, threads);
   refuse(!s.eigs() && s.rhs.rfind("random:", 0) != 0, "--rhs " + s.rhs + " (files)", np, threads);
+  // (the driver's constrained operator and the folded operator of smallest_magnitude, which
+  // inverts B, are one process's)
+  refuse(s.eigs() && !s.constraints.empty(), "--constraints", np, threads);
+  refuse(s.eigs() && s.which == Which::smallest_magnitude, "--which smallest_magnitude", np, threads);
 }
 
 JobOutcome run_distributed_job(const JobSpec& spec, Communicator& comm, const ProgressFn& progress,

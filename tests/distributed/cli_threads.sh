@@ -29,6 +29,9 @@ for NP in 2 3; do
   "$T" eigs gen:lap3d:8 --k 2 --method lobpcg --device cpu 2> "$W/err.txt" > /dev/null
   rc=$?; [ $rc -eq 2 ] || fail "--method lobpcg on rank threads: exit $rc (want 2)"
   grep -q "method lobpcg: not available with --gpus $NP" "$W/err.txt" || fail "no clear message: $(cat "$W/err.txt")"
+  "$T" eigs gen:lap3d:8 --k 2 --which SM --device cpu 2> "$W/err.txt" > /dev/null
+  rc=$?; [ $rc -eq 2 ] || fail "--which SM on rank threads: exit $rc (want 2)"
+  grep -q "which smallest_magnitude: not available with --gpus $NP" "$W/err.txt" || fail "no clear message: $(cat "$W/err.txt")"
   unset TCSOLVE_DISTRIBUTED
 done
 $PY - "$W" <<'PY' || fail "results differ"
