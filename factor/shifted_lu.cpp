@@ -96,10 +96,10 @@ class ShiftedLu final : public SparseFactor {
 }  // namespace
 
 bool use_lu_solves(const FactorOptions& opt, std::int64_t n) {
-  if (opt.engine != FactorEngine::automatic || !built_with_lu_qr()) return false;
-  const char* env = std::getenv("TCSOLVE_SHIFT_LU");
+  if (!opt.lu_solves || opt.engine != FactorEngine::automatic || !built_with_lu_qr()) return false;
+  const char* env = std::getenv("TCSOLVE_SHIFT_LU");  // (A/B: 0 never, else at any size)
   if (env && *env) return std::string(env) != "0";
-  return opt.lu_solves && n <= kLuSolvesMaxRows;
+  return n <= kLuSolvesMaxRows;
 }
 
 std::unique_ptr<SparseFactor> lu_shifted(std::shared_ptr<const LowerCsc> s, double sigma, const FactorOptions& opt) {

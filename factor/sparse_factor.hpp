@@ -87,8 +87,8 @@ struct FactorOptions {
   // Automatic engine, S not positive definite and at most kLuSolvesMaxRows rows: UMFPACK's LU
   // factors S for the solves (engine() umfpack) instead of MUMPS's LDLᵀ, whose solve phase pays
   // per front of the elimination tree (2.5 ms a solve of a 3000-row chain on the 2-core CPU,
-  // against ~0.1 ms); inertia() then costs a MUMPS LDLᵀ on its first call. TCSOLVE_SHIFT_LU=0 or
-  // 1 forces it off or on at any size (A/B).
+  // against ~0.1 ms); inertia() then costs a MUMPS LDLᵀ on its first call. Where it is set,
+  // TCSOLVE_SHIFT_LU=0 or 1 forces it off, or on at any size (A/B).
   bool lu_solves = false;
 };
 constexpr std::int64_t kLuSolvesMaxRows = 20000;

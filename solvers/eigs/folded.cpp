@@ -86,7 +86,8 @@ class CgInverse final : public LinearOperator<double> {
 class FoldedOperator final : public LinearOperator<double> {
  public:
   FoldedOperator(const Problem& s, double c, const LinearOperator<double>* binv, std::int64_t width)
-      : s_(s), c_(c), binv_(binv), w1_(s.ops->allocate(s.n, width)), w2_(s.ops->allocate(s.n, width)) {}
+      : s_(s), c_(c), binv_(binv), w1_(s.ops->allocate(s.n, width)), w2_(s.ops->allocate(s.n, width)),
+        minus_c_(width, -c), one_(width, 1.0) {}
   std::int64_t rows() const override { return s_.n; }
   std::int64_t cols() const override { return s_.n; }
   Space space() const override { return s_.ops->space(); }
@@ -107,13 +108,14 @@ class FoldedOperator final : public LinearOperator<double> {
     if (c_ == 0.0) return;
     MvView<const double> bx = x;
     if (s_.bop) fenced_apply(ops, *s_.bop, x, tmp), bx = tmp;
-    std::vector<double> a(x.cols, -c_), one(x.cols, 1.0);
-    ops.axpby_columns(a.data(), bx, one.data(), y);
+    if (static_cast<std::int64_t>(one_.size()) < x.cols) minus_c_.assign(x.cols, -c_), one_.assign(x.cols, 1.0);
+    ops.axpby_columns(minus_c_.data(), bx, one_.data(), y);
   }
   const Problem& s_;
   double c_;
   const LinearOperator<double>* binv_;
   mutable MultiVector<double> w1_, w2_;
+  mutable std::vector<double> minus_c_, one_;  // the columns' coefficients (−c, 1), sized once
 };
 
 // The inner run's options: the k smallest of F at tol² against ‖F‖ (conv norm: a relative test at
@@ -152,7 +154,6 @@ PairSet rayleigh_ritz(const Problem& s, const std::vector<double>& x_host, std::
   p.x = ops.allocate(n, m);
   ops.gemm(1.0, x.view(), v.data(), m, 0.0, p.x.view());
   detail::ApplyClock clock(ops);
-  if (s.bop) bx = ops.allocate(n, m);
   rayleigh_and_residuals(s, clock, p.x.view(), ax.view(), s.bop ? bx.view() : MvView<double>{}, p.values, p.rn,
                          p.xn, p.rq_dev);
   return p;

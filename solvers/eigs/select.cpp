@@ -116,15 +116,18 @@ bool passed(const EigsResult& r) {
   return r.status == SolverStatus::converged || r.status == SolverStatus::unverified;
 }
 
-// The picked pairs, in the order of `picks`, as one result. From the parts that gave pairs: the
-// status, reason, verification and certificate (the worst of them); from every part: the runs,
-// counts, seconds and history (the order they ran) and method_reason (`how`, then each part's).
-EigsResult combine(std::vector<Part>& parts, const std::vector<Pick>& picks, const std::string& how) {
+// The picked pairs, in the order of `picks`, as one result. From the parts that gave pairs (every
+// part when `all_decide`: the choice between them rested on all their values, so a part that did
+// not converge taints the set even when it gave none): the status, reason, verification and
+// certificate (the worst of them); from every part: the runs, counts, seconds and history (the
+// order they ran) and method_reason (`how`, then each part's).
+EigsResult combine(std::vector<Part>& parts, const std::vector<Pick>& picks, const std::string& how,
+                   bool all_decide = false) {
   EigsResult out;
   const EigsResult& first = parts.front().r;
   out.n = first.n, out.conv = first.conv, out.a_norm = first.a_norm, out.b_norm = first.b_norm;
   out.spmm_kernel = first.spmm_kernel, out.spmm_plan = first.spmm_plan;
-  std::vector<char> gave(parts.size(), 0);
+  std::vector<char> gave(parts.size(), all_decide ? 1 : 0);
   for (const Pick& p : picks) gave[p.part] = 1;
   bool vectors = true;
   for (const Part& p : parts) vectors = vectors && p.r.vectors.size() == p.r.values.size() * static_cast<std::size_t>(p.r.n);
@@ -172,6 +175,16 @@ EigsResult combine(std::vector<Part>& parts, const std::vector<Pick>& picks, con
     for (EigsRunRecord& run : r.runs) out.runs.push_back(std::move(run));
   }
   return out;
+}
+
+// A selection an interrupt stopped before its last run: the pairs found so far, not the set asked
+// for (status interrupted).
+EigsResult stopped(std::vector<Part>& parts, const std::vector<Pick>& picks, const std::string& head) {
+  EigsResult r = combine(parts, picks, head + "interrupted before its last run", true);
+  r.status = SolverStatus::interrupted;
+  r.reason = "interrupted before the selection's last run: the pairs are those of the runs done, not the set "
+             "asked for" + (r.reason.empty() ? std::string() : "; " + r.reason);
+  return r;
 }
 
 // Every column of the parts, in the wanted order of `w` (the first k).
@@ -229,24 +242,27 @@ EigsResult largest_magnitude(Problem& s, const EigsOptions& opt, const PlanFacts
                      head + end_label(w1) + " only (Gershgorin: no eigenvalue " + (low_first ? "above" : "below") +
                          " -lambda_k, lambda_k = " + fmt("%.6g", low_first ? -kth : kth) + ")");
   }
-  if (interrupt_requested()) return combine(parts, best(parts, Which::largest_magnitude, k), head + "interrupted");
+  if (interrupt_requested()) return stopped(parts, best(parts, Which::largest_magnitude, k), head);
   parts.push_back(end_part(s, opt, facts, memo, w2, std::min(k, n - k)));
   const std::vector<Pick> picks = best(parts, Which::largest_magnitude, k);
   std::int64_t from_first = 0;
   for (const Pick& p : picks) from_first += p.part == 0;
   return combine(parts, picks,
                  head + "the largest and the smallest end merged by |lambda| (" + std::to_string(from_first) +
-                     " from " + end_label(w1) + ", " + std::to_string(k - from_first) + " from " + end_label(w2) + ")");
+                     " from " + end_label(w1) + ", " + std::to_string(k - from_first) + " from " + end_label(w2) + ")",
+                 /*all_decide=*/true);
 }
 
 // 'BE': ceil(k/2) from the largest end, floor(k/2) from the smallest.
 EigsResult both_ends(Problem& s, const EigsOptions& opt, const PlanFacts& facts, PlanMemo* memo) {
   const std::int64_t k = opt.k, k_hi = k - k / 2, k_lo = k / 2;
   std::vector<Part> parts;
+  const std::string head = "which both_ends: ";
   parts.push_back(end_part(s, opt, facts, memo, Which::largest, k_hi));
-  if (k_lo > 0 && !interrupt_requested()) parts.push_back(end_part(s, opt, facts, memo, Which::smallest, k_lo));
+  if (k_lo > 0 && interrupt_requested()) return stopped(parts, best(parts, Which::both_ends, k), head);
+  if (k_lo > 0) parts.push_back(end_part(s, opt, facts, memo, Which::smallest, k_lo));
   return combine(parts, best(parts, Which::both_ends, k),
-                 "which both_ends: the " + std::to_string(k_hi) + " largest and the " + std::to_string(k_lo) + " smallest");
+                 head + "the " + std::to_string(k_hi) + " largest and the " + std::to_string(k_lo) + " smallest", true);
 }
 
 // Shift-invert can serve nearest σ: a matrix whose A − σB may be factored, no constraints.
@@ -288,11 +304,11 @@ EigsResult smallest_magnitude(Problem& s, const EigsOptions& opt, const PlanFact
   };
   if (one_signed(parts[0], 1.0))
     return combine(parts, from(0), head + "the smallest end is non-negative, so it is the smallest in magnitude");
-  if (interrupt_requested()) return combine(parts, from(0), head + "interrupted");
+  if (interrupt_requested()) return stopped(parts, from(0), head);
   parts.push_back(end_part(s, opt, facts, memo, Which::largest, k));
   if (one_signed(parts[1], -1.0))
     return combine(parts, from(1), head + "the largest end is non-positive, so it is the smallest in magnitude");
-  if (interrupt_requested()) return combine(parts, from(1), head + "interrupted");
+  if (interrupt_requested()) return stopped(parts, from(1), head);
   parts.push_back({"nearest 0", run_folded(s, opt, facts, 0.0)});
   return combine(parts, from(2), head + "the spectrum has both signs: nearest 0 without a factorization");
 }
