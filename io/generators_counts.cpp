@@ -108,11 +108,24 @@ Csr<double> gen_counts(const std::string& spec, const Spec& s) {
         if (static_cast<double>(genes - g) * unit(rng.next()) < static_cast<double>(want - have))
           cols[have++] = static_cast<std::int32_t>(g);
     } else {
+      // Rounds of want − have draws until `want` distinct genes are held: a bit per gene (this
+      // thread's) instead of sorting the row every round; the same draws make the
+      // same set, written out in ascending order.
+      thread_local std::vector<u64> seen;
+      seen.assign(static_cast<std::size_t>((genes + 63) / 64), 0);
       while (have < want) {
-        for (i64 i = have; i < want; ++i) cols[i] = table.draw(rng);
-        std::sort(cols, cols + want);
-        have = std::unique(cols, cols + want) - cols;
+        const i64 round = want - have;
+        for (i64 i = 0; i < round; ++i) {
+          const std::int32_t g = table.draw(rng);
+          u64& word = seen[static_cast<std::size_t>(g) >> 6];
+          const u64 bit = u64(1) << (g & 63);
+          if (!(word & bit)) word |= bit, ++have;
+        }
       }
+      i64 out = 0;
+      for (std::size_t w = 0; w < seen.size(); ++w)
+        for (u64 bits = seen[w]; bits; bits &= bits - 1)
+          cols[out++] = static_cast<std::int32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
     }
     for (i64 i = 0; i < want; ++i) {
       const double mu = 4.0 * size[c] * static_cast<double>(genes) * w[cols[i]] / wsum;

@@ -12,6 +12,8 @@
 #   issue45   issue 45 on 2 GPUs: test_thread_ranks_gpu, cli_gpus.sh, scaling.sh (ROWS45, REPS45) with
 #             --gpus 2 beside one GPU and mpirun, the thread fence on and off with a trace
 #   svds44    issue 44: the svds set-up traced on SVDS_SPECS (k = 50, centered)
+#   svdscupy  issue 44: bench/svds/svds_cupy_ratio.py (the command's wall and phases against cupyx
+#             svds on the same matrix, k = 50; SVDS_CUPY_SPEC, SVDS_CUPY_REPS, SVDS_CUPY_LIMIT)
 #   issue42   issue 42's two held-out cases, this build and the baseline (BASE=path at staging)
 #   ab        bench/ab.py of the baseline against this build on bench/e2e/ab_rows_gpu.txt
 #   tests     every GPU test binary (label gpu); TEST_FILTER narrows test_solvers_gpu, FILTER_<binary>
@@ -235,6 +237,12 @@ if has svds44; then
     [ -n "$PERF" ] && perf report -i "$OUT/svds.perf" --children --sort symbol 2>/dev/null | grep -E "^ +[0-9.]+%" | grep tcsolve | head -25 | cut -c1-170
     [ -n "${SVDS_PERF:-}" ] && [ -z "$PERF" ] && echo "no perf on this machine"
   done
+fi
+if has svdscupy; then
+  # issue 44: the 1M x 30k PCA row against cupyx svds in one run (bench/svds/svds_cupy_ratio.py)
+  step "svds against cupyx: ${SVDS_CUPY_SPEC:-gen:counts:1000000:30000}"
+  mkdir -p /tmp/s4/svds
+  timeout ${SVDS_CUPY_LIMIT:-480} python3 bench/svds/svds_cupy_ratio.py $T /tmp/s4/svds ${SVDS_CUPY_SPEC:-gen:counts:1000000:30000} 50 ${SVDS_CUPY_REPS:-2} 2>&1 | tail -20
 fi
 if has issue42; then
   # issue 42's held-out cases with no options, the baseline binary (BASE, staged as $D/base) beside

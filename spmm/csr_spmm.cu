@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/cuda_check.cuh"
+#include "core/cuda_library_check.cuh"
 #include "core/error.hpp"
 #include "spmm/csr_row_loop.cuh"
 #include "spmm/csr_spmm_cuda.hpp"
@@ -348,18 +349,7 @@ std::vector<unsigned char> pack_values(const std::vector<double>& vals, Precisio
 
 CsrSpmmDevice::CsrSpmmDevice(const Csr<double>& a, Precision precision, int group,
                              int stage_cols, bool tiled_rows)
-    : rows_(a.nrows), cols_(a.ncols), nnz_(a.nnz()), precision_(precision), group_(group),
-      tiled_rows_(tiled_rows && group == 1) {
-  TCSOLVE_REQUIRE(stage_cols >= 0, "stage_cols must be >= 0");
-  if (group > 1 && stage_cols > 0) {
-    int c = 8;
-    while (c < std::min(stage_cols, 64)) c *= 2;
-    if (stage_cols > 64) c = std::min(256, (stage_cols + 63) / 64 * 64);
-    stage_cols_ = c;
-    stage_ = DeviceArray<double>(static_cast<std::size_t>(a.ncols) * stage_cols_);
-  }
-  TCSOLVE_REQUIRE(group == 1 || group == 4 || group == 8 || group == 32,
-                  "CSR SpMM group must be 1, 4, 8 or 32");
+    : rows_(a.nrows), cols_(a.ncols), nnz_(a.nnz()), precision_(precision) {
   TCSOLVE_REQUIRE(a.nrows < (std::int64_t(1) << 31), "CSR SpMM: rows must fit 32-bit indices");
   value_size(precision);  // throws for unsupported precisions
   row_ptr_ = DeviceArray<std::int64_t>(a.row_ptr);
@@ -371,33 +361,118 @@ CsrSpmmDevice::CsrSpmmDevice(const Csr<double>& a, Precision precision, int grou
   } else {
     values_ = DeviceArray<unsigned char>(pack_values(a.values, precision));
   }
-  if (group > 1) {
-    const std::int64_t S = static_cast<std::int64_t>(kSegPerLane) * group;
-    std::vector<std::int32_t> sr;
-    std::vector<std::int64_t> sb, se;
-    std::vector<std::int32_t> zr;
-    sr.reserve(a.nrows);
-    for (std::int64_t i = 0; i < a.nrows; ++i) {
-      const std::int64_t p0 = a.row_ptr[i], p1 = a.row_ptr[i + 1];
-      const bool split = p1 - p0 > S;
-      if (split) zr.push_back(static_cast<std::int32_t>(i));
-      std::int64_t p = p0;
-      do {
-        const std::int64_t e = std::min(p1, p + S);
-        sr.push_back(split ? ~static_cast<std::int32_t>(i) : static_cast<std::int32_t>(i));
-        sb.push_back(p);
-        se.push_back(e);
-        p = e;
-      } while (p < p1);
-    }
-    nseg_ = static_cast<std::int64_t>(sr.size());
-    seg_row_ = DeviceArray<std::int32_t>(sr);
-    seg_begin_ = DeviceArray<std::int64_t>(sb);
-    seg_end_ = DeviceArray<std::int64_t>(se);
-    zero_rows_ = DeviceArray<std::int32_t>(zr);
-  } else {
-    nseg_ = a.nrows;
+  relayout(a.row_ptr, group, stage_cols, tiled_rows);
+}
+
+void CsrSpmmDevice::relayout(const std::vector<std::int64_t>& row_ptr, int group, int stage_cols,
+                             bool tiled_rows) {
+  TCSOLVE_REQUIRE(stage_cols >= 0, "stage_cols must be >= 0");
+  TCSOLVE_REQUIRE(group == 1 || group == 4 || group == 8 || group == 32,
+                  "CSR SpMM group must be 1, 4, 8 or 32");
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(row_ptr.size()) == rows_ + 1,
+                  "CSR SpMM relayout: row offsets of another matrix");
+  group_ = group;
+  tiled_rows_ = tiled_rows && group == 1;
+  int c = 0;
+  if (group > 1 && stage_cols > 0) {
+    c = 8;
+    while (c < std::min(stage_cols, 64)) c *= 2;
+    if (stage_cols > 64) c = std::min(256, (stage_cols + 63) / 64 * 64);
   }
+  if (c != stage_cols_) {
+    stage_ = DeviceArray<double>();
+    stage_ = DeviceArray<double>(static_cast<std::size_t>(cols_) * c);
+    stage_cols_ = c;
+  }
+  seg_row_ = DeviceArray<std::int32_t>();
+  seg_begin_ = DeviceArray<std::int64_t>();
+  seg_end_ = DeviceArray<std::int64_t>();
+  zero_rows_ = DeviceArray<std::int32_t>();
+  if (group == 1) {
+    nseg_ = rows_;
+    return;
+  }
+  // segments of at most S = kSegPerLane·group non-zeros; a row of several is marked ~row
+  const std::int64_t S = static_cast<std::int64_t>(kSegPerLane) * group;
+  std::vector<std::int32_t> sr, zr;
+  std::vector<std::int64_t> sb, se;
+  sr.reserve(static_cast<std::size_t>(rows_));
+  for (std::int64_t i = 0; i < rows_; ++i) {
+    const std::int64_t p0 = row_ptr[i], p1 = row_ptr[i + 1];
+    const bool split = p1 - p0 > S;
+    if (split) zr.push_back(static_cast<std::int32_t>(i));
+    std::int64_t p = p0;
+    do {
+      const std::int64_t e = std::min(p1, p + S);
+      sr.push_back(split ? ~static_cast<std::int32_t>(i) : static_cast<std::int32_t>(i));
+      sb.push_back(p);
+      se.push_back(e);
+      p = e;
+    } while (p < p1);
+  }
+  nseg_ = static_cast<std::int64_t>(sr.size());
+  seg_row_ = DeviceArray<std::int32_t>(sr);
+  seg_begin_ = DeviceArray<std::int64_t>(sb);
+  seg_end_ = DeviceArray<std::int64_t>(se);
+  zero_rows_ = DeviceArray<std::int32_t>(zr);
+}
+
+namespace {
+// out[i] = static_cast<To>(in[i]), i < n (row offsets between 64 and 32 bits; the caller checked
+// that nnz fits).
+template <class From, class To>
+__global__ void narrow_offsets_kernel(const From* __restrict__ in, To* __restrict__ out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = static_cast<To>(in[i]);
+}
+}  // namespace
+
+std::unique_ptr<CsrSpmmDevice> CsrSpmmDevice::transposed(const std::int64_t* rp, const std::int32_t* ci,
+                                                         const double* v, std::int64_t m, std::int64_t n,
+                                                         std::int64_t nnz, void* stream,
+                                                         std::vector<std::int64_t>& row_ptr_out) {
+  constexpr std::int64_t kMax = 2147483647;
+  TCSOLVE_REQUIRE(m < kMax && n < kMax && nnz < kMax,
+                  "CSR SpMM: the device transpose needs rows, columns and entries below 2^31");
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  std::unique_ptr<CsrSpmmDevice> t(new CsrSpmmDevice());
+  t->rows_ = n;
+  t->cols_ = m;
+  t->nnz_ = nnz;
+  t->precision_ = Precision::fp64;
+  t->col_ = DeviceArray<std::int32_t>(static_cast<std::size_t>(nnz));
+  t->values_ = DeviceArray<unsigned char>(static_cast<std::size_t>(nnz) * 8);
+  DeviceArray<int> rp32(static_cast<std::size_t>(m + 1)), cp32(static_cast<std::size_t>(n + 1));
+  narrow_offsets_kernel<<<stride_grid(m + 1, 256), 256, 0, st>>>(rp, rp32.get(), m + 1);
+  TCSOLVE_CUDA_CHECK_LAUNCH();
+  cusparseHandle_t h = nullptr;
+  TCSOLVE_CUSPARSE_CHECK(cusparseCreate(&h));
+  try {
+    TCSOLVE_CUSPARSE_CHECK(cusparseSetStream(h, st));
+    const int mi = static_cast<int>(m), ni = static_cast<int>(n), z = static_cast<int>(nnz);
+    std::size_t bytes = 0;
+    TCSOLVE_CUSPARSE_CHECK(cusparseCsr2cscEx2_bufferSize(
+        h, mi, ni, z, v, rp32.get(), ci, t->values_.get(), cp32.get(), t->col_.get(), CUDA_R_64F,
+        CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, &bytes));
+    DeviceArray<unsigned char> buffer(std::max<std::size_t>(bytes, 1));
+    TCSOLVE_CUSPARSE_CHECK(cusparseCsr2cscEx2(
+        h, mi, ni, z, v, rp32.get(), ci, t->values_.get(), cp32.get(), t->col_.get(), CUDA_R_64F,
+        CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, buffer.get()));
+    t->row_ptr_ = DeviceArray<std::int64_t>(static_cast<std::size_t>(n + 1));
+    narrow_offsets_kernel<<<stride_grid(n + 1, 256), 256, 0, st>>>(cp32.get(), t->row_ptr_.get(), n + 1);
+    TCSOLVE_CUDA_CHECK_LAUNCH();
+    row_ptr_out.resize(static_cast<std::size_t>(n + 1));
+    TCSOLVE_CUDA_CHECK(cudaMemcpyAsync(row_ptr_out.data(), t->row_ptr_.get(), (n + 1) * sizeof(std::int64_t),
+                                       cudaMemcpyDeviceToHost, st));
+    TCSOLVE_CUDA_CHECK(cudaStreamSynchronize(st));  // before the buffers above are freed
+  } catch (...) {
+    cusparseDestroy(h);
+    throw;
+  }
+  cusparseDestroy(h);
+  t->relayout(row_ptr_out, 1, 0, false);
+  return t;
 }
 
 std::size_t CsrSpmmDevice::device_bytes() const {

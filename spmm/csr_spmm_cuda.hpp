@@ -11,6 +11,8 @@
 // Bytes per apply (minimum): nnz·(sizeof(value)+4) + 8·(m+1) + 8·N·(n+m).
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "core/csr.hpp"
 #include "core/device_buffer.hpp"
@@ -29,6 +31,20 @@ class CsrSpmmDevice {
   // memory (coalesced; up to 1024 per CTA, else it reads A directly) — csr_row_tiled_kernel.
   CsrSpmmDevice(const Csr<double>& a, Precision precision, int group, int stage_cols = 0,
                 bool tiled_rows = false);
+  // Aᵀ (n × m) made on the device from A's fp64 arrays there (A m × n; nnz, m and n below 2^31):
+  // cuSPARSE's CSR→CSC on `stream`, written into the new operator's own arrays (each row of Aᵀ in
+  // ascending column order, deterministic); neither A nor Aᵀ passes through the host. Aᵀ's row
+  // offsets come back in row_ptr_out (n + 1) for the caller's plan and relayout(). Peak device
+  // memory beyond Aᵀ (12·nnz + 8·n bytes): cuSPARSE's buffer and 4·(m + n) bytes of 32-bit
+  // offsets. Row-split layout until relayout(). Synchronises `stream`.
+  static std::unique_ptr<CsrSpmmDevice> transposed(const std::int64_t* rp, const std::int32_t* ci,
+                                                   const double* v, std::int64_t m, std::int64_t n,
+                                                   std::int64_t nnz, void* stream,
+                                                   std::vector<std::int64_t>& row_ptr_out);
+  // Another kernel layout on the same upload (group, X staging, tiled rows: as the constructor's
+  // arguments), e.g. the next candidate of the construction-time trial. row_ptr: the matrix's row
+  // offsets on the host, from which the segments are cut (O(rows)). Not while an apply runs.
+  void relayout(const std::vector<std::int64_t>& row_ptr, int group, int stage_cols, bool tiled_rows);
   // Y = A·X on `stream` (cudaStream_t, nullptr = default). Asynchronous; no allocation.
   void apply(const double* x, std::int64_t ldx, double* y, std::int64_t ldy, int ncols_x,
              void* stream) const;
@@ -47,6 +63,7 @@ class CsrSpmmDevice {
   Precision precision() const { return precision_; }
 
  private:
+  CsrSpmmDevice() = default;
   std::int64_t rows_ = 0, cols_ = 0, nnz_ = 0;
   Precision precision_ = Precision::fp64;
   int group_ = 1;

@@ -1,6 +1,7 @@
 // Internal: the CUDA SparseOperator (spmm/cuda_operator.cu; cuda_operator_stub.cpp throws
 // NotCompiled in CPU-only builds). Use make_sparse_operator (spmm/sparse_operator.hpp) instead.
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,6 +26,13 @@ std::unique_ptr<SparseOperator> make_cuda_operator(const Csr<double>& a, const B
 std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
     const Csr<double>& a, const Bcsr<double>* blocks, const std::vector<SpmmPlan>& candidates,
     const OperatorOptions& opt);
+
+// Aᵀ's operator from A's fp64 CSR arrays in device memory (A m × n with nnz entries; all below
+// 2^31): CsrSpmmDevice::transposed, then plan_of(Aᵀ's row offsets) decides the CSR kernel's
+// layout (csr_row or csr_segment; no trial). The plan is reported as the operator's plan().
+std::unique_ptr<SparseOperator> make_cuda_transposed_operator(
+    const SparseOperator::DeviceCsr& a, std::int64_t m, std::int64_t n, std::int64_t nnz,
+    const std::function<SpmmPlan(const std::vector<std::int64_t>&)>& plan_of, const OperatorOptions& opt);
 
 // OperatorBasis::permuted on the GPU: `inner` applies B = P·A·Pᵀ (built on the permuted copy);
 // the result forwards apply() and converts blocks between the bases with a row-permuting kernel

@@ -17,6 +17,12 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(const Csr<double>&,
   throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator");
 }
 
+std::unique_ptr<SparseOperator> make_cuda_transposed_operator(
+    const SparseOperator::DeviceCsr&, std::int64_t, std::int64_t, std::int64_t,
+    const std::function<SpmmPlan(const std::vector<std::int64_t>&)>&, const OperatorOptions&) {
+  throw NotCompiled("tcsolve was built without CUDA: no GPU sparse operator");
+}
+
 std::unique_ptr<SparseOperator> make_permuted_cuda_operator(std::unique_ptr<SparseOperator>,
                                                             std::vector<std::int32_t>,
                                                             const SpmmPlan&, const OperatorOptions&) {

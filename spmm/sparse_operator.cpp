@@ -109,7 +109,7 @@ std::string SpmmPlan::describe() const {
   o << "\n  rows: mean " << fmt("%.2f", mean_row_nnz) << " nnz, max " << max_row_nnz;
   if (block_h > 0)
     o << "; " << block_h << "x" << block_w << " blocks " << nblocks << ", fill "
-      << fmt("%.3f", fill)
+      << fmt("%.3f", fill) << (blocks_sampled ? " (sampled)" : "")
       << (symmetric ? " (after symmetric reordering)" : reordered ? " (after row reordering)" : "");
   if (est_bytes_csr > 0)
     o << "\n  model bytes/apply: CSR " << fmt("%.3g", est_bytes_csr) << ", BCSR "
@@ -173,8 +173,7 @@ struct CsrChoice {
 };
 }  // namespace
 
-static CsrChoice plan_csr(SpmmPlan& p, const Csr<double>& a, const OperatorOptions& opt, double xy) {
-  const std::int64_t m = a.nrows, nnz = a.nnz();
+static CsrChoice plan_csr(SpmmPlan& p, std::int64_t m, std::int64_t nnz, const OperatorOptions& opt, double xy) {
   const double N = p.expected_cols;
   const double vs = static_cast<double>(value_bytes(opt.precision));
   p.est_bytes_csr = static_cast<double>(nnz) * (vs + 4.0) + 8.0 * (m + 1) + xy +
@@ -217,6 +216,19 @@ static void take_bsr3(SpmmPlan& p, const Csr<double>& a, double fill84, const ch
              "fused step on the same copy of A";
 }
 
+// Where counting A's blocks cannot change the kernel: fp64, the automatic choice, no reordering,
+// at least kSampleNnz entries, and the 8×4 fill of 1024 sampled block rows below 0.15 (half the
+// 0.3 under which CSR is taken whatever the byte model says). Returns that sampled fill, else −1.
+constexpr std::int64_t kSampleNnz = 100'000'000;
+static double sampled_fill_if_large(const Csr<double>& a, const OperatorOptions& opt) {
+  if (opt.precision != Precision::fp64 || opt.kernel != SpmmKernel::automatic ||
+      opt.reorder != Reorder::none || a.nnz() < kSampleNnz)
+    return -1;
+  const double f = sampled_block_fill(a, 8, 4);
+  trace_mark("plan: 8x4 fill sampled");
+  return f > 0 && f < 0.15 ? f : -1;
+}
+
 // The tensor-core side: A's h×w blocks (8×4 fp64, 16×16 16-bit) counted, after a Jaccard
 // reordering where asked and where it reduces the count (its permutation to perm_out), their
 // fill, and the bytes an apply moves (blocks, block-row offsets, X and Y, 16-bit X conversion,
@@ -228,8 +240,17 @@ static void plan_tensor_blocks(SpmmPlan& p, const Csr<double>& a, const Operator
   const double vs = static_cast<double>(value_bytes(opt.precision));
   p.block_h = opt.precision == Precision::fp64 ? 8 : 16;
   p.block_w = opt.precision == Precision::fp64 ? 4 : 16;
-  p.nblocks = count_blocks(a, p.block_h, p.block_w);  // multithreaded, O(nnz)
-  trace_mark("plan: tensor-core blocks counted");
+  const double sampled = sampled_fill_if_large(a, opt);
+  if (sampled >= 0) {
+    // clearly sparse blocks on a large A: the count (0.9 s for 1.2G entries on the H200's host)
+    // would only confirm CSR (make_operator_in_order takes CSR below fill 0.3)
+    p.fill = sampled;
+    p.nblocks = static_cast<std::int64_t>(std::ceil(static_cast<double>(nnz) / (sampled * 32.0)));
+    p.blocks_sampled = true;
+  } else {
+    p.nblocks = count_blocks(a, p.block_h, p.block_w);  // multithreaded, O(nnz)
+    trace_mark("plan: tensor-core blocks counted");
+  }
   if (opt.reorder != Reorder::none) {
     // Row-only Jaccard (A' = P·A) or symmetric (A' = P·A·Pᵀ) reordering; kept only when it
     // reduces the block count.
@@ -247,7 +268,8 @@ static void plan_tensor_blocks(SpmmPlan& p, const Csr<double>& a, const Operator
     }
   }
   const double hw = static_cast<double>(p.block_h) * p.block_w;
-  p.fill = p.nblocks > 0 ? static_cast<double>(nnz) / (static_cast<double>(p.nblocks) * hw) : 0;
+  if (!p.blocks_sampled)
+    p.fill = p.nblocks > 0 ? static_cast<double>(nnz) / (static_cast<double>(p.nblocks) * hw) : 0;
   const double nbr = static_cast<double>((m + p.block_h - 1) / p.block_h);
   // 16-bit kernels read X in 16 bits, after a conversion pass from the double interface.
   const double xconv = opt.precision == Precision::fp64 ? 0.0 : N * a.ncols * (8.0 + 2.0);
@@ -330,7 +352,7 @@ static SpmmPlan plan_kernel(const Csr<double>& a, Backend backend, const Operato
   }
 
   const double xy = 8.0 * p.expected_cols * static_cast<double>(a.nrows + a.ncols);
-  const CsrChoice csr = plan_csr(p, a, opt, xy);
+  const CsrChoice csr = plan_csr(p, a.nrows, a.nnz(), opt, xy);
   const SpmmKernel tc = tensor_kernel_for(opt.precision);
   const bool bsr3 = bsr3_shape_fits(a, opt, tc, p);
   if (bsr3) {
@@ -575,6 +597,52 @@ std::unique_ptr<SparseOperator> make_permuted_operator(const Csr<double>& a, Bac
   return detail::make_permuted_cuda_operator(std::move(inner), std::move(rr.perm), plan, opt);
 }
 }  // namespace
+
+std::unique_ptr<SparseOperator> make_transposed_operator(const Csr<double>& a, const SparseOperator& op,
+                                                         const OperatorOptions& opt) {
+  constexpr std::int64_t kMax = 2147483647;
+  const SparseOperator::DeviceCsr d = op.device_csr();
+  if (op.space() != Space::device || !d.row_ptr || op.rows() != a.nrows || op.cols() != a.ncols ||
+      opt.precision != Precision::fp64 || opt.kernel != SpmmKernel::automatic || a.nnz() == 0 ||
+      a.nnz() >= kMax || a.nrows >= kMax || a.ncols >= kMax)
+    return nullptr;
+  std::int64_t held = 0;  // the operator's entry count: it must be A's
+  copy_bytes(&held, Space::host, d.row_ptr + a.nrows, Space::device, sizeof held);
+  if (held != a.nnz())
+    throw InvalidArgument("make_transposed_operator: the operator holds " + std::to_string(held) +
+                          " entries, A has " + std::to_string(a.nnz()) + " (not this matrix's operator)");
+  // Aᵀ's 8×4 blocks are A's 4×8 ones: clearly sparse (sampled fill < 0.15), CSR whatever the count
+  const double fill = sampled_block_fill(a, 4, 8);
+  if (!(fill < 0.15)) return nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto plan_of = [&](const std::vector<std::int64_t>& rp) {
+    SpmmPlan p;
+    p.backend = Backend::cuda;
+    p.precision = Precision::fp64;
+    p.expected_cols = std::max(1, opt.expected_cols);
+    const std::int64_t m = a.ncols, nnz = a.nnz();
+    p.mean_row_nnz = m > 0 ? static_cast<double>(nnz) / static_cast<double>(m) : 0.0;
+    for (std::int64_t i = 0; i < m; ++i) p.max_row_nnz = std::max(p.max_row_nnz, rp[i + 1] - rp[i]);
+    const CsrChoice c = plan_csr(p, m, nnz, opt, 8.0 * p.expected_cols * static_cast<double>(a.nrows + a.ncols));
+    p.kernel = c.kernel;
+    p.csr_group = c.row_split ? 1 : c.group;
+    p.block_h = 8;
+    p.block_w = 4;
+    p.fill = fill;
+    p.blocks_sampled = true;
+    p.stage_x = p.kernel == SpmmKernel::csr_segment && p.expected_cols >= kStageSegmentMinCols;
+    p.reason = "A^T made on the device from A's copy (cuSPARSE CSR to CSC, no host transpose); 8x4 "
+               "block fill " + fmt("%.3f", fill) + " (A's 4x8, sampled) too low for tensor cores; " + c.why +
+               (p.stage_x ? "; X staged row-major (lanes over columns read whole X-row pieces)" : "");
+    p.setup.plan_s = seconds_since(t0);
+    return p;
+  };
+  auto t = detail::make_cuda_transposed_operator(d, a.nrows, a.ncols, a.nnz(), plan_of, opt);
+  SpmmPlan& p = detail::PlanAccess::of(*t);
+  p.setup.upload_s = seconds_since(t0) - p.setup.plan_s;
+  p.setup.total_s = seconds_since(t0);
+  return t;
+}
 
 std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backend backend,
                                                      const OperatorOptions& opt) {

@@ -129,6 +129,8 @@ struct SpmmPlan {
   int block_h = 0, block_w = 0;     // BCSR block shape considered (0 when none)
   std::int64_t nblocks = 0;         // blocks of that shape
   double fill = 0.0;                // nnz / (nblocks·h·w)
+  bool blocks_sampled = false;      // fill from 1024 sampled block rows, nblocks = nnz/(fill·h·w)
+                                    // (a large A whose blocks are clearly too sparse to count)
   int csr_group = 1;                // lanes per row segment of the CSR kernel (1 = row-split)
   bool csr_tiled = false;           // row-split with the CTA's A slice in shared memory
   double mean_row_nnz = 0.0;
@@ -211,6 +213,14 @@ struct PlanAccess {
   static SpmmPlan& of(SparseOperator& op) { return op.mutable_plan(); }
 };
 }  // namespace detail
+
+// Aᵀ's operator made on the GPU from `op`, the CUDA operator of A (its fp64 CSR copy: device_csr()),
+// with no host Aᵀ: the CSR→CSC on the device, then the CSR kernel the byte model picks from Aᵀ's
+// row lengths (no trial; no tensor-core candidate). nullptr where this does not apply, and the
+// caller transposes on the host: another backend or precision, a forced kernel, A not held as CSR,
+// sizes or entries from 2^31, or A's sampled 4×8 block fill (Aᵀ's 8×4) not clearly low (< 0.15).
+std::unique_ptr<SparseOperator> make_transposed_operator(const Csr<double>& a, const SparseOperator& op,
+                                                         const OperatorOptions& opt = {});
 
 // Builds the operator for A (copied/uploaded once). Converts implicitly to
 // std::unique_ptr<LinearOperator<double>>. CUDA backend in a CPU-only build throws NotCompiled.

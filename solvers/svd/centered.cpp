@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/device.hpp"
+#include "core/parallel.hpp"
 #include "core/error.hpp"
 
 namespace tcsolve {
@@ -40,27 +41,54 @@ void CenteredOperator::apply(MvView<const double> x, MvView<double> y) const {
   ops_.synchronize();
 }
 
+namespace {
+// Row chunks of A for the column sums: fixed by A's shape (not by the thread count), so that the
+// sums, added chunk by chunk in order, are the same on every machine. Each chunk holds n partial
+// sums and counts (16·n bytes): at most 64 chunks and 256 MiB of them.
+std::int64_t column_chunks_of(const Csr<double>& a) {
+  const std::int64_t by_rows = (a.nrows + 16383) / 16384;
+  const std::int64_t by_memory = (std::int64_t(1) << 24) / std::max<std::int64_t>(1, a.ncols);
+  return std::clamp<std::int64_t>(std::min(by_rows, by_memory), 1, 64);
+}
+
+// Σ over the chunks of f(chunk, r0, r1), the chunks in parallel, each returning its own n sums.
+template <class F>
+std::vector<double> sum_over_chunks(const Csr<double>& a, F&& f) {
+  const std::int64_t c = column_chunks_of(a), n = a.ncols;
+  std::vector<double> part(static_cast<std::size_t>(c * n), 0.0);
+  parallel_for(c, [&](std::int64_t t) { f(part.data() + t * n, a.nrows * t / c, a.nrows * (t + 1) / c); }, 1);
+  std::vector<double> total(part.begin(), part.begin() + n);
+  for (std::int64_t t = 1; t < c; ++t)
+    for (std::int64_t j = 0; j < n; ++j) total[j] += part[t * n + j];
+  return total;
+}
+}  // namespace
+
 std::vector<double> column_means(const Csr<double>& a) {
-  std::vector<double> mu(static_cast<std::size_t>(a.ncols), 0.0);
-  for (std::int64_t p = 0; p < a.nnz(); ++p) mu[a.col_idx[p]] += a.values[p];
+  std::vector<double> mu = sum_over_chunks(a, [&](double* s, std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) s[a.col_idx[p]] += a.values[p];
+  });
   const double inv = a.nrows > 0 ? 1.0 / static_cast<double>(a.nrows) : 0.0;
   for (double& v : mu) v *= inv;
   return mu;
 }
 
-double centered_frobenius_sq(const Csr<double>& at, std::int64_t m, const std::vector<double>& mu) {
-  TCSOLVE_REQUIRE(static_cast<std::int64_t>(mu.size()) == at.nrows && at.ncols == m,
-                  "centered_frobenius_sq: Aᵀ must be n × m with n means");
-  double total = 0;
-  for (std::int64_t j = 0; j < at.nrows; ++j) {
-    double s = 0;
-    for (std::int64_t p = at.row_ptr[j]; p < at.row_ptr[j + 1]; ++p) {
-      const double d = at.values[p] - mu[j];
-      s += d * d;
+double centered_frobenius_sq(const Csr<double>& a, const std::vector<double>& mu) {
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(mu.size()) == a.ncols,
+                  "centered_frobenius_sq: one mean per column of A (" + std::to_string(a.ncols) + ")");
+  // per column j: the stored entries' Σ (a_ij − μ_j)² and their count nnz_j (as a double)
+  const std::vector<double> sq = sum_over_chunks(a, [&](double* s, std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) {
+      const double d = a.values[p] - mu[a.col_idx[p]];
+      s[a.col_idx[p]] += d * d;
     }
-    const auto nnz_j = static_cast<double>(at.row_ptr[j + 1] - at.row_ptr[j]);
-    total += s + (static_cast<double>(m) - nnz_j) * mu[j] * mu[j];
-  }
+  });
+  const std::vector<double> count = sum_over_chunks(a, [&](double* s, std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) s[a.col_idx[p]] += 1.0;
+  });
+  double total = 0;
+  for (std::int64_t j = 0; j < a.ncols; ++j)
+    total += sq[j] + (static_cast<double>(a.nrows) - count[j]) * mu[j] * mu[j];
   return total;
 }
 

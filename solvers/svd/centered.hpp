@@ -39,10 +39,11 @@ class CenteredOperator : public LinearOperator<double> {
   mutable MultiVector<double> g_;  // 1 × max_cols
 };
 
-// μ_j = (1/m)·Σ_i a_ij (host, exact sums in row order).
+// μ_j = (1/m)·Σ_i a_ij (host; rows summed in chunks fixed by A's shape, in parallel: the same
+// sums whatever the thread count).
 std::vector<double> column_means(const Csr<double>& a);
-// ‖A − 1·μᵀ‖_F² = Σ_j [Σ_{i: a_ij stored} (a_ij − μ_j)² + (m − nnz_j)·μ_j²] from Aᵀ (its rows are
-// A's columns), without the cancellation of ‖A‖_F² − m·‖μ‖².
-double centered_frobenius_sq(const Csr<double>& at, std::int64_t m, const std::vector<double>& mu);
+// ‖A − 1·μᵀ‖_F² = Σ_j [Σ_{i: a_ij stored} (a_ij − μ_j)² + (m − nnz_j)·μ_j²] from A's rows (per
+// column sums, as column_means), without the cancellation of ‖A‖_F² − m·‖μ‖².
+double centered_frobenius_sq(const Csr<double>& a, const std::vector<double>& mu);
 
 }  // namespace tcsolve

@@ -100,6 +100,9 @@ struct SvdResult {
   std::int64_t iterations = 0;         // restarts
   std::int64_t operator_applies = 0;   // columns multiplied by A or Aᵀ
   std::vector<IterationRecord> history;
+  // The Csr form: the SpMM kernels of A and Aᵀ ("A csr_segment; A^T csr_segment") and their
+  // plans' reasons (--json "kernel", "kernel_reason"). Empty for the operator form.
+  std::string spmm_kernel, spmm_plan;
   // How the iteration started: "" (random), or what it made of SvdOptions::start.
   std::string start;
   SvdPhases phases;

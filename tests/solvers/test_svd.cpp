@@ -224,6 +224,38 @@ TEST(Svds, CenteredMatchesDenseCentered) {
   }
 }
 
+// Column means and the centered Frobenius norm over several row chunks (16,384 rows each),
+// with a column of no entries and one whose mean dominates its spread (the cancellation that
+// the per-column form avoids), against dense sums in long double.
+TEST(Svds, ColumnMeansAndCenteredNormOverRowChunks) {
+  const std::int64_t m = 40001, n = 23;
+  std::vector<Triplet<double>> t;
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int32_t j = 0; j < n; ++j) {
+      if (j == 4) continue;                                                    // empty column
+      if (j == 9) t.push_back({static_cast<std::int32_t>(i), j, 1e6 + u(rng)});  // mean ≫ spread
+      else if (rng() % 7 == 0) t.push_back({static_cast<std::int32_t>(i), j, u(rng)});
+    }
+  const Csr<double> a = csr_from_triplets(m, n, std::move(t));
+  const Mat d = dense_of(a);
+  const auto mu = column_means(a);
+  long double total = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    long double s = 0;
+    for (std::int64_t i = 0; i < m; ++i) s += d(i, j);
+    const long double ref = s / m;
+    EXPECT_NEAR(mu[j], static_cast<double>(ref), 1e-13 * (1 + std::abs(static_cast<double>(ref)))) << j;
+    for (std::int64_t i = 0; i < m; ++i) total += (d(i, j) - ref) * (d(i, j) - ref);
+  }
+  EXPECT_EQ(mu[4], 0.0);
+  const double got = centered_frobenius_sq(a, mu);
+  EXPECT_NEAR(got, static_cast<double>(total), 1e-12 * static_cast<double>(total));
+  // (‖A‖_F² − m·‖μ‖² would leave column 9's 1.3e4 as the difference of two 4e16 sums)
+  EXPECT_THROW(centered_frobenius_sq(a, std::vector<double>(n + 1)), std::exception);
+}
+
 // The centered operator and its transpose against the dense A − 1·μᵀ on a random block.
 TEST(Svds, CenteredOperatorApplies) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();

@@ -24,57 +24,19 @@
 #include "spmm/csr_spmm_cuda.hpp"
 #include "spmm/device_csr_view.hpp"
 #include "spmm/sparse_operator.hpp"
+#include "tests/spmm/spmm_gpu_check.hpp"
 #include "tests/spmm/spmm_test_util.hpp"
 #include "tests/test_paths.hpp"
 
 namespace tcsolve {
 namespace {
 
+using test::Check;
+using test::expect_ok;
+using test::run_and_compare;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const int kCols[] = {1, 3, 8, 17, 64, 256};
-
-struct Check {
-  double rel_err = 0;        // ‖Y − Yref‖_F / ‖Yref‖_F
-  double rel_to_ax = 0;      // ‖Y − Yref‖_F / (‖A‖_F ‖X‖_F)
-  std::int64_t unwritten = 0;  // NaN left inside Y
-  std::int64_t clobbered = 0;  // padding rows of Y that changed
-};
-
-// Runs `apply` on device copies of X (ld = n + 3) and NaN-poisoned Y (ld = m + 5), compares.
-template <class Apply>
-Check run_and_compare(const Csr<double>& a, int k, unsigned seed, Apply&& apply) {
-  const std::int64_t m = a.nrows, n = a.ncols, ldx = n + 3, ldy = m + 5;
-  std::vector<double> x = test::random_vector(static_cast<std::size_t>(ldx * k), seed);
-  std::vector<double> yref(static_cast<std::size_t>(m * k));
-  csr_spmm_reference(a, x.data(), ldx, yref.data(), m, k);
-  std::vector<double> y(static_cast<std::size_t>(ldy * k), kNaN);
-  MultiVector<double> xd(ldx, k, Space::device), yd(ldy, k, Space::device);
-  copy_bytes(xd.data(), Space::device, x.data(), Space::host, x.size() * 8);
-  copy_bytes(yd.data(), Space::device, y.data(), Space::host, y.size() * 8);
-  apply(xd.data(), ldx, yd.data(), ldy);
-  device_synchronize();
-  copy_bytes(y.data(), Space::host, yd.data(), Space::device, y.size() * 8);
-  Check c;
-  double diff = 0;
-  for (int j = 0; j < k; ++j) {
-    for (std::int64_t i = 0; i < m; ++i) {
-      const double v = y[i + j * ldy];
-      if (std::isnan(v)) {
-        ++c.unwritten;
-        continue;
-      }
-      const double d = v - yref[i + j * m];
-      diff += d * d;
-    }
-    for (std::int64_t i = m; i < ldy; ++i)
-      if (!std::isnan(y[i + j * ldy])) ++c.clobbered;
-  }
-  const double ny = test::frobenius(yref.data(), m, k, m);
-  const double nx = test::frobenius(x.data(), n, k, ldx);
-  c.rel_err = std::sqrt(diff) / (ny > 0 ? ny : 1.0);
-  c.rel_to_ax = std::sqrt(diff) / std::max(1e-300, test::frobenius(a) * nx);
-  return c;
-}
 
 struct Matrices {
   Csr<double> skewed = test::random_skewed(1001, 997, 6, 4, 1500, 37, 11);
@@ -93,13 +55,6 @@ struct Matrices {
 const Matrices& mats() {
   static Matrices m;
   return m;
-}
-
-void expect_ok(const Check& c, double tol, bool against_ax, const std::string& what) {
-  EXPECT_EQ(c.unwritten, 0) << what << ": Y elements left unwritten (NaN)";
-  EXPECT_EQ(c.clobbered, 0) << what << ": writes beyond the rows of Y";
-  const double e = against_ax ? c.rel_to_ax : c.rel_err;
-  EXPECT_LE(e, tol) << what;
 }
 
 // --- kernels through the operator (forced), fp64 -----------------------------------------
