@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "core/parallel.hpp"
+#include "core/trace.hpp"
 #include "io/generator_common.hpp"
 
 namespace tcsolve::gen {
@@ -90,13 +91,16 @@ Csr<double> gen_counts(const std::string& spec, const Spec& s) {
   a.nrows = cells;
   a.ncols = genes;
   a.row_ptr.assign(static_cast<std::size_t>(cells + 1), 0);
-  for (i64 c = 0; c < cells; ++c) {
+  parallel_for(cells, [&](i64 c) {  // each cell's factor and length on its own (hashed) stream
     size[c] = std::exp(0.5 * normal(hash3(s.seed, s_counts, 2 * u64(c) + 2), hash3(s.seed, s_counts, 2 * u64(c) + 3)) - 0.125);
     const double k = std::round(density * static_cast<double>(genes) * size[c]);
-    a.row_ptr[c + 1] = a.row_ptr[c] + std::clamp<i64>(static_cast<i64>(k), 1, genes);
-  }
+    a.row_ptr[c + 1] = std::clamp<i64>(static_cast<i64>(k), 1, genes);
+  });
+  for (i64 c = 0; c < cells; ++c) a.row_ptr[c + 1] += a.row_ptr[c];
+  trace_mark("counts: rows sized");
   a.col_idx.resize(static_cast<std::size_t>(a.nnz()));
   a.values.resize(static_cast<std::size_t>(a.nnz()));
+  trace_mark("counts: arrays allocated");
   // Pass 2: each row's genes (distinct, sorted) and counts.
   parallel_for(cells, [&](i64 c) {
     Xoshiro256 rng(hash3(s.seed, s_counts, u64(c) + (u64(1) << 40)));
@@ -135,6 +139,7 @@ Csr<double> gen_counts(const std::string& spec, const Spec& s) {
       a.values[p0 + i] = 1.0 + std::min(x, 1e9);
     }
   }, 256);
+  trace_mark("counts: entries drawn");
   return a;
 }
 

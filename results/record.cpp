@@ -274,6 +274,7 @@ std::string svds_json(const ResultRecord& r, const std::string& out) {
                   ",\"cols\":" + std::to_string(r.cols) + ",\"nnz\":" + std::to_string(r.nnz) +
                   ",\"k\":" + std::to_string(r.k) + ",\"centered\":" + (r.centered ? "true" : "false") +
                   ",\"method\":" + json_string(r.method) + ",\"backend\":" + json_string(r.backend) +
+                  ",\"kernel\":" + json_string(r.spmm_kernel) + ",\"kernel_reason\":" + json_string(r.spmm_plan) +
                   ",\"tolerance\":" + json_number(r.tolerance) + ",\"a_norm\":" + json_number(r.a_norm) +
                   ",\"iterations\":" + std::to_string(r.iterations) +
                   ",\"operator_applies\":" + std::to_string(r.operator_applies) +

@@ -37,6 +37,7 @@ class CudaSparseOperator final : public SparseOperator {
         csr_ = std::make_unique<CsrSpmmDevice>(a, plan.precision, plan.csr_group,
                                                plan.stage_x ? plan.expected_cols : 0,
                                                plan.csr_tiled);
+        trace_mark("spmm: CSR uploaded");
         break;
       case SpmmKernel::bcsr_dmma:
       case SpmmKernel::bcsr_mma_f16:
@@ -299,6 +300,7 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
     keep_if_best(csr_op, best_csr_ms);
   }
   TCSOLVE_REQUIRE(best != nullptr, "SpMM trial: no candidate could be built");
+  trace_mark("spmm: trial done");
   SpmmPlan& p = best->plan_for_trial();
   p.by_trial = true;
   p.trials = trials;

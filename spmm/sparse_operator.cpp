@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <sstream>
 #include <vector>
 
@@ -146,19 +147,23 @@ static void set_bsr(SpmmPlan& p, const Csr<double>& a, int b, const std::string&
 static double sampled_block_fill(const Csr<double>& a, int h, int w) {
   const std::int64_t mb = (a.nrows + h - 1) / h;
   const std::int64_t samples = std::min<std::int64_t>(mb, 1024);
-  std::int64_t entries = 0, blocks = 0;
-  std::vector<std::int32_t> cols;
-  for (std::int64_t t = 0; t < samples; ++t) {
+  // per sample: its distinct blocks (the samples in parallel: 0.38 s alone on the 1.2G-entry
+  // count matrix, whose block rows hold ~10k entries each)
+  std::vector<std::int64_t> blocks(static_cast<std::size_t>(samples), 0), entries(blocks.size(), 0);
+  parallel_for(samples, [&](std::int64_t t) {
     const double u = std::fmod(0.5 + 0.6180339887498949 * static_cast<double>(t), 1.0);
     const std::int64_t I = samples == mb ? t : std::min<std::int64_t>(mb - 1, static_cast<std::int64_t>(u * static_cast<double>(mb)));
-    cols.clear();
     const std::int64_t r0 = I * h, r1 = std::min<std::int64_t>(a.nrows, r0 + h);
+    std::vector<std::int32_t> cols;
+    cols.reserve(static_cast<std::size_t>(a.row_ptr[r1] - a.row_ptr[r0]));
     for (std::int64_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) cols.push_back(a.col_idx[p] / w);
     std::sort(cols.begin(), cols.end());
-    blocks += std::unique(cols.begin(), cols.end()) - cols.begin();
-    entries += a.row_ptr[r1] - a.row_ptr[r0];
-  }
-  return blocks > 0 ? static_cast<double>(entries) / (static_cast<double>(blocks) * h * w) : 0.0;
+    blocks[t] = std::unique(cols.begin(), cols.end()) - cols.begin();
+    entries[t] = a.row_ptr[r1] - a.row_ptr[r0];
+  }, 16);
+  const double nb = static_cast<double>(std::accumulate(blocks.begin(), blocks.end(), std::int64_t(0)));
+  const double ne = static_cast<double>(std::accumulate(entries.begin(), entries.end(), std::int64_t(0)));
+  return nb > 0 ? ne / (nb * h * w) : 0.0;
 }
 
 // The CSR kernels' side of the plan: bytes an apply moves (values, column indices, row offsets,
