@@ -375,8 +375,8 @@ Csr<T> transpose(const Csr<T>& a) {
   t.ncols = m;
   t.symmetry = a.symmetry;
   t.row_ptr.assign(static_cast<std::size_t>(n + 1), 0);
-  t.col_idx.resize(static_cast<std::size_t>(nnz));
-  t.values.resize(static_cast<std::size_t>(nnz));
+  resize_huge(t.col_idx, static_cast<std::size_t>(nnz));
+  resize_huge(t.values, static_cast<std::size_t>(nnz));
   const std::vector<std::int64_t> first = column_chunks(a);
   const int nt = static_cast<int>(first.size()) - 1;
   const std::int64_t nb = (n + kBucket - 1) / kBucket;
@@ -399,7 +399,8 @@ Csr<T> transpose(const Csr<T>& a) {
       for (std::int64_t j = b * kBucket; j < std::min(n, (b + 1) * kBucket); ++j) run += cnt[c * n + j];
     }
   }
-  std::vector<std::uint16_t> local(static_cast<std::size_t>(nnz));  // column − bucket start
+  std::vector<std::uint16_t> local;  // column − bucket start
+  resize_huge(local, static_cast<std::size_t>(nnz));
   parallel_for(nt, [&](std::int64_t c) {
     std::int64_t* next = slot.data() + c * nb;
     for (std::int64_t i = first[c]; i < first[c + 1]; ++i)

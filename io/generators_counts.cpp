@@ -15,6 +15,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/host_memory.hpp"
 #include "core/parallel.hpp"
 #include "core/trace.hpp"
 #include "io/generator_common.hpp"
@@ -98,8 +99,8 @@ Csr<double> gen_counts(const std::string& spec, const Spec& s) {
   });
   for (i64 c = 0; c < cells; ++c) a.row_ptr[c + 1] += a.row_ptr[c];
   trace_mark("counts: rows sized");
-  a.col_idx.resize(static_cast<std::size_t>(a.nnz()));
-  a.values.resize(static_cast<std::size_t>(a.nnz()));
+  resize_huge(a.col_idx, static_cast<std::size_t>(a.nnz()));
+  resize_huge(a.values, static_cast<std::size_t>(a.nnz()));
   trace_mark("counts: arrays allocated");
   // Pass 2: each row's genes (distinct, sorted) and counts.
   parallel_for(cells, [&](i64 c) {

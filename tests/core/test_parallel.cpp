@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/host_memory.hpp"
 #include "core/parallel.hpp"
 
 namespace tcsolve {
@@ -108,3 +109,21 @@ TEST(Parallel, ChildProcessAfterFork) {
 
 }  // namespace
 }  // namespace tcsolve
+
+// resize_huge: an empty vector of 300 MiB (faulted in from every thread first) and a vector that
+// grows (its old entries kept): zeros where new, the size asked, the old values where they were.
+TEST(HostMemory, ResizeHugeZeroesAndKeeps) {
+  std::vector<std::int32_t> v;
+  const std::size_t n = (std::size_t(300) << 20) / sizeof(std::int32_t) + 7;
+  tcsolve::resize_huge(v, n);
+  ASSERT_EQ(v.size(), n);
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < n; i += 1021) nonzero += v[i] != 0;
+  EXPECT_EQ(nonzero, 0u);
+  EXPECT_EQ(v.back(), 0);
+  std::vector<double> w(1000, 2.5);
+  tcsolve::resize_huge(w, std::size_t(40) << 20);
+  EXPECT_EQ(w[999], 2.5);
+  EXPECT_EQ(w[1000], 0.0);
+  EXPECT_EQ(w.back(), 0.0);
+}

@@ -11,6 +11,7 @@
 #include "core/csr.hpp"
 #include "core/error.hpp"
 #include "core/device.hpp"
+#include "core/device_buffer.hpp"
 #include "core/multivector.hpp"
 #include "spmm/csr_spmm_cuda.hpp"
 #include "spmm/sparse_operator.hpp"
@@ -137,6 +138,25 @@ TEST(SpmmTransposeGpu, RelayoutOnOneUploadMatchesRef) {
   }
   std::vector<std::int64_t> short_rp(a.row_ptr.begin(), a.row_ptr.end() - 1);
   EXPECT_THROW(d.relayout(short_rp, 4, 0, false), std::exception);
+}
+
+// copy_bytes host → device from 512 MiB on goes through pinned pieces of 64 MiB (core/device.cu):
+// a size that is not a multiple of the piece, from an odd address, back exactly; a device buffer
+// written first on the default stream is overwritten after that write.
+TEST(DeviceCopyGpu, LargeUploadThroughPinnedPiecesIsExact) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const std::size_t bytes = (std::size_t(600) << 20) + 4093;
+  std::vector<unsigned char> host(bytes + 3);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+  DeviceArray<unsigned char> dev(bytes);
+  std::vector<unsigned char> zeros(bytes, 0);
+  copy_bytes(dev.get(), Space::device, zeros.data(), Space::host, bytes);
+  copy_bytes(dev.get(), Space::device, host.data() + 3, Space::host, bytes);
+  std::vector<unsigned char> back(bytes, 0xAB);
+  copy_bytes(back.data(), Space::host, dev.get(), Space::device, bytes);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < bytes; ++i) wrong += back[i] != host[i + 3];
+  EXPECT_EQ(wrong, 0u);
 }
 
 }  // namespace
