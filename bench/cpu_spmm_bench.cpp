@@ -1,5 +1,5 @@
 // The CPU's sparse products against a copy measured in the same run (issue 46 §1):
-//   cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--cpu-time] SPEC...
+//   cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] [--cpu-time] SPEC...
 // SPEC: a matrix file or generator (gen:lap3d:60, gen:rgg:55000, ...). Per matrix and column
 // count k, R rounds (default 7, after 2 warm-up rounds); each round runs, back to back,
 //   - copy:  a multithreaded memcpy between two arrays of max(B/2, 256 MB) each (larger than the
@@ -8,6 +8,9 @@
 //   - step:  the fused Chebyshev step next = a·A·cur + b·cur + c·next (make_chebyshev_step, cpu);
 //   - ref:   with --reference, csr_spmm_reference (core/csr.hpp: the CPU operator's kernel
 //            before issue 46; a simple row loop over column-major X).
+//   - spmm-w, step-w: with --whole, the same kernels forced to stage all of X first, Y with plain
+//            stores (spmm/cpu_csr_kernels.hpp: the staging before the ring, for A/B).
+// The header line says which staging the kernels pick for each k (ring or whole).
 // Medians over the rounds. Bytes (the issue's formula, what a kernel must move at least):
 //   spmm: 12·nnz + 8·rows + 8·rows·k·2 (X read, Y written)
 //   step: 12·nnz + 8·rows + 8·rows·k·3 (cur read, next read and written)
@@ -19,6 +22,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,7 @@
 #include "core/parallel.hpp"
 #include "io/matrix_io.hpp"
 #include "spmm/chebyshev_step.hpp"
+#include "spmm/cpu_csr_kernels.hpp"
 #include "spmm/sparse_operator.hpp"
 
 using namespace tcsolve;
@@ -76,6 +81,7 @@ struct Options {
   int runs = 7;
   std::vector<int> cols{24, 32};
   bool reference = false;
+  bool whole = false;
   std::vector<std::string> specs;
 };
 
@@ -97,6 +103,8 @@ Options parse(int argc, char** argv) {
       g_cpu_time = true;
     } else if (s == "--reference") {
       o.reference = true;
+    } else if (s == "--whole") {
+      o.whole = true;
     } else if (!s.empty() && s[0] == '-') {
       throw InvalidArgument("cpu_spmm_bench: unknown option " + s);
     } else {
@@ -104,7 +112,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.specs.empty() || o.runs < 1 || o.cols.empty())
-    throw InvalidArgument("usage: cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] SPEC...");
+    throw InvalidArgument("usage: cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] SPEC...");
   for (int k : o.cols)
     if (k < 1 || k > 1024) throw InvalidArgument("cpu_spmm_bench: column counts must be 1..1024");
   return o;
@@ -114,7 +122,7 @@ void print_row(const std::string& spec, const Csr<double>& a, int k, const char*
                double bytes, double copy_gbs) {
   const double ms = median(t), best = *std::min_element(t.begin(), t.end());
   const double gbs = bytes / (ms * 1e-3) * 1e-9;
-  std::printf("%-22s %8lld %9lld %3d %-5s %9.3f %9.3f %8.1f %7.2f %7.2f %6.0f%%\n", spec.c_str(),
+  std::printf("%-22s %8lld %9lld %3d %-6s %9.3f %9.3f %8.1f %7.2f %7.2f %6.0f%%\n", spec.c_str(),
               static_cast<long long>(a.nrows), static_cast<long long>(a.nnz()), k, what, ms, best,
               bytes * 1e-6, gbs, copy_gbs, 100.0 * gbs / copy_gbs);
   std::printf("JSON {\"matrix\": \"%s\", \"rows\": %lld, \"nnz\": %lld, \"cols\": %d, \"kernel\": \"%s\", "
@@ -152,7 +160,15 @@ void bench_matrix(const std::string& spec, const Options& o) {
       gersh = std::max(gersh, s);
     }
     const double sa = gersh > 0 ? 1.0 / gersh : 1.0;
-    std::vector<double> t_copy, t_spmm, t_step, t_ref;
+    std::vector<double> t_copy, t_spmm, t_step, t_ref, t_spmm_w, t_step_w;
+    detail::CpuCsrKernels kw(a), probe(a);  // forced whole staging, plain stores (A/B)
+    kw.force_staging(detail::CpuCsrKernels::Staging::whole);
+    kw.set_stream_bytes(std::numeric_limits<std::int64_t>::max());
+    detail::StepCoefs sc;
+    sc.a = sa, sc.b = 0.1 * sa, sc.c = -0.5;
+    std::printf("# %s k %d: %s staging (ring of %lld rows)\n", spec.c_str(), k,
+                probe.staging_for(k, sizeof(double)) == detail::CpuCsrKernels::Staging::ring ? "ring" : "whole",
+                static_cast<long long>(probe.ring_rows()));
     auto timed = [](std::vector<double>& t, const std::function<void()>& f) {
       const double t0 = now_s();
       f();
@@ -163,13 +179,21 @@ void bench_matrix(const std::string& spec, const Options& o) {
       timed(t_spmm, [&] { op->apply(xv, yv); });
       timed(t_step, [&] { step->step(sa, xv, 0.1 * sa, -0.5, nv, 0.0, xv); });
       if (o.reference) timed(t_ref, [&] { csr_spmm_reference(a, x.data(), n, y.data(), n, k); });
-      if (r < 2) t_copy.clear(), t_spmm.clear(), t_step.clear(), t_ref.clear();  // warm-up
+      if (o.whole) {
+        timed(t_spmm_w, [&] { kw.spmm(xv, yv); });
+        timed(t_step_w, [&] { kw.step(sc, xv, nv, xv); });
+      }
+      if (r < 2) t_copy.clear(), t_spmm.clear(), t_step.clear(), t_ref.clear(), t_spmm_w.clear(), t_step_w.clear();
     }
     const double copy_gbs = 2.0 * static_cast<double>(copy_bytes) / (median(t_copy) * 1e-3) * 1e-9;
     print_row(spec, a, k, "copy", t_copy, 2.0 * static_cast<double>(copy_bytes), copy_gbs);
     print_row(spec, a, k, "spmm", t_spmm, spmm_bytes, copy_gbs);
     print_row(spec, a, k, "step", t_step, step_bytes, copy_gbs);
     if (o.reference) print_row(spec, a, k, "ref", t_ref, spmm_bytes, copy_gbs);
+    if (o.whole) {
+      print_row(spec, a, k, "spmm-w", t_spmm_w, spmm_bytes, copy_gbs);
+      print_row(spec, a, k, "step-w", t_step_w, step_bytes, copy_gbs);
+    }
   }
 }
 
@@ -179,7 +203,7 @@ int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
     std::printf("cpu_spmm_bench: %d threads, %d rounds (median; 2 warm-up rounds first)\n", host_threads(), o.runs);
-    std::printf("%-22s %8s %9s %3s %-5s %9s %9s %8s %7s %7s %7s\n", "matrix", "rows", "nnz", "k", "what", "ms",
+    std::printf("%-22s %8s %9s %3s %-6s %9s %9s %8s %7s %7s %7s\n", "matrix", "rows", "nnz", "k", "what", "ms",
                 "best ms", "MB", "GB/s", "copy", "of copy");
     for (const std::string& s : o.specs) bench_matrix(s, o);
     return 0;

@@ -1,14 +1,21 @@
-// The CPU's CSR kernels (spmm/cpu_csr_kernels.hpp): X staged row-major, rows in parts over the
-// host threads, the row sums of a chunk of W ≤ 32 columns in vector registers.
+// The CPU's CSR kernels (spmm/cpu_csr_kernels.hpp): X staged row-major (whole, or in a ring a
+// part), rows in parts over the host threads, blocks of 64 rows, the row sums of a chunk of
+// W ≤ 32 columns in vector registers.
 #include "spmm/cpu_csr_kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <string>
 #include <type_traits>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>  // SSE2 non-temporal stores (baseline on x86-64: both clones)
+#define TCSOLVE_CPU_STREAM 1
+#endif
 
 // The part functions below are compiled twice on x86-64 (GCC, Clang): for the build's ISA and for
 // x86-64-v3 (AVX2, FMA), the loader picks one for the CPU (an ifunc). TCSOLVE_NO_TARGET_CLONES
@@ -37,6 +44,11 @@ namespace {
 
 constexpr int kMaxWidth = 32;  // columns of one pass over a row (32 fp64 sums: 8 AVX2 registers)
 constexpr int kTile = 4;       // rows of a tile (the 4×4 transposes); tiles start at multiples of 4
+constexpr std::int64_t kBlock = kCpuRowBlock;  // rows of a block (a ring's parts start at multiples of it)
+// Rows of X prefetched ahead of the ring's staging (2-core EPYC, lap2d:1000 and lap3d:60, 24 and
+// 32 columns, at load 5: 37 % of copy against 35 % without, within the noise; staging 256 rows a
+// refill instead of 64, with or without, the same).
+constexpr std::int64_t kStageAhead = 128;
 
 struct CsrPtrs {
   const std::int64_t* rp;
@@ -114,33 +126,79 @@ TCSOLVE_ALWAYS_INLINE V4<T> madd4(T a, V4<T> b, V4<T> c) {
   }
 }
 
-// s[q] = Σ_p A(i, col_p)·Z(col_p, 4q .. 4q + 3), q < Q, over row i's entries in order (zc = Z + c0).
-template <int Q, class T>
-TCSOLVE_ALWAYS_INLINE void row_sums(const CsrPtrs& a, std::int64_t i, const T* zc, std::int64_t ldz, V4<T>* s) {
+
+// Z's rows as a part sees them: row c at z + slot(c)·ldz, slot(c) = c (whole staging) or c mod w
+// (a ring of w rows holding X's rows [vlo, vlo + vspan), base the multiple of w below their end:
+// c − base ∈ [−w, w)). A ring's entries outside that window (far(c): the few long edges of a
+// graph that is mostly local) read X's columns directly (x, ldx, k).
+template <class T, bool Ring>
+struct ZRows {
+  const T* z;
+  std::int64_t ldz, base, w, vlo, vspan;
+  const T* x;
+  std::int64_t ldx;
+  int k;
+  TCSOLVE_ALWAYS_INLINE std::int64_t slot(std::int64_t c) const {
+    if constexpr (Ring) {
+      const std::int64_t s = c - base;
+      return s < 0 ? s + w : s;
+    } else {
+      return c;
+    }
+  }
+  TCSOLVE_ALWAYS_INLINE const T* row(std::int64_t c) const { return z + slot(c) * ldz; }
+  TCSOLVE_ALWAYS_INLINE bool far(std::int64_t c) const {
+    if constexpr (Ring) return static_cast<std::uint64_t>(c - vlo) >= static_cast<std::uint64_t>(vspan);
+    else return false;
+  }
+  // X(c, j) for j < k, 0 in Z's padding columns
+  TCSOLVE_ALWAYS_INLINE T at(std::int64_t c, int j) const { return j < k ? x[c + j * ldx] : T(0); }
+};
+
+// s[q] = Σ_p A(i, col_p)·Z(col_p, c0 + 4q .. c0 + 4q + 3), q < Q, over row i's entries in order.
+template <int Q, class T, class ZR>
+TCSOLVE_ALWAYS_INLINE void row_sums(const CsrPtrs& a, std::int64_t i, const ZR& zr, int c0, V4<T>* s) {
   V4<T> acc[Q];  // in registers (s may be memory indexed at run time: a chain through the stack)
   for (int q = 0; q < Q; ++q) acc[q] = V4<T>{};
   for (std::int64_t p = a.rp[i], e = a.rp[i + 1]; p < e; ++p) {
     const T v = static_cast<T>(a.av[p]);
-    const T* zr = zc + static_cast<std::int64_t>(a.ci[p]) * ldz;
-    if constexpr (kPrefetch > 0) {
-      const std::int64_t pf = p + kPrefetch < a.nnz ? p + kPrefetch : p;
-      const char* zf = reinterpret_cast<const char*>(zc + static_cast<std::int64_t>(a.ci[pf]) * ldz);
-      for (int l = 0; l < (Q * 4 * static_cast<int>(sizeof(T)) + 63) / 64; ++l) __builtin_prefetch(zf + 64 * l);
+    const std::int64_t c = a.ci[p];
+    if (zr.far(c)) {  // rare: the values of Z's row c gathered from X's columns
+      for (int q = 0; q < Q; ++q) {
+        V4<T> t;
+        for (int l = 0; l < 4; ++l) t[l] = zr.at(c, c0 + 4 * q + l);
+        acc[q] = madd4(v, t, acc[q]);
+      }
+      continue;
     }
-    for (int q = 0; q < Q; ++q) acc[q] = madd4(v, load4(zr + 4 * q), acc[q]);
+    const T* zr_p = zr.row(c) + c0;
+    if constexpr (kPrefetch > 0) {
+      // a later entry's row (in a ring it may not be staged yet: an address only, never read)
+      const std::int64_t pf = p + kPrefetch < a.nnz ? p + kPrefetch : p;
+      const std::uintptr_t zf = reinterpret_cast<std::uintptr_t>(zr.z) +
+                                static_cast<std::uintptr_t>((zr.slot(a.ci[pf]) * zr.ldz + c0) * static_cast<std::int64_t>(sizeof(T)));
+      for (int l = 0; l < (Q * 4 * static_cast<int>(sizeof(T)) + 63) / 64; ++l)
+        __builtin_prefetch(reinterpret_cast<const char*>(zf + 64 * static_cast<std::uintptr_t>(l)));
+    }
+    for (int q = 0; q < Q; ++q) acc[q] = madd4(v, load4(zr_p + 4 * q), acc[q]);
   }
   for (int q = 0; q < Q; ++q) s[q] = acc[q];
 }
 
 // The same for W ≤ 2 columns (k = 1: Z is X itself; k = 2), scalars.
-template <int W, class T>
-TCSOLVE_ALWAYS_INLINE void row_sums_narrow(const CsrPtrs& a, std::int64_t i, const T* z, std::int64_t ldz, T* s) {
+template <int W, class T, class ZR>
+TCSOLVE_ALWAYS_INLINE void row_sums_narrow(const CsrPtrs& a, std::int64_t i, const ZR& zr, int c0, T* s) {
   T acc[W];
   for (int c = 0; c < W; ++c) acc[c] = T(0);
   for (std::int64_t p = a.rp[i], e = a.rp[i + 1]; p < e; ++p) {
     const T v = static_cast<T>(a.av[p]);
-    const T* zr = z + static_cast<std::int64_t>(a.ci[p]) * ldz;
-    for (int c = 0; c < W; ++c) acc[c] = madd(v, zr[c], acc[c]);
+    const std::int64_t col = a.ci[p];
+    if (zr.far(col)) {
+      for (int c = 0; c < W; ++c) acc[c] = madd(v, zr.at(col, c0 + c), acc[c]);
+      continue;
+    }
+    const T* zr_p = zr.row(col) + c0;
+    for (int c = 0; c < W; ++c) acc[c] = madd(v, zr_p[c], acc[c]);
   }
   for (int c = 0; c < W; ++c) s[c] = acc[c];
 }
@@ -149,14 +207,13 @@ TCSOLVE_ALWAYS_INLINE void row_sums_narrow(const CsrPtrs& a, std::int64_t i, con
 // 4 rows get their sums transposed to 4 columns of 4 consecutive rows, out.cols4(i, q, cols)
 // (contiguous loads and stores in column-major blocks); the rows after the last whole tile go
 // through out.row(i, s) one by one. A row's sums are the same on either path.
-template <int Q, class T, class Out>
-TCSOLVE_ALWAYS_INLINE void tile_rows(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const T* z,
-                                     std::int64_t ldz, int c0, Out& out) {
-  const T* zc = z + c0;
+template <int Q, class T, class ZR, class Out>
+TCSOLVE_ALWAYS_INLINE void tile_rows(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const ZR& zr, int c0,
+                                     Out& out) {
   std::int64_t i = r0;
   for (; i + kTile <= r1; i += kTile) {
     V4<T> s[kTile][Q];
-    for (int r = 0; r < kTile; ++r) row_sums<Q>(a, i + r, zc, ldz, s[r]);
+    for (int r = 0; r < kTile; ++r) row_sums<Q, T>(a, i + r, zr, c0, s[r]);
     for (int q = 0; q < Q; ++q) {
       V4<T> cols[4] = {s[0][q], s[1][q], s[2][q], s[3][q]};
       transpose4<T>(cols[0], cols[1], cols[2], cols[3]);
@@ -165,7 +222,7 @@ TCSOLVE_ALWAYS_INLINE void tile_rows(const CsrPtrs& a, std::int64_t r0, std::int
   }
   for (; i < r1; ++i) {
     V4<T> s[Q];
-    row_sums<Q>(a, i, zc, ldz, s);
+    row_sums<Q, T>(a, i, zr, c0, s);
     out.row(i, s);
   }
 }
@@ -188,9 +245,7 @@ TCSOLVE_ALWAYS_INLINE void with_width(int w, Args&&... args) {
   }
 }
 
-// Z's row width for k columns: k for k ≤ 2, else k rounded up to 4 (every chunk a whole number of
-// 4-wide vectors).
-std::int64_t staged_width(std::int64_t k) { return k <= 2 ? k : (k + 3) / 4 * 4; }
+std::int64_t staged_width(std::int64_t k) { return cpu_staged_width(k); }
 
 // Z[i·ldz + c] = X(i, c) for rows [r0, r1), c < k; Z[i·ldz + c] = 0 for k ≤ c < ldz. Blocks of
 // 64 rows, 4 columns at a time: 4 contiguous runs of 512 bytes read (a few streams at once for
@@ -199,7 +254,6 @@ std::int64_t staged_width(std::int64_t k) { return k <= 2 ? k : (k + 3) / 4 * 4;
 template <class T>
 TCSOLVE_ALWAYS_INLINE void stage_rows(const T* x, std::int64_t ldx, std::int64_t r0, std::int64_t r1, int k, T* z,
                                       std::int64_t ldz) {
-  constexpr std::int64_t kBlock = 64;
   const int k4 = k / 4 * 4;
   for (std::int64_t b0 = r0; b0 < r1; b0 += kBlock) {
     const std::int64_t b1 = std::min(r1, b0 + kBlock), b4 = b0 + (b1 - b0) / 4 * 4;
@@ -232,52 +286,131 @@ TCSOLVE_CPU_CLONES void stage_part32(const float* x, std::int64_t ldx, std::int6
   stage_rows(x, ldx, r0, r1, k, z, ldz);
 }
 
-// Y's side of a chunk [c0, c0 + kc) (kc ≤ 4Q columns actually stored): Y(i, c0 + c) = sum.
+// What a part reads: X (column-major), k, Z's row width, and either the whole staged Z (w = 0)
+// or its ring: w rows (a multiple of kBlock), the first column it stages (a multiple of kBlock),
+// per block of rows the columns it needs staged (a multiple of kBlock; 0: none), A's columns m.
+template <class T>
+struct PartSrc {
+  const T* x;
+  std::int64_t ldx;
+  int k;
+  std::int64_t ldz;
+  const T* z;  // whole staging
+  T* ring;
+  std::int64_t w, lo, m;
+  const std::int64_t* block_hi;
+};
+
+// A part's blocks of kBlock rows: with a ring, X's rows [hi, want) staged into it first (chunks of
+// kBlock rows: contiguous slots, w a multiple of kBlock); then chunk(b0, b1, zr, c0, width) for
+// each chunk of ≤ kMaxWidth columns.
+template <bool Ring, class T, class Chunk>
+TCSOLVE_ALWAYS_INLINE void part_blocks(std::int64_t r0, std::int64_t r1, const PartSrc<T>& src, Chunk& chunk) {
+  std::int64_t hi = src.lo;  // X's rows staged so far: [.., hi)
+  ZRows<T, Ring> zr{Ring ? src.ring : src.z, src.ldz, 0, src.w, 0, 0, src.x, src.ldx, src.k};
+  for (std::int64_t b0 = r0; b0 < r1; b0 += kBlock) {
+    const std::int64_t b1 = std::min(r1, b0 + kBlock);
+    if constexpr (Ring) {
+      for (const std::int64_t want = src.block_hi[b0 / kBlock]; hi < want; hi += kBlock) {
+        // X's rows kStageAhead further on, a prefetch a cache line of each column (k runs of 512
+        // bytes at once: more streams than the hardware prefetchers follow)
+        if (hi + kStageAhead + kBlock <= src.m)
+          for (int j = 0; j < src.k; ++j)
+            for (int l = 0; l < kBlock; l += 64 / static_cast<int>(sizeof(T)))
+              __builtin_prefetch(src.x + hi + kStageAhead + l + j * src.ldx);
+        stage_rows(src.x + hi, src.ldx, 0, std::min(kBlock, src.m - hi), src.k, src.ring + (hi % src.w) * src.ldz,
+                   src.ldz);
+      }
+      zr.base = hi / src.w * src.w;
+      zr.vlo = std::max(src.lo, hi - src.w);
+      zr.vspan = hi - zr.vlo;
+    }
+    for (int c0 = 0; c0 < src.k; c0 += kMaxWidth)
+      chunk(b0, b1, zr, c0, static_cast<int>(std::min<std::int64_t>(kMaxWidth, src.ldz - c0)));
+  }
+}
+
+// Y's side of a chunk: the block's sums into yb (column-major, kBlock rows a column, rows from b0;
+// all 4Q columns written, the caller copies the kc it stores).
 template <int Q>
 struct SpmmOut {
-  double* yc;  // Y's column c0
-  std::int64_t ldy;
-  int kc;
+  double* yb;
+  std::int64_t b0;
   TCSOLVE_ALWAYS_INLINE void cols4(std::int64_t i, int q, const V4<double>* cols) {
-    if (4 * q + 4 <= kc) {
-      for (int l = 0; l < 4; ++l) store4(yc + i + (4 * q + l) * ldy, cols[l]);
-    } else {
-      for (int l = 0; l < 4; ++l)
-        if (4 * q + l < kc) store4(yc + i + (4 * q + l) * ldy, cols[l]);
-    }
+    for (int l = 0; l < 4; ++l) store4(yb + (i - b0) + (4 * q + l) * kBlock, cols[l]);
   }
   TCSOLVE_ALWAYS_INLINE void row(std::int64_t i, const V4<double>* s) {
     for (int q = 0; q < Q; ++q)
-      for (int l = 0; l < 4; ++l)
-        if (4 * q + l < kc) yc[i + (4 * q + l) * ldy] = s[q][l];
+      for (int l = 0; l < 4; ++l) yb[(i - b0) + (4 * q + l) * kBlock] = s[q][l];
   }
 };
 
 template <int W>
 struct SpmmRows {
-  static TCSOLVE_ALWAYS_INLINE void run(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const double* z,
-                                        std::int64_t ldz, int c0, int k, double* y, std::int64_t ldy) {
-    const int kc = std::min(W, k - c0);
-    double* yc = y + static_cast<std::int64_t>(c0) * ldy;
+  template <class ZR>
+  static TCSOLVE_ALWAYS_INLINE void run(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const ZR& zr, int c0,
+                                        double* yb) {
     if constexpr (W <= 2) {
       for (std::int64_t i = r0; i < r1; ++i) {
         double s[W];
-        row_sums_narrow<W>(a, i, z + c0, ldz, s);
-        for (int c = 0; c < kc; ++c) yc[i + c * ldy] = s[c];
+        row_sums_narrow<W, double>(a, i, zr, c0, s);
+        for (int c = 0; c < W; ++c) yb[(i - r0) + c * kBlock] = s[c];
       }
     } else {
-      SpmmOut<W / 4> out{yc, ldy, kc};
-      tile_rows<W / 4>(a, r0, r1, z, ldz, c0, out);
+      SpmmOut<W / 4> out{yb, r0};
+      tile_rows<W / 4, double>(a, r0, r1, zr, c0, out);
     }
   }
 };
 
-TCSOLVE_CPU_CLONES void spmm_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const double* z,
-                                  std::int64_t ldz, int k, double* y, std::int64_t ldy) {
-  for (int c0 = 0; c0 < k; c0 += kMaxWidth) {
-    const int w = static_cast<int>(std::min<std::int64_t>(kMaxWidth, ldz - c0));
-    with_width<SpmmRows>(w, a, r0, r1, z, ldz, c0, k, y, ldy);
+// Y(b0 + i, c) = yb[i + c·kBlock], i < rows, c < kc. Streamed (nt): the whole 64-byte lines of each
+// column with non-temporal stores (no read for ownership; the lines cut by the block's ends with
+// plain stores).
+TCSOLVE_ALWAYS_INLINE void flush_block(const double* yb, std::int64_t rows, int kc, double* y, std::int64_t ldy,
+                                       bool nt) {
+  for (int c = 0; c < kc; ++c) {
+    const double* src = yb + c * kBlock;
+    double* dst = y + c * ldy;
+    std::int64_t i = 0;
+#ifdef TCSOLVE_CPU_STREAM
+    if (nt) {
+      const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(dst);
+      const std::int64_t head =
+          addr % sizeof(double) ? rows : std::min<std::int64_t>(rows, static_cast<std::int64_t>((64 - addr % 64) % 64 / 8));
+      for (; i < head; ++i) dst[i] = src[i];
+      for (; i + 8 <= rows; i += 8)
+        for (int l = 0; l < 8; l += 2) _mm_stream_pd(dst + i + l, _mm_loadu_pd(src + i + l));
+    }
+#else
+    (void)nt;
+#endif
+    for (; i < rows; ++i) dst[i] = src[i];
   }
+}
+
+struct SpmmChunk {
+  const CsrPtrs& a;
+  double* y;
+  std::int64_t ldy;
+  int k;
+  bool nt;
+  double* yb;
+  template <class ZR>
+  TCSOLVE_ALWAYS_INLINE void operator()(std::int64_t b0, std::int64_t b1, const ZR& zr, int c0, int w) {
+    with_width<SpmmRows>(w, a, b0, b1, zr, c0, yb);
+    flush_block(yb, b1 - b0, std::min(w, k - c0), y + b0 + static_cast<std::int64_t>(c0) * ldy, ldy, nt);
+  }
+};
+
+TCSOLVE_CPU_CLONES void spmm_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<double>& src,
+                                  double* y, std::int64_t ldy, bool nt) {
+  alignas(64) double yb[kBlock * kMaxWidth];
+  SpmmChunk chunk{a, y, ldy, src.k, nt, yb};
+  if (src.w > 0) part_blocks<true>(r0, r1, src, chunk);
+  else part_blocks<false>(r0, r1, src, chunk);
+#ifdef TCSOLVE_CPU_STREAM
+  if (nt) _mm_sfence();  // the streamed lines before the part is reported done
+#endif
 }
 
 // The step's blocks (column-major, their own leading dimensions) and coefficients in T.
@@ -292,92 +425,121 @@ struct StepBlocks {
   const double* f;
 };
 
-// The step's side of a chunk [c0, c0 + kc): next(i, j) = a·(d[i]·)sum + b·cur(i, j)
-// (+ rc_j·r(i, j)) (+ c·next(i, j)), j = c0 + c, rc_j = f[j] or e; cur(i, j) from Z (the same
-// value, in cache after the row's own diagonal gather where A has one). The tile path and the
-// row path evaluate the same expression per entry.
-template <int Q, class T>
+// The step's side of a chunk: the block's sums into sb and cur(i, c0 + c) into xb (both
+// column-major, kBlock rows a column, rows from b0; cur from Z's row i, in the ring too: its window
+// holds every row's own index). The epilogue then runs down each column's contiguous rows.
+template <int Q, class T, class ZR>
 struct StepOut {
-  const StepBlocks<T>& s;
-  const T* z;  // Z's column c0
-  std::int64_t ldz;
-  int c0, kc;
-  bool with_r, with_next;
-  TCSOLVE_ALWAYS_INLINE T coef_r(int c) const { return s.f ? static_cast<T>(s.f[c0 + c]) : s.e; }
+  const ZR& zr;
+  T* sb;
+  T* xb;
+  std::int64_t b0;
+  int c0;
   TCSOLVE_ALWAYS_INLINE void cols4(std::int64_t i, int q, const V4<T>* cols) {
-    V4<T> x0 = load4(z + i * ldz + 4 * q), x1 = load4(z + (i + 1) * ldz + 4 * q);
-    V4<T> x2 = load4(z + (i + 2) * ldz + 4 * q), x3 = load4(z + (i + 3) * ldz + 4 * q);
+    V4<T> x0 = load4(zr.row(i) + c0 + 4 * q), x1 = load4(zr.row(i + 1) + c0 + 4 * q);
+    V4<T> x2 = load4(zr.row(i + 2) + c0 + 4 * q), x3 = load4(zr.row(i + 3) + c0 + 4 * q);
     transpose4<T>(x0, x1, x2, x3);
     const V4<T> xc[4] = {x0, x1, x2, x3};
-    V4<T> dv = V4<T>{} + T(1);
-    if (s.d)
-      for (int l = 0; l < 4; ++l) dv[l] = static_cast<T>(s.d[i + l]);
     for (int l = 0; l < 4; ++l) {
-      const int c = 4 * q + l;
-      if (c >= kc) break;
-      const std::int64_t j = c0 + c;
-      V4<T> o = s.a * (s.d ? dv * cols[l] : cols[l]) + s.b * xc[l];
-      if (with_r) o = madd4(coef_r(c), load4(s.r + i + j * s.ldr), o);
-      if (with_next) o = madd4(s.c, load4(s.next + i + j * s.ldn), o);
-      store4(s.next + i + j * s.ldn, o);
+      store4(sb + (i - b0) + (4 * q + l) * kBlock, cols[l]);
+      store4(xb + (i - b0) + (4 * q + l) * kBlock, xc[l]);
     }
   }
   TCSOLVE_ALWAYS_INLINE void row(std::int64_t i, const V4<T>* sums) {
-    const T di = s.d ? static_cast<T>(s.d[i]) : T(1);
-    for (int c = 0; c < kc; ++c) {
-      const std::int64_t j = c0 + c;
-      const T acc = sums[c / 4][c % 4];
-      T o = s.a * (s.d ? di * acc : acc) + s.b * z[i * ldz + c];
-      if (with_r) o = madd(coef_r(c), s.r[i + j * s.ldr], o);
-      if (with_next) o = madd(s.c, s.next[i + j * s.ldn], o);
-      s.next[i + j * s.ldn] = o;
+    const T* zi = zr.row(i) + c0;
+    for (int c = 0; c < 4 * Q; ++c) {
+      sb[(i - b0) + c * kBlock] = sums[c / 4][c % 4];
+      xb[(i - b0) + c * kBlock] = zi[c];
     }
   }
 };
 
+// next(i, j) = a·(d[i]·)sum + b·cur(i, j) (+ rc_j·r(i, j)) (+ c·next(i, j)) for rows [b0, b1),
+// j = c0 + c, c < kc, rc_j = f[j] or e; sums and cur from sb and xb. 4 rows at a time, then
+// single rows: the same expression per entry either way.
+template <class T>
+TCSOLVE_ALWAYS_INLINE void step_epilogue(const StepBlocks<T>& s, const T* sb, const T* xb, std::int64_t b0,
+                                         std::int64_t b1, int c0, int kc) {
+  const bool with_r = s.f || s.e != T(0), with_next = s.c != T(0);
+  const std::int64_t rows = b1 - b0, rows4 = rows / 4 * 4;
+  for (int c = 0; c < kc; ++c) {
+    const std::int64_t j = c0 + c;
+    const T rc = s.f ? static_cast<T>(s.f[j]) : s.e;
+    const T *sc = sb + c * kBlock, *xc = xb + c * kBlock, *rj = with_r ? s.r + j * s.ldr + b0 : nullptr;
+    T* nj = s.next + j * s.ldn + b0;
+    for (std::int64_t i = 0; i < rows4; i += 4) {
+      V4<T> acc = load4(sc + i);
+      if (s.d) {
+        V4<T> dv;
+        for (int l = 0; l < 4; ++l) dv[l] = static_cast<T>(s.d[b0 + i + l]);
+        acc = dv * acc;
+      }
+      V4<T> o = s.a * acc + s.b * load4(xc + i);
+      if (with_r) o = madd4(rc, load4(rj + i), o);
+      if (with_next) o = madd4(s.c, load4(nj + i), o);
+      store4(nj + i, o);
+    }
+    for (std::int64_t i = rows4; i < rows; ++i) {
+      const T acc = s.d ? static_cast<T>(s.d[b0 + i]) * sc[i] : sc[i];
+      T o = s.a * acc + s.b * xc[i];
+      if (with_r) o = madd(rc, rj[i], o);
+      if (with_next) o = madd(s.c, nj[i], o);
+      nj[i] = o;
+    }
+  }
+}
+
 template <int W>
 struct StepRows {
-  template <class T>
-  static TCSOLVE_ALWAYS_INLINE void run(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const T* z,
-                                        std::int64_t ldz, int c0, int k, const StepBlocks<T>& s) {
+  template <class T, class ZR>
+  static TCSOLVE_ALWAYS_INLINE void run(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const ZR& zr, int c0,
+                                        int k, const StepBlocks<T>& s, T* sb, T* xb) {
     const int kc = std::min(W, k - c0);
-    const bool with_r = s.f || s.e != T(0), with_next = s.c != T(0);
     if constexpr (W <= 2) {
       for (std::int64_t i = r0; i < r1; ++i) {
         T sums[W];
-        row_sums_narrow<W>(a, i, z + c0, ldz, sums);
-        const T di = s.d ? static_cast<T>(s.d[i]) : T(1);
-        for (int c = 0; c < kc; ++c) {
-          const std::int64_t j = c0 + c;
-          T o = s.a * (s.d ? di * sums[c] : sums[c]) + s.b * z[i * ldz + c0 + c];
-          if (with_r) o = madd(s.f ? static_cast<T>(s.f[j]) : s.e, s.r[i + j * s.ldr], o);
-          if (with_next) o = madd(s.c, s.next[i + j * s.ldn], o);
-          s.next[i + j * s.ldn] = o;
-        }
+        row_sums_narrow<W, T>(a, i, zr, c0, sums);
+        const T* zi = zr.row(i) + c0;
+        for (int c = 0; c < W; ++c) sb[(i - r0) + c * kBlock] = sums[c], xb[(i - r0) + c * kBlock] = zi[c];
       }
     } else {
-      StepOut<W / 4, T> out{s, z + c0, ldz, c0, kc, with_r, with_next};
-      tile_rows<W / 4>(a, r0, r1, z, ldz, c0, out);
+      StepOut<W / 4, T, ZR> out{zr, sb, xb, r0, c0};
+      tile_rows<W / 4, T>(a, r0, r1, zr, c0, out);
     }
+    step_epilogue(s, sb, xb, r0, r1, c0, kc);
   }
 };
 
 template <class T>
-TCSOLVE_ALWAYS_INLINE void step_chunks(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const T* z,
-                                       std::int64_t ldz, int k, const StepBlocks<T>& s) {
-  for (int c0 = 0; c0 < k; c0 += kMaxWidth) {
-    const int w = static_cast<int>(std::min<std::int64_t>(kMaxWidth, ldz - c0));
-    with_width<StepRows>(w, a, r0, r1, z, ldz, c0, k, s);
+struct StepChunk {
+  const CsrPtrs& a;
+  int k;
+  const StepBlocks<T>& s;
+  T* sb;
+  T* xb;
+  template <class ZR>
+  TCSOLVE_ALWAYS_INLINE void operator()(std::int64_t b0, std::int64_t b1, const ZR& zr, int c0, int w) {
+    with_width<StepRows>(w, a, b0, b1, zr, c0, k, s, sb, xb);
   }
+};
+
+template <class T>
+TCSOLVE_ALWAYS_INLINE void step_blocks(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<T>& src,
+                                       const StepBlocks<T>& s) {
+  alignas(64) T sb[kBlock * kMaxWidth];
+  alignas(64) T xb[kBlock * kMaxWidth];
+  StepChunk<T> chunk{a, src.k, s, sb, xb};
+  if (src.w > 0) part_blocks<true>(r0, r1, src, chunk);
+  else part_blocks<false>(r0, r1, src, chunk);
 }
 
-TCSOLVE_CPU_CLONES void step_part64(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const double* z,
-                                    std::int64_t ldz, int k, const StepBlocks<double>& s) {
-  step_chunks(a, r0, r1, z, ldz, k, s);
+TCSOLVE_CPU_CLONES void step_part64(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<double>& src,
+                                    const StepBlocks<double>& s) {
+  step_blocks(a, r0, r1, src, s);
 }
-TCSOLVE_CPU_CLONES void step_part32(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const float* z,
-                                    std::int64_t ldz, int k, const StepBlocks<float>& s) {
-  step_chunks(a, r0, r1, z, ldz, k, s);
+TCSOLVE_CPU_CLONES void step_part32(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<float>& src,
+                                    const StepBlocks<float>& s) {
+  step_blocks(a, r0, r1, src, s);
 }
 
 void stage_part(const double* x, std::int64_t ldx, std::int64_t r0, std::int64_t r1, int k, double* z,
@@ -388,13 +550,13 @@ void stage_part(const float* x, std::int64_t ldx, std::int64_t r0, std::int64_t 
                 std::int64_t ldz) {
   stage_part32(x, ldx, r0, r1, k, z, ldz);
 }
-void step_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const double* z, std::int64_t ldz, int k,
+void step_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<double>& src,
                const StepBlocks<double>& s) {
-  step_part64(a, r0, r1, z, ldz, k, s);
+  step_part64(a, r0, r1, src, s);
 }
-void step_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const float* z, std::int64_t ldz, int k,
+void step_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<float>& src,
                const StepBlocks<float>& s) {
-  step_part32(a, r0, r1, z, ldz, k, s);
+  step_part32(a, r0, r1, src, s);
 }
 
 template <class T>
@@ -408,34 +570,20 @@ void check_block(MvView<const T> v, std::int64_t rows, std::int64_t cols, const 
 
 }  // namespace
 
-std::vector<std::int64_t> balanced_row_parts(const std::vector<std::int64_t>& row_ptr, int parts) {
-  TCSOLVE_REQUIRE(parts >= 1 && !row_ptr.empty(), "balanced_row_parts: no parts or no row offsets");
-  const std::int64_t n = static_cast<std::int64_t>(row_ptr.size()) - 1, total = row_ptr[n] + n;
-  std::vector<std::int64_t> b(static_cast<std::size_t>(parts) + 1, n);
-  b[0] = 0;
-  for (int p = 1; p < parts; ++p) {
-    // the first row i ≥ b[p − 1] with row_ptr[i] + i ≥ total·p/parts (work up to row i)
-    const std::int64_t target = static_cast<std::int64_t>(static_cast<long double>(total) * p / parts);
-    std::int64_t lo = b[p - 1], hi = n;
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (row_ptr[mid] + mid >= target) hi = mid;
-      else lo = mid + 1;
+template <class T>
+T* CpuCsrKernels::claim_ring(Rings<T>& r, std::size_t count, int& slot) const {
+  for (std::size_t s = 0; s < r.buf.size(); ++s)
+    if (!r.busy[s].exchange(true, std::memory_order_acquire)) {
+      slot = static_cast<int>(s);
+      try {
+        return r.buf[s].reserve(count);
+      } catch (...) {
+        r.busy[s].store(false, std::memory_order_release);
+        throw;
+      }
     }
-    b[p] = std::max(b[p - 1], lo / kTile * kTile);  // tiles never straddle two parts
-  }
-  return b;
+  throw Error("CPU CSR kernel: more parts at once than host threads (" + std::to_string(r.buf.size()) + " rings)");
 }
-
-int cpu_kernel_parts(std::int64_t rows, std::int64_t nnz) {
-  const int threads = host_threads();
-  if (threads <= 1) return 1;
-  const std::int64_t by_work = (rows + nnz) / 16384;
-  return static_cast<int>(std::clamp<std::int64_t>(by_work, 1, 8 * static_cast<std::int64_t>(threads)));
-}
-
-CpuCsrKernels::CpuCsrKernels(const Csr<double>& a)
-    : a_(a), bounds_(balanced_row_parts(a.row_ptr, cpu_kernel_parts(a.nrows, a.nnz()))) {}
 
 template <class T>
 const T* CpuCsrKernels::stage(MvView<const T> x, AlignedBuffer<T>& buf, std::int64_t& ldz) const {
@@ -452,6 +600,32 @@ const T* CpuCsrKernels::stage(MvView<const T> x, AlignedBuffer<T>& buf, std::int
   return z;
 }
 
+// part(p, r0, r1, src) over the parts of the call's staging (ring: each part on a ring of its own).
+template <class T, class Part>
+void CpuCsrKernels::run_parts(MvView<const T> x, AlignedBuffer<T>& whole, Rings<T>& rings, Part&& part) const {
+  const std::int64_t k = x.cols;
+  PartSrc<T> src{x.data, x.ld, static_cast<int>(k), 0, nullptr, nullptr, 0, 0, a_.ncols, ring_.block_hi.data()};
+  if (staging_for(k, sizeof(T)) == Staging::whole) {
+    src.z = stage(x, whole, src.ldz);
+    parallel_parts(parts(), [&](int p) { part(row_begin(p), row_begin(p + 1), src); });
+    return;
+  }
+  src.ldz = staged_width(k);
+  src.w = ring_.need;
+  const std::size_t count = static_cast<std::size_t>(ring_.need * src.ldz);
+  parallel_parts(static_cast<int>(ring_.bounds.size()) - 1, [&](int p) {
+    int slot = 0;
+    PartSrc<T> ps = src;
+    ps.ring = claim_ring(rings, count, slot);
+    ps.lo = ring_.lo[static_cast<std::size_t>(p)];
+    struct Release {
+      std::atomic<bool>& b;
+      ~Release() { b.store(false, std::memory_order_release); }
+    } release{rings.busy[static_cast<std::size_t>(slot)]};
+    part(ring_.bounds[static_cast<std::size_t>(p)], ring_.bounds[static_cast<std::size_t>(p) + 1], ps);
+  });
+}
+
 void CpuCsrKernels::spmm(MvView<const double> x, MvView<double> y) const {
   const std::int64_t k = x.cols;
   check_block(x, a_.ncols, k, "X");
@@ -459,17 +633,16 @@ void CpuCsrKernels::spmm(MvView<const double> x, MvView<double> y) const {
   TCSOLVE_REQUIRE(k < (std::int64_t(1) << 30), "CPU CSR kernel: too many columns");
   if (k == 0 || a_.nrows == 0) return;
   std::lock_guard<std::mutex> lk(busy_);
-  std::int64_t ldz = 0;
-  const double* z = stage(x, z64_, ldz);
   const CsrPtrs ap{a_.row_ptr.data(), a_.col_idx.data(), a_.values.data(), a_.nnz()};
-  parallel_parts(parts(), [&](int p) {
-    spmm_part(ap, row_begin(p), row_begin(p + 1), z, ldz, static_cast<int>(k), y.data, y.ld);
+  const bool nt = a_.nrows * k * static_cast<std::int64_t>(sizeof(double)) >= stream_bytes_;
+  run_parts(x, z64_, r64_, [&](std::int64_t r0, std::int64_t r1, const PartSrc<double>& src) {
+    spmm_part(ap, r0, r1, src, y.data, y.ld, nt);
   });
 }
 
 template <class T>
 void CpuCsrKernels::step_any(const StepCoefs& s, MvView<const T> cur, MvView<T> next, MvView<const T> r,
-                             AlignedBuffer<T>& buf) const {
+                             AlignedBuffer<T>& buf, Rings<T>& rings) const {
   const std::int64_t n = a_.nrows, k = cur.cols;
   TCSOLVE_REQUIRE(a_.square(), "chebyshev step: A must be square");
   check_block(cur, n, k, "cur");
@@ -477,24 +650,22 @@ void CpuCsrKernels::step_any(const StepCoefs& s, MvView<const T> cur, MvView<T> 
   if (s.f || s.e != 0.0) check_block(r, n, k, "r");
   if (k == 0 || n == 0) return;
   std::lock_guard<std::mutex> lk(busy_);
-  std::int64_t ldz = 0;
-  const T* z = stage(cur, buf, ldz);
   const CsrPtrs ap{a_.row_ptr.data(), a_.col_idx.data(), a_.values.data(), a_.nnz()};
   const StepBlocks<T> sb{next.data,           next.ld,             r.data,              r.ld, static_cast<T>(s.a),
                          static_cast<T>(s.b), static_cast<T>(s.c), static_cast<T>(s.e), s.d,  s.f};
-  parallel_parts(parts(), [&](int p) {
-    step_part(ap, row_begin(p), row_begin(p + 1), z, ldz, static_cast<int>(k), sb);
+  run_parts(cur, buf, rings, [&](std::int64_t r0, std::int64_t r1, const PartSrc<T>& src) {
+    step_part(ap, r0, r1, src, sb);
   });
 }
 
 void CpuCsrKernels::step(const StepCoefs& s, MvView<const double> cur, MvView<double> next,
                          MvView<const double> r) const {
-  step_any(s, cur, next, r, z64_);
+  step_any(s, cur, next, r, z64_, r64_);
 }
 
 void CpuCsrKernels::step(const StepCoefs& s, MvView<const float> cur, MvView<float> next,
                          MvView<const float> r) const {
-  step_any(s, cur, next, r, z32_);
+  step_any(s, cur, next, r, z32_, r32_);
 }
 
 }  // namespace tcsolve::detail

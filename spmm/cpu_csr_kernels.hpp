@@ -2,24 +2,34 @@
 // memory's speed (internal to spmm/: CpuSparseOperator and the host ChebyshevStep use them).
 //
 // Column-major X with k columns makes every non-zero touch k cache lines of X (one element of
-// each): on a graph in random order (gen:rgg:55000, 24 columns) the old row loop ran at 0.6 GB/s.
-// Here X is first copied to a row-major staging block Z (Z[i·ldz + c] = X(i, c), ldz = k rounded
-// up to 4, the pad zeroed, 64-byte aligned): one pass that reads and writes the block once; each
-// non-zero then reads k contiguous values (k/8 cache lines), and the row's k sums stay in vector
-// registers (chunks of at most 32 columns a pass over the row). k = 1 reads X in place.
+// each). Here X is copied to a row-major staging block Z (Z[c·ldz + j] = X(c, j), ldz = k rounded
+// up to 4, the pad zeroed): each non-zero then reads k contiguous values, and the row's k sums stay
+// in vector registers (chunks of at most 32 columns a pass over a block of 64 rows). k = 1 reads X
+// in place. Two ways of staging (picked per call):
+//   - ring: where a part's rows reach only a window of columns that moves with the rows (meshes,
+//     banded and locally ordered matrices), each part stages X's rows just before its rows need
+//     them, into a ring of W rows (a few MB, its own, kept in the caches): X is read once from
+//     memory and Z never goes there (the whole block cost X read + Z written and re-read). Where
+//     the window of all entries is over the budget, the ring holds the band of 99 % of them and
+//     the rest (a road graph's few long edges) read X's columns directly.
+//   - whole: otherwise (a graph in random order), all of X is staged first, in parallel.
+// Y of the product is written a block of 64 rows at a time through a small buffer, whole cache
+// lines with non-temporal stores when Y is larger than the caches (no read for ownership).
 //
-// Rows are cut into parts of about equal work (non-zeros + rows), handed out to the host threads
-// one part at a time (core/parallel.hpp parallel_parts). A row's result depends only on the row,
-// never on the part or thread that computed it: results are bitwise the same for any thread count.
-// The inner loops are compiled for the build's ISA and, on x86-64 with GCC or Clang, also for
-// x86-64-v3 (AVX2 + FMA), picked at load time (target_clones). Both round as csr_spmm_reference
-// (fp64: a product, then a sum, in the row's order; no contraction into FMAs), so the CPU
-// operator's Y is bitwise the reference's; the fp32 step uses FMAs as the CUDA one.
+// Rows are cut into parts of about equal work (non-zeros + rows; a ring's at multiples of 64 rows),
+// handed out to the host threads one part at a time (core/parallel.hpp parallel_parts). A row's
+// result depends only on the row, never on the part, thread or staging that computed it: results
+// are bitwise the same for any thread count. The inner loops are compiled for the build's ISA
+// and, on x86-64 with GCC or Clang, also for x86-64-v3 (AVX2 + FMA), picked at load time
+// (target_clones). Both round as csr_spmm_reference (fp64: a product, then a sum, in the row's
+// order; no contraction into FMAs), so the CPU operator's Y is bitwise the reference's; the fp32
+// step uses FMAs as the CUDA one.
 //
 // Traffic of one SpMM (n rows, m columns of A, k columns): A (12·nnz + 8·(n + 1) bytes), X read
-// and Z written (8·m·k each: Z mostly stays in the last-level cache for the gathers), Z gathered,
-// Y written (8·n·k). The step adds next read (c ≠ 0) and r read (e ≠ 0).
+// (8·m·k; ring: plus the windows staged twice at part starts), Y written (8·n·k); whole staging
+// adds Z written and re-read (16·m·k). The step adds next read (c ≠ 0) and r read (e ≠ 0).
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -82,6 +92,8 @@ struct StepCoefs {
 // are serialized (a mutex); no allocation once the widest block has been seen.
 class CpuCsrKernels {
  public:
+  // How X is staged (automatic: ring where it fits the budget and saves traffic).
+  enum class Staging { automatic, whole, ring };
   explicit CpuCsrKernels(const Csr<double>& a);
   // Y = A·X (x: A's columns × k, y: A's rows × k, host, no aliasing between X and Y needed).
   void spmm(MvView<const double> x, MvView<double> y) const;
@@ -92,6 +104,18 @@ class CpuCsrKernels {
   void step(const StepCoefs& s, MvView<const float> cur, MvView<float> next,
             MvView<const float> r) const;
   int parts() const { return static_cast<int>(bounds_.size()) - 1; }
+  // Tests and benchmarks: force a staging (ring where the matrix has no ring parts falls back
+  // to whole), and the ring's byte budget (default 8 MB: a quarter of a 32 MB last-level cache
+  // a thread; TCSOLVE_CPU_RING_KB overrides it at construction).
+  void force_staging(Staging s) { staging_ = s; }
+  void set_ring_budget(std::size_t bytes) { ring_budget_ = bytes; }
+  // Y of the product streamed past the caches (non-temporal stores) from this many bytes on
+  // (default 16 MB: half the development machine's 32 MB last-level cache; a block that large is
+  // not in cache for its next reader anyway).
+  void set_stream_bytes(std::int64_t bytes) { stream_bytes_ = bytes; }
+  // The ring's rows (0: no ring parts) and the staging the next call with k columns would use.
+  std::int64_t ring_rows() const { return ring_.need; }
+  Staging staging_for(std::int64_t k, std::size_t elem) const;
   // Rows of part p: [row_begin(p), row_begin(p + 1)).
   std::int64_t row_begin(int p) const { return bounds_[static_cast<std::size_t>(p)]; }
 
@@ -99,19 +123,51 @@ class CpuCsrKernels {
   template <class T>
   const T* stage(MvView<const T> x, AlignedBuffer<T>& buf, std::int64_t& ldz) const;
   template <class T>
+  struct Rings;
+  template <class T>
   void step_any(const StepCoefs& s, MvView<const T> cur, MvView<T> next, MvView<const T> r,
-                AlignedBuffer<T>& buf) const;
+                AlignedBuffer<T>& buf, Rings<T>& rings) const;
+  template <class T, class Part>
+  void run_parts(MvView<const T> x, AlignedBuffer<T>& whole, Rings<T>& rings, Part&& part) const;
+
+  // Ring staging's parts: bounds, the first column each stages (a multiple of 64), the columns
+  // each 64-row block needs staged (max column + 1 rounded up to 64; 0: no entries), the ring's
+  // rows (a multiple of 64; 0: no ring) and the rows staged over all parts.
+  struct RingPlan {
+    std::vector<std::int64_t> bounds, lo, block_hi;
+    std::int64_t need = 0, staged = 0;
+  };
+  template <class T>
+  struct Rings {  // one ring per running part (at most one part per host thread at a time)
+    std::vector<AlignedBuffer<T>> buf;
+    std::unique_ptr<std::atomic<bool>[]> busy;
+  };
+  template <class T>
+  T* claim_ring(Rings<T>& r, std::size_t count, int& slot) const;
 
   const Csr<double>& a_;
   std::vector<std::int64_t> bounds_;  // part p: rows [bounds_[p], bounds_[p + 1])
+  RingPlan ring_;
+  Staging staging_ = Staging::automatic;
+  std::size_t ring_budget_;
+  std::int64_t stream_bytes_ = std::int64_t(16) << 20;
   mutable std::mutex busy_;
   mutable AlignedBuffer<double> z64_;
   mutable AlignedBuffer<float> z32_;
+  mutable Rings<double> r64_;
+  mutable Rings<float> r32_;
 };
 
+// Rows of a block of the kernels (a ring's parts start at multiples of it).
+constexpr std::int64_t kCpuRowBlock = 64;
+// Z's row width for k columns: k for k ≤ 2, else k rounded up to 4 (every chunk a whole number of
+// 4-wide vectors).
+inline std::int64_t cpu_staged_width(std::int64_t k) { return k <= 2 ? k : (k + 3) / 4 * 4; }
+
 // Row bounds of `parts` parts of about equal work (row_ptr[i] + i: non-zeros plus a row's fixed
-// cost), bounds[0] = 0, bounds[parts] = n; parts ≥ 1.
-std::vector<std::int64_t> balanced_row_parts(const std::vector<std::int64_t>& row_ptr, int parts);
+// cost), bounds[0] = 0, bounds[parts] = n, inner bounds multiples of `align`; parts ≥ 1.
+std::vector<std::int64_t> balanced_row_parts(const std::vector<std::int64_t>& row_ptr, int parts,
+                                             std::int64_t align = 4);
 
 // The number of parts the kernels use for A: about 8 a thread, each at least ~16k of work.
 int cpu_kernel_parts(std::int64_t rows, std::int64_t nnz);

@@ -1,11 +1,13 @@
 // The CPU's CSR kernels (spmm/cpu_csr_kernels.hpp) against simple loops: odd sizes (not multiples
 // of the 4-row tiles, the 4-wide vectors or the 32-column chunks), 1 to 70 columns, empty and
 // long rows, rectangular A, leading dimensions above the rows, outputs poisoned with NaN, blocks
-// not read when their coefficient is 0, and bitwise the same results on one thread as on all.
+// not read when their coefficient is 0, bitwise the same results on one thread as on all, and
+// through either staging of X (the ring and the whole block, far entries, streamed stores).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -247,6 +249,170 @@ TEST(CpuCsrKernels, HostStepIsTheKernel) {
   kern.step(s, MvView<const double>{cur.data(), n, k, n, Space::host}, MvView<double>{n2.data(), n, k, n, Space::host},
             MvView<const double>{cur.data(), n, k, n, Space::host});
   EXPECT_EQ(0, std::memcmp(n1.data(), n2.data(), n1.size() * sizeof(double)));
+}
+
+// A with the entries of every 7th row from 5 removed (empty rows inside a band).
+Csr<double> with_empty_rows(const Csr<double>& a) {
+  std::vector<Triplet<double>> t;
+  for (std::int64_t i = 0; i < a.nrows; ++i)
+    if (i % 7 != 5)
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+        t.push_back({static_cast<std::int32_t>(i), a.col_idx[p], a.values[p]});
+  return csr_from_triplets(a.nrows, a.ncols, std::move(t));
+}
+
+using Staging = detail::CpuCsrKernels::Staging;
+
+// Y = A·X through a given staging (and streamed stores from `stream` bytes), Y poisoned, ldy > m.
+std::vector<double> spmm_with(const Csr<double>& a, Staging st, std::int64_t stream, const std::vector<double>& x,
+                              std::int64_t ldx, std::int64_t k, std::int64_t ldy) {
+  detail::CpuCsrKernels kern(a);
+  kern.force_staging(st);
+  kern.set_stream_bytes(stream);
+  std::vector<double> y(static_cast<std::size_t>(ldy * k), kNaN);
+  kern.spmm({x.data(), a.ncols, k, ldx, Space::host}, {y.data(), a.nrows, k, ldy, Space::host});
+  return y;
+}
+
+TEST(CpuCsrKernels, RingStagingIsBitwiseTheWholeOne) {
+  // banded A (square, wider, taller; empty rows; sizes off the 4-row tiles and 64-row blocks),
+  // and a random one forced onto a ring as wide as its columns: 1 to 33 columns, through the ring
+  // and the whole staging, plain and streamed stores: bitwise csr_spmm_reference's, Y's padding
+  // rows untouched
+  const std::vector<Csr<double>> mats = {
+      with_empty_rows(test::stretched_band(1003, 1003, 9, 1)), with_empty_rows(test::stretched_band(777, 1301, 5, 2)),
+      with_empty_rows(test::stretched_band(1301, 499, 4, 3)), test::random_skewed(613, 613, 6, 2, 150, 7, 4)};
+  for (const auto& a : mats) {
+    detail::CpuCsrKernels probe(a);
+    EXPECT_GT(probe.ring_rows(), 0);
+    for (std::int64_t k = 1; k <= 33; ++k) {
+      SCOPED_TRACE(std::to_string(a.nrows) + "x" + std::to_string(a.ncols) + " k " + std::to_string(k));
+      const std::int64_t ldx = a.ncols + 3, ldy = a.nrows + 5;
+      const auto x = random_block<double>(ldx, k, static_cast<unsigned>(k + 40));
+      std::vector<double> ref(static_cast<std::size_t>(ldy * k), kNaN);
+      csr_spmm_reference(a, x.data(), ldx, ref.data(), ldy, static_cast<int>(k));
+      for (Staging st : {Staging::ring, Staging::whole})
+        for (std::int64_t stream : {std::int64_t(1) << 40, std::int64_t(0)}) {
+          const auto y = spmm_with(a, st, stream, x, ldx, k, ldy);
+          for (std::int64_t j = 0; j < k; ++j) {
+            ASSERT_EQ(0, std::memcmp(ref.data() + j * ldy, y.data() + j * ldy, sizeof(double) * a.nrows))
+                << "column " << j << (st == Staging::ring ? " ring" : " whole") << " stream " << stream;
+            for (std::int64_t i = a.nrows; i < ldy; ++i) ASSERT_TRUE(std::isnan(y[i + j * ldy]));
+          }
+        }
+    }
+  }
+}
+
+TEST(CpuCsrKernels, RingStagingStepIsBitwiseTheWholeOne) {
+  // the fused step, fp64 and fp32, through the ring and the whole staging: the same bits
+  const Csr<double> a = with_empty_rows(test::stretched_band(1101, 1101, 7, 5));
+  std::vector<double> d(1101), f(40);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = 0.5 + static_cast<double>(i % 5) / 5.0;
+  for (std::size_t j = 0; j < f.size(); ++j) f[j] = 0.1 + 0.01 * static_cast<double>(j);
+  const std::int64_t n = a.nrows, ld = n + 2;
+  for (std::int64_t k : {1, 2, 3, 5, 8, 24, 33}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    const auto cur = random_block<double>(ld, k, 31), r = random_block<double>(ld, k, 32);
+    const auto cur32 = random_block<float>(ld, k, 33), r32 = random_block<float>(ld, k, 34);
+    std::vector<double> out[2];
+    std::vector<float> out32[2];
+    for (int m = 0; m < 2; ++m) {
+      detail::CpuCsrKernels kern(a);
+      kern.force_staging(m == 0 ? Staging::ring : Staging::whole);
+      detail::StepCoefs s;
+      s.a = 0.7, s.b = -0.2, s.c = -0.9, s.e = 0.3, s.d = d.data();
+      out[m] = random_block<double>(ld, k, 35);
+      kern.step(s, MvView<const double>{cur.data(), n, k, ld, Space::host},
+                MvView<double>{out[m].data(), n, k, ld, Space::host}, MvView<const double>{r.data(), n, k, ld, Space::host});
+      detail::StepCoefs s32;
+      s32.a = 0.7, s32.b = -0.2, s32.c = -0.9, s32.f = f.data();
+      out32[m] = random_block<float>(ld, k, 36);
+      kern.step(s32, MvView<const float>{cur32.data(), n, k, ld, Space::host},
+                MvView<float>{out32[m].data(), n, k, ld, Space::host}, MvView<const float>{r32.data(), n, k, ld, Space::host});
+    }
+    EXPECT_EQ(0, std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(double)));
+    EXPECT_EQ(0, std::memcmp(out32[0].data(), out32[1].data(), out32[0].size() * sizeof(float)));
+    // and the ring's step is the loop's (the whole one's is checked above)
+    detail::StepCoefs s;
+    s.a = 0.7, s.b = -0.2, s.c = -0.9, s.e = 0.3, s.d = d.data();
+    detail::CpuCsrKernels kern(a);
+    kern.force_staging(Staging::ring);
+    check_step<double>(a, kern, s, k, std::numeric_limits<double>::epsilon());
+  }
+}
+
+TEST(CpuCsrKernels, RingIsPickedForBandsOnly) {
+  // a band: a ring of about its width, picked for 24 columns; one far entry (row 10 reaching the
+  // last column) widens its part's window to all of X's rows: a ring that wide is still right
+  const Csr<double> band = test::random_band(20000, 30, 7);
+  detail::CpuCsrKernels kb(band);
+  EXPECT_GT(kb.ring_rows(), 0);
+  EXPECT_LE(kb.ring_rows(), 4 * 64 + 64);
+  EXPECT_TRUE(kb.staging_for(24, sizeof(double)) == Staging::ring);
+  EXPECT_TRUE(kb.staging_for(1, sizeof(double)) == Staging::whole);  // one column: X itself
+  kb.set_ring_budget(1024);
+  EXPECT_TRUE(kb.staging_for(24, sizeof(double)) == Staging::whole);  // over the budget
+  std::vector<Triplet<double>> t;
+  for (std::int64_t i = 0; i < band.nrows; ++i)
+    for (std::int64_t p = band.row_ptr[i]; p < band.row_ptr[i + 1]; ++p)
+      t.push_back({static_cast<std::int32_t>(i), band.col_idx[p], band.values[p]});
+  t.push_back({10, 19999, 1.0});
+  const Csr<double> far = csr_from_triplets(20000, 20000, std::move(t));
+  detail::CpuCsrKernels kf(far);
+  EXPECT_GT(kf.ring_rows(), 19000);
+  const auto x = random_block<double>(20000, 24, 8);
+  std::vector<double> ref(20000 * 24);
+  csr_spmm_reference(far, x.data(), 20000, ref.data(), 20000, 24);
+  const auto y = spmm_with(far, Staging::ring, 0, x, 20000, 24, 20000);
+  EXPECT_EQ(0, std::memcmp(ref.data(), y.data(), ref.size() * sizeof(double)));
+}
+
+TEST(CpuCsrKernels, FarEntriesReadXDirectly) {
+  // a band with long edges (every 97th row reaching 5000 columns away, the graph of roads with a
+  // few long links) under a 256 KB budget: the ring holds the band of 99 % of the entries, the
+  // long edges read X's columns; products and steps bitwise csr_spmm_reference's / the whole
+  // staging's, 1 to 33 columns, and a random matrix forced onto such a ring (most entries far)
+  std::vector<Triplet<double>> t;
+  const std::int64_t n = 12347;
+  const Csr<double> band = with_empty_rows(test::random_band(n, 6, 9));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t p = band.row_ptr[i]; p < band.row_ptr[i + 1]; ++p)
+      t.push_back({static_cast<std::int32_t>(i), band.col_idx[p], band.values[p]});
+  for (std::int64_t i = 3; i < n; i += 97) {
+    t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>((i + 5000) % n), 0.5});
+    t.push_back({static_cast<std::int32_t>((i + 5000) % n), static_cast<std::int32_t>(i), 0.5});
+  }
+  const Csr<double> roads = csr_from_triplets(n, n, std::move(t));
+  const Csr<double> scattered = test::random_skewed(3001, 3001, 6, 2, 150, 7, 12);
+  ::setenv("TCSOLVE_CPU_RING_KB", "256", 1);
+  detail::CpuCsrKernels probe(roads);
+  EXPECT_GT(probe.ring_rows(), 0);
+  EXPECT_LT(probe.ring_rows(), 1024);
+  EXPECT_TRUE(probe.staging_for(24, sizeof(double)) == Staging::ring);
+  for (const Csr<double>* a : {&roads, &scattered}) {
+    for (std::int64_t k = 1; k <= 33; k += (k < 5 ? 1 : 7)) {
+      SCOPED_TRACE("rows " + std::to_string(a->nrows) + " k " + std::to_string(k));
+      const std::int64_t ld = a->nrows + 1;
+      const auto x = random_block<double>(ld, k, static_cast<unsigned>(k));
+      std::vector<double> ref(static_cast<std::size_t>(ld * k), kNaN);
+      csr_spmm_reference(*a, x.data(), ld, ref.data(), ld, static_cast<int>(k));
+      const auto y = spmm_with(*a, Staging::ring, 0, x, ld, k, ld);
+      EXPECT_EQ(0, std::memcmp(ref.data(), y.data(), ref.size() * sizeof(double)));
+      std::vector<double> out[2];
+      for (int m = 0; m < 2; ++m) {
+        detail::CpuCsrKernels kern(*a);
+        kern.force_staging(m == 0 ? Staging::ring : Staging::whole);
+        detail::StepCoefs s;
+        s.a = 0.7, s.b = -0.2, s.c = -0.9;
+        out[m] = random_block<double>(ld, k, 5);
+        kern.step(s, MvView<const double>{x.data(), a->nrows, k, ld, Space::host},
+                  MvView<double>{out[m].data(), a->nrows, k, ld, Space::host}, MvView<const double>{});
+      }
+      EXPECT_EQ(0, std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(double)));
+    }
+  }
+  ::unsetenv("TCSOLVE_CPU_RING_KB");
 }
 
 }  // namespace
