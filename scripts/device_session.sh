@@ -272,7 +272,7 @@ fi
 if has ab; then
   step "A/B: base against this build, fast-by-default rows"
   timeout ${AB_LIMIT:-420} /usr/bin/python3 bench/ab.py --a $D/base --b $T --reps ${AB_REPS:-3} --metric wall \
-    --rows-file bench/e2e/ab_rows_gpu.txt --json "$OUT/ab.json" 2>&1 | tee "$OUT/ab.log" | tail -40
+    --rows-file ${AB_ROWS:-bench/e2e/ab_rows_gpu.txt} --json "$OUT/ab.json" 2>&1 | tee "$OUT/ab.log" | tail -40
 fi
 if has bench; then
   step "end-to-end benchmark"
