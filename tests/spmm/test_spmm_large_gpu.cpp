@@ -23,6 +23,7 @@
 #include "spmm/bcsr_spmm_cuda.hpp"
 #include "spmm/csr_spmm_cuda.hpp"
 #include "spmm/sparse_operator.hpp"
+#include "tests/spmm/spmm_gpu_check.hpp"
 #include "tests/test_paths.hpp"
 
 namespace tcsolve {
@@ -72,62 +73,10 @@ const Csr<double>& band_matrix() {  // narrow band, no long rows: blocks of 8×4
   return a;
 }
 
-std::vector<double> random_vector(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> val(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (double& e : v) e = val(rng);
-  return v;
-}
-
-struct Check {
-  double rel_err = 0;          // ‖Y − Yref‖_F / ‖Yref‖_F
-  double rel_to_ax = 0;        // ‖Y − Yref‖_F / (‖A‖_F ‖X‖_F)
-  std::int64_t unwritten = 0;  // NaN left in Y
-  std::int64_t clobbered = 0;  // padding rows of Y that changed
-};
-
-// X (ld = n + 3) random, Y (ld = m + 5) NaN; apply(x, ldx, y, ldy) on the device; compare with
-// csr_spmm_reference on the host. x_rows: rows the kernel sees (== n).
-template <class Apply>
-Check run_and_compare(const Csr<double>& a, int k, unsigned seed, Apply&& apply) {
-  const std::int64_t m = a.nrows, n = a.ncols, ldx = n + 3, ldy = m + 5;
-  const std::vector<double> x = random_vector(static_cast<std::size_t>(ldx * k), seed);
-  std::vector<double> yref(static_cast<std::size_t>(m * k));
-  csr_spmm_reference(a, x.data(), ldx, yref.data(), m, k);
-  std::vector<double> y(static_cast<std::size_t>(ldy * k), kNaN);
-  MultiVector<double> xd(ldx, k, Space::device), yd(ldy, k, Space::device);
-  copy_bytes(xd.data(), Space::device, x.data(), Space::host, x.size() * 8);
-  copy_bytes(yd.data(), Space::device, y.data(), Space::host, y.size() * 8);
-  apply(xd.data(), ldx, yd.data(), ldy);
-  device_synchronize();
-  copy_bytes(y.data(), Space::host, yd.data(), Space::device, y.size() * 8);
-  Check c;
-  double diff = 0, ny = 0, nx = 0, na = 0;
-  for (int j = 0; j < k; ++j) {
-    for (std::int64_t i = 0; i < m; ++i) {
-      const double v = y[i + j * ldy], r = yref[i + j * m];
-      ny += r * r;
-      if (std::isnan(v)) {
-        ++c.unwritten;
-        continue;
-      }
-      diff += (v - r) * (v - r);
-    }
-    for (std::int64_t i = m; i < ldy; ++i) c.clobbered += !std::isnan(y[i + j * ldy]);
-    for (std::int64_t i = 0; i < n; ++i) nx += x[i + j * ldx] * x[i + j * ldx];
-  }
-  for (double v : a.values) na += v * v;
-  c.rel_err = std::sqrt(diff / std::max(ny, 1e-300));
-  c.rel_to_ax = std::sqrt(diff / std::max(na * nx, 1e-300));
-  return c;
-}
-
-void expect_ok(const Check& c, double tol, bool against_ax, const std::string& what) {
-  EXPECT_EQ(c.unwritten, 0) << what << ": Y elements left unwritten (NaN)";
-  EXPECT_EQ(c.clobbered, 0) << what << ": writes beyond the rows of Y";
-  EXPECT_LE(against_ax ? c.rel_to_ax : c.rel_err, tol) << what;
-}
+using test::Check;
+using test::expect_ok;
+using test::random_vector;
+using test::run_and_compare;
 
 MvView<const double> in(const double* x, const Csr<double>& a, int k, std::int64_t ld) {
   return {x, a.ncols, k, ld, Space::device};
