@@ -201,6 +201,44 @@ std::string trial_name(const SpmmPlan& p) {
   return n;
 }
 
+// The fp64 BCSR candidate's modes on one upload: X read directly or staged, narrower column
+// tiles for wide N, and shorter warp runs (a narrower band of block rows in flight, for X reuse
+// in L2) when the default runs are long (billion-entry matrices). Leaves `op` in its fastest
+// mode and returns that mode's time; every mode's time goes to `trials`.
+double time_bcsr_modes(CudaSparseOperator& op, const Bcsr<double>* blocks, int k, MvView<const double> xv,
+                       MvView<double> yv, cudaStream_t st, double best_ms, std::vector<SpmmTrial>& trials) {
+  bool best_staged = false;
+  int best_tile = 0;
+  std::int64_t best_cap = 0;
+  double t_mode = INFINITY;
+  auto run_mode = [&](bool staged, int tile, std::int64_t cap) {
+    op.use_staging(staged);
+    op.set_tile(tile);
+    const double t = trial_ms(op, xv, yv, st, std::min(best_ms, t_mode));
+    trials.push_back({trial_name(op.plan()), t});
+    if (t < t_mode) {
+      t_mode = t;
+      best_staged = staged;
+      best_tile = tile;
+      best_cap = cap;
+    }
+  };
+  const std::int64_t default_run = op.run_blocks();
+  for (std::int64_t cap : {std::int64_t(0), kRunCaps[0], kRunCaps[1]}) {
+    if (cap > 0 && (cap >= default_run || blocks == nullptr)) continue;
+    if (blocks) op.set_run_cap(*blocks, cap);
+    if (!op.gathers()) run_mode(false, 0, cap);
+    run_mode(true, 0, cap);
+    for (int tile : {32, 16})
+      if (k > tile) run_mode(true, tile, cap);
+  }
+  if (blocks) op.set_run_cap(*blocks, best_cap);
+  op.use_staging(best_staged);
+  op.set_tile(best_tile);
+  if (!best_staged) op.drop_staging();
+  return t_mode;
+}
+
 }  // namespace
 
 std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
@@ -256,39 +294,8 @@ std::unique_ptr<SparseOperator> make_cuda_operator_by_trial(
       continue;
     }
     if (op->can_toggle_staging()) {
-      // one upload: X read directly or staged, narrower column tiles for wide N, and shorter
-      // warp runs (a narrower band of block rows in flight, for X reuse in L2) when the
-      // default runs are long (billion-entry matrices)
-      bool best_staged = false;
-      int best_tile = 0;
-      std::int64_t best_cap = 0;
-      double t_mode = INFINITY;
-      auto run_mode = [&](bool staged, int tile, std::int64_t cap) {
-        op->use_staging(staged);
-        op->set_tile(tile);
-        const double t = trial_ms(*op, xv, yv, st, std::min(best_ms, t_mode));
-        trials.push_back({trial_name(op->plan()), t});
-        if (t < t_mode) {
-          t_mode = t;
-          best_staged = staged;
-          best_tile = tile;
-          best_cap = cap;
-        }
-      };
-      const std::int64_t default_run = op->run_blocks();
-      for (std::int64_t cap : {std::int64_t(0), kRunCaps[0], kRunCaps[1]}) {
-        if (cap > 0 && (cap >= default_run || blocks == nullptr)) continue;
-        if (blocks) op->set_run_cap(*blocks, cap);
-        if (!op->gathers()) run_mode(false, 0, cap);
-        run_mode(true, 0, cap);
-        for (int tile : {32, 16})
-          if (k > tile) run_mode(true, tile, cap);
-      }
-      if (blocks) op->set_run_cap(*blocks, best_cap);
-      op->use_staging(best_staged);
-      op->set_tile(best_tile);
-      if (!best_staged) op->drop_staging();
-      keep_if_best(op, t_mode);
+      const double t = time_bcsr_modes(*op, blocks, k, xv, yv, st, best_ms, trials);
+      keep_if_best(op, t);
       continue;
     }
     const double t = trial_ms(*op, xv, yv, st, best_ms);
