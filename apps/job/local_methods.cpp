@@ -13,7 +13,10 @@
 #include "factor/sparse_factor.hpp"
 #include "solvers/direct/direct_solve.hpp"
 #include "solvers/krylov/gmres.hpp"
+#include "solvers/krylov/gmres_polynomial.hpp"
 #include "solvers/krylov/minres.hpp"
+#include "solvers/krylov/polynomial_solve.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "solvers/solution_check.hpp"
 
 namespace tcsolve::app {
@@ -36,6 +39,9 @@ void check_method_fits(SolveMethod m, const MatrixKindFacts& k, const std::strin
   if (m == SolveMethod::lsqr && square)
     throw InvalidArgument(matrix + " is square: --method lsqr is for rectangular matrices (direct, gmres, minres, cg)");
 }
+
+// The GMRES polynomial's degree under --precond auto/poly without --precond-degree.
+constexpr int kPolyDegree = 10;
 
 // The bytes a second one iteration streams at (the planner's per-iteration price).
 double device_bandwidth(Backend b) { return b == Backend::cuda ? 3.0e12 : 1.0e10; }
@@ -181,8 +187,37 @@ const std::vector<double>& LocalSolve::host_rhs() {
   return rhs_host_;
 }
 
+// The GMRES polynomial on the right (solvers/krylov/gmres_polynomial.hpp) where asked for, or
+// under --precond auto where Jacobi would do nothing (a constant diagonal): for GMRES, whose
+// Arnoldi step costs about 1.5·m + 8.5 block passes against the 4 of a fused step with A, so
+// that trading steps for products pays; for MINRES (short recurrences) on the GPU only.
+bool LocalSolve::wants_polynomial(SolveMethod m) const {
+  if (s_.precond == Precond::poly) {
+    if (!in_.start.empty())
+      throw InvalidArgument("--precond poly starts from x = 0: it does not take an initial guess (--x0)");
+    return true;
+  }
+  if (s_.precond != Precond::automatic || !in_.start.empty()) return false;
+  if (m == SolveMethod::minres && ops_->space() != Space::device) return false;
+  const std::vector<double>& d = in_.A->diagonal;
+  return !d.empty() && d[0] != 0.0 && std::all_of(d.begin(), d.end(), [&](double v) { return v == d[0]; });
+}
+
+// A as one fused step (spmm/chebyshev_step.hpp) for the polynomial: the operator's own device
+// CSR where it holds one, else a copy; none for long rows or a reordered basis (the polynomial
+// then applies the operator and two block passes per product).
+std::unique_ptr<ChebyshevStep> LocalSolve::krylov_fused_step() const {
+  const Csr<double>& a = in_.A->a;
+  if (perm_ || !chebyshev_step_pays(a.nrows, a.nnz())) return nullptr;
+  std::unique_ptr<ChebyshevStep> step;
+  if (ops_->space() == Space::device) step = make_chebyshev_step_on_operator(*aop_, a, Precision::fp64, ops_->stream());
+  if (!step) step = make_chebyshev_step(a, ops_->backend(), Precision::fp64, ops_->stream());
+  return step;
+}
+
 // MINRES or GMRES on the operator built for this job (its basis: --reorder's P·A·Pᵀ when
-// applied), with Jacobi unless --precond none; the budget as block CG's.
+// applied): on A·p(A) with the GMRES polynomial where wants_polynomial, else with Jacobi unless
+// --precond none; the budget as block CG's.
 SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
   const std::int64_t n = in_.A->a.nrows, nrhs = in_.nrhs;
   Timer ts;
@@ -190,7 +225,8 @@ SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
   ko.tol = s_.tol;
   ko.max_iterations = s_.max_iterations();
   ko.restart = s_.restart;
-  if (s_.precond != Precond::none)
+  const bool poly = wants_polynomial(m);
+  if (s_.precond != Precond::none && !poly)
     ko.jacobi_diagonal = perm_ ? gather(in_.A->diagonal.data(), in_.A->diagonal.size()) : in_.A->diagonal;
   r_.preconditioner = s_.precond == Precond::none ? "none" : "jacobi";
   ko.keep_history = true;
@@ -202,8 +238,20 @@ SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
   const std::vector<double> x0_perm =
       perm_ && !in_.start.empty() ? gather(in_.start.data(), in_.start.size()) : std::vector<double>();
   const double* x0 = in_.start.empty() ? nullptr : perm_ ? x0_perm.data() : in_.start.data();
-  SolveResult sr = m == SolveMethod::minres ? minres(*aop_, b, n, nrhs, *ops_, ko, x0)
-                                            : gmres(*aop_, b, n, nrhs, *ops_, ko, x0);
+  SolveResult sr;
+  if (poly) {
+    // (the roots' Arnoldi run and the workspace are set-up, not solve)
+    const int degree = s_.precond_degree > 0 ? s_.precond_degree : kPolyDegree;
+    const krylov::PolyRoots roots = krylov::gmres_polynomial_roots(*aop_, *ops_, degree, s_.seed + 91);
+    const krylov::GmresPolynomial p(*aop_, *ops_, nrhs, roots.roots, krylov_fused_step());
+    r_.preconditioner = p.describe() + format(" (roots from %d Arnoldi steps)", roots.arnoldi_steps);
+    r_.time_setup += ts.seconds();
+    ts = Timer();
+    sr = krylov::polynomial_solve(m == SolveMethod::minres ? krylov::KrylovMethod::minres : krylov::KrylovMethod::gmres,
+                                  *aop_, p, b, n, nrhs, *ops_, ko);
+  } else {
+    sr = m == SolveMethod::minres ? minres(*aop_, b, n, nrhs, *ops_, ko, x0) : gmres(*aop_, b, n, nrhs, *ops_, ko, x0);
+  }
   if (perm_) scatter(sr.solutions);
   // the backward errors against A as read (the solutions are in its basis again)
   check_solution(in_.A->a, rhs.data(), n, sr.solutions.data(), n, nrhs, false, sr);

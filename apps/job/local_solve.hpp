@@ -57,6 +57,8 @@ class LocalSolve {
   SolveMethodPlan plan_method(Backend backend);
   SolveResult run_method(SolveMethod m, Backend backend, std::int64_t fit_columns, double budget, CheckpointWriter& ck);
   SolveResult run_krylov(SolveMethod m, double budget);
+  bool wants_polynomial(SolveMethod m) const;
+  std::unique_ptr<ChebyshevStep> krylov_fused_step() const;
   SolveResult run_direct();
   // The operators for an iterative method (once; with the CG plan's batch width).
   void ensure_operators(Backend backend, int cols);

@@ -43,7 +43,8 @@ const Choices<PrecisionChoice> kPrecision = {{PrecisionChoice::automatic, "auto"
 const Choices<Precond> kEigsPrecond = {
     {Precond::automatic, "auto"}, {Precond::none, "none"}, {Precond::jacobi, "jacobi"}, {Precond::factor, "factor"}};
 const Choices<Precond> kSolvePrecond = {{Precond::automatic, "auto"}, {Precond::jacobi, "jacobi"},
-                                        {Precond::chebyshev, "chebyshev"}, {Precond::none, "none"}};
+                                        {Precond::chebyshev, "chebyshev"}, {Precond::poly, "poly"},
+                                        {Precond::none, "none"}};
 const Choices<Reordering> kReorder = {{Reordering::none, "none"}, {Reordering::symmetric, "symmetric"}};
 const Choices<PartitionMethod> kPartition = {
     {PartitionMethod::automatic, "auto"}, {PartitionMethod::contiguous, "contiguous"}, {PartitionMethod::metis, "metis"}};
@@ -171,19 +172,21 @@ void add_common_options(po::options_description& opts, JobSpec& s, bool eigs) {
             : "convergence: |b - A x| <= T |b| for every column (default 1e-8)")
       ("maxiter", po::value(&s.maxiter)->value_name("M"),
        eigs ? "iteration limit (default 2000)" : "iteration limit (default 5000)")
-      ("precond", parsed(eigs ? "auto|none|jacobi|factor" : "auto|jacobi|chebyshev|none",
+      ("precond", parsed(eigs ? "auto|none|jacobi|factor" : "auto|jacobi|chebyshev|poly|none",
                          [&s, eigs](const std::string& v) {
                            s.precond = parse_choice("--precond", v, eigs ? kEigsPrecond : kSolvePrecond);
                          }),
        eigs ? "LOBPCG preconditioner (default auto: the factorization of A - sigma B for the "
               "smallest when one is made, else jacobi)"
-            : "CG preconditioner (default auto: chebyshev on the GPU for matrices of at least "
-              "131072 rows with short rows and a constant diagonal, else jacobi; chebyshev: a "
+            : "preconditioner (default auto: for block CG chebyshev on the GPU for matrices of at "
+              "least 131072 rows with short rows and a constant diagonal, else jacobi; chebyshev: a "
               "Chebyshev polynomial in A of a degree chosen from Lanczos bounds of the spectrum, "
-              "reported in the result)")
+              "reported in the result; for GMRES, and MINRES on the GPU, poly where the diagonal is "
+              "constant, else jacobi; poly: the GMRES polynomial of A, on the right, from a short "
+              "Arnoldi run)")
       ("precond-degree", po::value(&s.precond_degree)->value_name("M"),
-       "solve --precond chebyshev: the polynomial's degree, M products with A per application "
-       "(default 0: from the spectral bounds)")
+       "solve --precond chebyshev|poly: the polynomial's degree, M products with A per application "
+       "(default 0: chebyshev from the spectral bounds, poly 10)")
       ("partition", parsed("auto|contiguous|metis",
                            [&s](const std::string& v) { s.partition = parse_choice("--partition", v, kPartition); }),
        "under mpirun: how the rows are split over the ranks (default auto: METIS k-way when it "
@@ -274,7 +277,9 @@ void validate_files(const JobSpec& s) {
 const char* to_string(Task t) { return t == Task::eigs ? "eigs" : t == Task::svds ? "svds" : "solve"; }
 const char* to_string(DeviceChoice d) { return name_of(d, kDevice); }
 const char* to_string(PrecisionChoice p) { return name_of(p, kPrecision); }
-const char* to_string(Precond p) { return p == Precond::chebyshev ? "chebyshev" : name_of(p, kEigsPrecond); }
+const char* to_string(Precond p) {
+  return p == Precond::chebyshev ? "chebyshev" : p == Precond::poly ? "poly" : name_of(p, kEigsPrecond);
+}
 const char* to_string(Reordering r) { return name_of(r, kReorder); }
 const char* which_name(Which w) { return to_string(w); }
 
@@ -320,10 +325,13 @@ void validate_job(const JobSpec& s) {
   if (!s.eigs() && s.precond == Precond::chebyshev && s.solve_method != SolveMethod::automatic &&
       s.solve_method != SolveMethod::cg)
     throw UsageError(std::string("--precond chebyshev is block CG's (not --method ") + to_string(s.solve_method) + ")");
+  if (!s.eigs() && s.precond == Precond::poly && s.solve_method != SolveMethod::automatic &&
+      s.solve_method != SolveMethod::gmres && s.solve_method != SolveMethod::minres)
+    throw UsageError(std::string("--precond poly is GMRES's and MINRES's (not --method ") + to_string(s.solve_method) + ")");
   if (s.precond_degree < 0 || s.precond_degree > 1000)
     throw UsageError("--precond-degree " + std::to_string(s.precond_degree) + ": expected 0 (automatic) to 1000");
-  if (s.precond_degree > 0 && !(!s.eigs() && s.precond == Precond::chebyshev))
-    throw UsageError("--precond-degree is for `solve --precond chebyshev`");
+  if (s.precond_degree > 0 && !(!s.eigs() && (s.precond == Precond::chebyshev || s.precond == Precond::poly)))
+    throw UsageError("--precond-degree is for `solve --precond chebyshev` and `solve --precond poly`");
   validate_files(s);
 }
 

@@ -23,8 +23,8 @@ enum class DeviceChoice { automatic, cpu, cuda };
 // auto: A in fp64, and the precision ladder (eigs' filters, block CG's iterations) where safe.
 enum class PrecisionChoice { automatic, fp64, fp32, fp16, bf16 };
 // eigs (LOBPCG): automatic | none | jacobi | factor; solve (block CG): automatic | jacobi |
-// chebyshev | none.
-enum class Precond { automatic, none, jacobi, factor, chebyshev };
+// chebyshev | none; solve (GMRES, MINRES): poly, the GMRES polynomial (solvers/krylov/gmres_polynomial.hpp).
+enum class Precond { automatic, none, jacobi, factor, chebyshev, poly };
 enum class Reordering { none, symmetric };  // symmetric: iterate in the basis of P·A·Pᵀ
 
 // The option values as the user writes them ("auto" for automatic).

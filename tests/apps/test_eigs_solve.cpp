@@ -465,10 +465,48 @@ TEST(AppsSolve, ChebyshevPolynomialPreconditioner) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("chebyshev degree 3 on"), std::string::npos) << r.out;
   expect_error(run_tcsolve({"solve", spec, "--rhs", "random:2", "--precond-degree", "3"}),
-               "--precond-degree is for `solve --precond chebyshev`");
+               "--precond-degree is for `solve --precond chebyshev` and `solve --precond poly`");
   expect_error(run_tcsolve({"solve", spec, "--rhs", "random:2", "--precond", "chebyshev",
                             "--precond-degree", "-1"}),
                "--precond-degree -1: expected 0 (automatic) to 1000");
+}
+
+// The GMRES polynomial (issue 43): the default for GMRES on a constant diagonal, asked for by
+// name with its degree, none with --precond jacobi; the answers agree and pass tol on A itself.
+TEST(AppsSolve, GmresPolynomialPreconditioner) {
+  ScratchDir d;
+  const std::string spec = "gen:convdiff3d:14";
+  const Csr<double> a = generate(spec);
+  const std::int64_t n = a.nrows;
+  struct Row { std::vector<std::string> extra; const char* pc; std::int64_t it = 0; std::vector<double> x; };
+  Row rows[3] = {{{"--precond", "jacobi"}, "jacobi"}, {{}, "GMRES polynomial p of degree 9 "},
+                 {{"--precond", "poly", "--precond-degree", "4"}, "GMRES polynomial p of degree 3 "}};
+  for (Row& row : rows) {
+    SCOPED_TRACE(row.pc);
+    std::vector<std::string> args = {"solve", spec, "--rhs", "random:3", "--device", "cpu", "--tol", "1e-10",
+                                     "--restart", "10", "--out", d.file("x.h5")};
+    args.insert(args.end(), row.extra.begin(), row.extra.end());
+    auto r = run_tcsolve(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    Hdf5File f = Hdf5File::open(d.file("x.h5"));
+    EXPECT_EQ(f.attr_string("status"), "converged");
+    EXPECT_EQ(f.attr_string("preconditioner").rfind(row.pc, 0), 0u) << f.attr_string("preconditioner");
+    EXPECT_EQ(f.attr_string("method").rfind("gmres(10)", 0), 0u) << f.attr_string("method");
+    row.it = f.attr_int64("iterations");
+    for (double v : f.read_doubles("residual_norms")) EXPECT_LE(v, 1e-10);
+    for (double v : f.read_doubles("backward_errors")) EXPECT_LE(v, 1e-10);
+    row.x = f.read_doubles("solution");
+    ASSERT_EQ(row.x.size(), static_cast<std::size_t>(3 * n));
+  }
+  EXPECT_LT(3 * rows[1].it, rows[0].it) << rows[1].it << " vs " << rows[0].it;
+  for (int i = 1; i < 3; ++i) {
+    double dx = 0, x0 = 0;
+    for (std::size_t k = 0; k < rows[0].x.size(); ++k)
+      dx += std::pow(rows[i].x[k] - rows[0].x[k], 2), x0 += rows[0].x[k] * rows[0].x[k];
+    EXPECT_LT(std::sqrt(dx / x0), 1e-7) << i;
+  }
+  expect_error(run_tcsolve({"solve", spec, "--rhs", "random:2", "--method", "cg", "--precond", "poly"}),
+               "--precond poly is GMRES's and MINRES's (not --method cg)");
 }
 
 TEST(AppsReorder, EigsAndSolveInThePermutedBasisAnswerInTheInputOrder) {

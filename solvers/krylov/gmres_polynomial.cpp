@@ -1,0 +1,301 @@
+// The GMRES polynomial preconditioner (gmres_polynomial.hpp): its roots from a short Arnoldi run,
+// their order, and the two applies B·v = v − π(A)·v and p(A)·v in fused steps.
+#include "solvers/krylov/gmres_polynomial.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <limits>
+
+#include "core/error.hpp"
+#include "core/format.hpp"
+#include "solvers/solver_common.hpp"
+
+namespace tcsolve::krylov {
+
+namespace {
+using cplx = std::complex<double>;
+constexpr double kPofLimit = 4.0;    // log10 of the pof above which a root gets extra copies
+constexpr double kPofPerCopy = 14.0; // decades of pof one extra copy takes care of
+
+cplx value(const PolyRoot& r) { return {r.re, r.im}; }
+
+// The roots as points of the plane (a pair as both conjugates).
+std::vector<cplx> points(const std::vector<PolyRoot>& roots) {
+  std::vector<cplx> p;
+  for (const PolyRoot& r : roots) {
+    p.push_back(value(r));
+    if (r.pair()) p.push_back(std::conj(value(r)));
+  }
+  return p;
+}
+}  // namespace
+
+int polynomial_degree(const std::vector<PolyRoot>& roots) {
+  int d = 0;
+  for (const PolyRoot& r : roots) d += r.pair() ? 2 : 1;
+  return d;
+}
+
+std::vector<PolyRoot> harmonic_ritz_roots(const std::vector<double>& h, int k) {
+  TCSOLVE_REQUIRE(k >= 1 && static_cast<std::int64_t>(h.size()) >= std::int64_t(k + 1) * k,
+                  "harmonic_ritz_roots: H must be (k + 1) × k");
+  const Eigen::Map<const Eigen::MatrixXd> hm(h.data(), k + 1, k);
+  const Eigen::MatrixXd hk = hm.topRows(k);
+  const double beta = hm(k, k - 1);
+  Eigen::MatrixXd m = hk;
+  Eigen::FullPivLU<Eigen::MatrixXd> lu(hk.transpose());
+  if (lu.isInvertible()) {
+    Eigen::VectorXd e = Eigen::VectorXd::Zero(k);
+    e(k - 1) = 1.0;
+    const Eigen::VectorXd f = lu.solve(e);
+    if (f.allFinite()) m.col(k - 1) += beta * beta * f;  // H_k + β²·f·e_kᵀ
+  }
+  Eigen::EigenSolver<Eigen::MatrixXd> es(m, false);
+  TCSOLVE_REQUIRE(es.info() == Eigen::Success, "GMRES polynomial: the harmonic Ritz values did not converge");
+  const Eigen::VectorXcd ev = es.eigenvalues();
+  double big = 0.0;
+  for (int i = 0; i < k; ++i) big = std::max(big, std::abs(ev(i)));
+  std::vector<PolyRoot> roots;
+  for (int i = 0; i < k; ++i) {
+    const cplx t = ev(i);
+    if (!std::isfinite(t.real()) || !std::isfinite(t.imag()) || std::abs(t) <= 1e-14 * big) continue;
+    if (t.imag() < 0.0) continue;  // the pair's other half (EigenSolver returns exact conjugates)
+    roots.push_back({t.real(), t.imag()});
+  }
+  return roots;
+}
+
+std::vector<PolyRoot> stable_leja_order(std::vector<PolyRoot> roots) {
+  // Extra copies: pof(k) = ∏_{i≠k} |1 − θ_k/θ_i| over every point but θ_k itself.
+  const std::vector<cplx> all = points(roots);
+  const std::size_t nr = roots.size();
+  for (std::size_t k = 0; k < nr; ++k) {
+    const cplx t = value(roots[k]);
+    double pof = 0.0;
+    bool skipped = false;
+    for (const cplx& s : all) {
+      if (!skipped && s == t) {
+        skipped = true;
+        continue;
+      }
+      pof += std::log10(std::max(std::abs(1.0 - t / s), 1e-300));
+    }
+    if (pof > kPofLimit) {
+      const int extra = static_cast<int>(std::ceil((pof - kPofLimit) / kPofPerCopy));
+      for (int e = 0; e < extra; ++e) roots.push_back(roots[k]);
+    }
+  }
+  // Modified Leja order.
+  std::vector<PolyRoot> out;
+  std::vector<cplx> chosen;
+  std::vector<char> used(roots.size(), 0);
+  for (std::size_t step = 0; step < roots.size(); ++step) {
+    std::size_t best = roots.size();
+    double best_score = -std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < roots.size(); ++i) {
+      if (used[i]) continue;
+      const cplx t = value(roots[i]);
+      double score = 0.0;
+      if (chosen.empty()) {
+        score = std::abs(t);
+      } else {
+        for (const cplx& s : chosen) score += std::log(std::max(std::abs(t - s), 1e-300));
+      }
+      if (best == roots.size() || score > best_score) best = i, best_score = score;
+    }
+    used[best] = 1;
+    out.push_back(roots[best]);
+    chosen.push_back(value(roots[best]));
+    if (roots[best].pair()) chosen.push_back(std::conj(value(roots[best])));
+  }
+  return out;
+}
+
+PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps& ops, int degree,
+                                 std::uint64_t seed) {
+  const double t0 = detail::now_seconds();
+  const std::int64_t n = a.rows();
+  TCSOLVE_REQUIRE(a.cols() == n, "GMRES polynomial: A must be square");
+  if (degree < 1) throw InvalidArgument(format("GMRES polynomial: degree must be ≥ 1, is %d", degree));
+  const int k = static_cast<int>(std::min<std::int64_t>(degree, n));
+  MultiVector<double> v = ops.allocate(n, k + 1);
+  std::vector<double> h(static_cast<std::size_t>(k + 1) * k, 0.0), c(k + 1);
+  double nrm = 0.0, zero = 0.0;
+  ops.fill_random_rows(v.columns(0, 1), seed, 0);
+  ops.column_norms(v.columns(0, 1), &nrm);
+  double inv = 1.0 / nrm;
+  ops.axpby_columns(&inv, v.columns(0, 1), &zero, v.columns(0, 1));
+  int steps = k;
+  for (int j = 0; j < k; ++j) {
+    auto vj = v.columns(j, 1), w = v.columns(j + 1, 1), basis = v.columns(0, j + 1);
+    detail::apply_ordered(ApplyOrder::events, ops, a, vj, w);
+    double hn2 = 0.0;
+    for (int pass = 0; pass < 2; ++pass) {  // classical Gram–Schmidt, twice
+      ops.gram(basis, w, c.data(), j + 1);
+      ops.gemm(-1.0, basis, c.data(), j + 1, 1.0, w);
+      for (int i = 0; i <= j; ++i) h[std::size_t(j) * (k + 1) + i] += c[i];
+    }
+    for (int i = 0; i <= j; ++i) hn2 += h[std::size_t(j) * (k + 1) + i] * h[std::size_t(j) * (k + 1) + i];
+    ops.column_norms(w, &nrm);
+    h[std::size_t(j) * (k + 1) + j + 1] = nrm;
+    if (!std::isfinite(nrm))
+      throw InvalidArgument("GMRES polynomial: A·v is not finite (A holds a non-finite value)");
+    if (nrm <= 1e-12 * std::sqrt(hn2 + nrm * nrm)) {  // an invariant subspace: its Ritz values are exact
+      steps = j + 1;
+      break;
+    }
+    inv = 1.0 / nrm;
+    ops.axpby_columns(&inv, w, &zero, w);
+  }
+  // H of the steps taken: (steps + 1) × steps out of the (k + 1) × k array.
+  std::vector<double> hs(static_cast<std::size_t>(steps + 1) * steps);
+  for (int j = 0; j < steps; ++j)
+    for (int i = 0; i <= steps; ++i) hs[std::size_t(j) * (steps + 1) + i] = h[std::size_t(j) * (k + 1) + i];
+  PolyRoots r;
+  r.roots = stable_leja_order(harmonic_ritz_roots(hs, steps));
+  if (r.roots.empty()) throw InvalidArgument("GMRES polynomial: no usable root (A·v vanishes on the start vector)");
+  r.arnoldi_steps = steps;
+  r.seconds = detail::now_seconds() - t0;
+  return r;
+}
+
+// ---- the preconditioner
+
+GmresPolynomial::GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
+                                 std::vector<PolyRoot> roots, std::unique_ptr<ChebyshevStep> fused)
+    : a_(a), ops_(ops), max_cols_(max_cols), roots_(std::move(roots)), degree_(polynomial_degree(roots_)),
+      fused_(std::move(fused)) {
+  if (roots_.empty()) throw InvalidArgument("GMRES polynomial: no roots");
+  for (const PolyRoot& r : roots_)
+    if (!std::isfinite(r.re) || !std::isfinite(r.im) || (r.re == 0.0 && r.im == 0.0))
+      throw InvalidArgument(format("GMRES polynomial: root %g%+gi is zero or not finite", r.re, r.im));
+  TCSOLVE_REQUIRE(a.rows() == a.cols(), "GMRES polynomial: A must be square");
+  TCSOLVE_REQUIRE(max_cols >= 1, "GMRES polynomial: need at least one column");
+  if (a.space() != ops.space() || (fused_ && fused_->space() != ops.space()))
+    throw InvalidArgument("GMRES polynomial: A and the dense ops live in different spaces");
+  const std::int64_t n = a.rows();
+  t0_ = ops.allocate(n, max_cols), t1_ = ops.allocate(n, max_cols), t2_ = ops.allocate(n, max_cols);
+  if (!fused_) w_ = ops.allocate(n, max_cols);
+  coef_.assign(static_cast<std::size_t>(max_cols), 0.0);
+  ones_.assign(static_cast<std::size_t>(max_cols), 1.0);
+  zeros_.assign(static_cast<std::size_t>(max_cols), 0.0);
+}
+
+std::string GmresPolynomial::describe() const {
+  int pairs = 0;
+  for (const PolyRoot& r : roots_) pairs += r.pair();
+  return format("GMRES polynomial p of degree %d (π = 1 − z·p: %d real roots, %d complex pairs)%s", degree_ - 1,
+                static_cast<int>(roots_.size()) - pairs, pairs,
+                fused_ ? (" (" + fused_->describe() + ")").c_str() : "");
+}
+
+void GmresPolynomial::check(MvView<const double> v, MvView<double> out, const char* what) const {
+  const std::int64_t n = a_.rows();
+  if (v.rows != n || out.rows != n || out.cols != v.cols || v.cols < 1 || v.cols > max_cols_)
+    throw InvalidArgument(format("GMRES polynomial %s: blocks of %lld × %lld and %lld × %lld for n = %lld and at "
+                                 "most %lld columns",
+                                 what, static_cast<long long>(v.rows), static_cast<long long>(v.cols),
+                                 static_cast<long long>(out.rows), static_cast<long long>(out.cols),
+                                 static_cast<long long>(n), static_cast<long long>(max_cols_)));
+}
+
+void GmresPolynomial::step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
+                           MvView<const double> r) const {
+  const std::int64_t s = cur.cols;
+  columns_ += s;
+  if (fused_) {
+    fused_->step(a, cur, b, c, next, e, e != 0.0 ? r : cur);  // (r unread for e = 0; shaped as cur)
+    return;
+  }
+  MvView<double> w = w_.columns(0, s);
+  ops_.queue().external_begin();
+  a_.apply(cur, w);
+  ops_.queue().external_end();
+  ops_.chebyshev().axpbypcz(a, w, b, cur, c, next);
+  if (e != 0.0) {
+    std::fill(coef_.begin(), coef_.begin() + s, e);
+    ops_.axpby_columns(coef_.data(), r, ones_.data(), next);
+  }
+}
+
+// w = v − π(A)·v. The product's current factor input `cur` lives in v (at first), w or t0; the
+// pair's t in t1. The first factor's output buffer is chosen so that the last factor finds its
+// input where its fused form needs it: a real last factor reads cur ≠ w and writes w; a pair
+// updates cur = w in place (or starts from v).
+void GmresPolynomial::apply_preconditioned(MvView<const double> v, MvView<double> w) const {
+  check(v, w, "B·v");
+  const std::int64_t s = v.cols;
+  const std::size_t nf = roots_.size();
+  MvView<double> t0 = t0_.columns(0, s), t = t1_.columns(0, s);
+  auto other = [&](const double* p) { return p == w.data ? t0 : w; };
+  // Where the first factor writes: real factors between the first and the last move the input
+  // to the other buffer; pairs keep it.
+  int moves = 0;
+  for (std::size_t i = 1; i + 1 < nf; ++i) moves += !roots_[i].pair();
+  const MvView<double> need = roots_.back().pair() ? w : t0;
+  const MvView<double> first = moves % 2 == 0 ? need : other(need.data);
+  MvView<const double> cur = v;
+  bool in_v = true;
+  for (std::size_t i = 0; i + 1 < nf; ++i) {
+    const PolyRoot& r = roots_[i];
+    if (!r.pair()) {  // cur ← cur − (1/θ)·A·cur
+      const MvView<double> out = in_v ? first : other(cur.data);
+      step(-1.0 / r.re, cur, 1.0, 0.0, out, 0.0, {});
+      cur = out;
+    } else {  // t = 2a·cur − A·cur; cur ← cur − (1/μ)·A·t
+      const double mu = r.re * r.re + r.im * r.im;
+      step(-1.0, cur, 2.0 * r.re, 0.0, t, 0.0, {});
+      if (in_v) {
+        step(-1.0 / mu, t, 0.0, 0.0, first, 1.0, v);
+        cur = first;
+      } else {
+        step(-1.0 / mu, t, 0.0, 1.0, MvView<double>{const_cast<double*>(cur.data), cur.rows, s, cur.ld, cur.space},
+             0.0, {});
+      }
+    }
+    in_v = false;
+  }
+  const PolyRoot& r = roots_.back();
+  if (!r.pair()) {  // w = v − cur + (1/θ)·A·cur
+    step(1.0 / r.re, cur, -1.0, 0.0, w, 1.0, v);
+    return;
+  }
+  const double mu = r.re * r.re + r.im * r.im;  // w = v − cur + (1/μ)·A·t
+  step(-1.0, cur, 2.0 * r.re, 0.0, t, 0.0, {});
+  if (in_v) step(1.0 / mu, t, 0.0, 0.0, w, 0.0, {});
+  else step(1.0 / mu, t, 0.0, -1.0, w, 1.0, v);  // (cur is w: see `first`)
+}
+
+// y = Σ_i c_i·(factor i's input): c = 1/θ on the input itself, or 1/μ on the pair's t. The input
+// moves between t0 and t2; t in t1. y is written by the first term, accumulated after.
+void GmresPolynomial::apply_polynomial(MvView<const double> v, MvView<double> y) const {
+  check(v, y, "p(A)·v");
+  const std::int64_t s = v.cols;
+  const std::size_t nf = roots_.size();
+  MvView<double> t0 = t0_.columns(0, s), t2 = t2_.columns(0, s), t = t1_.columns(0, s);
+  MvView<const double> cur = v;
+  for (std::size_t i = 0; i < nf; ++i) {
+    const PolyRoot& r = roots_[i];
+    const bool last = i + 1 == nf;
+    const MvView<double> out = cur.data == t0.data ? t2 : t0;
+    const double mu = r.re * r.re + r.im * r.im;
+    if (r.pair()) step(-1.0, cur, 2.0 * r.re, 0.0, t, 0.0, {});  // t = 2a·cur − A·cur
+    std::fill(coef_.begin(), coef_.begin() + s, r.pair() ? 1.0 / mu : 1.0 / r.re);
+    ops_.axpby_columns(coef_.data(), r.pair() ? MvView<const double>(t) : cur, i == 0 ? zeros_.data() : ones_.data(), y);
+    if (last) break;
+    if (!r.pair()) {  // cur ← cur − (1/θ)·A·cur
+      step(-1.0 / r.re, cur, 1.0, 0.0, out, 0.0, {});
+      cur = out;
+    } else if (cur.data == v.data) {  // cur ← v − (1/μ)·A·t
+      step(-1.0 / mu, t, 0.0, 0.0, out, 1.0, v);
+      cur = out;
+    } else {  // cur ← cur − (1/μ)·A·t in place
+      step(-1.0 / mu, t, 0.0, 1.0, MvView<double>{const_cast<double*>(cur.data), cur.rows, s, cur.ld, cur.space}, 0.0,
+           {});
+    }
+  }
+}
+
+}  // namespace tcsolve::krylov

@@ -1,0 +1,122 @@
+// The GMRES polynomial as a right preconditioner (Loe & Morgan, "Toward efficient polynomial
+// preconditioning for GMRES", NLAA 2022; Embree, Loe & Morgan 2021): M⁻¹ = p(A), where
+// π(z) = 1 − z·p(z) = ∏_i (1 − z/θ_i) is the residual polynomial of d steps of GMRES from a random
+// vector, its roots θ_i the harmonic Ritz values of that Arnoldi process. A Krylov method then
+// solves B·y = b with B = A·p(A) = I − π(A), and x = p(A)·y: the residual b − A·x = b − B·y is the
+// one the method minimizes (right preconditioning), and B is symmetric whenever A is (a polynomial
+// in A), so MINRES takes it too.
+//
+// Why: restarted GMRES(m) on a stiff operator (a convection–diffusion stencil: GMRES(30) takes ~670
+// steps on 1M rows) spends its time in the orthogonalization (about 1.5·m + 8.5 passes over the
+// n × s basis a step, gmres.cpp) and little in A. With B of degree d the number of products with A
+// stays about the same while the number of Arnoldi steps falls about d-fold (bench: 3D
+// convection–diffusion, d = 10: 349 → 40 steps, 362 → 430 products).
+//
+// Applying π(A) to a block in real arithmetic, in Leja order (θ real / a ± bi, μ = a² + b²):
+//   real θ:  v ← v − (1/θ)·A·v                                   (one product)
+//   pair:    t = 2a·v − A·v;  v ← v − (1/μ)·A·t                  (two products)
+// and p(A)·v = Σ_i (the i-th factor's input)·c_i with c = 1/θ (real; the input itself) or 1/μ
+// (pair; the input t). Each line is one fused step of spmm/chebyshev_step.hpp (next = a·A·cur +
+// b·cur + c·next + e·r: 4 block passes besides A), or an apply and two block passes without one.
+// The last factor of B·v folds in v − π(A)·v (the step's r term), so that B costs d steps.
+//
+// Stability (Loe & Morgan §3): a root whose "product of other factors" pof(k) = ∏_{i≠k}|1 − θ_k/θ_i|
+// exceeds 1e4 gets extra copies (one per 14 decades beyond 4), so that the product form does not
+// amplify rounding; the roots are then ordered by modified Leja (pairs adjacent).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/multivector.hpp"
+#include "core/operator.hpp"
+#include "solvers/dense_ops.hpp"
+#include "spmm/chebyshev_step.hpp"
+
+namespace tcsolve::krylov {
+
+// A root of π: θ = re (im == 0), or the conjugate pair re ± i·im (im > 0).
+struct PolyRoot {
+  double re = 0.0, im = 0.0;
+  bool pair() const { return im != 0.0; }
+};
+
+// Σ over roots of 1 (real) or 2 (pair): the degree of π, the products with A of one B·v.
+int polynomial_degree(const std::vector<PolyRoot>& roots);
+
+// The harmonic Ritz values of the Arnoldi relation A·V_k = V_{k+1}·H (H (k+1) × k, column-major,
+// ld = k + 1): the eigenvalues of H_k + h²_{k+1,k}·f·e_kᵀ with H_kᵀ·f = e_k (the ordinary Ritz
+// values of H_k where H_k is singular). Roots within 1e-14·max|θ| of 0 are dropped (1/θ would
+// blow up; a zero root means A is singular on the Krylov space). Conjugate pairs once, im > 0.
+std::vector<PolyRoot> harmonic_ritz_roots(const std::vector<double>& h, int k);
+// Extra copies of roots whose pof exceeds 1e4 (above), then modified Leja order: the root of
+// largest modulus first, then each next maximizing Σ log|θ − θ_chosen| over the chosen ones and
+// their conjugates.
+std::vector<PolyRoot> stable_leja_order(std::vector<PolyRoot> roots);
+
+struct PolyRoots {
+  std::vector<PolyRoot> roots;  // ordered, with the extra copies
+  int arnoldi_steps = 0;        // steps taken (fewer than asked on an invariant subspace)
+  double seconds = 0.0;
+};
+// `degree` Arnoldi steps (classical Gram–Schmidt twice; host-synchronizing, set-up only) on the
+// operator from a random start (seed) in ops.space(), the harmonic Ritz values, ordered.
+PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps& ops, int degree,
+                                 std::uint64_t seed);
+
+class GmresPolynomial {
+ public:
+  // roots from gmres_polynomial_roots (not empty); fused (optional): A as a fused step in
+  // ops.space() on ops.stream(). Workspace: three n × max_cols blocks (four without `fused`).
+  GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
+                  std::vector<PolyRoot> roots, std::unique_ptr<ChebyshevStep> fused = nullptr);
+  GmresPolynomial(const GmresPolynomial&) = delete;
+  GmresPolynomial& operator=(const GmresPolynomial&) = delete;
+
+  // w = A·p(A)·v = v − π(A)·v: degree() products with A. v, w: n × s (s ≤ max_cols), no alias.
+  void apply_preconditioned(MvView<const double> v, MvView<double> w) const;
+  // y = p(A)·v: degree() − 1 products with A.
+  void apply_polynomial(MvView<const double> v, MvView<double> y) const;
+  // The two as operators (in ops.space()): B = A·p(A), and P = p(A).
+  const LinearOperator<double>& preconditioned() const { return b_; }
+  const LinearOperator<double>& polynomial() const { return p_; }
+
+  int degree() const { return degree_; }
+  const std::vector<PolyRoot>& roots() const { return roots_; }
+  std::string describe() const;  // "GMRES polynomial p of degree d − 1 (π = 1 − z·p: r real roots, q pairs)"
+  std::int64_t columns_applied() const { return columns_; }  // columns multiplied by A so far
+
+ private:
+  class Op final : public LinearOperator<double> {
+   public:
+    Op(const GmresPolynomial& p, bool preconditioned) : p_(p), b_(preconditioned) {}
+    std::int64_t rows() const override { return p_.a_.rows(); }
+    std::int64_t cols() const override { return p_.a_.cols(); }
+    Space space() const override { return p_.ops_.space(); }
+    void apply(MvView<const double> x, MvView<double> y) const override {
+      b_ ? p_.apply_preconditioned(x, y) : p_.apply_polynomial(x, y);
+    }
+
+   private:
+    const GmresPolynomial& p_;
+    bool b_;
+  };
+  // next = a·A·cur + b·cur + c·next + e·r (c == 0: next not read; e == 0: r not read).
+  void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
+            MvView<const double> r) const;
+  void check(MvView<const double> v, MvView<double> out, const char* what) const;
+
+  const LinearOperator<double>& a_;
+  DenseBlockOps& ops_;
+  std::int64_t max_cols_;
+  std::vector<PolyRoot> roots_;
+  int degree_;
+  std::unique_ptr<ChebyshevStep> fused_;
+  mutable MultiVector<double> t0_, t1_, t2_, w_;  // iterates, the pair's t, A·cur (no fused step)
+  mutable std::vector<double> coef_, ones_, zeros_;  // per-column coefficients (host)
+  mutable std::int64_t columns_ = 0;
+  Op b_{*this, true}, p_{*this, false};
+};
+
+}  // namespace tcsolve::krylov

@@ -1,0 +1,107 @@
+// The polynomial-preconditioned Krylov solve (polynomial_solve.hpp): B-phase, p(A)·Y, the true
+// residuals of A, and the plain method for what is left.
+#include "solvers/krylov/polynomial_solve.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/format.hpp"
+#include "solvers/host_result.hpp"
+#include "solvers/krylov/gmres.hpp"
+#include "solvers/krylov/minres.hpp"
+#include "solvers/solver_common.hpp"
+
+namespace tcsolve::krylov {
+
+namespace {
+SolveResult run(KrylovMethod m, const LinearOperator<double>& op, DenseBlockOps& ops, const KrylovOptions& o,
+                MvView<const double> b, MvView<double> x, bool use_x0) {
+  if (m == KrylovMethod::gmres) return BlockGmres(op, ops, b.cols, o).solve(b, x, use_x0);
+  return BlockMinres(op, ops, b.cols, o).solve(b, x, use_x0);
+}
+
+// rel[j] = ‖b_j − A·x_j‖/‖b_j‖ (absolute for b_j = 0), u as scratch (n × s).
+std::vector<double> true_residuals(const LinearOperator<double>& a, DenseBlockOps& ops, MvView<const double> b,
+                                   MvView<const double> x, MvView<double> u) {
+  const std::int64_t s = b.cols;
+  tcsolve::detail::apply_ordered(ApplyOrder::events, ops, a, x, u);
+  const std::vector<double> one(static_cast<std::size_t>(s), 1.0), neg(static_cast<std::size_t>(s), -1.0);
+  ops.axpby_columns(one.data(), b, neg.data(), u);  // u = b − A·x
+  std::vector<double> rn(static_cast<std::size_t>(s)), bn(static_cast<std::size_t>(s));
+  ops.column_norms(u, rn.data());
+  ops.column_norms(b, bn.data());
+  for (std::int64_t j = 0; j < s; ++j) rn[j] = bn[j] > 0 ? rn[j] / bn[j] : rn[j];
+  return rn;
+}
+}  // namespace
+
+SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, const GmresPolynomial& poly,
+                             MvView<const double> rhs, MvView<double> x, DenseBlockOps& ops,
+                             const KrylovOptions& opt) {
+  const double t0 = tcsolve::detail::now_seconds();
+  const std::int64_t n = a.rows(), s = rhs.cols, d = poly.degree();
+  const std::int64_t applied0 = poly.columns_applied();
+  KrylovOptions o = opt;
+  o.jacobi_diagonal.clear();
+  o.preconditioner = nullptr;
+  o.max_iterations = std::max<std::int64_t>(1, opt.max_iterations / d);
+  MultiVector<double> y = ops.allocate(n, s);
+  SolveResult r = run(m, poly.preconditioned(), ops, o, rhs, y.view(), false);
+  const std::string method = r.method + format(" on A·p(A), p of degree %lld", static_cast<long long>(d - 1));
+  poly.apply_polynomial(y.view(), x);
+  const std::vector<double> rel = true_residuals(a, ops, rhs, x, y.view());
+  std::vector<std::int64_t> above;
+  for (std::int64_t j = 0; j < s; ++j)
+    if (!(rel[j] <= opt.tol)) above.push_back(j);
+  const std::int64_t used = r.iterations * d;
+  r.operator_applies = poly.columns_applied() - applied0 + s;  // B's and p(A)'s products, and A·x
+  r.residual_norms = rel;
+  r.method = method;
+  for (std::int64_t j : above)
+    if (j < static_cast<std::int64_t>(r.column_iterations.size())) r.column_iterations[j] = -1;
+  if (above.empty()) {
+    r.status = SolverStatus::converged;
+    r.reason.clear();
+    r.seconds = tcsolve::detail::now_seconds() - t0;
+    return r;
+  }
+  const std::string first = format("%lld of %lld columns above tol %g after %lld steps on A·p(A) (worst true "
+                                   "residual %.3g; %s)",
+                                   static_cast<long long>(above.size()), static_cast<long long>(s), opt.tol,
+                                   static_cast<long long>(r.iterations),
+                                   *std::max_element(rel.begin(), rel.end()),
+                                   r.reason.empty() ? to_string(r.status) : r.reason.c_str());
+  if (r.status == SolverStatus::interrupted || r.status == SolverStatus::breakdown ||
+      used >= opt.max_iterations) {
+    if (r.status == SolverStatus::converged) r.status = SolverStatus::not_converged;
+    r.reason = first;
+    r.seconds = tcsolve::detail::now_seconds() - t0;
+    return r;
+  }
+  // The plain method on A from X, for the iterations left (converged columns leave at once).
+  KrylovOptions o2 = opt;
+  o2.max_iterations = opt.max_iterations - used;
+  SolveResult r2 = run(m, a, ops, o2, rhs, x, true);
+  r2.method = method + ", then " + r2.method + " on A";
+  r2.reason = r2.status == SolverStatus::converged ? std::string() : first + "; then " + r2.reason;
+  r2.iterations += r.iterations;
+  r2.operator_applies += r.operator_applies;
+  r.history.insert(r.history.end(), r2.history.begin(), r2.history.end());
+  r2.history = std::move(r.history);
+  r2.seconds = tcsolve::detail::now_seconds() - t0;
+  return r2;
+}
+
+SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, const GmresPolynomial& poly,
+                             const double* rhs, std::int64_t ldb, std::int64_t s, DenseBlockOps& ops,
+                             const KrylovOptions& opt) {
+  const std::int64_t n = a.rows();
+  TCSOLVE_REQUIRE(s >= 1 && ldb >= n, "polynomial_solve: need s >= 1 and ldb >= n");
+  return tcsolve::detail::solve_from_host(ops, n, rhs, ldb, s, nullptr,
+                                          [&](MvView<const double> b, MvView<double> x, bool) {
+                                            return polynomial_solve(m, a, poly, b, x, ops, opt);
+                                          });
+}
+
+}  // namespace tcsolve::krylov

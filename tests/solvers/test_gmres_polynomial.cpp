@@ -1,0 +1,275 @@
+// The GMRES polynomial preconditioner (solvers/krylov/gmres_polynomial.hpp) and the solve on it
+// (polynomial_solve.hpp):
+//   - harmonic Ritz values against their definition as a generalized eigenproblem (Eigen), and
+//     the exact eigenvalues of a matrix whose Krylov space closes;
+//   - the Leja order and the stability copies;
+//   - B·v = (I − π(A))·v against a dense product of the factors in complex arithmetic, and p(A)·v
+//     through A·p(A) = B, for real roots, pairs, either first or last, with and without the fused
+//     step, on blocks that are not a multiple of anything, with poisoned outputs;
+//   - GMRES and MINRES on B against dense LU, fewer steps than on A; a polynomial that makes B
+//     singular, where the plain method on A finishes the solve.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <complex>
+#include <limits>
+
+#include "core/error.hpp"
+#include "solvers/krylov/gmres.hpp"
+#include "solvers/krylov/gmres_polynomial.hpp"
+#include "solvers/krylov/polynomial_solve.hpp"
+#include "spmm/chebyshev_step.hpp"
+#include "tests/solvers/solver_test_util.hpp"
+
+namespace tcsolve::test {
+namespace {
+
+using Mat = Eigen::MatrixXd;
+using CMat = Eigen::MatrixXcd;
+using cplx = std::complex<double>;
+using krylov::GmresPolynomial;
+using krylov::PolyRoot;
+
+Mat random_block(std::int64_t n, std::int64_t s, std::uint64_t seed) {
+  Mat b(n, s);
+  for (std::int64_t j = 0; j < s; ++j)
+    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
+  return b;
+}
+
+// A random unsymmetric matrix with a dominant positive diagonal (eigenvalues in the right half
+// plane, some complex), about 6 entries a row.
+Csr<double> random_unsymmetric(std::int64_t n, std::uint64_t seed) {
+  std::vector<Triplet<double>> t;
+  for (std::int32_t i = 0; i < n; ++i) {
+    t.push_back({i, i, 4.0 + 2.0 * random_entry(seed, i, 0)});
+    for (int k = 1; k <= 5; ++k) {
+      const auto j = static_cast<std::int32_t>(static_cast<std::int64_t>((0.5 + 0.5 * random_entry(seed, i, k)) * double(n)) % n);
+      if (j != i) t.push_back({i, j, random_entry(seed + 1, i, k)});
+    }
+  }
+  return csr_from_triplets<double>(n, n, std::move(t));
+}
+
+// Dense I − π(A) = I − ∏ factors (complex arithmetic, the pair as its two conjugate factors).
+Mat dense_b(const Mat& a, const std::vector<PolyRoot>& roots) {
+  const std::int64_t n = a.rows();
+  CMat pi = CMat::Identity(n, n), ac = a.cast<cplx>();
+  for (const PolyRoot& r : roots) {
+    const cplx t(r.re, r.im);
+    pi = pi * (CMat::Identity(n, n) - ac / t);
+    if (r.pair()) pi = pi * (CMat::Identity(n, n) - ac / std::conj(t));
+  }
+  EXPECT_LE(pi.imag().norm(), 1e-10 * (1.0 + pi.real().norm()));
+  return Mat::Identity(n, n) - pi.real();
+}
+
+struct Applied {
+  Mat b, p;
+};
+Applied apply_both(const Csr<double>& a, const std::vector<PolyRoot>& roots, const Mat& v, std::int64_t max_cols,
+                   bool fused) {
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  std::unique_ptr<ChebyshevStep> step =
+      fused ? make_chebyshev_step(a, kBackend, Precision::fp64, ops->stream()) : nullptr;
+  GmresPolynomial poly(*op, *ops, max_cols, roots, std::move(step));
+  EXPECT_EQ(poly.degree(), krylov::polynomial_degree(roots));
+  const std::int64_t n = v.rows(), s = v.cols();
+  MultiVector<double> vd = ops->allocate(n, s), w = ops->allocate(n, s), y = ops->allocate(n, s);
+  ops->from_host(v.data(), n, vd.view());
+  Mat nan = Mat::Constant(n, s, std::numeric_limits<double>::quiet_NaN());
+  ops->from_host(nan.data(), n, w.view());  // poisoned: the applies must not read their outputs
+  ops->from_host(nan.data(), n, y.view());
+  poly.preconditioned().apply(vd.view(), w.view());
+  poly.polynomial().apply(vd.view(), y.view());
+  ops->synchronize();
+  Applied out{Mat(n, s), Mat(n, s)};
+  ops->to_host(w.view(), out.b.data(), n);
+  ops->to_host(y.view(), out.p.data(), n);
+  EXPECT_EQ(poly.columns_applied(), s * (2 * poly.degree() - 1));
+  return out;
+}
+
+TEST(GmresPolynomial, HarmonicRitzValuesSolveTheirGeneralizedEigenproblem) {
+  // θ harmonic Ritz ⇔ H̄ᵀH̄·y = θ·H_kᵀ·y (H̄ the (k + 1) × k Hessenberg matrix).
+  for (int k : {1, 2, 5, 9}) {
+    SCOPED_TRACE(k);
+    Mat h = Mat::Zero(k + 1, k);
+    for (int j = 0; j < k; ++j)
+      for (int i = 0; i <= j + 1; ++i) h(i, j) = random_entry(17 + k, i, j) + (i == j ? 3.0 : 0.0);
+    std::vector<double> hv(h.data(), h.data() + h.size());
+    const auto roots = krylov::harmonic_ritz_roots(hv, k);
+    ASSERT_EQ(krylov::polynomial_degree(roots), k);
+    const Mat lhs = h.transpose() * h, rhs = h.topRows(k).transpose();
+    for (const PolyRoot& r : roots) {
+      const cplx t(r.re, r.im);
+      // det(H̄ᵀH̄ − θ·H_kᵀ) = 0: its smallest singular value relative to the matrix's scale.
+      const CMat m = lhs.cast<cplx>() - t * rhs.cast<cplx>();
+      Eigen::JacobiSVD<CMat> svd(m);
+      EXPECT_LE(svd.singularValues()(k - 1), 1e-10 * svd.singularValues()(0)) << t;
+    }
+  }
+}
+
+TEST(GmresPolynomial, RootsOfAClosedKrylovSpaceAreTheEigenvalues) {
+  // diag(1..7): the Krylov space of a generic vector closes after 7 steps; asking for 12 gives
+  // the 7 eigenvalues exactly (Leja order: the largest first).
+  std::vector<Triplet<double>> t;
+  for (int i = 0; i < 7; ++i) t.push_back({i, i, double(i + 1)});
+  const Csr<double> a = csr_from_triplets<double>(7, 7, std::move(t));
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  const auto pr = krylov::gmres_polynomial_roots(*op, *ops, 12, 5);
+  EXPECT_EQ(pr.arnoldi_steps, 7);
+  ASSERT_EQ(pr.roots.size(), 7u);
+  EXPECT_NEAR(pr.roots[0].re, 7.0, 1e-9);
+  std::vector<double> got;
+  for (const PolyRoot& r : pr.roots) {
+    EXPECT_EQ(r.im, 0.0);
+    got.push_back(r.re);
+  }
+  std::sort(got.begin(), got.end());
+  for (int i = 0; i < 7; ++i) EXPECT_NEAR(got[i], i + 1.0, 1e-9);
+}
+
+TEST(GmresPolynomial, LejaOrderKeepsEveryRootAndAddsStabilityCopies) {
+  const std::vector<PolyRoot> plain = {{1.0, 0.0}, {2.0, 0.5}, {3.0, 0.0}, {0.5, 0.0}};
+  const auto o = krylov::stable_leja_order(plain);
+  ASSERT_EQ(o.size(), plain.size());  // pof ≤ 1e4: no copies
+  EXPECT_EQ(o[0].re, 3.0);            // the largest modulus first
+  for (const PolyRoot& r : plain)
+    EXPECT_EQ(std::count_if(o.begin(), o.end(), [&](const PolyRoot& q) { return q.re == r.re && q.im == r.im; }), 1);
+  // 100 against 0.001 and 0.002: pof(100) = |1 − 1e5|·|1 − 5e4| ≈ 5e9, one copy (⌈(9.7 − 4)/14⌉).
+  const auto c = krylov::stable_leja_order({{0.001, 0.0}, {0.002, 0.0}, {100.0, 0.0}});
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(std::count_if(c.begin(), c.end(), [](const PolyRoot& q) { return q.re == 100.0; }), 2);
+}
+
+class PolynomialApply : public ::testing::TestWithParam<bool> {};  // fused step or not
+
+TEST_P(PolynomialApply, MatchesTheDenseProductOfItsFactors) {
+  const std::int64_t n = 37, s = 3;
+  const Csr<double> a = random_unsymmetric(n, 3);
+  const Mat ad = dense(a), v = random_block(n, s, 9);
+  const std::vector<std::vector<PolyRoot>> cases = {
+      {{2.0, 0.0}},                                        // degree 1
+      {{3.0, 1.0}},                                        // one pair
+      {{2.0, 0.0}, {3.0, 1.0}, {5.0, 0.0}},                // pair in the middle
+      {{3.0, 1.0}, {2.0, 0.0}},                            // pair first, real last
+      {{2.0, 0.0}, {4.0, 0.5}, {3.0, 1.0}},                // pairs last
+      {{3.0, 1.0}, {4.0, 2.0}, {6.0, 0.0}, {5.0, 0.0}},    // pairs first, two reals after
+      {{6.0, 0.0}, {4.5, 0.0}, {3.0, 0.0}, {2.5, 0.0}}};   // reals only, even count
+  for (const auto& roots : cases) {
+    SCOPED_TRACE(testing::Message() << roots.size() << " roots, first " << roots[0].re << "+" << roots[0].im << "i");
+    const Applied got = apply_both(a, roots, v, s + 2, GetParam());
+    const Mat bref = dense_b(ad, roots) * v;
+    EXPECT_LE((got.b - bref).norm(), 1e-12 * (1.0 + bref.norm()));
+    EXPECT_LE((ad * got.p - bref).norm(), 1e-12 * (1.0 + bref.norm()));  // A·p(A) = B
+  }
+  // Roots from the Arnoldi run (some complex for this matrix), with their Leja order.
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  const auto pr = krylov::gmres_polynomial_roots(*op, *ops, 8, 11);
+  const Applied got = apply_both(a, pr.roots, v, s, GetParam());
+  const Mat bref = dense_b(ad, pr.roots) * v;
+  EXPECT_LE((got.b - bref).norm(), 1e-11 * (1.0 + bref.norm()));
+  EXPECT_LE((ad * got.p - bref).norm(), 1e-11 * (1.0 + bref.norm()));
+}
+
+INSTANTIATE_TEST_SUITE_P(FusedOrNot, PolynomialApply, ::testing::Bool());
+
+TEST(GmresPolynomial, RefusesBadRootsAndBlocks) {
+  const Csr<double> a = random_unsymmetric(10, 1);
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  EXPECT_THROW(GmresPolynomial(*op, *ops, 2, {}), InvalidArgument);
+  EXPECT_THROW(GmresPolynomial(*op, *ops, 2, {{0.0, 0.0}}), InvalidArgument);
+  EXPECT_THROW(GmresPolynomial(*op, *ops, 2, {{std::nan(""), 0.0}}), InvalidArgument);
+  GmresPolynomial p(*op, *ops, 2, {{2.0, 0.0}});
+  MultiVector<double> v = ops->allocate(10, 3), w = ops->allocate(10, 3);
+  EXPECT_THROW(p.apply_preconditioned(v.view(), w.view()), InvalidArgument);  // 3 columns > 2
+  EXPECT_THROW(krylov::gmres_polynomial_roots(*op, *ops, 0, 1), InvalidArgument);
+}
+
+// −Δu + w·∇u (upwind), nx × nx, and the 2D Laplacian shifted into indefiniteness.
+Csr<double> stencil2d(int nx, double peclet, double shift) {
+  const double h = 1.0 / (nx + 1), w = peclet * h;
+  std::vector<Triplet<double>> t;
+  for (int j = 0; j < nx; ++j)
+    for (int i = 0; i < nx; ++i) {
+      const int r = i + nx * j;
+      t.push_back({r, r, 4.0 + 2.0 * w - shift});
+      if (i > 0) t.push_back({r, r - 1, -1.0 - w});
+      if (i + 1 < nx) t.push_back({r, r + 1, -1.0});
+      if (j > 0) t.push_back({r, r - nx, -1.0 - w});
+      if (j + 1 < nx) t.push_back({r, r + nx, -1.0});
+    }
+  const std::int64_t n = std::int64_t(nx) * nx;
+  return csr_from_triplets<double>(n, n, std::move(t));
+}
+
+// Solves by polynomial_solve, checks every column's true residual and the dense LU answer.
+SolveResult solve_checked(krylov::KrylovMethod m, const Csr<double>& a, const std::vector<PolyRoot>& roots,
+                          const Mat& b, const KrylovOptions& o) {
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  GmresPolynomial poly(*op, *ops, b.cols(), roots, make_chebyshev_step(a, kBackend, Precision::fp64, ops->stream()));
+  SolveResult r = krylov::polynomial_solve(m, *op, poly, b.data(), b.rows(), b.cols(), *ops, o);
+  EXPECT_EQ(r.status, SolverStatus::converged) << r.reason;
+  const Mat ad = dense(a);
+  Eigen::Map<const Mat> x(r.solutions.data(), a.nrows, b.cols());
+  const Mat xref = Eigen::PartialPivLU<Mat>(ad).solve(b);
+  for (std::int64_t j = 0; j < b.cols(); ++j) {
+    const double rel = (b.col(j) - ad * x.col(j)).norm() / b.col(j).norm();
+    EXPECT_LE(rel, o.tol) << "column " << j;
+    EXPECT_NEAR(rel, r.residual_norms[j], 1e-3 * rel + 1e-15) << "column " << j;
+    EXPECT_LE((x.col(j) - xref.col(j)).norm(), 1e-4 * xref.col(j).norm()) << "column " << j;
+  }
+  return r;
+}
+
+TEST(PolynomialSolve, GmresOnConvectionDiffusionTakesFewerSteps) {
+  const Csr<double> a = stencil2d(45, 40.0, 0.0);  // 2025 rows
+  const Mat b = random_block(a.nrows, 5, 21);
+  KrylovOptions o;
+  o.tol = 1e-9, o.restart = 10;
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  const SolveResult plain = gmres(*op, b.data(), b.rows(), b.cols(), *ops, o);
+  ASSERT_EQ(plain.status, SolverStatus::converged) << plain.reason;
+  const auto pr = krylov::gmres_polynomial_roots(*op, *ops, 10, 3);
+  const SolveResult r = solve_checked(krylov::KrylovMethod::gmres, a, pr.roots, b, o);
+  EXPECT_NE(r.method.find("on A·p(A)"), std::string::npos) << r.method;
+  EXPECT_EQ(r.method.find("then"), std::string::npos) << r.method;  // no plain phase needed
+  EXPECT_LT(3 * r.iterations, plain.iterations) << r.iterations << " against " << plain.iterations;
+}
+
+TEST(PolynomialSolve, MinresOnAnIndefiniteMatrix) {
+  const Csr<double> a = stencil2d(40, 0.0, 0.3);  // the Laplacian − 0.3·I: ~ 60 negative eigenvalues
+  const Mat b = random_block(a.nrows, 4, 5);
+  KrylovOptions o;
+  o.tol = 1e-9;
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  const auto pr = krylov::gmres_polynomial_roots(*op, *ops, 8, 3);
+  for (const PolyRoot& r : pr.roots) EXPECT_EQ(r.im, 0.0);  // symmetric A: real harmonic Ritz values
+  const SolveResult r = solve_checked(krylov::KrylovMethod::minres, a, pr.roots, b, o);
+  EXPECT_NE(r.method.find("on A·p(A)"), std::string::npos) << r.method;
+}
+
+TEST(PolynomialSolve, ASingularBLeavesTheRestToThePlainMethod) {
+  // A = diag(1..60), roots {20, 30}: p(z) = 1/20 + 1/30 − z/600 vanishes at z = 50, an eigenvalue
+  // of A, so B = A·p(A) is singular and GMRES on B cannot converge; GMRES on A finishes.
+  std::vector<Triplet<double>> t;
+  for (int i = 0; i < 60; ++i) t.push_back({i, i, double(i + 1)});
+  const Csr<double> a = csr_from_triplets<double>(60, 60, std::move(t));
+  const Mat b = random_block(60, 2, 8);
+  KrylovOptions o;
+  o.tol = 1e-10, o.restart = 20;
+  const SolveResult r = solve_checked(krylov::KrylovMethod::gmres, a, {{20.0, 0.0}, {30.0, 0.0}}, b, o);
+  EXPECT_NE(r.method.find("then gmres(20) on A"), std::string::npos) << r.method;
+}
+
+}  // namespace
+}  // namespace tcsolve::test
