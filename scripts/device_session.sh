@@ -9,6 +9,8 @@
 #   issue43   issue 43's GPU rows: bench/krylov/krylov_cupy_ratio.py (3D convection-diffusion
 #             with GMRES, 3D Helmholtz with MINRES, against 32 cupyx calls), the direct-wins row
 #             (lap2d:1000, 128 rhs: auto, direct, cg) and bench/krylov/solve_coverage.py on the GPU
+#   polysweep issue 43: the GMRES polynomial's degree on the two 1M-row Krylov rows (POLY_DEGREES,
+#             POLY_SPECS as SPEC:METHOD), jacobi beside it; wall, phases, iterations, residuals
 #   issue45   issue 45 on 2 GPUs: test_thread_ranks_gpu, cli_gpus.sh, scaling.sh (ROWS45, REPS45) with
 #             --gpus 2 beside one GPU and mpirun, the thread fence on and off with a trace
 #   svds44    issue 44: the svds set-up traced on SVDS_SPECS (k = 50, centered)
@@ -178,6 +180,21 @@ if has issue43; then
   done
   step "issue43 coverage on the GPU"
   TCSOLVE_MATRICES_ROOT=$D/matrices timeout 300 python3 bench/krylov/solve_coverage.py $T "$OUT/coverage_gpu.md" --device cuda 2>&1 | tail -3
+fi
+if has polysweep; then
+  step "issue43 GMRES polynomial degree sweep"
+  for sm in ${POLY_SPECS:-gen:convdiff3d:100:gmres gen:helmholtz3d:100:minres}; do
+    spec=${sm%:*}; meth=${sm##*:}
+    for pc in jacobi ${POLY_DEGREES:-5 10 15 20 30}; do
+      if [ $pc = jacobi ]; then extra="--precond jacobi"; else extra="--precond poly --precond-degree $pc"; fi
+      for rep in 1 2; do
+        /usr/bin/time -f "%e" -o /tmp/s4/w.txt $T solve $spec --rhs random:32 --tol 1e-8 --method $meth $extra --json > /tmp/s4/p.json 2> /tmp/s4/p.err
+        rc=$?
+        [ $rep = 1 ] && continue
+        python3 -c "import json,sys; d=json.load(open(sys.argv[1])); s=d.get('seconds',{}); print('%-26s %-7s %-6s rc=%s wall %s s  total %.3f setup %.3f solve %.3f  it %s  %s  max res %.2e  %s' % (sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], open(sys.argv[6]).read().strip(), s.get('total',0), s.get('setup',0), s.get('solve',0), d.get('iterations'), d.get('status'), max(d.get('residual_norms') or [0]), d.get('method')))" /tmp/s4/p.json $spec $meth $pc $rc /tmp/s4/w.txt || tail -3 /tmp/s4/p.err
+      done
+    done
+  done
 fi
 if has issue45; then
   # issue 45 on the two-GPU kind: --gpus N (rank threads of one process) against one GPU and
