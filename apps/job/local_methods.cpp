@@ -232,12 +232,14 @@ SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
   ko.keep_history = true;
   ko.on_iteration = cg_progress(progress_, nrhs, ts);
   ko.on_iteration = with_budget(ko.on_iteration, budget, ts);
+  trace_mark("krylov: start");
   const std::vector<double>& rhs = host_rhs();
   const std::vector<double> rhs_perm = perm_ ? gather(rhs.data(), rhs.size()) : std::vector<double>();
   const double* b = perm_ ? rhs_perm.data() : rhs.data();
   const std::vector<double> x0_perm =
       perm_ && !in_.start.empty() ? gather(in_.start.data(), in_.start.size()) : std::vector<double>();
   const double* x0 = in_.start.empty() ? nullptr : perm_ ? x0_perm.data() : in_.start.data();
+  trace_mark("krylov: right-hand sides on the host");
   SolveResult sr;
   if (poly) {
     // (the roots' Arnoldi run and the workspace are set-up, not solve)
@@ -247,14 +249,17 @@ SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
     r_.preconditioner = p.describe() + format(" (roots from %d Arnoldi steps)", roots.arnoldi_steps);
     r_.time_setup += ts.seconds();
     ts = Timer();
+    trace_mark("krylov: polynomial's roots and workspace");
     sr = krylov::polynomial_solve(m == SolveMethod::minres ? krylov::KrylovMethod::minres : krylov::KrylovMethod::gmres,
                                   *aop_, p, b, n, nrhs, *ops_, ko);
   } else {
     sr = m == SolveMethod::minres ? minres(*aop_, b, n, nrhs, *ops_, ko, x0) : gmres(*aop_, b, n, nrhs, *ops_, ko, x0);
   }
+  trace_mark("krylov: solved, solutions on the host");
   if (perm_) scatter(sr.solutions);
   // the backward errors against A as read (the solutions are in its basis again)
   check_solution(in_.A->a, rhs.data(), n, sr.solutions.data(), n, nrhs, false, sr);
+  trace_mark("krylov: solution checked on the host");
   sr.seconds = ts.seconds();
   return sr;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/format.hpp"
+#include "core/trace.hpp"
 #include "solvers/host_result.hpp"
 #include "solvers/krylov/gmres.hpp"
 #include "solvers/krylov/minres.hpp"
@@ -47,10 +48,13 @@ SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, co
   o.preconditioner = nullptr;
   o.max_iterations = std::max<std::int64_t>(1, opt.max_iterations / d);
   MultiVector<double> y = ops.allocate(n, s);
+  trace_mark("polynomial solve: start");
   SolveResult r = run(m, poly.preconditioned(), ops, o, rhs, y.view(), false);
+  trace_mark("polynomial solve: the method on A·p(A) done");
   const std::string method = r.method + format(" on A·p(A), p of degree %lld", static_cast<long long>(d - 1));
   poly.apply_polynomial(y.view(), x);
   const std::vector<double> rel = true_residuals(a, ops, rhs, x, y.view());
+  trace_mark("polynomial solve: x = p(A)·y and the true residuals");
   std::vector<std::int64_t> above;
   for (std::int64_t j = 0; j < s; ++j)
     if (!(rel[j] <= opt.tol)) above.push_back(j);
