@@ -1,10 +1,12 @@
 // The checks of a solve, on the host (solvers/solution_check.hpp). Traffic per block: one pass
-// over A for R = B − A·X (multithreaded over rows), one more for Aᵀ·R (least squares: one
-// column of R per thread, scattered along A's rows), and the m × s residual block.
+// over A per 8 columns for the norms of R = B − A·X, formed row by row and never stored
+// (multithreaded over row chunks and column groups); least squares also keeps R (one pass over A
+// for it, one more for Aᵀ·R: one column of R per thread, scattered along A's rows).
 #include "solvers/solution_check.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -61,6 +63,96 @@ void residual_block(const Csr<double>& a, const double* b, std::int64_t ldb, con
   }, 1);
 }
 
+namespace {
+
+// ‖v‖₂ accumulated in one pass as LAPACK's dnrm2 does: v = scale·√ssq, every square taken
+// relative to the largest |v_i| so far (no overflow for 1e200, no underflow for 1e-200). Two
+// partial sums merge exactly the same way, so that chunked sums are as safe as one pass.
+struct ScaledSsq {
+  double scale = 0.0, ssq = 1.0;
+  bool nan = false;
+  void add(double v) {
+    const double a = std::abs(v);
+    if (a == 0.0) return;
+    if (std::isnan(a)) {
+      nan = true;
+      return;
+    }
+    if (scale < a) {
+      const double t = scale / a;
+      ssq = 1.0 + ssq * t * t, scale = a;
+    } else {
+      const double t = a / scale;
+      ssq += t * t;
+    }
+  }
+  void merge(const ScaledSsq& o) {
+    nan = nan || o.nan;
+    if (o.scale == 0.0) return;
+    if (scale < o.scale) {
+      const double t = scale / o.scale;
+      ssq = o.ssq + (scale == 0.0 ? 0.0 : ssq * t * t), scale = o.scale;
+    } else {
+      const double t = o.scale / scale;
+      ssq += o.ssq * t * t;
+    }
+  }
+  double norm() const {
+    if (nan) return std::numeric_limits<double>::quiet_NaN();
+    return std::isinf(scale) ? scale : scale * std::sqrt(ssq);
+  }
+};
+
+// Rows per chunk and columns per group of the residual pass: fixed by the shape, not by the
+// thread count, so that the merged sums (and the figures) are the same on any machine.
+constexpr std::int64_t kCheckRows = 65536;
+constexpr std::int64_t kCheckCols = 8;
+
+// ‖b_j − A·x_j‖ and ‖b_j‖ for every column without the m × s residual block: one task per
+// (group of kCheckCols columns, chunk of kCheckRows rows) forms the rows of R on the fly (A's
+// chunk read once per group) and accumulates their scaled sums, merged in chunk order; ‖x_j‖ the
+// same way over x's n rows.
+void residual_norms(const Csr<double>& a, const double* b, std::int64_t ldb, const double* x, std::int64_t ldx,
+                    std::int64_t s, std::vector<double>& r_norm, std::vector<double>& b_norm,
+                    std::vector<double>& x_norm) {
+  const std::int64_t m = a.nrows, n = a.ncols;
+  const std::int64_t mc = std::max<std::int64_t>(1, (m + kCheckRows - 1) / kCheckRows);
+  const std::int64_t nc = std::max<std::int64_t>(1, (n + kCheckRows - 1) / kCheckRows);
+  const std::int64_t groups = (s + kCheckCols - 1) / kCheckCols;
+  std::vector<ScaledSsq> rs(static_cast<std::size_t>(s * mc)), bs(rs.size()), xs(static_cast<std::size_t>(s * nc));
+  parallel_for(groups * mc, [&](std::int64_t task) {
+    const std::int64_t g = task / mc, c = task % mc;
+    const std::int64_t j0 = g * kCheckCols, w = std::min(kCheckCols, s - j0);
+    const std::int64_t i0 = c * kCheckRows, i1 = std::min(m, i0 + kCheckRows);
+    double acc[kCheckCols];
+    for (std::int64_t i = i0; i < i1; ++i) {
+      std::fill(acc, acc + w, 0.0);
+      for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+        const double v = a.values[p];
+        const double* xk = x + a.col_idx[p] + j0 * ldx;
+        for (std::int64_t jj = 0; jj < w; ++jj) acc[jj] += v * xk[jj * ldx];
+      }
+      for (std::int64_t jj = 0; jj < w; ++jj) {
+        const double bi = b[i + (j0 + jj) * ldb];
+        rs[(j0 + jj) * mc + c].add(bi - acc[jj]);
+        bs[(j0 + jj) * mc + c].add(bi);
+      }
+    }
+  }, 1);
+  parallel_for(s * nc, [&](std::int64_t task) {
+    const std::int64_t j = task / nc, c = task % nc;
+    const std::int64_t i1 = std::min(n, (c + 1) * kCheckRows);
+    for (std::int64_t i = c * kCheckRows; i < i1; ++i) xs[j * nc + c].add(x[i + j * ldx]);
+  }, 1);
+  for (std::int64_t j = 0; j < s; ++j) {
+    for (std::int64_t c = 1; c < mc; ++c) rs[j * mc].merge(rs[j * mc + c]), bs[j * mc].merge(bs[j * mc + c]);
+    for (std::int64_t c = 1; c < nc; ++c) xs[j * nc].merge(xs[j * nc + c]);
+    r_norm[j] = rs[j * mc].norm(), b_norm[j] = bs[j * mc].norm(), x_norm[j] = xs[j * nc].norm();
+  }
+}
+
+}  // namespace
+
 void check_solution(const Csr<double>& a, const double* b, std::int64_t ldb, const double* x, std::int64_t ldx,
                     std::int64_t s, bool least_squares, SolveResult& r) {
   const std::int64_t m = a.nrows, n = a.ncols;
@@ -69,17 +161,22 @@ void check_solution(const Csr<double>& a, const double* b, std::int64_t ldb, con
                   "check_solution: leading dimension below the rows (ldb >= A.nrows, ldx >= A.ncols)");
   TCSOLVE_REQUIRE(s == 0 || (b && x), "check_solution: null block");
   const double a_norm = frobenius_norm(a);
-  // R = B − A·X (m × s, ld m).
-  std::vector<double> res(static_cast<std::size_t>(m) * static_cast<std::size_t>(s));
-  residual_block(a, b, ldb, x, ldx, s, res.data());
   r.residual_norms.assign(s, 0.0);
   r.backward_errors.assign(s, 0.0);
-  std::vector<double> r_norm(s);
+  std::vector<double> r_norm(s), b_norm(s), x_norm(s);
+  // R = B − A·X (m × s, ld m) kept for Aᵀ·R in least squares; otherwise only its norms.
+  std::vector<double> res;
+  if (least_squares) {
+    res.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(s));
+    residual_block(a, b, ldb, x, ldx, s, res.data());
+    for (std::int64_t j = 0; j < s; ++j)
+      r_norm[j] = norm2(res.data() + j * m, m), b_norm[j] = norm2(b + j * ldb, m), x_norm[j] = norm2(x + j * ldx, n);
+  } else if (s > 0 && m > 0) {
+    residual_norms(a, b, ldb, x, ldx, s, r_norm, b_norm, x_norm);
+  }
   for (std::int64_t j = 0; j < s; ++j) {
-    r_norm[j] = norm2(res.data() + j * m, m);
-    const double b_norm = norm2(b + j * ldb, m), x_norm = norm2(x + j * ldx, n);
-    r.residual_norms[j] = b_norm > 0.0 ? r_norm[j] / b_norm : r_norm[j];
-    const double scale = a_norm * x_norm + b_norm;
+    r.residual_norms[j] = b_norm[j] > 0.0 ? r_norm[j] / b_norm[j] : r_norm[j];
+    const double scale = a_norm * x_norm[j] + b_norm[j];
     // 0/0 (A = 0 or x = 0 with b = 0 and an exact residual) is a perfect answer; r ≠ 0 over 0
     // cannot happen (r = b − A·x vanishes when both terms do).
     r.backward_errors[j] = scale > 0.0 ? r_norm[j] / scale : (r_norm[j] == 0.0 ? 0.0 : r_norm[j]);

@@ -4,6 +4,7 @@
 
 #include "apps/job/spec.hpp"
 #include "core/finite.hpp"
+#include "core/host_memory.hpp"
 #include "core/parallel.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/matrix_market.hpp"
@@ -72,7 +73,8 @@ std::vector<double> load_rhs(const std::string& rhs, std::int64_t n, std::int64_
       return {};
     }
     // On all host threads (the values do not depend on the thread count).
-    std::vector<double> b(static_cast<std::size_t>(n * s));
+    std::vector<double> b;
+    resize_huge(b, static_cast<std::size_t>(n * s));  // (faulted in from all threads: 256 MB at 1M × 32)
     parallel_for(n * s, [&](std::int64_t e) {
       b[e] = detail::random_entry(seed + 1000, e % n, e / n);
     }, 1 << 15);

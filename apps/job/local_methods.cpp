@@ -40,8 +40,14 @@ void check_method_fits(SolveMethod m, const MatrixKindFacts& k, const std::strin
     throw InvalidArgument(matrix + " is square: --method lsqr is for rectangular matrices (direct, gmres, minres, cg)");
 }
 
-// The GMRES polynomial's degree under --precond auto/poly without --precond-degree.
-constexpr int kPolyDegree = 10;
+// The GMRES polynomial's degree (products with A per step) under --precond auto/poly without
+// --precond-degree. H200, 1M rows, 32 right-hand sides (bench: the polysweep step of
+// scripts/device_session.sh): GMRES(30) on gen:convdiff3d:100 solved in 3.76 s with Jacobi and
+// 1.41 / 1.16 / 1.15 / 0.98 / 0.88 s at 5 / 10 / 15 / 20 / 30; MINRES on gen:helmholtz3d:100 in
+// 2.03 s and 1.37 / 1.27 / 1.18 / 1.28 / 1.20 s. GMRES takes 20 (a long restart per cycle
+// matters more to it), MINRES 15.
+constexpr int kPolyDegreeGmres = 20;
+constexpr int kPolyDegreeMinres = 15;
 
 // The bytes a second one iteration streams at (the planner's per-iteration price).
 double device_bandwidth(Backend b) { return b == Backend::cuda ? 3.0e12 : 1.0e10; }
@@ -243,7 +249,8 @@ SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
   SolveResult sr;
   if (poly) {
     // (the roots' Arnoldi run and the workspace are set-up, not solve)
-    const int degree = s_.precond_degree > 0 ? s_.precond_degree : kPolyDegree;
+    const int degree = s_.precond_degree > 0 ? s_.precond_degree
+                       : m == SolveMethod::minres ? kPolyDegreeMinres : kPolyDegreeGmres;
     const krylov::PolyRoots roots = krylov::gmres_polynomial_roots(*aop_, *ops_, degree, s_.seed + 91);
     const krylov::GmresPolynomial p(*aop_, *ops_, nrhs, roots.roots, krylov_fused_step());
     r_.preconditioner = p.describe() + format(" (roots from %d Arnoldi steps)", roots.arnoldi_steps);
