@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "solvers/solver_common.hpp"
 
 namespace tcsolve {
 
@@ -192,6 +193,31 @@ void check_solution(const Csr<double>& a, const double* b, std::int64_t ldb, con
     const double scale = a_norm * r_norm[j];
     const double atr = norm2(z.data() + j * n, n);
     r.optimality[j] = scale > 0.0 ? atr / scale : (atr == 0.0 ? 0.0 : atr);
+  }
+}
+
+void check_solution_in_space(const LinearOperator<double>& a, double a_fro, DenseBlockOps& ops,
+                             MvView<const double> b, MvView<const double> x, MvView<double> scratch,
+                             SolveResult& r) {
+  const std::int64_t s = b.cols;
+  TCSOLVE_REQUIRE(a.rows() == a.cols() && b.rows == a.rows() && x.rows == a.cols() && x.cols == s &&
+                      scratch.rows == b.rows && scratch.cols == s,
+                  "check_solution_in_space: shapes differ");
+  r.residual_norms.assign(s, 0.0);
+  r.backward_errors.assign(s, 0.0);
+  r.optimality.clear();
+  if (s == 0) return;
+  detail::apply_ordered(ApplyOrder::events, ops, a, x, scratch);
+  const std::vector<double> one(static_cast<std::size_t>(s), 1.0), neg(static_cast<std::size_t>(s), -1.0);
+  ops.axpby_columns(one.data(), b, neg.data(), scratch);  // R = B − A·X
+  std::vector<double> rn(s), bn(s), xn(s);
+  ops.column_norms(scratch, rn.data());
+  ops.column_norms(b, bn.data());
+  ops.column_norms(x, xn.data());
+  for (std::int64_t j = 0; j < s; ++j) {
+    r.residual_norms[j] = bn[j] > 0.0 ? rn[j] / bn[j] : rn[j];
+    const double scale = a_fro * xn[j] + bn[j];
+    r.backward_errors[j] = scale > 0.0 ? rn[j] / scale : (rn[j] == 0.0 ? 0.0 : rn[j]);
   }
 }
 

@@ -7,6 +7,8 @@
 #include <cstdint>
 
 #include "core/csr.hpp"
+#include "core/operator.hpp"
+#include "solvers/dense_ops.hpp"
 #include "solvers/result.hpp"
 
 namespace tcsolve {
@@ -22,5 +24,13 @@ void residual_block(const Csr<double>& a, const double* b, std::int64_t ldb, con
 // solutions x (A.ncols × s, ldx) of A·x = b (b: A.nrows × s, ldb).
 void check_solution(const Csr<double>& a, const double* b, std::int64_t ldb, const double* x, std::int64_t ldx,
                     std::int64_t s, bool least_squares, SolveResult& r);
+
+// The same two figures (square systems) where B and X stay in the dense ops' space (a GPU solve
+// whose right-hand sides were generated there and whose solutions are not written): R = B − A·X
+// by the operator (scratch: n × s in ops.space()), the norms of R, B and X there; a_fro = ‖A‖_F
+// (frobenius_norm of A as read: the norms do not depend on a symmetric permutation of A, B, X).
+void check_solution_in_space(const LinearOperator<double>& a, double a_fro, DenseBlockOps& ops,
+                             MvView<const double> b, MvView<const double> x, MvView<double> scratch,
+                             SolveResult& r);
 
 }  // namespace tcsolve
