@@ -19,7 +19,10 @@
 #include "factor/sparse_factor.hpp"
 #include "python/src/bindings.hpp"
 #include "solvers/krylov/gmres.hpp"
+#include "solvers/krylov/gmres_polynomial.hpp"
 #include "solvers/krylov/minres.hpp"
+#include "solvers/krylov/polynomial_solve.hpp"
+#include "spmm/chebyshev_step.hpp"
 #include "solvers/solution_check.hpp"
 #include "spmm/device_csr_view.hpp"
 #include "spmm/sparse_operator.hpp"
@@ -79,6 +82,31 @@ SolveResult run_krylov_host(Krylov m, const LinearOperator<double>& a, DenseBloc
   return r;
 }
 
+// M = 'poly': the GMRES polynomial on the right (solvers/krylov/gmres_polynomial.hpp), as the
+// command's --precond poly: degree 20 for GMRES, 15 for MINRES, A as a fused step where its rows
+// are short; the solve from x = 0 on host blocks (copied to the device and back on CUDA).
+SolveResult run_polynomial_host(Krylov m, const Csr<double>& a, const LinearOperator<double>& aop, DenseBlockOps& ops,
+                                const double* rhs, double* x, std::int64_t n, std::int64_t s, const KrylovOptions& o) {
+  const int degree = m == Krylov::minres ? 15 : 20;
+  const krylov::PolyRoots roots = krylov::gmres_polynomial_roots(aop, ops, degree, 91);
+  std::unique_ptr<ChebyshevStep> step;
+  if (chebyshev_step_pays(a.nrows, a.nnz())) {
+    if (ops.space() == Space::device) step = make_chebyshev_step_on_operator(aop, a, Precision::fp64, ops.stream());
+    if (!step) step = make_chebyshev_step(a, ops.backend(), Precision::fp64, ops.stream());
+  }
+  const krylov::GmresPolynomial p(aop, ops, s, roots.roots, std::move(step));
+  const auto km = m == Krylov::minres ? krylov::KrylovMethod::minres : krylov::KrylovMethod::gmres;
+  if (ops.space() == Space::host)
+    return krylov::polynomial_solve(km, aop, p, MvView<const double>{rhs, n, s, n, Space::host},
+                                    MvView<double>{x, n, s, n, Space::host}, ops, o);
+  MultiVector<double> bd = ops.allocate(n, s), xd = ops.allocate(n, s);
+  ops.from_host(rhs, n, bd.view());
+  SolveResult r = krylov::polynomial_solve(km, aop, p, bd.view(), xd.view(), ops, o);
+  ops.to_host(xd.view(), x, n);
+  ops.synchronize();
+  return r;
+}
+
 // The preconditioner of opt["precond"] and precond_fn: "operator" (a Python M, host only),
 // "jacobi" (diag(A), given by `diagonal`) or "none". Sets o.preconditioner / o.jacobi_diagonal.
 std::string set_preconditioner(const py::dict& opt, const py::object& precond_fn, std::int64_t n, bool host,
@@ -95,7 +123,12 @@ std::string set_preconditioner(const py::dict& opt, const py::object& precond_fn
     o.jacobi_diagonal = std::move(diagonal);
     return p;
   }
-  if (p != "none") throw InvalidArgument("precond '" + p + "': expected jacobi or none");
+  if (p == "poly") {
+    if (diagonal.empty())  // (krylov_device and krylov_operator hand no diagonal)
+      throw InvalidArgument("precond 'poly' needs a sparse matrix A on the host (not a LinearOperator or CuPy input)");
+    return p;
+  }
+  if (p != "none") throw InvalidArgument("precond '" + p + "': expected jacobi, poly or none");
   return p;
 }
 
@@ -118,6 +151,7 @@ py::dict krylov_csr(const std::string& method, std::int64_t n, const I64Array& i
   std::unique_ptr<PyOperator> m;
   const std::string precond =
       set_preconditioner(opt, precond_fn, n, backend == Backend::cpu, csr_diagonal(a), m, o);
+  if (precond == "poly" && use_x0) throw InvalidArgument("precond 'poly' starts from x = 0: it does not take x0");
   double* xp = x.mutable_data();
   const double* bp = rhs.data();
   const std::int64_t s = rhs.shape(1);
@@ -133,7 +167,8 @@ py::dict krylov_csr(const std::string& method, std::int64_t n, const I64Array& i
     out.kernel = to_string(aop->plan().kernel);
     out.kernel_plan = aop->plan().reason;
     out.setup = seconds_since(ts);
-    out.r = run_krylov_host(km, *aop, *ops, bp, xp, n, s, use_x0, o);
+    out.r = precond == "poly" ? run_polynomial_host(km, a, *aop, *ops, bp, xp, n, s, o)
+                              : run_krylov_host(km, *aop, *ops, bp, xp, n, s, use_x0, o);
     // the residuals and backward errors recomputed from A as given (one pass over A)
     check_solution(a, bp, n, xp, n, s, false, out.r);
     return out;

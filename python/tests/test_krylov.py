@@ -477,6 +477,27 @@ def test_general_lsqr(name):
     assert np.linalg.norm(r) <= np.linalg.norm(b - a @ xs) * (1 + 1e-8)
 
 
+def test_polynomial_preconditioner_for_gmres_and_minres(cd, sl_ind):
+    """M='poly': the GMRES polynomial on the right (as `tcsolve solve --precond poly`); the same
+    answers as Jacobi's, fewer steps; refused where it cannot run."""
+    for method, (a, sm) in (("gmres", cd), ("minres", sl_ind[:2])):
+        fn = getattr(tcsolve, method)
+        b = np.random.default_rng(5).standard_normal((a.shape[0], 3))
+        kw = {"restart": 20} if method == "gmres" else {}
+        x, info, res = fn(a, b, rtol=1e-10, M="poly", return_info=True, **kw)
+        assert info == 0, res.reason
+        honest(a, x, b, info, 1e-10)
+        assert "on A·p(A)" in res.method, res.method
+        xj, infoj, resj = fn(a, b, rtol=1e-10, M="jacobi", return_info=True, **kw)
+        assert infoj == 0
+        agree(a, x, xj, b, sm)
+        assert res.iterations < resj.iterations, (method, res.iterations, resj.iterations)
+        with pytest.raises(ValueError, match="does not take x0"):
+            fn(a, b, x0=np.zeros_like(b), M="poly")
+        with pytest.raises(NotImplementedError, match="M='poly'"):
+            fn(sl.aslinearoperator(a), b[:, 0], M="poly")
+
+
 # ---- GPU: CuPy input used in place (marker gpu: CTest python_gpu; fixtures cp, csp: conftest) -----
 
 @pytest.mark.gpu
