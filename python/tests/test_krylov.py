@@ -518,6 +518,13 @@ def test_gpu_cupy_input_matches_the_cpu(cp, csp, method):
     xg, info_g = f(a, b[:, 0], rtol=1e-9, device="cuda")  # SciPy input on the GPU backend
     honest(a, xg, b[:, 0], info_g, 1e-9)
     assert info_g == 0 and xg.shape == (a.shape[0],)
+    # M='poly' with SciPy input on the GPU backend; refused for CuPy input
+    xp, info_p, res_p = f(a, b, rtol=1e-9, device="cuda", M="poly", return_info=True)
+    assert info_p == 0 and res_p.backend == "cuda" and "on A·p(A)" in res_p.method, res_p.method
+    honest(a, xp, b, info_p, 1e-9)
+    agree(a, xp, xc, b, sm)
+    with pytest.raises(NotImplementedError, match="M='poly'"):
+        f(csp.csr_matrix(a), cp.asarray(b), M="poly")
 
 
 @pytest.mark.gpu
