@@ -88,6 +88,14 @@ inline std::vector<double> diagonal(const Csr<double>& a) {
   return d;
 }
 
+// An n × s block of random_entry(seed, i, j): the same values on every backend.
+inline Eigen::MatrixXd random_block(std::int64_t n, std::int64_t s, std::uint64_t seed) {
+  Eigen::MatrixXd b(n, s);
+  for (std::int64_t j = 0; j < s; ++j)
+    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
+  return b;
+}
+
 inline Eigen::MatrixXd dense(const Csr<double>& a) {
   Eigen::MatrixXd d = Eigen::MatrixXd::Zero(a.nrows, a.ncols);
   for (std::int64_t i = 0; i < a.nrows; ++i)

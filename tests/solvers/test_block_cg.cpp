@@ -27,13 +27,6 @@ Eigen::SparseMatrix<double> to_eigen(const Csr<double>& a) {
   return s;
 }
 
-Mat random_rhs(std::int64_t n, std::int64_t s, std::uint64_t seed) {
-  Mat b(n, s);
-  for (std::int64_t j = 0; j < s; ++j)
-    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
-  return b;
-}
-
 // Solves, then checks status, the reported and recomputed true residuals, and the distance to
 // the direct solution (relative error ≤ cond-scaled tolerance).
 // D·A·D with D's entries 10^(±1.5) at random: a badly scaled SPD matrix (Jacobi's case).
@@ -81,7 +74,7 @@ TEST(BlockCg, RandomRightHandSidesMatchDirectSolve) {
   for (std::int64_t s : {1, 7, 33}) {
     CgOptions o;
     o.tol = 1e-10;
-    auto r = solve_and_check(a, random_rhs(a.nrows, s, 40 + s), o, 1e-7);
+    auto r = solve_and_check(a, random_block(a.nrows, s, 40 + s), o, 1e-7);
     EXPECT_GT(r.iterations, 5);
     EXPECT_FALSE(r.history.empty());
   }
@@ -92,8 +85,8 @@ TEST(BlockCg, ManyRightHandSidesConvergeInFewerIterationsThanOne) {
   auto a = laplacian(12, 11, 13);
   CgOptions o;
   o.tol = 1e-9;
-  auto one = solve_and_check(a, random_rhs(a.nrows, 1, 3), o, 1e-6);
-  auto many = solve_and_check(a, random_rhs(a.nrows, 130, 3), o, 1e-6);
+  auto one = solve_and_check(a, random_block(a.nrows, 1, 3), o, 1e-6);
+  auto many = solve_and_check(a, random_block(a.nrows, 130, 3), o, 1e-6);
   EXPECT_LT(many.iterations, one.iterations);
 }
 
@@ -101,14 +94,14 @@ TEST(BlockCg, NearlyDependentRightHandSidesTakeTheRankRevealingPath) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = laplacian(41, 37);
   const std::int64_t n = a.nrows;
-  Mat base = random_rhs(n, 4, 77);
+  Mat base = random_block(n, 4, 77);
   Mat b(n, 9);
   b.leftCols(4) = base;
-  b.col(4) = base.col(0) + 1e-13 * random_rhs(n, 1, 78);          // copy up to 1e-13
+  b.col(4) = base.col(0) + 1e-13 * random_block(n, 1, 78);          // copy up to 1e-13
   b.col(5) = base.col(1) - 2.0 * base.col(2);                      // exact combination
-  b.col(6) = base.col(3) + 1e-9 * random_rhs(n, 1, 79);           // nearly dependent
-  b.col(7) = 0.5 * base.col(0) + 0.5 * base.col(3) + 1e-15 * random_rhs(n, 1, 80);
-  b.col(8) = random_rhs(n, 1, 81);
+  b.col(6) = base.col(3) + 1e-9 * random_block(n, 1, 79);           // nearly dependent
+  b.col(7) = 0.5 * base.col(0) + 0.5 * base.col(3) + 1e-15 * random_block(n, 1, 80);
+  b.col(8) = random_block(n, 1, 81);
   CgOptions o;
   o.tol = 1e-9;
   auto r = solve_and_check(a, b, o, 1e-6);
@@ -128,7 +121,7 @@ TEST(BlockCg, BlocksAsWideAsTheMatrixConverge) {
   for (std::int64_t s : {n - 1, n, n + 1, 50 * n}) {
     SCOPED_TRACE("s = " + std::to_string(s));
     CgOptions o;
-    auto r = solve_and_check(a, random_rhs(n, s, 50 + s), o, 1e-6);
+    auto r = solve_and_check(a, random_block(n, s, 50 + s), o, 1e-6);
     const std::int64_t chunks = (s + n - 1) / n;
     EXPECT_LE(r.iterations, 3 * chunks);
     EXPECT_LT(r.seconds, 10.0);  // (it ran for 43 minutes at 5000 columns)
@@ -146,7 +139,7 @@ TEST(BlockCg, DependentRightHandSidesAreDeflated) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = laplacian(20, 20);
   const std::int64_t n = a.nrows;
-  Mat base = random_rhs(n, 4, 91);
+  Mat base = random_block(n, 4, 91);
   Mat b(n, 10);
   b << base, base.col(0), base.col(1), Mat::Zero(n, 1), base.col(1) - 2.0 * base.col(2),
       0.5 * (base.col(0) + base.col(3)), 3.0 * base.col(3);
@@ -165,7 +158,7 @@ TEST(BlockCg, DependentRightHandSidesAreDeflated) {
 TEST(BlockCg, ToleranceBelowTheFloorEndsAtTheFloor) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = laplacian(20, 20, 20);
-  Mat b = random_rhs(a.nrows, 4, 71);
+  Mat b = random_block(a.nrows, 4, 71);
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
   CgOptions o;
@@ -197,7 +190,7 @@ TEST(BlockCg, ExactConvergenceInOneStepKeepsTheAnswer) {
         a.row_ptr.push_back(i + 1);
       }
       Mat b = Mat::Ones(60, s);
-      if (s > 1) b.col(1) = random_rhs(60, 1, 5);
+      if (s > 1) b.col(1) = random_block(60, 1, 5);
       if (s > 2) b.col(2).setZero();
       CgOptions o;
       if (kind == 2) o.jacobi_diagonal = a.values;
@@ -215,7 +208,7 @@ TEST(BlockCg, ExactConvergenceInOneStepKeepsTheAnswer) {
 TEST(BlockCg, ColumnsOfAnyScaleConvergeAlike) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = laplacian(20, 20, 20);
-  Mat b = random_rhs(a.nrows, 4, 72);
+  Mat b = random_block(a.nrows, 4, 72);
   Mat b2 = b;
   b2.col(1) *= 1e200;
   b2.col(2) *= 1e-200;
@@ -239,7 +232,7 @@ TEST(BlockCg, ColumnsOfAnyScaleConvergeAlike) {
 TEST(BlockCg, JacobiHelpsOnABadlyScaledMatrix) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = badly_scaled(laplacian(30, 31));
-  Mat b = random_rhs(a.nrows, 5, 9);
+  Mat b = random_block(a.nrows, 5, 9);
   CgOptions o;
   o.tol = 1e-9;
   o.max_iterations = 20000;
@@ -258,7 +251,7 @@ TEST(BlockCg, IndefiniteMatrixIsReportedAsBreakdown) {
   for (std::int64_t i = 0; i < a.nrows; ++i)
     for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
       if (a.col_idx[p] == i) a.values[p] -= 2.0;
-  Mat b = random_rhs(a.nrows, 3, 5);
+  Mat b = random_block(a.nrows, 3, 5);
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
   CgOptions o;
@@ -278,7 +271,7 @@ TEST(BlockCg, ApplyOrderingsAgreeAndStatsAreFilled) {
   oo.expected_cols = 12;
   oo.stream = ops->stream();
   auto op = make_sparse_operator(a, kBackend, oo);
-  Mat b = random_rhs(a.nrows, 12, 17);
+  Mat b = random_block(a.nrows, 12, 17);
   std::vector<std::int64_t> its;
   for (ApplyOrder ord : {ApplyOrder::synchronize, ApplyOrder::events, ApplyOrder::same_stream}) {
     CgOptions o;
@@ -310,7 +303,7 @@ TEST(BlockCg, BadArgumentsThrow) {
   auto a = laplacian(10);
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
-  Mat b = random_rhs(10, 2, 1);
+  Mat b = random_block(10, 2, 1);
   EXPECT_THROW(block_cg(*op, b.data(), 10, 0, *ops, {}), InvalidArgument);
   EXPECT_THROW(block_cg(*op, b.data(), 5, 2, *ops, {}), InvalidArgument);
   CgOptions o;
@@ -327,7 +320,7 @@ TEST_P(RealSpd, MatchesDirectSolve) {
   o.tol = 1e-10;
   o.max_iterations = 20000;
   o.jacobi_diagonal = diagonal(a);
-  auto r = solve_and_check(a, random_rhs(a.nrows, 8, 5), o, 1e-3);
+  auto r = solve_and_check(a, random_block(a.nrows, 8, 5), o, 1e-3);
   RecordProperty("iterations", static_cast<int>(r.iterations));
 }
 INSTANTIATE_TEST_SUITE_P(Solvers, RealSpd, ::testing::Values("bcsstk05", "bcsstk22", "nos5", "bcsstk08"));
@@ -337,7 +330,7 @@ INSTANTIATE_TEST_SUITE_P(Solvers, RealSpd, ::testing::Values("bcsstk05", "bcsstk
 TEST(BlockCg, InterruptStopsAndReturnsTheCurrentIterate) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Csr<double> a = laplacian(60, 50);
-  Mat b = random_rhs(a.nrows, 4, 5);
+  Mat b = random_block(a.nrows, 4, 5);
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
   CgOptions o;
@@ -373,7 +366,7 @@ TEST(BlockCgMixed, RefinementReachesTheFp64Answer) {
     SCOPED_TRACE("s = " + std::to_string(s));
     CgOptions o;
     o.tol = 1e-10;
-    const Mat b = random_rhs(a.nrows, s, 60 + s);
+    const Mat b = random_block(a.nrows, s, 60 + s);
     auto r64 = solve_and_check(a, b, o, 1e-7);
     auto r = solve_and_check(a, b, o, 1e-7, /*fp32=*/true);
     EXPECT_EQ(r.precision.rfind("fp32 iterations inside fp64 refinement", 0), 0u) << r.precision;
@@ -389,7 +382,7 @@ TEST(BlockCgMixed, RefinementReachesTheFp64Answer) {
   auto a4 = laplacian(24, 19, 17);
   CgOptions o;
   o.tol = 1e-10;
-  auto r = solve_and_check(a4, random_rhs(a4.nrows, 32, 7), o, 1e-7, true);
+  auto r = solve_and_check(a4, random_block(a4.nrows, 32, 7), o, 1e-7, true);
   EXPECT_EQ(r.precision.find("then fp64"), std::string::npos) << r.precision;
 }
 
@@ -401,7 +394,7 @@ TEST(BlockCgMixed, JacobiOnABadlyScaledMatrix) {
   o.tol = 1e-9;
   o.max_iterations = 20000;
   o.jacobi_diagonal = diagonal(a);
-  auto r = solve_and_check(a, random_rhs(a.nrows, 5, 9), o, 1e-4, true);
+  auto r = solve_and_check(a, random_block(a.nrows, 5, 9), o, 1e-4, true);
   EXPECT_EQ(r.precision.find("then fp64"), std::string::npos) << r.precision;
   EXPECT_GE(r.refinements, 2);
 }
@@ -425,7 +418,7 @@ TEST(BlockCgMixed, ClimbsToFp64WhereFp32CannotResolveA) {
   CgOptions o;
   o.tol = 1e-8;
   o.max_iterations = 5000;
-  Mat b = random_rhs(a.nrows, 3, 12);
+  Mat b = random_block(a.nrows, 3, 12);
   auto r64 = solve_and_check(a, b, o, 1e-5);
   auto r = solve_and_check(a, b, o, 1e-5, true);
   std::printf("%s: %lld iterations, %lld in fp32 (fp64 alone: %lld)\n", r.precision.c_str(),
@@ -446,7 +439,7 @@ TEST(BlockCgMixed, ConstrainedStiffnessTrapGivesTheFp64Answer) {
   o.tol = 1e-8;
   o.max_iterations = 20000;
   o.jacobi_diagonal = diagonal(a);
-  auto r = solve_and_check(a, random_rhs(a.nrows, 4, 21), o, 1e-3, true);
+  auto r = solve_and_check(a, random_block(a.nrows, 4, 21), o, 1e-3, true);
   RecordProperty("precision", r.precision);
 }
 
@@ -460,7 +453,7 @@ TEST(BlockCgMixed, BlocksAsWideAsTheMatrix) {
     SCOPED_TRACE("s = " + std::to_string(s));
     CgOptions o;
     o.tol = 1e-10;
-    Mat b = random_rhs(n, s, 80 + s);
+    Mat b = random_block(n, s, 80 + s);
     b.col(1) = b.col(0);  // (a dependent pair)
     auto r = solve_and_check(a, b, o, 1e-7, /*fp32=*/true);
     EXPECT_LE(r.iterations, 40) << r.precision;
@@ -476,7 +469,7 @@ TEST(BlockCgMixed, RefusesWhatTheFp32IterationCannotRun) {
   auto step = make_chebyshev_step(a, kBackend, Precision::fp32, ops->stream());
   CgOptions o;
   o.step32 = step.get();
-  Mat b = random_rhs(a.nrows, kCgFp32MaxRhs + 1, 1);
+  Mat b = random_block(a.nrows, kCgFp32MaxRhs + 1, 1);
   EXPECT_THROW(block_cg(*op, b.data(), a.nrows, kCgFp32MaxRhs + 1, *ops, o), InvalidArgument);
   o.preconditioner = op.get();  // (any operator other than Jacobi)
   EXPECT_THROW(block_cg(*op, b.data(), a.nrows, 2, *ops, o), InvalidArgument);

@@ -19,13 +19,6 @@ namespace {
 using Mat = Eigen::MatrixXd;
 using cg::BlockCgSolver;
 
-Mat random_block(std::int64_t n, std::int64_t s, std::uint64_t seed) {
-  Mat b(n, s);
-  for (std::int64_t j = 0; j < s; ++j)
-    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
-  return b;
-}
-
 // A backend block on the host (fp32 blocks through an fp64 copy: exact).
 template <class T>
 Mat get(DenseBlockOps& ops, MvView<T> v) {

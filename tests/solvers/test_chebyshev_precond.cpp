@@ -13,13 +13,6 @@ namespace {
 
 using Mat = Eigen::MatrixXd;
 
-Mat random_block(std::int64_t n, std::int64_t s, std::uint64_t seed) {
-  Mat b(n, s);
-  for (std::int64_t j = 0; j < s; ++j)
-    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
-  return b;
-}
-
 // p_m(λ) by the same three-term recurrence on scalars (independent of the block code's buffers).
 double poly(double lam, double lower, double upper, int m) {
   const double th = 0.5 * (upper + lower), de = 0.5 * (upper - lower), sg = th / de;

@@ -23,13 +23,6 @@ namespace {
 
 using Mat = Eigen::MatrixXd;
 
-Mat random_rhs(std::int64_t n, std::int64_t s, std::uint64_t seed) {
-  Mat b(n, s);
-  for (std::int64_t j = 0; j < s; ++j)
-    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
-  return b;
-}
-
 // −Δu + w·∇u on the unit square, nx × ny interior points (h = 1/(nx + 1) in x), Dirichlet
 // boundaries, scaled by h²; w = peclet·(cos 30°, sin 30°) (peclet = |w|·L/ε, ε = 1). Central
 // differences (upwind = false): off-diagonals −1 ± h·w/2 (cell Péclet h·|w|/2, unsymmetric, not an
@@ -147,7 +140,7 @@ KrylovOptions options(double tol, int m, const Csr<double>* jacobi = nullptr) {
 TEST(Gmres, ConvectionDiffusionCentralMatchesDenseLU) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(37, 29, 10.0, false);  // 1073 rows
-  auto r = solve_and_check(a, random_rhs(a.nrows, 16, 1), options(1e-10, 30), 1e-7);
+  auto r = solve_and_check(a, random_block(a.nrows, 16, 1), options(1e-10, 30), 1e-7);
   EXPECT_GT(r.iterations, 30);  // (restarted at least once)
   EXPECT_FALSE(r.history.empty());
   EXPECT_EQ(r.method, "gmres(30)");
@@ -158,7 +151,7 @@ TEST(Gmres, ConvectionDiffusionCentralMatchesDenseLU) {
 TEST(Gmres, ConvectionDiffusionUpwindWithJacobiMatchesDenseLU) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(41, 27, 400.0, true);  // 1107 rows, cell Péclet ≈ 4.7
-  auto r = solve_and_check(a, random_rhs(a.nrows, 16, 2), options(1e-10, 30, &a), 1e-7);
+  auto r = solve_and_check(a, random_block(a.nrows, 16, 2), options(1e-10, 30, &a), 1e-7);
   std::printf("upwind Pe 400, Jacobi, 16 rhs: %lld iterations\n", (long long)r.iterations);
 }
 
@@ -181,7 +174,7 @@ TEST(Gmres, NonNormalMatrixMatchesDenseLU) {
   auto a = non_normal(301);
   KrylovOptions o = options(1e-10, 40);
   o.max_iterations = 20000;
-  auto r = solve_and_check(a, random_rhs(a.nrows, 5, 4), o, 1e-6);
+  auto r = solve_and_check(a, random_block(a.nrows, 5, 4), o, 1e-6);
   std::printf("non-normal n = 301: %lld iterations\n", (long long)r.iterations);
 }
 
@@ -206,7 +199,7 @@ TEST(Gmres, SuiteSparseSmallWithJacobi) {
     bool skip = false;
     auto a = general_or_skip(name, skip);
     if (skip) GTEST_SKIP() << name << " is not in ../shared/matrices/general";
-    auto r = solve_and_check(a, random_rhs(a.nrows, 8, 5), options(1e-8, 30, &a), 1e-6);
+    auto r = solve_and_check(a, random_block(a.nrows, 8, 5), options(1e-8, 30, &a), 1e-6);
     EXPECT_LE(r.iterations, 40);
     std::printf("%s, Jacobi, GMRES(30): %lld iterations\n", name, (long long)r.iterations);
   }
@@ -219,7 +212,7 @@ TEST(Gmres, SuiteSparseOlm500NeedsTheFullSpace) {
   bool skip = false;
   auto a = general_or_skip("olm500.mtx", skip);
   if (skip) GTEST_SKIP() << "olm500.mtx is not in ../shared/matrices/general";
-  Mat b = random_rhs(a.nrows, 4, 5);
+  Mat b = random_block(a.nrows, 4, 5);
   KrylovOptions o = options(1e-8, 30, &a);
   auto r = run_gmres(a, b, o);
   EXPECT_EQ(r.status, SolverStatus::not_converged);
@@ -238,7 +231,7 @@ TEST(Gmres, SuiteSparseOlm500NeedsTheFullSpace) {
 TEST(Gmres, ShortRestartsStillConvergeWithMoreCycles) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(23, 19, 10.0, false);
-  Mat b = random_rhs(a.nrows, 4, 6);
+  Mat b = random_block(a.nrows, 4, 6);
   KrylovOptions o = options(1e-9, 60);
   o.max_iterations = 50000;
   auto full = solve_and_check(a, b, o, 1e-6);
@@ -263,7 +256,7 @@ TEST(Gmres, RestartOneConverges) {
   auto a = csr_from_triplets<double>(n, n, std::move(t));
   KrylovOptions o = options(1e-10, 1, &a);
   o.max_iterations = 2000;
-  auto r = solve_and_check(a, random_rhs(n, 3, 7), o, 1e-8);
+  auto r = solve_and_check(a, random_block(n, 3, 7), o, 1e-8);
   EXPECT_GT(r.iterations, 5);
 }
 
@@ -276,7 +269,7 @@ TEST(Gmres, InconsistentColumnIsReportedNotConverged) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(15, 13, 10.0, false);
   for (std::int64_t p = a.row_ptr[0]; p < a.row_ptr[1]; ++p) a.values[p] = 0.0;
-  Mat b = random_rhs(a.nrows, 3, 8);
+  Mat b = random_block(a.nrows, 3, 8);
   b(0, 1) = 0.3 * b.col(1).norm();  // floor ‖r‖/‖b‖ ≥ 0.29
   b(0, 0) = b(0, 2) = 0.0;
   KrylovOptions o = options(1e-8, 20);
@@ -295,7 +288,7 @@ TEST(Gmres, InconsistentColumnIsReportedNotConverged) {
 TEST(Gmres, ToleranceBelowTheFloorIsNotConverged) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(20, 20, 10.0, false);
-  Mat b = random_rhs(a.nrows, 2, 10);
+  Mat b = random_block(a.nrows, 2, 10);
   auto r = run_gmres(a, b, options(1e-300, 30));
   EXPECT_EQ(r.status, SolverStatus::not_converged) << r.reason;
   check_report(a, b, r, 1e-300);
@@ -306,7 +299,7 @@ TEST(Gmres, ToleranceBelowTheFloorIsNotConverged) {
 TEST(Gmres, IterationLimitIsReportedWithColumnsAndResiduals) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(30, 30, 10.0, false);
-  Mat b = random_rhs(a.nrows, 3, 11);
+  Mat b = random_block(a.nrows, 3, 11);
   KrylovOptions o = options(1e-12, 30);
   o.max_iterations = 25;
   auto r = run_gmres(a, b, o);
@@ -322,7 +315,7 @@ TEST(Gmres, IterationLimitIsReportedWithColumnsAndResiduals) {
 TEST(Gmres, ZeroAndBadlyScaledColumns) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(19, 17, 10.0, false);
-  Mat b = random_rhs(a.nrows, 5, 12);
+  Mat b = random_block(a.nrows, 5, 12);
   b.col(2).setZero();
   Mat b2 = b;
   b2.col(1) *= 1e200;
@@ -350,7 +343,7 @@ TEST(Gmres, OneAndThirtyThreeColumns) {
   auto a = convection_diffusion(33, 21, 10.0, false);
   for (std::int64_t s : {1, 33}) {
     SCOPED_TRACE("s = " + std::to_string(s));
-    solve_and_check(a, random_rhs(a.nrows, s, 20 + s), options(1e-10, 25, &a), 1e-7);
+    solve_and_check(a, random_block(a.nrows, s, 20 + s), options(1e-10, 25, &a), 1e-7);
   }
 }
 
@@ -361,7 +354,7 @@ TEST(Gmres, OneAndThirtyThreeColumns) {
 TEST(Gmres, ColumnsAreIndependentOfTheirNeighbours) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(21, 19, 10.0, false);
-  Mat b = random_rhs(a.nrows, 6, 13);
+  Mat b = random_block(a.nrows, 6, 13);
   KrylovOptions o = options(1e-9, 20);
   auto all = run_gmres(a, b, o);
   ASSERT_EQ(all.status, SolverStatus::converged) << all.reason;
@@ -380,9 +373,9 @@ TEST(Gmres, ColumnsAreIndependentOfTheirNeighbours) {
 TEST(Gmres, InitialGuessIsUsed) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(25, 23, 10.0, false);
-  Mat b = random_rhs(a.nrows, 4, 14);
+  Mat b = random_block(a.nrows, 4, 14);
   Eigen::PartialPivLU<Mat> lu(dense(a));
-  Mat x0 = lu.solve(b) + 1e-6 * random_rhs(a.nrows, 4, 15);
+  Mat x0 = lu.solve(b) + 1e-6 * random_block(a.nrows, 4, 15);
   KrylovOptions o = options(1e-10, 30);
   auto cold = solve_and_check(a, b, o, 1e-7);
   auto warm = solve_and_check(a, b, o, 1e-7, &x0);
@@ -401,10 +394,10 @@ TEST(Gmres, HappyBreakdownEndsTheCycle) {
   std::vector<Triplet<double>> t;
   for (int i = 0; i < 57; ++i) t.push_back({i, i, 1.0});
   auto eye = csr_from_triplets<double>(57, 57, std::move(t));
-  auto r = solve_and_check(eye, random_rhs(57, 3, 16), options(1e-12, 30), 1e-14);
+  auto r = solve_and_check(eye, random_block(57, 3, 16), options(1e-12, 30), 1e-14);
   EXPECT_EQ(r.iterations, 1);
   auto small = convection_diffusion(3, 3, 10.0, false);  // n = 9 < m = 30
-  auto r2 = solve_and_check(small, random_rhs(9, 4, 17), options(1e-12, 30), 1e-10);
+  auto r2 = solve_and_check(small, random_block(9, 4, 17), options(1e-12, 30), 1e-10);
   EXPECT_LE(r2.iterations, 9);
   EXPECT_EQ(r2.history.size(), static_cast<std::size_t>(r2.iterations));
 }
@@ -417,7 +410,7 @@ TEST(Gmres, PreconditionerOperatorMatchesJacobi) {
   auto a = convection_diffusion(41, 27, 400.0, true);
   for (std::int64_t p = 0; p < a.nnz(); ++p)
     a.values[p] *= std::pow(10.0, 2.0 * random_entry(19, a.col_idx[p], 0));
-  Mat b = random_rhs(a.nrows, 4, 18);
+  Mat b = random_block(a.nrows, 4, 18);
   auto d = diagonal(a);
   std::vector<Triplet<double>> t;
   for (std::int32_t i = 0; i < static_cast<std::int32_t>(a.nrows); ++i) t.push_back({i, i, 1.0 / d[i]});
@@ -443,7 +436,7 @@ TEST(Gmres, PreconditionerOperatorMatchesJacobi) {
 TEST(Gmres, BadInputIsRefused) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(9, 8, 10.0, false);
-  Mat b = random_rhs(a.nrows, 3, 21);
+  Mat b = random_block(a.nrows, 3, 21);
   b(5, 1) = std::numeric_limits<double>::quiet_NaN();
   try {
     run_gmres(a, b, options(1e-8, 10));
@@ -465,7 +458,7 @@ TEST(Gmres, BadInputIsRefused) {
 TEST(Gmres, InterruptStopsAtAnIterationsEnd) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(30, 30, 10.0, false);
-  Mat b = random_rhs(a.nrows, 2, 22);
+  Mat b = random_block(a.nrows, 2, 22);
   KrylovOptions o = options(1e-12, 30);
   int seen = 0;
   o.on_iteration = [&](const IterationRecord&) {
@@ -481,7 +474,7 @@ TEST(Gmres, InterruptStopsAtAnIterationsEnd) {
 TEST(Gmres, HistoryTracksTheEstimates) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   auto a = convection_diffusion(25, 25, 10.0, false);
-  Mat b = random_rhs(a.nrows, 3, 23);
+  Mat b = random_block(a.nrows, 3, 23);
   KrylovOptions o = options(1e-10, 200);  // one cycle: the estimate is the minimal residual
   auto r = solve_and_check(a, b, o, 1e-7);
   ASSERT_EQ(r.history.size(), static_cast<std::size_t>(r.iterations));
@@ -517,7 +510,7 @@ TEST(GmresKernels, OrthoPassMatchesEigen) {
   MultiVector<double> coef = ops->allocate(m + 2, s), out = ops->allocate(m + 2, s);
   MultiVector<double> part = ops->allocate(kern.partial_doubles(n, m + 1, s, 2), 1);
   Context ctx{ops->stream(), part.data(), part.rows(), 2};
-  Mat V = random_rhs(n, (m + 1) * s, 30), W = random_rhs(n, s, 31), C = random_rhs(m + 2, s, 32);
+  Mat V = random_block(n, (m + 1) * s, 30), W = random_block(n, s, 31), C = random_block(m + 2, s, 32);
   ops->from_host(V.data(), n, vb.view());
   ops->from_host(C.data(), m + 2, coef.view());
   Basis basis{vb.data(), n, n, n * s, s};
@@ -555,7 +548,7 @@ TEST(GmresKernels, NormalizeAndCombineMatchEigen) {
   L.m = m;
   Kernels kern = krylov::gmres::kernels_for(ops->space());
   Context ctx{ops->stream(), nullptr, 0, 2};
-  Mat V = random_rhs(n, (m + 1) * s, 40), D = random_rhs(n, 1, 41), St = random_rhs(L.rows(), s, 42);
+  Mat V = random_block(n, (m + 1) * s, 40), D = random_block(n, 1, 41), St = random_block(L.rows(), s, 42);
   MultiVector<double> vb = ops->allocate(n, (m + 1) * s), d = ops->allocate(n, 1),
                       st = ops->allocate(L.rows(), s);
   MultiVector<double> z = ops->allocate(n, s), u = ops->allocate(n, s);
@@ -591,7 +584,7 @@ TEST(GmresSteps, CycleBuildsAnOrthonormalBasis) {
   auto ops = make_dense_ops(kBackend);
   KrylovOptions o = options(1e-14, m);
   krylov::gmres::GmresSolver solver(*op, *ops, s, o);
-  Mat b = random_rhs(n, s, 50);
+  Mat b = random_block(n, s, 50);
   MultiVector<double> bd = ops->allocate(n, s), xd = ops->allocate(n, s);
   ops->from_host(b.data(), n, bd.view());
   auto r = solver.start(bd.view(), xd.view(), false);
@@ -633,7 +626,7 @@ TEST(Gmres, DISABLED_TimingConvectionDiffusion250k) {
   for (int run = 0; run < 2; ++run) {
     auto a = run == 0 ? convection_diffusion(side, side, 10.0, false)
                       : convection_diffusion(side, side, 5000.0, true);
-    Mat b = random_rhs(a.nrows, 32, 60);
+    Mat b = random_block(a.nrows, 32, 60);
     KrylovOptions o = options(1e-8, 30, run == 1 ? &a : nullptr);
     o.max_iterations = run == 0 ? 60 : 5000;
     const auto t0 = std::chrono::steady_clock::now();

@@ -30,13 +30,6 @@ using cplx = std::complex<double>;
 using krylov::GmresPolynomial;
 using krylov::PolyRoot;
 
-Mat random_block(std::int64_t n, std::int64_t s, std::uint64_t seed) {
-  Mat b(n, s);
-  for (std::int64_t j = 0; j < s; ++j)
-    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
-  return b;
-}
-
 // A random unsymmetric matrix with a dominant positive diagonal (eigenvalues in the right half
 // plane, some complex), about 6 entries a row.
 Csr<double> random_unsymmetric(std::int64_t n, std::uint64_t seed) {

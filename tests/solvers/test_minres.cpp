@@ -24,13 +24,6 @@ namespace {
 
 using Mat = Eigen::MatrixXd;
 
-Mat random_rhs(std::int64_t n, std::int64_t s, std::uint64_t seed) {
-  Mat b(n, s);
-  for (std::int64_t j = 0; j < s; ++j)
-    for (std::int64_t i = 0; i < n; ++i) b(i, j) = random_entry(seed, i, j);
-  return b;
-}
-
 // A − σ·I.
 Csr<double> shifted(Csr<double> a, double sigma) {
   for (std::int64_t i = 0; i < a.nrows; ++i)
@@ -115,7 +108,7 @@ TEST(Minres, ShiftedLaplacianMatchesDenseSolve) {
   const auto a = shifted(laplacian(nx, ny), sigma);
   KrylovOptions o;
   o.tol = 1e-10;
-  auto r = solve_and_check(a, random_rhs(a.nrows, 16, 11), o, 1e-10 * top / gap * 10);
+  auto r = solve_and_check(a, random_block(a.nrows, 16, 11), o, 1e-10 * top / gap * 10);
   EXPECT_GT(r.iterations, 10);
   EXPECT_FALSE(r.history.empty());
   EXPECT_EQ(r.history.front().residual_norms.size(), 16u);
@@ -131,7 +124,7 @@ TEST(Minres, DiagonalIndefiniteKnownSolution) {
   for (std::int64_t i = 0; i < n; ++i)
     d[i] = (i % 3 == 0 ? -1.0 : 1.0) * (1.0 + 0.25 * static_cast<double>(i));
   const auto a = diagonal_matrix(d);
-  Mat xt = random_rhs(n, 5, 3);
+  Mat xt = random_block(n, 5, 3);
   const Mat b = Eigen::Map<const Eigen::VectorXd>(d.data(), n).asDiagonal() * xt;
   KrylovOptions o;
   o.tol = 1e-12;
@@ -154,7 +147,7 @@ TEST(Minres, TumorAntiAngiogenesisHonestResiduals) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
   const auto a = read_mtx(path.string());
   ASSERT_EQ(a.nrows, 305);
-  const Mat b = random_rhs(a.nrows, 3, 21);
+  const Mat b = random_block(a.nrows, 3, 21);
   KrylovOptions o;
   o.tol = 1e-8;
   o.max_iterations = 30000;
@@ -172,7 +165,7 @@ TEST(Minres, TumorAntiAngiogenesisHonestResiduals) {
 TEST(Minres, SpdMatrixGivesTheSameAnswerAsBlockCg) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const auto a = laplacian(31, 27);
-  const Mat b = random_rhs(a.nrows, 6, 9);
+  const Mat b = random_block(a.nrows, 6, 9);
   KrylovOptions o;
   o.tol = 1e-10;
   auto r = solve_and_check(a, b, o, 1e-7);
@@ -191,7 +184,7 @@ TEST(Minres, JacobiBeatsNoPreconditionerOnABadlyScaledIndefiniteMatrix) {
   const int nx = 17, ny = 13;
   const double sigma = interior_shift(laplacian_spectrum(nx, ny));
   const auto a = badly_scaled(shifted(laplacian(nx, ny), sigma));
-  const Mat b = random_rhs(a.nrows, 4, 5);
+  const Mat b = random_block(a.nrows, 4, 5);
   KrylovOptions o;
   o.tol = 1e-8;
   o.max_iterations = 20000;
@@ -211,7 +204,7 @@ TEST(Minres, GivenPreconditionerMatchesJacobi) {
   const int nx = 17, ny = 13;
   const double sigma = interior_shift(laplacian_spectrum(nx, ny));
   const auto a = badly_scaled(shifted(laplacian(nx, ny), sigma));
-  const Mat b = random_rhs(a.nrows, 3, 6);
+  const Mat b = random_block(a.nrows, 3, 6);
   KrylovOptions oj;
   oj.tol = 1e-8;
   oj.max_iterations = 20000;
@@ -236,7 +229,7 @@ TEST(Minres, RecurrenceEstimateTracksTheTrueResidual) {
   const int nx = 17, ny = 13;
   const auto a0 = shifted(laplacian(nx, ny), interior_shift(laplacian_spectrum(nx, ny)));
   const auto a1 = badly_scaled(a0);
-  const Mat b = random_rhs(a0.nrows, 1, 8);
+  const Mat b = random_block(a0.nrows, 1, 8);
   std::vector<double> minv(a1.nrows);
   for (std::int64_t i = 0; i < a1.nrows; ++i) minv[i] = 1.0 / std::abs(diagonal(a1)[i]);
   auto m = make_operator(diagonal_matrix(minv));
@@ -261,7 +254,7 @@ TEST(Minres, IterationLimitIsReportedHonestly) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const int nx = 23, ny = 19;
   const auto a = shifted(laplacian(nx, ny), interior_shift(laplacian_spectrum(nx, ny)));
-  Mat b = random_rhs(a.nrows, 3, 12);
+  Mat b = random_block(a.nrows, 3, 12);
   b.col(1).setZero();
   b(5, 1) = 1.0;  // (still a hard right-hand side)
   KrylovOptions o;
@@ -287,7 +280,7 @@ TEST(Minres, ToleranceBelowTheRoundingFloorIsReported) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const int nx = 19, ny = 17;
   const auto a = shifted(laplacian(nx, ny), interior_shift(laplacian_spectrum(nx, ny)));
-  const Mat b = random_rhs(a.nrows, 2, 44);
+  const Mat b = random_block(a.nrows, 2, 44);
   KrylovOptions o;
   o.tol = 1e-10;
   auto ok = solve_and_check(a, b, o, 1e-5);
@@ -310,7 +303,7 @@ TEST(Minres, EasyColumnConvergesWhileOthersHitTheLimit) {
   for (std::int64_t i = 0; i < n; ++i)
     d[i] = (i % 2 ? -1.0 : 1.0) * std::pow(1.2, static_cast<double>(i % 37));
   const auto a = diagonal_matrix(d);
-  Mat b = random_rhs(n, 3, 4);
+  Mat b = random_block(n, 3, 4);
   b.col(2).setZero();
   b(7, 2) = 3.0;
   KrylovOptions o;
@@ -329,7 +322,7 @@ TEST(Minres, EasyColumnConvergesWhileOthersHitTheLimit) {
 TEST(Minres, ZeroRightHandSideColumnGivesZero) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const auto a = shifted(laplacian(13, 11), 2.5);
-  Mat b = random_rhs(a.nrows, 3, 2);
+  Mat b = random_block(a.nrows, 3, 2);
   b.col(1).setZero();
   Mat x0 = Mat::Constant(a.nrows, 3, 0.5);  // (a nonzero guess for the zero column too)
   KrylovOptions o;
@@ -343,7 +336,7 @@ TEST(Minres, ZeroRightHandSideColumnGivesZero) {
 TEST(Minres, NonFiniteRightHandSideIsRejected) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const auto a = shifted(laplacian(9, 8), 2.5);
-  Mat b = random_rhs(a.nrows, 2, 2);
+  Mat b = random_block(a.nrows, 2, 2);
   b(4, 1) = std::numeric_limits<double>::quiet_NaN();
   EXPECT_THROW(run_minres(a, b, KrylovOptions{}), InvalidArgument);
   b(4, 1) = std::numeric_limits<double>::infinity();
@@ -354,7 +347,7 @@ TEST(Minres, NonFiniteRightHandSideIsRejected) {
 TEST(Minres, ExtremeScalesConverge) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const auto a = shifted(laplacian(13, 11), 2.5);
-  Mat b = random_rhs(a.nrows, 3, 7);
+  Mat b = random_block(a.nrows, 3, 7);
   b.col(0) *= 1e200;
   b.col(2) *= 1e-200;
   KrylovOptions o;
@@ -368,8 +361,8 @@ TEST(Minres, OneAndThirtyThreeRightHandSides) {
   const auto a = shifted(laplacian(nx, ny), interior_shift(laplacian_spectrum(nx, ny)));
   KrylovOptions o;
   o.tol = 1e-9;
-  auto one = solve_and_check(a, random_rhs(a.nrows, 1, 30), o, 1e-4);
-  auto many = solve_and_check(a, random_rhs(a.nrows, 33, 30), o, 1e-4);
+  auto one = solve_and_check(a, random_block(a.nrows, 1, 30), o, 1e-4);
+  auto many = solve_and_check(a, random_block(a.nrows, 33, 30), o, 1e-4);
   // (the same first column: the recurrences are independent, so it takes the same iterations up to
   // the rounding of an SpMM kernel that may differ with the block width on the GPU)
   EXPECT_NEAR(static_cast<double>(one.column_iterations[0]), static_cast<double>(many.column_iterations[0]),
@@ -380,12 +373,12 @@ TEST(Minres, InitialGuessIsUsed) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const int nx = 19, ny = 17;
   const auto a = shifted(laplacian(nx, ny), interior_shift(laplacian_spectrum(nx, ny)));
-  const Mat b = random_rhs(a.nrows, 4, 31);
+  const Mat b = random_block(a.nrows, 4, 31);
   KrylovOptions o;
   o.tol = 1e-10;
   auto cold = solve_and_check(a, b, o, 1e-5);
   Mat x0 = dense(a).partialPivLu().solve(b);
-  x0 += 1e-6 * random_rhs(a.nrows, 4, 32);
+  x0 += 1e-6 * random_block(a.nrows, 4, 32);
   auto warm = solve_and_check(a, b, o, 1e-5, &x0);
   EXPECT_LT(warm.iterations, cold.iterations);
   Mat exact = dense(a).partialPivLu().solve(b);  // within tol at once: no iteration
@@ -403,7 +396,7 @@ TEST(Minres, SingularSystems) {
   for (std::int64_t i = 0; i < n; ++i)
     d[i] = i % 10 == 3 ? 0.0 : (i % 2 ? -1.0 : 2.0) * (1.0 + 0.1 * static_cast<double>(i));
   const auto a = diagonal_matrix(d);
-  Mat b = random_rhs(n, 2, 17);
+  Mat b = random_block(n, 2, 17);
   for (std::int64_t i = 0; i < n; ++i)
     if (d[i] == 0.0) b(i, 0) = 0.0;  // column 0 consistent, column 1 not
   KrylovOptions o;
@@ -426,7 +419,7 @@ TEST(Minres, SingularSystems) {
 TEST(Minres, InterruptStopsAndReturnsTheCurrentIterate) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const auto a = shifted(laplacian(40, 30), 1.3);
-  const Mat b = random_rhs(a.nrows, 4, 5);
+  const Mat b = random_block(a.nrows, 4, 5);
   KrylovOptions o;
   o.tol = 1e-10;
   request_interrupt();
@@ -488,7 +481,7 @@ TEST(MinresSteps, IterateResidualAndEstimateStayConsistent) {
   const int nx = 17, ny = 13;
   const auto a = badly_scaled(shifted(laplacian(nx, ny), interior_shift(laplacian_spectrum(nx, ny))));
   const std::int64_t n = a.nrows, s = 3, t = 30;
-  const Mat b = 1e3 * random_rhs(n, s, 41);
+  const Mat b = 1e3 * random_block(n, s, 41);
   std::vector<double> minv(n);
   for (std::int64_t i = 0; i < n; ++i) minv[i] = 1.0 / std::abs(diagonal(a)[i]);
   auto op = make_operator(a);
@@ -534,10 +527,10 @@ struct KernelCase {
   Eigen::VectorXd d, dinv;
   Mat s;
   KernelCase() {
-    for (int k = 0; k < 9; ++k) blocks.push_back(random_rhs(n, na, 100 + k));
-    d = (random_rhs(n, 1, 99).array().abs() + 0.5).matrix();
+    for (int k = 0; k < 9; ++k) blocks.push_back(random_block(n, na, 100 + k));
+    d = (random_block(n, 1, 99).array().abs() + 0.5).matrix();
     dinv = d.cwiseInverse();
-    s = 0.5 * (random_rhs(mr::kFields, na, 98).array() + 1.0).matrix();
+    s = 0.5 * (random_block(mr::kFields, na, 98).array() + 1.0).matrix();
     for (std::int64_t j = 0; j < na; ++j) s(mr::kState, j) = j == 3 ? mr::kFinishing : mr::kActive;
     s(mr::kState, 4) = mr::kDone;
   }
