@@ -123,4 +123,24 @@ std::vector<std::int32_t> reverse_cuthill_mckee(const Csr<T>& a) {
 template std::vector<std::int32_t> reverse_cuthill_mckee(const Csr<double>&);
 template std::vector<std::int32_t> reverse_cuthill_mckee(const Csr<float>&);
 
+double sampled_line_spread(const Csr<double>& a) {
+  constexpr std::int64_t kChunk = 512, kChunks = 64;
+  const std::int64_t n = a.nrows;
+  if (n == 0 || a.nnz() == 0) return 0.0;
+  const std::int64_t chunks = std::max<std::int64_t>(1, n / kChunk);
+  const std::int64_t taken = std::min(chunks, kChunks);
+  std::vector<std::int32_t> lines;
+  double distinct = 0.0, entries = 0.0;
+  for (std::int64_t t = 0; t < taken; ++t) {
+    const std::int64_t c = t * chunks / taken;
+    const std::int64_t r0 = c * kChunk, r1 = std::min(n, r0 + kChunk);
+    lines.clear();
+    for (std::int64_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) lines.push_back(a.col_idx[p] >> 3);
+    std::sort(lines.begin(), lines.end());
+    distinct += double(std::unique(lines.begin(), lines.end()) - lines.begin());
+    entries += double(lines.size());
+  }
+  return entries > 0 ? distinct / entries : 0.0;
+}
+
 }  // namespace tcsolve

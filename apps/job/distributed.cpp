@@ -529,7 +529,7 @@ void check_distributed_job(const JobSpec& s, int np, bool threads) {
   refuse(s.certify, "--certify (a factorization)", np, threads);
   refuse(!s.start.empty(), s.eigs() ? "--start" : "--x0", np, threads);
   refuse(!s.checkpoint.empty() || !s.resume_from.empty(), "--checkpoint / --resume-from", np, threads);
-  refuse(s.reorder != Reordering::none, "--reorder", np, threads);
+  refuse(s.reorder == Reordering::symmetric, "--reorder", np, threads);
   refuse(!s.plot.empty(), "--plot", np, threads);
   refuse(s.eigs() && s.method != EigsMethod::automatic && s.method != EigsMethod::chebyshev,
          std::string("--method ") + to_string(s.method), np, threads);

@@ -236,7 +236,7 @@ void LocalJob::fit_device(Backend& backend) {
   double matrices = matrix_device_bytes(s_, in_.A->a) + mass;
   double need = device_bytes_needed(s_, in_.A->a, in_.nrhs) + mass;
   const double avail = static_cast<double>(device_free_bytes());
-  if (need > 0.9 * avail && !s_.eigs() && s_.reorder == Reordering::none) {
+  if (need > 0.9 * avail && !s_.eigs() && s_.reorder != Reordering::symmetric) {
     const double rough = matrices;
     matrices = tight_matrix_bytes(rough);
     need += matrices - rough;

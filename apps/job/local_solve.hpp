@@ -36,6 +36,12 @@ struct LocalNotes {
   std::int64_t wanted = 0;  // columns the plot draws (k, or the right-hand sides)
 };
 
+// --reorder auto's gates (LocalSolve::auto_reorder): rows, the input order's spread, and the
+// factor by which RCM must lower it.
+constexpr std::int64_t kAutoReorderRows = 65536;
+constexpr double kAutoReorderSpread = 0.5;
+constexpr double kAutoReorderGain = 2.0;
+
 class LocalSolve {
  public:
   LocalSolve(const JobSpec& s, MatrixCache& cache, const LocalInputs& in, const ProgressFn& progress,
@@ -58,6 +64,7 @@ class LocalSolve {
   SolveResult run_method(SolveMethod m, Backend backend, std::int64_t fit_columns, double budget, CheckpointWriter& ck);
   SolveResult run_krylov(SolveMethod m, double budget);
   bool wants_polynomial(SolveMethod m) const;
+  bool auto_reorder(Backend backend, std::string* why);
   std::unique_ptr<ChebyshevStep> krylov_fused_step() const;
   SolveResult run_direct();
   // The operators for an iterative method (once; with the CG plan's batch width).
@@ -88,6 +95,8 @@ class LocalSolve {
   const std::vector<std::int32_t>* perm_ = nullptr;
   Csr<double> a_perm_, b_perm_;
   std::unique_ptr<SparseOperator> bop_perm_;
+  std::vector<std::int32_t> rcm_perm_;          // --reorder auto's RCM order (auto_reorder)
+  std::unique_ptr<SparseOperator> aop_rcm_;    // the operator on P·A·Pᵀ in that order
   const Csr<double>* a_csr_ = nullptr;
   const Csr<double>* b_csr_ = nullptr;
   std::unique_ptr<ChebyshevPreconditioner> cheb_;  // block CG's polynomial, when it ran

@@ -95,7 +95,7 @@ SvdOptions svd_options(const JobSpec& s) {
 SolvePlanFacts solve_plan_facts(const JobSpec& s, std::int64_t rhs) {
   SolvePlanFacts f;
   f.asked = cg_precond(s.precond);
-  f.facts.reordered = s.reorder != Reordering::none;
+  f.facts.reordered = s.reorder == Reordering::symmetric;
   f.rhs = rhs;
   return f;
 }

@@ -45,7 +45,8 @@ const Choices<Precond> kEigsPrecond = {
 const Choices<Precond> kSolvePrecond = {{Precond::automatic, "auto"}, {Precond::jacobi, "jacobi"},
                                         {Precond::chebyshev, "chebyshev"}, {Precond::poly, "poly"},
                                         {Precond::none, "none"}};
-const Choices<Reordering> kReorder = {{Reordering::none, "none"}, {Reordering::symmetric, "symmetric"}};
+const Choices<Reordering> kReorder = {
+    {Reordering::automatic, "auto"}, {Reordering::none, "none"}, {Reordering::symmetric, "symmetric"}};
 const Choices<PartitionMethod> kPartition = {
     {PartitionMethod::automatic, "auto"}, {PartitionMethod::contiguous, "contiguous"}, {PartitionMethod::metis, "metis"}};
 
@@ -192,10 +193,11 @@ void add_common_options(po::options_description& opts, JobSpec& s, bool eigs) {
        "under mpirun: how the rows are split over the ranks (default auto: METIS k-way when it "
        "cuts fewer edges than contiguous ranges and the matrix is read whole; HDF5 files and the "
        "stencil generators are read by ranges)")
-      ("reorder", parsed("none|symmetric", [&s](const std::string& v) { s.reorder = parse_choice("--reorder", v, kReorder); }),
+      ("reorder", parsed("auto|none|symmetric", [&s](const std::string& v) { s.reorder = parse_choice("--reorder", v, kReorder); }),
        "symmetric: iterate in the basis of a symmetric Jaccard/RCM reordering B = P A P^T (vectors "
        "permuted once at entry and exit); pays for matrices stored in a poor (e.g. scrambled) order, "
-       "costs one reordering at setup (default none)")
+       "costs one reordering at setup (default auto: symmetric for eigs on the CPU at 65536 rows and more "
+       "whose order scatters the product's reads of X, none elsewhere)")
       ("precision", parsed("auto|fp64|fp32|fp16|bf16",
                            [&s](const std::string& v) { s.precision = parse_choice("--precision", v, kPrecision); }),
        "auto (default): A in fp64, and eigs' Chebyshev filter on fp32 blocks where that is safe "

@@ -25,7 +25,9 @@ enum class PrecisionChoice { automatic, fp64, fp32, fp16, bf16 };
 // eigs (LOBPCG): automatic | none | jacobi | factor; solve (block CG): automatic | jacobi |
 // chebyshev | none; solve (GMRES, MINRES): poly, the GMRES polynomial (solvers/krylov/gmres_polynomial.hpp).
 enum class Precond { automatic, none, jacobi, factor, chebyshev, poly };
-enum class Reordering { none, symmetric };  // symmetric: iterate in the basis of P·A·Pᵀ
+// symmetric: iterate in the basis of P·A·Pᵀ; automatic: symmetric where the CPU's eigs would gain
+// (LocalSolve::auto_reorder), else none.
+enum class Reordering { none, symmetric, automatic };
 
 // The option values as the user writes them ("auto" for automatic).
 const char* to_string(Task t);
@@ -76,7 +78,7 @@ struct JobSpec {
   bool cpu_fallback = false;  // run on the CPU when the GPU lacks memory
   int precond_degree = 0;     // solve --precond chebyshev: 0 = from the spectral bounds
   Precond precond = Precond::automatic;
-  Reordering reorder = Reordering::none;
+  Reordering reorder = Reordering::automatic;
   PartitionMethod partition = PartitionMethod::automatic;  // under mpirun (distributed/partition.hpp)
   std::uint64_t seed = 1;
 

@@ -96,7 +96,7 @@ inline void expect_reorder_answers_in_input_order(const std::string& device) {
   const RunResult bad = run_tcsolve({"solve", spec, "--rhs", "random:1", "--reorder", "rows",
                                      "--device", device});
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("--reorder 'rows': expected none or symmetric"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--reorder 'rows': expected auto, none or symmetric"), std::string::npos) << bad.err;
 }
 
 }  // namespace tcsolve::test

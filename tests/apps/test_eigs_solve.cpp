@@ -509,6 +509,33 @@ TEST(AppsSolve, GmresPolynomialPreconditioner) {
                "--precond poly is GMRES's and MINRES's (not --method cg)");
 }
 
+// --reorder auto (the default): eigs on the CPU reorders a large matrix stored in a scattered
+// order (a scrambled 2D grid) by RCM, and answers in the input's order with the eigenvalues of
+// the run that does not reorder; it leaves alone the same grid in its natural order, a random
+// graph (RCM does not help there), and a matrix below 65536 rows.
+TEST(AppsReorder, AutoReordersAScatteredOrderOnTheCpu) {
+  ScratchDir d;
+  struct Case { std::string spec; bool reordered; };
+  for (const Case& c : {Case{"gen:lap2d:280+scramble", true}, Case{"gen:lap2d:280", false},
+                        Case{"gen:random:70000:6", false}, Case{"gen:lap2d:200+scramble", false}}) {
+    SCOPED_TRACE(c.spec);
+    auto r = run_tcsolve({"eigs", c.spec, "--k", "2", "--which", "largest", "--device", "cpu", "--out",
+                          d.file("a.h5"), "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.find("auto: reverse Cuthill-McKee") != std::string::npos, c.reordered) << r.out.substr(0, 800);
+    if (!c.reordered) continue;
+    Hdf5File f = Hdf5File::open(d.file("a.h5"));
+    const auto vals = f.read_doubles("eigenvalues"), vecs = f.read_doubles("eigenvectors");
+    EXPECT_LE(max_eig_residual(generate(c.spec), vals, vecs), 1e-6);
+    auto plain = run_tcsolve({"eigs", c.spec, "--k", "2", "--which", "largest", "--device", "cpu", "--reorder",
+                              "none", "--out", d.file("b.h5")});
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    const auto pv = Hdf5File::open(d.file("b.h5")).read_doubles("eigenvalues");
+    ASSERT_EQ(pv.size(), vals.size());
+    for (std::size_t j = 0; j < vals.size(); ++j) EXPECT_NEAR(vals[j], pv[j], 1e-9 * std::abs(pv[j])) << j;
+  }
+}
+
 TEST(AppsReorder, EigsAndSolveInThePermutedBasisAnswerInTheInputOrder) {
   expect_reorder_answers_in_input_order("cpu");
 }

@@ -206,6 +206,23 @@ TEST(Rcm, IsAPermutationAndHandlesComponentsAndIsolatedRows) {
   EXPECT_LE(bw, 2 * 8);
 }
 
+TEST(Rcm, LineSpreadTellsAScatteredOrderFromALocalOne) {
+  // A 3D stencil in its natural order reads few 8-row lines of X per entry; scrambled, about one
+  // each; RCM brings it back below the natural order's. Small and empty matrices are handled.
+  Csr<double> lap = lap3d_random(40, 4);  // 64000 rows: 8000 lines of X, more than a chunk's reads
+  const double natural = sampled_line_spread(lap);
+  Csr<double> s = permute_symmetric(lap, random_perm(lap.nrows, 11));
+  const double scrambled = sampled_line_spread(s);
+  const double back = sampled_line_spread(permute_symmetric(s, reverse_cuthill_mckee(s)));
+  EXPECT_LT(natural, 0.2);
+  EXPECT_GT(scrambled, 0.6) << natural;
+  EXPECT_LT(back, 0.25);
+  EXPECT_EQ(sampled_line_spread(Csr<double>{}), 0.0);
+  Csr<double> one = lap2d_csr(3, 3);  // fewer rows than one chunk: one chunk, all of it
+  EXPECT_GT(sampled_line_spread(one), 0.0);
+  EXPECT_LE(sampled_line_spread(one), 1.0);
+}
+
 TEST(JaccardReorder, SymmetricModeRecoversScrambled3dStencilThroughRcm) {
   // Issue 3's lap3d target at test size: within 1.3x of the natural order's 8x4 blocks after a
   // random symmetric scramble (rows mode cannot: the columns stay scrambled).
