@@ -89,29 +89,18 @@ void LocalSolve::build_operators(Backend backend, int cols) {
   if (reorder) r_.reorder_plan = aop_->plan().reason;
 }
 
-// --reorder auto: a reverse Cuthill–McKee order for eigs on the CPU, where A is large (≥
-// kAutoReorderRows rows: X of 16–32 columns is then past the caches), its input order scatters
-// the product's reads of X (sampled_line_spread ≥ kAutoReorderSpread: a random order's is about
-// 0.8–1, a stencil's natural order 0.08–0.09) and RCM lowers that spread at least
-// kAutoReorderGain-fold (a random graph has no order that helps: RCM leaves its spread about as
-// it is). Not with a mass matrix, a shift, constraints or start vectors (their own orders would
-// follow). Sets rcm_perm_ and a_perm_ (P·A·Pᵀ) when it says yes.
+// --reorder auto: preprocess/rcm.hpp's locality_order for eigs on the CPU (not with a mass
+// matrix, a shift, constraints or start vectors: their own orders would follow). Sets rcm_perm_
+// and a_perm_ (P·A·Pᵀ) when it reorders.
 bool LocalSolve::auto_reorder(Backend backend, std::string* why) {
-  const Csr<double>& a = in_.A->a;
   if (backend != Backend::cpu || !s_.eigs() || in_.B || !s_.sigma.empty() || !s_.constraints.empty() ||
-      !in_.start.empty() || a.nrows < kAutoReorderRows || a.nrows != a.ncols)
+      !in_.start.empty())
     return false;
-  const double before = sampled_line_spread(a);
-  if (!(before >= kAutoReorderSpread)) return false;
-  Timer t;
-  std::vector<std::int32_t> p = reverse_cuthill_mckee(a);
-  Csr<double> b = permute_symmetric(a, p);
-  const double after = sampled_line_spread(b);
-  if (!(after * kAutoReorderGain <= before)) return false;
-  rcm_perm_ = std::move(p);
-  a_perm_ = std::move(b);
-  *why = format("auto: reverse Cuthill-McKee, %.2f -> %.2f lines of X read per entry, in %.3g s", before, after,
-                t.seconds());
+  LocalityOrder lo = locality_order(in_.A->a);
+  if (lo.perm.empty()) return false;
+  *why = "auto: " + lo.describe();
+  rcm_perm_ = std::move(lo.perm);
+  a_perm_ = std::move(lo.permuted);
   return true;
 }
 

@@ -36,12 +36,6 @@ struct LocalNotes {
   std::int64_t wanted = 0;  // columns the plot draws (k, or the right-hand sides)
 };
 
-// --reorder auto's gates (LocalSolve::auto_reorder): rows, the input order's spread, and the
-// factor by which RCM must lower it.
-constexpr std::int64_t kAutoReorderRows = 65536;
-constexpr double kAutoReorderSpread = 0.5;
-constexpr double kAutoReorderGain = 2.0;
-
 class LocalSolve {
  public:
   LocalSolve(const JobSpec& s, MatrixCache& cache, const LocalInputs& in, const ProgressFn& progress,

@@ -12,6 +12,7 @@
 
 #include "factor/sparse_factor.hpp"
 #include "python/src/bindings.hpp"
+#include "preprocess/rcm.hpp"
 #include "spmm/device_csr_view.hpp"
 
 namespace tcsolve::pyext {
@@ -42,9 +43,24 @@ py::dict eigs_csr(std::int64_t n, const I64Array& indptr, const I32Array& indice
     o.preconditioner = pre.get();
   }
   const std::unique_ptr<PyOperator> minv = mass_inverse_operator(opt, n, o);
+  // A large matrix in a scattered order iterates in a reverse Cuthill-McKee order on the CPU, as
+  // the command's --reorder auto (preprocess/rcm.hpp): not with a mass matrix, a shift, a
+  // preconditioner, constraints or a start block (their orders would follow).
+  LocalityOrder lo;
+  if (o.backend == Backend::cpu && !b && !pre && !minv && !o.has_sigma && o.constraints.empty() &&
+      o.v0.empty() && opt_get<std::string>(opt, "reorder", "auto") == "auto")
+    lo = locality_order(a);
   const double convert_s = seconds_since(t0);
   // the driver: plan, set up, solve, verify
-  EigsResult r = run_interruptible([&] { return eigs(a, b.get(), o); });
+  EigsResult r = run_interruptible([&] { return eigs(lo.perm.empty() ? a : lo.permuted, b.get(), o); });
+  if (!lo.perm.empty()) {  // x[perm[i]] = x̃[i], column by column
+    std::vector<double> x(r.vectors.size());
+    const std::int64_t k = n > 0 ? static_cast<std::int64_t>(r.vectors.size()) / n : 0;
+    for (std::int64_t j = 0; j < k; ++j)
+      for (std::int64_t i = 0; i < n; ++i) x[j * n + lo.perm[i]] = r.vectors[j * n + i];
+    r.vectors.swap(x);
+    r.spmm_plan = "permuted basis B = P·A·Pᵀ (auto: " + lo.describe() + "); " + r.spmm_plan;
+  }
   ResultRecord rec = eigs_record(r, o);
   rec.nnz = a.nnz(), rec.spmm_kernel = r.spmm_kernel, rec.spmm_plan = r.spmm_plan;
   py::dict d = result_dict(rec);

@@ -226,3 +226,25 @@ def test_package_exports_only_its_api():
     assert "chebyshev" in tcsolve._tcsolve.eigs_method_names()
     w = tcsolve.eigsh(lap2d(40), k=4, which="LA", method="chebyshev")[0]
     np.testing.assert_allclose(np.sort(w), np.sort(lap2d_eigenvalues(40)[::-1][:4]), rtol=1e-9)
+
+
+def test_a_scattered_large_matrix_iterates_in_rcm_order_and_answers_in_its_own():
+    """A grid Laplacian of 65,536 rows stored in a random order (plus two large diagonal entries,
+    so that the two largest pairs stand apart) iterates in a reverse Cuthill-McKee order on the
+    CPU (as the command's --reorder auto); the vectors come back in the input's order."""
+    n1 = 256
+    t = sp.diags([-np.ones(n1 - 1), 2 * np.ones(n1), -np.ones(n1 - 1)], [-1, 0, 1])
+    i1 = sp.identity(n1)
+    a = (sp.kron(t, i1) + sp.kron(i1, t)).tolil()
+    a[5, 5] += 100.0
+    a[70000 % a.shape[0], 70000 % a.shape[0]] += 90.0
+    a = a.tocsr()
+    p = np.random.default_rng(4).permutation(a.shape[0])
+    s = a[p][:, p].tocsr()
+    w, v, info = tcsolve.eigsh(s, 2, which="LA", device="cpu", return_info=True)
+    assert "auto: reverse Cuthill-McKee" in info.spmm_plan, info.spmm_plan
+    assert np.linalg.norm(s @ v - v * w) <= 1e-8 * np.abs(w).max()
+    w_nat, _ = tcsolve.eigsh(a, 2, which="LA", device="cpu")
+    np.testing.assert_allclose(np.sort(w), np.sort(w_nat), rtol=1e-10)
+    _, _, info_nat = tcsolve.eigsh(a, 2, which="LA", device="cpu", return_info=True)
+    assert "Cuthill" not in info_nat.spmm_plan  # the natural order is kept
