@@ -26,11 +26,12 @@ double sampled_line_spread(const Csr<double>& a);
 
 // The order a CPU eigensolve should iterate in (the command's and Python's --reorder auto): a
 // reverse Cuthill–McKee order where A is large (≥ kLocalityRows rows: X of 16–32 columns is past
-// the caches), its order scatters the product's reads of X (spread ≥ kLocalitySpread: a random
+// the L2 caches), its order scatters the product's reads of X (spread ≥ kLocalitySpread: a random
 // order's is about 0.8–1, a stencil's natural order 0.08–0.09) and RCM lowers the spread at least
 // kLocalityGain-fold (a random graph has no order that helps). perm empty: keep A's order.
-// 2-core CPU, gen:rgg:200000 (spread 0.83 → 0.03), 16 largest: 14.7 s as read, 7.4 s reordered.
-constexpr std::int64_t kLocalityRows = 65536;
+// 2-core CPU, 16 largest: gen:rgg:200000 (spread 0.83 → 0.03) 14.7 s as read, 7.4 s reordered;
+// gen:rgg:55000 (0.61 → 0.02) 2.20 s, 2.09–2.14 s.
+constexpr std::int64_t kLocalityRows = 32768;
 constexpr double kLocalitySpread = 0.5;
 constexpr double kLocalityGain = 2.0;
 struct LocalityOrder {

@@ -196,7 +196,7 @@ void add_common_options(po::options_description& opts, JobSpec& s, bool eigs) {
       ("reorder", parsed("auto|none|symmetric", [&s](const std::string& v) { s.reorder = parse_choice("--reorder", v, kReorder); }),
        "symmetric: iterate in the basis of a symmetric Jaccard/RCM reordering B = P A P^T (vectors "
        "permuted once at entry and exit); pays for matrices stored in a poor (e.g. scrambled) order, "
-       "costs one reordering at setup (default auto: symmetric for eigs on the CPU at 65536 rows and more "
+       "costs one reordering at setup (default auto: symmetric for eigs on the CPU at 32768 rows and more "
        "whose order scatters the product's reads of X, none elsewhere)")
       ("precision", parsed("auto|fp64|fp32|fp16|bf16",
                            [&s](const std::string& v) { s.precision = parse_choice("--precision", v, kPrecision); }),
