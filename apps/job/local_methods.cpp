@@ -194,10 +194,17 @@ const std::vector<double>& LocalSolve::host_rhs() {
   return rhs_host_;
 }
 
+namespace {
+bool constant_diagonal(const std::vector<double>& d) {
+  return !d.empty() && d[0] != 0.0 && std::all_of(d.begin(), d.end(), [&](double v) { return v == d[0]; });
+}
+}  // namespace
+
 // The GMRES polynomial on the right (solvers/krylov/gmres_polynomial.hpp) where asked for, or
-// under --precond auto where Jacobi would do nothing (a constant diagonal): for GMRES, whose
-// Arnoldi step costs about 1.5·m + 8.5 block passes against the 4 of a fused step with A, so
-// that trading steps for products pays; for MINRES (short recurrences) on the GPU only.
+// under --precond auto: for GMRES, whose Arnoldi step costs about 1.5·m + 8.5 block passes
+// against the 4 of a fused step with A, so that trading steps for products pays (in D⁻¹A where
+// the diagonal varies: Jacobi-scaled); for MINRES (short recurrences) on the GPU with a constant
+// diagonal only (the scaled polynomial is not symmetric).
 bool LocalSolve::wants_polynomial(SolveMethod m) const {
   if (s_.precond == Precond::poly) {
     if (!in_.start.empty())
@@ -205,9 +212,7 @@ bool LocalSolve::wants_polynomial(SolveMethod m) const {
     return true;
   }
   if (s_.precond != Precond::automatic || !in_.start.empty()) return false;
-  if (m == SolveMethod::minres && ops_->space() != Space::device) return false;
-  const std::vector<double>& d = in_.A->diagonal;
-  return !d.empty() && d[0] != 0.0 && std::all_of(d.begin(), d.end(), [&](double v) { return v == d[0]; });
+  return m == SolveMethod::gmres || (ops_->space() == Space::device && constant_diagonal(in_.A->diagonal));
 }
 
 // A as one fused step (spmm/chebyshev_step.hpp) for the polynomial: the operator's own device
@@ -240,13 +245,21 @@ SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
   ko.on_iteration = cg_progress(progress_, nrhs, ts);
   ko.on_iteration = with_budget(ko.on_iteration, budget, ts);
   trace_mark("krylov: start");
+  MultiVector<double> dinv;  // (declared before p, which reads it)
   std::unique_ptr<krylov::GmresPolynomial> p;
   if (poly) {
     // (the roots' Arnoldi run and the workspace are set-up, not solve)
     const int degree = s_.precond_degree > 0 ? s_.precond_degree
                        : m == SolveMethod::minres ? kPolyDegreeMinres : kPolyDegreeGmres;
-    const krylov::PolyRoots roots = krylov::gmres_polynomial_roots(*aop_, *ops_, degree, s_.seed + 91);
-    p = std::make_unique<krylov::GmresPolynomial>(*aop_, *ops_, nrhs, roots.roots, krylov_fused_step());
+    // (GMRES where the diagonal varies: the polynomial in D⁻¹A, D in the operator's basis)
+    if (m == SolveMethod::gmres && !constant_diagonal(in_.A->diagonal))
+      dinv = krylov::inverse_diagonal(*ops_, perm_ ? gather(in_.A->diagonal.data(), in_.A->diagonal.size())
+                                                   : in_.A->diagonal);
+    const krylov::RowScaledOperator k(*aop_, *ops_, dinv.data());
+    const krylov::PolyRoots roots = krylov::gmres_polynomial_roots(
+        dinv.data() ? static_cast<const LinearOperator<double>&>(k) : *aop_, *ops_, degree, s_.seed + 91);
+    p = std::make_unique<krylov::GmresPolynomial>(*aop_, *ops_, nrhs, roots.roots, krylov_fused_step(),
+                                                  dinv.data());
     r_.preconditioner = p->describe() + format(" (roots from %d Arnoldi steps)", roots.arnoldi_steps);
     r_.time_setup += ts.seconds();
     ts = Timer();

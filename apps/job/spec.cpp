@@ -182,9 +182,9 @@ void add_common_options(po::options_description& opts, JobSpec& s, bool eigs) {
             : "preconditioner (default auto: for block CG chebyshev on the GPU for matrices of at "
               "least 131072 rows with short rows and a constant diagonal, else jacobi; chebyshev: a "
               "Chebyshev polynomial in A of a degree chosen from Lanczos bounds of the spectrum, "
-              "reported in the result; for GMRES, and MINRES on the GPU, poly where the diagonal is "
-              "constant, else jacobi; poly: the GMRES polynomial of A, on the right, from a short "
-              "Arnoldi run)")
+              "reported in the result; for GMRES poly (in D^-1 A where the diagonal varies), for MINRES "
+              "poly on the GPU where the diagonal is constant, else jacobi; poly: the GMRES polynomial "
+              "of A, on the right, from a short Arnoldi run)")
       ("precond-degree", po::value(&s.precond_degree)->value_name("M"),
        "solve --precond chebyshev|poly: the polynomial's degree, M products with A per application "
        "(default 0: chebyshev from the spectral bounds, poly 20 for GMRES and 15 for MINRES)")

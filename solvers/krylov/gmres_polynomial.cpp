@@ -163,10 +163,24 @@ PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps&
 
 // ---- the preconditioner
 
+void RowScaledOperator::apply(MvView<const double> x, MvView<double> y) const {
+  detail::apply_ordered(ApplyOrder::events, ops_, a_, x, y);
+  ops_.scale_rows(dinv_, y, y);  // (element-wise: in place is safe)
+}
+
+MultiVector<double> inverse_diagonal(DenseBlockOps& ops, const std::vector<double>& d) {
+  std::vector<double> inv(d.size());
+  for (std::size_t i = 0; i < d.size(); ++i) inv[i] = std::abs(d[i]) > 1e-300 && std::isfinite(d[i]) ? 1.0 / d[i] : 1.0;
+  MultiVector<double> out = ops.allocate(static_cast<std::int64_t>(d.size()), 1);
+  ops.from_host(inv.data(), static_cast<std::int64_t>(d.size()), out.view());
+  return out;
+}
+
 GmresPolynomial::GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
-                                 std::vector<PolyRoot> roots, std::unique_ptr<ChebyshevStep> fused)
+                                 std::vector<PolyRoot> roots, std::unique_ptr<ChebyshevStep> fused,
+                                 const double* dinv)
     : a_(a), ops_(ops), max_cols_(max_cols), roots_(std::move(roots)), degree_(polynomial_degree(roots_)),
-      fused_(std::move(fused)) {
+      fused_(std::move(fused)), dinv_(dinv) {
   if (roots_.empty()) throw InvalidArgument("GMRES polynomial: no roots");
   for (const PolyRoot& r : roots_)
     if (!std::isfinite(r.re) || !std::isfinite(r.im) || (r.re == 0.0 && r.im == 0.0))
@@ -178,6 +192,14 @@ GmresPolynomial::GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps&
   const std::int64_t n = a.rows();
   t0_ = ops.allocate(n, max_cols), t1_ = ops.allocate(n, max_cols), t2_ = ops.allocate(n, max_cols);
   if (!fused_) w_ = ops.allocate(n, max_cols);
+  if (dinv_) {  // D = 1/D⁻¹ on the device side: the reciprocal of the block, once
+    u_ = ops.allocate(n, max_cols);
+    d_ = ops.allocate(n, 1);
+    std::vector<double> h(static_cast<std::size_t>(n));
+    ops.to_host(MvView<const double>{dinv_, n, 1, n, ops.space()}, h.data(), n);
+    for (double& x : h) x = 1.0 / x;
+    ops.from_host(h.data(), n, d_.view());
+  }
   coef_.assign(static_cast<std::size_t>(max_cols), 0.0);
   ones_.assign(static_cast<std::size_t>(max_cols), 1.0);
   zeros_.assign(static_cast<std::size_t>(max_cols), 0.0);
@@ -186,8 +208,8 @@ GmresPolynomial::GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps&
 std::string GmresPolynomial::describe() const {
   int pairs = 0;
   for (const PolyRoot& r : roots_) pairs += r.pair();
-  return format("GMRES polynomial p of degree %d (π = 1 − z·p: %d real roots, %d complex pairs)%s", degree_ - 1,
-                static_cast<int>(roots_.size()) - pairs, pairs,
+  return format("GMRES polynomial p of degree %d%s (π = 1 − z·p: %d real roots, %d complex pairs)%s", degree_ - 1,
+                dinv_ ? " in D⁻¹A (Jacobi-scaled)" : "", static_cast<int>(roots_.size()) - pairs, pairs,
                 fused_ ? (" (" + fused_->describe() + ")").c_str() : "");
 }
 
@@ -206,13 +228,14 @@ void GmresPolynomial::step(double a, MvView<const double> cur, double b, double 
   const std::int64_t s = cur.cols;
   columns_ += s;
   if (fused_) {
-    fused_->step(a, cur, b, c, next, e, e != 0.0 ? r : cur);  // (r unread for e = 0; shaped as cur)
+    fused_->step(a, cur, b, c, next, e, e != 0.0 ? r : cur, dinv_);  // (r unread for e = 0; shaped as cur)
     return;
   }
   MvView<double> w = w_.columns(0, s);
   ops_.queue().external_begin();
   a_.apply(cur, w);
   ops_.queue().external_end();
+  if (dinv_) ops_.scale_rows(dinv_, w, w);  // K·cur = D⁻¹·A·cur
   ops_.chebyshev().axpbypcz(a, w, b, cur, c, next);
   if (e != 0.0) {
     std::fill(coef_.begin(), coef_.begin() + s, e);
@@ -220,12 +243,30 @@ void GmresPolynomial::step(double a, MvView<const double> cur, double b, double 
   }
 }
 
-// w = v − π(A)·v. The product's current factor input `cur` lives in v (at first), w or t0; the
-// pair's t in t1. The first factor's output buffer is chosen so that the last factor finds its
-// input where its fused form needs it: a real last factor reads cur ≠ w and writes w; a pair
-// updates cur = w in place (or starts from v).
+// The applies: as they are without a diagonal; scaled, on u = D⁻¹·v (gmres_polynomial.hpp).
 void GmresPolynomial::apply_preconditioned(MvView<const double> v, MvView<double> w) const {
   check(v, w, "B·v");
+  if (!dinv_) return residual_polynomial(v, w);
+  // B·v = D·(u − π(K)·u), u = D⁻¹·v
+  MvView<double> u = u_.columns(0, v.cols);
+  ops_.scale_rows(dinv_, v, u);
+  residual_polynomial(u, w);
+  ops_.scale_rows(d_.data(), w, w);
+}
+
+void GmresPolynomial::apply_polynomial(MvView<const double> v, MvView<double> y) const {
+  check(v, y, "p(A)·v");
+  if (!dinv_) return polynomial_sum(v, y);
+  MvView<double> u = u_.columns(0, v.cols);  // P·v = p(K)·(D⁻¹·v)
+  ops_.scale_rows(dinv_, v, u);
+  polynomial_sum(u, y);
+}
+
+// w = v − π(A)·v (A: K when scaled). The product's current factor input `cur` lives in v (at
+// first), w or t0; the pair's t in t1. The first factor's output buffer is chosen so that the last factor finds its
+// input where its fused form needs it: a real last factor reads cur ≠ w and writes w; a pair
+// updates cur = w in place (or starts from v).
+void GmresPolynomial::residual_polynomial(MvView<const double> v, MvView<double> w) const {
   const std::int64_t s = v.cols;
   const std::size_t nf = roots_.size();
   MvView<double> t0 = t0_.columns(0, s), t = t1_.columns(0, s);
@@ -270,8 +311,7 @@ void GmresPolynomial::apply_preconditioned(MvView<const double> v, MvView<double
 
 // y = Σ_i c_i·(factor i's input): c = 1/θ on the input itself, or 1/μ on the pair's t. The input
 // moves between t0 and t2; t in t1. y is written by the first term, accumulated after.
-void GmresPolynomial::apply_polynomial(MvView<const double> v, MvView<double> y) const {
-  check(v, y, "p(A)·v");
+void GmresPolynomial::polynomial_sum(MvView<const double> v, MvView<double> y) const {
   const std::int64_t s = v.cols;
   const std::size_t nf = roots_.size();
   MvView<double> t0 = t0_.columns(0, s), t2 = t2_.columns(0, s), t = t1_.columns(0, s);

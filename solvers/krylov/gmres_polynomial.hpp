@@ -20,6 +20,11 @@
 // b·cur + c·next + e·r: 4 block passes besides A), or an apply and two block passes without one.
 // The last factor of B·v folds in v − π(A)·v (the step's r term), so that B costs d steps.
 //
+// Jacobi-scaled (a diagonal D given, for GMRES where diag(A) varies): the polynomial in K = D⁻¹A,
+// M⁻¹ = p(K)·D⁻¹, so B = A·M⁻¹ = D·(I − π(K))·D⁻¹ and P = p(K)·D⁻¹: B·v is D·(u − π(K)·u) with
+// u = D⁻¹·v (two row scalings more), the steps scale A·cur by D⁻¹ (the fused step's d), and the
+// roots are K's (Arnoldi on RowScaledOperator). B is not symmetric then: GMRES only.
+//
 // Stability (Loe & Morgan §3): a root whose "product of other factors" pof(k) = ∏_{i≠k}|1 − θ_k/θ_i|
 // exceeds 1e4 gets extra copies (one per 14 decades beyond 4), so that the product form does not
 // amplify rounding; the roots are then ordered by modified Leja (pairs adjacent).
@@ -65,12 +70,36 @@ struct PolyRoots {
 PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps& ops, int degree,
                                  std::uint64_t seed);
 
+// K = diag(dinv)·A as an operator (dinv: n values in ops.space(), e.g. a GmresPolynomial's): the
+// operator the Jacobi-scaled polynomial's roots come from.
+class RowScaledOperator final : public LinearOperator<double> {
+ public:
+  RowScaledOperator(const LinearOperator<double>& a, DenseBlockOps& ops, const double* dinv)
+      : a_(a), ops_(ops), dinv_(dinv) {}
+  std::int64_t rows() const override { return a_.rows(); }
+  std::int64_t cols() const override { return a_.cols(); }
+  Space space() const override { return a_.space(); }
+  void apply(MvView<const double> x, MvView<double> y) const override;
+
+ private:
+  const LinearOperator<double>& a_;
+  DenseBlockOps& ops_;
+  const double* dinv_;
+};
+
+// 1/d_i for the Jacobi scaling (a zero or non-finite d_i: 1 there, as GMRES's Jacobi), uploaded
+// into an n × 1 block of ops.space().
+MultiVector<double> inverse_diagonal(DenseBlockOps& ops, const std::vector<double>& d);
+
 class GmresPolynomial {
  public:
   // roots from gmres_polynomial_roots (not empty); fused (optional): A as a fused step in
   // ops.space() on ops.stream(). Workspace: three n × max_cols blocks (four without `fused`).
+  // dinv (optional, n values in ops.space(), outliving this): the Jacobi-scaled polynomial (above),
+  // roots then from RowScaledOperator(a, ops, dinv); one more n × max_cols block of workspace.
   GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
-                  std::vector<PolyRoot> roots, std::unique_ptr<ChebyshevStep> fused = nullptr);
+                  std::vector<PolyRoot> roots, std::unique_ptr<ChebyshevStep> fused = nullptr,
+                  const double* dinv = nullptr);
   GmresPolynomial(const GmresPolynomial&) = delete;
   GmresPolynomial& operator=(const GmresPolynomial&) = delete;
 
@@ -106,6 +135,9 @@ class GmresPolynomial {
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
             MvView<const double> r) const;
   void check(MvView<const double> v, MvView<double> out, const char* what) const;
+  // The unscaled applies (on u = D⁻¹·v when scaled): w = u − π(K)·u, y = p(K)·u.
+  void residual_polynomial(MvView<const double> v, MvView<double> w) const;
+  void polynomial_sum(MvView<const double> v, MvView<double> y) const;
 
   const LinearOperator<double>& a_;
   DenseBlockOps& ops_;
@@ -113,7 +145,9 @@ class GmresPolynomial {
   std::vector<PolyRoot> roots_;
   int degree_;
   std::unique_ptr<ChebyshevStep> fused_;
-  mutable MultiVector<double> t0_, t1_, t2_, w_;  // iterates, the pair's t, A·cur (no fused step)
+  const double* dinv_ = nullptr;                 // D⁻¹ (scaled) or nullptr
+  MultiVector<double> d_;                        // D (scaled)
+  mutable MultiVector<double> t0_, t1_, t2_, w_, u_;  // iterates, the pair's t, A·cur (no fused step), D⁻¹·v
   mutable std::vector<double> coef_, ones_, zeros_;  // per-column coefficients (host)
   mutable std::int64_t columns_ = 0;
   Op b_{*this, true}, p_{*this, false};

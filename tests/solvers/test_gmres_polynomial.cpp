@@ -61,12 +61,14 @@ struct Applied {
   Mat b, p;
 };
 Applied apply_both(const Csr<double>& a, const std::vector<PolyRoot>& roots, const Mat& v, std::int64_t max_cols,
-                   bool fused) {
+                   bool fused, bool scaled = false) {
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
   std::unique_ptr<ChebyshevStep> step =
       fused ? make_chebyshev_step(a, kBackend, Precision::fp64, ops->stream()) : nullptr;
-  GmresPolynomial poly(*op, *ops, max_cols, roots, std::move(step));
+  MultiVector<double> dinv;
+  if (scaled) dinv = krylov::inverse_diagonal(*ops, diagonal(a));
+  GmresPolynomial poly(*op, *ops, max_cols, roots, std::move(step), scaled ? dinv.data() : nullptr);
   EXPECT_EQ(poly.degree(), krylov::polynomial_degree(roots));
   const std::int64_t n = v.rows(), s = v.cols();
   MultiVector<double> vd = ops->allocate(n, s), w = ops->allocate(n, s), y = ops->allocate(n, s);
@@ -153,13 +155,19 @@ TEST_P(PolynomialApply, MatchesTheDenseProductOfItsFactors) {
       {{2.0, 0.0}, {4.0, 0.5}, {3.0, 1.0}},                // pairs last
       {{3.0, 1.0}, {4.0, 2.0}, {6.0, 0.0}, {5.0, 0.0}},    // pairs first, two reals after
       {{6.0, 0.0}, {4.5, 0.0}, {3.0, 0.0}, {2.5, 0.0}}};   // reals only, even count
-  for (const auto& roots : cases) {
-    SCOPED_TRACE(testing::Message() << roots.size() << " roots, first " << roots[0].re << "+" << roots[0].im << "i");
-    const Applied got = apply_both(a, roots, v, s + 2, GetParam());
-    const Mat bref = dense_b(ad, roots) * v;
-    EXPECT_LE((got.b - bref).norm(), 1e-12 * (1.0 + bref.norm()));
-    EXPECT_LE((ad * got.p - bref).norm(), 1e-12 * (1.0 + bref.norm()));  // A·p(A) = B
-  }
+  // Jacobi-scaled: B = D·(I − π(K))·D⁻¹ with K = D⁻¹A, D = diag(A) (varying here), and A·P = B.
+  const Eigen::VectorXd dg = ad.diagonal();
+  const Mat k = dg.cwiseInverse().asDiagonal() * ad;
+  for (bool scaled : {false, true})
+    for (const auto& roots : cases) {
+      SCOPED_TRACE(testing::Message() << roots.size() << " roots, first " << roots[0].re << "+" << roots[0].im
+                                      << "i, scaled " << scaled);
+      const Applied got = apply_both(a, roots, v, s + 2, GetParam(), scaled);
+      const Mat bref = scaled ? Mat(dg.asDiagonal() * dense_b(k, roots) * dg.cwiseInverse().asDiagonal() * v)
+                              : Mat(dense_b(ad, roots) * v);
+      EXPECT_LE((got.b - bref).norm(), 1e-12 * (1.0 + bref.norm()));
+      EXPECT_LE((ad * got.p - bref).norm(), 1e-12 * (1.0 + bref.norm()));  // A·M⁻¹ = B
+    }
   // Roots from the Arnoldi run (some complex for this matrix), with their Leja order.
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
@@ -236,6 +244,40 @@ TEST(PolynomialSolve, GmresOnConvectionDiffusionTakesFewerSteps) {
   EXPECT_NE(r.method.find("on A·p(A)"), std::string::npos) << r.method;
   EXPECT_EQ(r.method.find("then"), std::string::npos) << r.method;  // no plain phase needed
   EXPECT_LT(3 * r.iterations, plain.iterations) << r.iterations << " against " << plain.iterations;
+}
+
+TEST(PolynomialSolve, JacobiScaledGmresOnRowScaledConvectionDiffusion) {
+  // Rows scaled by factors in [0.25, 4]: diag(A) varies; the polynomial in D⁻¹A takes fewer
+  // steps than Jacobi-preconditioned GMRES and gives the same answer.
+  Csr<double> a = stencil2d(45, 40.0, 0.0);
+  for (std::int64_t i = 0; i < a.nrows; ++i) {
+    const double f = std::pow(4.0, random_entry(77, i, 0));
+    for (std::int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) a.values[p] *= f;
+  }
+  const Mat b = random_block(a.nrows, 4, 23);
+  KrylovOptions o;
+  o.tol = 1e-9, o.restart = 10;
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  KrylovOptions oj = o;
+  oj.jacobi_diagonal = diagonal(a);
+  const SolveResult jac = gmres(*op, b.data(), b.rows(), b.cols(), *ops, oj);
+  ASSERT_EQ(jac.status, SolverStatus::converged) << jac.reason;
+  MultiVector<double> dinv = krylov::inverse_diagonal(*ops, diagonal(a));
+  const krylov::RowScaledOperator k(*op, *ops, dinv.data());
+  const auto pr = krylov::gmres_polynomial_roots(k, *ops, 10, 3);
+  GmresPolynomial poly(*op, *ops, b.cols(), pr.roots, make_chebyshev_step(a, kBackend, Precision::fp64, ops->stream()),
+                       dinv.data());
+  EXPECT_NE(poly.describe().find("Jacobi-scaled"), std::string::npos) << poly.describe();
+  const SolveResult r = krylov::polynomial_solve(krylov::KrylovMethod::gmres, *op, poly, b.data(), b.rows(), b.cols(),
+                                                 *ops, o);
+  ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+  EXPECT_EQ(r.method.find("then"), std::string::npos) << r.method;
+  EXPECT_LT(3 * r.iterations, jac.iterations) << r.iterations << " against " << jac.iterations;
+  const Mat ad = dense(a);
+  Eigen::Map<const Mat> x(r.solutions.data(), a.nrows, b.cols());
+  for (std::int64_t j = 0; j < b.cols(); ++j)
+    EXPECT_LE((b.col(j) - ad * x.col(j)).norm(), 1e-9 * b.col(j).norm()) << j;
 }
 
 TEST(PolynomialSolve, MinresOnAnIndefiniteMatrix) {
