@@ -258,9 +258,13 @@ SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
     const krylov::RowScaledOperator k(*aop_, *ops_, dinv.data());
     const krylov::PolyRoots roots = krylov::gmres_polynomial_roots(
         dinv.data() ? static_cast<const LinearOperator<double>&>(k) : *aop_, *ops_, degree, s_.seed + 91);
-    p = std::make_unique<krylov::GmresPolynomial>(*aop_, *ops_, nrhs, roots.roots, krylov_fused_step(),
-                                                  dinv.data());
-    r_.preconditioner = p->describe() + format(" (roots from %d Arnoldi steps)", roots.arnoldi_steps);
+    if (!roots.roots.empty()) {
+      p = std::make_unique<krylov::GmresPolynomial>(*aop_, *ops_, nrhs, roots.roots, krylov_fused_step(),
+                                                    dinv.data());
+      r_.preconditioner = p->describe() + format(" (roots from %d Arnoldi steps)", roots.arnoldi_steps);
+    } else {  // (A·v vanished: the method runs on A without a preconditioner)
+      r_.preconditioner = "none: the GMRES polynomial found no root (A·v vanished on its start vector)";
+    }
     r_.time_setup += ts.seconds();
     ts = Timer();
     trace_mark("krylov: polynomial's roots and workspace");

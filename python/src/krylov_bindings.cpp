@@ -89,6 +89,8 @@ SolveResult run_polynomial_host(Krylov m, const Csr<double>& a, const LinearOper
                                 const double* rhs, double* x, std::int64_t n, std::int64_t s, const KrylovOptions& o) {
   const int degree = m == Krylov::minres ? 15 : 20;
   const krylov::PolyRoots roots = krylov::gmres_polynomial_roots(aop, ops, degree, 91);
+  if (roots.roots.empty())
+    throw InvalidArgument("M='poly': the GMRES polynomial found no root (A·v vanished on its start vector)");
   std::unique_ptr<ChebyshevStep> step;
   if (chebyshev_step_pays(a.nrows, a.nnz())) {
     if (ops.space() == Space::device) step = make_chebyshev_step_on_operator(aop, a, Precision::fp64, ops.stream());

@@ -154,8 +154,7 @@ PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps&
   for (int j = 0; j < steps; ++j)
     for (int i = 0; i <= steps; ++i) hs[std::size_t(j) * (steps + 1) + i] = h[std::size_t(j) * (k + 1) + i];
   PolyRoots r;
-  r.roots = stable_leja_order(harmonic_ritz_roots(hs, steps));
-  if (r.roots.empty()) throw InvalidArgument("GMRES polynomial: no usable root (A·v vanishes on the start vector)");
+  r.roots = stable_leja_order(harmonic_ritz_roots(hs, steps));  // (empty: A·v vanished on the start)
   r.arnoldi_steps = steps;
   r.seconds = detail::now_seconds() - t0;
   return r;

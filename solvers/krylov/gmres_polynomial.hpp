@@ -66,7 +66,8 @@ struct PolyRoots {
   double seconds = 0.0;
 };
 // `degree` Arnoldi steps (classical Gram–Schmidt twice; host-synchronizing, set-up only) on the
-// operator from a random start (seed) in ops.space(), the harmonic Ritz values, ordered.
+// operator from a random start (seed) in ops.space(), the harmonic Ritz values, ordered. No root
+// (roots empty) where A·v vanishes on the start vector: the caller goes without the polynomial.
 PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps& ops, int degree,
                                  std::uint64_t seed);
 

@@ -83,7 +83,11 @@ SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, co
     r.seconds = tcsolve::detail::now_seconds() - t0;
     return r;
   }
-  // The plain method on A from X, for the iterations left (converged columns leave at once).
+  // The plain method on A from X, for the iterations left (converged columns leave at once); a
+  // column the polynomial left worse than x = 0 (‖b − A·x‖ > ‖b‖: a polynomial from roots that
+  // do not describe A, e.g. a nilpotent one's) starts again from 0.
+  for (std::int64_t j : above)
+    if (!(rel[j] <= 1.0)) ops.fill_zero(x.columns(j, 1));
   KrylovOptions o2 = opt;
   o2.max_iterations = opt.max_iterations - used;
   SolveResult r2 = run(m, a, ops, o2, rhs, x, true);

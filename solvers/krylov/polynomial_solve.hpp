@@ -3,7 +3,7 @@
 //   2. X = p(A)·Y, and every column's TRUE residual ‖b_j − A·x_j‖/‖b_j‖ (one apply of A), which
 //      alone decides convergence (B's residual equals it in exact arithmetic only);
 //   3. columns above tol go on by the method on A itself (the caller's options: its Jacobi or
-//      preconditioner), warm-started from X, with the iterations left (products with A: each
+//      preconditioner), warm-started from X (from 0 where X is worse than 0), with the iterations left (products with A: each
 //      step on B counts `degree` of them), so that a polynomial that does not pay costs one
 //      stagnation window, not the answer.
 #pragma once
