@@ -82,7 +82,7 @@ TCSOLVE_HOST_DEVICE inline void column_start(const StateLayout& L, double beta, 
 // zeroes h_{j+1,j}, g updated, |g_{j+1}| the residual estimate of x_0 + M⁻¹·V·y. The column stops
 // (frozen, 1/h_{j+1,j} = 0 so that its next basis vector is 0) when the estimate reaches the
 // target, on a happy breakdown, or when something is not finite. A step whose rotated diagonal is
-// 0 (A singular on the Krylov space) is not kept: k_c stays j.
+// at rounding size (≤ kBreakdown·‖H(:, j)‖: A singular on the Krylov space) is not kept: k_c stays j.
 TCSOLVE_HOST_DEVICE inline void column_arnoldi(const StateLayout& L, int j, const double* h1,
                                                const double* h2, double nrm2, double* st) {
   if (st[StateLayout::kFrozen] != 0.0) return;
@@ -104,7 +104,10 @@ TCSOLVE_HOST_DEVICE inline void column_arnoldi(const StateLayout& L, int j, cons
   const double a = hc[j], rho = ::hypot(a, hn);
   double* g = st + L.g();
   const bool finite = is_finite(rho) && is_finite(scale);
-  if (!(rho > 0.0) || !finite) {  // nothing new (or garbage): the cycle of this column ends
+  // rho ≤ kBreakdown·‖H(:, j)‖: both the rotated diagonal and h_{j+1,j} are rounding, i.e. A is
+  // singular on the Krylov space; kept, 1/rho would blow y up (a nilpotent 3 × 3 A: residual 3.27
+  // against x = 0's 1). Not kept: y solves the least-squares problem of the steps before.
+  if (!(rho > kBreakdown * scale) || !finite) {  // nothing new (or garbage): the column's cycle ends
     st[StateLayout::kFrozen] = 1.0;
     st[StateLayout::kInvNorm] = 0.0;
     if (!finite) st[StateLayout::kEst] = rho;  // (NaN/inf: the host sees it)
