@@ -196,28 +196,40 @@ void check_solution(const Csr<double>& a, const double* b, std::int64_t ldb, con
   }
 }
 
+std::vector<double> relative_residuals_in_space(const LinearOperator<double>& a, DenseBlockOps& ops,
+                                                MvView<const double> b, MvView<const double> x,
+                                                MvView<double> scratch, std::vector<double>* b_norms) {
+  const std::int64_t s = b.cols;
+  TCSOLVE_REQUIRE(a.rows() == a.cols() && b.rows == a.rows() && x.rows == a.cols() && x.cols == s &&
+                      scratch.rows == b.rows && scratch.cols == s,
+                  "relative_residuals_in_space: shapes differ");
+  std::vector<double> rn(s), bn(s);
+  if (s == 0) return rn;
+  detail::apply_ordered(ApplyOrder::events, ops, a, x, scratch);
+  const std::vector<double> one(static_cast<std::size_t>(s), 1.0), neg(static_cast<std::size_t>(s), -1.0);
+  ops.axpby_columns(one.data(), b, neg.data(), scratch);  // R = B − A·X
+  ops.column_norms(scratch, rn.data());
+  ops.column_norms(b, bn.data());
+  for (std::int64_t j = 0; j < s; ++j) rn[j] = bn[j] > 0.0 ? rn[j] / bn[j] : rn[j];
+  if (b_norms) *b_norms = std::move(bn);
+  return rn;
+}
+
 void check_solution_in_space(const LinearOperator<double>& a, double a_fro, DenseBlockOps& ops,
                              MvView<const double> b, MvView<const double> x, MvView<double> scratch,
                              SolveResult& r) {
   const std::int64_t s = b.cols;
-  TCSOLVE_REQUIRE(a.rows() == a.cols() && b.rows == a.rows() && x.rows == a.cols() && x.cols == s &&
-                      scratch.rows == b.rows && scratch.cols == s,
-                  "check_solution_in_space: shapes differ");
-  r.residual_norms.assign(s, 0.0);
+  std::vector<double> bn;
+  r.residual_norms = relative_residuals_in_space(a, ops, b, x, scratch, &bn);
   r.backward_errors.assign(s, 0.0);
   r.optimality.clear();
   if (s == 0) return;
-  detail::apply_ordered(ApplyOrder::events, ops, a, x, scratch);
-  const std::vector<double> one(static_cast<std::size_t>(s), 1.0), neg(static_cast<std::size_t>(s), -1.0);
-  ops.axpby_columns(one.data(), b, neg.data(), scratch);  // R = B − A·X
-  std::vector<double> rn(s), bn(s), xn(s);
-  ops.column_norms(scratch, rn.data());
-  ops.column_norms(b, bn.data());
+  std::vector<double> xn(s);
   ops.column_norms(x, xn.data());
   for (std::int64_t j = 0; j < s; ++j) {
-    r.residual_norms[j] = bn[j] > 0.0 ? rn[j] / bn[j] : rn[j];
+    const double rn = bn[j] > 0.0 ? r.residual_norms[j] * bn[j] : r.residual_norms[j];
     const double scale = a_fro * xn[j] + bn[j];
-    r.backward_errors[j] = scale > 0.0 ? rn[j] / scale : (rn[j] == 0.0 ? 0.0 : rn[j]);
+    r.backward_errors[j] = scale > 0.0 ? rn / scale : (rn == 0.0 ? 0.0 : rn);
   }
 }
 

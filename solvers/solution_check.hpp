@@ -5,6 +5,7 @@
 // One pass over A per block (plus one for Aᵀ·R), O(nnz·s) flops; no per-column allocation.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "core/csr.hpp"
 #include "core/operator.hpp"
@@ -29,6 +30,11 @@ void check_solution(const Csr<double>& a, const double* b, std::int64_t ldb, con
 // whose right-hand sides were generated there and whose solutions are not written): R = B − A·X
 // by the operator (scratch: n × s in ops.space()), the norms of R, B and X there; a_fro = ‖A‖_F
 // (frobenius_norm of A as read: the norms do not depend on a symmetric permutation of A, B, X).
+// Its first part, for the solvers: rel[j] = ‖b_j − A·x_j‖/‖b_j‖ (‖r_j‖ for b_j = 0) by the
+// operator in ops.space() (scratch n × s ← R); b_norms (optional) ← ‖b_j‖.
+std::vector<double> relative_residuals_in_space(const LinearOperator<double>& a, DenseBlockOps& ops,
+                                                MvView<const double> b, MvView<const double> x,
+                                                MvView<double> scratch, std::vector<double>* b_norms = nullptr);
 void check_solution_in_space(const LinearOperator<double>& a, double a_fro, DenseBlockOps& ops,
                              MvView<const double> b, MvView<const double> x, MvView<double> scratch,
                              SolveResult& r);

@@ -41,15 +41,6 @@ void check_method_fits(SolveMethod m, const MatrixKindFacts& k, const std::strin
     throw InvalidArgument(matrix + " is square: --method lsqr is for rectangular matrices (direct, gmres, minres, cg)");
 }
 
-// The GMRES polynomial's degree (products with A per step) under --precond auto/poly without
-// --precond-degree. H200, 1M rows, 32 right-hand sides (bench: the polysweep step of
-// scripts/device_session.sh): GMRES(30) on gen:convdiff3d:100 solved in 3.76 s with Jacobi and
-// 1.41 / 1.16 / 1.15 / 0.98 / 0.88 s at 5 / 10 / 15 / 20 / 30; MINRES on gen:helmholtz3d:100 in
-// 2.03 s and 1.37 / 1.27 / 1.18 / 1.28 / 1.20 s. GMRES takes 20 (a long restart per cycle
-// matters more to it), MINRES 15.
-constexpr int kPolyDegreeGmres = 20;
-constexpr int kPolyDegreeMinres = 15;
-
 // The bytes a second one iteration streams at (the planner's per-iteration price).
 double device_bandwidth(Backend b) { return b == Backend::cuda ? 3.0e12 : 1.0e10; }
 
@@ -215,18 +206,6 @@ bool LocalSolve::wants_polynomial(SolveMethod m) const {
   return m == SolveMethod::gmres || (ops_->space() == Space::device && constant_diagonal(in_.A->diagonal));
 }
 
-// A as one fused step (spmm/chebyshev_step.hpp) for the polynomial: the operator's own device
-// CSR where it holds one, else a copy; none for long rows or a reordered basis (the polynomial
-// then applies the operator and two block passes per product).
-std::unique_ptr<ChebyshevStep> LocalSolve::krylov_fused_step() const {
-  const Csr<double>& a = in_.A->a;
-  if (perm_ || !chebyshev_step_pays(a.nrows, a.nnz())) return nullptr;
-  std::unique_ptr<ChebyshevStep> step;
-  if (ops_->space() == Space::device) step = make_chebyshev_step_on_operator(*aop_, a, Precision::fp64, ops_->stream());
-  if (!step) step = make_chebyshev_step(a, ops_->backend(), Precision::fp64, ops_->stream());
-  return step;
-}
-
 // MINRES or GMRES on the operator built for this job (its basis: --reorder's P·A·Pᵀ when
 // applied): on A·p(A) with the GMRES polynomial where wants_polynomial, else with Jacobi unless
 // --precond none; the budget as block CG's.
@@ -250,30 +229,24 @@ SolveResult LocalSolve::run_krylov(SolveMethod m, double budget) {
   if (poly) {
     // (the roots' Arnoldi run and the workspace are set-up, not solve)
     const int degree = s_.precond_degree > 0 ? s_.precond_degree
-                       : m == SolveMethod::minres ? kPolyDegreeMinres : kPolyDegreeGmres;
-    // (GMRES where the diagonal varies: the polynomial in D⁻¹A, D in the operator's basis)
+                       : m == SolveMethod::minres ? krylov::kDegreeMinres : krylov::kDegreeGmres;
+    // (GMRES where the diagonal varies: the polynomial in D⁻¹A, D in the operator's basis; the
+    // fused step needs A in the operator's basis: not with --reorder's permutation)
     if (m == SolveMethod::gmres && !constant_diagonal(in_.A->diagonal))
       dinv = krylov::inverse_diagonal(*ops_, perm_ ? gather(in_.A->diagonal.data(), in_.A->diagonal.size())
                                                    : in_.A->diagonal);
-    const krylov::RowScaledOperator k(*aop_, *ops_, dinv.data());
-    const krylov::PolyRoots roots = krylov::gmres_polynomial_roots(
-        dinv.data() ? static_cast<const LinearOperator<double>&>(k) : *aop_, *ops_, degree, s_.seed + 91);
-    if (!roots.roots.empty()) {
-      p = std::make_unique<krylov::GmresPolynomial>(*aop_, *ops_, nrhs, roots.roots, krylov_fused_step(),
-                                                    dinv.data());
-      r_.preconditioner = p->describe() + format(" (roots from %d Arnoldi steps)", roots.arnoldi_steps);
-    } else {  // (A·v vanished: the method runs on A without a preconditioner)
-      r_.preconditioner = "none: the GMRES polynomial found no root (A·v vanished on its start vector)";
-    }
+    krylov::BuiltPolynomial built = krylov::make_gmres_polynomial(*aop_, perm_ ? nullptr : &in_.A->a, *ops_, nrhs,
+                                                                  degree, s_.seed + 91, dinv.data());
+    p = std::move(built.poly);
+    r_.preconditioner = p ? p->describe() + format(" (roots from %d Arnoldi steps)", built.arnoldi_steps)
+                          : "none: the GMRES polynomial found no root (A·v vanished on its start vector)";
     r_.time_setup += ts.seconds();
     ts = Timer();
     trace_mark("krylov: polynomial's roots and workspace");
   }
   const auto km = m == SolveMethod::minres ? krylov::KrylovMethod::minres : krylov::KrylovMethod::gmres;
   auto solve = [&](MvView<const double> b, MvView<double> x, bool use_x0) {
-    if (p) return krylov::polynomial_solve(km, *aop_, *p, b, x, *ops_, ko);
-    if (m == SolveMethod::minres) return BlockMinres(*aop_, *ops_, b.cols, ko).solve(b, x, use_x0);
-    return BlockGmres(*aop_, *ops_, b.cols, ko).solve(b, x, use_x0);
+    return p ? krylov::polynomial_solve(km, *aop_, *p, b, x, *ops_, ko) : krylov::run(km, *aop_, *ops_, ko, b, x, use_x0);
   };
   SolveResult sr;
   if (ops_->space() == Space::device && in_.rhs.empty() && in_.start.empty() && !perm_ && s_.out.empty()) {

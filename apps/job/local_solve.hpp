@@ -59,7 +59,6 @@ class LocalSolve {
   SolveResult run_krylov(SolveMethod m, double budget);
   bool wants_polynomial(SolveMethod m) const;
   bool auto_reorder(Backend backend, std::string* why);
-  std::unique_ptr<ChebyshevStep> krylov_fused_step() const;
   SolveResult run_direct();
   // The operators for an iterative method (once; with the CG plan's batch width).
   void ensure_operators(Backend backend, int cols);

@@ -22,7 +22,6 @@
 #include "solvers/krylov/gmres_polynomial.hpp"
 #include "solvers/krylov/minres.hpp"
 #include "solvers/krylov/polynomial_solve.hpp"
-#include "spmm/chebyshev_step.hpp"
 #include "solvers/solution_check.hpp"
 #include "spmm/device_csr_view.hpp"
 #include "spmm/sparse_operator.hpp"
@@ -31,7 +30,7 @@ namespace tcsolve::pyext {
 
 namespace {
 
-enum class Krylov { minres, gmres };
+using Krylov = krylov::KrylovMethod;
 
 Krylov parse_krylov(const std::string& m) {
   if (m == "minres") return Krylov::minres;
@@ -50,63 +49,41 @@ KrylovOptions krylov_options(const py::dict& opt) {
   return o;
 }
 
-template <class Solver>
-SolveResult run_solver(const LinearOperator<double>& a, DenseBlockOps& ops, MvView<const double> b,
-                       MvView<double> x, bool use_x0, const KrylovOptions& o) {
-  Solver k(a, ops, b.cols, o);
-  return k.solve(b, x, use_x0);
-}
-
-// The solve on blocks already in ops.space().
-SolveResult run_krylov(Krylov m, const LinearOperator<double>& a, DenseBlockOps& ops, MvView<const double> b,
-                       MvView<double> x, bool use_x0, const KrylovOptions& o) {
-  return m == Krylov::minres ? run_solver<BlockMinres>(a, ops, b, x, use_x0, o)
-                             : run_solver<BlockGmres>(a, ops, b, x, use_x0, o);
-}
-
-// rhs, x: host blocks n × s. On the CUDA backend they are copied to the device and back (the
-// matrix was uploaded by the operator): 2·n·s doubles each way at most.
-SolveResult run_krylov_host(Krylov m, const LinearOperator<double>& a, DenseBlockOps& ops, const double* rhs,
-                            double* x, std::int64_t n, std::int64_t s, bool use_x0, const KrylovOptions& o) {
-  if (ops.space() == Space::host) {
-    MvView<const double> bv{rhs, n, s, n, Space::host};
-    MvView<double> xv{x, n, s, n, Space::host};
-    return run_krylov(m, a, ops, bv, xv, use_x0, o);
-  }
+// rhs, x: host blocks n × s, solved by solve(b, x, use_x0) on blocks of ops.space(): on the CUDA
+// backend copied to the device and back (the matrix was uploaded by the operator), 2·n·s doubles
+// each way at most.
+template <class Solve>
+SolveResult on_host_blocks(DenseBlockOps& ops, const double* rhs, double* x, std::int64_t n, std::int64_t s,
+                           bool use_x0, Solve&& solve) {
+  if (ops.space() == Space::host)
+    return solve(MvView<const double>{rhs, n, s, n, Space::host}, MvView<double>{x, n, s, n, Space::host}, use_x0);
   MultiVector<double> bd = ops.allocate(n, s), xd = ops.allocate(n, s);
   ops.from_host(rhs, n, bd.view());
   if (use_x0) ops.from_host(x, n, xd.view());
-  SolveResult r = run_krylov(m, a, ops, bd.view(), xd.view(), use_x0, o);
+  SolveResult r = solve(bd.view(), xd.view(), use_x0);
   ops.to_host(xd.view(), x, n);
   ops.synchronize();
   return r;
 }
 
+SolveResult run_krylov_host(Krylov m, const LinearOperator<double>& a, DenseBlockOps& ops, const double* rhs,
+                            double* x, std::int64_t n, std::int64_t s, bool use_x0, const KrylovOptions& o) {
+  return on_host_blocks(ops, rhs, x, n, s, use_x0, [&](MvView<const double> b, MvView<double> xv, bool x0) {
+    return krylov::run(m, a, ops, o, b, xv, x0);
+  });
+}
+
 // M = 'poly': the GMRES polynomial on the right (solvers/krylov/gmres_polynomial.hpp), as the
-// command's --precond poly: degree 20 for GMRES, 15 for MINRES, A as a fused step where its rows
-// are short; the solve from x = 0 on host blocks (copied to the device and back on CUDA).
+// command's --precond poly (its degrees, A's fused step where the rows are short), from x = 0.
 SolveResult run_polynomial_host(Krylov m, const Csr<double>& a, const LinearOperator<double>& aop, DenseBlockOps& ops,
                                 const double* rhs, double* x, std::int64_t n, std::int64_t s, const KrylovOptions& o) {
-  const int degree = m == Krylov::minres ? 15 : 20;
-  const krylov::PolyRoots roots = krylov::gmres_polynomial_roots(aop, ops, degree, 91);
-  if (roots.roots.empty())
+  const krylov::BuiltPolynomial built = krylov::make_gmres_polynomial(
+      aop, &a, ops, s, m == Krylov::minres ? krylov::kDegreeMinres : krylov::kDegreeGmres, 91);
+  if (!built.poly)
     throw InvalidArgument("M='poly': the GMRES polynomial found no root (A·v vanished on its start vector)");
-  std::unique_ptr<ChebyshevStep> step;
-  if (chebyshev_step_pays(a.nrows, a.nnz())) {
-    if (ops.space() == Space::device) step = make_chebyshev_step_on_operator(aop, a, Precision::fp64, ops.stream());
-    if (!step) step = make_chebyshev_step(a, ops.backend(), Precision::fp64, ops.stream());
-  }
-  const krylov::GmresPolynomial p(aop, ops, s, roots.roots, std::move(step));
-  const auto km = m == Krylov::minres ? krylov::KrylovMethod::minres : krylov::KrylovMethod::gmres;
-  if (ops.space() == Space::host)
-    return krylov::polynomial_solve(km, aop, p, MvView<const double>{rhs, n, s, n, Space::host},
-                                    MvView<double>{x, n, s, n, Space::host}, ops, o);
-  MultiVector<double> bd = ops.allocate(n, s), xd = ops.allocate(n, s);
-  ops.from_host(rhs, n, bd.view());
-  SolveResult r = krylov::polynomial_solve(km, aop, p, bd.view(), xd.view(), ops, o);
-  ops.to_host(xd.view(), x, n);
-  ops.synchronize();
-  return r;
+  return on_host_blocks(ops, rhs, x, n, s, false, [&](MvView<const double> b, MvView<double> xv, bool) {
+    return krylov::polynomial_solve(m, aop, *built.poly, b, xv, ops, o);
+  });
 }
 
 // The preconditioner of opt["precond"] and precond_fn: "operator" (a Python M, host only),
@@ -226,7 +203,7 @@ SolveResult solve_device(Krylov km, std::int64_t n, std::int64_t nnz, const Devi
   }
   auto aop = make_device_csr_view(n, n, nnz, da.indptr, da.indices, da.data, ops->stream());
   setup = seconds_since(ts);
-  SolveResult r = run_krylov(km, *aop, *ops, bv, xv, use_x0, o);
+  SolveResult r = krylov::run(km, *aop, *ops, o, bv, xv, use_x0);
   ops->synchronize();
   return r;
 }

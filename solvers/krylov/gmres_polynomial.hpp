@@ -154,4 +154,19 @@ class GmresPolynomial {
   Op b_{*this, true}, p_{*this, false};
 };
 
+// The degrees the command and Python take without --precond-degree (H200 sweep: docs/decisions.md).
+constexpr int kDegreeGmres = 20;
+constexpr int kDegreeMinres = 15;
+
+struct BuiltPolynomial {
+  std::unique_ptr<GmresPolynomial> poly;  // nullptr: no root (A·v vanished on the start vector)
+  int arnoldi_steps = 0;
+};
+// The polynomial the command and Python use: roots from `degree` Arnoldi steps on A (on D⁻¹A when
+// dinv is given), and A's fused step where csr (A as the operator holds it, unpermuted; nullptr:
+// none) has short rows: the operator's own device CSR, else a copy.
+BuiltPolynomial make_gmres_polynomial(const LinearOperator<double>& a, const Csr<double>* csr, DenseBlockOps& ops,
+                                      std::int64_t max_cols, int degree, std::uint64_t seed,
+                                      const double* dinv = nullptr);
+
 }  // namespace tcsolve::krylov

@@ -11,31 +11,16 @@
 #include "solvers/host_result.hpp"
 #include "solvers/krylov/gmres.hpp"
 #include "solvers/krylov/minres.hpp"
+#include "solvers/solution_check.hpp"
 #include "solvers/solver_common.hpp"
 
 namespace tcsolve::krylov {
 
-namespace {
 SolveResult run(KrylovMethod m, const LinearOperator<double>& op, DenseBlockOps& ops, const KrylovOptions& o,
                 MvView<const double> b, MvView<double> x, bool use_x0) {
   if (m == KrylovMethod::gmres) return BlockGmres(op, ops, b.cols, o).solve(b, x, use_x0);
   return BlockMinres(op, ops, b.cols, o).solve(b, x, use_x0);
 }
-
-// rel[j] = ‖b_j − A·x_j‖/‖b_j‖ (absolute for b_j = 0), u as scratch (n × s).
-std::vector<double> true_residuals(const LinearOperator<double>& a, DenseBlockOps& ops, MvView<const double> b,
-                                   MvView<const double> x, MvView<double> u) {
-  const std::int64_t s = b.cols;
-  tcsolve::detail::apply_ordered(ApplyOrder::events, ops, a, x, u);
-  const std::vector<double> one(static_cast<std::size_t>(s), 1.0), neg(static_cast<std::size_t>(s), -1.0);
-  ops.axpby_columns(one.data(), b, neg.data(), u);  // u = b − A·x
-  std::vector<double> rn(static_cast<std::size_t>(s)), bn(static_cast<std::size_t>(s));
-  ops.column_norms(u, rn.data());
-  ops.column_norms(b, bn.data());
-  for (std::int64_t j = 0; j < s; ++j) rn[j] = bn[j] > 0 ? rn[j] / bn[j] : rn[j];
-  return rn;
-}
-}  // namespace
 
 SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, const GmresPolynomial& poly,
                              MvView<const double> rhs, MvView<double> x, DenseBlockOps& ops,
@@ -53,7 +38,7 @@ SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, co
   trace_mark("polynomial solve: the method on A·p(A) done");
   const std::string method = r.method + format(" on A·p(A), p of degree %lld", static_cast<long long>(d - 1));
   poly.apply_polynomial(y.view(), x);
-  const std::vector<double> rel = true_residuals(a, ops, rhs, x, y.view());
+  const std::vector<double> rel = relative_residuals_in_space(a, ops, rhs, x, y.view());
   trace_mark("polynomial solve: x = p(A)·y and the true residuals");
   std::vector<std::int64_t> above;
   for (std::int64_t j = 0; j < s; ++j)

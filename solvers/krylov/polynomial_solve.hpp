@@ -19,6 +19,10 @@ namespace tcsolve::krylov {
 
 enum class KrylovMethod { gmres, minres };
 
+// BlockGmres or BlockMinres (workspace for b.cols columns) on blocks in ops.space().
+SolveResult run(KrylovMethod m, const LinearOperator<double>& op, DenseBlockOps& ops, const KrylovOptions& o,
+                MvView<const double> b, MvView<double> x, bool use_x0);
+
 // In ops.space(): rhs and x (n × s); x is overwritten (no initial guess: the polynomial phase
 // starts from 0). Fills everything of the result but `solutions`.
 SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, const GmresPolynomial& poly,
