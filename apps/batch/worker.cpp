@@ -75,7 +75,13 @@ void Worker::run_one(std::size_t i) {
     b_.line.update(head + ": starting", true);
   }
   Timer t;
-  if (!skip_if_done(s, row, head)) run_job_into(s, row, automatic, head);
+  // A stored result that stands makes the job's own automatic checkpoint obsolete: a kill between
+  // the result's write and the checkpoint's removal left it (AppsKillResume.BatchAtRandomPoints).
+  if (skip_if_done(s, row, head)) {
+    if (automatic) remove_own_checkpoint(s);
+  } else {
+    run_job_into(s, row, automatic, head);
+  }
   row.seconds = t.seconds();
   if (row.status != "converged" && row.status != "skipped") all_ok = false;
   report(row, head);
