@@ -100,6 +100,8 @@ struct State {
   // Restart: the last cut and its lift (multiplicity above the block width), the model's steps
   // left for the slowest wanted column and the filter steps it went through.
   double prev_cut = -1.0, lift = 0.0, steps_left = 0.0, wanted_steps = 0.0, last_cut = 0.0;
+  // The least largest active Ritz value seen: each is an upper bound of λ_m (filter_cut).
+  double cut_bound = std::numeric_limits<double>::infinity();
   // basis[1 − cur]'s active columns hold the Ritz vectors' A·X (from rayleigh_ritz; not after an
   // unlock: the check reused those columns).
   bool ax_valid = true;
@@ -144,12 +146,16 @@ class SubspaceIteration {
   void start();
   // The next filter: cut, per-column degrees and rung.
   FilterPlan restart(std::int64_t w);
-  // Cut = largest active Ritz value (lifted when the block sits inside one eigenspace); moves
+  // Cut = the least largest active Ritz value so far (lifted when the block sits inside one
+  // eigenspace); moves
   // lower/upper outside every Ritz value.
   double filter_cut(std::int64_t w);
   // deg[0:w] from the residual model: even, within [min, cap], non-decreasing; guard columns the
   // largest wanted degree. Sets steps_left, prev_cut.
   void choose_degrees(std::int64_t w, double cut);
+  // The largest degree that keeps the slowest wanted column's own direction above rounding
+  // against the most amplified active one (interval centre ce, half-width e).
+  int rounding_cap(std::int64_t w, double e, double ce) const;
   // Whether the filter may take the fp32 rung (chebyshev.hpp); `why` gets the reason when not.
   bool fp32_fits(std::int64_t w, double cut, std::string* why) const;
   // Y ← p_d(Â)·Y on the active columns of basis[cur], column i to degree deg[i]; the result ends

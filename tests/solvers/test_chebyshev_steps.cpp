@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -507,11 +508,66 @@ TEST(ChebyshevSteps, RestartChoosesCutAndDegreesFromTheResidualModel) {
   EXPECT_EQ(plan.wanted_degree, dwant);
   EXPECT_EQ(su.s().wanted_steps, dwant);
   EXPECT_LT(deg[0], deg[3]) << "a converged column gets a short filter";
-  // A block inside one eigenspace (Ritz values within their residuals): the cut is lifted.
+  // A block inside one eigenspace (Ritz values within their residuals): the cut is lifted (from
+  // the block's own top: the bound of the first block, 0.2, is forgotten as if by a new solve).
   for (std::int64_t j = 0; j < m; ++j) su.s().theta[j] = 1.0 + 1e-9 * j, su.s().rn[j] = 1e-4;
   su.s().it = 3;
+  su.s().cut_bound = std::numeric_limits<double>::infinity();
   const double cut = it.filter_cut(m);
   EXPECT_NEAR(cut, su.s().theta[m - 1] + 4.0 * 1e-4, 1e-12);
+}
+
+// ---- the cut never rises above an earlier block's top Ritz value (each bounds λ_m from above): a
+// filter that left its last column as rounding (its Ritz value far up) does not move the cut.
+TEST(ChebyshevSteps, CutKeepsTheLeastUpperBoundOfLambdaM) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  Rig su(diagonal_matrix(even_spectrum(200, 0.0, 4.0)), 4, 4, Which::smallest);
+  auto& it = su.make();
+  const std::int64_t m = it.block_width();
+  su.s().upper = 4.0, su.s().lower = 0.0, su.s().test_a = 4.0, su.s().test_b = 1.0;
+  auto set_block = [&](double top) {
+    for (std::int64_t j = 0; j < m; ++j) su.s().theta[j] = 0.01 * (j + 1), su.s().rn[j] = 1e-3;
+    su.s().theta[m - 1] = top;
+  };
+  set_block(0.2);
+  EXPECT_EQ(it.restart(m).cut, 0.2);
+  set_block(2.5);  // the last column lost to rounding
+  su.s().it = 1;
+  EXPECT_EQ(it.restart(m).cut, 0.2) << "the earlier bound of lambda_m stands";
+  set_block(0.15);
+  su.s().it = 2;
+  EXPECT_EQ(it.restart(m).cut, 0.15) << "a lower top Ritz value is the new bound";
+}
+
+// ---- degrees: the slowest wanted column's own direction stays above rounding. With an isolated
+// most amplified pair (θ₀ far below the others), its growth over the slowest wanted column,
+// (ρ₀/ρ_slow)^d, stays ≤ 1e8; without one, the cap does not bind (the short cap stands).
+TEST(ChebyshevSteps, DegreesKeepTheSlowestWantedColumnAboveRounding) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  for (const bool isolated : {true, false}) {
+    SCOPED_TRACE(isolated);
+    Rig su(diagonal_matrix(even_spectrum(200, 0.0, 4.0)), 4, 4, Which::smallest);
+    auto& it = su.make();
+    const std::int64_t m = it.block_width();
+    su.s().upper = 4.0, su.s().lower = -2.0, su.s().test_a = 4.0, su.s().test_b = 1.0;
+    const std::vector<double> th = {isolated ? -2.0 : 0.16, 0.17, 0.18, 0.19, 0.195, 0.197, 0.199, 0.2};
+    for (std::int64_t j = 0; j < m; ++j) su.s().theta[j] = th[j], su.s().rn[j] = 1e-1;
+    it.restart(m);
+    const auto& deg = su.s().deg;
+    const double e = (4.0 - 0.2) / 2, ce = (4.0 + 0.2) / 2;
+    auto rho = [&](double x) {
+      const double t = (x - ce) / e;
+      return -t + std::sqrt(t * t - 1.0);
+    };
+    const double growth = std::pow(rho(th[0]) / rho(th[3]), deg[3]);
+    if (isolated) {
+      EXPECT_LE(growth, 1e8);
+      EXPECT_GT(growth * std::pow(rho(th[0]) / rho(th[3]), 2), 1e8) << "the largest even degree under it";
+      EXPECT_GE(deg[3], su.copt.min_degree);
+    } else {
+      EXPECT_EQ(deg[3], su.copt.max_degree) << "slow columns, no isolated pair: the short cap";
+    }
+  }
 }
 
 // ---- the rung: fp32_fits refuses a wanted end small against ‖A‖; watch_climb climbs to fp64
