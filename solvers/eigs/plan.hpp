@@ -300,6 +300,9 @@ LadderPrice price_chebyshev_ladder(std::int64_t n, std::int64_t nnz, std::int64_
                                    double rel_gap, const ApplyModel& m, bool wanted_end_large);
 // 8-byte words one single-vector Lanczos step's Gram–Schmidt moves on the host (plan.cpp).
 double host_lanczos_step_words(std::int64_t n, std::int64_t basis, std::int64_t keep);
+// Seconds per 8-byte word of a host pass over a basis of n × basis: the probe's rate (m.t_word)
+// while the basis fits the cache, else at least the timed apply's stream rate t_col/(2n).
+double host_basis_word_seconds(std::int64_t n, std::int64_t basis, const ApplyModel& m);
 // Single-vector thick-restart Lanczos on A (host, basis 2k + 2), offered where the probe's power
 // law gives no gap (isolated extreme eigenvalues) and priced there at 0.35·D applies, D the
 // Chebyshev degree of the same (fallback) gap: measured 0.2–0.6·D on 1138_bus, 662_bus and

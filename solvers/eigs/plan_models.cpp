@@ -116,6 +116,15 @@ double host_lanczos_step_words(std::int64_t n, std::int64_t basis, std::int64_t 
   return 3.0 * 0.5 * static_cast<double>(basis + keep) * static_cast<double>(n);
 }
 
+double host_basis_word_seconds(std::int64_t n, std::int64_t basis, const ApplyModel& m) {
+  // Beyond this the basis is streamed from memory: half this development machine's 32 MB
+  // last-level cache (not read from sysconf: in its VM that reports the host's 256 MB).
+  constexpr double kCachedBasisBytes = 16.0 * 1024 * 1024;
+  const double nn = static_cast<double>(n);
+  if (8.0 * nn * static_cast<double>(basis) <= kCachedBasisBytes) return m.t_word;
+  return std::max(m.t_word, m.t_col / (2.0 * nn));
+}
+
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                 double rel_gap, const ApplyModel& m, std::string* detail) {
   const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
@@ -123,13 +132,18 @@ double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k
   const std::int64_t basis = default_lanczos_basis(k, 1);
   const std::int64_t keep = std::min(k + std::max<std::int64_t>(1, (basis - k) / 2), basis - 1);
   const double restarts = applies / static_cast<double>(std::max<std::int64_t>(1, basis - keep));
-  // Per apply: A on one column and the Gram–Schmidt against the basis as filled on average
-  // (host_lanczos_step_words); per restart a Rayleigh–Ritz (an eigensolve of the basis-sized
-  // matrix: ~20 µs at basis 22 on the 2-core CPU) and the basis rewritten ((basis + keep)·n
-  // words); at the end one explicit residual check (A on k columns).
+  // Per apply: A on one column and the Gram–Schmidt against the basis as filled on average: two
+  // passes, not host_lanczos_step_words' 1.5 (on A itself a step's new direction is a small part
+  // of A·v once the wanted end converges, and DGKS asks for the second pass nearly every time);
+  // per restart a Rayleigh–Ritz (an eigensolve of the basis-sized matrix: ~20 µs at basis 22 on
+  // the 2-core CPU) and the basis rewritten ((basis + keep)·n words); at the end one explicit
+  // residual check (A on k columns). The words at the basis's rate (host_basis_word_seconds):
+  // gen:rgg:40000:2, 32 largest, 2-core CPU: 10.8 ms a step measured (336 applies in 3.6 s) against
+  // 3.5 ms priced at the probe's cached rate, 11.4 ms at the stream's with two passes.
   const double nn = static_cast<double>(n);
-  const double t = applies * (m.t_a + m.t_col + host_lanczos_step_words(n, basis, keep) * m.t_word) +
-                   restarts * (static_cast<double>(basis + keep) * nn * m.t_word + 3e-5) +
+  const double tw = host_basis_word_seconds(n, basis, m);
+  const double t = applies * (m.t_a + m.t_col + (4.0 / 3.0) * host_lanczos_step_words(n, basis, keep) * tw) +
+                   restarts * (static_cast<double>(basis + keep) * nn * tw + 3e-5) +
                    m.t_a + static_cast<double>(k) * m.t_col;
   if (detail) {
     char b[160];

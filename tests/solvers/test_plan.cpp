@@ -623,6 +623,18 @@ TEST(Plan, HostShiftInvertShapeAndPrice) {
   slow.t_word = 3e-9;
   predict_shift_invert_seconds(3600, 10, simp, 2e4, r, slow, Backend::cpu, &su, &s_dense);
   EXPECT_GT(s_dense, s_simp + 46 * host_lanczos_step_words(3600, 22, 16) * 2.7e-9);
+  // Single-vector Lanczos on A: its basis at the probe's (cached) rate while it fits 16 MB, else
+  // at least a stream's, t_col/(2n) (gen:rgg:40000, k = 32: the basis of 66 columns is 21 MB).
+  ApplyModel lm = m;
+  lm.t_word = 3e-10, lm.t_col = 1e-4;
+  EXPECT_DOUBLE_EQ(host_basis_word_seconds(3600, 66, lm), 3e-10);
+  EXPECT_DOUBLE_EQ(host_basis_word_seconds(40000, 66, lm), 1e-4 / 80000);
+  EXPECT_GT(predict_lanczos1_seconds(40000, 3e5, 32, 1e-8, 1e-3, lm, nullptr),
+            2.0 * predict_lanczos1_seconds(40000, 3e5, 32, 1e-8, 1e-3, [&] {
+              ApplyModel c = lm;
+              c.t_col = 0.0;  // (no stream rate: the cached one alone)
+              return c;
+            }(), nullptr));
   // The re-check's block of 2 weighs more against a single-vector solve (host) than against
   // blocks of 8 (GPU): the certificate is preferred sooner on the host.
   EXPECT_GT(shift_invert_recheck_share(Backend::cpu), shift_invert_recheck_share(Backend::cuda));
