@@ -20,6 +20,7 @@
 #include "preprocess/bcsr_stats.hpp"
 #include "preprocess/jaccard_reorder.hpp"
 #include "spmm/cpu_csr_kernels.hpp"
+#include "spmm/cpu_transposed.hpp"
 #include "spmm/cuda_operator.hpp"
 #include "spmm/permuted_operator.hpp"
 
@@ -504,6 +505,7 @@ class CpuSparseOperator final : public SparseOperator {
   Space space() const override { return Space::host; }
   const SpmmPlan& plan() const override { return plan_; }
   SpmmPlan& mutable_plan() override { return plan_; }
+  const Csr<double>* host_csr() const override { return plan_.precision == Precision::fp64 ? &a_ : nullptr; }
   void apply(MvView<const double> x, MvView<double> y) const override {
     TCSOLVE_REQUIRE(x.space == Space::host && y.space == Space::host,
                     "CPU sparse operator needs host X and Y");
@@ -606,6 +608,16 @@ std::unique_ptr<SparseOperator> make_permuted_operator(const Csr<double>& a, Bac
 std::unique_ptr<SparseOperator> make_transposed_operator(const Csr<double>& a, const SparseOperator& op,
                                                          const OperatorOptions& opt) {
   constexpr std::int64_t kMax = 2147483647;
+  if (op.space() == Space::host) {
+    const Csr<double>* h = op.host_csr();
+    if (!h || opt.precision != Precision::fp64 || opt.kernel != SpmmKernel::automatic) return nullptr;
+    if (h->nrows != a.nrows || h->ncols != a.ncols || h->nnz() != a.nnz())
+      throw InvalidArgument("make_transposed_operator: the operator holds a " + std::to_string(h->nrows) + " x " +
+                            std::to_string(h->ncols) + " matrix with " + std::to_string(h->nnz()) +
+                            " entries, A is " + std::to_string(a.nrows) + " x " + std::to_string(a.ncols) +
+                            " with " + std::to_string(a.nnz()) + " (not this matrix's operator)");
+    return detail::make_cpu_transposed_operator(*h, opt);
+  }
   const SparseOperator::DeviceCsr d = op.device_csr();
   if (op.space() != Space::device || !d.row_ptr || op.rows() != a.nrows || op.cols() != a.ncols ||
       opt.precision != Precision::fp64 || opt.kernel != SpmmKernel::automatic || a.nnz() == 0 ||

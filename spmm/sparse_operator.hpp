@@ -197,6 +197,9 @@ class SparseOperator : public LinearOperator<double> {
     const double* values = nullptr;
   };
   virtual DeviceCsr device_csr() const { return {}; }
+  // The host operator's own fp64 copy of A (rows in their given order, values as given); nullptr
+  // otherwise. Valid for the operator's lifetime.
+  virtual const Csr<double>* host_csr() const { return nullptr; }
   // The fused Chebyshev step on the operator's own copy of A (the bsr_block kernel: A's natural
   // blocks, fp64 with an fp32 copy for the ladder's rung), for the eigensolver's filter without a
   // second copy of A; nullptr otherwise. Valid for the operator's lifetime, on its stream.
@@ -214,11 +217,16 @@ struct PlanAccess {
 };
 }  // namespace detail
 
-// Aᵀ's operator made on the GPU from `op`, the CUDA operator of A (its fp64 CSR copy: device_csr()),
-// with no host Aᵀ: the CSR→CSC on the device, then the CSR kernel the byte model picks from Aᵀ's
-// row lengths (no trial; no tensor-core candidate). nullptr where this does not apply, and the
-// caller transposes on the host: another backend or precision, a forced kernel, A not held as CSR,
-// sizes or entries from 2^31, or A's sampled 4×8 block fill (Aᵀ's 8×4) not clearly low (< 0.15).
+// Aᵀ's operator made from `op`, the operator of A, without a host transpose:
+//   - on the GPU from the CUDA operator's fp64 CSR copy (device_csr()): the CSR→CSC on the device,
+//     then the CSR kernel the byte model picks from Aᵀ's row lengths (no trial; no tensor-core
+//     candidate);
+//   - on the host from the CPU operator's copy (host_csr()), not formed at all: Aᵀ·X by A's rows
+//     into per-part sums (spmm/cpu_transposed.hpp), where those sums stay small (tall A). It
+//     reads op's copy of A: op must outlive it.
+// nullptr where this does not apply, and the caller transposes on the host: another precision, a
+// forced kernel, A not held as CSR, on the GPU sizes or entries from 2^31 or A's sampled 4×8 block
+// fill (Aᵀ's 8×4) not clearly low (< 0.15), on the host a wide A.
 std::unique_ptr<SparseOperator> make_transposed_operator(const Csr<double>& a, const SparseOperator& op,
                                                          const OperatorOptions& opt = {});
 
