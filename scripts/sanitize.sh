@@ -26,7 +26,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detec
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if [ "$SCOPE" = inputs ]; then
   targets=(test_core test_io_text test_io_data test_io_limits fuzz_mutate h5_python_fixture
-           test_preprocess test_sparse_operator)
+           test_preprocess test_sparse_operator test_cpu_transposed)
   cmake --build "$B" --target "${targets[@]}"
   # The tests of these binaries as CTest registers them (Suite.Test, Prefix/Suite.Test/param),
   # and the fuzz job.
