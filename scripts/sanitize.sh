@@ -24,6 +24,8 @@ cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCSOLVE_ENABLE_C
 # output files are closed by then; the OS frees the rest).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# leaks by design (each with its reason): scripts/lsan.supp
+export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp
 if [ "$SCOPE" = inputs ]; then
   targets=(test_core test_io_text test_io_data test_io_limits fuzz_mutate h5_python_fixture
            test_preprocess test_sparse_operator test_cpu_transposed)
