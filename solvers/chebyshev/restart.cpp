@@ -89,7 +89,7 @@ void SubspaceIteration::choose_degrees(std::int64_t w, double cut) {
   s_.prev_cut = cut;
   const int dcap = std::min(
       settled ? std::max(dmax_, std::min(dhigh_, 2 * (static_cast<int>(dslow / 4) + 1))) : dmax_,
-      rounding_cap(w, e, ce));
+      rounding_cap(w, cut));
   int dwant = 0;
   for (std::int64_t i = 0; i < w; ++i) {
     int d = dcap;
@@ -119,14 +119,10 @@ void SubspaceIteration::choose_degrees(std::int64_t w, double cut) {
 // solve 1.37 → 0.92–0.96 s, the same eigenvalues to 2e-15; 14 other matrices and ends (meshes,
 // Laplacians, bcsstk21, luxembourg, crack, can_1072) within ±1 outer iteration and their timing
 // noise.
-int SubspaceIteration::rounding_cap(std::int64_t w, double e, double ce) const {
+int SubspaceIteration::rounding_cap(std::int64_t w, double cut) const {
   constexpr double kFilterGrowth = 1e8;
-  auto rho = [&](double th) {
-    const double t = (th - ce) / e;
-    return t < -1.0 ? -t + std::sqrt(t * t - 1.0) : 1.0;
-  };
-  const std::int64_t slow = std::clamp<std::int64_t>(k_ - s_.nl, 1, w) - 1;
-  const double ratio = rho(s_.theta[0]) / rho(s_.theta[slow]);
+  const FilterInterval iv(s_.upper, cut, s_.lower);
+  const double ratio = iv.rho(s_.theta[0]) / iv.rho(s_.theta[slowest(w)]);
   if (!(ratio > 1.0)) return dhigh_;
   const double d = std::log(kFilterGrowth) / std::log(ratio);
   return d >= dhigh_ ? dhigh_ : std::max(dmin_, static_cast<int>(d) / 2 * 2);

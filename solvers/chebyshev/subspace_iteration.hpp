@@ -154,8 +154,8 @@ class SubspaceIteration {
   // largest wanted degree. Sets steps_left, prev_cut.
   void choose_degrees(std::int64_t w, double cut);
   // The largest degree that keeps the slowest wanted column's own direction above rounding
-  // against the most amplified active one (interval centre ce, half-width e).
-  int rounding_cap(std::int64_t w, double e, double ce) const;
+  // against the most amplified active one, on the filter interval of this cut.
+  int rounding_cap(std::int64_t w, double cut) const;
   // Whether the filter may take the fp32 rung (chebyshev.hpp); `why` gets the reason when not.
   bool fp32_fits(std::int64_t w, double cut, std::string* why) const;
   // Y ← p_d(Â)·Y on the active columns of basis[cur], column i to degree deg[i]; the result ends

@@ -470,6 +470,14 @@ TEST(ChebyshevSteps, CheckUnlocksAPairWhoseTrueResidualFails) {
   }
 }
 
+// The restart tests' solver on a rig set up by the caller: the filter interval [lower, 4] and the
+// test's factors (‖A‖ = 4) given by hand.
+SubspaceIteration& restart_rig(Rig& su, double lower) {
+  SubspaceIteration& it = su.make();
+  su.s().upper = 4.0, su.s().lower = lower, su.s().test_a = 4.0, su.s().test_b = 1.0;
+  return it;
+}
+
 // ---- restart: the cut, the degrees from the residual model (even, within [min, cap],
 // non-decreasing, guard columns at the largest wanted degree, each wanted column's residual
 // brought below tol/overshoot: ρ^d ≥ need^margin), and the lifted cut of a block inside one
@@ -477,9 +485,8 @@ TEST(ChebyshevSteps, CheckUnlocksAPairWhoseTrueResidualFails) {
 TEST(ChebyshevSteps, RestartChoosesCutAndDegreesFromTheResidualModel) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Rig su(diagonal_matrix(even_spectrum(200, 0.0, 4.0)), 4, 4, Which::smallest);
-  auto& it = su.make();
+  auto& it = restart_rig(su, 0.0);
   const std::int64_t m = it.block_width();
-  su.s().upper = 4.0, su.s().lower = 0.0, su.s().test_a = 4.0, su.s().test_b = 1.0;
   const std::vector<double> th = {0.01, 0.02, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2};
   const std::vector<double> r = {1e-9, 1e-3, 1e-5, 1e-2, 1e-2, 1e-2, 1e-2, 1e-2};
   for (std::int64_t j = 0; j < m; ++j) su.s().theta[j] = th[j], su.s().rn[j] = r[j];
@@ -522,9 +529,8 @@ TEST(ChebyshevSteps, RestartChoosesCutAndDegreesFromTheResidualModel) {
 TEST(ChebyshevSteps, CutKeepsTheLeastUpperBoundOfLambdaM) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   Rig su(diagonal_matrix(even_spectrum(200, 0.0, 4.0)), 4, 4, Which::smallest);
-  auto& it = su.make();
+  auto& it = restart_rig(su, 0.0);
   const std::int64_t m = it.block_width();
-  su.s().upper = 4.0, su.s().lower = 0.0, su.s().test_a = 4.0, su.s().test_b = 1.0;
   auto set_block = [&](double top) {
     for (std::int64_t j = 0; j < m; ++j) su.s().theta[j] = 0.01 * (j + 1), su.s().rn[j] = 1e-3;
     su.s().theta[m - 1] = top;
@@ -547,9 +553,8 @@ TEST(ChebyshevSteps, DegreesKeepTheSlowestWantedColumnAboveRounding) {
   for (const bool isolated : {true, false}) {
     SCOPED_TRACE(isolated);
     Rig su(diagonal_matrix(even_spectrum(200, 0.0, 4.0)), 4, 4, Which::smallest);
-    auto& it = su.make();
+    auto& it = restart_rig(su, -2.0);
     const std::int64_t m = it.block_width();
-    su.s().upper = 4.0, su.s().lower = -2.0, su.s().test_a = 4.0, su.s().test_b = 1.0;
     const std::vector<double> th = {isolated ? -2.0 : 0.16, 0.17, 0.18, 0.19, 0.195, 0.197, 0.199, 0.2};
     for (std::int64_t j = 0; j < m; ++j) su.s().theta[j] = th[j], su.s().rn[j] = 1e-1;
     it.restart(m);
