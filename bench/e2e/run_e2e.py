@@ -351,10 +351,9 @@ def batch_row(row, out):
     with open(jobs, "w") as f:
         for seed in range(1, 13):
             f.write(f"[job.s{seed}]\ntask = eigs\nmatrix = {spec}\nk = {k}\nwhich = {which}\nseed = {seed}\n"
-                    f"out = {out}/batch_s{seed}.h5\n\n")
-    d = os.path.join(out, "batch_out")
-    os.makedirs(d, exist_ok=True)
-    p, wall = run_cli(["batch", jobs])
+                    f"out = batch_s{seed}.h5\n\n")
+    # results land under --output-dir: a job's out may not leave it (the batch's own guard)
+    p, wall = run_cli(["batch", jobs, "--output-dir", out])
     res = {"row": name, "kind": kind, "wall": wall, "rc": p.returncode, "target": target,
            "output": (p.stdout + p.stderr)[-1500:]}
     ex = lap_exact(ref[1], ref[2], k, which == "largest")
