@@ -175,6 +175,7 @@ void visit_svds(const R& r, ResultVisitor& v) {
   visit_svds_history(r.history, k, v);
   texts(r, v, {{"status", &R::status}, {"reason", &R::reason}, {"method", &R::method},
                {"matrix_checksum", &R::matrix_checksum, true}});
+  texts(r, v, {{"certified", &R::certified}, {"certificate", &R::certificate}});
   v.attr("centered", std::string(r.centered ? "yes" : "no"));
   texts(r, v, {{"backend", &R::backend}, {"device", &R::device}});
   v.attr("k", r.k);
@@ -279,7 +280,8 @@ std::string svds_json(const ResultRecord& r, const std::string& out) {
                   ",\"iterations\":" + std::to_string(r.iterations) +
                   ",\"operator_applies\":" + std::to_string(r.operator_applies) +
                   ",\"singular_values\":" + arr(r.singular_values) + ",\"residual_av\":" + arr(r.residual_av) +
-                  ",\"residual_atu\":" + arr(r.residual_atu);
+                  ",\"residual_atu\":" + arr(r.residual_atu) + ",\"certified\":" + json_string(r.certified) +
+                  ",\"certificate\":" + json_string(r.certificate);
   if (r.centered)
     s += ",\"explained_variance\":" + arr(r.explained_variance) +
          ",\"explained_variance_ratio\":" + arr(r.explained_variance_ratio);

@@ -57,7 +57,7 @@ mkdir -p "$OUT" /tmp/deps /tmp/s4
 tar -xJf "$D/deps.tar.xz" -C /tmp/deps
 [ -f "$D/bins.tar.xz" ] && [ ! -d "$D/tests" ] && tar -xJf "$D/bins.tar.xz" -C "$D"
 export LD_LIBRARY_PATH=/tmp/deps:${LD_LIBRARY_PATH:-}
-export TCSOLVE_MATRICES=$PWD/$D/matrices TCSOLVE_TEST_BIN=$PWD/$D/tcsolve
+export TCSOLVE_MATRICES=$PWD/$D/matrices TCSOLVE_MATRICES_GENERAL=$PWD/$D/matrices/general TCSOLVE_TEST_BIN=$PWD/$D/tcsolve
 export TCSOLVE_CACHE_DIR=/tmp/s4/cache
 # NVLink multicast stays off on the shared hosts (device KINDS.md), whatever the image sets
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

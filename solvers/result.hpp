@@ -18,6 +18,11 @@ enum class SolverStatus {
 };
 const char* to_string(SolverStatus s);
 
+// A Sylvester count certificate of a returned set (eigs: solvers/eigs/certificate.hpp; svds:
+// solvers/svd/certificate.hpp): every wanted value is in the set, or some are known missing.
+enum class Certified { yes, no, not_checked };
+const char* to_string(Certified c);
+
 // Which branch the block orthonormalization took (the worst one in an iteration).
 enum class OrthoBranch { none, cholqr2, svqb, svqb_drop };
 const char* to_string(OrthoBranch b);

@@ -15,6 +15,13 @@ inline std::filesystem::path matrices_dir() {
   return source_dir() / ".." / "shared" / "matrices" / "suitesparse";
 }
 
+// The unsymmetric, indefinite and rectangular matrices (../shared/matrices/general): beside the
+// SuiteSparse folder, or TCSOLVE_MATRICES_GENERAL (the GPU machine's staged copy).
+inline std::filesystem::path general_matrices_dir() {
+  if (const char* e = std::getenv("TCSOLVE_MATRICES_GENERAL")) return e;
+  return matrices_dir().parent_path() / "general";
+}
+
 inline bool have_matrices() { return std::filesystem::is_directory(matrices_dir()); }
 
 }  // namespace tcsolve::test

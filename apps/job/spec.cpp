@@ -128,7 +128,11 @@ void add_svds_options(po::options_description& opts, JobSpec& s) {
       ("k", po::value(&s.k)->value_name("K"), "number of singular triplets, largest first (default 6)")
       ("center", po::bool_switch(&s.center), "subtract the column means implicitly (PCA)")
       ("block", po::value(&s.block_size)->value_name("B"), "block size (default 0: min(k, 16))")
-      ("basis", po::value(&s.basis)->value_name("L"), "Krylov basis columns (default 0: automatic)");
+      ("basis", po::value(&s.basis)->value_name("L"), "Krylov basis columns (default 0: automatic)")
+      ("certify", po::bool_switch(&s.certify),
+       "always count the singular values above the k-th by Sylvester's inertia of [0 A; A^T 0] - tau I "
+       "(a sparse LDL^T; by default only where it is cheap; not with --center)")
+      ("no-certify", po::bool_switch(&s.no_certify), "never count (see --certify)");
 }
 
 void add_solve_options(po::options_description& opts, JobSpec& s) {
@@ -316,6 +320,10 @@ void validate_job(const JobSpec& s) {
   } else if (s.svds()) {
     validate_k(s);
     if (s.block_size < 0 || s.basis < 0) throw UsageError("--block and --basis must be ≥ 0");
+    if (s.certify && s.no_certify) throw UsageError("--certify and --no-certify contradict each other");
+    if (s.certify && s.center)
+      throw UsageError("--certify counts the singular values of A itself; with --center the operator is "
+                       "A - 1*mu^T, which is dense: drop one of the two");
   } else {
     if (s.rhs.empty()) throw UsageError("no right-hand sides given (--rhs FILE.h5:DATASET or random:S)");
     parse_rhs(s.rhs);
@@ -392,7 +400,8 @@ std::string job_options_string(const JobSpec& s) {
   if (s.svds())  // (the options svds has: the rest are not its)
     return o + format(";k=%lld;center=%d;block=%lld;basis=%lld;tol=%.17g;maxiter=%lld;device=%s;seed=%llu",
                       (long long)s.k, int(s.center), (long long)s.block_size, (long long)s.basis, s.tol,
-                      (long long)s.max_iterations(), to_string(s.device), (unsigned long long)s.seed);
+                      (long long)s.max_iterations(), to_string(s.device), (unsigned long long)s.seed) +
+           (s.certify ? ";certify=1" : s.no_certify ? ";certify=0" : "");  // (only when given)
   if (!s.eigs() && s.solve_method != SolveMethod::automatic) o += std::string(";method=") + to_string(s.solve_method);
   if (!s.eigs() && s.restart != 30) o += format(";restart=%d", s.restart);
   if (s.eigs())

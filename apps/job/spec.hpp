@@ -66,7 +66,8 @@ struct JobSpec {
   ConvTest conv = ConvTest::rel;  // eigs convergence test
   bool no_factor = false;         // eigs: never factor (no shift-invert, no certified count)
   bool no_recheck = false;        // eigs: skip the multiplicity re-check (status unverified)
-  bool certify = false;           // eigs: always certify the set by Sylvester's inertia
+  bool certify = false;           // eigs, svds: always certify the set by Sylvester's inertia
+  bool no_certify = false;        // svds: never count (by default where it is cheap)
   double tol = 1e-8;
   std::int64_t maxiter = 0;     // 0: the solver's default (max_iterations())
   std::int64_t block_size = 0;  // Lanczos block size; svds --block (0: automatic)

@@ -91,6 +91,36 @@ def test_repeated_singular_value_all_copies(tail):
     np.testing.assert_allclose(np.linalg.svd(span.T @ qv[:, 2:7], compute_uv=False), 1.0, atol=1e-9)
 
 
+def test_count_certificate_catches_a_narrow_block():
+    # the flat-tail trap above with block_size=2: the first run returns 0.01 in place of a copy of
+    # 5 with passing residuals (seeds 0-5 all did, 2026-11-30). The count of [0 A; A^T 0] (cheap here: the default) rejects it and
+    # the run is repeated wider; certify=False returns the first set as it stands.
+    rng = np.random.default_rng(7)
+    m, n = 300, 200
+    qu, _ = np.linalg.qr(rng.standard_normal((m, n)))
+    qv, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    sig = np.concatenate([[10.0, 9.0], np.full(5, 5.0), np.full(n - 7, 0.01)])
+    a = sp.csr_matrix((qu * sig) @ qv.T)
+    u, s, vh, info = tcsolve.svds(a, k=7, block_size=2, random_state=0, return_info=True)
+    assert info.status == "converged" and info.certified == "yes", (info.certified, info.certificate)
+    assert "count rejected" in info.method, info.method
+    np.testing.assert_allclose(s, np.sort(sig[:7]), rtol=0, atol=1e-10 * 10)
+    s_blind, info_blind = tcsolve.svds(a, k=7, block_size=2, random_state=0, certify=False,
+                                       return_singular_vectors=False, return_info=True)
+    assert info_blind.certified == "not_checked"
+    assert abs(s_blind.min() - 5.0) > 1.0, s_blind  # the trap is real: a copy of 5 is missing
+
+
+def test_certify_arguments():
+    a = rand_sparse(200, 90, seed=5)
+    _, info = tcsolve.svds(a, k=3, certify=True, return_singular_vectors=False, return_info=True)
+    assert info.certified == "yes" and "[0 A; A^T 0]" in info.certificate
+    with pytest.raises(ValueError, match="certify=1"):
+        tcsolve.svds(a, k=3, certify=1)
+    with pytest.raises(ValueError, match="held on the host"):
+        tcsolve.svds(sla.aslinearoperator(a), k=3, certify=True)
+
+
 class CheckingOperator(sla.LinearOperator):
     """SciPy's test operator: 1-D matvec/rmatvec only (asserts it gets vectors or single columns)."""
 

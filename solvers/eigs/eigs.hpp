@@ -115,8 +115,6 @@ enum class ConvTest { rel, norm, abs };
 const char* to_string(ConvTest c);
 ConvTest parse_conv_test(const std::string& s);  // throws InvalidArgument naming the value
 
-enum class Certified { yes, no, not_checked };
-const char* to_string(Certified c);
 
 // Method names, in one place: the command line, the batch job file and the Python module parse
 // and list them through these (auto | lanczos | lobpcg | chebyshev | dense).

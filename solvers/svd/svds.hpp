@@ -30,6 +30,10 @@
 //     fastest, so a narrower block usually finds them too: tests/solvers/test_svd.cpp's 5-fold
 //     trap passed with block = 1 as well; the guarantee is the block's.)
 //   - Bad arguments (k < 1, k > min(m, n), tol ≤ 0, shapes) throw InvalidArgument.
+//   - The Csr form, not centered, certifies the count where it is cheap or asked (certify): no
+//     singular value above σ_k is missing, copies beyond the block included, by the inertia of
+//     [0 A; Aᵀ 0] − τI (solvers/svd/certificate.hpp). A set with values known missing is
+//     not_converged, whatever its residuals.
 //   - Small problems (min(m, n) too small for a Krylov basis of k + 2 blocks) are solved densely
 //     on the host (A formed by applying it to identity columns of the smaller side), and verified
 //     the same way.
@@ -51,6 +55,10 @@
 
 namespace tcsolve {
 
+// The count certificate of the k largest values (solvers/svd/certificate.hpp; the Csr form, not
+// centered): automatic where it is cheap, always (--certify: an error where it cannot apply), never.
+enum class SvdCertify { automatic, always, never };
+
 struct SvdOptions {
   std::int64_t k = 6;
   // Residual test of each triplet, relative to σ₁ (see the contract above).
@@ -64,6 +72,7 @@ struct SvdOptions {
   // Subtract the column means: the operator becomes A − 1·μᵀ (μ = Aᵀ·1/m), applied implicitly
   // (solvers/svd/centered.hpp). Used by the Csr entry point only.
   bool center = false;
+  SvdCertify certify = SvdCertify::automatic;
   // Start (host, n × p column-major; empty: random from the seed). A block of p = kept + b
   // columns (b < p ≤ L) that holds a restart's state, as on_checkpoint hands it over, continues
   // that thick restart; any other block starts the Krylov basis from its first min(p, b)
@@ -103,6 +112,10 @@ struct SvdResult {
   // The Csr form: the SpMM kernels of A and Aᵀ ("A csr_segment; A^T csr_segment") and their
   // plans' reasons (--json "kernel", "kernel_reason"). Empty for the operator form.
   std::string spmm_kernel, spmm_plan;
+  // The count certificate (SvdOptions::certify): yes, no (values known missing: status
+  // not_converged) or not_checked, with what was counted or why nothing was.
+  Certified certified = Certified::not_checked;
+  std::string certificate;
   // How the iteration started: "" (random), or what it made of SvdOptions::start.
   std::string start;
   SvdPhases phases;

@@ -74,13 +74,30 @@ TEST(SvdsCli, BadInputExitsTwoAndWritesNothing) {
                         Case{{"svds", "gen:counts:50:20", "--tol", "0", "--out", out}, "--tol"},
                         Case{{"svds", "gen:counts:50:20", "--out", (d.path() / "r.txt").string()}, "HDF5"},
                         Case{{"svds", (d.path() / "missing.mtx").string(), "--out", out}, "missing.mtx"},
-                        Case{{"svds", "gen:counts:50:20", "--device", "tpu"}, "--device 'tpu'"}}) {
+                        Case{{"svds", "gen:counts:50:20", "--device", "tpu"}, "--device 'tpu'"},
+                        Case{{"svds", "gen:counts:50:20", "--certify", "--center", "--out", out}, "dense"},
+                        Case{{"svds", "gen:counts:50:20", "--certify", "--no-certify"}, "contradict"}}) {
     const auto r = run_tcsolve(c.args);
     EXPECT_EQ(r.status, 2) << c.says << ": " << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
   }
   EXPECT_TRUE(files_in(d.path()).empty());
+}
+
+// The count certificate (where it is cheap: the default) in --json and the result file's attributes.
+TEST(SvdsCli, CertificateInJsonAndResultFile) {
+  ScratchDir d;
+  const std::string out = (d.path() / "c.h5").string();
+  const auto r = run_tcsolve({"svds", "gen:counts:400:90", "--k", "4", "--out", out, "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"certified\":\"yes\""), std::string::npos) << r.out;
+  const auto f = Hdf5File::open(out);
+  EXPECT_EQ(f.attr_string("certified"), "yes");
+  EXPECT_NE(f.attr_string("certificate").find("[0 A; A^T 0]"), std::string::npos) << f.attr_string("certificate");
+  const auto n = run_tcsolve({"svds", "gen:counts:400:90", "--k", "4", "--no-certify", "--json"});
+  ASSERT_EQ(n.status, 0) << n.err;
+  EXPECT_NE(n.out.find("\"certified\":\"not_checked\""), std::string::npos) << n.out;
 }
 
 // olm500-like flat spectra need restarts: gen:lap2d's top singular values are double; with two

@@ -45,7 +45,7 @@ namespace {
 
 std::filesystem::path general_dir() {
   if (const char* e = std::getenv("TCSOLVE_GENERAL_MATRICES")) return e;
-  return source_dir() / ".." / "shared" / "matrices" / "general";
+  return general_matrices_dir();
 }
 
 constexpr double kTol = 1e-10;

@@ -181,7 +181,7 @@ TEST(Gmres, NonNormalMatrixMatchesDenseLU) {
 // SuiteSparse unsymmetric matrices that GMRES(m) with Jacobi can solve, and (honestly) what it
 // reaches on those it cannot.
 std::filesystem::path general_matrix(const std::string& name) {
-  return matrices_dir().parent_path() / "general" / name;
+  return general_matrices_dir() / name;
 }
 
 Csr<double> general_or_skip(const std::string& name, bool& skip) {

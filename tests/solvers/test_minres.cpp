@@ -143,7 +143,7 @@ TEST(Minres, DiagonalIndefiniteKnownSolution) {
 // iterations (CPU; 1e-10 in 24303; no preconditioner: 1e-6 in 30769).
 TEST(Minres, TumorAntiAngiogenesisHonestResiduals) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  const auto path = source_dir() / ".." / "shared" / "matrices" / "general" / "tumorAntiAngiogenesis_2.mtx";
+  const auto path = general_matrices_dir() / "tumorAntiAngiogenesis_2.mtx";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
   const auto a = read_mtx(path.string());
   ASSERT_EQ(a.nrows, 305);

@@ -3,21 +3,26 @@
 // repeated 5 times with k = 7, rank deficiency, the zero matrix, the dense path for small sizes,
 // implicit centering against a dense centered SVD, the steps' invariants, bad arguments, a run
 // stopped and resumed from its checkpointed restart (and a start block that holds none), and
-// every matrix of ../shared/matrices/general (k = 6 largest; skipped when the folder is absent).
+// every matrix of ../shared/matrices/general (k = 6 largest; skipped when the folder is absent),
+// and the count certificate (solvers/svd/certificate.hpp): [0 A; Aᵀ 0] against the dense one, sets
+// with and without a missing copy of a repeated value, a narrow block on the 5-fold trap, σ_k at 0.
 // Runs on the CPU here and on the GPU in test_solvers_gpu.
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <numeric>
 #include <random>
 
 #include "core/error.hpp"
+#include "factor/sparse_factor.hpp"
 #include "io/generators.hpp"
 #include "io/matrix_io.hpp"
 #include "solvers/svd/bidiag.hpp"
 #include "solvers/svd/centered.hpp"
+#include "solvers/svd/certificate.hpp"
 #include "solvers/svd/svds.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 
@@ -376,7 +381,7 @@ TEST(Svds, ResumeFromACheckpointContinuesTheRestart) {
 // affordable (m·n·min(m, n) ≤ 7e9: all but Franz6_id1959_aug, 10592 × 3016).
 TEST(Svds, SharedGeneralMatrices) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  const auto dir = matrices_dir().parent_path() / "general";
+  const auto dir = general_matrices_dir();
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no " << dir;
   int checked = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
@@ -394,6 +399,129 @@ TEST(Svds, SharedGeneralMatrices) {
     ++checked;
   }
   EXPECT_GT(checked, 0);
+}
+
+
+// ---- the count certificate (solvers/svd/certificate.hpp) ----------------------------------------
+
+// K = [0 A; Aᵀ 0] entry by entry, and its spectrum: ±σ_i and m − n zeros.
+TEST(SvdCertificate, AugmentedIsTheSymmetricEmbedding) {
+  const auto a = random_sparse(23, 17, 0.2, 4u);
+  const auto k = detail::augmented(a);
+  ASSERT_EQ(k.nrows, 40);
+  ASSERT_EQ(k.nnz(), 2 * a.nnz());
+  const Mat d = dense_of(a), kd = dense_of(k);
+  EXPECT_EQ((kd.topRightCorner(23, 17) - d).norm(), 0.0);
+  EXPECT_EQ((kd.bottomLeftCorner(17, 23) - d.transpose()).norm(), 0.0);
+  EXPECT_EQ(kd.topLeftCorner(23, 23).norm() + kd.bottomRightCorner(17, 17).norm(), 0.0);
+  Eigen::VectorXd ev = Eigen::SelfAdjointEigenSolver<Mat>(kd).eigenvalues();  // ascending
+  const auto sv = dense_singular_values(d);
+  for (int j = 0; j < 17; ++j) EXPECT_NEAR(ev(39 - j), sv(j), 1e-12 * sv(0));
+  for (int j = 17; j < 23; ++j) EXPECT_NEAR(ev(j), 0.0, 1e-12 * sv(0));
+}
+
+// A diagonal 60 × 45 with σ = 9 (three copies), 7, 6, 5, 1 ... as a crafted result: exact
+// triplets of chosen values. All copies returned, or the k-th value's extra copies beyond k:
+// yes; a copy left out below another returned value: no, one missing.
+TEST(SvdCertificate, CountsEveryCopyOfARepeatedValue) {
+  if (!built_with_factor()) GTEST_SKIP() << "no sparse direct engine in this build";
+  std::vector<double> sig(45, 1.0);
+  sig[0] = sig[1] = sig[2] = 9, sig[3] = 7, sig[4] = 6, sig[5] = 5;
+  std::vector<Triplet<double>> t;
+  for (int j = 0; j < 45; ++j) t.push_back({(j * 7) % 60, j, j % 2 ? sig[j] : -sig[j]});
+  const auto a = csr_from_triplets<double>(60, 45, std::move(t));
+  auto set = [](std::vector<double> v) {
+    SvdResult r;
+    r.status = SolverStatus::converged;
+    r.values = v;
+    r.a_norm = 9;
+    r.residual_av.assign(v.size(), 1e-14);
+    r.residual_atu.assign(v.size(), 1e-14);
+    return r;
+  };
+  auto all = detail::certify_svds(a, set({9, 9, 9, 7}), false);
+  EXPECT_EQ(all.state, Certified::yes) << all.detail;
+  auto two_of_three = detail::certify_svds(a, set({9, 9}), false);  // k = 2: the third copy is beyond k
+  EXPECT_EQ(two_of_three.state, Certified::yes) << two_of_three.detail;
+  EXPECT_NE(two_of_three.detail.find("copies"), std::string::npos) << two_of_three.detail;
+  auto missing = detail::certify_svds(a, set({9, 9, 7, 6}), false);  // a copy of 9 left out
+  EXPECT_EQ(missing.state, Certified::no) << missing.detail;
+  EXPECT_EQ(missing.missing, 1);
+  auto wrong = detail::certify_svds(a, set({9, 9, 9, 7.5}), true);  // 7.5 is no singular value
+  EXPECT_EQ(wrong.state, Certified::no) << wrong.detail;
+  EXPECT_GE(all.factorizations, 1);
+}
+
+// The default path certifies where it is cheap, and says so.
+TEST(Svds, CertifiedByDefaultWhereCheap) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  if (!built_with_factor()) GTEST_SKIP() << "no sparse direct engine in this build";
+  const auto a = random_sparse(301, 127, 0.05, 12u);
+  const auto r = svds(a, kBackend, opts(6));
+  expect_matches_dense(r, dense_of(a), 1e-10, "certified");
+  EXPECT_EQ(r.certified, Certified::yes) << r.certificate;
+  EXPECT_NE(r.certificate.find("[0 A; A^T 0]"), std::string::npos) << r.certificate;
+  auto o = opts(6);
+  o.certify = SvdCertify::never;
+  EXPECT_EQ(svds(a, kBackend, o).certified, Certified::not_checked);
+}
+
+// The 5-fold trap of FiveFoldLargestAllReturned without its scramble, block 1 (narrower than the
+// multiplicity): the first run returns σ₂(C) in place of copies of σ₁ with passing residuals (it
+// was reported converged before the count existed). The count rejects it, the run is repeated
+// with a wider block, and the second set is complete and certified.
+TEST(Svds, NarrowBlockLosingCopiesIsRerunWider) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  if (!built_with_factor()) GTEST_SKIP() << "no sparse direct engine in this build";
+  const auto c = random_sparse(40, 30, 0.15, 5u), dblk = random_sparse(400, 300, 0.02, 6u);
+  const Mat cd = dense_of(c), dd = dense_of(dblk);
+  const auto sc = dense_singular_values(cd);
+  const double scale = 0.9 * sc(1) / dense_singular_values(dd)(0);
+  std::vector<Triplet<double>> t;
+  for (int b = 0; b < 5; ++b)
+    for (int i = 0; i < 40; ++i)
+      for (int j = 0; j < 30; ++j)
+        if (cd(i, j) != 0) t.push_back({b * 40 + i, b * 30 + j, cd(i, j)});
+  for (int i = 0; i < 400; ++i)
+    for (int j = 0; j < 300; ++j)
+      if (dd(i, j) != 0) t.push_back({200 + i, 150 + j, scale * dd(i, j)});
+  const auto a = csr_from_triplets<double>(600, 450, std::move(t));
+  auto o = opts(7);
+  o.block = 1;
+  const auto r = svds(a, kBackend, o);
+  const auto ref = dense_singular_values(dense_of(a));
+  bool complete = r.values.size() == 7;
+  for (std::size_t j = 0; complete && j < 7; ++j) complete = std::abs(r.values[j] - ref(j)) <= 1e-8 * ref(0);
+  SCOPED_TRACE(r.method + " | " + r.reason + " | " + r.certificate);
+  EXPECT_NE(r.method.find("that the count rejected"), std::string::npos);  // the trap fired
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(r.status, SolverStatus::converged);
+  EXPECT_EQ(r.certified, Certified::yes);
+  // Not counted, the first run's incomplete set stands on its residuals: the trap is real.
+  o.certify = SvdCertify::never;
+  const auto blind = svds(a, kBackend, o);
+  EXPECT_EQ(blind.status, SolverStatus::converged);
+  EXPECT_GT(std::abs(blind.values[4] - ref(4)), 1e-6 * ref(0)) << "block 1 found every copy: no trap";
+}
+
+// σ_k at 0 (rank 3, k = 6): the counts of K cannot separate it from the null space: not counted,
+// the set stays converged on its residuals. --certify with --center is refused.
+TEST(Svds, CertificateStaysClearOfTheNullSpace) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto base = dense_of(random_sparse(140, 3, 0.2, 9u));
+  std::vector<Triplet<double>> t;
+  for (int j = 0; j < 90; ++j)
+    for (int i = 0; i < 140; ++i)
+      if (base(i, j % 3) != 0) t.push_back({i, j, (1.0 + 0.01 * j) * base(i, j % 3)});
+  const auto a = csr_from_triplets<double>(140, 90, std::move(t));
+  auto o = opts(6);
+  o.certify = SvdCertify::always;
+  const auto r = svds(a, kBackend, o);
+  EXPECT_EQ(r.status, SolverStatus::converged) << r.reason;
+  EXPECT_EQ(r.certified, Certified::not_checked);
+  EXPECT_NE(r.certificate.find("null space"), std::string::npos) << r.certificate;
+  o.center = true;
+  EXPECT_THROW(svds(a, kBackend, o), InvalidArgument);
 }
 
 }  // namespace
