@@ -165,6 +165,7 @@ void visit_svds(const R& r, ResultVisitor& v) {
   if (static_cast<std::int64_t>(r.vectors.size()) == n * k) v.dataset_2d("Vt", r.vectors.data(), k, n);
   v.dataset("residual_av", r.residual_av);
   v.dataset("residual_atu", r.residual_atu);
+  if (!r.scales.empty()) v.dataset("scales", r.scales);
   if (r.centered) {
     v.dataset("means", r.means);
     if (static_cast<std::int64_t>(r.left_vectors.size()) == m * k)
@@ -177,6 +178,7 @@ void visit_svds(const R& r, ResultVisitor& v) {
                {"matrix_checksum", &R::matrix_checksum, true}});
   texts(r, v, {{"certified", &R::certified}, {"certificate", &R::certificate}});
   v.attr("centered", std::string(r.centered ? "yes" : "no"));
+  v.attr("scaled", std::string(r.scales.empty() ? "no" : "yes"));
   texts(r, v, {{"backend", &R::backend}, {"device", &R::device}});
   v.attr("k", r.k);
   v.attr("rows", r.rows);
@@ -274,6 +276,7 @@ std::string svds_json(const ResultRecord& r, const std::string& out) {
                   ",\"matrix\":" + json_string(r.matrix) + ",\"rows\":" + std::to_string(r.rows) +
                   ",\"cols\":" + std::to_string(r.cols) + ",\"nnz\":" + std::to_string(r.nnz) +
                   ",\"k\":" + std::to_string(r.k) + ",\"centered\":" + (r.centered ? "true" : "false") +
+                  ",\"scaled\":" + (r.scales.empty() ? "false" : "true") +
                   ",\"method\":" + json_string(r.method) + ",\"backend\":" + json_string(r.backend) +
                   ",\"kernel\":" + json_string(r.spmm_kernel) + ",\"kernel_reason\":" + json_string(r.spmm_plan) +
                   ",\"tolerance\":" + json_number(r.tolerance) + ",\"a_norm\":" + json_number(r.a_norm) +

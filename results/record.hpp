@@ -87,6 +87,7 @@ struct ResultRecord {
   // centered (--center): the column means μ (cols), ‖A − 1·μᵀ‖_F², s_j²/(rows − 1) and its ratio
   std::vector<double> means, explained_variance, explained_variance_ratio;
   double total_sq = 0;
+  std::vector<double> scales;  // --scale: the column standard deviations divided out (cols)
   // ---- all tasks
   // eigs: the eigenvectors, solve: the solutions, svds: V (cols × k), n × cols column-major in the
   // input's row order (datasets eigenvectors [cols][n] / solution [s][n] / Vt [k][n]; absent

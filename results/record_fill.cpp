@@ -47,6 +47,7 @@ void record_svds(SvdResult& sr, ResultRecord& r) {
   r.certified = to_string(sr.certified), r.certificate = sr.certificate;
   if (!sr.spmm_kernel.empty()) r.spmm_kernel = sr.spmm_kernel, r.spmm_plan = sr.spmm_plan;
   r.means = std::move(sr.means);
+  r.scales = std::move(sr.scales);
   r.left_vectors = std::move(sr.u);
   r.vectors = std::move(sr.v);
   r.history = std::move(sr.history);

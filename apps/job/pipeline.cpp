@@ -86,7 +86,7 @@ CgOptions cg_options(const JobSpec& s) {
 
 SvdOptions svd_options(const JobSpec& s) {
   SvdOptions o;
-  o.k = s.k, o.tol = s.tol, o.center = s.center;
+  o.k = s.k, o.tol = s.tol, o.center = s.center, o.scale = s.scale;
   o.block = s.block_size, o.basis = s.basis, o.max_restarts = s.max_iterations(), o.seed = s.seed;
   o.checkpoint_every = s.checkpoint_every;
   o.certify = s.certify ? SvdCertify::always : s.no_certify ? SvdCertify::never : SvdCertify::automatic;

@@ -127,6 +127,9 @@ void add_svds_options(po::options_description& opts, JobSpec& s) {
   opts.add_options()
       ("k", po::value(&s.k)->value_name("K"), "number of singular triplets, largest first (default 6)")
       ("center", po::bool_switch(&s.center), "subtract the column means implicitly (PCA)")
+      ("scale", po::bool_switch(&s.scale),
+       "divide each column by its standard deviation (unit variance, as sklearn's StandardScaler; "
+       "constant columns are left as they are): a scaled copy of A; the result file holds the scales")
       ("block", po::value(&s.block_size)->value_name("B"), "block size (default 0: min(k, 16))")
       ("basis", po::value(&s.basis)->value_name("L"), "Krylov basis columns (default 0: automatic)")
       ("certify", po::bool_switch(&s.certify),
@@ -401,7 +404,7 @@ std::string job_options_string(const JobSpec& s) {
     return o + format(";k=%lld;center=%d;block=%lld;basis=%lld;tol=%.17g;maxiter=%lld;device=%s;seed=%llu",
                       (long long)s.k, int(s.center), (long long)s.block_size, (long long)s.basis, s.tol,
                       (long long)s.max_iterations(), to_string(s.device), (unsigned long long)s.seed) +
-           (s.certify ? ";certify=1" : s.no_certify ? ";certify=0" : "");  // (only when given)
+           (s.certify ? ";certify=1" : s.no_certify ? ";certify=0" : "") + (s.scale ? ";scale=1" : "");  // (only when given)
   if (!s.eigs() && s.solve_method != SolveMethod::automatic) o += std::string(";method=") + to_string(s.solve_method);
   if (!s.eigs() && s.restart != 30) o += format(";restart=%d", s.restart);
   if (s.eigs())

@@ -73,6 +73,7 @@ struct JobSpec {
   std::int64_t block_size = 0;  // Lanczos block size; svds --block (0: automatic)
   std::int64_t basis = 0;       // svds: Krylov basis columns (0: automatic)
   bool center = false;          // svds: subtract the column means (PCA)
+  bool scale = false;           // svds: divide each column by its standard deviation
   PrecisionChoice precision = PrecisionChoice::automatic;
   DeviceChoice device = DeviceChoice::automatic;
   std::string device_reason;  // set by the command when auto chose (not a job option)

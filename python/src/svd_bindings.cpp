@@ -42,6 +42,7 @@ SvdOptions svd_options(const py::dict& d, std::int64_t n) {
   o.max_restarts = opt_get<std::int64_t>(d, "max_restarts", o.max_restarts);
   o.seed = opt_get<std::uint64_t>(d, "seed", o.seed);
   o.center = opt_get<bool>(d, "center", false);
+  o.scale = opt_get<bool>(d, "scale", false);
   const std::string certify = opt_get<std::string>(d, "certify", "auto");  // (_svds.py checks it)
   o.certify = certify == "always" ? SvdCertify::always : certify == "never" ? SvdCertify::never : SvdCertify::automatic;
   if (d.contains("v0") && !d["v0"].is_none()) {

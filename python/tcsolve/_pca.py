@@ -34,11 +34,14 @@ class PCA(NamedTuple):
     info: Any
 
 
-def pca(X, k, center=True, *, tol=0, maxiter=None, ncv=None, random_state=None, device="auto",
+def pca(X, k, center=True, *, scale=False, tol=0, maxiter=None, ncv=None, random_state=None, device="auto",
         block_size=None):
     """The k leading principal components of X (m samples × n features: any scipy.sparse matrix,
     dense NumPy array or CuPy matrix; real), largest first.
 
+    scale=True divides each column by its standard deviation first (ddof 1; constant columns are
+    left as they are: sklearn's StandardScaler), on a scaled copy of X's values (host input only);
+    ``info.scales`` holds the n scales, ``mean`` stays in X's units.
     center=True subtracts the column means implicitly (X − 1·μᵀ is applied as X·x − 1·(μᵀx), so a
     sparse X stays sparse); center=False is a truncated SVD of X itself (sklearn's TruncatedSVD).
     Signs are fixed as sklearn's (``svd_flip`` on the components): the entry of largest magnitude
@@ -54,7 +57,12 @@ def pca(X, k, center=True, *, tol=0, maxiter=None, ncv=None, random_state=None, 
         raise ValueError(f"tol={tol!r}: must be at least 0")
     if not isinstance(center, (bool, np.bool_)):
         raise TypeError(f"center={center!r}: expected True or False")
+    if not isinstance(scale, (bool, np.bool_)):
+        raise TypeError(f"scale={scale!r}: expected True or False")
     a = operand(X)
+    if scale and a.kind == "device":
+        raise ValueError("scale=True scales a copy of X's values on the host: pass a scipy.sparse matrix or a "
+                         "NumPy array (or scale the CuPy matrix first)")
     if a.kind == "operator":
         raise TypeError("pca needs the entries of X (the column means and the total variance): pass a "
                         "scipy.sparse matrix, a NumPy array or a CuPy matrix, or use tcsolve.svds on an operator")
@@ -63,7 +71,8 @@ def pca(X, k, center=True, *, tol=0, maxiter=None, ncv=None, random_state=None, 
     if ncv is not None:
         ncv = _args.integer(ncv, "ncv", k + 1)
     opt = options_dict(a, k, tol, maxiter, seed_from(random_state), device, block_size, ncv, bool(center))
-    command = _args.call_repr("pca", k=k, center=bool(center), tol=tol, maxiter=maxiter, ncv=ncv,
+    opt["scale"] = bool(scale)
+    command = _args.call_repr("pca", k=k, center=bool(center), scale=bool(scale), tol=tol, maxiter=maxiter, ncv=ncv,
                               device=device, block_size=block_size)
     res = run(a, opt)
     info = finish(res, a, t0, command, "largest", k)
@@ -80,7 +89,7 @@ def _assemble(a, info, center):
     signs[signs == 0] = 1.0
     vt = np.ascontiguousarray(vt * signs[:, None])
     scores = np.ascontiguousarray(u * (signs * s))
-    total = info.total_sq if center else _frobenius_sq(a)
+    total = info.total_sq if center else _frobenius_sq(a, getattr(info, "scales", None))
     ev = s * s / max(a.m - 1, 1)
     evr = s * s / total if total > 0 else np.zeros_like(s)
     mean = np.asarray(info.means) if center else None
@@ -91,7 +100,9 @@ def _assemble(a, info, center):
     return PCA(scores, vt, s, ev, evr, mean, info)
 
 
-def _frobenius_sq(a):
+def _frobenius_sq(a, scales=None):
     if a.kind == "device":
         return a.frobenius_sq()
+    if scales is not None and len(scales):  # ‖X·diag(1/s)‖_F²
+        return float(np.dot(np.bincount(a.indices, weights=a.data * a.data, minlength=a.n), 1.0 / np.square(scales)))
     return float(np.dot(a.data, a.data))

@@ -152,3 +152,27 @@ def test_pca_cupy_centered(cp, csp):
     np.testing.assert_allclose(p.explained_variance_ratio.get(), q.explained_variance_ratio, rtol=1e-9)
     np.testing.assert_allclose(p.mean.get(), q.mean, rtol=1e-13)
     np.testing.assert_allclose(p.components.get(), q.components, atol=1e-8)
+
+
+def test_scale_standardizes_the_columns():
+    # sklearn's StandardScaler then PCA: (X - mean) / std (ddof 1 here, as documented; constant
+    # columns kept), against NumPy's SVD of the standardized dense matrix
+    rng = np.random.default_rng(4)
+    x = sp.random(400, 30, density=0.2, random_state=rng, format="csr") * 10
+    x = sp.hstack([x, sp.csr_matrix(np.full((400, 1), 3.0))]).tocsr()
+    d = x.toarray()
+    sd = d.std(axis=0, ddof=1)
+    sd[sd == 0] = 1.0
+    z = (d - d.mean(axis=0)) / sd
+    p = tcsolve.pca(x, 4, scale=True)
+    ref = np.linalg.svd(z, compute_uv=False)[:4]
+    np.testing.assert_allclose(p.singular_values, ref, rtol=0, atol=1e-10 * ref[0])
+    np.testing.assert_allclose(p.info.scales, sd, rtol=1e-12)
+    np.testing.assert_allclose(p.mean, d.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(p.explained_variance_ratio, ref**2 / (z**2).sum(), rtol=1e-9)
+    q = tcsolve.pca(x, 4, center=False, scale=True)
+    ref0 = np.linalg.svd(d / sd, compute_uv=False)[:4]
+    np.testing.assert_allclose(q.singular_values, ref0, rtol=0, atol=1e-10 * ref0[0])
+    np.testing.assert_allclose(q.explained_variance_ratio, ref0**2 / ((d / sd) ** 2).sum(), rtol=1e-9)
+    with pytest.raises(TypeError, match="scale="):
+        tcsolve.pca(x, 4, scale="yes")

@@ -2,6 +2,7 @@
 #include "solvers/svd/centered.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/device.hpp"
 #include "core/parallel.hpp"
@@ -73,11 +74,11 @@ std::vector<double> column_means(const Csr<double>& a) {
   return mu;
 }
 
-double centered_frobenius_sq(const Csr<double>& a, const std::vector<double>& mu) {
+std::vector<double> centered_column_sq(const Csr<double>& a, const std::vector<double>& mu) {
   TCSOLVE_REQUIRE(static_cast<std::int64_t>(mu.size()) == a.ncols,
-                  "centered_frobenius_sq: one mean per column of A (" + std::to_string(a.ncols) + ")");
+                  "centered_column_sq: one mean per column of A (" + std::to_string(a.ncols) + ")");
   // per column j: the stored entries' Σ (a_ij − μ_j)² and their count nnz_j (as a double)
-  const std::vector<double> sq = sum_over_chunks(a, [&](double* s, std::int64_t r0, std::int64_t r1) {
+  std::vector<double> sq = sum_over_chunks(a, [&](double* s, std::int64_t r0, std::int64_t r1) {
     for (std::int64_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) {
       const double d = a.values[p] - mu[a.col_idx[p]];
       s[a.col_idx[p]] += d * d;
@@ -86,10 +87,31 @@ double centered_frobenius_sq(const Csr<double>& a, const std::vector<double>& mu
   const std::vector<double> count = sum_over_chunks(a, [&](double* s, std::int64_t r0, std::int64_t r1) {
     for (std::int64_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) s[a.col_idx[p]] += 1.0;
   });
+  for (std::int64_t j = 0; j < a.ncols; ++j) sq[j] += (static_cast<double>(a.nrows) - count[j]) * mu[j] * mu[j];
+  return sq;
+}
+
+double centered_frobenius_sq(const Csr<double>& a, const std::vector<double>& mu) {
   double total = 0;
-  for (std::int64_t j = 0; j < a.ncols; ++j)
-    total += sq[j] + (static_cast<double>(a.nrows) - count[j]) * mu[j] * mu[j];
+  for (double v : centered_column_sq(a, mu)) total += v;
   return total;
+}
+
+std::vector<double> column_scales(const std::vector<double>& column_sq, std::int64_t m) {
+  std::vector<double> s(column_sq.size(), 1.0);
+  if (m < 2) return s;
+  for (std::size_t j = 0; j < s.size(); ++j)
+    if (const double sd = std::sqrt(column_sq[j] / static_cast<double>(m - 1)); sd > 0) s[j] = sd;
+  return s;
+}
+
+Csr<double> scale_columns(const Csr<double>& a, const std::vector<double>& s) {
+  TCSOLVE_REQUIRE(static_cast<std::int64_t>(s.size()) == a.ncols, "scale_columns: one scale per column");
+  Csr<double> b = a;
+  parallel_for(b.nrows, [&](std::int64_t i) {
+    for (std::int64_t p = b.row_ptr[i]; p < b.row_ptr[i + 1]; ++p) b.values[p] /= s[b.col_idx[p]];
+  }, 4096);
+  return b;
 }
 
 }  // namespace tcsolve

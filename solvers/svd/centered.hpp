@@ -45,5 +45,12 @@ std::vector<double> column_means(const Csr<double>& a);
 // ‖A − 1·μᵀ‖_F² = Σ_j [Σ_{i: a_ij stored} (a_ij − μ_j)² + (m − nnz_j)·μ_j²] from A's rows (per
 // column sums, as column_means), without the cancellation of ‖A‖_F² − m·‖μ‖².
 double centered_frobenius_sq(const Csr<double>& a, const std::vector<double>& mu);
+// Its per-column terms Σ_i (a_ij − μ_j)² (n), summed in the same fixed order.
+std::vector<double> centered_column_sq(const Csr<double>& a, const std::vector<double>& mu);
+// Unit-variance scaling (SvdOptions::scale): s_j = √(column_sq_j/(m − 1)), the column's standard
+// deviation (ddof 1), and 1 for a constant column (as sklearn's StandardScaler). A·diag(1/s) as a
+// copy of A with each stored a_ij divided by s_j (its pattern unchanged; the means become μ_j/s_j).
+std::vector<double> column_scales(const std::vector<double>& column_sq, std::int64_t m);
+Csr<double> scale_columns(const Csr<double>& a, const std::vector<double>& s);
 
 }  // namespace tcsolve

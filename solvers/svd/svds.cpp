@@ -117,6 +117,14 @@ std::int64_t certify(const Csr<double>& a, SvdCertify mode, SvdResult& r) {
   return c.state == Certified::no ? c.missing : 0;
 }
 
+// The scaling of svds(Csr) with opt.scale (empty scales: none): A's own means and the scaled
+// centered matrix's ‖·‖_F², reported in place of the scaled copy's.
+struct ScaledInput {
+  std::vector<double> scales, means;
+  double total_sq = 0;
+};
+SvdResult svds_of(const Csr<double>& a, Backend backend, const SvdOptions& opt, ScaledInput in);
+
 }  // namespace
 
 SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at,
@@ -140,6 +148,23 @@ SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at
 }
 
 SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt) {
+  if (!opt.scale) return svds_of(a, backend, opt, {});
+  // Unit variance: the scaled copy's operators; means and scales reported in A's own units.
+  const double t0 = detail::now_seconds();
+  const std::vector<double> mu = column_means(a);
+  const std::vector<double> sq = centered_column_sq(a, mu);
+  ScaledInput in{column_scales(sq, a.nrows), mu, 0.0};
+  for (std::int64_t j = 0; j < a.ncols; ++j) in.total_sq += sq[j] / (in.scales[j] * in.scales[j]);
+  const Csr<double> scaled = scale_columns(a, in.scales);
+  SvdResult r = svds_of(scaled, backend, opt, std::move(in));
+  const double scaling = detail::now_seconds() - t0 - r.seconds;
+  r.phases.setup_s += scaling;
+  r.seconds += scaling;
+  return r;
+}
+
+namespace {
+SvdResult svds_of(const Csr<double>& a, Backend backend, const SvdOptions& opt, ScaledInput in) {
   const double t0 = detail::now_seconds();
   bool fits = false;
   const auto shape = detail::gkl_shape(a.nrows, a.ncols, opt, &fits);  // argument checks first
@@ -162,7 +187,7 @@ SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt) {
   std::vector<double> mu;
   std::unique_ptr<CenteredOperator> c_a, c_at;
   if (opt.center) {
-    mu = column_means(a);
+    mu = column_means(a);  // (of the scaled copy: μ_j/s_j)
     c_a = std::make_unique<CenteredOperator>(*op_a, false, mu, *ops, oo.expected_cols);
     c_at = std::make_unique<CenteredOperator>(*op_at, true, mu, *ops, oo.expected_cols);
   }
@@ -193,11 +218,13 @@ SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt) {
   r.spmm_kernel = std::string("A ") + to_string(op_a->plan().kernel) + "; A^T " + to_string(op_at->plan().kernel);
   r.spmm_plan = "A: " + op_a->plan().reason + " | A^T: " + op_at->plan().reason;
   if (opt.center) {
-    r.total_sq = centered_frobenius_sq(a, mu);
-    r.means = std::move(mu);
+    r.total_sq = in.scales.empty() ? centered_frobenius_sq(a, mu) : in.total_sq;
+    r.means = in.scales.empty() ? std::move(mu) : std::move(in.means);
   }
+  r.scales = std::move(in.scales);
   r.seconds = detail::now_seconds() - t0;
   return r;
 }
+}  // namespace
 
 }  // namespace tcsolve

@@ -72,6 +72,10 @@ struct SvdOptions {
   // Subtract the column means: the operator becomes A − 1·μᵀ (μ = Aᵀ·1/m), applied implicitly
   // (solvers/svd/centered.hpp). Used by the Csr entry point only.
   bool center = false;
+  // Divide each column by its standard deviation (about its mean, ddof 1; constant columns by 1):
+  // the operator becomes (A − 1·μᵀ)·diag(1/s) with center, A·diag(1/s) without, applied as a
+  // scaled copy of A (one more copy of its values). Used by the Csr entry point only.
+  bool scale = false;
   SvdCertify certify = SvdCertify::automatic;
   // Start (host, n × p column-major; empty: random from the seed). A block of p = kept + b
   // columns (b < p ≤ L) that holds a restart's state, as on_checkpoint hands it over, continues
@@ -125,6 +129,9 @@ struct SvdResult {
   // σ_j²/total_sq. Empty / 0 otherwise.
   std::vector<double> means;
   double total_sq = 0;
+  // Scaled runs (SvdOptions::scale): the column scales s (n): V's rows are per scaled column, the
+  // variance ratios of the scaled columns (total_sq is then of the scaled, centered matrix).
+  std::vector<double> scales;
   std::vector<double> explained_variance() const;        // σ_j²/(m − 1)
   std::vector<double> explained_variance_ratio() const;  // σ_j²/‖A − 1μᵀ‖_F²
 };
@@ -134,7 +141,7 @@ SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at
                DenseBlockOps& ops, const SvdOptions& opt);
 
 // The Csr form: Aᵀ built once, both SpMM operators on `backend` (on the dense ops' stream), the
-// centered operator when opt.center.
+// centered operator when opt.center, the scaled copy of A when opt.scale.
 SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt);
 
 }  // namespace tcsolve

@@ -100,6 +100,22 @@ TEST(SvdsCli, CertificateInJsonAndResultFile) {
   EXPECT_NE(n.out.find("\"certified\":\"not_checked\""), std::string::npos) << n.out;
 }
 
+// --scale: the scales dataset (the columns' standard deviations) and the attribute.
+TEST(SvdsCli, ScaledWritesTheScales) {
+  ScratchDir d;
+  const std::string out = (d.path() / "z.h5").string(), spec = "gen:counts:400:90";
+  const auto r = run_tcsolve({"svds", spec, "--k", "3", "--center", "--scale", "--out", out, "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"scaled\":true"), std::string::npos) << r.out;
+  const Mat a = dense_of(generate(spec));
+  const Eigen::RowVectorXd sd = (a.rowwise() - a.colwise().mean()).colwise().norm() / std::sqrt(399.0);
+  const auto f = Hdf5File::open(out);
+  EXPECT_EQ(f.attr_string("scaled"), "yes");
+  const auto sc = f.read_doubles("scales");
+  ASSERT_EQ(sc.size(), 90u);
+  for (int j = 0; j < 90; ++j) EXPECT_NEAR(sc[j], sd(j) > 0 ? sd(j) : 1.0, 1e-12 * sc[j]);
+}
+
 // olm500-like flat spectra need restarts: gen:lap2d's top singular values are double; with two
 // restarts allowed the run stops unconverged, says so, exits 1 and still writes its best.
 TEST(SvdsCli, NotConvergedExitsOneWithPartialResult) {

@@ -524,5 +524,40 @@ TEST(Svds, CertificateStaysClearOfTheNullSpace) {
   EXPECT_THROW(svds(a, kBackend, o), InvalidArgument);
 }
 
+// PCA on standardized columns (SvdOptions::scale) against the dense SVD of (A − 1·μᵀ)·diag(1/s),
+// s the columns' standard deviations (ddof 1), a constant column kept as it is (s = 1); without
+// center, of A·diag(1/s). Means stay in A's units; ‖·‖_F² is (m − 1) per varying column.
+TEST(Svds, ScaledMatchesDenseStandardized) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  auto base = random_sparse(300, 40, 0.1, 21u, /*counts=*/true);
+  std::vector<Triplet<double>> t;
+  for (std::int64_t i = 0; i < base.nrows; ++i)
+    for (std::int64_t p = base.row_ptr[i]; p < base.row_ptr[i + 1]; ++p)
+      if (base.col_idx[p] != 7) t.push_back({static_cast<std::int32_t>(i), base.col_idx[p], base.values[p] * (1 + base.col_idx[p])});
+  for (int i = 0; i < 300; ++i) t.push_back({i, 7, 2.5});  // a constant column
+  const auto a = csr_from_triplets<double>(300, 40, std::move(t));
+  Mat d = dense_of(a);
+  const Eigen::RowVectorXd mean = d.colwise().mean();
+  Eigen::RowVectorXd sd = (d.rowwise() - mean).colwise().norm() / std::sqrt(299.0);
+  for (int j = 0; j < 40; ++j)
+    if (sd(j) == 0) sd(j) = 1;
+  EXPECT_EQ(sd(7), 1.0);
+  for (bool center : {true, false}) {
+    auto o = opts(5);
+    o.center = center, o.scale = true;
+    const auto r = svds(a, kBackend, o);
+    Mat z = center ? Mat(d.rowwise() - mean) : d;
+    z = z.array().rowwise() / sd.array();
+    SCOPED_TRACE(center ? "centered" : "not centered");
+    expect_matches_dense(r, z, 1e-10, "scaled");
+    ASSERT_EQ(r.scales.size(), 40u);
+    for (int j = 0; j < 40; ++j) EXPECT_NEAR(r.scales[j], sd(j), 1e-12 * sd(j));
+    if (center) {
+      for (int j = 0; j < 40; ++j) EXPECT_NEAR(r.means[j], mean(j), 1e-12 * std::abs(mean(j)));
+      EXPECT_NEAR(r.total_sq, 299.0 * 39, 1e-9 * 299 * 39);  // 39 varying columns of unit variance
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tcsolve::test
