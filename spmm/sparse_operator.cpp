@@ -674,6 +674,18 @@ std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backe
   return make_operator_in_order(a, backend, opt);
 }
 
+std::unique_ptr<SparseOperator> make_sparse_operator(Csr<double>&& a, Backend backend,
+                                                     const OperatorOptions& opt) {
+  if (backend != Backend::cpu || opt.basis == OperatorBasis::permuted) return make_sparse_operator(a, backend, opt);
+  TCSOLVE_REQUIRE(a.nrows >= 0 && a.ncols >= 0 &&
+                      static_cast<std::int64_t>(a.row_ptr.size()) == a.nrows + 1,
+                  "sparse operator: malformed CSR");
+  const auto t0 = std::chrono::steady_clock::now();
+  SpmmPlan p = plan_spmm(a, backend, opt);
+  p.setup.plan_s = p.setup.total_s = seconds_since(t0);
+  return std::make_unique<CpuSparseOperator>(std::move(a), p);
+}
+
 namespace {
 std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Backend backend,
                                                        const OperatorOptions& opt) {

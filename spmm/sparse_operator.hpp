@@ -234,5 +234,9 @@ std::unique_ptr<SparseOperator> make_transposed_operator(const Csr<double>& a, c
 // std::unique_ptr<LinearOperator<double>>. CUDA backend in a CPU-only build throws NotCompiled.
 std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backend backend,
                                                      const OperatorOptions& opt = {});
+// The same, taking A's arrays: the CPU operator in A's order keeps them (no copy of A); other
+// backends and bases copy or upload as above.
+std::unique_ptr<SparseOperator> make_sparse_operator(Csr<double>&& a, Backend backend,
+                                                     const OperatorOptions& opt = {});
 
 }  // namespace tcsolve

@@ -68,9 +68,10 @@ py::dict svds_csr(std::int64_t m, std::int64_t n, const I64Array& indptr, const 
   Csr<double> a = csr_from_arrays(m, n, indptr, indices, data);
   const SvdOptions o = svd_options(opt, n);
   const Backend backend = resolve_backend(opt_get<std::string>(opt, "device", "auto"));
-  SvdResult r = run_interruptible([&] { return svds(a, backend, o); });
+  const std::int64_t nnz = a.nnz();
+  SvdResult r = run_interruptible([&] { return svds(std::move(a), backend, o); });  // (A's arrays to the operator)
   ResultRecord rec = svds_record(r, o, backend);
-  rec.nnz = a.nnz();
+  rec.nnz = nnz;
   return svd_result_dict(rec, r.seconds);
 }
 

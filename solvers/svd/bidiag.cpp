@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 #include "core/format.hpp"
@@ -203,14 +204,34 @@ void BlockGkl::expand() {
   c_ = c + b;
 }
 
+DenseSvd checked_svd(const Eigen::Ref<const Eigen::MatrixXd>& d, bool full) {
+  const unsigned flags = full ? (Eigen::ComputeFullU | Eigen::ComputeFullV) : (Eigen::ComputeThinU | Eigen::ComputeThinV);
+  DenseSvd out;
+  auto take = [&](const auto& svd) {
+    out.sigma = svd.singularValues();
+    out.x = svd.matrixU();
+    out.y = svd.matrixV();
+  };
+  take(Eigen::BDCSVD<Eigen::MatrixXd>(d, flags));
+  const std::int64_t p = std::min(d.rows(), d.cols());
+  if (p == 0) return out;
+  const double bound = 64.0 * std::numeric_limits<double>::epsilon() * static_cast<double>(p) * out.sigma(0);
+  const double defect = (d * out.y.leftCols(p) - out.x.leftCols(p) * out.sigma.asDiagonal()).norm();
+  if (!(defect <= bound)) {  // (NaN too)
+    take(Eigen::JacobiSVD<Eigen::MatrixXd>(d, flags));
+    out.redone = true;
+  }
+  return out;
+}
+
 // B(0:c, 0:c) = X·Σ·Yᵀ. The Ritz triplet (σ_j, U·x_j, V·y_j) has A·v − σ·u = U·(B·y_j − σ_j·x_j)
 // = 0 and Aᵀ·u − σ·v = V_next·S·x_j(c−b:c), whose norm is the estimate.
 std::int64_t BlockGkl::ritz(IterationRecord& rec) {
   const std::int64_t c = c_, b = shape_.block, k = shape_.k;
-  Eigen::BDCSVD<Mat> svd(B_.topLeftCorner(c, c), Eigen::ComputeFullU | Eigen::ComputeFullV);
-  sigma_ = svd.singularValues();
-  X_ = svd.matrixU();
-  Y_ = svd.matrixV();
+  DenseSvd svd = checked_svd(B_.topLeftCorner(c, c), true);
+  sigma_ = std::move(svd.sigma);
+  X_ = std::move(svd.x);
+  Y_ = std::move(svd.y);
   a_norm_ = std::max(a_norm_, sigma_(0));
   std::int64_t nconv = 0;
   for (std::int64_t j = 0; j < k; ++j) {
@@ -272,6 +293,10 @@ bool BlockGkl::cycle(IterationRecord& rec) {
   return nconv == shape_.k && verify();
 }
 
+// Restarts in a row whose estimates pass while the true residuals fail: the relations broke
+// (a wrong small SVD did that, checked_svd); restarting only repeats it.
+constexpr std::int64_t kEstimatesOnlyLimit = 5;
+
 void BlockGkl::run() {
   const double t0 = now_seconds();
   Checkpointer checkpoint(opt_.checkpoint_every, opt_.on_checkpoint);
@@ -280,8 +305,8 @@ void BlockGkl::run() {
                 ", L = " + std::to_string(shape_.basis) + ", keep " + std::to_string(shape_.keep) + ")";
   res_.status = SolverStatus::not_converged;
   bool verified = false;
-  std::int64_t restarts = 0;
-  for (; restarts < opt_.max_restarts && !verified; ++restarts) {
+  std::int64_t restarts = 0, estimates_only = 0;  // restarts in a row whose estimates all passed, verify not
+  for (; restarts < opt_.max_restarts && !verified && estimates_only < kEstimatesOnlyLimit; ++restarts) {
     if (interrupt_requested()) {
       res_.status = SolverStatus::interrupted;
       res_.reason = interrupted_reason(restarts, 0, shape_.k, "triplets verified");
@@ -291,6 +316,7 @@ void BlockGkl::run() {
     IterationRecord rec;
     rec.iteration = restarts;
     verified = cycle(rec);
+    estimates_only = !verified && rec.converged == shape_.k ? estimates_only + 1 : 0;
     rec.apply_seconds = clock_.apply_seconds() - ap0;
     rec.dense_seconds = now_seconds() - t_it - rec.apply_seconds;
     res_.history.push_back(std::move(rec));
@@ -307,8 +333,13 @@ void BlockGkl::run() {
     }
     verify();  // the measured residuals of the best approximations
     if (res_.status != SolverStatus::interrupted)
-      res_.reason = "not converged after " + std::to_string(restarts) + " restarts (tol " +
-                    format("%g", opt_.tol) + " relative to σ₁; a larger --basis helps clusters)";
+      res_.reason = estimates_only >= kEstimatesOnlyLimit
+                        ? "stopped after " + std::to_string(restarts) + " restarts: the last " +
+                              std::to_string(kEstimatesOnlyLimit) + " passed on the iteration's estimates but not on " +
+                              "the true residuals (A·V = U·B no longer holds to the tolerance; more restarts cannot "
+                              "repair it; tol " + format("%g", opt_.tol) + " relative to σ₁)"
+                        : "not converged after " + std::to_string(restarts) + " restarts (tol " +
+                              format("%g", opt_.tol) + " relative to σ₁; a larger --basis helps clusters)";
   }
   res_.iterations = restarts;
   res_.operator_applies = clock_.columns();

@@ -67,19 +67,20 @@ SvdResult svds_dense(const LinearOperator<double>& a, const LinearOperator<doubl
     clock.apply(op, x.columns(0, c), y.columns(0, c));
     ops.to_host(y.columns(0, c), dense.data() + j0 * q, q);
   }
-  Eigen::BDCSVD<Mat> svd(dense, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const detail::DenseSvd svd = detail::checked_svd(dense, false);
   // dense = Op = X·Σ·Yᵀ; for Op = Aᵀ the roles of the singular vectors swap.
-  const Mat& left = by_cols ? svd.matrixU() : svd.matrixV();
-  const Mat& right = by_cols ? svd.matrixV() : svd.matrixU();
+  const Mat& left = by_cols ? svd.x : svd.y;
+  const Mat& right = by_cols ? svd.y : svd.x;
   SvdResult r;
-  r.method = "dense (Eigen BDCSVD of the " + std::to_string(m) + " × " + std::to_string(n) + " matrix)";
+  r.method = std::string("dense (Eigen ") + (svd.redone ? "JacobiSVD after a BDCSVD that failed its check" : "BDCSVD") +
+             " of the " + std::to_string(m) + " × " + std::to_string(n) + " matrix)";
   r.m = m;
   r.n = n;
   r.k = k;
   r.tol = opt.tol;
   if (!opt.start.empty()) r.start = "the dense path needs no start block";
-  r.values.assign(svd.singularValues().data(), svd.singularValues().data() + k);
-  r.a_norm = svd.singularValues()(0);
+  r.values.assign(svd.sigma.data(), svd.sigma.data() + k);
+  r.a_norm = svd.sigma(0);
   r.u.assign(left.data(), left.data() + m * k);
   r.v.assign(right.data(), right.data() + n * k);
   r.phases.iterate_s = detail::now_seconds() - t0;
@@ -127,7 +128,25 @@ struct ScaledInput {
   std::vector<double> scales, means;
   double total_sq = 0;
 };
-SvdResult svds_of(const Csr<double>& a, Backend backend, const SvdOptions& opt, ScaledInput in);
+// `owned` (nullable): given_a itself, whose arrays the CPU operator may take.
+SvdResult svds_of(const Csr<double>& given_a, Csr<double>* owned, Backend backend, const SvdOptions& opt,
+                  ScaledInput in);
+
+// Unit variance (SvdOptions::scale): the scaled copy's operators (the copy handed to them); means
+// and scales reported in A's own units.
+SvdResult svds_scaled(const Csr<double>& a, Backend backend, const SvdOptions& opt) {
+  const double t0 = detail::now_seconds();
+  const std::vector<double> mu = column_means(a);
+  const std::vector<double> sq = centered_column_sq(a, mu);
+  ScaledInput in{column_scales(sq, a.nrows), mu, 0.0};
+  for (std::int64_t j = 0; j < a.ncols; ++j) in.total_sq += sq[j] / (in.scales[j] * in.scales[j]);
+  Csr<double> scaled = scale_columns(a, in.scales);
+  SvdResult r = svds_of(scaled, &scaled, backend, opt, std::move(in));
+  const double scaling = detail::now_seconds() - t0 - r.seconds;
+  r.phases.setup_s += scaling;
+  r.seconds += scaling;
+  return r;
+}
 
 }  // namespace
 
@@ -167,26 +186,19 @@ SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at
 }
 
 SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt) {
-  if (!opt.scale) return svds_of(a, backend, opt, {});
-  // Unit variance: the scaled copy's operators; means and scales reported in A's own units.
-  const double t0 = detail::now_seconds();
-  const std::vector<double> mu = column_means(a);
-  const std::vector<double> sq = centered_column_sq(a, mu);
-  ScaledInput in{column_scales(sq, a.nrows), mu, 0.0};
-  for (std::int64_t j = 0; j < a.ncols; ++j) in.total_sq += sq[j] / (in.scales[j] * in.scales[j]);
-  const Csr<double> scaled = scale_columns(a, in.scales);
-  SvdResult r = svds_of(scaled, backend, opt, std::move(in));
-  const double scaling = detail::now_seconds() - t0 - r.seconds;
-  r.phases.setup_s += scaling;
-  r.seconds += scaling;
-  return r;
+  return opt.scale ? svds_scaled(a, backend, opt) : svds_of(a, nullptr, backend, opt, {});
+}
+
+SvdResult svds(Csr<double>&& a, Backend backend, const SvdOptions& opt) {
+  return opt.scale ? svds_scaled(a, backend, opt) : svds_of(a, &a, backend, opt, {});
 }
 
 namespace {
-SvdResult svds_of(const Csr<double>& a, Backend backend, const SvdOptions& opt, ScaledInput in) {
+SvdResult svds_of(const Csr<double>& given_a, Csr<double>* owned, Backend backend, const SvdOptions& opt,
+                  ScaledInput in) {
   const double t0 = detail::now_seconds();
   bool fits = false;
-  const auto shape = detail::gkl_shape(a.nrows, a.ncols, opt, &fits);  // argument checks first
+  const auto shape = detail::gkl_shape(given_a.nrows, given_a.ncols, opt, &fits);  // argument checks first
   if (opt.certify == SvdCertify::always && opt.center)
     throw InvalidArgument("svds: --certify counts the singular values of A itself; with --center the "
                           "operator is A - 1*mu^T, which is dense (drop one of the two)");
@@ -194,7 +206,11 @@ SvdResult svds_of(const Csr<double>& a, Backend backend, const SvdOptions& opt, 
   OperatorOptions oo;
   oo.stream = ops->stream();
   oo.expected_cols = static_cast<int>(std::max(shape.block, shape.k));
-  auto op_a = make_sparse_operator(a, backend, oo);
+  // The CPU operator takes A's arrays (owned: no second copy); `a` is A wherever it is held now.
+  auto op_a = owned && backend == Backend::cpu ? make_sparse_operator(std::move(*owned), backend, oo)
+                                               : make_sparse_operator(given_a, backend, oo);
+  TCSOLVE_REQUIRE(!(owned && backend == Backend::cpu) || op_a->host_csr(), "svds: the CPU operator holds A");
+  const Csr<double>& a = owned && backend == Backend::cpu ? *op_a->host_csr() : given_a;
   // Aᵀ: on the GPU made from A's device copy where A is held as CSR (no host transpose: 14 s of
   // the 1M × 30k count matrix's set-up on the H200's host), else transposed on the host.
   std::unique_ptr<SparseOperator> op_at = make_transposed_operator(a, *op_a, oo);

@@ -143,5 +143,7 @@ SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at
 // The Csr form: Aᵀ built once, both SpMM operators on `backend` (on the dense ops' stream), the
 // centered operator when opt.center, the scaled copy of A when opt.scale.
 SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt);
+// The same, taking A's arrays: the CPU operator keeps them (no second copy of A on the host).
+SvdResult svds(Csr<double>&& a, Backend backend, const SvdOptions& opt);
 
 }  // namespace tcsolve

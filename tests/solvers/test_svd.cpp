@@ -24,6 +24,7 @@
 #include "solvers/svd/centered.hpp"
 #include "solvers/svd/certificate.hpp"
 #include "solvers/svd/svds.hpp"
+#include "spmm/sparse_operator.hpp"
 #include "tests/solvers/solver_test_util.hpp"
 
 namespace tcsolve::test {
@@ -557,6 +558,27 @@ TEST(Svds, ScaledMatchesDenseStandardized) {
       EXPECT_NEAR(r.total_sq, 299.0 * 39, 1e-9 * 299 * 39);  // 39 varying columns of unit variance
     }
   }
+}
+
+// A wrong pair (Aᵀ of another matrix: the contract's "not checked") breaks the relations the
+// estimates assume: they pass while the true residuals fail. The run stops after five such
+// restarts with the reason, instead of spending all its restarts.
+TEST(Svds, EstimatesPassingWithoutTheTruthStopEarly) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto a = random_sparse(301, 127, 0.05, 31u);
+  auto b = a;
+  for (double& v : b.values) v *= 1.0 + 1e-6;  // Aᵀ of (1 + 1e-6)·A
+  auto ops = make_dense_ops(kBackend);
+  OperatorOptions oo;
+  oo.stream = ops->stream();
+  auto op_a = make_sparse_operator(a, kBackend, oo);
+  auto op_bt = make_sparse_operator(transpose(b), kBackend, oo);
+  auto o = opts(4);
+  o.max_restarts = 200;
+  const auto r = svds(*op_a, *op_bt, *ops, o);
+  EXPECT_EQ(r.status, SolverStatus::not_converged);
+  EXPECT_LE(r.iterations, 10) << r.reason;
+  EXPECT_NE(r.reason.find("true residuals"), std::string::npos) << r.reason;
 }
 
 }  // namespace
