@@ -141,11 +141,6 @@ for _reason, _tests in {
 # Out of scope by a pattern of the test id (file, regular expression, reason): parametrized cases.
 OUT_OF_SCOPE_PATTERNS = (
     ("test_svds.py", r"\[complex|^test_svd_simple\[[^-]+-(True|False)-False-", "complex input"),
-    ("test_svds.py", r"^test_small_sigma\[float-", "KNOWN LIMITATION of the block GKL (solvers/svd): on "
-     "this graded spectrum (s_j = 100^-j, 20 x 20 and 20 x 21, k = 4, block = 4) its Gram-based block "
-     "orthonormalization stalls at 1e-12 to 4e-11 s_1, above tol=0's 4096 eps = 9.1e-13 (measured: "
-     "block_size=1 or 2 reaches 1e-15, tol=1e-10 converges in 1 restart); NoConvergence is raised, no "
-     "wrong answer is returned (float32 input passes: its rounding hides the small values)"),
 )
 
 

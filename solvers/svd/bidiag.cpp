@@ -332,6 +332,8 @@ void BlockGkl::run() {
       return;
     }
     verify();  // the measured residuals of the best approximations
+    if (res_.status != SolverStatus::interrupted && estimates_only >= kEstimatesOnlyLimit)
+      res_.status = SolverStatus::breakdown;  // (more restarts cannot help: svds.cpp's dense answer may)
     if (res_.status != SolverStatus::interrupted)
       res_.reason = estimates_only >= kEstimatesOnlyLimit
                         ? "stopped after " + std::to_string(restarts) + " restarts: the last " +

@@ -34,6 +34,10 @@
 //     singular value above σ_k is missing, copies beyond the block included, by the inertia of
 //     [0 A; Aᵀ 0] − τI (solvers/svd/certificate.hpp). A set with values known missing is
 //     not_converged, whatever its residuals.
+//   - Five restarts in a row whose estimates pass while the true residuals fail (the relations
+//     A·V = U·B broke; restarting cannot repair them) end the iteration with status breakdown.
+//     A matrix the dense path affords (m·n ≤ 2^24, min(m, n) ≤ 1000) is then solved densely, as
+//     it is after running out of the default restart limit (SvdResult::method says so).
 //   - Small problems (min(m, n) too small for a Krylov basis of k + 2 blocks) are solved densely
 //     on the host (A formed by applying it to identity columns of the smaller side), and verified
 //     the same way.

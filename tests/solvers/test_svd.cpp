@@ -561,8 +561,9 @@ TEST(Svds, ScaledMatchesDenseStandardized) {
 }
 
 // A wrong pair (Aᵀ of another matrix: the contract's "not checked") breaks the relations the
-// estimates assume: they pass while the true residuals fail. The run stops after five such
-// restarts with the reason, instead of spending all its restarts.
+// estimates assume: they pass while the true residuals fail. The iteration breaks down after five
+// such restarts instead of spending all its restarts; this small matrix then goes to the dense
+// path, whose check (with the wrong Aᵀ) fails too: not converged, never converged.
 TEST(Svds, EstimatesPassingWithoutTheTruthStopEarly) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
   const auto a = random_sparse(301, 127, 0.05, 31u);
@@ -576,9 +577,9 @@ TEST(Svds, EstimatesPassingWithoutTheTruthStopEarly) {
   auto o = opts(4);
   o.max_restarts = 200;
   const auto r = svds(*op_a, *op_bt, *ops, o);
-  EXPECT_EQ(r.status, SolverStatus::not_converged);
+  EXPECT_NE(r.status, SolverStatus::converged);
   EXPECT_LE(r.iterations, 10) << r.reason;
-  EXPECT_NE(r.reason.find("true residuals"), std::string::npos) << r.reason;
+  EXPECT_NE(r.method.find("broke down"), std::string::npos) << r.method;
 }
 
 }  // namespace
