@@ -91,16 +91,22 @@ def test_repeated_singular_value_all_copies(tail):
     np.testing.assert_allclose(np.linalg.svd(span.T @ qv[:, 2:7], compute_uv=False), 1.0, atol=1e-9)
 
 
-def test_count_certificate_catches_a_narrow_block():
-    # the flat-tail trap above with block_size=2: the first run returns 0.01 in place of a copy of
-    # 5 with passing residuals (seeds 0-5 all did, 2026-11-30). The count of [0 A; A^T 0] (cheap here: the default) rejects it and
-    # the run is repeated wider; certify=False returns the first set as it stands.
+def flat_tail():
+    """300 x 200 dense: s = 10, 9, 5 (five copies), then 193 copies of 0.01; the values too."""
     rng = np.random.default_rng(7)
     m, n = 300, 200
     qu, _ = np.linalg.qr(rng.standard_normal((m, n)))
     qv, _ = np.linalg.qr(rng.standard_normal((n, n)))
     sig = np.concatenate([[10.0, 9.0], np.full(5, 5.0), np.full(n - 7, 0.01)])
-    a = sp.csr_matrix((qu * sig) @ qv.T)
+    return (qu * sig) @ qv.T, sig
+
+
+def test_count_certificate_catches_a_narrow_block():
+    # the flat-tail trap above with block_size=2: the first run returns 0.01 in place of a copy of
+    # 5 with passing residuals (seeds 0-5 all did, 2026-11-30). The count of [0 A; A^T 0] (cheap here: the default) rejects it and
+    # the run is repeated wider; certify=False returns the first set as it stands.
+    a, sig = flat_tail()
+    a = sp.csr_matrix(a)
     u, s, vh, info = tcsolve.svds(a, k=7, block_size=2, random_state=0, return_info=True)
     assert info.status == "converged" and info.certified == "yes", (info.certified, info.certificate)
     assert "count rejected" in info.method, info.method
@@ -116,12 +122,7 @@ def test_clustered_block_projection_converges():
     # returned |B Y - X S| = 6.7e-5 (|B| = 10); the thick restart carried it into A V = U B and the
     # block GKL stalled for 1000 restarts with residuals up to 3e-2 s_1 (2026-11-30). The checked
     # SVD (JacobiSVD where BDCSVD fails its check) converges in the first restart.
-    rng = np.random.default_rng(7)
-    m, n = 300, 200
-    qu, _ = np.linalg.qr(rng.standard_normal((m, n)))
-    qv, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    sig = np.concatenate([[10.0, 9.0], np.full(5, 5.0), np.full(n - 7, 0.01)])
-    a = (qu * sig) @ qv.T
+    a, sig = flat_tail()
     for seed in range(4):
         u, s, vh, info = tcsolve.svds(a, k=7, block_size=4, random_state=seed, maxiter=50, certify=False,
                                       return_info=True)

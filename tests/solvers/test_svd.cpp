@@ -137,15 +137,20 @@ TEST(Svds, FiveFoldLargestAllReturned) {
   for (int j = 5; j < 7; ++j) EXPECT_NEAR(r.values[j], sc(1), 1e-10 * sc(0)) << "σ₂(C), copy " << j - 4;
 }
 
-// Rank 3: every column a multiple of one of three sparse columns; k = 6 asks for 3 zeros.
-TEST(Svds, RankDeficient) {
-  TCSOLVE_SKIP_WITHOUT_BACKEND();
+// 140 × 90 of rank 3: every column a multiple of one of three sparse columns.
+Csr<double> rank_three() {
   const auto base = dense_of(random_sparse(140, 3, 0.2, 9u));
   std::vector<Triplet<double>> t;
   for (int j = 0; j < 90; ++j)
     for (int i = 0; i < 140; ++i)
       if (base(i, j % 3) != 0) t.push_back({i, j, (1.0 + 0.01 * j) * base(i, j % 3)});
-  const auto a = csr_from_triplets<double>(140, 90, std::move(t));
+  return csr_from_triplets<double>(140, 90, std::move(t));
+}
+
+// Rank 3; k = 6 asks for 3 zeros.
+TEST(Svds, RankDeficient) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto a = rank_three();
   const auto r = svds(a, kBackend, opts(6));
   expect_matches_dense(r, dense_of(a), 1e-10, "rank 3");
   for (int j = 3; j < 6; ++j) EXPECT_LE(r.values[j], 1e-10 * r.values[0]);
@@ -509,12 +514,7 @@ TEST(Svds, NarrowBlockLosingCopiesIsRerunWider) {
 // the set stays converged on its residuals. --certify with --center is refused.
 TEST(Svds, CertificateStaysClearOfTheNullSpace) {
   TCSOLVE_SKIP_WITHOUT_BACKEND();
-  const auto base = dense_of(random_sparse(140, 3, 0.2, 9u));
-  std::vector<Triplet<double>> t;
-  for (int j = 0; j < 90; ++j)
-    for (int i = 0; i < 140; ++i)
-      if (base(i, j % 3) != 0) t.push_back({i, j, (1.0 + 0.01 * j) * base(i, j % 3)});
-  const auto a = csr_from_triplets<double>(140, 90, std::move(t));
+  const auto a = rank_three();
   auto o = opts(6);
   o.certify = SvdCertify::always;
   const auto r = svds(a, kBackend, o);
