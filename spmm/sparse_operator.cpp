@@ -19,7 +19,7 @@
 #include "preprocess/bcsr_build.hpp"
 #include "preprocess/bcsr_stats.hpp"
 #include "preprocess/jaccard_reorder.hpp"
-#include "spmm/cpu_csr_kernels.hpp"
+#include "spmm/cpu_operator.hpp"
 #include "spmm/cpu_transposed.hpp"
 #include "spmm/cuda_operator.hpp"
 #include "spmm/permuted_operator.hpp"
@@ -492,39 +492,6 @@ void SparseOperator::from_permuted(MvView<const double> xt, MvView<double> x) co
 
 namespace {
 
-// CPU operator: Y = A·X by the CPU CSR kernels (spmm/cpu_csr_kernels.hpp: X staged row-major,
-// rows in parts over the host threads). fp32 storage keeps A's values rounded to float
-// (arithmetic stays double).
-class CpuSparseOperator final : public SparseOperator {
- public:
-  CpuSparseOperator(const Csr<double>& a, const SpmmPlan& plan) : CpuSparseOperator(Csr<double>(a), plan) {}
-  CpuSparseOperator(Csr<double>&& a, const SpmmPlan& plan)
-      : a_(round_values(std::move(a), plan.precision)), plan_(plan), kern_(a_) {}
-  std::int64_t rows() const override { return a_.nrows; }
-  std::int64_t cols() const override { return a_.ncols; }
-  Space space() const override { return Space::host; }
-  const SpmmPlan& plan() const override { return plan_; }
-  SpmmPlan& mutable_plan() override { return plan_; }
-  const Csr<double>* host_csr() const override { return plan_.precision == Precision::fp64 ? &a_ : nullptr; }
-  void apply(MvView<const double> x, MvView<double> y) const override {
-    TCSOLVE_REQUIRE(x.space == Space::host && y.space == Space::host,
-                    "CPU sparse operator needs host X and Y");
-    TCSOLVE_REQUIRE(x.rows == a_.ncols && y.rows == a_.nrows && x.cols == y.cols,
-                    "sparse operator: shapes of X and Y do not match A");
-    kern_.spmm(x, y);
-  }
-
- private:
-  static Csr<double> round_values(Csr<double>&& a, Precision p) {
-    if (p == Precision::fp32)
-      for (double& v : a.values) v = static_cast<double>(static_cast<float>(v));
-    return std::move(a);
-  }
-  Csr<double> a_;
-  SpmmPlan plan_;
-  detail::CpuCsrKernels kern_;  // on a_ (declared after it)
-};
-
 // B = P·A·Pᵀ on the host, for OperatorBasis::permuted: the inner operator applies B, the
 // conversions are row gathers/scatters through p.
 class PermutedCpuOperator final : public detail::PermutedOperator {
@@ -559,6 +526,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Backend backend,
                                                        const OperatorOptions& opt);
 
+void require_csr_shape(const Csr<double>& a) {
+  TCSOLVE_REQUIRE(a.nrows >= 0 && a.ncols >= 0 && static_cast<std::int64_t>(a.row_ptr.size()) == a.nrows + 1,
+                  "sparse operator: malformed CSR");
+}
+
 // OperatorBasis::permuted: the symmetric reordering for the precision's block shape (8×4 for
 // fp64, fp32 and the CPU; 16×16 for fp16/bf16); when applied, B = P·A·Pᵀ is formed once (one
 // host copy of A) and the operator is built on B in its natural order, so neither the CSR nor
@@ -588,8 +560,7 @@ std::unique_ptr<SparseOperator> make_permuted_operator(const Csr<double>& a, Bac
   const double reorder_s = seconds_since(t0);
   std::unique_ptr<SparseOperator> inner;
   if (backend == Backend::cpu) {
-    SpmmPlan p = plan_spmm(b, backend, inner_opt);
-    inner = std::make_unique<CpuSparseOperator>(std::move(b), p);
+    inner = detail::make_cpu_operator(std::move(b), inner_opt);
   } else {
     inner = make_operator_in_order(b, backend, inner_opt);
     Csr<double>().row_ptr.swap(b.row_ptr);  // B's host copy is no longer needed
@@ -663,9 +634,7 @@ std::unique_ptr<SparseOperator> make_transposed_operator(const Csr<double>& a, c
 
 std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backend backend,
                                                      const OperatorOptions& opt) {
-  TCSOLVE_REQUIRE(a.nrows >= 0 && a.ncols >= 0 &&
-                      static_cast<std::int64_t>(a.row_ptr.size()) == a.nrows + 1,
-                  "sparse operator: malformed CSR");
+  require_csr_shape(a);
   if (opt.basis == OperatorBasis::permuted) {
     TCSOLVE_REQUIRE(opt.reorder == Reorder::symmetric,
                     "OperatorBasis::permuted needs reorder == Reorder::symmetric");
@@ -677,24 +646,15 @@ std::unique_ptr<SparseOperator> make_sparse_operator(const Csr<double>& a, Backe
 std::unique_ptr<SparseOperator> make_sparse_operator(Csr<double>&& a, Backend backend,
                                                      const OperatorOptions& opt) {
   if (backend != Backend::cpu || opt.basis == OperatorBasis::permuted) return make_sparse_operator(a, backend, opt);
-  TCSOLVE_REQUIRE(a.nrows >= 0 && a.ncols >= 0 &&
-                      static_cast<std::int64_t>(a.row_ptr.size()) == a.nrows + 1,
-                  "sparse operator: malformed CSR");
-  const auto t0 = std::chrono::steady_clock::now();
-  SpmmPlan p = plan_spmm(a, backend, opt);
-  p.setup.plan_s = p.setup.total_s = seconds_since(t0);
-  return std::make_unique<CpuSparseOperator>(std::move(a), p);
+  require_csr_shape(a);
+  return detail::make_cpu_operator(std::move(a), opt);
 }
 
 namespace {
 std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Backend backend,
                                                        const OperatorOptions& opt) {
+  if (backend == Backend::cpu) return detail::make_cpu_operator(Csr<double>(a), opt);
   const auto t0 = std::chrono::steady_clock::now();
-  if (backend == Backend::cpu) {
-    SpmmPlan p = plan_spmm(a, backend, opt);
-    p.setup.plan_s = p.setup.total_s = seconds_since(t0);
-    return std::make_unique<CpuSparseOperator>(a, p);
-  }
   std::vector<std::int32_t> perm;
   SpmmPlan plan = plan_with_perm(a, backend, opt, &perm);
   // plan_with_perm ran the reordering (if asked) inside; it reports its own time in the reason

@@ -53,8 +53,7 @@ GklShape gkl_shape(std::int64_t m, std::int64_t n, const SvdOptions& opt, bool* 
 // and conquer from 16 columns) returned ‖D·Y − X·Σ‖ = 6.7e-5 with ‖D‖ = 10 and X, Y orthonormal
 // to 3e-15 on the 16 × 16 B of a 5-fold value and a 193-fold tail (b = 4; found 2026-11-30: the
 // thick restart carried the error into A·V = U·B and the run stalled for 1000 restarts). Where
-// ‖D·Y − X·Σ‖_F > 64·ε·min(m, n)·σ₁ (one product), JacobiSVD redoes it. Returns true when the
-// check sent it to Jacobi.
+// ‖D·Y − X·Σ‖_F > 64·ε·min(m, n)·σ₁ (one product), JacobiSVD redoes it (`redone`).
 struct DenseSvd {
   Eigen::VectorXd sigma;
   Eigen::MatrixXd x, y;
