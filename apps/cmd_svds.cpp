@@ -19,8 +19,10 @@ CommandSpec svds_command() {
       "SpMM kernels); --center subtracts the column means implicitly (PCA), --scale divides each\n"
       "column by its standard deviation. Every triplet is checked on its recomputed residuals\n"
       "|A v - s u| and |A^T u - s v| against tol * s_1, and, where it is cheap (or --certify),\n"
-      "the count of singular values above s_k by Sylvester's inertia of [0 A; A^T 0] - tau I:\n"
-      "a set missing copies of a repeated value is run again with a wider block.",
+      "the count of singular values above s_k by Sylvester's inertia of [0 A; A^T 0] - tau I;\n"
+      "where nothing counts and a found value has as many copies as the block, a re-check (a short\n"
+      "Krylov run from fresh random vectors with the found vectors deflated). A set missing copies\n"
+      "of a repeated value is run again with a wider block.",
       std::string(matrix_argument_help) +
           "\nExit status: 0 converged, 1 not converged (the best approximations are still written)\n"
           "or the result could not be written, 2 bad usage or input, 130/143 interrupted (the\n"

@@ -176,7 +176,7 @@ void visit_svds(const R& r, ResultVisitor& v) {
   visit_svds_history(r.history, k, v);
   texts(r, v, {{"status", &R::status}, {"reason", &R::reason}, {"method", &R::method},
                {"matrix_checksum", &R::matrix_checksum, true}});
-  texts(r, v, {{"certified", &R::certified}, {"certificate", &R::certificate}});
+  texts(r, v, {{"verification", &R::verification}, {"certified", &R::certified}, {"certificate", &R::certificate}});
   v.attr("centered", std::string(r.centered ? "yes" : "no"));
   v.attr("scaled", std::string(r.scales.empty() ? "no" : "yes"));
   texts(r, v, {{"backend", &R::backend}, {"device", &R::device}});
@@ -283,7 +283,8 @@ std::string svds_json(const ResultRecord& r, const std::string& out) {
                   ",\"iterations\":" + std::to_string(r.iterations) +
                   ",\"operator_applies\":" + std::to_string(r.operator_applies) +
                   ",\"singular_values\":" + arr(r.singular_values) + ",\"residual_av\":" + arr(r.residual_av) +
-                  ",\"residual_atu\":" + arr(r.residual_atu) + ",\"certified\":" + json_string(r.certified) +
+                  ",\"residual_atu\":" + arr(r.residual_atu) + ",\"verification\":" + json_string(r.verification) +
+                  ",\"certified\":" + json_string(r.certified) +
                   ",\"certificate\":" + json_string(r.certificate);
   if (r.centered)
     s += ",\"explained_variance\":" + arr(r.explained_variance) +

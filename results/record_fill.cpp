@@ -44,7 +44,7 @@ void record_svds(SvdResult& sr, ResultRecord& r) {
   r.singular_values = sr.values, r.residual_av = sr.residual_av, r.residual_atu = sr.residual_atu;
   r.explained_variance = sr.explained_variance(), r.explained_variance_ratio = sr.explained_variance_ratio();
   r.total_sq = sr.total_sq;
-  r.certified = to_string(sr.certified), r.certificate = sr.certificate;
+  r.certified = to_string(sr.certified), r.certificate = sr.certificate, r.verification = sr.verification;
   if (!sr.spmm_kernel.empty()) r.spmm_kernel = sr.spmm_kernel, r.spmm_plan = sr.spmm_plan;
   r.means = std::move(sr.means);
   r.scales = std::move(sr.scales);

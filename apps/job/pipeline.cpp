@@ -90,6 +90,7 @@ SvdOptions svd_options(const JobSpec& s) {
   o.block = s.block_size, o.basis = s.basis, o.max_restarts = s.max_iterations(), o.seed = s.seed;
   o.checkpoint_every = s.checkpoint_every;
   o.certify = s.certify ? SvdCertify::always : s.no_certify ? SvdCertify::never : SvdCertify::automatic;
+  o.recheck = !s.no_recheck;
   return o;
 }
 

@@ -135,7 +135,10 @@ void add_svds_options(po::options_description& opts, JobSpec& s) {
       ("certify", po::bool_switch(&s.certify),
        "always count the singular values above the k-th by Sylvester's inertia of [0 A; A^T 0] - tau I "
        "(a sparse LDL^T; by default only where it is cheap; not with --center)")
-      ("no-certify", po::bool_switch(&s.no_certify), "never count (see --certify)");
+      ("no-certify", po::bool_switch(&s.no_certify), "never count (see --certify)")
+      ("no-recheck", po::bool_switch(&s.no_recheck),
+       "skip the multiplicity re-check where no count is made (a short Krylov run from fresh random "
+       "vectors on A with the found vectors deflated; verification: none)");
 }
 
 void add_solve_options(po::options_description& opts, JobSpec& s) {
@@ -404,7 +407,8 @@ std::string job_options_string(const JobSpec& s) {
     return o + format(";k=%lld;center=%d;block=%lld;basis=%lld;tol=%.17g;maxiter=%lld;device=%s;seed=%llu",
                       (long long)s.k, int(s.center), (long long)s.block_size, (long long)s.basis, s.tol,
                       (long long)s.max_iterations(), to_string(s.device), (unsigned long long)s.seed) +
-           (s.certify ? ";certify=1" : s.no_certify ? ";certify=0" : "") + (s.scale ? ";scale=1" : "");  // (only when given)
+           (s.certify ? ";certify=1" : s.no_certify ? ";certify=0" : "") + (s.scale ? ";scale=1" : "") +
+           (s.no_recheck ? ";recheck=0" : "");  // (only when given)
   if (!s.eigs() && s.solve_method != SolveMethod::automatic) o += std::string(";method=") + to_string(s.solve_method);
   if (!s.eigs() && s.restart != 30) o += format(";restart=%d", s.restart);
   if (s.eigs())

@@ -30,7 +30,7 @@ _EXTRA_KEYS = ("device", "block_size")
 
 def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_singular_vectors=True,
          solver="tcsolve", random_state=None, options=None, *, device="auto", block_size=None,
-         certify=None, return_info=False):
+         certify=None, recheck=True, return_info=False):
     """The k largest (or smallest) singular triplets of A (m × n, any real sparse, dense or
     LinearOperator A), as scipy.sparse.linalg.svds: returns ``(u, s, vh)``, u m × k, s ascending
     (SciPy's order), vh k × n, A·vh[j] = s[j]·u[:, j].
@@ -57,7 +57,9 @@ def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_sing
     a repeated singular value to get all its copies; default min(k, 16)), certify (None: count the
     singular values above the k-th by Sylvester's inertia of [0 A; A^T 0] - tau*I where that is
     cheap, for a SciPy sparse or dense A; True: always, an error for other inputs; False: never;
-    Result.certified and .certificate say what was counted), return_info=True appends
+    Result.certified and .certificate say what was counted), recheck (True: where no count is
+    made, a converged set is re-checked by a short Krylov run from fresh random vectors with the
+    found vectors deflated; False: not; Result.verification says which check ran), return_info=True appends
     a Result (status, residual_av, residual_atu, a_norm, iterations, history, timings;
     ``save(path)`` writes the file of ``tcsolve svds --out``).
 
@@ -88,6 +90,9 @@ def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_sing
             raise ValueError("certify=True counts the singular values of a sparse matrix held on the host "
                              f"(SciPy sparse or NumPy); this A is a {a.desc}")
         opt["certify"] = "always" if certify else "never"
+    if not isinstance(recheck, (bool, np.bool_)):
+        raise ValueError(f"recheck={recheck!r}: expected True or False")
+    opt["recheck"] = bool(recheck)
     command = _args.call_repr("svds", k=k, ncv=ncv, tol=tol, which=which, maxiter=maxiter, solver=solver,
                               device=device, block_size=block_size)
     small = solver == "lobpcg" and min(a.m, a.n) < 5 * k and a.m * a.n <= DENSE_ENTRIES

@@ -111,10 +111,23 @@ def test_count_certificate_catches_a_narrow_block():
     assert info.status == "converged" and info.certified == "yes", (info.certified, info.certificate)
     assert "count rejected" in info.method, info.method
     np.testing.assert_allclose(s, np.sort(sig[:7]), rtol=0, atol=1e-10 * 10)
-    s_blind, info_blind = tcsolve.svds(a, k=7, block_size=2, random_state=0, certify=False,
+    s_blind, info_blind = tcsolve.svds(a, k=7, block_size=2, random_state=0, certify=False, recheck=False,
                                        return_singular_vectors=False, return_info=True)
-    assert info_blind.certified == "not_checked"
+    assert info_blind.certified == "not_checked" and info_blind.verification == "none"
     assert abs(s_blind.min() - 5.0) > 1.0, s_blind  # the trap is real: a copy of 5 is missing
+
+
+def test_recheck_catches_a_narrow_block_where_nothing_counts():
+    # the same trap as a LinearOperator (nothing to count): four copies of 5 found with block 2, so
+    # the re-check runs, finds the fifth copy missing, and the run is repeated wider.
+    a, sig = flat_tail()
+    u, s, vh, info = tcsolve.svds(sla.aslinearoperator(a), k=7, block_size=2, random_state=0, return_info=True)
+    assert info.status == "converged" and info.verification == "recheck", (info.verification, info.certificate)
+    assert "re-check rejected" in info.method, info.method
+    np.testing.assert_allclose(s, np.sort(sig[:7]), rtol=0, atol=1e-10 * 10)
+    check_triplets(a, u, s, vh)
+    with pytest.raises(ValueError, match="recheck="):
+        tcsolve.svds(a, k=3, recheck="yes")
 
 
 def test_clustered_block_projection_converges():

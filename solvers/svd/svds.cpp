@@ -12,6 +12,7 @@
 #include "solvers/svd/bidiag.hpp"
 #include "solvers/svd/centered.hpp"
 #include "solvers/svd/certificate.hpp"
+#include "solvers/svd/recheck.hpp"
 #include "solvers/svd/verify.hpp"
 #include "spmm/sparse_operator.hpp"
 
@@ -148,10 +149,10 @@ SvdResult svds_scaled(const Csr<double>& a, Backend backend, const SvdOptions& o
   return r;
 }
 
-}  // namespace
-
-SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at,
-               DenseBlockOps& ops, const SvdOptions& opt) {
+// The GKL iteration, or the dense path (small, or after a breakdown or running out of the default
+// restarts on a matrix it affords); no count or re-check.
+SvdResult solve_operator(const LinearOperator<double>& a, const LinearOperator<double>& at,
+                         DenseBlockOps& ops, const SvdOptions& opt) {
   const std::int64_t m = a.rows(), n = a.cols();
   TCSOLVE_REQUIRE(at.rows() == n && at.cols() == m,
                   "svds: Aᵀ must be " + std::to_string(n) + " × " + std::to_string(m));
@@ -185,6 +186,79 @@ SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at
     return d;
   }
   return r;
+}
+
+// What shows that no value above σ_k is missing from a converged set: the dense path computed
+// them all; else the count (csr given: A itself, not centered) where it is made; else the
+// re-check. Returns the values known missing (≥ 1 when the re-check finds one; r is then
+// not_converged).
+std::int64_t verify_count(const Csr<double>* csr, const LinearOperator<double>& a, const LinearOperator<double>& at,
+                          DenseBlockOps& ops, const SvdOptions& opt, SvdResult& r) {
+  r.verification = "none";
+  if (r.status != SolverStatus::converged) return 0;
+  if (r.method.rfind("dense", 0) == 0) {
+    r.verification = "dense";
+    if (csr) certify(*csr, opt.certify, r);  // (only when asked: --certify)
+    return 0;
+  }
+  if (csr) {
+    const std::int64_t missing = certify(*csr, opt.certify, r);
+    if (r.certified != Certified::not_checked) {
+      r.verification = "certificate";
+      return missing;
+    }
+  }
+  if (!opt.recheck) {
+    r.certificate += std::string(r.certificate.empty() ? "" : "; ") + "no re-check (turned off)";
+    return 0;
+  }
+  bool fits = false;
+  const std::int64_t block = detail::gkl_shape(a.rows(), a.cols(), opt, &fits).block;
+  const detail::SvdRecheck c =
+      detail::recheck_svds(a, at, ops, opt, r, block, std::max<std::int64_t>(2 * r.operator_applies, 1024));
+  trace_mark("svds: re-checked");
+  r.phases.verify_s += c.seconds;
+  r.operator_applies += c.applies;
+  r.certificate += (r.certificate.empty() ? "" : "; ") + c.detail;
+  if (c.ran) r.verification = "recheck";
+  if (c.by_block) r.verification = "block";
+  if (!c.missing) return 0;
+  r.status = SolverStatus::not_converged;
+  r.reason = "the re-check finds a singular value above sigma_k missing from the set (" + c.detail +
+             "); a larger --block holds more copies of a repeated value";
+  return 1;
+}
+
+// The solve, its count or re-check, and once more with a wider block (the default basis for it)
+// when values are known missing: a block Krylov space holds at most b directions of one singular
+// subspace.
+SvdResult solve_verified(const Csr<double>* csr, const LinearOperator<double>& a, const LinearOperator<double>& at,
+                         DenseBlockOps& ops, const SvdOptions& opt) {
+  bool fits = false;
+  const auto shape = detail::gkl_shape(a.rows(), a.cols(), opt, &fits);
+  SvdResult r = solve_operator(a, at, ops, opt);
+  const std::int64_t missing = verify_count(csr, a, at, ops, opt, r);
+  if (missing == 0 || shape.block >= opt.k) return r;
+  SvdOptions wider = opt;
+  wider.block = std::min(opt.k, std::max(2 * shape.block, shape.block + missing));
+  wider.basis = 0;
+  const std::string first = r.reason;
+  SvdResult again = solve_operator(a, at, ops, wider);
+  verify_count(csr, a, at, ops, wider, again);
+  again.phases.iterate_s += r.phases.iterate_s, again.phases.verify_s += r.phases.verify_s;
+  again.iterations += r.iterations, again.operator_applies += r.operator_applies;
+  again.method += " after a run with b = " + std::to_string(shape.block) + " that the " +
+                  (r.verification == "certificate" ? "count" : "re-check") + " rejected";
+  if (again.status != SolverStatus::converged)
+    again.reason += "; the first run (b = " + std::to_string(shape.block) + "): " + first;
+  return again;
+}
+
+}  // namespace
+
+SvdResult svds(const LinearOperator<double>& a, const LinearOperator<double>& at,
+               DenseBlockOps& ops, const SvdOptions& opt) {
+  return solve_verified(nullptr, a, at, ops, opt);
 }
 
 SvdResult svds(const Csr<double>& a, Backend backend, const SvdOptions& opt) {
@@ -232,25 +306,7 @@ SvdResult svds_of(const Csr<double>& given_a, Csr<double>* owned, Backend backen
   const LinearOperator<double>& At = opt.center ? static_cast<const LinearOperator<double>&>(*c_at) : *op_at;
   const double setup = detail::now_seconds() - t0;
   trace_mark("svds: operators built");
-  SvdResult r = svds(A, At, *ops, opt);
-  if (!opt.center) {
-    // Copies beyond the block are missing (a block Krylov space holds at most b directions of one
-    // singular subspace): once more with a wider block, the default basis for it, then counted.
-    const std::int64_t missing = certify(a, opt.certify, r);
-    if (missing > 0 && shape.block < opt.k) {
-      SvdOptions wider = opt;
-      wider.block = std::min(opt.k, std::max(2 * shape.block, shape.block + missing));
-      wider.basis = 0;
-      const std::string first = r.reason;
-      SvdResult again = svds(A, At, *ops, wider);
-      certify(a, opt.certify, again);
-      again.phases.iterate_s += r.phases.iterate_s, again.phases.verify_s += r.phases.verify_s;
-      again.iterations += r.iterations, again.operator_applies += r.operator_applies;
-      again.method += " after a run with b = " + std::to_string(shape.block) + " that the count rejected";
-      if (again.status != SolverStatus::converged) again.reason += "; the first run (b = " + std::to_string(shape.block) + "): " + first;
-      r = std::move(again);
-    }
-  }
+  SvdResult r = solve_verified(opt.center ? nullptr : &a, A, At, *ops, opt);
   r.phases.setup_s += setup;
   r.spmm_kernel = std::string("A ") + to_string(op_a->plan().kernel) + "; A^T " + to_string(op_at->plan().kernel);
   r.spmm_plan = "A: " + op_a->plan().reason + " | A^T: " + op_at->plan().reason;

@@ -34,6 +34,11 @@
 //     singular value above σ_k is missing, copies beyond the block included, by the inertia of
 //     [0 A; Aᵀ 0] − τI (solvers/svd/certificate.hpp). A set with values known missing is
 //     not_converged, whatever its residuals.
+//   - Where no count is made (the centered operator, the operator form, a count too costly or
+//     certify = never) and a found value has as many copies as the block, a converged set is
+//     re-checked (SvdOptions::recheck): a short block GKL from fresh random vectors on
+//     A·(I − V·Vᵀ) must find nothing above σ_k; what it finds makes the set not_converged after
+//     the same wider-block re-run (solvers/svd/recheck.hpp).
 //   - Five restarts in a row whose estimates pass while the true residuals fail (the relations
 //     A·V = U·B broke; restarting cannot repair them) end the iteration with status breakdown.
 //     A matrix the dense path affords (m·n ≤ 2^24, min(m, n) ≤ 1000) is then solved densely, as
@@ -81,6 +86,11 @@ struct SvdOptions {
   // scaled copy of A (one more copy of its values). Used by the Csr entry point only.
   bool scale = false;
   SvdCertify certify = SvdCertify::automatic;
+  // Where no count certifies a converged set (the centered operator, a count too costly, the
+  // operator form, certify = never): the multiplicity re-check (solvers/svd/recheck.hpp), run
+  // where a found value has as many copies as the block (else the block size answers), when it
+  // costs at most max(2 × the solve's applied columns, 1024). false: none (verification "none").
+  bool recheck = true;
   // Start (host, n × p column-major; empty: random from the seed). A block of p = kept + b
   // columns (b < p ≤ L) that holds a restart's state, as on_checkpoint hands it over, continues
   // that thick restart; any other block starts the Krylov basis from its first min(p, b)
@@ -124,6 +134,10 @@ struct SvdResult {
   // not_converged) or not_checked, with what was counted or why nothing was.
   Certified certified = Certified::not_checked;
   std::string certificate;
+  // What verified that no value is missing: "certificate" (the count), "recheck", "block" (no
+  // found value has as many copies as the block: solvers/svd/recheck.hpp), "dense" (the dense
+  // path computed every value) or "none" (not converged, or nothing ran: certificate says why).
+  std::string verification = "none";
   // How the iteration started: "" (random), or what it made of SvdOptions::start.
   std::string start;
   SvdPhases phases;

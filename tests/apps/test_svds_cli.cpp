@@ -92,12 +92,23 @@ TEST(SvdsCli, CertificateInJsonAndResultFile) {
   const auto r = run_tcsolve({"svds", "gen:counts:400:90", "--k", "4", "--out", out, "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\"certified\":\"yes\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"verification\":\"certificate\""), std::string::npos) << r.out;
   const auto f = Hdf5File::open(out);
   EXPECT_EQ(f.attr_string("certified"), "yes");
+  EXPECT_EQ(f.attr_string("verification"), "certificate");
   EXPECT_NE(f.attr_string("certificate").find("[0 A; A^T 0]"), std::string::npos) << f.attr_string("certificate");
   const auto n = run_tcsolve({"svds", "gen:counts:400:90", "--k", "4", "--no-certify", "--json"});
   ASSERT_EQ(n.status, 0) << n.err;
   EXPECT_NE(n.out.find("\"certified\":\"not_checked\""), std::string::npos) << n.out;
+  // not counted: the values are distinct, so the block size answers (no re-check needed); with
+  // block 1 the re-check runs; --no-recheck leaves nothing
+  EXPECT_NE(n.out.find("\"verification\":\"block\""), std::string::npos) << n.out;
+  const auto b1 = run_tcsolve({"svds", "gen:counts:400:90", "--k", "4", "--no-certify", "--block", "1", "--json"});
+  ASSERT_EQ(b1.status, 0) << b1.err;
+  EXPECT_NE(b1.out.find("\"verification\":\"recheck\""), std::string::npos) << b1.out;
+  const auto off = run_tcsolve({"svds", "gen:counts:400:90", "--k", "4", "--no-certify", "--no-recheck", "--json"});
+  ASSERT_EQ(off.status, 0) << off.err;
+  EXPECT_NE(off.out.find("\"verification\":\"none\""), std::string::npos) << off.out;
 }
 
 // --scale: the scales dataset (the columns' standard deviations) and the attribute.

@@ -5,7 +5,9 @@
 // stopped and resumed from its checkpointed restart (and a start block that holds none), and
 // every matrix of ../shared/matrices/general (k = 6 largest; skipped when the folder is absent),
 // and the count certificate (solvers/svd/certificate.hpp): [0 A; Aᵀ 0] against the dense one, sets
-// with and without a missing copy of a repeated value, a narrow block on the 5-fold trap, σ_k at 0.
+// with and without a missing copy of a repeated value, a narrow block on the 5-fold trap, σ_k at 0;
+// and the re-check where nothing counts (solvers/svd/recheck.hpp): its plan, a hand-made set
+// lacking a copy, the narrow-block trap, the centered and operator forms.
 // Runs on the CPU here and on the GPU in test_solvers_gpu.
 #include <gtest/gtest.h>
 
@@ -23,6 +25,7 @@
 #include "solvers/svd/bidiag.hpp"
 #include "solvers/svd/centered.hpp"
 #include "solvers/svd/certificate.hpp"
+#include "solvers/svd/recheck.hpp"
 #include "solvers/svd/svds.hpp"
 #include "spmm/sparse_operator.hpp"
 #include "tests/solvers/solver_test_util.hpp"
@@ -476,9 +479,8 @@ TEST(Svds, CertifiedByDefaultWhereCheap) {
 // multiplicity): the first run returns σ₂(C) in place of copies of σ₁ with passing residuals (it
 // was reported converged before the count existed). The count rejects it, the run is repeated
 // with a wider block, and the second set is complete and certified.
-TEST(Svds, NarrowBlockLosingCopiesIsRerunWider) {
-  TCSOLVE_SKIP_WITHOUT_BACKEND();
-  if (!built_with_factor()) GTEST_SKIP() << "no sparse direct engine in this build";
+// The 5-fold trap of FiveFoldLargestAllReturned without its scramble (600 × 450).
+Csr<double> five_fold_unscrambled() {
   const auto c = random_sparse(40, 30, 0.15, 5u), dblk = random_sparse(400, 300, 0.02, 6u);
   const Mat cd = dense_of(c), dd = dense_of(dblk);
   const auto sc = dense_singular_values(cd);
@@ -491,23 +493,166 @@ TEST(Svds, NarrowBlockLosingCopiesIsRerunWider) {
   for (int i = 0; i < 400; ++i)
     for (int j = 0; j < 300; ++j)
       if (dd(i, j) != 0) t.push_back({200 + i, 150 + j, scale * dd(i, j)});
-  const auto a = csr_from_triplets<double>(600, 450, std::move(t));
+  return csr_from_triplets<double>(600, 450, std::move(t));
+}
+
+bool matches_top(const SvdResult& r, const Eigen::VectorXd& ref, std::size_t k) {
+  bool complete = r.values.size() == k;
+  for (std::size_t j = 0; complete && j < k; ++j) complete = std::abs(r.values[j] - ref(j)) <= 1e-8 * ref(0);
+  return complete;
+}
+
+TEST(Svds, NarrowBlockLosingCopiesIsRerunWider) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  if (!built_with_factor()) GTEST_SKIP() << "no sparse direct engine in this build";
+  const auto a = five_fold_unscrambled();
   auto o = opts(7);
   o.block = 1;
   const auto r = svds(a, kBackend, o);
   const auto ref = dense_singular_values(dense_of(a));
-  bool complete = r.values.size() == 7;
-  for (std::size_t j = 0; complete && j < 7; ++j) complete = std::abs(r.values[j] - ref(j)) <= 1e-8 * ref(0);
   SCOPED_TRACE(r.method + " | " + r.reason + " | " + r.certificate);
   EXPECT_NE(r.method.find("that the count rejected"), std::string::npos);  // the trap fired
-  EXPECT_TRUE(complete);
+  EXPECT_TRUE(matches_top(r, ref, 7));
   EXPECT_EQ(r.status, SolverStatus::converged);
   EXPECT_EQ(r.certified, Certified::yes);
-  // Not counted, the first run's incomplete set stands on its residuals: the trap is real.
+  EXPECT_EQ(r.verification, "certificate");
+  // Neither counted nor re-checked, the first run's incomplete set stands on its residuals: the
+  // trap is real.
   o.certify = SvdCertify::never;
+  o.recheck = false;
   const auto blind = svds(a, kBackend, o);
+  EXPECT_EQ(blind.verification, "none");
   EXPECT_EQ(blind.status, SolverStatus::converged);
   EXPECT_GT(std::abs(blind.values[4] - ref(4)), 1e-6 * ref(0)) << "block 1 found every copy: no trap";
+}
+
+// Where nothing counts (certify = never, as for the centered operator and large matrices), the
+// re-check catches the same trap: the set is run again wider and returned complete.
+TEST(SvdRecheck, CatchesANarrowBlockWhereNothingCounts) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto a = five_fold_unscrambled();
+  auto o = opts(7);
+  o.block = 1;
+  o.certify = SvdCertify::never;
+  const auto r = svds(a, kBackend, o);
+  const auto ref = dense_singular_values(dense_of(a));
+  SCOPED_TRACE(r.method + " | " + r.reason + " | " + r.certificate);
+  EXPECT_NE(r.method.find("that the re-check rejected"), std::string::npos);
+  EXPECT_TRUE(matches_top(r, ref, 7));
+  EXPECT_EQ(r.status, SolverStatus::converged);
+  EXPECT_EQ(r.verification, "recheck");
+  EXPECT_EQ(r.certified, Certified::not_checked);
+  EXPECT_NE(r.certificate.find("none missing"), std::string::npos);
+}
+
+// The plan from the found values: σ_d the smallest value 2ε above σ_k, more steps for a finer
+// resolution, none where σ_k is at 0 or the basis does not fit.
+TEST(SvdRecheck, PlanFromTheFoundValues) {
+  SvdResult r;
+  r.tol = 1e-8;
+  r.values = {10, 6, 6, 5};
+  r.a_norm = 10;
+  const auto p = detail::svd_recheck_plan(r, 1000, 800);
+  EXPECT_EQ(p.sigma_k, 5);
+  EXPECT_EQ(p.sigma_d, 6);
+  EXPECT_GE(p.steps, 2);
+  EXPECT_EQ(p.columns, 4 * p.steps);
+  EXPECT_EQ(p.largest_group, 2);  // the two 6s
+  r.values = {10, 5.5, 5.5, 5};
+  EXPECT_GT(detail::svd_recheck_plan(r, 1000, 800).steps, p.steps);  // finer: more steps
+  r.values = {5 + 1e-9, 5, 5};  // within 2ε of σ_k: copies of it; σ_d = 1.01·σ_k
+  EXPECT_NEAR(detail::svd_recheck_plan(r, 1000, 800).sigma_d, 5.05, 1e-12);
+  r.values = {10, 1e-12};
+  const auto zero = detail::svd_recheck_plan(r, 1000, 800);
+  EXPECT_EQ(zero.steps, 0);
+  EXPECT_NE(zero.why.find("of 0"), std::string::npos) << zero.why;
+  r.values = {10, 9.99999};
+  const auto tiny = detail::svd_recheck_plan(r, 40, 30);
+  EXPECT_EQ(tiny.steps, 0);
+  EXPECT_NE(tiny.why.find("min(m, n)"), std::string::npos) << tiny.why;
+}
+
+// A hand-made set of the matrix diag(s) (300 × 200, rows and columns permuted): s has 10 and a
+// copy of 5.2 above a bulk of 150 values in [0, 5) and σ_k = 5. The set without one copy of 5.2
+// (its vectors exact, so its residuals pass) is found missing a value; the complete set is not.
+TEST(SvdRecheck, FindsACopyMissingFromAHandMadeSet) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const std::int64_t m = 300, n = 200;
+  std::vector<double> s = {10, 5.2, 5.2, 5};
+  std::mt19937_64 gen(17);
+  std::uniform_real_distribution<double> bulk(0.0, 4.99);
+  while (static_cast<std::int64_t>(s.size()) < 154) s.push_back(bulk(gen));
+  std::vector<std::int32_t> pr(m), pc(n);
+  std::iota(pr.begin(), pr.end(), 0);
+  std::iota(pc.begin(), pc.end(), 0);
+  std::shuffle(pr.begin(), pr.end(), gen);
+  std::shuffle(pc.begin(), pc.end(), gen);
+  std::vector<Triplet<double>> t;
+  for (std::size_t i = 0; i < s.size(); ++i) t.push_back({pr[i], pc[i], s[i]});
+  const auto a = csr_from_triplets<double>(m, n, std::move(t));
+  const auto at = transpose(a);
+  auto ops = make_dense_ops(kBackend);
+  auto op_a = make_sparse_operator(a, kBackend), op_at = make_sparse_operator(at, kBackend);
+  // The set of diagonal positions `which`: values s_i, u = e_{pr[i]}, v = e_{pc[i]}.
+  auto set_of = [&](std::vector<int> which) {
+    SvdResult r;
+    r.tol = 1e-10, r.k = static_cast<std::int64_t>(which.size()), r.a_norm = 10, r.status = SolverStatus::converged;
+    r.u.assign(m * r.k, 0.0), r.v.assign(n * r.k, 0.0);
+    for (std::int64_t j = 0; j < r.k; ++j) {
+      r.values.push_back(s[which[j]]);
+      r.u[j * m + pr[which[j]]] = 1, r.v[j * n + pc[which[j]]] = 1;
+    }
+    return r;
+  };
+  SvdOptions o;
+  // Block 2 and no value found twice: the block size answers, nothing runs.
+  const auto by_block = detail::recheck_svds(*op_a, *op_at, *ops, o, set_of({0, 1, 3}), 2, 1 << 20);
+  EXPECT_TRUE(by_block.by_block && !by_block.ran && !by_block.missing) << by_block.detail;
+  // Block 1 (as if the set came from a single-vector Krylov space): it runs.
+  const auto lacking = detail::recheck_svds(*op_a, *op_at, *ops, o, set_of({0, 1, 3}), 1, 1 << 20);
+  EXPECT_TRUE(lacking.ran) << lacking.detail;
+  EXPECT_TRUE(lacking.missing) << lacking.detail;
+  EXPECT_GT(lacking.top, 5.1) << lacking.detail;          // above σ_k: found
+  EXPECT_LE(lacking.top, 5.2 * (1 + 1e-12)) << lacking.detail;  // a Ritz value: a lower bound
+  const auto complete = detail::recheck_svds(*op_a, *op_at, *ops, o, set_of({0, 1, 2, 3}), 1, 1 << 20);
+  EXPECT_TRUE(complete.ran) << complete.detail;
+  EXPECT_FALSE(complete.missing) << complete.detail;
+  EXPECT_LE(complete.top, 4.99 + 1e-9) << complete.detail;  // the bulk's top at most
+  EXPECT_EQ(complete.applies, detail::svd_recheck_plan(set_of({0, 1, 2, 3}), m, n).columns);
+  // Too costly for the cap: not run, and said.
+  const auto capped = detail::recheck_svds(*op_a, *op_at, *ops, o, set_of({0, 1, 2, 3}), 1, 8);
+  EXPECT_FALSE(capped.ran);
+  EXPECT_NE(capped.detail.find("cost more"), std::string::npos) << capped.detail;
+}
+
+// The centered operator (never counted) and the operator form: with distinct values and block 6
+// the block size answers; with block 1 the re-check runs; off, the verification says none and why.
+TEST(SvdRecheck, CenteredAndOperatorFormsAreVerified) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto a = random_sparse(301, 127, 0.05, 12u, true);
+  auto o = opts(6);
+  o.center = true;
+  const auto r = svds(a, kBackend, o);
+  ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+  EXPECT_EQ(r.verification, "block") << r.certificate;
+  EXPECT_NE(r.certificate.find("no re-check needed"), std::string::npos) << r.certificate;
+  o.block = 1;
+  const auto one = svds(a, kBackend, o);
+  ASSERT_EQ(one.status, SolverStatus::converged) << one.reason;
+  EXPECT_EQ(one.verification, "recheck") << one.certificate;
+  EXPECT_NE(one.certificate.find("none missing"), std::string::npos) << one.certificate;
+  o.recheck = false;
+  const auto off = svds(a, kBackend, o);
+  EXPECT_EQ(off.verification, "none");
+  EXPECT_NE(off.certificate.find("no re-check (turned off)"), std::string::npos) << off.certificate;
+  auto ops = make_dense_ops(kBackend);
+  const auto at = transpose(a);
+  auto op_a = make_sparse_operator(a, kBackend), op_at = make_sparse_operator(at, kBackend);
+  auto f_opt = opts(6);
+  f_opt.block = 1;
+  const auto f = svds(*op_a, *op_at, *ops, f_opt);
+  ASSERT_EQ(f.status, SolverStatus::converged) << f.reason;
+  EXPECT_EQ(f.verification, "recheck") << f.certificate;
 }
 
 // σ_k at 0 (rank 3, k = 6): the counts of K cannot separate it from the null space: not counted,
