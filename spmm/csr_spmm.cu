@@ -21,6 +21,11 @@ namespace {
 constexpr int kRowThreads = 128;
 constexpr int kSegThreads = 128;
 constexpr int kSegPerLane = 16;   // segment length S = kSegPerLane · group
+// Staged X (rows × stage width × 8 bytes) beyond this, and rows cut into 4 or more segments on
+// average: the segments run interleaved (interleave_segments). About half of an H100/H200's L2 (50 MB).
+// Aᵀ·Y of the 1M × 30k count matrix (N = 16): L2 hit rate 24 % in row order.
+constexpr double kInterleaveBytes = 32.0 * 1024 * 1024;
+constexpr int kInterleaveBuckets = 4096;
 constexpr int kStageMinCols = 4;  // staged (row-major X) segment kernel from this N on
 
 // Launch-size rules (grid x ≤ 2^31 − 1, grid y/z ≤ 65535; docs gpu.md): the long dimension
@@ -364,6 +369,34 @@ CsrSpmmDevice::CsrSpmmDevice(const Csr<double>& a, Precision precision, int grou
   relayout(a.row_ptr, group, stage_cols, tiled_rows);
 }
 
+namespace {
+// Segments in the order of their relative position in their row ((p − p0)/(p1 − p0), quantized to
+// kInterleaveBuckets; a counting sort, stable): the segments in flight at one time then gather
+// nearby rows of X wherever columns spread evenly along the rows (Aᵀ of a data matrix: a gene's
+// cells in ascending order), instead of every row of an X larger than L2 at once.
+void interleave_segments(const std::vector<std::int64_t>& row_ptr, std::vector<std::int32_t>& sr,
+                         std::vector<std::int64_t>& sb, std::vector<std::int64_t>& se) {
+  const std::size_t nseg = sr.size();
+  std::vector<std::int32_t> bucket(nseg);
+  std::vector<std::int64_t> start(kInterleaveBuckets + 1, 0);
+  for (std::size_t s = 0; s < nseg; ++s) {
+    const std::int64_t row = sr[s] < 0 ? ~static_cast<std::int64_t>(sr[s]) : sr[s];
+    const std::int64_t p0 = row_ptr[row], len = row_ptr[row + 1] - p0;
+    const double f = len > 0 ? static_cast<double>(sb[s] - p0) / static_cast<double>(len) : 0.0;
+    bucket[s] = std::min(kInterleaveBuckets - 1, static_cast<int>(f * kInterleaveBuckets));
+    ++start[bucket[s] + 1];
+  }
+  for (int b = 0; b < kInterleaveBuckets; ++b) start[b + 1] += start[b];
+  std::vector<std::int32_t> r2(nseg);
+  std::vector<std::int64_t> b2(nseg), e2(nseg);
+  for (std::size_t s = 0; s < nseg; ++s) {
+    const std::int64_t at = start[bucket[s]]++;
+    r2[at] = sr[s], b2[at] = sb[s], e2[at] = se[s];
+  }
+  sr.swap(r2), sb.swap(b2), se.swap(e2);
+}
+}  // namespace
+
 void CsrSpmmDevice::relayout(const std::vector<std::int64_t>& row_ptr, int group, int stage_cols,
                              bool tiled_rows) {
   TCSOLVE_REQUIRE(stage_cols >= 0, "stage_cols must be >= 0");
@@ -384,6 +417,7 @@ void CsrSpmmDevice::relayout(const std::vector<std::int64_t>& row_ptr, int group
     stage_ = DeviceArray<double>(static_cast<std::size_t>(cols_) * c);
     stage_cols_ = c;
   }
+  interleaved_ = false;
   seg_row_ = DeviceArray<std::int32_t>();
   seg_begin_ = DeviceArray<std::int64_t>();
   seg_end_ = DeviceArray<std::int64_t>();
@@ -411,6 +445,12 @@ void CsrSpmmDevice::relayout(const std::vector<std::int64_t>& row_ptr, int group
     } while (p < p1);
   }
   nseg_ = static_cast<std::int64_t>(sr.size());
+  // (rows cut into 4 segments or more on average: a banded matrix whose rows are cut in two keeps
+  // its order)
+  const std::int64_t cut = static_cast<std::int64_t>(zr.size()), cut_segments = nseg_ - (rows_ - cut);
+  interleaved_ = stage_cols_ > 0 && cut > 0 && cut_segments >= 4 * cut &&
+                 static_cast<double>(cols_) * stage_cols_ * 8.0 > kInterleaveBytes;
+  if (interleaved_) interleave_segments(row_ptr, sr, sb, se);
   seg_row_ = DeviceArray<std::int32_t>(sr);
   seg_begin_ = DeviceArray<std::int64_t>(sb);
   seg_end_ = DeviceArray<std::int64_t>(se);

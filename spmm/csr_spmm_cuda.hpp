@@ -54,6 +54,9 @@ class CsrSpmmDevice {
   int group() const { return group_; }
   bool tiled_rows() const { return tiled_rows_; }
   std::int64_t segments() const { return nseg_; }
+  // The segments run in the order of their relative position in their rows rather than row by
+  // row: set by relayout where the staged X exceeds about half of L2 and rows are cut (csr_spmm.cu).
+  bool interleaved() const { return interleaved_; }
   int stage_cols() const { return stage_cols_; }
   std::size_t device_bytes() const;
   // A's arrays as uploaded (row order and values as given; values in precision()).
@@ -74,6 +77,7 @@ class CsrSpmmDevice {
   // Segment split (group > 1): segment s covers non-zeros [seg_begin_[s], seg_end_[s]) of row
   // seg_row_[s]; seg_row_ is stored as ~row (negative) when the row has several segments.
   std::int64_t nseg_ = 0;
+  bool interleaved_ = false;
   DeviceArray<std::int32_t> seg_row_;
   DeviceArray<std::int64_t> seg_begin_, seg_end_;
   DeviceArray<std::int32_t> zero_rows_;  // rows with several segments (zeroed before atomics)

@@ -358,10 +358,11 @@ std::unique_ptr<SparseOperator> make_cuda_transposed_operator(
   std::vector<std::int64_t> rp;
   auto csr = CsrSpmmDevice::transposed(a.row_ptr, a.col_idx, a.values, m, n, nnz, opt.stream, rp);
   trace_mark("spmm: transposed on the device");
-  const SpmmPlan p = plan_of(rp);
+  SpmmPlan p = plan_of(rp);
   TCSOLVE_REQUIRE(p.kernel == SpmmKernel::csr_row || p.kernel == SpmmKernel::csr_segment,
                   "a device-transposed operator runs a CSR kernel");
   csr->relayout(rp, p.csr_group, p.stage_x ? p.expected_cols : 0, p.csr_tiled);
+  if (csr->interleaved()) p.reason += "; segments run in the order of their place in their rows (staged X beyond L2)";
   return std::make_unique<CudaSparseOperator>(std::move(csr), p, opt);
 }
 

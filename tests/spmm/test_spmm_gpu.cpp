@@ -459,6 +459,37 @@ TEST(SpmmGpu, BcsrColumnPermutationMatchesHostReference) {
   EXPECT_LE(md, 1e-12);
 }
 
+// Segments interleaved by their relative position in the row (X staged 16 wide beyond about half
+// of L2, rows of 2000-8000 non-zeros cut into about 10 segments): the same Y as the reference for N = 1, 16 (one pass) and
+// 33 (chunks), every element written; a matrix with few columns keeps the row order.
+TEST(SpmmGpu, InterleavedSegmentsMatchHostReference) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  auto random_rows = [](std::int64_t m, std::int64_t n, unsigned seed) {
+    std::mt19937_64 gen(seed);
+    std::uniform_int_distribution<std::int64_t> col(0, n - 1), len(2000, 8000);
+    std::uniform_real_distribution<double> val(-1.0, 1.0);
+    std::vector<Triplet<double>> t;
+    for (std::int64_t i = 0; i < m; ++i) {
+      std::vector<std::int64_t> cols(static_cast<std::size_t>(std::min<std::int64_t>(len(gen), n)));
+      for (auto& c : cols) c = col(gen);
+      std::sort(cols.begin(), cols.end());
+      cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+      for (auto c : cols) t.push_back({static_cast<std::int32_t>(i), static_cast<std::int32_t>(c), val(gen)});
+    }
+    return csr_from_triplets<double>(m, n, std::move(t));
+  };
+  const Csr<double> a = random_rows(97, 300007, 41);  // staged 16 wide: 38 MB
+  CsrSpmmDevice d(a, Precision::fp64, 32, 16);
+  ASSERT_TRUE(d.interleaved());
+  for (int k : {1, 16, 33}) {
+    const Check c = run_and_compare(a, k, 300 + k, [&](const double* x, std::int64_t ldx, double* y, std::int64_t ldy) {
+      d.apply(x, ldx, y, ldy, k, nullptr);
+    });
+    expect_ok(c, 1e-13, false, "interleaved N=" + std::to_string(k));
+  }
+  EXPECT_FALSE(CsrSpmmDevice(random_rows(97, 3001, 42), Precision::fp64, 32, 16).interleaved());
+}
+
 // N larger than the plan's: staged kernels run the columns in several chunks.
 TEST(SpmmGpu, StagedKernelsChunkColumnsBeyondThePlan) {
   TCSOLVE_SKIP_WITHOUT_GPU();
