@@ -176,7 +176,7 @@ void visit_svds(const R& r, ResultVisitor& v) {
   visit_svds_history(r.history, k, v);
   texts(r, v, {{"status", &R::status}, {"reason", &R::reason}, {"method", &R::method},
                {"matrix_checksum", &R::matrix_checksum, true}});
-  texts(r, v, {{"verification", &R::verification}, {"certified", &R::certified}, {"certificate", &R::certificate}});
+  texts(r, v, {{"method_reason", &R::method_reason}, {"verification", &R::verification}, {"certified", &R::certified}, {"certificate", &R::certificate}});
   v.attr("centered", std::string(r.centered ? "yes" : "no"));
   v.attr("scaled", std::string(r.scales.empty() ? "no" : "yes"));
   texts(r, v, {{"backend", &R::backend}, {"device", &R::device}});
@@ -277,7 +277,8 @@ std::string svds_json(const ResultRecord& r, const std::string& out) {
                   ",\"cols\":" + std::to_string(r.cols) + ",\"nnz\":" + std::to_string(r.nnz) +
                   ",\"k\":" + std::to_string(r.k) + ",\"centered\":" + (r.centered ? "true" : "false") +
                   ",\"scaled\":" + (r.scales.empty() ? "false" : "true") +
-                  ",\"method\":" + json_string(r.method) + ",\"backend\":" + json_string(r.backend) +
+                  ",\"method\":" + json_string(r.method) + ",\"method_reason\":" + json_string(r.method_reason) +
+                  ",\"backend\":" + json_string(r.backend) +
                   ",\"kernel\":" + json_string(r.spmm_kernel) + ",\"kernel_reason\":" + json_string(r.spmm_plan) +
                   ",\"tolerance\":" + json_number(r.tolerance) + ",\"a_norm\":" + json_number(r.a_norm) +
                   ",\"iterations\":" + std::to_string(r.iterations) +

@@ -38,7 +38,7 @@ void record_solve(SolveResult& sr, ResultRecord& r) {
 }
 
 void record_svds(SvdResult& sr, ResultRecord& r) {
-  r.status = to_string(sr.status), r.reason = sr.reason, r.method = sr.method;
+  r.status = to_string(sr.status), r.reason = sr.reason, r.method = sr.method, r.method_reason = sr.method_reason;
   r.iterations = sr.iterations, r.operator_applies = sr.operator_applies;
   r.rows = sr.m, r.cols = sr.n, r.k = sr.k, r.tolerance = sr.tol, r.a_norm = sr.a_norm;
   r.singular_values = sr.values, r.residual_av = sr.residual_av, r.residual_atu = sr.residual_atu;

@@ -8,10 +8,12 @@
 
 #include "core/error.hpp"
 #include "core/trace.hpp"
+#include "factor/engine_rates.hpp"
 #include "solvers/solver_common.hpp"
 #include "solvers/svd/bidiag.hpp"
 #include "solvers/svd/centered.hpp"
 #include "solvers/svd/certificate.hpp"
+#include "solvers/svd/plan.hpp"
 #include "solvers/svd/recheck.hpp"
 #include "solvers/svd/verify.hpp"
 #include "spmm/sparse_operator.hpp"
@@ -149,8 +151,40 @@ SvdResult svds_scaled(const Csr<double>& a, Backend backend, const SvdOptions& o
   return r;
 }
 
-// The GKL iteration, or the dense path (small, or after a breakdown or running out of the default
-// restarts on a matrix it affords); no count or re-check.
+// The method (solvers/svd/plan.hpp): as asked, else priced where both apply, with one timed apply
+// of A and of Aᵀ on b random columns.
+detail::SvdPlan choose_method(const LinearOperator<double>& a, const LinearOperator<double>& at, DenseBlockOps& ops,
+                              const SvdOptions& opt, const detail::GklShape& shape, bool fits) {
+  detail::SvdPlan p;
+  if (opt.method == SvdMethod::dense) {
+    p.dense = true, p.reason = "dense: asked for";
+    return p;
+  }
+  if (opt.method == SvdMethod::gkl) {
+    if (!fits)
+      throw InvalidArgument("svds: method gkl: min(m, n) = " + std::to_string(std::min(a.rows(), a.cols())) +
+                            " cannot hold a Krylov basis of k + 2 blocks (k = " + std::to_string(opt.k) + ")");
+    p.reason = "block GKL: asked for";
+    return p;
+  }
+  detail::SvdPlanInputs in;
+  in.m = a.rows(), in.n = a.cols(), in.k = opt.k, in.shape = shape, in.fits = fits;
+  const EngineRates* known = known_engine_rates();
+  in.s_per_flop = 5.0 * (known ? known->factor_s_per_flop : EngineRates{}.factor_s_per_flop);
+  if (detail::svd_both_apply(in.m, in.n, fits)) {
+    const std::int64_t b = shape.block;
+    auto x = ops.allocate(in.n, b), y = ops.allocate(in.m, b);
+    ops.fill_random(x.view(), opt.seed + 77);
+    detail::ApplyClock clock(ops);
+    clock.apply(a, x.view(), y.view());
+    clock.apply(at, y.view(), x.view());
+    in.t_col = clock.apply_seconds() / static_cast<double>(2 * b);
+  }
+  return detail::plan_svds(in);
+}
+
+// The GKL iteration, or the dense path (as planned, or after a breakdown or running out of the
+// default restarts on a matrix it affords); no count or re-check.
 SvdResult solve_operator(const LinearOperator<double>& a, const LinearOperator<double>& at,
                          DenseBlockOps& ops, const SvdOptions& opt) {
   const std::int64_t m = a.rows(), n = a.cols();
@@ -160,12 +194,18 @@ SvdResult solve_operator(const LinearOperator<double>& a, const LinearOperator<d
                   "svds: A, Aᵀ and the dense ops must share one space");
   bool fits = false;
   const auto shape = detail::gkl_shape(m, n, opt, &fits);
-  if (!fits) return svds_dense(a, at, ops, opt);
+  const detail::SvdPlan plan = choose_method(a, at, ops, opt, shape, fits);
+  if (plan.dense) {
+    SvdResult d = svds_dense(a, at, ops, opt);
+    d.method_reason = plan.reason;
+    return d;
+  }
   const double t0 = detail::now_seconds();
   detail::BlockGkl gkl(a, at, ops, opt, shape);
   const double t1 = detail::now_seconds();
   gkl.run();
   SvdResult r = std::move(gkl.result());
+  r.method_reason = plan.reason;
   r.phases.setup_s = t1 - t0;
   r.phases.iterate_s = detail::now_seconds() - t1 - r.phases.verify_s;  // verify_s: gkl's checks
   // Out of restarts (the limit not the caller's own), or broken down (the estimates pass, the true
@@ -176,6 +216,7 @@ SvdResult solve_operator(const LinearOperator<double>& a, const LinearOperator<d
       static_cast<double>(m) * static_cast<double>(n) <= kDenseFallbackEntries &&
       std::min(m, n) <= kDenseFallbackSide) {
     SvdResult d = svds_dense(a, at, ops, opt);
+    d.method_reason = r.method_reason;
     d.method += " after " + r.method + (out_of_restarts ? " stopped unconverged (" : " broke down (") +
                 std::to_string(r.iterations) + " restarts)";
     d.iterations = r.iterations;

@@ -43,9 +43,10 @@
 //     A·V = U·B broke; restarting cannot repair them) end the iteration with status breakdown.
 //     A matrix the dense path affords (m·n ≤ 2^24, min(m, n) ≤ 1000) is then solved densely, as
 //     it is after running out of the default restart limit (SvdResult::method says so).
-//   - Small problems (min(m, n) too small for a Krylov basis of k + 2 blocks) are solved densely
-//     on the host (A formed by applying it to identity columns of the smaller side), and verified
-//     the same way.
+//   - Small problems (min(m, n) too small for a Krylov basis of k + 2 blocks), and those where
+//     the planner predicts the dense SVD cheaper (solvers/svd/plan.hpp; SvdOptions::method), are
+//     solved densely on the host (A formed by applying it to identity columns of the smaller
+//     side), and verified the same way. method_reason says why.
 //   - Checkpoints and resume: after a restart, every checkpoint_every seconds, the right basis
 //     V(:, 0:keep + b) (the kept Ritz vectors and the next block) goes to on_checkpoint; given
 //     back as `start`, the iteration continues that thick restart (solvers/svd/bidiag.hpp,
@@ -68,8 +69,13 @@ namespace tcsolve {
 // centered): automatic where it is cheap, always (--certify: an error where it cannot apply), never.
 enum class SvdCertify { automatic, always, never };
 
+// The method: automatic (priced, solvers/svd/plan.hpp: the dense SVD where it is predicted
+// cheaper and affordable, m·n ≤ 2^24 and min(m, n) ≤ 1000; else the block GKL), or as asked.
+enum class SvdMethod { automatic, gkl, dense };
+
 struct SvdOptions {
   std::int64_t k = 6;
+  SvdMethod method = SvdMethod::automatic;
   // Residual test of each triplet, relative to σ₁ (see the contract above).
   double tol = 1e-8;
   // Block size b (0: min(k, 16)) and Krylov basis L (columns of U before a restart, 0: the
@@ -116,6 +122,7 @@ struct SvdResult {
   SolverStatus status = SolverStatus::not_converged;
   std::string reason;
   std::string method;                  // "block GKL (b = 6, L = 24)" or "dense (Eigen BDCSVD)"
+  std::string method_reason;           // why that method (the planner's prices, or "asked for")
   std::int64_t m = 0, n = 0, k = 0;
   std::vector<double> values;          // σ_1 ≥ … ≥ σ_k
   std::vector<double> u;               // m × k, column-major

@@ -25,6 +25,7 @@
 #include "solvers/svd/bidiag.hpp"
 #include "solvers/svd/centered.hpp"
 #include "solvers/svd/certificate.hpp"
+#include "solvers/svd/plan.hpp"
 #include "solvers/svd/recheck.hpp"
 #include "solvers/svd/svds.hpp"
 #include "spmm/sparse_operator.hpp"
@@ -524,6 +525,54 @@ TEST(Svds, NarrowBlockLosingCopiesIsRerunWider) {
   EXPECT_EQ(blind.verification, "none");
   EXPECT_EQ(blind.status, SolverStatus::converged);
   EXPECT_GT(std::abs(blind.values[4] - ref(4)), 1e-6 * ref(0)) << "block 1 found every copy: no trap";
+}
+
+// The planner: dense where min(m, n) cannot hold the basis; the block GKL where the dense SVD is
+// beyond its limits; priced where both apply (a thin 2000 × 60 matrix: the dense SVD's 34 Mflop
+// against GKL's orthogonalization of 2 restarts, 80 Mflop; 300 × 200: the reverse).
+TEST(SvdPlan, PricesBothWhereBothApply) {
+  auto in_for = [](std::int64_t m, std::int64_t n, std::int64_t k, double t_col) {
+    detail::SvdPlanInputs in;
+    SvdOptions o;
+    o.k = k;
+    in.m = m, in.n = n, in.k = k, in.t_col = t_col, in.s_per_flop = 5e-10;
+    in.shape = detail::gkl_shape(m, n, o, &in.fits);
+    return in;
+  };
+  const auto tiny = detail::plan_svds(in_for(40, 20, 6, 1e-6));
+  EXPECT_TRUE(tiny.dense);
+  EXPECT_NE(tiny.reason.find("cannot hold"), std::string::npos) << tiny.reason;
+  const auto big = detail::plan_svds(in_for(100000, 2000, 6, 1e-4));
+  EXPECT_FALSE(big.dense);
+  EXPECT_EQ(big.dense_s, -1);
+  EXPECT_NE(big.reason.find("not priced"), std::string::npos) << big.reason;
+  const auto thin = detail::plan_svds(in_for(2000, 60, 6, 1e-6));
+  EXPECT_TRUE(thin.dense) << thin.reason;
+  EXPECT_LT(thin.dense_s, thin.gkl_s);
+  const auto square = detail::plan_svds(in_for(300, 200, 6, 1e-6));
+  EXPECT_FALSE(square.dense) << square.reason;
+  EXPECT_LT(square.gkl_s, square.dense_s);
+  EXPECT_NE(square.reason.find("predicted"), std::string::npos) << square.reason;
+  // a slow apply does not change that: dense applies p + 2k = 72 columns, GKL about 150
+  EXPECT_TRUE(detail::plan_svds(in_for(2000, 60, 6, 1.0)).dense);
+}
+
+// The plan in the run: the thin matrix is solved densely and says why; forced methods are taken.
+TEST(SvdPlan, RunsThePlannedMethodAndSaysWhy) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const auto a = random_sparse(2000, 60, 0.05, 31u);
+  const auto r = svds(a, kBackend, opts(6));
+  EXPECT_EQ(r.method.rfind("dense", 0), 0u) << r.method << " | " << r.method_reason;
+  EXPECT_NE(r.method_reason.find("predicted"), std::string::npos) << r.method_reason;
+  expect_matches_dense(r, dense_of(a), 1e-10, "planned dense");
+  auto o = opts(6);
+  o.method = SvdMethod::gkl;
+  const auto g = svds(a, kBackend, o);
+  EXPECT_EQ(g.method.rfind("block GKL", 0), 0u) << g.method;
+  EXPECT_EQ(g.method_reason, "block GKL: asked for");
+  expect_matches_dense(g, dense_of(a), 1e-10, "forced GKL");
+  o.method = SvdMethod::gkl;
+  EXPECT_THROW(svds(random_sparse(40, 20, 0.2, 32u), kBackend, o), InvalidArgument);
 }
 
 // Where nothing counts (certify = never, as for the centered operator and large matrices), the
