@@ -26,6 +26,12 @@ namespace tcsolve::detail {
 
 namespace {
 
+// Said in the plan's reason where the CSR segments run interleaved (csr_spmm_cuda.hpp).
+void note_interleaved(const CsrSpmmDevice& csr, SpmmPlan& p) {
+  static const char* note = "; segments run in the order of their place in their rows (staged X beyond L2)";
+  if (csr.interleaved() && p.reason.find(note) == std::string::npos) p.reason += note;
+}
+
 class CudaSparseOperator final : public SparseOperator {
  public:
   CudaSparseOperator(const Csr<double>& a, const Bcsr<double>* blocks, const SpmmPlan& plan,
@@ -37,6 +43,7 @@ class CudaSparseOperator final : public SparseOperator {
         csr_ = std::make_unique<CsrSpmmDevice>(a, plan.precision, plan.csr_group,
                                                plan.stage_x ? plan.expected_cols : 0,
                                                plan.csr_tiled);
+        note_interleaved(*csr_, plan_);
         trace_mark("spmm: CSR uploaded");
         break;
       case SpmmKernel::bcsr_dmma:
@@ -84,6 +91,7 @@ class CudaSparseOperator final : public SparseOperator {
   void relayout_csr(const std::vector<std::int64_t>& row_ptr, const SpmmPlan& c) {
     csr_->relayout(row_ptr, c.csr_group, c.stage_x ? c.expected_cols : 0, c.csr_tiled);
     plan_ = c;
+    note_interleaved(*csr_, plan_);
   }
   const SpmmPlan& plan() const override { return plan_; }
   SpmmPlan& mutable_plan() override { return plan_; }
@@ -362,7 +370,7 @@ std::unique_ptr<SparseOperator> make_cuda_transposed_operator(
   TCSOLVE_REQUIRE(p.kernel == SpmmKernel::csr_row || p.kernel == SpmmKernel::csr_segment,
                   "a device-transposed operator runs a CSR kernel");
   csr->relayout(rp, p.csr_group, p.stage_x ? p.expected_cols : 0, p.csr_tiled);
-  if (csr->interleaved()) p.reason += "; segments run in the order of their place in their rows (staged X beyond L2)";
+  note_interleaved(*csr, p);
   return std::make_unique<CudaSparseOperator>(std::move(csr), p, opt);
 }
 

@@ -68,7 +68,10 @@ void print_svds_text(std::ostream& os, const JobSpec& s, const ResultRecord& r) 
                  j < r.residual_av.size() ? r.residual_av[j] / s1 : NAN,
                  j < r.residual_atu.size() ? r.residual_atu[j] / s1 : NAN)
        << (r.centered && j < ratio.size() ? format("  %9.4f%%", 100 * ratio[j]) : "") << "\n";
-  if (!r.certificate.empty()) os << "certified: " << r.certified << " (" << r.certificate << ")\n";
+  if (!r.method_reason.empty()) os << "method: " << r.method_reason << "\n";
+  if (!r.verification.empty())
+    os << "verified by: " << r.verification << "; certified: " << r.certified
+       << (r.certificate.empty() ? "" : " (" + r.certificate + ")") << "\n";
   if (!s.out.empty()) os << "written: " << s.out << "\n";
   if (!s.plot.empty()) os << "written: " << s.plot << "\n";
   if (!s.checkpoint.empty()) os << checkpoints_line(s, r) << "\n";

@@ -42,7 +42,7 @@ class Result:
     what the eigs() driver reports: ``convergence_test``, ``transform`` ('none' or
     'shift-invert'), ``sigma``, ``method_reason`` (the plan, its predicted seconds and the best
     rejected plan), ``predicted_seconds``, ``verification`` ('certificate', 'recheck', 'dense' or
-    'none'), ``certified``/``certificate`` (what verified the set), ``factorization``,
+    'none'; svds also 'block'), ``certified``/``certificate`` (what verified the set), ``factorization``,
     ``time_plan``, ``time_setup``, ``time_verify``.
     solve (``task == 'solve'``): ``solution`` (n × s), ``residual_norms`` (true ‖b − A·x‖/‖b‖
     per column), ``backward_errors`` (‖b − A·x‖/(‖A‖_F‖x‖ + ‖b‖) per column; None for a

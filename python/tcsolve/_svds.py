@@ -321,6 +321,7 @@ def dense_svd(a, k, tol, which="SM"):
             "backend": "cpu", "device": "cpu", "history": {"iteration": np.zeros(0, np.int64),
                                                             "converged": np.zeros(0, np.int64),
                                                             "residual_estimates": np.zeros((0, k))},
+            "verification": "dense" if ok else "none", "certified": "not_checked", "certificate": "",
             "method_reason": "which='SM': dense SVD (the block GKL finds the largest end)" if which == "SM"
             else "solver='lobpcg' with min(m, n) < 5k: dense SVD, as SciPy's lobpcg"}
 

@@ -37,6 +37,7 @@ def order_result(res):
         h["residual_estimates"] = est[:, idx]
     out["history"] = h
     out.setdefault("method_reason", "")
+    out.setdefault("verification", "none")
     out.setdefault("time_read", 0.0)
     out.setdefault("time_write", 0.0)
     return out
@@ -49,7 +50,10 @@ class SvdsResult(Result):
     pca), ``a_norm`` (s₁, the scale of the test), ``tolerance`` (each triplet passed
     residual ≤ tolerance·a_norm when ``status`` is 'converged'), ``status`` ('converged',
     'not_converged', 'interrupted'), ``reason``, ``method`` ('block GKL (b = …, L = …, keep …)' or
-    a dense SVD), ``method_reason``, ``iterations`` (restarts), ``operator_applies`` (columns
+    a dense SVD), ``method_reason`` (the planner's prices, or why), ``verification`` (what showed
+    that no value above s_k is missing: 'certificate', 'recheck', 'block', 'dense' or 'none'),
+    ``certified``/``certificate`` (the count and the re-check: what ran and what it found),
+    ``iterations`` (restarts), ``operator_applies`` (columns
     multiplied by A or Aᵀ), ``history`` (``iteration``, ``converged``, ``residual_estimates``:
     restarts × k), ``seed``, ``backend``, ``device``, ``matrix``, ``rows``, ``cols``, ``nnz``,
     ``command``, ``time_setup``, ``time_solve``, ``time_verify``, ``time_preprocess``; a centered

@@ -75,8 +75,9 @@ SvdRecheckPlan svd_recheck_plan(const SvdResult& r, std::int64_t m, std::int64_t
   const double s1 = std::max(r.values.front(), r.a_norm);
   p.sigma_k = r.values.back();
   p.eps = 4.0 * r.tol * s1;
-  // (values descending: a window from each value down)
-  for (std::int64_t i = 0, j = 0; i < k; ++i) {
+  // (values descending: a window from each value down; only values at least 2ε above σ_k, whose
+  // copies could be missing: copies of σ_k itself beyond the k-th are not wanted)
+  for (std::int64_t i = 0, j = 0; i < k && r.values[i] >= p.sigma_k + 2.0 * p.eps; ++i) {
     j = std::max(j, i);
     while (j + 1 < k && r.values[i] - r.values[j + 1] <= std::max(2.0 * p.eps, kCopyWindow * r.values[i])) ++j;
     p.largest_group = std::max(p.largest_group, j - i + 1);
@@ -92,7 +93,8 @@ SvdRecheckPlan svd_recheck_plan(const SvdResult& r, std::int64_t m, std::int64_t
     if (s >= p.sigma_k + 2.0 * p.eps) p.sigma_d = std::min(p.sigma_d, s);
   if (!std::isfinite(p.sigma_d)) p.sigma_d = std::max(1.01 * p.sigma_k, p.sigma_k + 2.0 * p.eps);
   const double ratio = (p.sigma_d * p.sigma_d - p.sigma_k * p.sigma_k) / (p.sigma_k * p.sigma_k);  // δ/σ_k²
-  const double amplify = std::sqrt(2.0 / ratio) * std::sqrt(static_cast<double>(n)) / kStartComponent;
+  // a²/r² ≥ 1 + 2σ_k²/δ puts the filtered vector's Rayleigh quotient at σ_k² + δ/2 or above
+  const double amplify = std::sqrt(1.0 + 2.0 / ratio) * std::sqrt(static_cast<double>(n)) / kStartComponent;
   const double degree = std::ceil(std::acosh(amplify) / std::acosh(1.0 + 2.0 * ratio));
   if (!(degree < 1e6)) {
     p.why = format("its degree (resolution %.3g of sigma_k) is out of reach", ratio);

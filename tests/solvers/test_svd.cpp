@@ -611,6 +611,9 @@ TEST(SvdRecheck, PlanFromTheFoundValues) {
   EXPECT_GT(detail::svd_recheck_plan(r, 1000, 800).steps, p.steps);  // finer: more steps
   r.values = {5 + 1e-9, 5, 5};  // within 2ε of σ_k: copies of it; σ_d = 1.01·σ_k
   EXPECT_NEAR(detail::svd_recheck_plan(r, 1000, 800).sigma_d, 5.05, 1e-12);
+  EXPECT_EQ(detail::svd_recheck_plan(r, 1000, 800).largest_group, 0);  // nothing above σ_k to lack copies
+  r.values = {7};  // k = 1: the block always answers
+  EXPECT_EQ(detail::svd_recheck_plan(r, 1000, 800).largest_group, 0);
   r.values = {10, 1e-12};
   const auto zero = detail::svd_recheck_plan(r, 1000, 800);
   EXPECT_EQ(zero.steps, 0);
