@@ -141,6 +141,7 @@ struct CsrHeader {
   std::int64_t nrows = 0, ncols = 0;                 // the shape attribute
   std::int64_t n_data = 0, n_indices = 0, n_indptr = 0;  // the datasets' 1-D extents
   Symmetry sym = Symmetry::general;                  // the symmetry attribute (default general)
+  bool csc = false;  // anndata's csc_matrix (h5sparse's csc): indptr over columns, indices are rows
 };
 
 // Opens the group `group_name` of the open file f (the root for "/" or "").
@@ -149,7 +150,7 @@ CsrGroup open_csr_group(const Hdf5File& f, const std::string& path, const std::s
   c.path = path;
   c.gpath = normalized_group(group_name);
   if (c.gpath != "/" && !f.has_group(c.gpath))
-    c.fail(c.gpath, f.has(c.gpath) ? "is not a group" : "no such group (a CSR matrix group is expected here; "
+    c.fail(c.gpath, f.has(c.gpath) ? "is not a group" : "no such group (a CSR or CSC matrix group is expected here; "
                                                       "'FILE.h5:GROUP' selects another group)");
   c.g = c.gpath == "/" ? static_cast<const Hdf5Group&>(f) : f.group(c.gpath);
   c.gp = c.gpath == "/" ? "" : c.gpath;
@@ -165,15 +166,16 @@ void read_csr_attributes(const CsrGroup& c, CsrHeader& h) {
   if (g.has_attr("encoding-type")) {
     if (g.attr_type("encoding-type") != Hdf5Type::string) c.fail(gpath + "@encoding-type", "is not a string");
     const std::string enc = g.attr_string("encoding-type");
-    if (enc == "csc_matrix")
-      c.fail(gpath, "encoding-type 'csc_matrix' is not supported; store the matrix as CSR (scipy: m.tocsr())");
-    if (enc != "csr_matrix") c.fail(gpath, "encoding-type is '" + enc + "', expected 'csr_matrix'");
+    h.csc = enc == "csc_matrix";
+    if (enc != "csr_matrix" && !h.csc)
+      c.fail(gpath, "encoding-type is '" + enc + "', expected 'csr_matrix' or 'csc_matrix'");
   } else if (g.has_attr("h5sparse_format")) {  // h5sparse's convention
     const std::string fmt = g.attr_string("h5sparse_format");
-    if (fmt != "csr") c.fail(gpath, "h5sparse_format is '" + fmt + "', only 'csr' is supported");
+    h.csc = fmt == "csc";
+    if (fmt != "csr" && !h.csc) c.fail(gpath, "h5sparse_format is '" + fmt + "', expected 'csr' or 'csc'");
     shape_attr = "h5sparse_shape";
   } else {
-    c.fail(gpath, "missing attribute 'encoding-type' (expected 'csr_matrix'): not a CSR matrix group");
+    c.fail(gpath, "missing attribute 'encoding-type' (expected 'csr_matrix' or 'csc_matrix'): not a sparse matrix group");
   }
   if (!g.has_attr(shape_attr)) c.fail(gpath, "missing attribute '" + shape_attr + "' = [nrows, ncols]");
   const Hdf5Type st = g.attr_type(shape_attr);
@@ -223,8 +225,9 @@ CsrHeader read_csr_header(const CsrGroup& c) {
 // The extents agree with the shape and with each other, and bound the entries (before any read).
 void check_extents(const CsrGroup& c, const CsrHeader& h) {
   const std::string& gp = c.gp;
-  if (h.n_indptr != h.nrows + 1)
-    c.fail(gp + "/indptr", "has " + std::to_string(h.n_indptr) + " elements, expected nrows + 1 = " + std::to_string(h.nrows + 1));
+  if (h.n_indptr != h.nrows + 1)  // (a CSC group's h holds Aᵀ's shape: its indptr runs over A's columns)
+    c.fail(gp + "/indptr", "has " + std::to_string(h.n_indptr) + " elements, expected " +
+                               (h.csc ? "ncols + 1 = " : "nrows + 1 = ") + std::to_string(h.nrows + 1));
   if (h.n_indices != h.n_data)
     c.fail(gp + "/indices", "has " + std::to_string(h.n_indices) + " elements but data has " + std::to_string(h.n_data));
   check_entries_fit_shape(h.n_data, h.nrows, h.ncols, [&](const std::string& what) { c.fail(gp + "/data", what); });
@@ -357,9 +360,35 @@ Csr<double> read_hdf5_matrix_rows(const std::string& path, std::int64_t r0, std:
                                   std::int64_t* total_rows) {
   Hdf5File f = Hdf5File::open(path);
   const CsrGroup c = open_csr_group(f, path, group_name);
-  const CsrHeader h = read_csr_header(c);
+  CsrHeader h = read_csr_header(c);
   if (total_rows) *total_rows = h.nrows;
   const bool whole = r1 < 0;
+  if (h.csc) {
+    // CSC of A (m × n) is the CSR of Aᵀ (n × m): read and checked as that (indptr over the n
+    // columns, indices rows in [0, m)), then transposed by a counting sort (core/csr.hpp), 12·nnz
+    // bytes more for the moment of the transpose and no dense copy.
+    if (!whole)
+      c.fail(c.gpath, "a row range of a CSC group cannot be read (its rows are spread over every column); "
+                      "store the matrix as CSR for distributed reads");
+    const std::int64_t m = h.nrows;
+    std::swap(h.nrows, h.ncols);
+    check_extents(c, h);
+    Csr<double> at;
+    at.nrows = h.nrows, at.ncols = h.ncols;
+    const std::int64_t base = read_row_pointers(c, h, 0, true, at);
+    const std::int64_t cnt = at.row_ptr[at.nrows];
+    read_column_indices(c, base, cnt, true, at);
+    read_values(c, base, cnt, true, opt.allow_nonfinite, at);
+    sum_duplicates(at);
+    Csr<double> a = transpose(at);
+    at = Csr<double>();
+    a.symmetry = h.sym;
+    std::swap(h.nrows, h.ncols);
+    if (h.sym != Symmetry::general) check_declared_symmetry(c, h, a);
+    if (opt.require_square && m != h.ncols)
+      c.fail(c.gpath, "matrix is " + std::to_string(m) + "x" + std::to_string(h.ncols) + ", a square matrix is required");
+    return a;
+  }
   if (whole) r0 = 0, r1 = h.nrows;
   if (r0 < 0 || r0 > r1 || r1 > h.nrows)
     throw InvalidArgument(path + ": rows [" + std::to_string(r0) + ", " + std::to_string(r1) +

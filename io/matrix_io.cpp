@@ -31,23 +31,27 @@ Format format_of(const std::string& path) {
   std::string p = lower(path);
   if (ends_with(p, ".gz")) {
     p.resize(p.size() - 3);
-    if (ends_with(p, ".h5") || ends_with(p, ".hdf5")) return Format::unknown;  // no gzip for HDF5
+    if (ends_with(p, ".h5") || ends_with(p, ".hdf5") || ends_with(p, ".h5ad")) return Format::unknown;  // no gzip for HDF5
   }
   if (ends_with(p, ".mtx")) return Format::matrix_market;
   for (const char* e : {".rb", ".rsa", ".rua", ".hb"})
     if (ends_with(p, e)) return Format::rutherford_boeing;
-  if (ends_with(p, ".h5") || ends_with(p, ".hdf5")) return Format::hdf5;
+  if (ends_with(p, ".h5") || ends_with(p, ".hdf5") || ends_with(p, ".h5ad")) return Format::hdf5;
   return Format::unknown;
 }
 
 const char* supported_inputs =
     "supported: .mtx, .mtx.gz (Matrix Market), .rb .rsa .rua .hb (+ .gz) (Rutherford-Boeing), "
-    ".h5 .hdf5 (HDF5 CSR group, FILE.h5:GROUP), or a generator spec gen:NAME:PARAMS";
+    ".h5 .hdf5 (HDF5 CSR or CSC group, FILE.h5:GROUP), .h5ad (anndata; its X unless FILE.h5ad:GROUP), "
+    "or a generator spec gen:NAME:PARAMS";
+
+// The group read when the spec names none: anndata's X in an .h5ad, else tcsolve's "matrix".
+std::string default_group(const std::string& file) { return ends_with(lower(file), ".h5ad") ? "X" : "matrix"; }
 
 // Splits "FILE.h5:GROUP" (also .hdf5); group is empty when the spec names only a file.
 void split_hdf5_spec(const std::string& spec, std::string& file, std::string& group) {
   const std::string l = lower(spec);
-  for (const char* ext : {".h5:", ".hdf5:"}) {
+  for (const char* ext : {".h5:", ".hdf5:", ".h5ad:"}) {
     std::size_t at = l.rfind(ext);
     if (at != std::string::npos) {
       const std::size_t cut = at + std::char_traits<char>::length(ext) - 1;
@@ -112,7 +116,7 @@ Csr<double> read_matrix_rows(const std::string& spec, std::int64_t r0, std::int6
     throw InvalidArgument("'" + spec + "': only HDF5 files and generators are read by row ranges");
   check_readable_file(file);
   std::int64_t total = 0;
-  Csr<double> a = read_hdf5_matrix_rows(file, r0, r1, group.empty() ? "matrix" : group, opt, &total);
+  Csr<double> a = read_hdf5_matrix_rows(file, r0, r1, group.empty() ? default_group(file) : group, opt, &total);
   if (total_rows) *total_rows = total;
   if (opt.require_square && a.ncols != total)
     throw InputError(file, 0, "matrix is " + std::to_string(total) + "x" + std::to_string(a.ncols) +
@@ -131,14 +135,14 @@ Csr<double> read_matrix(const std::string& spec, const ReadOptions& opt) {
     split_hdf5_spec(spec, file, group);
     const Format fmt = format_of(file);
     if (!group.empty() && fmt != Format::hdf5)
-      throw InvalidArgument("'" + spec + "': a :GROUP suffix is only valid for .h5/.hdf5 files");
+      throw InvalidArgument("'" + spec + "': a :GROUP suffix is only valid for .h5/.hdf5/.h5ad files");
     if (fmt == Format::unknown)
       throw InvalidArgument("'" + spec + "': unknown matrix file extension (" + supported_inputs + ")");
     check_readable_file(file);
     switch (fmt) {
       case Format::matrix_market: a = read_matrix_market(file, opt); break;
       case Format::rutherford_boeing: a = read_rutherford_boeing(file, opt); break;
-      case Format::hdf5: a = read_hdf5_matrix(file, group.empty() ? "matrix" : group, opt); break;
+      case Format::hdf5: a = read_hdf5_matrix(file, group.empty() ? default_group(file) : group, opt); break;
       case Format::unknown: break;
     }
   }

@@ -111,6 +111,31 @@ TEST(SvdsCli, CertificateInJsonAndResultFile) {
   EXPECT_NE(off.out.find("\"verification\":\"none\""), std::string::npos) << off.out;
 }
 
+// An anndata file whose X is stored column-major (a CSC group): `tcsolve svds cells.h5ad` reads
+// its X (no :GROUP needed) and gives the values of the same matrix read as generated.
+TEST(SvdsCli, ReadsAnAnndataCscX) {
+  ScratchDir d;
+  const std::string spec = "gen:counts:300:70", file = (d.path() / "cells.h5ad").string();
+  const Csr<double> a = generate(spec), at = transpose(a);
+  {
+    Hdf5File f = Hdf5File::create(file);
+    Hdf5Group g = f.create_group("X");
+    g.set_attr("encoding-type", "csc_matrix");
+    g.set_attr("shape", std::vector<std::int64_t>{a.nrows, a.ncols});
+    g.write("data", at.values);
+    g.write("indices", at.col_idx);
+    g.write("indptr", at.row_ptr);
+    f.close();
+  }
+  const auto r = run_tcsolve({"svds", file, "--k", "3", "--json"});
+  const auto g = run_tcsolve({"svds", spec, "--k", "3", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(g.status, 0) << g.err;
+  EXPECT_NE(r.out.find("\"rows\":300,\"cols\":70,\"nnz\":" + std::to_string(a.nnz())), std::string::npos) << r.out;
+  const auto values = [](const std::string& out) { return out.substr(out.find("\"singular_values\":"), 80); };
+  EXPECT_EQ(values(r.out), values(g.out));
+}
+
 // --scale: the scales dataset (the columns' standard deviations) and the attribute.
 TEST(SvdsCli, ScaledWritesTheScales) {
   ScratchDir d;

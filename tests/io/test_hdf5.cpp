@@ -22,6 +22,7 @@
 #include "io/generators.hpp"
 #include "io/hdf5_file.hpp"
 #include "io/hdf5_matrix.hpp"
+#include "io/matrix_io.hpp"
 #include "tests/io/csr_equal.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -265,6 +266,39 @@ TEST(Hdf5Matrix, WrittenLayoutFollowsAnndata) {
   EXPECT_EQ(g.read_doubles("data"), a.values);
 }
 
+// anndata's CSC layout (X of an .h5ad written column-major; group "X"): the same matrix as its CSR,
+// duplicates summed; a row range of it is refused with the reason.
+TEST(Hdf5Matrix, CscGroupReadsAsTheSameMatrix) {
+  TempDir tmp;
+  const Csr<double> a = generate("gen:counts:40:25");
+  const Csr<double> at = transpose(a);
+  {
+    Hdf5File f = Hdf5File::create(tmp / "x.h5ad");
+    Hdf5Group g = f.create_group("X");
+    g.set_attr("encoding-type", "csc_matrix");
+    g.set_attr("encoding-version", "0.1.0");
+    g.set_attr("shape", std::vector<std::int64_t>{a.nrows, a.ncols});
+    g.write("data", at.values);
+    g.write("indices", at.col_idx);
+    g.write("indptr", at.row_ptr);
+    f.close();
+  }
+  const Csr<double> b = read_hdf5_matrix(tmp / "x.h5ad", "X");
+  EXPECT_EQ(b.nrows, a.nrows);
+  EXPECT_EQ(b.ncols, a.ncols);
+  EXPECT_EQ(b.row_ptr, a.row_ptr);
+  EXPECT_EQ(b.col_idx, a.col_idx);
+  EXPECT_EQ(b.values, a.values);
+  EXPECT_EQ(read_matrix(std::string(tmp / "x.h5ad") + ":X").values, a.values);  // FILE.h5ad:X
+  EXPECT_EQ(read_matrix(std::string(tmp / "x.h5ad")).col_idx, a.col_idx);         // X by default
+  try {
+    read_hdf5_matrix_rows(tmp / "x.h5ad", 0, 10, "X");
+    ADD_FAILURE() << "a row range of a CSC group was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("row range of a CSC group"), std::string::npos) << e.what();
+  }
+}
+
 // ---- CSR groups written by other tools (raw HDF5 API: dtypes our layer does not write) ----
 
 // Writes a 1-D dataset of `file_type` from `mem_type` data.
@@ -415,8 +449,15 @@ TEST(Hdf5Matrix, MalformedGroupsAreRefusedWithMessages) {
       {"negative index", [](GroupSpec& s) { s.indices[3] = -1; }, "element 3 = -1 out of range"},
       {"NaN", [nan](GroupSpec& s) { s.data[2] = nan; }, "/matrix/data: element 2 is NaN"},
       {"Inf", [inf](GroupSpec& s) { s.data[4] = -inf; }, "/matrix/data: element 4 is Inf"},
-      {"csc", [](GroupSpec& s) { s.encoding = "csc_matrix"; }, "'csc_matrix' is not supported"},
-      {"other encoding", [](GroupSpec& s) { s.encoding = "array"; }, "encoding-type is 'array', expected 'csr_matrix'"},
+      {"csc with a CSR's indptr", [](GroupSpec& s) { s.encoding = "csc_matrix"; },
+       "/matrix/indptr: has 5 elements, expected ncols + 1 = 6"},
+      {"csc row out of range", [](GroupSpec& s) {
+         s.encoding = "csc_matrix";
+         s.shape = {5, 4};  // the default arrays as the CSC of a 5 × 4 matrix: row index 4 is fine, 5 not
+         s.indices[1] = 5;
+       },
+       "/matrix/indices: element 1 = 5 out of range [0, 5)"},
+      {"other encoding", [](GroupSpec& s) { s.encoding = "array"; }, "encoding-type is 'array', expected 'csr_matrix' or 'csc_matrix'"},
       {"no encoding", [](GroupSpec& s) { s.encoding.clear(); }, "missing attribute 'encoding-type'"},
       {"bad symmetry", [](GroupSpec& s) { s.symmetry = "hermitian"; }, "/matrix@symmetry: is 'hermitian'"},
       {"symmetric but rectangular", [](GroupSpec& s) { s.symmetry = "symmetric"; }, "declares symmetric but the matrix is 4x5"},
