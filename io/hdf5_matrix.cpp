@@ -360,49 +360,32 @@ Csr<double> read_hdf5_matrix_rows(const std::string& path, std::int64_t r0, std:
                                   std::int64_t* total_rows) {
   Hdf5File f = Hdf5File::open(path);
   const CsrGroup c = open_csr_group(f, path, group_name);
-  CsrHeader h = read_csr_header(c);
+  const CsrHeader h = read_csr_header(c);
   if (total_rows) *total_rows = h.nrows;
   const bool whole = r1 < 0;
-  if (h.csc) {
-    // CSC of A (m × n) is the CSR of Aᵀ (n × m): read and checked as that (indptr over the n
-    // columns, indices rows in [0, m)), then transposed by a counting sort (core/csr.hpp), 12·nnz
-    // bytes more for the moment of the transpose and no dense copy.
-    if (!whole)
-      c.fail(c.gpath, "a row range of a CSC group cannot be read (its rows are spread over every column); "
-                      "store the matrix as CSR for distributed reads");
-    const std::int64_t m = h.nrows;
-    std::swap(h.nrows, h.ncols);
-    check_extents(c, h);
-    Csr<double> at;
-    at.nrows = h.nrows, at.ncols = h.ncols;
-    const std::int64_t base = read_row_pointers(c, h, 0, true, at);
-    const std::int64_t cnt = at.row_ptr[at.nrows];
-    read_column_indices(c, base, cnt, true, at);
-    read_values(c, base, cnt, true, opt.allow_nonfinite, at);
-    sum_duplicates(at);
-    Csr<double> a = transpose(at);
-    at = Csr<double>();
-    a.symmetry = h.sym;
-    std::swap(h.nrows, h.ncols);
-    if (h.sym != Symmetry::general) check_declared_symmetry(c, h, a);
-    if (opt.require_square && m != h.ncols)
-      c.fail(c.gpath, "matrix is " + std::to_string(m) + "x" + std::to_string(h.ncols) + ", a square matrix is required");
-    return a;
-  }
+  // A CSC group of A (m × n) is the CSR of Aᵀ (n × m): read and checked as that (indptr over the
+  // n columns, indices rows in [0, m)), then transposed by a counting sort (core/csr.hpp): 12·nnz
+  // bytes more while it runs, no dense copy. Its rows are spread over every column: whole only.
+  if (h.csc && !whole)
+    c.fail(c.gpath, "a row range of a CSC group cannot be read (its rows are spread over every column); "
+                    "store the matrix as CSR for distributed reads");
+  CsrHeader stored = h;  // the CSR the group holds: A's, or Aᵀ's for CSC
+  if (h.csc) std::swap(stored.nrows, stored.ncols);
   if (whole) r0 = 0, r1 = h.nrows;
   if (r0 < 0 || r0 > r1 || r1 > h.nrows)
     throw InvalidArgument(path + ": rows [" + std::to_string(r0) + ", " + std::to_string(r1) +
                           ") outside the matrix's " + std::to_string(h.nrows));
-  check_extents(c, h);
+  check_extents(c, stored);
   Csr<double> a;
-  a.nrows = r1 - r0;  // rows read
-  a.ncols = h.ncols;
-  a.symmetry = whole ? h.sym : Symmetry::general;  // a range of rows is a rectangular slice
-  const std::int64_t base = read_row_pointers(c, h, r0, whole, a);
+  a.nrows = whole ? stored.nrows : r1 - r0;  // rows read
+  a.ncols = stored.ncols;
+  const std::int64_t base = read_row_pointers(c, stored, r0, whole, a);
   const std::int64_t cnt = a.row_ptr[a.nrows];
   read_column_indices(c, base, cnt, whole, a);
   read_values(c, base, cnt, whole, opt.allow_nonfinite, a);
   sum_duplicates(a);
+  if (h.csc) a = transpose(a);
+  a.symmetry = whole ? h.sym : Symmetry::general;  // a range of rows is a rectangular slice
   // (A range of rows cannot show its symmetry: distributed/ callers check it otherwise.)
   if (h.sym != Symmetry::general && whole) check_declared_symmetry(c, h, a);
   if (opt.require_square && h.nrows != h.ncols)

@@ -81,7 +81,9 @@ class CudaSparseOperator final : public SparseOperator {
 
   // A CSR operator on arrays already in device memory (e.g. Aᵀ made there), laid out for `plan`.
   CudaSparseOperator(std::unique_ptr<CsrSpmmDevice> csr, const SpmmPlan& plan, const OperatorOptions& opt)
-      : plan_(plan), rows_(csr->rows()), cols_(csr->cols()), stream_(opt.stream), csr_(std::move(csr)) {}
+      : plan_(plan), rows_(csr->rows()), cols_(csr->cols()), stream_(opt.stream), csr_(std::move(csr)) {
+    note_interleaved(*csr_, plan_);
+  }
 
   std::int64_t rows() const override { return rows_; }
   std::int64_t cols() const override { return cols_; }
@@ -366,11 +368,10 @@ std::unique_ptr<SparseOperator> make_cuda_transposed_operator(
   std::vector<std::int64_t> rp;
   auto csr = CsrSpmmDevice::transposed(a.row_ptr, a.col_idx, a.values, m, n, nnz, opt.stream, rp);
   trace_mark("spmm: transposed on the device");
-  SpmmPlan p = plan_of(rp);
+  const SpmmPlan p = plan_of(rp);
   TCSOLVE_REQUIRE(p.kernel == SpmmKernel::csr_row || p.kernel == SpmmKernel::csr_segment,
                   "a device-transposed operator runs a CSR kernel");
   csr->relayout(rp, p.csr_group, p.stage_x ? p.expected_cols : 0, p.csr_tiled);
-  note_interleaved(*csr, p);
   return std::make_unique<CudaSparseOperator>(std::move(csr), p, opt);
 }
 

@@ -8,14 +8,16 @@
 namespace tcsolve::detail {
 
 namespace {
-constexpr double kDenseEntries = 1u << 24;  // svds.cpp's fallback limits
+constexpr double kDenseEntries = 1u << 24;
 constexpr std::int64_t kDenseSide = 1000;
 constexpr double kRestarts = 2.0;
 }  // namespace
 
-bool svd_both_apply(std::int64_t m, std::int64_t n, bool fits) {
-  return fits && static_cast<double>(m) * static_cast<double>(n) <= kDenseEntries && std::min(m, n) <= kDenseSide;
+bool dense_affordable(std::int64_t m, std::int64_t n) {
+  return static_cast<double>(m) * static_cast<double>(n) <= kDenseEntries && std::min(m, n) <= kDenseSide;
 }
+
+bool svd_both_apply(std::int64_t m, std::int64_t n, bool fits) { return fits && dense_affordable(m, n); }
 
 double price_gkl(const SvdPlanInputs& in) {
   const double L = static_cast<double>(in.shape.basis), keep = static_cast<double>(in.shape.keep);

@@ -37,6 +37,10 @@ struct SvdPlan {
   std::string reason;
 };
 
+// The dense SVD as an answer the planner may choose, or after an unconverged iteration: up to
+// 2^24 entries (128 MiB) and a smaller side of 1000 (BDCSVD: O(m·n·min(m, n)), a few seconds at
+// most on 2 cores).
+bool dense_affordable(std::int64_t m, std::int64_t n);
 // True where both candidates apply (then t_col is worth measuring).
 bool svd_both_apply(std::int64_t m, std::int64_t n, bool fits);
 double price_gkl(const SvdPlanInputs& in);

@@ -75,22 +75,21 @@ SvdRecheckPlan svd_recheck_plan(const SvdResult& r, std::int64_t m, std::int64_t
   const double s1 = std::max(r.values.front(), r.a_norm);
   p.sigma_k = r.values.back();
   p.eps = 4.0 * r.tol * s1;
-  // (values descending: a window from each value down; only values at least 2ε above σ_k, whose
-  // copies could be missing: copies of σ_k itself beyond the k-th are not wanted)
+  // Values descending; only those at least 2ε above σ_k can lack a copy (copies of σ_k itself
+  // beyond the k-th are not wanted; closer values are σ_k's copies, to the set's error). Over
+  // them: the largest group within the copy window (a window from each value down) and σ_d, the
+  // smallest of them, so that δ/2 ≥ (σ_k + ε)² − σ_k² and a caught copy shows as θ > σ_k + ε.
+  p.sigma_d = std::numeric_limits<double>::infinity();
   for (std::int64_t i = 0, j = 0; i < k && r.values[i] >= p.sigma_k + 2.0 * p.eps; ++i) {
     j = std::max(j, i);
     while (j + 1 < k && r.values[i] - r.values[j + 1] <= std::max(2.0 * p.eps, kCopyWindow * r.values[i])) ++j;
     p.largest_group = std::max(p.largest_group, j - i + 1);
+    p.sigma_d = r.values[i];
   }
   if (!(p.sigma_k > 2.0 * p.eps)) {
     p.why = format("sigma_k = %.6g is within the set's error (%.3g) of 0", p.sigma_k, 2.0 * p.eps);
     return p;
   }
-  // σ_d: the smallest found value at least 2ε above σ_k (closer ones are σ_k's copies, to the
-  // set's error), so that δ/2 ≥ (σ_k + ε)² − σ_k² and a caught copy shows as θ > σ_k + ε.
-  p.sigma_d = std::numeric_limits<double>::infinity();
-  for (double s : r.values)
-    if (s >= p.sigma_k + 2.0 * p.eps) p.sigma_d = std::min(p.sigma_d, s);
   if (!std::isfinite(p.sigma_d)) p.sigma_d = std::max(1.01 * p.sigma_k, p.sigma_k + 2.0 * p.eps);
   const double ratio = (p.sigma_d * p.sigma_d - p.sigma_k * p.sigma_k) / (p.sigma_k * p.sigma_k);  // δ/σ_k²
   // a²/r² ≥ 1 + 2σ_k²/δ puts the filtered vector's Rayleigh quotient at σ_k² + δ/2 or above
@@ -130,7 +129,7 @@ SvdRecheck recheck_svds(const LinearOperator<double>& a, const LinearOperator<do
   }
   const std::string resolution = format("resolution sigma_d = %.9g against sigma_k = %.9g", p.sigma_d, p.sigma_k);
   if (p.columns > max_columns) {
-    out.detail = format("no re-check: %lld block steps (%lld applied columns; %s) cost more than the solve's %lld",
+    out.detail = format("no re-check: %lld block steps (%lld applied columns; %s) cost more than its limit of %lld",
                         (long long)p.steps, (long long)p.columns, resolution.c_str(), (long long)max_columns);
     return out;
   }

@@ -67,7 +67,8 @@ struct SvdRecheck {
 
 // Runs the plan on A, Aᵀ (ops' space) for r (converged, r.v on the host, n × k), found with block
 // `block`. Not run (ran = false, detail says why) where the block size answers (by_block), where
-// the plan cannot run, or where it costs more than max_columns applied columns.
+// the plan cannot run, or where it costs more than max_columns applied columns (svds: twice the
+// solve's, at least 1024).
 SvdRecheck recheck_svds(const LinearOperator<double>& a, const LinearOperator<double>& at, DenseBlockOps& ops,
                         const SvdOptions& opt, const SvdResult& r, std::int64_t block, std::int64_t max_columns);
 

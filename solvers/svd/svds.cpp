@@ -40,10 +40,6 @@ namespace {
 // through A (n ≤ m: A·I_n, m × n) or Aᵀ (Aᵀ·I_m, n × m) in chunks of 64 columns, Eigen's BDCSVD
 // on the host (O(m·n·min(m, n))), then the same true-residual check as the iteration.
 constexpr double kDenseMaxEntries = 1u << 27;  // 1 GiB of doubles
-// The dense answer after an unconverged iteration: up to 128 MiB and a smaller side of 1000
-// (BDCSVD: O(m·n·min(m, n)), a few seconds at most on 2 cores).
-constexpr double kDenseFallbackEntries = 1u << 24;
-constexpr std::int64_t kDenseFallbackSide = 1000;
 
 SvdResult svds_dense(const LinearOperator<double>& a, const LinearOperator<double>& at,
                      DenseBlockOps& ops, const SvdOptions& opt) {
@@ -215,9 +211,7 @@ SvdResult solve_operator(const LinearOperator<double>& a, const LinearOperator<d
   // residuals do not: SciPy's test_small_sigma, s_j = 100^-j on 20 × 21, b = 4), on a matrix the
   // dense path affords: the dense SVD answers instead of an error.
   const bool out_of_restarts = r.status == SolverStatus::not_converged && opt.max_restarts == SvdOptions{}.max_restarts;
-  if ((out_of_restarts || r.status == SolverStatus::breakdown) &&
-      static_cast<double>(m) * static_cast<double>(n) <= kDenseFallbackEntries &&
-      std::min(m, n) <= kDenseFallbackSide) {
+  if ((out_of_restarts || r.status == SolverStatus::breakdown) && detail::dense_affordable(m, n)) {
     SvdResult d = svds_dense(a, at, ops, opt);
     d.method_reason = r.method_reason;
     d.method += " after " + r.method + (out_of_restarts ? " stopped unconverged (" : " broke down (") +
@@ -237,7 +231,7 @@ SvdResult solve_operator(const LinearOperator<double>& a, const LinearOperator<d
 // re-check. Returns the values known missing (≥ 1 when the re-check finds one; r is then
 // not_converged).
 std::int64_t verify_count(const Csr<double>* csr, const LinearOperator<double>& a, const LinearOperator<double>& at,
-                          DenseBlockOps& ops, const SvdOptions& opt, SvdResult& r) {
+                          DenseBlockOps& ops, const SvdOptions& opt, std::int64_t block, SvdResult& r) {
   r.verification = "none";
   if (r.status != SolverStatus::converged) return 0;
   if (r.method.rfind("dense", 0) == 0) {
@@ -258,8 +252,6 @@ std::int64_t verify_count(const Csr<double>* csr, const LinearOperator<double>& 
     r.certificate += std::string(r.certificate.empty() ? "" : "; ") + "no re-check (turned off)";
     return 0;
   }
-  bool fits = false;
-  const std::int64_t block = detail::gkl_shape(a.rows(), a.cols(), opt, &fits).block;
   const detail::SvdRecheck c =
       detail::recheck_svds(a, at, ops, opt, r, block, std::max<std::int64_t>(2 * r.operator_applies, 1024));
   trace_mark("svds: re-checked");
@@ -283,14 +275,14 @@ SvdResult solve_verified(const Csr<double>* csr, const LinearOperator<double>& a
   bool fits = false;
   const auto shape = detail::gkl_shape(a.rows(), a.cols(), opt, &fits);
   SvdResult r = solve_operator(a, at, ops, opt);
-  const std::int64_t missing = verify_count(csr, a, at, ops, opt, r);
+  const std::int64_t missing = verify_count(csr, a, at, ops, opt, shape.block, r);
   if (missing == 0 || shape.block >= opt.k) return r;
   SvdOptions wider = opt;
   wider.block = std::min(opt.k, std::max(2 * shape.block, shape.block + missing));
   wider.basis = 0;
   const std::string first = r.reason;
   SvdResult again = solve_operator(a, at, ops, wider);
-  verify_count(csr, a, at, ops, wider, again);
+  verify_count(csr, a, at, ops, wider, wider.block, again);
   again.phases.iterate_s += r.phases.iterate_s, again.phases.verify_s += r.phases.verify_s;
   again.iterations += r.iterations, again.operator_applies += r.operator_applies;
   again.method += " after a run with b = " + std::to_string(shape.block) + " that the " +

@@ -9,6 +9,7 @@
 #include "io/generators.hpp"
 #include "io/hdf5_file.hpp"
 #include "tests/apps/run_tcsolve.hpp"
+#include "tests/io/csc_group.hpp"
 
 namespace tcsolve::test {
 namespace {
@@ -116,17 +117,8 @@ TEST(SvdsCli, CertificateInJsonAndResultFile) {
 TEST(SvdsCli, ReadsAnAnndataCscX) {
   ScratchDir d;
   const std::string spec = "gen:counts:300:70", file = (d.path() / "cells.h5ad").string();
-  const Csr<double> a = generate(spec), at = transpose(a);
-  {
-    Hdf5File f = Hdf5File::create(file);
-    Hdf5Group g = f.create_group("X");
-    g.set_attr("encoding-type", "csc_matrix");
-    g.set_attr("shape", std::vector<std::int64_t>{a.nrows, a.ncols});
-    g.write("data", at.values);
-    g.write("indices", at.col_idx);
-    g.write("indptr", at.row_ptr);
-    f.close();
-  }
+  const Csr<double> a = generate(spec);
+  test::write_csc_group(file, "X", a);
   const auto r = run_tcsolve({"svds", file, "--k", "3", "--json"});
   const auto g = run_tcsolve({"svds", spec, "--k", "3", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;

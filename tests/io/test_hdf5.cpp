@@ -23,6 +23,7 @@
 #include "io/hdf5_file.hpp"
 #include "io/hdf5_matrix.hpp"
 #include "io/matrix_io.hpp"
+#include "tests/io/csc_group.hpp"
 #include "tests/io/csr_equal.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -271,18 +272,7 @@ TEST(Hdf5Matrix, WrittenLayoutFollowsAnndata) {
 TEST(Hdf5Matrix, CscGroupReadsAsTheSameMatrix) {
   TempDir tmp;
   const Csr<double> a = generate("gen:counts:40:25");
-  const Csr<double> at = transpose(a);
-  {
-    Hdf5File f = Hdf5File::create(tmp / "x.h5ad");
-    Hdf5Group g = f.create_group("X");
-    g.set_attr("encoding-type", "csc_matrix");
-    g.set_attr("encoding-version", "0.1.0");
-    g.set_attr("shape", std::vector<std::int64_t>{a.nrows, a.ncols});
-    g.write("data", at.values);
-    g.write("indices", at.col_idx);
-    g.write("indptr", at.row_ptr);
-    f.close();
-  }
+  test::write_csc_group(tmp / "x.h5ad", "X", a);
   const Csr<double> b = read_hdf5_matrix(tmp / "x.h5ad", "X");
   EXPECT_EQ(b.nrows, a.nrows);
   EXPECT_EQ(b.ncols, a.ncols);
