@@ -1,16 +1,20 @@
 // The CPU's sparse products against a copy measured in the same run (issue 46 §1):
-//   cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] [--cpu-time] SPEC...
+//   cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] [--cpu-time] [--auto-order] SPEC...
 // SPEC: a matrix file or generator (gen:lap3d:60, gen:rgg:55000, ...). Per matrix and column
 // count k, R rounds (default 7, after 2 warm-up rounds); each round runs, back to back,
 //   - copy:  a multithreaded memcpy between two arrays of max(B/2, 256 MB) each (larger than the
 //            caches; B the step's bytes below): its rate is (read + write bytes) / time;
 //   - spmm:  the CPU operator's Y = A·X (make_sparse_operator, Backend::cpu);
 //   - step:  the fused Chebyshev step next = a·A·cur + b·cur + c·next (make_chebyshev_step, cpu);
+//   - rows:  the same step on blocks by rows (step_rows: the CPU filter's layout, its iterates
+//            kept by rows across the filter's steps; the same bytes as step);
 //   - ref:   with --reference, csr_spmm_reference (core/csr.hpp: the CPU operator's kernel
 //            before issue 46; a simple row loop over column-major X).
 //   - spmm-w, step-w: with --whole, the same kernels forced to stage all of X first, Y with plain
 //            stores (spmm/cpu_csr_kernels.hpp: the staging before the ring, for A/B).
-// The header line says which staging the kernels pick for each k (ring or whole).
+// The header line says which staging the kernels pick for each k (ring or whole). --auto-order:
+// the matrix in the order eigs iterates in on the CPU (preprocess/rcm.hpp locality_order: RCM
+// where it cuts the lines of X read per entry, as `--reorder auto` and tcsolve.eigsh).
 // Medians over the rounds. Bytes (the issue's formula, what a kernel must move at least):
 //   spmm: 12·nnz + 8·rows + 8·rows·k·2 (X read, Y written)
 //   step: 12·nnz + 8·rows + 8·rows·k·3 (cur read, next read and written)
@@ -30,6 +34,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "io/matrix_io.hpp"
+#include "preprocess/rcm.hpp"
 #include "spmm/chebyshev_step.hpp"
 #include "spmm/cpu_csr_kernels.hpp"
 #include "spmm/sparse_operator.hpp"
@@ -82,6 +87,7 @@ struct Options {
   std::vector<int> cols{24, 32};
   bool reference = false;
   bool whole = false;
+  bool auto_order = false;
   std::vector<std::string> specs;
 };
 
@@ -105,6 +111,8 @@ Options parse(int argc, char** argv) {
       o.reference = true;
     } else if (s == "--whole") {
       o.whole = true;
+    } else if (s == "--auto-order") {
+      o.auto_order = true;
     } else if (!s.empty() && s[0] == '-') {
       throw InvalidArgument("cpu_spmm_bench: unknown option " + s);
     } else {
@@ -112,7 +120,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.specs.empty() || o.runs < 1 || o.cols.empty())
-    throw InvalidArgument("usage: cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] SPEC...");
+    throw InvalidArgument("usage: cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] [--auto-order] SPEC...");
   for (int k : o.cols)
     if (k < 1 || k > 1024) throw InvalidArgument("cpu_spmm_bench: column counts must be 1..1024");
   return o;
@@ -133,8 +141,13 @@ void print_row(const std::string& spec, const Csr<double>& a, int k, const char*
 }
 
 void bench_matrix(const std::string& spec, const Options& o) {
-  const Csr<double> a = read_matrix(spec);
+  Csr<double> a = read_matrix(spec);
   TCSOLVE_REQUIRE(a.square(), "cpu_spmm_bench: " + spec + " is not square");
+  if (o.auto_order) {
+    LocalityOrder lo = locality_order(a);
+    std::printf("# %s: %s\n", spec.c_str(), lo.perm.empty() ? "order kept" : lo.describe().c_str());
+    if (!lo.perm.empty()) a = std::move(lo.permuted);
+  }
   const std::int64_t n = a.nrows;
   OperatorOptions opt;
   auto op = make_sparse_operator(a, Backend::cpu, opt);
@@ -160,7 +173,11 @@ void bench_matrix(const std::string& spec, const Options& o) {
       gersh = std::max(gersh, s);
     }
     const double sa = gersh > 0 ? 1.0 / gersh : 1.0;
-    std::vector<double> t_copy, t_spmm, t_step, t_ref, t_spmm_w, t_step_w;
+    std::vector<double> t_copy, t_spmm, t_step, t_rows, t_ref, t_spmm_w, t_step_w;
+    const std::int64_t ldr = (k + 3) / 4 * 4;
+    std::vector<double> xr(static_cast<std::size_t>(n * ldr)), nr(xr.size());
+    step->to_rows(xv, xr.data(), ldr);
+    step->to_rows(nv, nr.data(), ldr);
     detail::CpuCsrKernels kw(a), probe(a);  // forced whole staging, plain stores (A/B)
     kw.force_staging(detail::CpuCsrKernels::Staging::whole);
     kw.set_stream_bytes(std::numeric_limits<std::int64_t>::max());
@@ -178,17 +195,20 @@ void bench_matrix(const std::string& spec, const Options& o) {
       timed(t_copy, [&] { parallel_copy(src.data(), dst.data(), copy_bytes); });
       timed(t_spmm, [&] { op->apply(xv, yv); });
       timed(t_step, [&] { step->step(sa, xv, 0.1 * sa, -0.5, nv, 0.0, xv); });
+      timed(t_rows, [&] { step->step_rows(sa, xr.data(), 0.1 * sa, -0.5, nr.data(), ldr, 0, k); });
       if (o.reference) timed(t_ref, [&] { csr_spmm_reference(a, x.data(), n, y.data(), n, k); });
       if (o.whole) {
         timed(t_spmm_w, [&] { kw.spmm(xv, yv); });
         timed(t_step_w, [&] { kw.step(sc, xv, nv, xv); });
       }
-      if (r < 2) t_copy.clear(), t_spmm.clear(), t_step.clear(), t_ref.clear(), t_spmm_w.clear(), t_step_w.clear();
+      if (r < 2)
+        t_copy.clear(), t_spmm.clear(), t_step.clear(), t_rows.clear(), t_ref.clear(), t_spmm_w.clear(), t_step_w.clear();
     }
     const double copy_gbs = 2.0 * static_cast<double>(copy_bytes) / (median(t_copy) * 1e-3) * 1e-9;
     print_row(spec, a, k, "copy", t_copy, 2.0 * static_cast<double>(copy_bytes), copy_gbs);
     print_row(spec, a, k, "spmm", t_spmm, spmm_bytes, copy_gbs);
     print_row(spec, a, k, "step", t_step, step_bytes, copy_gbs);
+    print_row(spec, a, k, "rows", t_rows, step_bytes, copy_gbs);
     if (o.reference) print_row(spec, a, k, "ref", t_ref, spmm_bytes, copy_gbs);
     if (o.whole) {
       print_row(spec, a, k, "spmm-w", t_spmm_w, spmm_bytes, copy_gbs);

@@ -12,6 +12,17 @@
 
 namespace tcsolve {
 
+void ChebyshevStep::to_rows(MvView<const double>, double*, std::int64_t) const {
+  throw Error("chebyshev step: " + describe() + " keeps no blocks by rows");
+}
+void ChebyshevStep::from_rows(const double*, std::int64_t, MvView<double>) const {
+  throw Error("chebyshev step: " + describe() + " keeps no blocks by rows");
+}
+void ChebyshevStep::step_rows(double, const double*, double, double, double*, std::int64_t, std::int64_t,
+                              std::int64_t) const {
+  throw Error("chebyshev step: " + describe() + " keeps no blocks by rows");
+}
+
 namespace {
 
 // The host step: the CPU CSR kernels' fused step (spmm/cpu_csr_kernels.hpp: cur staged
@@ -30,6 +41,15 @@ class HostChebyshevStep final : public ChebyshevStep {
     kern_.step(co, cur, next, r);
   }
   std::string describe() const override { return "fused CSR step (host)"; }
+  bool by_rows() const override { return true; }
+  void to_rows(MvView<const double> x, double* z, std::int64_t ld) const override { kern_.to_rows(x, z, ld); }
+  void from_rows(const double* z, std::int64_t ld, MvView<double> x) const override { kern_.from_rows(z, ld, x); }
+  void step_rows(double a, const double* cur, double b, double c, double* next, std::int64_t ld, std::int64_t j0,
+                 std::int64_t j1) const override {
+    detail::StepCoefs co;
+    co.a = a, co.b = b, co.c = c;
+    kern_.step_rows(co, cur, next, ld, j0, j1);
+  }
 
   // Per part of rows, column by column (contiguous runs of each column).
   void residual32(double s, MvView<const double> ax, MvView<const double> x, const double* theta,

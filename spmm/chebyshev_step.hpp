@@ -39,6 +39,18 @@ class ChebyshevStep {
   virtual void step(double a, MvView<const double> cur, double b, double c, MvView<double> next,
                     double e, MvView<const double> r, const double* d = nullptr) const = 0;
   virtual std::string describe() const = 0;
+  // ---- Blocks by rows (the host step: spmm/cpu_csr_kernels.hpp step_rows). The Chebyshev filter
+  // keeps its two iterates by rows across its steps (row i at p + i·ld, ld a multiple of 4), so
+  // the fused step gathers cur in place instead of transposing it into a staging block and next
+  // back, every step. Steps without it (CUDA) keep the default: by_rows() false, the rest throws.
+  virtual bool by_rows() const { return false; }
+  // z = X by rows, its pad columns [X.cols, ld) zeroed; X = z's first X.cols columns.
+  virtual void to_rows(MvView<const double> x, double* z, std::int64_t ld) const;
+  virtual void from_rows(const double* z, std::int64_t ld, MvView<double> x) const;
+  // next = a·A·cur + b·cur + c·next on columns [j0, j1) of next (the others untouched); cur's
+  // columns [j0 rounded down to 4, j1 rounded up to 4) are read and must be finite.
+  virtual void step_rows(double a, const double* cur, double b, double c, double* next, std::int64_t ld,
+                         std::int64_t j0, std::int64_t j1) const;
   // Device bytes the step keeps (its copy of A; 0 for a step on the caller's arrays or the host).
   virtual std::size_t device_bytes() const { return 0; }
 

@@ -103,6 +103,17 @@ class CpuCsrKernels {
   // The same on fp32 blocks, fp32 arithmetic, A's values rounded to fp32 per use.
   void step(const StepCoefs& s, MvView<const float> cur, MvView<float> next,
             MvView<const float> r) const;
+  // ---- Row-major blocks (the Chebyshev filter's iterates on the host, kept by rows across its
+  // steps: each step gathers cur where it lies instead of staging it). A block by rows: row i at
+  // z + i·ld, ld a multiple of 4.
+  // z = X by rows (its pad columns [k, ld) zeroed); X = z's first k columns.
+  void to_rows(MvView<const double> x, double* z, std::int64_t ld) const;
+  void from_rows(const double* z, std::int64_t ld, MvView<double> x) const;
+  // next = a·A·cur + b·cur (+ c·next) on columns [j0, j1) (e = 0, no f, no d); next's other
+  // columns untouched. cur's columns [j0 rounded down to 4, j1 rounded up to 4) are read (pads
+  // included: keep them finite). Bitwise the column-major step's values. No allocation.
+  void step_rows(const StepCoefs& s, const double* cur, double* next, std::int64_t ld, std::int64_t j0,
+                 std::int64_t j1) const;
   int parts() const { return static_cast<int>(bounds_.size()) - 1; }
   // Tests and benchmarks: force a staging (ring where the matrix has no ring parts falls back
   // to whole), and the ring's byte budget (default 8 MB: a quarter of a 32 MB last-level cache

@@ -33,6 +33,15 @@ class Applier {
     f.step(alpha, y, beta, gamma, out, 0.0, y);
     count(m0, y.cols);
   }
+  // The same on blocks by rows (ld a multiple of 4): out's columns [j0, j1) (spmm/chebyshev_step.hpp
+  // step_rows), counted as `cols` columns.
+  void fused_rows(const ChebyshevStep& f, double alpha, const double* y, double beta, double gamma, double* out,
+                  std::int64_t ld, std::int64_t j0, std::int64_t j1, std::int64_t cols) {
+    if (j1 <= j0) return;
+    int m0 = timing_ ? ops_.queue().mark() : -1;
+    f.step_rows(alpha, y, beta, gamma, out, ld, j0, j1);
+    count(m0, cols);
+  }
   // One step of the fp32 rung (spmm/chebyshev_step.hpp step32), counted and timed as an apply.
   void fused32(const ChebyshevStep& f, double alpha, MvView<const float> y, double beta,
                double gamma, MvView<float> out, MvView<const float> r, const double* coef) {

@@ -19,15 +19,6 @@ void SubspaceIteration::filter(std::int64_t w, double cut) {
   const auto& deg = s_.deg;
   double sigma = sigma1;
   const double tau2 = 2.0 / sigma1;
-  auto y0 = ws_.basis[s_.cur].columns(nl, w);
-  auto t1 = ws_.basis[1 - s_.cur].columns(nl, w);
-  auto wv = ws_.scratch.columns(nl, w);
-  if (copt_.fused_step) {
-    ap_.fused(*copt_.fused_step, sgn_ * sigma1 / e, y0, -ce * sigma1 / e, 0.0, t1);
-  } else {
-    ap_.apply(y0, wv);
-    ops_.chebyshev().axpbypcz(sgn_ * sigma1 / e, wv, -ce * sigma1 / e, y0, 0.0, t1);
-  }
   // The locked directions (down to λmin(Â)) are amplified more than any active one: rounding
   // errors along them, ~u per step, grow by (ρ(λmin)/ρ(θ))^d against the slowest wanted column θ
   // and, at high degree, bury it (1138_bus, 10 largest: (3.75/1.29)^100 ≈ 1e46; the 10th pair's
@@ -40,12 +31,17 @@ void SubspaceIteration::filter(std::int64_t w, double cut) {
     const double ratio = iv.rho(std::min(s_.lower, a0)) / slow;
     if (ratio > 1.0) period = projection_period(ratio);
   }
-  auto project = [&](MvView<double> y) {
-    MvView<double> g{ws_.small.data(), nl, y.cols, m_, ops_.space()};
-    auto lk = ws_.basis[s_.cur].columns(0, nl);
-    ops_.gram_into(1.0, lk, y, 0.0, g);
-    ops_.gemm_into(-1.0, lk, g, 1.0, y);
-  };
+  // By rows where the projections (four transposes each) come at most every 8 steps.
+  if (rows_ && period >= 8) return filter_rows(w, iv, period);
+  auto y0 = ws_.basis[s_.cur].columns(nl, w);
+  auto t1 = ws_.basis[1 - s_.cur].columns(nl, w);
+  auto wv = ws_.scratch.columns(nl, w);
+  if (copt_.fused_step) {
+    ap_.fused(*copt_.fused_step, sgn_ * sigma1 / e, y0, -ce * sigma1 / e, 0.0, t1);
+  } else {
+    ap_.apply(y0, wv);
+    ops_.chebyshev().axpbypcz(sgn_ * sigma1 / e, wv, -ce * sigma1 / e, y0, 0.0, t1);
+  }
   std::int64_t first = 0;
   for (int j = 1; j < deg[w - 1]; ++j) {
     while (first < w && deg[first] < j + 1) ++first;
@@ -62,11 +58,55 @@ void SubspaceIteration::filter(std::int64_t w, double cut) {
     }
     sigma = sn;
     if (j % period == 0) {
-      project(yj);
-      project(yjm);
+      project_locked(yj);
+      project_locked(yjm);
       ++stats_.projections;
     }
   }
+}
+
+// y ← y − L·(Lᵀ·y), L the locked columns of basis[cur] (LᵀY in ws.small).
+void SubspaceIteration::project_locked(MvView<double> y) {
+  const std::int64_t nl = s_.nl;
+  MvView<double> g{ws_.small.data(), nl, y.cols, m_, ops_.space()};
+  auto lk = ws_.basis[s_.cur].columns(0, nl);
+  ops_.gram_into(1.0, lk, y, 0.0, g);
+  ops_.gemm_into(-1.0, lk, g, 1.0, y);
+}
+
+// filter() with Y₀ and Y₁ by rows in scratch (r[0], r[1]: n × ldr each, ldr = w rounded up to 4):
+// the same steps, coefficients and column suffixes. Y₀ = basis[cur] transposed in (pads zero);
+// the first step writes r[1] whole (its pads from r[0]'s zeros: 0). Every degree is even, so each
+// column's last step writes r[0], which goes back into basis[cur]. A projection moves both
+// iterates out (into basis[cur] and basis[1 − cur], free while the filter holds them by rows),
+// projects their suffixes as filter() does, and moves them back.
+void SubspaceIteration::filter_rows(std::int64_t w, const FilterInterval& iv, int period) {
+  const double e = iv.e, ce = iv.ce, sigma1 = iv.sigma1, tau2 = 2.0 / sigma1;
+  const std::int64_t nl = s_.nl, ldr = (w + 3) / 4 * 4;
+  const auto& deg = s_.deg;
+  const ChebyshevStep& fs = *copt_.fused_step;
+  auto y0 = ws_.basis[s_.cur].columns(nl, w);
+  auto t1 = ws_.basis[1 - s_.cur].columns(nl, w);
+  double* r[2] = {ws_.scratch.view().data, ws_.scratch.view().data + n_ * ldr};
+  fs.to_rows(y0, r[0], ldr);
+  ap_.fused_rows(fs, sgn_ * sigma1 / e, r[0], -ce * sigma1 / e, 0.0, r[1], ldr, 0, ldr, w);
+  double sigma = sigma1;
+  std::int64_t first = 0;
+  for (int j = 1; j < deg[w - 1]; ++j) {
+    while (first < w && deg[first] < j + 1) ++first;
+    double *yj = r[j & 1], *yjm = r[1 - (j & 1)];
+    const double sn = 1.0 / (tau2 - sigma);
+    ap_.fused_rows(fs, sgn_ * 2.0 * sn / e, yj, -2.0 * sn * ce / e, -sigma * sn, yjm, ldr, first, w, w - first);
+    sigma = sn;
+    if (j % period == 0) {
+      fs.from_rows(yj, ldr, y0), fs.from_rows(yjm, ldr, t1);
+      project_locked(y0.columns(first, w - first));
+      project_locked(t1.columns(first, w - first));
+      fs.to_rows(y0, yj, ldr), fs.to_rows(t1, yjm, ldr);
+      ++stats_.projections;
+    }
+  }
+  fs.from_rows(r[0], ldr, y0);
 }
 
 // The filter on the fp32 rung (residual form, chebyshev.hpp): the active columns of basis[cur]

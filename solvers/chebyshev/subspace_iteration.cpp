@@ -77,7 +77,9 @@ SubspaceIteration::SubspaceIteration(const LinearOperator<double>& a, DenseBlock
   ops_.small().reserve_small(m);
   Workspace& w = ws_;
   w.basis[0] = ops_.allocate(n_, m), w.basis[1] = ops_.allocate(n_, m);
-  w.scratch = ops_.allocate(n_, m);
+  // The filter by rows on the host (filter_rows): its two n × ⌈m⌉₄ iterates in scratch.
+  rows_ = copt.fused_step != nullptr && ops_.space() == Space::host && copt.fused_step->by_rows();
+  w.scratch = ops_.allocate(n_, rows_ ? std::max(m, 2 * ((m + 3) / 4 * 4)) : m);
   w.gram = ops_.allocate(m, m), w.factor = ops_.allocate(m, m), w.small = ops_.allocate(m, m);
   w.theta = ops_.allocate(m, 1), w.resid = ops_.allocate(m, 1), w.status = ops_.allocate(8, 1);
   // The fp32 rung's per-filter coefficients (θ, q_d(θ), and qⱼ(θ)·2σⱼ₊₁/e for every step).

@@ -68,7 +68,8 @@ struct FilterInterval {
 // Blocks and host buffers, sized once per solve (m = block width, k wanted).
 struct Workspace {
   MultiVector<double> basis[2];  // n × m: the ping-pong bases (both hold the locked columns)
-  MultiVector<double> scratch;   // n × m: A·Y (filter), A·Q (Rayleigh-Ritz), the check's X; the
+  MultiVector<double> scratch;   // n × m (n × 2·⌈m⌉₄ when the filter runs by rows: its two
+                                 // iterates): A·Y (filter), A·Q (Rayleigh-Ritz), the check's X; the
                                  // fp32 rung's R̂ and Z_odd (two n-float columns per column)
   MultiVector<double> gram, factor, small;  // m × m: [L Y]ᵀY, BCGS-PIP's M, H = s·QᵀAQ (and
                                             // the filter's projection coefficients LᵀY)
@@ -161,6 +162,12 @@ class SubspaceIteration {
   // Y ← p_d(Â)·Y on the active columns of basis[cur], column i to degree deg[i]; the result ends
   // in basis[cur].
   void filter(std::int64_t w, double cut);
+  // The same with the two iterates kept by rows in scratch (a host fused step that offers it,
+  // spmm/chebyshev_step.hpp by_rows): one transpose in and one out per filter, four per
+  // projection against the locked columns (every `period` steps).
+  void filter_rows(std::int64_t w, const FilterInterval& iv, int period);
+  // y ← y − L·(Lᵀ·y) for the locked columns L (the filter's projection).
+  void project_locked(MvView<double> y);
   // The same on the fp32 rung (residual form): needs the Ritz vectors X in basis[cur], their A·X
   // in basis[1 − cur] and θ in state().theta.
   void filter32(std::int64_t w, double cut);
@@ -232,6 +239,7 @@ class SubspaceIteration {
   std::int64_t n_, k_, m_;
   double sgn_;             // +1 smallest, −1 largest: Â = s·A
   int dmax_, dmin_, dhigh_;  // even degree caps and floor
+  bool rows_ = false;      // the filter keeps its iterates by rows (filter_rows; scratch n × 2·⌈m⌉₄)
   Applier ap_;
   Workspace ws_;
   State s_;

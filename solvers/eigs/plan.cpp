@@ -217,13 +217,14 @@ void measure(Pricing& p) {
   const double t1 = plan.probe->apply_seconds / std::max(1, plan.probe->steps);
   plan.applies = apply_model(t1, p.probes.apply_seconds(w), w, f.backend, p.n);
   // The filter's steps fuse where rows are short (eigs_detail::make_fused_step): 1.5 column
-  // units a column-step on the GPU; 1.25 on the CPU, whose fused step (spmm/cpu_csr_kernels.hpp)
-  // cost 1.15–1.3× its SpMM at 24 columns in one thread's CPU seconds, 1.2–1.6× in wall seconds
-  // on 2 threads of a loaded machine (cpu_spmm_bench, 2-core CPU, docs/performance.md "CPU
-  // kernels"; it was priced as the unfused 3). On A's natural blocks (BSR step, long rows) one unit: H200, elast3d:64 at 24
-  // columns, 804 µs fp64 and 390 µs on the fp32 rung against 835 µs for the operator's apply
-  // alone (docs/performance.md).
-  if (chebyshev_step_pays(p.n, f.nnz_a)) plan.applies->step_col = f.backend == Backend::cuda ? 1.5 : 1.25;
+  // units a column-step on the GPU; 0.6 on the CPU, whose filter keeps its iterates by rows
+  // (chebyshev/filter.cpp filter_rows): its step cost 0.54–0.65× the column-major SpMM at 24
+  // columns (rgg 55k after RCM, lap3d:60 and :100, lap2d:1000; cpu_spmm_bench "rows" against
+  // "spmm", 2-core CPU, 2026-11-30; docs/performance.md "CPU kernels"). It was 1.25 for the
+  // column-major fused step. On A's natural blocks (BSR step, long rows) one unit: H200,
+  // elast3d:64 at 24 columns, 804 µs fp64 and 390 µs on the fp32 rung against 835 µs for the
+  // operator's apply alone (docs/performance.md).
+  if (chebyshev_step_pays(p.n, f.nnz_a)) plan.applies->step_col = f.backend == Backend::cuda ? 1.5 : 0.6;
   else if (f.bsr_step) plan.applies->step_col = 1.0;
   if (f.backend == Backend::cpu && plan.probe->dense_words > 0)
     plan.applies->t_word = plan.probe->dense_seconds / plan.probe->dense_words;

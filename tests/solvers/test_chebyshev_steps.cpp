@@ -196,11 +196,12 @@ TEST(ChebyshevSteps, FilterIsTheChebyshevPolynomialPerColumn) {
 
 // With locked columns and a long filter the filter projects its vectors against them every P
 // steps ((ρ(a0)/ρ(θ_slow))^P ≤ 1e6): still p_d(Λ)·Y₀ on the active columns, nothing along L.
-TEST(ChebyshevSteps, FilterProjectsOutTheLockedColumns) {
-  TCSOLVE_SKIP_WITHOUT_BACKEND();
+// Unfused, and fused (on the host: the iterates by rows, projected after moving out and back).
+void projected_filter_matches_the_polynomial(bool fused) {
   const std::int64_t n = 400, nl = 2;
   const auto lambda = even_spectrum(n, 0.5, 4.0);
   Rig su(diagonal_matrix(lambda), 4, 4, Which::smallest);
+  if (fused) su.fuse(false);
   auto& it = su.make();
   const std::int64_t m = it.block_width(), w = m - nl;
   const double cut = 2.0, upper = 4.0, lower = 0.5;
@@ -221,6 +222,14 @@ TEST(ChebyshevSteps, FilterProjectsOutTheLockedColumns) {
   for (std::int64_t j = nl; j < m; ++j)
     for (std::int64_t i = 0; i < n; ++i)
       ASSERT_NEAR(y(i, j), p(30, lambda[i]) * y0(i, j), 1e-12) << "column " << j << " row " << i;
+}
+
+TEST(ChebyshevSteps, FilterProjectsOutTheLockedColumns) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  for (bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "fused" : "unfused");
+    projected_filter_matches_the_polynomial(fused);
+  }
 }
 
 // ---- filter32: the fp32 rung's residual form Y_d = X·q_d(Θ) + Z_d equals p_d(Â)·X for any X

@@ -417,3 +417,65 @@ TEST(CpuCsrKernels, FarEntriesReadXDirectly) {
 
 }  // namespace
 }  // namespace tcsolve
+
+namespace tcsolve {
+namespace {
+
+// The step by rows (the CPU filter's layout): to_rows / from_rows invert each other (pads zeroed,
+// the column block's poisoned entries overwritten), and step_rows on a column suffix [j0, j1) is
+// bitwise the column-major step on those columns, with next's other columns untouched; for odd
+// sizes, suffixes inside and across 4-wide vectors and 32-column chunks, with and without next.
+TEST(CpuCsrKernels, StepByRowsIsBitwiseTheColumnStep) {
+  for (std::int64_t n : {1, 7, 261, 1101}) {
+    const Csr<double> a = n > 1000 ? with_empty_rows(test::stretched_band(n, n, 7, 5))
+                                   : test::random_skewed(n, n, 6, 0, 250, 9, static_cast<unsigned>(n));
+    detail::CpuCsrKernels kern(a);
+    for (std::int64_t k : {1, 3, 5, 24, 33, 70}) {
+      const std::int64_t ldr = (k + 3) / 4 * 4, ld = n + 3;
+      SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k));
+      const auto x = random_block<double>(ld, k, 41), y = random_block<double>(ld, k, 42);
+      std::vector<double> xr(static_cast<std::size_t>(n * ldr), kNaN), yr(xr.size(), kNaN);
+      kern.to_rows(MvView<const double>{x.data(), n, k, ld, Space::host}, xr.data(), ldr);
+      kern.to_rows(MvView<const double>{y.data(), n, k, ld, Space::host}, yr.data(), ldr);
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t c = 0; c < ldr; ++c)
+          ASSERT_EQ(xr[i * ldr + c], c < k ? x[i + c * ld] : 0.0) << i << ", " << c;
+      std::vector<double> back(static_cast<std::size_t>(ld * k), kNaN);
+      kern.from_rows(xr.data(), ldr, MvView<double>{back.data(), n, k, ld, Space::host});
+      for (std::int64_t c = 0; c < k; ++c)
+        EXPECT_EQ(0, std::memcmp(back.data() + c * ld, x.data() + c * ld, n * sizeof(double)));
+      for (double c : {0.0, -0.9})
+        for (std::int64_t j0 : {std::int64_t(0), k / 2, k - 1}) {
+          SCOPED_TRACE("c " + std::to_string(c) + " j0 " + std::to_string(j0));
+          detail::StepCoefs s;
+          s.a = 0.7, s.b = -0.2, s.c = c;
+          std::vector<double> out_r = yr;
+          kern.step_rows(s, xr.data(), out_r.data(), ldr, j0, k);
+          std::vector<double> out_c = y;
+          const std::int64_t cnt = k - j0;
+          kern.step(s, MvView<const double>{x.data() + j0 * ld, n, cnt, ld, Space::host},
+                    MvView<double>{out_c.data() + j0 * ld, n, cnt, ld, Space::host},
+                    MvView<const double>{nullptr, n, cnt, ld, Space::host});
+          std::vector<double> got(static_cast<std::size_t>(ld * k), kNaN);
+          kern.from_rows(out_r.data(), ldr, MvView<double>{got.data(), n, k, ld, Space::host});
+          for (std::int64_t col = 0; col < k; ++col)
+            EXPECT_EQ(0, std::memcmp(got.data() + col * ld, out_c.data() + col * ld, n * sizeof(double))) << col;
+          for (std::int64_t i = 0; i < n; ++i)  // the pads stay as they were (zero)
+            for (std::int64_t col = k; col < ldr; ++col) ASSERT_EQ(out_r[i * ldr + col], 0.0);
+        }
+    }
+  }
+  // refused: an r term, a row scale, columns past the row
+  const Csr<double> a = test::random_skewed(9, 9, 3, 0, 250, 9, 3);
+  detail::CpuCsrKernels kern(a);
+  std::vector<double> z(9 * 8, 0.0), o(9 * 8, 0.0);
+  detail::StepCoefs s;
+  s.a = 1, s.e = 0.5;
+  EXPECT_THROW(kern.step_rows(s, z.data(), o.data(), 8, 0, 8), Error);
+  s.e = 0;
+  EXPECT_THROW(kern.step_rows(s, z.data(), o.data(), 8, 0, 9), Error);
+  EXPECT_THROW(kern.step_rows(s, z.data(), o.data(), 6, 0, 6), Error);
+}
+
+}  // namespace
+}  // namespace tcsolve
