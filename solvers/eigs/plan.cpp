@@ -217,14 +217,17 @@ void measure(Pricing& p) {
   const double t1 = plan.probe->apply_seconds / std::max(1, plan.probe->steps);
   plan.applies = apply_model(t1, p.probes.apply_seconds(w), w, f.backend, p.n);
   // The filter's steps fuse where rows are short (eigs_detail::make_fused_step): 1.5 column
-  // units a column-step on the GPU; 0.6 on the CPU, whose filter keeps its iterates by rows
-  // (chebyshev/filter.cpp filter_rows): its step cost 0.54–0.65× the column-major SpMM at 24
-  // columns (rgg 55k after RCM, lap3d:60 and :100, lap2d:1000; cpu_spmm_bench "rows" against
-  // "spmm", 2-core CPU, 2026-11-30; docs/performance.md "CPU kernels"). It was 1.25 for the
-  // column-major fused step. On A's natural blocks (BSR step, long rows) one unit: H200,
+  // units a column-step on the GPU. On the CPU the filter keeps its iterates by rows
+  // (chebyshev/filter.cpp filter_rows): from 40k rows 0.6, its step's cost against the
+  // column-major SpMM at 24 columns (0.54–0.65: rgg 55k after RCM, lap3d:60 and :100,
+  // lap2d:1000; cpu_spmm_bench "rows" against "spmm", 2-core CPU, 2026-11-30; docs/performance.md
+  // "CPU kernels"); below, 1.25 as for the column-major step: on small matrices the applies'
+  // fixed costs rule, and at 0.6 crack (10k rows) and dwt_2680 took Chebyshev over shift-invert
+  // on the H200 machine's host and ran 1.7–2× slower than before. On A's natural blocks (BSR step, long rows) one unit: H200,
   // elast3d:64 at 24 columns, 804 µs fp64 and 390 µs on the fp32 rung against 835 µs for the
   // operator's apply alone (docs/performance.md).
-  if (chebyshev_step_pays(p.n, f.nnz_a)) plan.applies->step_col = f.backend == Backend::cuda ? 1.5 : 0.6;
+  if (chebyshev_step_pays(p.n, f.nnz_a))
+    plan.applies->step_col = f.backend == Backend::cuda ? 1.5 : (p.n >= 40000 ? 0.6 : 1.25);
   else if (f.bsr_step) plan.applies->step_col = 1.0;
   if (f.backend == Backend::cpu && plan.probe->dense_words > 0)
     plan.applies->t_word = plan.probe->dense_seconds / plan.probe->dense_words;
