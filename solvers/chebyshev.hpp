@@ -36,7 +36,8 @@
 // synchronizes unless apply_order == synchronize.
 //
 // Memory: 3 blocks of n × m (two ping-pong bases that both hold the locked columns, and the
-// operator output W), small m × m matrices, and n × (lanczos_steps + 1) during the bounds.
+// operator output W; on the host with a fused step W is n × 2·⌈m⌉₄, the filter's two iterates by
+// rows), small m × m matrices, and n × (lanczos_steps + 1) during the bounds.
 //
 // Traffic per outer iteration with w active columns, l locked, d = mean degree, 8-byte words:
 //   filter:  d applies of A on ≤ w columns (A once + 2·n·w per apply) and d recurrence passes

@@ -211,7 +211,8 @@ struct EigsOptions {
   double factor_memory_limit = 0;   // bytes; 0 = FactorOptions' default
   // Most n-vectors the iteration's workspace may hold (0 = no limit; the apps derive it from the
   // free GPU memory). Without a transformation, Chebyshev's block width (3 blocks of m + 2k
-  // vectors) or the Lanczos basis (2·(m + b) + 2·max(b, k)) is reduced to fit, and `why` says
+  // vectors; on the host with a fused step the filter's rows widen one block to 2·⌈m⌉₄, not
+  // counted here: the apps set this for the GPU only) or the Lanczos basis (2·(m + b) + 2·max(b, k)) is reduced to fit, and `why` says
   // so; below the minimum (m = k + 4, resp. m = k + 2b) or for LOBPCG (10·(k + guard)) the call
   // throws WorkspaceDoesNotFit (an OutOfDeviceMemory) with the bytes the minimum needs.
   std::int64_t workspace_columns = 0;

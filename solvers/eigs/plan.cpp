@@ -226,8 +226,12 @@ void measure(Pricing& p) {
   // on the H200 machine's host and ran 1.7–2× slower than before. On A's natural blocks (BSR step, long rows) one unit: H200,
   // elast3d:64 at 24 columns, 804 µs fp64 and 390 µs on the fp32 rung against 835 µs for the
   // operator's apply alone (docs/performance.md).
+  // The 0.6 is for a matrix (an operator form gets no fused step) in a local order (eigs on the
+  // CPU from the apps and tcsolve.eigsh reorders a scattered one by RCM first): in a random order
+  // the step by rows costs 0.9–1.1 of the SpMM.
   if (chebyshev_step_pays(p.n, f.nnz_a))
-    plan.applies->step_col = f.backend == Backend::cuda ? 1.5 : (p.n >= 40000 ? 0.6 : 1.25);
+    plan.applies->step_col =
+        f.backend == Backend::cuda ? 1.5 : (f.matrix_form && f.nnz_a > 0 && p.n >= 40000 ? 0.6 : 1.25);
   else if (f.bsr_step) plan.applies->step_col = 1.0;
   if (f.backend == Backend::cpu && plan.probe->dense_words > 0)
     plan.applies->t_word = plan.probe->dense_seconds / plan.probe->dense_words;

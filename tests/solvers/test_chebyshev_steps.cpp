@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -230,6 +231,73 @@ TEST(ChebyshevSteps, FilterProjectsOutTheLockedColumns) {
     SCOPED_TRACE(fused ? "fused" : "unfused");
     projected_filter_matches_the_polynomial(fused);
   }
+}
+
+// The host step without blocks by rows: the filter's column path on the same kernel.
+struct ColumnsOnly final : ChebyshevStep {
+  const ChebyshevStep& s;
+  explicit ColumnsOnly(const ChebyshevStep& st) : s(st) {}
+  Space space() const override { return s.space(); }
+  void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
+            MvView<const double> r, const double* d) const override {
+    s.step(a, cur, b, c, next, e, r, d);
+  }
+  std::string describe() const override { return s.describe(); }
+  void residual32(double sc, MvView<const double> ax, MvView<const double> x, const double* th, double g,
+                  MvView<float> r, MvView<float> z) const override {
+    s.residual32(sc, ax, x, th, g, r, z);
+  }
+  void step32(double a, MvView<const float> cur, double b, double c, MvView<float> next, MvView<const float> r,
+              const double* f) const override {
+    s.step32(a, cur, b, c, next, r, f);
+  }
+  void combine32(MvView<const double> x, const double* q, MvView<const float> z, MvView<double> y) const override {
+    s.combine32(x, q, z, y);
+  }
+};
+
+// On the host the fused filter keeps its iterates by rows: bitwise the column path's result on a
+// non-diagonal A, with locked columns the active ones have components along (every projection
+// changes them), mixed degrees (columns leaving the suffix between projections, one at a
+// projection step) and an odd active width (pads). Rows 0–1 of L's span end at rounding size.
+TEST(ChebyshevSteps, FilterByRowsIsBitwiseTheColumnFilter) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  if (kBackend != Backend::cpu) GTEST_SKIP() << "the filter by rows is the host's";
+  const std::int64_t n = 300, nl = 3;
+  // L: the 1-D Laplacian's three lowest eigenvectors (sin(πk(i+1)/(n+1)), orthonormal), which the
+  // filter amplifies most; the active columns start with components along them.
+  MatrixXd lk(n, nl);
+  for (std::int64_t k = 0; k < nl; ++k)
+    for (std::int64_t i = 0; i < n; ++i)
+      lk(i, k) = std::sqrt(2.0 / (n + 1)) * std::sin(kPi * (k + 1) * (i + 1) / (n + 1));
+  MatrixXd out[2];
+  for (int path = 0; path < 2; ++path) {
+    SCOPED_TRACE(path == 0 ? "by rows" : "columns");
+    Rig su(laplacian(static_cast<int>(n)), 6, 2, Which::smallest);
+    su.fuse(false);
+    ColumnsOnly cols(*su.step);
+    if (path == 1) su.copt.fused_step = &cols;
+    auto& it = su.make();
+    const std::int64_t m = it.block_width(), w = m - nl;
+    ASSERT_EQ(w, 5) << "an active width with pads";
+    // interval [1, 4], a0 = −0.5; θ_slow = 0.98: ratio ρ(−0.5)/ρ(0.98) ≈ 3.2, a projection every 11
+    // steps (at 11 and 22); the two degree-14 columns leave between them, the 26 after the second
+    su.s().upper = 4.0, su.s().lower = 0.0, su.s().nl = nl;
+    const int degrees[5] = {14, 14, 26, 28, 30};
+    for (std::int64_t j = 0; j < w; ++j) su.s().deg[j] = degrees[j], su.s().theta[j] = 0.98;
+    MatrixXd y0 = random_matrix(n, m, 21);
+    y0.leftCols(nl) = lk;
+    put(*su.ops, y0, su.basis(su.s().cur));
+    it.filter(w, 1.0);
+    EXPECT_EQ(it.stats().projections, 2);
+    out[path] = get(*su.ops, su.basis(su.s().cur));
+    // nothing left along L in the active columns beyond the last projection's few steps' growth
+    const MatrixXd lty = lk.transpose() * out[path].rightCols(w);
+    for (std::int64_t j = 0; j < w; ++j)
+      EXPECT_LE(lty.col(j).norm(), 1e-8 * out[path].col(nl + j).norm()) << "column " << j;
+  }
+  for (std::int64_t j = 0; j < out[0].cols(); ++j)
+    EXPECT_EQ(0, std::memcmp(out[0].col(j).data(), out[1].col(j).data(), sizeof(double) * n)) << "column " << j;
 }
 
 // ---- filter32: the fp32 rung's residual form Y_d = X·q_d(Θ) + Z_d equals p_d(Â)·X for any X
