@@ -127,28 +127,25 @@ TCSOLVE_ALWAYS_INLINE V4<T> madd4(T a, V4<T> b, V4<T> c) {
 }
 
 
-// Z's rows as a part sees them: row c at z + slot(c)·ldz, slot(c) = c (whole staging) or c mod w
-// (a ring of w rows holding X's rows [vlo, vlo + vspan), base the multiple of w below their end:
-// c − base ∈ [−w, w)). A ring's entries outside that window (far(c): the few long edges of a
-// graph that is mostly local) read X's columns directly (x, ldx, k).
-template <class T, bool Ring>
+// Z's rows as a part sees them: row c at z + slot(c)·ldz, slot(c) = c (whole staging) or
+// c mod w = c & (w − 1) (a ring of w rows, w a power of two, holding X's rows [vlo, vlo + vspan)).
+// A ring's entries outside that window (far(c): the few long edges of a graph that is mostly
+// local) read X's columns directly (x, ldx, k); Far = false where the ring holds every entry's
+// row (no test per entry).
+template <class T, bool Ring, bool Far = Ring>
 struct ZRows {
   const T* z;
-  std::int64_t ldz, base, w, vlo, vspan;
+  std::int64_t ldz, mask, w, vlo, vspan;
   const T* x;
   std::int64_t ldx;
   int k;
   TCSOLVE_ALWAYS_INLINE std::int64_t slot(std::int64_t c) const {
-    if constexpr (Ring) {
-      const std::int64_t s = c - base;
-      return s < 0 ? s + w : s;
-    } else {
-      return c;
-    }
+    if constexpr (Ring) return c & mask;
+    else return c;
   }
   TCSOLVE_ALWAYS_INLINE const T* row(std::int64_t c) const { return z + slot(c) * ldz; }
   TCSOLVE_ALWAYS_INLINE bool far(std::int64_t c) const {
-    if constexpr (Ring) return static_cast<std::uint64_t>(c - vlo) >= static_cast<std::uint64_t>(vspan);
+    if constexpr (Ring && Far) return static_cast<std::uint64_t>(c - vlo) >= static_cast<std::uint64_t>(vspan);
     else return false;
   }
   // X(c, j) for j < k, 0 in Z's padding columns
@@ -287,8 +284,9 @@ TCSOLVE_CPU_CLONES void stage_part32(const float* x, std::int64_t ldx, std::int6
 }
 
 // What a part reads: X (column-major), k, Z's row width, and either the whole staged Z (w = 0)
-// or its ring: w rows (a multiple of kBlock), the first column it stages (a multiple of kBlock),
-// per block of rows the columns it needs staged (a multiple of kBlock; 0: none), A's columns m.
+// or its ring: w rows (a power of two ≥ kBlock), the first column it stages (a multiple of kBlock),
+// per block of rows the columns it needs staged (a multiple of kBlock; 0: none), A's columns m,
+// and whether the ring holds every entry's row (no far entries).
 template <class T>
 struct PartSrc {
   const T* x;
@@ -299,15 +297,16 @@ struct PartSrc {
   T* ring;
   std::int64_t w, lo, m;
   const std::int64_t* block_hi;
+  bool all_near;
 };
 
 // A part's blocks of kBlock rows: with a ring, X's rows [hi, want) staged into it first (chunks of
 // kBlock rows: contiguous slots, w a multiple of kBlock); then chunk(b0, b1, zr, c0, width) for
 // each chunk of ≤ kMaxWidth columns.
-template <bool Ring, class T, class Chunk>
+template <bool Ring, bool Far, class T, class Chunk>
 TCSOLVE_ALWAYS_INLINE void part_blocks(std::int64_t r0, std::int64_t r1, const PartSrc<T>& src, Chunk& chunk) {
   std::int64_t hi = src.lo;  // X's rows staged so far: [.., hi)
-  ZRows<T, Ring> zr{Ring ? src.ring : src.z, src.ldz, 0, src.w, 0, 0, src.x, src.ldx, src.k};
+  ZRows<T, Ring, Far> zr{Ring ? src.ring : src.z, src.ldz, src.w - 1, src.w, 0, 0, src.x, src.ldx, src.k};
   for (std::int64_t b0 = r0; b0 < r1; b0 += kBlock) {
     const std::int64_t b1 = std::min(r1, b0 + kBlock);
     if constexpr (Ring) {
@@ -318,10 +317,9 @@ TCSOLVE_ALWAYS_INLINE void part_blocks(std::int64_t r0, std::int64_t r1, const P
           for (int j = 0; j < src.k; ++j)
             for (int l = 0; l < kBlock; l += 64 / static_cast<int>(sizeof(T)))
               __builtin_prefetch(src.x + hi + kStageAhead + l + j * src.ldx);
-        stage_rows(src.x + hi, src.ldx, 0, std::min(kBlock, src.m - hi), src.k, src.ring + (hi % src.w) * src.ldz,
+        stage_rows(src.x + hi, src.ldx, 0, std::min(kBlock, src.m - hi), src.k, src.ring + (hi & zr.mask) * src.ldz,
                    src.ldz);
       }
-      zr.base = hi / src.w * src.w;
       zr.vlo = std::max(src.lo, hi - src.w);
       zr.vspan = hi - zr.vlo;
     }
@@ -406,8 +404,9 @@ TCSOLVE_CPU_CLONES void spmm_part(const CsrPtrs& a, std::int64_t r0, std::int64_
                                   double* y, std::int64_t ldy, bool nt) {
   alignas(64) double yb[kBlock * kMaxWidth];
   SpmmChunk chunk{a, y, ldy, src.k, nt, yb};
-  if (src.w > 0) part_blocks<true>(r0, r1, src, chunk);
-  else part_blocks<false>(r0, r1, src, chunk);
+  if (src.w > 0 && src.all_near) part_blocks<true, false>(r0, r1, src, chunk);
+  else if (src.w > 0) part_blocks<true, true>(r0, r1, src, chunk);
+  else part_blocks<false, false>(r0, r1, src, chunk);
 #ifdef TCSOLVE_CPU_STREAM
   if (nt) _mm_sfence();  // the streamed lines before the part is reported done
 #endif
@@ -529,8 +528,9 @@ TCSOLVE_ALWAYS_INLINE void step_blocks(const CsrPtrs& a, std::int64_t r0, std::i
   alignas(64) T sb[kBlock * kMaxWidth];
   alignas(64) T xb[kBlock * kMaxWidth];
   StepChunk<T> chunk{a, src.k, s, sb, xb};
-  if (src.w > 0) part_blocks<true>(r0, r1, src, chunk);
-  else part_blocks<false>(r0, r1, src, chunk);
+  if (src.w > 0 && src.all_near) part_blocks<true, false>(r0, r1, src, chunk);
+  else if (src.w > 0) part_blocks<true, true>(r0, r1, src, chunk);
+  else part_blocks<false, false>(r0, r1, src, chunk);
 }
 
 TCSOLVE_CPU_CLONES void step_part64(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<double>& src,
@@ -670,15 +670,16 @@ const T* CpuCsrKernels::stage(MvView<const T> x, AlignedBuffer<T>& buf, std::int
 template <class T, class Part>
 void CpuCsrKernels::run_parts(MvView<const T> x, AlignedBuffer<T>& whole, Rings<T>& rings, Part&& part) const {
   const std::int64_t k = x.cols;
-  PartSrc<T> src{x.data, x.ld, static_cast<int>(k), 0, nullptr, nullptr, 0, 0, a_.ncols, ring_.block_hi.data()};
+  PartSrc<T> src{x.data, x.ld, static_cast<int>(k), 0,         nullptr,
+                 nullptr, 0,    0,                   a_.ncols, ring_.block_hi.data(), ring_.all_near};
   if (staging_for(k, sizeof(T)) == Staging::whole) {
     src.z = stage(x, whole, src.ldz);
     parallel_parts(parts(), [&](int p) { part(row_begin(p), row_begin(p + 1), src); });
     return;
   }
   src.ldz = staged_width(k);
-  src.w = ring_.need;
-  const std::size_t count = static_cast<std::size_t>(ring_.need * src.ldz);
+  src.w = ring_.w;
+  const std::size_t count = static_cast<std::size_t>(ring_.w * src.ldz);
   parallel_parts(static_cast<int>(ring_.bounds.size()) - 1, [&](int p) {
     int slot = 0;
     PartSrc<T> ps = src;

@@ -142,11 +142,14 @@ class CpuCsrKernels {
   void run_parts(MvView<const T> x, AlignedBuffer<T>& whole, Rings<T>& rings, Part&& part) const;
 
   // Ring staging's parts: bounds, the first column each stages (a multiple of 64), the columns
-  // each 64-row block needs staged (max column + 1 rounded up to 64; 0: no entries), the ring's
-  // rows (a multiple of 64; 0: no ring) and the rows staged over all parts.
+  // each 64-row block needs staged (max column + 1 rounded up to 64; 0: no entries), the rows the
+  // ring needs (a multiple of 64; 0: no ring), its rows w (need rounded up to a power of two: a
+  // row's slot is c & (w − 1)), the rows staged over all parts, and whether the ring holds every
+  // entry's row (else the band of 99 % of them: the rest are far).
   struct RingPlan {
     std::vector<std::int64_t> bounds, lo, block_hi;
-    std::int64_t need = 0, staged = 0;
+    std::int64_t need = 0, w = 0, staged = 0;
+    bool all_near = true;
   };
   template <class T>
   struct Rings {  // one ring per running part (at most one part per host thread at a time)

@@ -134,6 +134,7 @@ CpuCsrKernels::CpuCsrKernels(const Csr<double>& a)
   std::int64_t need1 = 0, staged1 = 0;
   ring_need({0, a.nrows}, bmin, bmax, need1, staged1, nullptr);
   if (static_cast<double>(need1) * 32 * sizeof(double) > static_cast<double>(ring_budget_)) {
+    ring_.all_near = false;
     block_ranges(a, near_band(a), bmin, bmax);
     ring_need({0, a.nrows}, bmin, bmax, need1, staged1, nullptr);
   }
@@ -143,6 +144,9 @@ CpuCsrKernels::CpuCsrKernels(const Csr<double>& a)
     pr = static_cast<int>(std::clamp<std::int64_t>(a.nrows / (4 * need1), std::min(np, 2 * host_threads()), np));
   ring_.bounds = balanced_row_parts(a.row_ptr, pr, kBlock);
   ring_need(ring_.bounds, bmin, bmax, ring_.need, ring_.staged, &ring_.lo);
+  ring_.w = 0;
+  if (ring_.need > 0)
+    for (ring_.w = kBlock; ring_.w < ring_.need;) ring_.w *= 2;
   ring_.block_hi.resize(bmax.size());
   for (std::size_t b = 0; b < bmax.size(); ++b) ring_.block_hi[b] = bmax[b] < 0 ? 0 : up_block(bmax[b] + 1);
   const int slots = host_threads() + 1;
@@ -157,7 +161,7 @@ CpuCsrKernels::Staging CpuCsrKernels::staging_for(std::int64_t k, std::size_t el
   if (staging_ == Staging::ring) return Staging::ring;
   // the ring in its budget, and its windows staged twice at part starts costing less than Z's
   // round trip through memory (X read, Z written and read back: ~3 of X)
-  const double bytes = static_cast<double>(ring_.need) * static_cast<double>(cpu_staged_width(k)) * static_cast<double>(elem);
+  const double bytes = static_cast<double>(ring_.w) * static_cast<double>(cpu_staged_width(k)) * static_cast<double>(elem);
   if (bytes > static_cast<double>(ring_budget_) || ring_.staged > 2 * a_.ncols) return Staging::whole;
   return Staging::ring;
 }
