@@ -161,7 +161,7 @@ LuAnalysis analyze_lu(const Csr<double>& a) {
   auto c = csc_of_transpose(a);
   const std::string phase = "the symbolic analysis (UMFPACK) of A (n = " + std::to_string(a.nrows) + ")";
   detail::configure_engine_threads();
-  return run_interruptible(phase, [c] {
+  return run_interruptible(phase, run_inline_small(a.nrows, a.nnz()), [c] {
     detail::configure_engine_threads();
     const double t0 = now();
     Symbolic sym(*c);
@@ -175,7 +175,7 @@ std::unique_ptr<LuFactor> factor_lu(const Csr<double>& a, const FactorOptions& o
   auto c = csc_of_transpose(a);
   const std::string phase = "the LU factorization (UMFPACK) of A (n = " + std::to_string(a.nrows) + ")";
   detail::configure_engine_threads();
-  return run_interruptible(phase, [c, opt]() -> std::unique_ptr<LuFactor> {
+  return run_interruptible(phase, run_inline_small(a.nrows, a.nnz()), [c, opt]() -> std::unique_ptr<LuFactor> {
     detail::configure_engine_threads();
     return std::make_unique<UmfpackFactor>(c, opt);
   });

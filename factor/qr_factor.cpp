@@ -299,7 +299,7 @@ QrAnalysis analyze_qr(const Csr<double>& a) {
   const std::string phase = "the symbolic analysis (SuiteSparseQR) of A (" + std::to_string(a.nrows) + " x " +
                             std::to_string(a.ncols) + ")";
   detail::configure_engine_threads();
-  return run_interruptible(phase, [in] {
+  return run_interruptible(phase, run_inline_small(std::max(a.nrows, a.ncols), a.nnz()), [in] {
     detail::configure_engine_threads();
     QrAnalysis e;
     e.of_transpose = in->m < in->n;
@@ -326,7 +326,7 @@ QrSolution qr_least_squares(const Csr<double>& a, const double* b, std::int64_t 
   const std::string phase = "the least-squares QR (SuiteSparseQR) of A (" + std::to_string(a.nrows) + " x " +
                             std::to_string(a.ncols) + ")";
   detail::configure_engine_threads();
-  return run_interruptible(phase, [in, opt] {
+  return run_interruptible(phase, run_inline_small(std::max(a.nrows, a.ncols), a.nnz()), [in, opt] {
     detail::configure_engine_threads();
     return least_squares_on_worker(*in, opt);
   });

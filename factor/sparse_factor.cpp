@@ -138,7 +138,8 @@ std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<dou
   throw_if_interrupted(phase);
   detail::configure_engine_threads();
   auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(a, b, sigma));
-  return run_interruptible(phase, [s, sigma, opt]() -> std::unique_ptr<SparseFactor> {
+  const bool small = run_inline_small(a.nrows, a.nnz() + (b ? b->nnz() : 0));
+  return run_interruptible(phase, small, [s, sigma, opt]() -> std::unique_ptr<SparseFactor> {
     detail::configure_engine_threads();
     if (opt.engine != FactorEngine::mumps) {
       std::int64_t minor = -1;
@@ -160,7 +161,8 @@ Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
   throw_if_interrupted(phase);
   detail::configure_engine_threads();
   auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(a, b, tau));
-  return run_interruptible(phase, [s, tau, opt] {
+  const bool small = run_inline_small(a.nrows, a.nnz() + (b ? b->nnz() : 0));
+  return run_interruptible(phase, small, [s, tau, opt] {
     detail::configure_engine_threads();
     return detail::mumps_factor(*s, tau, opt, /*with_solve=*/false)->inertia();
   });
@@ -171,7 +173,8 @@ SymbolicAnalysis analyze_factor(const Csr<double>& a, const Csr<double>* b) {
   throw_if_interrupted(phase);
   detail::configure_engine_threads();
   auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(a, b, 0.0));
-  return run_interruptible(phase, [s] {
+  const bool small = run_inline_small(a.nrows, a.nnz() + (b ? b->nnz() : 0));
+  return run_interruptible(phase, small, [s] {
     detail::configure_engine_threads();
     return detail::cholmod_symbolic(*s);
   });
