@@ -131,6 +131,13 @@ std::string of_s(std::int64_t n, double sigma) {
 }
 }  // namespace
 
+namespace {
+// A − σB small enough for its engine call to run on the caller's thread (core/interrupt.hpp).
+bool small_shifted(const Csr<double>& a, const Csr<double>* b) {
+  return run_inline_small(a.nrows, a.nnz() + (b ? b->nnz() : 0));
+}
+}  // namespace
+
 std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<double>* b,
                                              double sigma, const FactorOptions& opt) {
   if (!std::isfinite(sigma)) throw InvalidArgument("factor: sigma must be finite");
@@ -138,8 +145,7 @@ std::unique_ptr<SparseFactor> factor_shifted(const Csr<double>& a, const Csr<dou
   throw_if_interrupted(phase);
   detail::configure_engine_threads();
   auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(a, b, sigma));
-  const bool small = run_inline_small(a.nrows, a.nnz() + (b ? b->nnz() : 0));
-  return run_interruptible(phase, small, [s, sigma, opt]() -> std::unique_ptr<SparseFactor> {
+  return run_interruptible(phase, small_shifted(a, b), [s, sigma, opt]() -> std::unique_ptr<SparseFactor> {
     detail::configure_engine_threads();
     if (opt.engine != FactorEngine::mumps) {
       std::int64_t minor = -1;
@@ -161,8 +167,7 @@ Inertia inertia_at(const Csr<double>& a, const Csr<double>* b, double tau,
   throw_if_interrupted(phase);
   detail::configure_engine_threads();
   auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(a, b, tau));
-  const bool small = run_inline_small(a.nrows, a.nnz() + (b ? b->nnz() : 0));
-  return run_interruptible(phase, small, [s, tau, opt] {
+  return run_interruptible(phase, small_shifted(a, b), [s, tau, opt] {
     detail::configure_engine_threads();
     return detail::mumps_factor(*s, tau, opt, /*with_solve=*/false)->inertia();
   });
@@ -173,8 +178,7 @@ SymbolicAnalysis analyze_factor(const Csr<double>& a, const Csr<double>* b) {
   throw_if_interrupted(phase);
   detail::configure_engine_threads();
   auto s = std::make_shared<const detail::LowerCsc>(detail::shifted_lower(a, b, 0.0));
-  const bool small = run_inline_small(a.nrows, a.nnz() + (b ? b->nnz() : 0));
-  return run_interruptible(phase, small, [s] {
+  return run_interruptible(phase, small_shifted(a, b), [s] {
     detail::configure_engine_threads();
     return detail::cholmod_symbolic(*s);
   });

@@ -135,7 +135,7 @@ TCSOLVE_ALWAYS_INLINE V4<T> madd4(T a, V4<T> b, V4<T> c) {
 template <class T, bool Ring, bool Far = Ring>
 struct ZRows {
   const T* z;
-  std::int64_t ldz, mask, w, vlo, vspan;
+  std::int64_t ldz, mask, vlo, vspan;
   const T* x;
   std::int64_t ldx;
   int k;
@@ -306,7 +306,7 @@ struct PartSrc {
 template <bool Ring, bool Far, class T, class Chunk>
 TCSOLVE_ALWAYS_INLINE void part_blocks(std::int64_t r0, std::int64_t r1, const PartSrc<T>& src, Chunk& chunk) {
   std::int64_t hi = src.lo;  // X's rows staged so far: [.., hi)
-  ZRows<T, Ring, Far> zr{Ring ? src.ring : src.z, src.ldz, src.w - 1, src.w, 0, 0, src.x, src.ldx, src.k};
+  ZRows<T, Ring, Far> zr{Ring ? src.ring : src.z, src.ldz, src.w - 1, 0, 0, src.x, src.ldx, src.k};
   for (std::int64_t b0 = r0; b0 < r1; b0 += kBlock) {
     const std::int64_t b1 = std::min(r1, b0 + kBlock);
     if constexpr (Ring) {
@@ -326,6 +326,15 @@ TCSOLVE_ALWAYS_INLINE void part_blocks(std::int64_t r0, std::int64_t r1, const P
     for (int c0 = 0; c0 < src.k; c0 += kMaxWidth)
       chunk(b0, b1, zr, c0, static_cast<int>(std::min<std::int64_t>(kMaxWidth, src.ldz - c0)));
   }
+}
+
+// part_blocks for the part's staging: the whole Z, a ring holding every entry's row, or a ring
+// with far entries.
+template <class T, class Chunk>
+TCSOLVE_ALWAYS_INLINE void any_part_blocks(std::int64_t r0, std::int64_t r1, const PartSrc<T>& src, Chunk& chunk) {
+  if (src.w > 0 && src.all_near) part_blocks<true, false>(r0, r1, src, chunk);
+  else if (src.w > 0) part_blocks<true, true>(r0, r1, src, chunk);
+  else part_blocks<false, false>(r0, r1, src, chunk);
 }
 
 // Y's side of a chunk: the block's sums into yb (column-major, kBlock rows a column, rows from b0;
@@ -404,9 +413,7 @@ TCSOLVE_CPU_CLONES void spmm_part(const CsrPtrs& a, std::int64_t r0, std::int64_
                                   double* y, std::int64_t ldy, bool nt) {
   alignas(64) double yb[kBlock * kMaxWidth];
   SpmmChunk chunk{a, y, ldy, src.k, nt, yb};
-  if (src.w > 0 && src.all_near) part_blocks<true, false>(r0, r1, src, chunk);
-  else if (src.w > 0) part_blocks<true, true>(r0, r1, src, chunk);
-  else part_blocks<false, false>(r0, r1, src, chunk);
+  any_part_blocks(r0, r1, src, chunk);
 #ifdef TCSOLVE_CPU_STREAM
   if (nt) _mm_sfence();  // the streamed lines before the part is reported done
 #endif
@@ -528,9 +535,7 @@ TCSOLVE_ALWAYS_INLINE void step_blocks(const CsrPtrs& a, std::int64_t r0, std::i
   alignas(64) T sb[kBlock * kMaxWidth];
   alignas(64) T xb[kBlock * kMaxWidth];
   StepChunk<T> chunk{a, src.k, s, sb, xb};
-  if (src.w > 0 && src.all_near) part_blocks<true, false>(r0, r1, src, chunk);
-  else if (src.w > 0) part_blocks<true, true>(r0, r1, src, chunk);
-  else part_blocks<false, false>(r0, r1, src, chunk);
+  any_part_blocks(r0, r1, src, chunk);
 }
 
 TCSOLVE_CPU_CLONES void step_part64(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<double>& src,
@@ -600,7 +605,7 @@ struct RowsStep {
 TCSOLVE_CPU_CLONES void step_rows_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const double* cur,
                                        double* next, std::int64_t ld, std::int64_t j0, std::int64_t j1,
                                        const StepCoefs& co) {
-  const ZRows<double, false> zr{cur, ld, 0, 0, 0, 0, nullptr, 0, 0};
+  const ZRows<double, false> zr{cur, ld, 0, 0, 0, nullptr, 0, 0};
   const std::int64_t c1 = (j1 + 3) / 4 * 4;
   for (std::int64_t c0 = j0 / 4 * 4; c0 < c1; c0 += kMaxWidth) {
     const int w = static_cast<int>(std::min<std::int64_t>(kMaxWidth, c1 - c0));
@@ -660,10 +665,16 @@ const T* CpuCsrKernels::stage(MvView<const T> x, AlignedBuffer<T>& buf, std::int
   }
   ldz = staged_width(k);
   T* z = buf.reserve(static_cast<std::size_t>(x.rows * ldz));
+  stage_all(x, z, ldz);
+  return z;
+}
+
+template <class T>
+void CpuCsrKernels::stage_all(MvView<const T> x, T* z, std::int64_t ldz) const {
   const int np = parts();
   const std::int64_t m = x.rows;
+  const int k = static_cast<int>(x.cols);
   parallel_parts(np, [&](int p) { stage_part(x.data, x.ld, m * p / np, m * (p + 1) / np, k, z, ldz); });
-  return z;
 }
 
 // part(p, r0, r1, src) over the parts of the call's staging (ring: each part on a ring of its own).
@@ -739,10 +750,7 @@ void CpuCsrKernels::to_rows(MvView<const double> x, double* z, std::int64_t ld) 
   check_block(x, a_.ncols, x.cols, "X");
   TCSOLVE_REQUIRE(ld % 4 == 0 && ld >= x.cols, "CPU CSR kernel: rows of " + std::to_string(ld) +
                                                    " doubles for " + std::to_string(x.cols) + " columns");
-  const int np = parts();
-  const std::int64_t m = x.rows;
-  const int k = static_cast<int>(x.cols);
-  parallel_parts(np, [&](int p) { stage_part(x.data, x.ld, m * p / np, m * (p + 1) / np, k, z, ld); });
+  stage_all(x, z, ld);
 }
 
 void CpuCsrKernels::from_rows(const double* z, std::int64_t ld, MvView<double> x) const {

@@ -133,6 +133,9 @@ class CpuCsrKernels {
  private:
   template <class T>
   const T* stage(MvView<const T> x, AlignedBuffer<T>& buf, std::int64_t& ldz) const;
+  // Z = X by rows (row width ldz, pads zeroed), the host threads over A's parts' row counts.
+  template <class T>
+  void stage_all(MvView<const T> x, T* z, std::int64_t ldz) const;
   template <class T>
   struct Rings;
   template <class T>
