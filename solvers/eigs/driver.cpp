@@ -22,6 +22,7 @@
 #include "core/error.hpp"
 #include "core/finite.hpp"
 #include "core/host_memory.hpp"
+#include "core/parallel.hpp"
 #include "core/trace.hpp"
 #include "factor/shift_invert.hpp"
 #include "factor/sparse_factor.hpp"
@@ -427,6 +428,7 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   trace_mark("eigs: operators ready");
   // The filter's steps on the operator's own blocks (spmm bsr_block): priced as such.
   if (const auto* so = dynamic_cast<const SparseOperator*>(s.aop)) facts.bsr_step = so->block_step() != nullptr;
+  facts.host_threads = host_threads();
   facts.ladder = opt.ladder && opt.precision == Precision::fp64 && !facts.generalized && opt.backend == Backend::cuda &&
                  (facts.bsr_step || chebyshev_step_pays(n, facts.nnz_a));
   EigsResult r = run_selection(s, opt, facts, pre.memo);

@@ -204,6 +204,7 @@ struct Pricing {
   Verification verification = Verification::recheck;
   double recheck_gap = 0.0;          // the gap the filter re-check is priced at
   bool modelled = false;             // the probe's power law fits the wanted end
+  bool gap_interpolated = false;     // plan.rel_gap read off the counting function (not modelled)
 };
 
 // The probe and the timed applies (every iterative price needs them).
@@ -235,15 +236,37 @@ void measure(Pricing& p) {
   else if (f.bsr_step) plan.applies->step_col = 1.0;
   if (f.backend == Backend::cpu && plan.probe->dense_words > 0)
     plan.applies->t_word = plan.probe->dense_seconds / plan.probe->dense_words;
+  const std::int64_t block = f.generalized ? width : chebyshev_block(p.n, p.k, -1);
+  if (f.backend == Backend::cpu) {
+    // The filter step timed at the block's width, where the filter runs by rows (the 8-column
+    // apply misses the block leaving the cache), and the host's dense outer iteration:
+    // n·(12·m + 0.35·m²) ns on the 2-core CPU (orthonormalization, Rayleigh–Ritz and residuals,
+    // per outer iteration and twice for the start; 0.5–0.7 ns·n·m² at m = 48, 0.9–1.3 at m = 16,
+    // 420 to 115k rows, the shared matrices and the sweep's families, 2026-11-30), scaled by
+    // the threads.
+    // Where it runs unfused (long rows, an operator form): the apply timed at the block's width,
+    // and half again for the recurrence's passes (bcsstk06, 16 columns: 2.7 µs a column-step
+    // measured against 7.3 priced as 3 column units from 8 columns).
+    if (p.probes.step_seconds && !f.generalized && chebyshev_fits(p.n, p.k)) {
+      plan.applies->t_filter_step = p.probes.step_seconds(block);
+      if (!(plan.applies->t_filter_step > 0) && 16.0 * static_cast<double>(p.n * block) <= 256e6)
+        plan.applies->t_filter_step = 1.5 * p.probes.apply_seconds(block);
+      plan.applies->step_block = block;
+    }
+    const double per_thread = 2.0 / std::max(1, f.host_threads);
+    plan.applies->t_dense_nm = 12e-9 * per_thread;
+    plan.applies->t_dense_nm2 = 0.35e-9 * per_thread;
+  }
   const ApplyModel& am = *plan.applies;
   if (trace_enabled()) {
-    char b[200];
-    std::snprintf(b, sizeof b, "plan: apply model t_a %.3g s, t_col %.3g s, t_outer %.3g s, t_step %.3g s, t_word %.3g s",
-                  am.t_a, am.t_col, am.t_outer, am.t_step, am.t_word);
+    char b[260];
+    std::snprintf(b, sizeof b, "plan: apply model t_a %.3g s, t_col %.3g s, t_outer %.3g s, t_step %.3g s, t_word %.3g s, "
+                  "filter step %.3g s on %lld columns", am.t_a, am.t_col, am.t_outer, am.t_step, am.t_word,
+                  am.t_filter_step, static_cast<long long>(am.step_block));
     trace_mark(b);
   }
   const double sgn = p.opt.which == Which::largest ? -1.0 : 1.0;
-  p.m = f.generalized ? width : chebyshev_block(p.n, p.k, -1);
+  p.m = block;
   plan.rel_gap = plan.probe->relative_gap(sgn, p.k, p.m);
   // The filter re-check's price (its degree from the resolution, recheck.cpp): where the power
   // law fails, the resolution read off the quadrature's counting function (interpolated_gap)
@@ -261,6 +284,10 @@ void measure(Pricing& p) {
   if (interpolate && !p.modelled) {
     const double g = plan.probe->interpolated_gap(sgn, p.k, p.m);
     if (std::isfinite(g)) p.recheck_gap = g;
+    // The solves too, since their steps are priced as timed (t_filter_step): the fallback's
+    // 313 filter steps against 32–132 run (bcsstm19/20 and gen:rgg:40000, 32 largest; 78–91
+    // at this gap on the rgg rows), and single-vector Lanczos from it (predict_lanczos1_seconds).
+    if (std::isfinite(g)) plan.rel_gap = g, p.gap_interpolated = true;
   }
   // One wanted value: the set the re-check gets has no second distinct value, so it resolves half
   // the distance from the found value to the probe's bound of the spectrum's end (verify.cpp,
@@ -334,7 +361,8 @@ std::optional<PlanEstimate> price_lanczos1(const Pricing& p, const PlanEstimate&
   l.method = EigsMethod::lanczos;
   l.block = 1;
   l.verification = filter.verification;
-  l.solve_s = predict_lanczos1_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &l.detail);
+  l.solve_s = predict_lanczos1_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &l.detail,
+                                       p.gap_interpolated);
   l.verify_s = filter.verification == Verification::recheck &&
                        filter_recheck_degree_at(p.n, p.recheck_gap) > eigs_detail::kFilterRecheckMaxDegree
                    ? l.solve_s : filter.verify_s;

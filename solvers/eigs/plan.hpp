@@ -153,6 +153,10 @@ struct PlanFacts {
   // The precision ladder's fp32 rung is available to the filter (precision auto on an fp64 A, on
   // the GPU, with a fused or block step): the plan prices it and chooses.
   bool ladder = false;
+  // The host's threads (core/parallel.hpp host_threads(); the driver sets this machine's): the
+  // host's dense outer iteration is priced per thread (ApplyModel::t_dense_nm). 2 by default, so
+  // that a test's plan does not depend on the machine running it.
+  int host_threads = 2;
   // The floor outlook's inputs (floor_outlook): ‖A‖ (an upper bound, e.g. ‖A‖∞), ‖B‖, ‖B⁻¹‖
   // (0: not known; the probe's bounds stand in), and the extremes of a_ii/b_ii, Rayleigh quotients
   // of unit vectors and so bounds of the spectrum's ends (NaN: not known, operator form).
@@ -214,6 +218,10 @@ FloorOutlook floor_outlook(const PlanFacts& f, const EigsOptions& opt, const Spe
 struct PlanProbes {
   std::function<SpectralProbe()> probe;                  // Lanczos steps on A
   std::function<double(std::int64_t cols)> apply_seconds;  // one apply of A to `cols` columns
+  // One step of the host filter by rows on `cols` columns (ChebyshevStep::step_rows: the kernel
+  // the CPU filter runs); 0 where the filter would not run it (the GPU, an operator form, long
+  // rows). Empty: not measured.
+  std::function<double(std::int64_t cols)> step_seconds;
   std::function<SymbolicAnalysis()> analyze;             // CHOLMOD symbolic analysis of A − σB
   std::function<const EngineRates&()> rates;             // host engine rates (cached, else measured)
   // The rates without measuring (known_engine_rates: the cache's or the process's); null when
@@ -275,6 +283,17 @@ struct ApplyModel {
   // count 2·n·s·(s + 1) after the probe went local made it 5–10× too small: host shift-invert
   // solves were predicted at half their time.)
   double t_word = 0.0;
+  // Host only, where the filter runs by rows: seconds of one filter step on the whole block
+  // (`step_block` columns), timed at that width (PlanProbes::step_seconds); 0 = not measured.
+  // It replaces t_a + step_col·m·t_col for the filter: the 8-column apply does not see the block
+  // leave the cache (gen:rgg:40000, 48 columns: 8.3–8.8 ns a row-column measured against
+  // 1.8 priced from 8 columns; 2-core CPU, 2026-11-30).
+  double t_filter_step = 0.0;
+  std::int64_t step_block = 0;
+  // Host only: the dense work of one outer iteration (orthonormalization, Rayleigh–Ritz, the
+  // residuals) on an n × m block, n·(t_dense_nm·m + t_dense_nm2·m²) seconds; 0 = the device model
+  // (11·m·t_col + t_outer).
+  double t_dense_nm = 0.0, t_dense_nm2 = 0.0;
 };
 ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, std::int64_t n);
 
@@ -309,9 +328,13 @@ double host_basis_word_seconds(std::int64_t n, std::int64_t basis, const ApplyMo
 // dwt_2680 largest (0.35: their geometric middle; 0.7 until 2026-11-26 priced every one of the
 // bus matrices 3.5–11× over their measured solve), against 4–15·D on PDE-like ends
 // (gen:lap2d:100, lap3d:20/30, crack, bcsstk21 largest), where it is not offered (2-core CPU,
-// k = 10).
+// k = 10). `interpolated`: rel_gap read off the probe's counting function (interpolated_gap),
+// not the fallback: 3.5·(0.35·D + 2k) applies (53 shared-matrix and family rows, k = 1, 6, 32
+// largest: 1–8× the unscaled count, middle 2.5–4.5; gen:rgg:40000, 32 largest, 336–421 against
+// 88–91 unscaled; 2-core CPU, 2026-11-30).
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
+                                double rel_gap, const ApplyModel& m, std::string* detail = nullptr,
+                                bool interpolated = false);
 double predict_dense_seconds(std::int64_t n, const EngineRates& r);
 // Setup (analysis + factorization) and solve (block solves, dense Lanczos work) of shift-invert.
 void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,
@@ -360,6 +383,7 @@ struct EigsPlan {
 struct PlanMemo {
   std::optional<SpectralProbe> probe;
   std::map<std::int64_t, double> apply_seconds;  // columns → seconds of one apply
+  std::map<std::int64_t, double> step_seconds;   // columns → seconds of one filter step by rows
   std::optional<SymbolicAnalysis> symbolic;
 };
 

@@ -62,16 +62,22 @@ double filter_columns(const ChebyshevCost& c, std::int64_t k) {
   return std::max(0.0, c.column_applies - c.outer_iterations * static_cast<double>(c.block) -
                            static_cast<double>(k) - 25.0);
 }
-double chebyshev_seconds(const ChebyshevCost& c, std::int64_t k, const ApplyModel& m) {
+double chebyshev_seconds(const ChebyshevCost& c, std::int64_t n, std::int64_t k, const ApplyModel& m) {
   const double mb = static_cast<double>(c.block);
   // Filter: D applies of A, per column-step 1 column unit in the SpMM and 2 in the recurrence
-  // (m.step_col = 3; 1.5 for the GPU's fused step);
+  // (m.step_col = 3; 1.5 for the GPU's fused step); on the host by rows, the step timed on the
+  // whole block, its column-steps at that step's share;
   // Rayleigh-Ritz per outer iteration: one apply of m columns and 10·m column units of dense
-  // passes (two BCGS-PIP passes, the projections); the final check: k columns.
-  return (c.total_degree + c.outer_iterations + 1.0) * m.t_a +
-         filter_columns(c, k) * m.step_col * m.t_col +
-         c.outer_iterations * (11.0 * mb * m.t_col + m.t_outer) +
-         c.total_degree * m.t_step + static_cast<double>(k) * m.t_col;
+  // passes (two BCGS-PIP passes, the projections), or on the host the measured dense outer
+  // iteration (ApplyModel::t_dense_nm), twice more for the start block; the final check: k columns.
+  const double timed = m.t_filter_step > 0 && m.step_block == c.block ? m.t_filter_step : 0.0;
+  const double filter = timed > 0 ? filter_columns(c, k) / mb * timed + (c.outer_iterations + 1.0) * timed
+                                  : (c.total_degree + c.outer_iterations + 1.0) * m.t_a +
+                                        filter_columns(c, k) * m.step_col * m.t_col;
+  const double dense = m.t_dense_nm > 0
+      ? (c.outer_iterations + 2.0) * static_cast<double>(n) * mb * (m.t_dense_nm + m.t_dense_nm2 * mb)
+      : c.outer_iterations * (11.0 * mb * m.t_col + m.t_outer);
+  return filter + dense + c.total_degree * m.t_step + static_cast<double>(k) * m.t_col;
 }
 }  // namespace
 
@@ -85,14 +91,14 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
                   c.outer_iterations);
     *detail = b;
   }
-  return chebyshev_seconds(c, k, m);
+  return chebyshev_seconds(c, n, k, m);
 }
 
 LadderPrice price_chebyshev_ladder(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                    double rel_gap, const ApplyModel& m, bool wanted_end_large) {
   const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
   LadderPrice p;
-  p.fp64_s = chebyshev_seconds(c, k, m);
+  p.fp64_s = chebyshev_seconds(c, n, k, m);
   // The rungs: where the wanted end is large against ‖A‖ (|λ| ≥ ‖A‖/4, the filter's own test,
   // chebyshev.cpp), all filters but the last on fp32; else only the first (its block holds no
   // vector near the end yet).
@@ -126,9 +132,9 @@ double host_basis_word_seconds(std::int64_t n, std::int64_t basis, const ApplyMo
 }
 
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
-                                double rel_gap, const ApplyModel& m, std::string* detail) {
+                                double rel_gap, const ApplyModel& m, std::string* detail, bool interpolated) {
   const ChebyshevCost c = chebyshev_cost(n, nnz, k, tol, rel_gap);
-  const double applies = 0.35 * c.total_degree + 2.0 * static_cast<double>(k);
+  const double applies = (interpolated ? 3.5 : 1.0) * (0.35 * c.total_degree + 2.0 * static_cast<double>(k));
   const std::int64_t basis = default_lanczos_basis(k, 1);
   const std::int64_t keep = std::min(k + std::max<std::int64_t>(1, (basis - k) / 2), basis - 1);
   const double restarts = applies / static_cast<double>(std::max<std::int64_t>(1, basis - keep));
@@ -215,8 +221,13 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
                                     static_cast<double>(std::max<std::int64_t>(b, basis - keep));
     const double check = r.solve_seconds(lnz, static_cast<double>(k), sym.flops, nn) + m.t_a +
                          static_cast<double>(k) * m.t_col;
-    *solve_s = solves * (per_solve + host_lanczos_step_words(n, basis, keep) * m.t_word) +
-               passes * (static_cast<double>(basis + keep) * nn * m.t_word + 1e-4) + check;
+    // The words at the basis's rate (host_basis_word_seconds, streamed past the cache) and two
+    // passes a step, as single-vector Lanczos (predict_lanczos1_seconds): luxembourg, 32 smallest,
+    // 114k rows, basis 66: 36 ms a step measured against 8.6 priced at the probe's cached rate
+    // with 1.5 passes, 26 ms so (2-core CPU, 2026-11-30).
+    const double tw = host_basis_word_seconds(n, basis, m);
+    *solve_s = solves * (per_solve + (4.0 / 3.0) * host_lanczos_step_words(n, basis, keep) * tw) +
+               passes * (static_cast<double>(basis + keep) * nn * tw + 1e-4) + check;
   }
   if (detail) {
     char bf[200];

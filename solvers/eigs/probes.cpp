@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 
 #include "core/device.hpp"
+#include "core/parallel.hpp"
 #include "core/trace.hpp"
+#include "solvers/eigs/runs.hpp"
 #include "solvers/eigs/steps.hpp"
+#include "spmm/chebyshev_step.hpp"
 
 namespace tcsolve::eigs_detail {
 
@@ -42,6 +46,38 @@ double time_apply(const Problem& s, std::int64_t cols) {
   for (int r = 0; r < 3 && (r == 0 || spent < 0.02); ++r) {
     const double t0 = detail::now_seconds();
     run();
+    const double t = detail::now_seconds() - t0;
+    best = std::min(best, t);
+    spent += t;
+  }
+  return best;
+}
+
+// Seconds of one host filter step by rows on `cols` columns (the kernel chebyshev/filter.cpp
+// filter_rows runs: next = a·A·cur + b·cur + c·next, both blocks by rows), 0 where the filter
+// would not run it. The step is A's fused step, built here once and kept for the solve
+// (fused_step_for). Two n × ⌈cols⌉₄ blocks for the timing (any finite values), freed after; pages
+// touched by the fill first, then the fastest of up to 3 runs within ~20 ms (one run where it takes longer).
+double time_step(const Problem& s, const EigsOptions& opt, std::int64_t cols) {
+  if (s.ops->space() != Space::host || !s.a || cols < 1) return 0.0;
+  const ChebyshevStep* step = fused_step_for(s, *s.aop, opt);
+  if (!step || !step->by_rows() || step->space() != Space::host) return 0.0;
+  const std::int64_t ld = (cols + 3) / 4 * 4;
+  // Past 256 MB for the two blocks both widths stream from memory, where the 8-column apply's
+  // rate holds: not timed (the first touch of the pages alone costs ~1 ms a MB here).
+  if (16.0 * static_cast<double>(s.n) * static_cast<double>(ld) > 256e6) return 0.0;
+  const std::size_t len = static_cast<std::size_t>(s.n * ld);
+  std::unique_ptr<double[]> cur(new double[len]), next(new double[len]);
+  parallel_for(s.n, [&](std::int64_t i) {
+    for (std::int64_t j = 0; j < ld; ++j) {
+      cur[static_cast<std::size_t>(i * ld + j)] = j < cols ? 1.0 + 1e-3 * static_cast<double>(j) : 0.0;
+      next[static_cast<std::size_t>(i * ld + j)] = 0.0;
+    }
+  }, 1024);
+  double best = INFINITY, spent = 0;
+  for (int r = 0; r < 3 && (r == 0 || spent < 0.02); ++r) {
+    const double t0 = detail::now_seconds();
+    step->step_rows(1.0, cur.get(), 0.5, -1.0, next.get(), ld, 0, cols);
     const double t = detail::now_seconds() - t0;
     best = std::min(best, t);
     spent += t;
@@ -94,6 +130,16 @@ PlanProbes make_probes(const Problem& s, const EigsOptions& opt, PlanMemo* memo)
     const double t = time_apply(s, cols);
     trace_mark("eigs: an apply timed");
     if (memo) memo->apply_seconds[cols] = t;
+    return t;
+  };
+  probes.step_seconds = [&s, &opt, memo](std::int64_t cols) {
+    if (memo) {
+      auto it = memo->step_seconds.find(cols);
+      if (it != memo->step_seconds.end()) return it->second;
+    }
+    const double t = time_step(s, opt, cols);
+    trace_mark("eigs: a filter step timed");
+    if (memo) memo->step_seconds[cols] = t;
     return t;
   };
   probes.analyze = [&s, memo] {

@@ -33,6 +33,8 @@ void apply_a(const Problem& s, MvView<const double> x, MvView<double> y);
 // Seconds of one apply of A to `cols` random columns (warmed once, then timed: stream marks on
 // the GPU, the host clock on the CPU).
 double time_apply(const Problem& s, std::int64_t cols);
+// Seconds of one host filter step by rows on `cols` columns; 0 where the filter would not run it.
+double time_step(const Problem& s, const EigsOptions& opt, std::int64_t cols);
 // The planner's spectral probe of A (30 Lanczos steps from a random start).
 SpectralProbe run_probe(const Problem& s, std::uint64_t seed);
 // The probe's bounds as Chebyshev takes them.

@@ -35,7 +35,8 @@ std::string solve_steps_line(const ChebyshevStats& c) {
   return "workspace " + fmt("%.3g", c.seconds_setup) + " s, bounds " + fmt("%.3g", c.seconds_bounds) +
          " s, initial block " + fmt("%.3g", c.seconds_init) + " s, " + std::to_string(c.outer_iterations) +
          " outer iterations " + fmt("%.3g", c.seconds_loop) + " s (filters " + fmt("%.3g", filters) +
-         " s, the rest " + fmt("%.3g", std::max(0.0, c.seconds_loop - filters)) +
+         " s over " + std::to_string(c.filter_columns) + " column-steps, the slowest wanted column " +
+         fmt("%.0f", c.wanted_steps) + " steps; the rest " + fmt("%.3g", std::max(0.0, c.seconds_loop - filters)) +
          " s: orthonormalization " + fmt("%.3g", std::max(0.0, c.seconds_filter_ortho - filters)) +
          " s, Rayleigh-Ritz with residuals " + fmt("%.3g", c.seconds_rayleigh_ritz) +
          " s, locking and bookkeeping " +
