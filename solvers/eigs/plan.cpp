@@ -243,7 +243,7 @@ void measure(Pricing& p) {
     // n·(12·m + 0.35·m²) ns on the 2-core CPU (orthonormalization, Rayleigh–Ritz and residuals,
     // per outer iteration and twice for the start; 0.5–0.7 ns·n·m² at m = 48, 0.9–1.3 at m = 16,
     // 420 to 115k rows, the shared matrices and the sweep's families, 2026-11-30), scaled by
-    // the threads.
+    // the threads that share it.
     // Where it runs unfused (long rows, an operator form): the apply timed at the block's width,
     // and half again for the recurrence's passes (bcsstk06, 16 columns: 2.7 µs a column-step
     // measured against 7.3 priced as 3 column units from 8 columns).
@@ -253,7 +253,11 @@ void measure(Pricing& p) {
         plan.applies->t_filter_step = 1.5 * p.probes.apply_seconds(block);
       plan.applies->step_block = block;
     }
-    const double per_thread = 2.0 / std::max(1, f.host_threads);
+    // Threads beyond two only from 2500 rows a thread: below, small blocks do not spread (the H200
+    // machine's 16-core host, 1138_bus, 10 largest: 14 ms measured against 2 ms priced at 2/16).
+    const std::int64_t spread = std::min<std::int64_t>(std::max(1, f.host_threads),
+                                                       std::max<std::int64_t>(2, p.n / 2500));
+    const double per_thread = 2.0 / static_cast<double>(spread);
     plan.applies->t_dense_nm = 12e-9 * per_thread;
     plan.applies->t_dense_nm2 = 0.35e-9 * per_thread;
   }

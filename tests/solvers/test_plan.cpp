@@ -464,7 +464,7 @@ TEST(Plan, PowerLawEndOnTheHostOffersNoSingleVectorLanczos) {
 // misses the block leaving the cache), asked for once, at that width; the GPU's price does not
 // ask. The step's price moves the filter's: ten times the step, several times the solve (the dense
 // outer iterations stay), and a step that costs next to nothing leaves the dense work, which
-// grows with the threads' share (PlanFacts::host_threads).
+// grows with the threads' share (PlanFacts::host_threads; lap3d:21 has 9261 rows, enough for 3).
 TEST(Plan, HostFilterIsPricedFromTheStepTimedAtTheBlocksWidth) {
   Inputs in;
   in.a = read_matrix("gen:lap3d:21", {});
@@ -490,7 +490,9 @@ TEST(Plan, HostFilterIsPricedFromTheStepTimedAtTheBlocksWidth) {
   EXPECT_GT(slow.chosen.solve_s, (c.total_degree * 0.5 + c.outer_iterations) * 1e-2) << show(slow);
   const EigsPlan free2 = plan_with(1e-9, Backend::cpu), free8 = plan_with(1e-9, Backend::cpu, 8);
   ASSERT_EQ(free8.chosen.method, EigsMethod::chebyshev) << show(free8);
-  EXPECT_GT(free2.chosen.solve_s, 3.0 * free8.chosen.solve_s) << show(free2) << "\n" << show(free8);
+  EXPECT_GT(free2.chosen.solve_s, 1.3 * free8.chosen.solve_s) << show(free2) << "\n" << show(free8);
+  const EigsPlan free3 = plan_with(1e-9, Backend::cpu, 3);
+  EXPECT_NEAR(free3.chosen.solve_s, free8.chosen.solve_s, 1e-12 + 1e-9 * free8.chosen.solve_s);
   asked.clear();
   plan_with(1e-2, Backend::cuda);
   EXPECT_TRUE(asked.empty());
