@@ -205,6 +205,7 @@ struct Pricing {
   double recheck_gap = 0.0;          // the gap the filter re-check is priced at
   bool modelled = false;             // the probe's power law fits the wanted end
   bool gap_interpolated = false;     // plan.rel_gap read off the counting function (not modelled)
+  double filter_tol = 0.0;           // the error reduction the filter's degree is priced for
 };
 
 // The probe and the timed applies (every iterative price needs them).
@@ -272,6 +273,21 @@ void measure(Pricing& p) {
   const double sgn = p.opt.which == Which::largest ? -1.0 : 1.0;
   p.m = block;
   plan.rel_gap = plan.probe->relative_gap(sgn, p.k, p.m);
+  // The reduction a filter (or Lanczos) must reach: the rel test asks ‖r‖ ≤ tol·|λ|·‖x‖, and a
+  // Ritz vector off by an angle θ has ‖r‖ ≈ ‖A‖·sin θ, so its error must fall by tol·|λ₁|/‖A‖ at
+  // the wanted end, not by tol (and by no less than the zero floor's 8u, pairs.cpp zero_floor).
+  // |λ₁| from the probe's Ritz value at that end (an upper bound where the end is at 0: the probe
+  // does not reach it), ‖A‖ its largest |Ritz value|; the largest end (|λ| ≈ ‖A‖) keeps tol. 2-core
+  // CPU sweep, Chebyshev at λ ≈ 0 (rgg, neumann families, smallest): 1.2–6.4× under-predicted.
+  p.filter_tol = p.opt.tol;
+  {
+    const SpectralProbe& pr = *plan.probe;
+    const double norm = std::max(std::abs(pr.lower), std::abs(pr.upper));
+    const double lam = std::abs(sgn > 0 ? pr.lower : pr.upper);
+    if (p.opt.conv == ConvTest::rel && norm > 0 && std::isfinite(lam))
+      p.filter_tol = std::min(p.opt.tol, std::max(p.opt.tol * lam / norm,
+                                                  eigs_detail::kZeroFloorFactor * eigs_detail::kUnitRoundoff));
+  }
   // The filter re-check's price (its degree from the resolution, recheck.cpp): where the power
   // law fails, the resolution read off the quadrature's counting function (interpolated_gap)
   // rather than the solves' fallback 1e-3. 2-core CPU, the shared matrices' single-vector
@@ -317,11 +333,11 @@ PlanEstimate price_filter(const Pricing& p) {
   e.verification = p.verification;
   if (chebyshev_fits(p.n, p.k)) {
     e.method = EigsMethod::chebyshev;
-    e.solve_s = predict_chebyshev_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &e.detail);
+    e.solve_s = predict_chebyshev_seconds(p.n, p.f.nnz_a, p.k, p.filter_tol, p.plan.rel_gap, am, &e.detail);
     if (p.f.ladder) {
       const double norm = std::max(std::abs(probe.lower), std::abs(probe.upper));
       const double end = p.opt.which == Which::largest ? std::abs(probe.upper) : std::abs(probe.lower);
-      const LadderPrice lp = price_chebyshev_ladder(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am,
+      const LadderPrice lp = price_chebyshev_ladder(p.n, p.f.nnz_a, p.k, p.filter_tol, p.plan.rel_gap, am,
                                                     end >= 0.25 * norm);
       e.ladder = lp.ladder_s < lp.fp64_s;
       char b[200];
@@ -330,7 +346,7 @@ PlanEstimate price_filter(const Pricing& p) {
       e.detail += b;
       if (e.ladder) e.solve_s = lp.ladder_s;
     }
-    const ChebyshevCost cc = chebyshev_cost(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap);
+    const ChebyshevCost cc = chebyshev_cost(p.n, p.f.nnz_a, p.k, p.filter_tol, p.plan.rel_gap);
     if (cc.outer_iterations > kTrustedOuterIterations) {
       e.low_confidence = true;
       e.detail += "; low confidence: " + format("%.0f", cc.outer_iterations) + " outer iterations, beyond the " +
@@ -340,7 +356,7 @@ PlanEstimate price_filter(const Pricing& p) {
     // The filter's block does not fit in n/2: block Lanczos, priced like a filter of the same gap
     // (no better model).
     e.method = EigsMethod::lanczos;
-    e.solve_s = 2.0 * predict_chebyshev_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &e.detail);
+    e.solve_s = 2.0 * predict_chebyshev_seconds(p.n, p.f.nnz_a, p.k, p.filter_tol, p.plan.rel_gap, am, &e.detail);
   }
   e.verify_s = p.verification != Verification::recheck ? 0.0
                : filter_recheck_degree_at(p.n, p.recheck_gap) > eigs_detail::kFilterRecheckMaxDegree
@@ -365,7 +381,7 @@ std::optional<PlanEstimate> price_lanczos1(const Pricing& p, const PlanEstimate&
   l.method = EigsMethod::lanczos;
   l.block = 1;
   l.verification = filter.verification;
-  l.solve_s = predict_lanczos1_seconds(p.n, p.f.nnz_a, p.k, p.opt.tol, p.plan.rel_gap, am, &l.detail,
+  l.solve_s = predict_lanczos1_seconds(p.n, p.f.nnz_a, p.k, p.filter_tol, p.plan.rel_gap, am, &l.detail,
                                        p.gap_interpolated);
   l.verify_s = filter.verification == Verification::recheck &&
                        filter_recheck_degree_at(p.n, p.recheck_gap) > eigs_detail::kFilterRecheckMaxDegree

@@ -498,6 +498,43 @@ TEST(Plan, HostFilterIsPricedFromTheStepTimedAtTheBlocksWidth) {
   EXPECT_TRUE(asked.empty());
 }
 
+// The filter's degree is priced for the reduction the test asks: at the smallest end of a
+// Neumann Laplacian (λ₁ = 0) tol·|λ₁|/‖A‖, more steps than tol = 1e-8 asks; the norm test
+// (tol·‖A‖) and the largest end (|λ| ≈ ‖A‖) keep tol.
+TEST(Plan, FilterDegreeFollowsTheTestsReduction) {
+  Inputs in;
+  in.a = read_matrix("gen:neumann2d:40", {});
+  // (priced filter steps, the degree model's steps at tol)
+  auto steps = [&](Which w, ConvTest conv, std::int64_t k) {
+    EigsOptions o = opts(k, w);
+    o.conv = conv;
+    const EigsPlan p = plan_eigs(facts_of(in, Backend::cpu, /*can_factor=*/false), o, probes_of(in));
+    const ChebyshevCost c = chebyshev_cost(in.a.nrows, in.a.nnz(), k, 1e-8, p.rel_gap);
+    const std::string tag = " filter steps on ";
+    const std::string& d = p.chosen.detail;
+    const auto at = d.find(tag);
+    EXPECT_NE(at, std::string::npos) << show(p);
+    if (at == std::string::npos) return std::make_pair(0.0, c.total_degree);
+    const auto from = d.rfind(':', at);
+    return std::make_pair(std::stod(d.substr(from + 1, at - from - 1)), c.total_degree);
+  };
+  for (std::int64_t k : {1, 6}) {
+    SCOPED_TRACE(k);
+    const auto norm = steps(Which::smallest, ConvTest::norm, k);
+    EXPECT_NEAR(norm.first, norm.second, 1.0);
+    const auto top = steps(Which::largest, ConvTest::rel, k);
+    EXPECT_NEAR(top.first, top.second, 0.1 * top.second + 1.0);
+  }
+  // λ₁ = 0 (the probe's lowest Ritz value above it, about 1e-2 of ‖A‖): more than tol's steps,
+  // at most the zero floor's (ln(4/8u)/ln(4/tol) = 1.82 times)
+  for (std::int64_t k : {1, 6}) {
+    SCOPED_TRACE(k);
+    const auto rel = steps(Which::smallest, ConvTest::rel, k);
+    EXPECT_GT(rel.first, 1.15 * rel.second);
+    EXPECT_LT(rel.first, 1.83 * rel.second + 1.0);
+  }
+}
+
 // A Sylvester count costs MUMPS's fixed start-up beside its analysis and factorization: on a
 // diagonal matrix, nothing but that (bcsstm06: 1.5 ms a count measured against 0.1 ms priced from
 // the entries alone, 2-core CPU).
