@@ -198,6 +198,29 @@ int create_temporary(const std::string& file, std::string& path) {
 
 namespace detail {
 
+void factor_coefficients(double t2, double flops2, double entries2, double t3, double flops3,
+                         double entries3, double* a_out, double* b_out) {
+  // t = flops·a + entries·b: two equations; keep both coefficients non-negative.
+  const double det = flops2 * entries3 - flops3 * entries2;
+  double a = det != 0 ? (t2 * entries3 - t3 * entries2) / det : -1;
+  double b = det != 0 ? (flops2 * t3 - flops3 * t2) / det : -1;
+  if (!(a > 0) || !(b > 0)) {
+    a = t3 / std::max(1.0, flops3);  // flops only, from the flop-heavy problem
+    b = std::max(0.0, (t2 - a * flops2) / std::max(1.0, entries2));
+  }
+  // The fit can leave a near 0 where the samples' times are noisy (the H200 machine's host,
+  // 2026-11-30: 1.5e-12 s a flop, ~70x below its other sessions, and the dense solve priced at
+  // 9 ms where it ran 0.1–0.8 s): the flop coefficient is at least a quarter of the flop-heavy
+  // sample's whole rate.
+  const double floor_a = 0.25 * t3 / std::max(1.0, flops3);
+  if (a < floor_a) {
+    a = floor_a;
+    b = std::max(0.0, (t2 - a * flops2) / std::max(1.0, entries2));
+  }
+  *a_out = a;
+  *b_out = b;
+}
+
 void write_rate_cache(const std::string& dir, const std::string& file, const std::string& key,
                       const EngineRates& r) {
   std::error_code ec;
@@ -250,16 +273,8 @@ EngineRates measure_engine_rates() {
   trace_mark("rates: chain sample");
   EngineRates r;
   r.analyze_s_per_entry = std::max(s2.analyze_s / s2.lower_entries, s3.analyze_s / s3.lower_entries);
-  // factor_s = flops·a + entries·b: two equations; keep both coefficients non-negative.
-  const double det = s2.flops * s3.entries - s3.flops * s2.entries;
-  double a = det != 0 ? (s2.factor_s * s3.entries - s3.factor_s * s2.entries) / det : -1;
-  double b = det != 0 ? (s2.flops * s3.factor_s - s3.flops * s2.factor_s) / det : -1;
-  if (!(a > 0) || !(b > 0)) {
-    a = s3.factor_s / s3.flops;  // flops only, from the flop-heavy problem
-    b = std::max(0.0, (s2.factor_s - a * s2.flops) / s2.entries);
-  }
-  r.factor_s_per_flop = a;
-  r.factor_s_per_entry = b;
+  detail::factor_coefficients(s2.factor_s, s2.flops, s2.entries, s3.factor_s, s3.flops, s3.entries,
+                              &r.factor_s_per_flop, &r.factor_s_per_entry);
   // Block solves: the slower of the two supernodal problems in each coefficient; the small one
   // for the simplicial factors.
   r.solve_s_per_entry = std::max(s2.per_entry(), s3.per_entry());

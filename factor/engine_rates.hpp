@@ -92,6 +92,11 @@ bool engine_analyze_rate_known();
 EngineRates measure_engine_rates();
 
 namespace detail {
+// The factorization's coefficients (t = flops·a + entries·b) from a 2D sample (t2: entries
+// dominate) and a 3D one (t3: flops dominate), both non-negative, a at least a quarter of the 3D
+// sample's whole rate t3/flops3 (a noisy fit had left it ~70x too small).
+void factor_coefficients(double t2, double flops2, double entries2, double t3, double flops3,
+                         double entries3, double* a, double* b);
 // Replaces `key`'s line of the cache file `file` (in `dir`, created when missing) by `r`, keeping
 // the other keys' lines. Safe in a folder other users can write: the file is read without
 // following a symbolic link, the new text goes to a temporary of random name created with

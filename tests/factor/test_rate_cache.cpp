@@ -87,3 +87,24 @@ TEST(RateCache, KeepsTheOtherKeysLinesAndReplacesItsOwn) {
 
 }  // namespace
 }  // namespace tcsolve::test
+
+namespace tcsolve::test {
+namespace {
+// The factorization's fit: exact data give back the coefficients; noisy data that would leave the
+// flop coefficient near 0 are floored at a quarter of the 3D sample's whole rate.
+TEST(RateFit, FactorCoefficientsAreFlooredAgainstNoise) {
+  double a = 0, b = 0;
+  const double fa = 1e-10, fb = 5e-8;
+  detail::factor_coefficients(1e7 * fa + 1e6 * fb, 1e7, 1e6, 1e9 * fa + 5e6 * fb, 1e9, 5e6, &a, &b);
+  EXPECT_NEAR(a, fa, 1e-14);
+  EXPECT_NEAR(b, fb, 1e-12);
+  // the 2D sample timed 1.37x slow (0.0699 s against 0.051): both coefficients of the exact solve
+  // stay positive, but a = 5.3e-13; floored at 0.25 * t3 / flops3 = 8.75e-11
+  const double t2 = 0.0699, t3 = 1e9 * fa + 5e6 * fb;
+  detail::factor_coefficients(t2, 1e7, 1e6, t3, 1e9, 5e6, &a, &b);
+  EXPECT_NEAR(a, 0.25 * t3 / 1e9, 1e-20);
+  EXPECT_NEAR(b, (t2 - a * 1e7) / 1e6, 1e-18);
+  EXPECT_GT(b, 0.0);
+}
+}  // namespace
+}  // namespace tcsolve::test
