@@ -200,21 +200,17 @@ namespace detail {
 
 void factor_coefficients(double t2, double flops2, double entries2, double t3, double flops3,
                          double entries3, double* a_out, double* b_out) {
-  // t = flops·a + entries·b: two equations; keep both coefficients non-negative.
+  // t = flops·a + entries·b: two equations; both coefficients kept non-negative. Where the fit
+  // gives none, flops only from the flop-heavy problem. The fit can leave a near 0 where the
+  // samples' times are noisy (the H200 machine's host, 2026-11-30: 1.5e-12 s a flop, ~70x below
+  // its other sessions, and the dense solve priced at 9 ms where it ran 0.1–0.8 s): a is at least
+  // a quarter of the flop-heavy sample's whole rate. b follows from the 2D sample where a moved.
   const double det = flops2 * entries3 - flops3 * entries2;
   double a = det != 0 ? (t2 * entries3 - t3 * entries2) / det : -1;
   double b = det != 0 ? (flops2 * t3 - flops3 * t2) / det : -1;
-  if (!(a > 0) || !(b > 0)) {
-    a = t3 / std::max(1.0, flops3);  // flops only, from the flop-heavy problem
-    b = std::max(0.0, (t2 - a * flops2) / std::max(1.0, entries2));
-  }
-  // The fit can leave a near 0 where the samples' times are noisy (the H200 machine's host,
-  // 2026-11-30: 1.5e-12 s a flop, ~70x below its other sessions, and the dense solve priced at
-  // 9 ms where it ran 0.1–0.8 s): the flop coefficient is at least a quarter of the flop-heavy
-  // sample's whole rate.
-  const double floor_a = 0.25 * t3 / std::max(1.0, flops3);
-  if (a < floor_a) {
-    a = floor_a;
+  const double whole = t3 / std::max(1.0, flops3);
+  if (!(a > 0) || !(b > 0) || a < 0.25 * whole) {
+    a = a > 0 && b > 0 ? 0.25 * whole : whole;
     b = std::max(0.0, (t2 - a * flops2) / std::max(1.0, entries2));
   }
   *a_out = a;

@@ -238,30 +238,8 @@ void measure(Pricing& p) {
   if (f.backend == Backend::cpu && plan.probe->dense_words > 0)
     plan.applies->t_word = plan.probe->dense_seconds / plan.probe->dense_words;
   const std::int64_t block = f.generalized ? width : chebyshev_block(p.n, p.k, -1);
-  if (f.backend == Backend::cpu) {
-    // The filter step timed at the block's width, where the filter runs by rows (the 8-column
-    // apply misses the block leaving the cache), and the host's dense outer iteration:
-    // n·(12·m + 0.35·m²) ns on the 2-core CPU (orthonormalization, Rayleigh–Ritz and residuals,
-    // per outer iteration and twice for the start; 0.5–0.7 ns·n·m² at m = 48, 0.9–1.3 at m = 16,
-    // 420 to 115k rows, the shared matrices and the sweep's families, 2026-11-30), scaled by
-    // the threads that share it.
-    // Where it runs unfused (long rows, an operator form): the apply timed at the block's width,
-    // and half again for the recurrence's passes (bcsstk06, 16 columns: 2.7 µs a column-step
-    // measured against 7.3 priced as 3 column units from 8 columns).
-    if (p.probes.step_seconds && !f.generalized && chebyshev_fits(p.n, p.k)) {
-      plan.applies->t_filter_step = p.probes.step_seconds(block);
-      if (!(plan.applies->t_filter_step > 0) && 16.0 * static_cast<double>(p.n * block) <= 256e6)
-        plan.applies->t_filter_step = 1.5 * p.probes.apply_seconds(block);
-      plan.applies->step_block = block;
-    }
-    // Threads beyond two only from 2500 rows a thread: below, small blocks do not spread (the H200
-    // machine's 16-core host, 1138_bus, 10 largest: 14 ms measured against 2 ms priced at 2/16).
-    const std::int64_t spread = std::min<std::int64_t>(std::max(1, f.host_threads),
-                                                       std::max<std::int64_t>(2, p.n / 2500));
-    const double per_thread = 2.0 / static_cast<double>(spread);
-    plan.applies->t_dense_nm = 12e-9 * per_thread;
-    plan.applies->t_dense_nm2 = 0.35e-9 * per_thread;
-  }
+  if (f.backend == Backend::cpu)
+    host_apply_model(*plan.applies, f, p.probes, p.n, block, !f.generalized && chebyshev_fits(p.n, p.k));
   const ApplyModel& am = *plan.applies;
   if (trace_enabled()) {
     char b[260];
@@ -273,21 +251,7 @@ void measure(Pricing& p) {
   const double sgn = p.opt.which == Which::largest ? -1.0 : 1.0;
   p.m = block;
   plan.rel_gap = plan.probe->relative_gap(sgn, p.k, p.m);
-  // The reduction a filter (or Lanczos) must reach: the rel test asks ‖r‖ ≤ tol·|λ|·‖x‖, and a
-  // Ritz vector off by an angle θ has ‖r‖ ≈ ‖A‖·sin θ, so its error must fall by tol·|λ₁|/‖A‖ at
-  // the wanted end, not by tol (and by no less than the zero floor's 8u, pairs.cpp zero_floor).
-  // |λ₁| from the probe's Ritz value at that end (an upper bound where the end is at 0: the probe
-  // does not reach it), ‖A‖ its largest |Ritz value|; the largest end (|λ| ≈ ‖A‖) keeps tol. 2-core
-  // CPU sweep, Chebyshev at λ ≈ 0 (rgg, neumann families, smallest): 1.2–6.4× under-predicted.
-  p.filter_tol = p.opt.tol;
-  {
-    const SpectralProbe& pr = *plan.probe;
-    const double norm = std::max(std::abs(pr.lower), std::abs(pr.upper));
-    const double lam = std::abs(sgn > 0 ? pr.lower : pr.upper);
-    if (p.opt.conv == ConvTest::rel && norm > 0 && std::isfinite(lam))
-      p.filter_tol = std::min(p.opt.tol, std::max(p.opt.tol * lam / norm,
-                                                  eigs_detail::kZeroFloorFactor * eigs_detail::kUnitRoundoff));
-  }
+  p.filter_tol = filter_reduction(*plan.probe, p.opt, sgn);
   // The filter re-check's price (its degree from the resolution, recheck.cpp): where the power
   // law fails, the resolution read off the quadrature's counting function (interpolated_gap)
   // rather than the solves' fallback 1e-3. 2-core CPU, the shared matrices' single-vector

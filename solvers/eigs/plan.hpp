@@ -296,6 +296,20 @@ struct ApplyModel {
   double t_dense_nm = 0.0, t_dense_nm2 = 0.0;
 };
 ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, std::int64_t n);
+// Two n × cols blocks a plan may time at the block's width: up to 256 MB (past it both widths
+// stream from memory, where the 8-column apply's rate holds; the pages' first touch alone costs
+// ~1 ms a MB on the 2-core CPU).
+inline bool timed_block_fits(std::int64_t n, std::int64_t cols) {
+  return 16.0 * static_cast<double>(n) * static_cast<double>(cols) <= 256e6;
+}
+// The host's part of the apply model (m: the filter's block): the filter step timed at the
+// block's width (probes.step_seconds; unfused, 1.5 applies at that width) where `filter` (a
+// standard problem whose block fits), and the dense outer iteration per thread.
+void host_apply_model(ApplyModel& am, const PlanFacts& f, const PlanProbes& probes, std::int64_t n,
+                      std::int64_t m, bool filter);
+// The error reduction the filter's degree is priced for (sgn = +1 smallest, −1 largest): tol for
+// the norm test, else tol·|λ₁|/‖A‖ at the wanted end, no less than the zero floor's 8u.
+double filter_reduction(const SpectralProbe& probe, const EigsOptions& opt, double sgn);
 
 // Predictions (seconds), exposed for the tests and the benchmark.
 double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,

@@ -6,6 +6,7 @@
 
 #include "solvers/chebyshev.hpp"
 #include "solvers/eigensolvers.hpp"
+#include "solvers/eigs/pairs.hpp"
 #include "solvers/eigs/plan.hpp"
 
 namespace tcsolve {
@@ -53,6 +54,43 @@ ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, st
   m.t_outer = backend == Backend::cuda ? 2e-3 : 5e-4;
   m.t_step = backend == Backend::cuda ? 5e-6 : 0.0;
   return m;
+}
+
+void host_apply_model(ApplyModel& am, const PlanFacts& f, const PlanProbes& probes, std::int64_t n,
+                      std::int64_t m, bool filter) {
+  // The filter step timed at the block's width, where the filter runs by rows (the 8-column
+  // apply misses the block leaving the cache). Where it runs unfused (long rows, an operator
+  // form): the apply timed at the block's width, and half again for the recurrence's passes
+  // (bcsstk06, 16 columns: 2.7 µs a column-step measured against 7.3 priced as 3 column units
+  // from 8 columns).
+  if (filter && probes.step_seconds) {
+    am.t_filter_step = probes.step_seconds(m);
+    if (!(am.t_filter_step > 0) && timed_block_fits(n, m)) am.t_filter_step = 1.5 * probes.apply_seconds(m);
+    am.step_block = m;
+  }
+  // The dense outer iteration: n·(12·m + 0.35·m²) ns on the 2-core CPU (orthonormalization,
+  // Rayleigh–Ritz and residuals, per outer iteration and twice for the start; 0.5–0.7 ns·n·m² at
+  // m = 48, 0.9–1.3 at m = 16, 420 to 115k rows, the shared matrices and the sweep's families,
+  // 2026-11-30), scaled by the threads that share it: beyond two only from 2500 rows a thread
+  // (below, small blocks do not spread: the H200 machine's 16-core host, 1138_bus, 10 largest,
+  // 14 ms measured against 2 ms priced at 2/16).
+  const std::int64_t spread = std::min<std::int64_t>(std::max(1, f.host_threads), std::max<std::int64_t>(2, n / 2500));
+  const double per_thread = 2.0 / static_cast<double>(spread);
+  am.t_dense_nm = 12e-9 * per_thread;
+  am.t_dense_nm2 = 0.35e-9 * per_thread;
+}
+
+double filter_reduction(const SpectralProbe& probe, const EigsOptions& opt, double sgn) {
+  // The rel test asks ‖r‖ ≤ tol·|λ|·‖x‖, and a Ritz vector off by an angle θ has ‖r‖ ≈ ‖A‖·sin θ,
+  // so its error must fall by tol·|λ₁|/‖A‖ at the wanted end, not by tol (and by no less than the
+  // zero floor's 8u, pairs.cpp zero_floor). |λ₁| from the probe's Ritz value at that end (an upper
+  // bound where the end is at 0: the probe does not reach it), ‖A‖ its largest |Ritz value|; the
+  // largest end (|λ| ≈ ‖A‖) keeps tol. 2-core CPU sweep, Chebyshev at λ ≈ 0 (rgg, neumann
+  // families, smallest): 1.2–6.4× under-predicted at tol.
+  const double norm = std::max(std::abs(probe.lower), std::abs(probe.upper));
+  const double lam = std::abs(sgn > 0 ? probe.lower : probe.upper);
+  if (opt.conv != ConvTest::rel || !(norm > 0) || !std::isfinite(lam)) return opt.tol;
+  return std::min(opt.tol, std::max(opt.tol * lam / norm, eigs_detail::kZeroFloorFactor * eigs_detail::kUnitRoundoff));
 }
 
 namespace {

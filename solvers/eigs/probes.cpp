@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <memory>
 
 #include "core/device.hpp"
@@ -65,7 +66,7 @@ double time_step(const Problem& s, const EigsOptions& opt, std::int64_t cols) {
   const std::int64_t ld = (cols + 3) / 4 * 4;
   // Past 256 MB for the two blocks both widths stream from memory, where the 8-column apply's
   // rate holds: not timed (the first touch of the pages alone costs ~1 ms a MB here).
-  if (16.0 * static_cast<double>(s.n) * static_cast<double>(ld) > 256e6) return 0.0;
+  if (!timed_block_fits(s.n, ld)) return 0.0;
   const std::size_t len = static_cast<std::size_t>(s.n * ld);
   std::unique_ptr<double[]> cur(new double[len]), next(new double[len]);
   parallel_for(s.n, [&](std::int64_t i) {
@@ -113,6 +114,21 @@ ChebyshevBounds bounds_of(const SpectralProbe& p) {
   return b;
 }
 
+namespace {
+// A timing at `cols` columns, from the batch's memo where it has one, else measured (and kept).
+template <class F>
+double timed_once(std::map<std::int64_t, double>* memo, std::int64_t cols, const char* mark, F time) {
+  if (memo) {
+    auto it = memo->find(cols);
+    if (it != memo->end()) return it->second;
+  }
+  const double t = time();
+  trace_mark(mark);
+  if (memo) (*memo)[cols] = t;
+  return t;
+}
+}  // namespace
+
 PlanProbes make_probes(const Problem& s, const EigsOptions& opt, PlanMemo* memo) {
   PlanProbes probes;
   probes.probe = [&s, &opt, memo] {
@@ -123,24 +139,12 @@ PlanProbes make_probes(const Problem& s, const EigsOptions& opt, PlanMemo* memo)
     return p;
   };
   probes.apply_seconds = [&s, memo](std::int64_t cols) {
-    if (memo) {
-      auto it = memo->apply_seconds.find(cols);
-      if (it != memo->apply_seconds.end()) return it->second;
-    }
-    const double t = time_apply(s, cols);
-    trace_mark("eigs: an apply timed");
-    if (memo) memo->apply_seconds[cols] = t;
-    return t;
+    return timed_once(memo ? &memo->apply_seconds : nullptr, cols, "eigs: an apply timed",
+                      [&] { return time_apply(s, cols); });
   };
   probes.step_seconds = [&s, &opt, memo](std::int64_t cols) {
-    if (memo) {
-      auto it = memo->step_seconds.find(cols);
-      if (it != memo->step_seconds.end()) return it->second;
-    }
-    const double t = time_step(s, opt, cols);
-    trace_mark("eigs: a filter step timed");
-    if (memo) memo->step_seconds[cols] = t;
-    return t;
+    return timed_once(memo ? &memo->step_seconds : nullptr, cols, "eigs: a filter step timed",
+                      [&] { return time_step(s, opt, cols); });
   };
   probes.analyze = [&s, memo] {
     if (memo && memo->symbolic) return *memo->symbolic;
