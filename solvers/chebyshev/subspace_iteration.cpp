@@ -157,6 +157,14 @@ bool SubspaceIteration::check_if_due(std::int64_t& w) {
     res_.status = SolverStatus::converged;
     return false;
   }
+  if (s_.floor_stop && !last) {
+    std::int64_t at = 0;
+    for (char f : s_.lock_floor) at += f;
+    res_.status = SolverStatus::not_converged;
+    res_.reason = std::to_string(at) + " pair(s) stopped at the rounding floor (residual within "
+                  "16u*|A| of it for " + std::to_string(kStallIterations) + " outer iterations without halving)";
+    return false;
+  }
   if (last) {
     const std::int64_t found = std::min(s_.nl, k_);
     if (stop) {

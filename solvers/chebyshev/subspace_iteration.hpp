@@ -95,6 +95,13 @@ struct State {
   std::vector<double> theta, rn;
   std::vector<int> deg;
   std::vector<double> lock_theta, lock_res;
+  std::vector<char> lock_floor;  // locked at the rounding floor (lock()), not by the test
+  // The front active pair's watch at the rounding floor: its best residual and the outer
+  // iterations since it last halved. floor_stop: the check ended the solve with only such pairs
+  // failing.
+  double stall_best = std::numeric_limits<double>::infinity();
+  int stall_its = 0;
+  bool floor_stop = false;
   // The filter interval's ends in Â (kept below and above every Ritz value), ‖A‖'s lower bound
   // from the bounds, and the convergence test's ‖A‖ and ‖B‖ factors.
   double upper = 0.0, lower = 0.0, norm = 0.0, test_a = 0.0, test_b = 1.0;
@@ -109,6 +116,10 @@ struct State {
   OrthoBranch worst_branch = OrthoBranch::none;  // of the iteration's orthonormalizations
   std::uint64_t refill_seed = 0;
 };
+
+// Outer iterations a pair sits in the rounding floor's zone without halving its residual before
+// it is locked as at the floor (lock.cpp).
+constexpr int kStallIterations = 3;
 
 // The precision ladder (ChebyshevOptions::filter_precision): whether it is on, and the climb's
 // watch (its counts and reasons are in ChebyshevStats).
@@ -185,8 +196,15 @@ class SubspaceIteration {
   // (state().theta, rn): the iteration's one fetch.
   void residuals(std::int64_t w);
   // Moves the converged prefix of the active pairs to the locked columns (never a pair past an
-  // unconverged one; beyond k only pairs below the k-th locked value). Returns the new w.
+  // unconverged one; beyond k only pairs below the k-th locked value). Returns the new w. The
+  // front pair also locks when it has stalled at the rounding floor (floor_stalled).
   std::int64_t lock(std::int64_t w);
+  // Whether the front active pair has sat in the floor zone for kStallIterations outer
+  // iterations without halving its residual (updates the watch in State).
+  bool floor_stalled(std::int64_t w);
+  // The rounding floor's zone of a pair: max(4·(floor_a + |θ|·floor_b), 16u·(‖A‖ + |θ|)). A
+  // residual computed in double sits at 2–9 u·‖A‖ there (neumann2d:250's null vector: 8.7u).
+  double floor_zone(double theta) const;
   // k pairs locked or passing, and no active Ritz value below the k-th of them.
   bool all_found(std::int64_t w);
   // The k smallest pairs (Â) among the locked and active ones: A applied once more, true

@@ -174,7 +174,7 @@ EigsResult finish(const Problem& s, const EigsOptions& opt, PairSet& p, RunOut& 
       if (r.residual_norms[j] <= r.residual_bounds[j]) continue;
       ++failing;
       const double fl = attainable_floor(q.values[j], q.xn[j], s);
-      if (r.residual_norms[j] <= 4.0 * fl) {
+      if (at_rounding_floor(r.residual_norms[j], q.values[j], q.xn[j], s)) {
         ++at_floor;
         if (r.residual_norms[j] > worst) worst = r.residual_norms[j], worst_bound = r.residual_bounds[j], worst_floor = fl;
       }

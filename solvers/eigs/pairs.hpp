@@ -134,6 +134,13 @@ double zero_scale(const Problem& s);
 double zero_floor(double lam, double x_norm, const Problem& s);
 // u·(‖A‖ + |λ|·‖B‖)·xn: the rounding floor no iteration in double gets much below.
 double attainable_floor(double lam, double xn, const Problem& s);
+// A failing pair whose residual is within kFloorZoneFactor of that floor stopped at it: the
+// residual the solvers compute in double sits at 2–9 u·‖A‖ there (neumann2d:250's null vector:
+// 8.7u; Chebyshev locks such a pair once it stalls, solvers/chebyshev/lock.cpp, in the same zone).
+constexpr double kFloorZoneFactor = 16.0;
+inline bool at_rounding_floor(double rn, double lam, double xn, const Problem& s) {
+  return rn <= kFloorZoneFactor * attainable_floor(lam, xn, s);
+}
 // 10·u·‖|A|·|x| + |λ|·|B|·|x|‖₂ (host CSR, host x): the rounding error of the residual's own
 // computation. Matrix form only.
 double residual_floor(const Problem& s, const double* x, double lam);

@@ -35,7 +35,7 @@ std::string stop_of(const Problem& s, const PlanEstimate& e, const RunOut& run, 
   for (std::size_t j = 0; j < p.values.size(); ++j) {
     if (j < run.bounds.size() && p.rn[j] <= run.bounds[j]) continue;
     failing = true;
-    at_floor = at_floor && p.rn[j] <= 4.0 * attainable_floor(p.values[j], p.xn[j], s);
+    at_floor = at_floor && at_rounding_floor(p.rn[j], p.values[j], p.xn[j], s);
   }
   if (failing && at_floor) return "rounding_floor";
   const std::int64_t limit = e.run.max_iterations > 0 ? e.run.max_iterations

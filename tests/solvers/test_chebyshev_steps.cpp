@@ -463,7 +463,7 @@ TEST(ChebyshevSteps, LockMovesTheConvergedPrefixOnly) {
   const std::int64_t m = it.block_width();
   auto reset = [&](const std::vector<double>& th, const std::vector<double>& r) {
     su.s().nl = 0;
-    su.s().lock_theta.clear(), su.s().lock_res.clear();
+    su.s().lock_theta.clear(), su.s().lock_res.clear(), su.s().lock_floor.clear();
     su.s().test_a = 2.0, su.s().test_b = 1.0;
     for (std::int64_t j = 0; j < m; ++j) su.s().theta[j] = th[j], su.s().rn[j] = r[j];
   };
@@ -516,7 +516,7 @@ TEST(ChebyshevSteps, CheckUnlocksAPairWhoseTrueResidualFails) {
     if (broken) b(50, 1) = 1e-3;
     su.s().nl = nl;
     for (std::int64_t j = 0; j < nl; ++j)
-      su.s().lock_theta.push_back(lambda[j]), su.s().lock_res.push_back(1e-14);
+      su.s().lock_theta.push_back(lambda[j]), su.s().lock_res.push_back(1e-14), su.s().lock_floor.push_back(0);
     for (std::int64_t i = 0; i < w; ++i) su.s().theta[i] = lambda[nl + i], su.s().rn[i] = 1e-14;
     put(*su.ops, b, su.basis(0));
     put(*su.ops, b, su.basis(1));
@@ -544,6 +544,65 @@ TEST(ChebyshevSteps, CheckUnlocksAPairWhoseTrueResidualFails) {
     // The other basis' locked columns are restored after the check's A·X.
     const MatrixXd other = get(*su.ops, su.basis(1 - su.s().cur));
     EXPECT_EQ((other.leftCols(nl) - b.leftCols(nl)).cwiseAbs().maxCoeff(), 0.0);
+  }
+}
+
+// ---- the rounding floor: a front pair whose residual sits in the floor zone (16u·‖A‖ here,
+// below what a rel test at λ ≈ 0 asks) is locked once it has gone kStallIterations outer
+// iterations without halving; one that keeps halving, or lies outside the zone, is not. The check
+// then ends the solve (floor_stop) with that pair failing its test, instead of unlocking it.
+TEST(ChebyshevSteps, FrontPairStalledAtTheFloorIsLockedAndEndsTheCheck) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const std::int64_t n = 100;
+  auto lambda = even_spectrum(n, 0.0, 2.0);
+  Rig su(diagonal_matrix(lambda), 1, 4, Which::smallest);
+  auto& it = su.make();
+  const std::int64_t m = it.block_width();
+  it.result().a_norm = 2.0;
+  const double zone = 16.0 * 1.1102230246251565e-16 * 2.0;
+  auto reset = [&](double r0) {
+    su.s().nl = 0;
+    su.s().lock_theta.clear(), su.s().lock_res.clear(), su.s().lock_floor.clear();
+    su.s().test_a = 0.0, su.s().test_b = 1.0;  // rel: tol·|θ|, far below the floor at θ ≈ 0
+    for (std::int64_t j = 0; j < m; ++j) su.s().theta[j] = j == 0 ? 1e-17 : lambda[j], su.s().rn[j] = j == 0 ? r0 : 1e-3;
+  };
+  // Stalled in the zone: locked at the kStallIterations-th repeat, flagged as at the floor.
+  reset(0.5 * zone);
+  for (int i = 0; i < chebyshev::kStallIterations; ++i) ASSERT_EQ(it.lock(m), m) << "repeat " << i;
+  EXPECT_EQ(it.lock(m), m - 1);
+  EXPECT_EQ(su.s().lock_floor, (std::vector<char>{1}));
+  // Halving every iteration: never locked.
+  reset(0.5 * zone);
+  for (int i = 0; i < 12; ++i) {
+    su.s().rn[0] = 0.5 * zone * std::pow(0.4, i);
+    ASSERT_EQ(it.lock(m), m) << "halving, iteration " << i;
+  }
+  // Outside the zone: never locked.
+  reset(4.0 * zone);
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(it.lock(m), m);
+  // The check with the floor-locked pair: its true residual (the vector e₀ + 1e-16·e₅₀) fails
+  // the rel test but lies in the zone: the check ends (floor_stop) and fills the result.
+  for (double tilt : {1e-16, 1e-9}) {
+    reset(0.5 * zone);
+    MatrixXd b = MatrixXd::Zero(n, m);
+    for (std::int64_t j = 0; j < m; ++j) b(j, j) = 1.0;
+    b(50, 0) = tilt;
+    put(*su.ops, b, su.basis(su.s().cur));
+    put(*su.ops, b, su.basis(1 - su.s().cur));
+    for (int i = 0; i <= chebyshev::kStallIterations; ++i) it.lock(m);
+    ASSERT_EQ(su.s().nl, 1);
+    su.s().floor_stop = false;
+    const bool ok = it.check(m - 1, false);
+    EXPECT_FALSE(ok);
+    if (tilt < 1e-12) {
+      EXPECT_TRUE(su.s().floor_stop) << "the pair's true residual lies in the zone";
+      EXPECT_EQ(su.s().nl, 1);
+      ASSERT_EQ(it.result().values.size(), 1u);
+    } else {
+      EXPECT_FALSE(su.s().floor_stop) << "a residual of 1e-9·2 is not at the floor: unlocked";
+      EXPECT_EQ(su.s().nl, 0);
+      EXPECT_TRUE(su.s().lock_floor.empty());
+    }
   }
 }
 
