@@ -3,7 +3,7 @@
 // lazy module loading (the default), a kernel is loaded into the context on its first launch:
 // cuBLAS/cuSOLVER pick kernels by shape, so the first product of a new shape can load another.
 //
-//   first_use N C [SPEC] [--no-warm-up]
+//   first_use N C [SPEC] [--no-warm-up] [--warm-width W]
 //
 // N rows, C columns (a block CG or Chebyshev block), SPEC a generator for the SpMM rows
 // (default gen:lap3d:50). Prints, per operation, the first and second call (host clock, each
@@ -32,14 +32,16 @@ double now_ms() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: first_use N C [SPEC] [--no-warm-up]\n");
+    std::fprintf(stderr, "usage: first_use N C [SPEC] [--no-warm-up] [--warm-width W]\n");
     return 2;
   }
   const std::int64_t n = std::atoll(argv[1]), c = std::atoll(argv[2]);
   std::string spec = "gen:lap3d:50";
   bool warm = true;
+  std::int64_t warm_width = 8;
   for (int i = 3; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-warm-up") == 0) warm = false;
+    else if (std::strcmp(argv[i], "--warm-width") == 0 && i + 1 < argc) warm_width = std::atoll(argv[++i]);
     else spec = argv[i];
   }
   if (n < 2 || c < 1 || c > 512) {
@@ -56,7 +58,7 @@ int main(int argc, char** argv) {
   std::printf("%-34s %9.2f ms\n", "context and dense ops' handles", now_ms() - t);
   if (warm) {
     t = now_ms();
-    warm_up(ops);
+    warm_up(ops, warm_width);
     std::printf("%-34s %9.2f ms\n", "warm_up (as the apps run it)", now_ms() - t);
   }
   MultiVector<double> x = ops.allocate(n, c), y = ops.allocate(n, c), z = ops.allocate(n, c),

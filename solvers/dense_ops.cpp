@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -275,22 +276,28 @@ double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j) {
 
 std::unique_ptr<DenseBlockOps> make_cpu_dense_ops() { return std::make_unique<CpuDenseOps>(); }
 
-void warm_up(DenseBlockOps& ops) {
-  // GPU only, once per process: the set-up it triggers is the process's (a batch's later jobs
-  // paid ~2.5 ms each for the handles of another pass).
-  static std::atomic<bool> done{false};
-  if (ops.backend() != Backend::cuda || done.exchange(true)) return;
-  constexpr std::int64_t n = 256, c = 8;
-  MultiVector<double> x = ops.allocate(n, c), y = ops.allocate(n, c), g = ops.allocate(c, c),
-                      w = ops.allocate(c, 1), nrm = ops.allocate(c, 1);
-  ops.fill_random(x.view(), 1);
-  ops.normalize_columns(x.view(), nrm.view());
-  ops.copy(x.view(), y.view());
-  ops.gram_into(1.0, x.view(), y.view(), 0.0, g.view());
-  ops.gemm_into(-1.0, x.view(), g.view(), 1.0, y.view());
-  ops.gram_into(1.0, y.view(), y.view(), 0.0, g.view());
-  ops.small().eigh_small(g.view(), w.view());
-  ops.synchronize();
+void warm_up(DenseBlockOps& ops, std::int64_t width) {
+  // GPU only, once per process and width: the set-up it triggers is the process's (a batch's
+  // later jobs paid ~2.5 ms each for the handles of another pass).
+  if (ops.backend() != Backend::cuda) return;
+  static std::mutex mu;
+  static std::vector<std::int64_t> done;
+  std::lock_guard<std::mutex> lock(mu);
+  for (std::int64_t c : {std::int64_t(8), std::clamp<std::int64_t>(width, 1, 64)}) {
+    if (std::find(done.begin(), done.end(), c) != done.end()) continue;
+    done.push_back(c);
+    constexpr std::int64_t n = 256;
+    MultiVector<double> x = ops.allocate(n, c), y = ops.allocate(n, c), g = ops.allocate(c, c),
+                        w = ops.allocate(c, 1), nrm = ops.allocate(c, 1);
+    ops.fill_random(x.view(), 1);
+    ops.normalize_columns(x.view(), nrm.view());
+    ops.copy(x.view(), y.view());
+    ops.gram_into(1.0, x.view(), y.view(), 0.0, g.view());
+    ops.gemm_into(-1.0, x.view(), g.view(), 1.0, y.view());
+    ops.gram_into(1.0, y.view(), y.view(), 0.0, g.view());
+    ops.small().eigh_small(g.view(), w.view());
+    ops.synchronize();
+  }
 }
 
 std::unique_ptr<DenseBlockOps> make_dense_ops(Backend backend) {

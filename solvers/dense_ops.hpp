@@ -194,9 +194,13 @@ std::unique_ptr<DenseBlockOps> make_cuda_dense_ops();
 // one-time set-up (cuBLAS's first GEMM took ~40 ms on an H200) and the dense kernels' lazy
 // loading happen here, on the apps' start-up thread while the matrix is read, instead of in the
 // first solve. Its blocks are freed before it returns (device-memory fitting is unchanged).
-// GPU ops only, once per process (later calls, and CPU ops, return at once). (It warmed ops of
-// its own before: a second set of library handles and 1024 events, made and destroyed.)
-void warm_up(DenseBlockOps& ops);
+// GPU ops only, once per process and width (later calls, and CPU ops, return at once). (It warmed
+// ops of its own before: a second set of library handles and 1024 events, made and destroyed.)
+// The pass runs on 8 columns and on `width` (clamped to 1..64: the block the job will use, where
+// the caller knows it): cuBLAS picks its GEMM kernel by shape, and the product N × 48 by 48 × 48
+// loaded another one on its first call, 15–20 ms on the H200 after the 8-column pass
+// (bench/first_use, 2026-11-30).
+void warm_up(DenseBlockOps& ops, std::int64_t width = 8);
 
 // Value of the deterministic generator behind fill_random: entry i of column j for a seed.
 double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j);

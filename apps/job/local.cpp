@@ -21,6 +21,7 @@
 #include "core/device.hpp"
 #include "core/trace.hpp"
 #include "io/atomic_file.hpp"
+#include "solvers/chebyshev.hpp"
 
 namespace tcsolve::app {
 
@@ -100,15 +101,17 @@ JobOutcome LocalJob::run(bool defer_write) {
 Backend LocalJob::start_and_read() {
   const bool on_gpu = s_.device != DeviceChoice::cpu;
   auto job_gpu = [gpu = gpu_] { return gpu >= 0 ? gpu : selected_gpu(); };
+  const std::int64_t width = s_.eigs() ? chebyshev_block(std::int64_t(1) << 40, s_.k, -1) : 8;
   std::future<Backend> warm =
-      std::async(std::launch::async, [&cache = cache_, device = std::string(to_string(s_.device)), on_gpu, job_gpu] {
+      std::async(std::launch::async, [&cache = cache_, device = std::string(to_string(s_.device)), on_gpu, job_gpu, width] {
         if (on_gpu) use_gpu(job_gpu());
         const Backend b = resolve_backend(device);
         trace_mark("start-up: backend resolved");
         if (b == Backend::cuda) {
           DenseBlockOps& ops = cache.ops(b);
           trace_mark("start-up: context and dense ops' handles");
-          warm_up(ops);
+          // Chebyshev's block for the job's k (the eigs default), else the 8 columns alone.
+          warm_up(ops, width);
           trace_mark("start-up: warm-up done");
         }
         return b;

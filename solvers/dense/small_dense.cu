@@ -490,7 +490,11 @@ class CudaSmallDense final : public SmallDense {
   CudaContext& ctx_;
   cusolverDnHandle_t solver_ = nullptr;
   syevjInfo_t syevj_params_ = nullptr;
-  int syevj_max_ = 32;          // eigh_small: syevj up to this order, syevd above
+  // eigh_small: syevj up to this order, syevd above. syevd's first call loads the tridiagonal
+  // path's kernels: 32 ms at order 48 on the H200 (bench/first_use, 2026-11-30), after which a
+  // call takes 0.7 ms against syevj's 1.1; the first call of syevj at 48, its kernels loaded by
+  // the warm-up, 2.3 ms. Chebyshev's block at k = 32 is 48: can_1072's solve went 78 -> 38 ms.
+  int syevj_max_ = 64;
   int* info_ = nullptr;         // cuSOLVER info words (device)
   double* solver_work_ = nullptr;
   int solver_lwork_ = 0;
