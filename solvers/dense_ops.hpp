@@ -196,10 +196,10 @@ std::unique_ptr<DenseBlockOps> make_cuda_dense_ops();
 // first solve. Its blocks are freed before it returns (device-memory fitting is unchanged).
 // GPU ops only, once per process and width (later calls, and CPU ops, return at once). (It warmed
 // ops of its own before: a second set of library handles and 1024 events, made and destroyed.)
-// The pass runs on 8 columns and on `width` (clamped to 1..64: the block the job will use, where
-// the caller knows it): cuBLAS picks its GEMM kernel by shape, and the product N × 48 by 48 × 48
-// loaded another one on its first call, 15–20 ms on the H200 after the 8-column pass
-// (bench/first_use, 2026-11-30).
+// The pass runs on 8 columns and on `width` where it exceeds 24 (clamped to 64: the block the job
+// will use, where the caller knows it): cuBLAS picks its GEMM kernel by shape, and the product
+// N × 48 by 48 × 48 loaded another one on its first call, 15–20 ms on the H200 after the 8-column
+// pass; at 24 columns the 8-column pass's kernel served (bench/first_use, 2026-11-30).
 void warm_up(DenseBlockOps& ops, std::int64_t width = 8);
 
 // Value of the deterministic generator behind fill_random: entry i of column j for a seed.

@@ -169,27 +169,28 @@ EigsResult finish(const Problem& s, const EigsOptions& opt, PairSet& p, RunOut& 
     // double precision without a spectral transformation; say so, with the accuracy reached.
     std::int64_t at_floor = 0, failing = 0;
     double worst = 0, worst_bound = 0, worst_floor = 0;
-    bool norm_ok = true;
+    bool norm_ok = true, zeros = true;
     for (std::int64_t j = 0; j < k; ++j) {
       if (r.residual_norms[j] <= r.residual_bounds[j]) continue;
       ++failing;
       const double fl = attainable_floor(q.values[j], q.xn[j], s);
       if (at_rounding_floor(r.residual_norms[j], q.values[j], q.xn[j], s)) {
         ++at_floor;
+        zeros = zeros && std::abs(q.values[j]) <= zero_scale(s);
         if (r.residual_norms[j] > worst) worst = r.residual_norms[j], worst_bound = r.residual_bounds[j], worst_floor = fl;
       }
       norm_ok = norm_ok && r.residual_norms[j] <= bound_of(ConvTest::norm, opt.tol, q.values[j], q.xn[j], s);
     }
     if (at_floor > 0 && at_floor == failing && opt.conv != ConvTest::norm) {
-      char b[600];
+      char b[700];
       std::snprintf(b, sizeof b,
                     "%lld pair(s) stopped at the rounding floor of double precision for this "
-                    "matrix: residual %.3g, floor u*(|A| + |lambda|*|B|) = %.3g, while the %s test "
+                    "matrix%s: residual %.3g, floor u*(|A| + |lambda|*|B|) = %.3g, while the %s test "
                     "asks for %.3g; the %s test cannot be met for these eigenvalues without a "
                     "spectral transformation: use --conv norm%s, or shift-invert (--sigma, or "
                     "auto with a factorization)",
-                    static_cast<long long>(at_floor), worst, worst_floor, to_string(opt.conv),
-                    worst_bound, to_string(opt.conv),
+                    static_cast<long long>(at_floor), zeros ? " (their eigenvalues are 0 to working precision)" : "",
+                    worst, worst_floor, to_string(opt.conv), worst_bound, to_string(opt.conv),
                     norm_ok ? " (these residuals pass it)" : "");
       r.reason = b;
     } else {
