@@ -202,6 +202,10 @@ class SubspaceIteration {
   // Whether the front active pair has sat in the floor zone for kStallIterations outer
   // iterations without halving its residual (updates the watch in State).
   bool floor_stalled(std::int64_t w);
+  // A quarter of the least test above the floor among the wanted active pairs after c.
+  double leak_cap(std::int64_t c, std::int64_t w) const;
+  // Active pair c's residual within max(min(a quarter of its test, leak_cap), its floor).
+  bool lockable(std::int64_t c, std::int64_t w) const;
   // The rounding floor's zone of a pair: max(4·(floor_a + |θ|·floor_b), 16u·(‖A‖ + |θ|)). A
   // residual computed in double sits at 2–9 u·‖A‖ there (neumann2d:250's null vector: 8.7u).
   double floor_zone(double theta) const;
