@@ -111,7 +111,7 @@ namespace {
 }  // namespace
 
 bool dense_by_size(const PlanFacts& f, std::int64_t k) {
-  return f.matrix_form && f.n <= 4000 && (f.n <= 400 || 3 * k + 32 > f.n);
+  return f.matrix_form && (f.diagonal || (f.n <= 4000 && (f.n <= 400 || 3 * k + 32 > f.n)));
 }
 
 namespace {
@@ -132,8 +132,9 @@ void check_request(const PlanFacts& f, const EigsOptions& opt) {
                                                                   : "--precond factor") +
                           " needs a sparse factorization of A - sigma*B, which is not available "
                           "here (" + f.factor_why + ")");
-  if (opt.method == EigsMethod::dense && !(f.matrix_form && f.n <= 4000))
-    throw InvalidArgument("--method dense needs the matrix (not an operator) and n <= 4000");
+  if (opt.method == EigsMethod::dense && !(f.matrix_form && (f.n <= 4000 || f.diagonal)))
+    throw InvalidArgument("--method dense needs the matrix (not an operator) and n <= 4000 (any n "
+                          "for a diagonal matrix)");
   if (opt.method == EigsMethod::chebyshev && (f.generalized || opt.which == Which::nearest))
     throw InvalidArgument("chebyshev solves standard problems for the smallest or largest "
                           "eigenvalues (no --mass, no --which nearest)");
@@ -186,7 +187,9 @@ bool plan_forced(const PlanFacts& f, const EigsOptions& opt, EigsPlan& plan) {
   } else if (dense_by_size(f, opt.k)) {
     c.method = EigsMethod::dense;
     c.verification = Verification::dense;
-    plan.reason = "auto: dense solve (n = " + std::to_string(f.n) + " is small, or k close to n)";
+    plan.reason = f.diagonal ? "auto: dense solve (A" + std::string(f.generalized ? " and B are" : " is") +
+                                   " diagonal: the pairs read off the diagonal, exactly)"
+                             : "auto: dense solve (n = " + std::to_string(f.n) + " is small, or k close to n)";
   } else {
     return false;
   }
@@ -727,7 +730,7 @@ std::vector<PlanEstimate> escalation_plans(const PlanFacts& f, const EigsOptions
     for (const auto& u : plan.unpriced) memory_refused = memory_refused || u.find("host memory allows") != std::string::npos;
     if (!memory_refused) add(known ? *known : si);
   }
-  if (c.method != EigsMethod::dense && f.matrix_form && f.n <= 4000) {
+  if (c.method != EigsMethod::dense && f.matrix_form && (f.n <= 4000 || f.diagonal)) {
     PlanEstimate d;
     d.method = EigsMethod::dense;
     d.verification = Verification::dense;

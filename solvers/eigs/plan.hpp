@@ -144,6 +144,9 @@ struct PlanFacts {
   std::int64_t n = 0, nnz_a = 0, nnz_b = 0;
   bool generalized = false;
   bool matrix_form = true;   // A (and B) are matrices: a dense solve and a factorization are possible
+  // A (and B) diagonal: the dense solve reads the pairs off the diagonals, exactly, at any n
+  // (the bcsstm* mass matrices; single-vector Lanczos cannot resolve their copies of a value).
+  bool diagonal = false;
   bool can_factor = false;   // engines built, factorization allowed, matrix form
   std::string factor_why;    // why not, when !can_factor
   Backend backend = Backend::cpu;

@@ -430,8 +430,48 @@ std::string dense_failure(const Problem& s, const EigsOptions& opt, const PairSe
 // eigenvalues, the k wanted returned. The smallest of an SPD pencil come from the Cholesky-inverse
 // C = L⁻¹·B·L⁻ᵀ (eigenvalues 1/λ, x = L⁻ᵀ·y), whose largest eigenvalues are relatively accurate,
 // unlike the smallest of a direct dense solve (absolute error ~ eps·‖A‖).
+namespace {
+
+// A (and B) diagonal: λ_i = a_ii/b_ii with x_i = e_i/√b_ii (B-orthonormal), exact; no n × n array.
+// The k wanted columns only (n·k words).
+RunOut run_diagonal(const Problem& s, const EigsOptions& opt) {
+  const std::int64_t n = s.n, k = opt.k;
+  std::vector<double> a = csr_diagonal(*s.a), b = s.b ? csr_diagonal(*s.b) : std::vector<double>(n, 1.0);
+  std::vector<double> w(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!(b[i] > 0) || !std::isfinite(b[i]))
+      throw InvalidArgument(opt.mass_name + " is not positive definite (diagonal entry " + std::to_string(i) +
+                            " is " + fmt("%g", b[i]) + ")");
+    w[i] = a[i] / b[i];
+  }
+  auto o = wanted_order(w, opt.which, opt.sigma);
+  o.resize(k);
+  Mat sel = Mat::Zero(n, k);
+  for (std::int64_t j = 0; j < k; ++j) sel(o[j], j) = 1.0 / std::sqrt(b[o[j]]);
+  RunOut out;
+  out.status = SolverStatus::converged;
+  out.iterations = 1;
+  out.pairs.x = s.ops->allocate(n, k);
+  MultiVector<double> ax = s.ops->allocate(n, k), bx;
+  if (s.bop) bx = s.ops->allocate(n, k);
+  detail::ApplyClock clock(*s.ops);
+  s.ops->from_host(sel.data(), n, out.pairs.x.view());
+  rayleigh_and_residuals(s, clock, out.pairs.x.view(), ax.view(), s.bop ? bx.view() : MvView<double>{},
+                         out.pairs.values, out.pairs.rn, out.pairs.xn, out.pairs.rq_dev, nullptr);
+  out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
+                              out.pairs.xn, out.bounds, &out.floored);
+  if (!out.pairs_pass) {
+    out.status = SolverStatus::not_converged;
+    out.reason = dense_failure(s, opt, out.pairs, out.bounds);
+  }
+  return out;
+}
+
+}  // namespace
+
 RunOut run_dense(const Problem& s, const EigsOptions& opt) {
   const std::int64_t n = s.n, k = opt.k;
+  if (is_diagonal(*s.a) && (!s.b || is_diagonal(*s.b))) return run_diagonal(s, opt);
   const Mat A = dense_matrix(*s.a), B = s.b ? dense_matrix(*s.b) : Mat(Mat::Identity(n, n));
   if (s.b && Eigen::LLT<Mat>(B).info() != Eigen::Success)  // n³/3: a fraction of the solve below
     throw InvalidArgument(opt.mass_name + " is not positive definite (its dense Cholesky factorization fails)");
