@@ -432,6 +432,36 @@ std::string dense_failure(const Problem& s, const EigsOptions& opt, const PairSe
 // unlike the smallest of a direct dense solve (absolute error ~ eps·‖A‖).
 namespace {
 
+// A dense run's k columns: chosen on the host, evaluated in ops.space() (Rayleigh quotients, or
+// the values given, and true residuals), then tested.
+struct DenseColumns {
+  const Problem& s;
+  RunOut out;
+  MultiVector<double> ax, bx;
+  detail::ApplyClock clock;
+  DenseColumns(const Problem& sp, std::int64_t k) : s(sp), clock(*sp.ops) {
+    out.status = SolverStatus::converged;
+    out.iterations = 1;
+    out.pairs.x = s.ops->allocate(s.n, k);
+    ax = s.ops->allocate(s.n, k);
+    if (s.bop) bx = s.ops->allocate(s.n, k);
+  }
+  void eval(const Mat& xs, PairSet& p, const std::vector<double>* given) {
+    s.ops->from_host(xs.data(), s.n, p.x.view());
+    rayleigh_and_residuals(s, clock, p.x.view(), ax.view(), s.bop ? bx.view() : MvView<double>{},
+                           p.values, p.rn, p.xn, p.rq_dev, given);
+  }
+  RunOut tested(const EigsOptions& opt) {
+    out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
+                                out.pairs.xn, out.bounds, &out.floored);
+    if (!out.pairs_pass) {
+      out.status = SolverStatus::not_converged;
+      out.reason = dense_failure(s, opt, out.pairs, out.bounds);
+    }
+    return std::move(out);
+  }
+};
+
 // A (and B) diagonal: λ_i = a_ii/b_ii with x_i = e_i/√b_ii (B-orthonormal), exact; no n × n array.
 // The k wanted columns only (n·k words).
 RunOut run_diagonal(const Problem& s, const EigsOptions& opt) {
@@ -448,23 +478,9 @@ RunOut run_diagonal(const Problem& s, const EigsOptions& opt) {
   o.resize(k);
   Mat sel = Mat::Zero(n, k);
   for (std::int64_t j = 0; j < k; ++j) sel(o[j], j) = 1.0 / std::sqrt(b[o[j]]);
-  RunOut out;
-  out.status = SolverStatus::converged;
-  out.iterations = 1;
-  out.pairs.x = s.ops->allocate(n, k);
-  MultiVector<double> ax = s.ops->allocate(n, k), bx;
-  if (s.bop) bx = s.ops->allocate(n, k);
-  detail::ApplyClock clock(*s.ops);
-  s.ops->from_host(sel.data(), n, out.pairs.x.view());
-  rayleigh_and_residuals(s, clock, out.pairs.x.view(), ax.view(), s.bop ? bx.view() : MvView<double>{},
-                         out.pairs.values, out.pairs.rn, out.pairs.xn, out.pairs.rq_dev, nullptr);
-  out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
-                              out.pairs.xn, out.bounds, &out.floored);
-  if (!out.pairs_pass) {
-    out.status = SolverStatus::not_converged;
-    out.reason = dense_failure(s, opt, out.pairs, out.bounds);
-  }
-  return out;
+  DenseColumns dc(s, k);
+  dc.eval(sel, dc.out.pairs, nullptr);
+  return dc.tested(opt);
 }
 
 }  // namespace
@@ -508,18 +524,9 @@ RunOut run_dense(const Problem& s, const EigsOptions& opt) {
   Mat sel(n, k);
   std::vector<double> given(k);
   for (std::int64_t j = 0; j < k; ++j) sel.col(j) = v.col(o[j]), given[j] = w(o[j]);
-  RunOut out;
-  out.status = SolverStatus::converged;
-  out.iterations = 1;
-  out.pairs.x = s.ops->allocate(n, k);
-  MultiVector<double> ax = s.ops->allocate(n, k), bx;
-  if (s.bop) bx = s.ops->allocate(n, k);
-  detail::ApplyClock clock(*s.ops);
-  auto eval = [&](const Mat& xs, PairSet& p, const std::vector<double>* g) {
-    s.ops->from_host(xs.data(), n, p.x.view());
-    rayleigh_and_residuals(s, clock, p.x.view(), ax.view(), s.bop ? bx.view() : MvView<double>{},
-                           p.values, p.rn, p.xn, p.rq_dev, g);
-  };
+  DenseColumns dc(s, k);
+  RunOut& out = dc.out;
+  auto eval = [&](const Mat& xs, PairSet& p, const std::vector<double>* g) { dc.eval(xs, p, g); };
   if (!inverse) {
     eval(sel, out.pairs, nullptr);
   } else {
@@ -556,14 +563,7 @@ RunOut run_dense(const Problem& s, const EigsOptions& opt) {
         out.pairs.values[j] = purified.values[j], out.pairs.rn[j] = purified.rn[j],
         out.pairs.xn[j] = purified.xn[j], out.pairs.rq_dev[j] = purified.rq_dev[j];
   }
-  std::vector<double>& bounds = out.bounds;
-  out.pairs_pass = test_pairs(s, opt, out.pairs.x.view(), out.pairs.values, out.pairs.rn,
-                              out.pairs.xn, bounds, &out.floored);
-  if (!out.pairs_pass) {
-    out.status = SolverStatus::not_converged;
-    out.reason = dense_failure(s, opt, out.pairs, bounds);
-  }
-  return out;
+  return dc.tested(opt);
 }
 
 // ‖B⁻¹‖: exact for a diagonal B; else 1/λ_min(B) from inverse iteration with a Cholesky factor
