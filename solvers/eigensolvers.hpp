@@ -116,14 +116,6 @@ inline double pair_bound(const EigenOptions& o, double a, double b, double theta
   return test > floor ? test : floor;
 }
 
-// The bound a pair is locked at: `frac` of the test (a locked vector's error leaks into the
-// active block), but never below the rounding floor, where waiting cannot lower the residual.
-inline double lock_bound(const EigenOptions& o, double a, double b, double theta, double frac) {
-  const double t = theta < 0 ? -theta : theta;
-  const double test = frac * o.tol * (a + t * b), floor = o.floor_a + t * o.floor_b;
-  return test > floor ? test : floor;
-}
-
 // The initial block x: random from opt.seed, then the first min(x.cols, opt.start_cols) columns
 // taken from opt.start.
 void initial_block(DenseBlockOps& ops, MvView<double> x, const EigenOptions& opt);

@@ -184,6 +184,9 @@ void SubspaceIteration::unlock(std::int64_t first_bad, std::int64_t w) {
   for (std::int64_t i = 0; i < w; ++i)
     theta[back + i] = ws_.swap_theta[i], rn[back + i] = ws_.swap_rn[i];
   s_.lock_theta.resize(first_bad), s_.lock_res.resize(first_bad), s_.lock_floor.resize(first_bad);
+  // (the pairs now at the front start a fresh watch: a pair the check rejected is not locked at
+  // the floor again on the next iteration)
+  s_.stall_best = std::numeric_limits<double>::infinity(), s_.stall_its = 0;
   s_.nl = first_bad;
 }
 

@@ -159,7 +159,8 @@ bool SubspaceIteration::check_if_due(std::int64_t& w) {
   }
   if (s_.floor_stop && !last) {
     std::int64_t at = 0;
-    for (char f : s_.lock_floor) at += f;
+    for (std::int64_t j = 0; j < k_; ++j)
+      at += ws_.idx[j] < s_.nl && s_.lock_floor[ws_.idx[j]];  // among the pairs the check returned
     res_.status = SolverStatus::not_converged;
     res_.reason = std::to_string(at) + " pair(s) stopped at the rounding floor (residual within "
                   "16u*|A| of it for " + std::to_string(kStallIterations) + " outer iterations without halving)";

@@ -477,9 +477,10 @@ RunOut run_diagonal(const Problem& s, const EigsOptions& opt) {
   auto o = wanted_order(w, opt.which, opt.sigma);
   o.resize(k);
   Mat sel = Mat::Zero(n, k);
-  for (std::int64_t j = 0; j < k; ++j) sel(o[j], j) = 1.0 / std::sqrt(b[o[j]]);
+  std::vector<double> given(k);
+  for (std::int64_t j = 0; j < k; ++j) sel(o[j], j) = 1.0 / std::sqrt(b[o[j]]), given[j] = w[o[j]];
   DenseColumns dc(s, k);
-  dc.eval(sel, dc.out.pairs, nullptr);
+  dc.eval(sel, dc.out.pairs, &given);  // the values exact (not the operator's Rayleigh quotients)
   return dc.tested(opt);
 }
 

@@ -24,7 +24,7 @@ struct Attempt {
 };
 
 // How a run ended (EigsRunRecord::stop). The rounding floor: every failing pair's residual within
-// 4u·(‖A‖ + |λ|·‖B‖)·‖x‖ (the solvers stop there, floor_a).
+// the floor's zone, 16u·(‖A‖ + |λ|·‖B‖)·‖x‖ (at_rounding_floor, pairs.hpp).
 std::string stop_of(const Problem& s, const PlanEstimate& e, const RunOut& run, const ChebyshevStats& cheb) {
   if (run.pairs_pass) return "converged";
   if (interrupt_requested() || run.status == SolverStatus::interrupted) return "interrupted";
