@@ -1014,6 +1014,29 @@ TEST(Eigs, DiagonalPencilIsReadOffTheDiagonal) {
   }
 }
 
+// The diagonal path on a diagonal matrix stored with explicit zeros off the diagonal and with
+// rows that hold no diagonal entry (eigenvalue 0 there): n = 5000, past the dense solve's 4000.
+TEST(Eigs, DiagonalWithExplicitZerosAndMissingEntries) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  const std::int32_t n = 5000;
+  std::vector<Triplet<double>> t;
+  std::vector<double> lam(n, 0.0);
+  for (std::int32_t i = 0; i < n; ++i) {
+    if (i % 997 != 3) lam[i] = 1.0 + (i * 37 % n), t.push_back({i, i, lam[i]});  // 6 rows left empty
+    if (i % 10 == 0 && i + 1 < n) t.push_back({i, i + 1, 0.0}), t.push_back({i + 1, i, 0.0});
+  }
+  const Csr<double> a = csr_from_triplets<double>(n, n, t, Symmetry::symmetric);
+  std::vector<double> sorted = lam;
+  std::sort(sorted.begin(), sorted.end());
+  for (Which w : {Which::smallest, Which::largest}) {
+    EigsOptions o = base_options(8, w);
+    auto r = eigs(a, nullptr, o);
+    ASSERT_EQ(r.status, SolverStatus::converged) << describe(r);
+    EXPECT_EQ(r.method, "dense");
+    for (int j = 0; j < 8; ++j) EXPECT_EQ(r.values[j], w == Which::smallest ? sorted[j] : sorted[n - 1 - j]) << j;
+  }
+}
+
 // A = 0: every eigenvalue is 0, any B-orthonormal set is an answer; no shift, no factorization,
 // no iteration needed (the shift search failed: "singular at sigma = 0", whatever --sigma said).
 TEST(Eigs, ZeroMatrixHasAnExactAnswer) {
