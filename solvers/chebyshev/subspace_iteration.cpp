@@ -92,7 +92,7 @@ SubspaceIteration::SubspaceIteration(const LinearOperator<double>& a, DenseBlock
   w.kth.reserve(2 * m), w.cand.reserve(2 * m), w.idx.resize(m);
   w.swap_theta.resize(m), w.swap_rn.resize(m);
   s_.theta.resize(m), s_.rn.resize(m), s_.deg.resize(m);
-  s_.lock_theta.reserve(m), s_.lock_res.reserve(m);
+  s_.lock_theta.reserve(m), s_.lock_res.reserve(m), s_.lock_floor.reserve(m);
   s_.refill_seed = opt.seed * 7919 + 3;
   if (!opt.vectors_out) prep_.emplace(ops_, vecs_, n_ * k);
 }

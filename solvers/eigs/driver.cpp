@@ -364,7 +364,7 @@ EigsResult eigs(const Csr<double>& a, const Csr<double>* b, const EigsOptions& o
   facts.nnz_b = b ? b->nnz() : 0;
   facts.generalized = b != nullptr;
   facts.matrix_form = true;
-  facts.diagonal = is_diagonal(a) && (!b || is_diagonal(*b));
+  facts.diagonal = is_diagonal_pencil(a, b);
   facts.backend = opt.backend;
   facts.can_factor = opt.allow_factor && built_with_factor();
   if (!opt.allow_factor) facts.factor_why = "--no-factor";

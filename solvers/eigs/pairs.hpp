@@ -19,6 +19,10 @@ namespace tcsolve::eigs_detail {
 std::string fmt(const char* f, double v);
 std::string g17(double v);
 bool is_diagonal(const Csr<double>& a);
+// A diagonal and B absent or diagonal (PlanFacts::diagonal; run_dense reads such pairs off).
+inline bool is_diagonal_pencil(const Csr<double>& a, const Csr<double>* b) {
+  return is_diagonal(a) && (!b || is_diagonal(*b));
+}
 
 constexpr double kUnitRoundoff = 1.1102230246251565e-16;
 

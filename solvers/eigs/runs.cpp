@@ -426,10 +426,6 @@ std::string dense_failure(const Problem& s, const EigsOptions& opt, const PairSe
 
 }  // namespace
 
-// Dense LAPACK-style solve (Eigen) for small problems, where Lanczos bases do not fit: all
-// eigenvalues, the k wanted returned. The smallest of an SPD pencil come from the Cholesky-inverse
-// C = L⁻¹·B·L⁻ᵀ (eigenvalues 1/λ, x = L⁻ᵀ·y), whose largest eigenvalues are relatively accurate,
-// unlike the smallest of a direct dense solve (absolute error ~ eps·‖A‖).
 namespace {
 
 // A dense run's k columns: chosen on the host, evaluated in ops.space() (Rayleigh quotients, or
@@ -486,9 +482,13 @@ RunOut run_diagonal(const Problem& s, const EigsOptions& opt) {
 
 }  // namespace
 
+// Dense LAPACK-style solve (Eigen) for small problems, where Lanczos bases do not fit (a diagonal
+// pencil at any n: run_diagonal): all eigenvalues, the k wanted returned. The smallest of an SPD pencil come from the Cholesky-inverse
+// C = L⁻¹·B·L⁻ᵀ (eigenvalues 1/λ, x = L⁻ᵀ·y), whose largest eigenvalues are relatively accurate,
+// unlike the smallest of a direct dense solve (absolute error ~ eps·‖A‖).
 RunOut run_dense(const Problem& s, const EigsOptions& opt) {
   const std::int64_t n = s.n, k = opt.k;
-  if (is_diagonal(*s.a) && (!s.b || is_diagonal(*s.b))) return run_diagonal(s, opt);
+  if (is_diagonal_pencil(*s.a, s.b)) return run_diagonal(s, opt);
   const Mat A = dense_matrix(*s.a), B = s.b ? dense_matrix(*s.b) : Mat(Mat::Identity(n, n));
   if (s.b && Eigen::LLT<Mat>(B).info() != Eigen::Success)  // n³/3: a fraction of the solve below
     throw InvalidArgument(opt.mass_name + " is not positive definite (its dense Cholesky factorization fails)");
@@ -527,9 +527,8 @@ RunOut run_dense(const Problem& s, const EigsOptions& opt) {
   for (std::int64_t j = 0; j < k; ++j) sel.col(j) = v.col(o[j]), given[j] = w(o[j]);
   DenseColumns dc(s, k);
   RunOut& out = dc.out;
-  auto eval = [&](const Mat& xs, PairSet& p, const std::vector<double>* g) { dc.eval(xs, p, g); };
   if (!inverse) {
-    eval(sel, out.pairs, nullptr);
+    dc.eval(sel, out.pairs, nullptr);
   } else {
     // 1/μ is accurate to ~u·λ_j/λ_1 relative, the Rayleigh quotient to ~u·λ_max/λ_j: take 1/μ
     // below √(λ_1·λ_max). Vectors: plain (x = L⁻ᵀy) or purified (x ← A⁻¹·B·x, which damps the
@@ -550,9 +549,9 @@ RunOut run_dense(const Problem& s, const EigsOptions& opt) {
     }
     PairSet purified;
     purified.x = s.ops->allocate(n, k);
-    eval(sel, out.pairs, &given);
+    dc.eval(sel, out.pairs, &given);
     Mat pur = llt.solve(B * sel);
-    eval(pur, purified, &given);
+    dc.eval(pur, purified, &given);
     std::vector<std::int64_t> idx(k);
     for (std::int64_t j = 0; j < k; ++j) idx[j] = purified.rn[j] < out.pairs.rn[j] ? k + j : j;
     MultiVector<double> both = s.ops->allocate(n, 2 * k);
