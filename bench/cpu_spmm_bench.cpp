@@ -8,6 +8,8 @@
 //   - step:  the fused Chebyshev step next = a·A·cur + b·cur + c·next (make_chebyshev_step, cpu);
 //   - rows:  the same step on blocks by rows (step_rows: the CPU filter's layout, its iterates
 //            kept by rows across the filter's steps; the same bytes as step);
+//   - to-rows, from-rows: X by rows and back (the CPU filter's one transpose in and one out per
+//            filter, CpuCsrKernels::to_rows/from_rows), 16 bytes an entry;
 //   - ref:   with --reference, csr_spmm_reference (core/csr.hpp: the CPU operator's kernel
 //            before issue 46; a simple row loop over column-major X).
 //   - spmm-w, step-w: with --whole, the same kernels forced to stage all of X first, Y with plain
@@ -15,7 +17,7 @@
 // The header line says which staging the kernels pick for each k (ring or whole). --auto-order:
 // the matrix in the order eigs iterates in on the CPU (preprocess/rcm.hpp locality_order: RCM
 // where it cuts the lines of X read per entry, as `--reorder auto` and tcsolve.eigsh).
-// Medians over the rounds. Bytes (the issue's formula, what a kernel must move at least):
+// Blocks are MultiVectors, as the solvers allocate them. Medians over the rounds. Bytes (the issue's formula, what a kernel must move at least):
 //   spmm: 12·nnz + 8·rows + 8·rows·k·2 (X read, Y written)
 //   step: 12·nnz + 8·rows + 8·rows·k·3 (cur read, next read and written)
 // GB/s = bytes / median time; "of copy" = that rate over the same round's copy rate. A line
@@ -32,6 +34,7 @@
 
 #include "core/csr.hpp"
 #include "core/error.hpp"
+#include "core/multivector.hpp"
 #include "core/parallel.hpp"
 #include "io/matrix_io.hpp"
 #include "preprocess/rcm.hpp"
@@ -73,8 +76,8 @@ void parallel_copy(const char* src, char* dst, std::size_t bytes) {
   });
 }
 
-void fill(std::vector<double>& v, std::uint64_t seed) {
-  for (std::size_t i = 0; i < v.size(); ++i) {
+void fill(double* v, std::size_t count, std::uint64_t seed) {
+  for (std::size_t i = 0; i < count; ++i) {
     std::uint64_t z = (seed + i) * 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z ^= z >> 27;
@@ -154,9 +157,11 @@ void bench_matrix(const std::string& spec, const Options& o) {
   auto step = make_chebyshev_step(a, Backend::cpu, Precision::fp64, nullptr);
   for (int k : o.cols) {
     const std::size_t block = static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
-    std::vector<double> x(block), y(block), nx(block);
-    fill(x, 1);
-    fill(nx, 2);
+    // the blocks as the solvers allocate them (MultiVector: cache-line aligned)
+    MultiVector<double> x(n, k), y(n, k), nx(n, k);
+    fill(x.data(), block, 1);
+    fill(y.data(), block, 3);
+    fill(nx.data(), block, 2);
     const double base = 12.0 * static_cast<double>(a.nnz()) + 8.0 * static_cast<double>(n);
     const double spmm_bytes = base + 16.0 * static_cast<double>(block);
     const double step_bytes = base + 24.0 * static_cast<double>(block);
@@ -173,7 +178,7 @@ void bench_matrix(const std::string& spec, const Options& o) {
       gersh = std::max(gersh, s);
     }
     const double sa = gersh > 0 ? 1.0 / gersh : 1.0;
-    std::vector<double> t_copy, t_spmm, t_step, t_rows, t_ref, t_spmm_w, t_step_w;
+    std::vector<double> t_copy, t_spmm, t_step, t_rows, t_ref, t_spmm_w, t_step_w, t_tin, t_tout;
     const std::int64_t ldr = (k + 3) / 4 * 4;
     std::vector<double> xr(static_cast<std::size_t>(n * ldr)), nr(xr.size());
     step->to_rows(xv, xr.data(), ldr);
@@ -196,19 +201,23 @@ void bench_matrix(const std::string& spec, const Options& o) {
       timed(t_spmm, [&] { op->apply(xv, yv); });
       timed(t_step, [&] { step->step(sa, xv, 0.1 * sa, -0.5, nv, 0.0, xv); });
       timed(t_rows, [&] { step->step_rows(sa, xr.data(), 0.1 * sa, -0.5, nr.data(), ldr, 0, k); });
+      timed(t_tin, [&] { step->to_rows(xv, xr.data(), ldr); });
+      timed(t_tout, [&] { step->from_rows(nr.data(), ldr, yv); });
       if (o.reference) timed(t_ref, [&] { csr_spmm_reference(a, x.data(), n, y.data(), n, k); });
       if (o.whole) {
         timed(t_spmm_w, [&] { kw.spmm(xv, yv); });
         timed(t_step_w, [&] { kw.step(sc, xv, nv, xv); });
       }
       if (r < 2)
-        t_copy.clear(), t_spmm.clear(), t_step.clear(), t_rows.clear(), t_ref.clear(), t_spmm_w.clear(), t_step_w.clear();
+        t_copy.clear(), t_tin.clear(), t_tout.clear(), t_spmm.clear(), t_step.clear(), t_rows.clear(), t_ref.clear(), t_spmm_w.clear(), t_step_w.clear();
     }
     const double copy_gbs = 2.0 * static_cast<double>(copy_bytes) / (median(t_copy) * 1e-3) * 1e-9;
     print_row(spec, a, k, "copy", t_copy, 2.0 * static_cast<double>(copy_bytes), copy_gbs);
     print_row(spec, a, k, "spmm", t_spmm, spmm_bytes, copy_gbs);
     print_row(spec, a, k, "step", t_step, step_bytes, copy_gbs);
     print_row(spec, a, k, "rows", t_rows, step_bytes, copy_gbs);
+    print_row(spec, a, k, "to-rows", t_tin, 16.0 * static_cast<double>(block), copy_gbs);
+    print_row(spec, a, k, "from-rows", t_tout, 16.0 * static_cast<double>(block), copy_gbs);
     if (o.reference) print_row(spec, a, k, "ref", t_ref, spmm_bytes, copy_gbs);
     if (o.whole) {
       print_row(spec, a, k, "spmm-w", t_spmm_w, spmm_bytes, copy_gbs);

@@ -155,6 +155,7 @@ struct ZRows {
 // s[q] = Σ_p A(i, col_p)·Z(col_p, c0 + 4q .. c0 + 4q + 3), q < Q, over row i's entries in order.
 template <int Q, class T, class ZR>
 TCSOLVE_ALWAYS_INLINE void row_sums(const CsrPtrs& a, std::int64_t i, const ZR& zr, int c0, V4<T>* s) {
+
   V4<T> acc[Q];  // in registers (s may be memory indexed at run time: a chain through the stack)
   for (int q = 0; q < Q; ++q) acc[q] = V4<T>{};
   for (std::int64_t p = a.rp[i], e = a.rp[i + 1]; p < e; ++p) {
@@ -203,7 +204,8 @@ TCSOLVE_ALWAYS_INLINE void row_sums_narrow(const CsrPtrs& a, std::int64_t i, con
 // Rows [r0, r1) (r0 a multiple of kTile) for the chunk of columns [c0, c0 + 4Q): whole tiles of
 // 4 rows get their sums transposed to 4 columns of 4 consecutive rows, out.cols4(i, q, cols)
 // (contiguous loads and stores in column-major blocks); the rows after the last whole tile go
-// through out.row(i, s) one by one. A row's sums are the same on either path.
+// through out.row(i, s) one by one. A row's sums are the same on either path. out.tick() after
+// each tile and after the rows left over: the part's memory work slipped in between (Between).
 template <int Q, class T, class ZR, class Out>
 TCSOLVE_ALWAYS_INLINE void tile_rows(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const ZR& zr, int c0,
                                      Out& out) {
@@ -216,12 +218,15 @@ TCSOLVE_ALWAYS_INLINE void tile_rows(const CsrPtrs& a, std::int64_t r0, std::int
       transpose4<T>(cols[0], cols[1], cols[2], cols[3]);
       out.cols4(i, q, cols);
     }
+    out.tick();
   }
+  if (i == r1) return;
   for (; i < r1; ++i) {
     V4<T> s[Q];
     row_sums<Q, T>(a, i, zr, c0, s);
     out.row(i, s);
   }
+  out.tick();
 }
 
 // Op<W>::run(args...) for the chunk width w ∈ {1, 2, 4, 8, …, 32} (a switch, no lambda: the
@@ -300,41 +305,138 @@ struct PartSrc {
   bool all_near;
 };
 
-// A part's blocks of kBlock rows: with a ring, X's rows [hi, want) staged into it first (chunks of
-// kBlock rows: contiguous slots, w a multiple of kBlock); then chunk(b0, b1, zr, c0, width) for
-// each chunk of ≤ kMaxWidth columns.
+// A part's memory work, done a slice at a time between a chunk's tiles of 4 rows (tick()), so
+// that its loads and stores overlap the chunk's arithmetic instead of running alone before and
+// after it (lap3d:100, 32 columns, 2-core Xeon: the blocks' X staging ~15 ms, their arithmetic
+// ~24 ms, their Y flush ~17 ms, one after the other):
+//   - the ring's staging of X's rows [next, end) (the next block's), `rows` rows a tick, each run
+//     inside one kBlock of slots (contiguous: w is a multiple of kBlock), a prefetch of each
+//     column's line kStageAhead rows further on;
+//   - the product's flush of the previous chunk's sums yb (kc columns of yrows rows, to y, Y's
+//     columns from c0), `cols` columns a tick.
+// stage_to() and flush_to() complete either before its rows or its buffer are needed.
+//
+// The flush streams whole 64-byte lines of Y with non-temporal stores (no read for ownership).
+// Where a column does not start on a line (rows not a multiple of 8), each block's first and last
+// rows share a line with the blocks before and after: the last ones are kept (carry, for Y's first
+// kCarryCols columns) and streamed with the next block's first ones as one line; a part's first
+// and last block store theirs with plain stores (the line is shared with the next part's thread).
+// (lap3d:99, 32 columns, 2-core Xeon: plain stores there cost 53 ms against 47 ms for lap3d:100.)
+constexpr int kCarryCols = 64;
+template <class T>
+struct Between {
+  const PartSrc<T>* src = nullptr;
+  std::int64_t mask = 0, next = 0, end = 0, rows = 0;
+  const double* yb = nullptr;
+  double* y = nullptr;
+  std::int64_t yrows = 0, ldy = 0;
+  int col = 0, kc = 0, cols = 0, c0 = 0;
+  bool nt = false, first = false, last = false;
+  alignas(64) double carry[kCarryCols][8];
+
+  // Y(b0 + i, c0 + c) = yb[i + c·kBlock], i < yrows (y: Y's block row b0, column c0)
+  TCSOLVE_ALWAYS_INLINE void flush_col(int c) {
+    const double* src_c = yb + c * kBlock;
+    double* dst = y + c * ldy;
+    std::int64_t i = 0;
+#ifdef TCSOLVE_CPU_STREAM
+    const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(dst);
+    if (nt && addr % sizeof(double) == 0) {
+      const std::int64_t head = static_cast<std::int64_t>((64 - addr % 64) % 64 / 8);  // rows before a line
+      const int j = c0 + c;
+      const bool carried = j < kCarryCols;
+      if (head > 0 && carried && !first && yrows >= head) {
+        // the line before: the previous block's last 8 − head rows (carry) and this block's head
+        alignas(16) double line[8];
+        const std::int64_t t = 8 - head;
+        for (std::int64_t l = 0; l < t; ++l) line[l] = carry[j][l];
+        for (std::int64_t l = 0; l < head; ++l) line[t + l] = src_c[l];
+        for (int l = 0; l < 8; l += 2) _mm_stream_pd(dst - t + l, _mm_load_pd(line + l));
+        i = head;
+      } else if (head > 0 && carried && !first) {  // a last block shorter than the head
+        for (std::int64_t l = 0; l < 8 - head; ++l) dst[l - (8 - head)] = carry[j][l];
+      }
+      for (; i < std::min(head, yrows); ++i) dst[i] = src_c[i];
+      for (; i + 8 <= yrows; i += 8)
+        for (int l = 0; l < 8; l += 2) _mm_stream_pd(dst + i + l, _mm_loadu_pd(src_c + i + l));
+      if (i < yrows && carried && !last) {  // the last rows wait for the next block's first ones
+        for (std::int64_t l = 0; i + l < yrows; ++l) carry[j][l] = src_c[i + l];
+        i = yrows;
+      }
+    }
+#endif
+    for (; i < yrows; ++i) dst[i] = src_c[i];
+  }
+
+  TCSOLVE_ALWAYS_INLINE void stage_to(std::int64_t stop) {
+    const PartSrc<T>& p = *src;
+    constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
+    while (next < stop) {
+      if (next >= p.m) {  // rows past X's last one: never read
+        next = stop;
+        return;
+      }
+      const std::int64_t run = std::min({stop, (next / kBlock + 1) * kBlock, p.m});
+      for (std::int64_t r = (next + line - 1) / line * line; r < run; r += line)
+        if (r + kStageAhead < p.m)
+          for (int j = 0; j < p.k; ++j) __builtin_prefetch(p.x + r + kStageAhead + j * p.ldx);
+      stage_rows(p.x + next, p.ldx, 0, run - next, p.k, p.ring + (next & mask) * p.ldz, p.ldz);
+      next = run;
+    }
+  }
+  TCSOLVE_ALWAYS_INLINE void flush_to(int stop) {
+    for (; col < stop; ++col) flush_col(col);
+  }
+  TCSOLVE_ALWAYS_INLINE void tick() {
+    if (next < end) stage_to(std::min(end, next + rows));
+    if (col < kc) flush_to(std::min(kc, col + cols));
+  }
+};
+
+// A part's blocks of kBlock rows: chunk(b0, b1, zr, c0, width) for each chunk of ≤ kMaxWidth
+// columns. With a ring, the first block's rows of X are staged before it, and each next block's,
+// [hi, ahead), between this block's tiles (bw.tick()): the ring then holds X's rows
+// [ahead − w, hi) for this block (the plan's w counts the next block's columns, ring_need).
 template <bool Ring, bool Far, class T, class Chunk>
-TCSOLVE_ALWAYS_INLINE void part_blocks(std::int64_t r0, std::int64_t r1, const PartSrc<T>& src, Chunk& chunk) {
+TCSOLVE_ALWAYS_INLINE void part_blocks(std::int64_t r0, std::int64_t r1, const PartSrc<T>& src, Chunk& chunk,
+                                       Between<T>& bw) {
   std::int64_t hi = src.lo;  // X's rows staged so far: [.., hi)
   ZRows<T, Ring, Far> zr{Ring ? src.ring : src.z, src.ldz, src.w - 1, 0, 0, src.x, src.ldx, src.k};
+  const std::int64_t chunks = (src.ldz + kMaxWidth - 1) / kMaxWidth;
+  if constexpr (Ring) {
+    bw.src = &src;
+    bw.mask = zr.mask;
+    bw.next = hi;
+    hi = std::max(hi, src.block_hi[r0 / kBlock]);
+    bw.stage_to(hi);
+  }
   for (std::int64_t b0 = r0; b0 < r1; b0 += kBlock) {
     const std::int64_t b1 = std::min(r1, b0 + kBlock);
     if constexpr (Ring) {
-      for (const std::int64_t want = src.block_hi[b0 / kBlock]; hi < want; hi += kBlock) {
-        // X's rows kStageAhead further on, a prefetch a cache line of each column (k runs of 512
-        // bytes at once: more streams than the hardware prefetchers follow)
-        if (hi + kStageAhead + kBlock <= src.m)
-          for (int j = 0; j < src.k; ++j)
-            for (int l = 0; l < kBlock; l += 64 / static_cast<int>(sizeof(T)))
-              __builtin_prefetch(src.x + hi + kStageAhead + l + j * src.ldx);
-        stage_rows(src.x + hi, src.ldx, 0, std::min(kBlock, src.m - hi), src.k, src.ring + (hi & zr.mask) * src.ldz,
-                   src.ldz);
-      }
-      zr.vlo = std::max(src.lo, hi - src.w);
-      zr.vspan = hi - zr.vlo;
+      const std::int64_t ahead = b1 < r1 ? std::max(hi, src.block_hi[b1 / kBlock]) : hi;
+      const std::int64_t ticks = chunks * ((b1 - b0 + kTile - 1) / kTile);
+      bw.end = ahead;
+      bw.rows = std::max<std::int64_t>(kTile, ((ahead - hi + ticks - 1) / ticks + kTile - 1) / kTile * kTile);
+      zr.vlo = std::max(src.lo, ahead - src.w);
+      zr.vspan = std::max<std::int64_t>(0, hi - zr.vlo);
     }
     for (int c0 = 0; c0 < src.k; c0 += kMaxWidth)
       chunk(b0, b1, zr, c0, static_cast<int>(std::min<std::int64_t>(kMaxWidth, src.ldz - c0)));
+    if constexpr (Ring) {
+      bw.stage_to(bw.end);
+      hi = bw.end;
+    }
   }
 }
 
 // part_blocks for the part's staging: the whole Z, a ring holding every entry's row, or a ring
 // with far entries.
 template <class T, class Chunk>
-TCSOLVE_ALWAYS_INLINE void any_part_blocks(std::int64_t r0, std::int64_t r1, const PartSrc<T>& src, Chunk& chunk) {
-  if (src.w > 0 && src.all_near) part_blocks<true, false>(r0, r1, src, chunk);
-  else if (src.w > 0) part_blocks<true, true>(r0, r1, src, chunk);
-  else part_blocks<false, false>(r0, r1, src, chunk);
+TCSOLVE_ALWAYS_INLINE void any_part_blocks(std::int64_t r0, std::int64_t r1, const PartSrc<T>& src, Chunk& chunk,
+                                           Between<T>& bw) {
+  if (src.w > 0 && src.all_near) part_blocks<true, false>(r0, r1, src, chunk, bw);
+  else if (src.w > 0) part_blocks<true, true>(r0, r1, src, chunk, bw);
+  else part_blocks<false, false>(r0, r1, src, chunk, bw);
 }
 
 // Y's side of a chunk: the block's sums into yb (column-major, kBlock rows a column, rows from b0;
@@ -343,6 +445,8 @@ template <int Q>
 struct SpmmOut {
   double* yb;
   std::int64_t b0;
+  Between<double>& bw;
+  TCSOLVE_ALWAYS_INLINE void tick() { bw.tick(); }
   TCSOLVE_ALWAYS_INLINE void cols4(std::int64_t i, int q, const V4<double>* cols) {
     for (int l = 0; l < 4; ++l) store4(yb + (i - b0) + (4 * q + l) * kBlock, cols[l]);
   }
@@ -356,64 +460,52 @@ template <int W>
 struct SpmmRows {
   template <class ZR>
   static TCSOLVE_ALWAYS_INLINE void run(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const ZR& zr, int c0,
-                                        double* yb) {
+                                        double* yb, Between<double>& bw) {
     if constexpr (W <= 2) {
       for (std::int64_t i = r0; i < r1; ++i) {
         double s[W];
         row_sums_narrow<W, double>(a, i, zr, c0, s);
         for (int c = 0; c < W; ++c) yb[(i - r0) + c * kBlock] = s[c];
+        if ((i - r0) % kTile == kTile - 1) bw.tick();
       }
     } else {
-      SpmmOut<W / 4> out{yb, r0};
+      SpmmOut<W / 4> out{yb, r0, bw};
       tile_rows<W / 4, double>(a, r0, r1, zr, c0, out);
     }
   }
 };
 
-// Y(b0 + i, c) = yb[i + c·kBlock], i < rows, c < kc. Streamed (nt): the whole 64-byte lines of each
-// column with non-temporal stores (no read for ownership; the lines cut by the block's ends with
-// plain stores).
-TCSOLVE_ALWAYS_INLINE void flush_block(const double* yb, std::int64_t rows, int kc, double* y, std::int64_t ldy,
-                                       bool nt) {
-  for (int c = 0; c < kc; ++c) {
-    const double* src = yb + c * kBlock;
-    double* dst = y + c * ldy;
-    std::int64_t i = 0;
-#ifdef TCSOLVE_CPU_STREAM
-    if (nt) {
-      const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(dst);
-      const std::int64_t head =
-          addr % sizeof(double) ? rows : std::min<std::int64_t>(rows, static_cast<std::int64_t>((64 - addr % 64) % 64 / 8));
-      for (; i < head; ++i) dst[i] = src[i];
-      for (; i + 8 <= rows; i += 8)
-        for (int l = 0; l < 8; l += 2) _mm_stream_pd(dst + i + l, _mm_loadu_pd(src + i + l));
-    }
-#else
-    (void)nt;
-#endif
-    for (; i < rows; ++i) dst[i] = src[i];
-  }
-}
-
+// A chunk's sums into one of two buffers while the previous chunk's buffer is flushed to Y between
+// its tiles (bw); what the ticks left of that flush is done after the chunk.
 struct SpmmChunk {
   const CsrPtrs& a;
   double* y;
-  std::int64_t ldy;
+  std::int64_t ldy, r0, r1;  // the part's rows
   int k;
   bool nt;
-  double* yb;
+  double* yb[2];
+  Between<double>& bw;
+  int cur = 0;
   template <class ZR>
   TCSOLVE_ALWAYS_INLINE void operator()(std::int64_t b0, std::int64_t b1, const ZR& zr, int c0, int w) {
-    with_width<SpmmRows>(w, a, b0, b1, zr, c0, yb);
-    flush_block(yb, b1 - b0, std::min(w, k - c0), y + b0 + static_cast<std::int64_t>(c0) * ldy, ldy, nt);
+    double* sums = yb[cur];
+    cur ^= 1;
+    with_width<SpmmRows>(w, a, b0, b1, zr, c0, sums, bw);
+    bw.flush_to(bw.kc);
+    const std::int64_t ticks = (b1 - b0 + kTile - 1) / kTile;
+    bw.yb = sums, bw.yrows = b1 - b0, bw.y = y + b0 + static_cast<std::int64_t>(c0) * ldy, bw.ldy = ldy, bw.nt = nt;
+    bw.col = 0, bw.kc = std::min(w, k - c0), bw.c0 = c0, bw.first = b0 == r0, bw.last = b1 == r1;
+    bw.cols = static_cast<int>(std::max<std::int64_t>(1, (bw.kc + ticks - 1) / ticks));
   }
 };
 
 TCSOLVE_CPU_CLONES void spmm_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<double>& src,
                                   double* y, std::int64_t ldy, bool nt) {
-  alignas(64) double yb[kBlock * kMaxWidth];
-  SpmmChunk chunk{a, y, ldy, src.k, nt, yb};
-  any_part_blocks(r0, r1, src, chunk);
+  alignas(64) double yb[2][kBlock * kMaxWidth];
+  Between<double> bw;
+  SpmmChunk chunk{a, y, ldy, r0, r1, src.k, nt, {yb[0], yb[1]}, bw};
+  any_part_blocks(r0, r1, src, chunk, bw);
+  bw.flush_to(bw.kc);
 #ifdef TCSOLVE_CPU_STREAM
   if (nt) _mm_sfence();  // the streamed lines before the part is reported done
 #endif
@@ -441,6 +533,8 @@ struct StepOut {
   T* xb;
   std::int64_t b0;
   int c0;
+  Between<T>& bw;
+  TCSOLVE_ALWAYS_INLINE void tick() { bw.tick(); }
   TCSOLVE_ALWAYS_INLINE void cols4(std::int64_t i, int q, const V4<T>* cols) {
     V4<T> x0 = load4(zr.row(i) + c0 + 4 * q), x1 = load4(zr.row(i + 1) + c0 + 4 * q);
     V4<T> x2 = load4(zr.row(i + 2) + c0 + 4 * q), x3 = load4(zr.row(i + 3) + c0 + 4 * q);
@@ -499,7 +593,7 @@ template <int W>
 struct StepRows {
   template <class T, class ZR>
   static TCSOLVE_ALWAYS_INLINE void run(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const ZR& zr, int c0,
-                                        int k, const StepBlocks<T>& s, T* sb, T* xb) {
+                                        int k, const StepBlocks<T>& s, T* sb, T* xb, Between<T>& bw) {
     const int kc = std::min(W, k - c0);
     if constexpr (W <= 2) {
       for (std::int64_t i = r0; i < r1; ++i) {
@@ -507,9 +601,10 @@ struct StepRows {
         row_sums_narrow<W, T>(a, i, zr, c0, sums);
         const T* zi = zr.row(i) + c0;
         for (int c = 0; c < W; ++c) sb[(i - r0) + c * kBlock] = sums[c], xb[(i - r0) + c * kBlock] = zi[c];
+        if ((i - r0) % kTile == kTile - 1) bw.tick();
       }
     } else {
-      StepOut<W / 4, T, ZR> out{zr, sb, xb, r0, c0};
+      StepOut<W / 4, T, ZR> out{zr, sb, xb, r0, c0, bw};
       tile_rows<W / 4, T>(a, r0, r1, zr, c0, out);
     }
     step_epilogue(s, sb, xb, r0, r1, c0, kc);
@@ -523,9 +618,10 @@ struct StepChunk {
   const StepBlocks<T>& s;
   T* sb;
   T* xb;
+  Between<T>& bw;
   template <class ZR>
   TCSOLVE_ALWAYS_INLINE void operator()(std::int64_t b0, std::int64_t b1, const ZR& zr, int c0, int w) {
-    with_width<StepRows>(w, a, b0, b1, zr, c0, k, s, sb, xb);
+    with_width<StepRows>(w, a, b0, b1, zr, c0, k, s, sb, xb, bw);
   }
 };
 
@@ -534,8 +630,9 @@ TCSOLVE_ALWAYS_INLINE void step_blocks(const CsrPtrs& a, std::int64_t r0, std::i
                                        const StepBlocks<T>& s) {
   alignas(64) T sb[kBlock * kMaxWidth];
   alignas(64) T xb[kBlock * kMaxWidth];
-  StepChunk<T> chunk{a, src.k, s, sb, xb};
-  any_part_blocks(r0, r1, src, chunk);
+  Between<T> bw;
+  StepChunk<T> chunk{a, src.k, s, sb, xb, bw};
+  any_part_blocks(r0, r1, src, chunk, bw);
 }
 
 TCSOLVE_CPU_CLONES void step_part64(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<double>& src,

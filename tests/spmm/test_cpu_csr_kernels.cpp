@@ -304,6 +304,35 @@ TEST(CpuCsrKernels, RingStagingIsBitwiseTheWholeOne) {
   }
 }
 
+TEST(CpuCsrKernels, StreamedYAcrossPartsAndLinesIsBitwiseTheReference) {
+  // Many parts (at least 2 a thread) and columns of Y starting anywhere in a cache line (ldy = m
+  // + 1, + 3, + 8: the streamed flush keeps each block's last rows and streams them with the next
+  // block's first ones, for Y's first 64 columns; plain stores at part ends and past column 64):
+  // ring and whole staging, up to 70 columns (three chunks), Y's padding rows untouched.
+  const Csr<double> a = with_empty_rows(test::stretched_band(40003, 40003, 9, 5));
+  detail::CpuCsrKernels probe(a);
+  ASSERT_GE(probe.parts(), 4);
+  ASSERT_GT(probe.ring_rows(), 0);
+  for (std::int64_t k : {3, 8, 33, 70}) {
+    const std::int64_t ldx = a.ncols + 1;
+    const auto x = random_block<double>(ldx, k, static_cast<unsigned>(k + 90));
+    for (std::int64_t pad : {1, 3, 8}) {
+      SCOPED_TRACE("k " + std::to_string(k) + " ldy " + std::to_string(a.nrows + pad));
+      const std::int64_t ldy = a.nrows + pad;
+      std::vector<double> ref(static_cast<std::size_t>(ldy * k), kNaN);
+      csr_spmm_reference(a, x.data(), ldx, ref.data(), ldy, static_cast<int>(k));
+      for (Staging st : {Staging::ring, Staging::whole}) {
+        const auto y = spmm_with(a, st, 0, x, ldx, k, ldy);
+        for (std::int64_t j = 0; j < k; ++j) {
+          ASSERT_EQ(0, std::memcmp(ref.data() + j * ldy, y.data() + j * ldy, sizeof(double) * a.nrows))
+              << "column " << j << (st == Staging::ring ? " ring" : " whole");
+          for (std::int64_t i = a.nrows; i < ldy; ++i) ASSERT_TRUE(std::isnan(y[i + j * ldy]));
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuCsrKernels, RingStagingStepIsBitwiseTheWholeOne) {
   // the fused step, fp64 and fp32, through the ring and the whole staging: the same bits
   const Csr<double> a = with_empty_rows(test::stretched_band(1101, 1101, 7, 5));
