@@ -305,37 +305,15 @@ struct PartSrc {
   bool all_near;
 };
 
-// A part's memory work, done a slice at a time between a chunk's tiles of 4 rows (tick()), so
-// that its loads and stores overlap the chunk's arithmetic instead of running alone before and
-// after it (lap3d:100, 32 columns, 2-core Xeon: the blocks' X staging ~15 ms, their arithmetic
-// ~24 ms, their Y flush ~17 ms, one after the other):
-//   - the ring's staging of X's rows [next, end) (the next block's), `rows` rows a tick, each run
-//     inside one kBlock of slots (contiguous: w is a multiple of kBlock), a prefetch of each
-//     column's line kStageAhead rows further on;
-//   - the product's flush of the previous chunk's sums yb (kc columns of yrows rows, to y, Y's
-//     columns from c0), `cols` columns a tick.
-// stage_to() and flush_to() complete either before its rows or its buffer are needed.
-//
-// The flush streams whole 64-byte lines of Y with non-temporal stores (no read for ownership).
-// Where a column does not start on a line (rows not a multiple of 8), each block's first and last
-// rows share a line with the blocks before and after: the last ones are kept (carry, for Y's first
-// kCarryCols columns) and streamed with the next block's first ones as one line; a part's first
-// and last block store theirs with plain stores (the line is shared with the next part's thread).
-// (lap3d:99, 32 columns, 2-core Xeon: plain stores there cost 53 ms against 47 ms for lap3d:100.)
-constexpr int kCarryCols = 64;
-template <class T>
-struct Between {
-  const PartSrc<T>* src = nullptr;
-  std::int64_t mask = 0, next = 0, end = 0, rows = 0;
-  const double* yb = nullptr;
-  double* y = nullptr;
-  std::int64_t yrows = 0, ldy = 0;
-  int col = 0, kc = 0, cols = 0, c0 = 0;
-  bool nt = false, first = false, last = false;
-  alignas(64) double carry[kCarryCols][8];
+constexpr int kCarryCols = 64;  // Y's columns whose block-end rows are carried (Between)
 
-  // Y(b0 + i, c0 + c) = yb[i + c·kBlock], i < yrows (y: Y's block row b0, column c0)
-  TCSOLVE_ALWAYS_INLINE void flush_col(int c) {
+// Y(b0 + i, c0 + c) = yb[i + c·kBlock] for c ∈ [col, stop), i < yrows (y: Y's block row b0,
+// column c0), streamed with the carry where nt (Between below). Not inlined into the tiles (the
+// kernels' instantiations would each carry a copy: a sanitizer build of this file went from
+// minutes to over ten); cloned for the ISA as the part functions.
+TCSOLVE_CPU_CLONES void flush_cols(const double* yb, std::int64_t yrows, int col, int stop, double* y,
+                                   std::int64_t ldy, bool nt, int c0, bool first, bool last, double (*carry)[8]) {
+  for (int c = col; c < stop; ++c) {
     const double* src_c = yb + c * kBlock;
     double* dst = y + c * ldy;
     std::int64_t i = 0;
@@ -364,11 +342,42 @@ struct Between {
         i = yrows;
       }
     }
+#else
+    (void)nt, (void)c0, (void)first, (void)last, (void)carry;
 #endif
     for (; i < yrows; ++i) dst[i] = src_c[i];
   }
+}
 
-  TCSOLVE_ALWAYS_INLINE void stage_to(std::int64_t stop) {
+// A part's memory work, done a slice at a time between a chunk's tiles of 4 rows (tick()), so
+// that its loads and stores overlap the chunk's arithmetic instead of running alone before and
+// after it (lap3d:100, 32 columns, 2-core Xeon: the blocks' X staging ~15 ms, their arithmetic
+// ~24 ms, their Y flush ~17 ms, one after the other):
+//   - the ring's staging of X's rows [next, end) (the next block's), `rows` rows a tick, each run
+//     inside one kBlock of slots (contiguous: w is a multiple of kBlock), a prefetch of each
+//     column's line kStageAhead rows further on;
+//   - the product's flush of the previous chunk's sums yb (kc columns of yrows rows, to y, Y's
+//     columns from c0), `cols` columns a tick.
+// stage_to() and flush_to() complete either before its rows or its buffer are needed.
+//
+// The flush streams whole 64-byte lines of Y with non-temporal stores (no read for ownership).
+// Where a column does not start on a line (rows not a multiple of 8), each block's first and last
+// rows share a line with the blocks before and after: the last ones are kept (carry, for Y's first
+// kCarryCols columns) and streamed with the next block's first ones as one line; a part's first
+// and last block store theirs with plain stores (the line is shared with the next part's thread).
+// (lap3d:99, 32 columns, 2-core Xeon: plain stores there cost 53 ms against 47 ms for lap3d:100.)
+template <class T>
+struct Between {
+  const PartSrc<T>* src = nullptr;
+  std::int64_t mask = 0, next = 0, end = 0, rows = 0;
+  const double* yb = nullptr;
+  double* y = nullptr;
+  std::int64_t yrows = 0, ldy = 0;
+  int col = 0, kc = 0, cols = 0, c0 = 0;
+  bool nt = false, first = false, last = false;
+  alignas(64) double carry[kCarryCols][8];
+
+  void stage_to(std::int64_t stop) {
     const PartSrc<T>& p = *src;
     constexpr std::int64_t line = 64 / static_cast<std::int64_t>(sizeof(T));
     while (next < stop) {
@@ -380,12 +389,17 @@ struct Between {
       for (std::int64_t r = (next + line - 1) / line * line; r < run; r += line)
         if (r + kStageAhead < p.m)
           for (int j = 0; j < p.k; ++j) __builtin_prefetch(p.x + r + kStageAhead + j * p.ldx);
-      stage_rows(p.x + next, p.ldx, 0, run - next, p.k, p.ring + (next & mask) * p.ldz, p.ldz);
+      if constexpr (std::is_same_v<T, double>)
+        stage_part64(p.x + next, p.ldx, 0, run - next, p.k, p.ring + (next & mask) * p.ldz, p.ldz);
+      else
+        stage_part32(p.x + next, p.ldx, 0, run - next, p.k, p.ring + (next & mask) * p.ldz, p.ldz);
       next = run;
     }
   }
-  TCSOLVE_ALWAYS_INLINE void flush_to(int stop) {
-    for (; col < stop; ++col) flush_col(col);
+  void flush_to(int stop) {
+    if (col >= stop) return;
+    flush_cols(yb, yrows, col, stop, y, ldy, nt, c0, first, last, carry);
+    col = stop;
   }
   TCSOLVE_ALWAYS_INLINE void tick() {
     if (next < end) stage_to(std::min(end, next + rows));
