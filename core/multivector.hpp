@@ -22,7 +22,7 @@ namespace tcsolve {
 
 // Host blocks start on a cache line: with rows a multiple of 8 (fp64), every column does, and the
 // CPU kernels' streamed stores of Y write whole lines (glibc's malloc gives 16 mod 64 for large
-// blocks: 32-column SpMM on lap3d:100, 2-core Xeon, 53 ms against 43 ms aligned).
+// blocks: 32-column SpMM on lap3d:100, 2-core Xeon, 57 ms against 45 ms aligned with the same kernel).
 inline constexpr std::size_t kHostAlign = 64;
 
 // Non-owning view: element (i, j) at data[i + j·ld]. Column ranges are views without copies.
