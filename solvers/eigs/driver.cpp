@@ -281,6 +281,11 @@ EigsResult run_all(Problem& s, const EigsOptions& opt, const PlanFacts& facts, P
   res.why = plan.reason + sv.why;
   res.predicted_seconds = plan.predicted ? ran.total() : 0.0;
   res.factor = fz.desc;
+  if (ver.cert.factorizations > 0)  // the certificate's own LDLᵀ factorizations (its inertia counts)
+    res.factor += (res.factor.empty() ? "" : "; ") + std::string("certificate: ") +
+                  std::to_string(ver.cert.factorizations) + " LDL^T factorization" +
+                  (ver.cert.factorizations == 1 ? "" : "s") + " of A - tau*B for its inertia counts, " +
+                  fmt("%.3g", ver.cert.seconds) + " s";
   res.certified = ver.cert.state;
   res.verification = ver.kind;
   res.certificate = ver.line.empty() ? "not verified (a pair failed its residual test)" : ver.line;

@@ -306,6 +306,8 @@ TEST(AppsEigs, CertifyAlwaysCountsAndThePhasesAreReported) {
   EXPECT_NE(r.out.find("\"verification\": \"certificate\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"certified\": \"yes\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("certificate (asked for)"), std::string::npos) << r.out;
+  // the factorizations behind the counts are reported (also where the plan made none at set-up)
+  EXPECT_NE(r.out.find("LDL^T factorization"), std::string::npos) << r.out;
   for (const char* key : {"\"read\"", "\"preprocess\"", "\"plan\"", "\"setup\"", "\"solve\"",
                           "\"verify\"", "\"write\"", "\"total\"", "\"init\"", "\"process\"",
                           "\"predicted_seconds\"", "\"operator_applies\"", "\"kernel_reason\""})
