@@ -1,251 +1,18 @@
 // The CPU's CSR kernels (spmm/cpu_csr_kernels.hpp): X staged row-major (whole, or in a ring a
 // part), rows in parts over the host threads, blocks of 64 rows, the row sums of a chunk of
 // W ≤ 32 columns in vector registers.
-#include "spmm/cpu_csr_kernels.hpp"
+#include "spmm/cpu_csr_simd.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <limits>
 #include <string>
 #include <type_traits>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
-#if defined(__x86_64__) || defined(__i386__)
-#include <emmintrin.h>  // SSE2 non-temporal stores (baseline on x86-64: both clones)
-#define TCSOLVE_CPU_STREAM 1
-#endif
-
-// The part functions below are compiled twice on x86-64 (GCC, Clang): for the build's ISA and for
-// x86-64-v3 (AVX2, FMA), the loader picks one for the CPU (an ifunc). TCSOLVE_NO_TARGET_CLONES
-// keeps only the build's (e.g. for tools that do not follow ifuncs).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TCSOLVE_NO_TARGET_CLONES) && \
-    !defined(__INTEL_COMPILER)
-#define TCSOLVE_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define TCSOLVE_CPU_CLONES
-#endif
-#if defined(__GNUC__) || defined(__clang__)
-#define TCSOLVE_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define TCSOLVE_ALWAYS_INLINE inline
-#endif
-
-// The 256-bit vector helpers below are always inlined: their by-value vectors never cross a call
-// (GCC's note that their ABI would differ without AVX does not apply).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 
 namespace tcsolve::detail {
 
 namespace {
-
-constexpr int kMaxWidth = 32;  // columns of one pass over a row (32 fp64 sums: 8 AVX2 registers)
-constexpr int kTile = 4;       // rows of a tile (the 4×4 transposes); tiles start at multiples of 4
-constexpr std::int64_t kBlock = kCpuRowBlock;  // rows of a block (a ring's parts start at multiples of it)
-// Rows of X prefetched ahead of the ring's staging (2-core EPYC, lap2d:1000 and lap3d:60, 24 and
-// 32 columns, at load 5: 37 % of copy against 35 % without, within the noise; staging 256 rows a
-// refill instead of 64, with or without, the same).
-constexpr std::int64_t kStageAhead = 128;
-
-struct CsrPtrs {
-  const std::int64_t* rp;
-  const std::int32_t* ci;
-  const double* av;
-  std::int64_t nnz;
-};
-#ifndef TCSOLVE_CPU_PREFETCH
-#define TCSOLVE_CPU_PREFETCH 16
-#endif
-constexpr int kPrefetch = TCSOLVE_CPU_PREFETCH;
-
-// 4-wide vectors of T in the compiler's generic vector extension (fp64: 256 bits, fp32: 128):
-// one AVX2 register in the x86-64-v3 clone, two SSE2 registers (fp64) in the baseline one.
-template <class T>
-struct Vec4;
-template <>
-struct Vec4<double> {
-  typedef double type __attribute__((vector_size(32)));
-  typedef long long mask __attribute__((vector_size(32)));
-};
-template <>
-struct Vec4<float> {
-  typedef float type __attribute__((vector_size(16)));
-  typedef int mask __attribute__((vector_size(16)));
-};
-template <class T>
-using V4 = typename Vec4<T>::type;
-
-template <class T>
-TCSOLVE_ALWAYS_INLINE V4<T> load4(const T* p) {
-  V4<T> v;
-  __builtin_memcpy(&v, p, sizeof v);  // unaligned load
-  return v;
-}
-template <class T>
-TCSOLVE_ALWAYS_INLINE void store4(T* p, V4<T> v) {
-  __builtin_memcpy(p, &v, sizeof v);
-}
-
-#if defined(__clang__)
-#define TCSOLVE_SHUFFLE4(T, a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
-#else
-#define TCSOLVE_SHUFFLE4(T, a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, typename Vec4<T>::mask{i0, i1, i2, i3})
-#endif
-
-// Rows a, b, c, d of a 4×4 block in, its columns out.
-template <class T>
-TCSOLVE_ALWAYS_INLINE void transpose4(V4<T>& a, V4<T>& b, V4<T>& c, V4<T>& d) {
-  const V4<T> t0 = TCSOLVE_SHUFFLE4(T, a, b, 0, 4, 2, 6), t1 = TCSOLVE_SHUFFLE4(T, a, b, 1, 5, 3, 7);
-  const V4<T> t2 = TCSOLVE_SHUFFLE4(T, c, d, 0, 4, 2, 6), t3 = TCSOLVE_SHUFFLE4(T, c, d, 1, 5, 3, 7);
-  a = TCSOLVE_SHUFFLE4(T, t0, t2, 0, 1, 4, 5);
-  b = TCSOLVE_SHUFFLE4(T, t1, t3, 0, 1, 4, 5);
-  c = TCSOLVE_SHUFFLE4(T, t0, t2, 2, 3, 6, 7);
-  d = TCSOLVE_SHUFFLE4(T, t1, t3, 2, 3, 6, 7);
-}
-
-// c + a·b. fp64: a product and a sum, each rounded (this file is compiled with
-// -ffp-contract=off): the bits of csr_spmm_reference and of the host step before these kernels,
-// on either clone. fp32 (the filter's rung): one FMA, as the CUDA fp32 step (in the baseline
-// clone a call to fmaf: the rung runs on the GPU only, eigs/runs.cpp).
-template <class T>
-TCSOLVE_ALWAYS_INLINE T madd(T a, T b, T c) {
-  if constexpr (std::is_same_v<T, float>) return std::fma(a, b, c);
-  else return c + a * b;
-}
-template <class T>
-TCSOLVE_ALWAYS_INLINE V4<T> madd4(T a, V4<T> b, V4<T> c) {
-  if constexpr (std::is_same_v<T, float>) {
-    V4<T> r;
-    for (int l = 0; l < 4; ++l) r[l] = std::fma(a, b[l], c[l]);
-    return r;
-  } else {
-    return c + a * b;
-  }
-}
-
-
-// Z's rows as a part sees them: row c at z + slot(c)·ldz, slot(c) = c (whole staging) or
-// c mod w = c & (w − 1) (a ring of w rows, w a power of two, holding X's rows [vlo, vlo + vspan)).
-// A ring's entries outside that window (far(c): the few long edges of a graph that is mostly
-// local) read X's columns directly (x, ldx, k); Far = false where the ring holds every entry's
-// row (no test per entry).
-template <class T, bool Ring, bool Far = Ring>
-struct ZRows {
-  const T* z;
-  std::int64_t ldz, mask, vlo, vspan;
-  const T* x;
-  std::int64_t ldx;
-  int k;
-  TCSOLVE_ALWAYS_INLINE std::int64_t slot(std::int64_t c) const {
-    if constexpr (Ring) return c & mask;
-    else return c;
-  }
-  TCSOLVE_ALWAYS_INLINE const T* row(std::int64_t c) const { return z + slot(c) * ldz; }
-  TCSOLVE_ALWAYS_INLINE bool far(std::int64_t c) const {
-    if constexpr (Ring && Far) return static_cast<std::uint64_t>(c - vlo) >= static_cast<std::uint64_t>(vspan);
-    else return false;
-  }
-  // X(c, j) for j < k, 0 in Z's padding columns
-  TCSOLVE_ALWAYS_INLINE T at(std::int64_t c, int j) const { return j < k ? x[c + j * ldx] : T(0); }
-};
-
-// s[q] = Σ_p A(i, col_p)·Z(col_p, c0 + 4q .. c0 + 4q + 3), q < Q, over row i's entries in order.
-template <int Q, class T, class ZR>
-TCSOLVE_ALWAYS_INLINE void row_sums(const CsrPtrs& a, std::int64_t i, const ZR& zr, int c0, V4<T>* s) {
-
-  V4<T> acc[Q];  // in registers (s may be memory indexed at run time: a chain through the stack)
-  for (int q = 0; q < Q; ++q) acc[q] = V4<T>{};
-  for (std::int64_t p = a.rp[i], e = a.rp[i + 1]; p < e; ++p) {
-    const T v = static_cast<T>(a.av[p]);
-    const std::int64_t c = a.ci[p];
-    if (zr.far(c)) {  // rare: the values of Z's row c gathered from X's columns
-      for (int q = 0; q < Q; ++q) {
-        V4<T> t;
-        for (int l = 0; l < 4; ++l) t[l] = zr.at(c, c0 + 4 * q + l);
-        acc[q] = madd4(v, t, acc[q]);
-      }
-      continue;
-    }
-    const T* zr_p = zr.row(c) + c0;
-    if constexpr (kPrefetch > 0) {
-      // a later entry's row (in a ring it may not be staged yet: an address only, never read)
-      const std::int64_t pf = p + kPrefetch < a.nnz ? p + kPrefetch : p;
-      const std::uintptr_t zf = reinterpret_cast<std::uintptr_t>(zr.z) +
-                                static_cast<std::uintptr_t>((zr.slot(a.ci[pf]) * zr.ldz + c0) * static_cast<std::int64_t>(sizeof(T)));
-      for (int l = 0; l < (Q * 4 * static_cast<int>(sizeof(T)) + 63) / 64; ++l)
-        __builtin_prefetch(reinterpret_cast<const char*>(zf + 64 * static_cast<std::uintptr_t>(l)));
-    }
-    for (int q = 0; q < Q; ++q) acc[q] = madd4(v, load4(zr_p + 4 * q), acc[q]);
-  }
-  for (int q = 0; q < Q; ++q) s[q] = acc[q];
-}
-
-// The same for W ≤ 2 columns (k = 1: Z is X itself; k = 2), scalars.
-template <int W, class T, class ZR>
-TCSOLVE_ALWAYS_INLINE void row_sums_narrow(const CsrPtrs& a, std::int64_t i, const ZR& zr, int c0, T* s) {
-  T acc[W];
-  for (int c = 0; c < W; ++c) acc[c] = T(0);
-  for (std::int64_t p = a.rp[i], e = a.rp[i + 1]; p < e; ++p) {
-    const T v = static_cast<T>(a.av[p]);
-    const std::int64_t col = a.ci[p];
-    if (zr.far(col)) {
-      for (int c = 0; c < W; ++c) acc[c] = madd(v, zr.at(col, c0 + c), acc[c]);
-      continue;
-    }
-    const T* zr_p = zr.row(col) + c0;
-    for (int c = 0; c < W; ++c) acc[c] = madd(v, zr_p[c], acc[c]);
-  }
-  for (int c = 0; c < W; ++c) s[c] = acc[c];
-}
-
-// Rows [r0, r1) (r0 a multiple of kTile) for the chunk of columns [c0, c0 + 4Q): whole tiles of
-// 4 rows get their sums transposed to 4 columns of 4 consecutive rows, out.cols4(i, q, cols)
-// (contiguous loads and stores in column-major blocks); the rows after the last whole tile go
-// through out.row(i, s) one by one. A row's sums are the same on either path. out.tick() after
-// each tile and after the rows left over: the part's memory work slipped in between (Between).
-template <int Q, class T, class ZR, class Out>
-TCSOLVE_ALWAYS_INLINE void tile_rows(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const ZR& zr, int c0,
-                                     Out& out) {
-  std::int64_t i = r0;
-  for (; i + kTile <= r1; i += kTile) {
-    V4<T> s[kTile][Q];
-    for (int r = 0; r < kTile; ++r) row_sums<Q, T>(a, i + r, zr, c0, s[r]);
-    for (int q = 0; q < Q; ++q) {
-      V4<T> cols[4] = {s[0][q], s[1][q], s[2][q], s[3][q]};
-      transpose4<T>(cols[0], cols[1], cols[2], cols[3]);
-      out.cols4(i, q, cols);
-    }
-    out.tick();
-  }
-  if (i == r1) return;
-  for (; i < r1; ++i) {
-    V4<T> s[Q];
-    row_sums<Q, T>(a, i, zr, c0, s);
-    out.row(i, s);
-  }
-  out.tick();
-}
-
-// Op<W>::run(args...) for the chunk width w ∈ {1, 2, 4, 8, …, 32} (a switch, no lambda: the
-// row loops must be inlined into the cloned part functions to be compiled for their ISA).
-template <template <int> class Op, class... Args>
-TCSOLVE_ALWAYS_INLINE void with_width(int w, Args&&... args) {
-  switch (w) {
-    case 1: return Op<1>::run(args...);
-    case 2: return Op<2>::run(args...);
-    case 4: return Op<4>::run(args...);
-    case 8: return Op<8>::run(args...);
-    case 12: return Op<12>::run(args...);
-    case 16: return Op<16>::run(args...);
-    case 20: return Op<20>::run(args...);
-    case 24: return Op<24>::run(args...);
-    case 28: return Op<28>::run(args...);
-    default: return Op<32>::run(args...);
-  }
-}
 
 std::int64_t staged_width(std::int64_t k) { return cpu_staged_width(k); }
 
@@ -365,7 +132,7 @@ TCSOLVE_CPU_CLONES void flush_cols(const double* yb, std::int64_t yrows, int col
 // rows share a line with the blocks before and after: the last ones are kept (carry, for Y's first
 // kCarryCols columns) and streamed with the next block's first ones as one line; a part's first
 // and last block store theirs with plain stores (the line is shared with the next part's thread).
-// (lap3d:99, 32 columns, 2-core Xeon: plain stores there cost 53 ms against 47 ms for lap3d:100.)
+// (lap3d:99, 32 columns, 2-core Xeon: 49 ms with plain stores there, 42 ms with the carry.)
 template <class T>
 struct Between {
   const PartSrc<T>* src = nullptr;
@@ -658,72 +425,6 @@ TCSOLVE_CPU_CLONES void step_part32(const CsrPtrs& a, std::int64_t r0, std::int6
   step_blocks(a, r0, r1, src, s);
 }
 
-// ---- Row-major blocks (CpuCsrKernels::step_rows): cur and next by rows (row i at p + i·ld).
-
-// X(i, c) = Z[i·ldz + c] for rows [r0, r1), c < k (stage_rows inverted): 4×4 transposes, scalars
-// for the rows and columns left over.
-TCSOLVE_CPU_CLONES void unstage_part64(const double* z, std::int64_t ldz, std::int64_t r0, std::int64_t r1, int k,
-                                       double* x, std::int64_t ldx) {
-  const int k4 = k / 4 * 4;
-  const std::int64_t r4 = r0 + (r1 - r0) / 4 * 4;
-  for (int c = 0; c < k4; c += 4) {
-    double *x0 = x + c * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;
-    for (std::int64_t i = r0; i < r4; i += 4) {
-      V4<double> v0 = load4(z + i * ldz + c), v1 = load4(z + (i + 1) * ldz + c);
-      V4<double> v2 = load4(z + (i + 2) * ldz + c), v3 = load4(z + (i + 3) * ldz + c);
-      transpose4<double>(v0, v1, v2, v3);
-      store4(x0 + i, v0), store4(x1 + i, v1), store4(x2 + i, v2), store4(x3 + i, v3);
-    }
-    for (std::int64_t i = r4; i < r1; ++i)
-      for (int l = 0; l < 4; ++l) x[i + (c + l) * ldx] = z[i * ldz + c + l];
-  }
-  for (int c = k4; c < k; ++c)
-    for (std::int64_t i = r0; i < r1; ++i) x[i + c * ldx] = z[i * ldz + c];
-}
-
-// next(i, j) = a·(A·cur)(i, j) + b·cur(i, j) (+ c·next(i, j)) for j ∈ [j0, j1), rows [r0, r1):
-// the sums of the columns [c0, c0 + 4Q) (whole vectors, c0 a multiple of 4), stored only inside
-// [j0, j1). The same expression, in the same order, as step_epilogue: bitwise the column step.
-template <int W>
-struct RowsStep {
-  static TCSOLVE_ALWAYS_INLINE void run(const CsrPtrs& a, std::int64_t r0, std::int64_t r1,
-                                        const ZRows<double, false>& zr, int c0, std::int64_t j0, std::int64_t j1,
-                                        const StepCoefs& co, double* next) {
-    if constexpr (W % 4 == 0) {
-      constexpr int Q = W / 4;
-      const bool with_next = co.c != 0.0;
-      for (std::int64_t i = r0; i < r1; ++i) {
-        V4<double> s[Q];
-        row_sums<Q, double>(a, i, zr, c0, s);
-        const double* xi = zr.row(i) + c0;
-        double* ni = next + i * zr.ldz + c0;
-        for (int q = 0; q < Q; ++q) {
-          V4<double> o = co.a * s[q] + co.b * load4(xi + 4 * q);
-          if (with_next) o = madd4(co.c, load4(ni + 4 * q), o);
-          const std::int64_t col = c0 + 4 * q;
-          if (col >= j0 && col + 4 <= j1) {
-            store4(ni + 4 * q, o);
-          } else {
-            for (int l = 0; l < 4; ++l)
-              if (col + l >= j0 && col + l < j1) ni[4 * q + l] = o[l];
-          }
-        }
-      }
-    }
-  }
-};
-
-TCSOLVE_CPU_CLONES void step_rows_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const double* cur,
-                                       double* next, std::int64_t ld, std::int64_t j0, std::int64_t j1,
-                                       const StepCoefs& co) {
-  const ZRows<double, false> zr{cur, ld, 0, 0, 0, nullptr, 0, 0};
-  const std::int64_t c1 = (j1 + 3) / 4 * 4;
-  for (std::int64_t c0 = j0 / 4 * 4; c0 < c1; c0 += kMaxWidth) {
-    const int w = static_cast<int>(std::min<std::int64_t>(kMaxWidth, c1 - c0));
-    with_width<RowsStep>(w, a, r0, r1, zr, static_cast<int>(c0), j0, j1, co, next);
-  }
-}
-
 void stage_part(const double* x, std::int64_t ldx, std::int64_t r0, std::int64_t r1, int k, double* z,
                 std::int64_t ldz) {
   stage_part64(x, ldx, r0, r1, k, z, ldz);
@@ -739,15 +440,6 @@ void step_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc
 void step_part(const CsrPtrs& a, std::int64_t r0, std::int64_t r1, const PartSrc<float>& src,
                const StepBlocks<float>& s) {
   step_part32(a, r0, r1, src, s);
-}
-
-template <class T>
-void check_block(MvView<const T> v, std::int64_t rows, std::int64_t cols, const char* what) {
-  TCSOLVE_REQUIRE(v.space == Space::host, std::string("CPU CSR kernel: ") + what + " must be a host block");
-  TCSOLVE_REQUIRE(v.rows == rows && v.cols == cols && v.ld >= std::max<std::int64_t>(1, rows),
-                  std::string("CPU CSR kernel: ") + what + " is " + std::to_string(v.rows) + "x" +
-                      std::to_string(v.cols) + " (ld " + std::to_string(v.ld) + "), expected " +
-                      std::to_string(rows) + "x" + std::to_string(cols));
 }
 
 }  // namespace
@@ -862,28 +554,6 @@ void CpuCsrKernels::to_rows(MvView<const double> x, double* z, std::int64_t ld) 
   TCSOLVE_REQUIRE(ld % 4 == 0 && ld >= x.cols, "CPU CSR kernel: rows of " + std::to_string(ld) +
                                                    " doubles for " + std::to_string(x.cols) + " columns");
   stage_all(x, z, ld);
-}
-
-void CpuCsrKernels::from_rows(const double* z, std::int64_t ld, MvView<double> x) const {
-  check_block(MvView<const double>(x), a_.ncols, x.cols, "X");
-  TCSOLVE_REQUIRE(ld >= x.cols, "CPU CSR kernel: rows of " + std::to_string(ld) + " doubles for " +
-                                    std::to_string(x.cols) + " columns");
-  const int np = parts();
-  const std::int64_t m = x.rows;
-  const int k = static_cast<int>(x.cols);
-  parallel_parts(np, [&](int p) { unstage_part64(z, ld, m * p / np, m * (p + 1) / np, k, x.data, x.ld); });
-}
-
-void CpuCsrKernels::step_rows(const StepCoefs& s, const double* cur, double* next, std::int64_t ld, std::int64_t j0,
-                              std::int64_t j1) const {
-  TCSOLVE_REQUIRE(a_.square(), "chebyshev step: A must be square");
-  TCSOLVE_REQUIRE(s.e == 0.0 && !s.f && !s.d, "CPU CSR kernel: the step by rows has no r term and no row scales");
-  TCSOLVE_REQUIRE(ld % 4 == 0 && 0 <= j0 && j0 <= j1 && j1 <= ld,
-                  "CPU CSR kernel: columns [" + std::to_string(j0) + ", " + std::to_string(j1) + ") of rows of " +
-                      std::to_string(ld) + " doubles");
-  if (j0 == j1 || a_.nrows == 0) return;
-  const CsrPtrs ap{a_.row_ptr.data(), a_.col_idx.data(), a_.values.data(), a_.nnz()};
-  parallel_parts(parts(), [&](int p) { step_rows_part(ap, row_begin(p), row_begin(p + 1), cur, next, ld, j0, j1, s); });
 }
 
 }  // namespace tcsolve::detail

@@ -483,9 +483,10 @@ RunOut run_diagonal(const Problem& s, const EigsOptions& opt) {
 }  // namespace
 
 // Dense LAPACK-style solve (Eigen) for small problems, where Lanczos bases do not fit (a diagonal
-// pencil at any n: run_diagonal): all eigenvalues, the k wanted returned. The smallest of an SPD pencil come from the Cholesky-inverse
-// C = L⁻¹·B·L⁻ᵀ (eigenvalues 1/λ, x = L⁻ᵀ·y), whose largest eigenvalues are relatively accurate,
-// unlike the smallest of a direct dense solve (absolute error ~ eps·‖A‖).
+// pencil at any n: run_diagonal): all eigenvalues, the k wanted returned. The smallest of an SPD
+// pencil come from the Cholesky-inverse C = L⁻¹·B·L⁻ᵀ (eigenvalues 1/λ, x = L⁻ᵀ·y), whose largest
+// eigenvalues are relatively accurate, unlike the smallest of a direct dense solve (absolute error
+// ~ eps·‖A‖).
 RunOut run_dense(const Problem& s, const EigsOptions& opt) {
   const std::int64_t n = s.n, k = opt.k;
   if (is_diagonal_pencil(*s.a, s.b)) return run_diagonal(s, opt);
