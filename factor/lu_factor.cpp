@@ -1,5 +1,5 @@
 // UMFPACK engine (factor/lu_factor.hpp): LU of Aᵀ, read from A's CSR arrays as a CSC matrix, and
-// solves of A·x = b through the transposed system (UMFPACK_At).
+// solves of A·x = b through the transposed system, on a copy of the factors (lu_triangular.hpp).
 #include "factor/lu_factor.hpp"
 
 #include <umfpack.h>
@@ -12,6 +12,7 @@
 #include "core/format.hpp"
 #include "core/interrupt.hpp"
 #include "factor/engines.hpp"
+#include "factor/lu_triangular.hpp"
 
 namespace tcsolve {
 
@@ -79,11 +80,56 @@ struct Symbolic {
   static double copy_bytes(const Csc64& c) { return 16.0 * static_cast<double>(c.x.size()) + 8.0 * (c.n + 1); }
 };
 
+// UMFPACK's factors P·R·M·Q = L·U copied out of the Numeric object (umfpack_dl_get_numeric:
+// L by rows and U by columns, each with its diagonal) into LuFactors' form: strictly triangular
+// parts by rows with 32-bit columns, U's diagonal apart, R's diagonal as multipliers.
+detail::LuFactors extract_factors(void* numeric, std::int64_t n) {
+  SuiteSparse_long lnz = 0, unz = 0, nr = 0, nc = 0, nz_udiag = 0;
+  SuiteSparse_long st = umfpack_dl_get_lunz(&lnz, &unz, &nr, &nc, &nz_udiag, numeric);
+  if (st != UMFPACK_OK) throw Error("UMFPACK: umfpack_dl_get_lunz failed (" + umfpack_status(st) + ")");
+  std::vector<SuiteSparse_long> lp(n + 1), lj(lnz), up(n + 1), ui(unz);
+  std::vector<double> lx(lnz), ux(unz);
+  detail::LuFactors f;
+  f.n = n;
+  f.p.resize(n), f.q.resize(n), f.u_diag.resize(n), f.r.resize(n);
+  SuiteSparse_long recip = 0;
+  static_assert(sizeof(SuiteSparse_long) == sizeof(std::int64_t), "");
+  st = umfpack_dl_get_numeric(lp.data(), lj.data(), lx.data(), up.data(), ui.data(), ux.data(),
+                              reinterpret_cast<SuiteSparse_long*>(f.p.data()),
+                              reinterpret_cast<SuiteSparse_long*>(f.q.data()), f.u_diag.data(), &recip, f.r.data(),
+                              numeric);
+  if (st != UMFPACK_OK) throw Error("UMFPACK: umfpack_dl_get_numeric failed (" + umfpack_status(st) + ")");
+  if (!recip)
+    for (double& r : f.r) r = 1.0 / r;  // UMFPACK divided row i by Rs[i]
+  f.set_pivot_reciprocals();
+  // L: each row's last entry is its unit diagonal.
+  f.lp.assign(n + 1, 0);
+  f.lj.reserve(lnz - n), f.lx.reserve(lnz - n);
+  for (std::int64_t k = 0; k < n; ++k) {
+    for (SuiteSparse_long p = lp[k]; p < lp[k + 1]; ++p)
+      if (lj[p] != k) f.lj.push_back(static_cast<std::int32_t>(lj[p])), f.lx.push_back(lx[p]);
+    f.lp[k + 1] = static_cast<std::int64_t>(f.lj.size());
+  }
+  // U by columns (rows ascending within each) to rows, dropping the diagonal: a counting sort
+  // by row, columns visited in order, leaves each row's columns ascending.
+  f.up.assign(n + 1, 0);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (SuiteSparse_long p = up[j]; p < up[j + 1]; ++p)
+      if (ui[p] != j) ++f.up[ui[p] + 1];
+  for (std::int64_t k = 0; k < n; ++k) f.up[k + 1] += f.up[k];
+  f.uj.resize(f.up[n]), f.ux.resize(f.up[n]);
+  std::vector<std::int64_t> at(f.up.begin(), f.up.end() - 1);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (SuiteSparse_long p = up[j]; p < up[j + 1]; ++p)
+      if (ui[p] != j) f.uj[at[ui[p]]] = static_cast<std::int32_t>(j), f.ux[at[ui[p]]++] = ux[p];
+  return f;
+}
+
 std::string count_str(double e) { return e >= 1e6 ? format("%.1f M", e / 1e6) : format("%.0f", e); }
 
 class UmfpackFactor final : public LuFactor {
  public:
-  UmfpackFactor(std::shared_ptr<const Csc64> c, const FactorOptions& opt) : c_(std::move(c)) {
+  UmfpackFactor(std::shared_ptr<const Csc64> c, const FactorOptions& opt) : c_(std::move(c)), n_(c_->n) {
     double t0 = now();
     Symbolic sym(*c_);
     analyze_s_ = now() - t0;
@@ -104,8 +150,14 @@ class UmfpackFactor final : public LuFactor {
     flops_ = info_[UMFPACK_FLOPS];
     if (info_[UMFPACK_PEAK_MEMORY] > 0)
       bytes_ = info_[UMFPACK_PEAK_MEMORY] * info_[UMFPACK_SIZE_OF_UNIT] + Symbolic::copy_bytes(*c_);
-    wi_.resize(static_cast<std::size_t>(c_->n));
-    w_.resize(5 * static_cast<std::size_t>(c_->n));
+    // The solves run on a copy of the factors (lu_triangular.hpp); UMFPACK's object and the
+    // 64-bit copy of A go (n_ stays).
+    if (!singular_) {
+      f_ = extract_factors(numeric_, n_);
+      umfpack_dl_free_numeric(&numeric_);
+      w_.resize(static_cast<std::size_t>(n_ * detail::kLuChunk));
+    }
+    c_.reset();
   }
   ~UmfpackFactor() override {
     if (numeric_) umfpack_dl_free_numeric(&numeric_);
@@ -113,7 +165,7 @@ class UmfpackFactor final : public LuFactor {
   UmfpackFactor(const UmfpackFactor&) = delete;
   UmfpackFactor& operator=(const UmfpackFactor&) = delete;
 
-  std::int64_t n() const override { return c_->n; }
+  std::int64_t n() const override { return n_; }
   bool singular() const override { return singular_; }
   double rcond() const override { return rcond_; }
   double factor_entries() const override { return entries_; }
@@ -126,33 +178,24 @@ class UmfpackFactor final : public LuFactor {
                   rcond_, singular_ ? " (zero pivot)" : "", analyze_s_, factor_s_);
   }
 
-  void solve(MvView<const double> b, MvView<double> x, bool transpose, bool refine) const override {
+  // The factored matrix is Aᵀ: A·x = b is its transposed system.
+  void solve(MvView<const double> b, MvView<double> x, bool transpose) const override {
     TCSOLVE_REQUIRE(b.space == Space::host && x.space == Space::host, "umfpack solve: host blocks");
-    TCSOLVE_REQUIRE(b.rows == c_->n && x.rows == c_->n && b.cols == x.cols, "umfpack solve: shapes");
+    TCSOLVE_REQUIRE(b.rows == n_ && x.rows == n_ && b.cols == x.cols, "umfpack solve: shapes");
     TCSOLVE_REQUIRE(!singular_, "umfpack solve: the matrix is singular (zero pivot)");
-    // The factored matrix is Aᵀ: A·x = b is its transposed system.
-    const SuiteSparse_long sys = transpose ? UMFPACK_A : UMFPACK_At;
-    double control[UMFPACK_CONTROL];
-    std::copy(control_, control_ + UMFPACK_CONTROL, control);
-    control[UMFPACK_IRSTEP] = refine ? 2 : 0;
-    double info[UMFPACK_INFO];
-    for (std::int64_t j = 0; j < b.cols; ++j) {
-      const SuiteSparse_long st = umfpack_dl_wsolve(sys, c_->p.data(), c_->i.data(), c_->x.data(), x.col(j),
-                                                    b.col(j), numeric_, control, info, wi_.data(), w_.data());
-      if (st != UMFPACK_OK && st != UMFPACK_WARNING_singular_matrix)
-        throw Error("UMFPACK: umfpack_dl_wsolve failed (" + umfpack_status(st) + ")");
-    }
+    detail::lu_solve(f_, b, x, /*transpose=*/!transpose, w_.data());
   }
 
  private:
-  std::shared_ptr<const Csc64> c_;
+  std::shared_ptr<const Csc64> c_;  // until the factors are copied out
+  std::int64_t n_;
   void* numeric_ = nullptr;
   double control_[UMFPACK_CONTROL];
   double info_[UMFPACK_INFO];
   bool singular_ = false;
   double rcond_ = 0, entries_ = 0, flops_ = 0, bytes_ = 0, analyze_s_ = 0, factor_s_ = 0;
-  mutable std::vector<SuiteSparse_long> wi_;
-  mutable std::vector<double> w_;
+  detail::LuFactors f_;
+  mutable std::vector<double> w_;  // n × kLuChunk, the solves' chunk
 };
 
 }  // namespace

@@ -7,12 +7,14 @@
 //   factor:   umfpack_dl_numeric, partial pivoting with UMFPACK's row scaling; a zero pivot is
 //             not an error but UMFPACK_WARNING_singular_matrix (singular(): the factors are
 //             kept, a solve would divide by zero);
-//   solve:    umfpack_dl_wsolve, one column at a time, with UMFPACK's iterative refinement
-//             (UMFPACK_IRSTEP = 2 steps of x += A⁻¹(b − A·x) with A's own values) on request;
-//             the workspace (n longs, 5n doubles) is allocated once.
+//   solve:    on a copy of UMFPACK's factors (umfpack_dl_get_numeric; UMFPACK's own object is
+//             freed), eight columns at a time (factor/lu_triangular.hpp), without refinement:
+//             a caller that needs it refines with A (solvers/direct/direct_solve.cpp); the
+//             workspace (8n doubles) is allocated once. The copy costs 12 bytes an entry;
+//             while it is made, UMFPACK's object is held too.
 // A's CSR arrays are UMFPACK's CSC of Aᵀ: the engine factors Aᵀ and solves A·x = b as
-// (Aᵀ)ᵀ·x = b (UMFPACK_At), without a transposed copy (indices widened to 64 bits: 16 bytes per
-// entry besides UMFPACK's own memory). Like the CHOLMOD/MUMPS factorizations, the symbolic and
+// (Aᵀ)ᵀ·x = b, without a transposed copy (indices widened to 64 bits: 16 bytes per entry
+// besides UMFPACK's own memory, until the factors are copied out). Like the CHOLMOD/MUMPS factorizations, the symbolic and
 // numeric phases run through run_interruptible (core/interrupt.hpp) with the engines' thread
 // pools capped (EngineThreadsScope, factor/sparse_factor.hpp).
 #pragma once
@@ -52,12 +54,9 @@ class LuFactor {
   virtual double factor_seconds() const = 0;
   // "umfpack LU, 1.2 M entries, rcond 3.1e-08, analyze 0.010 s, factor 0.120 s"
   virtual std::string describe() const = 0;
-  // X = A⁻¹·B (transpose: A⁻ᵀ·B) for a host block (n × s; X may not alias B). refine: UMFPACK's
-  // iterative refinement with A's values, at most 2 steps per column (it stops earlier once the
-  // componentwise backward error is at rounding level). Const, but not for two threads at once
-  // (shared workspace).
-  virtual void solve(MvView<const double> b, MvView<double> x, bool transpose = false,
-                     bool refine = true) const = 0;
+  // X = A⁻¹·B (transpose: A⁻ᵀ·B) for a host block (n × s; X may not alias B). Const, but not
+  // for two threads at once (shared workspace).
+  virtual void solve(MvView<const double> b, MvView<double> x, bool transpose = false) const = 0;
 };
 
 // Factors A (square, host CSR, finite values). Throws InvalidArgument (shape), FactorTooLarge

@@ -2,8 +2,9 @@
 //   why:     MUMPS's solve phase walks the elimination tree front by front; on a 3000-row chain
 //            (a 1-D Laplacian shifted into its spectrum) that is 2.5 ms a solve, 106 ms of a
 //            0.14 s shift-invert run, where SciPy's SuperLU run takes 0.011 s in all;
-//   solves:  umfpack_dl_wsolve column by column without refinement (as MUMPS's are), O(nnz(L+U)),
-//            of the factored matrix's own system (S is symmetric);
+//   solves:  eight columns at a time on a copy of the factors, without refinement (as MUMPS's
+//            are), O(nnz(L+U)) a chunk (factor/lu_triangular.hpp), of the factored matrix's own
+//            system (S is symmetric);
 //   inertia: not in an LU with row pivoting: a MUMPS LDLᵀ of S on the first inertia() call
 //            (the certificate counts by inertia_at anyway: solvers/eigs/certificate.cpp).
 #include <algorithm>
@@ -75,10 +76,9 @@ class ShiftedLu final : public SparseFactor {
   std::string describe() const override { return lu_->describe() + " (the solves of the indefinite A - sigma*B)"; }
   void solve(MvView<const double> rhs, MvView<double> x) const override {
     TCSOLVE_REQUIRE(rhs.space == Space::host && x.space == Space::host, "umfpack solve: host blocks");
-    // S = Sᵀ: the factored matrix's own system (UMFPACK_A, LuFactor's transpose), whose
-    // triangular solves are UMFPACK's faster ones (the transposed, umfdl_uhsolve/lhsolve, were
-    // 18 % of a 3000-row nearest run's time).
-    lu_->solve(rhs, x, /*transpose=*/true, /*refine=*/false);
+    // S = Sᵀ: the factored matrix's own system (LuFactor's transpose), whose triangular solves
+    // run as row dot products (the transposed ones as row axpys).
+    lu_->solve(rhs, x, /*transpose=*/true);
   }
   const ExportedFactor& export_lower() const override {
     throw InvalidArgument("an UMFPACK LU cannot be exported for GPU solves");

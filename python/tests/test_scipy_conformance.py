@@ -659,8 +659,14 @@ def test_scipy_own_tests():
                  "test_x0_equals_Mb[cg]: 6 of 8 pass"):  # (the other 2: complex)
         assert line in out, out
     assert "\n  FAIL " not in out, out
-    files = dict(re.findall(r"^FILE (.*?): (\d+) of \d+ tests pass, \d+ out of scope, 0 fail", out, re.M))
-    assert {k: int(v) for k, v in files.items()} == PASSING, out
+    files = {k: int(v) for k, v in
+             re.findall(r"^FILE (.*?): (\d+) of \d+ tests pass, \d+ out of scope, 0 fail", out, re.M)}
+    # TestLSMR::testInitialization compares two residuals at the rounding level (OUT_OF_SCOPE): it
+    # passes or not with the last bits of the factor's solves (it passes with the chunked LU
+    # solves on the 2-core Xeon); counted as out of scope either way.
+    if "TestLSMR::testInitialization" not in out and "test_lsmr.py (lsmr)" in files:
+        files["test_lsmr.py (lsmr)"] -= 1
+    assert files == PASSING, out
 
 
 # ---- tol=0: SciPy's machine precision (issue 46) -----------------------------------------------

@@ -3,8 +3,8 @@
 //   → verdict
 // Square A: one factorization, then a Hager–Higham 1-norm condition estimate (≤ 11 one-column
 // solves, solvers/direct/condition_estimate.hpp) decides "singular to working precision" before
-// any right-hand side is solved; the block is solved at once (UMFPACK: column by column with its
-// own refinement) and refined with the true A while a column's backward error is above the
+// any right-hand side is solved; the block is solved at once (UMFPACK's factors: eight columns at
+// a time, factor/lu_triangular.hpp) and refined with the true A while a column's backward error is above the
 // tolerance and the refinement still halves it (≤ 2 steps: each one spmm with A and one block
 // solve). Least squares (rectangular A, or the singular fallback): SuiteSparseQR's minimum-norm
 // answer (factor/qr_factor.hpp). The checks are recomputed from A, B and X at the end
@@ -41,12 +41,11 @@ std::string sci(double v) { return format("%.2g", v); }
 
 constexpr int kMaxRefinements = 2;
 
-// A square engine's factors behind one interface: X = A⁻¹·B (transpose: A⁻ᵀ·B), `refine`
-// asking for the engine's own refinement where it has one (UMFPACK).
+// A square engine's factors behind one interface: X = A⁻¹·B (transpose: A⁻ᵀ·B).
 struct SquareFactor {
   std::string method;  // "cholmod LLᵀ", "mumps LDLᵀ", "umfpack LU"
   std::string describe;
-  std::function<void(MvView<const double>, MvView<double>, bool transpose, bool refine)> solve;
+  std::function<void(MvView<const double>, MvView<double>, bool transpose)> solve;
 };
 
 MvView<const double> column_view(const double* x, std::int64_t n) { return {x, n, 1, n, Space::host}; }
@@ -161,7 +160,7 @@ class DirectSolve {
       if (lu->singular()) return *why = "UMFPACK's LU has a zero pivot", false;
       if (!(lu->rcond() >= opt_.singular_rcond))
         return *why = "UMFPACK's pivot ratio min|u_kk|/max|u_kk| is " + sci(lu->rcond()), false;
-      f.solve = [lu](MvView<const double> b, MvView<double> x, bool t, bool refine) { lu->solve(b, x, t, refine); };
+      f.solve = [lu](MvView<const double> b, MvView<double> x, bool t) { lu->solve(b, x, t); };
       return true;
     }
     FactorOptions fo = base;
@@ -186,7 +185,7 @@ class DirectSolve {
     f.method = sf->engine() == FactorEngine::cholmod ? "cholmod LLᵀ" : "mumps LDLᵀ";
     f.describe = sf->describe();
     // A is symmetric: A⁻ᵀ = A⁻¹.
-    f.solve = [sf](MvView<const double> b, MvView<double> x, bool, bool) { sf->solve(b, x); };
+    f.solve = [sf](MvView<const double> b, MvView<double> x, bool) { sf->solve(b, x); };
     return true;
   }
 
@@ -195,7 +194,7 @@ class DirectSolve {
     const std::int64_t n = a_.nrows;
     const double a_norm = csr_norm1(a_);
     const double inv_norm = estimate_inverse_norm1(n, [&](const double* x, double* y, bool t) {
-      f.solve(column_view(x, n), column_view(y, n), t, false);
+      f.solve(column_view(x, n), column_view(y, n), t);
     });
     if (!(a_norm > 0.0) || inv_norm == 0.0) return 0.0;
     return 1.0 / (a_norm * inv_norm);  // NaN when a solve produced one
@@ -207,7 +206,7 @@ class DirectSolve {
     r_.solutions.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(s_));
     MvView<const double> b{b_, n, s_, ldb_, Space::host};
     MvView<double> x{r_.solutions.data(), n, s_, n, Space::host};
-    f.solve(b, x, false, true);
+    f.solve(b, x, false);
   }
 
   // Step: x += A⁻¹·(b − A·x) while some column's backward error is above the tolerance and the
@@ -221,7 +220,7 @@ class DirectSolve {
       res.resize(r_.solutions.size());
       dx.resize(r_.solutions.size());
       residual_block(a_, b_, ldb_, r_.solutions.data(), n, s_, res.data());
-      f.solve({res.data(), n, s_, n, Space::host}, {dx.data(), n, s_, n, Space::host}, false, false);
+      f.solve({res.data(), n, s_, n, Space::host}, {dx.data(), n, s_, n, Space::host}, false);
       for (std::size_t i = 0; i < dx.size(); ++i) r_.solutions[i] += dx[i];
       ++r_.refinements;
       check(r_, false);

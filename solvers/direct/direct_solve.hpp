@@ -2,7 +2,7 @@
 //   symmetric positive definite   CHOLMOD LLᵀ                      (factor/sparse_factor.hpp, σ = 0)
 //   symmetric indefinite          MUMPS LDLᵀ with 1×1/2×2 pivots    (idem; CHOLMOD first when the
 //                                                                   kind is symmetric_positive)
-//   square unsymmetric            UMFPACK LU (with its iterative refinement; factor/lu_factor.hpp)
+//   square unsymmetric            UMFPACK LU (factor/lu_factor.hpp)
 //   rectangular                   SuiteSparseQR: least squares min ‖A·x − b‖ (m > n), minimum-norm
 //                                 solution (m < n), minimum-norm least squares when rank-deficient
 //                                 (factor/qr_factor.hpp)
