@@ -46,9 +46,9 @@ constexpr std::int64_t kSkinnyCols = 3;
 // C (m × n, ldc) = alpha·op(A)·B + beta·C with op(A) = Aᵀ (A k × m) or A (m × k); false where
 // OpenBLAS is not used (the caller then runs Eigen): skinny products (the block op(A)'s columns
 // or C's at most kSkinnyCols: the GEMV paths), no OpenBLAS, or arguments BLAS would refuse.
-bool blas_gemm(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
-               const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta,
-               double* c, std::int64_t ldc) {
+bool blas_gemm_here(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+                    const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta,
+                    double* c, std::int64_t ldc) {
 #ifdef TCSOLVE_HAVE_OPENBLAS
   static const bool on = [] {
     const char* e = std::getenv("TCSOLVE_DENSE_BLAS");
@@ -62,24 +62,28 @@ bool blas_gemm(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, dou
       lda < std::max<std::int64_t>(1, a_rows) || ldb < std::max<std::int64_t>(1, k) ||
       ldc < std::max<std::int64_t>(1, m) || lda > kMax || ldb > kMax || ldc > kMax)
     return false;
-  // On the calling thread only, as Eigen ran: OpenBLAS's pool is the engines' (CHOLMOD, MUMPS:
-  // capped at 4). Its threads wait spinning after a call; woken by these products they took CPUs
-  // from the host pool and the engines (H200 host, bcsstk21: every phase ~30 % slower). The count
-  // is the process's (NO_AFFINITY builds: an assignment); another thread's BLAS call meanwhile
-  // may run on one thread too.
-  const int threads = openblas_get_num_threads();
-  if (threads > 1) openblas_set_num_threads(1);
   cblas_dgemm(CblasColMajor, trans_a ? CblasTrans : CblasNoTrans, CblasNoTrans,
               static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
               static_cast<blasint>(ldc));
-  if (threads > 1) openblas_set_num_threads(threads);
   return true;
 #else
   (void)trans_a, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb;
   (void)beta, (void)c, (void)ldc;
   return false;
 #endif
+}
+
+// On the calling thread only, as Eigen ran: OpenBLAS's pool is the engines' (CHOLMOD, MUMPS:
+// capped at 4). Its threads wait spinning after a call; woken by these products they took CPUs
+// from the host pool and the engines (H200 host, bcsstk21: every phase ~30 % slower). The count
+// is the process's (NO_AFFINITY builds: an assignment); another thread's BLAS call meanwhile
+// may run on one thread too.
+bool blas_gemm(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+               const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta,
+               double* c, std::int64_t ldc) {
+  cpu_dense::OneBlasThread one;
+  return blas_gemm_here(trans_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void require_host(MvView<const double> v) {
@@ -106,6 +110,7 @@ class CpuDenseOps final : public DenseBlockOps {
     require_host(y);
     TCSOLVE_REQUIRE(x.rows == y.rows, "gram: row counts differ");
     MatMap gm(g, x.cols, y.cols, Stride(ldg));
+    if (cpu_dense::parted_gram(1.0, x, y, 0.0, g, ldg, partial_)) return;
     if (y.cols <= kSkinnyCols) {  // a GEMV a column (skinny_products below)
       for (std::int64_t j = 0; j < y.cols; ++j) gm.col(j).noalias() = map(x).transpose() * map(y).col(j);
     } else if (x.cols <= kSkinnyCols) {
@@ -122,6 +127,7 @@ class CpuDenseOps final : public DenseBlockOps {
     TCSOLVE_REQUIRE(x.rows == y.rows, "gemm: row counts differ");
     CMatMap cm(c, x.cols, y.cols, Stride(ldc));
     auto ym = map(y);
+    if (cpu_dense::parted_gemm(alpha, x, c, ldc, beta, y)) return;
     if (blas_gemm(false, y.rows, y.cols, x.cols, alpha, x.data, x.ld, c, ldc, beta, y.data, y.ld)) return;
     if (beta != 0.0 && beta != 1.0) ym *= beta;
     if (y.cols <= kSkinnyCols) {  // a GEMV a column (skinny_products below)
@@ -142,6 +148,15 @@ class CpuDenseOps final : public DenseBlockOps {
     if (static_cast<std::int64_t>(scratch_.size()) < x.rows * r) scratch_.resize(x.rows * r);
     MatMap tmp(scratch_.data(), x.rows, r, Stride(x.rows));
     const CMatMap mm(m, x.cols, r, Stride(ldm));
+    if (cpu_dense::row_part_count(x.rows) >= 2) {
+      // Each part's rows of X·M into the scratch, then back into X (rows of other parts untouched).
+      double* t = scratch_.data();
+      cpu_dense::for_row_parts(x.rows, [&](std::int64_t, std::int64_t b, std::int64_t e) {
+        cpu_dense::gemm_here(false, e - b, r, x.cols, 1.0, x.data + b, x.ld, m, ldm, 0.0, t + b, x.rows);
+        for (std::int64_t j = 0; j < r; ++j) std::copy(t + b + j * x.rows, t + e + j * x.rows, x.col(j) + b);
+      });
+      return;
+    }
     if (r <= kSkinnyCols) {
       for (std::int64_t j = 0; j < r; ++j) tmp.col(j).noalias() = map(x) * mm.col(j);
     } else if (!blas_gemm(false, x.rows, r, x.cols, 1.0, x.data, x.ld, m, ldm, 0.0, scratch_.data(), x.rows)) {
@@ -218,6 +233,7 @@ class CpuDenseOps final : public DenseBlockOps {
     require_host(y);
     TCSOLVE_REQUIRE(x.rows == y.rows && g.rows == x.cols && g.cols == y.cols, "gram_into: shapes");
     auto gm = map(g);
+    if (cpu_dense::parted_gram(alpha, x, y, beta, g.data, g.ld, partial_)) return;
     if (blas_gemm(true, x.cols, y.cols, x.rows, alpha, x.data, x.ld, y.data, y.ld, beta, g.data, g.ld)) return;
     if (beta != 0.0 && beta != 1.0) gm *= beta;
     if (y.cols <= kSkinnyCols) {  // a GEMV a column (skinny_products below)
@@ -262,6 +278,7 @@ class CpuDenseOps final : public DenseBlockOps {
 
  private:
   std::vector<double> scratch_;
+  std::vector<double> partial_;  // the parted Grams' partial sums (cpu_dense::parted_gram)
   std::unique_ptr<DenseQueue> queue_impl_;
   std::unique_ptr<SmallDense> small_impl_;
   std::unique_ptr<CgKernels> cg_impl_;
@@ -270,8 +287,62 @@ class CpuDenseOps final : public DenseBlockOps {
 
 }  // namespace
 
+namespace cpu_dense {
+
+OneBlasThread::OneBlasThread() {
+#ifdef TCSOLVE_HAVE_OPENBLAS
+  saved_ = openblas_get_num_threads();
+  if (saved_ > 1) openblas_set_num_threads(1);
+#endif
+}
+OneBlasThread::~OneBlasThread() {
+#ifdef TCSOLVE_HAVE_OPENBLAS
+  if (saved_ > 1) openblas_set_num_threads(saved_);
+#endif
+}
+
+void gemm_here(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a,
+               std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (blas_gemm_here(trans_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+  MatMap cm(c, m, n, Stride(ldc));
+  if (beta == 0.0) cm.setZero();
+  else if (beta != 1.0) cm *= beta;
+  if (k <= 0) return;
+  const CMatMap bm(b, k, n, Stride(ldb));
+  if (trans_a) cm.noalias() += alpha * (CMatMap(a, k, m, Stride(lda)).transpose() * bm);
+  else cm.noalias() += alpha * (CMatMap(a, m, k, Stride(lda)) * bm);
+}
+
+}  // namespace cpu_dense
+
 double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j) {
   return detail::random_entry(seed, i, j);
+}
+
+std::string blas_core_name() {
+#ifdef TCSOLVE_HAVE_OPENBLAS
+  const char* c = openblas_get_corename();
+  return c ? std::string(c) : std::string();
+#else
+  return {};
+#endif
+}
+
+std::string blas_core_override() {
+  const std::string core = blas_core_name();
+  static const char* const kPreAvx2[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Sandybridge"};
+  bool fell_back = false;
+  for (const char* c : kPreAvx2) fell_back = fell_back || core == c;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!fell_back || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return {};
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return avx512 && __builtin_cpu_is("intel") ? "SkylakeX" : "Haswell";
+#else
+  (void)fell_back;
+  return {};
+#endif
 }
 
 std::unique_ptr<DenseBlockOps> make_cpu_dense_ops() { return std::make_unique<CpuDenseOps>(); }

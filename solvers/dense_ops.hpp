@@ -205,4 +205,15 @@ void warm_up(DenseBlockOps& ops, std::int64_t width = 8);
 // Value of the deterministic generator behind fill_random: entry i of column j for a seed.
 double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j);
 
+// OpenBLAS's kernel family as it chose it at load ("SkylakeX", "Haswell", "Prescott", ...);
+// empty in a build without OpenBLAS.
+std::string blas_core_name();
+// The OPENBLAS_CORETYPE this CPU should be given, or empty: where OpenBLAS did not know the CPU
+// (one newer than the OpenBLAS) and fell back to a family without AVX2 (Debian 12's 0.3.21 on a
+// family 6 model 207 Xeon: "Prescott", SSE3 kernels, block CG's dense passes 2.3× slower) while
+// the CPU has AVX2 and FMA: "Haswell", or "SkylakeX" for an Intel CPU with AVX-512 F/DQ/BW/VL.
+// OpenBLAS reads the variable only when it loads (the command re-runs itself with it:
+// apps/tcsolve.cpp).
+std::string blas_core_override();
+
 }  // namespace tcsolve

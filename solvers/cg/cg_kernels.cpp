@@ -15,40 +15,65 @@ class CpuCgKernels final : public CgKernels {
  public:
   CpuCgKernels(DenseBlockOps& ops, std::vector<double>& scratch) : ops_(ops), scratch_(scratch) {}
 
+  // R −= Q·α, G = [Q R]ᵀR: per row part (cpu_dense::for_row_parts) the update and its rows' share
+  // of G while the part is in cache; the shares added in part order.
   void cg_residual_update(MvView<const double> q, MvView<const double> alpha, MvView<double> r,
                           MvView<double> g) override {
     detail::check_cg_residual(q, alpha, r, g);
-    auto rm = map(r);
-    if (q.cols > 0) rm.noalias() -= map(q) * map(alpha);
-    auto gm = map(g);
-    if (q.cols > 0) gm.topRows(q.cols).noalias() = map(q).transpose() * rm;
-    gm.bottomRows(r.cols).noalias() = rm.transpose() * rm;
+    const std::int64_t rk = q.cols, na = r.cols, gr = rk + na;
+    double* pp = partials(r.rows, gr * na);
+    cpu_dense::for_row_parts(r.rows, [&](std::int64_t p, std::int64_t b, std::int64_t e) {
+      double* gp = pp + p * gr * na;
+      if (rk > 0) {
+        cpu_dense::gemm_here(false, e - b, na, rk, -1.0, q.data + b, q.ld, alpha.data, alpha.ld, 1.0, r.data + b, r.ld);
+        cpu_dense::gemm_here(true, rk, na, e - b, 1.0, q.data + b, q.ld, r.data + b, r.ld, 0.0, gp, gr);
+      }
+      cpu_dense::gemm_here(true, na, na, e - b, 1.0, r.data + b, r.ld, r.data + b, r.ld, 0.0, gp + rk, gr);
+    });
+    cpu_dense::sum_parts(pp, cpu_dense::row_part_count(r.rows), gr, na, 1.0, 0.0, g.data, g.ld);
   }
 
+  // R −= Q·α, Z = D⁻¹R, G = [Q R]ᵀZ with ‖r_j‖² as its last row, per row part as above.
   void cg_residual_update_jacobi(MvView<const double> q, MvView<const double> alpha,
                                  const double* d, MvView<double> r, MvView<double> z,
                                  MvView<double> g) override {
     detail::check_cg_residual(q, alpha, r, g, &z);
-    auto rm = map(r);
-    if (q.cols > 0) rm.noalias() -= map(q) * map(alpha);
-    auto zm = map(z);
-    zm = Eigen::Map<const Eigen::VectorXd>(d, r.rows).asDiagonal() * rm;
-    auto gm = map(g);
-    if (q.cols > 0) gm.topRows(q.cols).noalias() = map(q).transpose() * zm;
-    gm.middleRows(q.cols, r.cols).noalias() = rm.transpose() * zm;
-    gm.row(q.cols + r.cols) = rm.colwise().squaredNorm();
+    const std::int64_t rk = q.cols, na = r.cols, gr = rk + na + 1;
+    double* pp = partials(r.rows, gr * na);
+    cpu_dense::for_row_parts(r.rows, [&](std::int64_t p, std::int64_t b, std::int64_t e) {
+      double* gp = pp + p * gr * na;
+      if (rk > 0)
+        cpu_dense::gemm_here(false, e - b, na, rk, -1.0, q.data + b, q.ld, alpha.data, alpha.ld, 1.0, r.data + b, r.ld);
+      for (std::int64_t j = 0; j < na; ++j) {
+        const double* rj = r.col(j);
+        double* zj = z.col(j);
+        double nrm = 0.0;
+        for (std::int64_t i = b; i < e; ++i) zj[i] = d[i] * rj[i], nrm += rj[i] * rj[i];
+        gp[(rk + na) + j * gr] = nrm;
+      }
+      if (rk > 0) cpu_dense::gemm_here(true, rk, na, e - b, 1.0, q.data + b, q.ld, z.data + b, z.ld, 0.0, gp, gr);
+      cpu_dense::gemm_here(true, na, na, e - b, 1.0, r.data + b, r.ld, z.data + b, z.ld, 0.0, gp + rk, gr);
+    });
+    cpu_dense::sum_parts(pp, cpu_dense::row_part_count(r.rows), gr, na, 1.0, 0.0, g.data, g.ld);
   }
 
+  // X += P(:, 0:qn)·α; P(:, 0:rn) = Z + P(:, 0:qn)·β, per row part (P·β into the scratch's rows).
   void cg_direction_update(MvView<const double> alpha, MvView<const double> beta,
                            MvView<const double> z, MvView<double> p, MvView<double> x) override {
-    const std::int64_t qn = alpha.rows, rn = z.cols;
+    const std::int64_t qn = alpha.rows, rn = z.cols, n = p.rows;
     detail::check_cg_direction(alpha, beta, z, p, x);
-    if (static_cast<std::int64_t>(scratch_.size()) < p.rows * rn) scratch_.resize(p.rows * rn);
-    MatMap tmp(scratch_.data(), p.rows, rn, Stride(p.rows));
-    MvView<const double> pq = p.columns(0, qn);
-    tmp.noalias() = map(pq) * map(beta);
-    map(x).noalias() += map(pq) * map(alpha);
-    map(p.columns(0, rn)) = map(z) + tmp;
+    if (static_cast<std::int64_t>(scratch_.size()) < n * rn) scratch_.resize(n * rn);
+    double* t = scratch_.data();
+    cpu_dense::for_row_parts(n, [&](std::int64_t, std::int64_t b, std::int64_t e) {
+      cpu_dense::gemm_here(false, e - b, rn, qn, 1.0, p.data + b, p.ld, beta.data, beta.ld, 0.0, t + b, n);
+      cpu_dense::gemm_here(false, e - b, x.cols, qn, 1.0, p.data + b, p.ld, alpha.data, alpha.ld, 1.0, x.data + b, x.ld);
+      for (std::int64_t j = 0; j < rn; ++j) {
+        const double* zj = z.col(j);
+        const double* tj = t + j * n;
+        double* pj = p.col(j);
+        for (std::int64_t i = b; i < e; ++i) pj[i] = zj[i] + tj[i];
+      }
+    });
   }
 
   // ---- fp32 blocks: each pass on fp64 copies of its fp32 blocks (exact), through the fp64 pass
@@ -132,7 +157,14 @@ class CpuCgKernels final : public CgKernels {
     for (std::int64_t j = 0; j < x.cols; ++j)
       for (std::int64_t i = 0; i < x.rows; ++i) y.col(j)[i] = static_cast<float>(x.col(j)[i]);
   }
+  // The row parts' shares of a Gram (parts × rows·cols), grown once.
+  double* partials(std::int64_t n, std::int64_t per_part) {
+    const std::size_t need = static_cast<std::size_t>(cpu_dense::row_part_count(n) * per_part);
+    if (partial_.size() < need) partial_.resize(need);
+    return partial_.data();
+  }
   std::vector<double> wide_[3];
+  std::vector<double> partial_;
   DenseBlockOps& ops_;
   std::vector<double>& scratch_;  // the generic ops' (multiply_inplace)
 };

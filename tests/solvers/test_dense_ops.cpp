@@ -64,10 +64,10 @@ TEST(DenseOps, GramGemmAndInplaceMatchEigen) {
 // OpenBLAS where the build found it: column sub-views of wider blocks (leading dimension above
 // the rows), padded small matrices, every beta case, and outputs poisoned with NaN where beta = 0
 // must overwrite them. Sizes not multiples of any kernel's tile.
-TEST(DenseOps, WideProductsOnSubViewsMatchEigen) {
-  TCSOLVE_SKIP_WITHOUT_BACKEND();
+void wide_products_case(std::int64_t n, std::int64_t p, std::int64_t q) {
   Fixture f;
-  const std::int64_t n = 1291, p = 9, q = 6, ldg = 11;
+  const std::int64_t ldg = 11;
+  const double tol = 1e-11 * static_cast<double>(n) / 1291.0;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   f.ops->reserve(n, p + 4, ldg * (q + 2));
   Mat X = random_mat(n, p + 2, 31), Y = random_mat(n, q + 3, 32), C = random_mat(ldg, q, 33);
@@ -79,7 +79,7 @@ TEST(DenseOps, WideProductsOnSubViewsMatchEigen) {
   std::vector<double> g(static_cast<std::size_t>(ldg * q), nan);
   f.ops->gram(xs, ys, g.data(), ldg);
   const Mat G = Eigen::Map<Mat, 0, Eigen::OuterStride<>>(g.data(), p, q, Eigen::OuterStride<>(ldg));
-  EXPECT_LT((G - Xs.transpose() * Ys).cwiseAbs().maxCoeff(), 1e-11);
+  EXPECT_LT((G - Xs.transpose() * Ys).cwiseAbs().maxCoeff(), tol);
   EXPECT_TRUE(std::isnan(g[p]));  // the padding rows are not written
   // gemm, beta = 0 on a poisoned output, then beta = 1 and beta = −0.25 (C read with ld ldg).
   const Mat Cp = C.topRows(p);
@@ -89,21 +89,23 @@ TEST(DenseOps, WideProductsOnSubViewsMatchEigen) {
   f.ops->gemm(1.5, xs, C.data(), ldg, 0.0, yp.columns(1, q));
   Mat Yr = 1.5 * Xs * Cp;
   Mat got = f.get(yp.view());
-  EXPECT_LT((got.middleCols(1, q) - Yr).cwiseAbs().maxCoeff(), 1e-11);
+  EXPECT_LT((got.middleCols(1, q) - Yr).cwiseAbs().maxCoeff(), tol);
   EXPECT_TRUE(std::isnan(got(0, 0)));  // column 0 untouched
   f.ops->gemm(-1.0, xs, C.data(), ldg, 1.0, ys);
   Mat Y1 = Ys - Xs * Cp;
-  EXPECT_LT((f.get(ys) - Y1).cwiseAbs().maxCoeff(), 1e-11);
+  EXPECT_LT((f.get(ys) - Y1).cwiseAbs().maxCoeff(), tol);
   f.ops->gemm(2.0, xs, C.data(), ldg, -0.25, ys);
   Mat Y2 = 2.0 * Xs * Cp - 0.25 * Y1;
-  EXPECT_LT((f.get(ys) - Y2).cwiseAbs().maxCoeff(), 1e-11);
+  EXPECT_LT((f.get(ys) - Y2).cwiseAbs().maxCoeff(), tol);
   EXPECT_EQ((f.get(y.columns(0, 2)) - Y.leftCols(2)).cwiseAbs().maxCoeff(), 0.0);
-  // multiply_inplace with r = 5 > 3 (the restart's rewrite) on the sub-view: xs[:, 0:5] = xs·M.
-  Mat M = random_mat(ldg, 5, 34);
-  f.ops->multiply_inplace(xs, M.data(), ldg, 5);
+  // multiply_inplace with r = 5 > 3 (the restart's rewrite) on the sub-view: xs[:, 0:5] = xs·M
+  // (r = 1 where p < 5).
+  const std::int64_t rr = p >= 5 ? 5 : 1;
+  Mat M = random_mat(ldg, rr, 34);
+  f.ops->multiply_inplace(xs, M.data(), ldg, rr);
   Mat Xg = f.get(x.view());
-  EXPECT_LT((Xg.middleCols(1, 5) - Xs * M.topRows(p)).cwiseAbs().maxCoeff(), 1e-11);
-  EXPECT_EQ((Xg.middleCols(6, p - 5) - X.middleCols(6, p - 5)).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_LT((Xg.middleCols(1, rr) - Xs * M.topRows(p)).cwiseAbs().maxCoeff(), tol);
+  EXPECT_EQ((Xg.middleCols(1 + rr, p - rr) - X.middleCols(1 + rr, p - rr)).cwiseAbs().maxCoeff(), 0.0);
   EXPECT_EQ((Xg.col(0) - X.col(0)).cwiseAbs().maxCoeff(), 0.0);
   // gram_into: beta = 0 over NaN, then beta = 1 accumulating, on a device-resident small block.
   auto gs = f.ops->allocate(p, q);
@@ -112,7 +114,18 @@ TEST(DenseOps, WideProductsOnSubViewsMatchEigen) {
   const Mat X2 = Xg.middleCols(1, p);
   f.ops->gram_into(0.5, x.columns(1, p), ys, 0.0, gs.view());
   f.ops->gram_into(1.0, x.columns(1, p), ys, 1.0, gs.view());
-  EXPECT_LT((f.get(gs.view()) - 1.5 * X2.transpose() * Y2).cwiseAbs().maxCoeff(), 1e-10);
+  EXPECT_LT((f.get(gs.view()) - 1.5 * X2.transpose() * Y2).cwiseAbs().maxCoeff(), 10 * tol);
+}
+
+// The same at 8192 and 12293 rows (the CPU's threaded row parts: cpu_dense::kPartRows) and with
+// a skinny side (1 or 2 columns: the GEMV paths below the parts' size).
+TEST(DenseOps, WideProductsOnSubViewsMatchEigen) {
+  TCSOLVE_SKIP_WITHOUT_BACKEND();
+  for (auto [n, p, q] : {std::array<std::int64_t, 3>{1291, 9, 6}, {8192, 9, 6}, {12293, 9, 6}, {12293, 9, 1},
+                         {12293, 2, 6}, {1291, 2, 6}}) {
+    SCOPED_TRACE("n = " + std::to_string(n) + ", p = " + std::to_string(p) + ", q = " + std::to_string(q));
+    wide_products_case(n, p, q);
+  }
 }
 
 TEST(DenseOps, ColumnOperationsMatchEigen) {
@@ -532,6 +545,7 @@ TEST(DenseOpsDevice, BlockCgPassesMatchEigen) {
   for (auto [n, q, r] : {std::array<std::int64_t, 3>{5003, 7, 5}, {5003, 32, 32}, {6007, 40, 33},
                          {4099, 64, 64}, {1001, 9, 9}, {4099, 70, 66}, {4099, 12, 1},
                          {4102, 7, 5}, {5006, 32, 32}, {6010, 40, 33}, {4102, 12, 1},
+                         {12289, 32, 32}, {8197, 7, 5}, {20001, 40, 33},
                          {(std::int64_t{1} << 21) + 38, 8, 8}}) {
     SCOPED_TRACE("n = " + std::to_string(n) + ", q = " + std::to_string(q) + ", r = " + std::to_string(r));
     f.ops->reserve(n, std::max(q, r), 2 * q * q);
@@ -566,6 +580,7 @@ TEST(DenseOpsDevice, JacobiResidualPassMatchesEigen) {
   for (auto [n, q, r] : {std::array<std::int64_t, 3>{5003, 7, 5}, {5003, 32, 32}, {6007, 40, 33},
                          {4099, 64, 64}, {1001, 9, 9}, {4099, 70, 66}, {4099, 0, 12},
                          {5006, 32, 32}, {4102, 7, 5}, {4102, 0, 12}, {6010, 40, 33},
+                         {12289, 32, 32}, {8197, 7, 5}, {12290, 0, 12},
                          {(std::int64_t{1} << 21) + 37, 8, 8}, {(std::int64_t{1} << 21) + 38, 8, 8}}) {
     SCOPED_TRACE("n = " + std::to_string(n) + ", q = " + std::to_string(q) + ", r = " + std::to_string(r));
     f.ops->reserve(n, std::max(q, r), 2 * q * q + 1);
