@@ -20,6 +20,7 @@
 #include "solvers/random.hpp"
 #ifdef TCSOLVE_HAVE_OPENBLAS
 #include <cblas.h>
+#include <dlfcn.h>
 #endif
 
 namespace tcsolve {
@@ -342,6 +343,22 @@ std::string blas_core_override() {
 #else
   (void)fell_back;
   return {};
+#endif
+}
+
+bool blas_use_core(const std::string& core) {
+#ifdef TCSOLVE_HAVE_OPENBLAS
+  using Fn = void (*)();
+  const auto quit = reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  const auto init = reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (core.empty() || !quit || !init) return false;
+  if (::setenv("OPENBLAS_CORETYPE", core.c_str(), 1) != 0) return false;
+  quit();  // (gotoblas = NULL)
+  init();  // reads OPENBLAS_CORETYPE, sets the kernel table and its parameters
+  return blas_core_name() == core;
+#else
+  (void)core;
+  return false;
 #endif
 }
 
