@@ -1,6 +1,7 @@
 // Measured rates of the host engines and their cache (factor/engine_rates.hpp).
 #include "factor/engine_rates.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -108,12 +109,24 @@ std::string cache_dir() {
   return "";
 }
 
-// Host, cores and the thread settings the engines run with: rates measured under other settings
-// do not apply.
+// OpenBLAS's kernel family in this process (openblas_get_corename, found with dlsym; empty
+// without OpenBLAS): the engines' supernodes and fronts run on it, and the command may have it
+// choose again (apps/tcsolve.cpp: "Prescott" -> "SkylakeX" on the model 207 Xeons; shift-invert
+// on gen:jump3d:30:1e6, smallest, k = 1, 2-core Xeon: 2.08 -> 0.89 s).
+std::string blas_core() {
+  using Fn = char* (*)();
+  const auto f = reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const char* c = f ? f() : nullptr;
+  return c ? std::string(c) : std::string();
+}
+
+// Host, cores, the BLAS kernels and the thread settings the engines run with: rates measured
+// under other settings do not apply.
 std::string machine_key() {
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
   std::string k = std::string(host) + "|cores=" + std::to_string(std::thread::hardware_concurrency());
+  if (const std::string core = blas_core(); !core.empty()) k += "|blas=" + core;
   for (const char* v : {"TCSOLVE_FACTOR_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
     if (const char* e = std::getenv(v)) k += std::string("|") + v + "=" + e;
   for (char& c : k)
