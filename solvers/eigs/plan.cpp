@@ -206,6 +206,7 @@ struct Pricing {
   double lower_entries = 0.0;        // entries of the lower triangle of A − σB
   Verification verification = Verification::recheck;
   double recheck_gap = 0.0;          // the gap the filter re-check is priced at
+  double filter_recheck_gap = 0.0;   // the same after a Chebyshev solve (the k = 1 rule below aside)
   bool modelled = false;             // the probe's power law fits the wanted end
   bool gap_interpolated = false;     // plan.rel_gap read off the counting function (not modelled)
   double filter_tol = 0.0;           // the error reduction the filter's degree is priced for
@@ -281,6 +282,11 @@ void measure(Pricing& p) {
   // filter_inputs), not the gap: in Â = sgn·A, δ = (θ_end − bound)/2 against the width. 2-core
   // CPU sweep, largest, k = 1: the re-check priced from the gap at 0.005–0.03 s where the run's
   // own price was 10–200× that (494_bus: 0.0050 against 0.278 s).
+  // After a Chebyshev solve the re-check resolves the distance to the solve's last filter cut
+  // (verify.cpp, filter_inputs), which the filter's own gap prices, whatever k (CPU sweep,
+  // 9f85165, largest, k = 1: Chebyshev's re-check priced 2-10x its run, gen:jump3d:30:1e6 at
+  // 0.34 s, so the certificate's 2.36 s was taken into the plan; the run re-checked in 5 ms).
+  p.filter_recheck_gap = p.recheck_gap;
   if (p.k == 1 && !f.generalized) {
     const SpectralProbe& pr = *plan.probe;
     const double end = sgn > 0 ? pr.lower : -pr.upper, bound = sgn > 0 ? pr.lower_bound : -pr.upper_bound;
@@ -325,10 +331,11 @@ PlanEstimate price_filter(const Pricing& p) {
     e.method = EigsMethod::lanczos;
     e.solve_s = 2.0 * predict_chebyshev_seconds(p.n, p.f.nnz_a, p.k, p.filter_tol, p.plan.rel_gap, am, &e.detail);
   }
+  const double gap = e.method == EigsMethod::chebyshev ? p.filter_recheck_gap : p.recheck_gap;
   e.verify_s = p.verification != Verification::recheck ? 0.0
-               : filter_recheck_degree_at(p.n, p.recheck_gap) > eigs_detail::kFilterRecheckMaxDegree
+               : filter_recheck_degree_at(p.n, gap) > eigs_detail::kFilterRecheckMaxDegree
                    ? e.solve_s  // the deflated re-check
-                   : predict_filter_recheck_seconds(p.n, p.k, p.recheck_gap, am);
+                   : predict_filter_recheck_seconds(p.n, p.k, gap, am);
   e.priced = true;
   return e;
 }
@@ -350,9 +357,11 @@ std::optional<PlanEstimate> price_lanczos1(const Pricing& p, const PlanEstimate&
   l.verification = filter.verification;
   l.solve_s = predict_lanczos1_seconds(p.n, p.f.nnz_a, p.k, p.filter_tol, p.plan.rel_gap, am, &l.detail,
                                        p.gap_interpolated);
-  l.verify_s = filter.verification == Verification::recheck &&
-                       filter_recheck_degree_at(p.n, p.recheck_gap) > eigs_detail::kFilterRecheckMaxDegree
-                   ? l.solve_s : filter.verify_s;
+  // Its re-check resolves the found set's own gap (p.recheck_gap), not a filter cut.
+  l.verify_s = filter.verification != Verification::recheck ? filter.verify_s
+               : filter_recheck_degree_at(p.n, p.recheck_gap) > eigs_detail::kFilterRecheckMaxDegree
+                   ? l.solve_s
+                   : predict_filter_recheck_seconds(p.n, p.k, p.recheck_gap, *p.plan.applies);
   l.priced = true;
   return l;
 }
