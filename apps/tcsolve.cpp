@@ -11,10 +11,10 @@
 
 #include "apps/cli.hpp"
 #include "apps/commands.hpp"
+#include "core/blas_kernels.hpp"
 #include "core/device.hpp"
 #include "core/interrupt.hpp"
 #include "core/trace.hpp"
-#include "solvers/dense_ops.hpp"
 
 namespace tcsolve::app {
 
@@ -107,7 +107,7 @@ int dispatch(int argc, char** argv) {
 
 namespace {
 // Where OpenBLAS fell back to pre-AVX2 kernels on a CPU it does not know (blas_core_override,
-// solvers/dense_ops.hpp), it chooses again with OPENBLAS_CORETYPE, before any BLAS call (the
+// core/blas_kernels.hpp), it chooses again with OPENBLAS_CORETYPE, before any BLAS call (the
 // variable stays set for child processes). An OPENBLAS_CORETYPE the user set is left alone;
 // TCSOLVE_BLAS_CORE=0 keeps what OpenBLAS chose. (Re-running the command with the variable cost
 // ~0.1 s of wall: the H200 host's batch of 12 went from 0.87 to 1.03 s.)

@@ -1,7 +1,6 @@
 // Measured rates of the host engines and their cache (factor/engine_rates.hpp).
 #include "factor/engine_rates.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/blas_kernels.hpp"
 #include "core/csr.hpp"
 #include "core/error.hpp"
 #include "core/trace.hpp"
@@ -109,24 +109,16 @@ std::string cache_dir() {
   return "";
 }
 
-// OpenBLAS's kernel family in this process (openblas_get_corename, found with dlsym; empty
-// without OpenBLAS): the engines' supernodes and fronts run on it, and the command may have it
-// choose again (apps/tcsolve.cpp: "Prescott" -> "SkylakeX" on the model 207 Xeons; shift-invert
-// on gen:jump3d:30:1e6, smallest, k = 1, 2-core Xeon: 2.08 -> 0.89 s).
-std::string blas_core() {
-  using Fn = char* (*)();
-  const auto f = reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  const char* c = f ? f() : nullptr;
-  return c ? std::string(c) : std::string();
-}
-
 // Host, cores, the BLAS kernels and the thread settings the engines run with: rates measured
 // under other settings do not apply.
 std::string machine_key() {
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
   std::string k = std::string(host) + "|cores=" + std::to_string(std::thread::hardware_concurrency());
-  if (const std::string core = blas_core(); !core.empty()) k += "|blas=" + core;
+  // OpenBLAS's kernels: the command may have it choose again (apps/tcsolve.cpp: "Prescott" ->
+  // "SkylakeX" on the model 207 Xeons; shift-invert on gen:jump3d:30:1e6, smallest, k = 1,
+  // 2-core Xeon: 2.08 -> 0.89 s).
+  if (const std::string core = blas_core_name(); !core.empty()) k += "|blas=" + core;
   for (const char* v : {"TCSOLVE_FACTOR_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
     if (const char* e = std::getenv(v)) k += std::string("|") + v + "=" + e;
   for (char& c : k)

@@ -93,7 +93,6 @@ detail::LuFactors extract_factors(void* numeric, std::int64_t n) {
   f.n = n;
   f.p.resize(n), f.q.resize(n), f.u_diag.resize(n), f.r.resize(n);
   SuiteSparse_long recip = 0;
-  static_assert(sizeof(SuiteSparse_long) == sizeof(std::int64_t), "");
   st = umfpack_dl_get_numeric(lp.data(), lj.data(), lx.data(), up.data(), ui.data(), ux.data(),
                               reinterpret_cast<SuiteSparse_long*>(f.p.data()),
                               reinterpret_cast<SuiteSparse_long*>(f.q.data()), f.u_diag.data(), &recip, f.r.data(),

@@ -9,11 +9,6 @@
 
 namespace tcsolve::detail {
 
-double LuFactors::bytes() const {
-  return 12.0 * static_cast<double>(lx.size() + ux.size()) + 8.0 * 2.0 * static_cast<double>(n + 1) +
-         (8.0 * 5.0) * static_cast<double>(n);  // pointers; u_diag, u_inv, p, q, r
-}
-
 void LuFactors::set_pivot_reciprocals() {
   u_inv.resize(u_diag.size());
   divide = false;

@@ -33,8 +33,6 @@ struct LuFactors {
 
   // u_inv and divide from u_diag.
   void set_pivot_reciprocals();
-  double entries() const { return static_cast<double>(lx.size() + ux.size()) + static_cast<double>(n); }
-  double bytes() const;
 };
 
 // Columns solved together (the row-major chunk is n × kLuChunk doubles).

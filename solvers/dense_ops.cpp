@@ -20,7 +20,6 @@
 #include "solvers/random.hpp"
 #ifdef TCSOLVE_HAVE_OPENBLAS
 #include <cblas.h>
-#include <dlfcn.h>
 #endif
 
 namespace tcsolve {
@@ -319,47 +318,6 @@ void gemm_here(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k, dou
 
 double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j) {
   return detail::random_entry(seed, i, j);
-}
-
-std::string blas_core_name() {
-#ifdef TCSOLVE_HAVE_OPENBLAS
-  const char* c = openblas_get_corename();
-  return c ? std::string(c) : std::string();
-#else
-  return {};
-#endif
-}
-
-std::string blas_core_override() {
-  const std::string core = blas_core_name();
-  static const char* const kPreAvx2[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Sandybridge"};
-  bool fell_back = false;
-  for (const char* c : kPreAvx2) fell_back = fell_back || core == c;
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (!fell_back || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return {};
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return avx512 && __builtin_cpu_is("intel") ? "SkylakeX" : "Haswell";
-#else
-  (void)fell_back;
-  return {};
-#endif
-}
-
-bool blas_use_core(const std::string& core) {
-#ifdef TCSOLVE_HAVE_OPENBLAS
-  using Fn = void (*)();
-  const auto quit = reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
-  const auto init = reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
-  if (core.empty() || !quit || !init) return false;
-  if (::setenv("OPENBLAS_CORETYPE", core.c_str(), 1) != 0) return false;
-  quit();  // (gotoblas = NULL)
-  init();  // reads OPENBLAS_CORETYPE, sets the kernel table and its parameters
-  return blas_core_name() == core;
-#else
-  (void)core;
-  return false;
-#endif
 }
 
 std::unique_ptr<DenseBlockOps> make_cpu_dense_ops() { return std::make_unique<CpuDenseOps>(); }

@@ -205,19 +205,4 @@ void warm_up(DenseBlockOps& ops, std::int64_t width = 8);
 // Value of the deterministic generator behind fill_random: entry i of column j for a seed.
 double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j);
 
-// OpenBLAS's kernel family as it chose it at load ("SkylakeX", "Haswell", "Prescott", ...);
-// empty in a build without OpenBLAS.
-std::string blas_core_name();
-// The OPENBLAS_CORETYPE this CPU should be given, or empty: where OpenBLAS did not know the CPU
-// (one newer than the OpenBLAS) and fell back to a family without AVX2 (Debian 12's 0.3.21 on the
-// family 6 model 207 Xeons of the 2-core CPU and the H200 host: "Prescott", SSE3 kernels, block
-// CG's dense passes 2.3× slower) while the CPU has AVX2 and FMA: "Haswell", or "SkylakeX" for an
-// Intel CPU with AVX-512 F/DQ/BW/VL.
-std::string blas_core_override();
-// Has OpenBLAS choose its kernels again with OPENBLAS_CORETYPE = core (its exported
-// gotoblas_dynamic_quit/init, found with dlsym: no-op without them); true when it then runs
-// `core`. Only before any BLAS call and while no other thread runs one (apps/tcsolve.cpp: the
-// first thing main does).
-bool blas_use_core(const std::string& core);
-
 }  // namespace tcsolve

@@ -4,9 +4,9 @@
 // Square A: one factorization, then a Hager–Higham 1-norm condition estimate (≤ 11 one-column
 // solves, solvers/direct/condition_estimate.hpp) decides "singular to working precision" before
 // any right-hand side is solved; the block is solved at once (UMFPACK's factors: eight columns at
-// a time, factor/lu_triangular.hpp) and refined with the true A while a column's backward error is above the
-// tolerance and the refinement still halves it (≤ 2 steps: each one spmm with A and one block
-// solve). Least squares (rectangular A, or the singular fallback): SuiteSparseQR's minimum-norm
+// a time, factor/lu_triangular.hpp) and refined with the true A while a column's backward error
+// is above the tolerance and the refinement still halves it (≤ 2 steps: each one spmm with A and
+// one block solve). Least squares (rectangular A, or the singular fallback): SuiteSparseQR's minimum-norm
 // answer (factor/qr_factor.hpp). The checks are recomputed from A, B and X at the end
 // (solvers/solution_check.hpp): the status never takes an engine's word for it.
 #include "solvers/direct/direct_solve.hpp"
