@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <exception>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace tcsolve {
@@ -178,9 +179,28 @@ class HostShare {
   HostShare& operator=(const HostShare&) = delete;
 };
 
+namespace detail {
+// The first exception of a parallel loop, kept for the caller's thread.
+struct FirstError {
+  std::mutex m;
+  std::exception_ptr err;
+  std::atomic<bool> failed{false};
+  void keep() {
+    std::lock_guard<std::mutex> lk(m);
+    if (!err) err = std::current_exception();
+    failed.store(true, std::memory_order_relaxed);
+  }
+  void rethrow() const {
+    if (err) std::rethrow_exception(err);
+  }
+};
+}  // namespace detail
+
 // Calls body(i) for every i in [0, n), in contiguous chunks, one per thread (the persistent
-// workers of detail::HostPool). Below `grain` items per thread it runs inline. Exceptions from
-// body are rethrown on the caller's thread.
+// workers of detail::HostPool). Below `grain` items per thread it runs inline. The first
+// exception from body is rethrown on the caller's thread. The loop's state lives on this frame
+// and the task captures one pointer to it (std::function keeps that in place): no allocation a
+// call, as the solvers call these in their iterations.
 template <class F>
 void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
   int nt = static_cast<int>(std::min<std::int64_t>(host_threads(), std::max<std::int64_t>(1, n / grain)));
@@ -190,13 +210,19 @@ void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
   }
   const bool pooled = detail::host_pool_enabled();
   if (pooled) nt = std::min(nt, detail::HostPool::for_this_thread().workers() + 1);
-  std::vector<std::exception_ptr> err(static_cast<std::size_t>(nt));
-  const std::function<void(int)> chunk = [&](int t) {
+  struct Loop {
+    std::int64_t n = 0;
+    int nt = 0;
+    std::remove_reference_t<F>* body = nullptr;
+    detail::FirstError error;
+  } loop;
+  loop.n = n, loop.nt = nt, loop.body = &body;
+  const std::function<void(int)> chunk = [l = &loop](int t) {
     try {
-      const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
-      for (std::int64_t i = b; i < e; ++i) body(i);
+      const std::int64_t b = l->n * t / l->nt, e = l->n * (t + 1) / l->nt;
+      for (std::int64_t i = b; i < e; ++i) (*l->body)(i);
     } catch (...) {
-      err[static_cast<std::size_t>(t)] = std::current_exception();
+      l->error.keep();
     }
   };
   if (!pooled) {  // TCSOLVE_HOST_POOL=0: a thread per chunk and loop (A/B)
@@ -206,15 +232,15 @@ void parallel_for(std::int64_t n, F&& body, std::int64_t grain = 4096) {
   } else if (!detail::HostPool::for_this_thread().run(nt, chunk)) {
     for (int t = 0; t < nt; ++t) chunk(t);  // the pool is busy, nested or forked away
   }
-  for (auto& e : err)
-    if (e) std::rethrow_exception(e);
+  loop.error.rethrow();
 }
 
 // Calls body(p) for every part p in [0, parts), the parts handed out one at a time to the
 // threads (a shared counter): a thread that another process slows down takes fewer parts, where
 // parallel_for's one chunk a thread waits for the slowest. Which thread runs a part is not fixed,
 // so body(p) must compute the same whoever runs it (the CPU kernels' rows do). The first
-// exception is rethrown on the caller's thread (the parts not yet started are skipped).
+// exception is rethrown on the caller's thread (the parts not yet started are skipped). No
+// allocation a call (as parallel_for).
 template <class F>
 void parallel_parts(int parts, F&& body) {
   int nt = std::min(host_threads(), parts);
@@ -224,19 +250,21 @@ void parallel_parts(int parts, F&& body) {
     for (int p = 0; p < parts; ++p) body(p);
     return;
   }
-  std::atomic<int> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr err;
-  std::mutex err_m;
-  const std::function<void(int)> task = [&](int) {
-    for (int p = next.fetch_add(1, std::memory_order_relaxed);
-         p < parts && !failed.load(std::memory_order_relaxed); p = next.fetch_add(1, std::memory_order_relaxed)) {
+  struct Loop {
+    int parts = 0;
+    std::remove_reference_t<F>* body = nullptr;
+    std::atomic<int> next{0};
+    detail::FirstError error;
+  } loop;
+  loop.parts = parts, loop.body = &body;
+  const std::function<void(int)> task = [l = &loop](int) {
+    for (int p = l->next.fetch_add(1, std::memory_order_relaxed);
+         p < l->parts && !l->error.failed.load(std::memory_order_relaxed);
+         p = l->next.fetch_add(1, std::memory_order_relaxed)) {
       try {
-        body(p);
+        (*l->body)(p);
       } catch (...) {
-        std::lock_guard<std::mutex> lk(err_m);
-        if (!err) err = std::current_exception();
-        failed.store(true, std::memory_order_relaxed);
+        l->error.keep();
       }
     }
   };
@@ -247,7 +275,7 @@ void parallel_parts(int parts, F&& body) {
   } else if (!detail::HostPool::for_this_thread().run(nt, task)) {
     task(0);  // the pool is busy, nested or forked away: every part on this thread
   }
-  if (err) std::rethrow_exception(err);
+  loop.error.rethrow();
 }
 
 }  // namespace tcsolve

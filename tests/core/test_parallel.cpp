@@ -1,11 +1,14 @@
 // parallel_for on the persistent host workers (core/parallel.hpp): every index once, exceptions
 // rethrown on the caller, nested loops and loops from two threads at once (both run inline when
-// the pool is taken), and a child process after fork() (its pool's workers stayed in the parent).
+// the pool is taken), a child process after fork() (its pool's workers stayed in the parent), and
+// no heap allocation a loop (this binary counts operator new).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <new>
+#include <cstdlib>
 #include <chrono>
 #include <mutex>
 #include <set>
@@ -15,6 +18,17 @@
 
 #include "core/host_memory.hpp"
 #include "core/parallel.hpp"
+
+// Every operator new of this test binary, counted (the other sizes and alignments go through
+// these or through aligned_alloc, which parallel loops do not use).
+std::atomic<long> g_news{0};
+void* operator new(std::size_t n) {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace tcsolve {
 namespace {
@@ -42,6 +56,20 @@ TEST(Parallel, ExceptionsReachTheCaller) {
     EXPECT_GE(done.load(), 1);
     EXPECT_EQ(checksum(50000, 16), 0);  // the pool works after a throw
   }
+}
+
+// The solvers call these loops inside their iterations (the CPU SpMM, block CG's row parts):
+// after the pool's first use, a loop allocates nothing (its task captured a dozen references, a
+// std::function on the heap each call, and parallel_for kept a vector of exceptions).
+TEST(Parallel, LoopsAllocateNothing) {
+  if (host_threads() < 2) GTEST_SKIP() << "one host thread: the loops run inline";
+  std::vector<std::int64_t> out(1 << 16);
+  const auto pf = [&] { parallel_for(static_cast<std::int64_t>(out.size()), [&](std::int64_t i) { out[i] = i; }, 64); };
+  const auto pp = [&] { parallel_parts(8, [&](int p) { out[p] += p; }); };
+  pf(), pp();  // the pool starts
+  const long before = g_news.load();
+  for (int rep = 0; rep < 100; ++rep) pf(), pp();
+  EXPECT_EQ(g_news.load() - before, 0);
 }
 
 TEST(Parallel, NestedAndConcurrentLoops) {
