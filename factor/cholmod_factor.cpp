@@ -290,6 +290,7 @@ SymbolicAnalysis cholmod_symbolic(const LowerCsc& s) {
   out.metis_follows = h.c.lnz > 0 && h.c.fl >= 500.0 * h.c.lnz && h.c.lnz >= 5.0 * anz;
   const auto* p = static_cast<const SuiteSparse_long*>(h.l->Perm);
   out.perm = std::make_shared<const std::vector<std::int64_t>>(p, p + s.n);
+  out.n = static_cast<double>(s.n);
   return out;
 }
 

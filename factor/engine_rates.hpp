@@ -12,13 +12,15 @@
 //             the block, which dominate thin factors (graphs of roads: nnz(L) ≈ 3n; luxembourg's
 //             Laplacian, 2-core CPU: 1.28 ms for one column against 0.27 ms from nnz(L) alone).
 //             Fitted on two simplicial problems, a small 2D Laplacian and a long 1D chain.
-//   inertia   t = inertia_call_s + inertia_ratio · (analysis + factor)      (MUMPS, factors dropped;
-//             the call's fixed cost from a 64-row problem: 1–1.5 ms a count on the 2-core CPU,
-//             the whole count on a 420-row diagonal matrix)
+//   inertia   t = inertia_call_s + n · inertia_s_per_row + inertia_ratio · (analysis + factor)
+//             (MUMPS, factors dropped; the call's fixed cost from a 64-row problem: 1–1.5 ms a
+//             count on the 2-core CPU, the whole count on a 420-row diagonal matrix; the per-row
+//             part, MUMPS's cost per front of the elimination tree, from a 20000-row chain: a
+//             3000-row chain counts in 5.1 ms where analysis and factor priced 2.4 ms, 2-core CPU)
 // flops and nnz(L) come from analyze_factor() (factor/sparse_factor.hpp).
 //
 // Cache: measured once per machine and kept in $TCSOLVE_CACHE_DIR, else $XDG_CACHE_HOME/tcsolve,
-// else $HOME/.cache/tcsolve (file engine-rates-v6.txt, one line per machine key: host name, cores
+// else $HOME/.cache/tcsolve (file engine-rates-v7.txt, one line per machine key: host name, cores
 // and the engines' thread settings). TCSOLVE_NO_RATE_CACHE=1 measures in every process and writes
 // nothing. A cache that cannot be read or written is ignored (the rates are then measured).
 #pragma once
@@ -51,6 +53,7 @@ struct EngineRates {
   double simplicial_solve_s_per_row_col = 6e-9;
   double inertia_ratio = 2.0;
   double inertia_call_s = 1e-3;
+  double inertia_s_per_row = 1.5e-6;
   std::string source = "defaults (not measured)";
 
   double analyze_seconds(double lower_entries) const { return lower_entries * analyze_s_per_entry; }
@@ -66,7 +69,8 @@ struct EngineRates {
                : factor_entries * (solve_s_per_entry + cols * solve_s_per_entry_col);
   }
   double inertia_seconds(const SymbolicAnalysis& s, double lower_entries) const {
-    return inertia_call_s + inertia_ratio * (analyze_seconds(lower_entries) + factor_seconds(s));
+    return inertia_call_s + s.n * inertia_s_per_row +
+           inertia_ratio * (analyze_seconds(lower_entries) + factor_seconds(s));
   }
 };
 

@@ -160,6 +160,7 @@ struct SymbolicAnalysis {
   // factorization of the same pattern may take it (FactorOptions::ordering) instead of ordering
   // again. Shared, since plans and memos copy the analysis.
   std::shared_ptr<const std::vector<std::int64_t>> perm;
+  double n = 0.0;  // rows of S (a Sylvester count pays per row: EngineRates::inertia_seconds)
 };
 SymbolicAnalysis analyze_factor(const Csr<double>& a, const Csr<double>* b);
 

@@ -474,7 +474,7 @@ bool price_shift_invert(Pricing& p, const EngineRates& r, bool r_defaults, const
                                &e.setup_s, &e.solve_s, &e.detail);
   // The ordering is redone by the factorization: AMD's as measured, METIS's priced.
   e.setup_s += factor_analysis_seconds(*plan.symbolic) - r.analyze_seconds(p.lower_entries);
-  const double cert = predict_certificate_seconds(*plan.symbolic, p.lower_entries, r);
+  const double cert = predict_certificate_seconds(*plan.symbolic, p.lower_entries, r, p.opt.which == Which::nearest);
   // As the verification decides (driver.cpp): the certificate when it costs at most 15 % of the
   // solve or less than the re-check would.
   if (p.verification == Verification::recheck && !r_defaults &&
@@ -511,7 +511,7 @@ void price_iterative_certificates(Pricing& p, const EngineRates& r, bool r_defau
       if (!analysis_fits(p.probes, p.lower_entries, budget, true)) continue;
       plan.symbolic = p.probes.analyze();
     }
-    const double cert = predict_certificate_seconds(*plan.symbolic, p.lower_entries, r);
+    const double cert = predict_certificate_seconds(*plan.symbolic, p.lower_entries, r, p.opt.which == Which::nearest);
     if (cert <= budget) {
       ce.verification = Verification::certificate;
       ce.verify_s = cert;

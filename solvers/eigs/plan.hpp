@@ -358,8 +358,10 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
                                   double lower_entries, const EngineRates& r, const ApplyModel& m,
                                   Backend backend, double* setup_s, double* solve_s,
                                   std::string* detail = nullptr);
+// The Sylvester certificate: one count past the k-th value for an end of the spectrum (a second
+// where it has copies), two for `nearest` (the interval's ends; two more on ties).
 double predict_certificate_seconds(const SymbolicAnalysis& sym, double lower_entries,
-                                   const EngineRates& r);
+                                   const EngineRates& r, bool nearest);
 
 // n-vectors of workspace the iteration of `method` holds for k pairs (the apps' memory estimate;
 // the driver's fit_workspace shrinks a basis or width to a limit with the same formulas):

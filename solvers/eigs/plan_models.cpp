@@ -276,11 +276,14 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
 }
 
 double predict_certificate_seconds(const SymbolicAnalysis& sym, double lower_entries,
-                                   const EngineRates& r) {
-  // One LDLᵀ count; a second when the k-th value has copies (about one case in three). MUMPS
-  // orders by METIS where CHOLMOD would try it (its automatic choice on such fill).
+                                   const EngineRates& r, bool nearest) {
+  // One LDLᵀ count at an end, two for an interval; one more in three cases (the k-th value's
+  // copies, ties at the interval's ends). MUMPS orders by METIS where CHOLMOD would try it (its
+  // automatic choice on such fill). (Issue 46 B7, a 3000-row chain, nearest σ: two counts ran
+  // 13 ms where one priced 3.2 ms.)
   const double metis = sym.metis_follows ? (kMetisOverAmd - 1.0) * r.analyze_seconds(lower_entries) : 0.0;
-  return 1.3 * (r.inertia_seconds(sym, lower_entries) + r.inertia_ratio * metis);
+  const double counts = nearest ? 2.6 : 1.3;
+  return counts * (r.inertia_seconds(sym, lower_entries) + r.inertia_ratio * metis);
 }
 
 std::int64_t workspace_vectors(EigsMethod method, std::int64_t n, std::int64_t k,

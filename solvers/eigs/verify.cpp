@@ -101,7 +101,8 @@ double Verifier::certificate_seconds(double budget, bool choice) {
   if (choice && plan_.rates_are_defaults) return INFINITY;
   if (!plan_.symbolic && analysis_fits(probes_, lower_entries_, budget, choice)) plan_.symbolic = probes_.analyze();
   return plan_.symbolic ? predict_certificate_seconds(*plan_.symbolic, lower_entries_,
-                                                      plan_.rates ? *plan_.rates : probes_.rates())
+                                                      plan_.rates ? *plan_.rates : probes_.rates(),
+                                                      opt_.which == Which::nearest)
                         : INFINITY;
 }
 

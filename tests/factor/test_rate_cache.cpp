@@ -49,7 +49,7 @@ TEST(RateCache, PlantedLinksAreNeitherFollowedNorRead) {
   const std::string victim = d.write("victim.txt", victim_text);
   const std::string dir = d / "cache";
   std::filesystem::create_directories(dir);
-  const std::string file = dir + "/engine-rates-v6.txt";
+  const std::string file = dir + "/engine-rates-v7.txt";
   const std::string old_tmp = file + ".tmp-" + std::to_string(::getpid());
   ASSERT_EQ(::symlink(victim.c_str(), file.c_str()), 0);
   ASSERT_EQ(::symlink(victim.c_str(), old_tmp.c_str()), 0);
@@ -67,13 +67,13 @@ TEST(RateCache, PlantedLinksAreNeitherFollowedNorRead) {
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"engine-rates-v6.txt", std::filesystem::path(old_tmp).filename().string()}));
+  EXPECT_EQ(names, (std::vector<std::string>{"engine-rates-v7.txt", std::filesystem::path(old_tmp).filename().string()}));
 }
 
 TEST(RateCache, KeepsTheOtherKeysLinesAndReplacesItsOwn) {
   TempDir d;
   const std::string dir = d / "cache";
-  const std::string file = dir + "/engine-rates-v6.txt";
+  const std::string file = dir + "/engine-rates-v7.txt";
   detail::write_rate_cache(dir, file, "a|cores=2", some_rates(1e-7));
   detail::write_rate_cache(dir, file, "b|cores=2", some_rates(2e-7));
   detail::write_rate_cache(dir, file, "a|cores=2", some_rates(3e-7));
