@@ -232,10 +232,11 @@ ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double facto
   return sh;
 }
 
-void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,
+void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& amd,
                                   double lower_entries, const EngineRates& r, const ApplyModel& m,
                                   Backend backend, double* setup_s, double* solve_s,
                                   std::string* detail) {
+  const SymbolicAnalysis sym = expected_factor(amd);
   const double lnz = sym.factor_entries;
   const ShiftInvertShape sh = shift_invert_shape(n, k, lnz, backend != Backend::cuda);
   const std::int64_t b = sh.block, basis = sh.basis;
@@ -243,10 +244,18 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
   double per_solve = r.solve_seconds(lnz, static_cast<double>(b), sym.flops, static_cast<double>(n));
   if (backend == Backend::cuda) per_solve += 16.0 * static_cast<double>(n * b) / 12e9;  // staged
   *setup_s = r.analyze_seconds(lower_entries) + r.factor_seconds(sym);
+  const std::int64_t keep = std::min(k + std::max(b, (basis - k) / 2), basis - b);
+  const double passes = 1.0 + std::max(0.0, solves * static_cast<double>(b) - static_cast<double>(basis)) /
+                                  static_cast<double>(std::max<std::int64_t>(b, basis - keep));
   if (backend == Backend::cuda || !(m.t_word > 0)) {
-    // Dense Lanczos work per block step: two passes over the basis (≈ 4·basis column units).
-    const double dense = 4.0 * static_cast<double>(basis) * m.t_col + m.t_outer;
-    *solve_s = solves * (per_solve + dense);
+    // Dense Lanczos work per block step: two passes over the basis (≈ 4·basis column units) and
+    // the staged solve's round trip (a copy each way and a wait: ~0.1 ms a step on the H200,
+    // 2026-11-30 sweep, where the outer iteration's 2 ms latency had been charged a step: k = 1
+    // rows of 420–3600 rows priced at 30–100 ms, run in 3–22 ms); each pass of the basis ends in
+    // a Rayleigh–Ritz and a restart (an outer iteration's latency).
+    constexpr double kStagedSolveLatency = 1e-4;
+    const double dense = 4.0 * static_cast<double>(basis) * m.t_col + kStagedSolveLatency;
+    *solve_s = solves * (per_solve + dense) + passes * m.t_outer;
   } else {
     // Host (single vectors): a step's Gram–Schmidt against the basis as filled on average
     // (host_lanczos_step_words, at the probe's rate); each pass of the basis ends in a
@@ -254,9 +263,6 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
     // the small eigenproblem; a look whose estimates pass is checked explicitly: x̂ = T·x (one
     // block solve of k columns) and A·x̂ for the true residuals (one look: the usual case).
     const double nn = static_cast<double>(n);
-    const std::int64_t keep = std::min(k + std::max(b, (basis - k) / 2), basis - b);
-    const double passes = 1.0 + std::max(0.0, solves * static_cast<double>(b) - static_cast<double>(basis)) /
-                                    static_cast<double>(std::max<std::int64_t>(b, basis - keep));
     const double check = r.solve_seconds(lnz, static_cast<double>(k), sym.flops, nn) + m.t_a +
                          static_cast<double>(k) * m.t_col;
     // The words at the basis's rate (host_basis_word_seconds, streamed past the cache) and two
@@ -283,7 +289,7 @@ double predict_certificate_seconds(const SymbolicAnalysis& sym, double lower_ent
   // 13 ms where one priced 3.2 ms.)
   const double metis = sym.metis_follows ? (kMetisOverAmd - 1.0) * r.analyze_seconds(lower_entries) : 0.0;
   const double counts = nearest ? 2.6 : 1.3;
-  return counts * (r.inertia_seconds(sym, lower_entries) + r.inertia_ratio * metis);
+  return counts * (r.inertia_seconds(expected_factor(sym), lower_entries) + r.inertia_ratio * metis);
 }
 
 std::int64_t workspace_vectors(EigsMethod method, std::int64_t n, std::int64_t k,

@@ -692,9 +692,20 @@ TEST(Plan, CostModelsMoveTheRightWay) {
   EXPECT_DOUBLE_EQ(factor_analysis_seconds(large), kGivenOrderingShare * large.seconds);
   EXPECT_LT(kGivenOrderingShare, 1.0);
   EXPECT_DOUBLE_EQ(factor_analysis_seconds(filled), kMetisOverAmd * large.seconds);
+  // ... and its factor priced at the fill METIS is expected to leave (AMD's stays the bound)
+  SymbolicAnalysis expected = expected_factor(filled);
+  EXPECT_DOUBLE_EQ(expected.factor_entries, kMetisEntriesOverAmd * filled.factor_entries);
+  EXPECT_DOUBLE_EQ(expected.flops, kMetisFlopsOverAmd * filled.flops);
+  EXPECT_DOUBLE_EQ(expected_factor(large).flops, large.flops);
+  expected.metis_follows = false;
   EXPECT_GT(predict_certificate_seconds(filled, 4e6, fixed_rates(), false),
-            predict_certificate_seconds(large, 4e6, fixed_rates(), false) +
+            predict_certificate_seconds(expected, 4e6, fixed_rates(), false) +
                 fixed_rates().analyze_seconds(4e6));
+  double fs = 0, fv = 0, es = 0, ev = 0;
+  predict_shift_invert_seconds(1000000, 16, filled, 4e6, fixed_rates(), m, Backend::cuda, &fs, &fv);
+  predict_shift_invert_seconds(1000000, 16, expected, 4e6, fixed_rates(), m, Backend::cuda, &es, &ev);
+  EXPECT_DOUBLE_EQ(fv, ev);
+  EXPECT_LT(fs, s2);
   // The workspace formulas, one place for the apps and the driver.
   EXPECT_EQ(workspace_vectors(EigsMethod::chebyshev, 1000000, 16, 0, false), 3 * 24 + 32);
   EXPECT_EQ(workspace_vectors(EigsMethod::automatic, 1000000, 16, 0, false), 3 * 24 + 32);
