@@ -46,6 +46,8 @@ SvdOptions svd_options(const py::dict& d, std::int64_t n) {
   const std::string certify = opt_get<std::string>(d, "certify", "auto");  // (_svds.py checks it)
   o.certify = certify == "always" ? SvdCertify::always : certify == "never" ? SvdCertify::never : SvdCertify::automatic;
   o.recheck = opt_get<bool>(d, "recheck", true);
+  const std::string method = opt_get<std::string>(d, "method", "auto");  // (_svds.py checks it)
+  o.method = method == "gkl" ? SvdMethod::gkl : method == "dense" ? SvdMethod::dense : SvdMethod::automatic;
   if (d.contains("v0") && !d["v0"].is_none()) {
     D1Array v0 = d["v0"].cast<D1Array>();
     if (v0.ndim() != 1 || v0.shape(0) != n)

@@ -25,7 +25,8 @@ MACHINE_NOTE = ("tol=0 (SciPy: machine precision): tested as ||A v - s u||, ||A^
 # which='SM' (and solver='lobpcg' below 5k): a dense SVD (LAPACK) up to this many entries of A (128 MiB).
 DENSE_ENTRIES = 2**24
 SOLVERS = ("tcsolve", "arpack", "propack", "lobpcg")
-_EXTRA_KEYS = ("device", "block_size")
+_EXTRA_KEYS = ("device", "block_size", "method")
+_METHODS = ("auto", "gkl", "dense")
 
 
 def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_singular_vectors=True,
@@ -53,7 +54,8 @@ def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_sing
     about k + 3·block) is solved by a dense SVD too (Result.method); solver='lobpcg' follows
     SciPy's lobpcg: min(m, n) < 5k is solved densely with its UserWarning "The problem size ...".
 
-    tcsolve's keywords: device ('auto', 'cpu', 'cuda'), block_size (at least the multiplicity of
+    tcsolve's keywords: method ('auto': the block GKL or a dense SVD, whichever the planner prices
+    lower; 'gkl': the iteration; 'dense': the dense SVD), device ('auto', 'cpu', 'cuda'), block_size (at least the multiplicity of
     a repeated singular value to get all its copies; default min(k, 16)), certify (None: count the
     singular values above the k-th by Sylvester's inertia of [0 A; A^T 0] - tau*I where that is
     cheap, for a SciPy sparse or dense A; True: always, an error for other inputs; False: never;
@@ -70,7 +72,7 @@ def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_sing
     t0 = _time.perf_counter()
     solver, k, ncv, tol, which, v0, maxiter, rsv, seed = _scipy_rules(
         A, k, ncv, tol, which, v0, maxiter, return_singular_vectors, solver, random_state)
-    device, block_size = _extra(options, device, block_size)
+    device, block_size, method = _extra(options, device, block_size)
     a = operand(A)
     kmax = min(a.m, a.n) if solver in ("tcsolve", "propack") else min(a.m, a.n) - 1
     if not 0 < k <= kmax:
@@ -81,6 +83,7 @@ def svds(A, k=6, ncv=None, tol=0, which="LM", v0=None, maxiter=None, return_sing
         raise ValueError(f"`ncv` must be an integer satisfying `k < ncv < min(A.shape)` (ncv={ncv}, k={k}, A is "
                          f"{a.m}x{a.n})")
     opt = options_dict(a, k, tol, maxiter, seed, device, block_size, ncv if solver in ("tcsolve", "arpack") else None)
+    opt["method"] = method
     if v0 is not None:
         opt["v0"] = _start_vector(a, v0, solver)
     if certify is not None:
@@ -172,11 +175,14 @@ def seed_from(random_state):
 
 def _extra(options, device, block_size):
     if options is None:
-        return device, block_size
+        return device, block_size, "auto"
     if not isinstance(options, dict) or any(key not in _EXTRA_KEYS for key in options):
         raise ValueError(f"options={options!r}: expected None or a dict with keys among {_EXTRA_KEYS} "
                          "(tcsolve's keywords)")
-    return options.get("device", device), options.get("block_size", block_size)
+    method = options.get("method", "auto")
+    if method not in _METHODS:
+        raise ValueError(f"options['method']={method!r}: expected one of {_METHODS}")
+    return options.get("device", device), options.get("block_size", block_size), method
 
 
 def options_dict(a, k, tol, maxiter, seed, device, block_size, ncv=None, center=False):
