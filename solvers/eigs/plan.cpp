@@ -549,7 +549,8 @@ bool price_rated(Pricing& p, const std::vector<PlanEstimate>& iterative, std::si
     e.method = EigsMethod::dense;
     e.verification = Verification::dense;
     used = used || p.f.can_factor;
-    e.solve_s = predict_dense_seconds(p.n, p.f.can_factor ? r : EngineRates{});
+    e.solve_s = predict_dense_seconds(p.n, p.f.can_factor ? r : EngineRates{},
+                                      p.opt.which != Which::largest || p.f.generalized);
     e.priced = true;
     cands.push_back(e);
   }

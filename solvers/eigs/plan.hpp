@@ -370,7 +370,7 @@ double host_basis_word_seconds(std::int64_t n, std::int64_t basis, const ApplyMo
 double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                 double rel_gap, const ApplyModel& m, std::string* detail = nullptr,
                                 bool interpolated = false);
-double predict_dense_seconds(std::int64_t n, const EngineRates& r);
+double predict_dense_seconds(std::int64_t n, const EngineRates& r, bool all_pairs);
 // Setup (analysis + factorization) and solve (block solves, dense Lanczos work) of shift-invert.
 void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const SymbolicAnalysis& sym,
                                   double lower_entries, const EngineRates& r, const ApplyModel& m,

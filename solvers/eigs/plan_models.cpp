@@ -211,11 +211,14 @@ double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel
   return d * (m.t_a + 2.0 * m.step_col * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_outer;
 }
 
-double predict_dense_seconds(std::int64_t n, const EngineRates& r) {
-  // Tridiagonalization and eigenvectors (Eigen, one thread, ~10·n³ flops), at a fifth of the
-  // multithreaded supernodal rate.
+double predict_dense_seconds(std::int64_t n, const EngineRates& r, bool all_pairs) {
+  // LAPACK (solvers/dense/symmetric_eigen.hpp): the tridiagonal reduction and k vectors, about
+  // n³ at the supernodal rate per flop; every pair (the smallest of a definite A by the inverse
+  // form: the congruence and all vectors back-transformed; `nearest`, both ends) about 3·n³.
+  // 2-core CPU, 2026-12-01 (1.0e-10 s a flop): sherman1 (n = 1000) largest 0.084 s, dwt_2680 0.93
+  // s; bcsstk08 (1074) smallest 0.31 s, bcsstk21 (3600) 6.3 s (Eigen before: 0.71, 18.4, 1.4, 15.6 s).
   const double nn = static_cast<double>(n);
-  return 10.0 * nn * nn * nn * 5.0 * r.factor_s_per_flop;
+  return (all_pairs ? 3.0 : 1.0) * nn * nn * nn * r.factor_s_per_flop;
 }
 
 ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host,

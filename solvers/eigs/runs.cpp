@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/trace.hpp"
 #include "factor/sparse_factor.hpp"
+#include "solvers/dense/symmetric_eigen.hpp"
 #include "solvers/eigs/plan.hpp"
 #include "solvers/lanczos_core.hpp"
 
@@ -491,41 +492,44 @@ RunOut run_dense(const Problem& s, const EigsOptions& opt) {
   const std::int64_t n = s.n, k = opt.k;
   if (is_diagonal_pencil(*s.a, s.b)) return run_diagonal(s, opt);
   const Mat A = dense_matrix(*s.a), B = s.b ? dense_matrix(*s.b) : Mat(Mat::Identity(n, n));
-  if (s.b && Eigen::LLT<Mat>(B).info() != Eigen::Success)  // n³/3: a fraction of the solve below
+  DenseCholesky lb;  // B = L_B·L_Bᵀ: the pencil's direct form L_B⁻¹·A·L_B⁻ᵀ (n³/3)
+  if (s.b && !lb.factor(B))
     throw InvalidArgument(opt.mass_name + " is not positive definite (its dense Cholesky factorization fails)");
+  // The pencil's eigenpairs il..iu (ascending) directly: x = L_B⁻ᵀ·y.
+  const auto direct = [&](std::int64_t il, std::int64_t iu) {
+    if (!s.b) return symmetric_eigen(A, il, iu);
+    SymmetricEigen es = symmetric_eigen(lb.congruence(&A), il, iu);
+    es.vectors = lb.solve_lower_transposed(es.vectors);
+    return es;
+  };
   Eigen::VectorXd w;
   Mat v;
-  Eigen::LLT<Mat> llt;
-  if (opt.which == Which::smallest) llt.compute(A);
-  const bool inverse = opt.which == Which::smallest && llt.info() == Eigen::Success;
+  DenseCholesky llt;
+  const bool inverse = opt.which == Which::smallest && llt.factor(A);
   if (inverse) {
-    Mat t = llt.matrixL().solve(B);
-    Mat c = llt.matrixL().solve(t.transpose());
-    Eigen::SelfAdjointEigenSolver<Mat> es(0.5 * (c + c.transpose()));
+    const SymmetricEigen es = symmetric_eigen(llt.congruence(s.b ? &B : nullptr), 0, n - 1);
     w.resize(n);
     v.resize(n, n);
-    for (std::int64_t j = 0; j < n; ++j) {  // descending μ = ascending λ
-      w(j) = 1.0 / es.eigenvalues()(n - 1 - j);
-      v.col(j) = llt.matrixU().solve(es.eigenvectors().col(n - 1 - j));
+    for (std::int64_t j = 0; j < n; ++j) {  // descending μ = ascending λ; x = L⁻ᵀ·y for the
+      w(j) = 1.0 / es.values(n - 1 - j);     // selected columns only (below)
+      v.col(j) = es.vectors.col(n - 1 - j);
     }
 
-  } else if (s.b) {
-    Eigen::GeneralizedSelfAdjointEigenSolver<Mat> es(A, B);
-    if (es.info() != Eigen::Success) throw Error("dense generalized eigensolver failed");
-    w = es.eigenvalues();
-    v = es.eigenvectors();
   } else {
-    Eigen::SelfAdjointEigenSolver<Mat> es(A);
-    if (es.info() != Eigen::Success) throw Error("dense eigensolver failed");
-    w = es.eigenvalues();
-    v = es.eigenvectors();
+    // An end's k pairs only (LAPACK's index range); every pair for `nearest` and both ends.
+    const std::int64_t il = opt.which == Which::largest ? n - k : 0;
+    const std::int64_t iu = opt.which == Which::smallest ? k - 1 : n - 1;
+    SymmetricEigen es = direct(il, iu);
+    w = std::move(es.values);
+    v = std::move(es.vectors);
   }
-  std::vector<double> all(w.data(), w.data() + n);
+  std::vector<double> all(w.data(), w.data() + w.size());
   auto o = wanted_order(all, opt.which, opt.sigma);
   o.resize(k);
   Mat sel(n, k);
   std::vector<double> given(k);
   for (std::int64_t j = 0; j < k; ++j) sel.col(j) = v.col(o[j]), given[j] = w(o[j]);
+  if (inverse) sel = llt.solve_lower_transposed(sel);  // n × k: x = L⁻ᵀ·y
   DenseColumns dc(s, k);
   RunOut& out = dc.out;
   if (!inverse) {
@@ -542,9 +546,7 @@ RunOut run_dense(const Problem& s, const EigsOptions& opt) {
     if (upper) {
       // The stiff end: C's small eigenvalues have poor relative accuracy, and so have their
       // vectors; a direct dense solve (ascending, same indices) gives those columns.
-      Mat vd;
-      if (s.b) vd = Eigen::GeneralizedSelfAdjointEigenSolver<Mat>(A, B).eigenvectors();
-      else vd = Eigen::SelfAdjointEigenSolver<Mat>(A).eigenvectors();
+      const Mat vd = direct(0, n - 1).vectors;
       for (std::int64_t j = 0; j < k; ++j)
         if (std::isnan(given[j])) sel.col(j) = vd.col(o[j]);
     }
