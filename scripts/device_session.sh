@@ -49,7 +49,7 @@ if [ "${1:-}" = stage ]; then
   cp -r ../shared/matrices/general "$D/matrices/general"
   strip --strip-debug "$D"/tests/* "$D/tcsolve" "$D"/lib/*.a 2>/dev/null
   # the carry holds 64 MiB: the binaries travel compressed
-  tar -cJf "$D/bins.tar.xz" -C "$D" tests lib $( [ -f "$D/base" ] && echo base ) && rm -rf "$D/tests" "$D/lib" "$D/base"
+  tar -cJf "$D/bins.tar.xz" -C "$D" tests lib tcsolve $( [ -f "$D/base" ] && echo base ) && rm -rf "$D/tests" "$D/lib" "$D/base" "$D/tcsolve"
   du -sh "$D"; exit 0
 fi
 OUT=${OUT:-device-out}
