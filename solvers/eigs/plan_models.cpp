@@ -212,13 +212,15 @@ double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel
 }
 
 double predict_dense_seconds(std::int64_t n, const EngineRates& r, bool all_pairs) {
-  // LAPACK (solvers/dense/symmetric_eigen.hpp): the tridiagonal reduction and k vectors, about
-  // n³ at the supernodal rate per flop; every pair (the smallest of a definite A by the inverse
-  // form: the congruence and all vectors back-transformed; `nearest`, both ends) about 3·n³.
-  // 2-core CPU, 2026-12-01 (1.0e-10 s a flop): sherman1 (n = 1000) largest 0.084 s, dwt_2680 0.93
-  // s; bcsstk08 (1074) smallest 0.31 s, bcsstk21 (3600) 6.3 s (Eigen before: 0.71, 18.4, 1.4, 15.6 s).
+  // LAPACK (solvers/dense/symmetric_eigen.hpp): the tridiagonal reduction and k vectors; every
+  // pair where the smallest of a definite A go by the inverse form (the congruence, all vectors
+  // back-transformed), `nearest` or both ends. In units of the supernodal rate per flop,
+  // n²·(a·n + b): fitted on the 2-core CPU, 2026-12-01 (1.08e-10 s a flop), k pairs 0.3·n³ + 500·n²
+  // (bcsstk06, n = 420: 11 ms; sherman1, 1000: 84 ms; dwt_2680: 0.93 s), every pair 0.75·n³ +
+  // 2250·n² (bcsstk06 45 ms, bcsstk08 (1074) 0.30 s, bcsstk21 (3600) 6.3 s). Eigen before: 0.71 s
+  // at 1000, 18.4 s at 2680.
   const double nn = static_cast<double>(n);
-  return (all_pairs ? 3.0 : 1.0) * nn * nn * nn * r.factor_s_per_flop;
+  return nn * nn * (all_pairs ? 0.75 * nn + 2250.0 : 0.3 * nn + 500.0) * r.factor_s_per_flop;
 }
 
 ShiftInvertShape shift_invert_shape(std::int64_t n, std::int64_t k, double factor_entries, bool host,
