@@ -177,7 +177,7 @@ SpectralProbe::EndModel SpectralProbe::end_model(double sgn) const {
   return m;
 }
 
-double SpectralProbe::interpolated_gap(double sgn, std::int64_t k, std::int64_t m) const {
+double SpectralProbe::interpolated_gap(double sgn, std::int64_t k, std::int64_t m, double large) const {
   const std::size_t len = nodes.size();
   if (len < 2 || k < 1 || m < k) return std::nan("");
   // Â = sgn·A ascending; N(θ_i) ≈ n·(τ_0² + … + τ_{i−1}² + τ_i²/2), the counting function the
@@ -200,6 +200,7 @@ double SpectralProbe::interpolated_gap(double sgn, std::int64_t k, std::int64_t 
   const double lk = at(static_cast<double>(k)), lm = at(static_cast<double>(m + 1));
   const double hi = sgn > 0 ? upper_bound : -lower_bound;
   const double g = (lm - lk) / (hi - lm);
+  if (g >= 1 && std::isfinite(g)) return large;
   return g > 0 && g < 1 && std::isfinite(g) ? g : std::nan("");
 }
 

@@ -17,6 +17,7 @@
 // κ ≈ 1e10 (which is the safe side: the planner then prefers shift-invert). `fit_ok` is false when
 // no power law fits (the estimate is then a conservative default).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -61,8 +62,10 @@ struct SpectralProbe {
   // The same gap read off the quadrature's counting function itself (N(θ_i) ≈ n·Σ_{j<i} τ_j² +
   // n·τ_i²/2, linearly interpolated) where the power law does not fit (isolated eigenvalues at the
   // end: 1138_bus's largest, true 0.017 at k = 10, m = 24; this estimate 0.006; the fallback
-  // 1e-3). NaN where N does not reach m + 1 or the gap is not in (0, 1).
-  double interpolated_gap(double sgn, std::int64_t k, std::int64_t m) const;
+  // 1e-3). NaN where N does not reach m + 1 or the gap is not in (0, 1); `large` where it is at
+  // least 1 (isolated values at a stiffness matrix's largest end: bcsstk08, k = 6, m = 16, λ_k
+  // several times λ_{m+1}), if given.
+  double interpolated_gap(double sgn, std::int64_t k, std::int64_t m, double large = std::nan("")) const;
 };
 
 // apply(x, y): y = A·x for n × 1 blocks in ops.space(). seed: the random start. An interrupt

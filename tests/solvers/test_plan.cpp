@@ -340,9 +340,6 @@ TEST(Plan, RatesAreMeasuredOnlyAsFarAsTheDecisionNeeds) {
   EXPECT_DOUBLE_EQ(rs.rates->factor_s_per_flop, 1e-7);
 }
 
-// Isolated largest eigenvalues (a 2D Laplacian, spectrum in [0, 8], beside 12 decoupled rows
-// 50, 55, …, 105): the probe's power law gives no gap there, and on the host single-vector
-// Lanczos (ARPACK's method) is priced below the filter and chosen, with block 1; on the GPU the
 // The iterative plans' verification is chosen as the run chooses it (verify.cpp): the certificate
 // where it costs at most 15 % of the solve or less than the priced re-check, else the re-check.
 // One wanted value: the re-check is priced at half the probe's bound slack at the wanted end
@@ -404,8 +401,11 @@ TEST(Plan, IterativePlanTakesTheCertificateAsTheRunWould) {
   }
 }
 
-// filter stays the choice (no single-vector candidate there).
-TEST(Plan, IsolatedLargestOnTheHostPicksSingleVectorLanczos) {
+// Isolated largest eigenvalues (a 2D Laplacian, spectrum in [0, 8], beside 12 decoupled rows
+// 50, 55, …, 105): the probe's power law gives no gap there; on the host single-vector Lanczos
+// (ARPACK's method) is priced beside the filter, with block 1; on the GPU the filter stays the
+// choice (no single-vector candidate there).
+TEST(Plan, IsolatedLargestOnTheHostPricesSingleVectorLanczos) {
   const auto lap = laplacian(40, 40);
   std::vector<Triplet<double>> t;
   for (std::int64_t i = 0; i < lap.nrows; ++i)
@@ -435,9 +435,17 @@ TEST(Plan, IsolatedLargestOnTheHostPicksSingleVectorLanczos) {
     EXPECT_DOUBLE_EQ(p.chosen.verify_s,
                      predict_filter_recheck_seconds(n, 10, std::isfinite(ig) ? ig : p.rel_gap, *p.applies))
         << show(p);
+    // The isolated values put λ_k far above λ_{m+1}: a gap past 1, read as 0.5 (not the 1e-3
+    // fallback, which had priced the filter at 313 steps and single-vector Lanczos first: both
+    // over-priced 2–5x on the shared matrices' largest ends, 2-core CPU sweep).
+    EXPECT_DOUBLE_EQ(p.rel_gap, 0.5) << show(p);
     if (backend == Backend::cpu) {
-      EXPECT_EQ(p.chosen.method, EigsMethod::lanczos) << show(p);
-      EXPECT_EQ(p.chosen.block, 1) << show(p);
+      // single-vector Lanczos is priced beside the filter (with this test's fixed dense rate of
+      // 1 ns a word, 5x the 2-core CPU's, the filter is the cheaper)
+      const PlanEstimate* single = p.chosen.method == EigsMethod::lanczos && p.chosen.block == 1 ? &p.chosen : nullptr;
+      for (const PlanEstimate& e : p.rejected)
+        if (!single && e.method == EigsMethod::lanczos && e.block == 1) single = &e;
+      ASSERT_TRUE(single && single->priced) << show(p);
       EXPECT_NE(p.reason.find("single vector"), std::string::npos) << show(p);
       EXPECT_NE(p.reason.find("no power law"), std::string::npos) << show(p);
     } else {
