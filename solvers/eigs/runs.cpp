@@ -502,33 +502,27 @@ RunOut run_dense(const Problem& s, const EigsOptions& opt) {
     es.vectors = lb.solve_lower_transposed(es.vectors);
     return es;
   };
-  Eigen::VectorXd w;
-  Mat v;
   DenseCholesky llt;
   const bool inverse = opt.which == Which::smallest && llt.factor(A);
+  SymmetricEigen es;
+  Eigen::VectorXd w;  // the pencil's λ, ascending: es's own, or 1/μ of C's (descending μ)
   if (inverse) {
-    const SymmetricEigen es = symmetric_eigen(llt.congruence(s.b ? &B : nullptr), 0, n - 1);
-    w.resize(n);
-    v.resize(n, n);
-    for (std::int64_t j = 0; j < n; ++j) {  // descending μ = ascending λ; x = L⁻ᵀ·y for the
-      w(j) = 1.0 / es.values(n - 1 - j);     // selected columns only (below)
-      v.col(j) = es.vectors.col(n - 1 - j);
-    }
-
+    es = symmetric_eigen(llt.congruence(s.b ? &B : nullptr), 0, n - 1);
+    w = es.values.reverse().cwiseInverse();
   } else {
     // An end's k pairs only (LAPACK's index range); every pair for `nearest` and both ends.
     const std::int64_t il = opt.which == Which::largest ? n - k : 0;
     const std::int64_t iu = opt.which == Which::smallest ? k - 1 : n - 1;
-    SymmetricEigen es = direct(il, iu);
-    w = std::move(es.values);
-    v = std::move(es.vectors);
+    es = direct(il, iu);
+    w = es.values;
   }
   std::vector<double> all(w.data(), w.data() + w.size());
   auto o = wanted_order(all, opt.which, opt.sigma);
   o.resize(k);
   Mat sel(n, k);
   std::vector<double> given(k);
-  for (std::int64_t j = 0; j < k; ++j) sel.col(j) = v.col(o[j]), given[j] = w(o[j]);
+  for (std::int64_t j = 0; j < k; ++j)
+    sel.col(j) = es.vectors.col(inverse ? n - 1 - o[j] : o[j]), given[j] = w(o[j]);
   if (inverse) sel = llt.solve_lower_transposed(sel);  // n × k: x = L⁻ᵀ·y
   DenseColumns dc(s, k);
   RunOut& out = dc.out;
