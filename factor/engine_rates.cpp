@@ -126,7 +126,7 @@ std::string machine_key() {
   return k;
 }
 
-constexpr const char* kCacheFile = "engine-rates-v7.txt";
+constexpr const char* kCacheFile = "engine-rates-v8.txt";
 
 // The cache file's text, read without following a symbolic link and only from a regular file:
 // with TCSOLVE_CACHE_DIR in a folder another user can write, a link planted at the cache's name
@@ -150,20 +150,22 @@ std::string read_cache_text(const std::string& file) {
   return text;
 }
 
-// One line of the cache: KEY and the twelve rates, all finite and non-negative.
+// One line of the cache: KEY and the sixteen rates, all finite and non-negative.
 bool parse_cache_line(const std::string& line, std::string& key, EngineRates& c) {
   std::istringstream ls(line);
   if (!(ls >> key >> c.analyze_s_per_entry >> c.factor_s_per_flop >> c.factor_s_per_entry >>
         c.solve_s_per_entry >> c.solve_s_per_entry_col >> c.simplicial_solve_s_per_entry >>
         c.simplicial_solve_s_per_entry_col >> c.simplicial_solve_s_per_row >>
         c.simplicial_solve_s_per_row_col >> c.inertia_ratio >> c.inertia_call_s >>
-        c.inertia_s_per_row))
+        c.inertia_s_per_row >> c.wide_solve_s_per_entry >> c.wide_solve_s_per_entry_col >>
+        c.narrow_flops_per_entry >> c.wide_flops_per_entry))
     return false;
   const double v[] = {c.analyze_s_per_entry, c.factor_s_per_flop, c.factor_s_per_entry,
                       c.solve_s_per_entry, c.solve_s_per_entry_col, c.simplicial_solve_s_per_entry,
                       c.simplicial_solve_s_per_entry_col, c.simplicial_solve_s_per_row,
                       c.simplicial_solve_s_per_row_col, c.inertia_ratio, c.inertia_call_s,
-                      c.inertia_s_per_row};
+                      c.inertia_s_per_row, c.wide_solve_s_per_entry, c.wide_solve_s_per_entry_col,
+                      c.narrow_flops_per_entry, c.wide_flops_per_entry};
   return std::all_of(std::begin(v), std::end(v), [](double x) { return std::isfinite(x) && x >= 0; });
 }
 
@@ -238,11 +240,13 @@ void write_rate_cache(const std::string& dir, const std::string& file, const std
       if (parse_cache_line(line, k, c) && k != key) text += line + "\n";
   }
   char b[512];
-  std::snprintf(b, sizeof b, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n", key.c_str(),
+  std::snprintf(b, sizeof b, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n",
+                key.c_str(),
                 r.analyze_s_per_entry, r.factor_s_per_flop, r.factor_s_per_entry, r.solve_s_per_entry,
                 r.solve_s_per_entry_col, r.simplicial_solve_s_per_entry, r.simplicial_solve_s_per_entry_col,
                 r.simplicial_solve_s_per_row, r.simplicial_solve_s_per_row_col, r.inertia_ratio,
-                r.inertia_call_s, r.inertia_s_per_row);
+                r.inertia_call_s, r.inertia_s_per_row, r.wide_solve_s_per_entry, r.wide_solve_s_per_entry_col,
+                r.narrow_flops_per_entry, r.wide_flops_per_entry);
   text += b;
   std::string tmp;
   const int fd = create_temporary(file, tmp);
@@ -278,10 +282,14 @@ EngineRates measure_engine_rates() {
   r.analyze_s_per_entry = std::max(s2.analyze_s / s2.lower_entries, s3.analyze_s / s3.lower_entries);
   detail::factor_coefficients(s2.factor_s, s2.flops, s2.entries, s3.factor_s, s3.flops, s3.entries,
                               &r.factor_s_per_flop, &r.factor_s_per_entry);
-  // Block solves: the slower of the two supernodal problems in each coefficient; the small one
-  // for the simplicial factors.
-  r.solve_s_per_entry = std::max(s2.per_entry(), s3.per_entry());
-  r.solve_s_per_entry_col = std::max(s2.per_entry_col(), s3.per_entry_col());
+  // Block solves: each supernodal sample's pair at its front width (EngineRates::solve_seconds
+  // interpolates between them); the small 2D sample and the chain for the simplicial factors.
+  r.solve_s_per_entry = s2.per_entry();
+  r.solve_s_per_entry_col = s2.per_entry_col();
+  r.wide_solve_s_per_entry = s3.per_entry();
+  r.wide_solve_s_per_entry_col = s3.per_entry_col();
+  r.narrow_flops_per_entry = s2.flops / std::max(1.0, s2.entries);
+  r.wide_flops_per_entry = s3.flops / std::max(1.0, s3.entries);
   // Simplicial: t = E·(e + cols·ec) + n·(q + cols·qc) through the 2D sample (E ≈ 12n) and the
   // chain (E = 2n − 1); each pair from two equations, non-negative (else nnz(L) alone, as before).
   const auto fit = [&](double t2, double t1, double* e, double* q) {

@@ -5,8 +5,14 @@
 // Model (fitted on three generated problems, a small 2D, a 2D and a 3D Laplacian, ~0.2–0.5 s once):
 //   analysis  t = entries(lower S) · analyze_s_per_entry
 //   factor    t = flops · factor_s_per_flop + nnz(L) · factor_s_per_entry   (CHOLMOD LLᵀ)
-//   solve     t = nnz(L) · (solve_s_per_entry + cols · solve_s_per_entry_col) (one block of cols;
-//             each pair fitted to solves of 1 and of 16 columns). Simplicial factors (below
+//   solve     t = nnz(L) · (per_entry + cols · per_entry_col) (one block of cols; each pair
+//             fitted to solves of 1 and of 16 columns). Supernodal factors: the pair of the 2D
+//             sample (narrow fronts) and of the 3D one (wide fronts: the dense blocks run at
+//             BLAS-3 speed), interpolated geometrically in log(flops / nnz(L)), the mean front
+//             width's proxy, between the samples' own ratios and clamped at them (2-core CPU,
+//             2026-12-01: the 2D pair alone priced 3-D factors' solves at 3–5× their time: lap3d:30
+//             16 columns 82.8 ms against 22.8, gen:stiff:12:74 26.3 against 6.2, elast3d:20 241
+//             against 52; bench/shift_invert/metis_fill). Simplicial factors (below
 //             kSimplicialBelowFlops) have coefficients of their own and a per-row part,
 //             n · (per_row + cols · per_row_col): the permutation, the diagonal and the copies of
 //             the block, which dominate thin factors (graphs of roads: nnz(L) ≈ 3n; luxembourg's
@@ -20,10 +26,12 @@
 // flops and nnz(L) come from analyze_factor() (factor/sparse_factor.hpp).
 //
 // Cache: measured once per machine and kept in $TCSOLVE_CACHE_DIR, else $XDG_CACHE_HOME/tcsolve,
-// else $HOME/.cache/tcsolve (file engine-rates-v7.txt, one line per machine key: host name, cores
+// else $HOME/.cache/tcsolve (file engine-rates-v8.txt, one line per machine key: host name, cores
 // and the engines' thread settings). TCSOLVE_NO_RATE_CACHE=1 measures in every process and writes
 // nothing. A cache that cannot be read or written is ignored (the rates are then measured).
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "factor/sparse_factor.hpp"
@@ -45,8 +53,12 @@ struct EngineRates {
   double analyze_s_per_entry = 1.6e-7;
   double factor_s_per_flop = 1e-10;
   double factor_s_per_entry = 5e-8;
-  double solve_s_per_entry = 2e-9;
+  double solve_s_per_entry = 2e-9;        // narrow fronts (the 2D sample)
   double solve_s_per_entry_col = 1.2e-9;
+  double wide_solve_s_per_entry = 1.4e-9;  // wide fronts (the 3D sample)
+  double wide_solve_s_per_entry_col = 4e-10;
+  double narrow_flops_per_entry = 93.0;    // the samples' flops / nnz(L) (lap2d 160, lap3d 22)
+  double wide_flops_per_entry = 440.0;
   double simplicial_solve_s_per_entry = 4.5e-10;
   double simplicial_solve_s_per_entry_col = 3e-10;
   double simplicial_solve_s_per_row = 0.0;
@@ -66,7 +78,18 @@ struct EngineRates {
     return flops < kSimplicialBelowFlops
                ? factor_entries * (simplicial_solve_s_per_entry + cols * simplicial_solve_s_per_entry_col) +
                      n * (simplicial_solve_s_per_row + cols * simplicial_solve_s_per_row_col)
-               : factor_entries * (solve_s_per_entry + cols * solve_s_per_entry_col);
+               : factor_entries * supernodal_solve_s_per_entry(flops / std::max(1.0, factor_entries), cols);
+  }
+  // Seconds per factor entry of a supernodal block solve of `cols` columns at this front width.
+  double supernodal_solve_s_per_entry(double flops_per_entry, double cols) const {
+    const double narrow = solve_s_per_entry + cols * solve_s_per_entry_col;
+    const double wide = wide_solve_s_per_entry + cols * wide_solve_s_per_entry_col;
+    if (!(wide > 0) || !(narrow > 0) || !(wide_flops_per_entry > narrow_flops_per_entry) ||
+        !(flops_per_entry > narrow_flops_per_entry))
+      return narrow;
+    const double w = std::min(1.0, std::log(flops_per_entry / narrow_flops_per_entry) /
+                                       std::log(wide_flops_per_entry / narrow_flops_per_entry));
+    return narrow * std::pow(wide / narrow, w);
   }
   double inertia_seconds(const SymbolicAnalysis& s, double lower_entries) const {
     return inertia_call_s + s.n * inertia_s_per_row +

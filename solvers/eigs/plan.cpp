@@ -270,11 +270,11 @@ void measure(Pricing& p) {
   p.modelled = std::isfinite(plan.probe->relative_gap(sgn, p.k, p.m, std::nan("")));
   p.recheck_gap = plan.rel_gap;
   if (interpolate && !p.modelled) {
-    // On the host a gap of at least 1 (isolated values at the end) counts as 0.5: the filter's
-    // degree and single-vector Lanczos's applies are then a handful (bcsstk08, 6 largest: 122
-    // applies priced at the fallback, 32 run; 2-core CPU). (The CUDA plans keep the fallback
-    // there: not yet measured on the H200.)
-    const double g = plan.probe->interpolated_gap(sgn, p.k, p.m, p.f.backend == Backend::cpu ? 0.5 : std::nan(""));
+    // A gap of at least 1 (isolated values at the end) counts as 0.5: the filter's degree and
+    // single-vector Lanczos's applies are then a handful (bcsstk08, 6 largest: 122 applies priced
+    // at the fallback, 32 run; 2-core CPU; on the H200, 494_bus/662_bus/bcsstk20 largest, k = 1
+    // and 6: 9 outer iterations priced at the fallback, 2–3 run, 0.21–0.26 of the price).
+    const double g = plan.probe->interpolated_gap(sgn, p.k, p.m, 0.5);
     if (std::isfinite(g)) p.recheck_gap = g;
     // The solves too, since their steps are priced as timed (t_filter_step): the fallback's
     // 313 filter steps against 32–132 run (bcsstm19/20 and gen:rgg:40000, 32 largest; 78–91
@@ -291,6 +291,14 @@ void measure(Pricing& p) {
   // 9f85165, largest, k = 1: Chebyshev's re-check priced 2-10x its run, gen:jump3d:30:1e6 at
   // 0.34 s, so the certificate's 2.36 s was taken into the plan; the run re-checked in 5 ms).
   p.filter_recheck_gap = p.recheck_gap;
+  if (trace_enabled()) {
+    const SpectralProbe::EndModel em = plan.probe->end_model(sgn);
+    char b[260];
+    std::snprintf(b, sizeof b, "plan: relative gap %.3g (power law %s: l0 %.6g, p %.3g; interpolated %.3g) for k %lld, m %lld",
+                  plan.rel_gap, em.fit_ok ? "fitted" : "not fitted", em.l0, em.p,
+                  plan.probe->interpolated_gap(sgn, p.k, p.m), static_cast<long long>(p.k), static_cast<long long>(p.m));
+    trace_mark(b);
+  }
   if (p.k == 1 && !f.generalized) {
     const SpectralProbe& pr = *plan.probe;
     const double end = sgn > 0 ? pr.lower : -pr.upper, bound = sgn > 0 ? pr.lower_bound : -pr.upper_bound;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -49,7 +50,7 @@ TEST(RateCache, PlantedLinksAreNeitherFollowedNorRead) {
   const std::string victim = d.write("victim.txt", victim_text);
   const std::string dir = d / "cache";
   std::filesystem::create_directories(dir);
-  const std::string file = dir + "/engine-rates-v7.txt";
+  const std::string file = dir + "/engine-rates-v8.txt";
   const std::string old_tmp = file + ".tmp-" + std::to_string(::getpid());
   ASSERT_EQ(::symlink(victim.c_str(), file.c_str()), 0);
   ASSERT_EQ(::symlink(victim.c_str(), old_tmp.c_str()), 0);
@@ -67,13 +68,13 @@ TEST(RateCache, PlantedLinksAreNeitherFollowedNorRead) {
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"engine-rates-v7.txt", std::filesystem::path(old_tmp).filename().string()}));
+  EXPECT_EQ(names, (std::vector<std::string>{"engine-rates-v8.txt", std::filesystem::path(old_tmp).filename().string()}));
 }
 
 TEST(RateCache, KeepsTheOtherKeysLinesAndReplacesItsOwn) {
   TempDir d;
   const std::string dir = d / "cache";
-  const std::string file = dir + "/engine-rates-v7.txt";
+  const std::string file = dir + "/engine-rates-v8.txt";
   detail::write_rate_cache(dir, file, "a|cores=2", some_rates(1e-7));
   detail::write_rate_cache(dir, file, "b|cores=2", some_rates(2e-7));
   detail::write_rate_cache(dir, file, "a|cores=2", some_rates(3e-7));
@@ -105,6 +106,27 @@ TEST(RateFit, FactorCoefficientsAreFlooredAgainstNoise) {
   EXPECT_NEAR(a, 0.25 * t3 / 1e9, 1e-20);
   EXPECT_NEAR(b, (t2 - a * 1e7) / 1e6, 1e-18);
   EXPECT_GT(b, 0.0);
+}
+
+// Supernodal block solves: the 2D sample's pair at or below its front width, the 3D sample's at or
+// above its own, geometric in log(flops / entries) between; a single pair (no wide sample) is
+// used alone.
+TEST(RateFit, SupernodalSolvesInterpolateInFrontWidth) {
+  EngineRates r;
+  r.solve_s_per_entry = 1e-9, r.solve_s_per_entry_col = 1.4e-9;
+  r.wide_solve_s_per_entry = 0.9e-9, r.wide_solve_s_per_entry_col = 0.35e-9;
+  r.narrow_flops_per_entry = 90, r.wide_flops_per_entry = 450;
+  const double e = 1e6, narrow16 = e * (1e-9 + 16 * 1.4e-9), wide16 = e * (0.9e-9 + 16 * 0.35e-9);
+  ASSERT_GE(50 * e, kSimplicialBelowFlops);
+  EXPECT_NEAR(r.solve_seconds(e, 16, 50 * e, 1e4), narrow16, 1e-15);
+  EXPECT_NEAR(r.solve_seconds(e, 16, 90 * e, 1e4), narrow16, 1e-15);
+  EXPECT_NEAR(r.solve_seconds(e, 16, 450 * e, 1e4), wide16, 1e-15);
+  EXPECT_NEAR(r.solve_seconds(e, 16, 900 * e, 1e4), wide16, 1e-15);
+  const double mid = std::sqrt(90.0 * 450.0);  // halfway in the log: the geometric mean
+  EXPECT_NEAR(r.solve_seconds(e, 16, mid * e, 1e4), std::sqrt(narrow16 * wide16), 1e-12);
+  EXPECT_GT(r.solve_seconds(e, 16, 200 * e, 1e4), r.solve_seconds(e, 16, 300 * e, 1e4));
+  r.wide_solve_s_per_entry = r.wide_solve_s_per_entry_col = 0;
+  EXPECT_NEAR(r.solve_seconds(e, 16, 450 * e, 1e4), narrow16, 1e-15);
 }
 }  // namespace
 }  // namespace tcsolve::test

@@ -29,6 +29,10 @@ EngineRates fixed_rates() {
   r.factor_s_per_entry = 3e-8;
   r.solve_s_per_entry = 5e-9;
   r.solve_s_per_entry_col = 3e-10;
+  // One supernodal pair at every front width (RateFit.SupernodalSolvesInterpolateInFrontWidth
+  // tests the interpolation).
+  r.wide_solve_s_per_entry = r.solve_s_per_entry;
+  r.wide_solve_s_per_entry_col = r.solve_s_per_entry_col;
   // The simplicial rates as the defaults were before 2026-11-27 (the tests' expectations use
   // these, not whatever EngineRates' defaults are).
   r.simplicial_solve_s_per_entry = 1e-9;
@@ -405,7 +409,7 @@ TEST(Plan, IterativePlanTakesTheCertificateAsTheRunWould) {
 // 50, 55, …, 105): the probe's power law gives no gap there; on the host single-vector Lanczos
 // (ARPACK's method) is priced beside the filter, with block 1; on the GPU the filter stays the
 // choice (no single-vector candidate there).
-TEST(Plan, IsolatedLargestOnTheHostPricesSingleVectorLanczos) {
+TEST(Plan, IsolatedLargestPricesTheGapAsLargeAndOnTheHostSingleVectorLanczos) {
   const auto lap = laplacian(40, 40);
   std::vector<Triplet<double>> t;
   for (std::int64_t i = 0; i < lap.nrows; ++i)
@@ -438,7 +442,7 @@ TEST(Plan, IsolatedLargestOnTheHostPricesSingleVectorLanczos) {
     // The isolated values put λ_k far above λ_{m+1}: a gap past 1, read as 0.5 (not the 1e-3
     // fallback, which had priced the filter at 313 steps and single-vector Lanczos first: both
     // over-priced 2–5x on the shared matrices' largest ends, 2-core CPU sweep).
-    if (backend == Backend::cpu) EXPECT_DOUBLE_EQ(p.rel_gap, 0.5) << show(p);
+    EXPECT_DOUBLE_EQ(p.rel_gap, 0.5) << show(p);
     if (backend == Backend::cpu) {
       // single-vector Lanczos is priced beside the filter (with this test's fixed dense rate of
       // 1 ns a word, 5x the 2-core CPU's, the filter is the cheaper)
