@@ -293,6 +293,7 @@ struct ApplyModel {
   double t_col = 0.0;     // one more column (≈ 16·n bytes of X and Y)
   double t_outer = 0.0;   // fixed latency of one outer iteration (launches, small solves, fetch)
   double t_step = 0.0;    // fixed latency of one filter step beyond the apply (recurrence launch)
+  double t_recheck = 0.0; // fixed latency of a filter re-check (its call, a small Rayleigh–Ritz)
   // Column units (t_col) of one filter column-step: 3 for the apply and the recurrence's passes;
   // 1.5 where the step is fused on the GPU (cur gathered, next read and written: 24·n bytes
   // against the apply's 16·n; H200, lap3d:100 k = 16: ~10 µs a column-step against ~32 priced

@@ -49,9 +49,14 @@ ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, st
   // X and Y) is capped at 2 GB/s.
   if (backend == Backend::cpu) m.t_col = std::min(m.t_col, 16.0 * static_cast<double>(n) / 2e9 + 1e-7);
   m.t_a = std::max(0.0, t1 - m.t_col);
-  // Launch and small-matrix latencies (H200 runs: about 2 ms per Chebyshev outer iteration of
-  // syevd, Cholesky, fetch and launches; ~5 µs per extra launch).
-  m.t_outer = backend == Backend::cuda ? 2e-3 : 5e-4;
+  // Launch and small-matrix latencies: a Chebyshev outer iteration's syevd, Cholesky, fetch and
+  // launches, ~5 µs per extra launch. H200: 1.5 ms an outer iteration (the sweep of 2026-12-01,
+  // 180 Chebyshev rows: at 2 ms their solves ran at a median 0.70 of the price, 86 % within 2×;
+  // at 1.5 ms 0.87 and 90 %; 1 ms 1.14 and 82 %). A filter re-check (one filter call on two
+  // columns and a small Rayleigh–Ritz): 0.3–1.5 ms run on those rows where the outer latency
+  // had priced it at 2–10 ms (its fixed part fitted at 0.37 ms).
+  m.t_outer = backend == Backend::cuda ? 1.5e-3 : 5e-4;
+  m.t_recheck = backend == Backend::cuda ? 4e-4 : 5e-4;
   m.t_step = backend == Backend::cuda ? 5e-6 : 0.0;
   return m;
 }
@@ -208,7 +213,7 @@ double filter_recheck_degree_at(std::int64_t n, double rel_gap) {
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m) {
   const double d = filter_recheck_degree_at(n, rel_gap);  // on 2 columns
-  return d * (m.t_a + 2.0 * m.step_col * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_outer;
+  return d * (m.t_a + 2.0 * m.step_col * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_recheck;
 }
 
 double predict_dense_seconds(std::int64_t n, const EngineRates& r, bool all_pairs) {
@@ -245,7 +250,14 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
   const double lnz = sym.factor_entries;
   const ShiftInvertShape sh = shift_invert_shape(n, k, lnz, backend != Backend::cuda);
   const std::int64_t b = sh.block, basis = sh.basis;
-  const double solves = 2.0 * static_cast<double>(basis) / static_cast<double>(b) + 2.0;
+  // Two fills of the basis and the check's solves; on the GPU one fill where a single value is
+  // wanted: σ's nearest value, well apart from the next in the inverted spectrum, converges as
+  // the basis first fills (the H200 sweep of 2026-12-01, k = 1: 1.65 basis passes on average,
+  // 1 in 12 rows of 20, and 0.9–2.0 ms a solve phase priced at 9.3–9.6 ms from two fills and
+  // 3.3–3.7 passes' latencies; k = 6 and 32 ran 3.8 and 5.3 passes, priced at 4.2 and 5.0). On
+  // the host (single vectors, the CPU sweep's k = 1 rows at 0.6–1.5 of their price) two fills.
+  const double fills = backend == Backend::cuda && k == 1 ? 1.0 : 2.0;
+  const double solves = fills * static_cast<double>(basis) / static_cast<double>(b) + 2.0;
   double per_solve = r.solve_seconds(lnz, static_cast<double>(b), sym.flops, static_cast<double>(n));
   if (backend == Backend::cuda) per_solve += 16.0 * static_cast<double>(n * b) / 12e9;  // staged
   *setup_s = r.analyze_seconds(lower_entries) + r.factor_seconds(sym);
@@ -257,10 +269,11 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
     // the staged solve's round trip (a copy each way and a wait: ~0.1 ms a step on the H200,
     // 2026-11-30 sweep, where the outer iteration's 2 ms latency had been charged a step: k = 1
     // rows of 420–3600 rows priced at 30–100 ms, run in 3–22 ms); each pass of the basis ends in
-    // a Rayleigh–Ritz and a restart (an outer iteration's latency).
-    constexpr double kStagedSolveLatency = 1e-4;
+    // a Rayleigh–Ritz and a restart: 2 ms, kept apart from the filter's outer latency (the
+    // 2026-12-01 sweep's k = 6 rows ran 3–5 passes at ~3.5 ms each beyond their solves).
+    constexpr double kStagedSolveLatency = 1e-4, kPassLatency = 2e-3;
     const double dense = 4.0 * static_cast<double>(basis) * m.t_col + kStagedSolveLatency;
-    *solve_s = solves * (per_solve + dense) + passes * m.t_outer;
+    *solve_s = solves * (per_solve + dense) + passes * kPassLatency;
   } else {
     // Host (single vectors): a step's Gram–Schmidt against the basis as filled on average
     // (host_lanczos_step_words, at the probe's rate); each pass of the basis ends in a

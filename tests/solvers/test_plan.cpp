@@ -733,6 +733,26 @@ TEST(Plan, CostModelsMoveTheRightWay) {
 // factors), priced from the measured dense rate (the probe's t_word) and the form-specific solve
 // rates: it grows with the factor and with the dense work, and a simplicial factor's solves are
 // priced at the simplicial rates.
+// On the GPU a single wanted value is priced at one fill of the basis (block 2, basis 12: 6 block
+// steps and the check's 2 solves), two fills where more are wanted (k = 2: 14 solves), and the
+// host keeps two fills whatever k.
+TEST(Plan, GpuShiftInvertPricesOneFillForASingleValue) {
+  ApplyModel m = apply_model(3e-5, 3e-5 + 7 * 4e-6, 8, Backend::cuda, 3600);
+  const EngineRates r = fixed_rates();
+  const SymbolicAnalysis sym{3e4, 1e6, 0.002, "amd"};  // below 12 entries a row: not a big factor
+  double su = 0, s1 = 0, s2 = 0;
+  std::string d1, d2, h1;
+  predict_shift_invert_seconds(3600, 1, sym, 2e4, r, m, Backend::cuda, &su, &s1, &d1);
+  predict_shift_invert_seconds(3600, 2, sym, 2e4, r, m, Backend::cuda, &su, &s2, &d2);
+  EXPECT_NE(d1.find("; 8 block solves of 2"), std::string::npos) << d1;
+  EXPECT_NE(d2.find("; 14 block solves of 2"), std::string::npos) << d2;
+  EXPECT_LT(s1, 0.6 * s2);
+  ApplyModel hm = apply_model(3e-5, 3e-5 + 7 * 4e-6, 8, Backend::cpu, 3600);
+  hm.t_word = 3e-10;
+  predict_shift_invert_seconds(3600, 1, sym, 2e4, r, hm, Backend::cpu, &su, &s1, &h1);
+  EXPECT_NE(h1.find("; 14 block solves of 1"), std::string::npos) << h1;
+}
+
 TEST(Plan, HostShiftInvertShapeAndPrice) {
   const auto small_host = shift_invert_shape(3600, 10, 9e4, /*host=*/true);
   EXPECT_EQ(small_host.block, 1);
