@@ -50,13 +50,14 @@ ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, st
   if (backend == Backend::cpu) m.t_col = std::min(m.t_col, 16.0 * static_cast<double>(n) / 2e9 + 1e-7);
   m.t_a = std::max(0.0, t1 - m.t_col);
   // Launch and small-matrix latencies: a Chebyshev outer iteration's syevd, Cholesky, fetch and
-  // launches, ~5 µs per extra launch. H200: 1.5 ms an outer iteration (the sweep of 2026-12-01,
-  // 180 Chebyshev rows: at 2 ms their solves ran at a median 0.70 of the price, 86 % within 2×;
-  // at 1.5 ms 0.87 and 90 %; 1 ms 1.14 and 82 %). A filter re-check (one filter call on two
-  // columns and a small Rayleigh–Ritz): 0.3–1.5 ms run on those rows where the outer latency
-  // had priced it at 2–10 ms (its fixed part fitted at 0.37 ms).
-  m.t_outer = backend == Backend::cuda ? 1.5e-3 : 5e-4;
-  m.t_recheck = backend == Backend::cuda ? 4e-4 : 5e-4;
+  // launches (H200: about 2 ms), ~5 µs per extra launch. A filter re-check (one filter call on two
+  // columns and a small Rayleigh–Ritz) is charged the same latency. (H200 sweep of 2026-12-01,
+  // 180 Chebyshev rows: their solves alone ran at a median 0.70 of the price and their re-checks
+  // at 0.26 (0.3–1.5 ms), but the GPU set-up, 0.2–10 ms and not priced, makes up for it: priced
+  // at 1.5 ms and 0.4 ms the rows' totals fell from 94 % within 2× to 87 % on that machine, and
+  // to 69 % on a slower one.)
+  m.t_outer = backend == Backend::cuda ? 2e-3 : 5e-4;
+  m.t_recheck = m.t_outer;
   m.t_step = backend == Backend::cuda ? 5e-6 : 0.0;
   return m;
 }
