@@ -1,4 +1,4 @@
-// UMFPACK engine (factor/lu_factor.hpp): LU of Aᵀ, read from A's CSR arrays as a CSC matrix, and
+// UMFPACK engine (factor/lu_factor.hpp; small low-fill A go to KLU, factor/klu_factor.cpp): LU of Aᵀ, read from A's CSR arrays as a CSC matrix, and
 // solves of A·x = b through the transposed system, on a copy of the factors (lu_triangular.hpp).
 #include "factor/lu_factor.hpp"
 
@@ -217,8 +217,12 @@ std::unique_ptr<LuFactor> factor_lu(const Csr<double>& a, const FactorOptions& o
   auto c = csc_of_transpose(a);
   const std::string phase = "the LU factorization (UMFPACK) of A (n = " + std::to_string(a.nrows) + ")";
   detail::configure_engine_threads();
-  return run_interruptible(phase, run_inline_small(a.nrows, a.nnz()), [c, opt]() -> std::unique_ptr<LuFactor> {
+  const bool small = run_inline_small(a.nrows, a.nnz());
+  const bool klu = small && opt.engine != FactorEngine::umfpack;
+  return run_interruptible(phase, small, [&a, klu, c, opt]() -> std::unique_ptr<LuFactor> {
     detail::configure_engine_threads();
+    if (klu)
+      if (auto k = detail::try_factor_klu(a, kKluMaxFlops)) return k;
     return std::make_unique<UmfpackFactor>(c, opt);
   });
 }

@@ -54,16 +54,31 @@ class LuFactor {
   virtual double factor_seconds() const = 0;
   // "umfpack LU, 1.2 M entries, rcond 3.1e-08, analyze 0.010 s, factor 0.120 s"
   virtual std::string describe() const = 0;
+  // The engine as results name it: "umfpack LU" or "klu LU".
+  virtual const char* engine_name() const { return "umfpack LU"; }
   // X = A⁻¹·B (transpose: A⁻ᵀ·B) for a host block (n × s; X may not alias B). Const, but not
   // for two threads at once (shared workspace).
   virtual void solve(MvView<const double> b, MvView<double> x, bool transpose = false) const = 0;
 };
 
-// Factors A (square, host CSR, finite values). Throws InvalidArgument (shape), FactorTooLarge
+// Factors A (square, host CSR, finite values): by KLU where A is small (run_inline_small,
+// core/interrupt.hpp) and KLU's symbolic estimate of the flops at most kKluMaxFlops (low fill:
+// circuit-like matrices, 2–3× faster than UMFPACK there, factor/klu_factor.cpp), else by
+// UMFPACK; opt.engine == FactorEngine::umfpack asks for UMFPACK alone. Throws InvalidArgument
+// (shape), FactorTooLarge
 // (UMFPACK's peak estimate over opt.memory_limit_bytes, or 80 % of the available memory),
 // Error (UMFPACK out of memory or failing), NotCompiled without UMFPACK. A singular A is not an
 // error: the result says singular().
 std::unique_ptr<LuFactor> factor_lu(const Csr<double>& a, const FactorOptions& opt = {});
+
+// KLU's left-looking factorization runs without dense kernels: above ~2e7 flops (about 10 ms
+// here) UMFPACK's BLAS-3 fronts are the faster engine.
+inline constexpr double kKluMaxFlops = 2e7;
+namespace detail {
+// KLU's LU of A, or null where its symbolic estimate of the flops exceeds max_flops (or KLU
+// refuses the pattern): then UMFPACK. Throws Error on KLU's numeric failure.
+std::unique_ptr<LuFactor> try_factor_klu(const Csr<double>& a, double max_flops);
+}  // namespace detail
 
 // True when this build contains UMFPACK and SuiteSparseQR.
 bool built_with_lu_qr();

@@ -56,7 +56,7 @@ class ShiftedLu final : public SparseFactor {
     lu_ = factor_lu(whole_from_lower(*s_), opt_);
     if (lu_->singular()) {
       const double scale = std::max(std::abs(sigma_), 1e-8 * std::max(s_->max_abs, 1.0));
-      throw SingularShift(sigma_, sigma_ + 1e-6 * scale, "a zero pivot in UMFPACK's LU");
+      throw SingularShift(sigma_, sigma_ + 1e-6 * scale, std::string("a zero pivot in ") + lu_->engine_name());
     }
   }
   std::int64_t n() const override { return s_->n; }

@@ -294,9 +294,15 @@ void measure(Pricing& p) {
   if (trace_enabled()) {
     const SpectralProbe::EndModel em = plan.probe->end_model(sgn);
     char b[260];
-    std::snprintf(b, sizeof b, "plan: relative gap %.3g (power law %s: l0 %.6g, p %.3g; interpolated %.3g) for k %lld, m %lld",
+    const SpectralProbe& pr = *plan.probe;
+    const bool up = sgn < 0 && !pr.nodes.empty();
+    const double th0 = pr.nodes.empty() ? 0.0 : sgn * (up ? pr.nodes.back() : pr.nodes.front());
+    const double n0 = pr.nodes.empty() ? 0.0 : 0.5 * static_cast<double>(pr.n) * (up ? pr.weights.back() : pr.weights.front());
+    std::snprintf(b, sizeof b, "plan: relative gap %.3g (power law %s: l0 %.6g, p %.3g; interpolated %.3g) for k %lld, "
+                  "m %lld; first node %.6g counting %.3g, bound %.6g, far bound %.6g",
                   plan.rel_gap, em.fit_ok ? "fitted" : "not fitted", em.l0, em.p,
-                  plan.probe->interpolated_gap(sgn, p.k, p.m), static_cast<long long>(p.k), static_cast<long long>(p.m));
+                  pr.interpolated_gap(sgn, p.k, p.m), static_cast<long long>(p.k), static_cast<long long>(p.m), th0, n0,
+                  sgn > 0 ? pr.lower_bound : -pr.upper_bound, sgn > 0 ? pr.upper_bound : -pr.lower_bound);
     trace_mark(b);
   }
   if (p.k == 1 && !f.generalized) {

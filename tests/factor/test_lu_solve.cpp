@@ -1,4 +1,5 @@
-// factor/lu_triangular.hpp through factor_lu: the solves on UMFPACK's copied-out factors against
+// factor_lu's engines, UMFPACK (its copied-out factors, factor/lu_triangular.hpp) and KLU (small
+// A of low fill, factor/klu_factor.cpp), each asked for: the solves against
 // dense LU (Eigen) on unsymmetric matrices that need row pivoting (zero diagonal entries) and
 // row scaling (rows spanning 1e-3..1e3), at column counts that exercise every chunk width
 // (1, 2, 3, 7, 8, 13, 21), both systems (A and Aᵀ), leading dimensions above n, poisoned outputs.
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "factor/lu_factor.hpp"
+#include "factor/sparse_factor.hpp"
 #include "factor/lu_triangular.hpp"
 #include "tests/traps.hpp"
 
@@ -44,16 +46,25 @@ Eigen::MatrixXd dense_of(const Csr<double>& a) {
   return d;
 }
 
+FactorOptions engine(FactorEngine e) {
+  FactorOptions o;
+  o.engine = e;
+  return o;
+}
+
 TEST(LuSolve, EveryChunkWidthBothSystemsAgainstDenseLu) {
   if (!built_with_lu_qr()) GTEST_SKIP() << "built without UMFPACK";
+  for (const FactorEngine e : {FactorEngine::umfpack, FactorEngine::automatic})
   for (std::int64_t n : {1, 7, 517}) {
     const Csr<double> a = pivoting_matrix(n, 11 + n);
     const Eigen::MatrixXd d = dense_of(a);
     const Eigen::FullPivLU<Eigen::MatrixXd> ref(d);
     ASSERT_TRUE(ref.isInvertible()) << "n = " << n;
     const double cond = d.norm() * ref.inverse().norm();
-    const auto lu = factor_lu(a);
+    const auto lu = factor_lu(a, engine(e));
     ASSERT_FALSE(lu->singular());
+    // automatic: KLU at these sizes (low fill)
+    EXPECT_STREQ(lu->engine_name(), e == FactorEngine::umfpack ? "umfpack LU" : "klu LU") << lu->describe();
     for (std::int64_t s : {1, 2, 3, 7, 8, 13, 21}) {
       const std::int64_t ld = n + 3;
       std::vector<double> b(ld * s, std::numeric_limits<double>::quiet_NaN());  // padding poisoned
@@ -68,9 +79,10 @@ TEST(LuSolve, EveryChunkWidthBothSystemsAgainstDenseLu) {
           const Eigen::Map<const Eigen::VectorXd> bj(b.data() + j * ld, n), xj(x.data() + j * ld, n);
           const Eigen::VectorXd xr = dref.solve(Eigen::VectorXd(bj));
           const double err = (xj - xr).norm() / xr.norm();
-          EXPECT_LE(err, 1e-13 * cond) << "n " << n << " s " << s << " column " << j << " transpose " << transpose;
+          EXPECT_LE(err, 1e-13 * cond) << lu->engine_name() << " n " << n << " s " << s << " column " << j
+                                       << " transpose " << transpose;
           EXPECT_LE((op * xj - bj).norm(), 1e-13 * d.norm() * xj.norm() + 1e-14 * bj.norm())
-              << "n " << n << " s " << s << " column " << j << " transpose " << transpose;
+              << lu->engine_name() << " n " << n << " s " << s << " column " << j << " transpose " << transpose;
           // The padding below row n is left as it was.
           for (std::int64_t i = n; i < ld; ++i) EXPECT_TRUE(std::isnan(x[i + j * ld]));
         }
@@ -84,8 +96,9 @@ TEST(LuSolve, EveryChunkWidthBothSystemsAgainstDenseLu) {
 // operations in the same order per column).
 TEST(LuSolve, ColumnsOfAChunkAreIndependent) {
   if (!built_with_lu_qr()) GTEST_SKIP() << "built without UMFPACK";
+  for (const FactorEngine e : {FactorEngine::umfpack, FactorEngine::automatic}) {
   const std::int64_t n = 301, s = 13;
-  const auto lu = factor_lu(pivoting_matrix(n, 3));
+  const auto lu = factor_lu(pivoting_matrix(n, 3), engine(e));
   std::vector<double> b(n * s), x(n * s), one(n);
   for (std::int64_t j = 0; j < s; ++j)
     for (std::int64_t i = 0; i < n; ++i) b[i + j * n] = random_entry(7, i, j);
@@ -94,9 +107,33 @@ TEST(LuSolve, ColumnsOfAChunkAreIndependent) {
     for (std::int64_t j = 0; j < s; ++j) {
       lu->solve({b.data() + j * n, n, 1, n, Space::host}, {one.data(), n, 1, n, Space::host}, transpose);
       for (std::int64_t i = 0; i < n; ++i)
-        ASSERT_EQ(one[i], x[i + j * n]) << "row " << i << " column " << j << " transpose " << transpose;
+        ASSERT_EQ(one[i], x[i + j * n]) << lu->engine_name() << " row " << i << " column " << j << " transpose " << transpose;
     }
   }
+  }
+}
+
+// A small A that fills in (1000 rows, 20 random entries a row: nearly dense factors, far above
+// kKluMaxFlops) goes to UMFPACK even when automatic; its answer is checked all the same.
+TEST(LuSolve, SmallMatrixWithMuchFillGoesToUmfpack) {
+  if (!built_with_lu_qr()) GTEST_SKIP() << "built without UMFPACK";
+  const std::int64_t n = 1000;
+  std::vector<Triplet<double>> t;
+  for (std::int32_t i = 0; i < n; ++i) {
+    t.push_back({i, i, 30.0});
+    for (int e = 0; e < 19; ++e)
+      t.push_back({i, static_cast<std::int32_t>((0.5 + 0.5 * random_entry(21, i, e)) * (n - 1)), random_entry(22, i, e)});
+  }
+  const Csr<double> a = csr_from_triplets<double>(n, n, t, Symmetry::general);
+  ASSERT_LE(a.nnz(), 20000);
+  const auto lu = factor_lu(a);
+  EXPECT_STREQ(lu->engine_name(), "umfpack LU") << lu->describe();
+  std::vector<double> b(n), x(n);
+  for (std::int64_t i = 0; i < n; ++i) b[i] = random_entry(23, i, 0);
+  lu->solve({b.data(), n, 1, n, Space::host}, {x.data(), n, 1, n, Space::host});
+  const Eigen::MatrixXd d = dense_of(a);
+  const Eigen::Map<const Eigen::VectorXd> bv(b.data(), n), xv(x.data(), n);
+  EXPECT_LE((d * xv - bv).norm(), 1e-12 * d.norm() * xv.norm());
 }
 
 // A pivot whose reciprocal overflows (a subnormal U(k, k)): the solves divide instead, both
@@ -132,10 +169,13 @@ TEST(LuSolve, SingularMatrixRefusesToSolve) {
   // Rows 0 and 1 equal: a zero pivot.
   const Csr<double> a = csr_from_triplets<double>(
       3, 3, {{0, 0, 1.0}, {0, 1, 2.0}, {1, 0, 1.0}, {1, 1, 2.0}, {2, 2, 1.0}}, Symmetry::general);
-  const auto lu = factor_lu(a);
-  ASSERT_TRUE(lu->singular());
-  std::vector<double> b(3, 1.0), x(3);
-  EXPECT_THROW(lu->solve({b.data(), 3, 1, 3, Space::host}, {x.data(), 3, 1, 3, Space::host}), std::exception);
+  for (const FactorEngine e : {FactorEngine::umfpack, FactorEngine::automatic}) {
+    const auto lu = factor_lu(a, engine(e));
+    ASSERT_TRUE(lu->singular()) << lu->describe();
+    EXPECT_EQ(lu->rcond(), 0.0) << lu->describe();
+    std::vector<double> b(3, 1.0), x(3);
+    EXPECT_THROW(lu->solve({b.data(), 3, 1, 3, Space::host}, {x.data(), 3, 1, 3, Space::host}), std::exception);
+  }
 }
 
 }  // namespace

@@ -340,7 +340,7 @@ void expect_singular_with_pinv_answer(const Csr<double>& a, MatrixKind kind, con
 TEST(DirectTraps, ZeroRowIsSingularAndGetsTheMinimumNormAnswer) {
   SKIP_WITHOUT_DIRECT();
   expect_singular_with_pinv_answer(edit_rows(random_unsymmetric(60, 5), 7), MatrixKind::unsymmetric, "zero row",
-                                   "umfpack LU: UMFPACK's LU has a zero pivot");
+                                   "klu LU: KLU's LU has a zero pivot");
 }
 
 // Row 56 := row 38 + row 47 of a random 68 × 68 A. On a 2-core EPYC SPQR's rank test on the
@@ -367,7 +367,7 @@ TEST(DirectTraps, RowSumDependencyIsFoundOnOneSideOrTheOther) {
 TEST(DirectTraps, DuplicatedRowIsSingularAndGetsTheMinimumNormAnswer) {
   SKIP_WITHOUT_DIRECT();
   expect_singular_with_pinv_answer(edit_rows(random_unsymmetric(60, 6), -1, 3, 9), MatrixKind::unsymmetric,
-                                   "duplicated row", "umfpack LU");
+                                   "duplicated row", "klu LU");
 }
 
 // The graph Laplacian of a path (Neumann: the constants span the null space), kind "spd?" as
@@ -404,13 +404,19 @@ TEST(DirectTraps, IndefiniteWithSingularLeadingBlockNeedsTwoByTwoPivots) {
   ASSERT_EQ(kind_of(a), MatrixKind::symmetric_indefinite);
   const Eigen::SparseMatrix<double> sp = sparse_of(a);
   const Eigen::MatrixXd b = random_dense(n, kRhs, 31);
-  const SolveResult r = direct_solve(a, MatrixKind::symmetric_indefinite, b.data(), n, kRhs);
-  ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
-  EXPECT_EQ(r.method, "mumps LDLᵀ");
-  const Eigen::MatrixXd x = solutions_of(r, n, kRhs);
-  expect_square_converged(r, dense_checks(sp, b, x), "saddle point");
-  const Eigen::MatrixXd ref = Eigen::MatrixXd(sp).partialPivLu().solve(b);
-  EXPECT_LE((x - ref).norm() / ref.norm(), 1e-10);
+  // MUMPS's LDLᵀ asked for (its 2×2 pivots), and the automatic engine of a small indefinite A
+  // (KLU's LU with partial pivoting).
+  for (const DirectEngine e : {DirectEngine::mumps_ldlt, DirectEngine::automatic}) {
+    DirectOptions o;
+    o.engine = e;
+    const SolveResult r = direct_solve(a, MatrixKind::symmetric_indefinite, b.data(), n, kRhs, o);
+    ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+    EXPECT_EQ(r.method, e == DirectEngine::mumps_ldlt ? "mumps LDLᵀ" : "klu LU");
+    const Eigen::MatrixXd x = solutions_of(r, n, kRhs);
+    expect_square_converged(r, dense_checks(sp, b, x), "saddle point");
+    const Eigen::MatrixXd ref = Eigen::MatrixXd(sp).partialPivLu().solve(b);
+    EXPECT_LE((x - ref).norm() / ref.norm(), 1e-10);
+  }
 }
 
 // S·L·S with L the 1D Laplacian (κ 1.7e4) and S graded over 3.7 decades: κ ≈ 1e10, SPD.
