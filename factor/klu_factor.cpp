@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/format.hpp"
 #include "factor/lu_factor.hpp"
 
 namespace tcsolve {
@@ -29,12 +28,13 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-class KluFactor final : public LuFactor {
+class KluFactor final : public detail::LuFactorFigures {
  public:
   // Takes the analysis made by try_factor_klu (and its Common, whose settings stay).
   KluFactor(std::int64_t n, std::vector<SuiteSparse_long>& p, std::vector<SuiteSparse_long>& i,
             std::vector<double>& x, klu_l_symbolic* sym, const klu_l_common& c, double analyze_s)
-      : n_(n), sym_(sym), c_(c), analyze_s_(analyze_s) {
+      : LuFactorFigures(n), sym_(sym), c_(c) {
+    analyze_s_ = analyze_s;
     const double t0 = now();
     num_ = klu_l_factor(p.data(), i.data(), x.data(), sym_, &c_);
     factor_s_ = now() - t0;
@@ -58,19 +58,7 @@ class KluFactor final : public LuFactor {
   KluFactor(const KluFactor&) = delete;
   KluFactor& operator=(const KluFactor&) = delete;
 
-  std::int64_t n() const override { return n_; }
-  bool singular() const override { return singular_; }
-  double rcond() const override { return rcond_; }
-  double factor_entries() const override { return entries_; }
-  double factor_flops() const override { return flops_; }
-  double factor_bytes() const override { return bytes_; }
-  double analyze_seconds() const override { return analyze_s_; }
-  double factor_seconds() const override { return factor_s_; }
   const char* engine_name() const override { return "klu LU"; }
-  std::string describe() const override {
-    return format("klu LU, %.0f entries, rcond %.2g%s, analyze %.3f s, factor %.3f s", entries_, rcond_,
-                  singular_ ? " (zero pivot)" : "", analyze_s_, factor_s_);
-  }
 
   // X = A⁻¹·B: B copied into X, solved there in place (KLU's solves take one leading dimension).
   void solve(MvView<const double> b, MvView<double> x, bool transpose) const override {
@@ -90,12 +78,9 @@ class KluFactor final : public LuFactor {
     if (num_) klu_l_free_numeric(&num_, &c_);
     if (sym_) klu_l_free_symbolic(&sym_, &c_);
   }
-  std::int64_t n_;
   klu_l_symbolic* sym_ = nullptr;
   klu_l_numeric* num_ = nullptr;
   mutable klu_l_common c_;  // the solves write their status in it (not for two threads at once)
-  bool singular_ = false;
-  double rcond_ = 0, entries_ = 0, flops_ = 0, bytes_ = 0, analyze_s_ = 0, factor_s_ = 0;
 };
 
 }  // namespace

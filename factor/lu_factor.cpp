@@ -126,9 +126,10 @@ detail::LuFactors extract_factors(void* numeric, std::int64_t n) {
 
 std::string count_str(double e) { return e >= 1e6 ? format("%.1f M", e / 1e6) : format("%.0f", e); }
 
-class UmfpackFactor final : public LuFactor {
+class UmfpackFactor final : public detail::LuFactorFigures {
  public:
-  UmfpackFactor(std::shared_ptr<const Csc64> c, const FactorOptions& opt) : c_(std::move(c)), n_(c_->n) {
+  UmfpackFactor(std::shared_ptr<const Csc64> c, const FactorOptions& opt)
+      : LuFactorFigures(c->n), c_(std::move(c)) {
     double t0 = now();
     Symbolic sym(*c_);
     analyze_s_ = now() - t0;
@@ -164,19 +165,6 @@ class UmfpackFactor final : public LuFactor {
   UmfpackFactor(const UmfpackFactor&) = delete;
   UmfpackFactor& operator=(const UmfpackFactor&) = delete;
 
-  std::int64_t n() const override { return n_; }
-  bool singular() const override { return singular_; }
-  double rcond() const override { return rcond_; }
-  double factor_entries() const override { return entries_; }
-  double factor_flops() const override { return flops_; }
-  double factor_bytes() const override { return bytes_; }
-  double analyze_seconds() const override { return analyze_s_; }
-  double factor_seconds() const override { return factor_s_; }
-  std::string describe() const override {
-    return format("umfpack LU, %s entries, rcond %.2g%s, analyze %.3f s, factor %.3f s", count_str(entries_).c_str(),
-                  rcond_, singular_ ? " (zero pivot)" : "", analyze_s_, factor_s_);
-  }
-
   // The factored matrix is Aᵀ: A·x = b is its transposed system.
   void solve(MvView<const double> b, MvView<double> x, bool transpose) const override {
     TCSOLVE_REQUIRE(b.space == Space::host && x.space == Space::host, "umfpack solve: host blocks");
@@ -187,17 +175,19 @@ class UmfpackFactor final : public LuFactor {
 
  private:
   std::shared_ptr<const Csc64> c_;  // until the factors are copied out
-  std::int64_t n_;
   void* numeric_ = nullptr;
   double control_[UMFPACK_CONTROL];
   double info_[UMFPACK_INFO];
-  bool singular_ = false;
-  double rcond_ = 0, entries_ = 0, flops_ = 0, bytes_ = 0, analyze_s_ = 0, factor_s_ = 0;
   detail::LuFactors f_;
   mutable std::vector<double> w_;  // n × kLuChunk, the solves' chunk
 };
 
 }  // namespace
+
+std::string detail::LuFactorFigures::describe() const {
+  return format("%s, %s entries, rcond %.2g%s, analyze %.3f s, factor %.3f s", engine_name(), count_str(entries_).c_str(),
+                rcond_, singular_ ? " (zero pivot)" : "", analyze_s_, factor_s_);
+}
 
 LuAnalysis analyze_lu(const Csr<double>& a) {
   auto c = csc_of_transpose(a);

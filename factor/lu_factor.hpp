@@ -71,6 +71,30 @@ class LuFactor {
 // error: the result says singular().
 std::unique_ptr<LuFactor> factor_lu(const Csr<double>& a, const FactorOptions& opt = {});
 
+namespace detail {
+// The figures both engines report (UMFPACK's LuFactor, factor/lu_factor.cpp; KLU's,
+// factor/klu_factor.cpp), set by their constructors.
+class LuFactorFigures : public LuFactor {
+ public:
+  std::int64_t n() const final { return n_; }
+  bool singular() const final { return singular_; }
+  double rcond() const final { return rcond_; }
+  double factor_entries() const final { return entries_; }
+  double factor_flops() const final { return flops_; }
+  double factor_bytes() const final { return bytes_; }
+  double analyze_seconds() const final { return analyze_s_; }
+  double factor_seconds() const final { return factor_s_; }
+  // "<engine>, <entries> entries, rcond <r>[ (zero pivot)], analyze <s> s, factor <s> s"
+  std::string describe() const final;
+
+ protected:
+  explicit LuFactorFigures(std::int64_t n) : n_(n) {}
+  std::int64_t n_;
+  bool singular_ = false;
+  double rcond_ = 0, entries_ = 0, flops_ = 0, bytes_ = 0, analyze_s_ = 0, factor_s_ = 0;
+};
+}  // namespace detail
+
 // KLU's left-looking factorization runs without dense kernels: above ~2e7 flops (about 10 ms
 // here) UMFPACK's BLAS-3 fronts are the faster engine.
 inline constexpr double kKluMaxFlops = 2e7;
