@@ -291,20 +291,7 @@ void measure(Pricing& p) {
   // 9f85165, largest, k = 1: Chebyshev's re-check priced 2-10x its run, gen:jump3d:30:1e6 at
   // 0.34 s, so the certificate's 2.36 s was taken into the plan; the run re-checked in 5 ms).
   p.filter_recheck_gap = p.recheck_gap;
-  if (trace_enabled()) {
-    const SpectralProbe::EndModel em = plan.probe->end_model(sgn);
-    char b[260];
-    const SpectralProbe& pr = *plan.probe;
-    const bool up = sgn < 0 && !pr.nodes.empty();
-    const double th0 = pr.nodes.empty() ? 0.0 : sgn * (up ? pr.nodes.back() : pr.nodes.front());
-    const double n0 = pr.nodes.empty() ? 0.0 : 0.5 * static_cast<double>(pr.n) * (up ? pr.weights.back() : pr.weights.front());
-    std::snprintf(b, sizeof b, "plan: relative gap %.3g (power law %s: l0 %.6g, p %.3g; interpolated %.3g) for k %lld, "
-                  "m %lld; first node %.6g counting %.3g, bound %.6g, far bound %.6g",
-                  plan.rel_gap, em.fit_ok ? "fitted" : "not fitted", em.l0, em.p,
-                  pr.interpolated_gap(sgn, p.k, p.m), static_cast<long long>(p.k), static_cast<long long>(p.m), th0, n0,
-                  sgn > 0 ? pr.lower_bound : -pr.upper_bound, sgn > 0 ? pr.upper_bound : -pr.lower_bound);
-    trace_mark(b);
-  }
+  if (trace_enabled()) trace_gap_sources(*plan.probe, sgn, p.k, p.m, plan.rel_gap);
   if (p.k == 1 && !f.generalized) {
     const SpectralProbe& pr = *plan.probe;
     const double end = sgn > 0 ? pr.lower : -pr.upper, bound = sgn > 0 ? pr.lower_bound : -pr.upper_bound;

@@ -338,6 +338,9 @@ double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t 
                                  double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
 // The filter re-check's degree at a relative gap (recheck.cpp's formula, 2 columns); past
 // kFilterRecheckMaxDegree (recheck.hpp) the run does the deflated re-check instead, about a solve.
+// A trace line (TCSOLVE_TRACE) with the gap's sources at the wanted end (Â = sgn·A): the power
+// law's fit, the interpolated counting function, the probe's first node and its count, the bounds.
+void trace_gap_sources(const SpectralProbe& probe, double sgn, std::int64_t k, std::int64_t m, double rel_gap);
 double filter_recheck_degree_at(std::int64_t n, double rel_gap);
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m);

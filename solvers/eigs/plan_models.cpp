@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/trace.hpp"
 #include "solvers/chebyshev.hpp"
 #include "solvers/eigensolvers.hpp"
 #include "solvers/eigs/pairs.hpp"
@@ -202,6 +203,20 @@ double predict_lanczos1_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k
     *detail = b;
   }
   return t;
+}
+
+void trace_gap_sources(const SpectralProbe& pr, double sgn, std::int64_t k, std::int64_t m, double rel_gap) {
+  const SpectralProbe::EndModel em = pr.end_model(sgn);
+  const bool up = sgn < 0 && !pr.nodes.empty();
+  const double th0 = pr.nodes.empty() ? 0.0 : sgn * (up ? pr.nodes.back() : pr.nodes.front());
+  const double n0 = pr.nodes.empty() ? 0.0 : 0.5 * static_cast<double>(pr.n) * (up ? pr.weights.back() : pr.weights.front());
+  char b[260];
+  std::snprintf(b, sizeof b, "plan: relative gap %.3g (power law %s: l0 %.6g, p %.3g; interpolated %.3g) for k %lld, "
+                "m %lld; first node %.6g counting %.3g, bound %.6g, far bound %.6g",
+                rel_gap, em.fit_ok ? "fitted" : "not fitted", em.l0, em.p, pr.interpolated_gap(sgn, k, m),
+                static_cast<long long>(k), static_cast<long long>(m), th0, n0,
+                sgn > 0 ? pr.lower_bound : -pr.upper_bound, sgn > 0 ? pr.upper_bound : -pr.lower_bound);
+  trace_mark(b);
 }
 
 double filter_recheck_degree_at(std::int64_t n, double rel_gap) {
