@@ -2,7 +2,8 @@
 direct solves of solvers/direct/ (on the host; CuPy input is copied there and the answer back).
 
   square A        symmetric positive diagonal: CHOLMOD LLᵀ; symmetric indefinite: MUMPS LDLᵀ;
-                  unsymmetric: UMFPACK LU. A singular one (to working precision) gets the
+                  unsymmetric: UMFPACK LU; small ones of low fill (≤ 2000 rows, ≤ 20000
+                  entries), indefinite or unsymmetric: KLU's LU. A singular one (to working precision) gets the
                   least-squares answer of SuiteSparseQR's rank-revealing QR.
   rectangular A   SuiteSparseQR: the least-squares solution (m > n), the minimum-norm one (m < n).
 
