@@ -97,7 +97,7 @@ if has python || has pybench || has pymod; then
   c++ -O2 -std=c++17 -shared -fPIC -fvisibility=hidden $($PY -m pybind11 --includes) -I. \
     -DTCSOLVE_VERSION=\"0.1.0\" python/src/*.cpp -o "$PKG/_tcsolve$EXT" \
     -Wl,--start-group "$D"/lib/libtcsolve_*.a -Wl,--end-group \
-    /tmp/deps/libcholmod.so.3 $(ls /tmp/deps/libumfpack.so.? /tmp/deps/libspqr.so.? /tmp/deps/libsuitesparseconfig.so.? 2>/dev/null) /tmp/deps/libdmumps_seq-5.5.so /tmp/deps/libmumps_common_seq-5.5.so /tmp/deps/libopenblas.so.0 $(ls /lib/x86_64-linux-gnu/libhdf5_serial.so.* /usr/lib/x86_64-linux-gnu/libhdf5_serial.so.* 2>/dev/null | head -1) -Wl,-rpath,/tmp/deps \
+    /tmp/deps/libcholmod.so.3 $(ls /tmp/deps/libumfpack.so.? /tmp/deps/libklu.so.? /tmp/deps/libbtf.so.? /tmp/deps/libspqr.so.? /tmp/deps/libsuitesparseconfig.so.? 2>/dev/null) /tmp/deps/libdmumps_seq-5.5.so /tmp/deps/libmumps_common_seq-5.5.so /tmp/deps/libopenblas.so.0 $(ls /lib/x86_64-linux-gnu/libhdf5_serial.so.* /usr/lib/x86_64-linux-gnu/libhdf5_serial.so.* 2>/dev/null | head -1) -Wl,-rpath,/tmp/deps \
     -L"$CUDA/lib64" -Wl,-rpath,"$CUDA/lib64" -lcusolver -lcublas -lcusparse -lcudart -ldl -lpthread > "$OUT/py_compile.log" 2>&1
   echo "compile rc=$?"; tail -5 "$OUT/py_compile.log"
   export PYTHONPATH=/tmp/s4/pkg PYTHONDONTWRITEBYTECODE=1
