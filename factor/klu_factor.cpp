@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -95,6 +96,12 @@ std::unique_ptr<LuFactor> try_factor_klu(const Csr<double>& a, double max_flops)
   klu_l_common c;
   klu_l_defaults(&c);
   c.tol = 0.1;               // threshold partial pivoting, as UMFPACK's unsymmetric default
+  // TCSOLVE_KLU_PIVOT_TOL: another threshold (tests: a tiny one forces KLU's diagonal pivots,
+  // whose growth the direct solve must catch and give to UMFPACK).
+  if (const char* t = std::getenv("TCSOLVE_KLU_PIVOT_TOL"); t && *t) {
+    const double v = std::strtod(t, nullptr);
+    if (v > 0 && v <= 1) c.tol = v;
+  }
   c.halt_if_singular = 0;    // a zero pivot is reported (singular()), not a failure
   const double t0 = now();
   klu_l_symbolic* sym = klu_l_analyze(n, p.data(), i.data(), &c);

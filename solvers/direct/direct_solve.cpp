@@ -156,8 +156,9 @@ class DirectSolve {
 
   // Step: the factorization. False (with what was seen in *why) when the engine finds A singular
   // to working precision; FactorTooLarge and the engines' failures propagate.
-  bool factor(DirectEngine e, SquareFactor& f, std::string* why) {
-    const FactorOptions base = factor_options();
+  bool factor(DirectEngine e, SquareFactor& f, std::string* why, bool umfpack_only = false) {
+    FactorOptions base = factor_options();
+    if (umfpack_only) base.engine = FactorEngine::umfpack;
     if (e == DirectEngine::umfpack) {
       std::shared_ptr<LuFactor> lu = factor_lu(a_, base);
       f.method = lu->engine_name();
@@ -236,26 +237,61 @@ class DirectSolve {
     }
   }
 
+  // Step: factor, condition, solve, refine, verdict. Where KLU's factors (small A of low fill,
+  // factor/klu_factor.cpp) give a singular verdict (a zero pivot or the condition estimate) or an
+  // answer that misses the tolerance, UMFPACK factors A again before either is believed: KLU's
+  // threshold pivoting prefers the diagonal, and its growth must not decide what UMFPACK would
+  // have solved (DirectTraps.KluGrowthGivesWayToUmfpack: forced diagonal pivots overflowed into a
+  // "zero pivot" on a well-conditioned A).
   void square(DirectEngine e) {
-    SquareFactor f;
-    std::string why;
-    if (!factor(e, f, &why)) return least_squares(f.method + ": " + why);
-    const double rcond = condition(f);
-    if (!(rcond >= opt_.singular_rcond))
-      return least_squares("the reciprocal condition estimate 1/(‖A‖₁·‖A⁻¹‖₁) is " + sci(rcond) + " (" + f.method +
-                           ", below " + sci(opt_.singular_rcond) + ")");
-    r_.method = f.method;
-    solve(f);
-    refine(f);
-    const std::int64_t bad = first_failing(r_.backward_errors, opt_.backward_tol);
-    if (bad < 0) {
-      r_.status = SolverStatus::converged;
+    std::string klu_gave_way;
+    for (const bool umfpack_only : {false, true}) {
+      SquareFactor f;
+      std::string why;
+      const bool factored = factor(e, f, &why, umfpack_only);
+      const bool klu = f.method == "klu LU";
+      if (!factored) {
+        // (KLU's "zero pivot" can be growth that overflowed: UMFPACK decides.)
+        if (klu) {
+          klu_gave_way = "klu LU: " + why;
+          continue;
+        }
+        return least_squares(f.method + ": " + why + retried(klu_gave_way));
+      }
+      const double rcond = condition(f);
+      if (!(rcond >= opt_.singular_rcond)) {
+        if (klu) {
+          klu_gave_way = "klu LU's reciprocal condition estimate " + sci(rcond) + " was below " + sci(opt_.singular_rcond);
+          continue;
+        }
+        return least_squares("the reciprocal condition estimate 1/(‖A‖₁·‖A⁻¹‖₁) is " + sci(rcond) + " (" + f.method +
+                             ", below " + sci(opt_.singular_rcond) + ")" + retried(klu_gave_way));
+      }
+      r_.method = f.method;
+      r_.refinements = 0;
+      solve(f);
+      refine(f);
+      const std::int64_t bad = first_failing(r_.backward_errors, opt_.backward_tol);
+      if (bad < 0) {
+        r_.status = SolverStatus::converged;
+        if (!klu_gave_way.empty()) r_.reason = "UMFPACK's LU, since " + klu_gave_way;
+        return;
+      }
+      const std::string missed = "backward error " + sci(r_.backward_errors[bad]) + " of column " +
+                                 std::to_string(bad + 1) + " is above the tolerance " + sci(opt_.backward_tol) +
+                                 " after " + std::to_string(r_.refinements) + " refinement step(s) (" + f.method +
+                                 ", reciprocal condition estimate " + sci(rcond) + ")";
+      if (klu) {
+        klu_gave_way = "klu LU's " + missed;
+        continue;
+      }
+      r_.status = SolverStatus::not_converged;
+      r_.reason = missed + retried(klu_gave_way);
       return;
     }
-    r_.status = SolverStatus::not_converged;
-    r_.reason = "backward error " + sci(r_.backward_errors[bad]) + " of column " + std::to_string(bad + 1) +
-                " is above the tolerance " + sci(opt_.backward_tol) + " after " + std::to_string(r_.refinements) +
-                " refinement step(s) (" + f.method + ", reciprocal condition estimate " + sci(rcond) + ")";
+  }
+  static std::string retried(const std::string& klu_gave_way) {
+    return klu_gave_way.empty() ? std::string() : "; UMFPACK's LU was tried since " + klu_gave_way;
   }
 
   // Step: SuiteSparseQR's minimum-norm least-squares answer; singular_why non-empty: the square A

@@ -337,10 +337,41 @@ void expect_singular_with_pinv_answer(const Csr<double>& a, MatrixKind kind, con
   EXPECT_LE((x - ref).norm() / ref.norm(), 1e-10) << what;
 }
 
+// A cyclic permutation with diagonal entries of 1e-14 (and a few 0.1 entries): well conditioned,
+// but a pivot taken on the diagonal grows by 1e14 a step. KLU at its threshold 0.1 pivots on the
+// ones; forced to take the diagonal (TCSOLVE_KLU_PIVOT_TOL), its factors are useless, and the
+// direct solve must give A to UMFPACK rather than call it singular or fail.
+TEST(DirectTraps, KluGrowthGivesWayToUmfpack) {
+  SKIP_WITHOUT_DIRECT();
+  const int n = 60;
+  std::vector<Triplet<double>> t;
+  for (int i = 0; i < n; ++i) {
+    t.push_back({i, i, 1e-14});
+    t.push_back({i, (i + 1) % n, 1.0});
+    if (i % 7 == 0) t.push_back({i, (i + 17) % n, 0.1});
+  }
+  const Csr<double> a = csr_from_triplets<double>(n, n, std::move(t));
+  const Eigen::SparseMatrix<double> sp = sparse_of(a);
+  const Eigen::MatrixXd b = random_dense(n, kRhs, 41);
+  {
+    const SolveResult r = direct_solve(a, MatrixKind::unsymmetric, b.data(), n, kRhs);
+    ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+    EXPECT_EQ(r.method, "klu LU");
+    expect_square_converged(r, dense_checks(sp, b, solutions_of(r, n, kRhs)), "cyclic, KLU");
+  }
+  ::setenv("TCSOLVE_KLU_PIVOT_TOL", "1e-300", 1);
+  const SolveResult r = direct_solve(a, MatrixKind::unsymmetric, b.data(), n, kRhs);
+  ::unsetenv("TCSOLVE_KLU_PIVOT_TOL");
+  ASSERT_EQ(r.status, SolverStatus::converged) << r.reason;
+  EXPECT_EQ(r.method, "umfpack LU") << r.reason;
+  EXPECT_NE(r.reason.find("since klu LU"), std::string::npos) << r.reason;
+  expect_square_converged(r, dense_checks(sp, b, solutions_of(r, n, kRhs)), "cyclic, UMFPACK after KLU");
+}
+
 TEST(DirectTraps, ZeroRowIsSingularAndGetsTheMinimumNormAnswer) {
   SKIP_WITHOUT_DIRECT();
   expect_singular_with_pinv_answer(edit_rows(random_unsymmetric(60, 5), 7), MatrixKind::unsymmetric, "zero row",
-                                   "klu LU: KLU's LU has a zero pivot");
+                                   "umfpack LU: UMFPACK's LU has a zero pivot; UMFPACK's LU was tried since klu LU: KLU's LU has a zero pivot");
 }
 
 // Row 56 := row 38 + row 47 of a random 68 × 68 A. On a 2-core EPYC SPQR's rank test on the
@@ -367,7 +398,7 @@ TEST(DirectTraps, RowSumDependencyIsFoundOnOneSideOrTheOther) {
 TEST(DirectTraps, DuplicatedRowIsSingularAndGetsTheMinimumNormAnswer) {
   SKIP_WITHOUT_DIRECT();
   expect_singular_with_pinv_answer(edit_rows(random_unsymmetric(60, 6), -1, 3, 9), MatrixKind::unsymmetric,
-                                   "duplicated row", "klu LU");
+                                   "duplicated row", "since klu LU");
 }
 
 // The graph Laplacian of a path (Neumann: the constants span the null space), kind "spd?" as
