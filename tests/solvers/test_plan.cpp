@@ -187,6 +187,26 @@ TEST(Plan, IsolatedEndPricesTheRecheckAtTheInterpolatedGap) {
   EXPECT_LT(p.chosen.verify_s, predict_filter_recheck_seconds(n, 10, 1e-3, *p.applies));
 }
 
+// A random geometric graph's Laplacian, 6 largest: a few isolated high-degree eigenvalues, then a
+// crowd. The power law fitted on the probe's first nodes extrapolates a gap of 0.64; the counting
+// function, which reaches λ_17 among its nodes, reads 0.062; the true (λ_6 − λ_17)/(λ_17 − λ_min)
+// is 0.0575 (`tcsolve eigs --k 20`, 2026-12-01). The filter ran 86 steps where 11 had been priced
+// from the power law: its reading must replace the extrapolation.
+TEST(Plan, CountingFunctionReplacesAFarLargerExtrapolatedGap) {
+  Inputs in;
+  in.a = read_matrix("gen:rgg:40000:2", {});
+  const PlanProbes pr = probes_of(in);
+  const std::int64_t m = chebyshev_block(in.a.nrows, 6, -1);
+  const EigsPlan p = plan_eigs(facts_of(in, Backend::cpu, false), opts(6, Which::largest), pr);
+  ASSERT_TRUE(p.probe);
+  const double power = p.probe->relative_gap(-1.0, 6, m, std::nan("")), ig = p.probe->interpolated_gap(-1.0, 6, m);
+  ASSERT_TRUE(std::isfinite(power) && std::isfinite(ig)) << power << " " << ig;
+  EXPECT_GT(power, 3.0 * ig);  // the trap
+  EXPECT_DOUBLE_EQ(p.rel_gap, ig) << show(p);
+  EXPECT_GT(p.rel_gap, 0.0575 / 2) << show(p);
+  EXPECT_LT(p.rel_gap, 0.0575 * 2) << show(p);
+}
+
 // GPU-like applies of a 1M-row 3D Laplacian (lap3d:100 on the H200: ~0.1 ms at 8 columns),
 // here on lap3d:30 scaled to those times: the filter must win over shift-invert.
 TEST(Plan, ThreeDLaplacianOnTheGpuPicksTheFilter) {
