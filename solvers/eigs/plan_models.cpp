@@ -210,12 +210,16 @@ void trace_gap_sources(const SpectralProbe& pr, double sgn, std::int64_t k, std:
   const bool up = sgn < 0 && !pr.nodes.empty();
   const double th0 = pr.nodes.empty() ? 0.0 : sgn * (up ? pr.nodes.back() : pr.nodes.front());
   const double n0 = pr.nodes.empty() ? 0.0 : 0.5 * static_cast<double>(pr.n) * (up ? pr.weights.back() : pr.weights.front());
-  char b[260];
-  std::snprintf(b, sizeof b, "plan: relative gap %.3g (power law %s: l0 %.6g, p %.3g; interpolated %.3g) for k %lld, "
-                "m %lld; first node %.6g counting %.3g, bound %.6g, far bound %.6g",
-                rel_gap, em.fit_ok ? "fitted" : "not fitted", em.l0, em.p, pr.interpolated_gap(sgn, k, m),
-                static_cast<long long>(k), static_cast<long long>(m), th0, n0,
-                sgn > 0 ? pr.lower_bound : -pr.upper_bound, sgn > 0 ? pr.upper_bound : -pr.lower_bound);
+  // the power law's λ_k, λ_{k+1}, λ_{2k+2} in Â (shift-invert's ratios), NaN without a fit
+  const auto ev = [&](std::int64_t j) { return em.fit_ok ? em.eigenvalue(static_cast<double>(j)) : std::nan(""); };
+  char b[360];
+  std::snprintf(b, sizeof b, "plan: relative gap %.3g (power law %s: l0 %.6g, p %.3g, gap %.3g, lambda_k %.6g, "
+                "lambda_k+1 %.6g, lambda_2k+2 %.6g; interpolated %.3g) for k %lld, m %lld; first node %.6g counting "
+                "%.3g, bound %.6g, far bound %.6g",
+                rel_gap, em.fit_ok ? "fitted" : "not fitted", em.l0, em.p, pr.relative_gap(sgn, k, m, std::nan("")),
+                ev(k), ev(k + 1), ev(2 * k + 2), pr.interpolated_gap(sgn, k, m), static_cast<long long>(k),
+                static_cast<long long>(m), th0, n0, sgn > 0 ? pr.lower_bound : -pr.upper_bound,
+                sgn > 0 ? pr.upper_bound : -pr.lower_bound);
   trace_mark(b);
 }
 
