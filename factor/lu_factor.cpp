@@ -204,15 +204,21 @@ LuAnalysis analyze_lu(const Csr<double>& a) {
 }
 
 std::unique_ptr<LuFactor> factor_lu(const Csr<double>& a, const FactorOptions& opt) {
-  auto c = csc_of_transpose(a);
   const std::string phase = "the LU factorization (UMFPACK) of A (n = " + std::to_string(a.nrows) + ")";
   detail::configure_engine_threads();
   const bool small = run_inline_small(a.nrows, a.nnz());
-  const bool klu = small && opt.engine != FactorEngine::umfpack;
-  return run_interruptible(phase, small, [&a, klu, c, opt]() -> std::unique_ptr<LuFactor> {
-    detail::configure_engine_threads();
-    if (klu)
+  if (small && opt.engine != FactorEngine::umfpack) {
+    // KLU makes its own copy of A's arrays; UMFPACK's only where KLU declines (inline: `a` lives
+    // throughout).
+    return run_interruptible(phase, true, [&a, opt]() -> std::unique_ptr<LuFactor> {
+      detail::configure_engine_threads();
       if (auto k = detail::try_factor_klu(a, kKluMaxFlops)) return k;
+      return std::make_unique<UmfpackFactor>(csc_of_transpose(a), opt);
+    });
+  }
+  auto c = csc_of_transpose(a);  // shared: a worker left behind by an interrupt keeps it
+  return run_interruptible(phase, small, [c, opt]() -> std::unique_ptr<LuFactor> {
+    detail::configure_engine_threads();
     return std::make_unique<UmfpackFactor>(c, opt);
   });
 }

@@ -293,7 +293,6 @@ struct ApplyModel {
   double t_col = 0.0;     // one more column (≈ 16·n bytes of X and Y)
   double t_outer = 0.0;   // fixed latency of one outer iteration (launches, small solves, fetch)
   double t_step = 0.0;    // fixed latency of one filter step beyond the apply (recurrence launch)
-  double t_recheck = 0.0; // fixed latency of a filter re-check (its call, a small Rayleigh–Ritz)
   // Column units (t_col) of one filter column-step: 3 for the apply and the recurrence's passes;
   // 1.5 where the step is fused on the GPU (cur gathered, next read and written: 24·n bytes
   // against the apply's 16·n; H200, lap3d:100 k = 16: ~10 µs a column-step against ~32 priced
@@ -336,11 +335,11 @@ double filter_reduction(const SpectralProbe& probe, const EigsOptions& opt, doub
 // Predictions (seconds), exposed for the tests and the benchmark.
 double predict_chebyshev_seconds(std::int64_t n, std::int64_t nnz, std::int64_t k, double tol,
                                  double rel_gap, const ApplyModel& m, std::string* detail = nullptr);
-// The filter re-check's degree at a relative gap (recheck.cpp's formula, 2 columns); past
-// kFilterRecheckMaxDegree (recheck.hpp) the run does the deflated re-check instead, about a solve.
 // A trace line (TCSOLVE_TRACE) with the gap's sources at the wanted end (Â = sgn·A): the power
 // law's fit, the interpolated counting function, the probe's first node and its count, the bounds.
 void trace_gap_sources(const SpectralProbe& probe, double sgn, std::int64_t k, std::int64_t m, double rel_gap);
+// The filter re-check's degree at a relative gap (recheck.cpp's formula, 2 columns); past
+// kFilterRecheckMaxDegree (recheck.hpp) the run does the deflated re-check instead, about a solve.
 double filter_recheck_degree_at(std::int64_t n, double rel_gap);
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m);

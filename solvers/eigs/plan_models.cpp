@@ -51,14 +51,12 @@ ApplyModel apply_model(double t1, double tw, std::int64_t w, Backend backend, st
   if (backend == Backend::cpu) m.t_col = std::min(m.t_col, 16.0 * static_cast<double>(n) / 2e9 + 1e-7);
   m.t_a = std::max(0.0, t1 - m.t_col);
   // Launch and small-matrix latencies: a Chebyshev outer iteration's syevd, Cholesky, fetch and
-  // launches (H200: about 2 ms), ~5 µs per extra launch. A filter re-check (one filter call on two
-  // columns and a small Rayleigh–Ritz) is charged the same latency. (H200 sweep of 2026-12-01,
-  // 180 Chebyshev rows: their solves alone ran at a median 0.70 of the price and their re-checks
-  // at 0.26 (0.3–1.5 ms), but the GPU set-up, 0.2–10 ms and not priced, makes up for it: priced
-  // at 1.5 ms and 0.4 ms the rows' totals fell from 94 % within 2× to 87 % on that machine, and
-  // to 69 % on a slower one.)
+  // launches (H200: about 2 ms), ~5 µs per extra launch; a filter re-check and a shift-invert
+  // basis pass are charged the same. (H200 sweep of 2026-12-01, 180 Chebyshev rows: their solves
+  // alone ran at a median 0.70 of the price and their re-checks at 0.26, but the GPU set-up,
+  // 0.2–10 ms and not priced, makes up for it: at 1.5 ms and 0.4 ms the rows' totals fell from
+  // 94 % within 2× to 87 % on that machine, and to 69 % on a slower one.)
   m.t_outer = backend == Backend::cuda ? 2e-3 : 5e-4;
-  m.t_recheck = m.t_outer;
   m.t_step = backend == Backend::cuda ? 5e-6 : 0.0;
   return m;
 }
@@ -233,7 +231,7 @@ double filter_recheck_degree_at(std::int64_t n, double rel_gap) {
 double predict_filter_recheck_seconds(std::int64_t n, std::int64_t k, double rel_gap,
                                       const ApplyModel& m) {
   const double d = filter_recheck_degree_at(n, rel_gap);  // on 2 columns
-  return d * (m.t_a + 2.0 * m.step_col * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_recheck;
+  return d * (m.t_a + 2.0 * m.step_col * m.t_col + m.t_step) + 4.0 * static_cast<double>(k) * m.t_col + m.t_outer;
 }
 
 double predict_dense_seconds(std::int64_t n, const EngineRates& r, bool all_pairs) {
@@ -289,11 +287,11 @@ void predict_shift_invert_seconds(std::int64_t n, std::int64_t k, const Symbolic
     // the staged solve's round trip (a copy each way and a wait: ~0.1 ms a step on the H200,
     // 2026-11-30 sweep, where the outer iteration's 2 ms latency had been charged a step: k = 1
     // rows of 420–3600 rows priced at 30–100 ms, run in 3–22 ms); each pass of the basis ends in
-    // a Rayleigh–Ritz and a restart: 2 ms, kept apart from the filter's outer latency (the
-    // 2026-12-01 sweep's k = 6 rows ran 3–5 passes at ~3.5 ms each beyond their solves).
-    constexpr double kStagedSolveLatency = 1e-4, kPassLatency = 2e-3;
+    // a Rayleigh–Ritz and a restart, an outer iteration's latency (the 2026-12-01 sweep's k = 6
+    // rows ran 3–5 passes at ~3.5 ms each beyond their solves).
+    constexpr double kStagedSolveLatency = 1e-4;
     const double dense = 4.0 * static_cast<double>(basis) * m.t_col + kStagedSolveLatency;
-    *solve_s = solves * (per_solve + dense) + passes * kPassLatency;
+    *solve_s = solves * (per_solve + dense) + passes * m.t_outer;
   } else {
     // Host (single vectors): a step's Gram–Schmidt against the basis as filled on average
     // (host_lanczos_step_words, at the probe's rate); each pass of the basis ends in a
