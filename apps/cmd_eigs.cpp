@@ -148,13 +148,8 @@ int thread_ranks_asked(const JobSpec& s, const std::string& gpus) {
     throw UsageError("--gpus " + gpus + ": not under mpirun (each rank is a process with its own GPU there); "
                      "start one process with --gpus, or mpirun without it");
   if (s.device == DeviceChoice::cpu) throw UsageError("--gpus " + gpus + " with --device cpu: --gpus runs on GPUs");
-  const int visible = device_count();
-  if (visible == 0)
-    throw UsageError("--gpus " + gpus + ": no GPU visible" +
-                     (built_with_cuda() ? std::string() : std::string(" (tcsolve was built without CUDA)")));
-  if (n > visible)
-    throw UsageError(format("--gpus %d: only %d GPU%s visible (CUDA_VISIBLE_DEVICES and the driver decide which)", n,
-                            visible, visible == 1 ? " is" : "s are"));
+  // (an explicit count on rows read by ranges: the job's rank threads count the GPUs beside the rows)
+  if (gpus == "all" || !gpus_start_beside_rows(s)) require_visible_gpus(n, gpus);
   return n;
 }
 
@@ -222,6 +217,7 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
   s.matrix = vm["MATRIX"].as<std::string>();
   validate_job(s);
   const int threads = thread_ranks_asked(s, gpus);
+  if (threads > 1 && !gpus.empty()) s.device = DeviceChoice::cuda;  // (--gpus runs on GPUs; no count here)
   trace_mark("command: ranks counted");
   // (svds runs on this process: not distributed)
   const std::unique_ptr<Communicator> comm = s.svds() || threads > 1 ? nullptr : launch_communicator(s);

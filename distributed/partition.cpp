@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "core/parallel.hpp"
 
 namespace tcsolve {
@@ -185,7 +186,7 @@ LocalParts build_local_parts(const Csr<double>& mine, const RowPartition& part,
   Csr<double>& in = lp.interior;
   in.nrows = in.ncols = nl;
   in.symmetry = Symmetry::general;
-  in.row_ptr.assign(nl + 1, 0);
+  resize_huge(in.row_ptr, static_cast<std::size_t>(nl + 1));  // (zeroed; huge pages: a fault per 2 MiB)
   parallel_for(blocks, [&](std::int64_t t) {
     scan_rows(mine, part, r0, nl * t / blocks, nl * (t + 1) / blocks, in.row_ptr, scans[t]);
   }, 1);
@@ -195,8 +196,8 @@ LocalParts build_local_parts(const Csr<double>& mine, const RowPartition& part,
                             " outside the matrix (" + std::to_string(n) + " columns)");
   for (std::int64_t i = 0; i < nl; ++i) in.row_ptr[i + 1] += in.row_ptr[i];
   // Pass 2: the interior entries, local column numbers.
-  in.col_idx.resize(static_cast<std::size_t>(in.row_ptr[nl]));
-  in.values.resize(static_cast<std::size_t>(in.row_ptr[nl]));
+  resize_huge(in.col_idx, static_cast<std::size_t>(in.row_ptr[nl]));
+  resize_huge(in.values, static_cast<std::size_t>(in.row_ptr[nl]));
   parallel_for(nl, [&](std::int64_t i) {
     std::int64_t o = in.row_ptr[i];
     for (std::int64_t e = mine.row_ptr[i]; e < mine.row_ptr[i + 1]; ++e) {

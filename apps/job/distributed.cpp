@@ -31,6 +31,7 @@
 #include "distributed/thread_ranks.hpp"
 #include "io/generators.hpp"
 #include "io/matrix_io.hpp"
+#include "solvers/chebyshev.hpp"
 #include "solvers/random.hpp"
 
 namespace tcsolve::app {
@@ -123,8 +124,9 @@ class DistributedJob {
   bool probe_symmetry_ = false;
   std::string partition_;  // how the rows were split
   double start_seconds_ = -1;  // ranks that are threads: the GPU context's start beside the read
-  double nccl_wait_ = 0;
-  double split_seconds_ = 0;  // the rows' host split (split_rows)       // ranks that are threads: the wait for NCCL after the operator's upload
+  double nccl_wait_ = 0;       // ranks that are threads: the wait for NCCL after the operator's upload
+  double split_seconds_ = 0;   // the rows' host split (split_rows)
+  std::unique_ptr<DenseBlockOps> local_ops_;  // made and warmed up beside the rows (rank threads), else in build_operator
   std::int64_t n_ = 0, nl_ = 0, nnz_local_ = 0, rhs_cols_ = 0;
   double a_inf_ = 0;          // ‖A‖∞ ≥ ‖A‖₂ (symmetric A): the filter's bound, no power iteration
   std::vector<double> diag_;  // this rank's share of A's diagonal (solve with a preconditioner)
@@ -176,19 +178,29 @@ void DistributedJob::select_device() {
 // thread while this one generates or reads the rows; time_init is then what is left of the start
 // after the read (as one process counts it), start_seconds_ the whole start. Otherwise the device
 // first, then the rows.
+//   --gpus N (device cuda) counts the GPUs on the helper too: CUDA's initialisation (0.2–0.3 s on
+//   the H200 hosts) runs beside the rows instead of before them; so do the dense ops' library
+//   handles and their warm-up (the one-process job's start-up thread does the same).
 void DistributedJob::start_and_read() {
-  const bool cuda = s_.device == DeviceChoice::cuda || (s_.device == DeviceChoice::automatic && device_count() > 0);
-  if (!(comm_.ranks_are_threads() && cuda && reads_row_ranges(s_.matrix) && s_.partition != PartitionMethod::metis)) {
+  const bool beside = comm_.ranks_are_threads() && gpus_start_beside_rows(s_);
+  const bool cuda = s_.device == DeviceChoice::cuda ||
+                    (beside && s_.device == DeviceChoice::automatic && device_count() > 0);
+  if (!(beside && cuda)) {
     select_device();
     read_and_split();
     return;
   }
   backend_ = Backend::cuda;
-  std::future<double> start = std::async(std::launch::async, [this] {
+  const std::int64_t width = s_.eigs() ? chebyshev_block(std::int64_t(1) << 40, s_.k, -1) : 8;
+  std::future<double> start = std::async(std::launch::async, [this, width] {
     Timer t;
+    require_visible_gpus(np_, std::to_string(np_));  // (every rank alike: all throw before NCCL meets)
     const int gpu = select_local_gpu(comm_);  // (the helper's GPU: select_local_gpu sets it)
     trace_mark("distributed: GPU selected, its context");
     comm_.start_device(gpu);  // (NCCL comes up beside the operator's upload: build_operator)
+    local_ops_ = make_dense_ops(Backend::cuda);
+    warm_up(*local_ops_, width);
+    trace_mark("distributed: dense ops' handles, warm-up");
     return t.seconds();
   });
   try {
@@ -303,29 +315,39 @@ void DistributedJob::send_rows(const Csr<double>& src, const std::vector<std::in
   if (!perm.empty()) perm_local_.assign(perm.begin(), perm.begin() + part_.starts[1]);
 }
 
+// ‖A‖∞ and (solve with a preconditioner) the diagonal over this rank's rows, in parallel blocks
+// of rows (one pass over the rows' 12 bytes a non-zero); then the interior and halo split.
 void DistributedJob::split_rows() {
-  double a_inf = 0.0;
-  for (std::int64_t i = 0; i < nl_; ++i) {
-    double r = 0.0;
-    for (std::int64_t e = mine_.row_ptr[i]; e < mine_.row_ptr[i + 1]; ++e) r += std::abs(mine_.values[e]);
-    a_inf = std::max(a_inf, r);
-  }
-  a_inf_ = comm_.allreduce_max(a_inf);
-  if (!s_.eigs() && s_.precond != Precond::none) {
-    diag_.assign(nl_, 0.0);
-    for (std::int64_t i = 0; i < nl_; ++i)
-      for (std::int64_t e = mine_.row_ptr[i]; e < mine_.row_ptr[i + 1]; ++e)
-        if (mine_.col_idx[e] == part_.starts[me_] + i) diag_[i] = mine_.values[e];
-  }
+  const bool diag = !s_.eigs() && s_.precond != Precond::none;
+  if (diag) diag_.assign(nl_, 0.0);
+  const std::int64_t blocks = std::max<std::int64_t>(1, std::min<std::int64_t>(256, nl_ / 16384));
+  std::vector<double> row_max(static_cast<std::size_t>(blocks), 0.0);
+  const std::int64_t r0 = part_.starts[me_];
+  parallel_for(blocks, [&](std::int64_t t) {
+    double m = 0.0;
+    for (std::int64_t i = nl_ * t / blocks; i < nl_ * (t + 1) / blocks; ++i) {
+      double r = 0.0;
+      for (std::int64_t e = mine_.row_ptr[i]; e < mine_.row_ptr[i + 1]; ++e) {
+        r += std::abs(mine_.values[e]);
+        if (diag && mine_.col_idx[e] == r0 + i) diag_[i] = mine_.values[e];
+      }
+      m = std::max(m, r);
+    }
+    row_max[t] = m;
+  }, 1);
+  a_inf_ = comm_.allreduce_max(*std::max_element(row_max.begin(), row_max.end()));
   nnz_local_ = mine_.nnz();
   r_.nnz = comm_.allreduce_sum_int(nnz_local_);
+  trace_mark("distributed: row norms");
   parts_ = build_local_parts(mine_, part_, comm_);
+  trace_mark("distributed: interior and halo blocks");
   mine_ = Csr<double>();  // the pieces hold it now
 }
 
 // The GPU (or CPU) side of the operator and the block operations on this rank's rows.
 void DistributedJob::build_operator() {
-  auto local_ops = make_dense_ops(backend_);
+  std::unique_ptr<DenseBlockOps> local_ops = local_ops_ ? std::move(local_ops_) : make_dense_ops(backend_);
+  trace_mark("distributed: dense ops");
   if (!s_.eigs()) rhs_cols_ = parse_rhs(s_.rhs).random;
   OperatorOptions oo;
   oo.stream = local_ops->stream();
@@ -542,11 +564,31 @@ void check_distributed_job(const JobSpec& s, int np, bool threads) {
   refuse(s.eigs() && s.which == Which::smallest_magnitude, "--which smallest_magnitude", np, threads);
 }
 
+void require_visible_gpus(int n, const std::string& asked) {
+  const int visible = device_count();
+  if (visible == 0)
+    throw UsageError("--gpus " + asked + ": no GPU visible" +
+                     (built_with_cuda() ? std::string() : std::string(" (tcsolve was built without CUDA)")));
+  if (n > visible)
+    throw UsageError(format("--gpus %d: only %d GPU%s visible (CUDA_VISIBLE_DEVICES and the driver decide which)", n,
+                            visible, visible == 1 ? " is" : "s are"));
+}
+
+bool gpus_start_beside_rows(const JobSpec& spec) {
+  return reads_row_ranges(spec.matrix) && spec.partition != PartitionMethod::metis;
+}
+
 JobOutcome run_distributed_job(const JobSpec& spec, Communicator& comm, const ProgressFn& progress,
                                const std::string& command, bool leave_to_exit) {
   DistributedJob job(spec, comm, progress, command);
   JobOutcome o = job.run();
-  if (leave_to_exit) job.leave_to_exit();
+  // TCSOLVE_EXIT_FREE=1: each rank frees its device memory itself (the ranks at once) before the
+  // process exits, instead of the exit's release of every context (A/B of the exit's cost).
+  static const bool free_first = [] {
+    const char* v = std::getenv("TCSOLVE_EXIT_FREE");
+    return v && std::string(v) == "1";
+  }();
+  if (leave_to_exit && !free_first) job.leave_to_exit();
   return o;
 }
 
