@@ -4,7 +4,7 @@
 # For each row and repetition (alternating): the one-process default path (`tcsolve ...`, what a
 # user gets on one GPU: the planner, the fused and fp32-ladder Chebyshev step), the distributed
 # code on one rank (TCSOLVE_DISTRIBUTED=1: the same kernels as on two, the scaling baseline), and
-# `mpirun -np 2` (NO_MPI=1: left out), and one process with a thread per GPU (`--gpus 2`). Prints seconds.solve / seconds.total / process wall and checks every answer
+# `mpirun -np 2` (NO_MPI=1: left out; NO_DIST=1 leaves out the one-rank row), and one process with a thread per GPU (`--gpus 2`). Prints seconds.solve / seconds.total / process wall and checks every answer
 # (eigs: the closed form of the Laplacian; solve: the true residuals tcsolve recomputes).
 # TCSOLVE_COMM_PROFILE rows: the communication share, timed with synchronizations (not overlapped).
 set -u
@@ -53,7 +53,7 @@ run() {  # label cmd...
 three() {  # args...
   for r in $(seq "$REPS"); do
     run "1 GPU default" "$T" "$@"
-    TCSOLVE_DISTRIBUTED=1 run "1 rank distributed" "$T" "$@"
+    [ -n "${NO_DIST:-}" ] || TCSOLVE_DISTRIBUTED=1 run "1 rank distributed" "$T" "$@"
     [ -n "${NO_MPI:-}" ] || run "2 GPUs mpirun" $MPI "$T" "$@"
     run "2 GPUs --gpus 2 (threads)" "$T" "$@" --gpus 2
   done
@@ -62,6 +62,8 @@ for row in $ROWS; do
   case $row in
     eigs200)  echo "== eigs gen:lap3d:200 --k 16 --which largest"; three eigs gen:lap3d:200 --k 16 --which largest ;;
     solve200) echo "== solve gen:lap3d:200 --rhs random:32"; three solve gen:lap3d:200 --rhs random:32 ;;
+    eigs300)  echo "== eigs gen:lap3d:300 --k 16 --which largest"; three eigs gen:lap3d:300 --k 16 --which largest ;;
+    solve300) echo "== solve gen:lap3d:300 --rhs random:32"; three solve gen:lap3d:300 --rhs random:32 ;;
     profile200)
       echo "== communication share at lap3d:200 (TCSOLVE_COMM_PROFILE=1)"
       TCSOLVE_COMM_PROFILE=1 run "2 GPUs eigs profiled" $MPI "$T" eigs gen:lap3d:200 --k 16 --which largest
