@@ -6,7 +6,8 @@ gmres / minres calls on the same matrix and 32 right-hand sides of the same kind
 
 Rows (SPEC METHOD CUPY): gen:convdiff3d:100 gmres gmres, gen:helmholtz3d:100 minres minres; the
 matrix is written once by `tcsolve generate` to HDF5 and read by h5py for CuPy. The command also
-runs with --method auto (what a user gets by default).
+runs with --method auto (what a user gets by default). Then, in this process, tcsolve's Python
+call on the same CuPy arrays (M='poly', all 32 columns at once) against the same 32 cupyx calls.
 usage: krylov_cupy_ratio.py TCSOLVE WORKDIR [SPEC METHOD ...]
 """
 import json
@@ -64,7 +65,27 @@ def cupy_calls(h5, method, nrhs=32, seed=7):
     t = time.perf_counter() - t0
     x = cp.stack(xs, axis=1)
     rel = float(cp.max(cp.linalg.norm(b - ag @ x, axis=0) / cp.linalg.norm(b, axis=0)))
-    return t, rel, infos
+    return t, rel, infos, ag, b
+
+
+def module_call(ag, b, method, reps=3):
+    """tcsolve's Python call in this process on the same CuPy arrays (zero-copy), all 32 columns at
+    once with M='poly' (the command's polynomial; GMRES restart 30 as the command's): median of
+    `reps` after one warm-up, and the worst true relative residual (CuPy's own product)."""
+    import cupy as cp
+    import tcsolve
+    fn = getattr(tcsolve, method)
+    kw = {"restart": 30} if method == "gmres" else {}
+    times, x, info, res = [], None, None, None
+    for i in range(reps + 1):
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        x, info, res = fn(ag, b, rtol=1e-8, M="poly", return_info=True, **kw)
+        cp.cuda.Device().synchronize()
+        if i > 0:
+            times.append(time.perf_counter() - t0)
+    rel = float(cp.max(cp.linalg.norm(b - ag @ x, axis=0) / cp.linalg.norm(b, axis=0)))
+    return statistics.median(times), rel, info, res
 
 
 def main():
@@ -90,11 +111,19 @@ def main():
         print(f"{spec}: tcsolve (auto): {t_a:.3f} s wall, method {d_a.get('method')}, status {d_a.get('status')}, "
               f"plan: {str(d_a.get('method_reason'))[:300]}", flush=True)
         try:
-            t_c, rel_c, infos = cupy_calls(h5, method)
+            t_c, rel_c, infos, ag, b = cupy_calls(h5, method)
             print(f"{spec}: 32 x cupyx {method}: {t_c:.3f} s, max rel residual {rel_c:.2e}, infos {sorted(set(infos))}; "
                   f"ratio {t_c / t_m:.1f}x (explicit method), {t_c / t_a:.1f}x (auto)", flush=True)
         except Exception as e:  # noqa: BLE001 (report, go on)
             print(f"{spec}: cupyx {method} failed: {type(e).__name__}: {e}", flush=True)
+            continue
+        try:  # the same process: tcsolve's module on CuPy's arrays (no process start, no copy)
+            t_p, rel_p, info_p, res_p = module_call(ag, b, method)
+            print(f"{spec}: tcsolve.{method}(A, B, M='poly') in this process: {t_p:.3f} s (median of 3), info {info_p}, "
+                  f"max rel residual {rel_p:.2e}, iterations {res_p.iterations}, setup {res_p.time_setup:.3f} s, solve {res_p.time_solve:.3f} s; "
+                  f"ratio {t_c / t_p:.1f}x against the 32 cupyx calls", flush=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"{spec}: tcsolve.{method} in this process failed: {type(e).__name__}: {e}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // The MINRES and GMRES entries of tcsolve._tcsolve (solvers/krylov/), for the matrices block CG
 // does not take. method is "minres" (A symmetric, indefinite allowed) or "gmres" (A square);
 // options in a dict `opt`: tol, max_iterations (operator applies per column, over all GMRES
-// restarts), restart (GMRES(m)), device, precond ('jacobi' | 'none'), progress (a callable
+// restarts), restart (GMRES(m)), device, precond ('jacobi' | 'poly' | 'none'), progress (a callable
 // progress(iteration, values, residual_norms, converged) after every iteration, or None):
 //   krylov_csr(method, n, indptr, indices, data, rhs, x, use_x0, precond_fn, opt)
 //                     rhs, x: host n × s (F order, float64; x holds x0 when use_x0 and is
@@ -88,8 +88,10 @@ SolveResult run_polynomial_host(Krylov m, const Csr<double>& a, const LinearOper
 
 // The preconditioner of opt["precond"] and precond_fn: "operator" (a Python M, host only),
 // "jacobi" (diag(A), given by `diagonal`) or "none". Sets o.preconditioner / o.jacobi_diagonal.
+// matrix: A is a sparse matrix (host or CuPy), which 'poly' needs (not a LinearOperator).
 std::string set_preconditioner(const py::dict& opt, const py::object& precond_fn, std::int64_t n, bool host,
-                               std::vector<double> diagonal, std::unique_ptr<PyOperator>& m, KrylovOptions& o) {
+                               bool matrix, std::vector<double> diagonal, std::unique_ptr<PyOperator>& m,
+                               KrylovOptions& o) {
   if (!precond_fn.is_none()) {
     if (!host)
       throw InvalidArgument("a preconditioner M given as an operator runs on the CPU backend (device='cpu')");
@@ -103,8 +105,7 @@ std::string set_preconditioner(const py::dict& opt, const py::object& precond_fn
     return p;
   }
   if (p == "poly") {
-    if (diagonal.empty())  // (krylov_device and krylov_operator hand no diagonal)
-      throw InvalidArgument("precond 'poly' needs a sparse matrix A on the host (not a LinearOperator or CuPy input)");
+    if (!matrix) throw InvalidArgument("precond 'poly' needs a sparse matrix A (not a LinearOperator)");
     return p;
   }
   if (p != "none") throw InvalidArgument("precond '" + p + "': expected jacobi, poly or none");
@@ -129,7 +130,7 @@ py::dict krylov_csr(const std::string& method, std::int64_t n, const I64Array& i
   const Backend backend = resolve_backend(opt_get<std::string>(opt, "device", "auto"));
   std::unique_ptr<PyOperator> m;
   const std::string precond =
-      set_preconditioner(opt, precond_fn, n, backend == Backend::cpu, csr_diagonal(a), m, o);
+      set_preconditioner(opt, precond_fn, n, backend == Backend::cpu, true, csr_diagonal(a), m, o);
   if (precond == "poly" && use_x0) throw InvalidArgument("precond 'poly' starts from x = 0: it does not take x0");
   double* xp = x.mutable_data();
   const double* bp = rhs.data();
@@ -173,7 +174,7 @@ py::dict krylov_operator(const std::string& method, std::int64_t n, py::object f
   std::unique_ptr<PyOperator> m;
   py::dict none_opt;
   none_opt["precond"] = "none";  // an operator has no diagonal to hand Jacobi
-  const std::string precond = set_preconditioner(none_opt, precond_fn, n, true, {}, m, o);
+  const std::string precond = set_preconditioner(none_opt, precond_fn, n, true, false, {}, m, o);
   const double* bp = rhs.data();
   double* xp = x.mutable_data();
   const std::int64_t s = rhs.shape(1);
@@ -187,10 +188,13 @@ py::dict krylov_operator(const std::string& method, std::int64_t n, py::object f
 }
 
 // The device solve behind krylov_device (GIL released, cached ops locked): Jacobi's diagonal
-// extracted on the device and brought over once (n doubles), then the solver on the CuPy arrays.
+// extracted on the device and brought over once (n doubles), then the solver on the CuPy arrays;
+// or (precond 'poly') the GMRES polynomial on the right, as the command's, with A's fused step on
+// CuPy's own arrays where the rows are short (no copy of A), from x = 0.
 SolveResult solve_device(Krylov km, std::int64_t n, std::int64_t nnz, const DevicePtrs& da,
-                         MvView<const double> bv, MvView<double> xv, bool use_x0, KrylovOptions o, bool jacobi,
-                         double& setup) {
+                         MvView<const double> bv, MvView<double> xv, bool use_x0, KrylovOptions o,
+                         const std::string& precond, double& setup) {
+  const bool jacobi = precond == "jacobi";
   const auto ts = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(cached_device_ops().mutex);
   DenseBlockOps* ops = &device_ops_locked();
@@ -202,6 +206,18 @@ SolveResult solve_device(Krylov km, std::int64_t n, std::int64_t nnz, const Devi
     ops->synchronize();
   }
   auto aop = make_device_csr_view(n, n, nnz, da.indptr, da.indices, da.data, ops->stream());
+  if (precond == "poly") {
+    std::unique_ptr<ChebyshevStep> step;
+    if (chebyshev_step_pays(n, nnz)) step = make_chebyshev_step_view(n, da.indptr, da.indices, da.data, ops->stream());
+    const krylov::BuiltPolynomial built = krylov::make_gmres_polynomial(
+        *aop, std::move(step), *ops, bv.cols, km == Krylov::minres ? krylov::kDegreeMinres : krylov::kDegreeGmres, 91);
+    if (!built.poly)
+      throw InvalidArgument("M='poly': the GMRES polynomial found no root (A·v vanished on its start vector)");
+    setup = seconds_since(ts);
+    SolveResult r = krylov::polynomial_solve(km, *aop, *built.poly, bv, xv, *ops, o);
+    ops->synchronize();
+    return r;
+  }
   setup = seconds_since(ts);
   SolveResult r = krylov::run(km, *aop, *ops, o, bv, xv, use_x0);
   ops->synchronize();
@@ -215,13 +231,14 @@ py::dict krylov_device(const std::string& method, std::int64_t n, std::int64_t n
   const Krylov km = parse_krylov(method);
   KrylovOptions o = krylov_options(opt);
   std::unique_ptr<PyOperator> m;
-  const std::string precond = set_preconditioner(opt, py::none(), n, false, {}, m, o);
+  const std::string precond = set_preconditioner(opt, py::none(), n, false, true, {}, m, o);
+  if (precond == "poly" && use_x0) throw InvalidArgument("precond 'poly' starts from x = 0: it does not take x0");
   const DevicePtrs da = device_ptrs(pa);
   MvView<const double> bv{reinterpret_cast<const double*>(rhs_ptr), n, s, n, Space::device};
   MvView<double> xv{reinterpret_cast<double*>(x_ptr), n, s, n, Space::device};
   double setup = 0;
   SolveResult r = run_interruptible(
-      [&] { return solve_device(km, n, nnz, da, bv, xv, use_x0, o, precond == "jacobi", setup); });
+      [&] { return solve_device(km, n, nnz, da, bv, xv, use_x0, o, precond, setup); });
   ResultRecord rec = solve_record(r, o.tol, o.max_iterations, Backend::cuda, precond);
   device_view_fields(rec, nnz, setup);
   return result_dict(rec);

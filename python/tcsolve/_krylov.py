@@ -29,7 +29,7 @@ def minres(A, b, x0=None, *, rtol=1e-5, shift=0.0, tol=None, maxiter=None, M=Non
     LinearOperator, ``A - shift*I`` as an operator). maxiter: products with A per column (SciPy's
     default 5·n). M: SciPy's M (approximates the inverse of A; symmetric positive definite), as
     a matrix or LinearOperator (CPU), or 'jacobi' (|diag(A)|⁻¹, a zero a_ii counting as 1) /
-    'poly' (MINRES on A·p(A), p the GMRES polynomial of degree 14; a sparse A on the host; no x0) /
+    'poly' (MINRES on A·p(A), p the GMRES polynomial of degree 14; a sparse A, SciPy or CuPy; no x0) /
     'none'; M=None means 'jacobi' for a matrix A without a zero a_ii (the command line's default;
     it changes the iteration count, not what counts as converged), else 'none' (and for a
     LinearOperator). check=True: also probe a LinearOperator A for symmetry (a matrix A is always
@@ -81,7 +81,7 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=N
     ``Result.iterations`` and a non-zero info count products. M: SciPy's M (approximates the
     inverse of A), as a matrix or LinearOperator (CPU; applied on the right, A·M·y = b, x = M·y),
     or 'jacobi' (diag(A)⁻¹; a zero a_ii counts as 1) / 'poly' (the GMRES polynomial of degree 19 on
-    the right, a sparse A on the host; no x0) / 'none'; M=None means 'jacobi' for a matrix A without a zero a_ii,
+    the right, a sparse A, SciPy or CuPy; no x0) / 'none'; M=None means 'jacobi' for a matrix A without a zero a_ii,
     else 'none' (and for a LinearOperator). callback with callback_type 'pr_norm' or 'legacy'
     (the default, as SciPy's): callback(r) after every iteration with the relative residual
     estimate ‖r‖/‖b‖ (a float) for one right-hand side; for b with several (non-zero) columns, an
@@ -231,9 +231,9 @@ def _preconditioner(M, a, dev):
         name = "none" if a.kind == "operator" or _has_zero_diagonal(a) else "jacobi"
     if name == "jacobi" and a.kind == "operator":
         raise ValueError("M='jacobi' needs A as a matrix (its diagonal); A is a LinearOperator")
-    if name == "poly" and a.kind != "csr":
+    if name == "poly" and a.kind not in ("csr", "device"):
         raise NotImplementedError("M='poly' (the GMRES polynomial, as `tcsolve solve --precond poly`) needs A "
-                                  "as a sparse matrix on the host (not a LinearOperator or CuPy input)")
+                                  "as a sparse matrix (SciPy or CuPy), not a LinearOperator")
     if op is not None and (op.kind == "device" or dev):
         raise NotImplementedError("a preconditioner M with CuPy input is not supported (use M='jacobi')")
     return name, op

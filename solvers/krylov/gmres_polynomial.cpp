@@ -353,4 +353,14 @@ BuiltPolynomial make_gmres_polynomial(const LinearOperator<double>& a, const Csr
   return out;
 }
 
+BuiltPolynomial make_gmres_polynomial(const LinearOperator<double>& a, std::unique_ptr<ChebyshevStep> step,
+                                      DenseBlockOps& ops, std::int64_t max_cols, int degree, std::uint64_t seed) {
+  PolyRoots roots = gmres_polynomial_roots(a, ops, degree, seed);
+  BuiltPolynomial out;
+  out.arnoldi_steps = roots.arnoldi_steps;
+  if (!roots.roots.empty())
+    out.poly = std::make_unique<GmresPolynomial>(a, ops, max_cols, std::move(roots.roots), std::move(step), nullptr);
+  return out;
+}
+
 }  // namespace tcsolve::krylov

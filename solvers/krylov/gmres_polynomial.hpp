@@ -168,5 +168,9 @@ struct BuiltPolynomial {
 BuiltPolynomial make_gmres_polynomial(const LinearOperator<double>& a, const Csr<double>* csr, DenseBlockOps& ops,
                                       std::int64_t max_cols, int degree, std::uint64_t seed,
                                       const double* dinv = nullptr);
+// The same with A's fused step given by the caller (nullptr: none; e.g. the step on CuPy's own
+// arrays, make_chebyshev_step_view), no row scaling.
+BuiltPolynomial make_gmres_polynomial(const LinearOperator<double>& a, std::unique_ptr<ChebyshevStep> step,
+                                      DenseBlockOps& ops, std::int64_t max_cols, int degree, std::uint64_t seed);
 
 }  // namespace tcsolve::krylov
