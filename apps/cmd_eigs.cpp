@@ -148,8 +148,7 @@ int thread_ranks_asked(const JobSpec& s, const std::string& gpus) {
     throw UsageError("--gpus " + gpus + ": not under mpirun (each rank is a process with its own GPU there); "
                      "start one process with --gpus, or mpirun without it");
   if (s.device == DeviceChoice::cpu) throw UsageError("--gpus " + gpus + " with --device cpu: --gpus runs on GPUs");
-  // (an explicit count on rows read by ranges: the job's rank threads count the GPUs beside the rows)
-  if (gpus == "all" || !gpus_start_beside_rows(s)) require_visible_gpus(n, gpus);
+  require_visible_gpus(n, gpus);  // (before any row is read: a wrong count costs nothing)
   return n;
 }
 
@@ -217,7 +216,6 @@ int run_task_command(Task task, const CommandSpec& spec, const Args& args) {
   s.matrix = vm["MATRIX"].as<std::string>();
   validate_job(s);
   const int threads = thread_ranks_asked(s, gpus);
-  if (threads > 1 && !gpus.empty()) s.device = DeviceChoice::cuda;  // (--gpus runs on GPUs; no count here)
   trace_mark("command: ranks counted");
   // (svds runs on this process: not distributed)
   const std::unique_ptr<Communicator> comm = s.svds() || threads > 1 ? nullptr : launch_communicator(s);

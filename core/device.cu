@@ -37,6 +37,13 @@ int device_count() {
   return n;
 }
 
+int current_device() {
+  int dev = -1;
+  if (cudaGetDevice(&dev) == cudaSuccess) return dev;
+  cudaGetLastError();  // (not sticky: clear it)
+  return -1;
+}
+
 std::string device_name() {
   if (device_count() == 0) return "cpu";
   int dev = 0;
@@ -70,7 +77,7 @@ DeviceAccounting& accounting() {
   static DeviceAccounting* a = new DeviceAccounting;
   return *a;
 }
-int current_device() {
+int accounting_device() {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     cudaGetLastError();
@@ -158,7 +165,7 @@ void* device_malloc(std::size_t bytes) {
   }
   TCSOLVE_CUDA_CHECK(e);
   if (p) {
-    const int dev = current_device();
+    const int dev = accounting_device();
     DeviceAccounting& a = accounting();
     std::lock_guard<std::mutex> lock(a.m);
     // An address handed out again after a cudaFree that bypassed device_free replaces the stale
@@ -190,21 +197,21 @@ void device_free(void* p) noexcept {
 }
 
 std::size_t device_allocated_bytes() {
-  const int dev = current_device();
+  const int dev = accounting_device();
   DeviceAccounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.m);
   return a.per_device[dev].current;
 }
 
 std::size_t device_peak_bytes() {
-  const int dev = current_device();
+  const int dev = accounting_device();
   DeviceAccounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.m);
   return a.per_device[dev].peak;
 }
 
 void reset_device_peak() {
-  const int dev = current_device();
+  const int dev = accounting_device();
   DeviceAccounting& a = accounting();
   std::lock_guard<std::mutex> lock(a.m);
   DeviceAccounting::Totals& t = a.per_device[dev];

@@ -19,6 +19,8 @@ namespace tcsolve {
 bool built_with_cuda();
 // Number of usable CUDA devices; 0 in CPU-only builds or when the driver finds none.
 int device_count();
+// The calling thread's current CUDA device (cudaGetDevice); -1 in CPU-only builds or on error.
+int current_device();
 // "NVIDIA H200 (sm_90, 139 GiB)" or "cpu" style names for reports.
 std::string device_name();
 // TCSOLVE_DEVICE_MEMORY_LIMIT=BYTES (0 when unset or not a number >= 1): the most device memory

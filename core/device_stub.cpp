@@ -12,6 +12,7 @@ namespace {
 
 bool built_with_cuda() { return false; }
 int device_count() { return 0; }
+int current_device() { return -1; }
 std::string device_name() { return "cpu"; }
 std::size_t device_free_bytes() { no_cuda(); }
 DeviceFootprint device_footprint() {

@@ -12,8 +12,10 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "solvers/dense/cpu_dense.hpp"
@@ -323,17 +325,19 @@ double random_entry(std::uint64_t seed, std::int64_t i, std::int64_t j) {
 std::unique_ptr<DenseBlockOps> make_cpu_dense_ops() { return std::make_unique<CpuDenseOps>(); }
 
 void warm_up(DenseBlockOps& ops, std::int64_t width) {
-  // GPU only, once per process and width: the set-up it triggers is the process's (a batch's
-  // later jobs paid ~2.5 ms each for the handles of another pass).
+  // GPU only, once per device and width: the set-up it triggers is the device context's (a batch's
+  // later jobs paid ~2.5 ms each for the handles of another pass; a batch's worker per GPU warms
+  // its own: the kernels load per context).
   if (ops.backend() != Backend::cuda) return;
   static std::mutex mu;
-  static std::vector<std::int64_t> done;
+  static std::vector<std::pair<int, std::int64_t>> done;  // (device, width)
+  const int dev = current_device();
   std::lock_guard<std::mutex> lock(mu);
   // (At 24 columns the 8-column pass's GEMM kernel served: a wider pass only above that, whose
   // workspace would otherwise count against a tight memory cap for nothing.)
   for (std::int64_t c : {std::int64_t(8), std::clamp<std::int64_t>(width, 1, 64)}) {
-    if ((c != 8 && c <= 24) || std::find(done.begin(), done.end(), c) != done.end()) continue;
-    done.push_back(c);
+    if ((c != 8 && c <= 24) || std::find(done.begin(), done.end(), std::make_pair(dev, c)) != done.end()) continue;
+    done.emplace_back(dev, c);
     constexpr std::int64_t n = 256;
     MultiVector<double> x = ops.allocate(n, c), y = ops.allocate(n, c), g = ops.allocate(c, c),
                         w = ops.allocate(c, 1), nrm = ops.allocate(c, 1);

@@ -31,7 +31,6 @@
 #include "distributed/thread_ranks.hpp"
 #include "io/generators.hpp"
 #include "io/matrix_io.hpp"
-#include "solvers/chebyshev.hpp"
 #include "solvers/random.hpp"
 
 namespace tcsolve::app {
@@ -178,35 +177,39 @@ void DistributedJob::select_device() {
 // thread while this one generates or reads the rows; time_init is then what is left of the start
 // after the read (as one process counts it), start_seconds_ the whole start. Otherwise the device
 // first, then the rows.
-//   --gpus N (device cuda) counts the GPUs on the helper too: CUDA's initialisation (0.2–0.3 s on
-//   the H200 hosts) runs beside the rows instead of before them; so do the dense ops' library
-//   handles and their warm-up (the one-process job's start-up thread does the same).
+//   The helper also makes the dense ops' library handles (cuBLAS, cuSOLVER), as the rank thread
+//   did beside NCCL's start before; not their warm-up, whose cudaFree waits for the whole device
+//   while NCCL's warm-up collective may be waiting for a peer (thread_ranks.cpp, fenced()).
 void DistributedJob::start_and_read() {
-  const bool beside = comm_.ranks_are_threads() && gpus_start_beside_rows(s_);
-  const bool cuda = s_.device == DeviceChoice::cuda ||
-                    (beside && s_.device == DeviceChoice::automatic && device_count() > 0);
-  if (!(beside && cuda)) {
+  const bool cuda = s_.device == DeviceChoice::cuda || (s_.device == DeviceChoice::automatic && device_count() > 0);
+  if (!(comm_.ranks_are_threads() && cuda && gpus_start_beside_rows(s_))) {
     select_device();
     read_and_split();
     return;
   }
   backend_ = Backend::cuda;
-  const std::int64_t width = s_.eigs() ? chebyshev_block(std::int64_t(1) << 40, s_.k, -1) : 8;
-  std::future<double> start = std::async(std::launch::async, [this, width] {
+  std::future<double> start = std::async(std::launch::async, [this] {
     Timer t;
-    require_visible_gpus(np_, std::to_string(np_));  // (every rank alike: all throw before NCCL meets)
     const int gpu = select_local_gpu(comm_);  // (the helper's GPU: select_local_gpu sets it)
     trace_mark("distributed: GPU selected, its context");
     comm_.start_device(gpu);  // (NCCL comes up beside the operator's upload: build_operator)
-    local_ops_ = make_dense_ops(Backend::cuda);
-    warm_up(*local_ops_, width);
-    trace_mark("distributed: dense ops' handles, warm-up");
+    try {
+      local_ops_ = make_dense_ops(Backend::cuda);
+    } catch (...) {
+      local_ops_.reset();  // (freed here, where its GPU is current)
+      throw;
+    }
+    trace_mark("distributed: dense ops' handles");
     return t.seconds();
   });
   try {
     read_and_split();
   } catch (...) {
     start.wait();  // (the other ranks' helpers meet this one's; then this rank's error ends the job)
+    if (local_ops_) try {
+        select_local_gpu(comm_);  // (the handles are freed with their GPU current)
+      } catch (...) {
+      }
     throw;
   }
   Timer tw;

@@ -52,13 +52,11 @@ JobOutcome run_job(const JobSpec& spec, MatrixCache& cache, const ProgressFn& pr
 // The options run_distributed_job refuses (UsageError naming them), checked before any rank
 // communicates: every rank refuses alike and ends normally (threads: say --gpus, not mpirun).
 void check_distributed_job(const JobSpec& spec, int ranks, bool threads = false);
-// `--gpus <asked>` for n GPUs (n > 1; 0: `all` found none): UsageError unless n GPUs are visible
-// (counting them initialises CUDA: 0.2–0.3 s, run beside the rows where gpus_start_beside_rows
-// says so).
+// `--gpus <asked>` for n GPUs (n > 1; 0: `all` found none): UsageError unless n GPUs are visible.
+// Counting them initialises CUDA (0.2–0.3 s on the H200 hosts); done before any row is read.
 void require_visible_gpus(int n, const std::string& asked);
-// Whether rank threads start their GPUs (count, context, NCCL, handles) beside the rows' read:
-// inputs read by row ranges (generators, HDF5) without METIS; the caller then leaves
-// require_visible_gpus to the job.
+// Whether rank threads start their GPUs (context, NCCL, the dense ops' handles) beside the rows'
+// read: inputs read by row ranges (generators, HDF5) without METIS.
 bool gpus_start_beside_rows(const JobSpec& spec);
 // A job run by every rank of an MPI launch (apps/job/distributed.cpp): each rank builds or reads
 // its rows, eigs runs Chebyshev (the re-check and the true-residual check included) and solve
