@@ -193,12 +193,7 @@ void DistributedJob::start_and_read() {
     const int gpu = select_local_gpu(comm_);  // (the helper's GPU: select_local_gpu sets it)
     trace_mark("distributed: GPU selected, its context");
     comm_.start_device(gpu);  // (NCCL comes up beside the operator's upload: build_operator)
-    try {
-      local_ops_ = make_dense_ops(Backend::cuda);
-    } catch (...) {
-      local_ops_.reset();  // (freed here, where its GPU is current)
-      throw;
-    }
+    local_ops_ = make_dense_ops(Backend::cuda);
     trace_mark("distributed: dense ops' handles");
     return t.seconds();
   });
