@@ -77,14 +77,7 @@ DeviceAccounting& accounting() {
   static DeviceAccounting* a = new DeviceAccounting;
   return *a;
 }
-int accounting_device() {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    dev = 0;
-  }
-  return dev;
-}
+int accounting_device() { return std::max(0, current_device()); }  // (device 0 where none is current)
 }  // namespace
 
 DeviceFootprint device_footprint() {

@@ -59,7 +59,7 @@ class KluFactor final : public detail::LuFactorFigures {
   KluFactor(const KluFactor&) = delete;
   KluFactor& operator=(const KluFactor&) = delete;
 
-  const char* engine_name() const override { return "klu LU"; }
+  const char* engine_name() const override { return kKluEngineName; }
 
   // X = A⁻¹·B: B copied into X, solved there in place (KLU's solves take one leading dimension).
   void solve(MvView<const double> b, MvView<double> x, bool transpose) const override {

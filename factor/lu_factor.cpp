@@ -165,6 +165,8 @@ class UmfpackFactor final : public detail::LuFactorFigures {
   UmfpackFactor(const UmfpackFactor&) = delete;
   UmfpackFactor& operator=(const UmfpackFactor&) = delete;
 
+  const char* engine_name() const override { return kUmfpackEngineName; }
+
   // The factored matrix is Aᵀ: A·x = b is its transposed system.
   void solve(MvView<const double> b, MvView<double> x, bool transpose) const override {
     TCSOLVE_REQUIRE(b.space == Space::host && x.space == Space::host, "umfpack solve: host blocks");

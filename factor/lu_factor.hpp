@@ -54,8 +54,8 @@ class LuFactor {
   virtual double factor_seconds() const = 0;
   // "umfpack LU, 1.2 M entries, rcond 3.1e-08, analyze 0.010 s, factor 0.120 s"
   virtual std::string describe() const = 0;
-  // The engine as results name it: "umfpack LU" or "klu LU".
-  virtual const char* engine_name() const { return "umfpack LU"; }
+  // The engine as results name it: kUmfpackEngineName or kKluEngineName.
+  virtual const char* engine_name() const = 0;
   // X = A⁻¹·B (transpose: A⁻ᵀ·B) for a host block (n × s; X may not alias B). Const, but not
   // for two threads at once (shared workspace).
   virtual void solve(MvView<const double> b, MvView<double> x, bool transpose = false) const = 0;
@@ -70,6 +70,13 @@ class LuFactor {
 // Error (UMFPACK out of memory or failing), NotCompiled without UMFPACK. A singular A is not an
 // error: the result says singular().
 std::unique_ptr<LuFactor> factor_lu(const Csr<double>& a, const FactorOptions& opt = {});
+
+// The engines' names (LuFactor::engine_name, the results' `method`).
+inline constexpr const char* kUmfpackEngineName = "umfpack LU";
+inline constexpr const char* kKluEngineName = "klu LU";
+// KLU's left-looking factorization runs without dense kernels: above ~2e7 flops (about 10 ms
+// here) UMFPACK's BLAS-3 fronts are the faster engine.
+inline constexpr double kKluMaxFlops = 2e7;
 
 namespace detail {
 // The figures both engines report (UMFPACK's LuFactor, factor/lu_factor.cpp; KLU's,
@@ -93,12 +100,6 @@ class LuFactorFigures : public LuFactor {
   bool singular_ = false;
   double rcond_ = 0, entries_ = 0, flops_ = 0, bytes_ = 0, analyze_s_ = 0, factor_s_ = 0;
 };
-}  // namespace detail
-
-// KLU's left-looking factorization runs without dense kernels: above ~2e7 flops (about 10 ms
-// here) UMFPACK's BLAS-3 fronts are the faster engine.
-inline constexpr double kKluMaxFlops = 2e7;
-namespace detail {
 // KLU's LU of A, or null where its symbolic estimate of the flops exceeds max_flops (or KLU
 // refuses the pattern): then UMFPACK. Throws Error on KLU's numeric failure.
 std::unique_ptr<LuFactor> try_factor_klu(const Csr<double>& a, double max_flops);

@@ -125,7 +125,7 @@ class DistributedJob {
   double start_seconds_ = -1;  // ranks that are threads: the GPU context's start beside the read
   double nccl_wait_ = 0;       // ranks that are threads: the wait for NCCL after the operator's upload
   double split_seconds_ = 0;   // the rows' host split (split_rows)
-  std::unique_ptr<DenseBlockOps> local_ops_;  // made and warmed up beside the rows (rank threads), else in build_operator
+  std::unique_ptr<DenseBlockOps> local_ops_;  // made beside the rows (rank threads), else in build_operator
   std::int64_t n_ = 0, nl_ = 0, nnz_local_ = 0, rhs_cols_ = 0;
   double a_inf_ = 0;          // ‖A‖∞ ≥ ‖A‖₂ (symmetric A): the filter's bound, no power iteration
   std::vector<double> diag_;  // this rank's share of A's diagonal (solve with a preconditioner)

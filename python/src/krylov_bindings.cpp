@@ -88,10 +88,9 @@ SolveResult run_polynomial_host(Krylov m, const Csr<double>& a, const LinearOper
 
 // The preconditioner of opt["precond"] and precond_fn: "operator" (a Python M, host only),
 // "jacobi" (diag(A), given by `diagonal`) or "none". Sets o.preconditioner / o.jacobi_diagonal.
-// matrix: A is a sparse matrix (host or CuPy), which 'poly' needs (not a LinearOperator).
+// 'poly' is the caller's to build (a sparse A, host or CuPy; krylov_operator asks for "none").
 std::string set_preconditioner(const py::dict& opt, const py::object& precond_fn, std::int64_t n, bool host,
-                               bool matrix, std::vector<double> diagonal, std::unique_ptr<PyOperator>& m,
-                               KrylovOptions& o) {
+                               std::vector<double> diagonal, std::unique_ptr<PyOperator>& m, KrylovOptions& o) {
   if (!precond_fn.is_none()) {
     if (!host)
       throw InvalidArgument("a preconditioner M given as an operator runs on the CPU backend (device='cpu')");
@@ -104,11 +103,7 @@ std::string set_preconditioner(const py::dict& opt, const py::object& precond_fn
     o.jacobi_diagonal = std::move(diagonal);
     return p;
   }
-  if (p == "poly") {
-    if (!matrix) throw InvalidArgument("precond 'poly' needs a sparse matrix A (not a LinearOperator)");
-    return p;
-  }
-  if (p != "none") throw InvalidArgument("precond '" + p + "': expected jacobi, poly or none");
+  if (p != "poly" && p != "none") throw InvalidArgument("precond '" + p + "': expected jacobi, poly or none");
   return p;
 }
 
@@ -130,7 +125,7 @@ py::dict krylov_csr(const std::string& method, std::int64_t n, const I64Array& i
   const Backend backend = resolve_backend(opt_get<std::string>(opt, "device", "auto"));
   std::unique_ptr<PyOperator> m;
   const std::string precond =
-      set_preconditioner(opt, precond_fn, n, backend == Backend::cpu, true, csr_diagonal(a), m, o);
+      set_preconditioner(opt, precond_fn, n, backend == Backend::cpu, csr_diagonal(a), m, o);
   if (precond == "poly" && use_x0) throw InvalidArgument("precond 'poly' starts from x = 0: it does not take x0");
   double* xp = x.mutable_data();
   const double* bp = rhs.data();
@@ -174,7 +169,7 @@ py::dict krylov_operator(const std::string& method, std::int64_t n, py::object f
   std::unique_ptr<PyOperator> m;
   py::dict none_opt;
   none_opt["precond"] = "none";  // an operator has no diagonal to hand Jacobi
-  const std::string precond = set_preconditioner(none_opt, precond_fn, n, true, false, {}, m, o);
+  const std::string precond = set_preconditioner(none_opt, precond_fn, n, true, {}, m, o);
   const double* bp = rhs.data();
   double* xp = x.mutable_data();
   const std::int64_t s = rhs.shape(1);
@@ -231,7 +226,7 @@ py::dict krylov_device(const std::string& method, std::int64_t n, std::int64_t n
   const Krylov km = parse_krylov(method);
   KrylovOptions o = krylov_options(opt);
   std::unique_ptr<PyOperator> m;
-  const std::string precond = set_preconditioner(opt, py::none(), n, false, true, {}, m, o);
+  const std::string precond = set_preconditioner(opt, py::none(), n, false, {}, m, o);
   if (precond == "poly" && use_x0) throw InvalidArgument("precond 'poly' starts from x = 0: it does not take x0");
   const DevicePtrs da = device_ptrs(pa);
   MvView<const double> bv{reinterpret_cast<const double*>(rhs_ptr), n, s, n, Space::device};

@@ -163,7 +163,7 @@ class DirectSolve {
       std::shared_ptr<LuFactor> lu = factor_lu(a_, base);
       f.method = lu->engine_name();
       f.describe = lu->describe();
-      const std::string who = f.method == "klu LU" ? "KLU" : "UMFPACK";
+      const std::string who = f.method == kKluEngineName ? "KLU" : "UMFPACK";
       if (lu->singular()) return *why = who + "'s LU has a zero pivot", false;
       if (!(lu->rcond() >= opt_.singular_rcond))
         return *why = who + "'s pivot ratio min|u_kk|/max|u_kk| is " + sci(lu->rcond()), false;
@@ -249,7 +249,7 @@ class DirectSolve {
       SquareFactor f;
       std::string why;
       const bool factored = factor(e, f, &why, umfpack_only);
-      const bool klu = f.method == "klu LU";
+      const bool klu = f.method == kKluEngineName;
       if (!factored) {
         // (KLU's "zero pivot" can be growth that overflowed: UMFPACK decides.)
         if (klu) {

@@ -337,30 +337,37 @@ void GmresPolynomial::polynomial_sum(MvView<const double> v, MvView<double> y) c
   }
 }
 
-BuiltPolynomial make_gmres_polynomial(const LinearOperator<double>& a, const Csr<double>* csr, DenseBlockOps& ops,
-                                      std::int64_t max_cols, int degree, std::uint64_t seed, const double* dinv) {
+namespace {
+// Roots from `degree` Arnoldi steps on A (on D⁻¹A with dinv), then the polynomial with A's fused
+// step from make_step() (called only where a root was found: nullptr is none).
+template <class MakeStep>
+BuiltPolynomial build_polynomial(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
+                                 int degree, std::uint64_t seed, const double* dinv, MakeStep&& make_step) {
   const RowScaledOperator k(a, ops, dinv);
   PolyRoots roots = gmres_polynomial_roots(dinv ? static_cast<const LinearOperator<double>&>(k) : a, ops, degree, seed);
   BuiltPolynomial out;
   out.arnoldi_steps = roots.arnoldi_steps;
-  if (roots.roots.empty()) return out;
-  std::unique_ptr<ChebyshevStep> step;
-  if (csr && chebyshev_step_pays(csr->nrows, csr->nnz())) {
-    if (ops.space() == Space::device) step = make_chebyshev_step_on_operator(a, *csr, Precision::fp64, ops.stream());
-    if (!step) step = make_chebyshev_step(*csr, ops.backend(), Precision::fp64, ops.stream());
-  }
-  out.poly = std::make_unique<GmresPolynomial>(a, ops, max_cols, std::move(roots.roots), std::move(step), dinv);
+  if (!roots.roots.empty())
+    out.poly = std::make_unique<GmresPolynomial>(a, ops, max_cols, std::move(roots.roots), make_step(), dinv);
   return out;
+}
+}  // namespace
+
+BuiltPolynomial make_gmres_polynomial(const LinearOperator<double>& a, const Csr<double>* csr, DenseBlockOps& ops,
+                                      std::int64_t max_cols, int degree, std::uint64_t seed, const double* dinv) {
+  return build_polynomial(a, ops, max_cols, degree, seed, dinv, [&]() -> std::unique_ptr<ChebyshevStep> {
+    std::unique_ptr<ChebyshevStep> step;
+    if (csr && chebyshev_step_pays(csr->nrows, csr->nnz())) {
+      if (ops.space() == Space::device) step = make_chebyshev_step_on_operator(a, *csr, Precision::fp64, ops.stream());
+      if (!step) step = make_chebyshev_step(*csr, ops.backend(), Precision::fp64, ops.stream());
+    }
+    return step;
+  });
 }
 
 BuiltPolynomial make_gmres_polynomial(const LinearOperator<double>& a, std::unique_ptr<ChebyshevStep> step,
                                       DenseBlockOps& ops, std::int64_t max_cols, int degree, std::uint64_t seed) {
-  PolyRoots roots = gmres_polynomial_roots(a, ops, degree, seed);
-  BuiltPolynomial out;
-  out.arnoldi_steps = roots.arnoldi_steps;
-  if (!roots.roots.empty())
-    out.poly = std::make_unique<GmresPolynomial>(a, ops, max_cols, std::move(roots.roots), std::move(step), nullptr);
-  return out;
+  return build_polynomial(a, ops, max_cols, degree, seed, nullptr, [&] { return std::move(step); });
 }
 
 }  // namespace tcsolve::krylov
