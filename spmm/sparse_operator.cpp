@@ -689,6 +689,8 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
   //   - fp64 blocks of fill < 0.3 (8×4 blocks mostly padding): CSR whatever the byte ratio says
   //     (lap3d, fill 0.15, at N = 32: the model's ratio drops near 1.1, the DMMA kernel still
   //     loses 2–2.7×, and the trial cost 0.39 s against a 0.44 s solve).
+  //   - an apply under OperatorOptions::trial_min_bytes by the model: launch-bound, whichever
+  //     kernel runs (the model's kernel, with the fill rule above).
   // bsr_block: the model's clear case (no trial, no BCSR)
   if (plan.kernel == SpmmKernel::bsr_block) return build_planned();
   const double model_ratio = plan.est_bytes_csr > 0 && plan.nblocks > 0
@@ -701,6 +703,13 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     plan.csr_group = rows_regular ? 1 : segment_group(plan.mean_row_nnz);
     plan.stage_x = !rows_regular && plan.expected_cols >= kStageSegmentMinCols;
     plan.reordered = plan.symmetric = false;
+  }
+  if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial && plan.est_bytes_csr < opt.trial_min_bytes) {
+    char why[160];
+    std::snprintf(why, sizeof why, "; trial skipped: an apply is launch-bound (%.3g MB by the model, "
+                  "under %.3g MB)", plan.est_bytes_csr / 1e6, opt.trial_min_bytes / 1e6);
+    plan.reason += why;
+    return build_planned();
   }
   if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial &&
       ((model_ratio > 1.25 && rows_regular) || model_ratio < 0.75 || (sparse_blocks && rows_regular))) {

@@ -102,6 +102,11 @@ struct OperatorOptions {
   // keep the fastest (costs about 3 applies per candidate plus their uploads). false: byte cost
   // model only, no GPU work at construction beyond the upload.
   bool plan_by_trial = true;
+  // ... and only where one apply moves at least this many bytes by the model (est_bytes_csr at
+  // expected_cols). Below it an apply is launch-bound (32 MB: ~10 µs on the H200) and the trial's
+  // uploads, warm-ups and timed runs of 2–4 candidates cost more than the kernels' difference can
+  // save in a solve of that size (docs/decisions.md). 0: time the candidates at any size.
+  double trial_min_bytes = 32e6;
 };
 
 // One candidate of the construction-time trial and its time for one apply at expected_cols.

@@ -611,6 +611,7 @@ TEST(SpmmGpu, TrialPlanKeepsFastestCandidateAndIsCorrect) {
     for (int k : {8, 24, 40}) {
       OperatorOptions opt;
       opt.expected_cols = k;
+      opt.trial_min_bytes = 0;  // (these matrices are launch-bound: the next test)
       auto op = make_sparse_operator(*a, Backend::cuda, opt);
       const SpmmPlan& p = op->plan();
       const SpmmPlan model = plan_spmm(*a, Backend::cuda, opt);
@@ -666,6 +667,38 @@ TEST(SpmmGpu, TrialPlanKeepsFastestCandidateAndIsCorrect) {
   EXPECT_GT(trials, 0) << "no matrix of the set needed the trial (the skewed one should)";
   RecordProperty("trials", trials);
   RecordProperty("skipped", skipped);
+}
+
+// Below OperatorOptions::trial_min_bytes (an apply launch-bound by the model) the default plan
+// times nothing: the model's kernel (the fill rule of the trial's clear cases applied), said in
+// the reason, and the product correct. The skewed matrix is one the trial is run for at size 0.
+TEST(SpmmGpu, LaunchBoundApplySkipsTheTrial) {
+  TCSOLVE_SKIP_WITHOUT_GPU();
+  const Csr<double>& a = mats().skewed;
+  for (int k : {8, 40}) {
+    OperatorOptions opt;
+    opt.expected_cols = k;
+    const SpmmPlan model = plan_spmm(a, Backend::cuda, opt);
+    ASSERT_LT(model.est_bytes_csr, opt.trial_min_bytes);
+    auto op = make_sparse_operator(a, Backend::cuda, opt);
+    const SpmmPlan& p = op->plan();
+    EXPECT_FALSE(p.by_trial) << p.describe();
+    EXPECT_TRUE(p.trials.empty()) << p.describe();
+    EXPECT_NE(p.reason.find("trial skipped: an apply is launch-bound"), std::string::npos) << p.describe();
+    const bool sparse_blocks = model.nblocks > 0 && model.fill < 0.3;
+    if (!(sparse_blocks && model.kernel == SpmmKernel::bcsr_dmma)) EXPECT_EQ(p.kernel, model.kernel) << p.describe();
+    const Check c = run_and_compare(a, k, 900 + k, [&](const double* x, std::int64_t ldx, double* y,
+                                                      std::int64_t ldy) {
+      op->apply(MvView<const double>{x, a.ncols, k, ldx, Space::device},
+                MvView<double>{y, a.nrows, k, ldy, Space::device});
+    });
+    expect_ok(c, 1e-13, false, p.describe() + " N=" + std::to_string(k));
+    // at size 0 the same matrix goes to the trial (the model is not clear on it)
+    opt.trial_min_bytes = 0;
+    auto timed = make_sparse_operator(a, Backend::cuda, opt);
+    EXPECT_TRUE(timed->plan().by_trial || timed->plan().reason.find("the model is clear") != std::string::npos)
+        << timed->plan().describe();
+  }
 }
 
 // Row-split with A tiled in shared memory: short rows (tile path), a 75-wide band (every CTA
