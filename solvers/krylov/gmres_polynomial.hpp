@@ -155,7 +155,7 @@ class GmresPolynomial {
 };
 
 // The degrees the command and Python take without --precond-degree (H200 sweep: docs/decisions.md).
-constexpr int kDegreeGmres = 20;
+constexpr int kDegreeGmres = 30;
 constexpr int kDegreeMinres = 15;
 
 struct BuiltPolynomial {
