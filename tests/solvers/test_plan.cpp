@@ -699,6 +699,17 @@ TEST(Plan, StiffClassForeseesTheFloorFromTheDiagonal) {
     EXPECT_EQ(p.chosen.transform, Transform::shift_invert) << show(p);
     EXPECT_NE(p.reason.find("rounding floor"), std::string::npos) << show(p);
     EXPECT_EQ(in.analyze_calls, 1) << show(p);
+    // On a fresh machine (no rates cached) shift-invert is the only feasible plan: nothing is
+    // measured, the defaults price it and the reason says why (gen:stiff:12:3, n = 5184, past
+    // dense: the filter is ruled out by the floor). With dense feasible (n = 3000) nothing changes.
+    Inputs fresh;
+    fresh.rates_known = false;
+    fresh.a = read_matrix("gen:stiff:12:3", {});
+    fresh.t0 = 2e-6, fresh.tc = 2e-8;
+    const EigsPlan fp = plan_eigs(facts_of(fresh, backend), opts(3), probes_of(fresh));
+    EXPECT_EQ(fp.chosen.transform, Transform::shift_invert) << show(fp);
+    EXPECT_EQ(fresh.rates_calls, 0) << show(fp);
+    EXPECT_NE(fp.reason.find("no other plan is feasible here"), std::string::npos) << show(fp);
     // A probe that did not resolve the end (θ_min = 1e5): the diagonal bounds it; without the
     // diagonal (NaN: an operator) nothing does, and the outlook is clear.
     for (bool diagonal : {true, false}) {
