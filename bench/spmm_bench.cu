@@ -443,7 +443,7 @@ void bench_matrix(const std::string& spec, const Csr<double>& a, const Config& c
         if (tp.kernel == SpmmKernel::csr_row && tp.csr_tiled) kept += " tiled";
         if (tp.stage_x) kept += " staged";
         if (tp.dmma_tile_cols > 0) kept += " t" + std::to_string(tp.dmma_tile_cols);
-        record(spec, n, nnz, "fp64", N, "tcsolve auto", kept + " (trial)", t_auto, bytes_min);
+        record(spec, n, nnz, "fp64", N, "tcsolve auto", kept + (tp.by_trial ? " (trial)" : " (model)"), t_auto, bytes_min);
       }
       // cuSPARSE: X, Y reinterpreted in each layout (same random contents)
       Best b = best_cusparse_csr(sh, cs, N, X.p, Y.p, CUDA_R_64F, CUDA_R_64F, buf);

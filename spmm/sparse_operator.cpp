@@ -709,6 +709,7 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     std::snprintf(why, sizeof why, "; trial skipped: an apply is launch-bound (%.3g MB by the model, "
                   "under %.3g MB)", plan.est_bytes_csr / 1e6, opt.trial_min_bytes / 1e6);
     plan.reason += why;
+    if (!is_bcsr(plan.kernel)) plan.reordered = plan.symmetric = false;  // the CSR kernels use A as given
     return build_planned();
   }
   if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial &&

@@ -10,7 +10,8 @@
 // m16n8k16 with fp32 accumulation on 16×16 blocks). On the GPU the default is a short one-time
 // trial (each candidate kernel run on A at the expected N: one warm-up, then the fastest of two
 // or three timed runs; the fastest kernel is kept, its times are in SpmmPlan::trials); the byte
-// cost model (plan_spmm) decides instead when OperatorOptions::plan_by_trial is false, and
+// cost model (plan_spmm) decides instead when OperatorOptions::plan_by_trial is false or an
+// apply is launch-bound (under OperatorOptions::trial_min_bytes by the model), and
 // prunes candidates that cannot win (BCSR when the model puts it at > 3× the CSR bytes, > 1.25×
 // from 2^25 non-zeros, where building and uploading the blocks costs seconds).
 // The operator uploads A once; apply() never allocates.

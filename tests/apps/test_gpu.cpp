@@ -145,8 +145,9 @@ TEST(AppsGpu, FitsTheBlocksToTheMemoryLeft) {
   const std::string scope = "TCSOLVE_DEVICE_MEMORY_LIMIT_SCOPE=tcsolve";
   const std::string limit = "TCSOLVE_DEVICE_MEMORY_LIMIT=20000000";  // 0.9·20 MB − 4.97 MB ≈ 60 vectors
   // 64 right-hand sides: 8 blocks of 64 would take 110 MB; batches of (60 − 1)/8 = 7 columns. The
-  // kernel trial runs at the batch width too (at 64 columns its scratch X and Y alone, 27.6 MB,
-  // broke the cap), and the cap is enforced: the peak stays under it.
+  // operator is planned at the batch width too (at 64 columns the trial's scratch X and Y alone,
+  // 27.6 MB, broke the cap; at 7 an apply is launch-bound and nothing is timed), and the cap is
+  // enforced: the peak stays under it.
   auto s = run_tcsolve_env({scope, limit}, {"solve", "gen:lap3d:30", "--rhs", "random:64", "--device",
                                      "cuda", "--out", d.file("s.h5"), "--json"});
   ASSERT_EQ(s.status, 0) << s.err << s.out;

@@ -115,7 +115,7 @@ inline double norm_inf(const Csr<double>& a) {
 }
 
 // The production operator on the backend under test: make_sparse_operator (CPU: multithreaded
-// CSR; CUDA: A uploaded once, kernel chosen by the plan's trial for 8 columns). The solvers run
+// CSR; CUDA: A uploaded once, kernel chosen for 8 columns: by the byte model on these launch-bound sizes). The solvers run
 // it on their own stream through ApplyClock, which orders it against the dense ops.
 inline std::unique_ptr<LinearOperator<double>> make_operator(const Csr<double>& a) {
   OperatorOptions oo;
