@@ -701,7 +701,7 @@ TEST(Plan, StiffClassForeseesTheFloorFromTheDiagonal) {
     EXPECT_EQ(in.analyze_calls, 1) << show(p);
     // On a fresh machine (no rates cached) shift-invert is the only feasible plan: nothing is
     // measured, the defaults price it and the reason says why (gen:stiff:12:3, n = 5184, past
-    // dense: the filter is ruled out by the floor). With dense feasible (n = 3000) nothing changes.
+    // dense: the filter is ruled out by the floor).
     Inputs fresh;
     fresh.rates_known = false;
     fresh.a = read_matrix("gen:stiff:12:3", {});
