@@ -10,6 +10,8 @@
 
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "core/parallel.hpp"
+#include "solvers/krylov/gmres_kernels.hpp"
 #include "solvers/solver_common.hpp"
 
 namespace tcsolve::krylov {
@@ -113,6 +115,13 @@ std::vector<PolyRoot> stable_leja_order(std::vector<PolyRoot> roots) {
   return out;
 }
 
+// The Arnoldi run is GMRES's own single-column step (gmres_kernels.hpp), queued without a host
+// wait: per step w = A·v_j, CGS2 in three fused passes whose coefficients go to column j of H1
+// and H2 (h_{0..j,j} = H1 + H2, ‖w‖² in H2's row k + 1), the column's Arnoldi/Givens step
+// (which freezes it on an invariant subspace or a non-finite value; its target is −1, so that no
+// residual estimate stops it), and v_{j+1} = w/h_{j+1,j} (0 once frozen). One download at the
+// end. (H200, convdiff3d:100, degree 30: the host-synchronized run with separate Gram and GEMM
+// passes took ~15 ms of set-up.)
 PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps& ops, int degree,
                                  std::uint64_t seed) {
   const double t0 = detail::now_seconds();
@@ -120,41 +129,50 @@ PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps&
   TCSOLVE_REQUIRE(a.cols() == n, "GMRES polynomial: A must be square");
   if (degree < 1) throw InvalidArgument(format("GMRES polynomial: degree must be ≥ 1, is %d", degree));
   const int k = static_cast<int>(std::min<std::int64_t>(degree, n));
-  MultiVector<double> v = ops.allocate(n, k + 1);
-  std::vector<double> h(static_cast<std::size_t>(k + 1) * k, 0.0), c(k + 1);
-  double nrm = 0.0, zero = 0.0;
+  namespace g = gmres;
+  const g::Kernels kt = g::kernels_for(ops.space());
+  g::StateLayout lay;
+  lay.m = k;
+  const std::int64_t hr = k + 2, sr = lay.rows();  // H1/H2 rows; state rows
+  MultiVector<double> v = ops.allocate(n, k + 1), h1 = ops.allocate(hr, k), h2 = ops.allocate(hr, k),
+                      st = ops.allocate(sr, 1), beta = ops.allocate(1, 1);
+  MultiVector<double> partial = ops.allocate(kt.partial_doubles(n, k + 1, 1, host_threads()), 1);
+  const g::Context ctx{ops.stream(), partial.data(), partial.rows(), host_threads()};
+  ops.fill_zero(h1.view());
+  ops.fill_zero(h2.view());
   ops.fill_random_rows(v.columns(0, 1), seed, 0);
-  ops.column_norms(v.columns(0, 1), &nrm);
-  double inv = 1.0 / nrm;
-  ops.axpby_columns(&inv, v.columns(0, 1), &zero, v.columns(0, 1));
-  int steps = k;
+  ops.normalize_columns(v.columns(0, 1), beta.view());
+  const double target = -1.0;
+  ops.from_host(&target, 1, MvView<double>{st.data() + g::StateLayout::kTarget, 1, 1, sr, ops.space()});
+  kt.start_cycle(ctx, lay, beta.view(), st.view());
   for (int j = 0; j < k; ++j) {
-    auto vj = v.columns(j, 1), w = v.columns(j + 1, 1), basis = v.columns(0, j + 1);
-    detail::apply_ordered(ApplyOrder::events, ops, a, vj, w);
-    double hn2 = 0.0;
-    for (int pass = 0; pass < 2; ++pass) {  // classical Gram–Schmidt, twice
-      ops.gram(basis, w, c.data(), j + 1);
-      ops.gemm(-1.0, basis, c.data(), j + 1, 1.0, w);
-      for (int i = 0; i <= j; ++i) h[std::size_t(j) * (k + 1) + i] += c[i];
-    }
-    for (int i = 0; i <= j; ++i) hn2 += h[std::size_t(j) * (k + 1) + i] * h[std::size_t(j) * (k + 1) + i];
-    ops.column_norms(w, &nrm);
-    h[std::size_t(j) * (k + 1) + j + 1] = nrm;
-    if (!std::isfinite(nrm))
-      throw InvalidArgument("GMRES polynomial: A·v is not finite (A holds a non-finite value)");
-    if (nrm <= 1e-12 * std::sqrt(hn2 + nrm * nrm)) {  // an invariant subspace: its Ritz values are exact
-      steps = j + 1;
-      break;
-    }
-    inv = 1.0 / nrm;
-    ops.axpby_columns(&inv, w, &zero, w);
+    const g::Basis basis{v.data(), n, n, n, 1};
+    MvView<double> w = v.columns(j + 1, 1), c1 = h1.columns(j, 1), c2 = h2.columns(j, 1);
+    detail::apply_ordered(ApplyOrder::events, ops, a, v.columns(j, 1), w);
+    kt.ortho_pass(ctx, basis, j + 1, w, MvView<const double>{}, c1, true, -1);
+    kt.ortho_pass(ctx, basis, j + 1, w, c1, c2, true, -1);
+    kt.ortho_pass(ctx, basis, j + 1, w, c2, c2, false, k + 1);
+    kt.arnoldi_step(ctx, lay, j, c1, c2, k + 1, st.view());
+    kt.normalize(ctx, w, st.view(), nullptr, MvView<double>{});
   }
-  // H of the steps taken: (steps + 1) × steps out of the (k + 1) × k array.
+  std::vector<double> hh1(static_cast<std::size_t>(hr) * k), hh2(hh1.size()), sh(static_cast<std::size_t>(sr));
+  ops.to_host(h1.view(), hh1.data(), hr);
+  ops.to_host(h2.view(), hh2.data(), hr);
+  ops.to_host(st.view(), sh.data(), sr);
+  // The steps kept: all k, or up to the invariant subspace (whose Ritz values are exact).
+  const int steps = static_cast<int>(sh[g::StateLayout::kLen]);
+  if (!std::isfinite(sh[g::StateLayout::kEst]))
+    throw InvalidArgument("GMRES polynomial: A·v is not finite (A holds a non-finite value)");
+  // H of the steps taken: (steps + 1) × steps, h_{i,j} = H1 + H2, h_{j+1,j} = √(H2's norm row).
   std::vector<double> hs(static_cast<std::size_t>(steps + 1) * steps);
-  for (int j = 0; j < steps; ++j)
-    for (int i = 0; i <= steps; ++i) hs[std::size_t(j) * (steps + 1) + i] = h[std::size_t(j) * (k + 1) + i];
+  for (int j = 0; j < steps; ++j) {
+    for (int i = 0; i <= j; ++i) hs[std::size_t(j) * (steps + 1) + i] = hh1[std::size_t(j) * hr + i] + hh2[std::size_t(j) * hr + i];
+    hs[std::size_t(j) * (steps + 1) + j + 1] = std::sqrt(std::max(0.0, hh2[std::size_t(j) * hr + k + 1]));
+  }
+  for (double x : hs)
+    if (!std::isfinite(x)) throw InvalidArgument("GMRES polynomial: A·v is not finite (A holds a non-finite value)");
   PolyRoots r;
-  r.roots = stable_leja_order(harmonic_ritz_roots(hs, steps));  // (empty: A·v vanished on the start)
+  if (steps > 0) r.roots = stable_leja_order(harmonic_ritz_roots(hs, steps));  // (none: A·v vanished on the start)
   r.arnoldi_steps = steps;
   r.seconds = detail::now_seconds() - t0;
   return r;

@@ -65,7 +65,7 @@ struct PolyRoots {
   int arnoldi_steps = 0;        // steps taken (fewer than asked on an invariant subspace)
   double seconds = 0.0;
 };
-// `degree` Arnoldi steps (classical Gram–Schmidt twice; host-synchronizing, set-up only) on the
+// `degree` Arnoldi steps (GMRES's fused CGS2 passes, queued; one download at the end) on the
 // operator from a random start (seed) in ops.space(), the harmonic Ritz values, ordered. No root
 // (roots empty) where A·v vanishes on the start vector: the caller goes without the polynomial.
 PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps& ops, int degree,
