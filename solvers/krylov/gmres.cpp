@@ -24,6 +24,11 @@
 // converged at once. A non-finite entry of B: InvalidArgument. Columns run scaled by powers of two
 // (b_c/c_c with ‖b_c‖/c_c in [0.5, 1), exact), so that b of 1e±200 converges like any other.
 //
+// Flexible (KrylovOptions::flexible, with a preconditioner operator): FGMRES (Saad 1993). Each
+// z_j = M⁻¹·v_j is kept in its own block Z_j and the cycle's update is x += Z·y, so that
+// A·Z_k = V_{k+1}·H̄_k holds whatever M⁻¹ did (an inexact or changing M: the GMRES polynomial in
+// fp32 steps, polynomial_solve.hpp). Memory: m more n × s blocks (Z), and no z block.
+//
 // Why pseudo-block and not block GMRES: the s Arnoldi processes are independent, so there is no
 // deflation or rank question (dependent or zero right-hand sides cost nothing special), columns
 // converge and stop on their own, and the only thing shared is what dominates — the SpMM A·V_j of

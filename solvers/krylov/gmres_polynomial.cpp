@@ -195,7 +195,7 @@ MultiVector<double> inverse_diagonal(DenseBlockOps& ops, const std::vector<doubl
 
 GmresPolynomial::GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
                                  std::vector<PolyRoot> roots, std::unique_ptr<ChebyshevStep> fused,
-                                 const double* dinv)
+                                 const double* dinv, bool fp32_on_host)
     : a_(a), ops_(ops), max_cols_(max_cols), roots_(std::move(roots)), degree_(polynomial_degree(roots_)),
       fused_(std::move(fused)), dinv_(dinv) {
   if (roots_.empty()) throw InvalidArgument("GMRES polynomial: no roots");
@@ -216,6 +216,19 @@ GmresPolynomial::GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps&
     ops.to_host(MvView<const double>{dinv_, n, 1, n, ops.space()}, h.data(), n);
     for (double& x : h) x = 1.0 / x;
     ops.from_host(h.data(), n, d_.view());
+  }
+  if (fused_ && !dinv_ && (ops.space() == Space::device || fp32_on_host)) {
+    v32_ = ops.allocate32(n, max_cols), ya32_ = ops.allocate32(n, max_cols), yb32_ = ops.allocate32(n, max_cols);
+    t32_ = ops.allocate32(n, max_cols);
+    const std::size_t nf = roots_.size(), mc = static_cast<std::size_t>(max_cols);
+    std::vector<double> f(mc * nf), first(mc, roots_[0].pair() ? -1.0 : -1.0 / roots_[0].re), zero(mc, 0.0);
+    for (std::size_t i = 0; i < nf; ++i)
+      std::fill(f.begin() + i * mc, f.begin() + (i + 1) * mc, roots_[i].pair() ? 1.0 : 1.0 / roots_[i].re);
+    f_ = ops.allocate(max_cols, static_cast<std::int64_t>(nf)), first_ = ops.allocate(max_cols, 1);
+    zero_ = ops.allocate(max_cols, 1);
+    ops.from_host(f.data(), max_cols, f_.view());
+    ops.from_host(first.data(), max_cols, first_.view());
+    ops.from_host(zero.data(), max_cols, zero_.view());
   }
   coef_.assign(static_cast<std::size_t>(max_cols), 0.0);
   ones_.assign(static_cast<std::size_t>(max_cols), 1.0);
@@ -353,6 +366,42 @@ void GmresPolynomial::polynomial_sum(MvView<const double> v, MvView<double> y) c
            {});
     }
   }
+}
+
+void GmresPolynomial::apply_polynomial32(MvView<const double> v, MvView<double> y) const {
+  check(v, y, "p(A)·v in fp32");
+  if (!has_fp32()) throw InvalidArgument("GMRES polynomial: no fp32 apply (it needs A's fused step and no row scaling)");
+  const std::int64_t s = v.cols;
+  const std::size_t nf = roots_.size();
+  MvView<float> v32 = v32_.columns(0, s), ya = ya32_.columns(0, s), yb = yb32_.columns(0, s), t = t32_.columns(0, s);
+  auto fcol = [&](std::size_t i) { return f_.data() + i * static_cast<std::size_t>(f_.rows()); };
+  // The first factor from y_0 = 0: a real root gives y_1 = v/θ_0 with the rounding of v itself
+  // (residual32: r = fp32(0·v − (−1/θ_0)·v), z = fp32(θ_0·r's value)); a pair y_2 = (2α/μ)·v − (1/μ)·A·v.
+  const PolyRoot& r0 = roots_[0];
+  if (!r0.pair()) {
+    fused_->residual32(0.0, v, v, first_.data(), r0.re, ya, v32);
+  } else {
+    const double mu = r0.re * r0.re + r0.im * r0.im;
+    fused_->residual32(0.0, v, v, first_.data(), 1.0, v32, t);  // v32 = fp32(v) (t: scratch)
+    fused_->step32(-1.0 / mu, v32, 2.0 * r0.re / mu, 0.0, ya, MvView<const float>{}, nullptr);
+    columns_ += s;
+  }
+  MvView<float> cur = ya;
+  for (std::size_t i = 1; i < nf; ++i) {
+    const PolyRoot& r = roots_[i];
+    if (!r.pair()) {  // y ← y − (1/θ)·A·y + (1/θ)·v, into the other iterate
+      const MvView<float> out = cur.data == ya.data ? yb : ya;
+      fused_->step32(-1.0 / r.re, cur, 1.0, 0.0, out, v32, fcol(i));
+      cur = out;
+      columns_ += s;
+    } else {  // t = v − A·y; y ← y + (2α/μ)·t − (1/μ)·A·t in place
+      const double mu = r.re * r.re + r.im * r.im;
+      fused_->step32(-1.0, cur, 0.0, 0.0, t, v32, fcol(i));
+      fused_->step32(-1.0 / mu, t, 2.0 * r.re / mu, 1.0, cur, MvView<const float>{}, nullptr);
+      columns_ += 2 * s;
+    }
+  }
+  fused_->combine32(v, zero_.data(), cur, y);  // y = 0·v + fp64(cur), exactly
 }
 
 namespace {

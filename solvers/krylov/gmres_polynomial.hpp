@@ -98,9 +98,11 @@ class GmresPolynomial {
   // ops.space() on ops.stream(). Workspace: three n × max_cols blocks (four without `fused`).
   // dinv (optional, n values in ops.space(), outliving this): the Jacobi-scaled polynomial (above),
   // roots then from RowScaledOperator(a, ops, dinv); one more n × max_cols block of workspace.
+  // fp32_on_host: the fp32 apply (below) on the CPU backend too (tests); on the GPU it is there
+  // wherever a fused step is given and dinv is not.
   GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps& ops, std::int64_t max_cols,
                   std::vector<PolyRoot> roots, std::unique_ptr<ChebyshevStep> fused = nullptr,
-                  const double* dinv = nullptr);
+                  const double* dinv = nullptr, bool fp32_on_host = false);
   GmresPolynomial(const GmresPolynomial&) = delete;
   GmresPolynomial& operator=(const GmresPolynomial&) = delete;
 
@@ -108,9 +110,22 @@ class GmresPolynomial {
   void apply_preconditioned(MvView<const double> v, MvView<double> w) const;
   // y = p(A)·v: degree() − 1 products with A.
   void apply_polynomial(MvView<const double> v, MvView<double> y) const;
-  // The two as operators (in ops.space()): B = A·p(A), and P = p(A).
+  // y ≈ p(A)·v in fp32 steps with fp32 accumulation (A's fused step32), in the Richardson form
+  //   y_0 = 0;  a real root θ:  y ← y + (1/θ)·(v − A·y)                   (one step)
+  //             a pair θ, θ̄ (α = Re θ, μ = |θ|²):  t = v − A·y;
+  //                           y ← y + (2α/μ)·t − (1/μ)·A·t                  (two steps)
+  // which is Σ_i c_i·(factor i's input) of polynomial_sum in exact arithmetic (A·y_i = v − π_i(A)·v),
+  // with no separate accumulation pass: v rounded to fp32 once, y to fp64 once at the end; each
+  // step reads A, gathers y (4 bytes an entry), reads v (4), writes y (4). An inexact p(A) (a
+  // relative error of ~1e-6), for FGMRES (KrylovOptions::flexible), where it changes M, not the
+  // answer. Only where has_fp32(). Workspace: four fp32 n × max_cols blocks (made at construction).
+  void apply_polynomial32(MvView<const double> v, MvView<double> y) const;
+  bool has_fp32() const { return v32_.data() != nullptr; }
+
+  // The applies as operators (in ops.space()): B = A·p(A), P = p(A), and P in fp32 steps.
   const LinearOperator<double>& preconditioned() const { return b_; }
   const LinearOperator<double>& polynomial() const { return p_; }
+  const LinearOperator<double>& polynomial32() const { return p32_; }
 
   int degree() const { return degree_; }
   const std::vector<PolyRoot>& roots() const { return roots_; }
@@ -120,17 +135,18 @@ class GmresPolynomial {
  private:
   class Op final : public LinearOperator<double> {
    public:
-    Op(const GmresPolynomial& p, bool preconditioned) : p_(p), b_(preconditioned) {}
+    enum Kind { b, p, p32 };
+    Op(const GmresPolynomial& p, Kind k) : p_(p), k_(k) {}
     std::int64_t rows() const override { return p_.a_.rows(); }
     std::int64_t cols() const override { return p_.a_.cols(); }
     Space space() const override { return p_.ops_.space(); }
     void apply(MvView<const double> x, MvView<double> y) const override {
-      b_ ? p_.apply_preconditioned(x, y) : p_.apply_polynomial(x, y);
+      k_ == b ? p_.apply_preconditioned(x, y) : k_ == p ? p_.apply_polynomial(x, y) : p_.apply_polynomial32(x, y);
     }
 
    private:
     const GmresPolynomial& p_;
-    bool b_;
+    Kind k_;
   };
   // next = a·A·cur + b·cur + c·next + e·r (c == 0: next not read; e == 0: r not read).
   void step(double a, MvView<const double> cur, double b, double c, MvView<double> next, double e,
@@ -150,8 +166,13 @@ class GmresPolynomial {
   MultiVector<double> d_;                        // D (scaled)
   mutable MultiVector<double> t0_, t1_, t2_, w_, u_;  // iterates, the pair's t, A·cur (no fused step), D⁻¹·v
   mutable std::vector<double> coef_, ones_, zeros_;  // per-column coefficients (host)
+  // The fp32 apply's blocks (v, two iterates, the pair's t) and per-column coefficients in
+  // ops.space(): f_ (max_cols × factors: 1/θ of a real root, 1 for a pair's t), first_ (−1/θ_0 or
+  // −1: the rounding of v), zero_ (0: y's fp64 copy).
+  mutable MultiVector<float> v32_, ya32_, yb32_, t32_;
+  MultiVector<double> f_, first_, zero_;
   mutable std::int64_t columns_ = 0;
-  Op b_{*this, true}, p_{*this, false};
+  Op b_{*this, Op::b}, p_{*this, Op::p}, p32_{*this, Op::p32};
 };
 
 // The degrees the command and Python take without --precond-degree (H200 sweep: docs/decisions.md).

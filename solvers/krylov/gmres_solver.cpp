@@ -42,7 +42,8 @@ GmresSolver::GmresSolver(const LinearOperator<double>& a, DenseBlockOps& ops, st
   ctx_.partial = partial_.data();
   ctx_.partial_size = partial_.rows();
   if (!opt_.preconditioner) set_jacobi();
-  if (preconditioned()) z_ = ops_.allocate(n_, s);
+  if (flexible()) zb_ = ops_.allocate(n_, std::int64_t(m_) * s);
+  else if (preconditioned()) z_ = ops_.allocate(n_, s);
   for (auto* v : {&bn_, &cs_, &inv_cs_, &neg_inv_cs_, &rn_, &ref_, &est_, &frozen_, &len_, &tgt_}) v->resize(s);
   zero_.assign(s, 0.0), one_.assign(s, 1.0);
   stall_.resize(s), stagnant_.resize(s);
@@ -172,7 +173,7 @@ void GmresSolver::queue_iteration(Run& r) {
   p.apply_marks.fill(-1);
   p.mark0 = t ? ops_.queue().mark() : -1;
   auto vj = basis_block(j, na), w = basis_block(j + 1, na);
-  auto z = preconditioned() ? z_.columns(0, na) : vj;
+  auto z = flexible() ? zblock(j, na) : preconditioned() ? z_.columns(0, na) : vj;
   if (opt_.preconditioner) apply(*opt_.preconditioner, vj, z, t ? &p.apply_marks[2] : nullptr);
   apply(a_, z, w, t ? &p.apply_marks[0] : nullptr);  // w = A·M⁻¹·v_j
   // CGS2: h1 = Vᵀw; w −= V·h1 and h2 = Vᵀw; w −= V·h2 and ‖w‖² (row m + 1 of h2).
@@ -235,10 +236,11 @@ void GmresSolver::end_cycle(Run& r) {
   const std::int64_t na = r.na;
   k_.solve_triangular(ctx_, layout_, state(na));
   auto u = u_.columns(0, na);
-  k_.combine(ctx_, layout_, basis(na), static_cast<int>(r.queued), state(na),
+  const Basis zs{zb_.data(), n_, n_, n_ * smax_, na};  // (flexible: x += Z·y, M⁻¹ not applied again)
+  k_.combine(ctx_, layout_, flexible() ? zs : basis(na), static_cast<int>(r.queued), state(na),
              opt_.preconditioner ? nullptr : dinv_.data(), u);
   MvView<const double> dx = u;
-  if (opt_.preconditioner) {
+  if (opt_.preconditioner && !flexible()) {
     apply(*opt_.preconditioner, u, z_.columns(0, na), nullptr);
     dx = z_.columns(0, na);
   }

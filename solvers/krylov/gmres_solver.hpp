@@ -78,8 +78,8 @@ class GmresSolver {
   // Consumes queued iterations' scalars, oldest first, down to `keep` still queued (0: drain);
   // sets r.all_frozen when every active column has stopped.
   void read_back(Run& r, std::size_t keep);
-  // y_c = R_c⁻¹·g_c, x_c += c_c·M⁻¹·Σ_i V_i(:,c)·y_c(i); r.it advances by the cycle's longest
-  // column.
+  // y_c = R_c⁻¹·g_c, x_c += c_c·M⁻¹·Σ_i V_i(:,c)·y_c(i) (flexible: c_c·Σ_i Z_i(:,c)·y_c(i));
+  // r.it advances by the cycle's longest column.
   void end_cycle(Run& r);
   // Status, reason and statistics from the last true residuals.
   SolveResult finish(Run& r, double t0);
@@ -104,6 +104,9 @@ class GmresSolver {
   };
 
   bool preconditioned() const { return opt_.preconditioner != nullptr || dinv_.data() != nullptr; }
+  bool flexible() const { return opt_.flexible && opt_.preconditioner != nullptr; }
+  // FGMRES's Z_j = M⁻¹·V_j (blocks of n × s, as the basis)
+  MvView<double> zblock(std::int64_t j, std::int64_t na) { return zb_.columns(j * smax_, na); }
   bool timing() const { return opt_.keep_history || static_cast<bool>(opt_.on_iteration); }
   Basis basis(std::int64_t na) { return {basis_.data(), n_, n_, n_ * smax_, na}; }
   MvView<double> small(MultiVector<double>& m, std::int64_t na) { return m.columns(0, na); }
@@ -124,7 +127,8 @@ class GmresSolver {
   // residuals; the cycle's update), z_ (M⁻¹·V_j; only with a preconditioner), dinv_ (Jacobi).
   // Small: h1_, h2_ ((m + 2) × s: the passes' coefficients, ‖w‖² in row m + 1 of h2_), state_
   // (layout_.rows() × s), beta_ (s × 1), partial_ (the kernels' reductions).
-  MultiVector<double> basis_, u_, z_, dinv_, h1_, h2_, state_, beta_, partial_;
+  // zb_: FGMRES's m blocks Z_j = M⁻¹·V_j (flexible only; z_ is not allocated then).
+  MultiVector<double> basis_, u_, z_, zb_, dinv_, h1_, h2_, state_, beta_, partial_;
   // Host, sized once: ‖b_j‖/c_j, c_j, 1/c_j, −1/c_j, true residuals, stagnation reference and
   // count, flags; per slot: estimates, frozen flags, lengths, targets.
   std::vector<double> bn_, cs_, inv_cs_, neg_inv_cs_, rn_, ref_, est_, frozen_, len_, tgt_, zero_, one_;

@@ -23,6 +23,10 @@ struct KrylovOptions {
   // Any other preconditioner, in ops.space() (takes precedence over jacobi_diagonal). MINRES:
   // symmetric positive definite M⁻¹; GMRES: applied on the right, fixed during a cycle.
   const LinearOperator<double>* preconditioner = nullptr;
+  // GMRES with a preconditioner: flexible (FGMRES, Saad 1993): M⁻¹ may change between applies
+  // (an inexact one, e.g. a polynomial in fp32 steps). Each z_j = M⁻¹·v_j is kept (m more n × s
+  // blocks) and x += Z·y, so that the residual GMRES minimizes stays b − A·x. MINRES: unused.
+  bool flexible = false;
   bool keep_history = true;
   std::function<void(const IterationRecord&)> on_iteration;  // progress; may be empty
 };

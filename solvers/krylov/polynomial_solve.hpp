@@ -6,6 +6,10 @@
 //      preconditioner), warm-started from X (from 0 where X is worse than 0), with the iterations left (products with A: each
 //      step on B counts `degree` of them), so that a polynomial that does not pay costs one
 //      stagnation window, not the answer.
+// GMRES where the polynomial has its fp32 apply (GmresPolynomial::has_fp32: on the GPU with A's
+// fused step) runs steps 1 and 2 as FGMRES on A with M⁻¹ = p(A) in fp32 steps instead: X comes
+// out of its updates and its true residuals (its method then reads "fgmres(m) with p(A) in fp32
+// steps"); step 3 as above.
 #pragma once
 #include <cstdint>
 

@@ -180,6 +180,49 @@ TEST_P(PolynomialApply, MatchesTheDenseProductOfItsFactors) {
 
 INSTANTIATE_TEST_SUITE_P(FusedOrNot, PolynomialApply, ::testing::Bool());
 
+// The fp32 apply (the Richardson form) against p(A)·v in fp64 (polynomial_sum), for real roots,
+// pairs first and last, and the Arnoldi run's roots; 37 rows, 3 columns in a workspace of 5, its
+// output poisoned; a relative error of fp32 size.
+TEST(GmresPolynomial, Fp32ApplyMatchesTheFp64Sum) {
+  const std::int64_t n = 37, s = 3;
+  const Csr<double> a = random_unsymmetric(n, 3);
+  const Mat v = random_block(n, s, 9);
+  auto op = make_operator(a);
+  auto ops = make_dense_ops(kBackend);
+  std::vector<std::vector<PolyRoot>> cases = {{{2.0, 0.0}},
+                                              {{3.0, 1.0}},
+                                              {{2.0, 0.0}, {3.0, 1.0}, {5.0, 0.0}},
+                                              {{3.0, 1.0}, {2.0, 0.0}},
+                                              {{2.0, 0.0}, {4.0, 0.5}, {3.0, 1.0}},
+                                              {{6.0, 0.0}, {4.5, 0.0}, {3.0, 0.0}, {2.5, 0.0}}};
+  cases.push_back(krylov::gmres_polynomial_roots(*op, *ops, 8, 11).roots);
+  for (const auto& roots : cases) {
+    SCOPED_TRACE(testing::Message() << roots.size() << " roots, first " << roots[0].re << "+" << roots[0].im << "i");
+    GmresPolynomial poly(*op, *ops, s + 2, roots, make_chebyshev_step(a, kBackend, Precision::fp64, ops->stream()),
+                         nullptr, true);
+    ASSERT_TRUE(poly.has_fp32());
+    MultiVector<double> vd = ops->allocate(n, s), y = ops->allocate(n, s), y32 = ops->allocate(n, s);
+    ops->from_host(v.data(), n, vd.view());
+    const Mat nan = Mat::Constant(n, s, std::numeric_limits<double>::quiet_NaN());
+    ops->from_host(nan.data(), n, y32.view());
+    poly.polynomial().apply(vd.view(), y.view());
+    const std::int64_t before = poly.columns_applied();
+    poly.polynomial32().apply(vd.view(), y32.view());
+    ops->synchronize();
+    EXPECT_EQ(poly.columns_applied() - before, s * (poly.degree() - 1));  // (as many products as the sum)
+    Mat p(n, s), p32(n, s);
+    ops->to_host(y.view(), p.data(), n);
+    ops->to_host(y32.view(), p32.data(), n);
+    for (std::int64_t j = 0; j < s; ++j)
+      EXPECT_LE((p32.col(j) - p.col(j)).norm(), 1e-5 * p.col(j).norm()) << "column " << j;
+  }
+  // No fused step (or a row scaling): no fp32 apply.
+  GmresPolynomial none(*op, *ops, s, cases[0], nullptr, nullptr, true);
+  EXPECT_FALSE(none.has_fp32());
+  MultiVector<double> vd = ops->allocate(n, s), y = ops->allocate(n, s);
+  EXPECT_THROW(none.polynomial32().apply(vd.view(), y.view()), InvalidArgument);
+}
+
 TEST(GmresPolynomial, RefusesBadRootsAndBlocks) {
   const Csr<double> a = random_unsymmetric(10, 1);
   auto op = make_operator(a);
@@ -217,11 +260,15 @@ Csr<double> stencil2d(int nx, double peclet, double shift) {
 }
 
 // Solves by polynomial_solve, checks every column's true residual and the dense LU answer.
+// fused: A's fused step (without it, no fp32 apply: GMRES on B); fp32_on_host: the fp32 apply,
+// hence FGMRES, on the CPU too (on the GPU it comes with the fused step).
 SolveResult solve_checked(krylov::KrylovMethod m, const Csr<double>& a, const std::vector<PolyRoot>& roots,
-                          const Mat& b, const KrylovOptions& o) {
+                          const Mat& b, const KrylovOptions& o, bool fused = true, bool fp32_on_host = false) {
   auto op = make_operator(a);
   auto ops = make_dense_ops(kBackend);
-  GmresPolynomial poly(*op, *ops, b.cols(), roots, make_chebyshev_step(a, kBackend, Precision::fp64, ops->stream()));
+  GmresPolynomial poly(*op, *ops, b.cols(), roots,
+                       fused ? make_chebyshev_step(a, kBackend, Precision::fp64, ops->stream()) : nullptr, nullptr,
+                       fp32_on_host);
   SolveResult r = krylov::polynomial_solve(m, *op, poly, b.data(), b.rows(), b.cols(), *ops, o);
   EXPECT_EQ(r.status, SolverStatus::converged) << r.reason;
   const Mat ad = dense(a);
@@ -247,9 +294,23 @@ TEST(PolynomialSolve, GmresOnConvectionDiffusionTakesFewerSteps) {
   ASSERT_EQ(plain.status, SolverStatus::converged) << plain.reason;
   const auto pr = krylov::gmres_polynomial_roots(*op, *ops, 10, 3);
   const SolveResult r = solve_checked(krylov::KrylovMethod::gmres, a, pr.roots, b, o);
-  EXPECT_NE(r.method.find("on A·p(A)"), std::string::npos) << r.method;
+  // (on the GPU the fused step brings the fp32 apply: FGMRES)
+  EXPECT_NE(r.method.find(kBackend == Backend::cuda ? "with p(A) in fp32 steps" : "on A·p(A)"), std::string::npos)
+      << r.method;
   EXPECT_EQ(r.method.find("then"), std::string::npos) << r.method;  // no plain phase needed
   EXPECT_LT(3 * r.iterations, plain.iterations) << r.iterations << " against " << plain.iterations;
+  // FGMRES with p(A) in fp32 steps (on the CPU as well here): the same answer, within two
+  // iterations of GMRES on B in fp64, the fp32 p's rounding notwithstanding.
+  const SolveResult f = solve_checked(krylov::KrylovMethod::gmres, a, pr.roots, b, o, true, true);
+  EXPECT_EQ(f.method.rfind("fgmres(10) with p(A) in fp32 steps", 0), 0u) << f.method;
+  const SolveResult g = solve_checked(krylov::KrylovMethod::gmres, a, pr.roots, b, o, false);
+  EXPECT_NE(g.method.find("on A·p(A)"), std::string::npos) << g.method;
+  EXPECT_LE(f.iterations, g.iterations + 2) << f.iterations << " against " << g.iterations;
+  // Products with A: p(A)'s degree − 1 and A·z_j a column and step (the longest column's steps at
+  // least, every column's at most), and the true residuals' A·x.
+  const std::int64_t d = krylov::polynomial_degree(pr.roots), cols = b.cols();
+  EXPECT_GE(f.operator_applies, f.iterations * d) << f.operator_applies;
+  EXPECT_LE(f.operator_applies, f.iterations * cols * d + 2 * cols) << f.operator_applies;
 }
 
 TEST(PolynomialSolve, JacobiScaledGmresOnRowScaledConvectionDiffusion) {
@@ -308,7 +369,7 @@ TEST(PolynomialSolve, ASingularBLeavesTheRestToThePlainMethod) {
   const Mat b = random_block(60, 2, 8);
   KrylovOptions o;
   o.tol = 1e-10, o.restart = 20;
-  const SolveResult r = solve_checked(krylov::KrylovMethod::gmres, a, {{20.0, 0.0}, {30.0, 0.0}}, b, o);
+  const SolveResult r = solve_checked(krylov::KrylovMethod::gmres, a, {{20.0, 0.0}, {30.0, 0.0}}, b, o, false);
   EXPECT_NE(r.method.find("then gmres(20) on A"), std::string::npos) << r.method;
 }
 
