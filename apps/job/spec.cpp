@@ -197,7 +197,7 @@ void add_common_options(po::options_description& opts, JobSpec& s, bool eigs) {
               "of A, on the right, from a short Arnoldi run)")
       ("precond-degree", po::value(&s.precond_degree)->value_name("M"),
        "solve --precond chebyshev|poly: the polynomial's degree, M products with A per application "
-       "(default 0: chebyshev from the spectral bounds, poly 30 for GMRES and 15 for MINRES)")
+       "(default 0: chebyshev from the spectral bounds, poly 40 for GMRES and 15 for MINRES)")
       ("partition", parsed("auto|contiguous|metis",
                            [&s](const std::string& v) { s.partition = parse_choice("--partition", v, kPartition); }),
        "under mpirun: how the rows are split over the ranks (default auto: METIS k-way when it "

@@ -80,7 +80,7 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=N
     callback_type None or 'legacy', SciPy's legacy meaning: maxiter products;
     ``Result.iterations`` and a non-zero info count products. M: SciPy's M (approximates the
     inverse of A), as a matrix or LinearOperator (CPU; applied on the right, A·M·y = b, x = M·y),
-    or 'jacobi' (diag(A)⁻¹; a zero a_ii counts as 1) / 'poly' (the GMRES polynomial of degree 29 on
+    or 'jacobi' (diag(A)⁻¹; a zero a_ii counts as 1) / 'poly' (the GMRES polynomial of degree 39 on
     the right, a sparse A, SciPy or CuPy; no x0) / 'none'; M=None means 'jacobi' for a matrix A without a zero a_ii,
     else 'none' (and for a LinearOperator). callback with callback_type 'pr_norm' or 'legacy'
     (the default, as SciPy's): callback(r) after every iteration with the relative residual

@@ -482,7 +482,7 @@ TEST(AppsSolve, GmresPolynomialPreconditioner) {
   const Csr<double> a = generate(spec);
   const std::int64_t n = a.nrows;
   struct Row { std::vector<std::string> extra; const char* pc; std::int64_t it = 0; std::vector<double> x; };
-  Row rows[3] = {{{"--precond", "jacobi"}, "jacobi"}, {{}, "GMRES polynomial p of degree 29 "},
+  Row rows[3] = {{{"--precond", "jacobi"}, "jacobi"}, {{}, "GMRES polynomial p of degree 39 "},
                  {{"--precond", "poly", "--precond-degree", "4"}, "GMRES polynomial p of degree 3 "}};
   for (Row& row : rows) {
     SCOPED_TRACE(row.pc);

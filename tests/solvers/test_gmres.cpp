@@ -488,7 +488,10 @@ TEST(Gmres, FlexibleTakesAPreconditionerThatChanges) {
   o.preconditioner = &changing2;
   const SolveResult rc = run_gmres(a, b, o);
   check_report(a, b, rc, o.tol);  // (whatever it reports is true)
-  EXPECT_GT(rc.iterations, 3 * fc.iterations) << to_string(rc.status);
+  // (it stagnates, or converges through many restarts: 1150 steps on the CPU; on the H200 it
+  // stagnated at 330, against 276 for FGMRES there)
+  EXPECT_TRUE(rc.status != SolverStatus::converged || rc.iterations > 3 * fc.iterations)
+      << to_string(rc.status) << " " << rc.iterations;
   std::printf("changing M: flexible %lld iterations, right-preconditioned %lld (%s); fixed M: flexible %lld, "
               "Jacobi %lld\n", (long long)fc.iterations, (long long)rc.iterations, to_string(rc.status),
               (long long)ff.iterations, (long long)jac.iterations);
