@@ -697,6 +697,11 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
                                  ? plan.est_bytes_bcsr / plan.est_bytes_csr : INFINITY;
   const bool rows_regular = plan.mean_row_nnz < kRowSplitMeanMax && plan.max_row_nnz <= kRowSplitMaxRow;
   const bool sparse_blocks = plan.precision == Precision::fp64 && plan.nblocks > 0 && plan.fill < 0.3;
+  // The reordering that reduced the blocks (plan_with_perm), kept for the trial's tensor-core
+  // candidate when the fill rule below sends the plan itself to CSR (which uses A as given): that
+  // candidate had been timed on A's own blocks, more of them, and could still win the trial
+  // (H200, a scrambled 945-row stencil at N = 33: bcsr_dmma on A as given, 4016 blocks).
+  const bool tc_reordered = plan.reordered, tc_symmetric = plan.symmetric;
   // (only the automatic choice: a forced kernel is the caller's, tests and benchmarks included)
   if (opt.kernel == SpmmKernel::automatic && sparse_blocks && is_bcsr(plan.kernel)) {
     plan.kernel = rows_regular ? SpmmKernel::csr_row : SpmmKernel::csr_segment;
@@ -756,12 +761,12 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     if (tc != SpmmKernel::automatic && plan.nblocks > 0 &&
         plan.est_bytes_bcsr <= bcsr_limit * plan.est_bytes_csr) {
       const auto tb = std::chrono::steady_clock::now();
-      b = blocks_for(a, plan, perm);
+      c.reordered = tc_reordered;
+      c.symmetric = tc_symmetric;
+      b = blocks_for(a, c, perm);
       bcsr_s = seconds_since(tb);
       c.kernel = tc;
       c.csr_group = 1;
-      c.reordered = plan.reordered;
-      c.symmetric = plan.symmetric;
       c.stage_x = plan.precision == Precision::fp64;  // the trial times X staged and direct
       cand.push_back(c);
     }
