@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/device.hpp"
 #include "core/format.hpp"
 #include "core/trace.hpp"
 #include "solvers/host_result.hpp"
@@ -22,6 +23,19 @@ SolveResult run(KrylovMethod m, const LinearOperator<double>& op, DenseBlockOps&
   return BlockMinres(op, ops, b.cols, o).solve(b, x, use_x0);
 }
 
+namespace {
+// FGMRES where the polynomial has its fp32 apply and, on the GPU, its blocks fit: GMRES's
+// (m + 3)·n·s doubles and Z's m·n·s, with a tenth to spare (GMRES on B needs (m + 4)·n·s; on a GPU
+// too small for Z, the run keeps that path rather than failing).
+bool use_fgmres(KrylovMethod m, const GmresPolynomial& poly, DenseBlockOps& ops, const KrylovOptions& o,
+                std::int64_t n, std::int64_t s) {
+  if (m != KrylovMethod::gmres || !poly.has_fp32()) return false;
+  if (ops.space() != Space::device) return true;
+  const double need = 8.0 * static_cast<double>(n) * static_cast<double>(s) * (2.0 * o.restart + 3.0);
+  return 1.1 * need <= static_cast<double>(device_free_bytes());
+}
+}  // namespace
+
 SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, const GmresPolynomial& poly,
                              MvView<const double> rhs, MvView<double> x, DenseBlockOps& ops,
                              const KrylovOptions& opt) {
@@ -36,7 +50,8 @@ SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, co
   SolveResult r;
   std::string method;
   std::vector<double> rel;
-  if (m == KrylovMethod::gmres && poly.has_fp32()) {
+  const bool flexible = use_fgmres(m, poly, ops, o, n, s);
+  if (flexible) {
     // FGMRES on A with M⁻¹ = p(A) in fp32 steps: x comes out of the cycle's update (x += Z·y) and
     // GMRES's own true residuals; no p(A)·y in fp64 after it (H200, convdiff3d:100, 32 columns:
     // that pass took 12 ms of 0.21 s, and the fp64 steps of B ~1.4× the fp32 ones').
@@ -60,7 +75,7 @@ SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, co
     if (!(rel[j] <= opt.tol)) above.push_back(j);
   const std::int64_t used = r.iterations * d;
   // B's and p(A)'s products and A·x; FGMRES: p(A)'s and its own (A·z_j, the true residuals)
-  r.operator_applies = poly.columns_applied() - applied0 + (poly.has_fp32() && m == KrylovMethod::gmres ? r.operator_applies : s);
+  r.operator_applies = poly.columns_applied() - applied0 + (flexible ? r.operator_applies : s);
   r.residual_norms = rel;
   r.method = method;
   for (std::int64_t j : above)

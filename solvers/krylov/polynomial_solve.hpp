@@ -9,7 +9,8 @@
 // GMRES where the polynomial has its fp32 apply (GmresPolynomial::has_fp32: on the GPU with A's
 // fused step) runs steps 1 and 2 as FGMRES on A with M⁻¹ = p(A) in fp32 steps instead: X comes
 // out of its updates and its true residuals (its method then reads "fgmres(m) with p(A) in fp32
-// steps"); step 3 as above.
+// steps"); step 3 as above. (On a GPU whose free memory cannot hold FGMRES's m more n × s blocks,
+// the fp64 path above.)
 #pragma once
 #include <cstdint>
 
