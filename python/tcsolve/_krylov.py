@@ -81,7 +81,8 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=None, maxiter=None, M=N
     ``Result.iterations`` and a non-zero info count products. M: SciPy's M (approximates the
     inverse of A), as a matrix or LinearOperator (CPU; applied on the right, A·M·y = b, x = M·y),
     or 'jacobi' (diag(A)⁻¹; a zero a_ii counts as 1) / 'poly' (the GMRES polynomial of degree 39 on
-    the right, a sparse A, SciPy or CuPy; no x0) / 'none'; M=None means 'jacobi' for a matrix A without a zero a_ii,
+    the right, a sparse A, SciPy or CuPy; no x0; on the GPU, FGMRES with the polynomial applied
+    in fp32 steps) / 'none'; M=None means 'jacobi' for a matrix A without a zero a_ii,
     else 'none' (and for a LinearOperator). callback with callback_type 'pr_norm' or 'legacy'
     (the default, as SciPy's): callback(r) after every iteration with the relative residual
     estimate ‖r‖/‖b‖ (a float) for one right-hand side; for b with several (non-zero) columns, an
