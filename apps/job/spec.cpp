@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "io/matrix_io.hpp"
+#include "solvers/krylov/gmres_solver.hpp"
 
 namespace tcsolve::app {
 
@@ -346,6 +347,9 @@ void validate_job(const JobSpec& s) {
     throw UsageError(std::string("--precond poly is GMRES's and MINRES's (not --method ") + to_string(s.solve_method) + ")");
   if (s.precond_degree < 0 || s.precond_degree > 1000)
     throw UsageError("--precond-degree " + std::to_string(s.precond_degree) + ": expected 0 (automatic) to 1000");
+  if (s.precond == Precond::poly && s.precond_degree > krylov::gmres::kMaxRestart)
+    throw UsageError("--precond-degree " + std::to_string(s.precond_degree) + ": the GMRES polynomial takes at most " +
+                     std::to_string(krylov::gmres::kMaxRestart) + " (its roots come from as many Arnoldi steps)");
   if (s.precond_degree > 0 && !(!s.eigs() && (s.precond == Precond::chebyshev || s.precond == Precond::poly)))
     throw UsageError("--precond-degree is for `solve --precond chebyshev` and `solve --precond poly`");
   validate_files(s);

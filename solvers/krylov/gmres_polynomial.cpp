@@ -12,6 +12,7 @@
 #include "core/format.hpp"
 #include "core/parallel.hpp"
 #include "solvers/krylov/gmres_kernels.hpp"
+#include "solvers/krylov/gmres_solver.hpp"
 #include "solvers/solver_common.hpp"
 
 namespace tcsolve::krylov {
@@ -127,7 +128,9 @@ PolyRoots gmres_polynomial_roots(const LinearOperator<double>& a, DenseBlockOps&
   const double t0 = detail::now_seconds();
   const std::int64_t n = a.rows();
   TCSOLVE_REQUIRE(a.cols() == n, "GMRES polynomial: A must be square");
-  if (degree < 1) throw InvalidArgument(format("GMRES polynomial: degree must be ≥ 1, is %d", degree));
+  if (degree < 1 || degree > gmres::kMaxRestart)
+    throw InvalidArgument(format("GMRES polynomial: degree must be in [1, %d] (its roots come from as many Arnoldi "
+                                 "steps, GMRES's own), is %d", gmres::kMaxRestart, degree));
   const int k = static_cast<int>(std::min<std::int64_t>(degree, n));
   namespace g = gmres;
   const g::Kernels kt = g::kernels_for(ops.space());

@@ -86,10 +86,11 @@ SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, co
     r.seconds = tcsolve::detail::now_seconds() - t0;
     return r;
   }
-  const std::string first = format("%lld of %lld columns above tol %g after %lld steps on A·p(A) (worst true "
+  const std::string first = format("%lld of %lld columns above tol %g after %lld %s (worst true "
                                    "residual %.3g; %s)",
                                    static_cast<long long>(above.size()), static_cast<long long>(s), opt.tol,
                                    static_cast<long long>(r.iterations),
+                                   flexible ? "FGMRES steps with p(A) in fp32" : "steps on A·p(A)",
                                    *std::max_element(rel.begin(), rel.end()),
                                    r.reason.empty() ? to_string(r.status) : r.reason.c_str());
   if (r.status == SolverStatus::interrupted || r.status == SolverStatus::breakdown ||
