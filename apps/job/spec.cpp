@@ -337,8 +337,9 @@ void validate_job(const JobSpec& s) {
   }
   if (!(s.tol > 0 && s.tol < 1)) throw UsageError(format("--tol %g: expected 0 < T < 1", s.tol));
   if (s.maxiter < 0) throw UsageError("--maxiter must be positive");
-  if (s.restart < 1 || s.restart > 1000)
-    throw UsageError("--restart " + std::to_string(s.restart) + ": expected 1 to 1000");
+  if (s.restart < 1 || s.restart > krylov::gmres::kMaxRestart)
+    throw UsageError("--restart " + std::to_string(s.restart) + ": expected 1 to " +
+                     std::to_string(krylov::gmres::kMaxRestart));
   if (!s.eigs() && s.precond == Precond::chebyshev && s.solve_method != SolveMethod::automatic &&
       s.solve_method != SolveMethod::cg)
     throw UsageError(std::string("--precond chebyshev is block CG's (not --method ") + to_string(s.solve_method) + ")");

@@ -473,6 +473,8 @@ TEST(AppsSolve, ChebyshevPolynomialPreconditioner) {
                "--precond-degree -1: expected 0 (automatic) to 1000");
   expect_error(run_tcsolve({"solve", spec, "--rhs", "random:2", "--precond", "poly", "--precond-degree", "501"}),
                "--precond-degree 501: the GMRES polynomial takes at most 500");
+  expect_error(run_tcsolve({"solve", spec, "--rhs", "random:2", "--method", "gmres", "--restart", "501"}),
+               "--restart 501: expected 1 to 500");
 }
 
 // The GMRES polynomial (issue 43): the default for GMRES on a constant diagonal, asked for by
