@@ -204,6 +204,20 @@ double SpectralProbe::interpolated_gap(double sgn, std::int64_t k, std::int64_t 
   return g > 0 && g < 1 && std::isfinite(g) ? g : std::nan("");
 }
 
+double SpectralProbe::below_node_gap(double sgn, std::int64_t k, std::int64_t m) const {
+  const std::size_t len = nodes.size();
+  if (len < 2 || k < 1 || m < k) return std::nan("");
+  const std::size_t src = sgn > 0 ? 0 : len - 1;
+  const double th0 = sgn * nodes[src], c0 = static_cast<double>(n) * 0.5 * weights[src];
+  if (!(c0 > static_cast<double>(m + 1))) return std::nan("");
+  const double bound = sgn > 0 ? lower_bound : -upper_bound, hi = sgn > 0 ? upper_bound : -lower_bound;
+  const double span = th0 - bound;
+  if (!(span > 0)) return std::nan("");
+  const double lk = bound + static_cast<double>(k) / c0 * span, lm = bound + static_cast<double>(m + 1) / c0 * span;
+  const double g = (lm - lk) / (hi - lm);
+  return g > 0 && g < 1 && std::isfinite(g) ? g : std::nan("");
+}
+
 double SpectralProbe::relative_gap(double sgn, std::int64_t k, std::int64_t m,
                                    double fallback) const {
   const EndModel e = end_model(sgn);

@@ -160,6 +160,12 @@ TEST(Plan, InterpolatedGapReadsTheCountingFunction) {
   // Â = −A ascending: −10 holds 91 of the 100 (N(−10) = 45.5): λ_3 and λ_6 both fall at the first
   // node, so no gap in (0, 1).
   EXPECT_TRUE(std::isnan(p.interpolated_gap(-1.0, 3, 5)));
+  // below_node_gap there: a uniform count of 45.5 between the bound −20 and the node −10:
+  // λ_3 = −20 + 3/45.5·10, λ_6 = −20 + 6/45.5·10, against the far end −0.5.
+  const double l3 = -20.0 + 3.0 / 45.5 * 10.0, l6 = -20.0 + 6.0 / 45.5 * 10.0;
+  EXPECT_NEAR(p.below_node_gap(-1.0, 3, 5), (l6 - l3) / (-0.5 - l6), 1e-12);
+  EXPECT_TRUE(std::isnan(p.below_node_gap(1.0, 3, 5)));     // the lower end's first node counts 0.5
+  EXPECT_TRUE(std::isnan(p.below_node_gap(-1.0, 3, 50)));   // 51 > 45.5: the node does not hold m + 1
 }
 
 // 1138_bus's largest end: isolated eigenvalues (no power law). The probe's counting function gives
