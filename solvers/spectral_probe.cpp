@@ -204,6 +204,11 @@ double SpectralProbe::interpolated_gap(double sgn, std::int64_t k, std::int64_t 
   return g > 0 && g < 1 && std::isfinite(g) ? g : std::nan("");
 }
 
+double SpectralProbe::first_node_count(double sgn) const {
+  if (nodes.empty()) return 0.0;
+  return static_cast<double>(n) * 0.5 * weights[sgn > 0 ? 0 : nodes.size() - 1];
+}
+
 double SpectralProbe::below_node_gap(double sgn, std::int64_t k, std::int64_t m) const {
   const std::size_t len = nodes.size();
   if (len < 2 || k < 1 || m < k) return std::nan("");

@@ -71,6 +71,9 @@ struct SpectralProbe {
   // count between the probe's bound of the end and that node. NaN elsewhere. (sherman1, largest,
   // k = 1, m = 16: 51 values under the node; this 9.4e-4, the power law 3.9e-5, true 9.4e-4.)
   double below_node_gap(double sgn, std::int64_t k, std::int64_t m) const;
+  // N at the first node of Â's end (n·τ²/2 of that node): how many values the quadrature puts at
+  // or below it, where it cannot tell them apart. 0 without nodes.
+  double first_node_count(double sgn) const;
 };
 
 // apply(x, y): y = A·x for n × 1 blocks in ops.space(). seed: the random start. An interrupt

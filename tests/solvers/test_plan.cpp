@@ -213,6 +213,24 @@ TEST(Plan, CountingFunctionReplacesAFarLargerExtrapolatedGap) {
   EXPECT_LT(p.rel_gap, 0.0575 * 2) << show(p);
 }
 
+// lap3d:60, 16 smallest: the probe's first node already counts 24.5 values, so the counting
+// function puts λ_16 at that node and reads a gap of 2.3e-5, under a third of the power law's
+// 7.2e-4; the filter ran 9 outer iterations where 58 were priced from it (2-core CPU,
+// 2026-12-01). The reading must not replace the fit where it does not resolve λ_k.
+TEST(Plan, CountingFunctionDoesNotReplaceTheFitBelowItsFirstNode) {
+  Inputs in;
+  in.a = read_matrix("gen:lap3d:60", {});
+  const PlanProbes pr = probes_of(in);
+  const std::int64_t m = chebyshev_block(in.a.nrows, 16, -1);
+  const EigsPlan p = plan_eigs(facts_of(in, Backend::cpu, false), opts(16), pr);
+  ASSERT_TRUE(p.probe);
+  const double power = p.probe->relative_gap(1.0, 16, m, std::nan("")), ig = p.probe->interpolated_gap(1.0, 16, m);
+  ASSERT_TRUE(std::isfinite(power) && std::isfinite(ig)) << power << " " << ig;
+  EXPECT_GE(p.probe->first_node_count(1.0), 16.0);  // the trap: λ_16 below the first node
+  EXPECT_GT(power, 3.0 * ig);
+  EXPECT_DOUBLE_EQ(p.rel_gap, power) << show(p);
+}
+
 // GPU-like applies of a 1M-row 3D Laplacian (lap3d:100 on the H200: ~0.1 ms at 8 columns),
 // here on lap3d:30 scaled to those times: the filter must win over shift-invert.
 TEST(Plan, ThreeDLaplacianOnTheGpuPicksTheFilter) {
