@@ -117,7 +117,7 @@ class GmresPolynomial {
   // which is Σ_i c_i·(factor i's input) of polynomial_sum in exact arithmetic (A·y_i = v − π_i(A)·v),
   // with no separate accumulation pass: v rounded to fp32 once, y to fp64 once at the end; each
   // step reads A, gathers y (4 bytes an entry), reads v (4), writes y (4). An inexact p(A) (a
-  // relative error of ~1e-6), for FGMRES (KrylovOptions::flexible), where it changes M, not the
+  // relative error of fp32 size: under 1e-5 in the tests), for FGMRES (KrylovOptions::flexible), where it changes M, not the
   // answer. Only where has_fp32(). Workspace: four fp32 n × max_cols blocks (made at construction).
   void apply_polynomial32(MvView<const double> v, MvView<double> y) const;
   bool has_fp32() const { return v32_.data() != nullptr; }
