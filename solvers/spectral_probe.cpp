@@ -212,8 +212,7 @@ double SpectralProbe::first_node_count(double sgn) const {
 double SpectralProbe::below_node_gap(double sgn, std::int64_t k, std::int64_t m) const {
   const std::size_t len = nodes.size();
   if (len < 2 || k < 1 || m < k) return std::nan("");
-  const std::size_t src = sgn > 0 ? 0 : len - 1;
-  const double th0 = sgn * nodes[src], c0 = static_cast<double>(n) * 0.5 * weights[src];
+  const double th0 = sgn * nodes[sgn > 0 ? 0 : len - 1], c0 = first_node_count(sgn);
   if (!(c0 > static_cast<double>(m + 1))) return std::nan("");
   const double bound = sgn > 0 ? lower_bound : -upper_bound, hi = sgn > 0 ? upper_bound : -lower_bound;
   const double span = th0 - bound;

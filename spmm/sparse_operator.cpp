@@ -667,7 +667,8 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     p.setup.total_s = seconds_since(t0);
     return op;
   };
-  // The plan's kernel, no trial (a BCSR kernel's blocks built first, their time reported).
+  // The plan's kernel, no trial (a BCSR kernel's blocks built first, their time reported). A CSR
+  // kernel uses A as given: the plan says so whatever reordering the blocks' count found.
   const auto build_planned = [&]() {
     if (is_bcsr(plan.kernel)) {
       const auto tb = std::chrono::steady_clock::now();
@@ -676,6 +677,7 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
       const auto tu = std::chrono::steady_clock::now();
       return finish(detail::make_cuda_operator(a, &b, plan, opt), bcsr_s, tu);
     }
+    plan.reordered = plan.symmetric = false;
     const auto tu = std::chrono::steady_clock::now();
     return finish(detail::make_cuda_operator(a, nullptr, plan, opt), 0.0, tu);
   };
@@ -697,24 +699,22 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
                                  ? plan.est_bytes_bcsr / plan.est_bytes_csr : INFINITY;
   const bool rows_regular = plan.mean_row_nnz < kRowSplitMeanMax && plan.max_row_nnz <= kRowSplitMaxRow;
   const bool sparse_blocks = plan.precision == Precision::fp64 && plan.nblocks > 0 && plan.fill < 0.3;
-  // The reordering that reduced the blocks (plan_with_perm), kept for the trial's tensor-core
-  // candidate when the fill rule below sends the plan itself to CSR (which uses A as given): that
-  // candidate had been timed on A's own blocks, more of them, and could still win the trial
-  // (H200, a scrambled 945-row stencil at N = 33: bcsr_dmma on A as given, 4016 blocks).
-  const bool tc_reordered = plan.reordered, tc_symmetric = plan.symmetric;
+  // The fill rule below keeps the reordering that reduced the blocks (plan_with_perm) in the plan
+  // for the trial's tensor-core candidate: cleared, that candidate had been timed on A's own
+  // blocks, more of them, and could still win (H200, a scrambled 945-row stencil at N = 33:
+  // bcsr_dmma on A as given, 4016 blocks). The CSR kernels drop it (build_planned, the trial's
+  // CSR candidates).
   // (only the automatic choice: a forced kernel is the caller's, tests and benchmarks included)
   if (opt.kernel == SpmmKernel::automatic && sparse_blocks && is_bcsr(plan.kernel)) {
     plan.kernel = rows_regular ? SpmmKernel::csr_row : SpmmKernel::csr_segment;
     plan.csr_group = rows_regular ? 1 : segment_group(plan.mean_row_nnz);
     plan.stage_x = !rows_regular && plan.expected_cols >= kStageSegmentMinCols;
-    plan.reordered = plan.symmetric = false;
   }
   if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial && plan.est_bytes_csr < opt.trial_min_bytes) {
     char why[160];
     std::snprintf(why, sizeof why, "; trial skipped: an apply is launch-bound (%.3g MB by the model, "
                   "under %.3g MB)", plan.est_bytes_csr / 1e6, opt.trial_min_bytes / 1e6);
     plan.reason += why;
-    if (!is_bcsr(plan.kernel)) plan.reordered = plan.symmetric = false;  // the CSR kernels use A as given
     return build_planned();
   }
   if (opt.kernel == SpmmKernel::automatic && opt.plan_by_trial &&
@@ -761,8 +761,8 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     if (tc != SpmmKernel::automatic && plan.nblocks > 0 &&
         plan.est_bytes_bcsr <= bcsr_limit * plan.est_bytes_csr) {
       const auto tb = std::chrono::steady_clock::now();
-      c.reordered = tc_reordered;
-      c.symmetric = tc_symmetric;
+      c.reordered = plan.reordered;
+      c.symmetric = plan.symmetric;
       b = blocks_for(a, c, perm);
       bcsr_s = seconds_since(tb);
       c.kernel = tc;

@@ -200,7 +200,8 @@ GmresPolynomial::GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps&
                                  std::vector<PolyRoot> roots, std::unique_ptr<ChebyshevStep> fused,
                                  const double* dinv, bool fp32_on_host)
     : a_(a), ops_(ops), max_cols_(max_cols), roots_(std::move(roots)), degree_(polynomial_degree(roots_)),
-      fused_(std::move(fused)), dinv_(dinv) {
+      fused_(std::move(fused)), dinv_(dinv),
+      fp32_(fused_ && !dinv_ && (ops.space() == Space::device || fp32_on_host)) {
   if (roots_.empty()) throw InvalidArgument("GMRES polynomial: no roots");
   for (const PolyRoot& r : roots_)
     if (!std::isfinite(r.re) || !std::isfinite(r.im) || (r.re == 0.0 && r.im == 0.0))
@@ -219,19 +220,6 @@ GmresPolynomial::GmresPolynomial(const LinearOperator<double>& a, DenseBlockOps&
     ops.to_host(MvView<const double>{dinv_, n, 1, n, ops.space()}, h.data(), n);
     for (double& x : h) x = 1.0 / x;
     ops.from_host(h.data(), n, d_.view());
-  }
-  if (fused_ && !dinv_ && (ops.space() == Space::device || fp32_on_host)) {
-    v32_ = ops.allocate32(n, max_cols), ya32_ = ops.allocate32(n, max_cols), yb32_ = ops.allocate32(n, max_cols);
-    t32_ = ops.allocate32(n, max_cols);
-    const std::size_t nf = roots_.size(), mc = static_cast<std::size_t>(max_cols);
-    std::vector<double> f(mc * nf), first(mc, roots_[0].pair() ? -1.0 : -1.0 / roots_[0].re), zero(mc, 0.0);
-    for (std::size_t i = 0; i < nf; ++i)
-      std::fill(f.begin() + i * mc, f.begin() + (i + 1) * mc, roots_[i].pair() ? 1.0 : 1.0 / roots_[i].re);
-    f_ = ops.allocate(max_cols, static_cast<std::int64_t>(nf)), first_ = ops.allocate(max_cols, 1);
-    zero_ = ops.allocate(max_cols, 1);
-    ops.from_host(f.data(), max_cols, f_.view());
-    ops.from_host(first.data(), max_cols, first_.view());
-    ops.from_host(zero.data(), max_cols, zero_.view());
   }
   coef_.assign(static_cast<std::size_t>(max_cols), 0.0);
   ones_.assign(static_cast<std::size_t>(max_cols), 1.0);
@@ -371,9 +359,26 @@ void GmresPolynomial::polynomial_sum(MvView<const double> v, MvView<double> y) c
   }
 }
 
+void GmresPolynomial::reserve_fp32() const {
+  if (!fp32_) throw InvalidArgument("GMRES polynomial: no fp32 apply (it needs A's fused step and no row scaling)");
+  if (v32_.data()) return;
+  const std::int64_t n = a_.rows(), mc = max_cols_;
+  v32_ = ops_.allocate32(n, mc), ya32_ = ops_.allocate32(n, mc), yb32_ = ops_.allocate32(n, mc);
+  t32_ = ops_.allocate32(n, mc);
+  const std::size_t nf = roots_.size(), m = static_cast<std::size_t>(mc);
+  std::vector<double> f(m * nf), first(m, roots_[0].pair() ? -1.0 : -1.0 / roots_[0].re), zero(m, 0.0);
+  for (std::size_t i = 0; i < nf; ++i)
+    std::fill(f.begin() + i * m, f.begin() + (i + 1) * m, roots_[i].pair() ? 1.0 : 1.0 / roots_[i].re);
+  f_ = ops_.allocate(mc, static_cast<std::int64_t>(nf)), first_ = ops_.allocate(mc, 1), zero_ = ops_.allocate(mc, 1);
+  ops_.from_host(f.data(), mc, f_.view());
+  ops_.from_host(first.data(), mc, first_.view());
+  ops_.from_host(zero.data(), mc, zero_.view());
+}
+
 void GmresPolynomial::apply_polynomial32(MvView<const double> v, MvView<double> y) const {
   check(v, y, "p(A)·v in fp32");
-  if (!has_fp32()) throw InvalidArgument("GMRES polynomial: no fp32 apply (it needs A's fused step and no row scaling)");
+  if (!v32_.data())
+    throw InvalidArgument("GMRES polynomial: the fp32 apply's workspace is not reserved (reserve_fp32, where has_fp32)");
   const std::int64_t s = v.cols;
   const std::size_t nf = roots_.size();
   MvView<float> v32 = v32_.columns(0, s), ya = ya32_.columns(0, s), yb = yb32_.columns(0, s), t = t32_.columns(0, s);

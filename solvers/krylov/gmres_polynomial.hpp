@@ -118,9 +118,13 @@ class GmresPolynomial {
   // with no separate accumulation pass: v rounded to fp32 once, y to fp64 once at the end; each
   // step reads A, gathers y (4 bytes an entry), reads v (4), writes y (4). An inexact p(A) (a
   // relative error of fp32 size: under 1e-5 in the tests), for FGMRES (KrylovOptions::flexible), where it changes M, not the
-  // answer. Only where has_fp32(). Workspace: four fp32 n × max_cols blocks (made at construction).
+  // answer. Only where has_fp32(), after reserve_fp32().
   void apply_polynomial32(MvView<const double> v, MvView<double> y) const;
-  bool has_fp32() const { return v32_.data() != nullptr; }
+  bool has_fp32() const { return fp32_; }
+  // The fp32 apply's workspace: four fp32 n × max_cols blocks and its coefficients, made by the
+  // caller that takes that apply, before its iterations (FGMRES in polynomial_solve); a second call
+  // does nothing. InvalidArgument where !has_fp32().
+  void reserve_fp32() const;
 
   // The applies as operators (in ops.space()): B = A·p(A), P = p(A), and P in fp32 steps.
   const LinearOperator<double>& preconditioned() const { return b_; }
@@ -169,8 +173,9 @@ class GmresPolynomial {
   // The fp32 apply's blocks (v, two iterates, the pair's t) and per-column coefficients in
   // ops.space(): f_ (max_cols × factors: 1/θ of a real root, 1 for a pair's t), first_ (−1/θ_0 or
   // −1: the rounding of v), zero_ (0: y's fp64 copy).
+  bool fp32_ = false;  // the fp32 apply is there: A's fused step, no row scaling, the GPU (or asked)
   mutable MultiVector<float> v32_, ya32_, yb32_, t32_;
-  MultiVector<double> f_, first_, zero_;
+  mutable MultiVector<double> f_, first_, zero_;
   mutable std::int64_t columns_ = 0;
   Op b_{*this, Op::b}, p_{*this, Op::p}, p32_{*this, Op::p32};
 };

@@ -25,13 +25,14 @@ SolveResult run(KrylovMethod m, const LinearOperator<double>& op, DenseBlockOps&
 
 namespace {
 // FGMRES where the polynomial has its fp32 apply and, on the GPU, its blocks fit: GMRES's
-// (m + 3)·n·s doubles and Z's m·n·s, with a tenth to spare (GMRES on B needs (m + 4)·n·s; on a GPU
-// too small for Z, the run keeps that path rather than failing).
+// (m + 3)·n·s doubles, Z's m·n·s and the fp32 apply's four fp32 blocks (2·n·s), with a tenth to
+// spare (GMRES on B needs (m + 4)·n·s; on a GPU too small for Z, the run keeps that path rather
+// than failing).
 bool use_fgmres(KrylovMethod m, const GmresPolynomial& poly, DenseBlockOps& ops, const KrylovOptions& o,
                 std::int64_t n, std::int64_t s) {
   if (m != KrylovMethod::gmres || !poly.has_fp32()) return false;
   if (ops.space() != Space::device) return true;
-  const double need = 8.0 * static_cast<double>(n) * static_cast<double>(s) * (2.0 * o.restart + 3.0);
+  const double need = 8.0 * static_cast<double>(n) * static_cast<double>(s) * (2.0 * o.restart + 5.0);
   return 1.1 * need <= static_cast<double>(device_free_bytes());
 }
 }  // namespace
@@ -56,6 +57,7 @@ SolveResult polynomial_solve(KrylovMethod m, const LinearOperator<double>& a, co
     // GMRES's own true residuals; no p(A)·y in fp64 after it (H200, convdiff3d:100, 32 columns,
     // the command's seconds.solve at degree 30 / 40: 0.247 / 0.235 s on B in fp64, 0.240 / 0.218 s
     // this way).
+    poly.reserve_fp32();
     o.preconditioner = &poly.polynomial32();
     o.flexible = true;
     r = run(m, a, ops, o, rhs, x, false);

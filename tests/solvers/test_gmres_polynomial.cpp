@@ -201,6 +201,7 @@ TEST(GmresPolynomial, Fp32ApplyMatchesTheFp64Sum) {
     GmresPolynomial poly(*op, *ops, s + 2, roots, make_chebyshev_step(a, kBackend, Precision::fp64, ops->stream()),
                          nullptr, true);
     ASSERT_TRUE(poly.has_fp32());
+    poly.reserve_fp32();
     MultiVector<double> vd = ops->allocate(n, s), y = ops->allocate(n, s), y32 = ops->allocate(n, s);
     ops->from_host(v.data(), n, vd.view());
     const Mat nan = Mat::Constant(n, s, std::numeric_limits<double>::quiet_NaN());
