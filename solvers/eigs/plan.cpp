@@ -217,13 +217,13 @@ void measure(Pricing& p) {
   // count's below the node (below_node_gap) where that is the larger. 2-core CPU sweep (336 rows,
   // 2026-12-01): sherman1 largest k = 1 / 6 at 0.197 / 0.245 of the price before (51 values under
   // the node, the power law's p 0.44 where the true count grows like p ≈ 2.6), 0.51 / 0.54 after;
-  // 236 of 246 within 2×, 0 beyond 5× (235, 1 before). Off unless TCSOLVE_PLAN_BELOW_NODE=1: it
-  // also lowers the filter's price on the Laplacians' rows of the H200's end-to-end table
-  // (lap2d:200 and :1000, lap3d:100 k = 16 and 64 are below-node rows; lap3d:60 largest k = 16 on
-  // the CPU: 6.15 → 4.81 s), whose predictions were not re-measured on the H200 with it.
+  // 236 of 246 within 2×, 0 beyond 5× (235, 1 before). It also lowers the filter's price on the
+  // Laplacians' rows of the H200's end-to-end table (lap2d:200 and :1000, lap3d:100 k = 16 and 64
+  // are below-node rows; lap3d:60 largest k = 16 on the CPU: 6.15 → 4.81 s).
+  // TCSOLVE_PLAN_BELOW_NODE=0 turns it off (the A/B of the sweeps).
   static const bool below_node = [] {
     const char* e = std::getenv("TCSOLVE_PLAN_BELOW_NODE");
-    return e && std::string(e) == "1";
+    return !(e && std::string(e) == "0");
   }();
   if (below_node && p.modelled && !p.gap_interpolated) {
     const double gu = plan.probe->below_node_gap(sgn, p.k, p.m);
