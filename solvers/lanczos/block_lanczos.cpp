@@ -39,8 +39,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.hpp"
+#include "core/trace.hpp"
 #include "solvers/dense/small_dense.hpp"
 
 namespace tcsolve::detail {
@@ -300,6 +302,7 @@ BlockLanczos::Fill BlockLanczos::expand_basis(bool looks, IterationRecord& rec) 
   Fill fill = Fill::full;
   while (c_ + bs <= L) {
     worst = std::max(worst, expand());
+    if (trace_enabled()) trace_step("block step", c_);
     if (c_ >= k && interrupt_requested()) {
       fill = Fill::interrupted;
       break;
@@ -308,6 +311,7 @@ BlockLanczos::Fill BlockLanczos::expand_basis(bool looks, IterationRecord& rec) 
     next_look = round_up(std::max(c_ + bs, c_ + c_ / 4));
     if (ritz(c_, rec) != k) continue;
     ritz_vectors(c_);
+    if (trace_enabled()) trace_step("look: every estimate passes", c_);
     if (check(false)) {
       fill = Fill::early;
       break;
@@ -316,6 +320,14 @@ BlockLanczos::Fill BlockLanczos::expand_basis(bool looks, IterationRecord& rec) 
   }
   rec.ortho = worst;
   return fill;
+}
+
+// TCSOLVE_TRACE=1: a mark per block step and per pass (where a pass's time goes).
+void BlockLanczos::trace_step(const char* what, std::int64_t columns) const {
+  char b[120];
+  std::snprintf(b, sizeof b, "lanczos: pass %lld, %s at %lld columns", static_cast<long long>(restart_ + 1), what,
+                static_cast<long long>(columns));
+  trace_mark(b);
 }
 
 // Rayleigh–Ritz on the first p columns: the wanted Ritz values and vectors (ysel, theta_keep),
@@ -434,6 +446,7 @@ EigenResult BlockLanczos::run() {
     const bool check_now = !early && (nconv == k || last);
     if (check_now) ritz_vectors(c_);
     ops_.synchronize();
+    if (trace_enabled()) trace_step(early ? "pass ended early" : "pass: Rayleigh-Ritz", c_);
     {
       auto [ap, de] = timer.split();
       rec.apply_seconds = ap, rec.dense_seconds = de;

@@ -86,6 +86,7 @@ class BlockLanczos {
   void ritz_vectors(std::int64_t p);
   // The explicit check of (theta(), ritz_block()) through prob.verify; res.values cleared first.
   bool check(bool last);
+  void trace_step(const char* what, std::int64_t columns) const;
   // Thick restart after ritz(c): [V(:, 0:keep) | newest] = [V(:, 0:c) | newest]·[Y_keep 0; 0 I],
   // H = [diag(θ_keep) (E·Y_keep)ᵀ; E·Y_keep ·]; c = keep. With B, B·V_keep is recomputed.
   void restart();
