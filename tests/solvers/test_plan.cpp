@@ -254,6 +254,18 @@ TEST(Plan, CountingFunctionReplacesAFitAtItsExponentCeiling) {
   EXPECT_DOUBLE_EQ(p.rel_gap, ig) << show(p);
   EXPECT_GT(p.rel_gap, 5.2e-4 / 3.0);
   EXPECT_LT(p.rel_gap, 5.2e-4 * 3.0);
+  // In A's own order (the GPU's probe of it) λ_17 also lies below the first node: no reading; the
+  // uniform count below the node (1.5e-3) replaces the fit's 4.8e-3.
+  Inputs in2;
+  in2.a = read_matrix("gen:rgg:200000:2", {});
+  const EigsPlan q = plan_eigs(facts_of(in2, Backend::cpu, false), opts(8), probes_of(in2));
+  ASSERT_TRUE(q.probe);
+  const double power2 = q.probe->relative_gap(1.0, 8, m, std::nan("")), gu = q.probe->below_node_gap(1.0, 8, m);
+  EXPECT_TRUE(std::isnan(q.probe->interpolated_gap(1.0, 8, m)));
+  EXPECT_GE(q.probe->end_model(1.0).p, 2.5);
+  ASSERT_TRUE(std::isfinite(gu)) << power2;
+  EXPECT_GT(power2, 3.0 * gu);
+  EXPECT_DOUBLE_EQ(q.rel_gap, gu) << show(q);
 }
 
 // GPU-like applies of a 1M-row 3D Laplacian (lap3d:100 on the H200: ~0.1 ms at 8 columns),
