@@ -133,50 +133,12 @@ struct Pricing {
   double filter_tol = 0.0;           // the error reduction the filter's degree is priced for
 };
 
-// The probe and the timed applies (every iterative price needs them).
-void measure(Pricing& p) {
-  const PlanFacts& f = p.f;
+// The relative gap the solves are priced at (plan.rel_gap) and the re-check's (p.recheck_gap): the
+// probe's power law at the wanted end, or the counting function's reading where the law fails or
+// reads far wider, hedged below the probe's first node.
+void choose_gaps(Pricing& p, double sgn) {
   EigsPlan& plan = p.plan;
-  plan.probe = p.probes.probe();
-  const std::int64_t width = f.generalized ? p.k + default_lobpcg_guard(p.k) : chebyshev_block(p.n, p.k, -1);
-  const std::int64_t w = std::max<std::int64_t>(2, std::min<std::int64_t>(
-      f.backend == Backend::cuda ? width : std::min<std::int64_t>(width, 8), p.n));
-  const double t1 = plan.probe->apply_seconds / std::max(1, plan.probe->steps);
-  plan.applies = apply_model(t1, p.probes.apply_seconds(w), w, f.backend, p.n);
-  // The filter's steps fuse where rows are short (eigs_detail::make_fused_step): 1.5 column
-  // units a column-step on the GPU. On the CPU the filter keeps its iterates by rows
-  // (chebyshev/filter.cpp filter_rows): from 40k rows 0.6, its step's cost against the
-  // column-major SpMM at 24 columns (0.54–0.65: rgg 55k after RCM, lap3d:60 and :100,
-  // lap2d:1000; cpu_spmm_bench "rows" against "spmm", 2-core CPU, 2026-11-30; docs/performance.md
-  // "CPU kernels"); below, 1.25 as for the column-major step: on small matrices the applies'
-  // fixed costs rule, and at 0.6 crack (10k rows) and dwt_2680 took Chebyshev over shift-invert
-  // on the H200 machine's host and ran 1.7–2× slower than before. On A's natural blocks (BSR step, long rows) one unit: H200,
-  // elast3d:64 at 24 columns, 804 µs fp64 and 390 µs on the fp32 rung against 835 µs for the
-  // operator's apply alone (docs/performance.md).
-  // The 0.6 is for a matrix (an operator form gets no fused step) in a local order (eigs on the
-  // CPU from the apps and tcsolve.eigsh reorders a scattered one by RCM first): in a random order
-  // the step by rows costs 0.9–1.1 of the SpMM.
-  if (chebyshev_step_pays(p.n, f.nnz_a))
-    plan.applies->step_col =
-        f.backend == Backend::cuda ? 1.5 : (f.matrix_form && f.nnz_a > 0 && p.n >= 40000 ? 0.6 : 1.25);
-  else if (f.bsr_step) plan.applies->step_col = 1.0;
-  if (f.backend == Backend::cpu && plan.probe->dense_words > 0)
-    plan.applies->t_word = plan.probe->dense_seconds / plan.probe->dense_words;
-  const std::int64_t block = f.generalized ? width : chebyshev_block(p.n, p.k, -1);
-  if (f.backend == Backend::cpu)
-    host_apply_model(*plan.applies, f, p.probes, p.n, block, !f.generalized && chebyshev_fits(p.n, p.k));
-  const ApplyModel& am = *plan.applies;
-  if (trace_enabled()) {
-    char b[260];
-    std::snprintf(b, sizeof b, "plan: apply model t_a %.3g s, t_col %.3g s, t_outer %.3g s, t_step %.3g s, t_word %.3g s, "
-                  "filter step %.3g s on %lld columns", am.t_a, am.t_col, am.t_outer, am.t_step, am.t_word,
-                  am.t_filter_step, static_cast<long long>(am.step_block));
-    trace_mark(b);
-  }
-  const double sgn = p.opt.which == Which::largest ? -1.0 : 1.0;
-  p.m = block;
   plan.rel_gap = plan.probe->relative_gap(sgn, p.k, p.m);
-  p.filter_tol = filter_reduction(*plan.probe, p.opt, sgn);
   // The filter re-check's price (its degree from the resolution, recheck.cpp): where the power
   // law fails, the resolution read off the quadrature's counting function (interpolated_gap)
   // rather than the solves' fallback 1e-3. 2-core CPU, the shared matrices' single-vector
@@ -240,6 +202,52 @@ void measure(Pricing& p) {
     const double gu = plan.probe->below_node_gap(sgn, p.k, p.m);
     if (std::isfinite(gu) && gu > plan.rel_gap) plan.rel_gap = std::sqrt(plan.rel_gap * gu);
   }
+}
+
+// The probe and the timed applies (every iterative price needs them).
+void measure(Pricing& p) {
+  const PlanFacts& f = p.f;
+  EigsPlan& plan = p.plan;
+  plan.probe = p.probes.probe();
+  const std::int64_t width = f.generalized ? p.k + default_lobpcg_guard(p.k) : chebyshev_block(p.n, p.k, -1);
+  const std::int64_t w = std::max<std::int64_t>(2, std::min<std::int64_t>(
+      f.backend == Backend::cuda ? width : std::min<std::int64_t>(width, 8), p.n));
+  const double t1 = plan.probe->apply_seconds / std::max(1, plan.probe->steps);
+  plan.applies = apply_model(t1, p.probes.apply_seconds(w), w, f.backend, p.n);
+  // The filter's steps fuse where rows are short (eigs_detail::make_fused_step): 1.5 column
+  // units a column-step on the GPU. On the CPU the filter keeps its iterates by rows
+  // (chebyshev/filter.cpp filter_rows): from 40k rows 0.6, its step's cost against the
+  // column-major SpMM at 24 columns (0.54–0.65: rgg 55k after RCM, lap3d:60 and :100,
+  // lap2d:1000; cpu_spmm_bench "rows" against "spmm", 2-core CPU, 2026-11-30; docs/performance.md
+  // "CPU kernels"); below, 1.25 as for the column-major step: on small matrices the applies'
+  // fixed costs rule, and at 0.6 crack (10k rows) and dwt_2680 took Chebyshev over shift-invert
+  // on the H200 machine's host and ran 1.7–2× slower than before. On A's natural blocks (BSR step, long rows) one unit: H200,
+  // elast3d:64 at 24 columns, 804 µs fp64 and 390 µs on the fp32 rung against 835 µs for the
+  // operator's apply alone (docs/performance.md).
+  // The 0.6 is for a matrix (an operator form gets no fused step) in a local order (eigs on the
+  // CPU from the apps and tcsolve.eigsh reorders a scattered one by RCM first): in a random order
+  // the step by rows costs 0.9–1.1 of the SpMM.
+  if (chebyshev_step_pays(p.n, f.nnz_a))
+    plan.applies->step_col =
+        f.backend == Backend::cuda ? 1.5 : (f.matrix_form && f.nnz_a > 0 && p.n >= 40000 ? 0.6 : 1.25);
+  else if (f.bsr_step) plan.applies->step_col = 1.0;
+  if (f.backend == Backend::cpu && plan.probe->dense_words > 0)
+    plan.applies->t_word = plan.probe->dense_seconds / plan.probe->dense_words;
+  const std::int64_t block = f.generalized ? width : chebyshev_block(p.n, p.k, -1);
+  if (f.backend == Backend::cpu)
+    host_apply_model(*plan.applies, f, p.probes, p.n, block, !f.generalized && chebyshev_fits(p.n, p.k));
+  const ApplyModel& am = *plan.applies;
+  if (trace_enabled()) {
+    char b[260];
+    std::snprintf(b, sizeof b, "plan: apply model t_a %.3g s, t_col %.3g s, t_outer %.3g s, t_step %.3g s, t_word %.3g s, "
+                  "filter step %.3g s on %lld columns", am.t_a, am.t_col, am.t_outer, am.t_step, am.t_word,
+                  am.t_filter_step, static_cast<long long>(am.step_block));
+    trace_mark(b);
+  }
+  const double sgn = p.opt.which == Which::largest ? -1.0 : 1.0;
+  p.m = block;
+  p.filter_tol = filter_reduction(*plan.probe, p.opt, sgn);
+  choose_gaps(p, sgn);
   // One wanted value: the set the re-check gets has no second distinct value, so it resolves half
   // the distance from the found value to the probe's bound of the spectrum's end (verify.cpp,
   // filter_inputs), not the gap: in Â = sgn·A, δ = (θ_end − bound)/2 against the width. 2-core
