@@ -129,7 +129,7 @@ struct Pricing {
   double recheck_gap = 0.0;          // the gap the filter re-check is priced at
   double filter_recheck_gap = 0.0;   // the same after a Chebyshev solve (the k = 1 rule below aside)
   bool modelled = false;             // the probe's power law fits the wanted end
-  bool gap_interpolated = false;     // plan.rel_gap read off the counting function
+  bool gap_from_count = false;       // plan.rel_gap read off the counting function (or its uniform count below the first node)
   double filter_tol = 0.0;           // the error reduction the filter's degree is priced for
 };
 
@@ -162,7 +162,7 @@ void choose_gaps(Pricing& p, double sgn) {
     // The solves too, since their steps are priced as timed (t_filter_step): the fallback's
     // 313 filter steps against 32–132 run (bcsstm19/20 and gen:rgg:40000, 32 largest; 78–91
     // at this gap on the rgg rows), and single-vector Lanczos from it (predict_lanczos1_seconds).
-    if (std::isfinite(g)) plan.rel_gap = g, p.gap_interpolated = true;
+    if (std::isfinite(g)) plan.rel_gap = g, p.gap_from_count = true;
   } else if (interpolate) {
     // The counting function's reading where it reaches λ_{m+1} below a third of the power law's
     // (rgg:40000:2, 6 largest: 0.062 against 0.64, true 0.058). Within 3× the fit stays (luxembourg,
@@ -183,7 +183,7 @@ void choose_gaps(Pricing& p, double sgn) {
     double g = plan.probe->interpolated_gap(sgn, p.k, p.m);
     if (ceiling && !std::isfinite(g)) g = plan.probe->below_node_gap(sgn, p.k, p.m);
     if (std::isfinite(g) && 3.0 * g < plan.rel_gap && (resolved || ceiling))
-      plan.rel_gap = p.recheck_gap = g, p.gap_interpolated = true;
+      plan.rel_gap = p.recheck_gap = g, p.gap_from_count = true;
   }
   // Where the wanted gap lies wholly below the probe's first node, the power law extrapolates
   // from the nodes above it; the gap is taken as the geometric mean of its gap and a uniform
@@ -198,7 +198,7 @@ void choose_gaps(Pricing& p, double sgn) {
     const char* e = std::getenv("TCSOLVE_PLAN_BELOW_NODE");
     return !(e && std::string(e) == "0");
   }();
-  if (below_node && p.modelled && !p.gap_interpolated) {
+  if (below_node && p.modelled && !p.gap_from_count) {
     const double gu = plan.probe->below_node_gap(sgn, p.k, p.m);
     if (std::isfinite(gu) && gu > plan.rel_gap) plan.rel_gap = std::sqrt(plan.rel_gap * gu);
   }
@@ -328,7 +328,7 @@ std::optional<PlanEstimate> price_lanczos1(const Pricing& p, const PlanEstimate&
   l.block = 1;
   l.verification = filter.verification;
   l.solve_s = predict_lanczos1_seconds(p.n, p.f.nnz_a, p.k, p.filter_tol, p.plan.rel_gap, am, &l.detail,
-                                       p.gap_interpolated);
+                                       p.gap_from_count);
   // Its re-check resolves the found set's own gap (p.recheck_gap), not a filter cut.
   l.verify_s = filter.verification != Verification::recheck ? filter.verify_s
                : filter_recheck_degree_at(p.n, p.recheck_gap) > eigs_detail::kFilterRecheckMaxDegree

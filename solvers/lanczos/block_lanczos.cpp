@@ -322,7 +322,9 @@ BlockLanczos::Fill BlockLanczos::expand_basis(bool looks, IterationRecord& rec) 
   return fill;
 }
 
-// TCSOLVE_TRACE=1: a mark per block step and per pass (where a pass's time goes).
+// TCSOLVE_TRACE=1: a mark per block step and per pass (where a pass's time goes). Host times: on the
+// GPU a step ends in host round trips (the Gram), a look's Ritz vectors may still be queued, and
+// only the pass's mark follows a synchronize.
 void BlockLanczos::trace_step(const char* what, std::int64_t columns) const {
   char b[120];
   std::snprintf(b, sizeof b, "lanczos: pass %lld, %s at %lld columns", static_cast<long long>(restart_ + 1), what,

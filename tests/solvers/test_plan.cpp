@@ -237,9 +237,9 @@ TEST(Plan, CountingFunctionDoesNotReplaceTheFitBelowItsFirstNode) {
 // counting function's; the true gap (λ_8 = 2.69e-3, λ_17 = 1.91e-2 of a width of 31.4) is 5.2e-4,
 // the reading 3.5e-4, the fit 4.4e-3 (2-core CPU: 203 filter steps priced, 894 run).
 TEST(Plan, CountingFunctionReplacesAFitAtItsExponentCeiling) {
-  Inputs in;
-  in.a = read_matrix("gen:rgg:200000:2", {});
-  LocalityOrder lo = locality_order(in.a);  // as the command iterates it (P·A·Pᵀ, RCM)
+  Inputs in, in2;
+  in2.a = read_matrix("gen:rgg:200000:2", {});
+  LocalityOrder lo = locality_order(in2.a);  // as the command iterates it (P·A·Pᵀ, RCM)
   ASSERT_FALSE(lo.perm.empty());
   in.a = std::move(lo.permuted);
   const PlanProbes pr = probes_of(in);
@@ -248,7 +248,8 @@ TEST(Plan, CountingFunctionReplacesAFitAtItsExponentCeiling) {
   ASSERT_TRUE(p.probe);
   const double power = p.probe->relative_gap(1.0, 8, m, std::nan("")), ig = p.probe->interpolated_gap(1.0, 8, m);
   ASSERT_TRUE(std::isfinite(power) && std::isfinite(ig)) << power << " " << ig;
-  EXPECT_GE(p.probe->first_node_count(1.0), 8.0);  // λ_8 below the first node
+  EXPECT_GE(p.probe->first_node_count(1.0), 8.0);  // λ_8 below the first node, λ_17 above it
+  EXPECT_LT(p.probe->first_node_count(1.0), static_cast<double>(m + 1));
   EXPECT_GE(p.probe->end_model(1.0).p, 2.5);
   EXPECT_GT(power, 3.0 * ig);
   EXPECT_DOUBLE_EQ(p.rel_gap, ig) << show(p);
@@ -256,14 +257,13 @@ TEST(Plan, CountingFunctionReplacesAFitAtItsExponentCeiling) {
   EXPECT_LT(p.rel_gap, 5.2e-4 * 3.0);
   // In A's own order (the GPU's probe of it) λ_17 also lies below the first node: no reading; the
   // uniform count below the node (1.5e-3) replaces the fit's 4.8e-3.
-  Inputs in2;
-  in2.a = read_matrix("gen:rgg:200000:2", {});
   const EigsPlan q = plan_eigs(facts_of(in2, Backend::cpu, false), opts(8), probes_of(in2));
   ASSERT_TRUE(q.probe);
   const double power2 = q.probe->relative_gap(1.0, 8, m, std::nan("")), gu = q.probe->below_node_gap(1.0, 8, m);
+  EXPECT_GT(q.probe->first_node_count(1.0), static_cast<double>(m + 1));
   EXPECT_TRUE(std::isnan(q.probe->interpolated_gap(1.0, 8, m)));
   EXPECT_GE(q.probe->end_model(1.0).p, 2.5);
-  ASSERT_TRUE(std::isfinite(gu)) << power2;
+  ASSERT_TRUE(std::isfinite(gu)) << power2 << " " << gu;
   EXPECT_GT(power2, 3.0 * gu);
   EXPECT_DOUBLE_EQ(q.rel_gap, gu) << show(q);
 }
