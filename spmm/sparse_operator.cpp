@@ -761,10 +761,10 @@ std::unique_ptr<SparseOperator> make_operator_in_order(const Csr<double>& a, Bac
     if (tc != SpmmKernel::automatic && plan.nblocks > 0 &&
         plan.est_bytes_bcsr <= bcsr_limit * plan.est_bytes_csr) {
       const auto tb = std::chrono::steady_clock::now();
-      c.reordered = plan.reordered;
-      c.symmetric = plan.symmetric;
-      b = blocks_for(a, c, perm);
+      b = blocks_for(a, plan, perm);
       bcsr_s = seconds_since(tb);
+      c.reordered = plan.reordered;  // the blocks' reordering (the CSR candidates dropped it)
+      c.symmetric = plan.symmetric;
       c.kernel = tc;
       c.csr_group = 1;
       c.stage_x = plan.precision == Precision::fp64;  // the trial times X staged and direct
