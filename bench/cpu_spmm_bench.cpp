@@ -1,5 +1,7 @@
 // The CPU's sparse products against a copy measured in the same run (issue 46 §1):
-//   cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] [--cpu-time] [--auto-order] SPEC...
+//   cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] [--cpu-time] [--auto-order]
+//                  [--profile spmm|step|rows] SPEC...
+// (--profile: that kernel alone, R times, no copy and no other kernel: for perf record.)
 // SPEC: a matrix file or generator (gen:lap3d:60, gen:rgg:55000, ...). Per matrix and column
 // count k, R rounds (default 7, after 2 warm-up rounds); each round runs, back to back,
 //   - copy:  a multithreaded memcpy between two arrays of max(B/2, 256 MB) each (larger than the
@@ -91,6 +93,7 @@ struct Options {
   bool reference = false;
   bool whole = false;
   bool auto_order = false;
+  std::string profile;  // --profile KERNEL: only that kernel, --runs times, no copy (perf record)
   std::vector<std::string> specs;
 };
 
@@ -116,6 +119,10 @@ Options parse(int argc, char** argv) {
       o.whole = true;
     } else if (s == "--auto-order") {
       o.auto_order = true;
+    } else if (s == "--profile" && i + 1 < argc) {
+      o.profile = argv[++i];
+      if (o.profile != "spmm" && o.profile != "step" && o.profile != "rows")
+        throw InvalidArgument("cpu_spmm_bench: --profile takes spmm, step or rows, not " + o.profile);
     } else if (!s.empty() && s[0] == '-') {
       throw InvalidArgument("cpu_spmm_bench: unknown option " + s);
     } else {
@@ -123,7 +130,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.specs.empty() || o.runs < 1 || o.cols.empty())
-    throw InvalidArgument("usage: cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] [--auto-order] SPEC...");
+    throw InvalidArgument("usage: cpu_spmm_bench [--runs R] [--cols 24,32] [--reference] [--whole] [--auto-order] [--profile spmm|step|rows] SPEC...");
   for (int k : o.cols)
     if (k < 1 || k > 1024) throw InvalidArgument("cpu_spmm_bench: column counts must be 1..1024");
   return o;
@@ -166,7 +173,7 @@ void bench_matrix(const std::string& spec, const Options& o) {
     const double spmm_bytes = base + 16.0 * static_cast<double>(block);
     const double step_bytes = base + 24.0 * static_cast<double>(block);
     const std::size_t copy_bytes = std::max<std::size_t>(static_cast<std::size_t>(step_bytes / 2), std::size_t(256) << 20);
-    std::vector<char> src(copy_bytes, 1), dst(copy_bytes, 0);
+    std::vector<char> src(o.profile.empty() ? copy_bytes : 0, 1), dst(src.size(), 0);
     const MvView<const double> xv{x.data(), n, k, n, Space::host};
     const MvView<double> yv{y.data(), n, k, n, Space::host}, nv{nx.data(), n, k, n, Space::host};
     // step coefficients of a filter step (|a·λ + b| ≤ 1 keeps the iterate bounded: scaled by the
@@ -196,6 +203,17 @@ void bench_matrix(const std::string& spec, const Options& o) {
       f();
       t.push_back(1e3 * (now_s() - t0));
     };
+    if (!o.profile.empty()) {  // one kernel alone, for a profiler: its median, no copy
+      std::vector<double> t;
+      for (int r = 0; r < o.runs; ++r) {
+        if (o.profile == "spmm") timed(t, [&] { op->apply(xv, yv); });
+        else if (o.profile == "step") timed(t, [&] { step->step(sa, xv, 0.1 * sa, -0.5, nv, 0.0, xv); });
+        else timed(t, [&] { step->step_rows(sa, xr.data(), 0.1 * sa, -0.5, nr.data(), ldr, 0, k); });
+      }
+      std::printf("%-22s k %d %s alone: median %.3f ms, best %.3f, over %d runs\n", spec.c_str(), k,
+                  o.profile.c_str(), median(t), *std::min_element(t.begin(), t.end()), o.runs);
+      continue;
+    }
     for (int r = 0; r < o.runs + 2; ++r) {
       timed(t_copy, [&] { parallel_copy(src.data(), dst.data(), copy_bytes); });
       timed(t_spmm, [&] { op->apply(xv, yv); });

@@ -20,8 +20,8 @@
 // handed out to the host threads one part at a time (core/parallel.hpp parallel_parts). A row's
 // result depends only on the row, never on the part, thread or staging that computed it: results
 // are bitwise the same for any thread count. The inner loops are compiled for the build's ISA
-// and, on x86-64 with GCC or Clang, also for x86-64-v3 (AVX2 + FMA), picked at load time
-// (target_clones). Both round as csr_spmm_reference (fp64: a product, then a sum, in the row's
+// and, on x86-64 with GCC or Clang, also for x86-64-v3 (AVX2 + FMA) and x86-64-v4 (AVX-512),
+// picked at load time (target_clones). Both round as csr_spmm_reference (fp64: a product, then a sum, in the row's
 // order; no contraction into FMAs), so the CPU operator's Y is bitwise the reference's; the fp32
 // step uses FMAs as the CUDA one.
 //
