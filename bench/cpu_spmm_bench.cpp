@@ -210,8 +210,11 @@ void bench_matrix(const std::string& spec, const Options& o) {
         else if (o.profile == "step") timed(t, [&] { step->step(sa, xv, 0.1 * sa, -0.5, nv, 0.0, xv); });
         else timed(t, [&] { step->step_rows(sa, xr.data(), 0.1 * sa, -0.5, nr.data(), ldr, 0, k); });
       }
-      std::printf("%-22s k %d %s alone: median %.3f ms, best %.3f, over %d runs\n", spec.c_str(), k,
-                  o.profile.c_str(), median(t), *std::min_element(t.begin(), t.end()), o.runs);
+      std::vector<double> q = t;
+      std::sort(q.begin(), q.end());
+      const auto at = [&](double f) { return q[static_cast<std::size_t>(f * static_cast<double>(q.size() - 1))]; };
+      std::printf("%-22s k %d %s alone: median %.3f ms, best %.3f, over %d runs (deciles 1, 3, 7, 9: %.3f %.3f %.3f %.3f)\n",
+                  spec.c_str(), k, o.profile.c_str(), median(t), q.front(), o.runs, at(0.1), at(0.3), at(0.7), at(0.9));
       continue;
     }
     for (int r = 0; r < o.runs + 2; ++r) {
