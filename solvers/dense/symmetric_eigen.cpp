@@ -1,10 +1,13 @@
 // Dense symmetric eigenpairs by index range (solvers/dense/symmetric_eigen.hpp).
 #include "solvers/dense/symmetric_eigen.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "solvers/dense/cpu_dense.hpp"
 
 #ifdef TCSOLVE_HAVE_OPENBLAS
 // LAPACK in OpenBLAS (LP64, gfortran's hidden lengths of the character arguments last).
@@ -25,6 +28,17 @@ extern "C" void dpotrs_(const char* uplo, const int* n, const int* nrhs, const d
 
 namespace tcsolve {
 
+namespace {
+// OpenBLAS's own threads on an n × n LAPACK call cost more than they save up to n ≈ 500 on the
+// 16-core H200 host (dsyevr, 6 largest: n = 420 9.3–14.3 ms on one thread against 13.5–18.1 on
+// 16; n = 485–494 even; n = 662 and 1138 1.35× and 2× slower on one) and up to n ≈ 1000 on the
+// 2-core Xeon, where two threads also spiked to 40–97 ms in a third of the calls (n = 420–662:
+// 11–18 ms on one thread against 13–97 on two; n = 1072 even). One thread there. Set at run time
+// the H200 host's n = 420 gains less than OPENBLAS_NUM_THREADS=1 did (13–16 ms against 14–18;
+// bench/results/cpu_2026-12-01n/dense_blas_threads.txt).
+[[maybe_unused]] bool one_blas_thread(std::int64_t n) { return n <= 512 || (n <= 1024 && host_threads() <= 4); }
+}  // namespace
+
 bool symmetric_eigen_uses_lapack() {
 #ifdef TCSOLVE_HAVE_OPENBLAS
   return true;
@@ -41,6 +55,8 @@ SymmetricEigen symmetric_eigen(const Eigen::MatrixXd& a, std::int64_t il, std::i
   SymmetricEigen out;
 #ifdef TCSOLVE_HAVE_OPENBLAS
   TCSOLVE_REQUIRE(n <= 46340, "symmetric_eigen: n = " + std::to_string(n) + " past LAPACK's 32-bit sizes");
+  std::optional<cpu_dense::OneBlasThread> one;
+  if (one_blas_thread(n)) one.emplace();
   Eigen::MatrixXd work_a = a;  // dsyevr destroys its input
   const int ni = static_cast<int>(n), lo = static_cast<int>(il + 1), hi = static_cast<int>(iu + 1);
   const int cols = hi - lo + 1;
@@ -84,6 +100,8 @@ bool DenseCholesky::factor(const Eigen::MatrixXd& a) {
   l_ = a;
   const int n = static_cast<int>(a.rows());
   int info = 0;
+  std::optional<cpu_dense::OneBlasThread> one;
+  if (one_blas_thread(n)) one.emplace();
   dpotrf_("L", &n, l_.data(), &n, &info, 1);
   if (info > 0) return false;
   lapack_check(info, "dpotrf");
@@ -106,6 +124,8 @@ Eigen::MatrixXd DenseCholesky::congruence(const Eigen::MatrixXd* b) const {
   // x = L⁻ᵀ·y maps to A's, normalized in L·Lᵀ)
   Eigen::MatrixXd c = b ? *b : Eigen::MatrixXd::Identity(n, n);
   const int itype = 1;
+  std::optional<cpu_dense::OneBlasThread> one;
+  if (one_blas_thread(n)) one.emplace();
   dsygst_(&itype, "L", &ni, c.data(), &ni, l_.data(), &ni, &info, 1);
   lapack_check(info, "dsygst");
   for (std::int64_t j = 0; j < n; ++j)  // both wrote the lower triangle (no aliased transpose)
