@@ -291,10 +291,13 @@ class CpuDenseOps final : public DenseBlockOps {
 
 namespace cpu_dense {
 
-OneBlasThread::OneBlasThread() {
+OneBlasThread::OneBlasThread(bool active) {
 #ifdef TCSOLVE_HAVE_OPENBLAS
+  if (!active) return;  // saved_ = 1: nothing to restore
   saved_ = openblas_get_num_threads();
   if (saved_ > 1) openblas_set_num_threads(1);
+#else
+  (void)active;
 #endif
 }
 OneBlasThread::~OneBlasThread() {

@@ -21,9 +21,9 @@
 // result depends only on the row, never on the part, thread or staging that computed it: results
 // are bitwise the same for any thread count. The inner loops are compiled for the build's ISA
 // and, on x86-64 with GCC or Clang, also for x86-64-v3 (AVX2 + FMA) and x86-64-v4 (AVX-512),
-// picked at load time (target_clones). Both round as csr_spmm_reference (fp64: a product, then a sum, in the row's
-// order; no contraction into FMAs), so the CPU operator's Y is bitwise the reference's; the fp32
-// step uses FMAs as the CUDA one.
+// picked at load time (target_clones). All round as csr_spmm_reference (fp64: a product, then a
+// sum, in the row's order; no contraction into FMAs), so the CPU operator's Y is bitwise the
+// reference's; the fp32 step uses FMAs as the CUDA one.
 //
 // Traffic of one SpMM (n rows, m columns of A, k columns): A (12·nnz + 8·(n + 1) bytes), X read
 // (8·m·k; ring: plus the windows staged twice at part starts), Y written (8·n·k); whole staging

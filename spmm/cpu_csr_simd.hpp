@@ -21,8 +21,8 @@
 
 // The part functions below are compiled three times on x86-64 (GCC, Clang): for the build's ISA,
 // for x86-64-v3 (AVX2, FMA) and for x86-64-v4 (AVX-512: the row sums in 8-wide registers, 2-core
-// Xeon, rgg 55k × 24, one thread: 3.5 → 3.0 ms); the loader picks one for the CPU (an ifunc). TCSOLVE_NO_TARGET_CLONES
-// keeps only the build's (e.g. for tools that do not follow ifuncs).
+// Xeon, rgg 55k × 24, one thread: 3.5 → 3.0 ms); the loader picks one for the CPU (an ifunc).
+// TCSOLVE_NO_TARGET_CLONES keeps only the build's (e.g. for tools that do not follow ifuncs).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TCSOLVE_NO_TARGET_CLONES) && \
     !defined(__INTEL_COMPILER)
 #define TCSOLVE_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -178,7 +178,6 @@ template <int Q, class T, class ZR>
 TCSOLVE_ALWAYS_INLINE void row_sums(const CsrPtrs& a, std::int64_t i, const ZR& zr, int c0, V4<T>* s) {
   constexpr bool wide = std::is_same_v<T, double>;
   constexpr int P = wide ? Q / 2 : 0;  // 8-wide pairs
-  constexpr bool kRingRows = ZR::ring;
   V8d acc8[P > 0 ? P : 1];  // in registers (s may be memory indexed at run time: a chain through the stack)
   V4<T> acc[Q];
   for (int q = 0; q < P; ++q) acc8[q] = V8d{};
@@ -200,7 +199,7 @@ TCSOLVE_ALWAYS_INLINE void row_sums(const CsrPtrs& a, std::int64_t i, const ZR& 
       continue;
     }
     const T* zr_p = zr.row(c) + c0;
-    if constexpr (kPrefetch > 0 && !kRingRows) {
+    if constexpr (kPrefetch > 0 && !ZR::ring) {
       const std::int64_t pf = p + kPrefetch < a.nnz ? p + kPrefetch : p;
       const std::uintptr_t zf = reinterpret_cast<std::uintptr_t>(zr.z) +
                                 static_cast<std::uintptr_t>((zr.slot(a.ci[pf]) * zr.ldz + c0) * static_cast<std::int64_t>(sizeof(T)));
@@ -215,7 +214,7 @@ TCSOLVE_ALWAYS_INLINE void row_sums(const CsrPtrs& a, std::int64_t i, const ZR& 
     for (int q = 0; q < P; ++q) {
       V4<double> lo, hi;
       split8(acc8[q], lo, hi);
-      if constexpr (wide) s[2 * q] = lo, s[2 * q + 1] = hi;
+      s[2 * q] = lo, s[2 * q + 1] = hi;
     }
   for (int q = 2 * P; q < Q; ++q) s[q] = acc[q];
 }

@@ -43,11 +43,11 @@ inline std::int64_t row_part_count(std::int64_t n) {
 }
 inline std::int64_t row_part_begin(std::int64_t n, std::int64_t parts, std::int64_t p) { return n * p / parts; }
 
-// OpenBLAS on one thread for a scope, set and restored on the calling thread: its own pool's
-// threads spin after a call and took CPUs from the host pool and the engines.
+// OpenBLAS on one thread for a scope (where active), set and restored on the calling thread: its
+// own pool's threads spin after a call and took CPUs from the host pool and the engines.
 class OneBlasThread {
  public:
-  OneBlasThread();
+  explicit OneBlasThread(bool active = true);
   ~OneBlasThread();
   OneBlasThread(const OneBlasThread&) = delete;
   OneBlasThread& operator=(const OneBlasThread&) = delete;

@@ -1,7 +1,6 @@
 // Dense symmetric eigenpairs by index range (solvers/dense/symmetric_eigen.hpp).
 #include "solvers/dense/symmetric_eigen.hpp"
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +34,7 @@ namespace {
 // 2-core Xeon, where two threads also spiked to 40–97 ms in a third of the calls (n = 420–662:
 // 11–18 ms on one thread against 13–97 on two; n = 1072 even). One thread there. Set at run time
 // the H200 host's n = 420 gains less than OPENBLAS_NUM_THREADS=1 did (13–16 ms against 14–18;
-// bench/results/cpu_2026-12-01n/dense_blas_threads.txt).
+// bench/results/cpu_2026-12-01n/dense_blas_threads.txt). Every LAPACK call of this file follows it.
 [[maybe_unused]] bool one_blas_thread(std::int64_t n) { return n <= 512 || (n <= 1024 && host_threads() <= 4); }
 }  // namespace
 
@@ -55,8 +54,7 @@ SymmetricEigen symmetric_eigen(const Eigen::MatrixXd& a, std::int64_t il, std::i
   SymmetricEigen out;
 #ifdef TCSOLVE_HAVE_OPENBLAS
   TCSOLVE_REQUIRE(n <= 46340, "symmetric_eigen: n = " + std::to_string(n) + " past LAPACK's 32-bit sizes");
-  std::optional<cpu_dense::OneBlasThread> one;
-  if (one_blas_thread(n)) one.emplace();
+  const cpu_dense::OneBlasThread one(one_blas_thread(n));
   Eigen::MatrixXd work_a = a;  // dsyevr destroys its input
   const int ni = static_cast<int>(n), lo = static_cast<int>(il + 1), hi = static_cast<int>(iu + 1);
   const int cols = hi - lo + 1;
@@ -100,8 +98,7 @@ bool DenseCholesky::factor(const Eigen::MatrixXd& a) {
   l_ = a;
   const int n = static_cast<int>(a.rows());
   int info = 0;
-  std::optional<cpu_dense::OneBlasThread> one;
-  if (one_blas_thread(n)) one.emplace();
+  const cpu_dense::OneBlasThread one(one_blas_thread(n));
   dpotrf_("L", &n, l_.data(), &n, &info, 1);
   if (info > 0) return false;
   lapack_check(info, "dpotrf");
@@ -124,8 +121,7 @@ Eigen::MatrixXd DenseCholesky::congruence(const Eigen::MatrixXd* b) const {
   // x = L⁻ᵀ·y maps to A's, normalized in L·Lᵀ)
   Eigen::MatrixXd c = b ? *b : Eigen::MatrixXd::Identity(n, n);
   const int itype = 1;
-  std::optional<cpu_dense::OneBlasThread> one;
-  if (one_blas_thread(n)) one.emplace();
+  const cpu_dense::OneBlasThread one(one_blas_thread(n));
   dsygst_(&itype, "L", &ni, c.data(), &ni, l_.data(), &ni, &info, 1);
   lapack_check(info, "dsygst");
   for (std::int64_t j = 0; j < n; ++j)  // both wrote the lower triangle (no aliased transpose)
@@ -144,6 +140,7 @@ Eigen::MatrixXd DenseCholesky::solve_lower_transposed(const Eigen::MatrixXd& y) 
   Eigen::MatrixXd x = y;
   const int n = static_cast<int>(l_.rows()), k = static_cast<int>(y.cols());
   int info = 0;
+  const cpu_dense::OneBlasThread one(one_blas_thread(n));
   if (k > 0) dtrtrs_("L", "T", "N", &n, &k, l_.data(), &n, x.data(), &n, &info, 1, 1, 1);
   lapack_check(info, "dtrtrs");
   return x;
@@ -157,6 +154,7 @@ Eigen::MatrixXd DenseCholesky::solve(const Eigen::MatrixXd& r) const {
   Eigen::MatrixXd x = r;
   const int n = static_cast<int>(l_.rows()), k = static_cast<int>(r.cols());
   int info = 0;
+  const cpu_dense::OneBlasThread one(one_blas_thread(n));
   if (k > 0) dpotrs_("L", &n, &k, l_.data(), &n, x.data(), &n, &info, 1);
   lapack_check(info, "dpotrs");
   return x;
